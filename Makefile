@@ -1,0 +1,53 @@
+# goodput: `make run` (set up, run the pipeline on the bundled data, serve the dashboard) and
+# `make test` (set up and run every test). Both create .venv and install what is missing.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+ROOT := $(abspath .)
+export DAGSTER_HOME := $(ROOT)
+export GOODPUT_DAGSTER_DIR := $(ROOT)/.dagster
+export GOODPUT_DAGSTER_LOGS := $(ROOT)/.dagster/logs
+PORT ?= 8501
+
+.PHONY: run test dev install system-deps lint typecheck pytest sample clean
+
+$(BIN)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(BIN)/.installed
+
+# System packages the integration tests need (Slurm, MariaDB, Prometheus, Chromium); root only.
+system-deps:
+	bash scripts/install-system-deps.sh
+
+# The bundled sample fleet, written when data/inputs/ is empty.
+sample: install
+	@if [ -z "$$(ls -A data/inputs 2>/dev/null)" ]; then $(BIN)/goodput generate; else echo "data/inputs/ has input: using it"; fi
+
+run: sample
+	mkdir -p $(GOODPUT_DAGSTER_DIR)
+	$(BIN)/goodput materialize
+	@echo "Dashboard: http://127.0.0.1:$(PORT)"
+	$(BIN)/goodput app --port $(PORT)
+
+dev: install
+	mkdir -p $(GOODPUT_DAGSTER_DIR)
+	$(BIN)/dagster dev -m pipelines.definitions
+
+lint: install
+	$(BIN)/ruff check .
+
+typecheck: install
+	$(BIN)/mypy
+
+pytest: install
+	GOODPUT_REQUIRE_SLURM=1 $(BIN)/python -m pytest
+
+test: install system-deps lint typecheck pytest
+
+clean:
+	rm -rf .dagster data/warehouse.duckdb* data/serving.duckdb* .pytest_cache .mypy_cache .ruff_cache

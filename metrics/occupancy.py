@@ -1,0 +1,143 @@
+"""Occupancy: allocated GPU-seconds against available capacity, per cluster and hour.
+
+METRICS.md: **occupancy** = allocated / (capacity − down − planned_down); allocated is the
+GPU-seconds of allocation attempts (steps never add occupancy), clipped to each hour; a running
+attempt counts until the data cut-off ``as_of``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+
+from metrics._helpers import HOUR_US, seconds_between
+from metrics.schema import CLUSTER, END_AT, GPUS, HOUR, START_AT
+
+__all__ = ["allocated_gpu_seconds_hourly", "capacity_hourly", "occupancy_hourly"]
+
+
+def allocated_gpu_seconds_hourly(attempts: pl.LazyFrame, as_of: dt.datetime) -> pl.LazyFrame:
+    """Allocated GPU-seconds per cluster and hour.
+
+    Args:
+        attempts: one row per allocation attempt with ``cluster``, ``gpus`` (GPUs, may be
+            fractional), ``start_at``, ``end_at`` (UTC; NULL while running). Rows without a start
+            or with 0 GPUs add nothing.
+        as_of: the data cut-off (UTC); running attempts are counted up to it, and nothing after
+            it is counted.
+
+    Returns:
+        ``cluster, hour (UTC, start of hour), allocated_gpu_s`` — Σ gpus × overlap(attempt, hour)
+        in seconds, one row per cluster-hour touched by an attempt.
+    """
+    cut = pl.lit(as_of).dt.cast_time_unit("us").dt.replace_time_zone("UTC")
+    spans = (
+        attempts.filter(pl.col(START_AT).is_not_null() & (pl.col(GPUS) > 0))
+        .with_columns(pl.min_horizontal(pl.col(END_AT).fill_null(cut), cut).alias("_end"))
+        .filter(pl.col("_end") > pl.col(START_AT))
+        .select(
+            CLUSTER,
+            GPUS,
+            START_AT,
+            "_end",
+            pl.datetime_ranges(
+                pl.col(START_AT).dt.truncate("1h"),
+                pl.col("_end") - pl.duration(microseconds=1),
+                interval="1h",
+            ).alias(HOUR),
+        )
+        .explode(HOUR)
+    )
+    hour_end = pl.col(HOUR) + pl.duration(microseconds=HOUR_US)
+    overlap = seconds_between(
+        pl.min_horizontal(pl.col("_end"), hour_end), pl.max_horizontal(pl.col(START_AT), pl.col(HOUR))
+    )
+    return (
+        spans.with_columns((pl.col(GPUS) * overlap).alias("allocated_gpu_s"))
+        .group_by(CLUSTER, HOUR)
+        .agg(pl.col("allocated_gpu_s").sum())
+        .sort(CLUSTER, HOUR)
+    )
+
+
+def capacity_hourly(
+    nodes: pl.LazyFrame, hours: pl.LazyFrame
+) -> pl.LazyFrame:
+    """GPU capacity per cluster and hour from a node inventory.
+
+    Args:
+        nodes: one row per node: ``cluster, host, gpus`` (GPUs on the node), and
+            ``capacity_source`` (``inventory`` or ``observed``).
+        hours: ``cluster, hour`` rows to cover.
+
+    Returns:
+        ``cluster, hour, capacity_gpu_s, capacity_source`` with capacity = Σ node GPUs × 3600.
+        A cluster whose nodes come from more than one source reports ``mixed``.
+    """
+    per_cluster = nodes.group_by(CLUSTER).agg(
+        (pl.col(GPUS).sum() * 3600.0).alias("capacity_gpu_s"),
+        pl.when(pl.col("capacity_source").n_unique() == 1)
+        .then(pl.col("capacity_source").first())
+        .otherwise(pl.lit("mixed"))
+        .alias("capacity_source"),
+    )
+    return hours.join(per_cluster, on=CLUSTER, how="left").with_columns(
+        pl.col("capacity_gpu_s").fill_null(0.0)
+    )
+
+
+def occupancy_hourly(
+    attempts: pl.LazyFrame,
+    nodes: pl.LazyFrame,
+    as_of: dt.datetime,
+    *,
+    down: pl.LazyFrame | None = None,
+) -> pl.LazyFrame:
+    """Hourly occupancy per cluster.
+
+    Args:
+        attempts: as for :func:`allocated_gpu_seconds_hourly`.
+        nodes: as for :func:`capacity_hourly`.
+        as_of: the data cut-off (UTC).
+        down: optional ``cluster, hour, down_gpu_s, planned_down_gpu_s``; 0 where absent (node
+            states arrive with the Slurm and Kubernetes node sources).
+
+    Returns:
+        ``cluster, hour, capacity_gpu_s, down_gpu_s, planned_down_gpu_s, allocated_gpu_s,
+        occupancy, capacity_source`` for every hour from the cluster's first allocation to its
+        last (or ``as_of``); occupancy = allocated / (capacity − down − planned_down), NULL when
+        that denominator is 0.
+    """
+    alloc = allocated_gpu_seconds_hourly(attempts, as_of)
+    bounds = alloc.group_by(CLUSTER).agg(
+        pl.col(HOUR).min().alias("_first"), pl.col(HOUR).max().alias("_last")
+    )
+    hours = bounds.select(
+        CLUSTER, pl.datetime_ranges("_first", "_last", interval="1h").alias(HOUR)
+    ).explode(HOUR)
+    cap = capacity_hourly(nodes, hours)
+    out = cap.join(alloc, on=[CLUSTER, HOUR], how="left").with_columns(
+        pl.col("allocated_gpu_s").fill_null(0.0)
+    )
+    if down is not None:
+        out = out.join(down, on=[CLUSTER, HOUR], how="left")
+    else:
+        out = out.with_columns(
+            pl.lit(None, dtype=pl.Float64()).alias("down_gpu_s"),
+            pl.lit(None, dtype=pl.Float64()).alias("planned_down_gpu_s"),
+        )
+    out = out.with_columns(
+        pl.col("down_gpu_s").fill_null(0.0), pl.col("planned_down_gpu_s").fill_null(0.0)
+    )
+    avail = pl.col("capacity_gpu_s") - pl.col("down_gpu_s") - pl.col("planned_down_gpu_s")
+    return out.select(
+        CLUSTER,
+        HOUR,
+        "capacity_gpu_s",
+        "down_gpu_s",
+        "planned_down_gpu_s",
+        "allocated_gpu_s",
+        pl.when(avail > 0).then(pl.col("allocated_gpu_s") / avail).otherwise(None).alias("occupancy"),
+        "capacity_source",
+    ).sort(CLUSTER, HOUR)

@@ -1,0 +1,108 @@
+"""One factory for the raw ingest assets of every source (one code path, parametrised)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dagster as dg
+from dagster_duckdb import DuckDBResource
+
+from pipelines._sources import InputSource
+from pipelines.config import load_config
+from pipelines.ingest import IngestOptions, ingest_file
+from pipelines.partitions import split_partition_key
+from pipelines.warehouse import init_warehouse
+
+__all__ = ["REJECTED_SHARE_CHECK", "SettingsResource", "raw_ingest_asset"]
+
+#: Name of the check on every raw asset: rejected rows stay below 1 % of the rows read.
+REJECTED_SHARE_CHECK = "rejected_share_below_1pct"
+
+
+class SettingsResource(dg.ConfigurableResource):  # type: ignore[misc]
+    """Where ``goodput.toml`` is; resolved at run time, never at import."""
+
+    config_path: str | None = None
+
+
+def raw_ingest_asset(
+    *,
+    name: str,
+    kind: str,
+    source_key: str,
+    group: str,
+    scheduler: str | None,
+    partitions_def: dg.PartitionsDefinition[Any],
+    description: str,
+) -> dg.AssetsDefinition:
+    """Build the partitioned raw asset that loads one input kind for one cluster and day.
+
+    Args:
+        name: asset name (= table name in the ``raw`` schema).
+        kind: input kind for :func:`pipelines.ingest.ingest_file`.
+        source_key: resource key of the :class:`InputSource` to fetch files from.
+        group: Dagster group (the source's folder name).
+        scheduler: only clusters of this scheduler have this input (None: every cluster).
+        partitions_def: the cluster × day partitions.
+        description: the asset's description (what the table is).
+    """
+
+    @dg.asset(
+        name=name,
+        key_prefix=["raw"],
+        group_name=group,
+        partitions_def=partitions_def,
+        pool="duckdb",
+        kinds={"duckdb", "polars"},
+        description=description,
+        required_resource_keys={"duckdb", "settings", source_key},
+        check_specs=[
+            dg.AssetCheckSpec(
+                REJECTED_SHARE_CHECK,
+                asset=dg.AssetKey(["raw", name]),
+                description="Rejected input rows are below 1 % of the rows read in this partition.",
+            )
+        ],
+    )
+    def _asset(context: dg.AssetExecutionContext) -> dg.MaterializeResult[Any]:
+        settings: SettingsResource = getattr(context.resources, "settings")  # noqa: B009
+        duck: DuckDBResource = getattr(context.resources, "duckdb")  # noqa: B009
+        source: InputSource = getattr(context.resources, source_key)
+        cfg = load_config(settings.config_path)
+        cluster, day = split_partition_key(context.partition_key)
+        ccfg = cfg.cluster(cluster)
+        files = [] if scheduler and ccfg.scheduler != scheduler else source.fetch(cluster, day)
+        loaded = rejected = 0
+        opts = IngestOptions(
+            cluster=cluster, tz=ccfg.timezone, fields=ccfg.sacct_fields or None, delimiter=None
+        )
+        with duck.get_connection() as con:
+            init_warehouse(con)
+            for f in files:
+                stats = ingest_file(con, kind, f, opts)
+                loaded += stats.rows_loaded
+                rejected += stats.rows_rejected
+                context.log.info(
+                    f"{f}: {stats.rows_loaded} rows loaded, {stats.rows_rejected} rejected"
+                )
+        total = loaded + rejected
+        share = rejected / total if total else 0.0
+        return dg.MaterializeResult(
+            metadata={
+                "files": len(files),
+                "row_count": loaded,
+                "rejected_count": rejected,
+                "cluster": cluster,
+                "day": day,
+            },
+            check_results=[
+                dg.AssetCheckResult(
+                    check_name=REJECTED_SHARE_CHECK,
+                    passed=share < 0.01,
+                    severity=dg.AssetCheckSeverity.WARN,
+                    metadata={"rejected_share": share, "rejected_count": rejected},
+                )
+            ],
+        )
+
+    return _asset

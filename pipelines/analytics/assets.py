@@ -1,0 +1,100 @@
+"""Core and analytics assets: identity-resolved jobs, occupancy, time to start, the serving copy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import dagster as dg
+from dagster_duckdb import DuckDBResource
+
+from pipelines._raw_assets import SettingsResource
+from pipelines.analytics.build import rebuild
+from pipelines.analytics.checks import (
+    ALLOCATED_WITHIN_CAPACITY,
+    END_NOT_BEFORE_START,
+    UNIQUE_ATTEMPT_KEYS,
+    allocated_within_capacity,
+    end_not_before_start,
+    unique_attempt_keys,
+)
+from pipelines.config import load_config
+from pipelines.warehouse import init_warehouse, publish_serving_copy
+
+__all__ = ["CORE_ANALYTICS_KEYS", "core_and_analytics", "serving_copy"]
+
+_RAW = [
+    dg.AssetKey(["raw", n]) for n in ("slurm_rows", "k8s_events", "k8s_pods", "dcgm_samples")
+]
+
+#: Tables the rebuild writes, as asset keys (prefix = DuckDB schema).
+CORE_ANALYTICS_KEYS = {
+    "core.slurm_jobs": dg.AssetKey(["core", "slurm_jobs"]),
+    "core.k8s_pods": dg.AssetKey(["core", "k8s_pods"]),
+    "core.k8s_events": dg.AssetKey(["core", "k8s_events"]),
+    "core.jobs": dg.AssetKey(["core", "jobs"]),
+    "core.nodes": dg.AssetKey(["core", "nodes"]),
+    "analytics.occupancy_hourly": dg.AssetKey(["analytics", "occupancy_hourly"]),
+    "analytics.time_to_start_summary": dg.AssetKey(["analytics", "time_to_start_summary"]),
+}
+
+_DESCRIPTIONS = {
+    "core.slurm_jobs": "Every Slurm row once: identity, attempt, team, waits and GPU-seconds.",
+    "core.k8s_pods": "One row per pod uid, from its latest snapshot.",
+    "core.k8s_events": "One row per Kubernetes event uid, with its latest count.",
+    "core.jobs": "One row per allocation attempt, Slurm and Kubernetes (the `jobs` view).",
+    "core.nodes": "GPU nodes per cluster: inventory file, else nodes seen in the data (flagged).",
+    "analytics.occupancy_hourly": "Allocated GPU-seconds against capacity per cluster and hour.",
+    "analytics.time_to_start_summary": "Naive wait percentiles per cluster and size bucket.",
+}
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(key, deps=_RAW, group_name="analytics", description=_DESCRIPTIONS[t],
+                     kinds={"duckdb", "polars"})
+        for t, key in CORE_ANALYTICS_KEYS.items()
+    ],
+    check_specs=[
+        dg.AssetCheckSpec(END_NOT_BEFORE_START, asset=CORE_ANALYTICS_KEYS["core.jobs"],
+                          description="No attempt ends before it starts."),
+        dg.AssetCheckSpec(UNIQUE_ATTEMPT_KEYS, asset=CORE_ANALYTICS_KEYS["core.slurm_jobs"],
+                          description="(cluster, job_key, attempt, step) is unique for started rows."),
+        dg.AssetCheckSpec(ALLOCATED_WITHIN_CAPACITY,
+                          asset=CORE_ANALYTICS_KEYS["analytics.occupancy_hourly"],
+                          description="Allocated GPU-seconds never exceed capacity in an hour."),
+    ],
+    pool="duckdb",
+)  # fmt: skip
+def core_and_analytics(
+    context: dg.AssetExecutionContext, duckdb: DuckDBResource, settings: SettingsResource
+) -> Iterator[dg.MaterializeResult[Any] | dg.AssetCheckResult]:
+    """Recompute the core and analytics tables from everything loaded, then the views."""
+    cfg = load_config(settings.config_path)
+    with duckdb.get_connection() as con:
+        init_warehouse(con)
+        counts = rebuild(con, cfg)
+        checks = [end_not_before_start(con), unique_attempt_keys(con), allocated_within_capacity(con)]
+    for table, key in CORE_ANALYTICS_KEYS.items():
+        yield dg.MaterializeResult(asset_key=key, metadata={"row_count": counts[table]})
+    yield from checks
+
+
+@dg.asset(
+    key_prefix=["analytics"],
+    deps=list(CORE_ANALYTICS_KEYS.values()),
+    group_name="analytics",
+    pool="duckdb",
+    kinds={"duckdb"},
+)
+def serving_copy(duckdb: DuckDBResource, settings: SettingsResource) -> dg.MaterializeResult[Any]:
+    """The read-only copy of the warehouse that the dashboard and `goodput sql` read.
+
+    Written to a temporary file and renamed over the old copy, so readers never block the writer
+    and never see a half-written pipeline.
+    """
+    cfg = load_config(settings.config_path)
+    path = publish_serving_copy(duckdb.database, cfg.serving_path)
+    return dg.MaterializeResult(
+        metadata={"path": str(path), "bytes": path.stat().st_size}
+    )

@@ -1,0 +1,205 @@
+"""Rebuild the core and analytics layers from the raw tables, and publish the stable views.
+
+Pure recomputation over everything loaded (the pipeline's inputs at this stage are weeks, not
+years); the metric functions themselves live in :mod:`metrics`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from metrics import naive_wait_percentiles, occupancy_hourly
+from pipelines.config import Config
+from pipelines.kubernetes._attempts import pod_attempts
+from pipelines.registry import UNATTRIBUTED, load_registry
+from pipelines.slurm._identity import resolve_slurm_jobs, slurm_attempts
+from pipelines.sql import SQL_DIR
+
+__all__ = ["JOBS_COLUMNS", "VIEWS", "create_views", "rebuild"]
+
+#: The ``jobs`` view's columns, in order (sql/README.md).
+JOBS_COLUMNS = [
+    "source", "cluster", "job_id", "job_id_raw", "attempt", "team", "account", "user_name",
+    "partition", "qos", "state", "gpus", "req_gpus", "gpu_type", "submit_at", "eligible_at",
+    "start_at", "end_at", "wait_s", "submit_wait_s", "run_s", "gpu_s", "node_list", "timelimit_s",
+    "exit_code",
+]  # fmt: skip
+
+#: The published views, created in this order (each from ``sql/views/<name>.sql``).
+VIEWS = (
+    "jobs", "slurm_jobs", "rejected_rows", "occupancy_hourly", "time_to_start_summary",
+    "k8s_events", "k8s_pods", "dcgm_samples", "ingests", "nodes",
+)  # fmt: skip
+
+_INVENTORY_SCHEMA = {
+    "host": pl.String(), "gpus": pl.Float64(), "gpu_type": pl.String(),
+    "partition": pl.String(), "rack": pl.String(),
+}  # fmt: skip
+
+
+def _replace_table(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
+    _f = frame  # noqa: F841 - read by DuckDB's replacement scan
+    con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM _f")
+
+
+def _read(con: duckdb.DuckDBPyConnection, table: str) -> pl.DataFrame:
+    return con.sql(f"SELECT * FROM {table}").pl()
+
+
+def _inventory(cfg: Config) -> pl.DataFrame:
+    frames = []
+    if cfg.inventory_dir.is_dir():
+        for f in sorted(cfg.inventory_dir.glob("*.csv")):
+            df = pl.read_csv(f, schema_overrides=_INVENTORY_SCHEMA)
+            for col, dtype in _INVENTORY_SCHEMA.items():
+                if col not in df.columns:
+                    df = df.with_columns(pl.lit(None, dtype=dtype).alias(col))
+            frames.append(
+                df.select(
+                    pl.lit(f.stem).alias("cluster"),
+                    *_INVENTORY_SCHEMA,
+                    pl.lit("inventory").alias("capacity_source"),
+                )
+            )
+    if not frames:
+        return pl.DataFrame(
+            schema={"cluster": pl.String(), **_INVENTORY_SCHEMA, "capacity_source": pl.String()}
+        )
+    return pl.concat(frames)
+
+
+def _observed_nodes(slurm_attempts_df: pl.DataFrame, pods: pl.DataFrame) -> pl.DataFrame:
+    """Nodes seen in the data, each with the most GPUs any one attempt held on it."""
+    slurm = (
+        slurm_attempts_df.filter((pl.col("gpus") > 0) & (pl.col("node_list").list.len() > 0))
+        .select(
+            "cluster",
+            pl.col("node_list").alias("host"),
+            (pl.col("gpus") / pl.col("node_list").list.len()).alias("gpus"),
+            "gpu_type",
+            "partition",
+        )
+        .explode("host")
+    )
+    k8s = pods.filter(pl.col("node_name").is_not_null() & (pl.col("gpus") > 0)).select(
+        "cluster",
+        pl.col("node_name").alias("host"),
+        "gpus",
+        pl.lit(None, dtype=pl.String()).alias("gpu_type"),
+        pl.lit(None, dtype=pl.String()).alias("partition"),
+    )
+    both = pl.concat([slurm, k8s])
+    return both.group_by("cluster", "host").agg(
+        pl.col("gpus").max(),
+        pl.col("gpu_type").drop_nulls().first(),
+        pl.col("partition").drop_nulls().first(),
+        pl.lit(None, dtype=pl.String()).alias("rack"),
+        pl.lit("observed").alias("capacity_source"),
+    )
+
+
+def _as_of(frames: list[tuple[pl.DataFrame, list[str]]]) -> pl.DataFrame:
+    """Per cluster, the latest timestamp the loaded data knows about (the data cut-off)."""
+    parts = []
+    for df, cols in frames:
+        present = [c for c in cols if c in df.columns]
+        if df.height and present:
+            parts.append(
+                df.group_by("cluster").agg(
+                    pl.max_horizontal(*[pl.col(c).max() for c in present]).alias("as_of")
+                )
+            )
+    if not parts:
+        return pl.DataFrame(schema={"cluster": pl.String(), "as_of": pl.Datetime("us", "UTC")})
+    return pl.concat(parts).group_by("cluster").agg(pl.col("as_of").max())
+
+
+def create_views(con: duckdb.DuckDBPyConnection) -> None:
+    """(Re)create every published view from ``sql/views/``."""
+    for name in VIEWS:
+        con.execute((SQL_DIR / "views" / f"{name}.sql").read_text(encoding="utf-8"))
+
+
+def rebuild(con: duckdb.DuckDBPyConnection, cfg: Config, registry_path: Path | None = None) -> dict[str, int]:
+    """Recompute core and analytics tables from the raw tables, then create the views.
+
+    Args:
+        con: read-write connection to an initialised warehouse.
+        cfg: configuration (inventory folder, registry, thresholds).
+        registry_path: overrides the configured allocation registry.
+
+    Returns:
+        Row counts of the tables written, by table name.
+    """
+    _teams, mapping = load_registry(registry_path or cfg.registry_path)
+    account_teams = mapping.filter(pl.col("kind") == "slurm_account")
+    ns_teams = mapping.filter(pl.col("kind") == "k8s_namespace")
+    lq_teams = mapping.filter(pl.col("kind") == "k8s_local_queue")
+
+    slurm = resolve_slurm_jobs(_read(con, "raw.slurm_rows").lazy(), account_teams.lazy()).collect()
+    pods_raw = _read(con, "raw.k8s_pods")
+    pods = pods_raw.sort("ingest_id").unique(["cluster", "uid"], keep="last", maintain_order=True)
+    events = (
+        _read(con, "raw.k8s_events")
+        .sort("count", "last_seen", "ingest_id", nulls_last=False)
+        .unique(["cluster", "uid"], keep="last", maintain_order=True)
+    )
+    k8s_jobs = pod_attempts(pods.lazy(), ns_teams.lazy(), lq_teams.lazy()).collect()
+    s_att = slurm_attempts(slurm.lazy()).collect()
+
+    as_of = _as_of(
+        [
+            (slurm, ["submit_at", "eligible_at", "start_at", "end_at"]),
+            (pods, ["created_at", "scheduled_at", "started_at", "finished_at", "deleted_at"]),
+        ]
+    )
+    jobs = pl.concat(
+        [s_att.select(JOBS_COLUMNS), k8s_jobs.select(JOBS_COLUMNS)], how="vertical_relaxed"
+    ).with_columns(pl.col("team").fill_null(UNATTRIBUTED))
+    jobs = jobs.join(as_of, on="cluster", how="left")
+
+    inventory = _inventory(cfg)
+    observed = _observed_nodes(s_att, pods)
+    nodes = pl.concat(
+        [
+            inventory,
+            observed.join(inventory.select("cluster").unique(), on="cluster", how="anti").select(
+                inventory.columns
+            ),
+        ],
+        how="vertical_relaxed",
+    )
+    occ_parts = []
+    for row in as_of.iter_rows(named=True):
+        c, cut = row["cluster"], row["as_of"]
+        occ_parts.append(
+            occupancy_hourly(
+                jobs.filter(pl.col("cluster") == c).lazy(),
+                nodes.filter(pl.col("cluster") == c).lazy(),
+                cut,
+            ).collect()
+        )
+    occ = (
+        pl.concat(occ_parts)
+        if occ_parts
+        else occupancy_hourly(jobs.lazy(), nodes.lazy(), dt.datetime.now(dt.UTC)).collect()
+    ).join(as_of, on="cluster", how="left")
+    tts = naive_wait_percentiles(jobs.lazy()).collect().join(as_of, on="cluster", how="left")
+
+    written = {
+        "core.slurm_jobs": slurm.join(as_of, on="cluster", how="left"),
+        "core.k8s_pods": pods,
+        "core.k8s_events": events,
+        "core.jobs": jobs,
+        "core.nodes": nodes,
+        "analytics.occupancy_hourly": occ,
+        "analytics.time_to_start_summary": tts,
+    }
+    for table, frame in written.items():
+        _replace_table(con, table, frame)
+    create_views(con)
+    return {t: f.height for t, f in written.items()}

@@ -1,0 +1,57 @@
+"""Data rules on the core and analytics tables, evaluated as Dagster asset checks."""
+
+from __future__ import annotations
+
+import dagster as dg
+import duckdb
+
+from pipelines.sql import load_sql
+
+__all__ = [
+    "ALLOCATED_WITHIN_CAPACITY",
+    "END_NOT_BEFORE_START",
+    "UNIQUE_ATTEMPT_KEYS",
+    "allocated_within_capacity",
+    "end_not_before_start",
+    "unique_attempt_keys",
+]
+
+END_NOT_BEFORE_START = "end_not_before_start"
+UNIQUE_ATTEMPT_KEYS = "unique_attempt_keys"
+ALLOCATED_WITHIN_CAPACITY = "allocated_within_capacity"
+
+_KEYS = {
+    END_NOT_BEFORE_START: ("core", "jobs"),
+    UNIQUE_ATTEMPT_KEYS: ("core", "slurm_jobs"),
+    ALLOCATED_WITHIN_CAPACITY: ("analytics", "occupancy_hourly"),
+}
+
+
+def _count_check(
+    con: duckdb.DuckDBPyConnection, name: str, severity: dg.AssetCheckSeverity
+) -> dg.AssetCheckResult:
+    row = con.execute(load_sql(f"checks/{name}")).fetchone()
+    bad = int(row[0]) if row else 0
+    return dg.AssetCheckResult(
+        asset_key=dg.AssetKey(list(_KEYS[name])),
+        check_name=name,
+        passed=bad == 0,
+        severity=severity,
+        metadata={"violations": bad},
+    )
+
+
+def end_not_before_start(con: duckdb.DuckDBPyConnection) -> dg.AssetCheckResult:
+    """Attempts whose end precedes their start (ERROR)."""
+    return _count_check(con, END_NOT_BEFORE_START, dg.AssetCheckSeverity.ERROR)
+
+
+def unique_attempt_keys(con: duckdb.DuckDBPyConnection) -> dg.AssetCheckResult:
+    """Duplicate (cluster, job_key, attempt, step) keys among started rows (ERROR)."""
+    return _count_check(con, UNIQUE_ATTEMPT_KEYS, dg.AssetCheckSeverity.ERROR)
+
+
+def allocated_within_capacity(con: duckdb.DuckDBPyConnection) -> dg.AssetCheckResult:
+    """Cluster-hours whose allocated GPU-seconds exceed capacity by more than 0.1 % (WARN:
+    capacity from observed nodes can undercount)."""
+    return _count_check(con, ALLOCATED_WITHIN_CAPACITY, dg.AssetCheckSeverity.WARN)

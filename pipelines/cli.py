@@ -1,0 +1,174 @@
+"""The ``goodput`` command line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import polars as pl
+import typer
+
+from pipelines._parse_result import InputFormatError
+from pipelines.config import ConfigError, load_config, repo_root
+
+app = typer.Typer(
+    help="goodput: where a GPU fleet's GPU-hours go.", no_args_is_help=True, add_completion=False
+)
+
+_SOURCES = ("sacct", "k8s-events", "k8s-pods", "dcgm")
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    typer.echo(f"goodput: error: {message}", err=True)
+    return typer.Exit(code)
+
+
+@app.command()
+def ingest(
+    source: Annotated[str, typer.Argument(help="Input kind: sacct | k8s-events | k8s-pods | dcgm")],
+    paths: Annotated[list[Path], typer.Argument(help="Files (dcgm: files or snapshot folders)")],
+    db: Annotated[Path | None, typer.Option(help="DuckDB file (default: the warehouse)")] = None,
+    cluster: Annotated[
+        str | None, typer.Option(help="Cluster for rows without a Cluster column")
+    ] = None,
+    tz: Annotated[str | None, typer.Option(help="IANA zone of naive times")] = None,
+    delimiter: Annotated[str | None, typer.Option(help="sacct delimiter (default |)")] = None,
+    fields: Annotated[
+        str | None, typer.Option(help="Headerless sacct: the --format list, comma-separated")
+    ] = None,
+) -> None:
+    """Parse input files and load them (re-ingesting a file replaces its earlier load)."""
+    from pipelines.analytics.build import rebuild
+    from pipelines.ingest import IngestOptions, ingest_file
+    from pipelines.warehouse import connect, init_warehouse, publish_serving_copy
+
+    if source not in _SOURCES:
+        raise _fail(f"unknown source {source!r}; expected one of {', '.join(_SOURCES)}", 2)
+    try:
+        cfg = load_config()
+    except ConfigError as exc:
+        raise _fail(str(exc)) from exc
+    target = db or cfg.warehouse_path
+    name = cluster or cfg.default_cluster
+    zone = tz or cfg.cluster(name).timezone
+    field_list = [f.strip() for f in fields.split(",") if f.strip()] if fields else None
+    if field_list is None and source == "sacct" and cfg.cluster(name).sacct_fields:
+        field_list = list(cfg.cluster(name).sacct_fields)
+    errors = 0
+    with connect(target) as con:
+        init_warehouse(con)
+        for path in paths:
+            opts = IngestOptions(cluster=name, tz=zone, fields=field_list, delimiter=delimiter)
+            try:
+                stats = ingest_file(con, source, path, opts)
+            except InputFormatError as exc:
+                typer.echo(f"goodput: error: {exc}", err=True)
+                errors += 1
+                continue
+            # A file that names its own cluster is read in that cluster's zone unless --tz says.
+            if tz is None and cluster is None and source == "sacct":
+                clusters = con.execute(
+                    "SELECT DISTINCT cluster FROM raw.slurm_rows WHERE ingest_id = ?",
+                    [stats.ingest_id],
+                ).fetchall()
+                if len(clusters) == 1 and cfg.cluster(clusters[0][0]).timezone != zone:
+                    own = cfg.cluster(clusters[0][0]).timezone
+                    opts = IngestOptions(cluster=name, tz=own, fields=field_list, delimiter=delimiter)
+                    stats = ingest_file(con, source, path, opts)
+            typer.echo(
+                f"{path}: {stats.rows_loaded} rows loaded, {stats.rows_rejected} rejected"
+                + (" (replaced an earlier load)" if stats.replaced_ingests else "")
+            )
+        rebuild(con, cfg)
+    if db is None:
+        publish_serving_copy(target, cfg.serving_path)
+    if errors:
+        raise typer.Exit(1)
+
+
+@app.command()
+def materialize(
+    date_from: Annotated[str | None, typer.Option("--from", help="First day, YYYY-MM-DD")] = None,
+    date_to: Annotated[str | None, typer.Option("--to", help="Last day, YYYY-MM-DD")] = None,
+) -> None:
+    """Run every asset as Dagster runs: each cluster-day partition with input, then analytics."""
+    from pipelines.runner import dagster_env, materialize_all
+
+    dagster_env()
+    try:
+        cfg = load_config()
+        summary = materialize_all(cfg, date_from=date_from, date_to=date_to)
+    except (ConfigError, RuntimeError) as exc:
+        raise _fail(str(exc)) from exc
+    typer.echo(
+        f"materialized {len(summary.partitions)} partitions in {summary.runs} Dagster runs; "
+        f"serving copy: {cfg.serving_path}"
+    )
+
+
+@app.command()
+def sql(
+    query: Annotated[str, typer.Argument(help="SQL over the documented views")],
+    db: Annotated[Path | None, typer.Option(help="DuckDB file (default: the serving copy)")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table | csv | json")] = "table",
+    limit: Annotated[int, typer.Option(help="Row limit")] = 100_000,
+) -> None:
+    """Run a read-only query (no writes, no file access, no ATTACH, settings locked)."""
+    from pipelines.safe_sql import SqlRefused, run_query
+
+    if fmt not in ("table", "csv", "json"):
+        raise _fail("--format must be table, csv or json", 2)
+    path = db or load_config().serving_path
+    try:
+        df = run_query(path, query, row_limit=limit)
+    except (SqlRefused, FileNotFoundError) as exc:
+        raise _fail(str(exc)) from exc
+    if fmt == "csv":
+        sys.stdout.write(df.write_csv(null_value=""))
+    elif fmt == "json":
+        sys.stdout.write(df.write_json() + "\n")
+    else:
+        with pl.Config(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=80, tbl_width_chars=200):
+            typer.echo(str(df))
+
+
+@app.command()
+def generate(
+    out: Annotated[Path | None, typer.Option(help="Folder (default: data/)")] = None,
+    seed: Annotated[int, typer.Option(help="Random seed")] = 7,
+    days: Annotated[int, typer.Option(help="Days to simulate")] = 14,
+) -> None:
+    """Write the bundled sample fleet (inputs, registry, inventory) in the real formats."""
+    from pipelines.sample_fleet import generate_sample_fleet
+
+    target = out or repo_root() / "data"
+    summary = generate_sample_fleet(target, seed=seed, days=days)
+    typer.echo(f"sample fleet written to {target}: {summary}")
+
+
+@app.command("app")
+def run_app(
+    port: Annotated[int, typer.Option(help="Port")] = 8501,
+    address: Annotated[str, typer.Option(help="Address")] = "127.0.0.1",
+) -> None:
+    """Serve the Streamlit dashboard (reads the serving copy)."""
+    script = repo_root() / "dashboards" / "app.py"
+    typer.echo(f"goodput dashboard: http://{address}:{port}")
+    cmd = [
+        sys.executable, "-m", "streamlit", "run", str(script),
+        "--server.address", address, "--server.port", str(port),
+        "--server.headless", "true", "--browser.gatherUsageStats", "false",
+    ]  # fmt: skip
+    raise typer.Exit(subprocess.call(cmd, env=os.environ.copy()))
+
+
+def main() -> None:
+    """Entry point of the ``goodput`` script."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""The project's one configuration file, ``goodput.toml`` (path overridable by ``GOODPUT_CONFIG``)."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+__all__ = ["ClusterConfig", "Config", "ConfigError", "load_config", "repo_root"]
+
+
+class ConfigError(ValueError):
+    """The configuration file is missing a required value or holds an invalid one."""
+
+
+def repo_root() -> Path:
+    """The repository root (the folder holding ``goodput.toml`` by default)."""
+    return Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """One cluster: its name, scheduler (``slurm`` | ``kubernetes``), IANA zone and inputs."""
+
+    name: str
+    scheduler: str
+    timezone: str = "UTC"
+    sacct_fields: tuple[str, ...] = ()
+    input_dir: Path | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    """The loaded configuration; every path is absolute."""
+
+    path: Path
+    warehouse_path: Path
+    serving_path: Path
+    inputs_dir: Path
+    inventory_dir: Path
+    registry_path: Path
+    partitions_start: str
+    prometheus_url: str
+    prometheus_step_s: int
+    large_job_gpus: float
+    idle_activity: float
+    default_cluster: str
+    clusters: tuple[ClusterConfig, ...] = field(default_factory=tuple)
+
+    def cluster(self, name: str) -> ClusterConfig:
+        """The named cluster's settings; an unknown name gets UTC and no field list."""
+        for c in self.clusters:
+            if c.name == name:
+                return c
+        return ClusterConfig(name=name, scheduler="slurm", input_dir=self.inputs_dir / name)
+
+    def cluster_input_dir(self, name: str) -> Path:
+        """``<inputs>/<cluster>/`` unless the cluster names its own folder."""
+        c = self.cluster(name)
+        return c.input_dir if c.input_dir is not None else self.inputs_dir / name
+
+
+def _check_tz(name: str, where: str) -> str:
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ConfigError(f"{where}: unknown IANA time zone {name!r}") from exc
+    return name
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """Load ``goodput.toml``.
+
+    Args:
+        path: the file; default ``$GOODPUT_CONFIG`` or ``<repo>/goodput.toml``.
+
+    Returns:
+        The configuration with paths resolved against the file's folder; ``GOODPUT_DB`` overrides
+        the warehouse path.
+
+    Raises:
+        ConfigError: the file is missing or holds an invalid value (named in the message).
+    """
+    cfg_path = Path(path or os.environ.get("GOODPUT_CONFIG") or repo_root() / "goodput.toml")
+    cfg_path = cfg_path.resolve()
+    try:
+        raw = tomllib.loads(cfg_path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{cfg_path}: configuration file not found") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{cfg_path}: {exc}") from exc
+    base = cfg_path.parent
+
+    def p(value: str) -> Path:
+        q = Path(value)
+        return q if q.is_absolute() else (base / q).resolve()
+
+    wh = raw.get("warehouse", {})
+    prom = raw.get("prometheus", {})
+    th = raw.get("thresholds", {})
+    inputs_dir = p(wh.get("inputs", "data/inputs"))
+    clusters = []
+    for i, c in enumerate(raw.get("clusters", [])):
+        where = f"{cfg_path}: clusters[{i}]"
+        if "name" not in c:
+            raise ConfigError(f"{where}: missing 'name'")
+        sched = c.get("scheduler", "slurm")
+        if sched not in ("slurm", "kubernetes"):
+            raise ConfigError(f"{where}: scheduler must be 'slurm' or 'kubernetes', not {sched!r}")
+        clusters.append(
+            ClusterConfig(
+                name=str(c["name"]),
+                scheduler=sched,
+                timezone=_check_tz(str(c.get("timezone", "UTC")), where),
+                sacct_fields=tuple(c.get("sacct_fields", ())),
+                input_dir=p(c["input_dir"]) if "input_dir" in c else inputs_dir / str(c["name"]),
+            )
+        )
+    db_env = os.environ.get("GOODPUT_DB")
+    default_cluster = str(raw.get("default_cluster") or "default")
+    return Config(
+        path=cfg_path,
+        warehouse_path=Path(db_env).resolve() if db_env else p(wh.get("path", "data/warehouse.duckdb")),
+        serving_path=p(wh.get("serving_path", "data/serving.duckdb")),
+        inputs_dir=inputs_dir,
+        inventory_dir=p(wh.get("inventory", "data/inventory")),
+        registry_path=p(wh.get("registry", "data/registry.yaml")),
+        partitions_start=str(wh.get("partitions_start", "2024-01-01")),
+        prometheus_url=str(prom.get("url", "http://127.0.0.1:9090")),
+        prometheus_step_s=int(prom.get("step_s", 300)),
+        large_job_gpus=float(th.get("large_job_gpus", 64)),
+        idle_activity=float(th.get("idle_activity", 0.05)),
+        default_cluster=default_cluster,
+        clusters=tuple(clusters),
+    )

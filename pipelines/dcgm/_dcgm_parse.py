@@ -1,0 +1,729 @@
+"""dcgm-exporter scrapes (Prometheus / OpenMetrics text) into one row per sample.
+
+The whole file is parsed with vectorised polars string operations, never a Python loop per line:
+
+1. the file is split into lines by polars' CSV reader (one column, no quoting), so line numbers
+   stay exact (blank lines are kept as empty rows);
+2. one end-anchored regex finds where the series (``name{labels}``) ends and the value and
+   optional timestamp begin; the regex engine searches it backwards from the end of each line,
+   so its cost does not grow with the length of the label set;
+3. label sets and metric names repeat on every scrape, so they are parsed once per *distinct*
+   string and joined back.
+
+Formats: Prometheus text exposition (timestamps are integer **milliseconds**) and OpenMetrics
+text (the file ends with ``# EOF``; timestamps are **seconds**, possibly fractional), either
+gzip-compressed (detected by its magic bytes, whatever the file is called) or not.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import zlib
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Final
+
+import polars as pl
+
+from pipelines._parse_result import REJECTED_SCHEMA, InputFormatError, ParseResult
+
+__all__ = ["DCGM_SAMPLE_SCHEMA", "FIELD_TYPES", "OLD_METRIC_NAMES", "parse_dcgm", "parse_dcgm_dir"]
+
+#: Columns of one DCGM sample, in this order.
+DCGM_SAMPLE_SCHEMA: dict[str, pl.DataType] = {
+    "ts": pl.Datetime("us", "UTC"),
+    "cluster": pl.String(),
+    "host": pl.String(),
+    "gpu_uuid": pl.String(),
+    "gpu_index": pl.Int32(),
+    "device": pl.String(),
+    "model_name": pl.String(),
+    "mig_profile": pl.String(),
+    "mig_instance": pl.Int32(),
+    "metric": pl.String(),
+    "value": pl.Float64(),
+    "pod": pl.String(),
+    "namespace": pl.String(),
+    "container": pl.String(),
+    "hpc_job": pl.String(),
+    "host_is_exporter_pod": pl.Boolean(),
+    "file": pl.String(),
+    "line_no": pl.Int64(),
+}
+
+#: dcgm-exporter 1.x (gpu-monitoring-tools) metric names → the DCGM field they export
+#: (``1.x-compatibility-metrics.csv``). Lowercase ``dcgm_fi_*`` names are upper-cased instead.
+OLD_METRIC_NAMES: Final[dict[str, str]] = {
+    "dcgm_sm_clock": "DCGM_FI_DEV_SM_CLOCK",
+    "dcgm_memory_clock": "DCGM_FI_DEV_MEM_CLOCK",
+    "dcgm_memory_temp": "DCGM_FI_DEV_MEMORY_TEMP",
+    "dcgm_gpu_temp": "DCGM_FI_DEV_GPU_TEMP",
+    "dcgm_power_usage": "DCGM_FI_DEV_POWER_USAGE",
+    "dcgm_total_energy_consumption": "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+    "dcgm_pcie_tx_throughput": "DCGM_FI_DEV_PCIE_TX_THROUGHPUT",
+    "dcgm_pcie_rx_throughput": "DCGM_FI_DEV_PCIE_RX_THROUGHPUT",
+    "dcgm_pcie_replay_counter": "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+    "dcgm_gpu_utilization": "DCGM_FI_DEV_GPU_UTIL",
+    "dcgm_mem_copy_utilization": "DCGM_FI_DEV_MEM_COPY_UTIL",
+    "dcgm_enc_utilization": "DCGM_FI_DEV_ENC_UTIL",
+    "dcgm_dec_utilization": "DCGM_FI_DEV_DEC_UTIL",
+    "dcgm_xid_errors": "DCGM_FI_DEV_XID_ERRORS",
+    "dcgm_power_violation": "DCGM_FI_DEV_POWER_VIOLATION",
+    "dcgm_thermal_violation": "DCGM_FI_DEV_THERMAL_VIOLATION",
+    "dcgm_sync_boost_violation": "DCGM_FI_DEV_SYNC_BOOST_VIOLATION",
+    "dcgm_board_limit_violation": "DCGM_FI_DEV_BOARD_LIMIT_VIOLATION",
+    "dcgm_low_util_violation": "DCGM_FI_DEV_LOW_UTIL_VIOLATION",
+    "dcgm_reliability_violation": "DCGM_FI_DEV_RELIABILITY_VIOLATION",
+    "dcgm_fb_free": "DCGM_FI_DEV_FB_FREE",
+    "dcgm_fb_used": "DCGM_FI_DEV_FB_USED",
+    "dcgm_ecc_sbe_volatile_total": "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+    "dcgm_ecc_dbe_volatile_total": "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+    "dcgm_ecc_sbe_aggregate_total": "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL",
+    "dcgm_ecc_dbe_aggregate_total": "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",
+    "dcgm_retired_pages_sbe": "DCGM_FI_DEV_RETIRED_SBE",
+    "dcgm_retired_pages_dbe": "DCGM_FI_DEV_RETIRED_DBE",
+    "dcgm_retired_pages_pending": "DCGM_FI_DEV_RETIRED_PENDING",
+    "dcgm_nvlink_flit_crc_error_count_total": "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+    "dcgm_nvlink_data_crc_error_count_total": "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+    "dcgm_nvlink_replay_error_count_total": "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+    "dcgm_nvlink_recovery_error_count_total": "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+    "dcgm_nvlink_bandwidth_total": "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
+}
+
+# DCGM stores every integer field as int64 but fills many of them from 32-bit NVML values, and
+# dcgm-exporter then prints DCGM's *int32* blank codes (0x7ffffff0…) for them. "int32" below means
+# "the real value is a 32-bit quantity" (clocks, °C, %, MiB, XID codes, page counts), so both
+# blank families are NULL there; "int64" fields (energy in mJ, bytes, ns, error counters) can
+# legitimately pass 2^31, so only the int64 blanks are NULL; "fp64" fields use DCGM_FP64_BLANK.
+#: Declared value type per DCGM field, for blank-sentinel detection (``default-counters.csv``,
+#: ``dcp-metrics-included.csv`` and the fields they comment out).
+FIELD_TYPES: Final[dict[str, str]] = {
+    "DCGM_FI_DEV_SM_CLOCK": "int32",
+    "DCGM_FI_DEV_MEM_CLOCK": "int32",
+    "DCGM_FI_DEV_MEMORY_TEMP": "int32",
+    "DCGM_FI_DEV_GPU_TEMP": "int32",
+    "DCGM_FI_DEV_POWER_USAGE": "fp64",
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": "int64",
+    "DCGM_FI_DEV_PCIE_TX_THROUGHPUT": "int64",
+    "DCGM_FI_DEV_PCIE_RX_THROUGHPUT": "int64",
+    "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": "int64",
+    "DCGM_FI_DEV_GPU_UTIL": "int32",
+    "DCGM_FI_DEV_MEM_COPY_UTIL": "int32",
+    "DCGM_FI_DEV_ENC_UTIL": "int32",
+    "DCGM_FI_DEV_DEC_UTIL": "int32",
+    "DCGM_FI_DEV_XID_ERRORS": "int32",
+    "DCGM_FI_DEV_POWER_VIOLATION": "int64",
+    "DCGM_FI_DEV_THERMAL_VIOLATION": "int64",
+    "DCGM_FI_DEV_SYNC_BOOST_VIOLATION": "int64",
+    "DCGM_FI_DEV_BOARD_LIMIT_VIOLATION": "int64",
+    "DCGM_FI_DEV_LOW_UTIL_VIOLATION": "int64",
+    "DCGM_FI_DEV_RELIABILITY_VIOLATION": "int64",
+    "DCGM_EXP_CLOCK_EVENTS_COUNT": "int64",
+    "DCGM_EXP_XID_ERRORS_COUNT": "int64",
+    "DCGM_EXP_GPU_HEALTH_STATUS": "int32",
+    "DCGM_EXP_P2P_STATUS": "int32",
+    "DCGM_FI_DEV_FB_FREE": "int32",
+    "DCGM_FI_DEV_FB_USED": "int32",
+    "DCGM_FI_DEV_FB_RESERVED": "int32",
+    "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": "int64",
+    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": "int64",
+    "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL": "int64",
+    "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL": "int64",
+    "DCGM_FI_DEV_RETIRED_SBE": "int32",
+    "DCGM_FI_DEV_RETIRED_DBE": "int32",
+    "DCGM_FI_DEV_RETIRED_PENDING": "int32",
+    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL": "int64",
+    "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL": "int64",
+    "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL": "int64",
+    "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL": "int64",
+    "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": "int64",
+    "DCGM_FI_DEV_NVLINK_BANDWIDTH_L0": "int64",
+    "DCGM_FI_DEV_VGPU_LICENSE_STATUS": "int32",
+    "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": "int32",
+    "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": "int32",
+    "DCGM_FI_DEV_ROW_REMAP_FAILURE": "int32",
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": "fp64",
+    "DCGM_FI_PROF_SM_ACTIVE": "fp64",
+    "DCGM_FI_PROF_SM_OCCUPANCY": "fp64",
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": "fp64",
+    "DCGM_FI_PROF_DRAM_ACTIVE": "fp64",
+    "DCGM_FI_PROF_PIPE_FP64_ACTIVE": "fp64",
+    "DCGM_FI_PROF_PIPE_FP32_ACTIVE": "fp64",
+    "DCGM_FI_PROF_PIPE_FP16_ACTIVE": "fp64",
+    "DCGM_FI_PROF_PCIE_TX_BYTES": "int64",
+    "DCGM_FI_PROF_PCIE_RX_BYTES": "int64",
+    "DCGM_FI_PROF_NVLINK_TX_BYTES": "int64",
+    "DCGM_FI_PROF_NVLINK_RX_BYTES": "int64",
+}
+
+# DCGM blank codes (dcgm_structs.h): DCGM_INT32_BLANK 0x7ffffff0, DCGM_INT64_BLANK
+# 0x7ffffffffffffff0, DCGM_FP64_BLANK 140737488355328.0 (2^47); each family has up to 16 codes
+# (blank, not found, not supported, no permission, ...). 0x7ffffffffffffff0 rounds to 2^63 as a
+# float64, so ">= float(...)" is the exact test on the parsed value.
+_INT32_BLANK: Final = float(0x7FFFFFF0)
+_INT64_BLANK: Final = float(0x7FFFFFFFFFFFFFF0)
+_FP64_BLANK: Final = float(2**47)
+
+_SNAPSHOT_SUFFIXES: Final = frozenset({".prom", ".txt", ".om", ".metrics", ".openmetrics"})
+
+# Leftmost start of "<'}' or space> value [timestamp]" at the end of the line. Value and timestamp
+# tokens cannot contain '}' or '"', so inside a label set (which always still has its closing
+# '"}' ahead) no match can start: the match starts at the label set's closing brace, or at the
+# space after the name for a series without labels. Anchored at '$', the regex engine runs it
+# backwards from the line end.
+_TAIL_RE: Final = r'(?:\}|\s)\s*[^\s}"]+(?:\s+[^\s}"]+)?\s*$'
+_TOKENS_RE: Final = r"^\s*(\S+)(?:\s+(\S+))?\s*$"
+_NAME_RE: Final = r"^[a-zA-Z_:][a-zA-Z0-9_:]*$"
+_PAIR: Final = r'[A-Za-z_][A-Za-z0-9_]*\s*=\s*"(?:[^"\\]|\\.)*"'
+_LABELS_RE: Final = rf"^\s*(?:{_PAIR}(?:\s*,\s*{_PAIR})*)?\s*,?\s*$"
+_OM_SECONDS_RE: Final = r"^(-?\d+)(?:\.(\d*))?$"
+_EXPORTER_POD_RE: Final = r"(?:^|-)dcgm-exporter-[a-z0-9]{5}$"
+
+# Labels read from each series; the output columns below are built from them.
+_LABEL_KEYS: Final = (
+    "node",
+    "kubernetes_node",
+    "Hostname",
+    "hostname",
+    "UUID",
+    "uuid",
+    "gpu",
+    "device",
+    "modelName",
+    "pod",
+    "pod_name",
+    "exported_pod",
+    "namespace",
+    "pod_namespace",
+    "exported_namespace",
+    "container",
+    "container_name",
+    "exported_container",
+    "GPU_I_PROFILE",
+    "GPU_I_ID",
+    "hpc_job",
+)
+
+# Plausible sample times; outside them the unit is almost surely wrong (seconds written into a
+# Prometheus file land in January 1970, milliseconds in an OpenMetrics file in year 50000+).
+_TS_MIN: Final = datetime(2000, 1, 1, tzinfo=UTC)
+_TS_MAX: Final = datetime(2100, 1, 1, tzinfo=UTC)
+
+_FILE_TIME_RE: Final = re.compile(
+    r"(?P<y>\d{4})-?(?P<mo>\d{2})-?(?P<d>\d{2})[T_](?P<h>\d{2})[-:]?(?P<mi>\d{2})[-:]?(?P<s>\d{2})"
+    r"(?:[.,](?P<f>\d{1,6})\d*)?(?P<z>Z|[+-]\d{2}:?\d{2})?"
+)
+_FILE_EPOCH_RE: Final = re.compile(r"(?<![\d.])(\d{10})(?:\.(\d{1,6})\d*)?(?![\d])")
+
+
+def parse_dcgm(
+    path: str | Path, *, cluster: str = "default", scrape_time: datetime | None = None
+) -> ParseResult:
+    """Parse one dcgm-exporter scrape (Prometheus or OpenMetrics text, optionally gzipped).
+
+    Metric names of dcgm-exporter 1.x (``dcgm_gpu_utilization``, ...) and lowercase
+    ``dcgm_fi_*`` names are mapped to the ``DCGM_FI_*`` field name. Samples of metrics that are
+    not DCGM fields (no ``DCGM_`` prefix after mapping) are left out and counted in
+    ``info["non_dcgm_samples"]``.
+
+    Args:
+        path: the scrape file. Gzip is detected by its magic bytes.
+        cluster: the value of the ``cluster`` column.
+        scrape_time: the time of samples that carry no timestamp (timezone-aware). When None, a
+            time in the file name (``dcgm-20261102T120500Z.prom``, ISO 8601 with or without
+            separators, else a 10-digit Unix epoch; UTC unless an offset is given) is used.
+
+    Returns:
+        ``rows`` with :data:`DCGM_SAMPLE_SCHEMA`, one per sample:
+
+        - ``ts``: sample time, UTC, µs (Prometheus text: milliseconds in the file; OpenMetrics:
+          seconds); samples without one take ``scrape_time`` / the file-name time;
+        - ``host``: ``node`` / ``kubernetes_node`` label, else ``Hostname`` / ``hostname``;
+          ``host_is_exporter_pod`` is True when that name looks like the exporter's pod
+          (``dcgm-exporter-lcxpl``) rather than a node;
+        - ``gpu_uuid`` (``UUID``/``uuid``), ``gpu_index`` (``gpu``), ``device``, ``model_name``
+          (``modelName``), ``mig_profile`` (``GPU_I_PROFILE``), ``mig_instance`` (``GPU_I_ID``),
+          ``hpc_job``;
+        - ``pod`` / ``namespace`` / ``container``: the workload's; when ``exported_*`` labels
+          exist, the plain ones name the exporter and are ignored; old ``pod_name``,
+          ``pod_namespace``, ``container_name`` are accepted;
+        - ``metric``: the DCGM field name; ``value``: as exported (units of the field, e.g. %,
+          MHz, W, mJ, MiB, ratio 0–1 for ``DCGM_FI_PROF_*``), NULL for DCGM blank sentinels
+          (judged by :data:`FIELD_TYPES`) and NaN;
+        - ``file``, ``line_no`` (1-based line in the decompressed text).
+
+        Empty label values are NULL. ``rejected`` holds lines that are not samples (no value,
+        unparsable number or timestamp, broken label set, non-integer ``gpu``/``GPU_I_ID``,
+        implausible time, no time at all, content after ``# EOF``). ``info`` has ``format``
+        (``prometheus`` / ``openmetrics``), ``gzip``, ``lines``, ``samples``,
+        ``blank_values``, ``nan_values``, ``non_dcgm_samples`` and ``default_ts``.
+
+    Raises:
+        InputFormatError: the file cannot be read (bad gzip, binary), or it has lines but none
+            is a sample, or none of its samples is a DCGM metric.
+        ValueError: ``scrape_time`` is naive.
+    """
+    p = Path(path)
+    default_ts = _aware(scrape_time) if scrape_time is not None else _time_from_name(p.name)
+    lines, meta = _read_file(p, default_ts)
+    rows, rejected, info = _parse_lines(lines, cluster=cluster)
+    _check_file_kind(str(p), info.pop("per_file"))
+    info.update(meta)
+    info["default_ts"] = default_ts
+    return ParseResult(rows=rows, rejected=rejected, info=info)
+
+
+def parse_dcgm_dir(path: str | Path, *, cluster: str = "default") -> ParseResult:
+    """Parse a folder (searched recursively) of dcgm-exporter scrape snapshots.
+
+    Each file is one scrape whose time is in its name (``dcgm-20261102T120500Z.prom``); files
+    whose samples carry their own timestamps need no time in the name. Files ending in
+    ``.prom``, ``.txt``, ``.om``, ``.metrics`` or ``.openmetrics`` (each optionally ``.gz``) are
+    read, in name order; other files are listed in ``info["skipped_files"]``. All lines are
+    parsed together, so label sets shared by the snapshots are parsed once.
+
+    Args:
+        path: the folder.
+        cluster: the value of the ``cluster`` column.
+
+    Returns:
+        As :func:`parse_dcgm`, over all files (``file`` tells them apart); ``info`` has
+        ``files``, ``skipped_files`` and per-file ``formats``.
+
+    Raises:
+        InputFormatError: ``path`` is not a folder, or one of its snapshot files is not a scrape
+            (as :func:`parse_dcgm`; the message names the file).
+    """
+    root = Path(path)
+    if not root.is_dir():
+        raise InputFormatError(str(root), "not a folder of dcgm-exporter snapshots")
+    files: list[Path] = []
+    skipped: list[str] = []
+    for f in sorted(q for q in root.rglob("*") if q.is_file()):
+        name = f.name[:-3] if f.name.endswith(".gz") else f.name
+        if f.name.startswith(".") or Path(name).suffix.lower() not in _SNAPSHOT_SUFFIXES:
+            skipped.append(str(f))
+        else:
+            files.append(f)
+    frames: list[pl.DataFrame] = []
+    formats: dict[str, str] = {}
+    for f in files:
+        lines, meta = _read_file(f, _time_from_name(f.name))
+        frames.append(lines)
+        formats[str(f)] = str(meta["format"])
+    if frames:
+        rows, rejected, info = _parse_lines(pl.concat(frames), cluster=cluster)
+    else:
+        rows, rejected, info = _parse_lines(_empty_lines(), cluster=cluster)
+    per_file = info.pop("per_file")
+    for f in files:
+        _check_file_kind(str(f), per_file)
+    info.update({"files": len(files), "skipped_files": skipped, "formats": formats})
+    return ParseResult(rows=rows, rejected=rejected, info=info)
+
+
+def _aware(ts: datetime) -> datetime:
+    if ts.tzinfo is None or ts.utcoffset() is None:
+        raise ValueError("scrape_time must be timezone-aware")
+    return ts.astimezone(UTC)
+
+
+def _time_from_name(name: str) -> datetime | None:
+    """The scrape time written in a snapshot's file name, or None."""
+    m = _FILE_TIME_RE.search(name)
+    if m is not None:
+        try:
+            tz = UTC
+            z = m["z"]
+            if z and z != "Z":
+                sign = 1 if z[0] == "+" else -1
+                digits = z[1:].replace(":", "")
+                tz = timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
+            ts = datetime(
+                int(m["y"]),
+                int(m["mo"]),
+                int(m["d"]),
+                int(m["h"]),
+                int(m["mi"]),
+                int(m["s"]),
+                int((m["f"] or "0").ljust(6, "0")),
+                tzinfo=tz,
+            ).astimezone(UTC)
+        except ValueError:
+            return None
+        return ts if _TS_MIN <= ts < _TS_MAX else None
+    e = _FILE_EPOCH_RE.search(name)
+    if e is not None:
+        ts = datetime.fromtimestamp(int(e[1]), UTC) + timedelta(
+            microseconds=int((e[2] or "0").ljust(6, "0"))
+        )
+        return ts if _TS_MIN <= ts < _TS_MAX else None
+    return None
+
+
+def _empty_lines() -> pl.DataFrame:
+    return pl.DataFrame(
+        schema={
+            "file": pl.String(),
+            "line_no": pl.Int64(),
+            "line": pl.String(),
+            "default_ts": pl.Datetime("us", "UTC"),
+            "openmetrics": pl.Boolean(),
+            "after_eof": pl.Boolean(),
+        }
+    )
+
+
+def _read_file(path: Path, default_ts: datetime | None) -> tuple[pl.DataFrame, dict[str, object]]:
+    """The file's lines (``file``, ``line_no``, ``line``, ``default_ts``, ``openmetrics``)."""
+    file = str(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputFormatError(file, f"cannot read: {exc}") from exc
+    compressed = data[:2] == b"\x1f\x8b"
+    if compressed:
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise InputFormatError(file, f"broken gzip stream: {exc}") from exc
+    if b"\x00" in data[:65536]:
+        raise InputFormatError(file, "binary content: not Prometheus/OpenMetrics text")
+    if not data:
+        lines = pl.Series("line", [], dtype=pl.String)
+    elif b"\x1f" in data:
+        # The fast reader below splits on \x1f as its (never occurring) field separator.
+        text = data.decode("utf-8", errors="replace")
+        parts = text.split("\n")
+        if parts[-1] == "":
+            parts.pop()
+        lines = pl.Series("line", [s.removesuffix("\r") or None for s in parts], dtype=pl.String)
+    else:
+        lines = pl.read_csv(
+            data,
+            has_header=False,
+            separator="\x1f",
+            quote_char=None,
+            schema={"line": pl.String()},
+            encoding="utf8-lossy",
+        )["line"]
+    # OpenMetrics: the exposition ends with "# EOF"; lines after it are not part of it.
+    eof_at = (
+        pl.DataFrame({"line": lines})
+        .with_row_index("i", offset=1)
+        .filter(pl.col("line").str.strip_chars() == "# EOF")
+        .get_column("i")
+    )
+    openmetrics = eof_at.len() > 0
+    frame = pl.DataFrame({"line": lines}).with_row_index("line_no", offset=1)
+    frame = frame.select(
+        pl.lit(file, pl.String()).alias("file"),
+        pl.col("line_no").cast(pl.Int64()),
+        pl.col("line"),
+        pl.lit(default_ts, pl.Datetime("us", "UTC")).alias("default_ts"),
+        pl.lit(openmetrics).alias("openmetrics"),
+        (pl.col("line_no") > (eof_at.min() if openmetrics else frame.height)).alias("after_eof"),
+    )
+    meta: dict[str, object] = {
+        "format": "openmetrics" if openmetrics else "prometheus",
+        "gzip": compressed,
+    }
+    return frame, meta
+
+
+def _unescape(e: pl.Expr) -> pl.Expr:
+    """Label value escapes of the text format: ``\\\\``, ``\\"`` and ``\\n``."""
+    return (
+        e.str.replace_all("\\\\", "\x00", literal=True)
+        .str.replace_all('\\"', '"', literal=True)
+        .str.replace_all("\\n", "\n", literal=True)
+        .str.replace_all("\x00", "\\", literal=True)
+    )
+
+
+def _label(key: str) -> pl.Expr:
+    """The value of label ``key`` (None when absent), read from a valid ``labels`` string."""
+    pattern = rf'^\s*(?:{_PAIR}\s*,\s*)*?{key}\s*=\s*"((?:[^"\\]|\\.)*)"'
+    return _unescape(pl.col("labels").str.extract(pattern, 1))
+
+
+def _nonempty(name: str) -> pl.Expr:
+    return pl.when(pl.col(name) != "").then(pl.col(name))
+
+
+def _parse_label_sets(labels: pl.Series) -> pl.DataFrame:
+    """One row per distinct label string: validity and the normalised label columns."""
+    raw = pl.DataFrame({"labels": labels}).unique()
+    keys = raw.with_columns(
+        pl.col("labels").str.contains(_LABELS_RE).fill_null(True).alias("labels_ok"),
+        *(_label(k).alias(f"l_{k}") for k in _LABEL_KEYS),
+    )
+    exported = (
+        pl.col("l_exported_pod").is_not_null()
+        | pl.col("l_exported_namespace").is_not_null()
+        | pl.col("l_exported_container").is_not_null()
+    )
+    node_host = pl.coalesce(_nonempty("l_node"), _nonempty("l_kubernetes_node"))
+    name_host = pl.coalesce(_nonempty("l_Hostname"), _nonempty("l_hostname"))
+    gpu = _nonempty("l_gpu")
+    mig = _nonempty("l_GPU_I_ID")
+    return keys.select(
+        "labels",
+        "labels_ok",
+        pl.coalesce(node_host, name_host).alias("host"),
+        (node_host.is_null() & name_host.str.contains(_EXPORTER_POD_RE))
+        .fill_null(False)
+        .alias("host_is_exporter_pod"),
+        pl.coalesce(_nonempty("l_UUID"), _nonempty("l_uuid")).alias("gpu_uuid"),
+        gpu.str.strip_chars().cast(pl.Int32(), strict=False).alias("gpu_index"),
+        (gpu.is_not_null() & gpu.str.strip_chars().cast(pl.Int32(), strict=False).is_null())
+        .fill_null(False)
+        .alias("gpu_bad"),
+        _nonempty("l_device").alias("device"),
+        _nonempty("l_modelName").alias("model_name"),
+        _nonempty("l_GPU_I_PROFILE").alias("mig_profile"),
+        mig.str.strip_chars().cast(pl.Int32(), strict=False).alias("mig_instance"),
+        (mig.is_not_null() & mig.str.strip_chars().cast(pl.Int32(), strict=False).is_null())
+        .fill_null(False)
+        .alias("mig_bad"),
+        pl.when(exported)
+        .then(_nonempty("l_exported_pod"))
+        .otherwise(pl.coalesce(_nonempty("l_pod"), _nonempty("l_pod_name")))
+        .alias("pod"),
+        pl.when(exported)
+        .then(_nonempty("l_exported_namespace"))
+        .otherwise(pl.coalesce(_nonempty("l_namespace"), _nonempty("l_pod_namespace")))
+        .alias("namespace"),
+        pl.when(exported)
+        .then(_nonempty("l_exported_container"))
+        .otherwise(pl.coalesce(_nonempty("l_container"), _nonempty("l_container_name")))
+        .alias("container"),
+        _nonempty("l_hpc_job").alias("hpc_job"),
+    )
+
+
+def _parse_names(names: pl.Series) -> pl.DataFrame:
+    """One row per distinct metric name: validity, DCGM field name and its declared type."""
+    raw = pl.DataFrame({"name": names}).unique()
+    lower = pl.col("name").str.to_lowercase()
+    metric = (
+        pl.when(pl.col("name").is_in(list(OLD_METRIC_NAMES)))
+        .then(pl.col("name").replace_strict(OLD_METRIC_NAMES, default=None))
+        .when(lower.str.starts_with("dcgm_fi_") | lower.str.starts_with("dcgm_exp_"))
+        .then(pl.col("name").str.to_uppercase())
+        .otherwise(pl.col("name"))
+    )
+    return raw.with_columns(
+        pl.col("name").str.contains(_NAME_RE).fill_null(False).alias("name_ok"),
+        metric.alias("metric"),
+    ).with_columns(
+        pl.col("metric").str.starts_with("DCGM_").fill_null(False).alias("is_dcgm"),
+        pl.col("metric").replace_strict(FIELD_TYPES, default=None).alias("field_type"),
+    )
+
+
+def _om_seconds_to_us() -> pl.Expr:
+    """OpenMetrics timestamp text (seconds) → epoch µs, exact for decimal notation."""
+    parts = pl.col("ts_text").str.extract_groups(_OM_SECONDS_RE)
+    whole = parts.struct.field("1").cast(pl.Int64(), strict=False)
+    frac = parts.struct.field("2").fill_null("").str.slice(0, 6).str.pad_end(6, "0")
+    sign = pl.when(pl.col("ts_text").str.starts_with("-")).then(-1).otherwise(1)
+    exact = whole * 1_000_000 + sign * frac.cast(pl.Int64(), strict=False)
+    floating = (pl.col("ts_text").cast(pl.Float64(), strict=False) * 1e6).round(0)
+    floating = pl.when(floating.abs() < 9e18).then(floating).cast(pl.Int64(), strict=False)
+    return pl.coalesce(exact, floating)
+
+
+def _parse_lines(
+    lines: pl.DataFrame, *, cluster: str
+) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, object]]:
+    """Parse the lines of one or more files (see :func:`_read_file` for the columns)."""
+    stripped = pl.col("line").str.strip_chars()
+    cand = (
+        lines.lazy()
+        .with_columns(stripped.alias("s"))
+        .filter(pl.col("s").is_not_null() & (pl.col("s") != "") & ~pl.col("s").str.starts_with("#"))
+        .with_columns(pl.col("s").str.find(_TAIL_RE).alias("pos"))
+        .with_columns(
+            pl.col("s").str.head(pl.col("pos")).str.split_exact("{", 1).alias("head"),
+            (pl.col("s").str.slice(pl.col("pos"), 1) == "}").alias("closing"),
+            pl.col("s")
+            .str.slice(pl.col("pos"))
+            .str.strip_chars_start("}")
+            .str.extract_groups(_TOKENS_RE)
+            .alias("tokens"),
+        )
+        .select(
+            "file",
+            "line_no",
+            "line",
+            "default_ts",
+            "openmetrics",
+            "after_eof",
+            pl.col("pos").is_not_null().alias("shape_ok"),
+            (pl.col("closing") == pl.col("head").struct.field("field_1").is_not_null()).alias(
+                "braces_ok"
+            ),
+            pl.col("head").struct.field("field_0").str.strip_chars().alias("name"),
+            pl.col("head").struct.field("field_1").alias("labels"),
+            pl.col("tokens").struct.field("1").alias("value_text"),
+            pl.col("tokens").struct.field("2").alias("ts_text"),
+        )
+        .with_columns(
+            pl.col("value_text").cast(pl.Float64(), strict=False).alias("value"),
+            pl.when(pl.col("openmetrics"))
+            .then(_om_seconds_to_us())
+            .otherwise(pl.col("ts_text").cast(pl.Int64(), strict=False) * 1000)
+            .alias("ts_us"),
+        )
+        .collect()
+    )
+
+    names = _parse_names(cand["name"])
+    label_sets = _parse_label_sets(cand["labels"].drop_nulls())
+    ts_min = int(_TS_MIN.timestamp() * 1_000_000)
+    ts_max = int(_TS_MAX.timestamp() * 1_000_000)
+    ts = pl.col("ts_us").cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
+    value = pl.col("value")
+    field_type = pl.col("field_type")
+    blank = (
+        pl.when(field_type == "int32")
+        .then(value >= _INT32_BLANK)
+        .when(field_type == "fp64")
+        .then(value >= _FP64_BLANK)
+        .when(field_type == "int64")
+        .then(value >= _INT64_BLANK)
+        # Fields not in the table: only codes no real value can take (int64 blanks, and the
+        # 16 fp64 codes at exactly 2^47 + 0..15).
+        .otherwise((value >= _INT64_BLANK) | ((value >= _FP64_BLANK) & (value < _FP64_BLANK + 16)))
+        # polars orders NaN above every number
+        .and_(~value.is_nan())
+        .fill_null(False)
+    )
+    reason = (
+        pl.when(pl.col("after_eof"))
+        .then(pl.lit("line|content after '# EOF'"))
+        .when(~pl.col("shape_ok"))
+        .then(pl.lit("line|not a sample: expected 'name{labels} value [timestamp]'"))
+        .when(~pl.col("braces_ok"))
+        .then(pl.lit("labels|unbalanced braces around the label set"))
+        .when(~pl.col("name_ok"))
+        .then(pl.lit("metric|invalid metric name"))
+        .when(~pl.col("labels_ok").fill_null(True))
+        .then(pl.lit("labels|malformed label set"))
+        .when(pl.col("value").is_null())
+        .then(pl.lit("value|value is not a number"))
+        .when(pl.col("ts_text").is_not_null() & pl.col("ts_us").is_null())
+        .then(
+            pl.when(pl.col("openmetrics"))
+            .then(pl.lit("timestamp|timestamp is not a number of seconds (OpenMetrics)"))
+            .otherwise(pl.lit("timestamp|timestamp is not an integer of milliseconds"))
+        )
+        .when(pl.col("ts_text").is_null() & pl.col("default_ts").is_null())
+        .then(
+            pl.lit(
+                "timestamp|sample has no timestamp and neither scrape_time nor a time in the "
+                "file name is known"
+            )
+        )
+        .when((pl.col("ts_us") < ts_min) | (pl.col("ts_us") >= ts_max))
+        .then(
+            pl.when(pl.col("openmetrics"))
+            .then(pl.lit("timestamp|timestamp outside 2000–2100 (milliseconds where seconds?)"))
+            .otherwise(
+                pl.lit("timestamp|timestamp outside 2000–2100 (seconds where milliseconds?)")
+            )
+        )
+        .when(pl.col("gpu_bad").fill_null(False))
+        .then(pl.lit("gpu|label gpu is not an integer"))
+        .when(pl.col("mig_bad").fill_null(False))
+        .then(pl.lit("GPU_I_ID|label GPU_I_ID is not an integer"))
+    )
+    joined = (
+        cand.lazy()
+        .join(names.lazy(), on="name", how="left", maintain_order="left")
+        .join(label_sets.lazy(), on="labels", how="left", maintain_order="left", nulls_equal=False)
+        .with_columns(reason.alias("reason"))
+        .with_columns(
+            pl.when(pl.col("ts_text").is_null())
+            .then(pl.col("default_ts"))
+            .otherwise(ts)
+            .alias("ts"),
+            pl.when(blank | value.is_nan()).then(None).otherwise(value).alias("value"),
+            blank.alias("is_blank"),
+            value.is_not_null().alias("value_ok"),
+            value.is_nan().fill_null(False).alias("is_nan"),
+        )
+        .collect()
+    )
+
+    good = joined.filter(pl.col("reason").is_null())
+    rows = (
+        good.filter(pl.col("is_dcgm"))
+        .with_columns(
+            pl.lit(cluster, pl.String()).alias("cluster"),
+            pl.col("host_is_exporter_pod").fill_null(False),
+        )
+        .select([pl.col(c).cast(t) for c, t in DCGM_SAMPLE_SCHEMA.items()])
+    )
+    rejected = (
+        joined.filter(pl.col("reason").is_not_null())
+        .with_columns(pl.col("reason").str.split_exact("|", 1).alias("r"))
+        .select(
+            pl.col("file"),
+            pl.col("line_no"),
+            pl.col("line_no").alias("line_end"),
+            pl.col("r").struct.field("field_0").alias("field"),
+            pl.col("line").alias("raw"),
+            pl.col("r").struct.field("field_1").alias("reason"),
+        )
+        .select([pl.col(c).cast(t) for c, t in REJECTED_SCHEMA.items()])
+    )
+    # A line "looks like a sample" when its syntax is right, whatever its time or gpu label say:
+    # that is what tells a scrape with bad samples from a file of another kind.
+    looks_like_sample = (
+        pl.col("shape_ok")
+        & pl.col("braces_ok")
+        & pl.col("name_ok").fill_null(False)
+        & pl.col("labels_ok").fill_null(True)
+        & pl.col("value_ok")
+        & ~pl.col("after_eof")
+    ).fill_null(False)
+    per_file = {
+        r["file"]: r
+        for r in joined.group_by("file")
+        .agg(
+            pl.len().alias("candidates"),
+            looks_like_sample.sum().alias("samples"),
+            (looks_like_sample & pl.col("is_dcgm").fill_null(False)).sum().alias("dcgm_samples"),
+        )
+        .iter_rows(named=True)
+    }
+    for f in lines["file"].unique().to_list():
+        per_file.setdefault(f, {"file": f, "candidates": 0, "samples": 0, "dcgm_samples": 0})
+    non_dcgm = good.filter(~pl.col("is_dcgm"))
+    info: dict[str, object] = {
+        "format": "openmetrics" if lines["openmetrics"].any() else "prometheus",
+        "lines": lines.height,
+        "samples": rows.height,
+        "rejected": rejected.height,
+        "blank_values": int(good.filter(pl.col("is_dcgm"))["is_blank"].sum()),
+        "nan_values": int(good.filter(pl.col("is_dcgm") & ~pl.col("is_blank"))["is_nan"].sum()),
+        "non_dcgm_samples": dict(non_dcgm.group_by("metric").len().sort("metric").iter_rows()),
+        "per_file": per_file,
+    }
+    return rows, rejected, info
+
+
+def _check_file_kind(file: str, per_file: object) -> None:
+    assert isinstance(per_file, dict)
+    counts = per_file.get(file)
+    if counts is None or counts["candidates"] == 0:
+        return
+    if counts["samples"] == 0:
+        raise InputFormatError(
+            file, "no line is a Prometheus/OpenMetrics sample: not a dcgm-exporter scrape"
+        )
+    if counts["dcgm_samples"] == 0:
+        raise InputFormatError(file, "no DCGM metric in the file: not a dcgm-exporter scrape")

@@ -1,0 +1,63 @@
+"""The Dagster code location: every source's assets, checks, jobs and resources in one ``defs``.
+
+Load it with ``dagster dev -m pipelines.definitions`` (``make dev``) or ``goodput materialize``.
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+from dagster_duckdb import DuckDBResource
+
+from pipelines._raw_assets import SettingsResource
+from pipelines.analytics.assets import core_and_analytics, serving_copy
+from pipelines.config import Config, load_config
+from pipelines.dcgm.assets import build_dcgm_assets
+from pipelines.dcgm.resources import DcgmFileSource
+from pipelines.kubernetes.assets import build_kubernetes_assets
+from pipelines.kubernetes.resources import K8sEventsFileSource, K8sPodsFileSource
+from pipelines.partitions import cluster_day_partitions
+from pipelines.slurm.assets import build_slurm_assets
+from pipelines.slurm.resources import SacctFileSource
+
+__all__ = ["ANALYTICS_JOB", "RAW_JOB", "build_defs", "defs"]
+
+RAW_JOB = "raw_ingest"
+ANALYTICS_JOB = "analytics_refresh"
+
+
+def build_defs(cfg: Config | None = None) -> dg.Definitions:
+    """All definitions for the configured clusters.
+
+    Args:
+        cfg: configuration; default :func:`pipelines.config.load_config`.
+    """
+    cfg = cfg or load_config()
+    parts = cluster_day_partitions(cfg)
+    raw_assets = [
+        *build_slurm_assets(parts),
+        *build_kubernetes_assets(parts),
+        *build_dcgm_assets(parts),
+    ]
+    inputs = str(cfg.inputs_dir)
+    return dg.Definitions(
+        assets=[*raw_assets, core_and_analytics, serving_copy],
+        jobs=[
+            dg.define_asset_job(RAW_JOB, selection=dg.AssetSelection.key_prefixes("raw"),
+                                partitions_def=parts,
+                                description="Load one cluster-day of every input kind."),
+            dg.define_asset_job(ANALYTICS_JOB,
+                                selection=dg.AssetSelection.key_prefixes("core", "analytics"),
+                                description="Recompute core and analytics, publish the serving copy."),
+        ],
+        resources={
+            "duckdb": DuckDBResource(database=str(cfg.warehouse_path)),
+            "settings": SettingsResource(config_path=str(cfg.path)),
+            "sacct_source": SacctFileSource(inputs_dir=inputs),
+            "k8s_events_source": K8sEventsFileSource(inputs_dir=inputs),
+            "k8s_pods_source": K8sPodsFileSource(inputs_dir=inputs),
+            "dcgm_source": DcgmFileSource(inputs_dir=inputs),
+        },
+    )  # fmt: skip
+
+
+defs = build_defs()

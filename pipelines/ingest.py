@@ -1,0 +1,92 @@
+"""Parse-and-load of input files: the one code path behind ``goodput ingest`` and the Dagster assets."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from pipelines._parse_result import InputFormatError, ParseResult
+from pipelines.warehouse import IngestStats, load_parse_result
+
+__all__ = ["SOURCES", "IngestOptions", "file_day", "ingest_file", "parse_file"]
+
+#: The input kinds ``goodput ingest`` knows, as named on the command line.
+SOURCES = ("sacct", "k8s-events", "k8s-pods", "dcgm")
+
+_DAY_RE = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})")
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """How to read one file.
+
+    Attributes:
+        cluster: cluster name for rows whose input does not carry one.
+        tz: IANA zone of naive times (sacct).
+        fields: sacct ``--format`` field list for headerless files.
+        delimiter: sacct field delimiter (auto-detected from a header when None).
+    """
+
+    cluster: str = "default"
+    tz: str = "UTC"
+    fields: Sequence[str] | None = None
+    delimiter: str | None = None
+
+
+def file_day(path: Path) -> str | None:
+    """The ``YYYY-MM-DD`` day an input file's name carries (``sacct_2026-11-02.psv``), if any."""
+    m = _DAY_RE.search(path.name)
+    if not m:
+        return None
+    y, mo, d = m.groups()
+    if not (1 <= int(mo) <= 12 and 1 <= int(d) <= 31):
+        return None
+    return f"{y}-{mo}-{d}"
+
+
+def parse_file(source: str, path: Path, opts: IngestOptions) -> ParseResult:
+    """Parse one input file with the parser of ``source``.
+
+    Raises:
+        InputFormatError: the file cannot be read or is not of the named kind.
+        ValueError: unknown ``source``.
+    """
+    if not path.exists():
+        raise InputFormatError(str(path), "no such file")
+    if source == "sacct":
+        from pipelines.slurm._sacct_parse import parse_sacct
+
+        return parse_sacct(
+            path, fields=opts.fields, delimiter=opts.delimiter, cluster=opts.cluster, tz=opts.tz
+        )
+    if source == "k8s-events":
+        from pipelines.kubernetes._events_parse import parse_k8s_events
+
+        return parse_k8s_events(path, cluster=opts.cluster)
+    if source == "k8s-pods":
+        from pipelines.kubernetes._pods_parse import parse_k8s_pods
+
+        return parse_k8s_pods(path, cluster=opts.cluster)
+    if source == "dcgm":
+        from pipelines.dcgm._dcgm_parse import parse_dcgm, parse_dcgm_dir
+
+        if path.is_dir():
+            return parse_dcgm_dir(path, cluster=opts.cluster)
+        return parse_dcgm(path, cluster=opts.cluster)
+    raise ValueError(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
+
+
+def ingest_file(
+    con: duckdb.DuckDBPyConnection, source: str, path: Path, opts: IngestOptions
+) -> IngestStats:
+    """Parse one file and load it into its raw table (replacing an earlier load of it).
+
+    Raises:
+        InputFormatError: the file cannot be read or is not of the named kind.
+    """
+    result = parse_file(source, path, opts)
+    return load_parse_result(con, source=source, cluster=opts.cluster, file=path, result=result)

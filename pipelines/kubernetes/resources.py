@@ -1,0 +1,19 @@
+"""Kubernetes sources: exported ``kubectl get ... -o json`` files (the live watch spools to them)."""
+
+from __future__ import annotations
+
+from pipelines._sources import FileSource
+
+__all__ = ["K8sEventsFileSource", "K8sPodsFileSource"]
+
+
+class K8sEventsFileSource(FileSource):
+    """``kubectl get events -A -o json`` dumps and JSON-lines streams under ``<cluster>/k8s/``."""
+
+    kind: str = "k8s-events"
+
+
+class K8sPodsFileSource(FileSource):
+    """``kubectl get pods -A -o json`` snapshots under ``<cluster>/k8s/``."""
+
+    kind: str = "k8s-pods"

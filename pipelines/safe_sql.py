@@ -1,0 +1,70 @@
+"""Read-only, locked-down DuckDB connections for ad hoc SQL (``goodput sql`` and the SQL page)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+__all__ = ["DEFAULT_ROW_LIMIT", "SqlRefused", "open_readonly", "run_query"]
+
+DEFAULT_ROW_LIMIT = 100_000
+
+# External access off blocks reading and writing files, ATTACH of other files, COPY, and
+# installing/loading extensions; the configuration is then locked so a query cannot turn it on.
+_LOCKED = {
+    "enable_external_access": "false",
+    "autoinstall_known_extensions": "false",
+    "autoload_known_extensions": "false",
+    "lock_configuration": "true",
+}
+
+
+class SqlRefused(ValueError):
+    """A query was refused: it writes, reads a file, attaches a database or changes settings."""
+
+
+def open_readonly(path: str | Path) -> duckdb.DuckDBPyConnection:
+    """A read-only connection with external access and extension loading off, settings locked.
+
+    Raises:
+        FileNotFoundError: no such database file.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no such database (run `goodput materialize` first)")
+    return duckdb.connect(str(p), read_only=True, config=dict(_LOCKED))
+
+
+def run_query(path: str | Path, query: str, *, row_limit: int = DEFAULT_ROW_LIMIT) -> pl.DataFrame:
+    """Run one query on a locked-down read-only connection.
+
+    Args:
+        path: the DuckDB file.
+        query: SQL text.
+        row_limit: at most this many rows are returned.
+
+    Returns:
+        The result as a polars frame (at most ``row_limit`` rows).
+
+    Raises:
+        SqlRefused: the query writes, reads files, attaches or changes settings (the message says
+            which), or is not valid SQL.
+        FileNotFoundError: no such database file.
+    """
+    con = open_readonly(path)
+    try:
+        try:
+            rel = con.sql(query)
+        except duckdb.PermissionException as exc:
+            raise SqlRefused(f"refused: this connection cannot read files or change settings ({exc})") from exc
+        except duckdb.InvalidInputException as exc:
+            raise SqlRefused(f"refused: the database is read-only ({exc})") from exc
+        except duckdb.Error as exc:
+            raise SqlRefused(f"query failed: {exc}") from exc
+        if rel is None:
+            return pl.DataFrame()
+        return rel.limit(row_limit).pl()
+    finally:
+        con.close()

@@ -1,0 +1,132 @@
+"""Slurm job identity: de-duplication across overlapping exports, supersession and attempts.
+
+Pure polars (METRICS.md "Units and identities"):
+
+- ``job_key`` is the array task ``A_T`` for array tasks, the het component ``H+O`` for het jobs,
+  else JobIDRaw (falling back to JobID).
+- The same allocation or step seen in several exports (overlapping ``--starttime`` windows, a
+  job that was RUNNING in one file and COMPLETED in a later one) is kept once: per
+  ``(cluster, job_key, step, start_at)`` the row with an end time wins, then the latest load.
+- A pending row (no start) is superseded when the same job appears started at or after the
+  pending row's eligible (else submit) time; otherwise the latest pending row of the job is kept.
+- ``attempt`` numbers the started allocation rows of a job by start time (0, 1, 2, …), as
+  ``sacct --duplicates`` lists a requeued job's allocations; steps take the attempt of the
+  allocation they ran in.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from metrics._helpers import seconds_between
+from pipelines.registry import UNATTRIBUTED
+
+__all__ = ["resolve_slurm_jobs", "slurm_attempts"]
+
+_KEY = ["cluster", "job_key"]
+
+
+def _job_key() -> pl.Expr:
+    return (
+        pl.when(pl.col("array_job_id").is_not_null() & pl.col("array_task_id").is_not_null())
+        .then(pl.format("{}_{}", pl.col("array_job_id"), pl.col("array_task_id")))
+        .when(pl.col("het_job_id").is_not_null() & pl.col("het_job_offset").is_not_null())
+        .then(pl.format("{}+{}", pl.col("het_job_id"), pl.col("het_job_offset")))
+        .otherwise(pl.coalesce(pl.col("job_id_raw"), pl.col("job_id")))
+    )
+
+
+def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> pl.LazyFrame:
+    """Every Slurm row once, with identity, attempt, team and derived durations.
+
+    Args:
+        raw_rows: parsed sacct rows (``pipelines.slurm._sacct_parse.SLURM_ROW_SCHEMA``) plus
+            ``ingest_id``, from any number of (overlapping) exports.
+        account_teams: ``key`` (Slurm account) → ``team`` from the allocation registry.
+
+    Returns:
+        The rows of the ``slurm_jobs`` view: the input columns plus ``row_id`` (surrogate,
+        ``<ingest_id>:<line_no>[:<array_task_id>]``), ``job_key``, ``source`` ('slurm'),
+        ``attempt`` (NULL for rows that never started), ``team`` (``unattributed`` when the
+        account is not in the registry), ``wait_s`` = start − eligible, ``submit_wait_s`` =
+        start − submit, ``run_s`` = end − start (NULL while running) and ``gpu_s`` = gpus ×
+        run_s on allocation rows (NULL on steps, which never add occupancy). Seconds throughout.
+    """
+    rows = raw_rows.with_columns(
+        _job_key().alias("job_key"),
+        pl.format(
+            "{}:{}{}",
+            pl.col("ingest_id"),
+            pl.col("line_no"),
+            pl.when(pl.col("array_task_id").is_not_null())
+            .then(pl.format(":{}", pl.col("array_task_id")))
+            .otherwise(pl.lit("")),
+        ).alias("row_id"),
+    )
+    started = (
+        rows.filter(pl.col("start_at").is_not_null())
+        .sort(
+            pl.col("end_at").is_not_null(), "ingest_id", "line_no", nulls_last=False
+        )
+        .unique(subset=[*_KEY, "step", "start_at"], keep="last", maintain_order=True)
+    )
+    last_start = (
+        started.filter(pl.col("is_allocation"))
+        .group_by(_KEY)
+        .agg(pl.col("start_at").max().alias("_last_start"))
+    )
+    pending = (
+        rows.filter(pl.col("start_at").is_null())
+        .join(last_start, on=_KEY, how="left")
+        .filter(
+            pl.col("_last_start").is_null()
+            | (pl.col("_last_start") < pl.coalesce("eligible_at", "submit_at"))
+        )
+        .drop("_last_start")
+        .sort("ingest_id", "line_no")
+        .unique(subset=[*_KEY, "step"], keep="last", maintain_order=True)
+    )
+    allocs = (
+        started.filter(pl.col("is_allocation"))
+        .sort("start_at")
+        .with_columns(pl.int_range(pl.len()).over(_KEY).cast(pl.Int64).alias("attempt"))
+    )
+    steps = (
+        started.filter(~pl.col("is_allocation"))
+        .sort("start_at")
+        .join_asof(
+            allocs.select(*_KEY, pl.col("start_at").alias("_alloc_start"), "attempt").sort(
+                "_alloc_start"
+            ),
+            left_on="start_at",
+            right_on="_alloc_start",
+            by=_KEY,
+            strategy="backward",
+        )
+        .drop("_alloc_start")
+    )
+    pending = pending.with_columns(pl.lit(None, dtype=pl.Int64()).alias("attempt"))
+    allrows = pl.concat([allocs, steps, pending], how="diagonal_relaxed")
+    teams = account_teams.select(pl.col("key").alias("account"), "team").unique("account")
+    out = allrows.join(teams, on="account", how="left").with_columns(
+        pl.lit("slurm").alias("source"),
+        pl.col("team").fill_null(UNATTRIBUTED),
+        seconds_between(pl.col("start_at"), pl.col("eligible_at")).alias("wait_s"),
+        seconds_between(pl.col("start_at"), pl.col("submit_at")).alias("submit_wait_s"),
+        seconds_between(pl.col("end_at"), pl.col("start_at")).alias("run_s"),
+    )
+    return out.with_columns(
+        pl.when(pl.col("is_allocation"))
+        .then(pl.col("gpus") * pl.col("run_s"))
+        .otherwise(None)
+        .alias("gpu_s")
+    ).sort("cluster", "job_key", "start_at", "step", nulls_last=True)
+
+
+def slurm_attempts(slurm_jobs: pl.LazyFrame) -> pl.LazyFrame:
+    """Allocation attempts (the ``jobs`` grain) from :func:`resolve_slurm_jobs` output.
+
+    Returns:
+        Started allocation rows only (jobs that never started are not attempts).
+    """
+    return slurm_jobs.filter(pl.col("is_allocation") & pl.col("start_at").is_not_null())

@@ -1,0 +1,207 @@
+"""Work out how a ``sacct`` text file is laid out: header, delimiter, fields, trailing delimiter."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pipelines._parse_result import InputFormatError
+from pipelines.slurm._sacct_fields import KNOWN_FIELDS, canonical_field
+
+__all__ = ["Layout", "SacctFormatError", "check_kind", "detect_layout"]
+
+#: Delimiters tried, in this order, when a headerless file is read without ``delimiter=``.
+#: ``^|^`` comes before ``|`` because it splits a line into as many parts as ``|`` does.
+_CANDIDATE_DELIMITERS: tuple[str, ...] = ("^|^", "|", "☃", "\t", ";", ",")
+_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_ID_KEYS = frozenset({"jobid", "jobidraw"})
+
+
+class SacctFormatError(InputFormatError):
+    """A whole ``sacct`` file cannot be read: not sacct output, or its layout cannot be found."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How the records of one file are laid out.
+
+    Attributes:
+        delimiter: the field delimiter (one or more characters).
+        keys: the fields' lower-case keys in file order (a repeated field gets ``_2``, ``_3``).
+        names: the fields' display names in file order (sacct's spelling where known).
+        header: whether the file's first non-blank line is a header.
+        parsable: whether lines end in a trailing delimiter (``--parsable``, not ``--parsable2``).
+        header_text: the header line as written, or None.
+    """
+
+    delimiter: str
+    keys: tuple[str, ...]
+    names: tuple[str, ...]
+    header: bool
+    parsable: bool
+    header_text: str | None
+
+
+def check_kind(file: str, content: str) -> None:
+    """Raise when the content is clearly not ``sacct`` text output.
+
+    Raises:
+        SacctFormatError: the content is binary, JSON (``sacct --json`` is reported as such), or
+            HTML/XML.
+    """
+    head = content[:65536]
+    if "\x00" in head:
+        raise SacctFormatError(file, "binary content (NUL bytes), not sacct text output")
+    control = sum(1 for ch in head if ord(ch) < 32 and ch not in "\t\r\n\f\v")
+    if head and control / len(head) > 0.05:
+        raise SacctFormatError(file, "binary content (control characters), not sacct output")
+    stripped = head.lstrip()
+    if stripped.startswith("{"):
+        raise SacctFormatError(file, "sacct --json is not supported yet")
+    if stripped.startswith("["):
+        raise SacctFormatError(file, "a JSON array, not sacct text output")
+    if stripped.startswith("<"):
+        raise SacctFormatError(file, "HTML/XML, not sacct text output")
+
+
+def _keys_and_names(raw_names: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    keys: list[str] = []
+    names: list[str] = []
+    seen: Counter[str] = Counter()
+    for raw in raw_names:
+        key = canonical_field(raw)
+        seen[key] += 1
+        name = KNOWN_FIELDS.get(key, raw.split("%", 1)[0].strip())
+        if seen[key] > 1:
+            key = f"{key}_{seen[key]}"
+            name = f"{name}_{seen[key]}"
+        keys.append(key)
+        names.append(name)
+    return tuple(keys), tuple(names)
+
+
+def _is_header(tokens: Sequence[str]) -> bool:
+    """A header: every token a name, a JobID/JobIDRaw among them, at least half known."""
+    if not tokens or not all(_NAME_RE.fullmatch(t) for t in tokens):
+        return False
+    lower = [t.lower() for t in tokens]
+    if not _ID_KEYS.intersection(lower):
+        return False
+    known = sum(1 for t in lower if t in KNOWN_FIELDS)
+    return known * 2 >= len(tokens)
+
+
+def _header(line: str, delimiter: str | None) -> tuple[list[str], str, bool] | None:
+    """Split a header line; returns ``(names, delimiter, parsable)`` or None if not a header."""
+    if delimiter is not None:
+        parsable = line.endswith(delimiter)
+        body = line[: -len(delimiter)] if parsable else line
+        tokens = body.split(delimiter)
+        return (tokens, delimiter, parsable) if _is_header(tokens) else None
+    matches = list(_NAME_RE.finditer(line))
+    if not matches or matches[0].start() != 0:
+        return None
+    seps = {line[a.end() : b.start()] for a, b in zip(matches, matches[1:], strict=False)}
+    tail = line[matches[-1].end() :]
+    tokens = [m.group(0) for m in matches]
+    if len(seps) > 1 or "" in seps:
+        return None
+    sep = next(iter(seps)) if seps else (tail or "|")
+    if tail not in ("", sep) or sep.isspace():
+        return None
+    return (tokens, sep, tail == sep and bool(tail)) if _is_header(tokens) else None
+
+
+def _looks_fixed_width(line: str) -> bool:
+    tokens = line.split()
+    return len(tokens) > 1 and _is_header(tokens)
+
+
+def _guess_delimiter(file: str, lines: Sequence[str], n: int) -> str:
+    """The candidate delimiter that splits most sample lines into ``n`` (or ``n`` + 1) parts."""
+    extra = Counter(
+        ch for line in lines for ch in line if not ch.isalnum() and not ch.isspace()
+    )
+    candidates = list(_CANDIDATE_DELIMITERS) + [
+        ch for ch, _ in extra.most_common(8) if ch not in _CANDIDATE_DELIMITERS
+    ]
+    best: tuple[float, int, str] | None = None
+    for order, delim in enumerate(candidates):
+        if n > 1 and not any(delim in line for line in lines):
+            continue
+        fit = sum(
+            1
+            for line in lines
+            if line.count(delim) + 1 == n
+            or (line.count(delim) == n and line.endswith(delim))
+        )
+        score = fit / len(lines)
+        if best is None or (score, -order) > (best[0], best[1]):
+            best = (score, -order, delim)
+    # multi-line records make some lines short, so a fifth of the lines fitting is enough
+    if best is None or best[0] < 0.2:
+        raise SacctFormatError(
+            file,
+            f"cannot find a delimiter that splits the lines into the {n} fields given; "
+            "pass delimiter=",
+        )
+    return best[2]
+
+
+def _guess_parsable(lines: Sequence[str], delim: str, n: int) -> bool:
+    trailing = sum(1 for line in lines if line.count(delim) == n and line.endswith(delim))
+    plain = sum(1 for line in lines if line.count(delim) + 1 == n)
+    return trailing > plain
+
+
+def detect_layout(
+    file: str,
+    sample: Sequence[tuple[int, str]],
+    fields: Sequence[str] | None,
+    delimiter: str | None,
+) -> Layout:
+    """Find the header, delimiter and field list of a file from its first non-blank lines.
+
+    Args:
+        file: the file's name, for error messages.
+        sample: ``(line_no, text)`` of the first non-blank lines (at least one).
+        fields: ``--format`` field names for headerless files, or None.
+        delimiter: the delimiter, or None to detect it.
+
+    Returns:
+        The :class:`Layout`.
+
+    Raises:
+        SacctFormatError: headerless without ``fields``, fixed-width output, or no delimiter
+            found.
+    """
+    if delimiter == "":
+        raise SacctFormatError(file, "the delimiter must not be empty")
+    line_no, first = sample[0]
+    found = _header(first, delimiter)
+    if found is not None:
+        tokens, delim, parsable = found
+        keys, names = _keys_and_names(tokens)
+        return Layout(delim, keys, names, True, parsable, first)
+    if _looks_fixed_width(first):
+        raise SacctFormatError(
+            file,
+            "fixed-width sacct output (columns padded with spaces, long values cut to '+'); "
+            "run sacct -P / --parsable2",
+            line=line_no,
+        )
+    if not fields:
+        raise SacctFormatError(
+            file,
+            "no sacct header line (sacct --noheader); pass --fields / fields= with the "
+            "sacct --format field names in file order",
+            line=line_no,
+        )
+    keys, names = _keys_and_names(fields)
+    if not _ID_KEYS.intersection(keys):
+        raise SacctFormatError(file, "fields= must include JobID or JobIDRaw")
+    texts = [text for _, text in sample]
+    delim = delimiter if delimiter is not None else _guess_delimiter(file, texts, len(keys))
+    return Layout(delim, keys, names, False, _guess_parsable(texts, delim, len(keys)), None)

@@ -1,0 +1,229 @@
+"""The DuckDB warehouse: schemas by layer, idempotent file loads, and the published serving copy.
+
+DuckDB allows one read-write process or many read-only ones on a file, so every function here
+opens short-lived connections in ``with`` blocks, and readers (dashboard, ``goodput sql``) only
+ever open the serving copy, which is replaced atomically by :func:`publish_serving_copy`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from pipelines._parse_result import ParseResult
+from pipelines.sql import load_sql
+
+__all__ = [
+    "RAW_TABLES",
+    "IngestStats",
+    "connect",
+    "ensure_raw_tables",
+    "init_warehouse",
+    "load_parse_result",
+    "publish_serving_copy",
+    "raw_table_schemas",
+]
+
+#: Input source → the raw table its parser fills.
+RAW_TABLES: dict[str, str] = {
+    "sacct": "raw.slurm_rows",
+    "k8s-events": "raw.k8s_events",
+    "k8s-pods": "raw.k8s_pods",
+    "dcgm": "raw.dcgm_samples",
+}
+
+
+@dataclass(frozen=True)
+class IngestStats:
+    """What one file load did."""
+
+    ingest_id: int
+    source: str
+    file: str
+    rows_loaded: int
+    rows_rejected: int
+    replaced_ingests: int
+
+
+@contextmanager
+def connect(path: str | Path, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Open a DuckDB file for the duration of a ``with`` block.
+
+    Args:
+        path: the database file; its folder is created when writing.
+        read_only: open without a write lock (many readers may share the file).
+
+    Raises:
+        duckdb.IOException: the file is locked by a writer or cannot be opened.
+    """
+    p = Path(path)
+    if not read_only:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(str(p), read_only=read_only)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def raw_table_schemas() -> dict[str, dict[str, pl.DataType]]:
+    """The parsed-row schema of each raw table (from the parsers), plus ``ingest_id``."""
+    from pipelines.dcgm._dcgm_parse import DCGM_SAMPLE_SCHEMA
+    from pipelines.kubernetes._events_parse import K8S_EVENT_SCHEMA
+    from pipelines.kubernetes._pods_parse import K8S_POD_SCHEMA
+    from pipelines.slurm._sacct_parse import SLURM_ROW_SCHEMA
+
+    out: dict[str, dict[str, pl.DataType]] = {}
+    for table, schema in (
+        ("raw.slurm_rows", SLURM_ROW_SCHEMA),
+        ("raw.k8s_events", K8S_EVENT_SCHEMA),
+        ("raw.k8s_pods", K8S_POD_SCHEMA),
+        ("raw.dcgm_samples", DCGM_SAMPLE_SCHEMA),
+    ):
+        out[table] = {**schema, "ingest_id": pl.Int64()}
+    return out
+
+
+def ensure_raw_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """Create each raw table (empty) from its parser's schema when it does not exist."""
+    for table, schema in raw_table_schemas().items():
+        _empty = pl.DataFrame(schema=schema)  # noqa: F841 - read by DuckDB's replacement scan
+        con.execute(f"CREATE TABLE IF NOT EXISTS {table} AS SELECT * FROM _empty")
+
+
+def init_warehouse(con: duckdb.DuckDBPyConnection) -> None:
+    """Create the schemas and bookkeeping tables; idempotent."""
+    for name in ("raw/create_schemas", "raw/create_ingests", "raw/create_rejected_rows"):
+        con.execute(load_sql(name))
+    ensure_raw_tables(con)
+
+
+def _sha256(path: Path) -> str | None:
+    if not path.is_file():
+        return None
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def load_parse_result(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    source: str,
+    cluster: str | None,
+    file: str | Path,
+    result: ParseResult,
+    loaded_at: dt.datetime | None = None,
+) -> IngestStats:
+    """Load one parsed file into its raw table, replacing any earlier load of the same file.
+
+    The delete of the earlier load and the insert run in one transaction, so re-running an ingest
+    is idempotent and a failure leaves the previous load in place.
+
+    Args:
+        con: a read-write connection to an initialised warehouse.
+        source: one of :data:`RAW_TABLES`.
+        cluster: the cluster the rows belong to (bookkeeping only; rows carry their own).
+        file: the input's path; its absolute form identifies the load.
+        result: the parser's rows and rejected rows.
+        loaded_at: load time (UTC); default now.
+
+    Returns:
+        The load's statistics.
+
+    Raises:
+        KeyError: unknown ``source``.
+    """
+    table = RAW_TABLES[source]
+    file_key = str(Path(file).resolve()) if not str(file).startswith(("http:", "https:")) else str(file)
+    loaded_at = loaded_at or dt.datetime.now(dt.UTC)
+    rows = result.rows.with_columns(pl.lit(None, dtype=pl.Int64()).alias("ingest_id"))
+    rejected = result.rejected
+    con.execute("BEGIN TRANSACTION")
+    try:
+        previous = [
+            r[0]
+            for r in con.execute(
+                load_sql("raw/previous_ingests_of_file"), {"source": source, "file": file_key}
+            ).fetchall()
+        ]
+        for old in previous:
+            con.execute(load_sql("raw/delete_rows_of_ingest").format(table=table), {"ingest_id": old})
+            con.execute(load_sql("raw/delete_ingest_rejected"), {"ingest_id": old})
+            con.execute(load_sql("raw/delete_ingest"), {"ingest_id": old})
+        row = con.execute(load_sql("raw/next_ingest_id")).fetchone()
+        ingest_id = int(row[0]) if row else 1
+        _rows = rows.with_columns(pl.lit(ingest_id, dtype=pl.Int64()).alias("ingest_id"))  # noqa: F841
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _rows")
+        _rej = rejected.with_columns(  # noqa: F841 - read by DuckDB's replacement scan
+            pl.lit(source).alias("source"), pl.lit(ingest_id, dtype=pl.Int64()).alias("ingest_id")
+        )
+        con.execute("INSERT INTO raw.rejected_rows BY NAME SELECT * FROM _rej")
+        con.execute(
+            load_sql("raw/insert_ingest"),
+            {
+                "ingest_id": ingest_id,
+                "source": source,
+                "cluster": cluster,
+                "file": file_key,
+                "sha256": _sha256(Path(file_key)),
+                "loaded_at": loaded_at,
+                "rows_loaded": rows.height,
+                "rows_rejected": rejected.height,
+                "info": json.dumps(result.info, default=str, sort_keys=True),
+            },
+        )
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return IngestStats(
+        ingest_id=ingest_id,
+        source=source,
+        file=file_key,
+        rows_loaded=rows.height,
+        rows_rejected=rejected.height,
+        replaced_ingests=len(previous),
+    )
+
+
+def publish_serving_copy(warehouse: str | Path, serving: str | Path) -> Path:
+    """Publish an atomic read-only copy of the warehouse for readers.
+
+    The writer's WAL is checkpointed, the file copied to a temporary name beside the target, and
+    renamed over it (``os.replace``), so a reader sees either the old or the new copy, never a
+    half-written one.
+
+    Args:
+        warehouse: the writer's DuckDB file (no other writer may hold it).
+        serving: the published copy's path.
+
+    Returns:
+        The serving copy's path.
+    """
+    src, dst = Path(warehouse), Path(serving)
+    with connect(src) as con:
+        con.execute("CHECKPOINT")
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=dst.name + ".", suffix=".tmp", dir=dst.parent)
+    os.close(fd)
+    try:
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dst)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return dst
