@@ -1,10 +1,12 @@
 """One factory for the raw ingest assets of every source (one code path, parametrised)."""
 
-from __future__ import annotations
+# ruff: noqa: I002 - no `from __future__ import annotations` here: Dagster compares the `context`
+# annotation object itself with AssetExecutionContext, and a postponed (string) annotation fails that.
 
 from typing import Any
 
 import dagster as dg
+from dagster import AssetExecutionContext
 from dagster_duckdb import DuckDBResource
 
 from pipelines._sources import InputSource
@@ -64,7 +66,7 @@ def raw_ingest_asset(
             )
         ],
     )
-    def _asset(context: dg.AssetExecutionContext) -> dg.MaterializeResult[Any]:
+    def _asset(context: AssetExecutionContext) -> dg.MaterializeResult:  # type: ignore[type-arg]  # Dagster matches the bare class
         settings: SettingsResource = getattr(context.resources, "settings")  # noqa: B009
         duck: DuckDBResource = getattr(context.resources, "duckdb")  # noqa: B009
         source: InputSource = getattr(context.resources, source_key)

@@ -15,7 +15,10 @@ from pipelines._parse_result import InputFormatError
 from pipelines.config import ConfigError, load_config, repo_root
 
 app = typer.Typer(
-    help="goodput: where a GPU fleet's GPU-hours go.", no_args_is_help=True, add_completion=False
+    help="goodput: where a GPU fleet's GPU-hours go.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
 )
 
 _SOURCES = ("sacct", "k8s-events", "k8s-pods", "dcgm")
@@ -131,7 +134,10 @@ def sql(
     elif fmt == "json":
         sys.stdout.write(df.write_json() + "\n")
     else:
-        with pl.Config(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=80, tbl_width_chars=200):
+        with pl.Config(
+            tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=80, tbl_width_chars=200,
+            tbl_hide_dataframe_shape=True,
+        ):  # fmt: skip
             typer.echo(str(df))
 
 

@@ -43,7 +43,6 @@ def build_defs(cfg: Config | None = None) -> dg.Definitions:
         assets=[*raw_assets, core_and_analytics, serving_copy],
         jobs=[
             dg.define_asset_job(RAW_JOB, selection=dg.AssetSelection.key_prefixes("raw"),
-                                partitions_def=parts,
                                 description="Load one cluster-day of every input kind."),
             dg.define_asset_job(ANALYTICS_JOB,
                                 selection=dg.AssetSelection.key_prefixes("core", "analytics"),

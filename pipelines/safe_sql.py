@@ -12,12 +12,12 @@ __all__ = ["DEFAULT_ROW_LIMIT", "SqlRefused", "open_readonly", "run_query"]
 DEFAULT_ROW_LIMIT = 100_000
 
 # External access off blocks reading and writing files, ATTACH of other files, COPY, and
-# installing/loading extensions; the configuration is then locked so a query cannot turn it on.
+# installing/loading extensions; after the session zone is set to UTC, the configuration is
+# locked so a query cannot turn any of it back on.
 _LOCKED = {
     "enable_external_access": "false",
     "autoinstall_known_extensions": "false",
     "autoload_known_extensions": "false",
-    "lock_configuration": "true",
 }
 
 
@@ -34,7 +34,10 @@ def open_readonly(path: str | Path) -> duckdb.DuckDBPyConnection:
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"{p}: no such database (run `goodput materialize` first)")
-    return duckdb.connect(str(p), read_only=True, config=dict(_LOCKED))
+    con = duckdb.connect(str(p), read_only=True, config=dict(_LOCKED))
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET lock_configuration = true")
+    return con
 
 
 def run_query(path: str | Path, query: str, *, row_limit: int = DEFAULT_ROW_LIMIT) -> pl.DataFrame:
@@ -60,7 +63,8 @@ def run_query(path: str | Path, query: str, *, row_limit: int = DEFAULT_ROW_LIMI
         except duckdb.PermissionException as exc:
             raise SqlRefused(f"refused: this connection cannot read files or change settings ({exc})") from exc
         except duckdb.InvalidInputException as exc:
-            raise SqlRefused(f"refused: the database is read-only ({exc})") from exc
+            what = "settings are locked" if "locked" in str(exc) else "the database is read-only"
+            raise SqlRefused(f"refused: {what} ({exc})") from exc
         except duckdb.Error as exc:
             raise SqlRefused(f"query failed: {exc}") from exc
         if rel is None:

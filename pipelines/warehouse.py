@@ -71,6 +71,7 @@ def connect(path: str | Path, *, read_only: bool = False) -> Iterator[duckdb.Duc
     if not read_only:
         p.parent.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(str(p), read_only=read_only)
+    con.execute("SET TimeZone = 'UTC'")
     try:
         yield con
     finally:

@@ -1,11 +1,13 @@
 """Core and analytics assets: identity-resolved jobs, occupancy, time to start, the serving copy."""
 
-from __future__ import annotations
+# ruff: noqa: I002 - no `from __future__ import annotations` here: Dagster compares the `context`
+# annotation object itself with AssetExecutionContext, and a postponed (string) annotation fails that.
 
 from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
+from dagster import AssetExecutionContext
 from dagster_duckdb import DuckDBResource
 
 from pipelines._raw_assets import SettingsResource
@@ -67,7 +69,7 @@ _DESCRIPTIONS = {
     pool="duckdb",
 )  # fmt: skip
 def core_and_analytics(
-    context: dg.AssetExecutionContext, duckdb: DuckDBResource, settings: SettingsResource
+    context: AssetExecutionContext, duckdb: DuckDBResource, settings: SettingsResource
 ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetCheckResult]:
     """Recompute the core and analytics tables from everything loaded, then the views."""
     cfg = load_config(settings.config_path)

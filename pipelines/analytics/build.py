@@ -47,7 +47,10 @@ def _replace_table(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFra
 
 
 def _read(con: duckdb.DuckDBPyConnection, table: str) -> pl.DataFrame:
-    return con.sql(f"SELECT * FROM {table}").pl()
+    """A table as polars, every zoned timestamp normalised to ``UTC`` (DuckDB may say Etc/UTC)."""
+    df = con.sql(f"SELECT * FROM {table}").pl()
+    zoned = [n for n, t in df.schema.items() if isinstance(t, pl.Datetime) and t.time_zone]
+    return df.with_columns(pl.col(zoned).dt.convert_time_zone("UTC")) if zoned else df
 
 
 def _inventory(cfg: Config) -> pl.DataFrame:

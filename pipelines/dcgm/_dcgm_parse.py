@@ -167,12 +167,12 @@ _FP64_BLANK: Final = float(2**47)
 
 _SNAPSHOT_SUFFIXES: Final = frozenset({".prom", ".txt", ".om", ".metrics", ".openmetrics"})
 
-# Leftmost start of "<'}' or space> value [timestamp]" at the end of the line. Value and timestamp
+# "<'}' or space> value [timestamp]" at the end of the line, leftmost. Value and timestamp
 # tokens cannot contain '}' or '"', so inside a label set (which always still has its closing
 # '"}' ahead) no match can start: the match starts at the label set's closing brace, or at the
 # space after the name for a series without labels. Anchored at '$', the regex engine runs it
-# backwards from the line end.
-_TAIL_RE: Final = r'(?:\}|\s)\s*[^\s}"]+(?:\s+[^\s}"]+)?\s*$'
+# backwards from the line end, so its cost does not grow with the label set.
+_TAIL_RE: Final = r'((?:\}|\s)\s*[^\s}"]+(?:\s+[^\s}"]+)?\s*)$'
 _TOKENS_RE: Final = r"^\s*(\S+)(?:\s+(\S+))?\s*$"
 _NAME_RE: Final = r"^[a-zA-Z_:][a-zA-Z0-9_:]*$"
 _PAIR: Final = r'[A-Za-z_][A-Za-z0-9_]*\s*=\s*"(?:[^"\\]|\\.)*"'
@@ -376,7 +376,16 @@ def _empty_lines() -> pl.DataFrame:
 
 
 def _read_file(path: Path, default_ts: datetime | None) -> tuple[pl.DataFrame, dict[str, object]]:
-    """The file's lines (``file``, ``line_no``, ``line``, ``default_ts``, ``openmetrics``)."""
+    """The file's lines with their context, and facts about the file.
+
+    Returns:
+        A frame of ``file``, ``line_no`` (1-based), ``line``, ``default_ts`` (time of untimed
+        samples), ``openmetrics`` and ``after_eof`` (the line follows ``# EOF``); and ``format``
+        and ``gzip`` for ``info``.
+
+    Raises:
+        InputFormatError: unreadable, broken gzip, or binary.
+    """
     file = str(path)
     try:
         data = path.read_bytes()
@@ -544,12 +553,12 @@ def _parse_lines(
         lines.lazy()
         .with_columns(stripped.alias("s"))
         .filter(pl.col("s").is_not_null() & (pl.col("s") != "") & ~pl.col("s").str.starts_with("#"))
-        .with_columns(pl.col("s").str.find(_TAIL_RE).alias("pos"))
+        # (str.find would give a byte offset, but str.head/str.slice count characters.)
+        .with_columns(pl.col("s").str.extract(_TAIL_RE, 1).alias("tail"))
         .with_columns(
-            pl.col("s").str.head(pl.col("pos")).str.split_exact("{", 1).alias("head"),
-            (pl.col("s").str.slice(pl.col("pos"), 1) == "}").alias("closing"),
-            pl.col("s")
-            .str.slice(pl.col("pos"))
+            pl.col("s").str.strip_suffix(pl.col("tail")).str.splitn("{", 2).alias("head"),
+            pl.col("tail").str.starts_with("}").alias("closing"),
+            pl.col("tail")
             .str.strip_chars_start("}")
             .str.extract_groups(_TOKENS_RE)
             .alias("tokens"),
@@ -561,7 +570,7 @@ def _parse_lines(
             "default_ts",
             "openmetrics",
             "after_eof",
-            pl.col("pos").is_not_null().alias("shape_ok"),
+            pl.col("tail").is_not_null().alias("shape_ok"),
             (pl.col("closing") == pl.col("head").struct.field("field_1").is_not_null()).alias(
                 "braces_ok"
             ),
@@ -669,7 +678,7 @@ def _parse_lines(
     )
     rejected = (
         joined.filter(pl.col("reason").is_not_null())
-        .with_columns(pl.col("reason").str.split_exact("|", 1).alias("r"))
+        .with_columns(pl.col("reason").str.splitn("|", 2).alias("r"))
         .select(
             pl.col("file"),
             pl.col("line_no"),

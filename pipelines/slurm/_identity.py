@@ -102,6 +102,7 @@ def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> p
             right_on="_alloc_start",
             by=_KEY,
             strategy="backward",
+            check_sortedness=False,
         )
         .drop("_alloc_start")
     )

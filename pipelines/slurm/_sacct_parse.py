@@ -19,6 +19,9 @@ from pipelines._parse_result import REJECTED_SCHEMA, ParseResult
 from pipelines.slurm._sacct_fields import FREE_TEXT_FIELDS, NO_END_STATES, SLURM_STATES
 from pipelines.slurm._sacct_layout import Layout, SacctFormatError, check_kind, detect_layout
 from pipelines.slurm._sacct_values import (
+    EPOCH_RE,
+    OFFSET_RE,
+    duration_parts,
     duration_seconds,
     expand_array_spec,
     expand_nodelist,
@@ -26,8 +29,8 @@ from pipelines.slurm._sacct_values import (
     is_null_token,
     localize,
     req_mem,
+    req_mem_parts,
     time_parts,
-    tres_gpu_type,
     tres_gpus,
 )
 
@@ -106,35 +109,58 @@ _TIME_FIELDS = (("submit", "submit_at"), ("eligible", "eligible_at"),
 # --------------------------------------------------------------------------- reading
 
 
-def _read(path: str | Path, text: str | None, file: str) -> tuple[str, str]:
-    """The file's text and its encoding (``utf-8``, or ``latin-1`` when not valid UTF-8)."""
+def _read(path: str | Path, text: str | None, file: str) -> tuple[bytes, str]:
+    """The file's bytes as UTF-8 and the encoding they were read in (``utf-8``/``latin-1``)."""
     if text is not None:
-        return text.removeprefix("\ufeff"), "text"
+        return text.removeprefix("\ufeff").encode("utf-8", "replace"), "text"
     try:
         data = Path(path).read_bytes()
     except OSError as err:
         raise SacctFormatError(file, f"cannot read the file: {err}") from err
     if b"\x00" in data[:65536]:
         raise SacctFormatError(file, "binary content (NUL bytes), not sacct text output")
-    try:
-        return data.decode("utf-8").removeprefix("\ufeff"), "utf-8"
-    except UnicodeDecodeError:
-        return data.decode("latin-1"), "latin-1"
+    return data.removeprefix(b"\xef\xbb\xbf"), "utf-8"
 
 
-def _lines(content: str) -> pl.DataFrame:
-    """One row per physical line: ``line`` (without ``\\r\\n``) and its 1-based ``line_no``."""
-    if content.endswith("\n"):
-        content = content[:-1]
-    lines = (
-        pl.Series("line", [content], dtype=pl.String)
-        .str.split("\n")
-        .explode()
-        .str.strip_suffix("\r")
+def _lines(data: bytes, encoding: str) -> tuple[pl.DataFrame, str]:
+    """One row per physical line: ``line`` (without ``\\r\\n``) and its 1-based ``line_no``.
+
+    Lines are split by polars' CSV reader with a separator byte the data does not contain (much
+    faster than Python); Python's ``str.split`` is the fallback. Bytes that are not UTF-8 are
+    read as Latin-1.
+
+    Returns:
+        ``(lines, encoding)``.
+    """
+    expected = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    sentinel = next((chr(c) for c in (0x1F, 0x1E, 0x1D, 0x1C) if bytes([c]) not in data), None)
+    frame: pl.DataFrame | None = None
+    if sentinel is not None and data:
+        try:
+            frame = pl.read_csv(
+                data, has_header=False, separator=sentinel, quote_char=None,
+                new_columns=["line"], infer_schema=False, encoding="utf8", raise_if_empty=False,
+            )  # fmt: skip
+        except pl.exceptions.ComputeError:
+            data = data.decode("latin-1").encode("utf-8")
+            encoding = "latin-1"
+            return _lines(data, encoding)
+        if frame.width != 1 or frame.height != expected:
+            frame = None
+    if frame is None:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = data.decode("latin-1")
+            encoding = "latin-1"
+        if text.endswith("\n"):
+            text = text[:-1]
+        frame = pl.DataFrame({"line": text.split("\n") if data else []}, schema={"line": pl.String})
+    lines = frame.select(
+        line=pl.col("line").fill_null("").str.strip_suffix("\r"),
+        line_no=pl.int_range(1, pl.len() + 1, dtype=pl.Int64),
     )
-    return pl.DataFrame([lines]).with_columns(
-        line_no=pl.int_range(1, pl.len() + 1, dtype=pl.Int64)
-    )
+    return lines, encoding
 
 
 def _rejected(
@@ -251,211 +277,261 @@ def _raw(key: str) -> pl.Expr:
     return pl.col(f"_f_{key}")
 
 
-def _col(keys: Sequence[str], *names: str) -> pl.Expr:
-    """The first of ``names`` present in the file, else a NULL String."""
-    for name in names:
-        if name in keys:
-            return _raw(name)
-    return pl.lit(None, dtype=pl.String)
-
-
 def _text(expr: pl.Expr, *nulls: str) -> pl.Expr:
     """A text value; empty (and any of ``nulls``) → NULL."""
     return pl.when(expr.is_in(["", *nulls])).then(None).otherwise(expr)
 
 
-class _Checks:
-    """Collects (condition, field, reason) rules; a row failing any rule is rejected."""
+_Rule = tuple[pl.Expr, str | None, pl.Expr]
 
-    def __init__(self) -> None:
-        self.rules: list[tuple[pl.Expr, str | None, pl.Expr]] = []
 
-    def add(self, bad: pl.Expr, field: str | None, reason: pl.Expr) -> None:
-        self.rules.append((bad.fill_null(False), field, reason))
+class _Plan:
+    """The expressions that type one file's fields, in three stages, plus the row rules.
 
-    def columns(self) -> dict[str, pl.Expr]:
-        if not self.rules:
-            return {"_reason": pl.lit(None, pl.String), "_field": pl.lit(None, pl.String)}
-        reason = pl.coalesce([pl.when(bad).then(why) for bad, _, why in self.rules])
-        field = pl.coalesce(
-            [pl.when(bad).then(pl.lit(name, pl.String)) for bad, name, _ in self.rules]
+    Stage ``a`` reads the raw ``_f_<key>`` columns (each regex runs once, into a struct or list
+    column); stage ``b`` derives the typed columns from stage ``a``; ``rules`` are
+    ``(bad, field, reason)`` triples: a row where ``bad`` holds is rejected.
+    """
+
+    def __init__(self, layout: Layout, cluster: str | None, flags: dict[str, bool]) -> None:
+        self.keys = layout.keys
+        self.name_of = dict(zip(layout.keys, layout.names, strict=True))
+        self.flags = flags
+        self.a: dict[str, pl.Expr] = {}
+        self.b: dict[str, pl.Expr] = {}
+        self.rules: list[_Rule] = []
+        self.used: set[str] = set()
+        #: raw TRES columns whose GPUs :func:`_gpus` counts (None where the field is absent)
+        self.gpu_sources: dict[str, pl.Expr | None] = {}
+        self._identity()
+        self._text_columns(cluster)
+        self._state()
+        self._times()
+        self._durations()
+        self._numbers()
+        self._resources()
+        self._extra()
+
+    def key(self, *names: str) -> str | None:
+        """The first of ``names`` present in the file (marked as used), else None."""
+        for name in names:
+            if name in self.keys:
+                self.used.add(name)
+                return name
+        return None
+
+    def raw(self, *names: str) -> pl.Expr:
+        """The raw column of the first of ``names`` present, else a NULL String."""
+        key = self.key(*names)
+        return _raw(key) if key is not None else pl.lit(None, dtype=pl.String)
+
+    def rule(self, bad: pl.Expr, key: str, reason: pl.Expr) -> None:
+        self.rules.append((bad.fill_null(False), self.name_of[key], reason))
+
+    def _identity(self) -> None:
+        id_key = self.key("jobid", "jobidraw")
+        assert id_key is not None  # detect_layout guarantees JobID or JobIDRaw
+        raw_id = _raw(id_key)
+        self.a["_trunc"] = raw_id.str.ends_with("+")
+        self.a["_ids"] = raw_id.str.extract_groups(_ID_RE)
+        self.rule(
+            pl.col("_trunc"),
+            id_key,
+            pl.format(
+                "truncated job id '{}' (fixed-width sacct output cuts long values to '+'): "
+                "run sacct -P / --parsable2",
+                raw_id,
+            ),
         )
-        return {"_reason": reason, "_field": field}
-
-
-def _value_columns(layout: Layout, cluster: str | None, checks: _Checks) -> dict[str, pl.Expr]:
-    """Expressions for every typed column that does not need Python."""
-    keys = layout.keys
-    name_of = dict(zip(keys, layout.names, strict=True))
-    out: dict[str, pl.Expr] = {}
-
-    id_key = "jobid" if "jobid" in keys else "jobidraw"
-    raw_id = _raw(id_key)
-    truncated = raw_id.str.ends_with("+")
-    checks.add(
-        truncated,
-        name_of[id_key],
-        pl.format(
-            "truncated job id '{}' (fixed-width sacct output cuts long values to '+'): "
-            "run sacct -P / --parsable2",
-            raw_id,
-        ),
-    )
-    ids = raw_id.str.extract_groups(_ID_RE)
-    base = ids.struct.field("base")
-    task = ids.struct.field("task")
-    het = ids.struct.field("het")
-    checks.add(
-        ~truncated & base.is_null(), name_of[id_key], pl.format("malformed job id '{}'", raw_id)
-    )
-    out["_arr"] = ids.struct.field("arr")
-    out["_base"] = base
-    out["job_id"] = (
-        pl.when(task.is_not_null())
-        .then(pl.concat_str(base, pl.lit("_"), task))
-        .when(het.is_not_null())
-        .then(pl.concat_str(base, pl.lit("+"), het))
-        .otherwise(base)
-    )
-    out["array_job_id"] = (
-        pl.when(task.is_not_null() | ids.struct.field("arr").is_not_null()).then(base)
-    )
-    out["array_task_id"] = task.cast(pl.Int64)
-    out["het_job_id"] = pl.when(het.is_not_null()).then(base)
-    out["het_job_offset"] = het.cast(pl.Int64)
-    out["step"] = ids.struct.field("step")
-    out["is_allocation"] = ids.struct.field("step").is_null()
-    if "jobidraw" in keys and id_key == "jobid":
-        out["_job_id_raw"] = _text(_raw("jobidraw").str.replace(r"\..*$", ""))
-    else:
-        out["_job_id_raw"] = pl.lit(None, pl.String)
-
-    cluster_value = cluster if cluster else "default"
-    out["cluster"] = pl.coalesce(_text(_col(keys, "cluster")), pl.lit(cluster_value))
-    for column, key in (
-        ("job_name", "jobname"), ("user_name", "user"), ("account", "account"),
-        ("group_name", "group"), ("partition", "partition"), ("qos", "qos"),
-    ):  # fmt: skip
-        out[column] = _text(_col(keys, key))
-    out["reason"] = _text(_col(keys, "reason"), "None")
-
-    state_raw = _col(keys, "state")
-    states = state_raw.str.extract_groups(_STATE_RE)
-    state = states.struct.field("s").str.to_uppercase()
-    out["state_raw"] = _text(state_raw)
-    out["state"] = state
-    out["cancelled_by_uid"] = states.struct.field("uid").cast(pl.Int64)
-    if "state" in keys:
-        checks.add(
-            (state_raw != "") & (state.is_null() | ~state.is_in(sorted(SLURM_STATES))),
-            name_of["state"],
-            pl.format("unknown job state '{}'", state_raw),
+        ids = pl.col("_ids")
+        base = ids.struct.field("base")
+        task = ids.struct.field("task")
+        het = ids.struct.field("het")
+        arr = ids.struct.field("arr")
+        self.rule(
+            ~pl.col("_trunc") & base.is_null(), id_key, pl.format("malformed job id '{}'", raw_id)
+        )
+        self.b["_arr"] = arr
+        self.b["_base"] = base
+        self.b["job_id"] = (
+            pl.when(task.is_not_null())
+            .then(pl.concat_str(base, pl.lit("_"), task))
+            .when(het.is_not_null())
+            .then(pl.concat_str(base, pl.lit("+"), het))
+            .otherwise(base)
+        )
+        self.b["array_job_id"] = pl.when(task.is_not_null() | arr.is_not_null()).then(base)
+        self.b["array_task_id"] = task.cast(pl.Int64)
+        self.b["het_job_id"] = pl.when(het.is_not_null()).then(base)
+        self.b["het_job_offset"] = het.cast(pl.Int64)
+        self.b["step"] = ids.struct.field("step")
+        self.b["is_allocation"] = ids.struct.field("step").is_null()
+        raw_key = self.key("jobidraw") if id_key == "jobid" else None
+        self.a["_job_id_raw"] = (
+            _text(_raw(raw_key).str.replace(r"\..*$", ""))
+            if raw_key is not None
+            else pl.lit(None, pl.String)
         )
 
-    for key, column in _TIME_FIELDS:
-        aware, naive, bad = time_parts(_col(keys, key))
-        out[f"_{column}_aware"] = aware
-        out[f"_{column}_naive"] = naive
-        if key in keys:
-            checks.add(bad, name_of[key], pl.format(f"unparseable {name_of[key]} time '{{}}'",
-                                                    _raw(key)))  # fmt: skip
+    def _text_columns(self, cluster: str | None) -> None:
+        self.a["cluster"] = pl.coalesce(_text(self.raw("cluster")), pl.lit(cluster or "default"))
+        for column, key in (
+            ("job_name", "jobname"), ("user_name", "user"), ("account", "account"),
+            ("group_name", "group"), ("partition", "partition"), ("qos", "qos"),
+        ):  # fmt: skip
+            self.a[column] = _text(self.raw(key))
+        self.a["reason"] = _text(self.raw("reason"), "None")
+        self.a["node_list_raw"] = _text(self.raw("nodelist"))
 
-    def duration(column: str, key: str | None, scale: int = 1) -> None:
+    def _state(self) -> None:
+        state_key = self.key("state")
+        state_raw = self.raw("state")
+        self.a["state_raw"] = _text(state_raw)
+        self.a["_st"] = state_raw.str.extract_groups(_STATE_RE)
+        state = pl.col("_st").struct.field("s").str.to_uppercase()
+        self.b["state"] = state
+        self.b["cancelled_by_uid"] = pl.col("_st").struct.field("uid").cast(pl.Int64)
+        if state_key is not None:
+            self.rule(
+                (state_raw != "") & (state.is_null() | ~state.is_in(sorted(SLURM_STATES))),
+                state_key,
+                pl.format("unknown job state '{}'", state_raw),
+            )
+
+    def _times(self) -> None:
+        for key, column in _TIME_FIELDS:
+            found = self.key(key)
+            aware, naive, bad = time_parts(
+                self.raw(key),
+                epoch=self.flags.get(f"epoch_{key}", False),
+                offset=self.flags.get(f"offset_{key}", False),
+            )
+            self.a[f"_{column}_aware"] = aware
+            self.a[f"_{column}_naive"] = naive
+            if found is not None:
+                name = self.name_of[found]
+                self.rule(bad, found, pl.format(f"unparseable {name} time '{{}}'", _raw(found)))
+
+    def _duration(self, column: str, key: str | None, value: pl.Expr | None = None) -> pl.Expr:
+        """Add ``column`` (seconds) from field ``key``; returns the seconds expression."""
         if key is None:
-            out[column] = pl.lit(None, pl.Int64)
+            self.b[column] = pl.lit(None, pl.Int64)
+            return self.b[column]
+        raw = value if value is not None else _raw(key)
+        self.a[f"_d_{column}"] = duration_parts(raw)
+        seconds, bad = duration_seconds(pl.col(f"_d_{column}"), raw)
+        self.b[column] = seconds
+        name = self.name_of[key]
+        self.rule(bad, key, pl.format(f"unparseable {name} '{{}}'", _raw(key)))
+        return seconds
+
+    def _durations(self) -> None:
+        self._duration("planned_s", self.key("planned", "reserved"))
+        self._duration("elapsed_s", self.key("elapsed", "elapsedraw"))
+        limit_key = self.key("timelimit", "timelimitraw")
+        if limit_key is None:
+            self.b["timelimit_s"] = pl.lit(None, pl.Int64)
+            self.b["timelimit_note"] = pl.lit(None, pl.String)
             return
-        value, bad = duration_seconds(_raw(key))
-        out[column] = value * scale
-        checks.add(bad, name_of[key], pl.format(f"unparseable {name_of[key]} '{{}}'", _raw(key)))
-
-    def first_key(*names: str) -> str | None:
-        return next((k for k in names if k in keys), None)
-
-    duration("planned_s", first_key("planned", "reserved"))
-    elapsed_key = first_key("elapsed", "elapsedraw")
-    duration("elapsed_s", elapsed_key)
-    limit_key = first_key("timelimit", "timelimitraw")
-    if limit_key is None:
-        out["timelimit_s"] = pl.lit(None, pl.Int64)
-        out["timelimit_note"] = pl.lit(None, pl.String)
-    else:
         limit = _raw(limit_key)
         is_token = limit.is_in(list(_TIMELIMIT_TOKENS))
-        value, bad = duration_seconds(pl.when(is_token).then(None).otherwise(limit))
-        scale = 60 if limit_key == "timelimitraw" else 1  # TimelimitRaw counts minutes
-        out["timelimit_s"] = value * scale
-        out["timelimit_note"] = (
+        seconds = self._duration(
+            "timelimit_s", limit_key, pl.when(is_token).then(None).otherwise(limit)
+        )
+        if limit_key == "timelimitraw":  # TimelimitRaw counts minutes
+            self.b["timelimit_s"] = seconds * 60
+        self.a["timelimit_note"] = (
             pl.when(is_token).then(limit).when(limit == "").then(pl.lit("empty"))
         )
-        checks.add(
-            bad, name_of[limit_key], pl.format(f"unparseable {name_of[limit_key]} '{{}}'", limit)
+
+    def _numbers(self) -> None:
+        exit_key = self.key("exitcode")
+        exit_raw = self.raw("exitcode")
+        self.a["_ex"] = exit_raw.str.extract_groups(r"^(?P<code>\d+):(?P<sig>\d+)$")
+        code = pl.col("_ex").struct.field("code").cast(pl.Int64)
+        self.b["exit_code"] = code
+        self.b["signal"] = pl.col("_ex").struct.field("sig").cast(pl.Int64)
+        if exit_key is not None:
+            self.rule(
+                ~is_null_token(exit_raw) & code.is_null(),
+                exit_key,
+                pl.format("unparseable ExitCode '{}'", exit_raw),
+            )
+        for column, names in (("uid", ("uid",)), ("nnodes", ("nnodes", "allocnodes")),
+                              ("ncpus", ("ncpus", "alloccpus"))):  # fmt: skip
+            key = self.key(*names)
+            if key is None:
+                self.a[column] = pl.lit(None, pl.Int64)
+                continue
+            raw = _raw(key)
+            self.a[column] = raw.str.strip_chars().cast(pl.Int64, strict=False)
+            self.rule(
+                ~is_null_token(raw) & pl.col(column).is_null(),
+                key,
+                pl.format(f"unparseable {self.name_of[key]} '{{}}'", raw),
+            )
+
+    def _resources(self) -> None:
+        mem_key = self.key("reqmem")
+        if mem_key is not None:
+            self.a["_mem"] = req_mem_parts(_raw(mem_key))
+            mb, per, bad = req_mem(pl.col("_mem"), _raw(mem_key))
+            self.b["req_mem_mb"] = mb
+            self.b["req_mem_per"] = per
+            self.rule(bad, mem_key, pl.format("unparseable ReqMem '{}'", _raw(mem_key)))
+        else:
+            self.b["req_mem_mb"] = pl.lit(None, pl.Float64)
+            self.b["req_mem_per"] = pl.lit(None, pl.String)
+        for key, tres_column in (("alloctres", "alloc_tres"), ("reqtres", "req_tres")):
+            self.a[tres_column] = _text(self.raw(key))
+            found = self.key(key)
+            self.gpu_sources[key] = _raw(found) if found is not None else None
+
+    def _extra(self) -> None:
+        rest = [k for k in self.keys if k not in self.used]
+        self.a["extra"] = (
+            pl.struct([_text(_raw(k)).alias(self.name_of[k]) for k in rest]).struct.json_encode()
+            if rest
+            else pl.lit(None, pl.String)
         )
 
-    exit_raw = _col(keys, "exitcode")
-    exits = exit_raw.str.extract_groups(r"^(?P<code>\d+):(?P<sig>\d+)$")
-    out["exit_code"] = exits.struct.field("code").cast(pl.Int64)
-    out["signal"] = exits.struct.field("sig").cast(pl.Int64)
-    if "exitcode" in keys:
-        checks.add(
-            ~is_null_token(exit_raw) & exits.struct.field("code").is_null(),
-            name_of["exitcode"],
-            pl.format("unparseable ExitCode '{}'", exit_raw),
-        )
 
-    for column, names in (("uid", ("uid",)), ("nnodes", ("nnodes", "allocnodes")),
-                          ("ncpus", ("ncpus", "alloccpus"))):  # fmt: skip
-        key = first_key(*names)
-        if key is None:
-            out[column] = pl.lit(None, pl.Int64)
+def _flags(fields: pl.DataFrame, keys: Sequence[str]) -> dict[str, bool]:
+    """Which time fields hold any epoch or offset value (their parse branches are skipped if not)."""
+    exprs = []
+    for key, _ in _TIME_FIELDS:
+        if key in keys:
+            exprs.append(_raw(key).str.contains(EPOCH_RE).any().alias(f"epoch_{key}"))
+            exprs.append(_raw(key).str.contains(OFFSET_RE).any().alias(f"offset_{key}"))
+    if not exprs:
+        return {}
+    return {name: bool(value) for name, value in fields.select(exprs).row(0, named=True).items()}
+
+
+def _gpus(df: pl.DataFrame, plan: _Plan) -> pl.DataFrame:
+    """Add ``gpus``, ``req_gpus`` and ``gpu_type`` from the AllocTRES / ReqTRES fields."""
+    columns: dict[str, pl.Series] = {}
+    types: list[pl.Series] = []
+    for key, column in (("alloctres", "gpus"), ("reqtres", "req_gpus")):
+        source = plan.gpu_sources.get(key)
+        if source is None:
+            columns[column] = pl.Series(column, [None] * df.height, dtype=pl.Float64)
             continue
-        raw = _raw(key)
-        number = raw.str.strip_chars().cast(pl.Int64, strict=False)
-        out[column] = number
-        checks.add(
-            ~is_null_token(raw) & number.is_null(),
-            name_of[key],
-            pl.format(f"unparseable {name_of[key]} '{{}}'", raw),
-        )
-
-    if "reqmem" in keys:
-        mb, per, bad = req_mem(_raw("reqmem"))
-        out["req_mem_mb"] = mb
-        out["req_mem_per"] = per
-        checks.add(bad, name_of["reqmem"], pl.format("unparseable ReqMem '{}'", _raw("reqmem")))
-    else:
-        out["req_mem_mb"] = pl.lit(None, pl.Float64)
-        out["req_mem_per"] = pl.lit(None, pl.String)
-
-    alloc = _col(keys, "alloctres")
-    req = _col(keys, "reqtres")
-    out["alloc_tres"] = _text(alloc)
-    out["req_tres"] = _text(req)
-    out["gpus"] = tres_gpus(alloc) if "alloctres" in keys else pl.lit(None, pl.Float64)
-    out["req_gpus"] = tres_gpus(req) if "reqtres" in keys else pl.lit(None, pl.Float64)
-    out["gpu_type"] = pl.coalesce(tres_gpu_type(alloc), tres_gpu_type(req))
-    out["node_list_raw"] = _text(_col(keys, "nodelist"))
-
-    used = {
-        "jobid", "jobidraw", "cluster", "jobname", "user", "account", "group", "partition",
-        "qos", "reason", "state", "submit", "eligible", "start", "end", "exitcode", "uid",
-        "reqmem", "alloctres", "reqtres", "nodelist",
-    }  # fmt: skip
-    used.update(
-        k for k in (first_key("planned", "reserved"), elapsed_key, limit_key,
-                    first_key("nnodes", "allocnodes"), first_key("ncpus", "alloccpus"))
-        if k is not None
-    )  # fmt: skip
-    rest = [k for k in keys if k not in used]
-    out["extra"] = (
-        pl.struct([_text(_raw(k)).alias(name_of[k]) for k in rest]).struct.json_encode()
-        if rest
-        else pl.lit(None, pl.String)
+        counted = tres_gpus(df.select(source).to_series())
+        columns[column] = counted["gpus"].alias(column)
+        types.append(counted["gpu_type"])
+    gpu_type = (
+        pl.DataFrame([t.alias(f"t{i}") for i, t in enumerate(types)])
+        .select(pl.coalesce(pl.all()))
+        .to_series()
+        if types
+        else pl.Series([None] * df.height, dtype=pl.String)
     )
-    return out
+    return df.with_columns(**columns, gpu_type=gpu_type.alias("gpu_type"))
 
 
-def _localize_times(df: pl.DataFrame, tz: str) -> tuple[pl.DataFrame, dict[str, pl.Series]]:
-    """Combine the aware and naive time parts into UTC columns; flag DST-odd rows."""
+def _localize_times(df: pl.DataFrame, tz: str) -> pl.DataFrame:
+    """Combine the aware and naive time parts into UTC columns; count DST-odd values per row."""
     height = df.height
     amb = [0] * height
     nonex = [0] * height
@@ -471,26 +547,26 @@ def _localize_times(df: pl.DataFrame, tz: str) -> tuple[pl.DataFrame, dict[str, 
             for pos in nonexistent:
                 nonex[pos] += 1
         columns[column] = pl.coalesce(df[f"_{column}_aware"], local).alias(column)
-    flags = {
-        "_dst_ambiguous": pl.Series(amb, dtype=pl.Int64),
-        "_dst_nonexistent": pl.Series(nonex, dtype=pl.Int64),
-    }
-    return df.with_columns(**columns, **flags), columns
+    return df.with_columns(
+        **columns,
+        _dst_ambiguous=pl.Series(amb, dtype=pl.Int64),
+        _dst_nonexistent=pl.Series(nonex, dtype=pl.Int64),
+    )
 
 
 def _node_lists(df: pl.DataFrame) -> pl.DataFrame:
-    """Add ``node_list`` (expanded host names); bad host lists become ``_reason``."""
+    """Add ``node_list`` (expanded host names); a bad host list sets ``_reason``."""
     raw = pl.col("node_list_raw")
     simple = (
-        pl.when(raw.is_null())
-        .then(None)
-        .when(raw == "None assigned")
+        pl.when(raw == "None assigned")
         .then(pl.lit([], dtype=pl.List(pl.String)))
         .otherwise(raw.str.split(","))
     )
-    bracketed = df.filter(raw.str.contains("[", literal=True))["node_list_raw"].unique()
+    has_bracket = raw.str.contains("[", literal=True)
+    bracketed = df.filter(has_bracket)["node_list_raw"].unique()
     if bracketed.len() == 0:
-        return df.with_columns(node_list=simple)
+        return df.with_columns(node_list=simple, _reason=pl.lit(None, pl.String),
+                               _field=pl.lit(None, pl.String))  # fmt: skip
     expanded: list[list[str] | None] = []
     errors: list[str | None] = []
     for value in bracketed.to_list():
@@ -501,22 +577,18 @@ def _node_lists(df: pl.DataFrame) -> pl.DataFrame:
             expanded.append(None)
             errors.append(f"bad NodeList '{value}': {err}")
     mapping = pl.DataFrame(
-        {"node_list_raw": bracketed, "_nodes": expanded, "_nodes_err": errors},
-        schema={"node_list_raw": pl.String, "_nodes": pl.List(pl.String),
-                "_nodes_err": pl.String},
-    )  # fmt: skip
+        {"node_list_raw": bracketed, "_nodes": expanded, "_reason": errors},
+        schema={"node_list_raw": pl.String, "_nodes": pl.List(pl.String), "_reason": pl.String},
+    )
     df = df.join(mapping, on="node_list_raw", how="left", maintain_order="left")
     return df.with_columns(
-        node_list=pl.when(raw.str.contains("[", literal=True)).then("_nodes").otherwise(simple),
-        _reason=pl.coalesce("_reason", "_nodes_err"),
-        _field=pl.when(pl.col("_reason").is_null() & pl.col("_nodes_err").is_not_null())
-        .then(pl.lit("NodeList"))
-        .otherwise("_field"),
-    ).drop("_nodes", "_nodes_err")
+        node_list=pl.when(has_bracket).then("_nodes").otherwise(simple),
+        _field=pl.when(pl.col("_reason").is_not_null()).then(pl.lit("NodeList")),
+    ).drop("_nodes")
 
 
 def _expand_arrays(df: pl.DataFrame) -> pl.DataFrame:
-    """One row per task of each pending array row (``A_[1-3,7%2]``); bad specs → ``_reason``."""
+    """One row per task of each pending array row (``A_[1-3,7%2]``); a bad spec sets ``_reason``."""
     specs = df["_arr"].drop_nulls().unique()
     if specs.len() == 0:
         return df.with_columns(array_throttle=pl.lit(None, pl.Int64))
@@ -539,14 +611,14 @@ def _expand_arrays(df: pl.DataFrame) -> pl.DataFrame:
                 "_arr_err": pl.String},
     )  # fmt: skip
     df = df.join(mapping, on="_arr", how="left", maintain_order="left").with_columns(
-        _reason=pl.coalesce("_reason", "_arr_err"),
         _field=pl.when(pl.col("_reason").is_null() & pl.col("_arr_err").is_not_null())
         .then(pl.lit("JobID"))
         .otherwise("_field"),
+        _reason=pl.coalesce("_reason", "_arr_err"),
     )
-    ok_array = pl.col("_arr").is_not_null() & pl.col("_reason").is_null()
-    df = df.with_columns(_tasks=pl.when(ok_array).then("_tasks").otherwise(None))
-    df = df.explode("_tasks", keep_nulls=True)
+    df = df.with_columns(
+        _tasks=pl.when(pl.col("_reason").is_null()).then("_tasks")
+    ).explode("_tasks", keep_nulls=True)
     return df.with_columns(
         array_task_id=pl.coalesce("array_task_id", "_tasks"),
         job_id=pl.when(pl.col("_tasks").is_not_null())
@@ -577,7 +649,8 @@ def parse_sacct(
     lines are counted in ``info``): a line with the wrong field count, an unknown job state, a
     truncated job id (``1234.b+``) or an unparseable value is rejected with the reason; a line
     is joined with the next ones when together they make one record (a newline inside
-    SubmitLine); surplus delimiters are joined into the last field when that is free text.
+    SubmitLine); surplus delimiters are joined into the last field when that is free text. A
+    pending array row (``A_[1-5%2]``) becomes one row per task, all with the row's line number.
 
     Args:
         path: the file to read, or only its name when ``text`` is given.
@@ -592,7 +665,8 @@ def parse_sacct(
         A :class:`ParseResult` whose ``rows`` have :data:`SLURM_ROW_SCHEMA` and whose ``info``
         holds ``format`` (``'parsable2'``/``'parsable'``), ``delimiter``, ``fields``, ``header``,
         ``rows``, ``rejected``, ``dst_ambiguous``, ``dst_nonexistent``, ``lines``,
-        ``blank_lines``, ``repeated_headers``, ``joined_records``, ``encoding``.
+        ``blank_lines``, ``repeated_headers``, ``joined_records``, ``array_rows_expanded``,
+        ``encoding``.
 
     Raises:
         SacctFormatError: the file cannot be read, is not sacct text output (binary, JSON,
@@ -604,9 +678,10 @@ def parse_sacct(
         ZoneInfo(tz)
     except (ZoneInfoNotFoundError, ValueError) as err:
         raise ValueError(f"unknown time zone {tz!r}") from err
-    content, encoding = _read(path, text, file)
-    check_kind(file, content)
-    lines = _lines(content)
+    data, encoding = _read(path, text, file)
+    check_kind(file, data[:65536].decode("utf-8", "replace"))
+    lines, encoding = _lines(data, encoding)
+    del data
     info: dict[str, Any] = {"encoding": encoding, "lines": lines.height}
     head = lines.head(_SAMPLE_LINES * 4).filter(pl.col("line").str.strip_chars() != "")
     sample = list(zip(head["line_no"].to_list(), head["line"].to_list(), strict=True))
@@ -618,14 +693,14 @@ def parse_sacct(
         delimiter=layout.delimiter,
         fields=list(layout.names),
         header=layout.header,
+        repeated_headers=0,
     )
     first_data = sample[0][0] + 1 if layout.header else 1
     records, rejected = _records(file, lines, layout, first_data, info)
+    del lines
     rows, late = _parse_records(file, records, layout, cluster, tz, info)
     rejected.append(late)
-    all_rejected = pl.concat(rejected).sort("line_no") if rejected else pl.DataFrame(
-        schema=REJECTED_SCHEMA
-    )
+    all_rejected = pl.concat(rejected).sort("line_no")
     info["rows"] = rows.height
     info["rejected"] = all_rejected.height
     return ParseResult(rows=rows, rejected=all_rejected, info=info)
@@ -637,12 +712,28 @@ def _empty(
     info.update(
         format="parsable2", delimiter=delimiter or "|", fields=list(fields or []), header=False,
         rows=0, rejected=0, dst_ambiguous=0, dst_nonexistent=0, blank_lines=info["lines"],
-        repeated_headers=0, joined_records=0,
+        repeated_headers=0, joined_records=0, array_rows_expanded=0,
     )  # fmt: skip
     return ParseResult(
         rows=pl.DataFrame(schema=SLURM_ROW_SCHEMA),
         rejected=pl.DataFrame(schema=REJECTED_SCHEMA),
         info=info,
+    )
+
+
+def _reject_frame(file: str, df: pl.DataFrame) -> pl.DataFrame:
+    """Rejected rows (one per record) from typed rows carrying ``_reason`` and ``_field``."""
+    return (
+        df.unique(subset=["line_no"], keep="first", maintain_order=True)
+        .select(
+            file=pl.lit(file, pl.String),
+            line_no="line_no",
+            line_end="line_end",
+            field="_field",
+            raw="line",
+            reason="_reason",
+        )
+        .cast(REJECTED_SCHEMA)  # type: ignore[arg-type]
     )
 
 
@@ -655,43 +746,44 @@ def _parse_records(
     info: dict[str, Any],
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split records into fields and type them; returns ``(rows, rejected)``."""
-    n = len(layout.keys)
     fields = records.select(
         "line", "line_no", "line_end",
         pl.col("body")
-        .str.splitn(layout.delimiter, n)
+        .str.splitn(layout.delimiter, len(layout.keys))
         .struct.rename_fields([f"_f_{key}" for key in layout.keys]),
     ).unnest("body")  # fmt: skip
-    checks = _Checks()
-    values = _value_columns(layout, cluster, checks)
-    typed = fields.with_columns(**values).with_columns(**checks.columns())
-    typed, _ = _localize_times(typed, tz)
-    state = pl.col("state")
-    typed = typed.with_columns(
-        end_at=pl.when(state.is_in(sorted(NO_END_STATES))).then(None).otherwise("end_at"),
+    plan = _Plan(layout, cluster, _flags(fields, layout.keys))
+    typed = fields.with_columns(**plan.a).with_columns(**plan.b)
+    bad_any = pl.any_horizontal([bad for bad, _, _ in plan.rules]) if plan.rules else pl.lit(False)
+    typed = typed.with_columns(_bad=bad_any)
+    bad_rows = typed.filter("_bad")
+    if bad_rows.height:
+        bad_rows = bad_rows.with_columns(
+            _reason=pl.coalesce([pl.when(bad).then(why) for bad, _, why in plan.rules]),
+            _field=pl.coalesce(
+                [pl.when(bad).then(pl.lit(name, pl.String)) for bad, name, _ in plan.rules]
+            ),
+        )
+    rejected = [_reject_frame(file, bad_rows)] if bad_rows.height else []
+    good = _gpus(typed.filter(~pl.col("_bad")), plan)
+    keep = [name for name in SLURM_ROW_SCHEMA if name in good.columns]
+    helpers = ["line", "_arr", "_base", "_job_id_raw"] + [
+        f"_{column}_{kind}" for _, column in _TIME_FIELDS for kind in ("aware", "naive")
+    ]
+    good = _localize_times(good.select(*keep, *helpers), tz).with_columns(
+        end_at=pl.when(pl.col("state").is_in(sorted(NO_END_STATES))).then(None).otherwise("end_at"),
         job_id_raw=pl.coalesce("_job_id_raw", "job_id"),
     )
-    typed = _node_lists(typed)
-    typed = _expand_arrays(typed)
-    ok = pl.col("_reason").is_null()
-    good = typed.filter(ok)
+    good = _expand_arrays(_node_lists(good))
+    late = good.filter(pl.col("_reason").is_not_null())
+    if late.height:
+        rejected.append(_reject_frame(file, late))
+    good = good.filter(pl.col("_reason").is_null())
     info["dst_ambiguous"] = int(good["_dst_ambiguous"].sum())
     info["dst_nonexistent"] = int(good["_dst_nonexistent"].sum())
     info["array_rows_expanded"] = int(good["_arr"].is_not_null().sum())
     rows = good.with_columns(file=pl.lit(file)).select(
         [pl.col(name).cast(dtype) for name, dtype in SLURM_ROW_SCHEMA.items()]
     )
-    bad = (
-        typed.filter(~ok)
-        .unique(subset=["line_no"], keep="first", maintain_order=True)
-        .select(
-            file=pl.lit(file),
-            line_no="line_no",
-            line_end="line_end",
-            field="_field",
-            raw="line",
-            reason="_reason",
-        )
-        .cast(REJECTED_SCHEMA)  # type: ignore[arg-type]
-    )
-    return rows, bad
+    out = pl.concat(rejected) if rejected else pl.DataFrame(schema=REJECTED_SCHEMA)
+    return rows, out

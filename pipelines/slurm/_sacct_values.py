@@ -15,16 +15,20 @@ import hostlist
 import polars as pl
 
 __all__ = [
+    "EPOCH_RE",
     "MAX_ARRAY_TASKS",
     "NULL_TOKENS",
+    "OFFSET_RE",
+    "duration_parts",
     "duration_seconds",
     "expand_array_spec",
     "expand_nodelist",
     "gpus_from_tres",
+    "is_null_token",
     "localize",
     "req_mem",
+    "req_mem_parts",
     "time_parts",
-    "tres_gpu_type",
     "tres_gpus",
 ]
 
@@ -38,6 +42,10 @@ MAX_ARRAY_TASKS = 4_000_001
 _DURATION_RE = (
     r"^(?:(?P<d>\d+)-)?(?P<a>\d+)(?::(?P<b>\d+))?(?::(?P<c>\d+))?(?:\.(?P<f>\d+))?$"
 )
+#: An epoch-seconds time (``SLURM_TIME_FORMAT=%s``).
+EPOCH_RE = r"^\d{1,12}$"
+#: An ISO time with a UTC offset.
+OFFSET_RE = r"T\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)$"
 _MEM_RE = r"^(?P<num>\d+(?:\.\d+)?)(?P<unit>[KMGTP]?)(?P<per>[cn]?)$"
 _MEM_FACTOR_MB = {"": 1.0, "K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "P": 1024.0**3}
 
@@ -47,24 +55,29 @@ def is_null_token(expr: pl.Expr) -> pl.Expr:
     return expr.is_null() | expr.is_in(list(NULL_TOKENS))
 
 
-def duration_seconds(expr: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
-    """Parse a Slurm duration into whole seconds.
+def duration_parts(expr: pl.Expr) -> pl.Expr:
+    """Regex groups ``d``, ``a``, ``b``, ``c`` of a Slurm duration (stage one of two)."""
+    return expr.str.extract_groups(_DURATION_RE)
+
+
+def duration_seconds(parts: pl.Expr, raw: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """Whole seconds of a Slurm duration, from its :func:`duration_parts`.
 
     Accepts ``SS``, ``MM:SS``, ``MM:SS.mmm``, ``HH:MM:SS``, ``D-HH``, ``D-HH:MM`` and
     ``D-HH:MM:SS`` with any number of days; fractions of a second are truncated.
 
     Args:
-        expr: the raw String column.
+        parts: the struct column made by :func:`duration_parts`.
+        raw: the raw String column the parts came from.
 
     Returns:
         ``(seconds, bad)``: Int64 seconds (NULL for empty / NULL tokens), and a Boolean that is
         true where a non-empty value is not a duration.
     """
-    g = expr.str.extract_groups(_DURATION_RE)
-    d = g.struct.field("d").cast(pl.Int64)
-    a = g.struct.field("a").cast(pl.Int64)
-    b = g.struct.field("b").cast(pl.Int64)
-    c = g.struct.field("c").cast(pl.Int64)
+    d = parts.struct.field("d").cast(pl.Int64)
+    a = parts.struct.field("a").cast(pl.Int64)
+    b = parts.struct.field("b").cast(pl.Int64)
+    c = parts.struct.field("c").cast(pl.Int64)
     days = d.fill_null(0) * 86_400
     secs = (
         pl.when(c.is_not_null())
@@ -77,42 +90,43 @@ def duration_seconds(expr: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
         .then(days + a * 3600)
         .otherwise(a)
     )
-    bad = ~is_null_token(expr) & a.is_null()
+    bad = ~is_null_token(raw) & a.is_null()
     return secs, bad
 
 
-def time_parts(expr: pl.Expr) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+def time_parts(
+    expr: pl.Expr, *, epoch: bool = True, offset: bool = True
+) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
     """Parse a sacct time into an aware UTC value, or a naive local value still to localise.
 
     Args:
         expr: the raw String column: ISO local ``2015-06-26T13:57:00``, ISO with an offset
             (``+02:00``, ``+0200`` or ``Z``), or epoch seconds (all digits).
+        epoch: whether any value may be epoch seconds (False skips that branch).
+        offset: whether any value may carry an offset (False skips that branch).
 
     Returns:
         ``(aware_utc, naive_local, bad)``: Datetime("us", "UTC") for epoch and offset values,
         naive Datetime("us") for ISO local values (localise with :func:`localize`), and a
         Boolean that is true where a non-empty value is none of these.
     """
-    epoch = (
-        pl.when(expr.str.contains(r"^\d{1,12}$"))
-        .then(expr.cast(pl.Int64, strict=False))
-        .otherwise(None)
-    )
-    aware_epoch = pl.from_epoch(epoch, time_unit="s").dt.replace_time_zone("UTC")
-    with_offset = expr.str.contains(r"T\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)$")
-    aware_offset = (
-        pl.when(with_offset)
-        .then(expr.str.replace(r"Z$", "+00:00"))
-        .otherwise(None)
-        .str.strptime(pl.Datetime("us", "UTC"), "%Y-%m-%dT%H:%M:%S%.f%z", strict=False)
-    )
-    aware = pl.coalesce(aware_epoch, aware_offset)
-    naive = (
-        pl.when(with_offset)
-        .then(None)
-        .otherwise(expr)
-        .str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M:%S", strict=False)
-    )
+    aware: pl.Expr = pl.lit(None, dtype=pl.Datetime("us", "UTC"))
+    naive_source = expr
+    if epoch:
+        seconds = (
+            pl.when(expr.str.contains(EPOCH_RE)).then(expr.cast(pl.Int64, strict=False))
+        )
+        aware = pl.from_epoch(seconds, time_unit="s").dt.replace_time_zone("UTC")
+    if offset:
+        with_offset = expr.str.contains(OFFSET_RE)
+        aware_offset = (
+            pl.when(with_offset)
+            .then(expr.str.replace(r"Z$", "+00:00"))
+            .str.strptime(pl.Datetime("us", "UTC"), "%Y-%m-%dT%H:%M:%S%.f%z", strict=False)
+        )
+        aware = pl.coalesce(aware, aware_offset)
+        naive_source = pl.when(with_offset).then(None).otherwise(expr)
+    naive = naive_source.str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M:%S", strict=False)
     bad = ~is_null_token(expr) & aware.is_null() & naive.is_null()
     return aware, naive, bad
 
@@ -161,73 +175,78 @@ def localize(naive: pl.Series, tz: str) -> tuple[pl.Series, list[int], list[int]
     return utc.scatter(odd, patch), ambiguous, nonexistent
 
 
-_TYPED_ITEM_RE = r"^gres/gpu:([^=]+)=(\d+(?:\.\d+)?)$"
-_UNTYPED_ITEM_RE = r"^gres/gpu=(\d+(?:\.\d+)?)$"
+_ITEMS_RE = r"(?:^|,)gres/gpu:[^=,]+=[^,]*"
+_ITEM_RE = r"^,?gres/gpu:(?P<name>[^=,]+)=(?P<count>\d+(?:\.\d+)?)$"
+_UNTYPED_RE = r"(?:^|,)gres/gpu=([^,]*)"
 
 
-def _typed_items(tres: pl.Expr) -> pl.Expr:
-    """The ``gres/gpu:TYPE=N`` items of a TRES string, as a list."""
-    return tres.str.split(",").list.filter(pl.element().str.contains(_TYPED_ITEM_RE))
+def tres_gpus(tres: pl.Series) -> pl.DataFrame:
+    """GPU count and GPU type of each TRES string (see :func:`gpus_from_tres` for the rules).
 
-
-def _item_count() -> pl.Expr:
-    return pl.element().str.extract(_TYPED_ITEM_RE, 2).cast(pl.Float64)
-
-
-def _item_mig_k() -> pl.Expr:
-    return pl.element().str.extract(_TYPED_ITEM_RE, 1).str.extract(r"^(\d+)g\.", 1).cast(
-        pl.Float64
-    )
-
-
-def tres_gpus(tres: pl.Expr) -> pl.Expr:
-    """GPU count of a TRES string (see :func:`gpus_from_tres` for the rules).
+    The typed items (``gres/gpu:TYPE=N``) are few, so they are exploded to one row per item and
+    aggregated back, which is much cheaper than list expressions over every row.
 
     Args:
-        tres: the raw AllocTRES / ReqTRES String column.
+        tres: raw AllocTRES / ReqTRES strings.
 
     Returns:
-        Float64 GPUs; 0.0 for a TRES string without GPUs (including ``""``), NULL for NULL.
+        A frame of the same height with ``gpus`` (Float64: 0.0 for a TRES string without GPUs,
+        including ``""``; NULL for NULL) and ``gpu_type`` (String: the type when exactly one
+        non-MIG typed item is named, else NULL).
     """
-    items = _typed_items(tres)
-    mig = items.list.eval(
-        pl.when(_item_mig_k().is_not_null())
-        .then(_item_count() * _item_mig_k() / 7.0)
-        .otherwise(0.0)
-    ).list.sum()
-    full = items.list.eval(
-        pl.when(_item_mig_k().is_null()).then(_item_count()).otherwise(0.0)
-    ).list.sum()
-    has_mig = items.list.eval(_item_mig_k().is_not_null()).list.any()
+    height = tres.len()
+    untyped_text = tres.str.extract(_UNTYPED_RE, 1)
     untyped = (
-        tres.str.split(",")
-        .list.eval(pl.element().str.extract(_UNTYPED_ITEM_RE, 1).cast(pl.Float64))
-        .list.drop_nulls()
-        .list.first()
-    )
-    gpus = (
-        pl.when(tres.is_null())
-        .then(None)
-        .when(has_mig)
-        .then(mig + full)
-        .when(untyped.is_not_null())
-        .then(untyped)
-        .otherwise(full)
+        pl.DataFrame({"u": untyped_text})
+        .select(pl.when(pl.col("u").str.contains(r"^\d+(?:\.\d+)?$")).then(pl.col("u")))
+        .to_series()
         .cast(pl.Float64)
     )
-    # the sum of an empty list is -0.0; report a plain 0.0
-    return pl.when(gpus == 0.0).then(0.0).otherwise(gpus)
-
-
-def tres_gpu_type(tres: pl.Expr) -> pl.Expr:
-    """The GPU type of a TRES string when exactly one non-MIG typed ``gres/gpu:TYPE`` is named."""
-    names = (
-        _typed_items(tres)
-        .list.eval(pl.element().str.extract(_TYPED_ITEM_RE, 1))
-        .list.filter(~pl.element().str.contains(r"^\d+g\."))
-        .list.unique()
+    items = (
+        pl.DataFrame({"item": tres.str.extract_all(_ITEMS_RE)})
+        .with_row_index("i")
+        .explode("item")
+        .drop_nulls("item")
+        .with_columns(parts=pl.col("item").str.extract_groups(_ITEM_RE))
+        .select(
+            "i",
+            name=pl.col("parts").struct.field("name"),
+            count=pl.col("parts").struct.field("count").cast(pl.Float64),
+        )
+        .with_columns(k=pl.col("name").str.extract(r"^(\d+)g\.", 1).cast(pl.Float64))
+        .group_by("i")
+        .agg(
+            weighted=(pl.col("count") * pl.coalesce(pl.col("k") / 7.0, pl.lit(1.0))).sum(),
+            has_mig=(pl.col("k").is_not_null() & pl.col("count").is_not_null()).any(),
+            types=pl.col("name").filter(pl.col("k").is_null() & pl.col("count").is_not_null())
+            .unique(),
+        )
+        .with_columns(
+            gpu_type=pl.when(pl.col("types").list.len() == 1).then(pl.col("types").list.first())
+        )
     )
-    return pl.when(names.list.len() == 1).then(names.list.first()).otherwise(None)
+    idx = items["i"]
+    weighted = pl.repeat(0.0, height, dtype=pl.Float64, eager=True).scatter(idx, items["weighted"])
+    has_mig = pl.repeat(False, height, dtype=pl.Boolean, eager=True).scatter(idx, items["has_mig"])
+    gpu_type = pl.repeat(None, height, dtype=pl.String, eager=True).scatter(
+        idx, items["gpu_type"]
+    )
+    frame = pl.DataFrame(
+        {"tres": tres, "untyped": untyped, "weighted": weighted, "has_mig": has_mig,
+         "gpu_type": gpu_type}
+    )  # fmt: skip
+    gpus = (
+        pl.when(pl.col("tres").is_null())
+        .then(None)
+        .when(pl.col("has_mig") | pl.col("untyped").is_null())
+        .then(pl.col("weighted"))
+        .otherwise(pl.col("untyped"))
+    )
+    return frame.select(
+        # the sum of no items is -0.0; report a plain 0.0
+        gpus=pl.when(gpus == 0.0).then(0.0).otherwise(gpus),
+        gpu_type="gpu_type",
+    )
 
 
 def gpus_from_tres(tres: str | None) -> float | None:
@@ -250,15 +269,21 @@ def gpus_from_tres(tres: str | None) -> float | None:
     full = 0.0
     mig = 0.0
     has_mig = False
+    seen_untyped = False
     for item in tres.split(","):
         key, sep, value = item.partition("=")
-        if not sep or not re.fullmatch(r"\d+(?:\.\d+)?", value):
+        if not sep:
+            continue
+        valid = re.fullmatch(r"\d+(?:\.\d+)?", value) is not None
+        if key == "gres/gpu":
+            if not seen_untyped and valid:
+                untyped = float(value)
+            seen_untyped = True
+            continue
+        if not valid:
             continue
         count = float(value)
-        if key == "gres/gpu":
-            if untyped is None:
-                untyped = count
-        elif key.startswith("gres/gpu:") and len(key) > len("gres/gpu:"):
+        if key.startswith("gres/gpu:") and len(key) > len("gres/gpu:"):
             match = re.match(r"(\d+)g\.", key[len("gres/gpu:") :])
             if match:
                 has_mig = True
@@ -272,23 +297,28 @@ def gpus_from_tres(tres: str | None) -> float | None:
     return full
 
 
-def req_mem(expr: pl.Expr) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
-    """Parse ReqMem (``4000Mc``, ``16000Mn``, ``312.50G``, ``3000M``).
+def req_mem_parts(expr: pl.Expr) -> pl.Expr:
+    """Regex groups ``num``, ``unit``, ``per`` of a ReqMem value (stage one of two)."""
+    return expr.str.extract_groups(_MEM_RE)
+
+
+def req_mem(parts: pl.Expr, raw: pl.Expr) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """ReqMem (``4000Mc``, ``16000Mn``, ``312.50G``, ``3000M``) from its :func:`req_mem_parts`.
 
     Args:
-        expr: the raw String column.
+        parts: the struct column made by :func:`req_mem_parts`.
+        raw: the raw String column.
 
     Returns:
-        ``(mb, per, bad)``: Float64 megabytes (MiB, as Slurm counts), ``'cpu'``/``'node'``/NULL,
-        and a Boolean true where a non-empty value does not parse.
+        ``(mb, per, bad)``: Float64 megabytes (MiB, as Slurm counts; no unit means MB),
+        ``'cpu'``/``'node'``/NULL, and a Boolean true where a non-empty value does not parse.
     """
-    g = expr.str.extract_groups(_MEM_RE)
-    num = g.struct.field("num").cast(pl.Float64)
-    factor = g.struct.field("unit").replace_strict(_MEM_FACTOR_MB, return_dtype=pl.Float64)
-    per = g.struct.field("per").replace_strict(
+    num = parts.struct.field("num").cast(pl.Float64)
+    factor = parts.struct.field("unit").replace_strict(_MEM_FACTOR_MB, return_dtype=pl.Float64)
+    per = parts.struct.field("per").replace_strict(
         {"c": "cpu", "n": "node", "": None}, default=None, return_dtype=pl.String
     )
-    bad = ~is_null_token(expr) & num.is_null()
+    bad = ~is_null_token(raw) & num.is_null()
     return num * factor, per, bad
 
 

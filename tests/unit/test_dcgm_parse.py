@@ -8,6 +8,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pipelines._parse_result import REJECTED_SCHEMA, InputFormatError
 from pipelines.dcgm._dcgm_parse import (
@@ -365,3 +367,41 @@ def test_snapshot_folder_bad_line_names_its_file(tmp_path: Path) -> None:
     res = parse_dcgm_dir(tmp_path)
     assert res.rows.height == 2
     assert res.rejected.select("file", "line_no").rows() == [(str(bad), 2)]
+
+
+def test_naive_scrape_time_is_refused(tmp_path: Path) -> None:
+    """A scrape_time without a zone raises ValueError (UTC everywhere)."""
+    p = _write(tmp_path, "m.prom", 'DCGM_FI_DEV_GPU_UTIL{gpu="0"} 10\n')
+    with pytest.raises(ValueError, match="timezone-aware"):
+        parse_dcgm(p, scrape_time=datetime(2026, 11, 2, 12, 0))
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(model=st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=30))
+def test_escaped_label_values_round_trip(tmp_path: Path, model: str) -> None:
+    """Any label value written with the text format's escapes reads back unchanged."""
+    escaped = model.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    p = _write(tmp_path, "r.prom", f'DCGM_FI_DEV_GPU_UTIL{{gpu="0",modelName="{escaped}"}} 1\n')
+    row = parse_dcgm(p, scrape_time=T0).rows.row(0, named=True)
+    assert row["model_name"] == (model or None)
+
+
+_GOOD = 'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-a"} 5'
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(junk=st.lists(st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=40)))
+def test_every_line_is_accounted_for(tmp_path: Path, junk: list[str]) -> None:
+    """Every non-blank, non-comment line is a row, a rejected row or a counted non-DCGM sample."""
+    lines = [_GOOD, *junk]
+    p = _write(tmp_path, "f.prom", "\n".join(lines) + "\n")
+    res = parse_dcgm(p, scrape_time=T0)
+    counted = [s for s in lines if s.strip() and not s.strip().startswith("#")]
+    non_dcgm = res.info["non_dcgm_samples"]
+    assert isinstance(non_dcgm, dict)
+    assert res.rows.height + res.rejected.height + sum(non_dcgm.values()) == len(counted)
+    assert res.rows["line_no"][0] == 1

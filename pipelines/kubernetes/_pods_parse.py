@@ -1,0 +1,364 @@
+"""Kubernetes Pods (``kubectl get pods -A -o json``) into one row per pod, with its GPU request.
+
+GPU count of a pod (METRICS.md "Units and identities"): per container the ``limits`` value of
+each GPU resource, else its ``requests`` value (Kubernetes makes extended-resource requests equal
+to limits), then combined as the scheduler does for the pod's effective request: per resource,
+``max(sum over containers + restartable (sidecar) init containers, max over the other init
+containers of their request + the sidecars started before them)``. Resources and their worth in
+GPUs:
+
+- ``nvidia.com/gpu``: 1 per unit; milli-quantities (``500m``) count 0.5 (GPU-sharing schedulers);
+- ``nvidia.com/mig-<g>g.<mem>gb`` (MIG "mixed" strategy): ``g`` of the GPU's 7 compute slices
+  (A30 profiles ``1g.6gb``/``2g.12gb``/``4g.24gb``: of 4), so ``mig-3g.40gb`` = 3/7; a profile
+  with a compute-instance prefix (``mig-1c.3g.40gb``) counts its ``c`` slices.
+
+Under the MIG "single" strategy a slice is advertised as ``nvidia.com/gpu`` and counts 1: the
+pod alone cannot tell.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Final
+
+import polars as pl
+
+from pipelines._parse_result import InputFormatError, ParseResult
+from pipelines.kubernetes._events_parse import (
+    BadItem,
+    iter_rows,
+    parse_k8s_time,
+    read_json_items,
+    rejected_frame,
+)
+
+__all__ = ["K8S_POD_SCHEMA", "gpu_worth", "parse_k8s_pods"]
+
+#: Columns of one Kubernetes pod, in this order.
+K8S_POD_SCHEMA: dict[str, pl.DataType] = {
+    "uid": pl.String(),
+    "cluster": pl.String(),
+    "namespace": pl.String(),
+    "name": pl.String(),
+    "node_name": pl.String(),
+    "phase": pl.String(),
+    "created_at": pl.Datetime("us", "UTC"),
+    "scheduled_at": pl.Datetime("us", "UTC"),
+    "started_at": pl.Datetime("us", "UTC"),
+    "finished_at": pl.Datetime("us", "UTC"),
+    "deleted_at": pl.Datetime("us", "UTC"),
+    "gpus": pl.Float64(),
+    "gpu_resource": pl.String(),
+    "queue_name": pl.String(),
+    "workload_name": pl.String(),
+    "owner_kind": pl.String(),
+    "owner_name": pl.String(),
+    "priority_class": pl.String(),
+    "exit_code": pl.Int64(),
+    "termination_reason": pl.String(),
+    "restart_count": pl.Int64(),
+    "labels": pl.String(),
+    "file": pl.String(),
+    "line_no": pl.Int64(),
+}
+
+_LIST_KINDS: Final = frozenset({"List", "PodList"})
+_QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+# Where Kueue versions and integrations put the Workload's name on a pod, in order of trust.
+_WORKLOAD_ANNOTATIONS: Final = ("kueue.x-k8s.io/workload", "kueue.x-k8s.io/workload-name")
+_WORKLOAD_LABELS: Final = ("kueue.x-k8s.io/workload-name", "kueue.x-k8s.io/pod-group-name")
+_DEFAULT_CONTAINER: Final = "kubectl.kubernetes.io/default-container"
+_GPU: Final = "nvidia.com/gpu"
+_MIG_RE: Final = re.compile(r"^nvidia\.com/mig-(?:(\d+)c\.)?(\d+)g\.(\d+)gb(?:\+\w+)?$")
+_QUANTITY_RE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)(m?)\s*$")
+# A30 (24 GB) is split in 4 compute slices; every other MIG GPU (A100, H100, H200, B200) in 7.
+_FOUR_SLICE_PROFILES: Final = frozenset({(1, 6), (2, 12), (4, 24)})
+
+
+def gpu_worth(resource: str) -> float | None:
+    """GPUs that one unit of ``resource`` is worth; None when it is not a GPU resource.
+
+    Args:
+        resource: an extended-resource name, e.g. ``nvidia.com/gpu`` or ``nvidia.com/mig-3g.40gb``.
+
+    Returns:
+        1.0 for ``nvidia.com/gpu``, ``g/7`` (A30: ``g/4``) for a MIG profile, else None.
+    """
+    if resource == _GPU:
+        return 1.0
+    m = _MIG_RE.match(resource)
+    if m is None:
+        return None
+    compute, slices, memory = (int(x) if x else None for x in m.groups())
+    assert slices is not None and memory is not None
+    total = 4 if (slices, memory) in _FOUR_SLICE_PROFILES else 7
+    return (compute if compute is not None else slices) / total
+
+
+def _quantity(value: object, field: str) -> float:
+    """A Kubernetes quantity of a countable resource: ``8``, ``1.5``, ``500m``."""
+    if isinstance(value, bool):
+        raise BadItem(field, f"not a quantity: {value!r}")
+    if isinstance(value, int | float):
+        return float(value)
+    m = _QUANTITY_RE.match(str(value))
+    if m is None:
+        raise BadItem(field, f"not a quantity: {value!r}")
+    number = float(m[1])
+    return number / 1000 if m[2] else number
+
+
+def _container_gpus(container: Mapping[str, Any], where: str) -> dict[str, float]:
+    """Per GPU resource, the container's amount (limits, else requests)."""
+    resources = container.get("resources") or {}
+    limits = resources.get("limits") or {}
+    requests = resources.get("requests") or {}
+    out: dict[str, float] = {}
+    for key in {*limits, *requests}:
+        if gpu_worth(key) is None:
+            continue
+        source, value = ("limits", limits[key]) if key in limits else ("requests", requests[key])
+        out[key] = _quantity(value, f"{where}.resources.{source}.{key}")
+    return out
+
+
+def _pod_gpus(spec: Mapping[str, Any]) -> tuple[float, str | None]:
+    """The pod's effective GPU request in GPUs, and the GPU resource names it uses."""
+    main: dict[str, float] = {}
+    for i, c in enumerate(spec.get("containers") or []):
+        for k, v in _container_gpus(c, f"spec.containers[{i}]").items():
+            main[k] = main.get(k, 0.0) + v
+    sidecars: dict[str, float] = {}
+    init_peak: dict[str, float] = {}
+    for i, c in enumerate(spec.get("initContainers") or []):
+        amounts = _container_gpus(c, f"spec.initContainers[{i}]")
+        if c.get("restartPolicy") == "Always":  # a sidecar: runs beside the main containers
+            for k, v in amounts.items():
+                sidecars[k] = sidecars.get(k, 0.0) + v
+        else:
+            for k in {*amounts, *sidecars}:
+                need = amounts.get(k, 0.0) + sidecars.get(k, 0.0)
+                init_peak[k] = max(init_peak.get(k, 0.0), need)
+    keys = sorted({*main, *sidecars, *init_peak})
+    total = 0.0
+    for k in keys:
+        effective = max(main.get(k, 0.0) + sidecars.get(k, 0.0), init_peak.get(k, 0.0))
+        worth = gpu_worth(k)
+        assert worth is not None
+        total += effective * worth
+    used = [k for k in keys if max(main.get(k, 0.0), sidecars.get(k, 0.0), init_peak.get(k, 0.0))]
+    return total, ",".join(used) or None
+
+
+def _main_container(pod: Mapping[str, Any]) -> str | None:
+    annotated = ((pod.get("metadata") or {}).get("annotations") or {}).get(_DEFAULT_CONTAINER)
+    if annotated:
+        return str(annotated)
+    containers = (pod.get("spec") or {}).get("containers") or []
+    return str(containers[0].get("name")) if containers else None
+
+
+def _time(value: object, field: str) -> datetime | None:
+    return parse_k8s_time(value, field)
+
+
+def _pod_row(pod: dict[str, Any]) -> dict[str, Any]:
+    """The row of one Pod object."""
+    kind = pod.get("kind")
+    if kind is not None and kind != "Pod":
+        raise BadItem("kind", f"not a Pod (kind {kind!r})")
+    meta = pod.get("metadata")
+    spec = pod.get("spec")
+    if not isinstance(meta, dict) or not isinstance(spec, dict):
+        raise BadItem("kind" if kind is None else "metadata", "not a Pod (no metadata or spec)")
+    raw_status = pod.get("status")
+    status: Mapping[str, Any] = raw_status if isinstance(raw_status, dict) else {}
+    for key in ("uid", "name"):
+        if not meta.get(key):
+            raise BadItem(f"metadata.{key}", f"pod has no {key}")
+    created = _time(meta.get("creationTimestamp"), "metadata.creationTimestamp")
+    if created is None:
+        raise BadItem("metadata.creationTimestamp", "pod has no creationTimestamp")
+
+    scheduled = None
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "True":
+            scheduled = _time(cond.get("lastTransitionTime"), "status.conditions.PodScheduled")
+
+    statuses = status.get("containerStatuses") or []
+    run_starts: list[datetime] = []
+    finishes: list[datetime] = []
+    all_terminated = len(statuses) >= len(spec.get("containers") or []) > 0
+    main_name = _main_container(pod)
+    main_status: Mapping[str, Any] = {}
+    restarts = 0
+    for i, cs in enumerate(statuses):
+        where = f"status.containerStatuses[{i}]"
+        state = cs.get("state") or {}
+        last = cs.get("lastState") or {}
+        for t in (
+            _time(_get(state, "running", "startedAt"), f"{where}.state.running.startedAt"),
+            _time(_get(state, "terminated", "startedAt"), f"{where}.state.terminated.startedAt"),
+            _time(_get(last, "terminated", "startedAt"), f"{where}.lastState.terminated.startedAt"),
+        ):
+            if t is not None:
+                run_starts.append(t)
+        finished = _time(
+            _get(state, "terminated", "finishedAt"), f"{where}.state.terminated.finishedAt"
+        )
+        if "terminated" not in state:
+            all_terminated = False
+        elif finished is not None:
+            finishes.append(finished)
+        restarts += _int(cs.get("restartCount"), f"{where}.restartCount") or 0
+        if cs.get("name") == main_name:
+            main_status = cs
+    pod_start = _time(status.get("startTime"), "status.startTime")
+    # After a restart the first run's start is lost (lastState keeps only the last run): the
+    # pod's startTime, which precedes it, is then the best bound.
+    if pod_start is not None and (restarts > 0 or not run_starts):
+        run_starts.append(pod_start)
+    started = min(run_starts) if run_starts else None
+
+    # The main container's end: its current termination, else (while it waits to restart, as in
+    # CrashLoopBackOff) the last one; a running container has none.
+    state = main_status.get("state") or {}
+    term = state.get("terminated")
+    if term is None and "running" not in state:
+        term = _get(main_status, "lastState", "terminated")
+    term = term if isinstance(term, Mapping) else {}
+    exit_code = _int(term.get("exitCode"), "main container exitCode")
+    # A pod-level reason (Evicted, DeadlineExceeded, Shutdown, ...) explains the whole pod's end;
+    # the container's own then often says only ContainerStatusUnknown or Error.
+    reason = status.get("reason") or term.get("reason")
+
+    gpus, gpu_resource = _pod_gpus(spec)
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    owners = [o for o in meta.get("ownerReferences") or [] if isinstance(o, dict)]
+    owner = next((o for o in owners if o.get("controller")), owners[0] if owners else {})
+    workload = next(
+        (annotations[k] for k in _WORKLOAD_ANNOTATIONS if annotations.get(k)),
+        next((labels[k] for k in _WORKLOAD_LABELS if labels.get(k)), owner.get("name")),
+    )
+    return {
+        "uid": str(meta["uid"]),
+        "namespace": _text(meta.get("namespace")),
+        "name": str(meta["name"]),
+        "node_name": _text(spec.get("nodeName")),
+        "phase": _text(status.get("phase")),
+        "created_at": created,
+        "scheduled_at": scheduled,
+        "started_at": started,
+        "finished_at": max(finishes) if all_terminated and finishes else None,
+        "deleted_at": _time(meta.get("deletionTimestamp"), "metadata.deletionTimestamp"),
+        "gpus": gpus,
+        "gpu_resource": gpu_resource,
+        "queue_name": _text(labels.get(_QUEUE_LABEL)),
+        "workload_name": _text(workload),
+        "owner_kind": _text(owner.get("kind")),
+        "owner_name": _text(owner.get("name")),
+        "priority_class": _text(spec.get("priorityClassName")),
+        "exit_code": exit_code,
+        "termination_reason": _text(reason),
+        "restart_count": restarts,
+        "labels": json.dumps(labels, sort_keys=True, ensure_ascii=False),
+    }
+
+
+def _get(obj: Mapping[str, Any], *path: str) -> Any:
+    cur: Any = obj
+    for key in path:
+        if not isinstance(cur, Mapping):
+            return None
+        cur = cur.get(key)
+    return cur
+
+
+def _text(value: object) -> str | None:
+    if value is None or value == "":
+        return None
+    return str(value)
+
+
+def _int(value: object, field: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadItem(field, f"not an integer: {value!r}")
+    return value
+
+
+def parse_k8s_pods(path: str | Path, *, cluster: str = "default") -> ParseResult:
+    """Parse a ``kubectl get pods -A -o json`` export into one row per pod.
+
+    Args:
+        path: the file (``kind`` ``List`` or ``PodList``; a bare array or JSON lines of Pods also
+            work; gzip is detected by its magic bytes).
+        cluster: the value of the ``cluster`` column.
+
+    Returns:
+        ``rows`` with :data:`K8S_POD_SCHEMA`:
+
+        - ``uid``, ``namespace``, ``name``, ``node_name`` (``spec.nodeName``; NULL while
+          unscheduled), ``phase``;
+        - times (UTC, µs): ``created_at`` (``metadata.creationTimestamp``), ``scheduled_at``
+          (``PodScheduled=True`` condition's ``lastTransitionTime``), ``started_at`` (earliest
+          start of a main container run; ``status.startTime`` when there is none or a
+          container restarted, as the first run's start is then lost), ``finished_at`` (latest
+          ``terminated.finishedAt`` once every main container has terminated, else NULL),
+          ``deleted_at`` (``metadata.deletionTimestamp``);
+        - ``gpus``: effective GPU request in GPUs (fractional for MIG and milli-GPUs, 0 for
+          CPU-only pods; see the module docstring), ``gpu_resource``: the GPU resource names,
+          comma-separated;
+        - ``queue_name`` (label ``kueue.x-k8s.io/queue-name``), ``workload_name`` (Kueue
+          annotation/label, else the owner's name), ``owner_kind``/``owner_name`` (the
+          controller owner reference), ``priority_class``;
+        - ``exit_code`` / ``termination_reason`` of the main container (annotation
+          ``kubectl.kubernetes.io/default-container``, else the first container): its current
+          termination, else its last one while it waits to restart (NULL while it runs); the
+          pod's own ``status.reason`` (``Evicted``, ``DeadlineExceeded``) wins over the
+          container's reason (``OOMKilled``, ``Error``, ``Completed``); ``restart_count``: sum
+          over the main containers;
+        - ``labels``: the pod's labels as a JSON object; ``file``; ``line_no`` (1-based item
+          index).
+
+        A uid seen twice keeps its last item. ``rejected``: items that are not Pods or lack
+        uid/name/creationTimestamp, or carry a malformed time, count or GPU quantity (``raw`` =
+        the item's JSON). ``info``: ``framing``, ``items``, ``duplicates``.
+
+    Raises:
+        InputFormatError: the file is not JSON, is a list of another kind, or none of its items
+            is a Pod.
+    """
+    file = str(path)
+    items, framing = read_json_items(path, list_kinds=_LIST_KINDS)
+    rows: list[dict[str, Any]] = []
+    rejects: list[tuple[int, str, str, str]] = []
+    for item, row, err in iter_rows(items, _pod_row):
+        if row is not None:
+            rows.append({**row, "line_no": item.line_no})
+        else:
+            assert err is not None
+            rejects.append((item.line_no, err[0], item.raw, err[1]))
+    if items and not rows and all(r[1] in ("kind", "item") for r in rejects):
+        raise InputFormatError(file, "no item is a Kubernetes Pod")
+    frame = pl.DataFrame(
+        rows, schema={c: t for c, t in K8S_POD_SCHEMA.items() if c not in ("cluster", "file")}
+    )
+    pods = (
+        frame.unique("uid", keep="last", maintain_order=True)
+        .sort("line_no")
+        .with_columns(pl.lit(cluster).alias("cluster"), pl.lit(file).alias("file"))
+        .select([pl.col(c).cast(t) for c, t in K8S_POD_SCHEMA.items()])
+    )
+    info: dict[str, object] = {
+        "framing": framing,
+        "items": len(items),
+        "duplicates": frame.height - pods.height,
+    }
+    return ParseResult(rows=pods, rejected=rejected_frame(file, rejects), info=info)

@@ -1,0 +1,92 @@
+"""Shared fixtures: a small generated fleet, its configuration, and a materialized warehouse."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from pipelines.config import Config, load_config
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "tests" / "fixtures"
+
+#: XDMoD's sacct field list for its headerless shredder inputs (classes/OpenXdmod/Shredder/Slurm.php).
+XDMOD_FIELDS = (
+    "jobid,jobidraw,cluster,partition,qos,account,group,gid,user,uid,submit,eligible,start,end,"
+    "elapsed,exitcode,state,nnodes,ncpus,reqcpus,reqmem,reqtres,alloctres,timelimit,nodelist,jobname"
+)
+
+
+def write_config(folder: Path, *, days_dir: Path | None = None) -> Path:
+    """A goodput.toml in ``folder`` whose data paths point at the generated fleet in ``days_dir``."""
+    data = days_dir or folder
+    text = f"""
+default_cluster = "slurm-a"
+[warehouse]
+path = "{folder / 'warehouse.duckdb'}"
+serving_path = "{folder / 'serving.duckdb'}"
+inputs = "{data / 'inputs'}"
+inventory = "{data / 'inventory'}"
+registry = "{data / 'registry.yaml'}"
+partitions_start = "2026-01-01"
+[[clusters]]
+name = "slurm-a"
+scheduler = "slurm"
+timezone = "America/New_York"
+[[clusters]]
+name = "k8s-b"
+scheduler = "kubernetes"
+timezone = "UTC"
+"""
+    path = folder / "goodput.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def fleet_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two days of the bundled sample fleet (seed 7), generated once per session."""
+    from pipelines.sample_fleet import generate_sample_fleet
+
+    out = tmp_path_factory.mktemp("fleet")
+    generate_sample_fleet(out, seed=7, days=2)
+    return out
+
+
+@dataclass(frozen=True)
+class Materialized:
+    """A warehouse built by real Dagster runs over the small fleet."""
+
+    cfg: Config
+    instance: dg.DagsterInstance
+
+
+@pytest.fixture(scope="session")
+def materialized(fleet_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Materialized]:
+    """Every partition of the small fleet materialized, then core, analytics and the serving copy."""
+    from pipelines.runner import materialize_all
+
+    work = tmp_path_factory.mktemp("warehouse")
+    cfg = load_config(write_config(work, days_dir=fleet_dir))
+    with dg.instance_for_test() as instance:
+        materialize_all(cfg, instance=instance, log=lambda _m: None)
+        yield Materialized(cfg=cfg, instance=instance)
+
+
+@pytest.fixture
+def isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """GOODPUT_CONFIG pointing at an empty data folder under ``tmp_path``."""
+    path = write_config(tmp_path)
+    monkeypatch.setenv("GOODPUT_CONFIG", str(path))
+    monkeypatch.delenv("GOODPUT_DB", raising=False)
+    return path
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep Dagster from writing into the user's home during tests."""
+    os.environ.setdefault("DAGSTER_DISABLE_TELEMETRY", "1")
