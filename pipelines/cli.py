@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import subprocess
 import sys
@@ -42,6 +43,10 @@ def ingest(
     fields: Annotated[
         str | None, typer.Option(help="Headerless sacct: the --format list, comma-separated")
     ] = None,
+    scrape_time: Annotated[
+        str | None,
+        typer.Option(help="dcgm: ISO time of samples without a timestamp (naive = UTC)"),
+    ] = None,
 ) -> None:
     """Parse input files and load them (re-ingesting a file replaces its earlier load)."""
     from pipelines.analytics.build import rebuild
@@ -60,11 +65,20 @@ def ingest(
     field_list = [f.strip() for f in fields.split(",") if f.strip()] if fields else None
     if field_list is None and source == "sacct" and cfg.cluster(name).sacct_fields:
         field_list = list(cfg.cluster(name).sacct_fields)
+    scraped = None
+    if scrape_time:
+        try:
+            scraped = dt.datetime.fromisoformat(scrape_time)
+        except ValueError as exc:
+            raise _fail(f"--scrape-time {scrape_time!r} is not an ISO time", 2) from exc
+        scraped = scraped if scraped.tzinfo else scraped.replace(tzinfo=dt.UTC)
     errors = 0
     with connect(target) as con:
         init_warehouse(con)
         for path in paths:
-            opts = IngestOptions(cluster=name, tz=zone, fields=field_list, delimiter=delimiter)
+            opts = IngestOptions(
+                cluster=name, tz=zone, fields=field_list, delimiter=delimiter, scrape_time=scraped
+            )
             try:
                 stats = ingest_file(con, source, path, opts)
             except InputFormatError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,12 +30,14 @@ class IngestOptions:
         tz: IANA zone of naive times (sacct).
         fields: sacct ``--format`` field list for headerless files.
         delimiter: sacct field delimiter (auto-detected from a header when None).
+        scrape_time: time (UTC) of DCGM samples that carry no timestamp.
     """
 
     cluster: str = "default"
     tz: str = "UTC"
     fields: Sequence[str] | None = None
     delimiter: str | None = None
+    scrape_time: dt.datetime | None = None
 
 
 def file_day(path: Path) -> str | None:
@@ -76,7 +79,7 @@ def parse_file(source: str, path: Path, opts: IngestOptions) -> ParseResult:
 
         if path.is_dir():
             return parse_dcgm_dir(path, cluster=opts.cluster)
-        return parse_dcgm(path, cluster=opts.cluster)
+        return parse_dcgm(path, cluster=opts.cluster, scrape_time=opts.scrape_time)
     raise ValueError(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
 
 

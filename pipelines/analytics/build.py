@@ -177,7 +177,7 @@ def rebuild(con: duckdb.DuckDBPyConnection, cfg: Config, registry_path: Path | N
         how="vertical_relaxed",
     )
     occ_parts = []
-    for row in as_of.iter_rows(named=True):
+    for row in as_of.filter(pl.col("as_of").is_not_null()).iter_rows(named=True):
         c, cut = row["cluster"], row["as_of"]
         occ_parts.append(
             occupancy_hourly(
@@ -189,7 +189,7 @@ def rebuild(con: duckdb.DuckDBPyConnection, cfg: Config, registry_path: Path | N
     occ = (
         pl.concat(occ_parts)
         if occ_parts
-        else occupancy_hourly(jobs.lazy(), nodes.lazy(), dt.datetime.now(dt.UTC)).collect()
+        else occupancy_hourly(jobs.clear().lazy(), nodes.lazy(), dt.datetime.now(dt.UTC)).collect()
     ).join(as_of, on="cluster", how="left")
     tts = naive_wait_percentiles(jobs.lazy()).collect().join(as_of, on="cluster", how="left")
 

@@ -223,8 +223,9 @@ def parse_dcgm(
     """Parse one dcgm-exporter scrape (Prometheus or OpenMetrics text, optionally gzipped).
 
     Metric names of dcgm-exporter 1.x (``dcgm_gpu_utilization``, ...) and lowercase
-    ``dcgm_fi_*`` names are mapped to the ``DCGM_FI_*`` field name. Samples of metrics that are
-    not DCGM fields (no ``DCGM_`` prefix after mapping) are left out and counted in
+    ``dcgm_fi_*`` names are mapped to the ``DCGM_FI_*`` field name, and an OpenMetrics counter
+    suffix ``_total`` is dropped. Samples of metrics that are not DCGM fields (no ``DCGM_``
+    prefix after mapping, or OpenMetrics ``_created`` samples) are left out and counted in
     ``info["non_dcgm_samples"]``.
 
     Args:
@@ -515,19 +516,29 @@ def _parse_label_sets(labels: pl.Series) -> pl.DataFrame:
 def _parse_names(names: pl.Series) -> pl.DataFrame:
     """One row per distinct metric name: validity, DCGM field name and its declared type."""
     raw = pl.DataFrame({"name": names}).unique()
-    lower = pl.col("name").str.to_lowercase()
+    name = pl.col("name")
+    lower = name.str.to_lowercase()
+    # OpenMetrics writers add a lowercase "_total" to counter samples and emit "_created" samples
+    # beside them; DCGM's own names are upper case (DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL).
+    om_counter = name.str.starts_with("DCGM_") & name.str.ends_with("_total")
+    om_created = name.str.starts_with("DCGM_") & name.str.ends_with("_created")
     metric = (
-        pl.when(pl.col("name").is_in(list(OLD_METRIC_NAMES)))
-        .then(pl.col("name").replace_strict(OLD_METRIC_NAMES, default=None))
+        pl.when(name.is_in(list(OLD_METRIC_NAMES)))
+        .then(name.replace_strict(OLD_METRIC_NAMES, default=None))
+        .when(om_counter)
+        .then(name.str.strip_suffix("_total"))
         .when(lower.str.starts_with("dcgm_fi_") | lower.str.starts_with("dcgm_exp_"))
-        .then(pl.col("name").str.to_uppercase())
-        .otherwise(pl.col("name"))
+        .then(name.str.to_uppercase())
+        .otherwise(name)
     )
     return raw.with_columns(
-        pl.col("name").str.contains(_NAME_RE).fill_null(False).alias("name_ok"),
+        name.str.contains(_NAME_RE).fill_null(False).alias("name_ok"),
         metric.alias("metric"),
+        om_created.fill_null(False).alias("om_created"),
     ).with_columns(
-        pl.col("metric").str.starts_with("DCGM_").fill_null(False).alias("is_dcgm"),
+        (pl.col("metric").str.starts_with("DCGM_") & ~pl.col("om_created"))
+        .fill_null(False)
+        .alias("is_dcgm"),
         pl.col("metric").replace_strict(FIELD_TYPES, default=None).alias("field_type"),
     )
 
@@ -719,7 +730,7 @@ def _parse_lines(
         "rejected": rejected.height,
         "blank_values": int(good.filter(pl.col("is_dcgm"))["is_blank"].sum()),
         "nan_values": int(good.filter(pl.col("is_dcgm") & ~pl.col("is_blank"))["is_nan"].sum()),
-        "non_dcgm_samples": dict(non_dcgm.group_by("metric").len().sort("metric").iter_rows()),
+        "non_dcgm_samples": dict(non_dcgm.group_by("name").len().sort("name").iter_rows()),
         "per_file": per_file,
     }
     return rows, rejected, info

@@ -35,8 +35,10 @@ from pipelines._parse_result import REJECTED_SCHEMA, InputFormatError, ParseResu
 
 __all__ = [
     "K8S_EVENT_SCHEMA",
+    "NOT_AN_OBJECT",
     "BadItem",
     "JsonItem",
+    "all_foreign",
     "iter_rows",
     "parse_k8s_events",
     "parse_k8s_time",
@@ -66,6 +68,7 @@ K8S_EVENT_SCHEMA: dict[str, pl.DataType] = {
 }
 
 _LIST_KINDS: Final = frozenset({"List", "EventList"})
+NOT_AN_OBJECT: Final = "item is not a JSON object"
 
 
 class BadItem(ValueError):
@@ -154,7 +157,7 @@ def read_json_items(path: str | Path, *, list_kinds: frozenset[str]) -> tuple[li
 def _item(line_no: int, value: object) -> JsonItem:
     raw = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     if not isinstance(value, dict):
-        return JsonItem(line_no, None, raw, "item is not a JSON object")
+        return JsonItem(line_no, None, raw, NOT_AN_OBJECT)
     return JsonItem(line_no, value, raw)
 
 
@@ -321,6 +324,11 @@ def rejected_frame(file: str, rejects: list[tuple[int, str, str, str]]) -> pl.Da
     )
 
 
+def all_foreign(rejects: list[tuple[int, str, str, str]]) -> bool:
+    """Whether every rejected item is of another kind (or no object at all), not a bad one."""
+    return all(field == "kind" or reason == NOT_AN_OBJECT for _, field, _, reason in rejects)
+
+
 def iter_rows(
     items: list[JsonItem], build: Callable[[dict[str, Any]], dict[str, Any]]
 ) -> Iterator[tuple[JsonItem, dict[str, Any] | None, tuple[str, str] | None]]:
@@ -385,7 +393,7 @@ def parse_k8s_events(path: str | Path, *, cluster: str = "default") -> ParseResu
         else:
             assert err is not None
             rejects.append((item.line_no, err[0], item.raw, err[1]))
-    if items and not rows and all(r[1] in ("kind", "item") for r in rejects):
+    if items and not rows and all_foreign(rejects):
         raise InputFormatError(file, "no item is a Kubernetes Event")
     frame = pl.DataFrame(
         rows, schema={c: t for c, t in K8S_EVENT_SCHEMA.items() if c not in ("cluster", "file")}

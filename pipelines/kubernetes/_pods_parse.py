@@ -30,6 +30,7 @@ import polars as pl
 from pipelines._parse_result import InputFormatError, ParseResult
 from pipelines.kubernetes._events_parse import (
     BadItem,
+    all_foreign,
     iter_rows,
     parse_k8s_time,
     read_json_items,
@@ -345,7 +346,7 @@ def parse_k8s_pods(path: str | Path, *, cluster: str = "default") -> ParseResult
         else:
             assert err is not None
             rejects.append((item.line_no, err[0], item.raw, err[1]))
-    if items and not rows and all(r[1] in ("kind", "item") for r in rejects):
+    if items and not rows and all_foreign(rejects):
         raise InputFormatError(file, "no item is a Kubernetes Pod")
     frame = pl.DataFrame(
         rows, schema={c: t for c, t in K8S_POD_SCHEMA.items() if c not in ("cluster", "file")}

@@ -7,6 +7,7 @@ Kubernetes, epoch milliseconds for Prometheus).
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -66,18 +67,18 @@ class TeamSpec:
 #: GPUs it barely uses (planted finding 1).
 TEAMS: tuple[TeamSpec, ...] = (
     TeamSpec("vision", 0.12, ("alice", "bob", "carol", "dave"), "research", 0.09, 0.08, 0.15),
-    TeamSpec("nlp", 0.08, ("erin", "frank", "grace", "heidi", "ivan"), "research", 0.27, 0.30, 0.55),
+    TeamSpec("nlp", 0.08, ("erin", "frank", "grace", "heidi", "ivan"), "research", 0.27, 0.30, 0.6),
     TeamSpec("speech", 0.08, ("judy", "kofi", "lena"), "research", 0.05, 0.06, 0.10),
     TeamSpec("rl", 0.06, ("mallory", "niaj"), "research", 0.05, 0.05, 0.10),
     TeamSpec("robotics", 0.07, ("olivia", "peggy", "quentin"), "research", 0.05, 0.05, 0.10),
     TeamSpec("infra", 0.05, ("rupert", "sybil"), "prod", 0.03, 0.10, 0.20),
     TeamSpec("safety", 0.06, ("trent", "victor"), "research", 0.04, 0.03, 0.10),
     TeamSpec("multimodal", 0.12, ("walter", "wendy", "xavier", "yvonne"), "research",
-             0.12, 0.08, 0.40),
+             0.12, 0.08, 0.45),
     TeamSpec("recsys", 0.10, ("zoe", "arthur", "bianca"), "prod", 0.08, 0.12, 0.10),
     TeamSpec("genomics", 0.06, ("cedric", "delia"), "prod", 0.06, 0.06, 0.05),
     TeamSpec("climate", 0.08, ("emil", "fatima"), "prod", 0.06, 0.04, 0.05),
-    TeamSpec("agents", 0.12, ("gustav", "hana", "igor"), "research", 0.10, 0.03, 0.40),
+    TeamSpec("agents", 0.12, ("gustav", "hana", "igor"), "research", 0.10, 0.03, 0.45),
 )
 
 
@@ -150,8 +151,6 @@ def gpu_uuid(seed: int, cluster: str, host: str, index: int) -> str:
     Returns:
         The UUID string; stable for the same arguments.
     """
-    import hashlib
-
     digest = hashlib.sha256(f"{seed}/{cluster}/{host}/{index}".encode()).hexdigest()
     return f"GPU-{digest[0:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
 

@@ -180,11 +180,26 @@ _ITEM_RE = r"^,?gres/gpu:(?P<name>[^=,]+)=(?P<count>\d+(?:\.\d+)?)$"
 _UNTYPED_RE = r"(?:^|,)gres/gpu=([^,]*)"
 
 
+def _item_values(frame: pl.DataFrame, item: pl.Expr) -> pl.DataFrame:
+    """Add per typed item: its GPU ``weighted`` count (N, or N×K/7 for MIG), ``has_mig`` and the
+    non-MIG ``type`` name."""
+    frame = frame.with_columns(_parts=item.str.extract_groups(_ITEM_RE)).with_columns(
+        _name=pl.col("_parts").struct.field("name"),
+        _count=pl.col("_parts").struct.field("count").cast(pl.Float64),
+    )
+    frame = frame.with_columns(_k=pl.col("_name").str.extract(r"^(\d+)g\.", 1).cast(pl.Float64))
+    return frame.with_columns(
+        weighted=pl.col("_count") * pl.coalesce(pl.col("_k") / 7.0, pl.lit(1.0)),
+        has_mig=pl.col("_k").is_not_null() & pl.col("_count").is_not_null(),
+        type=pl.when(pl.col("_k").is_null() & pl.col("_count").is_not_null()).then("_name"),
+    ).drop("_parts", "_name", "_count", "_k")
+
+
 def tres_gpus(tres: pl.Series) -> pl.DataFrame:
     """GPU count and GPU type of each TRES string (see :func:`gpus_from_tres` for the rules).
 
-    The typed items (``gres/gpu:TYPE=N``) are few, so they are exploded to one row per item and
-    aggregated back, which is much cheaper than list expressions over every row.
+    Rows with one typed item (``gres/gpu:TYPE=N``) are typed in place; the rare rows with
+    several are exploded to one row per item and aggregated back.
 
     Args:
         tres: raw AllocTRES / ReqTRES strings.
@@ -194,47 +209,38 @@ def tres_gpus(tres: pl.Series) -> pl.DataFrame:
         including ``""``; NULL for NULL) and ``gpu_type`` (String: the type when exactly one
         non-MIG typed item is named, else NULL).
     """
-    height = tres.len()
-    untyped_text = tres.str.extract(_UNTYPED_RE, 1)
-    untyped = (
-        pl.DataFrame({"u": untyped_text})
-        .select(pl.when(pl.col("u").str.contains(r"^\d+(?:\.\d+)?$")).then(pl.col("u")))
-        .to_series()
-        .cast(pl.Float64)
+    frame = pl.DataFrame({"tres": tres}).with_columns(
+        items=pl.col("tres").str.extract_all(_ITEMS_RE),
+        untyped=pl.col("tres").str.extract(_UNTYPED_RE, 1),
     )
-    items = (
-        pl.DataFrame({"item": tres.str.extract_all(_ITEMS_RE)})
-        .with_row_index("i")
-        .explode("item")
-        .drop_nulls("item")
-        .with_columns(parts=pl.col("item").str.extract_groups(_ITEM_RE))
-        .select(
-            "i",
-            name=pl.col("parts").struct.field("name"),
-            count=pl.col("parts").struct.field("count").cast(pl.Float64),
-        )
-        .with_columns(k=pl.col("name").str.extract(r"^(\d+)g\.", 1).cast(pl.Float64))
-        .group_by("i")
-        .agg(
-            weighted=(pl.col("count") * pl.coalesce(pl.col("k") / 7.0, pl.lit(1.0))).sum(),
-            has_mig=(pl.col("k").is_not_null() & pl.col("count").is_not_null()).any(),
-            types=pl.col("name").filter(pl.col("k").is_null() & pl.col("count").is_not_null())
-            .unique(),
-        )
-        .with_columns(
-            gpu_type=pl.when(pl.col("types").list.len() == 1).then(pl.col("types").list.first())
-        )
+    frame = frame.with_columns(
+        n_items=pl.col("items").list.len(),
+        untyped=pl.when(pl.col("untyped").str.contains(r"^\d+(?:\.\d+)?$"))
+        .then(pl.col("untyped"))
+        .cast(pl.Float64),
     )
-    idx = items["i"]
-    weighted = pl.repeat(0.0, height, dtype=pl.Float64, eager=True).scatter(idx, items["weighted"])
-    has_mig = pl.repeat(False, height, dtype=pl.Boolean, eager=True).scatter(idx, items["has_mig"])
-    gpu_type = pl.repeat(None, height, dtype=pl.String, eager=True).scatter(
-        idx, items["gpu_type"]
+    frame = _item_values(frame, pl.col("items").list.first()).with_columns(
+        weighted=pl.col("weighted").fill_null(0.0),
+        has_mig=pl.col("has_mig").fill_null(False),
     )
-    frame = pl.DataFrame(
-        {"tres": tres, "untyped": untyped, "weighted": weighted, "has_mig": has_mig,
-         "gpu_type": gpu_type}
-    )  # fmt: skip
+    many = (frame["n_items"] > 1).arg_true()
+    if many.len():
+        agg = (
+            _item_values(frame[many].select(pl.col("items"), i=many).explode("items"),
+                         pl.col("items"))  # fmt: skip
+            .group_by("i", maintain_order=True)
+            .agg(
+                pl.col("weighted").sum(),
+                pl.col("has_mig").any(),
+                pl.col("type").drop_nulls().unique(),
+            )
+            .with_columns(type=pl.when(pl.col("type").list.len() == 1).then(pl.col("type").list.first()))
+        )
+        frame = frame.with_columns(
+            weighted=frame["weighted"].scatter(agg["i"], agg["weighted"]),
+            has_mig=frame["has_mig"].scatter(agg["i"], agg["has_mig"]),
+            type=frame["type"].scatter(agg["i"], agg["type"]),
+        )
     gpus = (
         pl.when(pl.col("tres").is_null())
         .then(None)
@@ -245,7 +251,7 @@ def tres_gpus(tres: pl.Series) -> pl.DataFrame:
     return frame.select(
         # the sum of no items is -0.0; report a plain 0.0
         gpus=pl.when(gpus == 0.0).then(0.0).otherwise(gpus),
-        gpu_type="gpu_type",
+        gpu_type="type",
     )
 
 

@@ -1,0 +1,149 @@
+"""The `goodput` command line on real and malformed inputs: exit codes, messages, rejected rows."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pipelines.cli import app
+from tests.conftest import FIXTURES
+
+runner = CliRunner()
+
+HB_FIELDS = (
+    "JobID,JobName,User,Partition,NodeList,NNodes,NCPUs,NTasks,State,Submit,Start,End,Timelimit,"
+    "Elapsed,TotalCPU,CPUTime,UserCPU,SystemCPU,ReqMem,MaxRSS,MaxVMSize,ReqTRES,AllocTRES,"
+    "TRESUsageInMax,TRESUsageInTot,TRESUsageOutTot,MaxDiskRead,MaxDiskWrite,MaxRSSNode,MaxRSSTask,"
+    "MaxVMSizeNode,MaxVMSizeTask,MaxDiskReadNode,MaxDiskReadTask,MaxDiskWriteNode,MaxDiskWriteTask,"
+    "Comment"
+)
+
+
+def _sql(db: Path, query: str, fmt: str = "csv") -> str:
+    result = runner.invoke(app, ["sql", query, "--db", str(db), "--format", fmt])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def _rows(db: Path, query: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(_sql(db, query))))
+
+
+pytestmark = pytest.mark.usefixtures("isolated_config")
+
+
+def test_malformed_line_is_rejected_with_its_line_number(tmp_path: Path) -> None:
+    """Line 3 has a field too few: it lands in rejected_rows with its text; lines 2 and 4 load."""
+    f = tmp_path / "sacct.psv"
+    f.write_text(
+        "JobID|JobIDRaw|State|Start|End|AllocTRES\n"
+        "10|10|COMPLETED|2026-11-02T10:00:00|2026-11-02T11:00:00|gres/gpu=2\n"
+        "11|11|COMPLETED|2026-11-02T10:00:00\n"
+        "12|12|FAILED|2026-11-02T10:30:00|2026-11-02T11:00:00|gres/gpu:a100=4\n",
+        encoding="utf-8",
+    )
+    db = tmp_path / "x.duckdb"
+    result = runner.invoke(app, ["ingest", "sacct", str(f), "--db", str(db), "--tz", "UTC"])
+    assert result.exit_code == 0, result.output
+    assert "2 rows loaded, 1 rejected" in result.output
+    rej = _rows(db, "select line_no, raw, reason from rejected_rows")
+    assert [r["line_no"] for r in rej] == ["3"]
+    assert rej[0]["raw"] == "11|11|COMPLETED|2026-11-02T10:00:00"
+    assert rej[0]["reason"]
+    got = _rows(db, "select job_id, gpus, gpu_s from jobs order by job_id")
+    assert [(r["job_id"], float(r["gpus"]), float(r["gpu_s"])) for r in got] == [
+        ("10", 2.0, 7200.0),
+        ("12", 4.0, 7200.0),
+    ]
+
+
+def test_snowman_delimited_file_with_trailing_delimiter_loads(tmp_path: Path) -> None:
+    """Hábrók's `☃`-delimited, headerless, trailing-delimiter sacct dump loads all 242 lines."""
+    db = tmp_path / "x.duckdb"
+    result = runner.invoke(
+        app,
+        ["ingest", "sacct", str(FIXTURES / "hb-jobinfo" / "sacct.txt"), "--db", str(db),
+         "--delimiter", "☃", "--fields", HB_FIELDS, "--cluster", "habrok", "--tz", "Europe/Amsterdam"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "0 rejected" in result.output
+    n = _rows(db, "select count(distinct file || ':' || line_no) as n from slurm_jobs")
+    assert n == [{"n": "242"}]
+    gpu = _rows(db, "select gpus from slurm_jobs where job_id = '5896251' and step is null")
+    assert gpu and float(gpu[0]["gpus"]) > 0
+
+
+def test_missing_file_fails_with_its_name(tmp_path: Path) -> None:
+    """A path that does not exist exits non-zero and names the file."""
+    result = runner.invoke(app, ["ingest", "sacct", str(tmp_path / "nope.psv"), "--db", str(tmp_path / "x.db")])
+    assert result.exit_code != 0
+    assert "nope.psv" in result.output
+
+
+def test_file_of_another_kind_fails_clearly(tmp_path: Path) -> None:
+    """A Kubernetes event list given as sacct is refused with a message naming the file."""
+    f = FIXTURES / "k8s-events" / "kspan_deploymentUpdateEvents.json"
+    result = runner.invoke(app, ["ingest", "sacct", str(f), "--db", str(tmp_path / "x.db")])
+    assert result.exit_code != 0
+    assert "kspan_deploymentUpdateEvents.json" in result.output
+
+
+def test_k8s_events_and_dcgm_real_files_load(tmp_path: Path) -> None:
+    """The real kind-cluster event dump gives 9 events; real dcgm-exporter lines give samples."""
+    db = tmp_path / "x.duckdb"
+    ev = FIXTURES / "k8s-events" / "kspan_deploymentUpdateEvents.json"
+    r1 = runner.invoke(app, ["ingest", "k8s-events", str(ev), "--db", str(db), "--cluster", "kind"])
+    assert r1.exit_code == 0, r1.output
+    rows = _rows(db, "select reason, count from k8s_events where reason = 'ScalingReplicaSet'")
+    assert _rows(db, "select count(*) as n from k8s_events") == [{"n": "9"}]
+    assert rows[0]["count"] == "2"
+    dcgm = FIXTURES / "dcgm-exporter" / "issue_metrics_pastes.prom"
+    r2 = runner.invoke(app, ["ingest", "dcgm", str(dcgm), "--db", str(db), "--cluster", "gpu",
+                                 "--scrape-time", "2023-09-15T12:00:00Z"])
+    assert r2.exit_code == 0, r2.output
+    n = int(_rows(db, "select count(*) as n from dcgm_samples")[0]["n"])
+    rejected = int(_rows(db, "select count(*) as n from rejected_rows where source = 'dcgm'")[0]["n"])
+    assert n > 0 and rejected == 0
+    ts = _rows(db, "select distinct ts from dcgm_samples")
+    assert [r["ts"] for r in ts] == ["2023-09-15T12:00:00.000000+0000"]
+
+
+def test_sql_formats(tmp_path: Path) -> None:
+    """csv prints a header and NULL as an empty field; json prints a list of records."""
+    f = tmp_path / "s.psv"
+    f.write_text("JobID|State|Start|End|AllocTRES\n1|RUNNING|2026-11-02T10:00:00|Unknown|gres/gpu=1\n")
+    db = tmp_path / "x.duckdb"
+    assert runner.invoke(app, ["ingest", "sacct", str(f), "--db", str(db)]).exit_code == 0
+    out = _sql(db, "select job_id, end_at from jobs")
+    assert out.splitlines() == ["job_id,end_at", "1,"]
+    js = json.loads(_sql(db, "select job_id, end_at from jobs", fmt="json"))
+    assert js == [{"job_id": "1", "end_at": None}]
+
+
+@pytest.mark.parametrize(
+    ("query", "needle"),
+    [
+        ("create table t(a int)", "read-only"),
+        ("insert into raw.ingests select * from raw.ingests", "read-only"),
+        ("select * from read_csv('/etc/passwd')", "cannot read files"),
+        ("copy (select 1) to '/tmp/goodput_out.csv'", "cannot read files"),
+        ("attach '/tmp/other.duckdb' as o", "cannot read files"),
+        ("set enable_external_access = true", "settings are locked"),
+        ("install httpfs", "refused"),
+    ],
+)
+def test_sql_refusals(tmp_path: Path, query: str, needle: str) -> None:
+    """Writes, file reads, COPY, ATTACH, settings changes and extension installs are refused."""
+    f = tmp_path / "s.psv"
+    f.write_text("JobID|State\n1|PENDING\n")
+    db = tmp_path / "x.duckdb"
+    assert runner.invoke(app, ["ingest", "sacct", str(f), "--db", str(db)]).exit_code == 0
+    result = runner.invoke(app, ["sql", query, "--db", str(db)])
+    assert result.exit_code != 0
+    assert needle in result.output
+    assert not Path("/tmp/goodput_out.csv").exists()
