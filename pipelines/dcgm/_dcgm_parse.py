@@ -546,7 +546,7 @@ def _parse_names(names: pl.Series) -> pl.DataFrame:
 def _om_seconds_to_us() -> pl.Expr:
     """OpenMetrics timestamp text (seconds) → epoch µs, exact for decimal notation."""
     parts = pl.col("ts_text").str.extract_groups(_OM_SECONDS_RE)
-    whole = parts.struct.field("1").cast(pl.Int64(), strict=False)
+    whole = parts.struct.field("1").cast(pl.Int64(), strict=False).clip(-(10**12), 10**12)
     frac = parts.struct.field("2").fill_null("").str.slice(0, 6).str.pad_end(6, "0")
     sign = pl.when(pl.col("ts_text").str.starts_with("-")).then(-1).otherwise(1)
     exact = whole * 1_000_000 + sign * frac.cast(pl.Int64(), strict=False)
@@ -594,7 +594,10 @@ def _parse_lines(
             pl.col("value_text").cast(pl.Float64(), strict=False).alias("value"),
             pl.when(pl.col("openmetrics"))
             .then(_om_seconds_to_us())
-            .otherwise(pl.col("ts_text").cast(pl.Int64(), strict=False) * 1000)
+            # (clipped so that absurd values stay out of range instead of overflowing)
+            .otherwise(
+                pl.col("ts_text").cast(pl.Int64(), strict=False).clip(-(10**15), 10**15) * 1000
+            )
             .alias("ts_us"),
         )
         .collect()
@@ -649,11 +652,11 @@ def _parse_lines(
         )
         .when((pl.col("ts_us") < ts_min) | (pl.col("ts_us") >= ts_max))
         .then(
-            pl.when(pl.col("openmetrics"))
+            pl.when(pl.col("openmetrics") & (pl.col("ts_us") >= ts_max))
             .then(pl.lit("timestamp|timestamp outside 2000–2100 (milliseconds where seconds?)"))
-            .otherwise(
-                pl.lit("timestamp|timestamp outside 2000–2100 (seconds where milliseconds?)")
-            )
+            .when(~pl.col("openmetrics") & (pl.col("ts_us") < ts_min))
+            .then(pl.lit("timestamp|timestamp outside 2000–2100 (seconds where milliseconds?)"))
+            .otherwise(pl.lit("timestamp|timestamp outside 2000–2100"))
         )
         .when(pl.col("gpu_bad").fill_null(False))
         .then(pl.lit("gpu|label gpu is not an integer"))

@@ -225,6 +225,25 @@ def test_openmetrics_timestamps_are_seconds(tmp_path: Path) -> None:
     assert res.rows["value"].to_list() == [87.0, 88.0]
 
 
+def test_openmetrics_counter_suffixes(tmp_path: Path) -> None:
+    """OpenMetrics '_total' is dropped from a DCGM counter; '_created' samples are only counted."""
+    p = _write(
+        tmp_path,
+        "c.om",
+        "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"
+        'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION_total{gpu="0"} 55491669881 1793620800\n'
+        'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION_created{gpu="0"} 1793000000 1793620800\n'
+        'DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{gpu="0"} 7 1793620800\n'
+        "# EOF\n",
+    )
+    res = parse_dcgm(p)
+    assert res.rows.select("metric", "value").rows() == [
+        ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 55491669881.0),
+        ("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", 7.0),
+    ]
+    assert res.info["non_dcgm_samples"] == {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION_created": 1}
+
+
 def test_openmetrics_content_after_eof_is_rejected(tmp_path: Path) -> None:
     """A sample after '# EOF' is rejected with its line number."""
     p = _write(

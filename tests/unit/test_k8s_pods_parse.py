@@ -194,12 +194,9 @@ def test_events_file_is_not_a_pod_list() -> None:
 
 def test_malformed_pod_structure_is_rejected_not_fatal(tmp_path: Path) -> None:
     """A pod whose containers are strings instead of objects is rejected; the file still parses."""
-    good = {
-        "kind": "Pod",
-        "metadata": {"uid": "u-1", "name": "ok", "creationTimestamp": "2026-11-02T00:00:00Z"},
-        "spec": {"containers": [{"name": "a"}]},
-    }
-    bad = {**good, "metadata": {**good["metadata"], "uid": "u-2"}, "spec": {"containers": ["a"]}}
+    meta = {"name": "ok", "creationTimestamp": "2026-11-02T00:00:00Z"}
+    good = {"kind": "Pod", "metadata": {**meta, "uid": "u-1"}, "spec": {"containers": [{}]}}
+    bad = {"kind": "Pod", "metadata": {**meta, "uid": "u-2"}, "spec": {"containers": ["a"]}}
     p = tmp_path / "pods.json"
     p.write_text(json.dumps({"kind": "List", "items": [good, bad]}))
     res = parse_k8s_pods(p)
