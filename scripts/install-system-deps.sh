@@ -9,17 +9,22 @@ set -euo pipefail
 
 export DEBIAN_FRONTEND=noninteractive
 
-# A real Slurm 22.05 with accounting: controller, node daemon, slurmdbd on MariaDB, munge auth;
-# libfaketime lets the tests force slurmdbd's hourly rollup (shift its clock one hour forward).
+# tests/integration/slurm: a real Slurm 22.05 with accounting (controller, node daemons, slurmdbd
+# on MariaDB, munge auth); libfaketime aligns the test cluster's clock to an hour and forces
+# slurmdbd's hourly rollup; libnss-wrapper gives the test cluster fictional users (alice, bob, …)
+# without touching /etc/passwd.
 PACKAGES=(
     slurm-wlm
     slurmdbd
     mariadb-server
     munge
     libfaketime
+    libnss-wrapper
 )
 
 # --- other engineers: add your packages below this line (prometheus, chromium, chromium-driver) ---
+PACKAGES+=(
+)
 # ------------------------------------------------------------------------------------------------
 
 SUDO=()

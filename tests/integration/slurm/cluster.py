@@ -26,7 +26,7 @@ Two tricks make the numbers testable:
 Example::
 
     with SlurmTestCluster(Path(tempfile.mkdtemp())) as cluster:
-        job_id = cluster.sbatch("sleep 5", user="alice", gpus=2)
+        job_id = cluster.sbatch("sleep 5", user="alice", gpus_per_node=2)
         cluster.wait_all_done(timeout=60)
         print(cluster.sacct_text(["--allusers", "--parsable2", "-j", job_id]))
 """
@@ -34,6 +34,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import secrets
 import shutil
@@ -87,10 +88,12 @@ _LIB_GLOBS: Mapping[str, str] = {
     "libfaketime": "/usr/lib/*/faketime/libfaketimeMT.so.1",
     "libnss_wrapper": "/usr/lib/*/libnss_wrapper.so",
 }
-#: Seconds between the cluster's registration and the start of :attr:`hour_start`. Starting
-#: slurmctld and the slurmd takes ~5 s on a 2-core machine; the rest is margin.
+#: Seconds between fixing the fake clock and the start of :attr:`hour_start`. Starting slurmdbd,
+#: slurmctld and the 4 slurmd until the nodes are idle took ~11 s on a 2-core machine; the rest
+#: is margin (``start()`` waits it out).
 _DEFAULT_HOUR_LEAD_S = 30
 _ENV_MARKER = "GOODPUT_SLURM_TEST_CLUSTER"
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 @dataclass(frozen=True)
@@ -184,6 +187,7 @@ class _Daemon:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # keep Ctrl-C of the test run away from the daemons
+                preexec_fn=_die_with_parent,
             )
 
     def alive(self) -> bool:
@@ -199,6 +203,12 @@ class _Daemon:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(timeout=10)
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM when the test process dies, even by SIGKILL (no orphans)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _tail(path: Path, lines: int = 25) -> str:
@@ -259,7 +269,9 @@ class SlurmTestCluster:
         #: extra seconds slurmdbd's clock runs ahead of the others after :meth:`rollup`.
         self._dbd_extra_s = 0
         self._hour_start: datetime | None = None
+        #: wall-clock seconds ``start()`` took, and of those the wait for the hour to begin.
         self.startup_s: float | None = None
+        self.hour_margin_s: float | None = None
 
     # ------------------------------------------------------------------ public API
 
@@ -306,12 +318,8 @@ class SlurmTestCluster:
         Returns:
             The finished process, stdout and stderr as text.
         """
-        kwargs: dict[str, object] = {}
-        cwd: str | None = None
-        if user is not None and user != "root":
-            uid = self.users[user].uid
-            kwargs = {"user": uid, "group": uid, "extra_groups": []}
-            cwd = "/tmp"
+        # as a fictional user: its uid and own group only, in a folder every user may enter
+        uid = None if user in (None, "root") else self.users[user].uid
         proc = subprocess.run(
             list(argv),
             env=self.env(),
@@ -319,9 +327,11 @@ class SlurmTestCluster:
             capture_output=True,
             text=True,
             timeout=timeout,
-            cwd=cwd,
             check=False,
-            **kwargs,  # type: ignore[arg-type]
+            user=uid,
+            group=uid,
+            extra_groups=None if uid is None else [],
+            cwd=None if uid is None else "/tmp",
         )
         if check and proc.returncode != 0:
             raise SlurmCommandError(proc.returncode, list(argv), proc.stdout, proc.stderr)
@@ -447,7 +457,8 @@ class SlurmTestCluster:
         slurmdbd rolls up complete hours only, at start and hourly. This restarts it once with
         its clock one hour further ahead than the rest of the cluster, so that the hour that
         contains :meth:`now` looks complete to it, and waits until sreport shows that hour.
-        Call it after :meth:`wait_all_done`: usage arriving later is not rolled up again.
+        Call it once, after the jobs have ended (it waits for them): usage arriving later is
+        not rolled up again, and slurmdbd's clock stays one hour ahead from then on.
 
         Args:
             timeout: seconds to wait for the rolled-up hour to appear.
@@ -455,6 +466,8 @@ class SlurmTestCluster:
         Returns:
             The start of the rolled-up hour (UTC, cluster clock).
         """
+        if self._dbd_extra_s:
+            raise RuntimeError("rollup() was already called on this cluster")
         self.wait_all_done(timeout=timeout)
         hour = self.now().replace(minute=0, second=0, microsecond=0)
         self._dbd_extra_s += 3600
@@ -729,7 +742,12 @@ class SlurmTestCluster:
             ],
             env,
         )  # fmt: skip
-        self._wait("MariaDB", lambda: self._mariadb("SELECT 1") is None, 60, ["mariadbd.log"])
+
+        def ready() -> bool:
+            self._mariadb("SELECT 1")
+            return True
+
+        self._wait("MariaDB", ready, 60, ["mariadbd.log"])
         password = self._db_password
         self._mariadb(
             f"CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '{password}';"
@@ -808,7 +826,8 @@ class SlurmTestCluster:
                 f"startup took longer than hour_lead_s={self.hour_lead_s}: the cluster was up "
                 f"only at {registered:%H:%M:%S}, after the hour began; raise hour_lead_s"
             )
-        time.sleep((self.hour_start - registered).total_seconds() + 1.0)
+        self.hour_margin_s = (self.hour_start - registered).total_seconds()
+        time.sleep(self.hour_margin_s + 1.0)
 
     def _dbd_agent_queue(self) -> int:
         for line in self.run(["sdiag"]).stdout.splitlines():

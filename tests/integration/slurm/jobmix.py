@@ -12,6 +12,7 @@ the hour (every state, every attempt, steps included) and ``sreport``'s GPU util
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -100,6 +101,7 @@ class ClusterRun:
         sreport: :meth:`SlurmTestCluster.sreport_utilization` for the hour (GPU-seconds).
         mix_wall_s: wall-clock seconds the mix took.
         rollup_wall_s: wall-clock seconds the rollup took.
+        rss_mb: resident memory of all the cluster's processes after the mix, in MiB.
     """
 
     cluster: SlurmTestCluster
@@ -111,6 +113,7 @@ class ClusterRun:
     sreport: dict[str, int]
     mix_wall_s: float
     rollup_wall_s: float
+    rss_mb: float
 
 
 def sacct_capture_args(start: datetime, end: datetime, fmt: str = "ALL") -> list[str]:
@@ -200,8 +203,10 @@ def run_job_mix(cluster: SlurmTestCluster, timeout: float = 300.0) -> JobMix:
         for task in range(4)
     ]  # fmt: skip
 
-    # Cancel one job while it is pending (on its dependency) and one while it runs.
+    # Cancel one job while it is pending (on its dependency) and one while it runs. Wait until
+    # slurmdbd has the pending job: cancelled before that, its record gets a Start time.
     cluster.wait_for_state(pending, ["PENDING"])
+    _wait_recorded(cluster, pending, "PENDING")
     cluster.run(["scancel", pending], user="dave")
     cluster.wait_for_state(running, ["RUNNING"])
     time.sleep(5)
@@ -218,6 +223,16 @@ def run_job_mix(cluster: SlurmTestCluster, timeout: float = 300.0) -> JobMix:
     return JobMix(jobs=tuple(jobs), submitted_at=submitted_at, finished_at=cluster.now())
 
 
+def _wait_recorded(cluster: SlurmTestCluster, job_id: str, state: str, timeout: float = 30) -> None:
+    """Wait until sacct (slurmdbd) shows ``job_id`` in ``state``."""
+    deadline = time.monotonic() + timeout
+    argv = ["--allusers", "--noheader", "--parsable2", "-X", "-j", job_id, "--format=State"]
+    while cluster.sacct_text(argv).strip() != state:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"sacct does not show job {job_id} as {state} after {timeout} s")
+        time.sleep(0.5)
+
+
 def capture_run(cluster: SlurmTestCluster, timeout: float = 300.0) -> ClusterRun:
     """Run the mix, roll the hour up, and capture sacct and sreport for that hour.
 
@@ -231,6 +246,7 @@ def capture_run(cluster: SlurmTestCluster, timeout: float = 300.0) -> ClusterRun
     began = time.monotonic()
     mix = run_job_mix(cluster, timeout=timeout)
     mix_done = time.monotonic()
+    rss_mb = cluster.memory_rss_mb()
     hour_start = cluster.rollup()
     rollup_done = time.monotonic()
     if hour_start != cluster.hour_start:
@@ -239,14 +255,23 @@ def capture_run(cluster: SlurmTestCluster, timeout: float = 300.0) -> ClusterRun
         )
     hour_end = hour_start + timedelta(hours=1)
     args = sacct_capture_args(hour_start, hour_end)
+    sacct_text = cluster.sacct_text(args)
+    sreport = cluster.sreport_utilization(hour_start, hour_end)
+    # Kept beside the logs: what to look at when a test fails (GOODPUT_KEEP_SLURM_DIR=1).
+    captures = cluster.base_dir / "captures"
+    captures.mkdir(exist_ok=True)
+    (captures / "sacct_all.psv").write_text(sacct_text)
+    (captures / "sacct_argv.txt").write_text(" ".join(["sacct", *args]) + "\n")
+    (captures / "sreport_gpu_seconds.json").write_text(json.dumps(sreport, indent=2) + "\n")
     return ClusterRun(
         cluster=cluster,
         mix=mix,
         hour_start=hour_start,
         hour_end=hour_end,
         sacct_argv=("sacct", *args),
-        sacct_text=cluster.sacct_text(args),
-        sreport=cluster.sreport_utilization(hour_start, hour_end),
+        sacct_text=sacct_text,
+        sreport=sreport,
         mix_wall_s=mix_done - began,
         rollup_wall_s=rollup_done - mix_done,
+        rss_mb=rss_mb,
     )
