@@ -14,6 +14,9 @@ from pipelines.config import Config, repo_root
 
 __all__ = ["RunSummary", "dagster_env", "materialize_all"]
 
+#: Run config that keeps in-process runs quiet on the terminal (events still go to the instance).
+_QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
 _KIND_ASSET = {
     "sacct": "slurm_rows",
     "k8s-events": "k8s_events",
@@ -91,6 +94,7 @@ def materialize_all(
             resources=resources,
             raise_on_error=False,
             tags={"goodput/trigger": "goodput materialize"},
+            run_config=_QUIET,
         )
         failed += 0 if result.success else 1
         log(f"[{i}/{len(keys)}] {cluster} {day}: {'ok' if result.success else 'FAILED'}")
@@ -100,6 +104,7 @@ def materialize_all(
         resources=resources,
         raise_on_error=False,
         tags={"goodput/trigger": "goodput materialize"},
+        run_config=_QUIET,
     )
     failed += 0 if result.success else 1
     log(f"core + analytics + serving copy: {'ok' if result.success else 'FAILED'}")

@@ -1,0 +1,13 @@
+"""The bundled sample fleet: a seeded, deterministic two-cluster GPU fleet in real input formats.
+
+``generate_sample_fleet(out_dir)`` simulates 14 days of a Slurm cluster (``slurm-a``, 192 GPUs,
+priority FIFO + EASY backfill) and a Kubernetes/Kueue cluster (``k8s-b``, 64 GPUs), then writes
+sacct/sshare/sacctmgr text, ``kubectl get events|pods -o json``, gzip'd dcgm-exporter samples, the
+allocation registry, the node inventory and ``planted.json`` (the findings planted in the data).
+"""
+
+from __future__ import annotations
+
+from pipelines.sample_fleet._generate import FleetSummary, generate_sample_fleet
+
+__all__ = ["FleetSummary", "generate_sample_fleet"]

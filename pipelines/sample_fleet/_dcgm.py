@@ -86,10 +86,7 @@ class DcgmContext:
                 )
         gpus = pl.DataFrame({"gpu_key": gkeys, "prefix": prefixes},
                             schema={"gpu_key": pl.Int32, "prefix": pl.String})
-        if cluster.kind == "slurm":
-            empty = "}"
-        else:
-            empty = ',container="",namespace="",pod=""}'
+        empty = "}" if cluster.kind == "slurm" else ',container="",namespace="",pod=""}'
         suffixes = [
             "," + ",".join(f'{k}="{v}"' for k, v in a.labels) + "}" if a.labels else empty
             for a in allocations

@@ -434,7 +434,7 @@ class _Kueue:
         self.used[wl.cq] -= wl.gpus
         self.admitted[wl.cq].remove(wl)
 
-    # -- main loop ----------------------------------------------------------------------------------
+    # -- main loop --------------------------------------------------------------------------------
     def run(self, workloads: list[K8sWorkload]) -> None:
         for wl in workloads:
             self.push(wl.created, _EV_ARRIVE, wl)

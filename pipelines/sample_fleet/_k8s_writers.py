@@ -1,4 +1,4 @@
-"""Kubernetes exports: ``kubectl get events -A -o json`` and ``kubectl get pods -A -o json`` per day.
+"""Kubernetes exports: ``kubectl get events -A -o json`` and ``kubectl get pods -A -o json``.
 
 Events are core/v1 ``Event`` objects as kubectl prints them (keys sorted, four-space indent).
 Repeating events (``FailedScheduling`` of a pending pod, Kueue ``Pending`` of a queued Workload)
@@ -321,9 +321,9 @@ def _pod_obj(wl: K8sWorkload, pod: K8sPod, now: int, pools: dict[str, list[str]]
               "status": "True", "type": "PodScheduled"}]
     started = pod.started is not None and pod.started <= now
     finished = pod.finished is not None and pod.finished <= now
+    digest = uuid.uuid5(_NS, wl.image).hex * 2
     cs: dict[str, Any] = {"image": wl.image, "name": _CONTAINER, "restartCount": 0,
-                          "imageID": f"{wl.image.split(':')[0]}@sha256:"
-                                     f"{uuid.uuid5(_NS, wl.image).hex}{uuid.uuid5(_NS, wl.image).hex}"}
+                          "imageID": f"{wl.image.split(':')[0]}@sha256:{digest}"}
     if started:
         assert pod.started is not None
         cs["containerID"] = f"containerd://{uuid.uuid5(_NS, pod.uid).hex}" \

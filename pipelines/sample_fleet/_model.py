@@ -125,9 +125,11 @@ def build_clusters() -> tuple[ClusterSpec, ClusterSpec]:
     slurm_nodes: list[NodeSpec] = []
     for i in range(1, 17):
         rack = "r01" if i <= 8 else "r02"
-        slurm_nodes.append(NodeSpec(f"a100-{i:03d}", 8, "a100", "gpu", rack, 128, len(slurm_nodes)))
+        slurm_nodes.append(
+            NodeSpec(f"a100-{i:03d}", 8, "a100", "gpu", rack, 128, len(slurm_nodes)))
     for i in range(1, 9):
-        slurm_nodes.append(NodeSpec(f"h100-{i:03d}", 8, "h100", "h100", "r03", 192, len(slurm_nodes)))
+        slurm_nodes.append(
+            NodeSpec(f"h100-{i:03d}", 8, "h100", "h100", "r03", 192, len(slurm_nodes)))
     k8s_nodes: list[NodeSpec] = []
     for i in range(1, 9):
         cq = "cq-research" if i <= 5 else "cq-prod"

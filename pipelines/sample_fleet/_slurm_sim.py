@@ -292,7 +292,8 @@ class _JobFactory:
                 offset = int(runtime * rng.uniform(0.1, 0.9)) + rng.randint(60, 2 * HOUR)
             return "CANCELLED", 0, runtime, offset, "", 0.0, 0
         if r < 0.275:
-            return "OUT_OF_MEMORY", 0, max(60, int(runtime * rng.uniform(0.01, 0.3))), None, "", 0.0, 0
+            run = max(60, int(runtime * rng.uniform(0.01, 0.3)))
+            return "OUT_OF_MEMORY", 0, run, None, "", 0.0, 0
         if r < 0.295:
             kind = rng.choice(("REQUEUED", "PREEMPTED"))
             return "COMPLETED", 0, runtime, None, kind, rng.uniform(0.15, 0.7), 0
@@ -379,12 +380,14 @@ class _JobFactory:
             kind="busy", fb_mib=0,
         )
 
-    def array(self, submit: int, team: TeamSpec) -> list[SlurmJob]:
+    def array(self, submit: int, team: TeamSpec, *, ntasks: int = 0, throttle: int = -1,
+              partition: str = "") -> list[SlurmJob]:
         rng = self.rng
         user = rng.choice(team.users)
-        ntasks = rng.randint(4, 14)
-        throttle = 4 if rng.random() < 0.5 else 0
-        partition = "h100" if rng.random() < team.h100_frac else "gpu"
+        ntasks = ntasks or rng.randint(4, 14)
+        if throttle < 0:
+            throttle = 4 if rng.random() < 0.5 else 0
+        partition = partition or ("h100" if rng.random() < team.h100_frac else "gpu")
         master = self.new_id(ntasks)
         limit = rng.choice((3600, 7200, 14400))
         act, kind, fb = _activity(rng, team.name)
@@ -427,7 +430,7 @@ def _draw_jobs(
         )
         events.append((int(base), 2, "hero" if i in hero else "large"))
     t = float(sim_start)
-    peak_per_hour = 14.5
+    peak_per_hour = 13.5
     while True:
         t += rng.expovariate(peak_per_hour / HOUR)
         if t >= win_end:
@@ -435,6 +438,11 @@ def _draw_jobs(
         if rng.random() > _diurnal(int(t), tz):
             continue
         events.append((int(t), 1, "job"))
+    # Throttled sweeps submitted late in the evening of the first and the last day: their
+    # tasks are still queued at midnight (a pending ``A_[i-j%2]`` row in that day's export).
+    for day_start in (win_start, win_end - DAY):
+        local = datetime.fromtimestamp(day_start + 12 * HOUR, tz).replace(hour=23, minute=10)
+        events.append((int(local.timestamp()), 4, "sweep"))
     # Two "dependency never satisfied" jobs, cancelled hours later.
     for frac in (0.3, 0.7):
         events.append((int(win_start + (win_end - win_start) * frac), 3, "nodep"))
@@ -455,6 +463,10 @@ def _draw_jobs(
             )
             continue
         team = _pick_team(rng)
+        if what == "sweep":
+            jobs.extend(factory.array(ts, _TEAM["speech"], ntasks=16, throttle=2,
+                                      partition="gpu"))
+            continue
         if what == "nodep":
             job = factory.gpu_job(ts, team, "gpu", 4, HOUR,
                                   outcome=("CANCELLED", 0, HOUR, rng.randint(2, 9) * HOUR, "",
@@ -569,7 +581,9 @@ class _Scheduler:
                   and n.spec.host not in exclude][: job.nodes]
         return _Fit(chosen, 8) if len(chosen) == job.nodes else None
 
-    def reservation(self, job: SlurmJob, part: list[_Node], now: int) -> tuple[int, set[str]] | None:
+    def reservation(self, job: SlurmJob, part: list[_Node],
+                    now: int) -> tuple[int, set[str]] | None:
+        """EASY reservation for a blocked job: (shadow time, reserved hosts), or None."""
         def exp_end(a: SlurmAttempt) -> int:
             assert a.start is not None
             return max(a.start + a.job.time_limit, now + 1)
@@ -597,8 +611,8 @@ class _Scheduler:
         for node in part:
             if not node.avail:
                 continue
-            ends = [exp_end(a) for a, g in node.running.values() if g]
-            times.append((max(ends) if ends else now, node.spec.host))
+            node_ends = [exp_end(a) for a, g in node.running.values() if g]
+            times.append((max(node_ends) if node_ends else now, node.spec.host))
         if len(times) < job.nodes:
             return None
         times.sort()
@@ -609,7 +623,9 @@ class _Scheduler:
         job = att.job
         self.dequeue(att)
         att.start = now
-        hosts, idx, cpus = [], [], []
+        hosts: list[str] = []
+        idx: list[tuple[int, ...]] = []
+        cpus: list[int] = []
         for node in fit.nodes:
             hosts.append(node.spec.host)
             if job.gpus == 0:
@@ -675,7 +691,7 @@ class _Scheduler:
     def node_fail(self, host: str, now: int, xid: int, gpu: int, tries: int) -> None:
         node = self.nodes[host]
         busy = any(g for _, g in node.running.values())
-        if (not busy or not node.avail) and tries < 12:
+        if (not busy or not node.avail) and tries < 48:
             self.push(now + 1200, _EV_NODE, ("fail", host, xid, gpu, tries + 1))
             return
         node.avail = False

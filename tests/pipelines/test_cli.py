@@ -74,8 +74,15 @@ def test_snowman_delimited_file_with_trailing_delimiter_loads(tmp_path: Path) ->
     assert "0 rejected" in result.output
     n = _rows(db, "select count(distinct file || ':' || line_no) as n from slurm_jobs")
     assert n == [{"n": "242"}]
-    gpu = _rows(db, "select gpus from slurm_jobs where job_id = '5896251' and step is null")
-    assert gpu and float(gpu[0]["gpus"]) > 0
+    # Job 7946767 as hb-jobinfo's expected report gives it: v100=1, COMPLETED, used walltime
+    # 11:23:23 (41003 s), reserved 1-00:00:00.
+    got = _rows(
+        db,
+        "select gpus, gpu_type, state, run_s, timelimit_s from slurm_jobs "
+        "where job_id = '7946767' and step is null",
+    )
+    assert got == [{"gpus": "1.0", "gpu_type": "v100", "state": "COMPLETED", "run_s": "41003.0",
+                    "timelimit_s": "86400"}]  # fmt: skip
 
 
 def test_missing_file_fails_with_its_name(tmp_path: Path) -> None:
