@@ -7,12 +7,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script by Streamlit
 
-import plotly.express as px  # noqa: E402
-import polars as pl  # noqa: E402
-import streamlit as st  # noqa: E402
+import plotly.express as px
+import polars as pl
+import streamlit as st
 
-from dashboards import queries  # noqa: E402
-from pipelines.config import load_config  # noqa: E402
+from dashboards import queries
+from pipelines.config import load_config
 
 st.set_page_config(page_title="goodput", layout="wide")
 st.title("GPU fleet overview")
@@ -31,15 +31,26 @@ st.caption(
 p90 = queries.large_job_p90_wait_s(path, large)
 c1, c2, c3, c4 = st.columns(4)
 occ = head["occupancy"]
-c1.metric("Occupancy", f"{occ:.1%}" if occ is not None else "n/a", help=(
-    "Allocated GPU-seconds ÷ (capacity − down − planned down), METRICS.md."))
-c2.metric("GPU-hours allocated", f"{head['allocated_gpu_h']:,.0f}",
-          help="Σ GPUs × allocated time of allocation attempts (steps never count).")
-c3.metric("Jobs (attempts)", f"{head['attempts']:,}",
-          help="Allocation attempts that started; a requeued job counts each attempt.")
-c4.metric(f"p90 wait, jobs ≥ {large:g} GPUs",
-          f"{p90 / 3600:.1f} h" if p90 is not None else "n/a",
-          help="Nearest-rank p90 of start − eligible over started large attempts (naive).")
+c1.metric(
+    "Occupancy",
+    f"{occ:.1%}" if occ is not None else "n/a",
+    help=("Allocated GPU-seconds ÷ (capacity − down − planned down), METRICS.md."),
+)
+c2.metric(
+    "GPU-hours allocated",
+    f"{head['allocated_gpu_h']:,.0f}",
+    help="Σ GPUs × allocated time of allocation attempts (steps never count).",
+)
+c3.metric(
+    "Jobs (attempts)",
+    f"{head['attempts']:,}",
+    help="Allocation attempts that started; a requeued job counts each attempt.",
+)
+c4.metric(
+    f"p90 wait, jobs ≥ {large:g} GPUs",
+    f"{p90 / 3600:.1f} h" if p90 is not None else "n/a",
+    help="Nearest-rank p90 of start − eligible over started large attempts (naive).",
+)
 
 st.subheader("Occupancy over time")
 st.caption("Daily allocated ÷ available GPU-seconds per cluster.")
@@ -54,11 +65,20 @@ st.caption("Naive (started attempts only) wait percentiles, start − eligible, 
 waits = queries.wait_by_bucket(path)
 if waits.height:
     long = waits.unpivot(
-        index=["cluster", "bucket"], on=["naive_p50_s", "naive_p90_s"],
-        variable_name="percentile", value_name="wait_s",
+        index=["cluster", "bucket"],
+        on=["naive_p50_s", "naive_p90_s"],
+        variable_name="percentile",
+        value_name="wait_s",
     ).with_columns((pl.col("wait_s") / 3600).alias("wait_h"))
-    fig2 = px.bar(long, x="bucket", y="wait_h", color="percentile",
-                  facet_col="cluster", barmode="group", labels={"wait_h": "wait (h)"})
+    fig2 = px.bar(
+        long,
+        x="bucket",
+        y="wait_h",
+        color="percentile",
+        facet_col="cluster",
+        barmode="group",
+        labels={"wait_h": "wait (h)"},
+    )
     st.plotly_chart(fig2, key="wait_chart")
 st.dataframe(waits, key="wait_table")
 

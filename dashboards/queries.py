@@ -43,7 +43,8 @@ def _frame(path: str, name: str, params: dict[str, object] | None = None) -> pl.
     if not Path(path).exists():
         return pl.DataFrame()
     with duckdb.connect(path, read_only=True) as con:
-        return con.execute(load_sql(f"dashboard/{name}"), params or {}).pl()
+        out: pl.DataFrame = con.sql(load_sql(f"dashboard/{name}"), params=params or {}).pl()
+        return out
 
 
 @st.cache_data(ttl=_TTL)

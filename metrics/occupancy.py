@@ -51,7 +51,8 @@ def allocated_gpu_seconds_hourly(attempts: pl.LazyFrame, as_of: dt.datetime) -> 
     )
     hour_end = pl.col(HOUR) + pl.duration(microseconds=HOUR_US)
     overlap = seconds_between(
-        pl.min_horizontal(pl.col("_end"), hour_end), pl.max_horizontal(pl.col(START_AT), pl.col(HOUR))
+        pl.min_horizontal(pl.col("_end"), hour_end),
+        pl.max_horizontal(pl.col(START_AT), pl.col(HOUR)),
     )
     return (
         spans.with_columns((pl.col(GPUS) * overlap).alias("allocated_gpu_s"))
@@ -61,9 +62,7 @@ def allocated_gpu_seconds_hourly(attempts: pl.LazyFrame, as_of: dt.datetime) -> 
     )
 
 
-def capacity_hourly(
-    nodes: pl.LazyFrame, hours: pl.LazyFrame
-) -> pl.LazyFrame:
+def capacity_hourly(nodes: pl.LazyFrame, hours: pl.LazyFrame) -> pl.LazyFrame:
     """GPU capacity per cluster and hour from a node inventory.
 
     Args:
@@ -138,6 +137,9 @@ def occupancy_hourly(
         "down_gpu_s",
         "planned_down_gpu_s",
         "allocated_gpu_s",
-        pl.when(avail > 0).then(pl.col("allocated_gpu_s") / avail).otherwise(None).alias("occupancy"),
+        pl.when(avail > 0)
+        .then(pl.col("allocated_gpu_s") / avail)
+        .otherwise(None)
+        .alias("occupancy"),
         "capacity_source",
     ).sort(CLUSTER, HOUR)

@@ -36,8 +36,10 @@ def naive_wait_percentiles(attempts: pl.LazyFrame) -> pl.LazyFrame:
         nearest_rank(pl.col(WAIT_S), 0.99).alias("naive_p99_s"),
     ]
     per_bucket = started.group_by(SOURCE, CLUSTER, BUCKET).agg(aggs)
-    overall = started.group_by(SOURCE, CLUSTER).agg(aggs).with_columns(
-        pl.lit(None, dtype=pl.String()).alias(BUCKET)
+    overall = (
+        started.group_by(SOURCE, CLUSTER)
+        .agg(aggs)
+        .with_columns(pl.lit(None, dtype=pl.String()).alias(BUCKET))
     )
     cols = [SOURCE, CLUSTER, BUCKET, "jobs", "naive_p50_s", "naive_p90_s", "naive_p99_s"]
     return (

@@ -1,7 +1,7 @@
 """One factory for the raw ingest assets of every source (one code path, parametrised)."""
 
 # ruff: noqa: I002 - no `from __future__ import annotations` here: Dagster compares the `context`
-# annotation object itself with AssetExecutionContext, and a postponed (string) annotation fails that.
+# annotation object itself with AssetExecutionContext; a postponed (string) annotation fails.
 
 from typing import Any
 
@@ -21,7 +21,7 @@ __all__ = ["REJECTED_SHARE_CHECK", "SettingsResource", "raw_ingest_asset"]
 REJECTED_SHARE_CHECK = "rejected_share_below_1pct"
 
 
-class SettingsResource(dg.ConfigurableResource):  # type: ignore[misc]
+class SettingsResource(dg.ConfigurableResource):  # type: ignore[type-arg]  # Dagster idiom
     """Where ``goodput.toml`` is; resolved at run time, never at import."""
 
     config_path: str | None = None

@@ -12,7 +12,7 @@ from pipelines._file_source import files_for_day
 __all__ = ["FileSource", "InputSource"]
 
 
-class InputSource(dg.ConfigurableResource, ABC):  # type: ignore[misc]
+class InputSource(dg.ConfigurableResource, ABC):  # type: ignore[type-arg]  # Dagster idiom
     """Where one kind of input comes from, for one cluster and UTC day.
 
     ``fetch`` returns files to parse: a file twin returns exported files; a live twin queries the

@@ -93,7 +93,9 @@ def ingest(
                 ).fetchall()
                 if len(clusters) == 1 and cfg.cluster(clusters[0][0]).timezone != zone:
                     own = cfg.cluster(clusters[0][0]).timezone
-                    opts = IngestOptions(cluster=name, tz=own, fields=field_list, delimiter=delimiter)
+                    opts = IngestOptions(
+                        cluster=name, tz=own, fields=field_list, delimiter=delimiter
+                    )
                     stats = ingest_file(con, source, path, opts)
             typer.echo(
                 f"{path}: {stats.rows_loaded} rows loaded, {stats.rows_rejected} rejected"

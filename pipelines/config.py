@@ -1,4 +1,4 @@
-"""The project's one configuration file, ``goodput.toml`` (path overridable by ``GOODPUT_CONFIG``)."""
+"""The one configuration file, ``goodput.toml`` (path overridable by ``GOODPUT_CONFIG``)."""
 
 from __future__ import annotations
 
@@ -122,7 +122,9 @@ def load_config(path: str | Path | None = None) -> Config:
     default_cluster = str(raw.get("default_cluster") or "default")
     return Config(
         path=cfg_path,
-        warehouse_path=Path(db_env).resolve() if db_env else p(wh.get("path", "data/warehouse.duckdb")),
+        warehouse_path=Path(db_env).resolve()
+        if db_env
+        else p(wh.get("path", "data/warehouse.duckdb")),
         serving_path=p(wh.get("serving_path", "data/serving.duckdb")),
         inputs_dir=inputs_dir,
         inventory_dir=p(wh.get("inventory", "data/inventory")),

@@ -42,11 +42,16 @@ def build_defs(cfg: Config | None = None) -> dg.Definitions:
     return dg.Definitions(
         assets=[*raw_assets, core_and_analytics, serving_copy],
         jobs=[
-            dg.define_asset_job(RAW_JOB, selection=dg.AssetSelection.key_prefixes("raw"),
-                                description="Load one cluster-day of every input kind."),
-            dg.define_asset_job(ANALYTICS_JOB,
-                                selection=dg.AssetSelection.key_prefixes("core", "analytics"),
-                                description="Recompute core and analytics, publish the serving copy."),
+            dg.define_asset_job(
+                RAW_JOB,
+                selection=dg.AssetSelection.key_prefixes("raw"),
+                description="Load one cluster-day of every input kind.",
+            ),
+            dg.define_asset_job(
+                ANALYTICS_JOB,
+                selection=dg.AssetSelection.key_prefixes("core", "analytics"),
+                description="Recompute core + analytics; publish the serving copy.",
+            ),
         ],
         resources={
             "duckdb": DuckDBResource(database=str(cfg.warehouse_path)),
@@ -56,7 +61,7 @@ def build_defs(cfg: Config | None = None) -> dg.Definitions:
             "k8s_pods_source": K8sPodsFileSource(inputs_dir=inputs),
             "dcgm_source": DcgmFileSource(inputs_dir=inputs),
         },
-    )  # fmt: skip
+    )
 
 
 defs = build_defs()

@@ -1,4 +1,4 @@
-"""Parse-and-load of input files: the one code path behind ``goodput ingest`` and the Dagster assets."""
+"""Parse-and-load of input files: one code path for ``goodput ingest`` and the Dagster assets."""
 
 from __future__ import annotations
 

@@ -82,11 +82,15 @@ def materialize_all(
     clusters = [c.name for c in cfg.clusters] or [cfg.default_cluster]
     todo = partitions_with_input(cfg.inputs_dir, clusters)
     keys = sorted(
-        k for k in todo if (date_from is None or k[1] >= date_from) and (date_to is None or k[1] <= date_to)
+        k
+        for k in todo
+        if (date_from is None or k[1] >= date_from) and (date_to is None or k[1] <= date_to)
     )
     failed = 0
     for i, (cluster, day) in enumerate(keys, 1):
-        selected = [assets_by_name[f"raw/{_KIND_ASSET[kind]}"] for kind in sorted(todo[(cluster, day)])]
+        selected = [
+            assets_by_name[f"raw/{_KIND_ASSET[kind]}"] for kind in sorted(todo[(cluster, day)])
+        ]
         result = dg.materialize(
             selected,
             partition_key=dg.MultiPartitionKey({"cluster": cluster, "date": day}),

@@ -61,7 +61,9 @@ def run_query(path: str | Path, query: str, *, row_limit: int = DEFAULT_ROW_LIMI
         try:
             rel = con.sql(query)
         except duckdb.PermissionException as exc:
-            raise SqlRefused(f"refused: this connection cannot read files or change settings ({exc})") from exc
+            raise SqlRefused(
+                f"refused: this connection cannot read files or change settings ({exc})"
+            ) from exc
         except duckdb.InvalidInputException as exc:
             what = "settings are locked" if "locked" in str(exc) else "the database is read-only"
             raise SqlRefused(f"refused: {what} ({exc})") from exc
@@ -69,6 +71,7 @@ def run_query(path: str | Path, query: str, *, row_limit: int = DEFAULT_ROW_LIMI
             raise SqlRefused(f"query failed: {exc}") from exc
         if rel is None:
             return pl.DataFrame()
-        return rel.limit(row_limit).pl()
+        out: pl.DataFrame = rel.limit(row_limit).pl()
+        return out
     finally:
         con.close()

@@ -99,7 +99,7 @@ def raw_table_schemas() -> dict[str, dict[str, pl.DataType]]:
 def ensure_raw_tables(con: duckdb.DuckDBPyConnection) -> None:
     """Create each raw table (empty) from its parser's schema when it does not exist."""
     for table, schema in raw_table_schemas().items():
-        _empty = pl.DataFrame(schema=schema)  # noqa: F841 - read by DuckDB's replacement scan
+        _empty = pl.DataFrame(schema=schema)
         con.execute(f"CREATE TABLE IF NOT EXISTS {table} AS SELECT * FROM _empty")
 
 
@@ -149,7 +149,9 @@ def load_parse_result(
         KeyError: unknown ``source``.
     """
     table = RAW_TABLES[source]
-    file_key = str(Path(file).resolve()) if not str(file).startswith(("http:", "https:")) else str(file)
+    file_key = (
+        str(Path(file).resolve()) if not str(file).startswith(("http:", "https:")) else str(file)
+    )
     loaded_at = loaded_at or dt.datetime.now(dt.UTC)
     rows = result.rows.with_columns(pl.lit(None, dtype=pl.Int64()).alias("ingest_id"))
     rejected = result.rejected
@@ -162,14 +164,17 @@ def load_parse_result(
             ).fetchall()
         ]
         for old in previous:
-            con.execute(load_sql("raw/delete_rows_of_ingest").format(table=table), {"ingest_id": old})
+            con.execute(
+                load_sql("raw/delete_rows_of_ingest").format(table=table), {"ingest_id": old}
+            )
             con.execute(load_sql("raw/delete_ingest_rejected"), {"ingest_id": old})
             con.execute(load_sql("raw/delete_ingest"), {"ingest_id": old})
-        row = con.execute(load_sql("raw/next_ingest_id")).fetchone()
-        ingest_id = int(row[0]) if row else 1
-        _rows = rows.with_columns(pl.lit(ingest_id, dtype=pl.Int64()).alias("ingest_id"))  # noqa: F841
+        # fetchall, not fetchone: DuckDB 2 keeps a half-read result open on the connection.
+        rows_next = con.execute(load_sql("raw/next_ingest_id")).fetchall()
+        ingest_id = int(rows_next[0][0]) if rows_next else 1
+        _rows = rows.with_columns(pl.lit(ingest_id, dtype=pl.Int64()).alias("ingest_id"))
         con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _rows")
-        _rej = rejected.with_columns(  # noqa: F841 - read by DuckDB's replacement scan
+        _rej = rejected.with_columns(
             pl.lit(source).alias("source"), pl.lit(ingest_id, dtype=pl.Int64()).alias("ingest_id")
         )
         con.execute("INSERT INTO raw.rejected_rows BY NAME SELECT * FROM _rej")

@@ -15,7 +15,7 @@ from pipelines.config import Config, load_config
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
 
-#: XDMoD's sacct field list for its headerless shredder inputs (classes/OpenXdmod/Shredder/Slurm.php).
+#: XDMoD's sacct fields for its headerless shredder inputs (OpenXdmod/Shredder/Slurm.php).
 XDMOD_FIELDS = (
     "jobid,jobidraw,cluster,partition,qos,account,group,gid,user,uid,submit,eligible,start,end,"
     "elapsed,exitcode,state,nnodes,ncpus,reqcpus,reqmem,reqtres,alloctres,timelimit,nodelist,jobname"
@@ -23,16 +23,16 @@ XDMOD_FIELDS = (
 
 
 def write_config(folder: Path, *, days_dir: Path | None = None) -> Path:
-    """A goodput.toml in ``folder`` whose data paths point at the generated fleet in ``days_dir``."""
+    """A goodput.toml in ``folder`` with data paths in ``days_dir`` (a generated fleet)."""
     data = days_dir or folder
     text = f"""
 default_cluster = "slurm-a"
 [warehouse]
-path = "{folder / 'warehouse.duckdb'}"
-serving_path = "{folder / 'serving.duckdb'}"
-inputs = "{data / 'inputs'}"
-inventory = "{data / 'inventory'}"
-registry = "{data / 'registry.yaml'}"
+path = "{folder / "warehouse.duckdb"}"
+serving_path = "{folder / "serving.duckdb"}"
+inputs = "{data / "inputs"}"
+inventory = "{data / "inventory"}"
+registry = "{data / "registry.yaml"}"
 partitions_start = "2026-01-01"
 [[clusters]]
 name = "slurm-a"
@@ -67,8 +67,10 @@ class Materialized:
 
 
 @pytest.fixture(scope="session")
-def materialized(fleet_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Materialized]:
-    """Every partition of the small fleet materialized, then core, analytics and the serving copy."""
+def materialized(
+    fleet_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Materialized]:
+    """Every partition of the small fleet materialized, then analytics and the serving copy."""
     from pipelines.runner import materialize_all
 
     work = tmp_path_factory.mktemp("warehouse")

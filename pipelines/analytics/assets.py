@@ -1,7 +1,7 @@
 """Core and analytics assets: identity-resolved jobs, occupancy, time to start, the serving copy."""
 
 # ruff: noqa: I002 - no `from __future__ import annotations` here: Dagster compares the `context`
-# annotation object itself with AssetExecutionContext, and a postponed (string) annotation fails that.
+# annotation object itself with AssetExecutionContext; a postponed (string) annotation fails.
 
 from collections.abc import Iterator
 from typing import Any
@@ -25,9 +25,7 @@ from pipelines.warehouse import init_warehouse, publish_serving_copy
 
 __all__ = ["CORE_ANALYTICS_KEYS", "core_and_analytics", "serving_copy"]
 
-_RAW = [
-    dg.AssetKey(["raw", n]) for n in ("slurm_rows", "k8s_events", "k8s_pods", "dcgm_samples")
-]
+_RAW = [dg.AssetKey(["raw", n]) for n in ("slurm_rows", "k8s_events", "k8s_pods", "dcgm_samples")]
 
 #: Tables the rebuild writes, as asset keys (prefix = DuckDB schema).
 CORE_ANALYTICS_KEYS = {
@@ -61,7 +59,7 @@ _DESCRIPTIONS = {
         dg.AssetCheckSpec(END_NOT_BEFORE_START, asset=CORE_ANALYTICS_KEYS["core.jobs"],
                           description="No attempt ends before it starts."),
         dg.AssetCheckSpec(UNIQUE_ATTEMPT_KEYS, asset=CORE_ANALYTICS_KEYS["core.slurm_jobs"],
-                          description="(cluster, job_key, attempt, step) is unique for started rows."),
+                          description="(cluster, job_key, attempt, step) is unique."),
         dg.AssetCheckSpec(ALLOCATED_WITHIN_CAPACITY,
                           asset=CORE_ANALYTICS_KEYS["analytics.occupancy_hourly"],
                           description="Allocated GPU-seconds never exceed capacity in an hour."),
@@ -76,7 +74,11 @@ def core_and_analytics(
     with duckdb.get_connection() as con:
         init_warehouse(con)
         counts = rebuild(con, cfg)
-        checks = [end_not_before_start(con), unique_attempt_keys(con), allocated_within_capacity(con)]
+        checks = [
+            end_not_before_start(con),
+            unique_attempt_keys(con),
+            allocated_within_capacity(con),
+        ]
     for table, key in CORE_ANALYTICS_KEYS.items():
         yield dg.MaterializeResult(asset_key=key, metadata={"row_count": counts[table]})
     yield from checks
@@ -97,6 +99,4 @@ def serving_copy(duckdb: DuckDBResource, settings: SettingsResource) -> dg.Mater
     """
     cfg = load_config(settings.config_path)
     path = publish_serving_copy(duckdb.database, cfg.serving_path)
-    return dg.MaterializeResult(
-        metadata={"path": str(path), "bytes": path.stat().st_size}
-    )
+    return dg.MaterializeResult(metadata={"path": str(path), "bytes": path.stat().st_size})

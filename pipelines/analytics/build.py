@@ -42,13 +42,13 @@ _INVENTORY_SCHEMA = {
 
 
 def _replace_table(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
-    _f = frame  # noqa: F841 - read by DuckDB's replacement scan
+    _f = frame
     con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM _f")
 
 
 def _read(con: duckdb.DuckDBPyConnection, table: str) -> pl.DataFrame:
     """A table as polars, every zoned timestamp normalised to ``UTC`` (DuckDB may say Etc/UTC)."""
-    df = con.sql(f"SELECT * FROM {table}").pl()
+    df: pl.DataFrame = con.sql(f"SELECT * FROM {table}").pl()
     zoned = [n for n, t in df.schema.items() if isinstance(t, pl.Datetime) and t.time_zone]
     return df.with_columns(pl.col(zoned).dt.convert_time_zone("UTC")) if zoned else df
 
@@ -127,7 +127,9 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
         con.execute((SQL_DIR / "views" / f"{name}.sql").read_text(encoding="utf-8"))
 
 
-def rebuild(con: duckdb.DuckDBPyConnection, cfg: Config, registry_path: Path | None = None) -> dict[str, int]:
+def rebuild(
+    con: duckdb.DuckDBPyConnection, cfg: Config, registry_path: Path | None = None
+) -> dict[str, int]:
     """Recompute core and analytics tables from the raw tables, then create the views.
 
     Args:

@@ -30,8 +30,8 @@ _KEYS = {
 def _count_check(
     con: duckdb.DuckDBPyConnection, name: str, severity: dg.AssetCheckSeverity
 ) -> dg.AssetCheckResult:
-    row = con.execute(load_sql(f"checks/{name}")).fetchone()
-    bad = int(row[0]) if row else 0
+    rows = con.execute(load_sql(f"checks/{name}")).fetchall()
+    bad = int(rows[0][0]) if rows else 0
     return dg.AssetCheckResult(
         asset_key=dg.AssetKey(list(_KEYS[name])),
         check_name=name,

@@ -1,4 +1,4 @@
-"""Kubernetes sources: exported ``kubectl get ... -o json`` files (the live watch spools to them)."""
+"""Kubernetes sources: exported ``kubectl get ... -o json`` files (a live watch spools to them)."""
 
 from __future__ import annotations
 

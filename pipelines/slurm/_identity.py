@@ -65,9 +65,7 @@ def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> p
     )
     started = (
         rows.filter(pl.col("start_at").is_not_null())
-        .sort(
-            pl.col("end_at").is_not_null(), "ingest_id", "line_no", nulls_last=False
-        )
+        .sort(pl.col("end_at").is_not_null(), "ingest_id", "line_no", nulls_last=False)
         .unique(subset=[*_KEY, "step", "start_at"], keep="last", maintain_order=True)
     )
     last_start = (

@@ -1,15 +1,34 @@
-"""Slurm accounting sources: exported ``sacct`` files, or ``sacct`` run live."""
+"""Slurm sources: exported ``sacct`` files, or ``sacct`` and the cluster-state commands run live.
+
+The live twins run the Slurm clients as argument lists (never a shell string) with ``TZ=UTC``
+(so ``--starttime``/``Start=`` bound UTC days) and ``SLURM_TIME_FORMAT=%s``, so every time they
+print is epoch seconds: the spooled file means the same instant whatever time zone it is later
+read in (the raw assets read naive times in the cluster's configured zone; an epoch needs none).
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import os
 import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pipelines._sources import FileSource, InputSource
+from pydantic import Field
 
-__all__ = ["SACCT_FIELDS", "SACCT_STATES", "SacctCliSource", "SacctFileSource"]
+from pipelines._sources import FileSource, InputSource
+from pipelines.slurm._cluster_state import SPRIO_FORMAT
+
+__all__ = [
+    "EVENT_FIELDS",
+    "SACCT_FIELDS",
+    "SACCT_STATES",
+    "STATE_KINDS",
+    "SacctCliSource",
+    "SacctFileSource",
+    "SlurmStateCliSource",
+    "slurm_client_env",
+]
 
 #: Fields the live source asks ``sacct --format`` for.
 SACCT_FIELDS = (
@@ -19,6 +38,71 @@ SACCT_FIELDS = (
 #: Every job state, passed explicitly: without ``--state`` sacct omits jobs cancelled before
 #: they became eligible.
 SACCT_STATES = "BF,CA,CD,DL,F,NF,OOM,PD,PR,R,RQ,RS,RV,S,TO"
+#: Fields asked of ``sacctmgr show event`` (its default has no TRES, hence no GPU count).
+EVENT_FIELDS = (
+    "Cluster,ClusterNodes,NodeName,TimeStart,TimeEnd,State,StateRaw,Event,Reason,User,TRES"
+)
+#: The cluster-state outputs :class:`SlurmStateCliSource` spools, by kind.
+STATE_KINDS = ("nodes", "events", "sshare", "sprio", "sdiag")
+
+
+def slurm_client_env(
+    extra: Mapping[str, str] | None = None, slurm_conf: str | None = None
+) -> dict[str, str]:
+    """Environment for a Slurm client run by a live source.
+
+    Args:
+        extra: variables added to this process's environment (a test cluster's ``LD_PRELOAD``,
+            ``FAKETIME``, …).
+        slurm_conf: ``SLURM_CONF``, when the cluster's ``slurm.conf`` is not the default one.
+
+    Returns:
+        The environment, with ``TZ=UTC`` and ``SLURM_TIME_FORMAT=%s`` always set last (an
+        inherited ``SLURM_TIME_FORMAT=relative`` would print times without a date).
+    """
+    env = {**os.environ, **(extra or {})}
+    if slurm_conf:
+        env["SLURM_CONF"] = slurm_conf
+    env["TZ"] = "UTC"
+    env["SLURM_TIME_FORMAT"] = "%s"
+    return env
+
+
+def _day_window(day: str) -> tuple[str, str]:
+    """``YYYY-MM-DDT00:00:00`` of ``day`` and of the next day (UTC, as the clients run)."""
+    start = dt.date.fromisoformat(day)
+    end = start + dt.timedelta(days=1)
+    return f"{start.isoformat()}T00:00:00", f"{end.isoformat()}T00:00:00"
+
+
+def _run(argv: Sequence[str], env: Mapping[str, str], timeout_s: float) -> str:
+    """Run one Slurm client and return its stdout.
+
+    Raises:
+        RuntimeError: the program is missing, timed out or exited non-zero (stderr in the
+            message).
+    """
+    try:
+        proc = subprocess.run(
+            list(argv), env=dict(env), capture_output=True, text=True, check=False,
+            timeout=timeout_s,
+        )  # fmt: skip
+    except FileNotFoundError as err:
+        raise RuntimeError(f"{argv[0]} not found: {err}") from err
+    except subprocess.TimeoutExpired as err:
+        raise RuntimeError(f"{argv[0]} timed out after {timeout_s:.0f} s") from err
+    if proc.returncode != 0:
+        raise RuntimeError(f"{argv[0]} failed ({proc.returncode}): {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def _spool(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically (a reader never sees half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path
 
 
 class SacctFileSource(FileSource):
@@ -30,41 +114,121 @@ class SacctFileSource(FileSource):
 class SacctCliSource(InputSource):
     """Runs ``sacct`` for one UTC day and spools its output to a file.
 
-    The command is an argument list (never a shell string), with ``TZ=UTC`` so times are
-    unambiguous, ``--duplicates`` so every requeued attempt is listed, an explicit state list,
-    and ``--starttime/--endtime`` bounding the day.
+    The command is an argument list (never a shell string), run with ``TZ=UTC`` and epoch
+    times (:func:`slurm_client_env`), ``--allusers``, ``--duplicates`` so every requeued attempt
+    is listed, an explicit state list, and ``--starttime/--endtime`` bounding the day. The
+    output goes to ``<spool_dir>/<cluster>/sacct/sacct_<day>.psv``, where
+    :class:`SacctFileSource` finds it when ``spool_dir`` is the inputs folder.
+
+    Attributes:
+        spool_dir: folder the output is written under.
+        sacct_bin: the ``sacct`` program.
+        slurm_conf: ``SLURM_CONF`` for the cluster (default: the client's own).
+        env: extra environment variables for the client.
+        timeout_s: seconds before the command is given up.
     """
 
     spool_dir: str
     sacct_bin: str = "sacct"
     slurm_conf: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    timeout_s: float = 600.0
 
     def command(self, cluster: str, day: str) -> list[str]:
         """The ``sacct`` argument list for ``cluster`` and ``day``."""
-        start = dt.date.fromisoformat(day)
-        end = start + dt.timedelta(days=1)
+        start, end = _day_window(day)
         return [
             self.sacct_bin, "--parsable2", "--duplicates", "--clusters", cluster,
             "--allusers", "--state", SACCT_STATES, "--format", SACCT_FIELDS,
-            "--starttime", f"{start.isoformat()}T00:00:00",
-            "--endtime", f"{end.isoformat()}T00:00:00",
+            "--starttime", start, "--endtime", end,
         ]  # fmt: skip
 
     def fetch(self, cluster: str, day: str) -> list[Path]:
         """Run sacct and return the spooled file.
 
         Raises:
-            RuntimeError: sacct exited non-zero (its stderr is in the message).
+            RuntimeError: sacct is missing, timed out or exited non-zero (its stderr is in the
+                message).
         """
-        env = {**os.environ, "TZ": "UTC"}
-        if self.slurm_conf:
-            env["SLURM_CONF"] = self.slurm_conf
-        proc = subprocess.run(
-            self.command(cluster, day), env=env, capture_output=True, text=True, check=False
-        )
-        if proc.returncode != 0:
-            raise RuntimeError(f"sacct failed ({proc.returncode}): {proc.stderr.strip()}")
-        out = Path(self.spool_dir) / cluster / "sacct" / f"sacct_{day}.psv"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(proc.stdout, encoding="utf-8")
-        return [out]
+        env = slurm_client_env(self.env, self.slurm_conf)
+        text = _run(self.command(cluster, day), env, self.timeout_s)
+        return [_spool(Path(self.spool_dir) / cluster / "sacct" / f"sacct_{day}.psv", text)]
+
+
+class SlurmStateCliSource(InputSource):
+    """Runs Slurm's cluster-state commands for one UTC day and spools each output to a file.
+
+    Files: ``<spool_dir>/<cluster>/slurm_state/<kind>_<day>.txt`` for the kinds of
+    :data:`STATE_KINDS`, read by :mod:`pipelines.slurm._cluster_state`:
+
+    - ``nodes``: ``scontrol --oneliner show nodes`` (the node inventory, now);
+    - ``events``: ``sacctmgr --parsable2 show event`` with ``Start``/``End`` bounding the day
+      (sacctmgr lists every event that overlaps it, open ones included) and
+      ``Format=`` :data:`EVENT_FIELDS`: cluster TRES registrations and node down/drain spans;
+    - ``sshare``: ``sshare --all --long --parsable2`` (fair share, now);
+    - ``sprio``: ``sprio --format`` :data:`~pipelines.slurm._cluster_state.SPRIO_FORMAT`
+      (pending jobs' priority factors, now; sprio has no ``--parsable2``);
+    - ``sdiag``: ``sdiag`` (scheduler and backfill statistics, now).
+
+    Only ``events`` looks at ``day``; the others are snapshots of the moment they run, so fetch
+    them for the current day. Each command names the cluster (``-M``/``Clusters=``).
+
+    Attributes:
+        spool_dir: folder the outputs are written under.
+        bin_dir: folder holding the Slurm clients (default: found on ``PATH``).
+        slurm_conf: ``SLURM_CONF`` for the cluster (default: the client's own).
+        env: extra environment variables for the clients.
+        kinds: which outputs to fetch (a subset of :data:`STATE_KINDS`).
+        timeout_s: seconds before one command is given up.
+    """
+
+    spool_dir: str
+    bin_dir: str | None = None
+    slurm_conf: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    kinds: list[str] = Field(default_factory=lambda: list(STATE_KINDS))
+    timeout_s: float = 120.0
+
+    def _bin(self, name: str) -> str:
+        return str(Path(self.bin_dir) / name) if self.bin_dir else name
+
+    def commands(self, cluster: str, day: str) -> dict[str, list[str]]:
+        """The argument list of each kind in :attr:`kinds`, for ``cluster`` and ``day``.
+
+        Raises:
+            ValueError: an unknown kind.
+        """
+        start, end = _day_window(day)
+        every = {
+            "nodes": [self._bin("scontrol"), "-M", cluster, "--oneliner", "show", "nodes"],
+            "events": [
+                self._bin("sacctmgr"), "--parsable2", "show", "event", f"Clusters={cluster}",
+                f"Start={start}", f"End={end}", f"Format={EVENT_FIELDS}",
+            ],
+            "sshare": [self._bin("sshare"), "-M", cluster, "--all", "--long", "--parsable2"],
+            "sprio": [self._bin("sprio"), "-M", cluster, "--format", SPRIO_FORMAT],
+            "sdiag": [self._bin("sdiag"), "-M", cluster],
+        }  # fmt: skip
+        unknown = sorted(set(self.kinds) - set(every))
+        if unknown:
+            raise ValueError(f"unknown kinds {unknown}; expected some of {list(STATE_KINDS)}")
+        return {kind: every[kind] for kind in STATE_KINDS if kind in self.kinds}
+
+    def path(self, cluster: str, kind: str, day: str) -> Path:
+        """Where the output of ``kind`` for ``cluster`` and ``day`` is spooled."""
+        return Path(self.spool_dir) / cluster / "slurm_state" / f"{kind}_{day}.txt"
+
+    def fetch(self, cluster: str, day: str) -> list[Path]:
+        """Run each command and return the spooled files, in :data:`STATE_KINDS` order.
+
+        Raises:
+            RuntimeError: a command is missing, timed out or exited non-zero (nothing is spooled
+                for it; the files of the commands before it are kept).
+            ValueError: an unknown kind in :attr:`kinds`.
+        """
+        env = slurm_client_env(self.env, self.slurm_conf)
+        files = []
+        for kind, argv in self.commands(cluster, day).items():
+            text = _run(argv, env, self.timeout_s)
+            files.append(_spool(self.path(cluster, kind, day), text))
+        return files

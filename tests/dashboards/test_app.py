@@ -12,7 +12,9 @@ from tests.conftest import REPO, Materialized
 pytestmark = pytest.mark.slow
 
 
-def test_overview_shows_view_values(materialized: Materialized, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_overview_shows_view_values(
+    materialized: Materialized, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Headline metrics equal the same numbers computed straight from the views."""
     import polars as pl
 
@@ -26,9 +28,9 @@ def test_overview_shows_view_values(materialized: Materialized, monkeypatch: pyt
         occ, gpu_h = con.execute(
             "select sum(allocated_gpu_s) / sum(capacity_gpu_s - down_gpu_s - planned_down_gpu_s),"
             " sum(allocated_gpu_s) / 3600 from occupancy_hourly"
-        ).fetchone()  # type: ignore[misc]
-        attempts = con.execute("select count(*) from jobs").fetchone()[0]  # type: ignore[index]
-        waits = con.execute("select wait_s from jobs where gpus >= 64 and wait_s is not null").pl()
+        ).fetchall()[0]
+        attempts = con.execute("select count(*) from jobs").fetchall()[0][0]
+        waits = con.sql("select wait_s from jobs where gpus >= 64 and wait_s is not null").pl()
     shown = {m.label: m.value for m in at.metric}
     assert shown["Occupancy"] == f"{occ:.1%}"
     assert shown["GPU-hours allocated"] == f"{gpu_h:,.0f}"

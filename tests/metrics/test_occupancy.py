@@ -17,7 +17,9 @@ def _t(h: int, m: int = 0, day: int = 1) -> dt.datetime:
     return dt.datetime(2026, 1, day, h, m, tzinfo=UTC)
 
 
-def _attempts(rows: list[tuple[str, float, dt.datetime | None, dt.datetime | None]]) -> pl.LazyFrame:
+def _attempts(
+    rows: list[tuple[str, float, dt.datetime | None, dt.datetime | None]],
+) -> pl.LazyFrame:
     return pl.DataFrame(
         rows,
         schema={

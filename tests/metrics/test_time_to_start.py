@@ -41,6 +41,14 @@ def test_naive_percentiles_per_bucket_exclude_cpu_only_and_unknown_eligible() ->
     out = naive_wait_percentiles(df.lazy()).collect()
     rows = {r["bucket"]: r for r in out.iter_rows(named=True)}
     assert set(rows) == {"1", "2-8", None}
-    assert (rows["1"]["jobs"], rows["1"]["naive_p50_s"], rows["1"]["naive_p90_s"]) == (3, 20.0, 30.0)
+    assert (rows["1"]["jobs"], rows["1"]["naive_p50_s"], rows["1"]["naive_p90_s"]) == (
+        3,
+        20.0,
+        30.0,
+    )
     assert (rows["2-8"]["jobs"], rows["2-8"]["naive_p99_s"]) == (1, 100.0)
-    assert (rows[None]["jobs"], rows[None]["naive_p50_s"], rows[None]["naive_p90_s"]) == (4, 20.0, 100.0)
+    assert (rows[None]["jobs"], rows[None]["naive_p50_s"], rows[None]["naive_p90_s"]) == (
+        4,
+        20.0,
+        100.0,
+    )

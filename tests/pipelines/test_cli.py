@@ -68,7 +68,8 @@ def test_snowman_delimited_file_with_trailing_delimiter_loads(tmp_path: Path) ->
     result = runner.invoke(
         app,
         ["ingest", "sacct", str(FIXTURES / "hb-jobinfo" / "sacct.txt"), "--db", str(db),
-         "--delimiter", "☃", "--fields", HB_FIELDS, "--cluster", "habrok", "--tz", "Europe/Amsterdam"],
+         "--delimiter", "☃", "--fields", HB_FIELDS, "--cluster", "habrok",
+         "--tz", "Europe/Amsterdam"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "0 rejected" in result.output
@@ -87,7 +88,9 @@ def test_snowman_delimited_file_with_trailing_delimiter_loads(tmp_path: Path) ->
 
 def test_missing_file_fails_with_its_name(tmp_path: Path) -> None:
     """A path that does not exist exits non-zero and names the file."""
-    result = runner.invoke(app, ["ingest", "sacct", str(tmp_path / "nope.psv"), "--db", str(tmp_path / "x.db")])
+    result = runner.invoke(
+        app, ["ingest", "sacct", str(tmp_path / "nope.psv"), "--db", str(tmp_path / "x.db")]
+    )
     assert result.exit_code != 0
     assert "nope.psv" in result.output
 
@@ -110,11 +113,25 @@ def test_k8s_events_and_dcgm_real_files_load(tmp_path: Path) -> None:
     assert _rows(db, "select count(*) as n from k8s_events") == [{"n": "9"}]
     assert rows[0]["count"] == "2"
     dcgm = FIXTURES / "dcgm-exporter" / "issue_metrics_pastes.prom"
-    r2 = runner.invoke(app, ["ingest", "dcgm", str(dcgm), "--db", str(db), "--cluster", "gpu",
-                                 "--scrape-time", "2023-09-15T12:00:00Z"])
+    r2 = runner.invoke(
+        app,
+        [
+            "ingest",
+            "dcgm",
+            str(dcgm),
+            "--db",
+            str(db),
+            "--cluster",
+            "gpu",
+            "--scrape-time",
+            "2023-09-15T12:00:00Z",
+        ],
+    )
     assert r2.exit_code == 0, r2.output
     n = int(_rows(db, "select count(*) as n from dcgm_samples")[0]["n"])
-    rejected = int(_rows(db, "select count(*) as n from rejected_rows where source = 'dcgm'")[0]["n"])
+    rejected = int(
+        _rows(db, "select count(*) as n from rejected_rows where source = 'dcgm'")[0]["n"]
+    )
     assert n > 0 and rejected == 0
     ts = _rows(db, "select distinct ts from dcgm_samples")
     assert [r["ts"] for r in ts] == ["2023-09-15T12:00:00.000000+0000"]
@@ -123,7 +140,9 @@ def test_k8s_events_and_dcgm_real_files_load(tmp_path: Path) -> None:
 def test_sql_formats(tmp_path: Path) -> None:
     """csv prints a header and NULL as an empty field; json prints a list of records."""
     f = tmp_path / "s.psv"
-    f.write_text("JobID|State|Start|End|AllocTRES\n1|RUNNING|2026-11-02T10:00:00|Unknown|gres/gpu=1\n")
+    f.write_text(
+        "JobID|State|Start|End|AllocTRES\n1|RUNNING|2026-11-02T10:00:00|Unknown|gres/gpu=1\n"
+    )
     db = tmp_path / "x.duckdb"
     assert runner.invoke(app, ["ingest", "sacct", str(f), "--db", str(db)]).exit_code == 0
     out = _sql(db, "select job_id, end_at from jobs")

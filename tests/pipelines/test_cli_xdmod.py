@@ -1,4 +1,4 @@
-"""`goodput ingest sacct` + `goodput sql` on XDMoD's real shredder inputs give XDMoD's expected values.
+"""`goodput ingest sacct` + `goodput sql` on XDMoD's real shredder inputs give XDMoD's values.
 
 XDMoD skips running, pending and unknown-state rows by its own policy; we keep running and
 pending rows and reject unknown states with a reason. XDMoD's resource name (``testresource``) is
@@ -38,7 +38,7 @@ def _sql(db: Path, query: str) -> list[dict[str, str]]:
 
 @pytest.mark.usefixtures("isolated_config")
 def test_accounting_logs_match_xdmod_expected_values(tmp_path: Path) -> None:
-    """Times (epoch), elapsed, time limit, state, GPUs and node list of the 4 jobs as XDMoD expects."""
+    """Times, elapsed, time limit, state, GPUs and node list of the 4 jobs as XDMoD expects."""
     db = tmp_path / "x.duckdb"
     out = _ingest(db, XDMOD / "shredder_slurm_input" / "accounting-logs.log")
     assert "4 rows loaded, 0 rejected" in out
@@ -78,7 +78,9 @@ def test_array_task_lists_match_xdmod(tmp_path: Path) -> None:
     expected = json.loads(
         (XDMOD / "shredder_slurm_output" / "accounting-logs-with-job-arrays.json").read_text()
     )
-    rows = _sql(db, "select array_job_id, array_task_id, state from slurm_jobs order by array_task_id")
+    rows = _sql(
+        db, "select array_job_id, array_task_id, state from slurm_jobs order by array_task_id"
+    )
     tasks = [int(r["array_task_id"]) for r in rows]
     assert tasks == sorted({t for lst in expected for t in lst})
     assert {r["array_job_id"] for r in rows} == {"4103947"}
@@ -91,7 +93,10 @@ def test_running_and_pending_kept_unknown_states_rejected(tmp_path: Path) -> Non
     db = tmp_path / "x.duckdb"
     _ingest(db, XDMOD / "shredder_slurm_input" / "non-ended-job-state.log")
     rows = _sql(db, "select job_id, state, start_at, end_at from slurm_jobs order by job_id")
-    assert [(r["job_id"], r["state"]) for r in rows] == [("3451067", "RUNNING"), ("3483276", "PENDING")]
+    assert [(r["job_id"], r["state"]) for r in rows] == [
+        ("3451067", "RUNNING"),
+        ("3483276", "PENDING"),
+    ]
     assert rows[0]["start_at"] != "" and rows[0]["end_at"] == ""
     assert rows[1]["start_at"] == "" and rows[1]["end_at"] == ""
     jobs = _sql(db, "select job_id from jobs")
