@@ -1,0 +1,112 @@
+"""Slurm identity rules (METRICS.md "Units and identities") through the parser and the resolver."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipelines.registry import empty_registry
+from pipelines.slurm._identity import resolve_slurm_jobs, slurm_attempts
+from pipelines.slurm._sacct_parse import parse_sacct
+
+HEADER = "JobID|JobIDRaw|Account|State|Submit|Eligible|Start|End|AllocTRES"
+
+
+def _load(*files: str) -> pl.DataFrame:
+    """Parse each text as its own export (ingest ids 1, 2, …) and resolve identities."""
+    frames = []
+    for i, text in enumerate(files, 1):
+        rows = parse_sacct(f"export{i}.psv", text=text, cluster="c", tz="UTC").rows
+        frames.append(rows.with_columns(pl.lit(i, dtype=pl.Int64()).alias("ingest_id")))
+    _teams, mapping = empty_registry()
+    acct = mapping.filter(pl.col("kind") == "slurm_account").lazy()
+    return resolve_slurm_jobs(pl.concat(frames).lazy(), acct).collect()
+
+
+def test_requeued_job_has_one_attempt_per_allocation() -> None:
+    """`sacct -D` lists a requeued job twice: attempts 0 and 1 ordered by start, each its own wait."""
+    out = _load(
+        HEADER + "\n"
+        "7|7|a|REQUEUED|2026-11-02T00:00:00|2026-11-02T00:00:00|2026-11-02T00:10:00|"
+        "2026-11-02T01:00:00|gres/gpu=4\n"
+        "7|7|a|COMPLETED|2026-11-02T00:00:00|2026-11-02T01:02:00|2026-11-02T01:05:00|"
+        "2026-11-02T02:05:00|gres/gpu=4\n"
+    )
+    att = slurm_attempts(out.lazy()).collect().sort("attempt")
+    assert att["attempt"].to_list() == [0, 1]
+    assert att["state"].to_list() == ["REQUEUED", "COMPLETED"]
+    assert att["wait_s"].to_list() == [600.0, 180.0]
+    assert att["gpu_s"].to_list() == [4 * 3000.0, 4 * 3600.0]
+
+
+def test_pending_row_superseded_when_the_job_starts_later() -> None:
+    """A job PENDING in Monday's export and COMPLETED in Tuesday's is one started row."""
+    monday = HEADER + "\n8|8|a|PENDING|2026-11-02T23:00:00|2026-11-02T23:00:00|Unknown|Unknown|\n"
+    tuesday = (
+        HEADER + "\n8|8|a|COMPLETED|2026-11-02T23:00:00|2026-11-02T23:00:00|"
+        "2026-11-03T01:00:00|2026-11-03T02:00:00|gres/gpu=1\n"
+    )
+    out = _load(monday, tuesday)
+    assert out.height == 1
+    assert out["state"].to_list() == ["COMPLETED"]
+    assert out["attempt"].to_list() == [0]
+
+
+def test_overlapping_exports_update_instead_of_duplicating() -> None:
+    """RUNNING in one window and COMPLETED in the next: kept once, with the final state and end."""
+    running = (
+        HEADER + "\n9|9|a|RUNNING|2026-11-02T10:00:00|2026-11-02T10:00:00|"
+        "2026-11-02T11:00:00|Unknown|gres/gpu=2\n"
+    )
+    done = (
+        HEADER + "\n9|9|a|COMPLETED|2026-11-02T10:00:00|2026-11-02T10:00:00|"
+        "2026-11-02T11:00:00|2026-11-03T01:00:00|gres/gpu=2\n"
+    )
+    for order in ((running, done), (done, running)):
+        out = _load(*order)
+        assert out.height == 1, order
+        assert out["state"].to_list() == ["COMPLETED"]
+        assert out["gpu_s"].to_list() == [2 * 14 * 3600.0]
+
+
+def test_job_requeued_and_pending_again_is_not_superseded() -> None:
+    """After a requeue the job pends again: that pending row (eligible after the last start) stays."""
+    out = _load(
+        HEADER + "\n"
+        "10|10|a|REQUEUED|2026-11-02T00:00:00|2026-11-02T00:00:00|2026-11-02T00:10:00|"
+        "2026-11-02T01:00:00|gres/gpu=1\n"
+        "10|10|a|PENDING|2026-11-02T00:00:00|2026-11-02T01:02:00|Unknown|Unknown|\n"
+    )
+    assert sorted(out["state"].to_list()) == ["PENDING", "REQUEUED"]
+    assert slurm_attempts(out.lazy()).collect().height == 1
+
+
+def test_steps_never_add_gpu_seconds_and_take_their_allocation_attempt() -> None:
+    """`.batch` and `.extern` repeat the TRES: gpu_s is NULL on them; attempt is the parent's."""
+    out = _load(
+        HEADER + "\n"
+        "11|11|a|COMPLETED|2026-11-02T00:00:00|2026-11-02T00:00:00|2026-11-02T00:00:00|"
+        "2026-11-02T01:00:00|gres/gpu=8\n"
+        "11.batch|11.batch||COMPLETED|2026-11-02T00:00:00|2026-11-02T00:00:00|"
+        "2026-11-02T00:00:00|2026-11-02T01:00:00|gres/gpu=8\n"
+        "11.extern|11.extern||COMPLETED|2026-11-02T00:00:00|2026-11-02T00:00:00|"
+        "2026-11-02T00:00:00|2026-11-02T01:00:00|gres/gpu=8\n"
+    )
+    assert out.height == 3
+    alloc = out.filter(pl.col("step").is_null())
+    steps = out.filter(pl.col("step").is_not_null())
+    assert alloc["gpu_s"].to_list() == [8 * 3600.0]
+    assert steps["gpu_s"].null_count() == 2
+    assert steps["attempt"].to_list() == [0, 0]
+    assert slurm_attempts(out.lazy()).collect().height == 1
+
+
+def test_array_tasks_keyed_by_array_and_task() -> None:
+    """A pending `A_[1-3]` row expands per task; when task 2 starts (own JobIDRaw) it supersedes."""
+    out = _load(
+        HEADER + "\n20_[1-3]|20|a|PENDING|2026-11-02T00:00:00|2026-11-02T00:00:00|Unknown|Unknown|\n",
+        HEADER + "\n20_2|22|a|COMPLETED|2026-11-02T00:00:00|2026-11-02T00:00:00|"
+        "2026-11-02T00:30:00|2026-11-02T01:00:00|gres/gpu=1\n"
+        "20_[1,3]|20|a|PENDING|2026-11-02T00:00:00|2026-11-02T00:00:00|Unknown|Unknown|\n",
+    )
+    got = sorted(zip(out["job_key"].to_list(), out["state"].to_list(), strict=True))
+    assert got == [("20_1", "PENDING"), ("20_2", "COMPLETED"), ("20_3", "PENDING")]
