@@ -24,6 +24,7 @@ PACKAGES=(
 
 # --- other engineers: add your packages below this line (prometheus, chromium, chromium-driver) ---
 PACKAGES+=(
+    prometheus
 )
 # ------------------------------------------------------------------------------------------------
 

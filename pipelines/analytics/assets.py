@@ -36,6 +36,7 @@ CORE_ANALYTICS_KEYS = {
     "core.nodes": dg.AssetKey(["core", "nodes"]),
     "analytics.occupancy_hourly": dg.AssetKey(["analytics", "occupancy_hourly"]),
     "analytics.time_to_start_summary": dg.AssetKey(["analytics", "time_to_start_summary"]),
+    "analytics.data_quality": dg.AssetKey(["analytics", "data_quality"]),
 }
 
 _DESCRIPTIONS = {
@@ -46,6 +47,7 @@ _DESCRIPTIONS = {
     "core.nodes": "GPU nodes per cluster: inventory file, else nodes seen in the data (flagged).",
     "analytics.occupancy_hourly": "Allocated GPU-seconds against capacity per cluster and hour.",
     "analytics.time_to_start_summary": "Naive wait percentiles per cluster and size bucket.",
+    "analytics.data_quality": "Data-quality findings: GPUs not tracked, DST repairs, rejects.",
 }
 
 

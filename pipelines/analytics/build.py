@@ -13,6 +13,7 @@ import duckdb
 import polars as pl
 
 from metrics import naive_wait_percentiles, occupancy_hourly
+from metrics.data_quality import DATA_QUALITY_SCHEMA, gpu_tracking_gaps
 from pipelines.config import Config
 from pipelines.kubernetes._attempts import pod_attempts
 from pipelines.registry import UNATTRIBUTED, load_registry
@@ -32,7 +33,7 @@ JOBS_COLUMNS = [
 #: The published views, created in this order (each from ``sql/views/<name>.sql``).
 VIEWS = (
     "jobs", "slurm_jobs", "rejected_rows", "occupancy_hourly", "time_to_start_summary",
-    "k8s_events", "k8s_pods", "dcgm_samples", "ingests", "nodes",
+    "k8s_events", "k8s_pods", "dcgm_samples", "ingests", "nodes", "data_quality",
 )  # fmt: skip
 
 _INVENTORY_SCHEMA = {
@@ -121,6 +122,77 @@ def _as_of(frames: list[tuple[pl.DataFrame, list[str]]]) -> pl.DataFrame:
     return pl.concat(parts).group_by("cluster").agg(pl.col("as_of").max())
 
 
+def _data_quality(
+    con: duckdb.DuckDBPyConnection, s_att: pl.DataFrame, nodes: pl.DataFrame, jobs: pl.DataFrame
+) -> pl.DataFrame:
+    """Every data-quality finding: GPU tracking gaps, DST repairs, rejected rows, observed capacity."""
+    gpu_parts = (
+        pl.concat(
+            [
+                nodes.filter(pl.col("gpus") > 0).select("cluster", "partition"),
+                jobs.filter(pl.col("gpus") > 0).select("cluster", "partition"),
+            ]
+        )
+        .drop_nulls()
+        .unique()
+    )
+    parts = [gpu_tracking_gaps(s_att.lazy(), gpu_parts.lazy()).collect()]
+    ingests = _read(con, "raw.ingests")
+    if ingests.height:
+        info = ingests.select(
+            "cluster",
+            "file",
+            pl.col("info").str.json_path_match("$.dst_ambiguous").cast(pl.Float64).alias("amb"),
+            pl.col("info").str.json_path_match("$.dst_nonexistent").cast(pl.Float64).alias("non"),
+        )
+        for col, check, what in (
+            ("amb", "dst_ambiguous_times", "local times that occur twice, read as the earlier"),
+            ("non", "dst_nonexistent_times", "local times in a DST gap, shifted forward"),
+        ):
+            parts.append(
+                info.filter(pl.col(col) > 0).select(
+                    "cluster",
+                    pl.lit(None, dtype=pl.Date()).alias("day"),
+                    pl.lit(None, dtype=pl.String()).alias("partition"),
+                    pl.lit(check).alias("check"),
+                    pl.col(col).alias("value"),
+                    pl.format("{}: {}", pl.col("file"), pl.lit(what)).alias("detail"),
+                )
+            )
+    rejected = con.sql(
+        "SELECT i.cluster, r.source, r.reason, count(*) AS n FROM raw.rejected_rows r "
+        "JOIN raw.ingests i USING (ingest_id) GROUP BY ALL"
+    ).pl()
+    if rejected.height:
+        parts.append(
+            rejected.select(
+                "cluster",
+                pl.lit(None, dtype=pl.Date()).alias("day"),
+                pl.lit(None, dtype=pl.String()).alias("partition"),
+                pl.lit("rejected_rows").alias("check"),
+                pl.col("n").cast(pl.Float64).alias("value"),
+                pl.format("{}: {}", pl.col("source"), pl.col("reason")).alias("detail"),
+            )
+        )
+    observed = nodes.filter(pl.col("capacity_source") == "observed")
+    if observed.height:
+        parts.append(
+            observed.group_by("cluster").agg(pl.col("gpus").sum().alias("value")).select(
+                "cluster",
+                pl.lit(None, dtype=pl.Date()).alias("day"),
+                pl.lit(None, dtype=pl.String()).alias("partition"),
+                pl.lit("capacity_from_observed_nodes").alias("check"),
+                "value",
+                pl.lit("no inventory: capacity is the GPUs seen in allocations (a lower bound)").alias(
+                    "detail"
+                ),
+            )
+        )
+    return pl.concat([p.cast(DATA_QUALITY_SCHEMA) for p in parts]).sort(  # type: ignore[arg-type]
+        "cluster", "check", "day", "partition", nulls_last=True
+    )
+
+
 def create_views(con: duckdb.DuckDBPyConnection) -> None:
     """(Re)create every published view from ``sql/views/``."""
     for name in VIEWS:
@@ -195,6 +267,7 @@ def rebuild(
     ).join(as_of, on="cluster", how="left")
     tts = naive_wait_percentiles(jobs.lazy()).collect().join(as_of, on="cluster", how="left")
 
+    dq = _data_quality(con, s_att, nodes, jobs).join(as_of, on="cluster", how="left")
     written = {
         "core.slurm_jobs": slurm.join(as_of, on="cluster", how="left"),
         "core.k8s_pods": pods,
@@ -203,6 +276,7 @@ def rebuild(
         "core.nodes": nodes,
         "analytics.occupancy_hourly": occ,
         "analytics.time_to_start_summary": tts,
+        "analytics.data_quality": dq,
     }
     for table, frame in written.items():
         _replace_table(con, table, frame)

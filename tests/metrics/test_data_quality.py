@@ -1,0 +1,36 @@
+"""Data-quality checks on literal frames."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+
+from metrics.data_quality import gpu_tracking_gaps
+
+
+def test_gpu_partition_day_without_gres_is_flagged_not_zero() -> None:
+    """Partition `gpu` has GPUs on day 1 but 2 allocations and no gres/gpu on day 2: day 2 flagged.
+
+    The CPU partition `cpu` is not a GPU partition, so its 0-GPU allocations are not flagged.
+    """
+    utc = dt.UTC
+    att = pl.DataFrame(
+        {
+            "cluster": ["c"] * 5,
+            "partition": ["gpu", "gpu", "gpu", "cpu", "gpu"],
+            "start_at": [
+                dt.datetime(2026, 11, 1, 10, tzinfo=utc),
+                dt.datetime(2026, 11, 2, 10, tzinfo=utc),
+                dt.datetime(2026, 11, 2, 11, tzinfo=utc),
+                dt.datetime(2026, 11, 2, 12, tzinfo=utc),
+                None,
+            ],
+            "gpus": [4.0, 0.0, 0.0, 0.0, 0.0],
+        }
+    )
+    parts = pl.DataFrame({"cluster": ["c"], "partition": ["gpu"]})
+    out = gpu_tracking_gaps(att.lazy(), parts.lazy()).collect()
+    assert out.select("day", "partition", "check", "value").rows() == [
+        (dt.date(2026, 11, 2), "gpu", "gpus_not_tracked", 2.0)
+    ]
