@@ -12,6 +12,7 @@ import polars as pl
 import streamlit as st
 
 from dashboards import queries
+from metrics.schema import SIZE_BUCKETS
 from pipelines.config import load_config
 
 st.set_page_config(page_title="goodput", layout="wide")
@@ -78,6 +79,7 @@ if waits.height:
         facet_col="cluster",
         barmode="group",
         labels={"wait_h": "wait (h)"},
+        category_orders={"bucket": [label for label, _lo, _hi in SIZE_BUCKETS] + ["all"]},
     )
     st.plotly_chart(fig2, key="wait_chart")
 st.dataframe(waits, key="wait_table")

@@ -22,11 +22,17 @@ PACKAGES=(
     libnss-wrapper
 )
 
-# --- other engineers: add your packages below this line (prometheus, chromium, chromium-driver) ---
+# tests/integration/prometheus: a real Prometheus (with promtool to backfill DCGM series).
 PACKAGES+=(
     prometheus
 )
-# ------------------------------------------------------------------------------------------------
+
+# tests/dashboards: headless Chromium and its driver for the browser checks (never a test tool's
+# own downloaded browser).
+PACKAGES+=(
+    chromium
+    chromium-driver
+)
 
 SUDO=()
 if [[ ${EUID} -ne 0 ]]; then
