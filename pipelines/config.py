@@ -48,6 +48,11 @@ class Config:
     idle_activity: float
     default_cluster: str
     clusters: tuple[ClusterConfig, ...] = field(default_factory=tuple)
+    #: Input kind → ``file`` (exported files under ``inputs``) or its live twin (``cli`` for
+    #: sacct, ``prometheus`` for dcgm); live twins spool to ``inputs`` too.
+    sources: dict[str, str] = field(default_factory=dict)
+    #: ``none`` | ``bearer`` | ``basic``: which GOODPUT_PROMETHEUS_* variables hold credentials.
+    prometheus_auth: str = "none"
 
     def cluster(self, name: str) -> ClusterConfig:
         """The named cluster's settings; an unknown name gets UTC and no field list."""
@@ -136,4 +141,30 @@ def load_config(path: str | Path | None = None) -> Config:
         idle_activity=float(th.get("idle_activity", 0.05)),
         default_cluster=default_cluster,
         clusters=tuple(clusters),
+        sources=_sources(raw.get("sources", {}), cfg_path),
+        prometheus_auth=_choice(
+            str(prom.get("auth", "none")),
+            ("none", "bearer", "basic"),
+            f"{cfg_path}: prometheus.auth",
+        ),
     )
+
+
+_SOURCE_CHOICES = {"sacct": ("file", "cli"), "dcgm": ("file", "prometheus")}
+
+
+def _choice(value: str, allowed: tuple[str, ...], where: str) -> str:
+    if value not in allowed:
+        raise ConfigError(f"{where}: {value!r} is not one of {', '.join(allowed)}")
+    return value
+
+
+def _sources(raw: object, cfg_path: Path) -> dict[str, str]:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{cfg_path}: [sources] must be a table")
+    out = {}
+    for kind, value in raw.items():
+        if kind not in _SOURCE_CHOICES:
+            raise ConfigError(f"{cfg_path}: sources.{kind}: unknown input kind")
+        out[kind] = _choice(str(value), _SOURCE_CHOICES[kind], f"{cfg_path}: sources.{kind}")
+    return out

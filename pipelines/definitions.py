@@ -9,20 +9,41 @@ import dagster as dg
 from dagster_duckdb import DuckDBResource
 
 from pipelines._raw_assets import SettingsResource
+from pipelines._sources import InputSource
 from pipelines.analytics.assets import core_and_analytics, serving_copy
 from pipelines.config import Config, load_config
 from pipelines.dcgm.assets import build_dcgm_assets
-from pipelines.dcgm.resources import DcgmFileSource
+from pipelines.dcgm.resources import DcgmFileSource, PrometheusDcgmSource
 from pipelines.kubernetes.assets import build_kubernetes_assets
 from pipelines.kubernetes.resources import K8sEventsFileSource, K8sPodsFileSource
 from pipelines.partitions import cluster_day_partitions
 from pipelines.slurm.assets import build_slurm_assets
-from pipelines.slurm.resources import SacctFileSource
+from pipelines.slurm.resources import SacctCliSource, SacctFileSource
 
 __all__ = ["ANALYTICS_JOB", "RAW_JOB", "build_defs", "defs"]
 
 RAW_JOB = "raw_ingest"
 ANALYTICS_JOB = "analytics_refresh"
+
+
+def _sacct_source(cfg: Config) -> InputSource:
+    if cfg.sources.get("sacct") == "cli":
+        return SacctCliSource(spool_dir=str(cfg.inputs_dir))
+    return SacctFileSource(inputs_dir=str(cfg.inputs_dir))
+
+
+def _dcgm_source(cfg: Config) -> InputSource:
+    if cfg.sources.get("dcgm") == "prometheus":
+        if cfg.prometheus_auth == "none":
+            return PrometheusDcgmSource(
+                url=cfg.prometheus_url, spool_dir=str(cfg.inputs_dir), step_s=cfg.prometheus_step_s
+            )
+        return PrometheusDcgmSource.from_env(
+            str(cfg.inputs_dir),
+            auth=cfg.prometheus_auth,  # type: ignore[arg-type]  # checked by load_config
+            step_s=cfg.prometheus_step_s,
+        )
+    return DcgmFileSource(inputs_dir=str(cfg.inputs_dir))
 
 
 def build_defs(cfg: Config | None = None) -> dg.Definitions:
@@ -56,10 +77,10 @@ def build_defs(cfg: Config | None = None) -> dg.Definitions:
         resources={
             "duckdb": DuckDBResource(database=str(cfg.warehouse_path)),
             "settings": SettingsResource(config_path=str(cfg.path)),
-            "sacct_source": SacctFileSource(inputs_dir=inputs),
+            "sacct_source": _sacct_source(cfg),
             "k8s_events_source": K8sEventsFileSource(inputs_dir=inputs),
             "k8s_pods_source": K8sPodsFileSource(inputs_dir=inputs),
-            "dcgm_source": DcgmFileSource(inputs_dir=inputs),
+            "dcgm_source": _dcgm_source(cfg),
         },
     )
 

@@ -1,0 +1,132 @@
+"""Benchmark: ingest of a generated sacct file against DuckDB's own read_csv of the same file.
+
+Writes a ``sacct --parsable2 --duplicates`` file with N allocations, each followed by its
+``.batch`` and ``.extern`` steps (3N lines), then measures in separate processes (so peak memory
+is each one's own):
+
+- floor: DuckDB ``read_csv(all_varchar)`` of the file into a table of strings;
+- ours: ``parse_sacct`` (every value typed, identities, GPUs, hostlists) plus the load into the
+  warehouse's raw table (``load_parse_result``).
+
+Usage: ``python bench/bench_sacct_ingest.py [--allocations 1000000]``. Prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import polars as pl
+
+FIELDS = (
+    "JobID|JobIDRaw|Cluster|Partition|QOS|Account|User|Submit|Eligible|Start|End|Elapsed|"
+    "ExitCode|State|NNodes|NCPUS|ReqTRES|AllocTRES|Timelimit|NodeList|JobName"
+)
+
+
+def write_file(path: Path, n: int) -> None:
+    """N allocations + 2N steps, built column-wise with polars (seconds for millions of rows)."""
+    i = pl.int_range(0, n, eager=True).alias("i")
+    base = pl.DataFrame(i).with_columns(
+        (pl.col("i") + 1_000_000).cast(pl.String).alias("id"),
+        (pl.col("i") % 64 + 1).alias("node"),
+        (pl.col("i") % 8 + 1).alias("g"),
+        pl.datetime(2026, 1, 1, time_zone=None).alias("t0"),
+    )
+    t = base.with_columns(
+        (pl.col("t0") + pl.duration(seconds=pl.col("i") * 31)).alias("submit"),
+        (pl.col("t0") + pl.duration(seconds=pl.col("i") * 31 + 600)).alias("start"),
+        (pl.col("t0") + pl.duration(seconds=pl.col("i") * 31 + 600 + 3600)).alias("end"),
+    ).with_columns(
+        pl.col("submit").dt.strftime("%Y-%m-%dT%H:%M:%S").alias("s"),
+        pl.col("start").dt.strftime("%Y-%m-%dT%H:%M:%S").alias("st"),
+        pl.col("end").dt.strftime("%Y-%m-%dT%H:%M:%S").alias("en"),
+        pl.format("gpu-{}", pl.col("node").cast(pl.String).str.zfill(3)).alias("host"),
+        pl.format("billing={},cpu={},gres/gpu={},mem=64G,node=1", "g", "g", "g").alias("tres"),
+    )
+
+    def rows(suffix: str, name: str) -> pl.DataFrame:
+        return t.select(
+            pl.concat_str(
+                [
+                    pl.col("id") + suffix, pl.col("id") + suffix, pl.lit("bench"), pl.lit("gpu"),
+                    pl.lit("normal"), pl.format("team{}", pl.col("i") % 12), pl.lit("alice"),
+                    "s", "s", "st", "en", pl.lit("01:00:00"), pl.lit("0:0"), pl.lit("COMPLETED"),
+                    pl.lit("1"), pl.col("g").cast(pl.String), "tres", "tres",
+                    pl.lit("04:00:00"), "host", pl.lit(name),
+                ],
+                separator="|",
+            ).alias("line"),
+            pl.col("i"),
+            pl.lit({"": 0, ".batch": 1, ".extern": 2}[suffix]).alias("k"),
+        )  # fmt: skip
+
+    allrows = pl.concat([rows("", "train"), rows(".batch", "batch"), rows(".extern", "extern")])
+    lines = allrows.sort("i", "k")["line"]
+    with path.open("w", encoding="utf-8") as fh:
+        fh.write(FIELDS + "\n")
+        fh.write("\n".join(lines.to_list()))
+        fh.write("\n")
+
+
+def _child(kind: str, path: str, db: str) -> None:
+    import duckdb
+
+    t0 = time.perf_counter()
+    if kind == "floor":
+        with duckdb.connect(db) as con:
+            con.execute(
+                "CREATE TABLE t AS SELECT * FROM read_csv(?, delim='|', header=true, all_varchar=true,"
+                " quote='', escape='')",
+                [path],
+            )
+            rows = con.execute("SELECT count(*) FROM t").fetchall()[0][0]
+    else:
+        from pipelines.ingest import IngestOptions, ingest_file
+        from pipelines.warehouse import connect, init_warehouse
+
+        with connect(db) as con:
+            init_warehouse(con)
+            stats = ingest_file(con, "sacct", Path(path), IngestOptions(cluster="bench", tz="UTC"))
+            rows = stats.rows_loaded
+    elapsed = time.perf_counter() - t0
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"kind": kind, "seconds": elapsed, "rows": rows, "peak_mb": peak_mb}))
+
+
+def main() -> None:
+    """Generate, measure both in subprocesses, print the figures and ratios as JSON."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--allocations", type=int, default=1_000_000)
+    ap.add_argument("--child", nargs=3, metavar=("KIND", "PATH", "DB"))
+    args = ap.parse_args()
+    if args.child:
+        _child(*args.child)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        f = Path(tmp) / "sacct.psv"
+        t0 = time.perf_counter()
+        write_file(f, args.allocations)
+        gen_s = time.perf_counter() - t0
+        out = {"allocations": args.allocations, "lines": 3 * args.allocations,
+               "file_mb": f.stat().st_size / 1e6, "generate_s": gen_s}  # fmt: skip
+        for kind in ("floor", "ours"):
+            db = str(Path(tmp) / f"{kind}.duckdb")
+            proc = subprocess.run(
+                [sys.executable, __file__, "--child", kind, str(f), db],
+                check=True, capture_output=True, text=True,
+            )  # fmt: skip
+            out[kind] = json.loads(proc.stdout.strip().splitlines()[-1])
+        out["ratio_to_floor"] = out["ours"]["seconds"] / out["floor"]["seconds"]
+        out["rows_per_s"] = out["ours"]["rows"] / out["ours"]["seconds"]
+        print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
