@@ -11,6 +11,7 @@ from dagster_duckdb import DuckDBResource
 from pipelines._raw_assets import SettingsResource
 from pipelines._sources import InputSource
 from pipelines.analytics.assets import core_and_analytics, serving_copy
+from pipelines.automation import build_daily_schedules, build_new_files_sensor
 from pipelines.config import Config, load_config
 from pipelines.dcgm.assets import build_dcgm_assets
 from pipelines.dcgm.resources import DcgmFileSource, PrometheusDcgmSource
@@ -60,20 +61,21 @@ def build_defs(cfg: Config | None = None) -> dg.Definitions:
         *build_dcgm_assets(parts),
     ]
     inputs = str(cfg.inputs_dir)
+    raw_job = dg.define_asset_job(
+        RAW_JOB,
+        selection=dg.AssetSelection.key_prefixes("raw"),
+        description="Load one cluster-day of every input kind.",
+    )
+    analytics_job = dg.define_asset_job(
+        ANALYTICS_JOB,
+        selection=dg.AssetSelection.key_prefixes("core", "analytics"),
+        description="Recompute core + analytics; publish the serving copy.",
+    )
     return dg.Definitions(
         assets=[*raw_assets, core_and_analytics, serving_copy],
-        jobs=[
-            dg.define_asset_job(
-                RAW_JOB,
-                selection=dg.AssetSelection.key_prefixes("raw"),
-                description="Load one cluster-day of every input kind.",
-            ),
-            dg.define_asset_job(
-                ANALYTICS_JOB,
-                selection=dg.AssetSelection.key_prefixes("core", "analytics"),
-                description="Recompute core + analytics; publish the serving copy.",
-            ),
-        ],
+        jobs=[raw_job, analytics_job],
+        schedules=build_daily_schedules(cfg, RAW_JOB, ANALYTICS_JOB),
+        sensors=[build_new_files_sensor(cfg, raw_job, analytics_job)],
         resources={
             "duckdb": DuckDBResource(database=str(cfg.warehouse_path)),
             "settings": SettingsResource(config_path=str(cfg.path)),

@@ -1,0 +1,97 @@
+"""Schedules and sensors: a daily run per cluster, and a sensor that loads new input files."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import dagster as dg
+
+from pipelines._file_source import KIND_GLOBS, _day_of, _files
+from pipelines.config import Config
+
+__all__ = ["build_daily_schedules", "build_new_files_sensor", "input_fingerprints"]
+
+
+def input_fingerprints(inputs_dir: Path, clusters: list[str]) -> dict[str, list[object]]:
+    """Every input file as ``path → [cluster, day, mtime_ns, size]``."""
+    out: dict[str, list[object]] = {}
+    for cluster in clusters:
+        for kind in KIND_GLOBS:
+            for p in _files(inputs_dir / cluster, kind):
+                st = p.stat()
+                out[str(p)] = [cluster, _day_of(p), st.st_mtime_ns, st.st_size]
+    return out
+
+
+def build_new_files_sensor(
+    cfg: Config,
+    raw_job: dg.UnresolvedAssetJobDefinition,
+    analytics_job: dg.UnresolvedAssetJobDefinition,
+) -> dg.SensorDefinition:
+    """A sensor that requests a raw run for each cluster-day with a new or changed input file.
+
+    The cursor holds each file's modification time and size; a partition is requested once per
+    change (the run key names the partition and the change), then one analytics refresh.
+    """
+    clusters = [c.name for c in cfg.clusters] or [cfg.default_cluster]
+
+    @dg.sensor(
+        name="new_input_files",
+        jobs=[raw_job, analytics_job],
+        minimum_interval_seconds=60,
+        default_status=dg.DefaultSensorStatus.STOPPED,
+        description="Load each cluster-day whose input files are new or changed, then refresh.",
+    )
+    def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        seen: dict[str, list[object]] = json.loads(context.cursor) if context.cursor else {}
+        now = input_fingerprints(cfg.inputs_dir, clusters)
+        changed = sorted({(v[0], v[1]) for k, v in now.items() if seen.get(k) != v})
+        stamp = max((int(str(v[2])) for v in now.values()), default=0)
+        requests = [
+            dg.RunRequest(
+                run_key=f"{cluster}|{day}|{stamp}",
+                partition_key=dg.MultiPartitionKey({"cluster": str(cluster), "date": str(day)}),
+                job_name=raw_job.name,
+            )
+            for cluster, day in changed
+        ]
+        if requests:
+            requests.append(dg.RunRequest(run_key=f"refresh|{stamp}", job_name=analytics_job.name))
+        return dg.SensorResult(run_requests=requests, cursor=json.dumps(now, sort_keys=True))
+
+    return _sensor
+
+
+def build_daily_schedules(
+    cfg: Config, raw_job: str, analytics_job: str
+) -> list[dg.ScheduleDefinition]:
+    """At 00:30 UTC, load yesterday for every cluster; at 01:30 UTC, refresh analytics."""
+    clusters = [c.name for c in cfg.clusters] or [cfg.default_cluster]
+
+    @dg.schedule(
+        name="daily_ingest",
+        cron_schedule="30 0 * * *",
+        execution_timezone="UTC",
+        job_name=raw_job,
+        description="Yesterday's partition of every cluster (live sources fetch it then).",
+    )
+    def _daily(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
+        day = (context.scheduled_execution_time.date() - dt.timedelta(days=1)).isoformat()
+        return [
+            dg.RunRequest(
+                run_key=f"{c}|{day}",
+                partition_key=dg.MultiPartitionKey({"cluster": c, "date": day}),
+            )
+            for c in clusters
+        ]
+
+    refresh = dg.ScheduleDefinition(
+        name="daily_analytics_refresh",
+        cron_schedule="30 1 * * *",
+        execution_timezone="UTC",
+        job_name=analytics_job,
+        description="Recompute core and analytics and publish the serving copy.",
+    )
+    return [_daily, refresh]
