@@ -1,0 +1,422 @@
+"""Real Slurm through the pipeline: what it publishes agrees with sreport and with sacct.
+
+Two clusters go through the code path the pipeline uses — ``ingest_file`` into a fresh warehouse,
+then ``rebuild`` — and the published views are compared with Slurm's own numbers
+(METRICS.md "Reconciliation"):
+
+* the ``slurm_cluster`` fixture's live cluster, read through the LIVE sources
+  (:class:`~pipelines.slurm.resources.SacctCliSource` and
+  :class:`~pipelines.slurm.resources.SlurmStateCliSource`, run with the cluster's environment);
+  its goodput.toml puts it in America/New_York, as a real site might, so the test also shows
+  that the spooled files do not depend on the zone they are read in;
+* the shared lab capture in ``tests/fixtures/slurm-22.05-lab/`` (no cluster needed).
+
+For the hour sreport rolled up: Σ ``allocated_gpu_s`` = sreport *Allocated* within 1 %;
+capacity = sreport *Reported*, from the cluster's TRES registration events and (where the cluster
+was up all hour) from the inventory built out of ``scontrol show nodes``; job, attempt and state
+counts = what sacct printed; the requeued job has two attempts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipelines._parse_result import ParseResult
+from pipelines.analytics.build import rebuild
+from pipelines.config import Config, load_config
+from pipelines.ingest import IngestOptions, ingest_file
+from pipelines.slurm._cluster_state import (
+    inventory_from_nodes,
+    parse_sacctmgr_events,
+    parse_scontrol_nodes,
+    parse_sdiag,
+    parse_sprio,
+    parse_sshare,
+    registered_gpu_seconds_hourly,
+)
+from pipelines.slurm.resources import SacctCliSource, SlurmStateCliSource
+from pipelines.warehouse import IngestStats, connect, init_warehouse
+from tests.conftest import FIXTURES
+from tests.integration.slurm import CLUSTER_NAME, GPUS_PER_NODE, NODE_NAMES, ClusterRun
+
+LAB = FIXTURES / "slurm-22.05-lab"
+LAB_CLUSTER = "lab"
+#: The live cluster's zone in its goodput.toml: not UTC on purpose (see the module docstring).
+LIVE_TZ = "America/New_York"
+
+Row = dict[str, str]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def write_cluster_config(folder: Path, cluster: str, timezone: str) -> Path:
+    """A goodput.toml in ``folder`` (as ``tests.conftest.write_config``) for one Slurm cluster."""
+    text = f"""
+default_cluster = "{cluster}"
+[warehouse]
+path = "{folder / "warehouse.duckdb"}"
+serving_path = "{folder / "serving.duckdb"}"
+inputs = "{folder / "inputs"}"
+inventory = "{folder / "inventory"}"
+registry = "{folder / "registry.yaml"}"
+partitions_start = "2026-01-01"
+[[clusters]]
+name = "{cluster}"
+scheduler = "slurm"
+timezone = "{timezone}"
+"""
+    path = folder / "goodput.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@dataclass(frozen=True)
+class Published:
+    """What the pipeline published for one cluster, read back from the warehouse views."""
+
+    cfg: Config
+    stats: IngestStats
+    occupancy: pl.DataFrame
+    slurm_jobs: pl.DataFrame
+    jobs: pl.DataFrame
+
+
+def run_pipeline(
+    work: Path, cluster: str, timezone: str, sacct: Path, nodes: ParseResult
+) -> Published:
+    """Ingest one sacct file and the node inventory into a fresh warehouse, rebuild, read back."""
+    cfg = load_config(write_cluster_config(work, cluster, timezone))
+    cfg.inventory_dir.mkdir(parents=True, exist_ok=True)
+    inventory_from_nodes(nodes.rows).write_csv(cfg.inventory_dir / f"{cluster}.csv")
+    # the options the raw asset uses: the cluster's configured zone for naive times
+    opts = IngestOptions(cluster=cluster, tz=cfg.cluster(cluster).timezone)
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        stats = ingest_file(con, "sacct", sacct, opts)
+        rebuild(con, cfg)
+
+        def view(name: str) -> pl.DataFrame:
+            frame: pl.DataFrame = con.sql(
+                f"SELECT * FROM {name} WHERE cluster = ?", params=[cluster]
+            ).pl()
+            return frame
+
+        return Published(cfg, stats, view("occupancy_hourly"), view("slurm_jobs"), view("jobs"))
+
+
+def sacct_rows(text: str) -> list[Row]:
+    """sacct ``--parsable2`` text → one dict per line, keyed by the header."""
+    header, *lines = text.splitlines()
+    names = header.split("|")
+    return [dict(zip(names, line.split("|"), strict=True)) for line in lines if line]
+
+
+def allocation_rows(text: str) -> list[Row]:
+    """Allocation rows (one per job attempt, or the pending row), not steps (``12.batch``)."""
+    return [row for row in sacct_rows(text) if "." not in row["JobID"]]
+
+
+def started(row: Row) -> bool:
+    """Whether sacct printed a start time (``None``/``Unknown`` when the job never ran)."""
+    return row["Start"] not in ("None", "Unknown", "")
+
+
+def hour_row(published: Published, hour: datetime) -> dict[str, object]:
+    """The ``occupancy_hourly`` row of ``hour``."""
+    rows = published.occupancy.filter(pl.col("hour") == hour)
+    assert rows.height == 1, published.occupancy
+    return rows.row(0, named=True)
+
+
+def allocation_state_counts(published: Published) -> Counter[str]:
+    """Allocation rows of ``slurm_jobs`` by state."""
+    states = published.slurm_jobs.filter(pl.col("is_allocation"))["state"].to_list()
+    return Counter(states)
+
+
+def sreport_file(path: Path) -> tuple[datetime, dict[str, int]]:
+    """The hour and ``gres/gpu`` numbers of a saved ``sreport -P cluster utilization``."""
+    hour = None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("Cluster Utilization "):
+            start = line.removeprefix("Cluster Utilization ").split(" - ")[0]
+            hour = datetime.fromisoformat(start).replace(tzinfo=UTC)
+        fields = line.split("|")
+        if len(fields) == 8 and fields[1] == "gres/gpu":
+            keys = ("Allocated", "Down", "PlannedDown", "Idle", "Planned", "Reported")
+            assert hour is not None
+            return hour, {key: int(value) for key, value in zip(keys, fields[2:], strict=True)}
+    raise AssertionError(f"no gres/gpu line in {path}")
+
+
+# --------------------------------------------------------------------------- the live cluster
+
+
+@dataclass(frozen=True)
+class LiveRun:
+    """The live cluster's hour, fetched by the live sources and run through the pipeline."""
+
+    run: ClusterRun
+    sacct_text: str
+    state: dict[str, Path]
+    nodes: ParseResult
+    events: ParseResult
+    published: Published
+
+
+@pytest.fixture(scope="module")
+def live(slurm_cluster: ClusterRun, tmp_path_factory: pytest.TempPathFactory) -> LiveRun:
+    """Fetch the fixture's day through the live sources, then ingest and rebuild.
+
+    The day is the one of the rolled-up hour on the cluster's clock (its daemons run up to an
+    hour behind the host's, so the host's date can be the next day just after midnight).
+    """
+    cluster = slurm_cluster.cluster
+    day = slurm_cluster.hour_start.date().isoformat()
+    work = tmp_path_factory.mktemp("live-pipeline")
+    spool = str(work / "inputs")
+    env, conf = cluster.env(), str(cluster.slurm_conf)
+    (sacct_file,) = SacctCliSource(spool_dir=spool, slurm_conf=conf, env=env).fetch(
+        CLUSTER_NAME, day
+    )
+    state_files = SlurmStateCliSource(spool_dir=spool, slurm_conf=conf, env=env).fetch(
+        CLUSTER_NAME, day
+    )
+    state = {path.name.split("_")[0]: path for path in state_files}
+    nodes = parse_scontrol_nodes(state["nodes"], cluster=CLUSTER_NAME)
+    events = parse_sacctmgr_events(state["events"], cluster=CLUSTER_NAME)
+    published = run_pipeline(work, CLUSTER_NAME, LIVE_TZ, sacct_file, nodes)
+    return LiveRun(
+        run=slurm_cluster,
+        sacct_text=sacct_file.read_text(encoding="utf-8"),
+        state=state,
+        nodes=nodes,
+        events=events,
+        published=published,
+    )
+
+
+@pytest.mark.slurm
+def test_live_sources_spool_where_the_pipeline_reads(live: LiveRun) -> None:
+    """sacct goes to ``<inputs>/<cluster>/sacct/sacct_<day>.psv``, state to ``slurm_state/``."""
+    day = live.run.hour_start.date().isoformat()
+    inputs = live.published.cfg.inputs_dir / CLUSTER_NAME
+    assert live.published.stats.file == str(inputs / "sacct" / f"sacct_{day}.psv")
+    assert sorted(live.state) == ["events", "nodes", "sdiag", "sprio", "sshare"]
+    assert live.state["events"] == inputs / "slurm_state" / f"events_{day}.txt"
+
+
+@pytest.mark.slurm
+def test_live_day_window_holds_every_job_of_the_hour(live: LiveRun) -> None:
+    """The UTC day sacct was asked for holds every allocation the hour's own capture holds."""
+    assert live.published.stats.rows_rejected == 0
+    day_ids = Counter(row["JobID"] for row in allocation_rows(live.sacct_text))
+    hour_ids = Counter(row["JobID"] for row in allocation_rows(live.run.sacct_text))
+    assert day_ids == hour_ids
+    assert set(day_ids) == {job.job_id for job in live.run.mix.jobs}
+
+
+@pytest.mark.slurm
+def test_live_allocated_matches_sreport(live: LiveRun) -> None:
+    """Σ ``allocated_gpu_s`` of the hour = sreport's Allocated GPU-seconds, within 1 %."""
+    row = hour_row(live.published, live.run.hour_start)
+    assert live.run.sreport["Allocated"] > 0
+    assert row["allocated_gpu_s"] == pytest.approx(live.run.sreport["Allocated"], rel=0.01)
+    # the whole mix ran inside the hour: no other hour holds allocated time
+    assert live.published.occupancy["allocated_gpu_s"].sum() == row["allocated_gpu_s"]
+
+
+@pytest.mark.slurm
+def test_live_capacity_matches_sreport_reported(live: LiveRun) -> None:
+    """Capacity = sreport's Reported (32 GPUs × 3600 s), from the events and from the inventory."""
+    reported = live.run.sreport["Reported"]
+    assert reported == len(NODE_NAMES) * GPUS_PER_NODE * 3600
+    assert live.events.rejected.height == 0
+    # sreport counts the rolled-up hour as complete (slurmdbd rolled it up with its clock an hour
+    # ahead); on the rest of the cluster's clock it is still under way, so the open registration
+    # event is counted to the hour's end, not to cluster.now()
+    assert live.run.cluster.now() < live.run.hour_end
+    registered = registered_gpu_seconds_hourly(
+        live.events.rows.lazy(), live.run.hour_start, live.run.hour_end,
+        as_of=live.run.hour_end,
+    ).collect()  # fmt: skip
+    assert registered.rows() == [(CLUSTER_NAME, live.run.hour_start, float(reported))]
+    row = hour_row(live.published, live.run.hour_start)
+    assert (row["capacity_gpu_s"], row["capacity_source"]) == (float(reported), "inventory")
+    # both capacity sources see the same GPUs
+    (registered_gpus,) = live.events.rows.filter(pl.col("event") == "cluster")["gpus"].to_list()
+    assert registered_gpus == live.nodes.rows["gpus"].sum() == len(NODE_NAMES) * GPUS_PER_NODE
+
+
+@pytest.mark.slurm
+def test_live_inventory_is_the_cluster_nodes(live: LiveRun) -> None:
+    """``scontrol show nodes`` through the live source: 4 idle nodes × 8 GPUs, partitions."""
+    assert live.nodes.rejected.height == 0
+    rows = live.nodes.rows.select("host", "gpus", "partition", "partitions", "base_state")
+    assert rows.rows() == [
+        ("gpu-001", 8.0, "gpu", ["gpu", "debug"], "IDLE"),
+        ("gpu-002", 8.0, "gpu", ["gpu", "debug"], "IDLE"),
+        ("gpu-003", 8.0, "gpu", ["gpu"], "IDLE"),
+        ("gpu-004", 8.0, "gpu", ["gpu"], "IDLE"),
+    ]
+
+
+@pytest.mark.slurm
+def test_live_counts_match_sacct(live: LiveRun) -> None:
+    """Jobs, attempts and allocation states in ``slurm_jobs``/``jobs`` = sacct's own lines."""
+    allocations = allocation_rows(live.sacct_text)
+    published = live.published
+    assert allocation_state_counts(published) == Counter(
+        row["State"].split()[0] for row in allocations
+    )
+    alloc_jobs = published.slurm_jobs.filter(pl.col("is_allocation"))
+    assert set(alloc_jobs["job_id"].to_list()) == {row["JobID"] for row in allocations}
+    assert published.jobs.height == sum(1 for row in allocations if started(row))
+    assert published.jobs["job_id"].n_unique() == len(
+        {r["JobID"] for r in allocations if started(r)}
+    )
+    assert published.slurm_jobs.height == len(sacct_rows(live.sacct_text))
+
+
+@pytest.mark.slurm
+def test_live_requeued_job_has_two_attempts(live: LiveRun) -> None:
+    """The requeued job: attempt 0 REQUEUED, attempt 1 COMPLETED, each holding its GPUs."""
+    job = live.run.mix.by_key("requeue")
+    attempts = live.published.jobs.filter(pl.col("job_id") == job.job_id).sort("attempt")
+    assert attempts.select("attempt", "state", "gpus").rows() == [
+        (0, "REQUEUED", float(job.gpus)),
+        (1, "COMPLETED", float(job.gpus)),
+    ]
+    first_end, second_start = attempts["end_at"][0], attempts["start_at"][1]
+    assert second_start >= first_end
+
+
+@pytest.mark.slurm
+def test_live_times_do_not_depend_on_the_configured_zone(live: LiveRun) -> None:
+    """Read as America/New_York, the epoch times still put every start inside the UTC hour."""
+    starts = live.published.jobs["start_at"]
+    assert starts.min() >= live.run.hour_start
+    assert starts.max() < live.run.hour_end
+
+
+@pytest.mark.slurm
+def test_live_snapshots_parse_cleanly(live: LiveRun) -> None:
+    """sshare, sprio and sdiag from the live source parse without a rejected line."""
+    sshare = parse_sshare(live.state["sshare"], cluster="unnamed")
+    assert sshare.rejected.height == 0
+    assert set(sshare.rows["cluster"].to_list()) == {CLUSTER_NAME}  # from its CLUSTER: line
+    accounts = sshare.rows.filter(pl.col("user_name").is_null() & (pl.col("depth") == 1))
+    assert sorted(accounts["account"].to_list()) == ["team-a", "team-b", "team-c"]
+    assert accounts.filter(pl.col("account") == "team-a")["raw_shares"].to_list() == [50]
+    sprio = parse_sprio(live.state["sprio"], cluster=CLUSTER_NAME)
+    assert (sprio.rows.height, sprio.rejected.height) == (0, 0)  # nothing pending after the mix
+    sdiag = parse_sdiag(live.state["sdiag"], cluster=CLUSTER_NAME)
+    assert sdiag.rejected.height == 0
+    backfill = sdiag.rows.filter(pl.col("section") == "backfill")
+    assert "total_backfilled_jobs_since_last_slurm_start" in backfill["key"].to_list()
+    submitted = sdiag.rows.filter(pl.col("key") == "jobs_submitted")["value"].to_list()
+    assert submitted and submitted[0] >= len(
+        {job.job_id.split("_")[0] for job in live.run.mix.jobs}
+    )
+
+
+@pytest.mark.slurm
+def test_live_drain_becomes_a_node_event(live: LiveRun, tmp_path: Path) -> None:
+    """A drained node shows in ``scontrol show nodes`` and as an open DRAIN event (then resumed)."""
+    cluster = live.run.cluster
+    node, reason = NODE_NAMES[-1], "goodput pipeline test"
+    cluster.run(["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"])
+    try:
+        source = SlurmStateCliSource(
+            spool_dir=str(tmp_path), env=cluster.env(), kinds=["nodes", "events"]
+        )
+        day = cluster.now().date().isoformat()  # the event is stamped on the cluster's clock
+        deadline = time.monotonic() + 30
+        while True:
+            files = source.fetch(CLUSTER_NAME, day)
+            events = parse_sacctmgr_events(files[1], cluster=CLUSTER_NAME).rows
+            drains = events.filter((pl.col("node") == node) & pl.col("end_at").is_null())
+            if drains.height or time.monotonic() > deadline:
+                break
+            time.sleep(1)  # slurmctld hands the event to slurmdbd asynchronously
+    finally:
+        cluster.run(["scontrol", "update", f"NodeName={node}", "State=RESUME"])
+    nodes = parse_scontrol_nodes(files[0], cluster=CLUSTER_NAME).rows
+    drained = nodes.filter(pl.col("host") == node).row(0, named=True)
+    assert (drained["state"], drained["reason"], drained["reason_user"]) == (
+        "IDLE+DRAIN",
+        reason,
+        "root",
+    )
+    assert drains.select("event", "state", "reason", "gpus").rows() == [
+        ("node", "DRAIN", reason, float(GPUS_PER_NODE))
+    ]
+    assert abs(drains["start_at"][0] - cluster.now()) < timedelta(minutes=5)
+
+
+# --------------------------------------------------------------------------- the lab capture
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Published:
+    """The lab capture's sacct and nodes through ingest and rebuild (its clients ran in UTC)."""
+    nodes = parse_scontrol_nodes(LAB / "scontrol_show_nodes.txt", cluster=LAB_CLUSTER)
+    work = tmp_path_factory.mktemp("lab-pipeline")
+    return run_pipeline(work, LAB_CLUSTER, "UTC", LAB / "sacct_all.psv", nodes)
+
+
+def test_lab_allocated_matches_sreport(lab: Published) -> None:
+    """The lab hour: Σ ``allocated_gpu_s`` = sreport's Allocated (4838 GPU-s) within 1 %."""
+    hour, sreport = sreport_file(LAB / "sreport_cluster_utilization_cpu_gpu_seconds.psv")
+    assert (hour, sreport["Allocated"]) == (datetime(2026, 11, 30, 2, tzinfo=UTC), 4838)
+    row = hour_row(lab, hour)
+    assert row["allocated_gpu_s"] == pytest.approx(sreport["Allocated"], rel=0.01)
+
+
+def test_lab_capacity_from_registration_matches_reported(lab: Published) -> None:
+    """Registered at 02:38:23: 32 GPUs × 1297 s = 41504 GPU-s = sreport's Reported.
+
+    The lab's event export has no TRES column, so the registered GPUs are the inventory's. The
+    inventory alone counts the whole hour (115200 GPU-s): it cannot know the cluster came up
+    mid-hour, which is why METRICS.md prefers the registration events.
+    """
+    hour, sreport = sreport_file(LAB / "sreport_cluster_utilization_cpu_gpu_seconds.psv")
+    assert hour_row(lab, hour)["capacity_gpu_s"] == 32 * 3600.0  # the inventory's view
+    events = parse_sacctmgr_events(LAB / "sacctmgr_events.psv").rows
+    inventory_gpus = pl.read_csv(lab.cfg.inventory_dir / f"{LAB_CLUSTER}.csv")["gpus"].sum()
+    filled = events.with_columns(pl.col("gpus").fill_null(float(inventory_gpus)))
+    registered = registered_gpu_seconds_hourly(
+        filled.lazy(), hour, hour + timedelta(hours=1), as_of=hour + timedelta(hours=1)
+    ).collect()
+    assert registered.rows() == [(LAB_CLUSTER, hour, float(sreport["Reported"]))]
+    assert sreport["Reported"] == 41504
+
+
+def test_lab_counts_match_sacct(lab: Published) -> None:
+    """Jobs, attempts and allocation states in ``slurm_jobs``/``jobs`` = the lab's sacct lines."""
+    text = (LAB / "sacct_all.psv").read_text(encoding="utf-8")
+    allocations = allocation_rows(text)
+    assert lab.stats.rows_rejected == 0
+    assert allocation_state_counts(lab) == Counter(row["State"].split()[0] for row in allocations)
+    assert allocation_state_counts(lab) == Counter(
+        {"COMPLETED": 37, "FAILED": 4, "TIMEOUT": 1, "CANCELLED": 1, "REQUEUED": 1}
+    )
+    assert lab.jobs.height == sum(1 for row in allocations if started(row)) == 44
+    assert lab.jobs["job_id"].n_unique() == len({row["JobID"] for row in allocations}) == 43
+
+
+def test_lab_requeued_job_has_two_attempts(lab: Published) -> None:
+    """Lab job 3 was requeued: attempt 0 REQUEUED (02:38:32–35), attempt 1 COMPLETED."""
+    attempts = lab.jobs.filter(pl.col("job_id") == "3").sort("attempt")
+    assert attempts.select("attempt", "state", "gpus", "start_at").rows() == [
+        (0, "REQUEUED", 2.0, datetime(2026, 11, 30, 2, 38, 32, tzinfo=UTC)),
+        (1, "COMPLETED", 2.0, datetime(2026, 11, 30, 2, 38, 43, tzinfo=UTC)),
+    ]
