@@ -92,6 +92,7 @@ def occupancy_hourly(
     as_of: dt.datetime,
     *,
     down: pl.LazyFrame | None = None,
+    registered: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
     """Hourly occupancy per cluster.
 
@@ -99,8 +100,11 @@ def occupancy_hourly(
         attempts: as for :func:`allocated_gpu_seconds_hourly`.
         nodes: as for :func:`capacity_hourly`.
         as_of: the data cut-off (UTC).
-        down: optional ``cluster, hour, down_gpu_s, planned_down_gpu_s``; 0 where absent (node
-            states arrive with the Slurm and Kubernetes node sources).
+        down: optional ``cluster, hour, down_gpu_s, planned_down_gpu_s``; 0 where absent.
+        registered: optional ``cluster, hour, capacity_gpu_s`` from the scheduler's own
+            registration of its GPUs (Slurm TRES registration events, as sreport's *Reported*);
+            where given it replaces the inventory capacity of that cluster
+            (``capacity_source = 'registered'``).
 
     Returns:
         ``cluster, hour, capacity_gpu_s, down_gpu_s, planned_down_gpu_s, allocated_gpu_s,
@@ -116,6 +120,24 @@ def occupancy_hourly(
         CLUSTER, pl.datetime_ranges("_first", "_last", interval="1h").alias(HOUR)
     ).explode(HOUR)
     cap = capacity_hourly(nodes, hours)
+    if registered is not None:
+        reg = registered.select(CLUSTER, HOUR, pl.col("capacity_gpu_s").alias("_reg"))
+        has_reg = reg.select(CLUSTER).unique().with_columns(pl.lit(True).alias("_has_reg"))
+        cap = (
+            cap.join(reg, on=[CLUSTER, HOUR], how="left")
+            .join(has_reg, on=CLUSTER, how="left")
+            .with_columns(
+                pl.when(pl.col("_has_reg"))
+                .then(pl.col("_reg").fill_null(0.0))
+                .otherwise(pl.col("capacity_gpu_s"))
+                .alias("capacity_gpu_s"),
+                pl.when(pl.col("_has_reg"))
+                .then(pl.lit("registered"))
+                .otherwise(pl.col("capacity_source"))
+                .alias("capacity_source"),
+            )
+            .drop("_reg", "_has_reg")
+        )
     out = cap.join(alloc, on=[CLUSTER, HOUR], how="left").with_columns(
         pl.col("allocated_gpu_s").fill_null(0.0)
     )

@@ -22,7 +22,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 
-_SOURCES = ("sacct", "k8s-events", "k8s-pods", "dcgm")
+_SOURCES = ("sacct", "k8s-events", "k8s-pods", "dcgm", "slurm-state")
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
@@ -32,7 +32,10 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
 
 @app.command()
 def ingest(
-    source: Annotated[str, typer.Argument(help="Input kind: sacct | k8s-events | k8s-pods | dcgm")],
+    source: Annotated[
+        str,
+        typer.Argument(help="Input kind: sacct | k8s-events | k8s-pods | dcgm | slurm-state"),
+    ],
     paths: Annotated[list[Path], typer.Argument(help="Files (dcgm: files or snapshot folders)")],
     db: Annotated[Path | None, typer.Option(help="DuckDB file (default: the warehouse)")] = None,
     cluster: Annotated[

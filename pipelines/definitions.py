@@ -19,7 +19,12 @@ from pipelines.kubernetes.assets import build_kubernetes_assets
 from pipelines.kubernetes.resources import K8sEventsFileSource, K8sPodsFileSource
 from pipelines.partitions import cluster_day_partitions
 from pipelines.slurm.assets import build_slurm_assets
-from pipelines.slurm.resources import SacctCliSource, SacctFileSource
+from pipelines.slurm.resources import (
+    SacctCliSource,
+    SacctFileSource,
+    SlurmStateCliSource,
+    SlurmStateFileSource,
+)
 
 __all__ = ["ANALYTICS_JOB", "RAW_JOB", "build_defs", "defs"]
 
@@ -31,6 +36,14 @@ def _sacct_source(cfg: Config) -> InputSource:
     if cfg.sources.get("sacct") == "cli":
         return SacctCliSource(spool_dir=str(cfg.inputs_dir))
     return SacctFileSource(inputs_dir=str(cfg.inputs_dir))
+
+
+def _slurm_state_source(cfg: Config) -> InputSource:
+    if cfg.sources.get("sacct") == "cli":
+        return SlurmStateCliSource(
+            spool_dir=str(cfg.inputs_dir), kinds=["nodes", "events", "sshare"]
+        )
+    return SlurmStateFileSource(inputs_dir=str(cfg.inputs_dir))
 
 
 def _dcgm_source(cfg: Config) -> InputSource:
@@ -80,6 +93,7 @@ def build_defs(cfg: Config | None = None) -> dg.Definitions:
             "duckdb": DuckDBResource(database=str(cfg.warehouse_path)),
             "settings": SettingsResource(config_path=str(cfg.path)),
             "sacct_source": _sacct_source(cfg),
+            "slurm_state_source": _slurm_state_source(cfg),
             "k8s_events_source": K8sEventsFileSource(inputs_dir=inputs),
             "k8s_pods_source": K8sPodsFileSource(inputs_dir=inputs),
             "dcgm_source": _dcgm_source(cfg),

@@ -16,7 +16,25 @@ from pipelines.warehouse import IngestStats, load_parse_result
 __all__ = ["SOURCES", "IngestOptions", "file_day", "ingest_file", "parse_file"]
 
 #: The input kinds ``goodput ingest`` knows, as named on the command line.
-SOURCES = ("sacct", "k8s-events", "k8s-pods", "dcgm")
+SOURCES = ("sacct", "k8s-events", "k8s-pods", "dcgm", "slurm-state")
+
+#: ``slurm-state`` files (``<cluster>/slurm_state/<kind>_<day>.*``, as the live state source
+#: spools them) by name prefix → the raw source they load into.
+STATE_PREFIXES = {"events": "slurm-events", "nodes": "slurm-nodes", "sshare": "sshare"}
+
+
+def state_source(path: Path) -> str:
+    """The raw source of a ``slurm-state`` file, from its name (``events_…``, ``nodes_…``, …).
+
+    Raises:
+        InputFormatError: the name does not start with a known kind.
+    """
+    for prefix, source in STATE_PREFIXES.items():
+        if path.name.startswith(prefix):
+            return source
+    raise InputFormatError(
+        str(path), f"not a Slurm state file: the name must start with {', '.join(STATE_PREFIXES)}"
+    )
 
 _DAY_RE = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})")
 
@@ -80,6 +98,16 @@ def parse_file(source: str, path: Path, opts: IngestOptions) -> ParseResult:
         if path.is_dir():
             return parse_dcgm_dir(path, cluster=opts.cluster)
         return parse_dcgm(path, cluster=opts.cluster, scrape_time=opts.scrape_time)
+    if source in ("slurm-events", "slurm-nodes", "sshare"):
+        from pipelines.slurm import _cluster_state as cs
+
+        if source == "slurm-events":
+            return cs.parse_sacctmgr_events(path, cluster=opts.cluster, tz=opts.tz)
+        if source == "slurm-nodes":
+            return cs.parse_scontrol_nodes(path, cluster=opts.cluster, tz=opts.tz)
+        return cs.parse_sshare(path, cluster=opts.cluster)
+    if source == "slurm-state":
+        return parse_file(state_source(path), path, opts)
     raise ValueError(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
 
 
@@ -91,5 +119,7 @@ def ingest_file(
     Raises:
         InputFormatError: the file cannot be read or is not of the named kind.
     """
+    if source == "slurm-state":
+        source = state_source(path)
     result = parse_file(source, path, opts)
     return load_parse_result(con, source=source, cluster=opts.cluster, file=path, result=result)

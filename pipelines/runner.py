@@ -22,6 +22,7 @@ _KIND_ASSET = {
     "k8s-events": "k8s_events",
     "k8s-pods": "k8s_pods",
     "dcgm": "dcgm_samples",
+    "slurm-state": "slurm_state",
 }
 
 

@@ -41,6 +41,9 @@ RAW_TABLES: dict[str, str] = {
     "k8s-events": "raw.k8s_events",
     "k8s-pods": "raw.k8s_pods",
     "dcgm": "raw.dcgm_samples",
+    "slurm-events": "raw.slurm_events",
+    "slurm-nodes": "raw.slurm_nodes",
+    "sshare": "raw.sshare",
 }
 
 
@@ -83,6 +86,7 @@ def raw_table_schemas() -> dict[str, dict[str, pl.DataType]]:
     from pipelines.dcgm._dcgm_parse import DCGM_SAMPLE_SCHEMA
     from pipelines.kubernetes._events_parse import K8S_EVENT_SCHEMA
     from pipelines.kubernetes._pods_parse import K8S_POD_SCHEMA
+    from pipelines.slurm._cluster_state import EVENT_SCHEMA, NODE_SCHEMA, SSHARE_SCHEMA
     from pipelines.slurm._sacct_parse import SLURM_ROW_SCHEMA
 
     out: dict[str, dict[str, pl.DataType]] = {}
@@ -91,6 +95,9 @@ def raw_table_schemas() -> dict[str, dict[str, pl.DataType]]:
         ("raw.k8s_events", K8S_EVENT_SCHEMA),
         ("raw.k8s_pods", K8S_POD_SCHEMA),
         ("raw.dcgm_samples", DCGM_SAMPLE_SCHEMA),
+        ("raw.slurm_events", EVENT_SCHEMA),
+        ("raw.slurm_nodes", NODE_SCHEMA),
+        ("raw.sshare", SSHARE_SCHEMA),
     ):
         out[table] = {**schema, "ingest_id": pl.Int64()}
     return out

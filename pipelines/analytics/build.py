@@ -106,6 +106,93 @@ def _observed_nodes(slurm_attempts_df: pl.DataFrame, pods: pl.DataFrame) -> pl.D
     )
 
 
+def _node_states(
+    con: duckdb.DuckDBPyConnection, nodes: pl.DataFrame, as_of: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Registered capacity and down / planned-down GPU-seconds per cluster-hour (Slurm events).
+
+    Cluster TRES registrations give capacity (sreport *Reported*). Node events give down time:
+    ``DOWN``/``FAIL``/``DRAIN`` → down, unless the reason says maintenance (``maint``, ``planned``,
+    ``reboot``, ``upgrade``) → planned_down. Event GPUs come from the event's TRES, else the
+    node's inventory. Several exports of the same event are kept once.
+    """
+    from pipelines.slurm._cluster_state import (
+        node_event_gpu_seconds_hourly,
+        registered_gpu_seconds_hourly,
+    )
+
+    events = (
+        _read(con, "raw.slurm_events")
+        .sort("ingest_id")
+        .unique(["cluster", "event", "node", "start_at"], keep="last", maintain_order=True)
+    )
+    empty_reg = pl.DataFrame(
+        schema={
+            "cluster": pl.String(),
+            "hour": pl.Datetime("us", "UTC"),
+            "capacity_gpu_s": pl.Float64(),
+        }
+    )
+    empty_down = pl.DataFrame(
+        schema={"cluster": pl.String(), "hour": pl.Datetime("us", "UTC"),
+                "down_gpu_s": pl.Float64(), "planned_down_gpu_s": pl.Float64()}
+    )  # fmt: skip
+    if events.height == 0:
+        return empty_reg, empty_down
+    node_gpus = nodes.select("cluster", pl.col("host").alias("node"), pl.col("gpus").alias("_ng"))
+    cluster_gpus = nodes.group_by("cluster").agg(pl.col("gpus").sum().alias("_cg"))
+    events = (
+        events.join(node_gpus, on=["cluster", "node"], how="left")
+        .join(cluster_gpus, on="cluster", how="left")
+        .with_columns(
+            pl.coalesce(
+                "gpus", pl.when(pl.col("event") == "node").then("_ng").otherwise("_cg")
+            ).alias("gpus")
+        )
+        .drop("_ng", "_cg")
+    )
+    regs, downs = [], []
+    for row in as_of.filter(pl.col("as_of").is_not_null()).iter_rows(named=True):
+        c, cut = row["cluster"], row["as_of"]
+        ev = events.filter(pl.col("cluster") == c)
+        if ev.height == 0:
+            continue
+        lo = ev["start_at"].min()
+        assert isinstance(lo, dt.datetime)
+        start = max(lo, cut - dt.timedelta(days=400)).replace(minute=0, second=0, microsecond=0)
+        end = cut + dt.timedelta(hours=1)
+        regs.append(registered_gpu_seconds_hourly(ev.lazy(), start, end, cut).collect())
+        planned = (
+            pl.col("reason")
+            .fill_null("")
+            .str.to_lowercase()
+            .str.contains("maint|planned|reboot|upgrade")
+        )
+        ev = ev.with_columns(
+            pl.when(planned).then(pl.lit("planned")).otherwise(pl.lit("down")).alias("state")
+        )
+        per = node_event_gpu_seconds_hourly(ev.lazy(), start, end, cut).collect()
+        downs.append(
+            per.pivot(
+                on="state", index=["cluster", "hour"], values="gpu_s", aggregate_function="sum"
+            )
+        )
+    reg = pl.concat(regs) if regs else empty_reg
+    if not downs:
+        return reg.select("cluster", "hour", "capacity_gpu_s"), empty_down
+    down = pl.concat(downs, how="diagonal_relaxed")
+    for col in ("down", "planned"):
+        if col not in down.columns:
+            down = down.with_columns(pl.lit(0.0).alias(col))
+    down = down.select(
+        "cluster",
+        "hour",
+        pl.col("down").fill_null(0.0).alias("down_gpu_s"),
+        pl.col("planned").fill_null(0.0).alias("planned_down_gpu_s"),
+    )
+    return reg.select("cluster", "hour", "capacity_gpu_s"), down
+
+
 def _as_of(frames: list[tuple[pl.DataFrame, list[str]]]) -> pl.DataFrame:
     """Per cluster, the latest timestamp the loaded data knows about (the data cut-off)."""
     parts = []
@@ -125,7 +212,7 @@ def _as_of(frames: list[tuple[pl.DataFrame, list[str]]]) -> pl.DataFrame:
 def _data_quality(
     con: duckdb.DuckDBPyConnection, s_att: pl.DataFrame, nodes: pl.DataFrame, jobs: pl.DataFrame
 ) -> pl.DataFrame:
-    """Every data-quality finding: GPU tracking gaps, DST repairs, rejected rows, observed capacity."""
+    """Every data-quality finding: GPU tracking gaps, DST repairs, rejects, observed capacity."""
     gpu_parts = (
         pl.concat(
             [
@@ -177,15 +264,17 @@ def _data_quality(
     observed = nodes.filter(pl.col("capacity_source") == "observed")
     if observed.height:
         parts.append(
-            observed.group_by("cluster").agg(pl.col("gpus").sum().alias("value")).select(
+            observed.group_by("cluster")
+            .agg(pl.col("gpus").sum().alias("value"))
+            .select(
                 "cluster",
                 pl.lit(None, dtype=pl.Date()).alias("day"),
                 pl.lit(None, dtype=pl.String()).alias("partition"),
                 pl.lit("capacity_from_observed_nodes").alias("check"),
                 "value",
-                pl.lit("no inventory: capacity is the GPUs seen in allocations (a lower bound)").alias(
-                    "detail"
-                ),
+                pl.lit(
+                    "no inventory: capacity is the GPUs seen in allocations (a lower bound)"
+                ).alias("detail"),
             )
         )
     return pl.concat([p.cast(DATA_QUALITY_SCHEMA) for p in parts]).sort(  # type: ignore[arg-type]
@@ -250,14 +339,18 @@ def rebuild(
         ],
         how="vertical_relaxed",
     )
+    registered, down = _node_states(con, nodes, as_of)
     occ_parts = []
     for row in as_of.filter(pl.col("as_of").is_not_null()).iter_rows(named=True):
         c, cut = row["cluster"], row["as_of"]
+        reg_c = registered.filter(pl.col("cluster") == c)
         occ_parts.append(
             occupancy_hourly(
                 jobs.filter(pl.col("cluster") == c).lazy(),
                 nodes.filter(pl.col("cluster") == c).lazy(),
                 cut,
+                down=down.filter(pl.col("cluster") == c).lazy(),
+                registered=reg_c.lazy() if reg_c.height else None,
             ).collect()
         )
     occ = (

@@ -267,7 +267,8 @@ def _planted(fleet: SampleFleet, seed: int, activity: pl.DataFrame,
     # (5) registry drift
     drift = {
         "team": DRIFT_TEAM, "registry_share": share[DRIFT_TEAM],
-        "sshare_file": f"inputs/{slurm_name(fleet)}/sshare.psv",
+        "sshare_file": f"inputs/{slurm_name(fleet)}/slurm_state/sshare_"
+        f"{fleet.slurm_days[-1][0].isoformat()}.psv",
         "sshare_raw_shares": DRIFT_RAW_SHARES,
         "sshare_norm_shares": round(sshare_norm[DRIFT_TEAM], 6),
         "other_teams_raw_shares": "registry share × 100",
@@ -317,7 +318,7 @@ def generate_sample_fleet(out_dir: str | Path, *, seed: int = 7,
     """Simulate the two-cluster sample fleet and write its inputs in the real formats.
 
     Writes ``registry.yaml``, ``inventory/<cluster>.csv``, ``inputs/slurm-a/sacct/sacct_D.psv``,
-    ``inputs/slurm-a/sshare.psv``, ``inputs/slurm-a/nodes_events.psv``,
+    ``inputs/slurm-a/slurm_state/{sshare,events}_<last day>.psv``,
     ``inputs/k8s-b/k8s/{events,pods}_D.json``, ``inputs/<cluster>/dcgm/dcgm_D.prom.gz`` and
     ``planted.json`` under ``out_dir``. Earlier generated day files in those folders are removed
     first. Same seed, start and days give byte-identical files; nothing reads the clock.
@@ -357,11 +358,16 @@ def generate_sample_fleet(out_dir: str | Path, *, seed: int = 7,
         files += 1
     raw_shares = {t.name: round(t.share * 100) for t in TEAMS}
     raw_shares[DRIFT_TEAM] = DRIFT_RAW_SHARES
-    norm = write_sshare(s_in / "sshare.psv", fleet.slurm.jobs, raw_shares, fleet.slurm_window[1])
+    last_day = fleet.slurm_days[-1][0].isoformat()
+    state_dir = s_in / "slurm_state"
+    state_dir.mkdir(parents=True, exist_ok=True)
+    norm = write_sshare(state_dir / f"sshare_{last_day}.psv", fleet.slurm.jobs, raw_shares,
+                        fleet.slurm_window[1])
     registered = int(dt.datetime.combine(start - dt.timedelta(days=49), dt.time(10, 12, 3),
                                          ZoneInfo(sl.tz)).timestamp())
-    write_node_events(s_in / "nodes_events.psv", sl.name, fleet.slurm.node_events, registered,
-                      fleet.slurm_window[0], fleet.slurm_window[1], lt)
+    write_node_events(state_dir / f"events_{last_day}.psv", sl.name, fleet.slurm.node_events,
+                      registered, fleet.slurm_window[0], fleet.slurm_window[1], lt,
+                      cluster_gpus=sum(n.gpus for n in sl.nodes))
     files += 2
 
     events = build_events(fleet.k8s.workloads, fleet.k8s.pools, len(kc.nodes),

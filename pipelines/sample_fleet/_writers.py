@@ -257,15 +257,21 @@ def write_sacct_day(path: Path, jobs: Sequence[SlurmJob], day_start: int, day_en
 
 
 def write_node_events(path: Path, cluster: str, events: Sequence[NodeEvent], registered: int,
-                      win_start: int, win_end: int, lt: LocalTime) -> None:
-    """Write ``sacctmgr show event -P`` output for the window (times local, ``Unknown`` = open)."""
-    lines = ["Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User",
-             f"{cluster}||{lt(registered)}|Unknown||Cluster Registered TRES|"]
+                      win_start: int, win_end: int, lt: LocalTime, *, cluster_gpus: int,
+                      node_gpus: int = 8) -> None:
+    """Write ``sacctmgr -P show event format=...,TRES`` output for the window (times local,
+    ``Unknown`` = open): the cluster's TRES registration, then node down/drain events."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User|TRES",
+             f"{cluster}||{lt(registered)}|Unknown||Cluster Registered TRES||"
+             f"cpu={cluster_gpus * 8},gres/gpu={cluster_gpus},mem={cluster_gpus * 64}G,"
+             f"node={cluster_gpus // node_gpus}"]
     for ev in events:
         if ev.start >= win_end or (ev.end is not None and ev.end < win_start):
             continue
         end = "Unknown" if ev.end is None or ev.end > win_end else lt(ev.end)
-        lines.append(f"{cluster}|{ev.host}|{lt(ev.start)}|{end}|{ev.state}|{ev.reason}|{ev.user}")
+        lines.append(f"{cluster}|{ev.host}|{lt(ev.start)}|{end}|{ev.state}|{ev.reason}|{ev.user}|"
+                     f"cpu=64,gres/gpu={node_gpus},mem=512G")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 

@@ -23,5 +23,18 @@ def build_slurm_assets(partitions_def: dg.MultiPartitionsDefinition) -> list[dg.
                 "One row per sacct line (allocations, steps, pending rows; pending arrays expanded "
                 "per task), from `sacct --parsable2` exports, one partition per cluster and day."
             ),
-        )
+        ),
+        raw_ingest_asset(
+            name="slurm_state",
+            kind="slurm-state",
+            source_key="slurm_state_source",
+            group="slurm",
+            scheduler="slurm",
+            partitions_def=partitions_def,
+            description=(
+                "Slurm cluster state: `sacctmgr show event` (TRES registrations, node down/drain "
+                "intervals) into raw.slurm_events, `scontrol show nodes` into raw.slurm_nodes, "
+                "`sshare -a -l -P` into raw.sshare; one partition per cluster and day."
+            ),
+        ),
     ]

@@ -27,6 +27,7 @@ __all__ = [
     "SacctCliSource",
     "SacctFileSource",
     "SlurmStateCliSource",
+    "SlurmStateFileSource",
     "slurm_client_env",
 ]
 
@@ -109,6 +110,14 @@ class SacctFileSource(FileSource):
     """``sacct --parsable2`` exports under ``<inputs_dir>/<cluster>/sacct/``."""
 
     kind: str = "sacct"
+
+
+class SlurmStateFileSource(FileSource):
+    """Cluster-state exports under ``<inputs_dir>/<cluster>/slurm_state/``: ``events_<day>.*``
+    (``sacctmgr -P show event``), ``nodes_<day>.*`` (``scontrol show nodes -o``),
+    ``sshare_<day>.*`` (``sshare -a -l -P``)."""
+
+    kind: str = "slurm-state"
 
 
 class SacctCliSource(InputSource):

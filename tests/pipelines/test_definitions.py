@@ -10,7 +10,7 @@ EXPECTED_ASSETS = {
     "raw/slurm_rows", "raw/k8s_events", "raw/k8s_pods", "raw/dcgm_samples",
     "core/slurm_jobs", "core/k8s_pods", "core/k8s_events", "core/jobs", "core/nodes",
     "analytics/occupancy_hourly", "analytics/time_to_start_summary", "analytics/serving_copy",
-    "analytics/data_quality",
+    "analytics/data_quality", "raw/slurm_state",
 }  # fmt: skip
 
 

@@ -166,7 +166,8 @@ def test_layout_and_summary(fleet: tuple[Path, FleetSummary]) -> None:
     out, summary = fleet
     days = [(START + dt.timedelta(days=i)).isoformat() for i in range(DAYS)]
     expected = {"registry.yaml", "planted.json", "inventory/slurm-a.csv", "inventory/k8s-b.csv",
-                "inputs/slurm-a/sshare.psv", "inputs/slurm-a/nodes_events.psv"}
+                f"inputs/slurm-a/slurm_state/sshare_{days[-1]}.psv",
+                f"inputs/slurm-a/slurm_state/events_{days[-1]}.psv"}
     for d in days:
         expected |= {f"inputs/slurm-a/sacct/sacct_{d}.psv", f"inputs/slurm-a/dcgm/dcgm_{d}.prom.gz",
                      f"inputs/k8s-b/k8s/events_{d}.json", f"inputs/k8s-b/k8s/pods_{d}.json",
@@ -463,8 +464,10 @@ def test_planted_lemon_node(fleet: tuple[Path, FleetSummary]) -> None:
     node_fail = [r for r in final_allocations(out)
                  if r["State"] == "NODE_FAIL" and "a100-013" in expand_hostlist(r["NodeList"])]
     assert len(node_fail) >= 4
-    events = (out / "inputs" / "slurm-a" / "nodes_events.psv").read_text().splitlines()
-    assert events[0] == "Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User"
+    last = (START + dt.timedelta(days=DAYS - 1)).isoformat()
+    events = (out / "inputs" / "slurm-a" / "slurm_state" / f"events_{last}.psv").read_text()
+    events = events.splitlines()
+    assert events[0] == "Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User|TRES"
     downs = [e for e in events if e.startswith("slurm-a|a100-013|") and "|DOWN|" in e]
     assert len(downs) >= 4
     xid_hosts: set[str] = set()
@@ -506,7 +509,9 @@ def test_planted_team_over_share(fleet: tuple[Path, FleetSummary], model: Sample
 def test_planted_registry_drift_in_sshare(fleet: tuple[Path, FleetSummary]) -> None:
     """sshare gives speech a fair-share far from its registry share; other teams match closely."""
     out, summary = fleet
-    lines = (out / "inputs" / "slurm-a" / "sshare.psv").read_text().splitlines()
+    last = (START + dt.timedelta(days=DAYS - 1)).isoformat()
+    lines = (out / "inputs" / "slurm-a" / "slurm_state" / f"sshare_{last}.psv").read_text()
+    lines = lines.splitlines()
     assert lines[0] == ("Account|User|RawShares|NormShares|RawUsage|NormUsage|EffectvUsage|"
                         "FairShare|LevelFS")
     accounts = {}
