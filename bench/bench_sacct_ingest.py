@@ -82,8 +82,8 @@ def _child(kind: str, path: str, db: str) -> None:
     if kind == "floor":
         with duckdb.connect(db) as con:
             con.execute(
-                "CREATE TABLE t AS SELECT * FROM read_csv(?, delim='|', header=true, all_varchar=true,"
-                " quote='', escape='')",
+                "CREATE TABLE t AS SELECT * FROM read_csv(?, delim='|', header=true,"
+                " all_varchar=true, quote='', escape='')",
                 [path],
             )
             rows = con.execute("SELECT count(*) FROM t").fetchall()[0][0]

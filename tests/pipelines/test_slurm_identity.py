@@ -23,7 +23,7 @@ def _load(*files: str) -> pl.DataFrame:
 
 
 def test_requeued_job_has_one_attempt_per_allocation() -> None:
-    """`sacct -D` lists a requeued job twice: attempts 0 and 1 ordered by start, each its own wait."""
+    """`sacct -D` lists a requeued job twice: attempts 0 and 1 by start, each its own wait."""
     out = _load(
         HEADER + "\n"
         "7|7|a|REQUEUED|2026-11-02T00:00:00|2026-11-02T00:00:00|2026-11-02T00:10:00|"
@@ -69,7 +69,7 @@ def test_overlapping_exports_update_instead_of_duplicating() -> None:
 
 
 def test_job_requeued_and_pending_again_is_not_superseded() -> None:
-    """After a requeue the job pends again: that pending row (eligible after the last start) stays."""
+    """After a requeue the job pends again: that pending row (eligible after the start) stays."""
     out = _load(
         HEADER + "\n"
         "10|10|a|REQUEUED|2026-11-02T00:00:00|2026-11-02T00:00:00|2026-11-02T00:10:00|"
@@ -103,7 +103,8 @@ def test_steps_never_add_gpu_seconds_and_take_their_allocation_attempt() -> None
 def test_array_tasks_keyed_by_array_and_task() -> None:
     """A pending `A_[1-3]` row expands per task; when task 2 starts (own JobIDRaw) it supersedes."""
     out = _load(
-        HEADER + "\n20_[1-3]|20|a|PENDING|2026-11-02T00:00:00|2026-11-02T00:00:00|Unknown|Unknown|\n",
+        HEADER
+        + "\n20_[1-3]|20|a|PENDING|2026-11-02T00:00:00|2026-11-02T00:00:00|Unknown|Unknown|\n",
         HEADER + "\n20_2|22|a|COMPLETED|2026-11-02T00:00:00|2026-11-02T00:00:00|"
         "2026-11-02T00:30:00|2026-11-02T01:00:00|gres/gpu=1\n"
         "20_[1,3]|20|a|PENDING|2026-11-02T00:00:00|2026-11-02T00:00:00|Unknown|Unknown|\n",
