@@ -7,15 +7,59 @@ Every function implements a definition of ``METRICS.md``; column names come from
 from __future__ import annotations
 
 from metrics._helpers import nearest_rank, seconds_between, size_bucket
+from metrics.fairness import (
+    entitlement,
+    fair_share_hourly,
+    fairness_summary,
+    jain_index,
+    wait_fairness,
+    water_fill,
+)
 from metrics.occupancy import allocated_gpu_seconds_hourly, capacity_hourly, occupancy_hourly
+from metrics.reliability import (
+    down_time_per_node,
+    ettr_per_run,
+    node_reliability,
+    rack_reliability,
+)
+from metrics.survival import kaplan_meier, wait_percentiles_km, wait_spells
 from metrics.time_to_start import naive_wait_percentiles
+from metrics.waterfall import (
+    LEAF_DTYPE,
+    LossPolicy,
+    attempt_outcomes,
+    check_conservation,
+    gpu_waterfall_hourly,
+    headline_ratios,
+    pending_demand_hourly,
+)
 
 __all__ = [
+    "LEAF_DTYPE",
+    "LossPolicy",
     "allocated_gpu_seconds_hourly",
+    "attempt_outcomes",
     "capacity_hourly",
+    "check_conservation",
+    "down_time_per_node",
+    "entitlement",
+    "ettr_per_run",
+    "fair_share_hourly",
+    "fairness_summary",
+    "gpu_waterfall_hourly",
+    "headline_ratios",
+    "jain_index",
+    "kaplan_meier",
     "naive_wait_percentiles",
     "nearest_rank",
+    "node_reliability",
     "occupancy_hourly",
+    "pending_demand_hourly",
+    "rack_reliability",
     "seconds_between",
     "size_bucket",
+    "wait_fairness",
+    "wait_percentiles_km",
+    "wait_spells",
+    "water_fill",
 ]

@@ -35,3 +35,53 @@ SIZE_BUCKETS: tuple[tuple[str, float, float], ...] = (
 )
 
 UTC_US = "us"
+
+# --- metric engine: waterfall, survival, fairness, reliability -------------------------------
+
+NODE_LIST = "node_list"
+RACK = "rack"
+POOL = "pool"
+SHARE = "share"
+VALID_FROM = "valid_from"
+TS = "ts"
+XID = "xid"
+ACTIVITY = "activity"
+PLANNED = "planned"
+WEEK = "week"
+LEAF = "leaf"
+CAPACITY_GPU_S = "capacity_gpu_s"
+DOWN_GPU_S = "down_gpu_s"
+PLANNED_DOWN_GPU_S = "planned_down_gpu_s"
+OBSERVED_GPU_S = "observed_gpu_s"
+ACTIVE_GPU_S = "active_gpu_s"
+WINDOW_START = "window_start"
+WINDOW_END = "window_end"
+
+#: The leaf buckets of the GPU-time waterfall, in METRICS.md order (first rule that applies wins).
+WATERFALL_LEAVES: tuple[str, ...] = (
+    "down",
+    "planned_down",
+    "failed_work_infra",
+    "failed_work_user",
+    "preempted_work",
+    "timeout_work",
+    "cancelled_work",
+    "allocated_idle",
+    "goodput",
+    "held",
+    "idle",
+)
+
+#: Leaves 3–9: the allocated part of the waterfall (= sreport Allocated).
+ALLOCATED_LEAVES: tuple[str, ...] = WATERFALL_LEAVES[2:9]
+
+#: Leaves 3–6: lost work (failures, preemption, timeouts); cancelled work is neutral.
+LOSS_LEAVES: tuple[str, ...] = WATERFALL_LEAVES[2:6]
+
+#: Slurm base end states per loss leaf (METRICS.md waterfall rules 3–7). FAILED is infra only with
+#: an XID / health event on one of its nodes in its last 10 minutes; otherwise it is user.
+INFRA_STATES: tuple[str, ...] = ("NODE_FAIL", "BOOT_FAIL")
+USER_FAIL_STATES: tuple[str, ...] = ("FAILED", "OUT_OF_MEMORY")
+PREEMPTED_STATES: tuple[str, ...] = ("PREEMPTED", "REQUEUED")
+TIMEOUT_STATES: tuple[str, ...] = ("TIMEOUT", "DEADLINE")
+CANCELLED_STATES: tuple[str, ...] = ("CANCELLED", "REVOKED")

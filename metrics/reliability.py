@@ -1,0 +1,348 @@
+"""Reliability and health: per-node failure signals, lemon nodes, and ETTR per run.
+
+METRICS.md "Reliability and health": per node, attempts ended NODE_FAIL, XID events, down/drain
+time, the infrastructure share of lost GPU time, and a lemon-node ranking; **ETTR** per run (a job
+and its requeues) = productive runtime ÷ (queue + productive + unproductive), queue = every
+eligible wait of the run [Meta, "Revisiting Reliability in Large-Scale ML Research Clusters",
+2024].
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+
+from metrics._helpers import seconds_between
+from metrics.schema import (
+    CLUSTER,
+    ELIGIBLE_AT,
+    END_AT,
+    GPUS,
+    HOST,
+    JOB_ID,
+    LEAF,
+    LOSS_LEAVES,
+    NODE_LIST,
+    PLANNED,
+    RACK,
+    START_AT,
+    STATE,
+    TEAM,
+    XID,
+)
+from metrics.waterfall import LOST_S, RUNTIME_S, LossPolicy, _utc_lit, attempt_outcomes
+
+__all__ = ["down_time_per_node", "ettr_per_run", "node_reliability", "rack_reliability"]
+
+_NODE = [CLUSTER, HOST]
+
+
+def down_time_per_node(down_intervals: pl.LazyFrame, as_of: dt.datetime) -> pl.LazyFrame:
+    """Seconds each node spent down or drained, overlapping intervals counted once.
+
+    Args:
+        down_intervals: ``cluster, host, start_at, end_at`` (UTC; NULL end: still down),
+            ``planned`` (bool; NULL read as unplanned). Any state (DOWN, DRAIN, …) counts.
+        as_of: the data cut-off (UTC; naive is read as UTC); open intervals end there.
+
+    Returns:
+        ``cluster, host, down_s, planned_down_s, down_episodes`` (the union of the unplanned,
+        resp. planned, intervals; episodes = merged unplanned intervals).
+    """
+    cut = _utc_lit(as_of)
+    keys = [*_NODE, PLANNED]
+    iv = (
+        down_intervals.select(
+            CLUSTER,
+            HOST,
+            pl.col(PLANNED).fill_null(False),
+            pl.col(START_AT).dt.cast_time_unit("us").alias("_s"),
+            pl.min_horizontal(pl.col(END_AT).fill_null(cut), cut)
+            .dt.cast_time_unit("us")
+            .alias("_e"),
+        )
+        .filter(pl.col("_e") > pl.col("_s"))
+        .with_columns(pl.col("_e").cum_max().shift(1).over(keys, order_by="_s").alias("_prev_end"))
+        .with_columns(
+            (pl.col("_prev_end").is_null() | (pl.col("_s") > pl.col("_prev_end")))
+            .cum_sum()
+            .over(keys, order_by="_s")
+            .alias("_episode")
+        )
+    )
+    merged = (
+        iv.group_by(*keys, "_episode")
+        .agg(pl.col("_s").min(), pl.col("_e").max())
+        .with_columns(seconds_between(pl.col("_e"), pl.col("_s")).alias("_dur"))
+    )
+    return merged.group_by(_NODE).agg(
+        pl.col("_dur").filter(~pl.col(PLANNED)).sum().alias("down_s"),
+        pl.col("_dur").filter(pl.col(PLANNED)).sum().alias("planned_down_s"),
+        (~pl.col(PLANNED)).sum().cast(pl.Int64).alias("down_episodes"),
+    )
+
+
+def node_reliability(
+    attempts: pl.LazyFrame,
+    as_of: dt.datetime,
+    *,
+    xid_events: pl.LazyFrame | None = None,
+    down_intervals: pl.LazyFrame | None = None,
+    nodes: pl.LazyFrame | None = None,
+    policy: LossPolicy | None = None,
+) -> pl.LazyFrame:
+    """Failure signals per node, with a lemon-node score and rank.
+
+    Lost GPU time of an attempt (leaves 3–6 of the waterfall, under ``policy``) is split evenly
+    over its nodes (GPUs ÷ nodes per node). The **lemon score** asks "does this node break the
+    jobs it runs more often than its cluster's average node?": (infra failures on the node + 1)
+    ÷ (expected + 1), where expected = attempts run on the node × the cluster's infra failures
+    per node-attempt. 1 ≈ average; the +1 keeps a single failure on a lightly used node from
+    dominating. Nodes rank by score, then XID events, then down time (rank 1 = worst).
+
+    Args:
+        attempts: the ``jobs`` view (``cluster, state, gpus, start_at, end_at, node_list``).
+        as_of: the data cut-off (UTC; naive is read as UTC).
+        xid_events: ``cluster, host, ts, xid``; also used for the FAILED → infra rule.
+        down_intervals: node down / drain intervals (see :func:`down_time_per_node`).
+        nodes: optional inventory ``cluster, host[, rack]``: lists nodes with no signals and
+            adds ``rack`` (NULL without it).
+        policy: :class:`~metrics.waterfall.LossPolicy` for lost time (default whole attempt).
+
+    Returns:
+        ``cluster, host, rack, attempts, node_fail_attempts, infra_failed_attempts,
+        expected_infra_failures, xid_events, xid_codes (sorted distinct), down_s,
+        planned_down_s, down_episodes, lost_gpu_s, infra_lost_gpu_s, infra_share (infra lost ÷
+        lost; NULL when nothing was lost), lemon_score, lemon_rank`` (rank within the cluster).
+    """
+    out = attempt_outcomes(attempts, as_of, xid_events=xid_events, policy=policy)
+    per_node = (
+        out.with_columns(pl.col(NODE_LIST).list.len().alias("_n"))
+        .filter(pl.col("_n") > 0)
+        .with_columns((pl.col(GPUS) / pl.col("_n") * pl.col(LOST_S)).alias("_lost"))
+        .explode(NODE_LIST)
+        .rename({NODE_LIST: HOST})
+        .filter(pl.col(HOST).is_not_null())
+        .group_by(_NODE)
+        .agg(
+            pl.len().cast(pl.Int64).alias("attempts"),
+            (pl.col(STATE).str.to_uppercase().str.starts_with("NODE_FAIL"))
+            .sum()
+            .cast(pl.Int64)
+            .alias("node_fail_attempts"),
+            (pl.col(LEAF) == "failed_work_infra")
+            .sum()
+            .cast(pl.Int64)
+            .alias("infra_failed_attempts"),
+            pl.col("_lost").filter(pl.col(LEAF).is_in(LOSS_LEAVES)).sum().alias("lost_gpu_s"),
+            pl.col("_lost")
+            .filter(pl.col(LEAF) == "failed_work_infra")
+            .sum()
+            .alias("infra_lost_gpu_s"),
+        )
+    )
+    frames = [per_node]
+    if xid_events is not None:
+        frames.append(
+            xid_events.group_by(_NODE).agg(
+                pl.len().cast(pl.Int64).alias("xid_events"),
+                pl.col(XID).drop_nulls().unique().sort().alias("xid_codes"),
+            )
+        )
+    if down_intervals is not None:
+        frames.append(down_time_per_node(down_intervals, as_of))
+    if nodes is not None:
+        schema = nodes.collect_schema()
+        rack = pl.col(RACK) if RACK in schema else pl.lit(None, dtype=pl.String())
+        frames.append(nodes.select(CLUSTER, HOST, rack.alias(RACK)).unique(_NODE))
+    table = frames[0]
+    for frame in frames[1:]:
+        table = table.join(frame, on=_NODE, how="full", coalesce=True)
+    names = table.collect_schema().names()
+    defaults: dict[str, pl.Expr] = {
+        RACK: pl.lit(None, dtype=pl.String()),
+        "xid_events": pl.lit(0, dtype=pl.Int64()),
+        "xid_codes": pl.lit([], dtype=pl.List(pl.Int64())),
+        "down_s": pl.lit(0.0),
+        "planned_down_s": pl.lit(0.0),
+        "down_episodes": pl.lit(0, dtype=pl.Int64()),
+    }
+    table = table.with_columns(e.alias(c) for c, e in defaults.items() if c not in names)
+    codes_dtype = table.collect_schema()["xid_codes"]
+    counts = ["attempts", "node_fail_attempts", "infra_failed_attempts", "xid_events"]
+    floats = ["lost_gpu_s", "infra_lost_gpu_s", "down_s", "planned_down_s"]
+    table = table.with_columns(
+        *(pl.col(c).fill_null(0) for c in [*counts, "down_episodes"]),
+        *(pl.col(c).fill_null(0.0) for c in floats),
+        pl.col("xid_codes").fill_null(pl.lit([], dtype=codes_dtype)),
+    )
+    rate = pl.col("infra_failed_attempts").sum().over(CLUSTER) / pl.col("attempts").sum().over(
+        CLUSTER
+    )
+    table = table.with_columns(
+        (pl.col("attempts") * pl.when(rate.is_nan()).then(0.0).otherwise(rate)).alias(
+            "expected_infra_failures"
+        )
+    ).with_columns(
+        ((pl.col("infra_failed_attempts") + 1.0) / (pl.col("expected_infra_failures") + 1.0)).alias(
+            "lemon_score"
+        ),
+        pl.when(pl.col("lost_gpu_s") > 0)
+        .then(pl.col("infra_lost_gpu_s") / pl.col("lost_gpu_s"))
+        .otherwise(None)
+        .alias("infra_share"),
+    )
+    # rank 1 = worst: highest score, then most XID events, then most down time; host breaks ties
+    rank = pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(
+        CLUSTER,
+        order_by=[-pl.col("lemon_score"), -pl.col("xid_events"), -pl.col("down_s"), HOST],
+    )
+    return (
+        table.with_columns(rank.alias("lemon_rank"))
+        .select(
+            CLUSTER,
+            HOST,
+            RACK,
+            "attempts",
+            "node_fail_attempts",
+            "infra_failed_attempts",
+            "expected_infra_failures",
+            "xid_events",
+            "xid_codes",
+            "down_s",
+            "planned_down_s",
+            "down_episodes",
+            "lost_gpu_s",
+            "infra_lost_gpu_s",
+            "infra_share",
+            "lemon_score",
+            "lemon_rank",
+        )
+        .sort(CLUSTER, "lemon_rank")
+    )
+
+
+def rack_reliability(node_table: pl.LazyFrame) -> pl.LazyFrame:
+    """The node signals summed per rack, with the rack's own infra share and lemon score.
+
+    Args:
+        node_table: :func:`node_reliability` output (nodes without a rack form a NULL rack).
+
+    Returns:
+        ``cluster, rack, nodes, attempts, node_fail_attempts, infra_failed_attempts,
+        expected_infra_failures, xid_events, down_s, planned_down_s, lost_gpu_s,
+        infra_lost_gpu_s, infra_share, lemon_score`` (same formulas as per node, on the sums).
+    """
+    sums = [
+        "attempts",
+        "node_fail_attempts",
+        "infra_failed_attempts",
+        "expected_infra_failures",
+        "xid_events",
+        "down_s",
+        "planned_down_s",
+        "lost_gpu_s",
+        "infra_lost_gpu_s",
+    ]
+    return (
+        node_table.group_by(CLUSTER, RACK)
+        .agg(pl.len().cast(pl.Int64).alias("nodes"), *(pl.col(c).sum() for c in sums))
+        .with_columns(
+            pl.when(pl.col("lost_gpu_s") > 0)
+            .then(pl.col("infra_lost_gpu_s") / pl.col("lost_gpu_s"))
+            .otherwise(None)
+            .alias("infra_share"),
+            (
+                (pl.col("infra_failed_attempts") + 1.0) / (pl.col("expected_infra_failures") + 1.0)
+            ).alias("lemon_score"),
+        )
+        .sort(CLUSTER, "lemon_score", descending=[False, True], nulls_last=True)
+    )
+
+
+def ettr_per_run(
+    attempts: pl.LazyFrame,
+    as_of: dt.datetime,
+    *,
+    pending: pl.LazyFrame | None = None,
+    xid_events: pl.LazyFrame | None = None,
+    policy: LossPolicy | None = None,
+) -> pl.LazyFrame:
+    """Effective training time ratio per run (a job and its requeues) [Meta 2024].
+
+    ETTR = productive ÷ (queue + productive + unproductive), where queue = every eligible wait
+    of the run (each attempt's start − eligible, and the current wait of a requeued run pending
+    again), unproductive = the lost part of attempts ending in loss leaves 3–6 under ``policy``
+    (whole attempt by default; ``checkpoint``: min(runtime, Δ/2 + u0)), productive = the rest of
+    the runtime (cancelled attempts' runtime is productive: not a failure). Running attempts
+    count up to ``as_of``.
+
+    Args:
+        attempts: the ``jobs`` view (``cluster, job_id, attempt, team, state, gpus,
+            eligible_at, start_at, end_at, node_list``); CPU-only attempts are left out.
+        as_of: the data cut-off (UTC; naive is read as UTC).
+        pending: never-started rows ``cluster, job_id, eligible_at, end_at``; only rows of runs
+            that have a started attempt count (their wait since re-eligibility).
+        xid_events: for the FAILED → infra rule (affects only which leaf, not the ETTR).
+        policy: :class:`~metrics.waterfall.LossPolicy`.
+
+    Returns:
+        ``cluster, job_id, team, attempts, gpus (max), queue_s, productive_s, unproductive_s,
+        ettr, waits_unknown`` (attempts whose eligible time is unknown or after their start:
+        their wait counts as 0), ``running`` (an attempt still running at ``as_of``).
+        ``ettr`` is NULL when the denominator is 0.
+    """
+    cut = _utc_lit(as_of)
+    out = attempt_outcomes(attempts, as_of, xid_events=xid_events, policy=policy)
+    wait = seconds_between(pl.col(START_AT), pl.col(ELIGIBLE_AT))
+    lost = pl.when(pl.col(LEAF).is_in(LOSS_LEAVES)).then(pl.col(LOST_S)).otherwise(0.0)
+    runs = out.group_by(CLUSTER, JOB_ID).agg(
+        pl.col(TEAM).first(),
+        pl.len().cast(pl.Int64).alias("attempts"),
+        pl.col(GPUS).max(),
+        wait.filter(wait >= 0).sum().alias("_queue"),
+        (wait.is_null() | (wait < 0)).sum().cast(pl.Int64).alias("waits_unknown"),
+        (pl.col(RUNTIME_S) - lost).sum().alias("productive_s"),
+        lost.sum().alias("unproductive_s"),
+        (pl.col(END_AT).is_null() | (pl.col(END_AT) > cut)).any().alias("running"),
+    )
+    if pending is not None:
+        again = (
+            pending.select(
+                CLUSTER,
+                JOB_ID,
+                seconds_between(
+                    pl.min_horizontal(pl.col(END_AT).fill_null(cut), cut),
+                    pl.col(ELIGIBLE_AT).dt.cast_time_unit("us"),
+                ).alias("_w"),
+            )
+            .filter(pl.col("_w") > 0)
+            .group_by(CLUSTER, JOB_ID)
+            .agg(pl.col("_w").sum().alias("_requeued_wait"))
+        )
+        runs = runs.join(again, on=[CLUSTER, JOB_ID], how="left")
+    else:
+        runs = runs.with_columns(pl.lit(0.0).alias("_requeued_wait"))
+    queue = pl.col("_queue") + pl.col("_requeued_wait").fill_null(0.0)
+    total = pl.col("queue_s") + pl.col("productive_s") + pl.col("unproductive_s")
+    return (
+        runs.with_columns(queue.alias("queue_s"))
+        .with_columns(
+            pl.when(total > 0).then(pl.col("productive_s") / total).otherwise(None).alias("ettr")
+        )
+        .select(
+            CLUSTER,
+            JOB_ID,
+            TEAM,
+            "attempts",
+            GPUS,
+            "queue_s",
+            "productive_s",
+            "unproductive_s",
+            "ettr",
+            "waits_unknown",
+            "running",
+        )
+        .sort(CLUSTER, JOB_ID)
+    )

@@ -1,0 +1,150 @@
+"""Reliability and health (METRICS.md): node signals, lemon score, ETTR, on literal frames."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+import pytest
+
+from metrics import (
+    LossPolicy,
+    down_time_per_node,
+    ettr_per_run,
+    node_reliability,
+    rack_reliability,
+)
+
+UTC = dt.UTC
+TS = pl.Datetime("us", "UTC")
+
+Row = tuple[str, int, str, float, dt.datetime, dt.datetime, dt.datetime | None, list[str]]
+
+
+def _t(h: int, m: int = 0, day: int = 1) -> dt.datetime:
+    return dt.datetime(2026, 1, day, h, m, tzinfo=UTC)
+
+
+def _attempts(rows: list[Row]) -> pl.LazyFrame:
+    """Rows of (job_id, attempt, state, gpus, eligible, start, end, nodes)."""
+    n = len(rows)
+    return pl.DataFrame(
+        {
+            "cluster": ["c"] * n,
+            "job_id": [r[0] for r in rows],
+            "attempt": [r[1] for r in rows],
+            "team": ["t"] * n,
+            "state": [r[2] for r in rows],
+            "gpus": [r[3] for r in rows],
+            "req_gpus": [r[3] for r in rows],
+            "eligible_at": [r[4] for r in rows],
+            "start_at": [r[5] for r in rows],
+            "end_at": [r[6] for r in rows],
+            "node_list": [r[7] for r in rows],
+        },
+        schema_overrides={"eligible_at": TS, "start_at": TS, "end_at": TS},
+    ).lazy()
+
+
+def test_down_time_merges_overlapping_intervals_and_keeps_planned_apart() -> None:
+    """n1 unplanned DOWN 02:00–03:00 and DRAIN 02:30–03:30 → one episode of 5400 s; planned
+    04:00 – still down at as_of 06:00 → 7200 s planned."""
+    down = pl.DataFrame(
+        {
+            "cluster": ["c"] * 3,
+            "host": ["n1"] * 3,
+            "start_at": [_t(2), _t(2, 30), _t(4)],
+            "end_at": [_t(3), _t(3, 30), None],
+            "state": ["DOWN", "DRAIN", "DOWN"],
+            "planned": [False, False, True],
+        },
+        schema_overrides={"start_at": TS, "end_at": TS},
+    ).lazy()
+    out = down_time_per_node(down, _t(6)).collect()
+    assert out.rows() == [("c", "n1", 5400.0, 7200.0, 1)]
+
+
+def test_node_signals_and_infrastructure_share_of_lost_time() -> None:
+    """Job 1 (8 GPUs on n1+n2, 1 h) ends NODE_FAIL: 4 GPUs × 3600 = 14400 infra GPU-s per node.
+    Job 2 (4 GPUs on n1, 1 h) FAILED with an XID on n1 5 min before its end → infra 14400 on n1.
+    Job 3 (4 GPUs on n2, 1 h) FAILED without XID → user 14400 on n2. n1: lost 28800, all infra
+    (share 1); n2: lost 28800, infra 14400 (share 0.5); n1 has 1 XID event, code 79."""
+    att = _attempts(
+        [
+            ("1", 0, "NODE_FAIL", 8.0, _t(0), _t(0), _t(1), ["n1", "n2"]),
+            ("2", 0, "FAILED", 4.0, _t(1), _t(1), _t(2), ["n1"]),
+            ("3", 0, "FAILED", 4.0, _t(1), _t(1), _t(2), ["n2"]),
+        ]
+    )
+    xid = pl.DataFrame(
+        {"cluster": ["c"], "host": ["n1"], "ts": [_t(1, 55)], "xid": [79]},
+        schema_overrides={"ts": TS},
+    ).lazy()
+    out = node_reliability(att, _t(6), xid_events=xid).sort("host").collect()
+    cols = ["host", "attempts", "node_fail_attempts", "infra_failed_attempts", "xid_events"]
+    assert out.select(cols).rows() == [("n1", 2, 1, 2, 1), ("n2", 2, 1, 1, 0)]
+    assert out["xid_codes"].to_list() == [[79], []]
+    assert out["lost_gpu_s"].to_list() == [28800.0, 28800.0]
+    assert out["infra_share"].to_list() == [1.0, 0.5]
+
+
+def test_lemon_score_flags_the_node_that_breaks_more_jobs_than_expected() -> None:
+    """Four nodes each run two 1-GPU jobs; the two on n3 end NODE_FAIL. Cluster rate = 2
+    infra failures / 8 node-attempts = 0.25, expected per node = 0.5. Score = (k + 1)/(0.5 + 1):
+    n3 → 3/1.5 = 2, others → 1/1.5 = 2/3. n3 ranks 1; its rack r2 scores (2+1)/(1+1) = 1.5
+    (n3 and n4: expected 0.5 + 0.5), r1 scores 1/2."""
+    rows: list[Row] = []
+    for i, host in enumerate(["n1", "n2", "n3", "n4"]):
+        state = "NODE_FAIL" if host == "n3" else "COMPLETED"
+        rows += [
+            (f"{i}a", 0, state, 1.0, _t(0), _t(0), _t(1), [host]),
+            (f"{i}b", 0, state, 1.0, _t(1), _t(1), _t(2), [host]),
+        ]
+    nodes = pl.DataFrame(
+        {"cluster": ["c"] * 4, "host": ["n1", "n2", "n3", "n4"], "rack": ["r1", "r1", "r2", "r2"]}
+    ).lazy()
+    out = node_reliability(_attempts(rows), _t(6), nodes=nodes).collect()
+    assert out["host"].to_list()[0] == "n3"
+    scores = dict(zip(out["host"].to_list(), out["lemon_score"].to_list(), strict=True))
+    assert scores == {
+        "n3": pytest.approx(2.0),
+        "n1": pytest.approx(2 / 3),
+        "n2": pytest.approx(2 / 3),
+        "n4": pytest.approx(2 / 3),
+    }
+    racks = rack_reliability(out.lazy()).collect()
+    assert racks.select("rack", "nodes", "infra_failed_attempts").rows() == [
+        ("r2", 2, 2),
+        ("r1", 2, 0),
+    ]
+    assert racks["lemon_score"].to_list() == [pytest.approx(1.5), pytest.approx(0.5)]
+
+
+def test_ettr_counts_every_eligible_wait_and_the_lost_work() -> None:
+    """Run 1: attempt 0 waits 1 h (00:00→01:00), runs 1 h, ends NODE_FAIL (lost 3600);
+    requeued, attempt 1 waits 1 h (02:00→03:00), runs 2 h COMPLETED (productive 7200).
+    ETTR = 7200 / (7200 queue + 7200 + 3600) = 0.4. With checkpoints Δ = 1200 s, u0 = 300 s
+    only 900 s of attempt 0 is lost: productive 7200 + 2700 = 9900, ETTR = 9900/18000 = 0.55."""
+    att = _attempts(
+        [
+            ("1", 0, "NODE_FAIL", 8.0, _t(0), _t(1), _t(2), ["n1"]),
+            ("1", 1, "COMPLETED", 8.0, _t(2), _t(3), _t(5), ["n2"]),
+        ]
+    )
+    whole = ettr_per_run(att, _t(6)).collect().row(0, named=True)
+    assert (whole["attempts"], whole["queue_s"], whole["productive_s"]) == (2, 7200.0, 7200.0)
+    assert (whole["unproductive_s"], whole["ettr"], whole["running"]) == (3600.0, 0.4, False)
+    ckpt = ettr_per_run(att, _t(6), policy=LossPolicy("checkpoint", 1200.0, 300.0)).collect()
+    assert ckpt.row(0, named=True)["ettr"] == pytest.approx(0.55)
+
+
+def test_ettr_adds_the_wait_of_a_requeued_run_pending_again() -> None:
+    """Run 2 ran 00:00–01:00 (eligible 00:00, no wait) and was PREEMPTED (lost 3600); it is
+    pending again since 01:00 at as_of 02:00 → queue 3600. ETTR = 0 / (3600 + 0 + 3600) = 0."""
+    att = _attempts([("2", 0, "PREEMPTED", 1.0, _t(0), _t(0), _t(1), ["n1"])])
+    pending = pl.DataFrame(
+        {"cluster": ["c"], "job_id": ["2"], "eligible_at": [_t(1)], "end_at": [None]},
+        schema_overrides={"eligible_at": TS, "end_at": TS},
+    ).lazy()
+    row = ettr_per_run(att, _t(2), pending=pending).collect().row(0, named=True)
+    assert (row["queue_s"], row["unproductive_s"], row["ettr"]) == (3600.0, 3600.0, 0.0)

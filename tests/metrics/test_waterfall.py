@@ -1,0 +1,286 @@
+"""The GPU-time waterfall (METRICS.md) on literal frames with hand-computed values."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from metrics import (
+    LossPolicy,
+    attempt_outcomes,
+    check_conservation,
+    gpu_waterfall_hourly,
+    headline_ratios,
+)
+from metrics.schema import WATERFALL_LEAVES
+
+UTC = dt.UTC
+TS = pl.Datetime("us", "UTC")
+H = 3600.0
+
+Row = tuple[str, str, float, dt.datetime | None, dt.datetime | None, list[str]]
+
+
+def _t(h: int, m: int = 0, day: int = 1) -> dt.datetime:
+    return dt.datetime(2026, 1, day, h, m, tzinfo=UTC)
+
+
+def _attempts(rows: list[Row], eligible: list[dt.datetime | None] | None = None) -> pl.LazyFrame:
+    """Rows of (job_id, state, gpus, start, end, nodes); eligible defaults to the start."""
+    n = len(rows)
+    return pl.DataFrame(
+        {
+            "cluster": ["c"] * n,
+            "job_id": [r[0] for r in rows],
+            "attempt": [0] * n,
+            "partition": ["gpu"] * n,
+            "team": ["t"] * n,
+            "state": [r[1] for r in rows],
+            "gpus": [r[2] for r in rows],
+            "req_gpus": [r[2] for r in rows],
+            "eligible_at": eligible if eligible is not None else [r[3] for r in rows],
+            "start_at": [r[3] for r in rows],
+            "end_at": [r[4] for r in rows],
+            "node_list": [r[5] for r in rows],
+        },
+        schema_overrides={"eligible_at": TS, "start_at": TS, "end_at": TS},
+    ).lazy()
+
+
+def _capacity(
+    hours: list[dt.datetime], gpus: float, down: float = 0.0, planned: float = 0.0
+) -> pl.LazyFrame:
+    n = len(hours)
+    return pl.DataFrame(
+        {
+            "cluster": ["c"] * n,
+            "hour": hours,
+            "capacity_gpu_s": [gpus * H] * n,
+            "down_gpu_s": [down] * n,
+            "planned_down_gpu_s": [planned] * n,
+        },
+        schema_overrides={"hour": TS},
+    ).lazy()
+
+
+def _pending(rows: list[tuple[float, dt.datetime, dt.datetime | None]]) -> pl.LazyFrame:
+    """Never-started rows of (req_gpus, eligible, cancel time or None)."""
+    n = len(rows)
+    return pl.DataFrame(
+        {
+            "cluster": ["c"] * n,
+            "job_id": [f"p{i}" for i in range(n)],
+            "partition": ["gpu"] * n,
+            "team": ["t"] * n,
+            "req_gpus": [r[0] for r in rows],
+            "eligible_at": [r[1] for r in rows],
+            "end_at": [r[2] for r in rows],
+            "state": ["PENDING" if r[2] is None else "CANCELLED" for r in rows],
+        },
+        schema_overrides={"eligible_at": TS, "end_at": TS},
+    ).lazy()
+
+
+def _leaves(wf: pl.LazyFrame, hour: dt.datetime) -> dict[str, float]:
+    df = wf.collect().filter(pl.col("hour") == hour)
+    return dict(zip(df["leaf"].cast(pl.String).to_list(), df["gpu_s"].to_list(), strict=True))
+
+
+def test_every_leaf_in_metrics_order_and_the_hour_is_conserved() -> None:
+    """8 GPUs × 1 h = 28800 GPU-s; down 3600, planned_down 3600. 1-GPU attempts in hour 0:
+    COMPLETED 60 min → goodput 3600; NODE_FAIL 30 min → infra 1800; FAILED (no XID) 30 min and
+    OUT_OF_MEMORY 10 min → user 1800 + 600 = 2400; PREEMPTED 20 min → 1200; TIMEOUT 10 min →
+    600; CANCELLED 15 min → 900. Allocated = 3600+1800+2400+1200+600+900 = 10500. Unallocated =
+    28800 − 3600 − 3600 − 10500 = 11100; a 2-GPU job pending all hour asks 7200 → held 7200,
+    idle 3900. Leaves sum to 28800."""
+    att = _attempts(
+        [
+            ("1", "COMPLETED", 1.0, _t(0), _t(1), ["n1"]),
+            ("2", "NODE_FAIL", 1.0, _t(0), _t(0, 30), ["n1"]),
+            ("3", "FAILED", 1.0, _t(0), _t(0, 30), ["n1"]),
+            ("4", "OUT_OF_MEMORY", 1.0, _t(0), _t(0, 10), ["n1"]),
+            ("5", "PREEMPTED", 1.0, _t(0), _t(0, 20), ["n1"]),
+            ("6", "TIMEOUT", 1.0, _t(0), _t(0, 10), ["n1"]),
+            ("7", "CANCELLED by 42", 1.0, _t(0), _t(0, 15), ["n1"]),
+        ]
+    )
+    wf = gpu_waterfall_hourly(
+        att,
+        _capacity([_t(0)], 8.0, down=H, planned=H),
+        _t(2),
+        pending=_pending([(2.0, _t(0), None)]),
+    )
+    expected = pl.DataFrame(
+        {
+            "leaf": list(WATERFALL_LEAVES),
+            "gpu_s": [3600.0, 3600.0, 1800.0, 2400.0, 1200.0, 600.0, 900.0, 0.0, 3600.0,
+                      7200.0, 3900.0],
+        }
+    )  # fmt: skip
+    out = wf.collect().select(pl.col("leaf").cast(pl.String), "gpu_s")
+    assert_frame_equal(out, expected)
+    assert check_conservation(wf).collect().is_empty()
+
+
+def test_failed_attempt_is_infra_only_with_an_xid_on_its_nodes_in_its_last_10_minutes() -> None:
+    """Three FAILED attempts end at 01:00. A (nodes n1, n2): XID on n2 at 00:52 → infra.
+    B (n3): XID at 00:45, 15 min before its end → user. C (n4): XID at 01:05, after its end →
+    user. XID events on other nodes never count."""
+    att = _attempts(
+        [
+            ("A", "FAILED", 8.0, _t(0), _t(1), ["n1", "n2"]),
+            ("B", "FAILED", 8.0, _t(0), _t(1), ["n3"]),
+            ("C", "FAILED", 8.0, _t(0), _t(1), ["n4"]),
+        ]
+    )
+    xid = pl.DataFrame(
+        {
+            "cluster": ["c", "c", "c", "c"],
+            "host": ["n2", "n3", "n4", "n9"],
+            "ts": [_t(0, 52), _t(0, 45), _t(1, 5), _t(0, 59)],
+            "xid": [79, 48, 79, 79],
+        },
+        schema_overrides={"ts": TS},
+    ).lazy()
+    out = attempt_outcomes(att, _t(2), xid_events=xid).sort("job_id").collect()
+    assert out["leaf"].cast(pl.String).to_list() == [
+        "failed_work_infra",
+        "failed_work_user",
+        "failed_work_user",
+    ]
+
+
+def test_attempt_crossing_an_hour_and_a_day_boundary_is_clipped_to_each_hour() -> None:
+    """2 GPUs COMPLETED from day 1 23:30 to day 2 01:15, 4 GPUs of capacity (14400 per hour).
+    Goodput: 23:00 → 2×1800 = 3600; day 2 00:00 → 2×3600 = 7200; 01:00 → 2×900 = 1800.
+    Idle: 10800, 7200, 12600. Each hour is conserved."""
+    hours = [_t(23), _t(0, day=2), _t(1, day=2)]
+    att = _attempts([("1", "COMPLETED", 2.0, _t(23, 30), _t(1, 15, day=2), ["n1"])])
+    wf = gpu_waterfall_hourly(att, _capacity(hours, 4.0), _t(6, day=2))
+    got = [(_leaves(wf, h)["goodput"], _leaves(wf, h)["idle"]) for h in hours]
+    assert got == [(3600.0, 10800.0), (7200.0, 7200.0), (1800.0, 12600.0)]
+    assert check_conservation(wf).collect().is_empty()
+
+
+def test_running_attempt_counts_as_goodput_until_as_of() -> None:
+    """as_of 00:30. A RUNNING 2-GPU attempt from 00:00 (no end) and a 1-GPU attempt whose
+    recorded end (FAILED at 00:50) lies after as_of: both are running at as_of, so goodput =
+    2×1800 + 1×1800 = 5400 and nothing is lost yet."""
+    att = _attempts(
+        [
+            ("1", "RUNNING", 2.0, _t(0), None, ["n1"]),
+            ("2", "FAILED", 1.0, _t(0), _t(0, 50), ["n1"]),
+        ]
+    )
+    leaves = _leaves(gpu_waterfall_hourly(att, _capacity([_t(0)], 8.0), _t(0, 30)), _t(0))
+    assert leaves["goodput"] == 5400.0
+    assert leaves["failed_work_user"] == 0.0
+
+
+def test_checkpoint_policy_loses_only_the_tail_since_the_last_checkpoint() -> None:
+    """PREEMPTED 1 GPU 00:00–01:30 (5400 s). whole_attempt: preempted 3600 + 1800.
+    checkpoint Δ = 1200 s, u0 = 300 s: lost = min(5400, 600 + 300) = 900 s, the tail
+    01:15–01:30 → preempted 900 in hour 1; the rest is goodput: 3600 in hour 0, 900 in hour 1.
+    A TIMEOUT attempt of 600 s (< 900) loses all 600 under either policy."""
+    att = _attempts(
+        [
+            ("1", "PREEMPTED", 1.0, _t(0), _t(1, 30), ["n1"]),
+            ("2", "TIMEOUT", 1.0, _t(0), _t(0, 10), ["n1"]),
+        ]
+    )
+    cap = _capacity([_t(0), _t(1)], 4.0)
+    whole = gpu_waterfall_hourly(att, cap, _t(3))
+    ckpt = gpu_waterfall_hourly(att, cap, _t(3), policy=LossPolicy("checkpoint", 1200.0, 300.0))
+    assert (_leaves(whole, _t(0))["preempted_work"], _leaves(whole, _t(1))["preempted_work"]) == (
+        3600.0,
+        1800.0,
+    )
+    h0, h1 = _leaves(ckpt, _t(0)), _leaves(ckpt, _t(1))
+    assert (h0["preempted_work"], h0["goodput"], h0["timeout_work"]) == (0.0, 3600.0, 600.0)
+    assert (h1["preempted_work"], h1["goodput"]) == (900.0, 900.0)
+
+
+def test_allocated_idle_only_where_telemetry_exists_and_headline_ratios() -> None:
+    """Capacity 4 GPUs (14400). Job 1: 2 GPUs 00:00–00:15 with activity 0.01 at 00:00 (below
+    θ = 0.05 → allocated_idle 2×300 = 600), 0.5 at 00:05 (observed goodput 600, active 300), no
+    sample at 00:10 (unobserved goodput 600). Job 2: 1 GPU 00:00–00:15, no telemetry → goodput
+    900. allocated = 2700, goodput = 2100, observed allocated = 1200.
+    occupancy = 2700/14400 = 0.1875; goodput ratio = 2100/14400; allocated activity =
+    (0.01×600 + 0.5×600)/1200 = 0.255; telemetry coverage = 1200/2700; goodput coverage =
+    600/2100."""
+    att = _attempts(
+        [
+            ("1", "COMPLETED", 2.0, _t(0), _t(0, 15), ["n1"]),
+            ("2", "COMPLETED", 1.0, _t(0), _t(0, 15), ["n1"]),
+        ]
+    )
+    activity = pl.DataFrame(
+        {
+            "cluster": ["c", "c"],
+            "job_id": ["1", "1"],
+            "attempt": [0, 0],
+            "bucket": [_t(0), _t(0, 5)],
+            "activity": [0.01, 0.5],
+            "gpus": [2.0, 2.0],
+        },
+        schema_overrides={"bucket": TS},
+    ).lazy()
+    wf = gpu_waterfall_hourly(att, _capacity([_t(0)], 4.0), _t(1), activity=activity)
+    leaves = _leaves(wf, _t(0))
+    assert (leaves["allocated_idle"], leaves["goodput"], leaves["idle"]) == (600.0, 2100.0, 11700.0)
+    r = headline_ratios(wf).collect().row(0, named=True)
+    assert r["occupancy"] == pytest.approx(0.1875)
+    assert r["goodput_ratio"] == pytest.approx(2100 / 14400)
+    assert r["allocated_activity"] == pytest.approx(0.255)
+    assert r["telemetry_coverage"] == pytest.approx(1200 / 2700)
+    assert r["goodput_telemetry_coverage"] == pytest.approx(600 / 2100)
+
+
+def test_held_counts_pending_waits_and_is_capped_by_unallocated_time() -> None:
+    """Hour 0, 4 GPUs (14400). A 1-GPU attempt eligible 00:00 runs 00:30–01:00 (goodput 1800;
+    its wait adds 1×1800 demand); a 1-GPU job cancelled while pending at 00:15 adds 900.
+    Unallocated 12600, demand 2700 → held 2700, idle 9900. Hour 1: a 16-GPU job pending all
+    hour asks 57600 > unallocated 14400 → held 14400, idle 0."""
+    att = _attempts([("1", "COMPLETED", 1.0, _t(0, 30), _t(1), ["n1"])], eligible=[_t(0)])
+    pend = _pending([(1.0, _t(0), _t(0, 15)), (16.0, _t(1), None)])
+    wf = gpu_waterfall_hourly(att, _capacity([_t(0), _t(1)], 4.0), _t(2), pending=pend)
+    h0, h1 = _leaves(wf, _t(0)), _leaves(wf, _t(1))
+    assert (h0["goodput"], h0["held"], h0["idle"]) == (1800.0, 2700.0, 9900.0)
+    assert (h1["held"], h1["idle"]) == (14400.0, 0.0)
+
+
+def test_allocation_beyond_capacity_is_reported_not_clipped() -> None:
+    """1 GPU of capacity (3600) but a 2-GPU attempt all hour: goodput 7200, held = idle = 0,
+    so the leaves sum to 7200 and check_conservation reports diff +3600 (> 0.1 % of 3600)."""
+    att = _attempts([("1", "COMPLETED", 2.0, _t(0), _t(1), ["n1"])])
+    wf = gpu_waterfall_hourly(att, _capacity([_t(0)], 1.0), _t(2))
+    bad = check_conservation(wf).collect()
+    assert bad.select("capacity_gpu_s", "leaves_gpu_s", "diff_gpu_s").row(0) == (
+        3600.0,
+        7200.0,
+        3600.0,
+    )
+
+
+def test_checkpoint_policy_needs_an_interval() -> None:
+    """``checkpoint`` without Δ > 0, or a negative restart overhead, is a ValueError."""
+    with pytest.raises(ValueError, match="checkpoint_interval_s"):
+        LossPolicy("checkpoint")
+    with pytest.raises(ValueError, match="restart_overhead_s"):
+        LossPolicy("checkpoint", 600.0, -1.0)
+
+
+def test_capacity_rows_set_the_window_and_long_spans_are_cut_to_it() -> None:
+    """Capacity rows only for hour 01:00 (4 GPUs). A 1-GPU attempt 00:00–03:00 adds 3600
+    goodput there and nothing elsewhere; a 2-GPU job pending 00:00–02:30 holds 7200 of the
+    10800 unallocated GPU-s in that hour. Only hour 01:00 is in the output (11 leaves)."""
+    att = _attempts([("1", "COMPLETED", 1.0, _t(0), _t(3), ["n1"])])
+    pend = _pending([(2.0, _t(0), _t(2, 30))])
+    wf = gpu_waterfall_hourly(att, _capacity([_t(1)], 4.0), _t(4), pending=pend)
+    out = wf.collect()
+    assert out.height == len(WATERFALL_LEAVES)
+    leaves = _leaves(wf, _t(1))
+    assert (leaves["goodput"], leaves["held"], leaves["idle"]) == (3600.0, 7200.0, 3600.0)
