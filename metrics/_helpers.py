@@ -34,4 +34,4 @@ def nearest_rank(values: pl.Expr, q: float) -> pl.Expr:
     v = values.drop_nulls().sort()
     n = v.len()
     idx = (pl.lit(q) * n).ceil().cast(pl.Int64) - 1
-    return pl.when(n > 0).then(v.get(idx.clip(0, None))).otherwise(None)
+    return v.get(idx.clip(0, None), null_on_oob=True)

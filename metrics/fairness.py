@@ -274,10 +274,11 @@ def entitlement(
         )
     elif window == "rolling_28d":
         daily = fair_hourly.group_by(pl.col(HOUR).dt.truncate("1d").alias("_day"), *keys).agg(sums)
-        days = daily.select(
-            pl.datetime_range(
-                pl.col("_day").min(), pl.col("_day").max(), interval="1d", time_zone="UTC"
-            ).alias("_day")
+        days = (
+            daily.select(pl.col("_day").min().alias("_lo"), pl.col("_day").max().alias("_hi"))
+            .filter(pl.col("_lo").is_not_null())  # no data: no windows (not an error)
+            .select(pl.datetime_ranges("_lo", "_hi", interval="1d", time_zone="UTC").alias("_day"))
+            .explode("_day")
         )
         grid = days.join(daily.select(keys).unique(), how="cross")
         roll = [

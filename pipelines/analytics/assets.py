@@ -16,9 +16,11 @@ from pipelines.analytics.checks import (
     ALLOCATED_WITHIN_CAPACITY,
     END_NOT_BEFORE_START,
     UNIQUE_ATTEMPT_KEYS,
+    WATERFALL_CONSERVES_CAPACITY,
     allocated_within_capacity,
     end_not_before_start,
     unique_attempt_keys,
+    waterfall_conserves_capacity,
 )
 from pipelines.config import load_config
 from pipelines.warehouse import init_warehouse, publish_serving_copy
@@ -37,6 +39,11 @@ CORE_ANALYTICS_KEYS = {
     "analytics.occupancy_hourly": dg.AssetKey(["analytics", "occupancy_hourly"]),
     "analytics.time_to_start_summary": dg.AssetKey(["analytics", "time_to_start_summary"]),
     "analytics.data_quality": dg.AssetKey(["analytics", "data_quality"]),
+    "analytics.gpu_waterfall_hourly": dg.AssetKey(["analytics", "gpu_waterfall_hourly"]),
+    "analytics.time_to_start_jobs": dg.AssetKey(["analytics", "time_to_start_jobs"]),
+    "analytics.fairness_weekly": dg.AssetKey(["analytics", "fairness_weekly"]),
+    "analytics.fairness_summary_weekly": dg.AssetKey(["analytics", "fairness_summary_weekly"]),
+    "analytics.node_reliability": dg.AssetKey(["analytics", "node_reliability"]),
 }
 
 _DESCRIPTIONS = {
@@ -48,6 +55,11 @@ _DESCRIPTIONS = {
     "analytics.occupancy_hourly": "Allocated GPU-seconds against capacity per cluster and hour.",
     "analytics.time_to_start_summary": "Naive wait percentiles per cluster and size bucket.",
     "analytics.data_quality": "Data-quality findings: GPUs not tracked, DST repairs, rejects.",
+    "analytics.gpu_waterfall_hourly": "GPU-time waterfall: 11 leaf buckets per cluster-hour.",
+    "analytics.time_to_start_jobs": "One waiting spell per attempt or pending job (censored).",
+    "analytics.fairness_weekly": "Entitlement, demand, fair allocation and debt per team.",
+    "analytics.fairness_summary_weekly": "Jain's index and unmet entitlement per window.",
+    "analytics.node_reliability": "NODE_FAIL, XID, down time and lemon score per node.",
 }
 
 
@@ -65,6 +77,9 @@ _DESCRIPTIONS = {
         dg.AssetCheckSpec(ALLOCATED_WITHIN_CAPACITY,
                           asset=CORE_ANALYTICS_KEYS["analytics.occupancy_hourly"],
                           description="Allocated GPU-seconds never exceed capacity in an hour."),
+        dg.AssetCheckSpec(WATERFALL_CONSERVES_CAPACITY,
+                          asset=CORE_ANALYTICS_KEYS["analytics.gpu_waterfall_hourly"],
+                          description="Each cluster-hour's leaf buckets sum to capacity (0.1 %)."),
     ],
     pool="duckdb",
 )  # fmt: skip
@@ -80,6 +95,7 @@ def core_and_analytics(
             end_not_before_start(con),
             unique_attempt_keys(con),
             allocated_within_capacity(con),
+            waterfall_conserves_capacity(con),
         ]
     for table, key in CORE_ANALYTICS_KEYS.items():
         yield dg.MaterializeResult(asset_key=key, metadata={"row_count": counts[table]})

@@ -14,6 +14,7 @@ import polars as pl
 
 from metrics import naive_wait_percentiles, occupancy_hourly
 from metrics.data_quality import DATA_QUALITY_SCHEMA, gpu_tracking_gaps
+from pipelines.analytics.metrics_build import build_metric_tables
 from pipelines.config import Config
 from pipelines.kubernetes._attempts import pod_attempts
 from pipelines.registry import UNATTRIBUTED, load_registry
@@ -34,6 +35,8 @@ JOBS_COLUMNS = [
 VIEWS = (
     "jobs", "slurm_jobs", "rejected_rows", "occupancy_hourly", "time_to_start_summary",
     "k8s_events", "k8s_pods", "dcgm_samples", "ingests", "nodes", "data_quality",
+    "gpu_waterfall_hourly", "occupancy_daily", "time_to_start_jobs", "fairness_weekly",
+    "fairness_summary_weekly", "node_reliability",
 )  # fmt: skip
 
 _INVENTORY_SCHEMA = {
@@ -43,6 +46,8 @@ _INVENTORY_SCHEMA = {
 
 
 def _replace_table(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
+    if frame.width == 0:
+        raise ValueError(f"{table}: no columns to write")
     _f = frame
     con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM _f")
 
@@ -282,6 +287,28 @@ def _data_quality(
     )
 
 
+def _tts_summary(km: pl.DataFrame) -> pl.DataFrame:
+    """The ``time_to_start_summary`` rows from the Kaplan–Meier table (NULL group = all)."""
+    return km.select(
+        pl.col("week").cast(pl.Datetime("us", "UTC")),
+        pl.col("source").cast(pl.String),
+        pl.col("cluster").cast(pl.String),
+        pl.col("partition").cast(pl.String),
+        pl.col("team").cast(pl.String),
+        pl.col("bucket").cast(pl.String),
+        pl.col("spells").cast(pl.Int64).alias("jobs"),
+        pl.col("censored").cast(pl.Int64),
+        pl.col("excluded").cast(pl.Int64),
+        pl.col("km_p50_s").alias("p50_s"),
+        pl.col("km_p90_s").alias("p90_s"),
+        pl.col("km_p99_s").alias("p99_s"),
+        pl.coalesce("km_p50_reason", "km_p90_reason", "km_p99_reason").alias("reason"),
+        "naive_p50_s",
+        "naive_p90_s",
+        "naive_p99_s",
+    )
+
+
 def create_views(con: duckdb.DuckDBPyConnection) -> None:
     """(Re)create every published view from ``sql/views/``."""
     for name in VIEWS:
@@ -301,7 +328,7 @@ def rebuild(
     Returns:
         Row counts of the tables written, by table name.
     """
-    _teams, mapping = load_registry(registry_path or cfg.registry_path)
+    _t, mapping = load_registry(registry_path or cfg.registry_path)
     account_teams = mapping.filter(pl.col("kind") == "slurm_account")
     ns_teams = mapping.filter(pl.col("kind") == "k8s_namespace")
     lq_teams = mapping.filter(pl.col("kind") == "k8s_local_queue")
@@ -358,7 +385,36 @@ def rebuild(
         if occ_parts
         else occupancy_hourly(jobs.clear().lazy(), nodes.lazy(), dt.datetime.now(dt.UTC)).collect()
     ).join(as_of, on="cluster", how="left")
-    tts = naive_wait_percentiles(jobs.lazy()).collect().join(as_of, on="cluster", how="left")
+    pending = (
+        slurm.filter(pl.col("is_allocation") & pl.col("start_at").is_null())
+        .select(
+            "cluster", "source", "job_id", "partition", "team",
+            pl.coalesce("req_gpus", "gpus").alias("req_gpus"),
+            "submit_at", "eligible_at", "end_at", "state",
+        )
+    )  # fmt: skip
+    teams, _mapping = load_registry(registry_path or cfg.registry_path)
+    engine = build_metric_tables(
+        con,
+        jobs=jobs,
+        pending=pending,
+        occupancy=occ,
+        shares=teams,
+        nodes=nodes,
+        as_of=as_of,
+        idle_threshold=cfg.idle_activity,
+    )
+    km = engine.pop("analytics.time_to_start_km")
+    tts = (
+        _tts_summary(km).join(as_of, on="cluster", how="left")
+        if km.width
+        else (naive_wait_percentiles(jobs.lazy()).collect().join(as_of, on="cluster", how="left"))
+    )
+    fair = engine["analytics.fairness_weekly"]
+    if fair.width:
+        engine["analytics.fairness_weekly"] = fair.join(
+            teams.select("team", "share"), on="team", how="left"
+        )
 
     dq = _data_quality(con, s_att, nodes, jobs).join(as_of, on="cluster", how="left")
     written = {
@@ -370,6 +426,10 @@ def rebuild(
         "analytics.occupancy_hourly": occ,
         "analytics.time_to_start_summary": tts,
         "analytics.data_quality": dq,
+        **{
+            t: (f.join(as_of, on="cluster", how="left") if "cluster" in f.columns else f)
+            for t, f in engine.items()
+        },
     }
     for table, frame in written.items():
         _replace_table(con, table, frame)

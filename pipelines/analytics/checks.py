@@ -11,19 +11,23 @@ __all__ = [
     "ALLOCATED_WITHIN_CAPACITY",
     "END_NOT_BEFORE_START",
     "UNIQUE_ATTEMPT_KEYS",
+    "WATERFALL_CONSERVES_CAPACITY",
     "allocated_within_capacity",
     "end_not_before_start",
     "unique_attempt_keys",
+    "waterfall_conserves_capacity",
 ]
 
 END_NOT_BEFORE_START = "end_not_before_start"
 UNIQUE_ATTEMPT_KEYS = "unique_attempt_keys"
 ALLOCATED_WITHIN_CAPACITY = "allocated_within_capacity"
+WATERFALL_CONSERVES_CAPACITY = "waterfall_conserves_capacity"
 
 _KEYS = {
     END_NOT_BEFORE_START: ("core", "jobs"),
     UNIQUE_ATTEMPT_KEYS: ("core", "slurm_jobs"),
     ALLOCATED_WITHIN_CAPACITY: ("analytics", "occupancy_hourly"),
+    WATERFALL_CONSERVES_CAPACITY: ("analytics", "gpu_waterfall_hourly"),
 }
 
 
@@ -55,3 +59,8 @@ def allocated_within_capacity(con: duckdb.DuckDBPyConnection) -> dg.AssetCheckRe
     """Cluster-hours whose allocated GPU-seconds exceed capacity by more than 0.1 % (WARN:
     capacity from observed nodes can undercount)."""
     return _count_check(con, ALLOCATED_WITHIN_CAPACITY, dg.AssetCheckSeverity.WARN)
+
+
+def waterfall_conserves_capacity(con: duckdb.DuckDBPyConnection) -> dg.AssetCheckResult:
+    """Cluster-hours whose waterfall leaves do not sum to capacity within 0.1 % (ERROR)."""
+    return _count_check(con, WATERFALL_CONSERVES_CAPACITY, dg.AssetCheckSeverity.ERROR)

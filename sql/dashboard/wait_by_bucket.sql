@@ -1,5 +1,6 @@
--- Naive wait percentiles by size bucket (bucket NULL = all GPU attempts of the cluster).
-SELECT source, cluster, coalesce(bucket, 'all') AS bucket, jobs,
-       naive_p50_s, naive_p90_s, naive_p99_s
+-- Wait percentiles by size bucket over the whole window (bucket 'all' = every GPU attempt).
+SELECT source, cluster, coalesce(bucket, 'all') AS bucket, jobs, censored,
+       p50_s, p90_s, naive_p50_s, naive_p90_s, naive_p99_s
 FROM time_to_start_summary
+WHERE week IS NULL AND partition IS NULL AND team IS NULL
 ORDER BY cluster, bucket;

@@ -52,3 +52,10 @@ def test_naive_percentiles_per_bucket_exclude_cpu_only_and_unknown_eligible() ->
         20.0,
         100.0,
     )
+
+
+def test_nearest_rank_of_a_group_without_values_is_null() -> None:
+    """A group whose values are all NULL gets NULL, not an error."""
+    df = pl.DataFrame({"g": [1, 1, 2], "v": [1.0, 2.0, None]})
+    out = df.group_by("g").agg(nearest_rank(pl.col("v"), 0.5).alias("p50")).sort("g")
+    assert out["p50"].to_list() == [1.0, None]
