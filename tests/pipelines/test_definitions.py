@@ -11,8 +11,8 @@ EXPECTED_ASSETS = {
     "core/slurm_jobs", "core/k8s_pods", "core/k8s_events", "core/jobs", "core/nodes",
     "analytics/occupancy_hourly", "analytics/time_to_start_summary", "analytics/serving_copy",
     "analytics/data_quality", "raw/slurm_state", "analytics/gpu_waterfall_hourly",
-    "analytics/time_to_start_jobs", "analytics/fairness_weekly", "analytics/fairness_summary_weekly",
-    "analytics/node_reliability",
+    "analytics/time_to_start_jobs", "analytics/fairness_weekly",
+    "analytics/fairness_summary_weekly", "analytics/node_reliability",
 }  # fmt: skip
 
 
