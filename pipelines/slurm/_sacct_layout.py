@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pipelines._parse_result import InputFormatError
 from pipelines.slurm._sacct_fields import KNOWN_FIELDS, canonical_field
 
-__all__ = ["Layout", "SacctFormatError", "check_kind", "detect_layout"]
+__all__ = ["Layout", "SacctFormatError", "check_kind", "detect_layout", "json_layout"]
 
 #: Delimiters tried, in this order, when a headerless file is read without ``delimiter=``.
 #: ``^|^`` comes before ``|`` because it splits a line into as many parts as ``|`` does.
@@ -44,26 +47,40 @@ class Layout:
     header_text: str | None
 
 
-def check_kind(file: str, content: str) -> None:
-    """Raise when the content is clearly not ``sacct`` text output.
+def check_kind(file: str, head: str, whole: bytes) -> dict[str, Any] | None:
+    """Raise when the content is clearly not ``sacct`` output; return a ``--json`` document.
+
+    Args:
+        file: the file's name, for messages.
+        head: the first 64 KiB of the content, decoded.
+        whole: the whole content, parsed as JSON only when ``head`` starts with ``{`` or ``[``
+            (a text export may start with ``{`` too: an AdminComment in the first column).
+
+    Returns:
+        The parsed document when the content is ``sacct --json`` output (an object with
+        ``jobs``), else None (text output).
 
     Raises:
-        SacctFormatError: the content is binary, JSON (``sacct --json`` is reported as such), or
-            HTML/XML.
+        SacctFormatError: the content is binary, JSON that is not ``sacct --json``, or HTML/XML.
     """
-    head = content[:65536]
     if "\x00" in head:
         raise SacctFormatError(file, "binary content (NUL bytes), not sacct text output")
     control = sum(1 for ch in head if ord(ch) < 32 and ch not in "\t\r\n\f\v")
     if head and control / len(head) > 0.05:
         raise SacctFormatError(file, "binary content (control characters), not sacct output")
     stripped = head.lstrip()
-    if stripped.startswith("{"):
-        raise SacctFormatError(file, "sacct --json is not supported yet")
-    if stripped.startswith("["):
-        raise SacctFormatError(file, "a JSON array, not sacct text output")
+    if stripped.startswith(("{", "[")):
+        try:
+            document = json.loads(whole)
+        except (ValueError, RecursionError):
+            document = None
+        if isinstance(document, dict) and isinstance(document.get("jobs"), list):
+            return document
+        if isinstance(document, dict | list):
+            raise SacctFormatError(file, "JSON without a 'jobs' list, not sacct output")
     if stripped.startswith("<"):
         raise SacctFormatError(file, "HTML/XML, not sacct text output")
+    return None
 
 
 def _keys_and_names(raw_names: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -103,7 +120,7 @@ def _header(line: str, delimiter: str | None) -> tuple[list[str], str, bool] | N
     matches = list(_NAME_RE.finditer(line))
     if not matches or matches[0].start() != 0:
         return None
-    seps = {line[a.end() : b.start()] for a, b in zip(matches, matches[1:], strict=False)}
+    seps = {line[a.end() : b.start()] for a, b in itertools.pairwise(matches)}
     tail = line[matches[-1].end() :]
     tokens = [m.group(0) for m in matches]
     if len(seps) > 1 or "" in seps:
@@ -121,9 +138,7 @@ def _looks_fixed_width(line: str) -> bool:
 
 def _guess_delimiter(file: str, lines: Sequence[str], n: int) -> str:
     """The candidate delimiter that splits most sample lines into ``n`` (or ``n`` + 1) parts."""
-    extra = Counter(
-        ch for line in lines for ch in line if not ch.isalnum() and not ch.isspace()
-    )
+    extra = Counter(ch for line in lines for ch in line if not ch.isalnum() and not ch.isspace())
     candidates = list(_CANDIDATE_DELIMITERS) + [
         ch for ch, _ in extra.most_common(8) if ch not in _CANDIDATE_DELIMITERS
     ]
@@ -134,8 +149,7 @@ def _guess_delimiter(file: str, lines: Sequence[str], n: int) -> str:
         fit = sum(
             1
             for line in lines
-            if line.count(delim) + 1 == n
-            or (line.count(delim) == n and line.endswith(delim))
+            if line.count(delim) + 1 == n or (line.count(delim) == n and line.endswith(delim))
         )
         score = fit / len(lines)
         if best is None or (score, -order) > (best[0], best[1]):
@@ -205,3 +219,9 @@ def detect_layout(
     texts = [text for _, text in sample]
     delim = delimiter if delimiter is not None else _guess_delimiter(file, texts, len(keys))
     return Layout(delim, keys, names, False, _guess_parsable(texts, delim, len(keys)), None)
+
+
+def json_layout(names: Sequence[str]) -> Layout:
+    """The layout of records made from ``sacct --json`` (fields ``names``, no delimiter)."""
+    keys, display = _keys_and_names(names)
+    return Layout("|", keys, display, False, False, None)

@@ -1,14 +1,17 @@
 """Parse Slurm ``sacct`` text output (``--parsable2`` / ``--parsable``) into typed job rows.
 
-One function, :func:`parse_sacct`, reads one file into a :class:`~pipelines._parse_result.ParseResult`
-whose ``rows`` follow :data:`SLURM_ROW_SCHEMA`. The common path is vectorised polars string work
-(split lines, split fields, regex-extract values); only rare records (multi-line, pending arrays,
-bracketed host lists, DST-odd local times) go through Python.
+One function, :func:`parse_sacct`, reads one file into a
+:class:`~pipelines._parse_result.ParseResult` whose ``rows`` follow :data:`SLURM_ROW_SCHEMA`.
+The common path is vectorised polars work (lines and fields split by polars' CSV reader, values
+by regex on whole columns, repeated TRES strings and host lists typed once); only rare records
+(multi-line, pending arrays, odd host lists, DST-odd local times) go through Python.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -17,14 +20,21 @@ import polars as pl
 
 from pipelines._parse_result import REJECTED_SCHEMA, ParseResult
 from pipelines.slurm._sacct_fields import FREE_TEXT_FIELDS, NO_END_STATES, SLURM_STATES
-from pipelines.slurm._sacct_layout import Layout, SacctFormatError, check_kind, detect_layout
+from pipelines.slurm._sacct_json import JSON_FIELDS, json_records, json_shape
+from pipelines.slurm._sacct_layout import (
+    Layout,
+    SacctFormatError,
+    check_kind,
+    detect_layout,
+    json_layout,
+)
 from pipelines.slurm._sacct_values import (
     EPOCH_RE,
     OFFSET_RE,
     duration_parts,
     duration_seconds,
     expand_array_spec,
-    expand_nodelist,
+    expand_nodelists,
     gpus_from_tres,
     is_null_token,
     localize,
@@ -95,22 +105,35 @@ SLURM_ROW_SCHEMA: dict[str, pl.DataType] = {
 _MAX_JOIN_LINES = 64
 #: Lines read for layout detection.
 _SAMPLE_LINES = 200
+#: Records typed at a time (bounds the memory of the intermediate columns).
+_CHUNK_ROWS = 500_000
+#: Bytes of a clean file split and typed at a time.
+_CHUNK_BYTES = 128 << 20
 
 _ID_RE = (
-    r"^(?P<base>\d+)(?:_(?P<task>\d+)|_\[(?P<arr>[^\]]*)\]|\+(?P<het>\d+))?"
+    r"^(?P<base>\d+)(?:_(?P<task>\d{1,18})|_\[(?P<arr>[^\]]*)\]|\+(?P<het>\d{1,18}))?"
     r"(?:\.(?P<step>[A-Za-z0-9_+]+))?$"
 )
-_STATE_RE = r"^(?P<s>[A-Za-z_]+)(?: by (?P<uid>\d+))?$"
+#: A plain job or step id (most ids), split without the regex above.
+_PLAIN_ID_RE = r"^\d+(?:\.[A-Za-z0-9_+]+)?$"
+_STATE_RE = r"^(?P<s>[A-Za-z_]+)(?: by (?P<uid>\d{1,18}))?$"
+_EXIT_RE = r"^\d{1,18}:\d{1,18}$"
 _TIMELIMIT_TOKENS = ("UNLIMITED", "Partition_Limit", "INVALID", "NONE")
-_TIME_FIELDS = (("submit", "submit_at"), ("eligible", "eligible_at"),
-                ("start", "start_at"), ("end", "end_at"))  # fmt: skip
+_TIME_FIELDS = (
+    ("submit", "submit_at"),
+    ("eligible", "eligible_at"),
+    ("start", "start_at"),
+    ("end", "end_at"),
+)
 
 
 # --------------------------------------------------------------------------- reading
 
 
 def _read(path: str | Path, text: str | None, file: str) -> tuple[bytes, str]:
-    """The file's bytes as UTF-8 and the encoding they were read in (``utf-8``/``latin-1``)."""
+    """The content's bytes (a UTF-8 BOM removed) and their origin: ``text`` (the ``text``
+    argument, encoded as UTF-8) or ``utf-8`` (a file; bytes that are not UTF-8 are found, and
+    read as Latin-1, while splitting lines)."""
     if text is not None:
         return text.removeprefix("\ufeff").encode("utf-8", "replace"), "text"
     try:
@@ -122,7 +145,7 @@ def _read(path: str | Path, text: str | None, file: str) -> tuple[bytes, str]:
     return data.removeprefix(b"\xef\xbb\xbf"), "utf-8"
 
 
-def _lines(data: bytes, encoding: str) -> tuple[pl.DataFrame, str]:
+def _lines(data: bytes, encoding: str) -> tuple[pl.DataFrame, str, bytes]:
     """One row per physical line: ``line`` (without ``\\r\\n``) and its 1-based ``line_no``.
 
     Lines are split by polars' CSV reader with a separator byte the data does not contain (much
@@ -130,7 +153,7 @@ def _lines(data: bytes, encoding: str) -> tuple[pl.DataFrame, str]:
     read as Latin-1.
 
     Returns:
-        ``(lines, encoding)``.
+        ``(lines, encoding, data)``: ``data`` re-encoded as UTF-8 where it was Latin-1.
     """
     expected = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
     sentinel = next((chr(c) for c in (0x1F, 0x1E, 0x1D, 0x1C) if bytes([c]) not in data), None)
@@ -138,9 +161,15 @@ def _lines(data: bytes, encoding: str) -> tuple[pl.DataFrame, str]:
     if sentinel is not None and data:
         try:
             frame = pl.read_csv(
-                data, has_header=False, separator=sentinel, quote_char=None,
-                new_columns=["line"], infer_schema=False, encoding="utf8", raise_if_empty=False,
-            )  # fmt: skip
+                data,
+                has_header=False,
+                separator=sentinel,
+                quote_char=None,
+                new_columns=["line"],
+                infer_schema=False,
+                encoding="utf8",
+                raise_if_empty=False,
+            )
         except pl.exceptions.ComputeError:
             data = data.decode("latin-1").encode("utf-8")
             encoding = "latin-1"
@@ -155,18 +184,24 @@ def _lines(data: bytes, encoding: str) -> tuple[pl.DataFrame, str]:
             encoding = "latin-1"
         if text.endswith("\n"):
             text = text[:-1]
-        frame = pl.DataFrame({"line": text.split("\n") if data else []}, schema={"line": pl.String})
+        frame = pl.DataFrame(
+            {"line": text.split("\n") if data else []}, schema={"line": pl.String}
+        ).select(pl.col("line").str.strip_suffix("\r"))
     lines = frame.select(
-        line=pl.col("line").fill_null("").str.strip_suffix("\r"),
+        line=pl.col("line").fill_null(""),
         line_no=pl.int_range(1, pl.len() + 1, dtype=pl.Int64),
     )
-    return lines, encoding
+    return lines, encoding, data
 
 
 def _rejected(
-    file: str, line_no: pl.Series | list[int], line_end: pl.Series | list[int],
-    raw: pl.Series | list[str], reason: pl.Series | list[str], field: pl.Series | list[str | None],
-) -> pl.DataFrame:  # fmt: skip
+    file: str,
+    line_no: pl.Series | list[int],
+    line_end: pl.Series | list[int],
+    raw: pl.Series | list[str],
+    reason: pl.Series | list[str],
+    field: pl.Series | list[str | None],
+) -> pl.DataFrame:
     size = len(line_no)
     return pl.DataFrame(
         {
@@ -189,46 +224,59 @@ def _records(
 ) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
     """Group physical lines into records with the expected field count.
 
+    Counts ``blank_lines``, ``repeated_headers``, ``joined_records`` and ``surplus_joined``
+    (lines whose surplus delimiters went into the free-text last field) into ``info``.
+
     Returns:
-        ``(records, rejected)``: records with ``raw``, ``body`` (trailing delimiter removed),
-        ``line_no``, ``line_end``, sorted by line; and frames of rejected lines.
+        ``(records, rejected)``: records with ``line`` (the raw text), ``body`` (trailing
+        delimiter removed), ``line_no``, ``line_end``, sorted by line; and frames of rejected
+        lines.
     """
     n = len(layout.keys)
     delim = layout.delimiter
     free_last = layout.keys[-1] in FREE_TEXT_FIELDS
-    df = lines.filter(pl.col("line_no") >= first_data)
-    blank = df["line"].str.strip_chars() == ""
-    info["blank_lines"] = int(blank.sum())
-    df = df.filter(~blank)
-    if layout.header_text is not None:
-        repeated = df["line"] == layout.header_text
-        info["repeated_headers"] = int(repeated.sum())
-        df = df.filter(~repeated)
+    df = lines.slice(first_data - 1)
     body = pl.col("line").str.strip_suffix(delim) if layout.parsable else pl.col("line")
-    df = df.with_columns(body=body).with_columns(
-        parts=pl.col("body").str.count_matches(delim, literal=True).cast(pl.Int64) + 1
-    )
+    header = pl.lit(False) if layout.header_text is None else pl.col("line") == layout.header_text
+    df = df.with_columns(
+        blank=pl.col("line").str.contains(r"^\s*$"),
+        header=header,
+        body=body,
+    ).with_columns(parts=pl.col("body").str.count_matches(delim, literal=True).cast(pl.Int64) + 1)
+    data_line = ~pl.col("blank") & ~pl.col("header")
     rejected: list[pl.DataFrame] = []
-    long = df.filter((pl.col("parts") > n) & pl.lit(not free_last))
+    info["surplus_joined"] = (
+        int(df.select((data_line & (pl.col("parts") > n)).sum()).item()) if free_last else 0
+    )
+    long = df.filter(data_line & (pl.col("parts") > n) & pl.lit(not free_last))
     if long.height:
         rejected.append(
             _rejected(
-                file, long["line_no"], long["line_no"], long["line"],
+                file,
+                long["line_no"],
+                long["line_no"],
+                long["line"],
                 long.select(pl.format(f"expected {n} fields, found {{}}", "parts")).to_series(),
                 [None] * long.height,
-            )  # fmt: skip
+            )
         )
-    short_pos = df["parts"].lt(n).arg_true().to_list()
+    short_pos = df.select((data_line & (pl.col("parts") < n)).arg_true()).to_series().to_list()
     consumed: set[int] = set()
     joins: list[tuple[int, int]] = []
     if short_pos:
         parts = df["parts"].to_list()
+        is_header = df["header"].to_list()
         for pos in short_pos:
             if pos in consumed:
                 continue
             total = parts[pos]
             end = pos
-            while total < n and end + 1 < len(parts) and end - pos + 1 < _MAX_JOIN_LINES:
+            while (
+                total < n
+                and end + 1 < len(parts)
+                and not is_header[end + 1]
+                and end - pos + 1 < _MAX_JOIN_LINES
+            ):
                 end += 1
                 total += parts[end] - 1
             if total == n and end > pos:
@@ -252,17 +300,21 @@ def _records(
         bad = df[lone_short]
         rejected.append(
             _rejected(
-                file, bad["line_no"], bad["line_no"], bad["line"],
+                file,
+                bad["line_no"],
+                bad["line_no"],
+                bad["line"],
                 bad.select(pl.format(f"expected {n} fields, found {{}}", "parts")).to_series(),
                 [None] * bad.height,
-            )  # fmt: skip
+            )
         )
-    keep = (pl.col("parts") == n) | ((pl.col("parts") > n) & pl.lit(free_last))
-    if consumed:
-        keep = keep & ~pl.int_range(0, pl.len()).is_in(sorted(consumed))
-    singles = df.filter(keep).select(
-        "line", "line_no", "body", line_end=pl.col("line_no")
-    )
+    free = ~pl.int_range(0, pl.len()).is_in(sorted(consumed)) if consumed else pl.lit(True)
+    counts = df.select(
+        blank=(pl.col("blank") & free).sum(), header=(pl.col("header") & free).sum()
+    ).row(0)
+    info["blank_lines"], info["repeated_headers"] = int(counts[0]), int(counts[1])
+    keep = data_line & free & ((pl.col("parts") == n) | ((pl.col("parts") > n) & pl.lit(free_last)))
+    singles = df.filter(keep).select("line", "line_no", "body", line_end=pl.col("line_no"))
     if join_rows:
         joined = pl.DataFrame(join_rows, schema=singles.schema)
         singles = pl.concat([singles, joined]).sort("line_no")
@@ -285,12 +337,24 @@ def _text(expr: pl.Expr, *nulls: str) -> pl.Expr:
 _Rule = tuple[pl.Expr, str | None, pl.Expr]
 
 
+@dataclass
+class _Group:
+    """Expressions that read one raw column only (stages ``a``, ``b`` and rules)."""
+
+    a: dict[str, pl.Expr] = field(default_factory=dict)
+    b: dict[str, pl.Expr] = field(default_factory=dict)
+    rules: list[_Rule] = field(default_factory=list)
+
+
 class _Plan:
     """The expressions that type one file's fields, in three stages, plus the row rules.
 
     Stage ``a`` reads the raw ``_f_<key>`` columns (each regex runs once, into a struct or list
     column); stage ``b`` derives the typed columns from stage ``a``; ``rules`` are
-    ``(bad, field, reason)`` triples: a row where ``bad`` holds is rejected.
+    ``(bad, field, reason)`` triples: a row where ``bad`` holds is rejected. Fields with few
+    distinct values (State, Timelimit, ExitCode, ReqMem) are typed per distinct value:
+    ``local[key]`` holds their expressions, which :func:`_type_distinct` runs on the distinct
+    values and joins back as columns (``_bad_<key>_<i>`` / ``_why_<key>_<i>`` for the rules).
     """
 
     def __init__(self, layout: Layout, cluster: str | None, flags: dict[str, bool]) -> None:
@@ -301,6 +365,7 @@ class _Plan:
         self.b: dict[str, pl.Expr] = {}
         self.rules: list[_Rule] = []
         self.used: set[str] = set()
+        self.local: dict[str, _Group] = {}
         #: raw TRES columns whose GPUs :func:`_gpus` counts (None where the field is absent)
         self.gpu_sources: dict[str, pl.Expr | None] = {}
         self._identity()
@@ -311,6 +376,23 @@ class _Plan:
         self._numbers()
         self._resources()
         self._extra()
+        for key, group in self.local.items():
+            for i, (_, name, _) in enumerate(group.rules):
+                self.rules.append((pl.col(f"_bad_{key}_{i}"), name, pl.col(f"_why_{key}_{i}")))
+
+    @contextmanager
+    def _local(self, key: str | None) -> Iterator[None]:
+        """Route the ``a``/``b``/``rules`` written inside to the group of raw field ``key``."""
+        if key is None:
+            yield
+            return
+        group = self.local.setdefault(key, _Group())
+        saved = (self.a, self.b, self.rules)
+        self.a, self.b, self.rules = group.a, group.b, group.rules
+        try:
+            yield
+        finally:
+            self.a, self.b, self.rules = saved
 
     def key(self, *names: str) -> str | None:
         """The first of ``names`` present in the file (marked as used), else None."""
@@ -333,7 +415,14 @@ class _Plan:
         assert id_key is not None  # detect_layout guarantees JobID or JobIDRaw
         raw_id = _raw(id_key)
         self.a["_trunc"] = raw_id.str.ends_with("+")
-        self.a["_ids"] = raw_id.str.extract_groups(_ID_RE)
+        self.a["_plain_id"] = raw_id.str.contains(_PLAIN_ID_RE)
+        self.a["_id_split"] = raw_id.str.splitn(".", 2)
+        self.a["_ids"] = (
+            pl.when(raw_id.str.contains(_PLAIN_ID_RE))
+            .then(None)
+            .otherwise(raw_id)
+            .str.extract_groups(_ID_RE)
+        )
         self.rule(
             pl.col("_trunc"),
             id_key,
@@ -344,7 +433,14 @@ class _Plan:
             ),
         )
         ids = pl.col("_ids")
-        base = ids.struct.field("base")
+        plain = pl.col("_plain_id")
+        split = pl.col("_id_split")
+        base = pl.coalesce(
+            ids.struct.field("base"), pl.when(plain).then(split.struct.field("field_0"))
+        )
+        step = pl.coalesce(
+            ids.struct.field("step"), pl.when(plain).then(split.struct.field("field_1"))
+        )
         task = ids.struct.field("task")
         het = ids.struct.field("het")
         arr = ids.struct.field("arr")
@@ -364,11 +460,11 @@ class _Plan:
         self.b["array_task_id"] = task.cast(pl.Int64)
         self.b["het_job_id"] = pl.when(het.is_not_null()).then(base)
         self.b["het_job_offset"] = het.cast(pl.Int64)
-        self.b["step"] = ids.struct.field("step")
-        self.b["is_allocation"] = ids.struct.field("step").is_null()
+        self.b["step"] = step
+        self.b["is_allocation"] = step.is_null()
         raw_key = self.key("jobidraw") if id_key == "jobid" else None
         self.a["_job_id_raw"] = (
-            _text(_raw(raw_key).str.replace(r"\..*$", ""))
+            _text(_raw(raw_key).str.splitn(".", 2).struct.field("field_0"))
             if raw_key is not None
             else pl.lit(None, pl.String)
         )
@@ -376,24 +472,39 @@ class _Plan:
     def _text_columns(self, cluster: str | None) -> None:
         self.a["cluster"] = pl.coalesce(_text(self.raw("cluster")), pl.lit(cluster or "default"))
         for column, key in (
-            ("job_name", "jobname"), ("user_name", "user"), ("account", "account"),
-            ("group_name", "group"), ("partition", "partition"), ("qos", "qos"),
-        ):  # fmt: skip
+            ("job_name", "jobname"),
+            ("user_name", "user"),
+            ("account", "account"),
+            ("group_name", "group"),
+            ("partition", "partition"),
+            ("qos", "qos"),
+        ):
             self.a[column] = _text(self.raw(key))
         self.a["reason"] = _text(self.raw("reason"), "None")
         self.a["node_list_raw"] = _text(self.raw("nodelist"))
 
     def _state(self) -> None:
+        with self._local(self.key("state")):
+            self._state_columns()
+
+    def _state_columns(self) -> None:
         state_key = self.key("state")
         state_raw = self.raw("state")
         self.a["state_raw"] = _text(state_raw)
-        self.a["_st"] = state_raw.str.extract_groups(_STATE_RE)
-        state = pl.col("_st").struct.field("s").str.to_uppercase()
+        known = sorted(SLURM_STATES)
+        self.a["_st"] = (
+            pl.when(state_raw.is_in(known)).then(None).otherwise(state_raw)
+        ).str.extract_groups(_STATE_RE)
+        state = (
+            pl.when(state_raw.is_in(known))
+            .then(state_raw)
+            .otherwise(pl.col("_st").struct.field("s").str.to_uppercase())
+        )
         self.b["state"] = state
         self.b["cancelled_by_uid"] = pl.col("_st").struct.field("uid").cast(pl.Int64)
         if state_key is not None:
             self.rule(
-                (state_raw != "") & (state.is_null() | ~state.is_in(sorted(SLURM_STATES))),
+                (state_raw != "") & (state.is_null() | ~state.is_in(known)),
                 state_key,
                 pl.format("unknown job state '{}'", state_raw),
             )
@@ -401,7 +512,7 @@ class _Plan:
     def _times(self) -> None:
         for key, column in _TIME_FIELDS:
             found = self.key(key)
-            aware, naive, bad = time_parts(
+            aware, naive, _ = time_parts(
                 self.raw(key),
                 epoch=self.flags.get(f"epoch_{key}", False),
                 offset=self.flags.get(f"offset_{key}", False),
@@ -410,6 +521,11 @@ class _Plan:
             self.a[f"_{column}_naive"] = naive
             if found is not None:
                 name = self.name_of[found]
+                bad = (
+                    ~is_null_token(_raw(found))
+                    & pl.col(f"_{column}_aware").is_null()
+                    & pl.col(f"_{column}_naive").is_null()
+                )
                 self.rule(bad, found, pl.format(f"unparseable {name} time '{{}}'", _raw(found)))
 
     def _duration(self, column: str, key: str | None, value: pl.Expr | None = None) -> pl.Expr:
@@ -433,32 +549,43 @@ class _Plan:
             self.b["timelimit_s"] = pl.lit(None, pl.Int64)
             self.b["timelimit_note"] = pl.lit(None, pl.String)
             return
-        limit = _raw(limit_key)
-        is_token = limit.is_in(list(_TIMELIMIT_TOKENS))
-        seconds = self._duration(
-            "timelimit_s", limit_key, pl.when(is_token).then(None).otherwise(limit)
-        )
-        if limit_key == "timelimitraw":  # TimelimitRaw counts minutes
-            self.b["timelimit_s"] = seconds * 60
-        self.a["timelimit_note"] = (
-            pl.when(is_token).then(limit).when(limit == "").then(pl.lit("empty"))
-        )
+        with self._local(limit_key):
+            limit = _raw(limit_key)
+            is_token = limit.is_in(list(_TIMELIMIT_TOKENS))
+            seconds = self._duration(
+                "timelimit_s", limit_key, pl.when(is_token).then(None).otherwise(limit)
+            )
+            if limit_key == "timelimitraw":  # TimelimitRaw counts minutes
+                self.b["timelimit_s"] = seconds * 60
+            self.a["timelimit_note"] = (
+                pl.when(is_token).then(limit).when(limit == "").then(pl.lit("empty"))
+            )
 
     def _numbers(self) -> None:
+        with self._local(self.key("exitcode")):
+            self._exit_code()
+        self._counts()
+
+    def _exit_code(self) -> None:
         exit_key = self.key("exitcode")
         exit_raw = self.raw("exitcode")
-        self.a["_ex"] = exit_raw.str.extract_groups(r"^(?P<code>\d+):(?P<sig>\d+)$")
-        code = pl.col("_ex").struct.field("code").cast(pl.Int64)
+        self.a["_ex"] = pl.when(exit_raw.str.contains(_EXIT_RE)).then(exit_raw.str.splitn(":", 2))
+        code = pl.col("_ex").struct.field("field_0").cast(pl.Int64)
         self.b["exit_code"] = code
-        self.b["signal"] = pl.col("_ex").struct.field("sig").cast(pl.Int64)
+        self.b["signal"] = pl.col("_ex").struct.field("field_1").cast(pl.Int64)
         if exit_key is not None:
             self.rule(
                 ~is_null_token(exit_raw) & code.is_null(),
                 exit_key,
                 pl.format("unparseable ExitCode '{}'", exit_raw),
             )
-        for column, names in (("uid", ("uid",)), ("nnodes", ("nnodes", "allocnodes")),
-                              ("ncpus", ("ncpus", "alloccpus"))):  # fmt: skip
+
+    def _counts(self) -> None:
+        for column, names in (
+            ("uid", ("uid",)),
+            ("nnodes", ("nnodes", "allocnodes")),
+            ("ncpus", ("ncpus", "alloccpus")),
+        ):
             key = self.key(*names)
             if key is None:
                 self.a[column] = pl.lit(None, pl.Int64)
@@ -474,11 +601,12 @@ class _Plan:
     def _resources(self) -> None:
         mem_key = self.key("reqmem")
         if mem_key is not None:
-            self.a["_mem"] = req_mem_parts(_raw(mem_key))
-            mb, per, bad = req_mem(pl.col("_mem"), _raw(mem_key))
-            self.b["req_mem_mb"] = mb
-            self.b["req_mem_per"] = per
-            self.rule(bad, mem_key, pl.format("unparseable ReqMem '{}'", _raw(mem_key)))
+            with self._local(mem_key):
+                self.a["_mem"] = req_mem_parts(_raw(mem_key))
+                mb, per, bad = req_mem(pl.col("_mem"), _raw(mem_key))
+                self.b["req_mem_mb"] = mb
+                self.b["req_mem_per"] = per
+                self.rule(bad, mem_key, pl.format("unparseable ReqMem '{}'", _raw(mem_key)))
         else:
             self.b["req_mem_mb"] = pl.lit(None, pl.Float64)
             self.b["req_mem_per"] = pl.lit(None, pl.String)
@@ -496,95 +624,131 @@ class _Plan:
         )
 
 
+def _type_distinct(fields: pl.DataFrame, plan: _Plan) -> pl.DataFrame:
+    """Type the few-valued fields per distinct value and join the columns back."""
+    for key, group in plan.local.items():
+        column = f"_f_{key}"
+        rule_columns: dict[str, pl.Expr] = {}
+        for i, (bad, _, why) in enumerate(group.rules):
+            rule_columns[f"_bad_{key}_{i}"] = bad
+            rule_columns[f"_why_{key}_{i}"] = pl.when(bad).then(why)
+        distinct = (
+            fields.select(column)
+            .unique()
+            .with_columns(**group.a)
+            .with_columns(**group.b)
+            .with_columns(**rule_columns)
+        )
+        looked_up = fields.select(column).join(
+            distinct, on=column, how="left", maintain_order="left", nulls_equal=True
+        )
+        fields = fields.hstack(looked_up.drop(column))
+    return fields
+
+
 def _flags(fields: pl.DataFrame, keys: Sequence[str]) -> dict[str, bool]:
-    """Which time fields hold any epoch or offset value (their parse branches are skipped if not)."""
+    """Which time fields hold any epoch or offset value (the parse branches not needed are
+    skipped). ISO local times are 19 characters: only shorter values can be epoch seconds and
+    only longer ones can carry an offset, so the regexes run on those few values only."""
     exprs = []
     for key, _ in _TIME_FIELDS:
         if key in keys:
-            exprs.append(_raw(key).str.contains(EPOCH_RE).any().alias(f"epoch_{key}"))
-            exprs.append(_raw(key).str.contains(OFFSET_RE).any().alias(f"offset_{key}"))
+            size = _raw(key).str.len_bytes()
+            short = pl.when(size <= 12).then(_raw(key))
+            long = pl.when(size > 19).then(_raw(key))
+            exprs.append(short.str.contains(EPOCH_RE).any().alias(f"epoch_{key}"))
+            exprs.append(long.str.contains(OFFSET_RE).any().alias(f"offset_{key}"))
     if not exprs:
         return {}
     return {name: bool(value) for name, value in fields.select(exprs).row(0, named=True).items()}
 
 
 def _gpus(df: pl.DataFrame, plan: _Plan) -> pl.DataFrame:
-    """Add ``gpus``, ``req_gpus`` and ``gpu_type`` from the AllocTRES / ReqTRES fields."""
-    columns: dict[str, pl.Series] = {}
+    """Add ``gpus``, ``req_gpus`` and ``gpu_type`` from the AllocTRES / ReqTRES fields.
+
+    TRES strings repeat a lot, so each distinct string is counted once and joined back.
+    """
+    present = {
+        column: source
+        for key, column in (("alloctres", "gpus"), ("reqtres", "req_gpus"))
+        if (source := plan.gpu_sources.get(key)) is not None
+    }
+    nulls = {
+        "gpus": pl.lit(None, pl.Float64),
+        "req_gpus": pl.lit(None, pl.Float64),
+        "gpu_type": pl.lit(None, pl.String),
+    }
+    if not present:
+        return df.with_columns(**nulls)
+    tres = df.select(**{f"_tres_{column}": source for column, source in present.items()})
+    distinct = pl.concat([tres[name].alias("tres") for name in tres.columns]).drop_nulls().unique()
+    counted = pl.concat([distinct.to_frame(), tres_gpus(distinct)], how="horizontal")
+    out: dict[str, pl.Series | pl.Expr] = {}
     types: list[pl.Series] = []
-    for key, column in (("alloctres", "gpus"), ("reqtres", "req_gpus")):
-        source = plan.gpu_sources.get(key)
-        if source is None:
-            columns[column] = pl.Series(column, [None] * df.height, dtype=pl.Float64)
-            continue
-        counted = tres_gpus(df.select(source).to_series())
-        columns[column] = counted["gpus"].alias(column)
-        types.append(counted["gpu_type"])
-    gpu_type = (
-        pl.DataFrame([t.alias(f"t{i}") for i, t in enumerate(types)])
-        .select(pl.coalesce(pl.all()))
-        .to_series()
-        if types
-        else pl.Series([None] * df.height, dtype=pl.String)
-    )
-    return df.with_columns(**columns, gpu_type=gpu_type.alias("gpu_type"))
+    for column in present:
+        looked_up = tres.select(f"_tres_{column}").join(
+            counted,
+            left_on=f"_tres_{column}",
+            right_on="tres",
+            how="left",
+            maintain_order="left",
+        )
+        out[column] = looked_up["gpus"].alias(column)
+        types.append(looked_up["gpu_type"].alias(f"_type_{column}"))
+    for column in ("gpus", "req_gpus"):
+        out.setdefault(column, nulls[column])
+    out["gpu_type"] = pl.DataFrame(types).select(pl.coalesce(pl.all())).to_series()
+    return df.with_columns(**out)
 
 
 def _localize_times(df: pl.DataFrame, tz: str) -> pl.DataFrame:
     """Combine the aware and naive time parts into UTC columns; count DST-odd values per row."""
     height = df.height
-    amb = [0] * height
-    nonex = [0] * height
-    columns: dict[str, pl.Series] = {}
+    odd: dict[str, list[int]] = {"_dst_ambiguous": [], "_dst_nonexistent": []}
+    columns: dict[str, pl.Expr | pl.Series] = {}
     for _, column in _TIME_FIELDS:
         naive = df[f"_{column}_naive"]
         if naive.null_count() == height:
             local = pl.Series(column, [None] * height, dtype=_UTC)
         else:
             local, ambiguous, nonexistent = localize(naive, tz)
-            for pos in ambiguous:
-                amb[pos] += 1
-            for pos in nonexistent:
-                nonex[pos] += 1
+            odd["_dst_ambiguous"] += ambiguous
+            odd["_dst_nonexistent"] += nonexistent
         columns[column] = pl.coalesce(df[f"_{column}_aware"], local).alias(column)
-    return df.with_columns(
-        **columns,
-        _dst_ambiguous=pl.Series(amb, dtype=pl.Int64),
-        _dst_nonexistent=pl.Series(nonex, dtype=pl.Int64),
-    )
+    for name, positions in odd.items():
+        counts = pl.repeat(0, height, dtype=pl.Int64, eager=True)
+        if positions:
+            per_row = pl.Series(positions, dtype=pl.Int64).value_counts()
+            counts = counts.scatter(per_row[""], per_row["count"].cast(pl.Int64))
+        columns[name] = counts
+    return df.with_columns(**columns)
 
 
 def _node_lists(df: pl.DataFrame) -> pl.DataFrame:
-    """Add ``node_list`` (expanded host names); a bad host list sets ``_reason``."""
-    raw = pl.col("node_list_raw")
-    simple = (
-        pl.when(raw == "None assigned")
-        .then(pl.lit([], dtype=pl.List(pl.String)))
-        .otherwise(raw.str.split(","))
+    """Add ``node_list`` (expanded host names); a bad host list sets ``_reason``.
+
+    Each distinct NodeList is expanded once (``None assigned`` → ``[]``) and joined back.
+    """
+    distinct = df["node_list_raw"].drop_nulls().unique()
+    distinct = distinct.filter(distinct != "None assigned")
+    expanded = pl.concat([distinct.to_frame(), expand_nodelists(distinct)], how="horizontal")
+    none_assigned = pl.DataFrame(
+        {"node_list_raw": ["None assigned"], "node_list": [[]], "error": [None]},
+        schema=expanded.schema,
     )
-    has_bracket = raw.str.contains("[", literal=True)
-    bracketed = df.filter(has_bracket)["node_list_raw"].unique()
-    if bracketed.len() == 0:
-        return df.with_columns(node_list=simple, _reason=pl.lit(None, pl.String),
-                               _field=pl.lit(None, pl.String))  # fmt: skip
-    expanded: list[list[str] | None] = []
-    errors: list[str | None] = []
-    for value in bracketed.to_list():
-        try:
-            expanded.append(expand_nodelist(value))
-            errors.append(None)
-        except ValueError as err:
-            expanded.append(None)
-            errors.append(f"bad NodeList '{value}': {err}")
-    mapping = pl.DataFrame(
-        {"node_list_raw": bracketed, "_nodes": expanded, "_reason": errors},
-        schema={"node_list_raw": pl.String, "_nodes": pl.List(pl.String), "_reason": pl.String},
+    mapping = pl.concat([expanded, none_assigned])
+    # join one column, not the whole frame (a join gathers every column it carries)
+    looked_up = df.select("node_list_raw").join(
+        mapping, on="node_list_raw", how="left", maintain_order="left"
     )
-    df = df.join(mapping, on="node_list_raw", how="left", maintain_order="left")
+    error = looked_up["error"]
     return df.with_columns(
-        node_list=pl.when(has_bracket).then("_nodes").otherwise(simple),
-        _field=pl.when(pl.col("_reason").is_not_null()).then(pl.lit("NodeList")),
-    ).drop("_nodes")
+        node_list=looked_up["node_list"],
+        _reason=pl.when(error.is_not_null()).then(
+            pl.format("bad NodeList '{}': {}", "node_list_raw", error)
+        ),
+        _field=pl.when(error.is_not_null()).then(pl.lit("NodeList")),
+    )
 
 
 def _expand_arrays(df: pl.DataFrame) -> pl.DataFrame:
@@ -607,18 +771,22 @@ def _expand_arrays(df: pl.DataFrame) -> pl.DataFrame:
             errors.append(f"bad array job id '[{spec}]': {err}")
     mapping = pl.DataFrame(
         {"_arr": specs, "_tasks": tasks, "array_throttle": throttles, "_arr_err": errors},
-        schema={"_arr": pl.String, "_tasks": pl.List(pl.Int64), "array_throttle": pl.Int64,
-                "_arr_err": pl.String},
-    )  # fmt: skip
+        schema={
+            "_arr": pl.String,
+            "_tasks": pl.List(pl.Int64),
+            "array_throttle": pl.Int64,
+            "_arr_err": pl.String,
+        },
+    )
     df = df.join(mapping, on="_arr", how="left", maintain_order="left").with_columns(
         _field=pl.when(pl.col("_reason").is_null() & pl.col("_arr_err").is_not_null())
         .then(pl.lit("JobID"))
         .otherwise("_field"),
         _reason=pl.coalesce("_reason", "_arr_err"),
     )
-    df = df.with_columns(
-        _tasks=pl.when(pl.col("_reason").is_null()).then("_tasks")
-    ).explode("_tasks", keep_nulls=True)
+    df = df.with_columns(_tasks=pl.when(pl.col("_reason").is_null()).then("_tasks")).explode(
+        "_tasks", keep_nulls=True
+    )
     return df.with_columns(
         array_task_id=pl.coalesce("array_task_id", "_tasks"),
         job_id=pl.when(pl.col("_tasks").is_not_null())
@@ -639,11 +807,13 @@ def parse_sacct(
     tz: str = "UTC",
     text: str | None = None,
 ) -> ParseResult:
-    """Parse one file of ``sacct --parsable2`` / ``--parsable`` output.
+    """Parse one file of ``sacct --parsable2`` / ``--parsable`` (or ``--json``) output.
 
     The file may have a header line (``sacct`` without ``--noheader``); the delimiter is then
     detected from it. Headerless files need ``fields``. Fields may come in any order; fields
-    without a column of :data:`SLURM_ROW_SCHEMA` are kept in ``extra`` (JSON text).
+    without a column of :data:`SLURM_ROW_SCHEMA` are kept in ``extra`` (JSON text). A
+    ``sacct --json`` document (Slurm 21.08 … 24.x shapes) is read job by job and step by step
+    into the same rows; ``line_no`` is then the job's 1-based index in ``jobs``.
 
     Every physical line ends in ``rows`` or in ``rejected`` (blank lines and repeated header
     lines are counted in ``info``): a line with the wrong field count, an unknown job state, a
@@ -665,12 +835,14 @@ def parse_sacct(
         A :class:`ParseResult` whose ``rows`` have :data:`SLURM_ROW_SCHEMA` and whose ``info``
         holds ``format`` (``'parsable2'``/``'parsable'``), ``delimiter``, ``fields``, ``header``,
         ``rows``, ``rejected``, ``dst_ambiguous``, ``dst_nonexistent``, ``lines``,
-        ``blank_lines``, ``repeated_headers``, ``joined_records``, ``array_rows_expanded``,
-        ``encoding``.
+        ``blank_lines``, ``repeated_headers``, ``joined_records``, ``surplus_joined``,
+        ``array_rows_expanded``, ``encoding`` (for JSON: ``format`` ``'json'``, ``json_shape``,
+        ``json_errors``).
 
     Raises:
-        SacctFormatError: the file cannot be read, is not sacct text output (binary, JSON,
-            HTML, fixed-width), has no header and no ``fields``, or no delimiter fits.
+        SacctFormatError: the file cannot be read, is not sacct output (binary, JSON without
+            ``jobs``, HTML, fixed-width text), has no header and no ``fields``, or no delimiter
+            fits.
         ValueError: ``tz`` is not a known time zone.
     """
     file = str(path)
@@ -679,26 +851,36 @@ def parse_sacct(
     except (ZoneInfoNotFoundError, ValueError) as err:
         raise ValueError(f"unknown time zone {tz!r}") from err
     data, encoding = _read(path, text, file)
-    check_kind(file, data[:65536].decode("utf-8", "replace"))
-    lines, encoding = _lines(data, encoding)
-    del data
-    info: dict[str, Any] = {"encoding": encoding, "lines": lines.height}
-    head = lines.head(_SAMPLE_LINES * 4).filter(pl.col("line").str.strip_chars() != "")
-    sample = list(zip(head["line_no"].to_list(), head["line"].to_list(), strict=True))
+    document = check_kind(file, data[:65536].decode("utf-8", "replace"), data)
+    if document is not None:
+        return _parse_json(file, document, cluster, tz)
+    sample = _sample(data)
+    info: dict[str, Any] = {"encoding": encoding}
     if not sample:
+        info["lines"] = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
         return _empty(file, info, fields, delimiter)
-    layout = detect_layout(file, sample[:_SAMPLE_LINES], fields, delimiter)
+    layout = detect_layout(file, sample, fields, delimiter)
     info.update(
         format="parsable" if layout.parsable else "parsable2",
         delimiter=layout.delimiter,
         fields=list(layout.names),
         header=layout.header,
-        repeated_headers=0,
     )
     first_data = sample[0][0] + 1 if layout.header else 1
-    records, rejected = _records(file, lines, layout, first_data, info)
-    del lines
-    rows, late = _parse_records(file, records, layout, cluster, tz, info)
+    fast = _fast_parse(file, data, layout, first_data, cluster, tz, info)
+    if fast is not None:
+        info.update(blank_lines=0, repeated_headers=0, joined_records=0, surplus_joined=0)
+        rows, late = fast
+        rejected: list[pl.DataFrame] = []
+    else:
+        lines, info["encoding"], data = _lines(data, encoding)
+        info["lines"] = lines.height
+        records, rejected = _records(file, lines, layout, first_data, info)
+        del lines
+        rows, late = _parse_records(
+            file, _split_records(records, layout), layout, cluster, tz, info
+        )
+    del data
     rejected.append(late)
     all_rejected = pl.concat(rejected).sort("line_no")
     info["rows"] = rows.height
@@ -706,14 +888,72 @@ def parse_sacct(
     return ParseResult(rows=rows, rejected=all_rejected, info=info)
 
 
+def _parse_json(file: str, document: dict[str, Any], cluster: str | None, tz: str) -> ParseResult:
+    """Parse a ``sacct --json`` document: its jobs and steps become records of the text fields."""
+    records, bad = json_records(document)
+    layout = json_layout(JSON_FIELDS)
+    jobs = document["jobs"]
+    info: dict[str, Any] = {
+        "format": "json",
+        "json_shape": json_shape(document),
+        "delimiter": None,
+        "fields": list(layout.names),
+        "header": False,
+        "lines": len(jobs),
+        "blank_lines": 0,
+        "repeated_headers": 0,
+        "joined_records": 0,
+        "surplus_joined": 0,
+        "json_errors": [str(e) for e in document.get("errors") or []],
+        "encoding": "utf-8",
+    }
+    columns: dict[str, list[Any]] = {
+        "line": [raw for _, raw, _ in records],
+        "line_no": [no for no, _, _ in records],
+        "line_end": [no for no, _, _ in records],
+    }
+    for key, name in zip(layout.keys, JSON_FIELDS, strict=True):
+        columns[f"_f_{key}"] = [fields[name] for _, _, fields in records]
+    schema: dict[str, pl.DataType] = {
+        "line": pl.String(),
+        "line_no": pl.Int64(),
+        "line_end": pl.Int64(),
+    }
+    schema.update({f"_f_{key}": pl.String() for key in layout.keys})
+    split = pl.DataFrame(columns, schema=schema)
+    rows, late = _parse_records(file, split, layout, cluster, tz, info)
+    early = _rejected(
+        file,
+        [no for no, _, _ in bad],
+        [no for no, _, _ in bad],
+        [raw for _, raw, _ in bad],
+        [why for _, _, why in bad],
+        [None] * len(bad),
+    )
+    rejected = pl.concat([early, late]).sort("line_no", maintain_order=True)
+    info["rows"] = rows.height
+    info["rejected"] = rejected.height
+    return ParseResult(rows=rows, rejected=rejected, info=info)
+
+
 def _empty(
     file: str, info: dict[str, Any], fields: Sequence[str] | None, delimiter: str | None
 ) -> ParseResult:
     info.update(
-        format="parsable2", delimiter=delimiter or "|", fields=list(fields or []), header=False,
-        rows=0, rejected=0, dst_ambiguous=0, dst_nonexistent=0, blank_lines=info["lines"],
-        repeated_headers=0, joined_records=0, array_rows_expanded=0,
-    )  # fmt: skip
+        format="parsable2",
+        delimiter=delimiter or "|",
+        fields=list(fields or []),
+        header=False,
+        rows=0,
+        rejected=0,
+        dst_ambiguous=0,
+        dst_nonexistent=0,
+        blank_lines=info["lines"],
+        repeated_headers=0,
+        joined_records=0,
+        surplus_joined=0,
+        array_rows_expanded=0,
+    )
     return ParseResult(
         rows=pl.DataFrame(schema=SLURM_ROW_SCHEMA),
         rejected=pl.DataFrame(schema=REJECTED_SCHEMA),
@@ -737,53 +977,200 @@ def _reject_frame(file: str, df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _fast_parse(
+    file: str,
+    data: bytes,
+    layout: Layout,
+    first_data: int,
+    cluster: str | None,
+    tz: str,
+    info: dict[str, Any],
+) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+    """Parse a clean file in pieces of about :data:`_CHUNK_BYTES`, each split by polars' CSV
+    reader and typed before the next is read; None when the file is not clean.
+
+    Clean: every line after the header is one record with exactly the expected field count (no
+    blank lines, repeated headers, multi-line records or surplus delimiters). That is checked
+    without splitting lines: each piece's delimiter count must be the expected count times its
+    number of lines, and the reader fails on any line with more fields (so none has fewer).
+
+    Returns:
+        ``(rows, rejected)``, or None (nothing parsed: use the line-by-line path). Sets
+        ``info["lines"]`` and the DST and array counts.
+    """
+    skip = first_data - 1
+    if skip != (1 if layout.header else 0):
+        return None
+    delim = layout.delimiter.encode("utf-8")
+    per_line = len(layout.keys) - 1 + (1 if layout.parsable else 0)
+    if b"\n" in delim:
+        return None
+    if per_line == 0 and (data.startswith((b"\n", b"\r\n")) or b"\n\n" in data):
+        return None
+    sentinel = delim
+    if len(delim) > 1:
+        found = next((bytes([c]) for c in (0x1F, 0x1E, 0x1D, 0x1C) if bytes([c]) not in data), None)
+        if found is None:
+            return None
+        sentinel = found
+    names = [f"_f_{key}" for key in layout.keys]
+    rows: list[pl.DataFrame] = []
+    rejected: list[pl.DataFrame] = []
+    counts = {"dst_ambiguous": 0, "dst_nonexistent": 0, "array_rows_expanded": 0}
+    pos = (data.find(b"\n") + 1 or len(data)) if skip else 0
+    line_no = first_data
+    while pos < len(data):
+        end = data.find(b"\n", min(pos + _CHUNK_BYTES, len(data) - 1))
+        end = len(data) if end == -1 else end + 1
+        piece = data[pos:end]
+        lines = piece.count(b"\n") + (0 if piece.endswith(b"\n") else 1)
+        if piece.count(delim) != per_line * lines:
+            return None
+        if sentinel != delim:
+            piece = piece.replace(delim, sentinel)
+        try:
+            split = pl.read_csv(
+                piece,
+                has_header=False,
+                separator=sentinel.decode("latin-1"),
+                quote_char=None,
+                infer_schema=False,
+                empty_string_is_null=False,
+                encoding="utf8",
+            )
+        except pl.exceptions.PolarsError:
+            return None
+        if split.height != lines or split.width != per_line + 1:
+            return None
+        checks = [(pl.col(split.columns[0]) == layout.names[0]).any()]
+        if layout.parsable:
+            checks.append((pl.col(split.columns[-1]) != "").any())
+        if any(split.select(checks).row(0)):
+            return None
+        split = split.select(split.columns[: len(names)])
+        split.columns = names
+        fields = split.select(
+            line_no=pl.int_range(line_no, line_no + pl.len(), dtype=pl.Int64),
+            line_end=pl.int_range(line_no, line_no + pl.len(), dtype=pl.Int64),
+        ).hstack(split)
+        del split
+        plan = _Plan(layout, cluster, _flags(fields, layout.keys))
+        for chunk in fields.iter_slices(_CHUNK_ROWS):
+            chunk_rows, chunk_rejected = _parse_chunk(file, chunk, layout, plan, tz, counts)
+            rows.append(chunk_rows)
+            rejected.extend(chunk_rejected)
+        line_no += lines
+        pos = end
+    info.update(counts, lines=line_no - 1)
+    all_rows = pl.concat(rows) if rows else pl.DataFrame(schema=SLURM_ROW_SCHEMA)
+    out = pl.concat(rejected) if rejected else pl.DataFrame(schema=REJECTED_SCHEMA)
+    return all_rows, out
+
+
+def _split_records(records: pl.DataFrame, layout: Layout) -> pl.DataFrame:
+    """One ``_f_<key>`` String column per field, beside ``line``, ``line_no``, ``line_end``."""
+    names = [f"_f_{key}" for key in layout.keys]
+    return records.select(
+        "line",
+        "line_no",
+        "line_end",
+        pl.col("body").str.splitn(layout.delimiter, len(names)).struct.rename_fields(names),
+    ).unnest("body")
+
+
+def _sample(data: bytes) -> list[tuple[int, str]]:
+    """The first non-blank lines ``(line_no, text)`` of the content, for layout detection."""
+    head = data[: 1 << 20]
+    lines = head.decode("utf-8", "replace").split("\n")
+    if len(head) < len(data) and len(lines) > 1:
+        lines = lines[:-1]  # cut mid-line
+    sample = [
+        (no, line.removesuffix("\r"))
+        for no, line in enumerate(lines[: _SAMPLE_LINES * 4], start=1)
+        if line.strip()
+    ]
+    return sample[:_SAMPLE_LINES]
+
+
 def _parse_records(
     file: str,
-    records: pl.DataFrame,
+    fields: pl.DataFrame,
     layout: Layout,
     cluster: str | None,
     tz: str,
     info: dict[str, Any],
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Split records into fields and type them; returns ``(rows, rejected)``."""
-    fields = records.select(
-        "line", "line_no", "line_end",
-        pl.col("body")
-        .str.splitn(layout.delimiter, len(layout.keys))
-        .struct.rename_fields([f"_f_{key}" for key in layout.keys]),
-    ).unnest("body")  # fmt: skip
+    """Type the split fields, in slices of :data:`_CHUNK_ROWS` (which bounds the memory the
+    intermediate columns take); returns ``(rows, rejected)``."""
     plan = _Plan(layout, cluster, _flags(fields, layout.keys))
-    typed = fields.with_columns(**plan.a).with_columns(**plan.b)
+    rows: list[pl.DataFrame] = []
+    rejected: list[pl.DataFrame] = []
+    counts = {"dst_ambiguous": 0, "dst_nonexistent": 0, "array_rows_expanded": 0}
+    for chunk in fields.iter_slices(_CHUNK_ROWS):
+        chunk_rows, chunk_rejected = _parse_chunk(file, chunk, layout, plan, tz, counts)
+        rows.append(chunk_rows)
+        rejected.extend(chunk_rejected)
+    info.update(counts)
+    all_rows = pl.concat(rows) if rows else pl.DataFrame(schema=SLURM_ROW_SCHEMA)
+    out = pl.concat(rejected) if rejected else pl.DataFrame(schema=REJECTED_SCHEMA)
+    return all_rows, out
+
+
+def _parse_chunk(
+    file: str,
+    fields: pl.DataFrame,
+    layout: Layout,
+    plan: _Plan,
+    tz: str,
+    counts: dict[str, int],
+) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
+    """Type one slice of split fields; returns ``(rows, rejected frames)``."""
+    typed = _type_distinct(fields, plan).with_columns(**plan.a).with_columns(**plan.b)
     bad_any = pl.any_horizontal([bad for bad, _, _ in plan.rules]) if plan.rules else pl.lit(False)
     typed = typed.with_columns(_bad=bad_any)
-    bad_rows = typed.filter("_bad")
-    if bad_rows.height:
-        bad_rows = bad_rows.with_columns(
+    rejected: list[pl.DataFrame] = []
+    n_bad = int(typed["_bad"].sum())
+    raw_text = (
+        pl.col("line")
+        if "line" in fields.columns
+        else pl.concat_str(
+            [_raw(key) for key in layout.keys] + ([pl.lit("")] if layout.parsable else []),
+            separator=layout.delimiter,
+        )
+    )
+    if n_bad:
+        bad_rows = typed.filter("_bad").with_columns(
+            line=raw_text,
             _reason=pl.coalesce([pl.when(bad).then(why) for bad, _, why in plan.rules]),
             _field=pl.coalesce(
                 [pl.when(bad).then(pl.lit(name, pl.String)) for bad, name, _ in plan.rules]
             ),
         )
-    rejected = [_reject_frame(file, bad_rows)] if bad_rows.height else []
-    good = _gpus(typed.filter(~pl.col("_bad")), plan)
-    keep = [name for name in SLURM_ROW_SCHEMA if name in good.columns]
-    helpers = ["line", "_arr", "_base", "_job_id_raw"] + [
+        rejected.append(_reject_frame(file, bad_rows))
+    keep = [name for name in SLURM_ROW_SCHEMA if name in typed.columns]
+    helpers = ["_arr", "_base", "_job_id_raw", "_bad"] + [
         f"_{column}_{kind}" for _, column in _TIME_FIELDS for kind in ("aware", "naive")
     ]
-    good = _localize_times(good.select(*keep, *helpers), tz).with_columns(
+    sources = [f"_f_{key}" for key in ("alloctres", "reqtres") if key in layout.keys]
+    good = typed.select(*keep, *helpers, *sources)
+    del typed
+    if n_bad:
+        good = good.filter(~pl.col("_bad"))
+    good = _localize_times(_gpus(good, plan).drop(sources), tz).with_columns(
         end_at=pl.when(pl.col("state").is_in(sorted(NO_END_STATES))).then(None).otherwise("end_at"),
         job_id_raw=pl.coalesce("_job_id_raw", "job_id"),
     )
     good = _expand_arrays(_node_lists(good))
-    late = good.filter(pl.col("_reason").is_not_null())
-    if late.height:
+    if good["_reason"].null_count() < good.height:
+        late = good.filter(pl.col("_reason").is_not_null()).join(
+            fields.select("line_no", line=raw_text), on="line_no", how="left"
+        )
         rejected.append(_reject_frame(file, late))
-    good = good.filter(pl.col("_reason").is_null())
-    info["dst_ambiguous"] = int(good["_dst_ambiguous"].sum())
-    info["dst_nonexistent"] = int(good["_dst_nonexistent"].sum())
-    info["array_rows_expanded"] = int(good["_arr"].is_not_null().sum())
+        good = good.filter(pl.col("_reason").is_null())
+    counts["dst_ambiguous"] += int(good["_dst_ambiguous"].sum())
+    counts["dst_nonexistent"] += int(good["_dst_nonexistent"].sum())
+    counts["array_rows_expanded"] += int(good["_arr"].is_not_null().sum())
     rows = good.with_columns(file=pl.lit(file)).select(
         [pl.col(name).cast(dtype) for name, dtype in SLURM_ROW_SCHEMA.items()]
     )
-    out = pl.concat(rejected) if rejected else pl.DataFrame(schema=REJECTED_SCHEMA)
-    return rows, out
+    return rows, rejected

@@ -40,8 +40,10 @@ NULL_TOKENS: tuple[str, ...] = ("", "None", "Unknown", "N/A", "NONE", "INVALID")
 MAX_ARRAY_TASKS = 4_000_001
 
 _DURATION_RE = (
-    r"^(?:(?P<d>\d+)-)?(?P<a>\d+)(?::(?P<b>\d+))?(?::(?P<c>\d+))?(?:\.(?P<f>\d+))?$"
+    r"^(?:(?P<d>\d{1,12})-)?(?P<a>\d{1,12})(?::(?P<b>\d{1,12}))?(?::(?P<c>\d{1,12}))?"
+    r"(?:\.(?P<f>\d+))?$"
 )
+_FAST_DURATION_RE = r"^(?:\d{1,9}-)?\d\d:\d\d:\d\d$"
 #: An epoch-seconds time (``SLURM_TIME_FORMAT=%s``).
 EPOCH_RE = r"^\d{1,12}$"
 #: An ISO time with a UTC offset.
@@ -56,8 +58,20 @@ def is_null_token(expr: pl.Expr) -> pl.Expr:
 
 
 def duration_parts(expr: pl.Expr) -> pl.Expr:
-    """Regex groups ``d``, ``a``, ``b``, ``c`` of a Slurm duration (stage one of two)."""
-    return expr.str.extract_groups(_DURATION_RE)
+    """Stage one of a Slurm duration: a struct of the seconds of ``[D-]HH:MM:SS`` values, read
+    by position (``hms``), and the regex groups ``d``, ``a``, ``b``, ``c`` of any other form
+    (the regex skips the ``[D-]HH:MM:SS`` values, which are most of them)."""
+    is_fast = expr.str.contains(_FAST_DURATION_RE)
+    tail = expr.str.slice(-8)
+    days = expr.str.head(-9).cast(pl.Int64, strict=False).fill_null(0)
+    fast = (
+        days * 86_400
+        + tail.str.slice(0, 2).cast(pl.Int64, strict=False) * 3600
+        + tail.str.slice(3, 2).cast(pl.Int64, strict=False) * 60
+        + tail.str.slice(6, 2).cast(pl.Int64, strict=False)
+    )
+    groups = pl.when(is_fast).then(None).otherwise(expr).str.extract_groups(_DURATION_RE)
+    return pl.struct(hms=pl.when(is_fast).then(fast), groups=groups)
 
 
 def duration_seconds(parts: pl.Expr, raw: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
@@ -74,12 +88,13 @@ def duration_seconds(parts: pl.Expr, raw: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
         ``(seconds, bad)``: Int64 seconds (NULL for empty / NULL tokens), and a Boolean that is
         true where a non-empty value is not a duration.
     """
-    d = parts.struct.field("d").cast(pl.Int64)
-    a = parts.struct.field("a").cast(pl.Int64)
-    b = parts.struct.field("b").cast(pl.Int64)
-    c = parts.struct.field("c").cast(pl.Int64)
+    groups = parts.struct.field("groups")
+    d = groups.struct.field("d").cast(pl.Int64)
+    a = groups.struct.field("a").cast(pl.Int64)
+    b = groups.struct.field("b").cast(pl.Int64)
+    c = groups.struct.field("c").cast(pl.Int64)
     days = d.fill_null(0) * 86_400
-    secs = (
+    slow = (
         pl.when(c.is_not_null())
         .then(days + a * 3600 + b * 60 + c)
         .when(b.is_not_null() & d.is_not_null())
@@ -90,8 +105,9 @@ def duration_seconds(parts: pl.Expr, raw: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
         .then(days + a * 3600)
         .otherwise(a)
     )
-    bad = ~is_null_token(raw) & a.is_null()
-    return secs, bad
+    hms = parts.struct.field("hms")
+    bad = ~is_null_token(raw) & a.is_null() & hms.is_null()
+    return pl.coalesce(hms, slow), bad
 
 
 def time_parts(
@@ -113,9 +129,7 @@ def time_parts(
     aware: pl.Expr = pl.lit(None, dtype=pl.Datetime("us", "UTC"))
     naive_source = expr
     if epoch:
-        seconds = (
-            pl.when(expr.str.contains(EPOCH_RE)).then(expr.cast(pl.Int64, strict=False))
-        )
+        seconds = pl.when(expr.str.contains(EPOCH_RE)).then(expr.cast(pl.Int64, strict=False))
         aware = pl.from_epoch(seconds, time_unit="s").dt.replace_time_zone("UTC")
     if offset:
         with_offset = expr.str.contains(OFFSET_RE)
@@ -226,15 +240,18 @@ def tres_gpus(tres: pl.Series) -> pl.DataFrame:
     many = (frame["n_items"] > 1).arg_true()
     if many.len():
         agg = (
-            _item_values(frame[many].select(pl.col("items"), i=many).explode("items"),
-                         pl.col("items"))  # fmt: skip
+            _item_values(
+                frame[many].select(pl.col("items"), i=many).explode("items"), pl.col("items")
+            )
             .group_by("i", maintain_order=True)
             .agg(
                 pl.col("weighted").sum(),
                 pl.col("has_mig").any(),
                 pl.col("type").drop_nulls().unique(),
             )
-            .with_columns(type=pl.when(pl.col("type").list.len() == 1).then(pl.col("type").list.first()))
+            .with_columns(
+                type=pl.when(pl.col("type").list.len() == 1).then(pl.col("type").list.first())
+            )
         )
         frame = frame.with_columns(
             weighted=frame["weighted"].scatter(agg["i"], agg["weighted"]),
@@ -340,7 +357,11 @@ def expand_array_spec(spec: str) -> tuple[list[int], int | None]:
     Raises:
         ValueError: the spec is malformed or names more than :data:`MAX_ARRAY_TASKS` tasks.
     """
+    if re.search(r"\d{19,}", spec):
+        raise ValueError("array index too large")
     body, pct, throttle_text = spec.partition("%")
+    if pct and not throttle_text.isdigit():
+        raise ValueError(f"bad array throttle {throttle_text!r}")
     throttle = int(throttle_text) if pct else None
     tasks: list[int] = []
     for part in body.split(","):
@@ -369,3 +390,133 @@ def expand_nodelist(raw: str) -> list[str]:
     except hostlist.BadHostlist as err:
         raise ValueError(str(err)) from err
     return hosts
+
+
+_HOST_ITEM = r"[^,\[\]]*(?:\[[0-9,\-]*\])?[^,\[\]]*"
+_SIMPLE_HOSTLIST_RE = rf"^{_HOST_ITEM}(?:,{_HOST_ITEM})*$"
+_BRACKET_ITEM_RE = r"^(?P<prefix>[^\[\]]*)\[(?P<ranges>[^\[\]]*)\](?P<suffix>[^\[\]]*)$"
+_RANGE_RE = r"^(?P<low>\d+)(?:-(?P<high>\d+))?$"
+#: python-hostlist's limit on the hosts one bracket expression may name.
+_MAX_HOSTS = 100_000
+
+
+def expand_nodelists(raw: pl.Series) -> pl.DataFrame:
+    """Expand Slurm host lists, vectorised, exactly as python-hostlist's ``expand_hostlist``.
+
+    Host lists with at most one bracket group per comma-separated item (``gpu-[001-004],cpu7``,
+    ``node[1,3-5]-ib``) are expanded with polars: items split at top-level commas, ranges
+    zero-padded to the width of their low bound, duplicates dropped keeping the first. Anything
+    else (two bracket groups in an item, a bad or huge range) goes to python-hostlist.
+
+    Args:
+        raw: distinct raw NodeList strings (no NULLs; ``None assigned`` is the caller's).
+
+    Returns:
+        A frame of the same height with ``node_list`` (List[String], NULL where malformed) and
+        ``error`` (String, the reason where malformed).
+    """
+    frame = pl.DataFrame({"raw": raw}).with_row_index("row")
+    items = (
+        frame.filter(pl.col("raw").str.contains(_SIMPLE_HOSTLIST_RE))
+        .select("row", item=pl.col("raw").str.extract_all(_HOST_ITEM))
+        .explode("item")
+        .filter(pl.col("item") != "")
+        .with_row_index("item_no")
+        .with_columns(parts=pl.col("item").str.extract_groups(_BRACKET_ITEM_RE))
+    )
+    plain = items.filter(~pl.col("item").str.contains("[", literal=True)).select(
+        "row", "item_no", sub=pl.lit(0, pl.Int64), host="item"
+    )
+    ranges = (
+        items.filter(pl.col("item").str.contains("[", literal=True))
+        .select(
+            "row",
+            "item_no",
+            prefix=pl.col("parts").struct.field("prefix"),
+            suffix=pl.col("parts").struct.field("suffix"),
+            range=pl.col("parts").struct.field("ranges").str.split(","),
+        )
+        .explode("range")
+        .with_columns(bounds=pl.col("range").str.extract_groups(_RANGE_RE))
+        .with_columns(
+            low_text=pl.col("bounds").struct.field("low"),
+            low=pl.col("bounds").struct.field("low").cast(pl.Int64, strict=False),
+            high=pl.col("bounds").struct.field("high").cast(pl.Int64, strict=False),
+        )
+    )
+    width = pl.col("low_text").str.len_chars()
+    ranges = ranges.with_columns(
+        bad=pl.col("low").is_null()
+        | (pl.col("high").is_not_null() & (pl.col("high") < pl.col("low")))
+        | ((pl.col("high") - pl.col("low")).fill_null(0) >= _MAX_HOSTS)
+        | (width > 18)
+    )
+    bad_rows = set(ranges.filter("bad")["row"].to_list())
+    too_big = (
+        ranges.filter(~pl.col("bad"))
+        .group_by("row", "item_no")
+        .agg(size=(pl.col("high").fill_null(pl.col("low")) - pl.col("low") + 1).sum())
+        .filter(pl.col("size") > _MAX_HOSTS)
+    )
+    bad_rows.update(too_big["row"].to_list())
+    hosts = (
+        ranges.filter(~pl.col("bad") & ~pl.col("row").is_in(sorted(bad_rows)))
+        .with_row_index("sub")
+        .with_columns(
+            number=pl.when(pl.col("high").is_null())
+            .then(pl.concat_list(pl.col("low_text")))
+            .otherwise(
+                pl.int_ranges(pl.col("low"), pl.col("high") + 1).list.eval(
+                    pl.element().cast(pl.String)
+                )
+            )
+        )
+        .explode("number")
+        .select(
+            "row",
+            "item_no",
+            sub=pl.col("sub").cast(pl.Int64),
+            host=pl.concat_str(
+                "prefix",
+                pl.when(pl.col("high").is_null())
+                .then(pl.col("number"))
+                .otherwise(pl.col("number").str.zfill(width)),
+                "suffix",
+            ),
+        )
+    )
+    expanded = (
+        pl.concat([plain.filter(~pl.col("row").is_in(sorted(bad_rows))), hosts])
+        .sort("item_no", "sub", maintain_order=True)
+        .group_by("row", maintain_order=True)
+        .agg(node_list=pl.col("host").unique(maintain_order=True))
+    )
+    done = frame.join(expanded, on="row", how="left", maintain_order="left")
+    simple_ok = pl.col("raw").str.contains(_SIMPLE_HOSTLIST_RE) & ~pl.col("row").is_in(
+        sorted(bad_rows)
+    )
+    done = done.with_columns(
+        node_list=pl.when(simple_ok)
+        .then(pl.col("node_list").fill_null(pl.lit([], dtype=pl.List(pl.String))))
+        .otherwise(None),
+        error=pl.lit(None, pl.String),
+    )
+    leftover = done.filter(~simple_ok)
+    if leftover.height:
+        lists: list[list[str] | None] = []
+        errors: list[str | None] = []
+        for value in leftover["raw"].to_list():
+            try:
+                lists.append(expand_nodelist(value))
+                errors.append(None)
+            except ValueError as err:
+                lists.append(None)
+                errors.append(str(err))
+        patch = pl.DataFrame(
+            {"row": leftover["row"], "fixed": lists, "fixed_error": errors},
+            schema={"row": pl.UInt32, "fixed": pl.List(pl.String), "fixed_error": pl.String},
+        )
+        done = done.join(patch, on="row", how="left", maintain_order="left").with_columns(
+            node_list=pl.coalesce("node_list", "fixed"), error="fixed_error"
+        )
+    return done.select("node_list", "error")

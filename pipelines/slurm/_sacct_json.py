@@ -1,0 +1,323 @@
+"""Turn ``sacct --json`` documents into the text parser's fields, one record per job and step.
+
+Slurm's JSON changed shape over versions: 21.08 and 22.05 (``openapi/dbv0.0.37``/``dbv0.0.38``)
+write plain numbers and strings; 23.02 onwards (``data_parser/v0.0.39`` …) wrap numbers as
+``{"set": true, "infinite": false, "number": N}`` and states as lists. Each job and each of its
+steps becomes a record with the same fields ``sacct --parsable2`` would print (JobID, State,
+epoch times, TRES strings …), so the text parser types them by the very same rules.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["JSON_FIELDS", "json_records", "json_shape"]
+
+#: The ``--format`` fields the records carry (TimelimitRaw counts minutes, as sacct's does).
+JSON_FIELDS: tuple[str, ...] = (
+    "JobID",
+    "JobIDRaw",
+    "Cluster",
+    "JobName",
+    "User",
+    "Group",
+    "Account",
+    "Partition",
+    "QOS",
+    "State",
+    "Reason",
+    "Submit",
+    "Eligible",
+    "Start",
+    "End",
+    "Planned",
+    "Elapsed",
+    "TimelimitRaw",
+    "ExitCode",
+    "NNodes",
+    "NCPUS",
+    "ReqMem",
+    "AllocTRES",
+    "ReqTRES",
+    "NodeList",
+    "SubmitLine",
+    "WorkDir",
+    "Flags",
+    "Constraints",
+    "KillRequestUser",
+    "DerivedExitCode",
+)
+
+
+def json_shape(document: dict[str, Any]) -> str:
+    """The document's shape: its ``data_parser`` or OpenAPI plugin version, e.g. ``dbv0.0.38``.
+
+    Args:
+        document: the parsed ``sacct --json`` document (``meta`` is read).
+
+    Returns:
+        ``data_parser/v0.0.40``, ``openapi/dbv0.0.38``, … or ``unknown``.
+    """
+    meta = document.get("meta")
+    plugin = meta.get("plugin") if isinstance(meta, dict) else None
+    if isinstance(plugin, dict):
+        for key in ("data_parser", "type"):
+            value = plugin.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return "unknown"
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def _number(value: Any) -> int | None:
+    """A plain number, or the ``number`` of a set, finite ``{"set", "infinite", "number"}``."""
+    if isinstance(value, dict):
+        if value.get("set", True) and not value.get("infinite", False):
+            return _number(value.get("number"))
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value)
+
+
+def _infinite(value: Any) -> bool:
+    return isinstance(value, dict) and bool(value.get("infinite"))
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return ",".join(_text(v) for v in value)
+    if isinstance(value, dict):
+        return ""
+    return str(value)
+
+
+def _epoch(value: Any) -> str:
+    seconds = _number(value)
+    return str(seconds) if seconds else ""  # 0 means "not set"
+
+
+def _state(value: Any) -> str:
+    """``"FAILED"`` (22.05) or ``["FAILED", ...]`` (23.02+: the base state first)."""
+    if isinstance(value, list):
+        return _text(value[0]) if value else ""
+    return _text(value)
+
+
+def _exit_code(value: Any) -> str:
+    """``return_code:signal`` as sacct prints it (``0:9`` for a job killed by SIGKILL)."""
+    if not isinstance(value, dict):
+        return ""
+    code = _number(value.get("return_code"))
+    signal = value.get("signal")
+    sig = None
+    if isinstance(signal, dict):
+        sig = _number(signal.get("signal_id", signal.get("id")))
+    if code is None and sig is None and not value.get("status"):
+        return ""
+    return f"{code or 0}:{sig or 0}"
+
+
+def _tres(items: Any) -> str:
+    """A TRES list (``[{"type": "gres", "name": "gpu", "count": 2}, ...]``) as sacct's text:
+    ``type[/name]=count``, sorted by name as sacct prints them, memory in MB."""
+    if not isinstance(items, list):
+        return ""
+    parts = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        count = _number(item.get("count"))
+        kind = _text(item.get("type"))
+        if count is None or not kind:
+            continue
+        name = _text(item.get("name"))
+        key = f"{kind}/{name}" if name else kind
+        parts.append(f"{key}={count}M" if key == "mem" else f"{key}={count}")
+    return ",".join(sorted(parts))
+
+
+def _tres_count(items: Any, kind: str) -> int | None:
+    """The count of TRES ``kind`` (``cpu``, ``mem``, ``node``) in a TRES list."""
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and item.get("type") == kind and not item.get("name"):
+            count = _number(item.get("count"))
+            if count is not None:
+                return count
+    return None
+
+
+def _req_mem(requested: Any, required: Any) -> str:
+    """ReqMem as sacct 21.08+ prints it: the requested ``mem`` TRES (MB, no per-cpu/node
+    suffix); else the ``required`` memory with its suffix (``Mc``/``Mn``) where the shape
+    says which."""
+    total = _tres_count(requested, "mem")
+    if total is not None:
+        return f"{total}M"
+    required = _obj(required)
+    per_cpu = _number(required.get("memory_per_cpu"))
+    per_node = _number(required.get("memory_per_node"))
+    if per_cpu:
+        return f"{per_cpu}Mc"
+    if per_node:
+        return f"{per_node}Mn"
+    memory = _number(required.get("memory"))
+    return f"{memory}M" if memory is not None else ""
+
+
+def _cpus(tres: Any, required: Any) -> str:
+    count = _tres_count(tres, "cpu")
+    if count is None:
+        count = _number(_obj(required).get("CPUs"))
+    return "" if count is None else str(count)
+
+
+def _job_ids(job: dict[str, Any]) -> tuple[str, str]:
+    """``(JobID, JobIDRaw)`` of a job: ``A_T``, ``A_[spec]``, ``H+O`` or the plain id."""
+    raw = _number(job.get("job_id"))
+    if raw is None:
+        raise ValueError("no job_id")
+    array = _obj(job.get("array"))
+    het = _obj(job.get("het"))
+    array_job = _number(array.get("job_id"))
+    task_id = _number(array.get("task_id"))
+    task = _text(array.get("task"))
+    if array_job and task_id is not None:
+        return f"{array_job}_{task_id}", str(raw)
+    if array_job and task:
+        return f"{array_job}_[{task}]", str(raw)
+    het_job = _number(het.get("job_id"))
+    offset = _number(het.get("job_offset"))
+    if het_job and offset is not None:
+        return f"{het_job}+{offset}", str(raw)
+    return str(raw), str(raw)
+
+
+def _step_id(step: dict[str, Any]) -> str:
+    """The step suffix (``batch``, ``extern``, ``0``) of a step record."""
+    inner = step.get("step")
+    ident: Any = inner.get("id") if isinstance(inner, dict) else None
+    if isinstance(ident, dict):  # {"job_id": 7, "step_id": "batch"}
+        ident = ident.get("step_id")
+    text = _text(ident)
+    return text.rsplit(".", 1)[-1] if "." in text else text
+
+
+def _job_record(job: dict[str, Any]) -> dict[str, str]:
+    job_id, raw = _job_ids(job)
+    time = _obj(job.get("time"))
+    state = _obj(job.get("state"))
+    tres = _obj(job.get("tres"))
+    limit = time.get("limit")
+    start = _number(time.get("start"))
+    eligible = _number(time.get("eligible"))
+    planned = _number(time.get("planned"))
+    if planned is None and start and eligible:
+        planned = max(start - eligible, 0)  # what sacct prints as Reserved / Planned
+    return {
+        "JobID": job_id,
+        "JobIDRaw": raw,
+        "Cluster": _text(job.get("cluster")),
+        "JobName": _text(job.get("name")),
+        "User": _text(job.get("user")),
+        "Group": _text(job.get("group")),
+        "Account": _text(job.get("account")),
+        "Partition": _text(job.get("partition")),
+        "QOS": _text(job.get("qos")),
+        "State": _state(state.get("current")),
+        "Reason": _text(state.get("reason")),
+        "Submit": _epoch(time.get("submission")),
+        "Eligible": _epoch(time.get("eligible")),
+        "Start": _epoch(time.get("start")),
+        "End": _epoch(time.get("end")),
+        "Planned": "" if planned is None else str(planned),
+        "Elapsed": _text(_number(time.get("elapsed"))),
+        "TimelimitRaw": "UNLIMITED" if _infinite(limit) else _text(_number(limit)),
+        "ExitCode": _exit_code(job.get("exit_code")),
+        "NNodes": _text(
+            _number(job.get("allocation_nodes")) or _tres_count(tres.get("requested"), "node")
+        ),
+        "NCPUS": _cpus(tres.get("allocated"), job.get("required")),
+        "ReqMem": _req_mem(tres.get("requested"), job.get("required")),
+        "AllocTRES": _tres(tres.get("allocated")),
+        "ReqTRES": _tres(tres.get("requested")),
+        "NodeList": _text(job.get("nodes")),
+        "SubmitLine": _text(job.get("submit_line")),
+        "WorkDir": _text(job.get("working_directory")),
+        "Flags": _text(job.get("flags")),
+        "Constraints": _text(job.get("constraints")),
+        "KillRequestUser": _text(job.get("kill_request_user")),
+        "DerivedExitCode": _exit_code(job.get("derived_exit_code")),
+    }
+
+
+def _step_record(job: dict[str, str], step: dict[str, Any]) -> dict[str, str]:
+    """A step as sacct prints it: the job's ids with the step suffix, Submit = Start."""
+    suffix = _step_id(step)
+    time = _obj(step.get("time"))
+    nodes = _obj(step.get("nodes"))
+    tres = _obj(step.get("tres"))
+    inner = _obj(step.get("step"))
+    start = _epoch(time.get("start"))
+    return {
+        **{key: "" for key in JSON_FIELDS},
+        "JobID": f"{job['JobID']}.{suffix}",
+        "JobIDRaw": f"{job['JobIDRaw']}.{suffix}",
+        "Cluster": job["Cluster"],
+        "JobName": _text(inner.get("name")),
+        "Account": job["Account"],
+        "State": _state(step.get("state")),
+        "Submit": start,
+        "Eligible": start,
+        "Start": start,
+        "End": _epoch(time.get("end")),
+        "Elapsed": _text(_number(time.get("elapsed"))),
+        "ExitCode": _exit_code(step.get("exit_code")),
+        "NNodes": _text(_number(nodes.get("count"))),
+        "NCPUS": _cpus(tres.get("allocated"), None),
+        "AllocTRES": _tres(tres.get("allocated")),
+        "NodeList": _text(nodes.get("range")),
+        "KillRequestUser": _text(step.get("kill_request_user")),
+    }
+
+
+def json_records(
+    document: dict[str, Any],
+) -> tuple[list[tuple[int, str, dict[str, str]]], list[tuple[int, str, str]]]:
+    """One record per job and per step, in document order.
+
+    Args:
+        document: the parsed ``sacct --json`` document.
+
+    Returns:
+        ``(records, rejected)``: records as ``(item_no, raw_json, fields)`` (``item_no`` is the
+        job's 1-based index in ``jobs``, shared by its steps) and rejected items as
+        ``(item_no, raw_json, reason)``.
+    """
+    jobs = document.get("jobs")
+    records: list[tuple[int, str, dict[str, str]]] = []
+    rejected: list[tuple[int, str, str]] = []
+    for item_no, job in enumerate(jobs if isinstance(jobs, list) else [], start=1):
+        raw = json.dumps(job, ensure_ascii=False, separators=(",", ":"))
+        if not isinstance(job, dict):
+            rejected.append((item_no, raw, "job item is not an object"))
+            continue
+        try:
+            record = _job_record(job)
+        except ValueError as err:
+            rejected.append((item_no, raw, f"bad job item: {err}"))
+            continue
+        records.append((item_no, raw, record))
+        steps = job.get("steps")
+        for step in steps if isinstance(steps, list) else []:
+            if isinstance(step, dict):
+                step_raw = json.dumps(step, ensure_ascii=False, separators=(",", ":"))
+                records.append((item_no, step_raw, _step_record(record, step)))
+    return records, rejected

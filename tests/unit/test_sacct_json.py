@@ -1,0 +1,237 @@
+"""sacct --json: the Slurm 22.05 lab run agrees with its text export; the 23.02+ data_parser
+shape (set/infinite/number wrappers, state lists) parses to the same schema."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from pipelines.slurm._sacct_parse import SLURM_ROW_SCHEMA, parse_sacct
+
+LAB = Path(__file__).resolve().parents[1] / "fixtures" / "slurm-22.05-lab"
+
+#: Columns both exports of the lab run carry identically. Not compared: ``uid`` (the JSON has
+#: user names only), ``cancelled_by_uid`` (the JSON names the user), ``exit_code`` (22.05's JSON
+#: reports ``SUCCESS 0`` for jobs that exited 1, see below), TRES strings (``8G`` vs ``8192M``).
+SAME = [
+    "job_id", "job_id_raw", "array_job_id", "array_task_id", "het_job_id", "step",
+    "is_allocation", "job_name", "user_name", "account", "partition", "qos", "state", "reason",
+    "submit_at", "eligible_at", "start_at", "end_at", "planned_s", "elapsed_s", "timelimit_s",
+    "signal", "nnodes", "ncpus", "req_mem_mb", "gpus", "req_gpus", "gpu_type", "node_list",
+    "cluster",
+]  # fmt: skip
+
+
+def _n(number: int | None) -> dict[str, Any]:
+    """A data_parser v0.0.39+ number wrapper (``None``: not set)."""
+    return {"set": number is not None, "infinite": False, "number": number or 0}
+
+
+INFINITE = {"set": True, "infinite": True, "number": 0}
+
+
+def _tres(*items: tuple[str, int]) -> list[dict[str, Any]]:
+    """TRES items from ``("cpu", 2)``, ``("gres/gpu:a100", 8)`` pairs."""
+    out = []
+    for key, count in items:
+        kind, _, name = key.partition("/")
+        out.append({"type": kind, "name": name, "id": 1, "count": count})
+    return out
+
+
+def _job(job_id: int, state: str, **over: Any) -> dict[str, Any]:
+    job: dict[str, Any] = {
+        "account": "team-a",
+        "allocation_nodes": 1,
+        "array": {"job_id": 0, "task_id": _n(None), "task": ""},
+        "cluster": "lab23",
+        "exit_code": {"status": ["SUCCESS"], "return_code": _n(0), "signal": {"id": _n(None)}},
+        "group": "alice",
+        "het": {"job_id": 0, "job_offset": _n(None)},
+        "job_id": job_id,
+        "name": f"job{job_id}",
+        "nodes": "gpu-001",
+        "partition": "gpu",
+        "qos": "normal",
+        "required": {"CPUs": 2, "memory_per_cpu": _n(None), "memory_per_node": _n(4000)},
+        "state": {"current": [state], "reason": "None"},
+        "steps": [],
+        "time": {
+            "elapsed": 120,
+            "eligible": 1796006400,
+            "end": 1796006530,
+            "planned": _n(10),
+            "start": 1796006410,
+            "submission": 1796006390,
+            "limit": _n(60),
+        },
+        "tres": {
+            "allocated": _tres(("cpu", 2), ("node", 1)),
+            "requested": _tres(("cpu", 2), ("mem", 4000), ("node", 1)),
+        },
+        "user": "alice",
+        "working_directory": "/home/alice",
+    }
+    job.update(over)
+    return job
+
+
+def _v40(*jobs: Any) -> str:
+    meta = {
+        "plugin": {"type": "openapi/slurmdbd", "data_parser": "data_parser/v0.0.40"},
+        "slurm": {"version": {"major": "23", "minor": "11", "micro": "4"}, "release": "23.11.4"},
+    }
+    return json.dumps({"meta": meta, "errors": [], "warnings": [], "jobs": list(jobs)})
+
+
+def test_lab_json_matches_text_export() -> None:
+    """22.05's ``--json`` of the lab run gives the rows of its ``--parsable2`` export."""
+    from_json = parse_sacct(LAB / "sacct_all.json")
+    from_text = parse_sacct(LAB / "sacct_all.psv")
+    assert from_json.info["format"] == "json"
+    assert from_json.info["json_shape"] == "openapi/dbv0.0.38"
+    assert from_json.rejected.height == 0
+    assert from_json.rows.schema == pl.Schema(SLURM_ROW_SCHEMA)
+    key = ["job_id", "step", "start_at"]
+    got = from_json.rows.select(SAME).sort(key, nulls_last=True)
+    want = from_text.rows.select(SAME).sort(key, nulls_last=True)
+    assert got.height == want.height == 91
+    for column in SAME:
+        assert got[column].equals(want[column]), column
+
+
+def test_lab_json_line_numbers_are_job_items() -> None:
+    """``line_no`` is the job's 1-based index in ``jobs``; its steps share it."""
+    rows = parse_sacct(LAB / "sacct_all.json").rows
+    first = rows.filter(pl.col("line_no") == 1)
+    assert first.select("job_id", "step", "state").rows() == [
+        ("3", None, "REQUEUED"),
+        ("3", "batch", "CANCELLED"),
+    ]
+
+
+def test_lab_json_exit_code_as_22_05_reports_it() -> None:
+    """22.05's JSON says SUCCESS 0 for job 6 (text: ``1:0``); the signal of job 7 survives."""
+    rows = parse_sacct(LAB / "sacct_all.json").rows.filter("is_allocation")
+    codes = dict(
+        zip(rows["job_id"], zip(rows["exit_code"], rows["signal"], strict=True), strict=True)
+    )
+    assert codes["6"] == (0, 0)
+    assert codes["7"] == (0, 9)
+
+
+def test_v0040_shape() -> None:
+    """A 23.11 document: wrapped numbers, state lists, ``job.step`` ids, typed GPUs."""
+    step = {
+        "time": {"elapsed": 100, "start": 1796006410, "end": 1796006510},
+        "exit_code": {"status": ["FAILED"], "return_code": _n(2), "signal": {"id": _n(None)}},
+        "nodes": {"count": 2, "range": "gpu-[001-002]"},
+        "tres": {"allocated": _tres(("cpu", 16), ("gres/gpu", 8), ("gres/gpu:a100", 8))},
+        "state": ["FAILED"],
+        "step": {"id": "101.batch", "name": "batch"},
+    }
+    job = _job(
+        101,
+        "FAILED",
+        allocation_nodes=2,
+        nodes="gpu-[001-002]",
+        exit_code={"status": ["FAILED"], "return_code": _n(2), "signal": {"id": _n(None)}},
+        tres={
+            "allocated": _tres(
+                ("cpu", 16), ("mem", 128000), ("node", 2), ("gres/gpu", 8), ("gres/gpu:a100", 8)
+            ),
+            "requested": _tres(("cpu", 16), ("mem", 128000), ("node", 2), ("gres/gpu", 8)),
+        },
+        steps=[step],
+        submit_line="sbatch train.sh",
+    )
+    res = parse_sacct("v40.json", text=_v40(job))
+    assert res.info["json_shape"] == "data_parser/v0.0.40"
+    assert res.rejected.height == 0
+    alloc, batch = res.rows.iter_rows(named=True)
+    assert (alloc["job_id"], alloc["state"], alloc["exit_code"]) == ("101", "FAILED", 2)
+    assert alloc["submit_at"] == datetime.fromtimestamp(1796006390, UTC)
+    assert (alloc["planned_s"], alloc["elapsed_s"], alloc["timelimit_s"]) == (10, 120, 3600)
+    assert (alloc["gpus"], alloc["req_gpus"], alloc["gpu_type"]) == (8.0, 8.0, "a100")
+    assert (alloc["nnodes"], alloc["ncpus"], alloc["req_mem_mb"]) == (2, 16, 128000.0)
+    assert alloc["node_list"] == ["gpu-001", "gpu-002"]
+    assert json.loads(alloc["extra"])["SubmitLine"] == "sbatch train.sh"
+    assert (batch["job_id"], batch["step"], batch["job_id_raw"]) == ("101", "batch", "101")
+    assert (batch["state"], batch["exit_code"], batch["gpus"]) == ("FAILED", 2, 8.0)
+    assert batch["submit_at"] == batch["start_at"] == datetime.fromtimestamp(1796006410, UTC)
+
+
+def test_v0040_arrays_het_unlimited_running() -> None:
+    """Array task, pending array with throttle, het component, UNLIMITED limit, RUNNING end."""
+    task = _job(
+        203,
+        "RUNNING",
+        array={"job_id": 200, "task_id": _n(3), "task": ""},
+        time={"elapsed": 5, "start": 1796006410, "end": 0, "submission": 1796006390,
+              "eligible": 1796006400, "limit": INFINITE},
+    )  # fmt: skip
+    pending = _job(
+        300,
+        "PENDING",
+        array={"job_id": 300, "task_id": _n(None), "task": "1-4%2"},
+        nodes="None assigned",
+        time={"elapsed": 0, "start": 0, "end": 0, "submission": 1796006390,
+              "eligible": 1796006400, "limit": _n(60)},
+    )  # fmt: skip
+    het = _job(401, "COMPLETED", het={"job_id": 400, "job_offset": _n(1)})
+    rows = parse_sacct("v40.json", text=_v40(task, pending, het)).rows
+    assert rows.select("job_id", "job_id_raw", "array_task_id", "array_throttle").rows() == [
+        ("200_3", "203", 3, None),
+        ("300_1", "300", 1, 2),
+        ("300_2", "300", 2, 2),
+        ("300_3", "300", 3, 2),
+        ("300_4", "300", 4, 2),
+        ("400+1", "401", None, None),
+    ]
+    first = rows.row(0, named=True)
+    assert (first["end_at"], first["timelimit_s"], first["timelimit_note"]) == (
+        None,
+        None,
+        "UNLIMITED",
+    )
+    assert rows["start_at"][1] is None
+    assert rows["node_list"].to_list()[1] == []
+    assert (rows["het_job_id"][5], rows["het_job_offset"][5]) == ("400", 1)
+
+
+def test_v0040_mig_slice() -> None:
+    """A MIG slice in AllocTRES counts as its fraction of a GPU."""
+    job = _job(
+        600,
+        "COMPLETED",
+        tres={
+            "allocated": _tres(("cpu", 1), ("gres/gpu", 1), ("gres/gpu:3g.40gb", 1)),
+            "requested": [],
+        },
+    )
+    rows = parse_sacct("mig.json", text=_v40(job)).rows
+    assert rows["gpus"].to_list() == [pytest.approx(3 / 7)]
+
+
+def test_json_bad_items_rejected_rest_loads() -> None:
+    """An item without a job id and one with an unknown state are rejected; the rest loads."""
+    text = _v40({"name": "no id"}, _job(700, "WEIRD"), _job(701, "COMPLETED"), "junk")
+    res = parse_sacct("bad.json", text=text)
+    assert res.rows["job_id"].to_list() == ["701"]
+    assert res.rejected.select("line_no", "field", "reason").rows() == [
+        (1, None, "bad job item: no job_id"),
+        (2, "State", "unknown job state 'WEIRD'"),
+        (4, None, "job item is not an object"),
+    ]
+    assert json.loads(res.rejected["raw"][0]) == {"name": "no id"}
+
+
+def test_json_empty_jobs() -> None:
+    """A document with no jobs is an empty result."""
+    res = parse_sacct("e.json", text=_v40())
+    assert (res.rows.height, res.rejected.height, res.info["lines"]) == (0, 0, 0)
