@@ -20,7 +20,8 @@ SOURCES = ("sacct", "k8s-events", "k8s-pods", "dcgm", "slurm-state")
 
 #: ``slurm-state`` files (``<cluster>/slurm_state/<kind>_<day>.*``, as the live state source
 #: spools them) by name prefix → the raw source they load into.
-STATE_PREFIXES = {"events": "slurm-events", "nodes": "slurm-nodes", "sshare": "sshare"}
+STATE_PREFIXES = {"events": "slurm-events", "nodes": "slurm-nodes", "sshare": "sshare",
+                  "jobs": "slurm-jobs-gres"}  # fmt: skip
 
 
 def state_source(path: Path) -> str:
@@ -35,6 +36,7 @@ def state_source(path: Path) -> str:
     raise InputFormatError(
         str(path), f"not a Slurm state file: the name must start with {', '.join(STATE_PREFIXES)}"
     )
+
 
 _DAY_RE = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})")
 
@@ -98,9 +100,11 @@ def parse_file(source: str, path: Path, opts: IngestOptions) -> ParseResult:
         if path.is_dir():
             return parse_dcgm_dir(path, cluster=opts.cluster)
         return parse_dcgm(path, cluster=opts.cluster, scrape_time=opts.scrape_time)
-    if source in ("slurm-events", "slurm-nodes", "sshare"):
+    if source in ("slurm-events", "slurm-nodes", "sshare", "slurm-jobs-gres"):
         from pipelines.slurm import _cluster_state as cs
 
+        if source == "slurm-jobs-gres":
+            return cs.parse_scontrol_jobs(path, cluster=opts.cluster, tz=opts.tz)
         if source == "slurm-events":
             return cs.parse_sacctmgr_events(path, cluster=opts.cluster, tz=opts.tz)
         if source == "slurm-nodes":

@@ -44,6 +44,7 @@ RAW_TABLES: dict[str, str] = {
     "slurm-events": "raw.slurm_events",
     "slurm-nodes": "raw.slurm_nodes",
     "sshare": "raw.sshare",
+    "slurm-jobs-gres": "raw.slurm_job_gres",
 }
 
 
@@ -86,7 +87,12 @@ def raw_table_schemas() -> dict[str, dict[str, pl.DataType]]:
     from pipelines.dcgm._dcgm_parse import DCGM_SAMPLE_SCHEMA
     from pipelines.kubernetes._events_parse import K8S_EVENT_SCHEMA
     from pipelines.kubernetes._pods_parse import K8S_POD_SCHEMA
-    from pipelines.slurm._cluster_state import EVENT_SCHEMA, NODE_SCHEMA, SSHARE_SCHEMA
+    from pipelines.slurm._cluster_state import (
+        EVENT_SCHEMA,
+        NODE_SCHEMA,
+        SCONTROL_JOB_SCHEMA,
+        SSHARE_SCHEMA,
+    )
     from pipelines.slurm._sacct_parse import SLURM_ROW_SCHEMA
 
     out: dict[str, dict[str, pl.DataType]] = {}
@@ -98,6 +104,7 @@ def raw_table_schemas() -> dict[str, dict[str, pl.DataType]]:
         ("raw.slurm_events", EVENT_SCHEMA),
         ("raw.slurm_nodes", NODE_SCHEMA),
         ("raw.sshare", SSHARE_SCHEMA),
+        ("raw.slurm_job_gres", SCONTROL_JOB_SCHEMA),
     ):
         out[table] = {**schema, "ingest_id": pl.Int64()}
     return out

@@ -43,8 +43,9 @@ SACCT_STATES = "BF,CA,CD,DL,F,NF,OOM,PD,PR,R,RQ,RS,RV,S,TO"
 EVENT_FIELDS = (
     "Cluster,ClusterNodes,NodeName,TimeStart,TimeEnd,State,StateRaw,Event,Reason,User,TRES"
 )
-#: The cluster-state outputs :class:`SlurmStateCliSource` spools, by kind.
-STATE_KINDS = ("nodes", "events", "sshare", "sprio", "sdiag")
+#: The cluster-state outputs :class:`SlurmStateCliSource` spools, by kind (``jobs``: only when
+#: asked for, see the class).
+STATE_KINDS = ("nodes", "events", "sshare", "sprio", "sdiag", "jobs")
 
 
 def slurm_client_env(
@@ -177,7 +178,11 @@ class SlurmStateCliSource(InputSource):
     - ``sshare``: ``sshare --all --long --parsable2`` (fair share, now);
     - ``sprio``: ``sprio --format`` :data:`~pipelines.slurm._cluster_state.SPRIO_FORMAT`
       (pending jobs' priority factors, now; sprio has no ``--parsable2``);
-    - ``sdiag``: ``sdiag`` (scheduler and backfill statistics, now).
+    - ``sdiag``: ``sdiag`` (scheduler and backfill statistics, now);
+    - ``jobs``: ``scontrol --details --oneliner show job`` (every job slurmctld holds, with the
+      GPU indices each running job holds per node: the map for attributing GPU telemetry to
+      jobs, now). Fetched only when :attr:`kinds` names it: it is worth something only while
+      jobs run, so fetch it often (``kinds=["jobs"]``) rather than with the daily kinds.
 
     Only ``events`` looks at ``day``; the others are snapshots of the moment they run, so fetch
     them for the current day. Each command names the cluster (``-M``/``Clusters=``).
@@ -187,7 +192,8 @@ class SlurmStateCliSource(InputSource):
         bin_dir: folder holding the Slurm clients (default: found on ``PATH``).
         slurm_conf: ``SLURM_CONF`` for the cluster (default: the client's own).
         env: extra environment variables for the clients.
-        kinds: which outputs to fetch (a subset of :data:`STATE_KINDS`).
+        kinds: which outputs to fetch (a subset of :data:`STATE_KINDS`; default: all but
+            ``jobs``).
         timeout_s: seconds before one command is given up.
     """
 
@@ -195,7 +201,7 @@ class SlurmStateCliSource(InputSource):
     bin_dir: str | None = None
     slurm_conf: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
-    kinds: list[str] = Field(default_factory=lambda: list(STATE_KINDS))
+    kinds: list[str] = Field(default_factory=lambda: [k for k in STATE_KINDS if k != "jobs"])
     timeout_s: float = 120.0
 
     def _bin(self, name: str) -> str:
@@ -217,6 +223,9 @@ class SlurmStateCliSource(InputSource):
             "sshare": [self._bin("sshare"), "-M", cluster, "--all", "--long", "--parsable2"],
             "sprio": [self._bin("sprio"), "-M", cluster, "--format", SPRIO_FORMAT],
             "sdiag": [self._bin("sdiag"), "-M", cluster],
+            "jobs": [
+                self._bin("scontrol"), "-M", cluster, "--details", "--oneliner", "show", "job",
+            ],
         }  # fmt: skip
         unknown = sorted(set(self.kinds) - set(every))
         if unknown:
