@@ -44,6 +44,8 @@ CORE_ANALYTICS_KEYS = {
     "analytics.fairness_weekly": dg.AssetKey(["analytics", "fairness_weekly"]),
     "analytics.fairness_summary_weekly": dg.AssetKey(["analytics", "fairness_summary_weekly"]),
     "analytics.node_reliability": dg.AssetKey(["analytics", "node_reliability"]),
+    "core.k8s_workloads": dg.AssetKey(["core", "k8s_workloads"]),
+    "core.k8s_pending_reasons": dg.AssetKey(["core", "k8s_pending_reasons"]),
 }
 
 _DESCRIPTIONS = {
@@ -60,6 +62,8 @@ _DESCRIPTIONS = {
     "analytics.fairness_weekly": "Entitlement, demand, fair allocation and debt per team.",
     "analytics.fairness_summary_weekly": "Jain's index and unmet entitlement per window.",
     "analytics.node_reliability": "NODE_FAIL, XID, down time and lemon score per node.",
+    "core.k8s_workloads": "One row per Kueue workload attempt with each stage's timestamp.",
+    "core.k8s_pending_reasons": "Why Kubernetes workloads pended: FailedScheduling etc. counts.",
 }
 
 

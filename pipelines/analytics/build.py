@@ -16,7 +16,12 @@ from metrics import naive_wait_percentiles, occupancy_hourly
 from metrics.data_quality import DATA_QUALITY_SCHEMA, gpu_tracking_gaps
 from pipelines.analytics.metrics_build import build_metric_tables
 from pipelines.config import Config
-from pipelines.kubernetes._attempts import pod_attempts
+from pipelines.kubernetes._attempts import (
+    k8s_attempts,
+    pending_workload_attempts,
+    workload_attempts,
+)
+from pipelines.kubernetes._timings import k8s_pending_reasons, k8s_workload_timings
 from pipelines.registry import UNATTRIBUTED, load_registry
 from pipelines.slurm._identity import resolve_slurm_jobs, slurm_attempts
 from pipelines.sql import SQL_DIR
@@ -36,7 +41,7 @@ VIEWS = (
     "jobs", "slurm_jobs", "rejected_rows", "occupancy_hourly", "time_to_start_summary",
     "k8s_events", "k8s_pods", "dcgm_samples", "ingests", "nodes", "data_quality",
     "gpu_waterfall_hourly", "occupancy_daily", "time_to_start_jobs", "fairness_weekly",
-    "fairness_summary_weekly", "node_reliability",
+    "fairness_summary_weekly", "node_reliability", "k8s_workloads", "k8s_pending_reasons",
 )  # fmt: skip
 
 _INVENTORY_SCHEMA = {
@@ -341,7 +346,13 @@ def rebuild(
         .sort("count", "last_seen", "ingest_id", nulls_last=False)
         .unique(["cluster", "uid"], keep="last", maintain_order=True)
     )
-    k8s_jobs = pod_attempts(pods.lazy(), ns_teams.lazy(), lq_teams.lazy()).collect()
+    k8s_att = k8s_attempts(pods.lazy(), events.lazy(), None, None)
+    k8s_jobs = workload_attempts(k8s_att, ns_teams.lazy(), lq_teams.lazy()).collect()
+    k8s_pending = pending_workload_attempts(k8s_att, ns_teams.lazy(), lq_teams.lazy()).collect()
+    k8s_timings = k8s_workload_timings(
+        k8s_att, events.lazy(), ns_teams.lazy(), lq_teams.lazy()
+    ).collect()
+    k8s_reasons = k8s_pending_reasons(k8s_att, events.lazy()).collect()
     s_att = slurm_attempts(slurm.lazy()).collect()
 
     as_of = _as_of(
@@ -385,14 +396,17 @@ def rebuild(
         if occ_parts
         else occupancy_hourly(jobs.clear().lazy(), nodes.lazy(), dt.datetime.now(dt.UTC)).collect()
     ).join(as_of, on="cluster", how="left")
-    pending = (
-        slurm.filter(pl.col("is_allocation") & pl.col("start_at").is_null())
-        .select(
-            "cluster", "source", "job_id", "partition", "team",
-            pl.coalesce("req_gpus", "gpus").alias("req_gpus"),
-            "submit_at", "eligible_at", "end_at", "state",
-        )
-    )  # fmt: skip
+    pending_cols = ["cluster", "source", "job_id", "partition", "team", "req_gpus", "submit_at",
+                    "eligible_at", "end_at", "state"]  # fmt: skip
+    pending = pl.concat(
+        [
+            slurm.filter(pl.col("is_allocation") & pl.col("start_at").is_null())
+            .with_columns(pl.coalesce("req_gpus", "gpus").alias("req_gpus"))
+            .select(pending_cols),
+            k8s_pending.select(pending_cols),
+        ],
+        how="vertical_relaxed",
+    )
     teams, _mapping = load_registry(registry_path or cfg.registry_path)
     engine = build_metric_tables(
         con,
@@ -426,6 +440,8 @@ def rebuild(
         "analytics.occupancy_hourly": occ,
         "analytics.time_to_start_summary": tts,
         "analytics.data_quality": dq,
+        "core.k8s_workloads": k8s_timings.join(as_of, on="cluster", how="left"),
+        "core.k8s_pending_reasons": k8s_reasons.join(as_of, on="cluster", how="left"),
         **{
             t: (f.join(as_of, on="cluster", how="left") if "cluster" in f.columns else f)
             for t, f in engine.items()

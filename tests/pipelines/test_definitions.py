@@ -12,7 +12,8 @@ EXPECTED_ASSETS = {
     "analytics/occupancy_hourly", "analytics/time_to_start_summary", "analytics/serving_copy",
     "analytics/data_quality", "raw/slurm_state", "analytics/gpu_waterfall_hourly",
     "analytics/time_to_start_jobs", "analytics/fairness_weekly",
-    "analytics/fairness_summary_weekly", "analytics/node_reliability",
+    "analytics/fairness_summary_weekly", "analytics/node_reliability", "core/k8s_workloads",
+    "core/k8s_pending_reasons",
 }  # fmt: skip
 
 
