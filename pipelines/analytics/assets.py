@@ -46,6 +46,7 @@ CORE_ANALYTICS_KEYS = {
     "analytics.node_reliability": dg.AssetKey(["analytics", "node_reliability"]),
     "core.k8s_workloads": dg.AssetKey(["core", "k8s_workloads"]),
     "core.k8s_pending_reasons": dg.AssetKey(["core", "k8s_pending_reasons"]),
+    "analytics.job_gpu_summary": dg.AssetKey(["analytics", "job_gpu_summary"]),
 }
 
 _DESCRIPTIONS = {
@@ -64,6 +65,7 @@ _DESCRIPTIONS = {
     "analytics.node_reliability": "NODE_FAIL, XID, down time and lemon score per node.",
     "core.k8s_workloads": "One row per Kueue workload attempt with each stage's timestamp.",
     "core.k8s_pending_reasons": "Why Kubernetes workloads pended: FailedScheduling etc. counts.",
+    "analytics.job_gpu_summary": "Per attempt: observed GPU-s, mean activity, idle GPU-s, XIDs.",
 }
 
 

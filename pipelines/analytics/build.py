@@ -42,6 +42,7 @@ VIEWS = (
     "k8s_events", "k8s_pods", "dcgm_samples", "ingests", "nodes", "data_quality",
     "gpu_waterfall_hourly", "occupancy_daily", "time_to_start_jobs", "fairness_weekly",
     "fairness_summary_weekly", "node_reliability", "k8s_workloads", "k8s_pending_reasons",
+    "job_gpu_summary", "telemetry_coverage_daily",
 )  # fmt: skip
 
 _INVENTORY_SCHEMA = {
@@ -417,7 +418,11 @@ def rebuild(
         nodes=nodes,
         as_of=as_of,
         idle_threshold=cfg.idle_activity,
-    )
+        pod_jobs=k8s_att.pods.select(
+            "cluster", "namespace", pl.col("name").alias("pod"),
+            pl.format("{}/{}", pl.col("namespace"), pl.col("group")).alias("job_id"),
+        ),
+    )  # fmt: skip
     km = engine.pop("analytics.time_to_start_km")
     tts = (
         _tts_summary(km).join(as_of, on="cluster", how="left")

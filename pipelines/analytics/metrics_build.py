@@ -37,16 +37,32 @@ _TTS_GROUPS: tuple[tuple[str, ...], ...] = (
 _TTS_COLS = ["week", "source", "cluster", "partition", "team", "bucket"]
 
 
-def _activity(con: duckdb.DuckDBPyConnection, jobs: pl.DataFrame) -> pl.DataFrame:
+def _attribute(samples: pl.DataFrame, pod_jobs: pl.DataFrame) -> pl.DataFrame:
+    """Add ``job_id``: the ``hpc_job`` label (Slurm), else the pod's workload
+    (``<namespace>/<workload>`` through ``pod_jobs``: cluster, namespace, pod, job_id), else
+    ``<namespace>/<pod>``; then drop the label columns."""
+    mapped = samples.join(pod_jobs.unique(["cluster", "namespace", "pod"]),
+                          on=["cluster", "namespace", "pod"], how="left")  # fmt: skip
+    return mapped.with_columns(
+        pl.coalesce(
+            "hpc_job", "job_id", pl.format("{}/{}", pl.col("namespace"), pl.col("pod"))
+        ).alias("job_id")
+    ).drop("hpc_job", "namespace", "pod")
+
+
+def _activity(
+    con: duckdb.DuckDBPyConnection, jobs: pl.DataFrame, pod_jobs: pl.DataFrame
+) -> pl.DataFrame:
     """Mean activity per allocation attempt and 5-minute bucket, from label-attributed samples."""
-    samples: pl.DataFrame = con.sql(
-        "SELECT cluster, coalesce(hpc_job, namespace || '/' || pod) AS job_id,"
+    raw: pl.DataFrame = con.sql(
+        "SELECT cluster, hpc_job, namespace, pod,"
         " time_bucket(INTERVAL 5 MINUTE, ts) AS bucket, avg(value) AS activity,"
         " count(DISTINCT gpu_uuid)::DOUBLE AS gpus"
         " FROM raw.dcgm_samples WHERE metric = $m AND value IS NOT NULL"
         " AND (hpc_job IS NOT NULL OR pod IS NOT NULL) GROUP BY ALL",
         params={"m": ACTIVITY_METRIC},
     ).pl()
+    samples = _attribute(raw, pod_jobs)
     if samples.height == 0:
         return pl.DataFrame(
             schema={"cluster": pl.String(), "job_id": pl.String(), "attempt": pl.Int64(),
@@ -97,6 +113,71 @@ def _down_intervals(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     )
 
 
+def job_gpu_summary(
+    con: duckdb.DuckDBPyConnection,
+    jobs: pl.DataFrame,
+    activity: pl.DataFrame,
+    pod_jobs: pl.DataFrame,
+    *,
+    idle_threshold: float,
+    bucket_s: float = 300.0,
+) -> pl.DataFrame:
+    """One row per allocation attempt with its telemetry summary (persisted beyond retention).
+
+    ``observed_gpu_s`` = Σ GPUs seen × bucket length over the attempt's 5-minute buckets;
+    ``mean_activity`` = GPU-second-weighted mean activity; ``idle_gpu_s`` = observed GPU-seconds
+    of buckets with activity < θ; ``peak_fb_used_mib`` = max ``DCGM_FI_DEV_FB_USED``;
+    ``xid_events`` = XID changes on the attempt's labelled GPUs. Attempts without telemetry have
+    0 observed GPU-seconds and NULL activity.
+    """
+    per = (
+        activity.with_columns((pl.col("gpus").fill_null(1.0) * bucket_s).alias("_obs"))
+        .group_by("cluster", "job_id", "attempt")
+        .agg(
+            pl.col("_obs").sum().alias("observed_gpu_s"),
+            ((pl.col("activity") * pl.col("_obs")).sum() / pl.col("_obs").sum()).alias(
+                "mean_activity"
+            ),
+            pl.col("_obs").filter(pl.col("activity") < idle_threshold).sum().alias("idle_gpu_s"),
+        )
+    )
+    fb_raw: pl.DataFrame = con.sql(
+        "SELECT cluster, hpc_job, namespace, pod, max(value) AS peak_fb_used_mib"
+        " FROM raw.dcgm_samples WHERE metric = 'DCGM_FI_DEV_FB_USED'"
+        " AND (hpc_job IS NOT NULL OR pod IS NOT NULL) GROUP BY ALL"
+    ).pl()
+    fb = (
+        _attribute(fb_raw, pod_jobs)
+        .group_by("cluster", "job_id")
+        .agg(pl.col("peak_fb_used_mib").max())
+    )
+    xid_raw: pl.DataFrame = con.sql(
+        "SELECT cluster, hpc_job, namespace, pod, count(*) AS xid_events FROM ("
+        " SELECT cluster, hpc_job, namespace, pod, value,"
+        "  lag(value) OVER (PARTITION BY cluster, host, gpu_uuid ORDER BY ts) AS prev"
+        " FROM raw.dcgm_samples WHERE metric = 'DCGM_FI_DEV_XID_ERRORS'"
+        "  AND (hpc_job IS NOT NULL OR pod IS NOT NULL))"
+        " WHERE value > 0 AND (prev IS NULL OR prev <> value) GROUP BY ALL"
+    ).pl()
+    xid = (
+        _attribute(xid_raw, pod_jobs).group_by("cluster", "job_id").agg(pl.col("xid_events").sum())
+    )
+    base = jobs.filter(pl.col("gpus") > 0).select(
+        "source", "cluster", "job_id", "attempt", "team", "gpus", "gpu_s"
+    )
+    return (
+        base.join(per, on=["cluster", "job_id", "attempt"], how="left")
+        .join(fb.select("cluster", "job_id", "peak_fb_used_mib"), on=["cluster", "job_id"],
+              how="left")
+        .join(xid, on=["cluster", "job_id"], how="left")
+        .with_columns(
+            pl.col("observed_gpu_s").fill_null(0.0),
+            pl.col("idle_gpu_s").fill_null(0.0),
+            pl.col("xid_events").fill_null(0).cast(pl.Int64),
+        )
+    )  # fmt: skip
+
+
 def _concat(parts: list[pl.DataFrame]) -> pl.DataFrame:
     return pl.concat(parts, how="diagonal_relaxed") if parts else pl.DataFrame()
 
@@ -111,6 +192,7 @@ def build_metric_tables(
     nodes: pl.DataFrame,
     as_of: pl.DataFrame,
     idle_threshold: float,
+    pod_jobs: pl.DataFrame | None = None,
 ) -> dict[str, pl.DataFrame]:
     """Compute the metric-engine tables for every cluster with data.
 
@@ -124,13 +206,23 @@ def build_metric_tables(
         nodes: ``core.nodes`` (for racks).
         as_of: ``cluster, as_of``.
         idle_threshold: θ for ``allocated_idle``.
+        pod_jobs: ``cluster, namespace, pod, job_id``: the Kubernetes attempt each pod belongs
+            to, for attributing pod-labelled samples.
 
     Returns:
         Frames by table name: ``analytics.gpu_waterfall_hourly``, ``analytics.time_to_start_jobs``,
         ``analytics.time_to_start_km``, ``analytics.fairness_weekly``,
         ``analytics.fairness_summary_weekly``, ``analytics.node_reliability``.
     """
-    activity = _activity(con, jobs)
+    pod_jobs = (
+        pod_jobs
+        if pod_jobs is not None
+        else pl.DataFrame(
+            schema={"cluster": pl.String(), "namespace": pl.String(), "pod": pl.String(),
+                    "job_id": pl.String()}
+        )
+    )  # fmt: skip
+    activity = _activity(con, jobs, pod_jobs)
     xid = _xid_events(con)
     down = _down_intervals(con)
     wf, spells, tts, fair_hourly, rel = [], [], [], [], []
@@ -229,6 +321,9 @@ def build_metric_tables(
     out["analytics.fairness_weekly"] = _concat(weekly)
     out["analytics.fairness_summary_weekly"] = _concat(summary)
     out["analytics.node_reliability"] = _concat(rel)
+    out["analytics.job_gpu_summary"] = job_gpu_summary(
+        con, jobs, activity, pod_jobs, idle_threshold=idle_threshold
+    )
     if placeholder:
         out = {table: frame.clear() for table, frame in out.items()}
     return out

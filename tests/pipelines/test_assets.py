@@ -99,3 +99,38 @@ def test_asset_checks_pass_on_the_fleet(materialized: Materialized) -> None:
         ev = instance.event_log_storage.get_latest_asset_check_execution_by_key([key])[key]
         assert ev is not None and ev.evaluation is not None, key
         assert ev.evaluation.passed, key
+
+
+def test_planted_idle_team_shows_in_job_gpu_summary(materialized: Materialized) -> None:
+    """The generator's idle team (recsys, activity 0.01–0.03) has a GPU-second-weighted mean
+    activity below θ = 0.05 and most of its observed GPU-seconds idle; other teams are busy."""
+    serving = materialized.cfg.serving_path
+    with duckdb.connect(str(serving), read_only=True) as con:
+        rows = con.execute(
+            "select team, sum(observed_gpu_s * mean_activity) / sum(observed_gpu_s),"
+            " sum(idle_gpu_s) / sum(observed_gpu_s) from job_gpu_summary"
+            " where observed_gpu_s > 0 group by 1"
+        ).fetchall()
+    by_team = {t: (act, idle) for t, act, idle in rows}
+    act, idle_share = by_team["recsys"]
+    assert act < 0.05 and idle_share > 0.8
+    assert min(a for t, (a, _i) in by_team.items() if t != "recsys") > 0.3
+
+
+def test_waterfall_conserves_capacity_and_matches_occupancy(materialized: Materialized) -> None:
+    """Each cluster-hour's 11 leaves sum to capacity; leaves 3-9 sum to occupancy's allocated."""
+    serving = materialized.cfg.serving_path
+    worst = _one(
+        serving,
+        "select max(abs(s - c)) from (select cluster, hour, sum(gpu_s) s,"
+        " any_value(capacity_gpu_s) c"
+        " from gpu_waterfall_hourly group by all)",
+    )
+    assert isinstance(worst, float) and worst < 1e-6
+    alloc_wf = _one(
+        serving,
+        "select sum(gpu_s) from gpu_waterfall_hourly"
+        " where bucket not in ('down', 'planned_down', 'held', 'idle')",
+    )
+    alloc_occ = _one(serving, "select sum(allocated_gpu_s) from occupancy_hourly")
+    assert alloc_wf == pytest.approx(alloc_occ, rel=1e-6)

@@ -13,7 +13,7 @@ EXPECTED_ASSETS = {
     "analytics/data_quality", "raw/slurm_state", "analytics/gpu_waterfall_hourly",
     "analytics/time_to_start_jobs", "analytics/fairness_weekly",
     "analytics/fairness_summary_weekly", "analytics/node_reliability", "core/k8s_workloads",
-    "core/k8s_pending_reasons",
+    "core/k8s_pending_reasons", "analytics/job_gpu_summary",
 }  # fmt: skip
 
 
