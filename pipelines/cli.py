@@ -14,6 +14,7 @@ import typer
 
 from pipelines._parse_result import InputFormatError
 from pipelines.config import ConfigError, load_config, repo_root
+from pipelines.report.cli import report_app
 
 app = typer.Typer(
     help="goodput: where a GPU fleet's GPU-hours go.",
@@ -21,6 +22,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_show_locals=False,
 )
+
+app.add_typer(report_app)
 
 _SOURCES = ("sacct", "k8s-events", "k8s-pods", "dcgm", "slurm-state")
 

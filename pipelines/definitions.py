@@ -18,6 +18,12 @@ from pipelines.dcgm.resources import DcgmFileSource, PrometheusDcgmSource
 from pipelines.kubernetes.assets import build_kubernetes_assets
 from pipelines.kubernetes.resources import K8sEventsFileSource, K8sPodsFileSource
 from pipelines.partitions import cluster_day_partitions
+from pipelines.report.dagster import (
+    WEEKLY_REPORT_KEY,
+    weekly_report,
+    weekly_report_job,
+    weekly_report_schedule,
+)
 from pipelines.slurm.assets import build_slurm_assets
 from pipelines.slurm.resources import (
     SacctCliSource,
@@ -81,13 +87,17 @@ def build_defs(cfg: Config | None = None) -> dg.Definitions:
     )
     analytics_job = dg.define_asset_job(
         ANALYTICS_JOB,
-        selection=dg.AssetSelection.key_prefixes("core", "analytics"),
+        selection=dg.AssetSelection.key_prefixes("core", "analytics")
+        - dg.AssetSelection.assets(WEEKLY_REPORT_KEY),
         description="Recompute core + analytics; publish the serving copy.",
     )
     return dg.Definitions(
-        assets=[*raw_assets, core_and_analytics, serving_copy],
-        jobs=[raw_job, analytics_job],
-        schedules=build_daily_schedules(cfg, RAW_JOB, ANALYTICS_JOB),
+        assets=[*raw_assets, core_and_analytics, serving_copy, weekly_report],
+        jobs=[raw_job, analytics_job, weekly_report_job],
+        schedules=[
+            *build_daily_schedules(cfg, RAW_JOB, ANALYTICS_JOB),
+            weekly_report_schedule(cfg),
+        ],
         sensors=[build_new_files_sensor(cfg, raw_job, analytics_job)],
         resources={
             "duckdb": DuckDBResource(database=str(cfg.warehouse_path)),

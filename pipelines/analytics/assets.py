@@ -47,6 +47,7 @@ CORE_ANALYTICS_KEYS = {
     "core.k8s_workloads": dg.AssetKey(["core", "k8s_workloads"]),
     "core.k8s_pending_reasons": dg.AssetKey(["core", "k8s_pending_reasons"]),
     "analytics.job_gpu_summary": dg.AssetKey(["analytics", "job_gpu_summary"]),
+    "analytics.gpu_activity": dg.AssetKey(["analytics", "gpu_activity"]),
 }
 
 _DESCRIPTIONS = {
@@ -66,6 +67,7 @@ _DESCRIPTIONS = {
     "core.k8s_workloads": "One row per Kueue workload attempt with each stage's timestamp.",
     "core.k8s_pending_reasons": "Why Kubernetes workloads pended: FailedScheduling etc. counts.",
     "analytics.job_gpu_summary": "Per attempt: observed GPU-s, mean activity, idle GPU-s, XIDs.",
+    "analytics.gpu_activity": "Per GPU and 5-minute bucket: activity, signal used, job, team.",
 }
 
 

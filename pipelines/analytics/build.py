@@ -42,7 +42,7 @@ VIEWS = (
     "k8s_events", "k8s_pods", "dcgm_samples", "ingests", "nodes", "data_quality",
     "gpu_waterfall_hourly", "occupancy_daily", "time_to_start_jobs", "fairness_weekly",
     "fairness_summary_weekly", "node_reliability", "k8s_workloads", "k8s_pending_reasons",
-    "job_gpu_summary", "telemetry_coverage_daily",
+    "job_gpu_summary", "telemetry_coverage_daily", "gpu_activity",
 )  # fmt: skip
 
 _INVENTORY_SCHEMA = {

@@ -178,6 +178,52 @@ def job_gpu_summary(
     )  # fmt: skip
 
 
+def gpu_activity(
+    con: duckdb.DuckDBPyConnection, jobs: pl.DataFrame, pod_jobs: pl.DataFrame
+) -> pl.DataFrame:
+    """Per GPU (or MIG instance) and 5-minute bucket: activity, the signal used, job and team.
+
+    Activity is ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` (0–1) where present, else
+    ``DCGM_FI_DEV_GPU_UTIL`` / 100 (METRICS.md); ``signal`` names the one used. ``job_id`` is the
+    label-attributed allocation (NULL when the GPU carried no job label in the bucket).
+    """
+    raw: pl.DataFrame = con.sql(
+        "SELECT cluster, host, gpu_uuid, mig_instance,"
+        " time_bucket(INTERVAL 5 MINUTE, ts) AS bucket,"
+        " avg(value) FILTER (WHERE metric = 'DCGM_FI_PROF_GR_ENGINE_ACTIVE') AS gr,"
+        " avg(value) FILTER (WHERE metric = 'DCGM_FI_DEV_GPU_UTIL') / 100.0 AS util,"
+        " any_value(hpc_job) AS hpc_job, any_value(namespace) AS namespace,"
+        " any_value(pod) AS pod"
+        " FROM raw.dcgm_samples"
+        " WHERE metric IN ('DCGM_FI_PROF_GR_ENGINE_ACTIVE', 'DCGM_FI_DEV_GPU_UTIL')"
+        " GROUP BY ALL"
+    ).pl()
+    labelled = raw.filter(pl.col("hpc_job").is_not_null() | pl.col("pod").is_not_null())
+    unlabelled = raw.filter(pl.col("hpc_job").is_null() & pl.col("pod").is_null())
+    teams = jobs.select("cluster", "job_id", "team").unique(["cluster", "job_id"])
+    out = pl.concat(
+        [
+            _attribute(labelled, pod_jobs),
+            unlabelled.drop("hpc_job", "namespace", "pod").with_columns(
+                pl.lit(None, dtype=pl.String()).alias("job_id")
+            ),
+        ],
+        how="vertical_relaxed",
+    )
+    return (
+        out.join(teams, on=["cluster", "job_id"], how="left")
+        .select(
+            "cluster", "host", "gpu_uuid", "mig_instance",
+            pl.col("bucket").dt.convert_time_zone("UTC"),
+            pl.coalesce("gr", "util").alias("activity"),
+            pl.when(pl.col("gr").is_not_null()).then(pl.lit("DCGM_FI_PROF_GR_ENGINE_ACTIVE"))
+            .when(pl.col("util").is_not_null()).then(pl.lit("DCGM_FI_DEV_GPU_UTIL"))
+            .alias("signal"),
+            "job_id", "team",
+        )
+    )  # fmt: skip
+
+
 def _concat(parts: list[pl.DataFrame]) -> pl.DataFrame:
     return pl.concat(parts, how="diagonal_relaxed") if parts else pl.DataFrame()
 
@@ -321,6 +367,7 @@ def build_metric_tables(
     out["analytics.fairness_weekly"] = _concat(weekly)
     out["analytics.fairness_summary_weekly"] = _concat(summary)
     out["analytics.node_reliability"] = _concat(rel)
+    out["analytics.gpu_activity"] = gpu_activity(con, jobs, pod_jobs)
     out["analytics.job_gpu_summary"] = job_gpu_summary(
         con, jobs, activity, pod_jobs, idle_threshold=idle_threshold
     )

@@ -14,6 +14,7 @@ EXPECTED_ASSETS = {
     "analytics/time_to_start_jobs", "analytics/fairness_weekly",
     "analytics/fairness_summary_weekly", "analytics/node_reliability", "core/k8s_workloads",
     "core/k8s_pending_reasons", "analytics/job_gpu_summary",
+    "analytics/gpu_activity", "analytics/weekly_report",
 }  # fmt: skip
 
 

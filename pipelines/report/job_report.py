@@ -1,0 +1,188 @@
+"""A per-job efficiency report, like Slurm's ``seff`` and Princeton's ``jobstats``.
+
+For each attempt of a job: GPUs, state, wait, run time, GPU-hours, mean GPU activity and idle
+GPU-hours from DCGM 5-minute means, peak GPU memory, and the outcome in the waterfall's words.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import hostlist
+import polars as pl
+
+from pipelines.report._common import fmt_duration, fmt_pct, query
+from pipelines.safe_sql import open_readonly
+
+__all__ = ["JobReport", "format_job_report", "job_report", "outcome"]
+
+#: Base state → (what happened, the waterfall leaf its GPU-time lands in). METRICS.md.
+_OUTCOMES = {
+    "COMPLETED": ("completed", "goodput"),
+    "RUNNING": ("still running", "goodput"),
+    "SUSPENDED": ("suspended", "goodput"),
+    "FAILED": ("failed", "failed_work_user"),
+    "OUT_OF_MEMORY": ("ran out of memory", "failed_work_user"),
+    "NODE_FAIL": ("ended by a node failure", "failed_work_infra"),
+    "BOOT_FAIL": ("its nodes failed to boot", "failed_work_infra"),
+    "PREEMPTED": ("preempted", "preempted_work"),
+    "REQUEUED": ("requeued", "preempted_work"),
+    "TIMEOUT": ("hit its time limit", "timeout_work"),
+    "DEADLINE": ("hit its deadline", "timeout_work"),
+    "CANCELLED": ("cancelled", "cancelled_work"),
+    "REVOKED": ("revoked", "cancelled_work"),
+}
+
+
+@dataclass(frozen=True)
+class JobReport:
+    """One job's attempts (``sql/report/job_attempts.sql`` columns) and never-started rows."""
+
+    job_id: str
+    attempts: pl.DataFrame
+    never_started: pl.DataFrame
+    idle_below: float
+
+    def to_dicts(self) -> dict[str, Any]:
+        """JSON-ready: ``{"job_id", "idle_below", "attempts": [...], "never_started": [...]}``."""
+
+        def rows(df: pl.DataFrame) -> list[dict[str, Any]]:
+            return [
+                {k: v.isoformat() if isinstance(v, dt.datetime) else v for k, v in r.items()}
+                for r in df.iter_rows(named=True)
+            ]
+
+        return {
+            "job_id": self.job_id,
+            "idle_below": self.idle_below,
+            "attempts": rows(self.attempts),
+            "never_started": rows(self.never_started),
+        }
+
+
+def job_report(
+    serving_db: str | Path, job_id: str, *, cluster: str | None = None, idle_below: float = 0.05
+) -> JobReport:
+    """Read one job's attempts and DCGM summaries from the serving copy.
+
+    Args:
+        serving_db: the serving copy (opened read-only, locked down).
+        job_id: Slurm JobID or JobIDRaw (``123``, ``123_4``), or Kubernetes ``namespace/pod``.
+        cluster: only this cluster; ``None`` = every cluster with such a job.
+        idle_below: θ: a GPU's 5-minute mean activity below it counts as idle.
+
+    Raises:
+        FileNotFoundError: no such serving copy.
+    """
+    con = open_readonly(serving_db)
+    try:
+        params = {"job_id": job_id, "cluster": cluster}
+        attempts = query(con, "job_attempts", idle_below=idle_below, **params)
+        never = query(con, "job_never_started", **params)
+    finally:
+        con.close()
+    return JobReport(job_id, attempts, never, idle_below)
+
+
+def outcome(state: str | None, exit_code: int | None = None) -> str:
+    """The attempt's outcome in words, with its waterfall leaf (``failed (exit 1) → ...``)."""
+    base = (state or "UNKNOWN").split()[0].upper()
+    what, leaf = _OUTCOMES.get(base, (base.lower(), "goodput"))
+    if base == "FAILED" and exit_code is not None:
+        what = f"failed with exit code {exit_code}"
+    return f"{what} (GPU-time counted as {leaf})"
+
+
+def _ts(value: dt.datetime | None) -> str:
+    return "n/a" if value is None else value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _gpus(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:g}"
+
+
+def _attempt_lines(r: dict[str, Any], idle_below: float) -> list[str]:
+    running = r["end_at"] is None
+    run_s = r["run_s"] if not running else (r["as_of"] - r["start_at"]).total_seconds()
+    gpu_s = r["gpu_s"] if r["gpu_s"] is not None else r["gpu_s_so_far"]
+    limit = f" (time limit {fmt_duration(r['timelimit_s'])})" if r["timelimit_s"] else ""
+    so_far = f" so far (running at {_ts(r['as_of'])})" if running else ""
+    lines = [
+        f"Attempt {r['attempt']}",
+        f"  State:               {r['state']}",
+        f"  Outcome:             {outcome(r['state'], r['exit_code'])}",
+        f"  GPUs:                {_gpus(r['gpus'])} (requested {_gpus(r['req_gpus'])})"
+        + (f", {r['gpu_type']}" if r["gpu_type"] else ""),
+        f"  Nodes:               {hostlist.collect_hostlist(r['node_list'] or []) or 'n/a'}",
+        f"  Eligible:            {_ts(r['eligible_at'])}",
+        f"  Start / end:         {_ts(r['start_at'])} / {_ts(r['end_at'])}",
+        f"  Wait:                {fmt_duration(r['wait_s'])}",
+        f"  Run time:            {fmt_duration(run_s)}{limit}{so_far}",
+        f"  GPU-hours:           {_gpu_h(gpu_s)}{' so far' if running else ''}",
+    ]
+    if not r["observed_gpu_s"]:
+        lines += [
+            "  GPU activity:        no telemetry",
+            "  Idle GPU-hours:      no telemetry",
+            "  Peak GPU memory:     no telemetry",
+        ]
+        return lines
+    coverage = r["observed_gpu_s"] / gpu_s if gpu_s else None
+    lines += [
+        f"  GPU activity:        {fmt_pct(r['mean_activity'])} (mean of 5-min means of "
+        f"{r['signal']}; {r['gpus_observed']} GPUs, {fmt_pct(coverage)} of GPU-time observed)",
+        f"  Idle GPU-hours:      {_gpu_h(r['idle_gpu_s'])} (5-min means below "
+        f"{fmt_pct(idle_below, 0)})",
+        "  Peak GPU memory:     "
+        + (
+            f"{r['peak_fb_used_mib']:.0f} MiB (DCGM_FI_DEV_FB_USED, highest GPU)"
+            if r["peak_fb_used_mib"] is not None
+            else "no telemetry"
+        ),
+    ]
+    if r["mean_activity"] is not None and r["mean_activity"] < 0.1:
+        lines.append("  Note:                the GPUs were mostly idle; check the job's GPU use")
+    return lines
+
+
+def _gpu_h(seconds: float | None) -> str:
+    return "n/a" if seconds is None else f"{seconds / 3600.0:.2f}"
+
+
+def format_job_report(report: JobReport) -> str:
+    """The report as text, one block per cluster and attempt (``seff`` style).
+
+    Args:
+        report: :func:`job_report` output.
+    """
+    out: list[str] = []
+    clusters = sorted(
+        set(report.attempts["cluster"].to_list()) | set(report.never_started["cluster"].to_list())
+    )
+    for cluster in clusters:
+        rows = report.attempts.filter(pl.col("cluster") == cluster).to_dicts()
+        never = report.never_started.filter(pl.col("cluster") == cluster).to_dicts()
+        head = rows[0] if rows else None
+        if out:
+            out.append("")
+        out.append(f"Job ID: {report.job_id}    Cluster: {cluster}    Attempts: {len(rows)}")
+        if head:
+            out.append(
+                f"User: {head['user_name'] or 'n/a'}    Team: {head['team']}    "
+                f"Account: {head['account'] or 'n/a'}    Partition: {head['partition'] or 'n/a'}"
+                f"    QOS: {head['qos'] or 'n/a'}"
+            )
+        for r in rows:
+            out.append("")
+            out.extend(_attempt_lines(r, report.idle_below))
+        for n in never:
+            out.append("")
+            out.append(
+                f"Not started: {n['state']} since {_ts(n['submit_at'])} (eligible "
+                f"{_ts(n['eligible_at'])}), {_gpus(n['req_gpus'])} GPUs requested"
+                + (f", reason {n['reason']}" if n["reason"] else "")
+            )
+    return "\n".join(out) + "\n"

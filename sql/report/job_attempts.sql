@@ -1,0 +1,71 @@
+-- The attempts of one job ($job_id = JobID or JobIDRaw; $cluster NULL = any) with DCGM summaries.
+-- Activity: 5-minute (UTC) means per GPU of DCGM_FI_PROF_GR_ENGINE_ACTIVE, else GPU_UTIL / 100;
+-- a GPU-bucket counts its overlap with the attempt (× the MIG slice's fraction of the GPU).
+WITH a AS (
+    SELECT source, cluster, job_id, job_id_raw, attempt, team, account, user_name, partition,
+           qos, state, gpus, req_gpus, gpu_type, submit_at, eligible_at, start_at, end_at,
+           wait_s, run_s, gpu_s, node_list, timelimit_s, exit_code, as_of,
+           coalesce(end_at, as_of) AS stop_at
+    FROM jobs
+    WHERE (job_id = $job_id OR job_id_raw = $job_id)
+      AND (CAST($cluster AS VARCHAR) IS NULL OR cluster = $cluster)
+),
+s AS (
+    SELECT a.cluster, a.job_id, a.attempt, a.start_at, a.stop_at, d.gpu_uuid, d.mig_instance,
+           d.mig_profile, d.metric, d.ts, d.value
+    FROM a
+    JOIN dcgm_samples AS d
+      ON d.cluster = a.cluster
+     AND (d.hpc_job IN (a.job_id, a.job_id_raw)
+          OR (a.source = 'kubernetes' AND d.namespace || '/' || d.pod = a.job_id))
+     AND d.ts >= a.start_at AND d.ts < a.stop_at
+    WHERE d.metric IN ('DCGM_FI_PROF_GR_ENGINE_ACTIVE', 'DCGM_FI_DEV_GPU_UTIL',
+                       'DCGM_FI_DEV_FB_USED')
+),
+b AS (
+    SELECT cluster, job_id, attempt, gpu_uuid, mig_instance,
+           time_bucket(INTERVAL 5 MINUTE, ts) AS bucket,
+           any_value(start_at) AS start_at, any_value(stop_at) AS stop_at,
+           coalesce(CAST(regexp_extract(any_value(mig_profile), '^(\d+)g\.', 1) AS DOUBLE) / 7.0,
+                    1.0) AS gpu_fraction,
+           avg(value) FILTER (WHERE metric = 'DCGM_FI_PROF_GR_ENGINE_ACTIVE') AS gr,
+           avg(value) FILTER (WHERE metric = 'DCGM_FI_DEV_GPU_UTIL') / 100.0 AS util
+    FROM s
+    GROUP BY cluster, job_id, attempt, gpu_uuid, mig_instance, bucket
+),
+w AS (
+    SELECT *, coalesce(gr, util) AS activity,
+           CASE WHEN gr IS NOT NULL THEN 'DCGM_FI_PROF_GR_ENGINE_ACTIVE'
+                WHEN util IS NOT NULL THEN 'DCGM_FI_DEV_GPU_UTIL' END AS signal,
+           greatest(0.0, epoch(least(bucket + INTERVAL 5 MINUTE, stop_at))
+                         - epoch(greatest(bucket, start_at))) * gpu_fraction AS obs_s
+    FROM b
+),
+t AS (
+    SELECT cluster, job_id, attempt,
+           count(DISTINCT gpu_uuid) FILTER (WHERE activity IS NOT NULL) AS gpus_observed,
+           sum(obs_s) FILTER (WHERE activity IS NOT NULL) AS observed_gpu_s,
+           sum(activity * obs_s) FILTER (WHERE activity IS NOT NULL)
+               / nullif(sum(obs_s) FILTER (WHERE activity IS NOT NULL), 0) AS mean_activity,
+           coalesce(sum(obs_s) FILTER (WHERE activity < $idle_below), 0.0) AS idle_gpu_s,
+           string_agg(DISTINCT signal, ',' ORDER BY signal) AS signal
+    FROM w
+    GROUP BY cluster, job_id, attempt
+),
+m AS (
+    SELECT cluster, job_id, attempt, max(value) AS peak_fb_used_mib
+    FROM s
+    WHERE metric = 'DCGM_FI_DEV_FB_USED'
+    GROUP BY cluster, job_id, attempt
+)
+SELECT a.source, a.cluster, a.job_id, a.job_id_raw, a.attempt, a.team, a.account, a.user_name,
+       a.partition, a.qos, a.state, a.gpus, a.req_gpus, a.gpu_type, a.submit_at, a.eligible_at,
+       a.start_at, a.end_at, a.wait_s, a.run_s, a.gpu_s,
+       a.gpus * epoch(a.stop_at - a.start_at) AS gpu_s_so_far,
+       a.node_list, a.timelimit_s, a.exit_code, a.as_of,
+       t.gpus_observed, t.observed_gpu_s, t.mean_activity, t.idle_gpu_s, t.signal,
+       m.peak_fb_used_mib
+FROM a
+LEFT JOIN t ON t.cluster = a.cluster AND t.job_id = a.job_id AND t.attempt = a.attempt
+LEFT JOIN m ON m.cluster = a.cluster AND m.job_id = a.job_id AND m.attempt = a.attempt
+ORDER BY a.cluster, a.attempt, a.start_at;

@@ -1,0 +1,5 @@
+-- When each source of each cluster was last loaded.
+SELECT source, cluster, max(loaded_at) AS loaded_at
+FROM ingests
+GROUP BY ALL
+ORDER BY source, cluster;

@@ -1,0 +1,131 @@
+"""`goodput job`: one Slurm job of the small fleet, per attempt, against the tests' own queries."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from pipelines.report.cli import report_app
+from pipelines.report.job_report import outcome
+from tests.report.conftest import Direct
+
+runner = CliRunner()
+THETA = 0.05
+ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+
+
+@pytest.fixture
+def job(direct: Direct) -> tuple[str, str]:
+    """The Slurm job with the most attempts among those with DCGM samples (requeued if any)."""
+    row = direct.one(
+        "SELECT cluster, job_id FROM jobs WHERE source = 'slurm' AND job_id IN "
+        "(SELECT hpc_job FROM dcgm_samples WHERE hpc_job IS NOT NULL) "
+        "GROUP BY ALL ORDER BY count(*) DESC, job_id LIMIT 1"
+    )
+    return str(row[0]), str(row[1])
+
+
+def _expected(con: Direct, cluster: str, job_id: str) -> list[dict[str, Any]]:
+    """Per attempt: jobs columns, and 5-minute means per GPU computed here in polars."""
+    attempts = con.frame(
+        "SELECT attempt, state, exit_code, gpus, wait_s, run_s, gpu_s, start_at, end_at "
+        "FROM jobs WHERE cluster = ? AND job_id = ? ORDER BY attempt",
+        [cluster, job_id],
+    )
+    samples = con.frame(
+        "SELECT ts, gpu_uuid, mig_profile, metric, value FROM dcgm_samples "
+        "WHERE cluster = ? AND hpc_job = ?",
+        [cluster, job_id],
+    )
+    assert samples["mig_profile"].null_count() == samples.height, "whole GPUs in this job"
+    out = []
+    for a in attempts.iter_rows(named=True):
+        start, stop = a["start_at"], a["end_at"]
+        mine = samples.filter((pl.col("ts") >= start) & (pl.col("ts") < stop))
+        buckets = (
+            mine.filter(pl.col("metric") == ACTIVE)
+            .with_columns(pl.col("ts").dt.truncate("5m").alias("bucket"))
+            .group_by("gpu_uuid", "bucket")
+            .agg(pl.col("value").mean().alias("activity"))
+        )
+        five = dt.timedelta(minutes=5)
+        weights = [
+            max(0.0, (min(b + five, stop) - max(b, start)).total_seconds())
+            for b in buckets["bucket"].to_list()
+        ]
+        acts = buckets["activity"].to_list()
+        observed = sum(weights)
+        out.append(
+            {
+                **a,
+                "observed_gpu_s": observed,
+                "mean_activity": sum(x * w for x, w in zip(acts, weights, strict=True)) / observed,
+                "idle_gpu_s": sum(w for x, w in zip(acts, weights, strict=True) if x < THETA),
+                "peak_fb_used_mib": mine.filter(pl.col("metric") == "DCGM_FI_DEV_FB_USED")[
+                    "value"
+                ].max(),
+            }
+        )
+    return out
+
+
+def test_job_json_equals_direct_query(serving: Path, direct: Direct, job: tuple[str, str]) -> None:
+    """GPUs, state, wait, run time, GPU-hours, activity, idle GPU-hours and peak memory agree."""
+    cluster, job_id = job
+    result = runner.invoke(report_app, ["job", job_id, "--db", str(serving), "--json"])
+    assert result.exit_code == 0, result.output
+    got = json.loads(result.stdout)["attempts"]
+    want = _expected(direct, cluster, job_id)
+    assert [g["attempt"] for g in got] == [w["attempt"] for w in want]
+    for g, w in zip(got, want, strict=True):
+        for key in ("state", "gpus", "wait_s", "run_s", "gpu_s"):
+            assert g[key] == w[key], key
+        assert g["observed_gpu_s"] == pytest.approx(w["observed_gpu_s"], rel=1e-9)
+        assert g["mean_activity"] == pytest.approx(w["mean_activity"], rel=1e-9)
+        assert g["idle_gpu_s"] == pytest.approx(w["idle_gpu_s"], abs=1e-6)
+        assert g["peak_fb_used_mib"] == w["peak_fb_used_mib"]
+
+
+def test_job_text_prints_the_same_values(
+    serving: Path, direct: Direct, job: tuple[str, str]
+) -> None:
+    """The seff-style text shows each attempt's values as the direct query formats them."""
+    cluster, job_id = job
+    result = runner.invoke(report_app, ["job", job_id, "--db", str(serving), "--cluster", cluster])
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert f"Job ID: {job_id}    Cluster: {cluster}" in text
+    for w in _expected(direct, cluster, job_id):
+        block = text.split(f"Attempt {w['attempt']}\n", 1)[1].split("\nAttempt ", 1)[0]
+        assert f"State:               {w['state']}" in block
+        assert f"GPUs:                {w['gpus']:g} " in block
+        assert f"GPU-hours:           {w['gpu_s'] / 3600:.2f}" in block
+        assert f"GPU activity:        {w['mean_activity'] * 100:.1f} %" in block
+        assert f"Idle GPU-hours:      {w['idle_gpu_s'] / 3600:.2f}" in block
+        assert f"Peak GPU memory:     {w['peak_fb_used_mib']:.0f} MiB" in block
+        assert f"Outcome:             {outcome(w['state'], w['exit_code'])}" in block
+
+
+def test_job_without_telemetry_says_so(serving: Path, direct: Direct) -> None:
+    """An attempt with no DCGM samples prints "no telemetry" for activity, idle and memory."""
+    row = direct.one(
+        "SELECT job_id FROM jobs WHERE source = 'slurm' AND gpus > 0 AND job_id NOT IN "
+        "(SELECT hpc_job FROM dcgm_samples WHERE hpc_job IS NOT NULL) ORDER BY job_id LIMIT 1"
+    )
+    result = runner.invoke(report_app, ["job", str(row[0]), "--db", str(serving)])
+    assert result.exit_code == 0, result.output
+    assert "GPU activity:        no telemetry" in result.stdout
+    assert "Peak GPU memory:     no telemetry" in result.stdout
+
+
+def test_unknown_job_fails(serving: Path) -> None:
+    """A job id the copy does not hold exits 1 with a message."""
+    result = runner.invoke(report_app, ["job", "999999999", "--db", str(serving)])
+    assert result.exit_code == 1
+    assert "no job 999999999" in result.output
