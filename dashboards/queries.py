@@ -2,12 +2,16 @@
 
 Each function opens ``duckdb.connect(path, read_only=True)`` in a ``with`` block and closes it:
 the *data* is cached (``st.cache_data``), never the connection, so the dashboard never holds the
-file the pipeline publishes.
+file the pipeline publishes. Every query is a file in ``sql/dashboard/``; the filters
+(:class:`Filters`) reach it as bound ``$start``, ``$end``, ``$cluster`` and ``$team`` parameters.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import os
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,23 +19,96 @@ import duckdb
 import polars as pl
 import streamlit as st
 
-from metrics import nearest_rank
+from metrics import nearest_rank, wait_percentiles_km
+from metrics.schema import SIZE_BUCKETS, WATERFALL_LEAVES
 from pipelines.config import load_config
+from pipelines.safe_sql import run_query
 from pipelines.sql import load_sql
 
 __all__ = [
+    "BUCKET_ORDER",
+    "FAILURE_LEAVES",
+    "Filters",
     "Headline",
+    "data_quality_checks",
+    "data_quality_findings",
+    "data_quality_score",
+    "failures_daily",
+    "fairness_summary",
+    "fairness_teams",
+    "filter_bounds",
+    "filter_values",
     "freshness",
     "headline",
+    "headline_change",
+    "idle_by_attempt",
+    "idle_reconciliation",
     "large_job_p90_wait_s",
-    "occupancy_daily",
+    "lemon_nodes",
+    "lost_work_by_team",
     "rejected_by_reason",
+    "run_sql",
     "serving_path",
-    "wait_by_bucket",
+    "top_idle_allocations",
+    "trends_daily",
+    "view_columns",
+    "wait_percentiles",
+    "wait_percentiles_weekly",
+    "waterfall_by_cluster",
+    "waterfall_daily",
+    "waterfall_totals",
 ]
 
 Headline = dict[str, Any]
 _TTL = 60
+
+#: Size buckets in METRICS.md order, then ``all`` (every GPU spell of the group).
+BUCKET_ORDER: tuple[str, ...] = (*(label for label, _lo, _hi in SIZE_BUCKETS), "all")
+#: The two failure leaves of the waterfall: infrastructure first, then user.
+FAILURE_LEAVES: tuple[str, ...] = ("failed_work_infra", "failed_work_user")
+
+# Open bounds for an unset date filter: wider than any data the fleet can hold.
+_EARLIEST = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_LATEST = dt.datetime(2200, 1, 1, tzinfo=dt.UTC)
+_PARAM = re.compile(r"\$([A-Za-z_]\w*)")
+_COMMENT = re.compile(r"--[^\n]*")
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The dashboard's shared filters; ``None`` means "no restriction".
+
+    Attributes:
+        start: first UTC day shown (inclusive).
+        end: last UTC day shown (inclusive).
+        cluster: one cluster, or all.
+        team: one team, or all (views without a team dimension ignore it).
+    """
+
+    start: dt.date | None = None
+    end: dt.date | None = None
+    cluster: str | None = None
+    team: str | None = None
+
+    def params(self) -> dict[str, object]:
+        """The bound SQL parameters: ``start``/``end`` as UTC instants (end exclusive)."""
+        start = _EARLIEST if self.start is None else _utc(self.start)
+        end = _LATEST if self.end is None else _utc(self.end + dt.timedelta(days=1))
+        return {"start": start, "end": end, "cluster": self.cluster, "team": self.team}
+
+    def describe(self) -> str:
+        """A one-line summary for captions."""
+        if self.start and self.end:
+            days = f"{self.start} – {self.end} (UTC days)"
+        elif self.start or self.end:
+            days = f"from {self.start} (UTC)" if self.start else f"up to {self.end} (UTC)"
+        else:
+            days = "all days"
+        return f"{days} · cluster: {self.cluster or 'all'} · team: {self.team or 'all'}"
+
+
+def _utc(day: dt.date) -> dt.datetime:
+    return dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC)
 
 
 def serving_path() -> str:
@@ -40,24 +117,76 @@ def serving_path() -> str:
 
 
 def _frame(path: str, name: str, params: dict[str, object] | None = None) -> pl.DataFrame:
+    """Run ``sql/dashboard/<name>.sql`` with the parameters it names (others are left out).
+
+    Raises:
+        KeyError: the statement names a parameter that ``params`` lacks.
+    """
     if not Path(path).exists():
         return pl.DataFrame()
+    sql = load_sql(f"dashboard/{name}")
+    wanted = set(_PARAM.findall(_COMMENT.sub("", sql)))
+    given = params or {}
+    missing = wanted - given.keys()
+    if missing:
+        raise KeyError(f"sql/dashboard/{name}.sql needs parameters {sorted(missing)}")
     with duckdb.connect(path, read_only=True) as con:
-        out: pl.DataFrame = con.sql(load_sql(f"dashboard/{name}"), params=params or {}).pl()
+        # Day and week boundaries (date_trunc, ::DATE) follow the session zone: pin it to UTC.
+        con.execute("SET TimeZone = 'UTC'")
+        out: pl.DataFrame = con.sql(sql, params={k: given[k] for k in wanted}).pl()
         return out
 
 
+def _leaf_sorted(df: pl.DataFrame, *by: str) -> pl.DataFrame:
+    """Sort by ``by`` then by leaf in METRICS.md order."""
+    if df.height == 0:
+        return df
+    order = pl.col("leaf").replace_strict(
+        {leaf: i for i, leaf in enumerate(WATERFALL_LEAVES)}, default=len(WATERFALL_LEAVES)
+    )
+    return df.sort([*by, order.alias("_order")]) if by else df.sort(order)
+
+
+# --- filters ---------------------------------------------------------------------------------
+
+
 @st.cache_data(ttl=_TTL)
-def headline(path: str) -> Headline:
+def filter_bounds(path: str) -> tuple[dt.date, dt.date] | None:
+    """First and last UTC day with data, or ``None`` when the serving copy is missing or empty."""
+    df = _frame(path, "filter_bounds")
+    if df.height == 0 or df["first_day"][0] is None:
+        return None
+    first, last = df.row(0)
+    return first, last
+
+
+@st.cache_data(ttl=_TTL)
+def filter_values(path: str, kind: str) -> list[str]:
+    """The values the ``kind`` filter offers (``cluster`` or ``team``), sorted."""
+    df = _frame(path, "filter_values")
+    if df.height == 0:
+        return []
+    return [str(v) for v in df.filter(pl.col("kind") == kind)["value"]]
+
+
+# --- overview --------------------------------------------------------------------------------
+
+
+@st.cache_data(ttl=_TTL)
+def headline(path: str, f: Filters | None = None) -> Headline:
     """Occupancy, allocated and capacity GPU-hours, attempts, window and as-of."""
-    df = _frame(path, "headline")
+    df = _frame(path, "headline", (f or Filters()).params())
     return df.row(0, named=True) if df.height else {}
 
 
+def _large_waits(path: str, min_gpus: float, f: Filters) -> pl.DataFrame:
+    return _frame(path, "large_job_waits", {**f.params(), "min_gpus": min_gpus})
+
+
 @st.cache_data(ttl=_TTL)
-def large_job_p90_wait_s(path: str, min_gpus: float) -> float | None:
+def large_job_p90_wait_s(path: str, min_gpus: float, f: Filters | None = None) -> float | None:
     """Naive nearest-rank p90 wait (seconds) of started attempts with ≥ ``min_gpus`` GPUs."""
-    df = _frame(path, "large_job_waits", {"min_gpus": min_gpus})
+    df = _large_waits(path, min_gpus, f or Filters())
     if df.height == 0:
         return None
     value = df.select(nearest_rank(pl.col("wait_s"), 0.9)).item()
@@ -65,15 +194,57 @@ def large_job_p90_wait_s(path: str, min_gpus: float) -> float | None:
 
 
 @st.cache_data(ttl=_TTL)
-def occupancy_daily(path: str) -> pl.DataFrame:
-    """``cluster, day, occupancy, allocated_gpu_h``."""
-    return _frame(path, "occupancy_daily")
+def headline_change(path: str, f: Filters, min_gpus: float) -> pl.DataFrame:
+    """The headline numbers over the last 7 days of the window and the 7 days before.
+
+    The periods end at the window's end or the data cut-off (``as_of``), whichever is first.
+
+    Returns:
+        Two rows, older first: ``period, period_start, period_end, occupancy, allocated_gpu_h,
+        hours`` (hours with data), ``attempts`` (started) and ``p90_large_wait_s`` (naive p90 of
+        attempts with ≥ ``min_gpus`` GPUs eligible in the period).
+    """
+    periods = _frame(path, "headline_change", f.params())
+    if periods.height == 0:
+        return periods
+    waits = _large_waits(path, min_gpus, f)
+    p90: list[float | None] = []
+    for lo, hi in periods.select("period_start", "period_end").iter_rows():
+        inside = waits.filter((pl.col("eligible_at") >= lo) & (pl.col("eligible_at") < hi))
+        value = inside.select(nearest_rank(pl.col("wait_s"), 0.9)).item() if inside.height else None
+        p90.append(None if value is None else float(value))
+    return periods.with_columns(pl.Series("p90_large_wait_s", p90, dtype=pl.Float64))
 
 
 @st.cache_data(ttl=_TTL)
-def wait_by_bucket(path: str) -> pl.DataFrame:
-    """``source, cluster, bucket, jobs, naive_p50_s, naive_p90_s, naive_p99_s``."""
-    return _frame(path, "wait_by_bucket")
+def waterfall_daily(path: str, f: Filters) -> pl.DataFrame:
+    """``cluster, day, leaf, gpu_h, observed_gpu_h``, leaves in METRICS.md order."""
+    return _leaf_sorted(_frame(path, "waterfall_daily", f.params()), "cluster", "day")
+
+
+@st.cache_data(ttl=_TTL)
+def trends_daily(path: str, f: Filters) -> pl.DataFrame:
+    """``cluster, day, occupancy, goodput_ratio, goodput_telemetry_coverage``."""
+    return _frame(path, "trends_daily", f.params())
+
+
+@st.cache_data(ttl=_TTL)
+def data_quality_checks(path: str, f: Filters) -> pl.DataFrame:
+    """``cluster, check, findings, value``: one row per cluster and check (0 findings = clean)."""
+    return _frame(path, "data_quality_checks", f.params())
+
+
+def data_quality_score(checks: pl.DataFrame) -> tuple[int, int]:
+    """(clean, total) (cluster × check) pairs of :func:`data_quality_checks`."""
+    if checks.height == 0:
+        return 0, 0
+    return int((checks["findings"] == 0).sum()), checks.height
+
+
+@st.cache_data(ttl=_TTL)
+def data_quality_findings(path: str, f: Filters) -> pl.DataFrame:
+    """``cluster, day, partition, check, value, detail`` in the window."""
+    return _frame(path, "data_quality_findings", f.params())
 
 
 @st.cache_data(ttl=_TTL)
@@ -86,3 +257,190 @@ def freshness(path: str) -> pl.DataFrame:
 def rejected_by_reason(path: str) -> pl.DataFrame:
     """``source, reason, rows`` (top 50)."""
     return _frame(path, "rejected_by_reason")
+
+
+# --- waste -----------------------------------------------------------------------------------
+
+
+@st.cache_data(ttl=_TTL)
+def waterfall_by_cluster(path: str, f: Filters) -> pl.DataFrame:
+    """``cluster, leaf, gpu_h, share_of_capacity`` over the window, leaves in METRICS.md order."""
+    return _leaf_sorted(_frame(path, "waterfall_by_cluster", f.params()), "cluster")
+
+
+@st.cache_data(ttl=_TTL)
+def waterfall_totals(path: str, f: Filters) -> pl.DataFrame:
+    """``leaf, gpu_h, share_of_capacity`` summed over the clusters in the window."""
+    df = waterfall_by_cluster(path, f)
+    if df.height == 0:
+        return df
+    totals = df.group_by("leaf").agg(pl.col("gpu_h").sum())
+    share = pl.col("gpu_h") / pl.col("gpu_h").sum()
+    return _leaf_sorted(totals.with_columns(share.alias("share_of_capacity")))
+
+
+@st.cache_data(ttl=_TTL)
+def failures_daily(path: str, f: Filters) -> pl.DataFrame:
+    """``cluster, day, leaf, gpu_h`` of the two failure leaves (infrastructure, user)."""
+    df = waterfall_daily(path, f)
+    if df.height == 0:
+        return df
+    return df.filter(pl.col("leaf").is_in(FAILURE_LEAVES)).select("cluster", "day", "leaf", "gpu_h")
+
+
+@st.cache_data(ttl=_TTL)
+def lost_work_by_team(path: str, f: Filters) -> pl.DataFrame:
+    """``team, gpu_type, end_state, attempts, gpu_h``: allocated time by end state (jobs)."""
+    return _frame(path, "lost_work_by_team", f.params())
+
+
+@st.cache_data(ttl=_TTL)
+def idle_by_attempt(path: str, f: Filters, theta: float) -> pl.DataFrame:
+    """Idle allocated GPU-hours per attempt (5-minute buckets with mean activity < ``theta``).
+
+    Returns:
+        ``cluster, job_id, attempt, team, partition, state, gpus, gpu_type, start_at,
+        idle_gpu_h, observed_gpu_h, idle_share, mean_activity``, most idle first.
+    """
+    return _frame(path, "idle_by_attempt", {**f.params(), "theta": theta})
+
+
+def top_idle_allocations(path: str, f: Filters, theta: float, top: int) -> pl.DataFrame:
+    """The ``top`` attempts of :func:`idle_by_attempt`."""
+    return idle_by_attempt(path, f, theta).head(top)
+
+
+@st.cache_data(ttl=_TTL)
+def idle_reconciliation(path: str, f: Filters, theta: float) -> pl.DataFrame:
+    """Per cluster: the waterfall's allocated_idle beside the part attributed to attempts.
+
+    Returns:
+        ``cluster, waterfall_idle_gpu_h, per_attempt_idle_gpu_h, attempts``.
+    """
+    wf = waterfall_by_cluster(path, f)
+    if wf.height == 0:
+        return pl.DataFrame()
+    leaf = wf.filter(pl.col("leaf") == "allocated_idle").select(
+        "cluster", pl.col("gpu_h").alias("waterfall_idle_gpu_h")
+    )
+    per = idle_by_attempt(path, f, theta)
+    attributed = (
+        per.group_by("cluster").agg(
+            pl.col("idle_gpu_h").sum().alias("per_attempt_idle_gpu_h"),
+            pl.len().cast(pl.Int64).alias("attempts"),
+        )
+        if per.height
+        else pl.DataFrame(
+            schema={
+                "cluster": pl.String,
+                "per_attempt_idle_gpu_h": pl.Float64,
+                "attempts": pl.Int64,
+            }
+        )
+    )
+    return (
+        leaf.join(attributed, on="cluster", how="left")
+        .with_columns(
+            pl.col("per_attempt_idle_gpu_h").fill_null(0.0), pl.col("attempts").fill_null(0)
+        )
+        .sort("cluster")
+    )
+
+
+@st.cache_data(ttl=_TTL)
+def lemon_nodes(path: str, f: Filters, top: int) -> pl.DataFrame:
+    """The ``top`` nodes per cluster by lemon rank, with their failure signals."""
+    return _frame(path, "lemon_nodes", {**f.params(), "top": top})
+
+
+# --- fairness --------------------------------------------------------------------------------
+
+
+@st.cache_data(ttl=_TTL)
+def fairness_teams(path: str, f: Filters) -> pl.DataFrame:
+    """Per week and team: ``entitlement_share, received_share, fair_share``, GPU-hours, debt."""
+    return _frame(path, "fairness_teams", f.params())
+
+
+@st.cache_data(ttl=_TTL)
+def fairness_summary(path: str, f: Filters) -> pl.DataFrame:
+    """``week, teams, jain_index, unmet_entitlement`` (window ``week``)."""
+    return _frame(path, "fairness_summary", f.params())
+
+
+# --- time to start ---------------------------------------------------------------------------
+
+
+def _renamed_percentiles(df: pl.DataFrame) -> pl.DataFrame:
+    return df.rename({c: c.removeprefix("km_") for c in df.columns if c.startswith("km_")})
+
+
+@st.cache_data(ttl=_TTL)
+def wait_percentiles(path: str, f: Filters) -> pl.DataFrame:
+    """Kaplan–Meier and naive wait percentiles per cluster and size bucket (``all`` = every size).
+
+    Computed from the filtered spells of ``time_to_start_jobs`` with
+    :func:`metrics.wait_percentiles_km` (the function that builds ``time_to_start_summary``).
+
+    Returns:
+        ``cluster, bucket, spells, events, censored, excluded``, then per p in 50/90/99
+        ``p<p>_s`` (KM), ``p<p>_reason`` (why KM is NULL) and ``naive_p<p>_s``; buckets in
+        METRICS.md order.
+    """
+    spells = _frame(path, "wait_spells", f.params())
+    if spells.height == 0:
+        return pl.DataFrame()
+    lf = spells.lazy()
+    by_bucket = wait_percentiles_km(lf, by=("cluster", "bucket")).collect()
+    overall = wait_percentiles_km(lf, by=("cluster",)).collect().with_columns(bucket=pl.lit("all"))
+    out = pl.concat([by_bucket, overall.select(by_bucket.columns)])
+    order = pl.col("bucket").replace_strict(
+        {b: i for i, b in enumerate(BUCKET_ORDER)}, default=len(BUCKET_ORDER)
+    )
+    return _renamed_percentiles(out.sort("cluster", order))
+
+
+@st.cache_data(ttl=_TTL)
+def wait_percentiles_weekly(path: str, f: Filters, min_gpus: float) -> pl.DataFrame:
+    """KM and naive percentiles per week of eligible time, all GPU jobs and ≥ ``min_gpus`` GPUs.
+
+    Returns:
+        ``jobs`` (``all GPU jobs`` or ``≥ N GPUs``), ``week``, then the columns of
+        :func:`wait_percentiles` (no ``cluster``/``bucket``); spells without an eligible week are
+        left out.
+    """
+    spells = _frame(path, "wait_spells", f.params())
+    if spells.height == 0:
+        return pl.DataFrame()
+    dated = spells.filter(pl.col("week").is_not_null())
+    parts = []
+    for label, frame in (
+        ("all GPU jobs", dated),
+        (f"≥ {min_gpus:g} GPUs", dated.filter(pl.col("size_gpus") >= min_gpus)),
+    ):
+        if frame.height:
+            pct = wait_percentiles_km(frame.lazy(), by=("week",)).collect()
+            parts.append(pct.select(pl.lit(label).alias("jobs"), pl.all()))
+    if not parts:
+        return pl.DataFrame()
+    return _renamed_percentiles(pl.concat(parts).sort("jobs", "week"))
+
+
+# --- SQL -------------------------------------------------------------------------------------
+
+
+@st.cache_data(ttl=_TTL)
+def view_columns(path: str) -> pl.DataFrame:
+    """``view, column, type`` of every view in the serving copy's ``main`` schema."""
+    return _frame(path, "view_columns")
+
+
+@st.cache_data(ttl=_TTL, max_entries=32)
+def run_sql(path: str, query: str, row_limit: int) -> pl.DataFrame:
+    """Ad hoc read-only SQL through :func:`pipelines.safe_sql.run_query` (at most ``row_limit``).
+
+    Raises:
+        SqlRefused: the query writes, reads files, attaches, changes settings or fails.
+        FileNotFoundError: no serving copy.
+    """
+    return run_query(path, query, row_limit=row_limit)

@@ -69,7 +69,16 @@ def _activity(
                     "bucket": pl.Datetime("us", "UTC"), "activity": pl.Float64(),
                     "gpus": pl.Float64()}
         )  # fmt: skip
-    samples = samples.with_columns(pl.col("bucket").dt.convert_time_zone("UTC"))
+    # One row per allocation and bucket: the pods (or nodes) of one allocation are summed, their
+    # activity weighted by the GPUs each contributed.
+    samples = (
+        samples.with_columns(pl.col("bucket").dt.convert_time_zone("UTC"))
+        .group_by("cluster", "job_id", "bucket")
+        .agg(
+            ((pl.col("activity") * pl.col("gpus")).sum() / pl.col("gpus").sum()).alias("activity"),
+            pl.col("gpus").sum(),
+        )
+    )
     spans = jobs.select("cluster", "job_id", "attempt", "start_at", "end_at")
     return (
         samples.join(spans, on=["cluster", "job_id"], how="inner")

@@ -1,0 +1,88 @@
+"""Fairness: entitlement vs received vs fair allocation per team, Jain's index, fair-share debt."""
+
+from __future__ import annotations
+
+import plotly.express as px
+import streamlit as st
+
+from dashboards import _charts, _filters, queries
+
+st.title("Fairness")
+
+path = queries.serving_path()
+f = _filters.render(path)
+scope = f"cluster {f.cluster}" if f.cluster else "the fleet (every cluster's pool)"
+st.caption(f"{f.describe()} · weekly windows (Monday 00:00 UTC) over {scope}")
+
+teams = queries.fairness_teams(path, f)
+if teams.height == 0:
+    st.warning(
+        f"No fairness rows for this selection in {path}: run `goodput materialize` "
+        "(or widen the filters)."
+    )
+    st.stop()
+
+weeks = sorted(set(teams["week"]), reverse=True)
+week = st.selectbox("Week", weeks, format_func=lambda w: f"{w:%Y-%m-%d}", key="fairness_week")
+in_week = teams.filter(teams["week"] == week)
+
+# --- entitlement vs received vs fair ---------------------------------------------------------
+st.subheader("Entitlement, received and fair allocation per team")
+shares = in_week.unpivot(
+    index=["team"],
+    on=["entitlement_share", "received_share", "fair_share"],
+    variable_name="measure",
+    value_name="share",
+)
+fig = px.bar(shares, x="team", y="share", color="measure", barmode="group")
+fig.update_yaxes(tickformat=".0%")
+_charts.chart(
+    fig,
+    in_week,
+    key="fairness_shares",
+    definition=(
+        "Entitlement = the team's registry share s_t; received = U_t ÷ Σ U (allocated GPU-time); "
+        "fair = F_t ÷ Σ F, F water-filled per hour and pool by s_t capped at demand."
+    ),
+)
+
+# --- Jain's index over time -------------------------------------------------------------------
+st.subheader("Fairness index over time")
+summary = queries.fairness_summary(path, f)
+if summary.height:
+    long = summary.unpivot(
+        index=["week"],
+        on=["jain_index", "unmet_entitlement"],
+        variable_name="measure",
+        value_name="value",
+    )
+    fig2 = px.line(long, x="week", y="value", color="measure", markers=True)
+    fig2.update_yaxes(rangemode="tozero")
+    _charts.chart(
+        fig2,
+        summary,
+        key="fairness_index",
+        definition=(
+            "Jain's index = (Σe)² ÷ (n·Σe²) over the entitlement ratios e_t = U_t ÷ F_t of teams "
+            "with demand (1 = all equal); unmet entitlement = Σ max(0, F − U) ÷ Σ F. "
+            "Fleet- or cluster-wide: the team filter does not apply."
+        ),
+    )
+
+# --- fair-share debt -------------------------------------------------------------------------
+st.subheader("Fair-share debt")
+debt = in_week.sort("fair_share_debt_gpu_h", descending=True)
+fig3 = px.bar(
+    debt,
+    x="team",
+    y="fair_share_debt_gpu_h",
+    hover_data=["fair_gpu_h", "used_gpu_h", "demand_gpu_h", "entitlement_ratio"],
+    labels={"fair_share_debt_gpu_h": "debt (GPU-hours)"},
+)
+_charts.chart(
+    fig3,
+    debt,
+    key="fairness_debt",
+    definition="Fair-share debt = F_t − U_t in GPU-hours (positive: the team is owed).",
+)
+_charts.table(teams, key="fairness_teams", caption="Every week in the window, per team.")

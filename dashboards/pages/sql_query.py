@@ -1,0 +1,70 @@
+"""SQL: read-only queries over the documented views, as a table, a CSV and a quick chart."""
+
+from __future__ import annotations
+
+import plotly.express as px
+import polars as pl
+import streamlit as st
+
+from dashboards import _charts, queries
+from pipelines.safe_sql import SqlRefused
+
+DEFAULT_QUERY = (
+    "SELECT cluster, day, occupancy, allocated_gpu_s / 3600 AS allocated_gpu_h\n"
+    "FROM occupancy_daily\nORDER BY cluster, day"
+)
+
+st.title("SQL")
+st.caption(
+    "One read-only statement over the views below (the serving copy; no files, no settings, "
+    "no writes). The shared filters do not apply here: write them into the query."
+)
+
+path = queries.serving_path()
+columns = queries.view_columns(path)
+with st.expander(f"Views ({columns['view'].n_unique() if columns.height else 0}) and columns"):
+    st.dataframe(columns, key="sql_views_table", hide_index=True)
+    st.caption("Definitions: sql/README.md and METRICS.md.")
+
+query = st.text_area("Query", value=DEFAULT_QUERY, height=160, key="sql_text")
+row_limit = st.number_input(
+    "Row limit", min_value=1, max_value=100_000, value=10_000, step=1_000, key="sql_row_limit"
+)
+if not query or not query.strip():
+    st.stop()
+try:
+    result = queries.run_sql(path, query, int(row_limit))
+except SqlRefused as exc:
+    st.error(str(exc))
+    st.stop()
+except FileNotFoundError as exc:
+    st.warning(str(exc))
+    st.stop()
+
+limited = " (row limit reached)" if result.height >= row_limit else ""
+st.caption(f"{result.height:,} rows × {result.width} columns{limited}")
+st.dataframe(result, key="sql_result_table", hide_index=True)
+_charts.download(result, key="sql_result")
+
+numeric = [c for c, t in result.schema.items() if t.is_numeric()]
+if result.height and numeric:
+    st.subheader("Quick chart")
+    c1, c2, c3, c4 = st.columns(4)
+    temporal = [c for c, t in result.schema.items() if t.is_temporal()]
+    x = c1.selectbox(
+        "x", result.columns, key="sql_chart_x",
+        index=result.columns.index(temporal[0]) if temporal else 0,
+    )  # fmt: skip
+    y = c2.selectbox("y", numeric, index=len(numeric) - 1, key="sql_chart_y")
+    others = [c for c in result.columns if c not in (x, y)]
+    labels = [c for c in others if result.schema[c] == pl.String]
+    color = c3.selectbox(
+        "colour", ["(none)", *others], key="sql_chart_color",
+        index=1 + others.index(labels[0]) if labels else 0,
+    )  # fmt: skip
+    kind = c4.radio("kind", ["line", "bar", "scatter"], horizontal=True, key="sql_chart_kind")
+    plot = {"line": px.line, "bar": px.bar, "scatter": px.scatter}[kind]
+    hue = color if color in others else None
+    data = result.select(list(dict.fromkeys(c for c in (x, y, hue) if c is not None)))
+    fig = plot(data, x=x, y=y, color=hue)
+    _charts.chart(fig, data, key="sql_chart", definition=f"{y} by {x} from the query above.")

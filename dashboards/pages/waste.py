@@ -1,0 +1,136 @@
+"""Waste: waterfall by cluster, idle allocations, failures by cause, lost work by team, lemons."""
+
+from __future__ import annotations
+
+import plotly.express as px
+import streamlit as st
+
+from dashboards import _charts, _filters, queries
+from metrics.schema import WATERFALL_LEAVES
+from pipelines.config import load_config
+
+st.title("Waste")
+
+path = queries.serving_path()
+cfg = load_config()
+f = _filters.render(path)
+st.caption(f.describe())
+
+# --- waterfall by cluster --------------------------------------------------------------------
+st.subheader("GPU-time waterfall by cluster")
+by_cluster = queries.waterfall_by_cluster(path, f)
+if by_cluster.height == 0:
+    st.warning(f"No data yet in {path}: run `goodput materialize` (or `make run`).")
+    st.stop()
+fig = px.bar(
+    by_cluster,
+    x="share_of_capacity",
+    y="cluster",
+    color="leaf",
+    orientation="h",
+    category_orders={"leaf": list(WATERFALL_LEAVES)},
+    color_discrete_map=_charts.LEAF_COLORS,
+    hover_data=["gpu_h"],
+    labels={"share_of_capacity": "share of capacity"},
+)
+fig.update_xaxes(tickformat=".0%")
+_charts.chart(
+    fig,
+    by_cluster,
+    key="waterfall_by_cluster",
+    definition=(
+        "Each cluster's capacity split into the METRICS.md leaves (first rule wins; sums to "
+        "100 %). The waterfall is per cluster and hour: it has no team or GPU-type dimension."
+    ),
+)
+
+# --- idle allocations ------------------------------------------------------------------------
+st.subheader("Top idle allocations")
+top_n = st.number_input(
+    "Allocations shown", min_value=5, max_value=200, value=20, step=5, key="waste_idle_top"
+)
+idle = queries.top_idle_allocations(path, f, cfg.idle_activity, int(top_n))
+if idle.height:
+    _charts.table(
+        idle,
+        key="idle_allocations",
+        caption=(
+            f"allocated_idle per attempt: allocated GPU-time in 5-minute buckets whose mean DCGM "
+            f"activity is < θ = {cfg.idle_activity:g}, for attempts not in a loss leaf (3–7)."
+        ),
+    )
+else:
+    st.info("No idle allocated time in this window (or no DCGM activity attributed to jobs).")
+_charts.table(
+    queries.idle_reconciliation(path, f, cfg.idle_activity),
+    key="idle_reconciliation",
+    caption=(
+        "The waterfall's allocated_idle per cluster beside the sum over attempts above (all of "
+        "them, not only those shown). Slurm samples carry the job id and reconcile exactly; "
+        "Kubernetes samples are matched to attempts through their pod and Kueue Workload, so a "
+        "gap there is time or pods the views cannot tie to one attempt the way the pipeline does."
+    ),
+)
+
+# --- failures by cause -----------------------------------------------------------------------
+st.subheader("Failures by cause")
+failures = queries.failures_daily(path, f)
+if failures.height:
+    fig_fail = px.bar(
+        failures,
+        x="day",
+        y="gpu_h",
+        color="leaf",
+        facet_col="cluster",
+        category_orders={"leaf": list(queries.FAILURE_LEAVES)},
+        color_discrete_map=_charts.LEAF_COLORS,
+        labels={"gpu_h": "GPU-hours", "day": "UTC day"},
+    )
+    _charts.chart(
+        fig_fail,
+        failures,
+        key="failures_daily",
+        definition=(
+            "failed_work_infra = attempts ending NODE_FAIL, BOOT_FAIL, or FAILED with an XID / "
+            "health event on their nodes in the last 10 minutes; failed_work_user = other FAILED "
+            "and OUT_OF_MEMORY."
+        ),
+    )
+
+# --- lost work by team and GPU type ----------------------------------------------------------
+st.subheader("Allocated time by end state, per team")
+lost = queries.lost_work_by_team(path, f)
+if lost.height:
+    shown = lost.filter(~lost["end_state"].is_in(["completed", "running"]))
+    fig_team = px.bar(
+        shown,
+        x="team",
+        y="gpu_h",
+        color="end_state",
+        hover_data=["gpu_type", "attempts"],
+        labels={"gpu_h": "GPU-hours"},
+    )
+    _charts.chart(
+        fig_team,
+        lost,
+        key="lost_by_team",
+        definition=(
+            "GPUs × allocated time of attempts by end state (whole attempts, from jobs; the CSV "
+            "has every state and GPU type). Not the waterfall: no XID split, no idle."
+        ),
+    )
+
+# --- lemon nodes -----------------------------------------------------------------------------
+st.subheader("Lemon nodes")
+top_nodes = st.number_input(
+    "Nodes per cluster", min_value=1, max_value=100, value=10, step=1, key="waste_lemon_top"
+)
+lemons = queries.lemon_nodes(path, f, int(top_nodes))
+_charts.table(
+    lemons,
+    key="lemon_nodes",
+    caption=(
+        "Lemon score = (infra failures on the node + 1) ÷ (expected + 1); 1 ≈ an average node; "
+        "rank 1 = worst (score, then XID events, then down time). Whole data window."
+    ),
+)
