@@ -10,7 +10,7 @@ from dagster_duckdb import DuckDBResource
 
 from pipelines._raw_assets import SettingsResource
 from pipelines._sources import InputSource
-from pipelines.analytics.assets import core_and_analytics, serving_copy
+from pipelines.analytics.assets import core_and_analytics, recommendations, serving_copy
 from pipelines.automation import build_daily_schedules, build_new_files_sensor
 from pipelines.config import Config, load_config
 from pipelines.dcgm.assets import build_dcgm_assets
@@ -92,7 +92,7 @@ def build_defs(cfg: Config | None = None) -> dg.Definitions:
         description="Recompute core + analytics; publish the serving copy.",
     )
     return dg.Definitions(
-        assets=[*raw_assets, core_and_analytics, serving_copy, weekly_report],
+        assets=[*raw_assets, core_and_analytics, recommendations, serving_copy, weekly_report],
         jobs=[raw_job, analytics_job, weekly_report_job],
         schedules=[
             *build_daily_schedules(cfg, RAW_JOB, ANALYTICS_JOB),

@@ -104,7 +104,11 @@ def materialize_all(
         failed += 0 if result.success else 1
         log(f"[{i}/{len(keys)}] {cluster} {day}: {'ok' if result.success else 'FAILED'}")
     result = dg.materialize(
-        [assets_by_name["core/jobs"], assets_by_name["analytics/serving_copy"]],
+        [
+            assets_by_name["core/jobs"],
+            assets_by_name["analytics/recommendations"],
+            assets_by_name["analytics/serving_copy"],
+        ],
         instance=instance,
         resources=resources,
         raise_on_error=False,

@@ -25,7 +25,16 @@ from pipelines.analytics.checks import (
 from pipelines.config import load_config
 from pipelines.warehouse import init_warehouse, publish_serving_copy
 
-__all__ = ["CORE_ANALYTICS_KEYS", "core_and_analytics", "serving_copy"]
+__all__ = [
+    "CORE_ANALYTICS_KEYS",
+    "RECOMMENDATIONS_KEY",
+    "core_and_analytics",
+    "recommendations",
+    "serving_copy",
+]
+
+#: The recommendations table (and ``recommendations`` view), written after the metrics.
+RECOMMENDATIONS_KEY = dg.AssetKey(["analytics", "recommendations"])
 
 _RAW = [dg.AssetKey(["raw", n]) for n in ("slurm_rows", "k8s_events", "k8s_pods", "dcgm_samples")]
 
@@ -111,8 +120,41 @@ def core_and_analytics(
 
 
 @dg.asset(
+    key=RECOMMENDATIONS_KEY,
+    deps=[*CORE_ANALYTICS_KEYS.values(), dg.AssetKey(["raw", "slurm_state"])],
+    group_name="analytics",
+    pool="duckdb",
+    kinds={"duckdb", "polars"},
+)
+def recommendations(
+    duckdb: DuckDBResource, settings: SettingsResource
+) -> dg.MaterializeResult[Any]:
+    """Scheduler tuning recommendations: one row per finding (rule, scope, evidence, expected
+    gain, the change as text and as a patch), also written to ``data/recommendations/``
+    (``latest.json`` and per-scheduler patch files). Ids are stable while a finding persists."""
+    from pipelines.recommendations import (
+        read_inputs,
+        recommendations_frame,
+        write_outputs,
+        write_recommendations_table,
+    )
+
+    cfg = load_config(settings.config_path)
+    with duckdb.get_connection() as con:
+        inputs = read_inputs(con, cfg)
+        frame = recommendations_frame(
+            inputs, large_job_gpus=cfg.large_job_gpus, idle_activity=cfg.idle_activity
+        )
+        rows = write_recommendations_table(con, frame)
+    files = write_outputs(frame, cfg.warehouse_path.parent / "recommendations", inputs.as_of)
+    return dg.MaterializeResult(
+        metadata={"row_count": rows, "files": [str(p) for p in files.values()]}
+    )
+
+
+@dg.asset(
     key_prefix=["analytics"],
-    deps=list(CORE_ANALYTICS_KEYS.values()),
+    deps=[*CORE_ANALYTICS_KEYS.values(), RECOMMENDATIONS_KEY],
     group_name="analytics",
     pool="duckdb",
     kinds={"duckdb"},

@@ -15,6 +15,7 @@ EXPECTED_ASSETS = {
     "analytics/fairness_summary_weekly", "analytics/node_reliability", "core/k8s_workloads",
     "core/k8s_pending_reasons", "analytics/job_gpu_summary",
     "analytics/gpu_activity", "analytics/weekly_report",
+    "analytics/recommendations",
 }  # fmt: skip
 
 

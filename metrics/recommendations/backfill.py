@@ -1,0 +1,536 @@
+"""Large jobs waiting long while GPUs sit ``held``: backfill settings, or a recurring reservation.
+
+Slurm's backfill plans only ``bf_window`` minutes ahead (default 1440); a large job whose start
+lies beyond it gets no reservation, so smaller jobs keep taking the nodes it waits for while
+GPUs idle in ``held``. slurm.conf(5): "a value at least as long as the highest allowed time limit
+is generally advisable to prevent job starvation … if the value of bf_window is increased, then
+it is generally advisable to also increase bf_resolution". Per Slurm partition the rule fires when
+the nearest-rank p50 wait of large jobs (≥ ``large_gpus``; jobs still pending count with their
+wait so far, a lower bound) is at least ``min_p50_wait_s`` and the cluster's ``held`` share of
+capacity is at least ``min_held_share``. It proposes
+
+- ``bf_window`` = the longest time limit seen in the partition, in minutes (never shorter than now);
+- ``bf_resolution`` = bf_window ÷ 1440 slots, rounded up to a minute (the default's ratio);
+- ``bf_max_job_test`` = the most jobs pending at once, rounded up to 100 (never lower than now);
+- ``bf_continue``;
+
+and checks the gain by replaying the recorded jobs (:mod:`metrics.scheduler_model`) under the
+current and the proposed settings: expected wait reduction = the drop in the large jobs' mean
+wait; expected gain = the drop in held GPU-hours a week (None when reservations hold more GPUs
+idle than before: that cost is stated in the text). When a recurring reservation sized from the
+data (the median large job's nodes, at most half the partition; the p90 large-job runtime, at
+most 12 h; daily, from the UTC hour when the partition's smaller jobs hold the fewest GPUs) saves
+a further ``min_gain_s`` of mean large-job wait in the replay without raising the smaller jobs'
+mean wait by more than ``max_other_wait_increase_s``, it is recommended as well (``scontrol
+create reservation``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from zoneinfo import ZoneInfo
+
+import polars as pl
+
+from metrics._helpers import seconds_between
+from metrics.recommendations._model import (
+    Recommendation,
+    Window,
+    ceil_to,
+    empty_recommendations,
+    grade,
+    ladder_ceil,
+    nearest_rank_value,
+    scope_key,
+    slurm_duration,
+    to_frame,
+)
+from metrics.scheduler_model import (
+    Node,
+    RecurringReservation,
+    SchedulerSettings,
+    SimJob,
+    jobs_from_frame,
+    nodes_from_frame,
+    simulate,
+    wait_summary,
+)
+from metrics.waterfall import _hour_pieces, _utc_lit
+
+__all__ = ["BACKFILL_RULE", "RESERVATION_RULE", "backfill_tuning", "max_queue_depth"]
+
+BACKFILL_RULE = "backfill_tuning"
+RESERVATION_RULE = "large_job_reservation"
+
+
+def max_queue_depth(spells: pl.DataFrame) -> int:
+    """The most spells (``_from``, ``_to``) open at once (a spell ending at t is closed at t)."""
+    if spells.height == 0:
+        return 0
+    ev = pl.concat(
+        [
+            spells.select(pl.col("_from").alias("t"), pl.lit(1).alias("d")),
+            spells.select(pl.col("_to").alias("t"), pl.lit(-1).alias("d")),
+        ]
+    ).sort(["t", "d"])
+    return int(ev["d"].cum_sum().max() or 0)  # type: ignore[arg-type]
+
+
+def _pending_spells(attempts: pl.DataFrame, pending: pl.DataFrame, window: Window) -> pl.DataFrame:
+    cut = _utc_lit(window.end)
+    a = attempts.select(
+        pl.col("eligible_at").dt.cast_time_unit("us").alias("_from"),
+        pl.min_horizontal(pl.col("start_at").dt.cast_time_unit("us"), cut).alias("_to"),
+    )
+    p = pending.select(
+        pl.col("eligible_at").dt.cast_time_unit("us").alias("_from"),
+        pl.min_horizontal(pl.col("cancel_at").dt.cast_time_unit("us").fill_null(cut), cut).alias(
+            "_to"
+        ),
+    )
+    return pl.concat([a, p]).drop_nulls().filter(pl.col("_to") > pl.col("_from"))
+
+
+def _large_waits(
+    attempts: pl.DataFrame, pending: pl.DataFrame, window: Window, large_gpus: float
+) -> list[float]:
+    cut = _utc_lit(window.end)
+    started = attempts.filter(pl.col("gpus") >= large_gpus)["wait_s"].drop_nulls().to_list()
+    waiting = (
+        pending.filter(pl.col("req_gpus") >= large_gpus)
+        .select(
+            seconds_between(
+                pl.min_horizontal(pl.col("cancel_at").fill_null(cut), cut), pl.col("eligible_at")
+            )
+        )
+        .to_series()
+        .drop_nulls()
+        .to_list()
+    )
+    return [max(0.0, float(w)) for w in [*started, *waiting]]
+
+
+def _quiet_hour(attempts: pl.DataFrame, window: Window, large_gpus: float) -> int:
+    """The UTC hour of day when jobs below ``large_gpus`` held the fewest GPU-seconds."""
+    small = attempts.filter((pl.col("gpus") > 0) & (pl.col("gpus") < large_gpus)).with_columns(
+        pl.col("start_at").dt.cast_time_unit("us").alias("_s"),
+        pl.min_horizontal(
+            pl.col("end_at").dt.cast_time_unit("us").fill_null(_utc_lit(window.end)),
+            _utc_lit(window.end),
+        ).alias("_e"),
+    )
+    if small.height == 0:
+        return 0
+    by_hour = (
+        _hour_pieces(small.lazy(), "_s", "_e")
+        .group_by(pl.col("hour").dt.hour().alias("h"))
+        .agg((pl.col("_sec") * pl.col("gpus")).sum().alias("g"))
+        .collect()
+    )
+    load = {int(r["h"]): float(r["g"]) for r in by_hour.iter_rows(named=True)}
+    return min(range(24), key=lambda h: (load.get(h, 0.0), h))
+
+
+def backfill_tuning(
+    attempts: pl.LazyFrame | pl.DataFrame,
+    pending: pl.LazyFrame | pl.DataFrame,
+    waterfall: pl.LazyFrame | pl.DataFrame,
+    nodes: pl.DataFrame,
+    window: Window,
+    *,
+    current: SchedulerSettings | None = None,
+    large_gpus: float = 64,
+    min_p50_wait_s: float = 6 * 3600.0,
+    min_held_share: float = 0.05,
+    min_gain_s: float = 600.0,
+    max_other_wait_increase_s: float = 1800.0,
+    timezones: Mapping[str, str] | None = None,
+) -> pl.DataFrame:
+    """Backfill (and reservation) recommendations per Slurm partition with starved large jobs.
+
+    Args:
+        attempts: the ``jobs`` view (``source, cluster, job_id, attempt, partition, qos, account,
+            gpus, eligible_at, start_at, end_at, wait_s, timelimit_s``).
+        pending: Slurm jobs that never started: ``cluster, job_id, partition, qos, account,
+            req_gpus, eligible_at, cancel_at`` (NULL: still pending), ``timelimit_s``.
+        waterfall: ``gpu_waterfall_hourly`` (``cluster, hour, bucket, gpu_s``).
+        nodes: ``cluster, host, partition, gpus`` (the replay's machine).
+        window: the period considered (its end is the replay horizon).
+        current: the cluster's current scheduler settings (default Slurm's defaults).
+        large_gpus: "large" job threshold (METRICS.md: 64).
+        min_p50_wait_s: p50 large-job wait at or above which the rule fires.
+        min_held_share: held ÷ capacity of the cluster at or above which the rule fires.
+        min_gain_s: a change is recommended only if the replay saves this much mean wait.
+        max_other_wait_increase_s: a reservation is recommended only if it raises the mean
+            wait of the smaller jobs by at most this much (against the better of the current
+            and the tuned settings).
+        timezones: cluster → IANA zone of slurmctld, for the reservation's StartTime.
+
+    Returns:
+        ``backfill_tuning`` (patch ``slurm.conf`` SchedulerParameters) and/or
+        ``large_job_reservation`` (patch ``scontrol``) per flagged partition. Confidence =
+        min(1, large jobs ÷ 10); severity critical when the p50 wait is 4× the threshold.
+    """
+    cur = current or SchedulerSettings()
+    att = attempts.lazy().collect().filter(pl.col("source") == "slurm")
+    pend = pending.lazy().collect()
+    wf = waterfall.lazy().collect()
+    held = wf.group_by("cluster").agg(
+        pl.col("gpu_s").filter(pl.col("bucket") == "held").sum().alias("held_gpu_s"),
+        pl.col("gpu_s").sum().alias("capacity_gpu_s"),
+    )
+    held_by = {
+        str(r["cluster"]): (float(r["held_gpu_s"]), float(r["capacity_gpu_s"]))
+        for r in held.iter_rows(named=True)
+    }
+    recs: list[Recommendation] = []
+    parts = (
+        att.filter(pl.col("gpus") >= large_gpus)
+        .select("cluster", "partition")
+        .vstack(pend.filter(pl.col("req_gpus") >= large_gpus).select("cluster", "partition"))
+        .unique()
+        .sort("cluster", "partition")
+    )
+    for cluster, partition in parts.iter_rows():
+        h, cap = held_by.get(str(cluster), (0.0, 0.0))
+        held_share = h / cap if cap > 0 else 0.0
+        a = att.filter((pl.col("cluster") == cluster) & (pl.col("partition") == partition))
+        p = pend.filter((pl.col("cluster") == cluster) & (pl.col("partition") == partition))
+        waits = _large_waits(a, p, window, large_gpus)
+        p50 = nearest_rank_value(waits, 0.5) or 0.0
+        if p50 < min_p50_wait_s or held_share < min_held_share:
+            continue
+        recs.extend(
+            _propose(
+                str(cluster),
+                str(partition),
+                a,
+                p,
+                nodes,
+                window,
+                cur,
+                large_gpus=large_gpus,
+                waits=waits,
+                held_share=held_share,
+                min_p50_wait_s=min_p50_wait_s,
+                min_gain_s=min_gain_s,
+                max_other_wait_increase_s=max_other_wait_increase_s,
+                tz=(timezones or {}).get(str(cluster), "UTC"),
+            )
+        )
+    return to_frame(recs) if recs else empty_recommendations()
+
+
+def _scheduler_parameters(s: SchedulerSettings) -> str:
+    parts = [
+        f"bf_window={math.ceil(s.bf_window_s / 60)}",
+        f"bf_resolution={math.ceil(s.bf_resolution_s)}",
+        f"bf_max_job_test={s.bf_max_job_test}",
+    ]
+    if s.bf_continue:
+        parts.append("bf_continue")
+    return "SchedulerParameters=" + ",".join(parts)
+
+
+def _propose(
+    cluster: str,
+    partition: str,
+    att: pl.DataFrame,
+    pend: pl.DataFrame,
+    nodes: pl.DataFrame,
+    window: Window,
+    cur: SchedulerSettings,
+    *,
+    large_gpus: float,
+    waits: list[float],
+    held_share: float,
+    min_p50_wait_s: float,
+    min_gain_s: float,
+    max_other_wait_increase_s: float,
+    tz: str,
+) -> list[Recommendation]:
+    limits = pl.concat([att["timelimit_s"], pend["timelimit_s"]]).drop_nulls()
+    longest = float(limits.max() or cur.bf_window_s)  # type: ignore[arg-type]
+    window_s = max(cur.bf_window_s, ceil_to(longest, 60))
+    depth = max_queue_depth(_pending_spells(att, pend, window))
+    proposed = replace(
+        cur,
+        bf_window_s=window_s,
+        bf_resolution_s=max(cur.bf_resolution_s, ceil_to(window_s / 1440, 60)),
+        bf_max_job_test=max(cur.bf_max_job_test, int(ceil_to(max(depth, 1), 100))),
+        bf_continue=True,
+    )
+    sim_nodes = nodes_from_frame(
+        nodes.filter((pl.col("cluster") == cluster) & (pl.col("partition") == partition))
+    )
+    gpu_att = att.filter(pl.col("gpus").fill_null(0) > 0)
+    jobs = jobs_from_frame(gpu_att, window.end) + [
+        replace(j, job_id=f"pending:{j.job_id}")
+        for j in jobs_from_frame(
+            pend.with_columns(
+                pl.lit(None, dtype=pl.Float64).alias("gpus"),
+                pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("start_at"),
+                pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("end_at"),
+            ),
+            window.end,
+        )
+    ]
+    if not sim_nodes or not jobs:
+        return []
+    large = int(large_gpus)
+    horizon = window.end.timestamp()
+    base = _replay(sim_nodes, jobs, cur, horizon, large)
+    tuned = _replay(sim_nodes, jobs, proposed, horizon, large)
+    p50 = nearest_rank_value(waits, 0.5) or 0.0
+    common = {
+        "partition": partition,
+        "large_gpus": large_gpus,
+        "large_jobs": len(waits),
+        "p50_wait_s": p50,
+        "p90_wait_s": nearest_rank_value(waits, 0.9),
+        "max_wait_s": max(waits) if waits else None,
+        "held_share_of_capacity": held_share,
+        "longest_time_limit_s": longest,
+        "max_jobs_pending_at_once": depth,
+    }
+    severity = grade(p50, min_p50_wait_s, 4 * min_p50_wait_s)
+    confidence = min(1.0, len(waits) / 10)
+    out: list[Recommendation] = []
+    bf_gain = base.large["mean_wait_s"] - tuned.large["mean_wait_s"]
+    if bf_gain >= min_gain_s:
+        line = _scheduler_parameters(proposed)
+        out.append(
+            Recommendation(
+                rule=BACKFILL_RULE,
+                cluster=cluster,
+                scope=scope_key(cluster=cluster, partition=partition),
+                severity=severity,
+                window=window,
+                evidence={
+                    **common,
+                    "current": _settings_dict(cur),
+                    "proposed": _settings_dict(proposed),
+                    "replay": _replay_dict(base, tuned, window),
+                },
+                change_text=(
+                    f"Large jobs (≥ {large_gpus:g} GPUs) in partition {partition} waited a median "
+                    f"{p50 / 3600:.1f} h while {held_share:.0%} of the cluster's GPU time was "
+                    f"held idle for pending work. Time limits reach {longest / 60:.0f} min but "
+                    f"backfill plans only {cur.bf_window_s / 60:.0f} min ahead. Set {line} "
+                    "(merge into the existing SchedulerParameters). "
+                    + _replay_text(base, tuned, window)
+                ),
+                confidence=confidence,
+                expected_gain_gpu_h_per_week=_held_gain(base, tuned, window),
+                expected_wait_reduction_s=bf_gain,
+                patch_kind="slurm.conf",
+                patch_content=line,
+            )
+        )
+    reservation = _size_reservation(
+        att,
+        pend,
+        sim_nodes_count=len(sim_nodes),
+        gpn=max(n.gpus for n in sim_nodes),
+        partition=partition,
+        window=window,
+        large_gpus=large_gpus,
+    )
+    if reservation is None:
+        return out
+    reserved = _replay(
+        sim_nodes, jobs, replace(proposed, reservations=(reservation,)), horizon, large
+    )
+    best = min(base, tuned, key=lambda r: r.large["mean_wait_s"])
+    gain = best.large["mean_wait_s"] - reserved.large["mean_wait_s"]
+    others_cost = reserved.others["mean_wait_s"] - best.others["mean_wait_s"]
+    if gain >= min_gain_s and others_cost <= max_other_wait_increase_s:
+        accounts = sorted(
+            {
+                str(x)
+                for x in pl.concat(
+                    [
+                        att.filter(pl.col("gpus") >= large_gpus)["account"],
+                        pend.filter(pl.col("req_gpus") >= large_gpus)["account"],
+                    ]
+                )
+                .drop_nulls()
+                .to_list()
+            }
+        )
+        out.append(
+            _reservation_rec(
+                cluster,
+                partition,
+                reservation,
+                accounts,
+                window,
+                tz,
+                common,
+                severity,
+                confidence,
+                base,
+                reserved,
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class _Replay:
+    """One replay: held GPU-seconds and the wait summaries of large and other jobs."""
+
+    held_gpu_s: float
+    large: dict[str, float]
+    others: dict[str, float]
+
+
+def _replay(
+    nodes: list[Node], jobs: list[SimJob], settings: SchedulerSettings, horizon: float, large: int
+) -> _Replay:
+    result = simulate(nodes, jobs, settings, horizon_s=horizon)
+    return _Replay(
+        held_gpu_s=result.held_gpu_s,
+        large=wait_summary(result, jobs, min_gpus=large),
+        others=wait_summary(result, [j for j in jobs if j.gpus < large]),
+    )
+
+
+def _held_gain(before: _Replay, after: _Replay, window: Window) -> float | None:
+    """Held GPU-hours a week saved; None when the change holds more (the cost is in the text)."""
+    saved = (before.held_gpu_s - after.held_gpu_s) / 3600 / window.weeks
+    return saved if saved > 0 else None
+
+
+def _replay_text(before: _Replay, after: _Replay, window: Window) -> str:
+    text = (
+        "Replaying the recorded jobs cuts the large jobs' mean wait from "
+        f"{before.large['mean_wait_s'] / 3600:.1f} h to {after.large['mean_wait_s'] / 3600:.1f} h "
+        f"(smaller jobs: {before.others['mean_wait_s'] / 3600:.1f} h → "
+        f"{after.others['mean_wait_s'] / 3600:.1f} h)"
+    )
+    extra = (after.held_gpu_s - before.held_gpu_s) / 3600 / window.weeks
+    if extra > 0:
+        text += f", at a cost of {extra:.0f} GPU-h a week more held for the reservations"
+    return text + "."
+
+
+def _size_reservation(
+    att: pl.DataFrame,
+    pend: pl.DataFrame,
+    *,
+    sim_nodes_count: int,
+    gpn: int,
+    partition: str,
+    window: Window,
+    large_gpus: float,
+) -> RecurringReservation | None:
+    sizes = [
+        *att.filter(pl.col("gpus") >= large_gpus)["gpus"].to_list(),
+        *pend.filter(pl.col("req_gpus") >= large_gpus)["req_gpus"].to_list(),
+    ]
+    runs = att.filter(pl.col("gpus") >= large_gpus)["run_s"].drop_nulls().to_list()
+    if not sizes or gpn <= 0 or sim_nodes_count < 2:
+        return None
+    # The median large job's nodes, at most half the partition: the rest stays open to all.
+    nodes = min(sim_nodes_count // 2, math.ceil((nearest_rank_value(sizes, 0.5) or 0) / gpn))
+    run = nearest_rank_value(runs, 0.9) or 3600.0
+    duration = min(float(ladder_ceil(run)), 12 * 3600.0)
+    hour = _quiet_hour(att, window, large_gpus)
+    day0 = window.start.astimezone(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    first = day0 + dt.timedelta(hours=hour)
+    if first < window.start:
+        first += dt.timedelta(days=1)
+    return RecurringReservation(
+        partition=partition,
+        nodes=max(1, nodes),
+        first_start_s=first.timestamp(),
+        duration_s=duration,
+        min_gpus=int(large_gpus),
+    )
+
+
+def _reservation_rec(
+    cluster: str,
+    partition: str,
+    res: RecurringReservation,
+    accounts: list[str],
+    window: Window,
+    tz: str,
+    common: dict[str, object],
+    severity: str,
+    confidence: float,
+    before: _Replay,
+    after: _Replay,
+) -> Recommendation:
+    # The next occurrence after the window, written in slurmctld's local time.
+    first = dt.datetime.fromtimestamp(res.first_start_s, dt.UTC)
+    periods = max(0, math.ceil((window.end - first).total_seconds() / res.period_s))
+    nxt = (first + dt.timedelta(seconds=periods * res.period_s)).astimezone(ZoneInfo(tz))
+    name = f"goodput-large-{partition}"
+    cmd = (
+        f"scontrol create reservation ReservationName={name} PartitionName={partition} "
+        f"NodeCnt={res.nodes} StartTime={nxt.strftime('%Y-%m-%dT%H:%M:%S')} "
+        f"Duration={slurm_duration(res.duration_s)} Flags=DAILY "
+        f"Accounts={','.join(accounts) or 'root'}"
+    )
+    return Recommendation(
+        rule=RESERVATION_RULE,
+        cluster=cluster,
+        scope=scope_key(cluster=cluster, partition=partition),
+        severity=severity,
+        window=window,
+        evidence={
+            **common,
+            "reservation": {
+                "nodes": res.nodes,
+                "duration_s": res.duration_s,
+                "start_hour_utc": first.hour,
+                "timezone": tz,
+                "accounts": accounts,
+            },
+            "replay": _replay_dict(before, after, window),
+        },
+        change_text=(
+            f"Reserve {res.nodes} nodes of partition {partition} daily for "
+            f"{slurm_duration(res.duration_s)} from {nxt.strftime('%H:%M')} ({tz}) for jobs of "
+            f"≥ {res.min_gpus} GPUs (accounts {', '.join(accounts)}; they submit with "
+            f"--reservation={name}), on top of the backfill settings. "
+            + _replay_text(before, after, window)
+        ),
+        confidence=confidence,
+        expected_gain_gpu_h_per_week=_held_gain(before, after, window),
+        expected_wait_reduction_s=before.large["mean_wait_s"] - after.large["mean_wait_s"],
+        patch_kind="scontrol",
+        patch_content=cmd,
+    )
+
+
+def _settings_dict(s: SchedulerSettings) -> dict[str, object]:
+    return {
+        "bf_window_min": math.ceil(s.bf_window_s / 60),
+        "bf_resolution_s": s.bf_resolution_s,
+        "bf_max_job_test": s.bf_max_job_test,
+        "bf_continue": s.bf_continue,
+    }
+
+
+def _replay_dict(before: _Replay, after: _Replay, window: Window) -> dict[str, object]:
+    return {
+        "large_jobs": before.large["jobs"],
+        "mean_wait_s_current": before.large["mean_wait_s"],
+        "mean_wait_s_proposed": after.large["mean_wait_s"],
+        "p50_wait_s_current": before.large["p50_wait_s"],
+        "p50_wait_s_proposed": after.large["p50_wait_s"],
+        "p90_wait_s_current": before.large["p90_wait_s"],
+        "p90_wait_s_proposed": after.large["p90_wait_s"],
+        "other_jobs": before.others["jobs"],
+        "other_mean_wait_s_current": before.others["mean_wait_s"],
+        "other_mean_wait_s_proposed": after.others["mean_wait_s"],
+        "held_gpu_h_per_week_current": before.held_gpu_s / 3600 / window.weeks,
+        "held_gpu_h_per_week_proposed": after.held_gpu_s / 3600 / window.weeks,
+        "note": "waits of jobs not started by the window end are censored there",
+    }

@@ -1,0 +1,480 @@
+"""Scheduler-tuning recommendations: read the views, run the rules, write the changes.
+
+``run_recommendations(cfg)`` reads the serving copy (read-only), calls the pure rules of
+:mod:`metrics.recommendations`, and writes ``<data>/recommendations/``:
+
+- ``latest.json``: ``{"as_of", "window", "recommendations": [{id, rule, cluster, scope,
+  severity, evidence, expected_gain_gpu_h_per_week, expected_wait_reduction_s, confidence,
+  change_text, patch: {kind, content} | null}]}``;
+- one file per scheduler: ``slurm.conf.patch`` (lines to merge into each cluster's slurm.conf),
+  ``sacctmgr.sh`` and ``scontrol.sh`` (commands), ``kueue-patches.yaml`` (merge patches, one
+  YAML document each, with the ``kubectl patch`` line above it).
+
+Kueue ClusterQueue and LocalQueue objects are read from ``<inputs>/<cluster>/k8s/
+clusterqueues*.json`` / ``localqueues*.json`` (``kubectl get … -o json``; the newest file by
+name), because a merge patch of ``resourceGroups`` needs the whole object.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from metrics.recommendations import (
+    RECOMMENDATION_SCHEMA,
+    Window,
+    backfill_tuning,
+    cluster_queue_usage_hourly,
+    fairness_drift,
+    idle_allocations,
+    kueue_borrowing,
+    kueue_quota_drift,
+    lemon_nodes,
+    preemption_churn,
+    slurm_fairshare_drift,
+    time_limits,
+)
+from metrics.scheduler_model import SchedulerSettings
+from pipelines.config import Config
+from pipelines.registry import load_registry
+from pipelines.sql import load_sql
+from pipelines.warehouse import connect
+
+__all__ = [
+    "ACTIVITY_METRIC",
+    "OUTPUT_FILES",
+    "RULES",
+    "RecommendationInputs",
+    "read_inputs",
+    "recommendations_frame",
+    "run_recommendations",
+    "write_outputs",
+    "write_recommendations_table",
+]
+
+#: The GPU activity signal (METRICS.md), 0–1.
+ACTIVITY_METRIC = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+
+#: Rule functions by the name their thresholds are configured under (``options[name]``).
+RULES: tuple[str, ...] = (
+    "idle_allocations",
+    "time_limits",
+    "backfill_tuning",
+    "fairness_drift",
+    "slurm_fairshare_drift",
+    "kueue_quota_drift",
+    "kueue_borrowing",
+    "preemption_churn",
+    "lemon_nodes",
+)
+
+#: Files written by :func:`write_outputs`, by patch kind (``latest.json`` for all).
+OUTPUT_FILES: dict[str, str] = {
+    "slurm.conf": "slurm.conf.patch",
+    "sacctmgr": "sacctmgr.sh",
+    "scontrol": "scontrol.sh",
+    "kubernetes-merge-patch": "kueue-patches.yaml",
+}
+
+_UTC = pl.Datetime("us", "UTC")
+_SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+
+
+@dataclass(frozen=True)
+class RecommendationInputs:
+    """Everything the rules read, as frames (and the Kueue objects as read from the API).
+
+    Attributes:
+        as_of: the data cut-off (latest over clusters).
+        window: the period the rules judge (the last ``window_days`` of data).
+        schedulers: cluster → ``slurm`` | ``kubernetes``.
+        timezones: cluster → IANA zone (for reservation start times).
+        jobs: ``jobs`` rows overlapping the window.
+        pending: Slurm allocations that never started (``cancel_at`` = their end).
+        waterfall: ``gpu_waterfall_hourly`` rows of the window.
+        nodes: ``nodes`` (``cluster, host, partition, gpus``).
+        fairness_weekly: ``fairness_weekly`` weekly rows.
+        node_reliability: ``node_reliability``.
+        sshare: the latest ``sshare`` snapshot per cluster.
+        activity: mean activity per attempt and 5-minute bucket.
+        teams: registry ``team, share``.
+        mapping: registry ``kind, key, team``.
+        capacity_gpu_h_per_week: cluster → available GPU-hours a week in the window.
+        cluster_queues: cluster → ClusterQueue objects.
+        local_queues: cluster → LocalQueue objects.
+    """
+
+    as_of: dt.datetime
+    window: Window
+    schedulers: dict[str, str]
+    timezones: dict[str, str]
+    jobs: pl.DataFrame
+    pending: pl.DataFrame
+    waterfall: pl.DataFrame
+    nodes: pl.DataFrame
+    fairness_weekly: pl.DataFrame
+    node_reliability: pl.DataFrame
+    sshare: pl.DataFrame
+    activity: pl.DataFrame
+    teams: pl.DataFrame
+    mapping: pl.DataFrame
+    capacity_gpu_h_per_week: dict[str, float] = field(default_factory=dict)
+    cluster_queues: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    local_queues: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+def _utc(df: pl.DataFrame) -> pl.DataFrame:
+    """Zoned timestamps normalised to ``UTC`` microseconds (DuckDB may say Etc/UTC)."""
+    cols = [n for n, t in df.schema.items() if isinstance(t, pl.Datetime) and t.time_zone]
+    if not cols:
+        return df
+    return df.with_columns(
+        pl.col(cols).dt.convert_time_zone("UTC").dt.cast_time_unit("us"),
+    )
+
+
+def _query(
+    con: duckdb.DuckDBPyConnection, name: str, params: Mapping[str, Any] | None = None
+) -> pl.DataFrame:
+    df: pl.DataFrame = con.sql(load_sql(f"recommendations/{name}"), params=dict(params or {})).pl()
+    return _utc(df)
+
+
+def _has_table(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> bool:
+    rows = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
+        [schema, table],
+    ).fetchall()
+    return bool(rows and rows[0][0])
+
+
+def _kueue_objects(folder: Path, prefix: str) -> list[dict[str, Any]]:
+    files = sorted(folder.glob(f"{prefix}*.json")) if folder.is_dir() else []
+    if not files:
+        return []
+    doc = json.loads(files[-1].read_text(encoding="utf-8"))
+    items = doc.get("items", [doc]) if isinstance(doc, dict) else doc
+    return [i for i in items if isinstance(i, dict)]
+
+
+def read_inputs(
+    con: duckdb.DuckDBPyConnection, cfg: Config, *, window_days: int = 28
+) -> RecommendationInputs:
+    """Read the rules' inputs from a warehouse or serving connection.
+
+    Args:
+        con: a connection (read-only is enough) holding the stable views.
+        cfg: configuration (clusters, registry and inputs paths).
+        window_days: how far back from ``as_of`` the rules look (capped at the data's start).
+
+    Returns:
+        The inputs; with no data, ``as_of`` is now and every frame is empty.
+    """
+    row = _query(con, "data_window").row(0, named=True)
+    as_of = row["as_of"] or dt.datetime.now(dt.UTC)
+    first = row["first_at"] or as_of
+    start = max(as_of - dt.timedelta(days=window_days), first)
+    window = Window(start, as_of)
+    params = {"start": start}
+    jobs = _query(con, "jobs_in_window", params)
+    sshare = (
+        _query(con, "latest_sshare")
+        if _has_table(con, "raw", "sshare")
+        else pl.DataFrame(
+            schema={"cluster": pl.String(), "account": pl.String(), "user_name": pl.String(),
+                    "raw_shares": pl.Int64(), "norm_shares": pl.Float64()}
+        )
+    )  # fmt: skip
+    capacity = _query(con, "available_capacity", params)
+    teams, mapping = load_registry(cfg.registry_path)
+    cqs, lqs = {}, {}
+    for c in cfg.clusters:
+        if c.scheduler == "kubernetes":
+            folder = cfg.cluster_input_dir(c.name) / "k8s"
+            cqs[c.name] = _kueue_objects(folder, "clusterqueues")
+            lqs[c.name] = _kueue_objects(folder, "localqueues")
+    return RecommendationInputs(
+        as_of=as_of,
+        window=window,
+        schedulers={c.name: c.scheduler for c in cfg.clusters},
+        timezones={c.name: c.timezone for c in cfg.clusters},
+        jobs=jobs,
+        pending=_query(con, "pending_jobs", params),
+        waterfall=_query(con, "waterfall_in_window", params),
+        nodes=_utc(con.sql("SELECT cluster, host, partition, gpus FROM nodes").pl()),
+        fairness_weekly=_utc(
+            con.sql("SELECT * FROM fairness_weekly WHERE \"window\" = 'week'").pl()
+        ),
+        node_reliability=_utc(con.sql("SELECT * FROM node_reliability").pl()),
+        sshare=sshare,
+        activity=_query(con, "attempt_activity", {**params, "metric": ACTIVITY_METRIC}),
+        teams=teams,
+        mapping=mapping,
+        capacity_gpu_h_per_week={
+            str(r["cluster"]): float(r["available_gpu_s"] or 0.0) / 3600 / window.weeks
+            for r in capacity.iter_rows(named=True)
+        },
+        cluster_queues=cqs,
+        local_queues=lqs,
+    )
+
+
+def recommendations_frame(
+    inputs: RecommendationInputs,
+    *,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    current_settings: Mapping[str, SchedulerSettings] | None = None,
+    large_job_gpus: float = 64,
+    idle_activity: float = 0.05,
+) -> pl.DataFrame:
+    """Every rule's recommendations, most urgent first, for the ``recommendations`` table.
+
+    Args:
+        inputs: from :func:`read_inputs`.
+        options: rule name (:data:`RULES`) → keyword arguments overriding its thresholds.
+        current_settings: cluster → its current scheduler settings (default Slurm's).
+        large_job_gpus: "large" job threshold (config ``thresholds.large_job_gpus``).
+        idle_activity: θ for idle GPUs (config ``thresholds.idle_activity``).
+
+    Returns:
+        :data:`~metrics.recommendations.RECOMMENDATION_SCHEMA` plus ``as_of``, sorted by
+        severity, then expected GPU-hour gain, then id.
+    """
+    opt = {name: dict((options or {}).get(name, {})) for name in RULES}
+    w = inputs.window
+    slurm = [c for c, s in inputs.schedulers.items() if s == "slurm"]
+    jobs = inputs.jobs
+    frames = [
+        idle_allocations(
+            jobs, inputs.activity, w, **{"idle_threshold": idle_activity, **opt["idle_allocations"]}
+        ),
+        time_limits(jobs, w, nodes=inputs.nodes, **opt["time_limits"]),
+        fairness_drift(inputs.fairness_weekly, w, inputs.schedulers, **opt["fairness_drift"]),
+        slurm_fairshare_drift(
+            inputs.teams, inputs.mapping, inputs.sshare, w,
+            capacity_gpu_h_per_week=inputs.capacity_gpu_h_per_week,
+            **opt["slurm_fairshare_drift"],
+        ),
+        preemption_churn(jobs, w, **opt["preemption_churn"]),
+        lemon_nodes(inputs.node_reliability, w, inputs.schedulers, **opt["lemon_nodes"]),
+    ]  # fmt: skip
+    for cluster in slurm:
+        frames.append(
+            backfill_tuning(
+                jobs.filter(pl.col("cluster") == cluster),
+                inputs.pending.filter(pl.col("cluster") == cluster),
+                inputs.waterfall.filter(pl.col("cluster") == cluster),
+                inputs.nodes,
+                w,
+                current=(current_settings or {}).get(cluster),
+                timezones=inputs.timezones,
+                **{"large_gpus": large_job_gpus, **opt["backfill_tuning"]},
+            )
+        )
+    for cluster, cqs in inputs.cluster_queues.items():
+        if not cqs:
+            continue
+        frames.append(
+            kueue_quota_drift(
+                inputs.teams, inputs.mapping, cqs, inputs.local_queues.get(cluster, []), w,
+                cluster=cluster, **opt["kueue_quota_drift"],
+            )
+        )  # fmt: skip
+        k8s = jobs.filter((pl.col("cluster") == cluster) & (pl.col("source") == "kubernetes"))
+        usage = cluster_queue_usage_hourly(
+            k8s, inputs.pending.filter(pl.col("cluster") == cluster), w
+        )
+        frames.append(kueue_borrowing(usage, cqs, w, cluster=cluster, **opt["kueue_borrowing"]))
+    out = (
+        pl.concat([f for f in frames if f.height], how="vertical")
+        if any(f.height for f in frames)
+        else pl.DataFrame(schema=RECOMMENDATION_SCHEMA)
+    )
+    as_of = inputs.as_of if inputs.as_of.tzinfo else inputs.as_of.replace(tzinfo=dt.UTC)
+    return (
+        out.with_columns(
+            pl.col("severity").replace_strict(_SEVERITY_ORDER, return_dtype=pl.Int8).alias("_o"),
+            pl.lit(as_of).cast(_UTC).alias("as_of"),
+        )
+        .sort(
+            ["_o", "expected_gain_gpu_h_per_week", "id"],
+            descending=[False, True, False],
+            nulls_last=True,
+        )
+        .drop("_o")
+    )
+
+
+def _atomic_write(path: Path, text: str, mode: int = 0o644) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _iso(ts: dt.datetime) -> str:
+    aware = ts if ts.tzinfo else ts.replace(tzinfo=dt.UTC)
+    return aware.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _comment(rec: Mapping[str, Any]) -> str:
+    return f"# {rec['id']} {rec['rule']} {rec['scope']} ({rec['severity']})\n" + "".join(
+        f"#   {line}\n" for line in _wrap(str(rec["change_text"]), 96)
+    )
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    lines, cur = [], ""
+    for word in text.split():
+        if cur and len(cur) + 1 + len(word) > width:
+            lines.append(cur)
+            cur = word
+        else:
+            cur = f"{cur} {word}" if cur else word
+    return [*lines, cur] if cur else lines
+
+
+def write_outputs(frame: pl.DataFrame, out_dir: str | Path, as_of: dt.datetime) -> dict[str, Path]:
+    """Write ``latest.json`` and the four per-scheduler patch files (atomically).
+
+    Args:
+        frame: :func:`recommendations_frame` output.
+        out_dir: the folder (created).
+        as_of: the data cut-off the recommendations are based on.
+
+    Returns:
+        File name → path of every file written (all five, also when empty).
+    """
+    out = Path(out_dir)
+    recs = frame.to_dicts()
+    window = (
+        {"start": _iso(recs[0]["window_start"]), "end": _iso(recs[0]["window_end"])}
+        if recs
+        else None
+    )
+    doc = {
+        "as_of": _iso(as_of),
+        "window": window,
+        "recommendations": [
+            {
+                "id": r["id"],
+                "rule": r["rule"],
+                "cluster": r["cluster"],
+                "scope": r["scope"],
+                "severity": r["severity"],
+                "evidence": json.loads(r["evidence"]),
+                "expected_gain_gpu_h_per_week": r["expected_gain_gpu_h_per_week"],
+                "expected_wait_reduction_s": r["expected_wait_reduction_s"],
+                "confidence": r["confidence"],
+                "change_text": r["change_text"],
+                "patch": {"kind": r["patch_kind"], "content": r["patch_content"]}
+                if r["patch_kind"]
+                else None,
+            }
+            for r in recs
+        ],
+    }
+    written = {"latest.json": out / "latest.json"}
+    _atomic_write(written["latest.json"], json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    header = f"generated by goodput from data up to {_iso(as_of)}; review before applying"
+    for kind, name in OUTPUT_FILES.items():
+        mine = [r for r in recs if r["patch_kind"] == kind]
+        if kind == "kubernetes-merge-patch":
+            docs = [f"# {header}\n# {len(mine)} patch(es)\n"]
+            docs += [_comment(r) + str(r["patch_content"]).rstrip("\n") + "\n" for r in mine]
+            text = "---\n".join(docs)
+            mode = 0o644
+        elif kind == "slurm.conf":
+            parts = [f"# {header}\n# Merge each line into the named cluster's slurm.conf.\n"]
+            for cluster in sorted({str(r["cluster"]) for r in mine}):
+                parts.append(f"\n## cluster {cluster}\n")
+                for r in (r for r in mine if r["cluster"] == cluster):
+                    parts.append(_comment(r) + str(r["patch_content"]).rstrip("\n") + "\n")
+            text = "".join(parts)
+            mode = 0o644
+        else:
+            parts = [f"#!/bin/sh\n# {header}\nset -eu\n"]
+            for cluster in sorted({str(r["cluster"]) for r in mine}):
+                parts.append(f"\n## cluster {cluster}\n")
+                for r in (r for r in mine if r["cluster"] == cluster):
+                    parts.append(_comment(r) + str(r["patch_content"]).rstrip("\n") + "\n")
+            text = "".join(parts)
+            mode = 0o755
+        written[name] = out / name
+        _atomic_write(written[name], text, mode)
+    return written
+
+
+def write_recommendations_table(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> int:
+    """Replace ``analytics.recommendations`` with ``frame`` and (re)create the view.
+
+    Args:
+        con: a read-write warehouse connection.
+        frame: :func:`recommendations_frame` output.
+
+    Returns:
+        Rows written.
+    """
+    _recommendations = frame
+    con.execute("CREATE SCHEMA IF NOT EXISTS analytics")
+    con.execute(load_sql("recommendations/create_recommendations"))
+    con.execute(load_sql("recommendations/recommendations_view"))
+    del _recommendations
+    return frame.height
+
+
+def run_recommendations(
+    cfg: Config,
+    *,
+    out_dir: str | Path | None = None,
+    db: str | Path | None = None,
+    window_days: int = 28,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    current_settings: Mapping[str, SchedulerSettings] | None = None,
+) -> dict[str, Path]:
+    """Read the serving copy, compute the recommendations and write the output files.
+
+    Args:
+        cfg: configuration.
+        out_dir: where to write (default ``<warehouse folder>/recommendations``).
+        db: the DuckDB file to read (default the serving copy), opened read-only.
+        window_days: how far back the rules look.
+        options: per-rule threshold overrides (see :func:`recommendations_frame`).
+        current_settings: per-cluster current scheduler settings.
+
+    Returns:
+        File name → path of every file written.
+    """
+    with connect(db or cfg.serving_path, read_only=True) as con:
+        inputs = read_inputs(con, cfg, window_days=window_days)
+    frame = recommendations_frame(
+        inputs,
+        options=options,
+        current_settings=current_settings,
+        large_job_gpus=cfg.large_job_gpus,
+        idle_activity=cfg.idle_activity,
+    )
+    target = Path(out_dir) if out_dir is not None else cfg.warehouse_path.parent / "recommendations"
+    return write_outputs(frame, target, inputs.as_of)
+
+
+if __name__ == "__main__":  # python -m pipelines.recommendations: write the files, print paths
+    from pipelines.config import load_config
+
+    for written_path in run_recommendations(load_config()).values():
+        print(written_path)

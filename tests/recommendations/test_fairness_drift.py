@@ -1,0 +1,77 @@
+"""Fairness drift: weeks of a team far above its fair allocation → fair-share weight."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import polars as pl
+
+from metrics.recommendations import fairness_drift
+from tests.recommendations._frames import T0, UTC, window
+
+W = window(21)
+
+
+def _weekly(nlp_ratio: float, cluster: str = "slurm-a") -> pl.DataFrame:
+    drift = nlp_ratio >= 1.5
+    rows = []
+    for w in range(3):
+        week = T0 + dt.timedelta(weeks=w)
+        for team, share, e, debt in (
+            ("nlp", 0.08, nlp_ratio, -300.0 if drift else 0.0),
+            ("vision", 0.12, 0.4 if drift else 1.0, 200.0 if drift else 0.0),
+            ("speech", 0.08, 1.0, 0.0),
+        ):
+            rows.append(
+                {"week": week, "window": "week", "cluster": cluster, "team": team,
+                 "share": share, "demand_gpu_s": 4e6, "fair_gpu_s": 1e6,
+                 "used_gpu_s": 1e6 * e, "entitlement_ratio": e, "fair_share_debt_gpu_h": debt}
+            )  # fmt: skip
+    return pl.DataFrame(
+        rows,
+        schema={"week": UTC, "window": pl.String(), "cluster": pl.String(), "team": pl.String(),
+                "share": pl.Float64(), "demand_gpu_s": pl.Float64(), "fair_gpu_s": pl.Float64(),
+                "used_gpu_s": pl.Float64(), "entitlement_ratio": pl.Float64(),
+                "fair_share_debt_gpu_h": pl.Float64()},
+    )  # fmt: skip
+
+
+def test_team_over_its_share_for_weeks_raises_fairshare_weight() -> None:
+    """nlp at e = 4 and vision at 0.4 for the last two weeks: PriorityWeightFairshare=10000;
+    vision was owed 200 GPU-h a week; a 1-day half-life is lengthened to 7 days."""
+    out = fairness_drift(_weekly(4.0), W, {"slurm-a": "slurm"}, current_decay_half_life_s=86400)
+    rec = out.row(0, named=True)
+    assert rec["scope"] == "cluster=slurm-a"
+    assert rec["patch_kind"] == "slurm.conf"
+    assert rec["patch_content"] == "PriorityWeightFairshare=10000\nPriorityDecayHalfLife=7-0"
+    assert rec["expected_gain_gpu_h_per_week"] == 200.0
+    ev = json.loads(rec["evidence"])
+    assert [t["team"] for t in ev["over_teams"]] == ["nlp"]
+    assert [t["team"] for t in ev["under_teams"]] == ["vision"]
+    assert ev["over_teams"][0]["entitlement_ratio_by_week"] == [4.0, 4.0]
+    assert rec["severity"] == "critical"
+
+
+def test_weight_follows_the_other_weights() -> None:
+    """Fair share must outweigh the largest other priority weight (twice it)."""
+    out = fairness_drift(
+        _weekly(4.0), W, {"slurm-a": "slurm"},
+        current_weight_fairshare=1000, current_other_weights={"PriorityWeightQOS": 50000},
+    )  # fmt: skip
+    assert out["patch_content"].to_list() == ["PriorityWeightFairshare=100000"]
+
+
+def test_fair_usage_does_not_fire() -> None:
+    """Everyone near e = 1: nothing to change."""
+    assert fairness_drift(_weekly(1.1), W, {"slurm-a": "slurm"}).height == 0
+
+
+def test_kubernetes_clusters_are_not_given_slurm_settings() -> None:
+    """The patch is a slurm.conf change; a Kubernetes cluster gets none."""
+    assert fairness_drift(_weekly(4.0, "k8s-b"), W, {"k8s-b": "kubernetes"}).height == 0
+
+
+def test_one_week_is_not_a_trend() -> None:
+    """With ``min_weeks=4`` three weeks of data are not enough."""
+    assert fairness_drift(_weekly(4.0), W, {"slurm-a": "slurm"}, min_weeks=4).height == 0

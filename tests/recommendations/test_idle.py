@@ -1,0 +1,74 @@
+"""Idle allocations: a team holding GPUs it does not use gets a policy and a GPU cap."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+
+from metrics.recommendations import idle_allocations
+from tests.recommendations._frames import DAY, UTC, at, job, jobs, window
+
+W = window(1)
+
+
+def _fleet(recsys_activity: float, source: str = "slurm") -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One day: recsys runs two 8-GPU jobs (zoe, arthur), vision one; every 5-minute bucket
+    has one activity sample per job."""
+    cluster = "slurm-a" if source == "slurm" else "k8s-b"
+    attempts = jobs(
+        [
+            job("1", eligible=0, start=0, run=DAY, team="recsys", user="zoe",
+                cluster=cluster, source=source),
+            job("2", eligible=0, start=0, run=DAY, team="recsys", user="arthur",
+                cluster=cluster, source=source),
+            job("3", eligible=0, start=0, run=DAY, team="vision", user="alice",
+                cluster=cluster, source=source),
+        ]
+    )  # fmt: skip
+    buckets = [at(300 * i) for i in range(288)]
+    rows = [
+        {"cluster": cluster, "job_id": j, "attempt": 0, "bucket": b, "activity": a, "gpus": 8.0}
+        for j, a in (("1", recsys_activity), ("2", recsys_activity), ("3", 0.6))
+        for b in buckets
+    ]
+    activity = pl.DataFrame(
+        rows,
+        schema={"cluster": pl.String(), "job_id": pl.String(), "attempt": pl.Int64(),
+                "bucket": UTC, "activity": pl.Float64(), "gpus": pl.Float64()},
+    )  # fmt: skip
+    return attempts, activity
+
+
+def test_idle_team_gets_policy_cap_and_offenders() -> None:
+    """recsys kept 16 GPUs at 2 % activity all day: 16 × 24 GPU-h idle = 2688 GPU-h a week,
+    capped at one node (its p95 active GPUs are 0), zoe and arthur named; vision is fine."""
+    out = idle_allocations(*_fleet(0.02), W)
+    assert out["scope"].to_list() == ["cluster=slurm-a/team=recsys"]
+    rec = out.row(0, named=True)
+    ev = json.loads(rec["evidence"])
+    assert ev["idle_gpu_h"] == 384.0 and ev["idle_share"] == 1.0
+    assert rec["expected_gain_gpu_h_per_week"] == 2688.0
+    assert [o["user"] for o in ev["top_offenders"]] == ["arthur", "zoe"]
+    assert rec["patch_kind"] == "sacctmgr"
+    assert rec["patch_content"] == "sacctmgr -i modify account name=recsys set GrpTRES=gres/gpu=8"
+    assert rec["confidence"] == 1.0
+    assert rec["severity"] == "critical"
+    assert "idle-job policy" in rec["change_text"]
+
+
+def test_busy_team_does_not_fire() -> None:
+    """At 60 % activity nobody is idle."""
+    assert idle_allocations(*_fleet(0.6), W).height == 0
+
+
+def test_threshold_is_an_argument() -> None:
+    """With θ = 0.01, 2 % activity is not idle."""
+    assert idle_allocations(*_fleet(0.02), W, idle_threshold=0.01).height == 0
+
+
+def test_kubernetes_team_gets_the_policy_without_a_slurm_patch() -> None:
+    """There is no sacctmgr on Kubernetes: the finding stands, the patch is None."""
+    out = idle_allocations(*_fleet(0.02, source="kubernetes"), W)
+    assert out["scope"].to_list() == ["cluster=k8s-b/team=recsys"]
+    assert out["patch_kind"].to_list() == [None]

@@ -1,0 +1,135 @@
+"""Kueue quota unused while other queues pend: cohort, borrowingLimit, lendingLimit patches."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import yaml
+
+from metrics.recommendations import cluster_queue_usage_hourly, kueue_borrowing
+from tests.recommendations._crd import CRD_DIR, validate_patch
+from tests.recommendations._frames import UTC, H, at, job, jobs, pending, window
+
+W = window(1)
+
+
+def _cqs() -> list[dict[str, Any]]:
+    """cq-research (v1beta1, cohort gpu-pool, 40 GPUs, borrowingLimit 16, lendingLimit 8) and
+    cq-prod (v1beta2, cohortName gpu-pool, 24 GPUs, no limits) from the fixture."""
+    doc = json.loads(Path(CRD_DIR / "objects" / "clusterqueues.json").read_text())
+    return [c for c in doc["items"] if c["metadata"]["name"] in ("cq-research", "cq-prod")]
+
+
+def _usage(research_used: float, research_pending: float, prod_used: float) -> pl.DataFrame:
+    """Six hours with the given GPUs in use / pending per ClusterQueue."""
+    rows = []
+    for h in range(6):
+        for cq, used, pend in (
+            ("cq-research", research_used, research_pending),
+            ("cq-prod", prod_used, 0.0),
+        ):
+            rows.append({"cluster": "k8s-b", "cluster_queue": cq, "hour": at(h * H),
+                         "used_gpu_s": used * H, "pending_gpu_s": pend * H})  # fmt: skip
+    return pl.DataFrame(
+        rows,
+        schema={"cluster": pl.String(), "cluster_queue": pl.String(), "hour": UTC,
+                "used_gpu_s": pl.Float64(), "pending_gpu_s": pl.Float64()},
+    )  # fmt: skip
+
+
+def _patches(content: str) -> dict[str, dict[str, Any]]:
+    return {d["metadata"]["name"]: d for d in yaml.safe_load_all(content) if d}
+
+
+def test_borrowing_limit_raised_when_it_capped_the_pending_queue() -> None:
+    """cq-research ran at 40 + 16 borrowed with 16 more GPUs pending while cq-prod left all 24
+    unused: it wanted 32 above its quota, so borrowingLimit 16 → 32; 16 GPU × 6 h missed is
+    16 × 6 × 7 = 672 GPU-h a week."""
+    cqs = _cqs()
+    out = kueue_borrowing(_usage(56, 16, 0), cqs, W, cluster="k8s-b")
+    assert out["scope"].to_list() == ["cluster=k8s-b/clusterqueue=cq-research"]
+    rec = out.row(0, named=True)
+    assert rec["expected_gain_gpu_h_per_week"] == 672.0
+    assert "borrowingLimit from 16 to 32" in rec["change_text"]
+    patches = _patches(rec["patch_content"])
+    assert list(patches) == ["cq-research"]
+    originals = {c["metadata"]["name"]: c for c in cqs}
+    assert validate_patch(originals["cq-research"], patches["cq-research"]) == []
+    limits = {
+        f["name"]: r.get("borrowingLimit")
+        for g in patches["cq-research"]["spec"]["resourceGroups"]
+        for f in g["flavors"]
+        for r in f["resources"]
+        if r["name"] == "nvidia.com/gpu"
+    }
+    # the zero-quota a100-mig flavor is a placeholder and keeps no limit
+    assert limits == {"h100-research": 32, "a100-mig": None}
+
+
+def test_queues_outside_one_cohort_are_joined() -> None:
+    """Without a shared cohort nothing can be borrowed: both go into cohort gpu-pool."""
+    cqs = _cqs()
+    lone = copy.deepcopy(cqs)
+    for c in lone:
+        c["spec"].pop("cohort", None)
+        c["spec"].pop("cohortName", None)
+        for g in c["spec"]["resourceGroups"]:
+            for f in g["flavors"]:
+                for r in f["resources"]:
+                    r.pop("borrowingLimit", None)  # forbidden without a cohort
+    lone[1]["spec"]["cohortName"] = "gpu-pool"  # only cq-prod is in a cohort
+    out = kueue_borrowing(_usage(40, 16, 0), lone, W, cluster="k8s-b")
+    rec = out.row(0, named=True)
+    patches = _patches(rec["patch_content"])
+    assert list(patches) == ["cq-research"]
+    assert patches["cq-research"]["spec"] == {"cohort": "gpu-pool"}  # v1beta1 field name
+    assert validate_patch(lone[0], patches["cq-research"]) == []
+
+
+def test_lending_limit_raised_when_it_held_back_unused_quota() -> None:
+    """cq-prod lends at most 4 of 24 idle GPUs: its lendingLimit goes to 24."""
+    cqs = _cqs()
+    for f in cqs[1]["spec"]["resourceGroups"][1]["flavors"]:
+        for r in f["resources"]:
+            if r["name"] == "nvidia.com/gpu":
+                r["lendingLimit"] = "4"
+    out = kueue_borrowing(_usage(40, 8, 0), cqs, W, cluster="k8s-b")
+    rec = out.row(0, named=True)
+    assert "cq-prod's lendingLimit from 4 to 24" in rec["change_text"]
+    patches = _patches(rec["patch_content"])
+    originals = {c["metadata"]["name"]: c for c in cqs}
+    assert validate_patch(originals["cq-prod"], patches["cq-prod"]) == []
+
+
+def test_no_pending_work_does_not_fire() -> None:
+    """Unused quota alone is not a finding."""
+    assert kueue_borrowing(_usage(30, 0, 0), _cqs(), W, cluster="k8s-b").height == 0
+
+
+def test_busy_lenders_do_not_fire() -> None:
+    """When the other queue uses its whole quota there was nothing to borrow."""
+    assert kueue_borrowing(_usage(56, 16, 24), _cqs(), W, cluster="k8s-b").height == 0
+
+
+def test_usage_hourly_from_attempts_and_pending_workloads() -> None:
+    """Attempts count as used from start to end and as pending while they waited; never-started
+    workloads pend until cancelled or the window end."""
+    attempts = jobs(
+        [job("a", eligible=0, start=1800, run=3600, gpus=4, partition="cq-research",
+             source="kubernetes", cluster="k8s-b")]
+    )  # fmt: skip
+    never = pending(
+        [{"cluster": "k8s-b", "job_id": "b", "partition": "cq-prod", "qos": None,
+          "account": "vision", "req_gpus": 2.0, "eligible_at": at(0), "cancel_at": None,
+          "timelimit_s": None}]
+    )  # fmt: skip
+    out = cluster_queue_usage_hourly(attempts, never, window(2 / 24))
+    research = out.filter(pl.col("cluster_queue") == "cq-research")
+    assert research["used_gpu_s"].to_list() == [4 * 1800.0, 4 * 1800.0]
+    assert research["pending_gpu_s"].to_list() == [4 * 1800.0, 0.0]
+    prod = out.filter(pl.col("cluster_queue") == "cq-prod")
+    assert prod["pending_gpu_s"].to_list() == [2 * 3600.0, 2 * 3600.0]
