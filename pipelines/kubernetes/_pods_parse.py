@@ -27,14 +27,17 @@ from typing import Any, Final
 
 import polars as pl
 
-from pipelines._parse_result import InputFormatError, ParseResult
-from pipelines.kubernetes._events_parse import (
+from pipelines._parse_result import ParseResult
+from pipelines.kubernetes._json_items import (
     BadItem,
-    all_foreign,
-    iter_rows,
+    get_path,
+    int_or_none,
     parse_k8s_time,
-    read_json_items,
-    rejected_frame,
+    parse_result,
+    read_rows,
+    rows_frame,
+    stamp,
+    text_or_none,
 )
 
 __all__ = ["K8S_POD_SCHEMA", "gpu_worth", "parse_k8s_pods"]
@@ -202,20 +205,24 @@ def _pod_row(pod: dict[str, Any]) -> dict[str, Any]:
         state = cs.get("state") or {}
         last = cs.get("lastState") or {}
         for t in (
-            _time(_get(state, "running", "startedAt"), f"{where}.state.running.startedAt"),
-            _time(_get(state, "terminated", "startedAt"), f"{where}.state.terminated.startedAt"),
-            _time(_get(last, "terminated", "startedAt"), f"{where}.lastState.terminated.startedAt"),
+            _time(get_path(state, "running", "startedAt"), f"{where}.state.running.startedAt"),
+            _time(
+                get_path(state, "terminated", "startedAt"), f"{where}.state.terminated.startedAt"
+            ),
+            _time(
+                get_path(last, "terminated", "startedAt"), f"{where}.lastState.terminated.startedAt"
+            ),
         ):
             if t is not None:
                 run_starts.append(t)
         finished = _time(
-            _get(state, "terminated", "finishedAt"), f"{where}.state.terminated.finishedAt"
+            get_path(state, "terminated", "finishedAt"), f"{where}.state.terminated.finishedAt"
         )
         if "terminated" not in state:
             all_terminated = False
         elif finished is not None:
             finishes.append(finished)
-        restarts += _int(cs.get("restartCount"), f"{where}.restartCount") or 0
+        restarts += int_or_none(cs.get("restartCount"), f"{where}.restartCount") or 0
         if cs.get("name") == main_name:
             main_status = cs
     pod_start = _time(status.get("startTime"), "status.startTime")
@@ -230,9 +237,9 @@ def _pod_row(pod: dict[str, Any]) -> dict[str, Any]:
     state = main_status.get("state") or {}
     term = state.get("terminated")
     if term is None and "running" not in state:
-        term = _get(main_status, "lastState", "terminated")
+        term = get_path(main_status, "lastState", "terminated")
     term = term if isinstance(term, Mapping) else {}
-    exit_code = _int(term.get("exitCode"), "main container exitCode")
+    exit_code = int_or_none(term.get("exitCode"), "main container exitCode")
     # A pod-level reason (Evicted, DeadlineExceeded, Shutdown, ...) explains the whole pod's end;
     # the container's own then often says only ContainerStatusUnknown or Error.
     reason = status.get("reason") or term.get("reason")
@@ -248,10 +255,10 @@ def _pod_row(pod: dict[str, Any]) -> dict[str, Any]:
     )
     return {
         "uid": str(meta["uid"]),
-        "namespace": _text(meta.get("namespace")),
+        "namespace": text_or_none(meta.get("namespace")),
         "name": str(meta["name"]),
-        "node_name": _text(spec.get("nodeName")),
-        "phase": _text(status.get("phase")),
+        "node_name": text_or_none(spec.get("nodeName")),
+        "phase": text_or_none(status.get("phase")),
         "created_at": created,
         "scheduled_at": scheduled,
         "started_at": started,
@@ -259,39 +266,16 @@ def _pod_row(pod: dict[str, Any]) -> dict[str, Any]:
         "deleted_at": _time(meta.get("deletionTimestamp"), "metadata.deletionTimestamp"),
         "gpus": gpus,
         "gpu_resource": gpu_resource,
-        "queue_name": _text(labels.get(_QUEUE_LABEL)),
-        "workload_name": _text(workload),
-        "owner_kind": _text(owner.get("kind")),
-        "owner_name": _text(owner.get("name")),
-        "priority_class": _text(spec.get("priorityClassName")),
+        "queue_name": text_or_none(labels.get(_QUEUE_LABEL)),
+        "workload_name": text_or_none(workload),
+        "owner_kind": text_or_none(owner.get("kind")),
+        "owner_name": text_or_none(owner.get("name")),
+        "priority_class": text_or_none(spec.get("priorityClassName")),
         "exit_code": exit_code,
-        "termination_reason": _text(reason),
+        "termination_reason": text_or_none(reason),
         "restart_count": restarts,
         "labels": json.dumps(labels, sort_keys=True, ensure_ascii=False),
     }
-
-
-def _get(obj: Mapping[str, Any], *path: str) -> Any:
-    cur: Any = obj
-    for key in path:
-        if not isinstance(cur, Mapping):
-            return None
-        cur = cur.get(key)
-    return cur
-
-
-def _text(value: object) -> str | None:
-    if value is None or value == "":
-        return None
-    return str(value)
-
-
-def _int(value: object, field: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BadItem(field, f"not an integer: {value!r}")
-    return value
 
 
 def parse_k8s_pods(path: str | Path, *, cluster: str = "default") -> ParseResult:
@@ -336,30 +320,14 @@ def parse_k8s_pods(path: str | Path, *, cluster: str = "default") -> ParseResult
         InputFormatError: the file is not JSON, is a list of another kind, or none of its items
             is a Pod.
     """
-    file = str(path)
-    items, framing = read_json_items(path, list_kinds=_LIST_KINDS)
-    rows: list[dict[str, Any]] = []
-    rejects: list[tuple[int, str, str, str]] = []
-    for item, row, err in iter_rows(items, _pod_row):
-        if row is not None:
-            rows.append({**row, "line_no": item.line_no})
-        else:
-            assert err is not None
-            rejects.append((item.line_no, err[0], item.raw, err[1]))
-    if items and not rows and all_foreign(rejects):
-        raise InputFormatError(file, "no item is a Kubernetes Pod")
-    frame = pl.DataFrame(
-        rows, schema={c: t for c, t in K8S_POD_SCHEMA.items() if c not in ("cluster", "file")}
+    read = read_rows(
+        path, list_kinds=_LIST_KINDS, build=lambda o: [_pod_row(o)], what="Kubernetes Pod"
     )
-    pods = (
-        frame.unique("uid", keep="last", maintain_order=True)
-        .sort("line_no")
-        .with_columns(pl.lit(cluster).alias("cluster"), pl.lit(file).alias("file"))
-        .select([pl.col(c).cast(t) for c, t in K8S_POD_SCHEMA.items()])
+    frame = rows_frame(read.rows, K8S_POD_SCHEMA)
+    pods = stamp(
+        frame.unique("uid", keep="last", maintain_order=True).sort("line_no"),
+        K8S_POD_SCHEMA,
+        cluster=cluster,
+        file=read.file,
     )
-    info: dict[str, object] = {
-        "framing": framing,
-        "items": len(items),
-        "duplicates": frame.height - pods.height,
-    }
-    return ParseResult(rows=pods, rejected=rejected_frame(file, rejects), info=info)
+    return parse_result(read, pods, duplicates=frame.height - pods.height)

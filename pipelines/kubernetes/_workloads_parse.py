@@ -30,14 +30,17 @@ from typing import Any, Final
 
 import polars as pl
 
-from pipelines._parse_result import InputFormatError, ParseResult
-from pipelines.kubernetes._events_parse import (
+from pipelines._parse_result import ParseResult
+from pipelines.kubernetes._json_items import (
     BadItem,
-    all_foreign,
-    iter_rows,
+    get_path,
+    int_or_none,
     parse_k8s_time,
-    read_json_items,
-    rejected_frame,
+    parse_result,
+    read_rows,
+    rows_frame,
+    stamp,
+    text_or_none,
 )
 from pipelines.kubernetes._pods_parse import _pod_gpus, gpu_worth
 
@@ -200,29 +203,6 @@ def reported_wait_s(message: str | None) -> int | None:
     return None if seconds >= KUEUE_WAIT_SENTINEL_S else seconds
 
 
-def _get(obj: Mapping[str, Any] | None, *path: str) -> Any:
-    cur: Any = obj
-    for key in path:
-        if not isinstance(cur, Mapping):
-            return None
-        cur = cur.get(key)
-    return cur
-
-
-def _text(value: object) -> str | None:
-    if value is None or value == "":
-        return None
-    return str(value)
-
-
-def _int(value: object, field: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BadItem(field, f"not an integer: {value!r}")
-    return value
-
-
 def _dict(value: object, field: str) -> dict[str, Any]:
     if value is None:
         return {}
@@ -274,14 +254,14 @@ def _conditions(status: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
     for i, cond in enumerate(_list(status.get("conditions"), "status.conditions")):
         where = f"status.conditions[{i}]"
         cond = _dict(cond, where)
-        ctype = _text(cond.get("type"))
+        ctype = text_or_none(cond.get("type"))
         when = parse_k8s_time(cond.get("lastTransitionTime"), f"{where}.lastTransitionTime")
         kept.append(
             {
                 "type": ctype,
-                "status": _text(cond.get("status")),
-                "reason": _text(cond.get("reason")),
-                "message": _text(cond.get("message")),
+                "status": text_or_none(cond.get("status")),
+                "reason": text_or_none(cond.get("reason")),
+                "message": text_or_none(cond.get("message")),
                 "lastTransitionTime": when.isoformat().replace("+00:00", "Z") if when else None,
             }
         )
@@ -292,9 +272,9 @@ def _conditions(status: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
             continue
         out[f"{prefix}_at"] = when
         if f"{prefix}_reason" in out:
-            out[f"{prefix}_reason"] = _text(cond.get("reason"))
+            out[f"{prefix}_reason"] = text_or_none(cond.get("reason"))
         if f"{prefix}_message" in out:
-            out[f"{prefix}_message"] = _text(cond.get("message"))
+            out[f"{prefix}_message"] = text_or_none(cond.get("message"))
     return out, json.dumps(kept, ensure_ascii=False, separators=(",", ":")) if kept else None
 
 
@@ -302,8 +282,8 @@ def _pod_set_gpus(spec: Mapping[str, Any], status: Mapping[str, Any]) -> dict[st
     """Pods and GPUs requested (spec) and admitted (status.admission) over the pod sets."""
     sets = _list(spec.get("podSets"), "spec.podSets")
     assignments = {
-        str(_get(a, "name")): a
-        for a in _list(_get(status, "admission", "podSetAssignments"), "podSetAssignments")
+        str(get_path(a, "name")): a
+        for a in _list(get_path(status, "admission", "podSetAssignments"), "podSetAssignments")
         if isinstance(a, dict)
     }
     pods = pods_admitted = 0
@@ -314,9 +294,9 @@ def _pod_set_gpus(spec: Mapping[str, Any], status: Mapping[str, Any]) -> dict[st
     for i, ps in enumerate(sets):
         where = f"spec.podSets[{i}]"
         ps = _dict(ps, where)
-        count = _int(ps.get("count"), f"{where}.count")
+        count = int_or_none(ps.get("count"), f"{where}.count")
         count = 1 if count is None else count
-        pod_spec = _dict(_get(ps, "template", "spec"), f"{where}.template.spec")
+        pod_spec = _dict(get_path(ps, "template", "spec"), f"{where}.template.spec")
         try:
             per_pod, used = _pod_gpus(pod_spec)
         except BadItem as exc:
@@ -328,7 +308,7 @@ def _pod_set_gpus(spec: Mapping[str, Any], status: Mapping[str, Any]) -> dict[st
         a = assignments.get(str(ps.get("name") or "main"))
         if a is None:
             continue
-        a_count = _int(a.get("count"), f"podSetAssignments[{ps.get('name')}].count")
+        a_count = int_or_none(a.get("count"), f"podSetAssignments[{ps.get('name')}].count")
         a_count = count if a_count is None else a_count
         pods_admitted += a_count
         usage = _dict(a.get("resourceUsage"), "podSetAssignments.resourceUsage")
@@ -367,17 +347,17 @@ def _workload_row(obj: dict[str, Any]) -> dict[str, Any]:
     ]
     owner = next((o for o in owners if o.get("controller")), owners[0] if owners else {})
     # v1beta1 names the class in spec.priorityClassName; v1beta2 in spec.priorityClassRef.name.
-    prio_class = spec.get("priorityClassName") or _get(spec, "priorityClassRef", "name")
+    prio_class = spec.get("priorityClassName") or get_path(spec, "priorityClassRef", "name")
     conds, cond_json = _conditions(status)
     requeue = _dict(status.get("requeueState"), "status.requeueState")
-    evictions = _list(_get(status, "schedulingStats", "evictions"), "schedulingStats.evictions")
+    evictions = _list(get_path(status, "schedulingStats", "evictions"), "schedulingStats.evictions")
     by_reason: dict[str, int] = {}
     for i, ev in enumerate(evictions):
         ev = _dict(ev, f"status.schedulingStats.evictions[{i}]")
         key = str(ev.get("reason") or "Unknown")
         if ev.get("underlyingCause"):
             key += f"/{ev['underlyingCause']}"
-        n = _int(ev.get("count"), f"status.schedulingStats.evictions[{i}].count") or 0
+        n = int_or_none(ev.get("count"), f"status.schedulingStats.evictions[{i}].count") or 0
         by_reason[key] = by_reason.get(key, 0) + n
     # v1beta1 spells it "Exexcution" (a typo kept for compatibility); v1beta2 fixed it.
     past = status.get("accumulatedPastExecutionTimeSeconds")
@@ -388,28 +368,28 @@ def _workload_row(obj: dict[str, Any]) -> dict[str, Any]:
         "uid": str(meta["uid"]),
         "namespace": str(meta["namespace"]),
         "name": str(meta["name"]),
-        "api_version": _text(obj.get("apiVersion")),
-        "queue_name": _text(spec.get("queueName")),
-        "cluster_queue": _text(_get(status, "admission", "clusterQueue")),
-        "priority": _int(spec.get("priority"), "spec.priority"),
-        "priority_class": _text(prio_class),
+        "api_version": text_or_none(obj.get("apiVersion")),
+        "queue_name": text_or_none(spec.get("queueName")),
+        "cluster_queue": text_or_none(get_path(status, "admission", "clusterQueue")),
+        "priority": int_or_none(spec.get("priority"), "spec.priority"),
+        "priority_class": text_or_none(prio_class),
         "active": True if active is None else bool(active),
         **_pod_set_gpus(spec, status),
-        "max_execution_s": _int(
+        "max_execution_s": int_or_none(
             spec.get("maximumExecutionTimeSeconds"), "spec.maximumExecutionTimeSeconds"
         ),
-        "owner_kind": _text(owner.get("kind")),
-        "owner_name": _text(owner.get("name")),
-        "owner_uid": _text(owner.get("uid"))
-        or _text(_get(meta, "labels", "kueue.x-k8s.io/job-uid")),
+        "owner_kind": text_or_none(owner.get("kind")),
+        "owner_name": text_or_none(owner.get("name")),
+        "owner_uid": text_or_none(owner.get("uid"))
+        or text_or_none(get_path(meta, "labels", "kueue.x-k8s.io/job-uid")),
         "created_at": created,
         "deleted_at": parse_k8s_time(meta.get("deletionTimestamp"), "metadata.deletionTimestamp"),
         **conds,
-        "requeue_count": _int(requeue.get("count"), "status.requeueState.count"),
+        "requeue_count": int_or_none(requeue.get("count"), "status.requeueState.count"),
         "requeue_at": parse_k8s_time(requeue.get("requeueAt"), "status.requeueState.requeueAt"),
         "evictions": sum(by_reason.values()) if evictions else None,
         "eviction_reasons": json.dumps(by_reason, sort_keys=True) if by_reason else None,
-        "past_execution_s": _int(past, "status.accumulatedPastExecutionTimeSeconds"),
+        "past_execution_s": int_or_none(past, "status.accumulatedPastExecutionTimeSeconds"),
         "conditions": cond_json,
     }
 
@@ -425,37 +405,20 @@ def _parse(
     key: list[str],
 ) -> ParseResult:
     """Shared driver: items → rows (``build`` may give several rows per item), last uid wins."""
-    file = str(path)
-    items, framing = read_json_items(path, list_kinds=list_kinds)
-    rows: list[dict[str, Any]] = []
-    rejects: list[tuple[int, str, str, str]] = []
-    for item, built, err in iter_rows(items, lambda o: {"rows": build(o)}):
-        if built is not None:
-            rows.extend({**r, "line_no": item.line_no} for r in built["rows"])
-        else:
-            assert err is not None
-            rejects.append((item.line_no, err[0], item.raw, err[1]))
-    if items and not rows and all_foreign(rejects):
-        raise InputFormatError(file, f"no item is a Kueue {kind}")
-    frame = pl.DataFrame(
-        rows, schema={c: t for c, t in schema.items() if c not in ("cluster", "file")}
-    )
+    read = read_rows(path, list_kinds=list_kinds, build=build, what=f"Kueue {kind}")
+    frame = rows_frame(read.rows, schema)
     last_item = frame.group_by(key[0]).agg(pl.col("line_no").max().alias("_last"))
-    kept = (
+    kept = stamp(
         frame.join(last_item, on=key[0], how="left")
         .filter(pl.col("line_no") == pl.col("_last"))
         .unique(key, keep="last", maintain_order=True)
-        .sort("line_no", maintain_order=True)
-        .with_columns(pl.lit(cluster).alias("cluster"), pl.lit(file).alias("file"))
-        .select([pl.col(c).cast(t) for c, t in schema.items()])
+        .sort("line_no", maintain_order=True),
+        schema,
+        cluster=cluster,
+        file=read.file,
     )
     items_kept = kept.select(key[0]).n_unique() if kept.height else 0
-    info: dict[str, object] = {
-        "framing": framing,
-        "items": len(items),
-        "duplicates": len(items) - len(rejects) - items_kept,
-    }
-    return ParseResult(rows=kept, rejected=rejected_frame(file, rejects), info=info)
+    return parse_result(read, kept, duplicates=len(read.items) - len(read.rejects) - items_kept)
 
 
 def parse_k8s_workloads(path: str | Path, *, cluster: str = "default") -> ParseResult:
@@ -551,19 +514,21 @@ def _cluster_queue_rows(obj: dict[str, Any]) -> list[dict[str, Any]]:
     spec = _dict(obj.get("spec"), "spec")
     status = _dict(obj.get("status"), "status")
     # v1beta1 spec.cohort; v1beta2 spec.cohortName.
-    cohort = _text(spec.get("cohort")) or _text(spec.get("cohortName"))
+    cohort = text_or_none(spec.get("cohort")) or text_or_none(spec.get("cohortName"))
     usage = _usage(status, "flavorsUsage")
-    weight = _get(spec, "fairSharing", "weight")
+    weight = get_path(spec, "fairSharing", "weight")
     base = {
         "name": str(meta["name"]),
         "uid": str(meta["uid"]),
         "cohort": cohort,
-        "queueing_strategy": _text(spec.get("queueingStrategy")),
-        "preemption_within_cq": _text(_get(spec, "preemption", "withinClusterQueue")),
-        "reclaim_within_cohort": _text(_get(spec, "preemption", "reclaimWithinCohort")),
+        "queueing_strategy": text_or_none(spec.get("queueingStrategy")),
+        "preemption_within_cq": text_or_none(get_path(spec, "preemption", "withinClusterQueue")),
+        "reclaim_within_cohort": text_or_none(get_path(spec, "preemption", "reclaimWithinCohort")),
         "fair_sharing_weight": None if weight is None else parse_quantity(weight, "weight"),
-        "pending_workloads": _int(status.get("pendingWorkloads"), "status.pendingWorkloads"),
-        "admitted_workloads": _int(status.get("admittedWorkloads"), "status.admittedWorkloads"),
+        "pending_workloads": int_or_none(status.get("pendingWorkloads"), "status.pendingWorkloads"),
+        "admitted_workloads": int_or_none(
+            status.get("admittedWorkloads"), "status.admittedWorkloads"
+        ),
         "created_at": parse_k8s_time(meta.get("creationTimestamp"), "creationTimestamp"),
     }
     rows: list[dict[str, Any]] = []
@@ -655,13 +620,17 @@ def _local_queue_row(obj: dict[str, Any]) -> list[dict[str, Any]]:
             "namespace": str(meta["namespace"]),
             "name": str(meta["name"]),
             "uid": str(meta["uid"]),
-            "cluster_queue": _text(spec.get("clusterQueue")),
-            "stop_policy": _text(spec.get("stopPolicy")),
-            "pending_workloads": _int(status.get("pendingWorkloads"), "status.pendingWorkloads"),
-            "reserving_workloads": _int(
+            "cluster_queue": text_or_none(spec.get("clusterQueue")),
+            "stop_policy": text_or_none(spec.get("stopPolicy")),
+            "pending_workloads": int_or_none(
+                status.get("pendingWorkloads"), "status.pendingWorkloads"
+            ),
+            "reserving_workloads": int_or_none(
                 status.get("reservingWorkloads"), "status.reservingWorkloads"
             ),
-            "admitted_workloads": _int(status.get("admittedWorkloads"), "status.admittedWorkloads"),
+            "admitted_workloads": int_or_none(
+                status.get("admittedWorkloads"), "status.admittedWorkloads"
+            ),
             "created_at": parse_k8s_time(meta.get("creationTimestamp"), "creationTimestamp"),
         }
     ]

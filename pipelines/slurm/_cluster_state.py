@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -865,6 +866,42 @@ def _split_psv(line: str, n: int) -> list[str] | None:
     return parts if len(parts) == n else None
 
 
+def _psv_names(header: str) -> list[str]:
+    """The column names of a ``--parsable2`` header line (a trailing ``|`` is tolerated)."""
+    names = header.split("|")
+    if names and names[-1] == "":
+        names = names[:-1]
+    return names
+
+
+def _psv_line(
+    out: _Out,
+    no: int,
+    line: str,
+    keys: Sequence[str | None],
+    build: Callable[[dict[str, str]], dict[str, Any]],
+    *,
+    width_reason: str | None = None,
+) -> None:
+    """Add the row ``build`` makes of one ``--parsable2`` data line to ``out``, or reject it.
+
+    ``keys`` names each column (None: not read). A line with another number of fields is
+    rejected (``width_reason``, else the counts), as is one ``build`` raises :class:`_BadValue`
+    for.
+    """
+    parts = _split_psv(line, len(keys))
+    if parts is None:
+        out.reject(
+            no, line, width_reason or f"{len(line.split('|'))} fields, header has {len(keys)}"
+        )
+        return
+    values = {k: v for k, v in zip(keys, parts, strict=True) if k is not None}
+    try:
+        out.rows.append(build(values))
+    except _BadValue as err:
+        out.reject(no, line, str(err), field_name=err.field_name)
+
+
 def parse_sacctmgr_events(
     path: str | Path,
     *,
@@ -897,9 +934,7 @@ def parse_sacctmgr_events(
     dst = [0]
     if not lines or not lines[0].strip():
         return out.result(EVENT_SCHEMA, {"fields": []})
-    names = lines[0].split("|")
-    if names and names[-1] == "":
-        names = names[:-1]
+    names = _psv_names(lines[0])
     keys = [_EVENT_COLUMNS.get(_header_key(n)) for n in names]
     if "start" not in keys:
         raise InputFormatError(
@@ -908,15 +943,8 @@ def parse_sacctmgr_events(
     for no, line in enumerate(lines[1:], 2):
         if not line.strip():
             continue
-        parts = _split_psv(line, len(names))
-        if parts is None:
-            out.reject(no, line, f"{len(line.split('|'))} fields, header has {len(names)}")
-            continue
-        values = {k: v for k, v in zip(keys, parts, strict=True) if k is not None}
-        try:
-            out.rows.append(_event_row(values, cluster, zone, dst, file, no))
-        except _BadValue as err:
-            out.reject(no, line, str(err), field_name=err.field_name)
+        build = partial(_event_row, cluster=cluster, zone=zone, dst=dst, file=file, no=no)
+        _psv_line(out, no, line, keys, build)
     return out.result(EVENT_SCHEMA, {"fields": names, "dst_adjusted": dst[0]})
 
 
@@ -1093,15 +1121,8 @@ def parse_sshare(
             continue
         if line.startswith("Account|"):
             continue  # the header again (one per cluster with -M)
-        parts = _split_psv(line, len(names))
-        if parts is None:
-            out.reject(no, line, f"{len(line.split('|'))} fields, header has {len(names)}")
-            continue
-        values = {k: v for k, v in zip(keys, parts, strict=True) if k is not None}
-        try:
-            out.rows.append(_sshare_row(values, current, snap, file, no))
-        except _BadValue as err:
-            out.reject(no, line, str(err), field_name=err.field_name)
+        build = partial(_sshare_row, cluster=current, snap=snap, file=file, no=no)
+        _psv_line(out, no, line, keys, build)
     return out.result(SSHARE_SCHEMA, {"fields": names or []})
 
 

@@ -11,37 +11,18 @@ Set ``GOODPUT_KEEP_SLURM_DIR=1`` to keep the cluster's folder (configs, logs) af
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.integration.slurm import ClusterRun, SlurmTestCluster, capture_run, missing_requirements
-
-REQUIRE_SLURM_ENV = "GOODPUT_REQUIRE_SLURM"
-KEEP_DIR_ENV = "GOODPUT_KEEP_SLURM_DIR"
+from tests.integration.slurm import ClusterRun, SlurmTestCluster, capture_run
+from tests.integration.slurm.private import cluster_dir
 
 
 @pytest.fixture(scope="session")
 def slurm_cluster() -> Iterator[ClusterRun]:
     """A started 4-node, 32-GPU Slurm cluster after the job mix, with the hour rolled up."""
-    problems = [f"missing {name}" for name in missing_requirements()]
-    if os.geteuid() != 0:
-        problems.append("not root (the daemons run jobs as other users)")
-    if problems:
-        message = (
-            f"real Slurm cluster unavailable: {', '.join(problems)}; "
-            "run `sudo scripts/install-system-deps.sh` (as `make test` does)"
-        )
-        if os.environ.get(REQUIRE_SLURM_ENV):
-            pytest.fail(f"{message} [{REQUIRE_SLURM_ENV} is set]", pytrace=False)
-        pytest.skip(message)
-    # Not pytest's tmp_path: jobs run as other uids and must traverse the folder's parents.
-    base = Path(tempfile.mkdtemp(prefix="goodput-slurm-"))
-    try:
+    with cluster_dir("goodput-slurm-") as base:
         with SlurmTestCluster(base) as cluster:
             run = capture_run(cluster)
             yield run
@@ -51,8 +32,3 @@ def slurm_cluster() -> Iterator[ClusterRun]:
             f"{cluster.hour_margin_s:.0f} s waiting for the hour), mix {run.mix_wall_s:.0f} s, "
             f"rollup {run.rollup_wall_s:.1f} s, RSS {run.rss_mb:.0f} MiB; sreport {run.sreport}"
         )
-    finally:
-        if os.environ.get(KEEP_DIR_ENV):
-            print(f"\nSlurm test cluster folder kept: {base}")
-        else:
-            shutil.rmtree(base, ignore_errors=True)

@@ -16,10 +16,7 @@ cluster is stopped (its jobs cancelled) when the module ends.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,14 +37,11 @@ from tests.integration.slurm import (
     GPUS_PER_NODE,
     NODE_NAMES,
     SlurmTestCluster,
-    missing_requirements,
 )
+from tests.integration.slurm.private import private_cluster
 
 pytestmark = pytest.mark.slurm
 
-#: As in ``tests/integration/conftest.py``: set, a missing Slurm fails instead of skipping.
-REQUIRE_SLURM_ENV = "GOODPUT_REQUIRE_SLURM"
-KEEP_DIR_ENV = "GOODPUT_KEEP_SLURM_DIR"
 
 #: A ``Nodes=… GRES=gpu…(IDX:…)`` entry as ``scontrol show job -d`` prints it (the test's own
 #: reading, independent of the parser).
@@ -90,27 +84,8 @@ class GresMap:
 @pytest.fixture(scope="module")
 def gres_cluster() -> Iterator[SlurmTestCluster]:
     """A started 4-node, 32-GPU cluster of this module's own, stopped when the module ends."""
-    problems = [f"missing {name}" for name in missing_requirements()]
-    if os.geteuid() != 0:
-        problems.append("not root (the daemons run jobs as other users)")
-    if problems:
-        message = (
-            f"real Slurm cluster unavailable: {', '.join(problems)}; "
-            "run `sudo scripts/install-system-deps.sh` (as `make test` does)"
-        )
-        if os.environ.get(REQUIRE_SLURM_ENV):
-            pytest.fail(f"{message} [{REQUIRE_SLURM_ENV} is set]", pytrace=False)
-        pytest.skip(message)
-    # not pytest's tmp_path: jobs run as other uids and must traverse the folder's parents
-    base = Path(tempfile.mkdtemp(prefix="goodput-slurm-gres-"))
-    try:
-        with SlurmTestCluster(base) as cluster:
-            yield cluster
-    finally:
-        if os.environ.get(KEEP_DIR_ENV):
-            print(f"\nSlurm test cluster folder kept: {base}")
-        else:
-            shutil.rmtree(base, ignore_errors=True)
+    with private_cluster("goodput-slurm-gres-") as cluster:
+        yield cluster
 
 
 def _fetch(cluster: SlurmTestCluster, spool: Path) -> tuple[Path, ParseResult]:
