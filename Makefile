@@ -45,7 +45,7 @@ typecheck: install
 	$(BIN)/mypy
 
 pytest: install
-	GOODPUT_REQUIRE_SLURM=1 GOODPUT_REQUIRE_PROMETHEUS=1 GOODPUT_REQUIRE_BROWSER=1 $(BIN)/python -m pytest
+	GOODPUT_REQUIRE_SLURM=1 GOODPUT_REQUIRE_PROMETHEUS=1 GOODPUT_REQUIRE_BROWSER=1 GOODPUT_REQUIRE_MOTO=1 $(BIN)/python -m pytest
 
 test: install system-deps lint typecheck pytest
 

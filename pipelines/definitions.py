@@ -17,6 +17,7 @@ from pipelines.dcgm.assets import build_dcgm_assets
 from pipelines.dcgm.resources import DcgmFileSource, PrometheusDcgmSource
 from pipelines.kubernetes.assets import build_kubernetes_assets
 from pipelines.kubernetes.resources import K8sEventsFileSource, K8sPodsFileSource
+from pipelines.lake_assets import LakeResource, lake_export
 from pipelines.partitions import cluster_day_partitions
 from pipelines.report.dagster import (
     WEEKLY_REPORT_KEY,
@@ -92,7 +93,14 @@ def build_defs(cfg: Config | None = None) -> dg.Definitions:
         description="Recompute core + analytics; publish the serving copy.",
     )
     return dg.Definitions(
-        assets=[*raw_assets, core_and_analytics, recommendations, serving_copy, weekly_report],
+        assets=[
+            *raw_assets,
+            core_and_analytics,
+            recommendations,
+            serving_copy,
+            lake_export,
+            weekly_report,
+        ],
         jobs=[raw_job, analytics_job, weekly_report_job],
         schedules=[
             *build_daily_schedules(cfg, RAW_JOB, ANALYTICS_JOB),
@@ -107,6 +115,7 @@ def build_defs(cfg: Config | None = None) -> dg.Definitions:
             "k8s_events_source": K8sEventsFileSource(inputs_dir=inputs),
             "k8s_pods_source": K8sPodsFileSource(inputs_dir=inputs),
             "dcgm_source": _dcgm_source(cfg),
+            "lake": LakeResource(),
         },
     )
 

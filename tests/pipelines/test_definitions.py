@@ -15,7 +15,7 @@ EXPECTED_ASSETS = {
     "analytics/fairness_summary_weekly", "analytics/node_reliability", "core/k8s_workloads",
     "core/k8s_pending_reasons", "analytics/job_gpu_summary",
     "analytics/gpu_activity", "analytics/weekly_report",
-    "analytics/recommendations",
+    "analytics/recommendations", "analytics/lake_export",
 }  # fmt: skip
 
 
