@@ -2,11 +2,13 @@
 
 Writes a ``sacct --parsable2 --duplicates`` file with N allocations, each followed by its
 ``.batch`` and ``.extern`` steps (3N lines), then measures in separate processes (so peak memory
-is each one's own):
+is each one's own; the file is written by a process of its own too, because on Linux a child's
+``ru_maxrss`` starts at its parent's peak):
 
 - floor: DuckDB ``read_csv(all_varchar)`` of the file into a table of strings;
-- ours: ``parse_sacct`` (every value typed, identities, GPUs, hostlists) plus the load into the
-  warehouse's raw table (``load_parse_result``).
+- ours: ``ingest_file``: ``iter_parse_sacct`` (every value typed, identities, GPUs, hostlists;
+  the file streamed in blocks of 64 MiB) plus the load of each block into the warehouse's raw
+  table, in one transaction (``load_parse_results``).
 
 Usage: ``python bench/bench_sacct_ingest.py [--allocations 1000000]``. Prints one JSON line.
 """
@@ -75,6 +77,19 @@ def write_file(path: Path, n: int) -> None:
         fh.write("\n")
 
 
+def _peak_mb() -> float:
+    """This process's peak resident memory in MB: ``VmHWM`` (Linux: this program's own, from
+    its ``exec``), else ``ru_maxrss`` (which on Linux includes the parent's peak before it)."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        status = ""
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def _child(kind: str, path: str, db: str) -> None:
     import duckdb
 
@@ -96,7 +111,7 @@ def _child(kind: str, path: str, db: str) -> None:
             stats = ingest_file(con, "sacct", Path(path), IngestOptions(cluster="bench", tz="UTC"))
             rows = stats.rows_loaded
     elapsed = time.perf_counter() - t0
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = _peak_mb()
     print(json.dumps({"kind": kind, "seconds": elapsed, "rows": rows, "peak_mb": peak_mb}))
 
 
@@ -105,14 +120,19 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--allocations", type=int, default=1_000_000)
     ap.add_argument("--child", nargs=3, metavar=("KIND", "PATH", "DB"))
+    ap.add_argument("--generate", metavar="PATH")
     args = ap.parse_args()
     if args.child:
         _child(*args.child)
         return
+    if args.generate:
+        write_file(Path(args.generate), args.allocations)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         f = Path(tmp) / "sacct.psv"
         t0 = time.perf_counter()
-        write_file(f, args.allocations)
+        generate = ["--allocations", str(args.allocations), "--generate", str(f)]
+        subprocess.run([sys.executable, __file__, *generate], check=True)
         gen_s = time.perf_counter() - t0
         out = {"allocations": args.allocations, "lines": 3 * args.allocations,
                "file_mb": f.stat().st_size / 1e6, "generate_s": gen_s}  # fmt: skip

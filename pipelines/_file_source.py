@@ -15,7 +15,10 @@ KIND_GLOBS: dict[str, tuple[str, tuple[str, ...]]] = {
     "k8s-events": ("k8s", ("events*.json", "events*.jsonl")),
     "k8s-pods": ("k8s", ("pods*.json",)),
     "dcgm": ("dcgm", ("*.prom", "*.prom.gz", "*.txt", "*.om", "*.om.gz")),
-    "slurm-state": ("slurm_state", ("events*", "nodes*", "sshare*", "jobs*")),
+    "slurm-state": (
+        "slurm_state",
+        ("events*", "nodes*", "sshare*", "jobs*", "reservations*", "reservation_history*"),
+    ),
 }
 
 

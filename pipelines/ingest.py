@@ -11,7 +11,7 @@ from pathlib import Path
 import duckdb
 
 from pipelines._parse_result import InputFormatError, ParseResult
-from pipelines.warehouse import IngestStats, load_parse_result
+from pipelines.warehouse import IngestStats, load_parse_result, load_parse_results
 
 __all__ = ["SOURCES", "IngestOptions", "file_day", "ingest_file", "parse_file"]
 
@@ -21,7 +21,8 @@ SOURCES = ("sacct", "k8s-events", "k8s-pods", "dcgm", "slurm-state")
 #: ``slurm-state`` files (``<cluster>/slurm_state/<kind>_<day>.*``, as the live state source
 #: spools them) by name prefix → the raw source they load into.
 STATE_PREFIXES = {"events": "slurm-events", "nodes": "slurm-nodes", "sshare": "sshare",
-                  "jobs": "slurm-jobs-gres"}  # fmt: skip
+                  "jobs": "slurm-jobs-gres", "reservation_history": "slurm-reservations",
+                  "reservations": "slurm-reservations"}  # fmt: skip
 
 
 def state_source(path: Path) -> str:
@@ -37,6 +38,9 @@ def state_source(path: Path) -> str:
         str(path), f"not a Slurm state file: the name must start with {', '.join(STATE_PREFIXES)}"
     )
 
+
+#: Bytes of a sacct text file :func:`ingest_file` parses at a time (bounds its memory).
+SACCT_CHUNK_BYTES = 64 << 20
 
 _DAY_RE = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})")
 
@@ -110,6 +114,12 @@ def parse_file(source: str, path: Path, opts: IngestOptions) -> ParseResult:
         if source == "slurm-nodes":
             return cs.parse_scontrol_nodes(path, cluster=opts.cluster, tz=opts.tz)
         return cs.parse_sshare(path, cluster=opts.cluster)
+    if source == "slurm-reservations":
+        from pipelines.slurm import _reservations as rs
+
+        if path.name.startswith("reservation_history"):
+            return rs.parse_sacctmgr_reservations(path, cluster=opts.cluster, tz=opts.tz)
+        return rs.parse_scontrol_reservations(path, cluster=opts.cluster, tz=opts.tz)
     if source == "slurm-state":
         return parse_file(state_source(path), path, opts)
     raise ValueError(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
@@ -120,10 +130,28 @@ def ingest_file(
 ) -> IngestStats:
     """Parse one file and load it into its raw table (replacing an earlier load of it).
 
+    A ``sacct`` text file is parsed and loaded in blocks of :data:`SACCT_CHUNK_BYTES` (one
+    transaction still), so memory stays bounded however large the file; other inputs (and
+    ``sacct --json``) are parsed whole.
+
     Raises:
         InputFormatError: the file cannot be read or is not of the named kind.
     """
     if source == "slurm-state":
         source = state_source(path)
+    if source == "sacct" and path.is_file():
+        from pipelines.slurm._sacct_parse import iter_parse_sacct
+
+        results = iter_parse_sacct(
+            path,
+            fields=opts.fields,
+            delimiter=opts.delimiter,
+            cluster=opts.cluster,
+            tz=opts.tz,
+            chunk_bytes=SACCT_CHUNK_BYTES,
+        )
+        return load_parse_results(
+            con, source=source, cluster=opts.cluster, file=path, results=results
+        )
     result = parse_file(source, path, opts)
     return load_parse_result(con, source=source, cluster=opts.cluster, file=path, result=result)

@@ -13,7 +13,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +31,7 @@ __all__ = [
     "ensure_raw_tables",
     "init_warehouse",
     "load_parse_result",
+    "load_parse_results",
     "publish_serving_copy",
     "raw_table_schemas",
 ]
@@ -45,6 +46,7 @@ RAW_TABLES: dict[str, str] = {
     "slurm-nodes": "raw.slurm_nodes",
     "sshare": "raw.sshare",
     "slurm-jobs-gres": "raw.slurm_job_gres",
+    "slurm-reservations": "raw.slurm_reservations",
 }
 
 
@@ -93,6 +95,7 @@ def raw_table_schemas() -> dict[str, dict[str, pl.DataType]]:
         SCONTROL_JOB_SCHEMA,
         SSHARE_SCHEMA,
     )
+    from pipelines.slurm._reservations import RESERVATION_SCHEMA
     from pipelines.slurm._sacct_parse import SLURM_ROW_SCHEMA
 
     out: dict[str, dict[str, pl.DataType]] = {}
@@ -105,6 +108,7 @@ def raw_table_schemas() -> dict[str, dict[str, pl.DataType]]:
         ("raw.slurm_nodes", NODE_SCHEMA),
         ("raw.sshare", SSHARE_SCHEMA),
         ("raw.slurm_job_gres", SCONTROL_JOB_SCHEMA),
+        ("raw.slurm_reservations", RESERVATION_SCHEMA),
     ):
         out[table] = {**schema, "ingest_id": pl.Int64()}
     return out
@@ -146,7 +150,8 @@ def load_parse_result(
     """Load one parsed file into its raw table, replacing any earlier load of the same file.
 
     The delete of the earlier load and the insert run in one transaction, so re-running an ingest
-    is idempotent and a failure leaves the previous load in place.
+    is idempotent and a failure leaves the previous load in place. A single-result
+    :func:`load_parse_results`.
 
     Args:
         con: a read-write connection to an initialised warehouse.
@@ -162,13 +167,54 @@ def load_parse_result(
     Raises:
         KeyError: unknown ``source``.
     """
+    return load_parse_results(
+        con, source=source, cluster=cluster, file=file, results=(result,), loaded_at=loaded_at
+    )
+
+
+def load_parse_results(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    source: str,
+    cluster: str | None,
+    file: str | Path,
+    results: Iterable[ParseResult],
+    loaded_at: dt.datetime | None = None,
+) -> IngestStats:
+    """Load one file parsed in pieces into its raw table, replacing any earlier load of it.
+
+    The earlier loads of the file are deleted first; then each result is inserted as it comes
+    (so only one piece is in memory at a time when ``results`` is a generator, such as
+    :func:`pipelines.slurm._sacct_parse.iter_parse_sacct`), all under one ingest id, in one
+    transaction: re-running an ingest is idempotent, and a failure (also one raised by
+    ``results``) leaves the previous load in place.
+
+    The ingest's ``rows_loaded`` and ``rows_rejected`` are the pieces' sums; its ``info`` merges
+    the pieces' ``info``: ``int`` values (counts) are summed, any other value is the last
+    piece's.
+
+    Args:
+        con: a read-write connection to an initialised warehouse.
+        source: one of :data:`RAW_TABLES`.
+        cluster: the cluster the rows belong to (bookkeeping only; rows carry their own).
+        file: the input's path; its absolute form identifies the load.
+        results: the parser's results for the file, in file order.
+        loaded_at: load time (UTC); default now.
+
+    Returns:
+        The load's statistics.
+
+    Raises:
+        KeyError: unknown ``source``.
+    """
     table = RAW_TABLES[source]
     file_key = (
         str(Path(file).resolve()) if not str(file).startswith(("http:", "https:")) else str(file)
     )
     loaded_at = loaded_at or dt.datetime.now(dt.UTC)
-    rows = result.rows.with_columns(pl.lit(None, dtype=pl.Int64()).alias("ingest_id"))
-    rejected = result.rejected
+    rows_loaded = 0
+    rows_rejected = 0
+    info: dict[str, object] = {}
     con.execute("BEGIN TRANSACTION")
     try:
         previous = [
@@ -186,12 +232,20 @@ def load_parse_result(
         # fetchall, not fetchone: DuckDB 2 keeps a half-read result open on the connection.
         rows_next = con.execute(load_sql("raw/next_ingest_id")).fetchall()
         ingest_id = int(rows_next[0][0]) if rows_next else 1
-        _rows = rows.with_columns(pl.lit(ingest_id, dtype=pl.Int64()).alias("ingest_id"))
-        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _rows")
-        _rej = rejected.with_columns(
-            pl.lit(source).alias("source"), pl.lit(ingest_id, dtype=pl.Int64()).alias("ingest_id")
-        )
-        con.execute("INSERT INTO raw.rejected_rows BY NAME SELECT * FROM _rej")
+        for result in results:
+            _rows = result.rows.with_columns(pl.lit(ingest_id, dtype=pl.Int64()).alias("ingest_id"))
+            con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _rows")
+            _rej = result.rejected.with_columns(
+                pl.lit(source).alias("source"),
+                pl.lit(ingest_id, dtype=pl.Int64()).alias("ingest_id"),
+            )
+            if _rej.height:
+                con.execute("INSERT INTO raw.rejected_rows BY NAME SELECT * FROM _rej")
+            rows_loaded += _rows.height
+            rows_rejected += _rej.height
+            _merge_info(info, result.info)
+            # free this piece before the next is parsed
+            del _rows, _rej, result
         con.execute(
             load_sql("raw/insert_ingest"),
             {
@@ -201,9 +255,9 @@ def load_parse_result(
                 "file": file_key,
                 "sha256": _sha256(Path(file_key)),
                 "loaded_at": loaded_at,
-                "rows_loaded": rows.height,
-                "rows_rejected": rejected.height,
-                "info": json.dumps(result.info, default=str, sort_keys=True),
+                "rows_loaded": rows_loaded,
+                "rows_rejected": rows_rejected,
+                "info": json.dumps(info, default=str, sort_keys=True),
             },
         )
         con.execute("COMMIT")
@@ -214,10 +268,25 @@ def load_parse_result(
         ingest_id=ingest_id,
         source=source,
         file=file_key,
-        rows_loaded=rows.height,
-        rows_rejected=rejected.height,
+        rows_loaded=rows_loaded,
+        rows_rejected=rows_rejected,
         replaced_ingests=len(previous),
     )
+
+
+def _merge_info(merged: dict[str, object], info: dict[str, object]) -> None:
+    """Fold one piece's ``info`` into ``merged``: ``int`` counts add up, other values replace."""
+    for key, value in info.items():
+        before = merged.get(key)
+        if (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and isinstance(before, int)
+            and not isinstance(before, bool)
+        ):
+            merged[key] = before + value
+        else:
+            merged[key] = value
 
 
 def publish_serving_copy(warehouse: str | Path, serving: str | Path) -> Path:

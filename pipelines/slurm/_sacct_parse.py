@@ -1,7 +1,8 @@
 """Parse Slurm ``sacct`` text output (``--parsable2`` / ``--parsable``) into typed job rows.
 
-One function, :func:`parse_sacct`, reads one file into a
-:class:`~pipelines._parse_result.ParseResult` whose ``rows`` follow :data:`SLURM_ROW_SCHEMA`.
+:func:`parse_sacct` reads one file into a :class:`~pipelines._parse_result.ParseResult` whose
+``rows`` follow :data:`SLURM_ROW_SCHEMA`; :func:`iter_parse_sacct` streams a large file in
+blocks of lines, one result per block, in bounded memory (the same rows, concatenated).
 The common path is vectorised polars work (lines and fields split by polars' CSV reader, values
 by regex on whole columns, repeated TRES strings and host lists typed once); only rare records
 (multi-line, pending arrays, odd host lists, DST-odd local times) go through Python.
@@ -9,11 +10,12 @@ by regex on whole columns, repeated TRES strings and host lists typed once); onl
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
@@ -44,7 +46,14 @@ from pipelines.slurm._sacct_values import (
     tres_gpus,
 )
 
-__all__ = ["SLURM_ROW_SCHEMA", "SacctFormatError", "gpus_from_tres", "parse_sacct"]
+__all__ = [
+    "SLURM_ROW_SCHEMA",
+    "SUMMED_INFO_KEYS",
+    "SacctFormatError",
+    "gpus_from_tres",
+    "iter_parse_sacct",
+    "parse_sacct",
+]
 
 _UTC = pl.Datetime("us", "UTC")
 
@@ -101,10 +110,35 @@ SLURM_ROW_SCHEMA: dict[str, pl.DataType] = {
     "extra": pl.String(),
 }
 
+#: ``info`` keys of a text file's result that count something (its ``int`` values): summed over
+#: the results of :func:`iter_parse_sacct`, they give the whole file's. The other keys are the
+#: same in each result, but ``encoding`` (the last result's is the file's).
+SUMMED_INFO_KEYS = (
+    "lines",
+    "rows",
+    "rejected",
+    "blank_lines",
+    "repeated_headers",
+    "joined_records",
+    "surplus_joined",
+    "dst_ambiguous",
+    "dst_nonexistent",
+    "array_rows_expanded",
+)
+
 #: Lines a multi-line record may span (a SubmitLine with newlines).
 _MAX_JOIN_LINES = 64
 #: Lines read for layout detection.
 _SAMPLE_LINES = 200
+#: Bytes at the start of a file the layout-detection lines are taken from.
+_SAMPLE_BYTES = 1 << 20
+#: Bytes at the start of a file checked for binary content and JSON.
+_HEAD_BYTES = 65536
+#: Bytes read at a time when checking that the rest of a file is UTF-8.
+_VALIDATE_BYTES = 16 << 20
+#: Bytes read at a time by :func:`iter_parse_sacct` (at most).
+_READ_BYTES = 4 << 20
+_BOM = b"\xef\xbb\xbf"
 #: Records typed at a time (bounds the memory of the intermediate columns).
 _CHUNK_ROWS = 500_000
 #: Bytes of a clean file split and typed at a time.
@@ -140,9 +174,9 @@ def _read(path: str | Path, text: str | None, file: str) -> tuple[bytes, str]:
         data = Path(path).read_bytes()
     except OSError as err:
         raise SacctFormatError(file, f"cannot read the file: {err}") from err
-    if b"\x00" in data[:65536]:
+    if b"\x00" in data[:_HEAD_BYTES]:
         raise SacctFormatError(file, "binary content (NUL bytes), not sacct text output")
-    return data.removeprefix(b"\xef\xbb\xbf"), "utf-8"
+    return data.removeprefix(_BOM), "utf-8"
 
 
 def _lines(data: bytes, encoding: str) -> tuple[pl.DataFrame, str, bytes]:
@@ -220,17 +254,30 @@ def _rejected(
 
 
 def _records(
-    file: str, lines: pl.DataFrame, layout: Layout, first_data: int, info: dict[str, Any]
-) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
+    file: str,
+    lines: pl.DataFrame,
+    layout: Layout,
+    first_data: int,
+    info: dict[str, Any],
+    *,
+    final: bool = True,
+) -> tuple[pl.DataFrame, list[pl.DataFrame], int]:
     """Group physical lines into records with the expected field count.
 
     Counts ``blank_lines``, ``repeated_headers``, ``joined_records`` and ``surplus_joined``
     (lines whose surplus delimiters went into the free-text last field) into ``info``.
 
+    A short line is joined with the lines after it (at most :data:`_MAX_JOIN_LINES` in all) while
+    together they have fewer fields than a record. When ``lines`` is one block of a longer file
+    (``final`` False), the first short line whose join reaches the block's last line unfinished
+    may need lines of the next block: the lines from it on are left out (the caller parses them
+    with the next block). Every line before it is grouped exactly as in the whole file.
+
     Returns:
-        ``(records, rejected)``: records with ``line`` (the raw text), ``body`` (trailing
-        delimiter removed), ``line_no``, ``line_end``, sorted by line; and frames of rejected
-        lines.
+        ``(records, rejected, kept)``: records with ``line`` (the raw text), ``body`` (trailing
+        delimiter removed), ``line_no``, ``line_end``, sorted by line; frames of rejected
+        lines; and the number of physical lines of ``lines`` grouped (all of them unless
+        ``final`` is False and a join was left open).
     """
     n = len(layout.keys)
     delim = layout.delimiter
@@ -244,22 +291,6 @@ def _records(
         body=body,
     ).with_columns(parts=pl.col("body").str.count_matches(delim, literal=True).cast(pl.Int64) + 1)
     data_line = ~pl.col("blank") & ~pl.col("header")
-    rejected: list[pl.DataFrame] = []
-    info["surplus_joined"] = (
-        int(df.select((data_line & (pl.col("parts") > n)).sum()).item()) if free_last else 0
-    )
-    long = df.filter(data_line & (pl.col("parts") > n) & pl.lit(not free_last))
-    if long.height:
-        rejected.append(
-            _rejected(
-                file,
-                long["line_no"],
-                long["line_no"],
-                long["line"],
-                long.select(pl.format(f"expected {n} fields, found {{}}", "parts")).to_series(),
-                [None] * long.height,
-            )
-        )
     short_pos = df.select((data_line & (pl.col("parts") < n)).arg_true()).to_series().to_list()
     consumed: set[int] = set()
     joins: list[tuple[int, int]] = []
@@ -279,9 +310,35 @@ def _records(
             ):
                 end += 1
                 total += parts[end] - 1
+            if (
+                not final
+                and total < n
+                and end + 1 == len(parts)
+                and end - pos + 1 < _MAX_JOIN_LINES
+            ):
+                # the join may go on in the next block: leave the lines from here on out
+                df = df.head(pos)
+                short_pos = [p for p in short_pos if p < pos]
+                break
             if total == n and end > pos:
                 joins.append((pos, end))
                 consumed.update(range(pos, end + 1))
+    rejected: list[pl.DataFrame] = []
+    info["surplus_joined"] = (
+        int(df.select((data_line & (pl.col("parts") > n)).sum()).item()) if free_last else 0
+    )
+    long = df.filter(data_line & (pl.col("parts") > n) & pl.lit(not free_last))
+    if long.height:
+        rejected.append(
+            _rejected(
+                file,
+                long["line_no"],
+                long["line_no"],
+                long["line"],
+                long.select(pl.format(f"expected {n} fields, found {{}}", "parts")).to_series(),
+                [None] * long.height,
+            )
+        )
     join_rows: list[dict[str, Any]] = []
     line_col = df["line"]
     no_col = df["line_no"]
@@ -318,7 +375,7 @@ def _records(
     if join_rows:
         joined = pl.DataFrame(join_rows, schema=singles.schema)
         singles = pl.concat([singles, joined]).sort("line_no")
-    return singles, rejected
+    return singles, rejected, first_data - 1 + df.height
 
 
 # --------------------------------------------------------------------------- values
@@ -846,12 +903,9 @@ def parse_sacct(
         ValueError: ``tz`` is not a known time zone.
     """
     file = str(path)
-    try:
-        ZoneInfo(tz)
-    except (ZoneInfoNotFoundError, ValueError) as err:
-        raise ValueError(f"unknown time zone {tz!r}") from err
+    _check_tz(tz)
     data, encoding = _read(path, text, file)
-    document = check_kind(file, data[:65536].decode("utf-8", "replace"), data)
+    document = check_kind(file, data[:_HEAD_BYTES].decode("utf-8", "replace"), data)
     if document is not None:
         return _parse_json(file, document, cluster, tz)
     sample = _sample(data)
@@ -860,32 +914,276 @@ def parse_sacct(
         info["lines"] = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
         return _empty(file, info, fields, delimiter)
     layout = detect_layout(file, sample, fields, delimiter)
-    info.update(
-        format="parsable" if layout.parsable else "parsable2",
-        delimiter=layout.delimiter,
-        fields=list(layout.names),
-        header=layout.header,
-    )
     first_data = sample[0][0] + 1 if layout.header else 1
-    fast = _fast_parse(file, data, layout, first_data, cluster, tz, info)
+    parsed = _parse_block(file, data, encoding, layout, first_data, 0, cluster, tz)
+    assert parsed is not None  # a final block carries nothing over
+    return parsed[0]
+
+
+def iter_parse_sacct(
+    path: str | Path,
+    *,
+    fields: Sequence[str] | None = None,
+    delimiter: str | None = None,
+    cluster: str | None = None,
+    tz: str = "UTC",
+    chunk_bytes: int = 64 * 2**20,
+) -> Iterator[ParseResult]:
+    """Parse a ``sacct`` text file block by block, in memory bounded by ``chunk_bytes``.
+
+    The file is streamed in blocks of about ``chunk_bytes`` that end at a line end; the header
+    and layout are found once, from the start of the file, and each block is parsed like
+    :func:`parse_sacct` parses a whole file. Concatenated, the results' ``rows`` and
+    ``rejected`` equal :func:`parse_sacct`'s on the whole file (same line numbers, same
+    rejects): lines at a block's end that may be the start of a multi-line record (a newline in
+    SubmitLine) are carried over into the next block, so a record is joined as in the whole
+    file. A ``sacct --json`` document (the file starts with ``{`` or ``[``) is parsed whole, as
+    one result.
+
+    Each result's ``info`` describes its block. Merged, the keys of :data:`SUMMED_INFO_KEYS`
+    (``lines``, ``rows``, ``rejected``, ``blank_lines``, ``repeated_headers``,
+    ``joined_records``, ``surplus_joined``, ``dst_ambiguous``, ``dst_nonexistent``,
+    ``array_rows_expanded``: every ``int`` value) sum to the whole file's; the others
+    (``format``, ``delimiter``, ``fields``, ``header``) are the same in every block, except
+    ``encoding``, where the last block's value is the file's (a Latin-1 file is only found to
+    be one at its first byte that is not ASCII; the blocks before it are ASCII).
+
+    Args:
+        path: the file to read.
+        fields: ``sacct --format`` names in file order, for files without a header line.
+        delimiter: the field delimiter; None detects it.
+        cluster: the cluster name for rows without a Cluster value (default ``"default"``).
+        tz: the IANA zone that naive times are read in.
+        chunk_bytes: the size of a block in bytes (a block holds at least one whole line).
+
+    Yields:
+        One :class:`ParseResult` per block, in file order; at least one.
+
+    Raises:
+        SacctFormatError: as :func:`parse_sacct` (raised when the first result is asked for).
+        ValueError: ``tz`` is not a known time zone, or ``chunk_bytes`` is below 1.
+    """
+    file = str(path)
+    _check_tz(tz)
+    if chunk_bytes < 1:
+        raise ValueError(f"chunk_bytes must be at least 1, not {chunk_bytes}")
+    try:
+        fh = Path(path).open("rb")  # noqa: SIM115 (closed by the with below, also on close())
+        raw = fh.read(_SAMPLE_BYTES + len(_BOM) + 1)
+    except OSError as err:
+        raise SacctFormatError(file, f"cannot read the file: {err}") from err
+    with fh:
+        if b"\x00" in raw[:_HEAD_BYTES]:
+            raise SacctFormatError(file, "binary content (NUL bytes), not sacct text output")
+        data = raw.removeprefix(_BOM)
+        head = data[:_HEAD_BYTES].decode("utf-8", "replace")
+        if head.lstrip().startswith(("{", "[")):  # JSON (or text that starts like it): whole
+            yield parse_sacct(path, fields=fields, delimiter=delimiter, cluster=cluster, tz=tz)
+            return
+        check_kind(file, head, data)
+        sample = _sample(data)
+        if not sample:
+            lines = data.count(b"\n")
+            last = data[-1:]
+            while piece := fh.read(_VALIDATE_BYTES):
+                lines += piece.count(b"\n")
+                last = piece[-1:]
+            info: dict[str, Any] = {
+                "encoding": "utf-8",
+                "lines": lines + (1 if last not in (b"", b"\n") else 0),
+            }
+            yield _empty(file, info, fields, delimiter)
+            return
+        layout = detect_layout(file, sample, fields, delimiter)
+        first_data = sample[0][0] + 1 if layout.header else 1
+        yield from _iter_blocks(
+            file, fh, raw, layout, first_data, cluster, tz, chunk_bytes, path=Path(path)
+        )
+
+
+def _iter_blocks(
+    file: str,
+    fh: BinaryIO,
+    raw: bytes,
+    layout: Layout,
+    first_data: int,
+    cluster: str | None,
+    tz: str,
+    chunk_bytes: int,
+    *,
+    path: Path,
+) -> Iterator[ParseResult]:
+    """The results of :func:`iter_parse_sacct` for a text file whose first bytes, ``raw``,
+    are read (the rest comes from ``fh``)."""
+    encoding: str | None = None  # found at the first byte that is not ASCII
+    offset = 0  # of the next bytes read, in the file
+
+    def decoded(piece: bytes, skip: int = 0) -> bytes:
+        """``piece[skip:]`` (read at ``offset``) as UTF-8, the file's encoding found if due."""
+        nonlocal encoding, offset
+        if encoding is None and not piece.isascii():
+            encoding = "utf-8" if _is_utf8(path, offset) else "latin-1"
+        offset += len(piece)
+        if encoding == "latin-1":
+            return piece[skip:].decode("latin-1").encode("utf-8")
+        return piece[skip:]
+
+    # the bytes read and not yet parsed; read in pieces of at most _READ_BYTES, so that little
+    # more than a block is held while the block is parsed
+    pending = bytearray(decoded(raw, len(_BOM) if raw.startswith(_BOM) else 0))
+    del raw
+    read_bytes = min(max(chunk_bytes, _HEAD_BYTES), _READ_BYTES)
+    eof = False
+    first = True
+    line_offset = 0
+    # the first block holds at least the lines before the data (the header)
+    header_end = 0
+    for _ in range(first_data - 1):
+        header_end = pending.find(b"\n", header_end) + 1 or len(pending)
+    need = chunk_bytes
+    while True:
+        want = max(need, header_end if first else 1)
+        cut = pending.find(b"\n", want - 1)
+        while cut == -1 and not eof:
+            piece = fh.read(read_bytes)
+            if not piece:
+                eof = True
+                break
+            start = max(len(pending), want - 1)
+            pending += decoded(piece)
+            del piece
+            cut = pending.find(b"\n", start)
+        final = cut == -1 or (eof and cut + 1 == len(pending))
+        end = len(pending) if final else cut + 1
+        with memoryview(pending) as view:
+            block = bytes(view[:end])
+        del pending[:end]
+        if not block and not first:
+            return
+        parsed = _parse_block(
+            file,
+            block,
+            encoding or "utf-8",
+            layout,
+            first_data if first else 1,
+            line_offset,
+            cluster,
+            tz,
+            final=final,
+        )
+        if parsed is None:  # a multi-line record may fill the whole block: read more
+            need = len(block) + chunk_bytes
+            pending[:0] = block
+            continue
+        result, carried = parsed
+        del parsed
+        if carried:  # back to the front of what is left, for the next block
+            kept_end = len(block)
+            for _ in range(carried + 1):
+                kept_end = block.rfind(b"\n", 0, kept_end)
+            pending[:0] = block[kept_end + 1 :]
+        del block
+        lines = result.info["lines"]
+        assert isinstance(lines, int)
+        yield result
+        del result  # not held while the next block is parsed
+        if final:
+            return
+        line_offset += lines
+        first = False
+        need = chunk_bytes
+
+
+def _is_utf8(path: Path, offset: int) -> bool:
+    """Whether the file's bytes from ``offset`` on are UTF-8."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    with path.open("rb") as fh:
+        fh.seek(offset)
+        while piece := fh.read(_VALIDATE_BYTES):
+            if piece.isascii() and not decoder.getstate()[0]:
+                continue
+            try:
+                decoder.decode(piece)
+            except UnicodeDecodeError:
+                return False
+    try:
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _check_tz(tz: str) -> None:
+    try:
+        ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError) as err:
+        raise ValueError(f"unknown time zone {tz!r}") from err
+
+
+def _parse_block(
+    file: str,
+    data: bytes,
+    encoding: str,
+    layout: Layout,
+    first_data: int,
+    line_offset: int,
+    cluster: str | None,
+    tz: str,
+    *,
+    final: bool = True,
+) -> tuple[ParseResult, int] | None:
+    """Parse the lines of a whole text file, or of one block of it (whole lines).
+
+    Args:
+        file: the file's name, for rows and messages.
+        data: the block's bytes (UTF-8 unless ``encoding`` says the file is Latin-1 and the
+            block not yet re-encoded).
+        encoding: the file's encoding so far (``utf-8``/``latin-1``), for ``info``.
+        layout: the file's layout.
+        first_data: the block's 1-based line where data starts (after the header).
+        line_offset: physical lines of the file before the block (added to line numbers).
+        cluster: the cluster name for rows without a Cluster value.
+        tz: the zone of naive times.
+        final: the block ends the file; when False, lines at its end that may make one
+            record with lines of the next block are left out (see :func:`_records`).
+
+    Returns:
+        ``(result, carried)``: the block's :class:`ParseResult` (``info["lines"]`` counts the
+        lines parsed) and the number of lines at the block's end left out; None when no data
+        line could be parsed without the next block.
+    """
+    info: dict[str, Any] = {
+        "encoding": encoding,
+        "format": "parsable" if layout.parsable else "parsable2",
+        "delimiter": layout.delimiter,
+        "fields": list(layout.names),
+        "header": layout.header,
+    }
+    carried = 0
+    fast = _fast_parse(file, data, layout, first_data, cluster, tz, info, line_offset)
     if fast is not None:
         info.update(blank_lines=0, repeated_headers=0, joined_records=0, surplus_joined=0)
         rows, late = fast
         rejected: list[pl.DataFrame] = []
     else:
         lines, info["encoding"], data = _lines(data, encoding)
-        info["lines"] = lines.height
-        records, rejected = _records(file, lines, layout, first_data, info)
+        del data
+        if line_offset:
+            lines = lines.with_columns(pl.col("line_no") + line_offset)
+        records, rejected, kept = _records(file, lines, layout, first_data, info, final=final)
+        carried = lines.height - kept
+        if carried and kept < first_data:
+            return None
+        info["lines"] = kept
         del lines
         rows, late = _parse_records(
             file, _split_records(records, layout), layout, cluster, tz, info
         )
-    del data
     rejected.append(late)
     all_rejected = pl.concat(rejected).sort("line_no")
     info["rows"] = rows.height
     info["rejected"] = all_rejected.height
-    return ParseResult(rows=rows, rejected=all_rejected, info=info)
+    return ParseResult(rows=rows, rejected=all_rejected, info=info), carried
 
 
 def _parse_json(file: str, document: dict[str, Any], cluster: str | None, tz: str) -> ParseResult:
@@ -985,9 +1283,10 @@ def _fast_parse(
     cluster: str | None,
     tz: str,
     info: dict[str, Any],
+    line_offset: int = 0,
 ) -> tuple[pl.DataFrame, pl.DataFrame] | None:
-    """Parse a clean file in pieces of about :data:`_CHUNK_BYTES`, each split by polars' CSV
-    reader and typed before the next is read; None when the file is not clean.
+    """Parse a clean file (or block of one) in pieces of about :data:`_CHUNK_BYTES`, each split
+    by polars' CSV reader and typed before the next is read; None when the file is not clean.
 
     Clean: every line after the header is one record with exactly the expected field count (no
     blank lines, repeated headers, multi-line records or surplus delimiters). That is checked
@@ -999,7 +1298,7 @@ def _fast_parse(
         ``info["lines"]`` and the DST and array counts.
     """
     skip = first_data - 1
-    if skip != (1 if layout.header else 0):
+    if skip > 1:  # blank lines before the header
         return None
     delim = layout.delimiter.encode("utf-8")
     per_line = len(layout.keys) - 1 + (1 if layout.parsable else 0)
@@ -1018,7 +1317,7 @@ def _fast_parse(
     rejected: list[pl.DataFrame] = []
     counts = {"dst_ambiguous": 0, "dst_nonexistent": 0, "array_rows_expanded": 0}
     pos = (data.find(b"\n") + 1 or len(data)) if skip else 0
-    line_no = first_data
+    line_no = first_data + line_offset
     while pos < len(data):
         end = data.find(b"\n", min(pos + _CHUNK_BYTES, len(data) - 1))
         end = len(data) if end == -1 else end + 1
@@ -1061,7 +1360,7 @@ def _fast_parse(
             rejected.extend(chunk_rejected)
         line_no += lines
         pos = end
-    info.update(counts, lines=line_no - 1)
+    info.update(counts, lines=line_no - 1 - line_offset)
     all_rows = pl.concat(rows) if rows else pl.DataFrame(schema=SLURM_ROW_SCHEMA)
     out = pl.concat(rejected) if rejected else pl.DataFrame(schema=REJECTED_SCHEMA)
     return all_rows, out
@@ -1079,8 +1378,10 @@ def _split_records(records: pl.DataFrame, layout: Layout) -> pl.DataFrame:
 
 
 def _sample(data: bytes) -> list[tuple[int, str]]:
-    """The first non-blank lines ``(line_no, text)`` of the content, for layout detection."""
-    head = data[: 1 << 20]
+    """The first non-blank lines ``(line_no, text)`` of the content, for layout detection.
+
+    Only ``data[:_SAMPLE_BYTES]`` is read, and whether ``data`` is any longer."""
+    head = data[:_SAMPLE_BYTES]
     lines = head.decode("utf-8", "replace").split("\n")
     if len(head) < len(data) and len(lines) > 1:
         lines = lines[:-1]  # cut mid-line

@@ -18,6 +18,7 @@ from pydantic import Field
 
 from pipelines._sources import FileSource, InputSource
 from pipelines.slurm._cluster_state import SPRIO_FORMAT
+from pipelines.slurm._reservations import RESERVATION_HISTORY_FIELDS
 
 __all__ = [
     "EVENT_FIELDS",
@@ -45,7 +46,10 @@ EVENT_FIELDS = (
 )
 #: The cluster-state outputs :class:`SlurmStateCliSource` spools, by kind (``jobs``: only when
 #: asked for, see the class).
-STATE_KINDS = ("nodes", "events", "sshare", "sprio", "sdiag", "jobs")
+STATE_KINDS = ("nodes", "events", "sshare", "sprio", "sdiag", "jobs", "reservations",
+               "reservation_history")  # fmt: skip
+#: Kinds fetched only when :attr:`SlurmStateCliSource.kinds` names them.
+_ON_REQUEST_KINDS = frozenset({"jobs", "reservations", "reservation_history"})
 
 
 def slurm_client_env(
@@ -183,9 +187,14 @@ class SlurmStateCliSource(InputSource):
       GPU indices each running job holds per node: the map for attributing GPU telemetry to
       jobs, now). Fetched only when :attr:`kinds` names it: it is worth something only while
       jobs run, so fetch it often (``kinds=["jobs"]``) rather than with the daily kinds.
+    - ``reservations``: ``scontrol --oneliner show reservation`` (reservations now); and
+      ``reservation_history``: ``sacctmgr --parsable2 show reservation`` for the day with
+      ``Format=`` :data:`~pipelines.slurm._reservations.RESERVATION_HISTORY_FIELDS` (what
+      slurmdbd recorded, with unused wall time). Both only when :attr:`kinds` names them.
 
-    Only ``events`` looks at ``day``; the others are snapshots of the moment they run, so fetch
-    them for the current day. Each command names the cluster (``-M``/``Clusters=``).
+    Only ``events`` and ``reservation_history`` look at ``day``; the others are snapshots of the
+    moment they run, so fetch them for the current day. Each command names the cluster
+    (``-M``/``Clusters=``).
 
     Attributes:
         spool_dir: folder the outputs are written under.
@@ -193,7 +202,7 @@ class SlurmStateCliSource(InputSource):
         slurm_conf: ``SLURM_CONF`` for the cluster (default: the client's own).
         env: extra environment variables for the clients.
         kinds: which outputs to fetch (a subset of :data:`STATE_KINDS`; default: all but
-            ``jobs``).
+            ``jobs``, ``reservations`` and ``reservation_history``).
         timeout_s: seconds before one command is given up.
     """
 
@@ -201,7 +210,9 @@ class SlurmStateCliSource(InputSource):
     bin_dir: str | None = None
     slurm_conf: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
-    kinds: list[str] = Field(default_factory=lambda: [k for k in STATE_KINDS if k != "jobs"])
+    kinds: list[str] = Field(
+        default_factory=lambda: [k for k in STATE_KINDS if k not in _ON_REQUEST_KINDS]
+    )
     timeout_s: float = 120.0
 
     def _bin(self, name: str) -> str:
@@ -225,6 +236,13 @@ class SlurmStateCliSource(InputSource):
             "sdiag": [self._bin("sdiag"), "-M", cluster],
             "jobs": [
                 self._bin("scontrol"), "-M", cluster, "--details", "--oneliner", "show", "job",
+            ],
+            "reservations": [
+                self._bin("scontrol"), "-M", cluster, "--oneliner", "show", "reservation",
+            ],
+            "reservation_history": [
+                self._bin("sacctmgr"), "--parsable2", "show", "reservation", f"Clusters={cluster}",
+                f"Start={start}", f"End={end}", f"Format={RESERVATION_HISTORY_FIELDS}",
             ],
         }  # fmt: skip
         unknown = sorted(set(self.kinds) - set(every))
