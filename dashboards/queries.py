@@ -46,6 +46,7 @@ __all__ = [
     "large_job_p90_wait_s",
     "lemon_nodes",
     "lost_work_by_team",
+    "recommendations",
     "rejected_by_reason",
     "run_sql",
     "serving_path",
@@ -133,6 +134,10 @@ def _frame(path: str, name: str, params: dict[str, object] | None = None) -> pl.
     with duckdb.connect(path, read_only=True) as con:
         # Day and week boundaries (date_trunc, ::DATE) follow the session zone: pin it to UTC.
         con.execute("SET TimeZone = 'UTC'")
+        if not con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'jobs'"
+        ).fetchall()[0][0]:
+            return pl.DataFrame()  # a database the pipeline has not published views into yet
         out: pl.DataFrame = con.sql(sql, params={k: given[k] for k in wanted}).pl()
         return out
 
@@ -251,6 +256,17 @@ def data_quality_findings(path: str, f: Filters) -> pl.DataFrame:
 def freshness(path: str) -> pl.DataFrame:
     """``source, cluster, last_loaded_at, files, rows_loaded, rows_rejected``."""
     return _frame(path, "freshness")
+
+
+@st.cache_data(ttl=_TTL)
+def recommendations(path: str) -> pl.DataFrame:
+    """The ``recommendations`` view, most severe first; empty when the view does not exist."""
+    # Checked up front: a missing table makes DuckDB look for a Python object of that name (a
+    # replacement scan), which would find this function.
+    views = _frame(path, "view_columns")
+    if views.height == 0 or "recommendations" not in set(views["view"]):
+        return pl.DataFrame()
+    return _frame(path, "recommendations")
 
 
 @st.cache_data(ttl=_TTL)

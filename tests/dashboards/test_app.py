@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import duckdb
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -44,6 +46,19 @@ def test_overview_shows_view_values(
 def test_overview_without_data_says_so(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
     """With no serving copy the page explains how to produce one instead of failing."""
     monkeypatch.setenv("GOODPUT_SERVING_DB", "/nonexistent/serving.duckdb")
+    at = AppTest.from_file(str(REPO / "dashboards" / "app.py"), default_timeout=30)
+    at.run()
+    assert not at.exception
+    assert "goodput materialize" in at.warning[0].value
+
+
+def test_overview_on_a_database_without_views_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A serving file that exists but holds no views yet gets the same warning, not an error."""
+    empty = tmp_path / "serving.duckdb"
+    duckdb.connect(str(empty)).close()
+    monkeypatch.setenv("GOODPUT_SERVING_DB", str(empty))
     at = AppTest.from_file(str(REPO / "dashboards" / "app.py"), default_timeout=30)
     at.run()
     assert not at.exception

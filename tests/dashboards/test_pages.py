@@ -9,6 +9,7 @@ driven through the URL and the sidebar; the SQL page shows rows for a SELECT and
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 from pathlib import Path
 
 import duckdb
@@ -250,3 +251,47 @@ def test_filters_persist_across_pages_and_in_the_url(serving: str) -> None:
     assert at.query_params["cluster"] == "k8s-b" and at.query_params["team"] == "nlp"
     at.selectbox(key="cluster").set_value("All").run()
     assert "cluster" not in at.query_params
+
+
+def test_recommendations_page(serving: str) -> None:
+    """One table row per row of the ``recommendations`` view, one detail expander each."""
+    at = _page("recommendations")
+    assert [t.value for t in at.title] == ["Recommendations"]
+    want = _view(serving, "select count(*) as n from recommendations")["n"][0]
+    table = _table(at, "severity", "rule", "scope", "change_text", "confidence")
+    assert table.height == want > 0
+    assert len(at.expander) == want
+    files = {b.proto.label for b in at.get("download_button")}
+    assert {"latest.json", "slurm.conf.patch", "kueue-patches.yaml"} <= files
+
+
+def test_recommendations_page_without_the_view(
+    serving: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A serving copy without the ``recommendations`` view shows an info message."""
+    db = tmp_path / "serving.duckdb"
+    shutil.copyfile(serving, db)
+    with duckdb.connect(str(db)) as con:
+        con.execute("drop view recommendations")
+    monkeypatch.setenv("GOODPUT_SERVING_DB", str(db))
+    at = _page("recommendations")
+    assert at.info and "No recommendations" in at.info[0].value
+    assert not at.dataframe
+
+
+def test_reports_page_lists_the_weeks_folder(
+    tmp_path: Path, isolated_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A week folder under ``reports/`` beside the serving copy is listed with its files."""
+    monkeypatch.setenv("GOODPUT_SERVING_DB", str(tmp_path / "serving.duckdb"))
+    at = _page("reports")
+    assert at.info  # no reports folder yet
+    week = tmp_path / "reports" / "2026-W45"
+    week.mkdir(parents=True)
+    (week / "report.html").write_text("<html></html>")
+    (week / "report.json").write_text("{}")
+    (tmp_path / "reports" / "not-a-week").mkdir()
+    at.run()
+    assert not at.exception
+    assert [s.value for s in at.subheader] == ["2026-W45"]
+    assert [b.proto.label for b in at.get("download_button")] == ["HTML", "JSON"]
