@@ -20,13 +20,31 @@ XDMOD_FIELDS = (
     "jobid,jobidraw,cluster,partition,qos,account,group,gid,user,uid,submit,eligible,start,end,"
     "elapsed,exitcode,state,nnodes,ncpus,reqcpus,reqmem,reqtres,alloctres,timelimit,nodelist,jobname"
 )
+#: The Hábrók ``sacct.txt`` fields (hb-jobinfo's test README), ``☃``-delimited, no header.
+HB_FIELDS = (
+    "JobID,JobName,User,Partition,NodeList,NNodes,NCPUs,NTasks,State,Submit,Start,End,Timelimit,"
+    "Elapsed,TotalCPU,CPUTime,UserCPU,SystemCPU,ReqMem,MaxRSS,MaxVMSize,ReqTRES,AllocTRES,"
+    "TRESUsageInMax,TRESUsageInTot,TRESUsageOutTot,MaxDiskRead,MaxDiskWrite,MaxRSSNode,MaxRSSTask,"
+    "MaxVMSizeNode,MaxVMSizeTask,MaxDiskReadNode,MaxDiskReadTask,MaxDiskWriteNode,MaxDiskWriteTask,"
+    "Comment"
+)
 
 
-def write_config(folder: Path, *, days_dir: Path | None = None) -> Path:
-    """A goodput.toml in ``folder`` with data paths in ``days_dir`` (a generated fleet)."""
+#: The bundled fleet's clusters: (name, scheduler, IANA zone).
+FLEET_CLUSTERS = (("slurm-a", "slurm", "America/New_York"), ("k8s-b", "kubernetes", "UTC"))
+
+
+def write_config(
+    folder: Path,
+    *,
+    days_dir: Path | None = None,
+    clusters: tuple[tuple[str, str, str], ...] = FLEET_CLUSTERS,
+) -> Path:
+    """A goodput.toml in ``folder`` with data paths in ``days_dir`` (a generated fleet) and the
+    given clusters (the first is the default cluster)."""
     data = days_dir or folder
     text = f"""
-default_cluster = "slurm-a"
+default_cluster = "{clusters[0][0]}"
 [warehouse]
 path = "{folder / "warehouse.duckdb"}"
 serving_path = "{folder / "serving.duckdb"}"
@@ -34,15 +52,9 @@ inputs = "{data / "inputs"}"
 inventory = "{data / "inventory"}"
 registry = "{data / "registry.yaml"}"
 partitions_start = "2026-01-01"
-[[clusters]]
-name = "slurm-a"
-scheduler = "slurm"
-timezone = "America/New_York"
-[[clusters]]
-name = "k8s-b"
-scheduler = "kubernetes"
-timezone = "UTC"
 """
+    for name, scheduler, zone in clusters:
+        text += f'[[clusters]]\nname = "{name}"\nscheduler = "{scheduler}"\ntimezone = "{zone}"\n'
     path = folder / "goodput.toml"
     path.write_text(text, encoding="utf-8")
     return path

@@ -9,7 +9,6 @@ parser (last test).
 
 from __future__ import annotations
 
-import importlib.util
 from collections import Counter
 from datetime import UTC, datetime
 
@@ -187,10 +186,6 @@ def test_sreport_allocated_equals_sacct_gpu_seconds(slurm_cluster: ClusterRun) -
     assert slurm_cluster.sreport["Allocated"] == pytest.approx(from_sacct, rel=0.01)
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("pipelines.slurm._sacct_parse") is None,
-    reason="pipelines.slurm._sacct_parse is not written yet",
-)
 def test_project_parser_agrees_with_sacct(slurm_cluster: ClusterRun) -> None:
     """``parse_sacct`` reads the live capture into sacct's rows, states and GPU-seconds."""
     import polars as pl

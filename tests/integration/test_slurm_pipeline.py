@@ -43,7 +43,7 @@ from pipelines.slurm._cluster_state import (
 )
 from pipelines.slurm.resources import SacctCliSource, SlurmStateCliSource
 from pipelines.warehouse import IngestStats, connect, init_warehouse
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, write_config
 from tests.integration.slurm import CLUSTER_NAME, GPUS_PER_NODE, NODE_NAMES, ClusterRun
 
 LAB = FIXTURES / "slurm-22.05-lab"
@@ -58,24 +58,8 @@ Row = dict[str, str]
 
 
 def write_cluster_config(folder: Path, cluster: str, timezone: str) -> Path:
-    """A goodput.toml in ``folder`` (as ``tests.conftest.write_config``) for one Slurm cluster."""
-    text = f"""
-default_cluster = "{cluster}"
-[warehouse]
-path = "{folder / "warehouse.duckdb"}"
-serving_path = "{folder / "serving.duckdb"}"
-inputs = "{folder / "inputs"}"
-inventory = "{folder / "inventory"}"
-registry = "{folder / "registry.yaml"}"
-partitions_start = "2026-01-01"
-[[clusters]]
-name = "{cluster}"
-scheduler = "slurm"
-timezone = "{timezone}"
-"""
-    path = folder / "goodput.toml"
-    path.write_text(text, encoding="utf-8")
-    return path
+    """A goodput.toml in ``folder`` for one Slurm cluster in ``timezone``."""
+    return write_config(folder, clusters=((cluster, "slurm", timezone),))
 
 
 @dataclass(frozen=True)

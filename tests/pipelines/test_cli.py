@@ -11,17 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli import app
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, HB_FIELDS
 
 runner = CliRunner()
-
-HB_FIELDS = (
-    "JobID,JobName,User,Partition,NodeList,NNodes,NCPUs,NTasks,State,Submit,Start,End,Timelimit,"
-    "Elapsed,TotalCPU,CPUTime,UserCPU,SystemCPU,ReqMem,MaxRSS,MaxVMSize,ReqTRES,AllocTRES,"
-    "TRESUsageInMax,TRESUsageInTot,TRESUsageOutTot,MaxDiskRead,MaxDiskWrite,MaxRSSNode,MaxRSSTask,"
-    "MaxVMSizeNode,MaxVMSizeTask,MaxDiskReadNode,MaxDiskReadTask,MaxDiskWriteNode,MaxDiskWriteTask,"
-    "Comment"
-)
 
 
 def _sql(db: Path, query: str, fmt: str = "csv") -> str:

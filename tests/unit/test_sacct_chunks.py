@@ -22,6 +22,8 @@ from pipelines.slurm._sacct_parse import (
     parse_sacct,
 )
 from pipelines.warehouse import connect, init_warehouse, load_parse_result, load_parse_results
+from tests.conftest import HB_FIELDS as HB_SPEC
+from tests.conftest import XDMOD_FIELDS as XDMOD_SPEC
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -30,18 +32,8 @@ def _fields(spec: str) -> list[str]:
     return spec.split(",")
 
 
-XDMOD_FIELDS = _fields(
-    "jobid,jobidraw,cluster,partition,qos,account,group,gid,user,uid,submit,eligible,start,end,"
-    "elapsed,exitcode,state,nnodes,ncpus,reqcpus,reqmem,reqtres,alloctres,timelimit,nodelist,"
-    "jobname"
-)
-HB_FIELDS = _fields(
-    "JobID,JobName,User,Partition,NodeList,NNodes,NCPUs,NTasks,State,Submit,Start,End,Timelimit,"
-    "Elapsed,TotalCPU,CPUTime,UserCPU,SystemCPU,ReqMem,MaxRSS,MaxVMSize,ReqTRES,AllocTRES,"
-    "TRESUsageInMax,TRESUsageInTot,TRESUsageOutTot,MaxDiskRead,MaxDiskWrite,MaxRSSNode,"
-    "MaxRSSTask,MaxVMSizeNode,MaxVMSizeTask,MaxDiskReadNode,MaxDiskReadTask,MaxDiskWriteNode,"
-    "MaxDiskWriteTask,Comment"
-)
+XDMOD_FIELDS = _fields(XDMOD_SPEC)
+HB_FIELDS = _fields(HB_SPEC)
 RS_11 = _fields(
     "AdminComment,AllocCPUS,Elapsed,JobID,JobIDRaw,MaxRSS,NNodes,ReqMem,State,Timelimit,TotalCPU"
 )

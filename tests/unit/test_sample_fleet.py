@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import gzip
-import importlib.util
 import itertools
 import json
 import math
@@ -125,8 +124,9 @@ def dcgm_activity(path: Path) -> pl.DataFrame:
 
 
 def _all_files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 def test_same_seed_writes_identical_bytes(tmp_path: Path) -> None:
@@ -165,13 +165,22 @@ def test_layout_and_summary(fleet: tuple[Path, FleetSummary]) -> None:
     """Every file of the documented layout exists and the summary counts them."""
     out, summary = fleet
     days = [(START + dt.timedelta(days=i)).isoformat() for i in range(DAYS)]
-    expected = {"registry.yaml", "planted.json", "inventory/slurm-a.csv", "inventory/k8s-b.csv",
-                f"inputs/slurm-a/slurm_state/sshare_{days[-1]}.psv",
-                f"inputs/slurm-a/slurm_state/events_{days[-1]}.psv"}
+    expected = {
+        "registry.yaml",
+        "planted.json",
+        "inventory/slurm-a.csv",
+        "inventory/k8s-b.csv",
+        f"inputs/slurm-a/slurm_state/sshare_{days[-1]}.psv",
+        f"inputs/slurm-a/slurm_state/events_{days[-1]}.psv",
+    }
     for d in days:
-        expected |= {f"inputs/slurm-a/sacct/sacct_{d}.psv", f"inputs/slurm-a/dcgm/dcgm_{d}.prom.gz",
-                     f"inputs/k8s-b/k8s/events_{d}.json", f"inputs/k8s-b/k8s/pods_{d}.json",
-                     f"inputs/k8s-b/dcgm/dcgm_{d}.prom.gz"}
+        expected |= {
+            f"inputs/slurm-a/sacct/sacct_{d}.psv",
+            f"inputs/slurm-a/dcgm/dcgm_{d}.prom.gz",
+            f"inputs/k8s-b/k8s/events_{d}.json",
+            f"inputs/k8s-b/k8s/pods_{d}.json",
+            f"inputs/k8s-b/dcgm/dcgm_{d}.prom.gz",
+        }
     written = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
     assert written == expected
     assert summary.files_written == len(expected) == 6 + 5 * DAYS
@@ -192,8 +201,13 @@ def test_inventory_files(fleet: tuple[Path, FleetSummary]) -> None:
     by_part = dict(slurm.group_by("partition").len().iter_rows())
     assert by_part == {"gpu": 16, "h100": 8}
     row = slurm.filter(pl.col("host") == "a100-013").row(0, named=True)
-    assert row == {"host": "a100-013", "gpus": 8, "gpu_type": "a100", "partition": "gpu",
-                   "rack": "r02"}
+    assert row == {
+        "host": "a100-013",
+        "gpus": 8,
+        "gpu_type": "a100",
+        "partition": "gpu",
+        "rack": "r02",
+    }
     k8s = pl.read_csv(out / "inventory" / "k8s-b.csv")
     assert k8s["host"].to_list() == [f"gpu-node-{i:02d}" for i in range(1, 9)]
     assert set(k8s["partition"]) == {"cq-research", "cq-prod"}
@@ -208,18 +222,23 @@ def test_registry_file(fleet: tuple[Path, FleetSummary]) -> None:
     assert len(teams) == 12
     assert math.isclose(sum(t["share"] for t in teams), 1.0)
     vision = teams[0]
-    assert vision == {"team": "vision", "share": 0.12, "slurm_accounts": ["vision"],
-                      "k8s_namespaces": ["vision"], "k8s_local_queues": ["lq-vision"]}
+    assert vision == {
+        "team": "vision",
+        "share": 0.12,
+        "slurm_accounts": ["vision"],
+        "k8s_namespaces": ["vision"],
+        "k8s_local_queues": ["lq-vision"],
+    }
     assert all(2 <= len(t.users) <= 5 for t in TEAMS)
 
 
 def test_hostlist_and_duration_notation() -> None:
     """Hostlists compress like Slurm's and durations use ``[D-]HH:MM:SS``."""
-    assert compress_hostlist(["a100-001", "a100-002", "a100-003", "a100-007"]) == \
-        "a100-[001-003,007]"
+    assert (
+        compress_hostlist(["a100-001", "a100-002", "a100-003", "a100-007"]) == "a100-[001-003,007]"
+    )
     assert compress_hostlist(["h100-004"]) == "h100-004"
-    assert expand_hostlist("a100-[001-003,007]") == ["a100-001", "a100-002", "a100-003",
-                                                      "a100-007"]
+    assert expand_hostlist("a100-[001-003,007]") == ["a100-001", "a100-002", "a100-003", "a100-007"]
     assert fmt_duration(59) == "00:00:59"
     assert fmt_duration(86400 + 3 * 3600 + 4) == "1-03:00:04"
 
@@ -338,15 +357,39 @@ def test_sacct_shows_the_whole_state_mix(fleet: tuple[Path, FleetSummary]) -> No
         seen["multi_node_list"] |= "[" in row["NodeList"]
         if name == last_day:
             seen["running_at_end"] |= state == "RUNNING" and row["End"] == "Unknown"
-            seen["pending_at_end"] |= (state == "PENDING" and row["Start"] == "Unknown"
-                                       and row["NodeList"] == "None assigned")
-    assert {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY",
-            "RUNNING", "PENDING"} <= states
+            seen["pending_at_end"] |= (
+                state == "PENDING"
+                and row["Start"] == "Unknown"
+                and row["NodeList"] == "None assigned"
+            )
+    assert {
+        "COMPLETED",
+        "FAILED",
+        "TIMEOUT",
+        "CANCELLED",
+        "NODE_FAIL",
+        "OUT_OF_MEMORY",
+        "RUNNING",
+        "PENDING",
+    } <= states
     assert states & {"REQUEUED", "PREEMPTED"}
-    assert all(seen[k] for k in ("cancelled_by", "cancelled_pending", "failed_1", "cpu_only",
-                                 "array_task", "array_pending", "never_eligible", "typed_gres",
-                                 "large", "multi_node_list", "running_at_end",
-                                 "pending_at_end")), dict(seen)
+    assert all(
+        seen[k]
+        for k in (
+            "cancelled_by",
+            "cancelled_pending",
+            "failed_1",
+            "cpu_only",
+            "array_task",
+            "array_pending",
+            "never_eligible",
+            "typed_gres",
+            "large",
+            "multi_node_list",
+            "running_at_end",
+            "pending_at_end",
+        )
+    ), dict(seen)
 
 
 def test_requeued_job_repeats_its_job_id(fleet: tuple[Path, FleetSummary]) -> None:
@@ -369,10 +412,15 @@ def test_planted_idle_team_in_dcgm(fleet: tuple[Path, FleetSummary]) -> None:
     """recsys's GPUs report activity ≈ 0.01–0.03 (mean < 0.05); other teams are busy."""
     out, summary = fleet
     account = {r["JobIDRaw"]: r["Account"] for r in final_allocations(out)}
-    frames = [dcgm_activity(out / "inputs" / "slurm-a" / "dcgm" / f"dcgm_{d}.prom.gz")
-              for d in ("2026-11-03", "2026-11-09")]
-    slurm = pl.concat(frames).filter(pl.col("job").is_not_null()).with_columns(
-        pl.col("job").replace_strict(account, default=None).alias("team"))
+    frames = [
+        dcgm_activity(out / "inputs" / "slurm-a" / "dcgm" / f"dcgm_{d}.prom.gz")
+        for d in ("2026-11-03", "2026-11-09")
+    ]
+    slurm = (
+        pl.concat(frames)
+        .filter(pl.col("job").is_not_null())
+        .with_columns(pl.col("job").replace_strict(account, default=None).alias("team"))
+    )
     by_team = dict(slurm.group_by("team").agg(pl.col("value").mean()).iter_rows())
     assert by_team["recsys"] < 0.05
     assert min(v for t, v in by_team.items() if t != "recsys") > 0.3
@@ -405,16 +453,23 @@ def test_dcgm_file_format(fleet: tuple[Path, FleetSummary]) -> None:
     """HELP/TYPE once per family, dcgm-exporter label order, millisecond timestamps."""
     out, _ = fleet
     text = gzip.decompress(
-        (out / "inputs" / "k8s-b" / "dcgm" / "dcgm_2026-11-02.prom.gz").read_bytes()).decode()
+        (out / "inputs" / "k8s-b" / "dcgm" / "dcgm_2026-11-02.prom.gz").read_bytes()
+    ).decode()
     lines = text.splitlines()
     helps = [line for line in lines if line.startswith("# HELP")]
-    assert [h.split()[2] for h in helps] == ["DCGM_FI_PROF_GR_ENGINE_ACTIVE",
-                                             "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_XID_ERRORS"]
+    assert [h.split()[2] for h in helps] == [
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        "DCGM_FI_DEV_FB_USED",
+        "DCGM_FI_DEV_XID_ERRORS",
+    ]
     sample = lines[2]
-    m = re.fullmatch(r'DCGM_FI_PROF_GR_ENGINE_ACTIVE\{gpu="0",UUID="GPU-[0-9a-f]{8}-[0-9a-f]{4}-'
-                     r'[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",pci_bus_id="00000000:07:00.0",'
-                     r'device="nvidia0",modelName="NVIDIA H100 80GB HBM3",Hostname="gpu-node-01",'
-                     r'container="[^"]*",namespace="[^"]*",pod="[^"]*"\} \d\.\d{6} (\d+)', sample)
+    m = re.fullmatch(
+        r'DCGM_FI_PROF_GR_ENGINE_ACTIVE\{gpu="0",UUID="GPU-[0-9a-f]{8}-[0-9a-f]{4}-'
+        r'[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",pci_bus_id="00000000:07:00.0",'
+        r'device="nvidia0",modelName="NVIDIA H100 80GB HBM3",Hostname="gpu-node-01",'
+        r'container="[^"]*",namespace="[^"]*",pod="[^"]*"\} \d\.\d{6} (\d+)',
+        sample,
+    )
     assert m is not None, sample
     first_ms = int(m.group(1))
     assert first_ms == int(dt.datetime(2026, 11, 2, tzinfo=dt.UTC).timestamp()) * 1000
@@ -444,15 +499,22 @@ def test_planted_starved_large_jobs(fleet: tuple[Path, FleetSummary]) -> None:
     assert planted["p90_wait_hours"] == pytest.approx(p90, abs=0.01)
     # Idle GPUs held for them: while a large job waits, whole gpu-partition nodes sit idle.
     allocs = [r for r in final_allocations(out) if r["Partition"] == "gpu"]
-    longest = max(latest.values(), key=lambda r: (local_ts(r["Start"]) if r["Start"] not in (
-        "Unknown", "None") else w1) - local_ts(r["Eligible"]))
+    longest = max(
+        latest.values(),
+        key=lambda r: (
+            (local_ts(r["Start"]) if r["Start"] not in ("Unknown", "None") else w1)
+            - local_ts(r["Eligible"])
+        ),
+    )
     t0 = local_ts(longest["Eligible"])
     t1 = w1 if longest["Start"] in ("Unknown", "None") else local_ts(longest["Start"])
     max_idle = 0
     for t in range(t0, t1, 900):
-        used = sum(gres_gpus(r["AllocTRES"]) for r in allocs
-                   if local_ts(r["Start"]) <= t < (w1 if r["End"] == "Unknown"
-                                                   else local_ts(r["End"])))
+        used = sum(
+            gres_gpus(r["AllocTRES"])
+            for r in allocs
+            if local_ts(r["Start"]) <= t < (w1 if r["End"] == "Unknown" else local_ts(r["End"]))
+        )
         max_idle = max(max_idle, 128 - used)
     assert max_idle >= 16
     assert planted["held_idle_gpu_hours"] > 500
@@ -461,8 +523,11 @@ def test_planted_starved_large_jobs(fleet: tuple[Path, FleetSummary]) -> None:
 def test_planted_lemon_node(fleet: tuple[Path, FleetSummary]) -> None:
     """a100-013 ends ≥ 4 attempts NODE_FAIL, has DOWN intervals and raises XID 79 in DCGM."""
     out, summary = fleet
-    node_fail = [r for r in final_allocations(out)
-                 if r["State"] == "NODE_FAIL" and "a100-013" in expand_hostlist(r["NodeList"])]
+    node_fail = [
+        r
+        for r in final_allocations(out)
+        if r["State"] == "NODE_FAIL" and "a100-013" in expand_hostlist(r["NodeList"])
+    ]
     assert len(node_fail) >= 4
     last = (START + dt.timedelta(days=DAYS - 1)).isoformat()
     events = (out / "inputs" / "slurm-a" / "slurm_state" / f"events_{last}.psv").read_text()
@@ -512,8 +577,9 @@ def test_planted_registry_drift_in_sshare(fleet: tuple[Path, FleetSummary]) -> N
     last = (START + dt.timedelta(days=DAYS - 1)).isoformat()
     lines = (out / "inputs" / "slurm-a" / "slurm_state" / f"sshare_{last}.psv").read_text()
     lines = lines.splitlines()
-    assert lines[0] == ("Account|User|RawShares|NormShares|RawUsage|NormUsage|EffectvUsage|"
-                        "FairShare|LevelFS")
+    assert lines[0] == (
+        "Account|User|RawShares|NormShares|RawUsage|NormUsage|EffectvUsage|FairShare|LevelFS"
+    )
     accounts = {}
     for line in lines[1:]:
         f = line.split("|")
@@ -570,11 +636,19 @@ def test_k8s_events_shape(fleet: tuple[Path, FleetSummary]) -> None:
                 repeated_failed_scheduling = True
                 assert "Insufficient nvidia.com/gpu" in item["message"]
     assert repeated_failed_scheduling
-    for kind, reason in [("Pod", "Scheduled"), ("Pod", "Pulling"), ("Pod", "Pulled"),
-                         ("Pod", "Created"), ("Pod", "Started"), ("Pod", "Killing"),
-                         ("Workload", "QuotaReserved"), ("Workload", "Admitted"),
-                         ("Workload", "Pending"), ("Workload", "Preempted"),
-                         ("Workload", "EvictedDueToPreempted")]:
+    for kind, reason in [
+        ("Pod", "Scheduled"),
+        ("Pod", "Pulling"),
+        ("Pod", "Pulled"),
+        ("Pod", "Created"),
+        ("Pod", "Started"),
+        ("Pod", "Killing"),
+        ("Workload", "QuotaReserved"),
+        ("Workload", "Admitted"),
+        ("Workload", "Pending"),
+        ("Workload", "Preempted"),
+        ("Workload", "EvictedDueToPreempted"),
+    ]:
         assert (kind, reason) in reasons, (kind, reason)
 
 
@@ -601,23 +675,9 @@ def test_k8s_pods_snapshot(fleet: tuple[Path, FleetSummary]) -> None:
 # The project's own parsers accept every generated file
 # ----------------------------------------------------------------------------------------------
 
-_PARSERS = {
-    "sacct": "pipelines.slurm._sacct_parse",
-    "dcgm": "pipelines.dcgm._dcgm_parse",
-    "events": "pipelines.kubernetes._events_parse",
-    "pods": "pipelines.kubernetes._pods_parse",
-}
-
-
-def _require(module: str) -> None:
-    if importlib.util.find_spec(module) is None:
-        pytest.skip(f"parser module {module} does not exist yet")
-
 
 def test_parsers_accept_sacct_and_k8s_files(fleet: tuple[Path, FleetSummary]) -> None:
     """Every sacct, events and pods file parses with zero rejected rows."""
-    for key in ("sacct", "events", "pods"):
-        _require(_PARSERS[key])
     from pipelines.kubernetes._events_parse import parse_k8s_events
     from pipelines.kubernetes._pods_parse import parse_k8s_pods
     from pipelines.slurm._sacct_parse import parse_sacct
@@ -640,7 +700,6 @@ def test_parsers_accept_sacct_and_k8s_files(fleet: tuple[Path, FleetSummary]) ->
 
 def test_parser_accepts_dcgm_files(fleet: tuple[Path, FleetSummary]) -> None:
     """A Slurm and a Kubernetes DCGM day file parse with zero rejected rows."""
-    _require(_PARSERS["dcgm"])
     from pipelines.dcgm._dcgm_parse import parse_dcgm
 
     out, _ = fleet
