@@ -32,22 +32,20 @@ def allocated_gpu_seconds_hourly(attempts: pl.LazyFrame, as_of: dt.datetime) -> 
         in seconds, one row per cluster-hour touched by an attempt.
     """
     cut = pl.lit(as_of).dt.cast_time_unit("us").dt.replace_time_zone("UTC")
+    first = pl.col(START_AT).dt.truncate("1h")
+    # Hours touched = (hour of the last microsecond − first hour) + 1; exploding a range of
+    # integers and adding them as hours is cheaper than exploding a list of datetimes.
+    touched = (
+        (pl.col("_end") - pl.duration(microseconds=1)).dt.truncate("1h") - first
+    ).dt.total_hours()
     spans = (
         attempts.filter(pl.col(START_AT).is_not_null() & (pl.col(GPUS) > 0))
         .with_columns(pl.min_horizontal(pl.col(END_AT).fill_null(cut), cut).alias("_end"))
         .filter(pl.col("_end") > pl.col(START_AT))
-        .select(
-            CLUSTER,
-            GPUS,
-            START_AT,
-            "_end",
-            pl.datetime_ranges(
-                pl.col(START_AT).dt.truncate("1h"),
-                pl.col("_end") - pl.duration(microseconds=1),
-                interval="1h",
-            ).alias(HOUR),
-        )
-        .explode(HOUR)
+        .select(CLUSTER, GPUS, START_AT, "_end", pl.int_ranges(0, touched + 1).alias("_hour_k"))
+        .explode("_hour_k")
+        .with_columns((first + pl.duration(hours=pl.col("_hour_k"))).alias(HOUR))
+        .drop("_hour_k")
     )
     hour_end = pl.col(HOUR) + pl.duration(microseconds=HOUR_US)
     overlap = seconds_between(

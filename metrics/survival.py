@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from metrics._helpers import nearest_rank, seconds_between, size_bucket
+from metrics._helpers import seconds_between, size_bucket
 from metrics.schema import BUCKET, ELIGIBLE_AT, END_AT, GPUS, REQ_GPUS, START_AT, WEEK
 
 __all__ = [
@@ -145,19 +145,14 @@ def kaplan_meier(spells: pl.LazyFrame, by: Sequence[str] = ()) -> pl.LazyFrame:
         )
     )
     left = pl.col("events") + pl.col("censored")
+    # Sorted once by group and duration, so the running sums follow the frame order (a window
+    # with ``order_by`` would sort again for each of them).
     curve = (
-        per_t.with_columns(
-            (left.sum().over(keys) - left.cum_sum().over(keys, order_by=DURATION_S) + left).alias(
-                "at_risk"
-            )
-        )
+        per_t.sort(*keys, DURATION_S)
+        .with_columns((left.sum().over(keys) - left.cum_sum().over(keys) + left).alias("at_risk"))
         .with_columns(
-            (1.0 - pl.col("events") / pl.col("at_risk"))
-            .cum_prod()
-            .over(keys, order_by=DURATION_S)
-            .alias("survival")
+            (1.0 - pl.col("events") / pl.col("at_risk")).cum_prod().over(keys).alias("survival")
         )
-        .sort(*keys, DURATION_S)
     )
     cols = [*keys, DURATION_S, "at_risk", "events", "censored", "survival"]
     return curve.select(cols if by else cols[1:])
@@ -208,17 +203,26 @@ def wait_percentiles_km(
         )
     km = curve.group_by(keys).agg(km_aggs)
     started = pl.col(STARTED)
-    counts = lf.group_by(keys).agg(
-        started.is_not_null().sum().cast(pl.Int64).alias("spells"),
-        started.fill_null(False).sum().cast(pl.Int64).alias("events"),
-        (~started).fill_null(False).sum().cast(pl.Int64).alias("censored"),
-        started.is_null().sum().cast(pl.Int64).alias("excluded"),
-        *(
-            nearest_rank(pl.col(DURATION_S).filter(started.fill_null(False)), q).alias(
-                f"naive_{_label(q)}_s"
-            )
+    # Naive: the nearest-rank percentiles (``nearest_rank``) of the started waits, taken from
+    # one sorted list per group instead of one sort per percentile.
+    waits = pl.col("_naive")
+    counts = (
+        lf.group_by(keys)
+        .agg(
+            started.is_not_null().sum().cast(pl.Int64).alias("spells"),
+            started.fill_null(False).sum().cast(pl.Int64).alias("events"),
+            (~started).fill_null(False).sum().cast(pl.Int64).alias("censored"),
+            started.is_null().sum().cast(pl.Int64).alias("excluded"),
+            pl.col(DURATION_S).filter(started.fill_null(False)).drop_nulls().sort().alias("_naive"),
+        )
+        .with_columns(
+            waits.list.get(
+                ((pl.lit(q) * waits.list.len()).ceil().cast(pl.Int64) - 1).clip(0, None),
+                null_on_oob=True,
+            ).alias(f"naive_{_label(q)}_s")
             for q in quantiles
-        ),
+        )
+        .drop("_naive")
     )
     out = counts.join(km, on=keys, how="left", nulls_equal=True)
     reasons = []

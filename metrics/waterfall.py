@@ -127,16 +127,18 @@ def _hour_pieces(spans: pl.LazyFrame, start: str, end: str) -> pl.LazyFrame:
     with a NULL bound or ``end <= start`` are dropped. One row per span and hour touched.
     """
     hour_end = pl.col(HOUR) + _ONE_HOUR
+    first = pl.col(start).dt.truncate("1h")
+    # Hours touched = (hour of the last microsecond − first hour) + 1; exploding a range of
+    # integers and adding them as hours is cheaper than exploding a list of datetimes.
+    touched = (
+        (pl.col(end) - pl.duration(microseconds=1)).dt.truncate("1h") - first
+    ).dt.total_hours()
     return (
         spans.filter(pl.col(end) > pl.col(start))
-        .with_columns(
-            pl.datetime_ranges(
-                pl.col(start).dt.truncate("1h"),
-                pl.col(end) - pl.duration(microseconds=1),
-                interval="1h",
-            ).alias(HOUR)
-        )
-        .explode(HOUR)
+        .with_columns(pl.int_ranges(0, touched + 1).alias("_hour_k"))
+        .explode("_hour_k")
+        .with_columns((first + pl.duration(hours=pl.col("_hour_k"))).alias(HOUR))
+        .drop("_hour_k")
         .with_columns(
             seconds_between(
                 pl.min_horizontal(pl.col(end), hour_end),
@@ -347,14 +349,18 @@ def _clipped(frame: pl.LazyFrame, start: str, end: str) -> pl.LazyFrame:
 
 
 def _observed(
-    outcomes: pl.LazyFrame, activity: pl.LazyFrame, idle_threshold: float
+    outcomes: pl.LazyFrame,
+    activity: pl.LazyFrame,
+    idle_threshold: float,
+    bucket_s: float = 300.0,
 ) -> pl.LazyFrame:
-    """Observed and active GPU-seconds per cluster, hour and leaf from 5-minute activity.
+    """Observed and active GPU-seconds per cluster, hour and leaf from bucketed activity.
 
-    Each activity bucket [b, b + 5 min) is split into the attempt's kept part [start, lost_from)
-    and lost part [lost_from, counted_end); observed GPUs = min(activity ``gpus``, attempt GPUs).
-    Kept and observed time with activity < θ is ``allocated_idle``, the rest of the kept part
-    ``goodput``; the lost part keeps the attempt's leaf.
+    Each activity bucket [b, b + ``bucket_s``) (5 minutes by default) is split into the
+    attempt's kept part [start, lost_from) and lost part [lost_from, counted_end); observed
+    GPUs = min(activity ``gpus``, attempt GPUs). Kept and observed time with activity < θ is
+    ``allocated_idle``, the rest of the kept part ``goodput``; the lost part keeps the attempt's
+    leaf.
     """
     att = outcomes.select(
         CLUSTER,
@@ -367,7 +373,8 @@ def _observed(
         LEAF,
     )
     b = pl.col(BUCKET)
-    b_end = b + _FIVE_MIN
+    length = pl.duration(microseconds=round(bucket_s * 1e6))
+    b_end = b + (_FIVE_MIN if bucket_s == 300.0 else length)
     kept_s = seconds_between(
         pl.min_horizontal(b_end, pl.col(LOST_FROM_AT)), pl.max_horizontal(b, pl.col(START_AT))
     ).clip(lower_bound=0.0)
@@ -430,6 +437,7 @@ def gpu_waterfall_hourly(
     xid_events: pl.LazyFrame | None = None,
     policy: LossPolicy | None = None,
     idle_threshold: float = 0.05,
+    activity_bucket_s: float = 300.0,
 ) -> pl.LazyFrame:
     """The GPU-time waterfall: one row per cluster, hour and leaf bucket (METRICS.md).
 
@@ -459,13 +467,21 @@ def gpu_waterfall_hourly(
         xid_events: ``cluster, host, ts`` for the FAILED → infra rule; None: none known.
         policy: :class:`LossPolicy` (default ``whole_attempt``).
         idle_threshold: θ, activity below which observed time is ``allocated_idle``.
+        activity_bucket_s: the length of an ``activity`` bucket in seconds: 300 (5-minute
+            buckets, the default) or any divisor of 3600 up to 3600 (hourly aggregates, e.g.
+            one row per GPU and hour with ``gpus`` = 1, for long windows).
 
     Returns:
         ``cluster, hour, leaf, gpu_s, observed_gpu_s, active_gpu_s, capacity_gpu_s``: 11 rows per
         cluster-hour in leaf order. ``observed_gpu_s`` = GPU-seconds of the leaf with telemetry,
         ``active_gpu_s`` = Σ activity × observed GPU-seconds (both 0 outside leaves 3–9);
         ``capacity_gpu_s`` repeats the hour's capacity so checks need no second input.
+
+    Raises:
+        ValueError: ``activity_bucket_s`` is not a positive divisor of 3600.
     """
+    if not (0 < activity_bucket_s <= 3600 and (3600 / activity_bucket_s).is_integer()):
+        raise ValueError(f"activity_bucket_s must divide 3600, got {activity_bucket_s}")
     cap = capacity.select(
         CLUSTER,
         pl.col(HOUR).dt.cast_time_unit("us"),
@@ -514,6 +530,7 @@ def gpu_waterfall_hourly(
                 pl.col(BUCKET).dt.cast_time_unit("us").is_between("_w0", "_w1", closed="left")
             ),
             idle_threshold,
+            activity_bucket_s,
         )
         if activity is not None
         else pl.LazyFrame(schema=obs_schema)
