@@ -4,26 +4,83 @@ File format (``data/registry.yaml``)::
 
     teams:
       - team: vision
-        share: 0.10                 # entitlement share of the fleet (0..1)
+        share: 0.10                 # entitlement share (0..1): since forever, in every pool
         slurm_accounts: [vision]    # Slurm accounts that belong to the team
         k8s_namespaces: [vision]    # Kubernetes namespaces
         k8s_local_queues: [lq-vision]
+      - team: nlp
+        shares:                     # the share's history, per GPU pool
+          - {share: 0.10}                                    # since forever, every pool
+          - {valid_from: 2026-11-16, share: 0.20}            # from that day, every pool
+          - {valid_from: 2026-11-01, share: 0.30, pool: h100}  # GPU pool h100 only
+        slurm_accounts: [nlp]
+    history:                        # optional: changes listed apart from the teams
+      - {team: vision, valid_from: 2026-11-20, share: 0.12}
+
+Share entries (``share:`` on the team, each item of ``shares:``, each item of ``history:``) have
+
+- ``share``: a fraction ≥ 0 (weights of the water-filling: they need not sum to 1);
+- ``valid_from`` (optional): a date (00:00 UTC) or UTC datetime from which the share applies,
+  until the next ``valid_from`` of the same team and pool (``valid_to``); without it the share
+  applies since forever;
+- ``pool`` (optional, default ``all``): the GPU pool the share applies to: ``all``, a cluster
+  name, or a GPU type (the inventory's ``gpu_type``, e.g. ``a100``).
+
+The simple form (one ``share`` per team) is the same as one entry without ``valid_from`` in pool
+``all``. Two entries of a team with the same pool and ``valid_from`` are an error.
+
+Which pool's history a cluster uses (:func:`cluster_shares`): the metric engine water-fills per
+cluster, so per team and cluster the most specific pool the team has entries for wins, for the
+team's whole history there: the cluster's name, else the cluster's GPU type (when all its GPU
+nodes are of that one type), else ``all``.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import yaml
 
-__all__ = ["UNATTRIBUTED", "RegistryError", "empty_registry", "load_registry"]
+__all__ = [
+    "ALL_POOLS",
+    "HISTORY_SCHEMA",
+    "UNATTRIBUTED",
+    "RegistryError",
+    "cluster_shares",
+    "empty_registry",
+    "load_registry",
+    "load_registry_history",
+    "share_in_effect",
+    "shares_at_window_start",
+]
 
 #: Team of every account or namespace the registry does not name (METRICS.md: never dropped).
 UNATTRIBUTED = "unattributed"
+#: The pool of a share that applies in every GPU pool.
+ALL_POOLS = "all"
+#: ``valid_from`` of an entry without one (since forever) when the engine needs a time.
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 _MAP_SCHEMA = {"kind": pl.String(), "key": pl.String(), "team": pl.String()}
 _TEAM_SCHEMA = {"team": pl.String(), "share": pl.Float64()}
+_UTC = pl.Datetime("us", "UTC")
+#: :func:`load_registry_history` columns: ``valid_from``/``valid_to`` NULL = since/until forever.
+HISTORY_SCHEMA: dict[str, pl.DataType] = {
+    "team": pl.String(),
+    "pool": pl.String(),
+    "share": pl.Float64(),
+    "valid_from": _UTC,
+    "valid_to": _UTC,
+}
+_ENGINE_SCHEMA: dict[str, pl.DataType] = {
+    "team": pl.String(),
+    "pool": pl.String(),
+    "share": pl.Float64(),
+    "valid_from": _UTC,
+}
 
 
 class RegistryError(ValueError):
@@ -35,42 +92,90 @@ def empty_registry() -> tuple[pl.DataFrame, pl.DataFrame]:
     return pl.DataFrame(schema=_TEAM_SCHEMA), pl.DataFrame(schema=_MAP_SCHEMA)
 
 
-def load_registry(path: str | Path) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Read the allocation registry.
-
-    Args:
-        path: the YAML file; a missing file gives an empty registry (every team unattributed).
-
-    Returns:
-        ``teams`` (team, share) and ``mapping`` (kind ∈ {slurm_account, k8s_namespace,
-        k8s_local_queue}, key, team).
-
-    Raises:
-        RegistryError: the file is not a mapping with a ``teams`` list of ``team``/``share`` items.
-    """
-    p = Path(path)
+def _read_doc(p: Path) -> dict[str, Any] | None:
     if not p.exists():
-        return empty_registry()
+        return None
     try:
         doc = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
         raise RegistryError(f"{p}: not valid YAML: {exc}") from exc
-    items = doc.get("teams") if isinstance(doc, dict) else None
-    if not isinstance(items, list):
+    if not isinstance(doc, dict) or not isinstance(doc.get("teams"), list):
         raise RegistryError(f"{p}: expected a mapping with a 'teams' list")
-    teams: list[dict[str, object]] = []
+    return doc
+
+
+def _share_value(value: object, where: str) -> float:
+    if isinstance(value, bool):
+        raise RegistryError(f"{where}: share is not a number")
+    try:
+        share = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise RegistryError(f"{where}: share is not a number") from exc
+    if not share >= 0:  # also rejects NaN
+        raise RegistryError(f"{where}: share must be >= 0")
+    return share
+
+
+def _valid_from(value: object, where: str) -> dt.datetime | None:
+    """A date (00:00 UTC) or datetime (naive = UTC) → UTC datetime; None = since forever."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value)
+        except ValueError as exc:
+            raise RegistryError(f"{where}: valid_from {value!r} is not a date") from exc
+    if isinstance(value, dt.datetime):
+        return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC)
+    raise RegistryError(f"{where}: valid_from {value!r} is not a date")
+
+
+def _entry(item: object, team: str, where: str) -> dict[str, object]:
+    if not isinstance(item, dict) or "share" not in item:
+        raise RegistryError(f"{where}: each share entry needs a 'share'")
+    unknown = set(item) - {"team", "share", "valid_from", "pool"}
+    if unknown:
+        raise RegistryError(f"{where}: unknown key(s) {sorted(unknown)}")
+    pool = item.get("pool", ALL_POOLS)
+    if not isinstance(pool, str) or not pool:
+        raise RegistryError(f"{where}: pool must be a non-empty name")
+    return {
+        "team": team,
+        "pool": pool,
+        "share": _share_value(item["share"], where),
+        "valid_from": _valid_from(item.get("valid_from"), where),
+    }
+
+
+def _parse(p: Path, doc: dict[str, Any]) -> tuple[list[dict[str, object]], pl.DataFrame]:
+    """Share entries (team, pool, share, valid_from) in file order, and the mapping."""
+    entries: list[dict[str, object]] = []
     mapping: list[dict[str, object]] = []
-    for i, item in enumerate(items):
+    names: list[str] = []
+    for i, item in enumerate(doc["teams"]):
         if not isinstance(item, dict) or "team" not in item:
             raise RegistryError(f"{p}: teams[{i}]: each entry needs a 'team'")
         team = str(item["team"])
-        try:
-            share = float(item.get("share", 0.0))
-        except (TypeError, ValueError) as exc:
-            raise RegistryError(f"{p}: teams[{i}] ({team}): share is not a number") from exc
-        if share < 0:
-            raise RegistryError(f"{p}: teams[{i}] ({team}): share must be >= 0")
-        teams.append({"team": team, "share": share})
+        where = f"{p}: teams[{i}] ({team})"
+        if team in names:
+            raise RegistryError(f"{where}: team listed twice")
+        names.append(team)
+        if "share" in item or "shares" not in item:
+            entries.append(
+                {
+                    "team": team,
+                    "pool": ALL_POOLS,
+                    "share": _share_value(item.get("share", 0.0), where),
+                    "valid_from": None,
+                }
+            )
+        hist = item.get("shares")
+        if hist is not None:
+            if not isinstance(hist, list):
+                raise RegistryError(f"{where}: 'shares' must be a list")
+            entries += [_entry(e, team, f"{where}: shares[{j}]") for j, e in enumerate(hist)]
         for kind, field in (
             ("slurm_account", "slurm_accounts"),
             ("k8s_namespace", "k8s_namespaces"),
@@ -78,4 +183,202 @@ def load_registry(path: str | Path) -> tuple[pl.DataFrame, pl.DataFrame]:
         ):
             for key in item.get(field, []) or []:
                 mapping.append({"kind": kind, "key": str(key), "team": team})
-    return pl.DataFrame(teams, schema=_TEAM_SCHEMA), pl.DataFrame(mapping, schema=_MAP_SCHEMA)
+    history = doc.get("history")
+    if history is not None:
+        if not isinstance(history, list):
+            raise RegistryError(f"{p}: 'history' must be a list")
+        for k, e in enumerate(history):
+            team = str(e.get("team")) if isinstance(e, dict) else "?"
+            where = f"{p}: history[{k}] ({team})"
+            if team not in names:
+                raise RegistryError(f"{where}: team is not in 'teams'")
+            entries.append(_entry(e, team, where))
+    seen: set[tuple[object, ...]] = set()
+    for e in entries:
+        key = (e["team"], e["pool"], e["valid_from"])
+        if key in seen:
+            vf = e["valid_from"] or "since forever"
+            raise RegistryError(f"{p}: team {e['team']}: two shares for pool {e['pool']} from {vf}")
+        seen.add(key)
+    return entries, pl.DataFrame(mapping, schema=_MAP_SCHEMA)
+
+
+def load_registry_history(path: str | Path) -> pl.DataFrame:
+    """Read the registry's share history: one row per share entry.
+
+    Args:
+        path: the YAML file (format in the module docstring); a missing file gives no rows.
+
+    Returns:
+        ``team, pool, share, valid_from, valid_to`` (:data:`HISTORY_SCHEMA`): share is a
+        fraction; ``valid_from`` NULL = since forever; ``valid_to`` = the next ``valid_from`` of
+        the same team and pool (exclusive), NULL = still in effect. Sorted by team, pool,
+        valid_from (NULL first).
+
+    Raises:
+        RegistryError: malformed file or entry (names the file and the entry): no ``teams``
+            list, a team without ``team``, a share that is not a number ≥ 0, a ``valid_from``
+            that is not a date, an unknown key, a ``history`` item for an unknown team, or two
+            entries of a team for the same pool and ``valid_from``.
+    """
+    p = Path(path)
+    doc = _read_doc(p)
+    if doc is None:
+        return pl.DataFrame(schema=HISTORY_SCHEMA)
+    entries, _ = _parse(p, doc)
+    frame = pl.DataFrame(
+        entries, schema={k: v for k, v in HISTORY_SCHEMA.items() if k != "valid_to"}
+    )
+    return (
+        frame.sort("team", "pool", "valid_from", nulls_last=False)
+        .with_columns(pl.col("valid_from").shift(-1).over("team", "pool").alias("valid_to"))
+        .select(list(HISTORY_SCHEMA))
+    )
+
+
+def share_in_effect(history: pl.DataFrame, at: dt.datetime) -> pl.DataFrame:
+    """Each team's fleet share at ``at``: ``team, share`` (one row per team of ``history``).
+
+    The pool-``all`` entry in effect at ``at``; a team with no ``all`` entry in effect gets the
+    mean of its pool entries in effect; a team with nothing in effect gets 0.0.
+
+    Args:
+        history: :func:`load_registry_history` output.
+        at: the instant (naive = UTC).
+    """
+    at = at.replace(tzinfo=dt.UTC) if at.tzinfo is None else at.astimezone(dt.UTC)
+    live = history.filter(
+        (pl.col("valid_from").is_null() | (pl.col("valid_from") <= at))
+        & (pl.col("valid_to").is_null() | (pl.col("valid_to") > at))
+    )
+    per_team = live.group_by("team").agg(
+        pl.when((pl.col("pool") == ALL_POOLS).any())
+        .then(pl.col("share").filter(pl.col("pool") == ALL_POOLS).first())
+        .otherwise(pl.col("share").mean())
+        .alias("share")
+    )
+    teams = history.select("team").unique(maintain_order=True)
+    return (
+        teams.join(per_team, on="team", how="left")
+        .with_columns(pl.col("share").fill_null(0.0))
+        .select(pl.col("team").cast(pl.String), pl.col("share").cast(pl.Float64))
+    )
+
+
+def load_registry(
+    path: str | Path, *, at: dt.datetime | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Read the allocation registry: the shares in effect now, and the team mapping.
+
+    Args:
+        path: the YAML file; a missing file gives an empty registry (every team unattributed).
+        at: the instant whose shares are returned (default: now, UTC); see
+            :func:`share_in_effect` for teams with per-pool or future shares.
+
+    Returns:
+        ``teams`` (team, share: one row per team, in file order) and ``mapping`` (kind ∈
+        {slurm_account, k8s_namespace, k8s_local_queue}, key, team).
+
+    Raises:
+        RegistryError: as :func:`load_registry_history`.
+    """
+    p = Path(path)
+    doc = _read_doc(p)
+    if doc is None:
+        return empty_registry()
+    entries, mapping = _parse(p, doc)
+    history = load_registry_history(p)
+    current = share_in_effect(history, at or dt.datetime.now(dt.UTC))
+    order = pl.DataFrame(
+        {"team": list(dict.fromkeys(str(e["team"]) for e in entries))}, schema={"team": pl.String()}
+    )
+    teams = order.join(current, on="team", how="left").with_columns(pl.col("share").fill_null(0.0))
+    return teams.select(list(_TEAM_SCHEMA)), mapping
+
+
+def cluster_shares(history: pl.DataFrame, nodes: pl.DataFrame) -> pl.DataFrame:
+    """The share history per cluster, for the metric engine's per-cluster water-filling.
+
+    Per team and cluster the most specific pool the team has entries for is used, for its whole
+    history: the cluster's name, else the cluster's GPU type (when every GPU node of the
+    cluster in ``nodes`` has that one ``gpu_type``), else ``all``.
+
+    Args:
+        history: :func:`load_registry_history` output.
+        nodes: ``cluster, gpu_type`` and optionally ``gpus`` (``core.nodes``; GPU-less nodes
+            are left out of the type test); every cluster named here gets rows.
+
+    Returns:
+        ``team, pool, share, valid_from`` with ``pool`` = the cluster and ``valid_from`` a UTC
+        datetime (since forever = 1970-01-01): the ``shares`` argument of
+        :func:`metrics.fairness.fair_share_hourly`.
+    """
+    if history.height == 0 or nodes.height == 0:
+        return pl.DataFrame(schema=_ENGINE_SCHEMA)
+    gpu_nodes = nodes.filter(pl.col("gpus").fill_null(1) > 0) if "gpus" in nodes.columns else nodes
+    types = gpu_nodes.group_by("cluster").agg(
+        pl.when(pl.col("gpu_type").n_unique() == 1)
+        .then(pl.col("gpu_type").first())
+        .alias("gpu_type")
+    )
+    clusters = nodes.select("cluster").unique().join(types, on="cluster", how="left")
+    candidates = history.join(clusters, how="cross").with_columns(
+        pl.when(pl.col("pool") == pl.col("cluster"))
+        .then(3)
+        .when(pl.col("pool") == pl.col("gpu_type"))
+        .then(2)
+        .when(pl.col("pool") == ALL_POOLS)
+        .then(1)
+        .otherwise(0)
+        .alias("_rank")
+    )
+    best = candidates.filter(pl.col("_rank") > 0).with_columns(
+        pl.col("_rank").max().over("team", "cluster").alias("_best")
+    )
+    return (
+        best.filter(pl.col("_rank") == pl.col("_best"))
+        .select(
+            "team",
+            pl.col("cluster").alias("pool"),
+            "share",
+            pl.col("valid_from").fill_null(pl.lit(_EPOCH, dtype=_UTC)),
+        )
+        .sort("pool", "team", "valid_from")
+    )
+
+
+def shares_at_window_start(
+    frame: pl.DataFrame, per_cluster: pl.DataFrame, history: pl.DataFrame
+) -> pl.DataFrame:
+    """Add ``share``: the team's registry share in effect at each row's ``window_start``.
+
+    Args:
+        frame: ``window_start`` (UTC), ``cluster`` (NULL = the fleet), ``team``.
+        per_cluster: :func:`cluster_shares` output (used for rows with a cluster).
+        history: :func:`load_registry_history` output (the pool-``all`` entries are used for
+            fleet rows).
+
+    Returns:
+        ``frame`` with ``share`` (fraction; NULL for a team without a share then).
+    """
+    fleet = history.filter(pl.col("pool") == ALL_POOLS).select(
+        "team",
+        pl.lit("").alias("pool"),
+        "share",
+        pl.col("valid_from").fill_null(pl.lit(_EPOCH, dtype=_UTC)),
+    )
+    sh = pl.concat([per_cluster.select(list(_ENGINE_SCHEMA)), fleet]).sort("valid_from")
+    keyed = frame.with_row_index("_row").with_columns(
+        pl.col("cluster").fill_null("").alias("_pool"),
+        pl.col("window_start").dt.convert_time_zone("UTC").dt.cast_time_unit("us").alias("_at"),
+    )
+    joined = keyed.sort("_at").join_asof(
+        sh.rename({"pool": "_pool", "share": "_share"}),
+        left_on="_at",
+        right_on="valid_from",
+        by=["team", "_pool"],
+        strategy="backward",
+        check_sortedness=False,
+    )
+    out = joined.sort("_row").with_columns(pl.col("_share").alias("share"))
+    return out.drop("_row", "_pool", "_at", "_share", "valid_from")

@@ -86,3 +86,39 @@ _charts.chart(
     definition="Fair-share debt = F_t − U_t in GPU-hours (positive: the team is owed).",
 )
 _charts.table(teams, key="fairness_teams", caption="Every week in the window, per team.")
+
+# --- the schedulers' own view and registry drift ---------------------------------------------
+st.subheader("Registry drift: what the schedulers are configured with")
+drift = queries.registry_drift(path, f)
+if drift.height == 0:
+    st.info(
+        "No sshare or Kueue ClusterQueue snapshot loaded: nothing to compare the registry with."
+    )
+else:
+    drifted = drift.filter(drift["drifted"])
+    st.caption(
+        f"{drifted.height} of {drift.height} rows drift beyond the tolerance "
+        f"({float(drift['tolerance'][0]):.0%} relative)."
+    )
+    _charts.table(
+        drift,
+        key="registry_drift",
+        caption=(
+            "configured_share: Slurm RawShares ÷ Σ over the registry's accounts in the cluster, or "
+            "Kueue nominal GPUs ÷ the cohort's; registry_share: the registry share normalised the "
+            "same way; drift = configured − registry (share fractions); relative = drift ÷ "
+            "registry share."
+        ),
+    )
+st.subheader("The schedulers' own view")
+sched = queries.scheduler_fairshare(path, f)
+if sched.height:
+    _charts.table(
+        sched,
+        key="scheduler_fairshare",
+        caption=(
+            "Slurm: the latest `sshare` per account (RawShares, NormShares, EffectvUsage, LevelFS, "
+            "FairShare; usage is billing-weighted, not GPU-seconds). Kueue: nominal, used and "
+            "borrowed GPUs per ClusterQueue."
+        ),
+    )

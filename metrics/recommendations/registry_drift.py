@@ -20,6 +20,12 @@ from typing import Any
 
 import polars as pl
 
+from metrics.drift import (
+    account_shares,
+    cluster_queue_teams,
+    kueue_quota_shares,
+    slurm_share_drift,
+)
 from metrics.recommendations._kueue import (
     GPU_RESOURCES,
     gpu_quotas,
@@ -39,16 +45,6 @@ __all__ = ["KUEUE_RULE", "SLURM_RULE", "kueue_quota_drift", "slurm_fairshare_dri
 
 SLURM_RULE = "registry_drift_slurm"
 KUEUE_RULE = "registry_drift_kueue"
-
-
-def _account_shares(teams: pl.DataFrame, mapping: pl.DataFrame, kind: str) -> pl.DataFrame:
-    """``key, team, share``: a team's share split evenly over its keys of ``kind``."""
-    keys = mapping.filter(pl.col("kind") == kind).select("key", "team").unique()
-    return (
-        keys.join(teams.select("team", "share"), on="team", how="inner")
-        .with_columns((pl.col("share") / pl.len().over("team")).alias("share"))
-        .sort("key")
-    )
 
 
 def slurm_fairshare_drift(
@@ -77,34 +73,20 @@ def slurm_fairshare_drift(
         One recommendation per drifted account; confidence 0.9 (a configuration fact, not a
         statistic); severity critical when the drift is ≥ 50 %.
     """
-    frame = sshare.lazy().collect()
-    acct = _account_shares(teams, mapping, "slurm_account")
-    rows = (
-        frame.filter(
-            pl.col("user_name").is_null()
-            & (pl.col("account") != "root")
-            & pl.col("raw_shares").is_not_null()
-        )
-        .unique(["cluster", "account"], keep="last")
-        .join(acct, left_on="account", right_on="key", how="inner")
-        .filter(pl.col("share") > 0)
-    )
+    acct = account_shares(teams, mapping, "slurm_account")
+    rows = slurm_share_drift(acct, sshare.lazy()).collect()
     recs = []
-    for (cluster,), part in rows.sort("cluster", "account").group_by(
-        "cluster", maintain_order=True
-    ):
+    for (cluster,), part in rows.group_by("cluster", maintain_order=True):
         ratios = sorted((part["raw_shares"] / part["share"]).to_list())
         scale = ratios[(len(ratios) - 1) // 2]  # median (lower middle): an observed scale
-        total_share = float(part["share"].sum())
-        total_raw = float(part["raw_shares"].sum())
         for r in part.iter_rows(named=True):
             expected = max(1, round(float(r["share"]) * scale))
             raw = int(r["raw_shares"])
             drift = abs(raw - expected) / expected
             if drift <= tolerance or raw == expected:
                 continue
-            reg_norm = float(r["share"]) / total_share
-            sched_norm = raw / total_raw if total_raw else 0.0
+            reg_norm = float(r["registry_normalised_share"])
+            sched_norm = float(r["scheduler_normalised_share"])
             cap = (capacity_gpu_h_per_week or {}).get(str(cluster))
             gain = abs(reg_norm - sched_norm) * cap if cap is not None else None
             account = str(r["account"])
@@ -184,36 +166,21 @@ def kueue_quota_drift(
         quota-hours a week moved between teams); confidence 0.9.
     """
     quotas = gpu_quotas(cluster_queues, gpu_resources)
-    by_lq = {
-        r["key"]: r["team"] for r in mapping.filter(pl.col("kind") == "k8s_local_queue").to_dicts()
-    }
-    by_ns = {
-        r["key"]: r["team"] for r in mapping.filter(pl.col("kind") == "k8s_namespace").to_dicts()
-    }
-    share = {str(r["team"]): float(r["share"]) for r in teams.to_dicts()}
-    cq_teams: dict[str, set[str]] = {}
-    for lq in local_queues:
-        meta = lq.get("metadata") or {}
-        team = by_lq.get(meta.get("name")) or by_ns.get(meta.get("namespace"))
-        cq = (lq.get("spec") or {}).get("clusterQueue")
-        if team and cq:
-            cq_teams.setdefault(str(cq), set()).add(str(team))
-    objects = {str((o.get("metadata") or {}).get("name")): o for o in cluster_queues}
-    per_cq = (
-        quotas.filter(pl.col("cohort").is_not_null())
-        .group_by("cohort", "cluster_queue", "resource")
-        .agg(pl.col("nominal_quota").sum().alias("quota"))
-        .with_columns(
-            pl.col("cluster_queue")
-            .map_elements(
-                lambda cq: sum(share.get(t, 0.0) for t in cq_teams.get(cq, ())),
-                return_dtype=pl.Float64(),
-            )
-            .alias("weight")
-        )
-        .filter(pl.col("weight") > 0)
-        .sort("cohort", "resource", "cluster_queue")
+    lq_rows = [
+        {
+            "namespace": (lq.get("metadata") or {}).get("namespace"),
+            "name": (lq.get("metadata") or {}).get("name"),
+            "cluster_queue": (lq.get("spec") or {}).get("clusterQueue"),
+        }
+        for lq in local_queues
+    ]
+    lq_frame = pl.DataFrame(
+        lq_rows,
+        schema={"namespace": pl.String(), "name": pl.String(), "cluster_queue": pl.String()},
     )
+    cq_teams = cluster_queue_teams(lq_frame, mapping)
+    objects = {str((o.get("metadata") or {}).get("name")): o for o in cluster_queues}
+    per_cq = kueue_quota_shares(quotas.lazy(), cq_teams, teams).collect()
     recs = []
     for (cohort, resource), grp in per_cq.group_by("cohort", "resource", maintain_order=True):
         total = round(float(grp["quota"].sum()))
@@ -234,7 +201,7 @@ def kueue_quota_drift(
                 for f, n in zip(flavors["flavor"].to_list(), new, strict=True)
             }
             patch = resource_groups_patch(objects[cq], changes)
-            team_list = sorted(cq_teams.get(cq, ()))
+            team_list = [str(t) for t in r["teams"]]
             drift = abs(have - want) / want
             recs.append(
                 Recommendation(

@@ -3,8 +3,9 @@
 :func:`run_job_mix` submits, on a started :class:`~.cluster.SlurmTestCluster`: jobs that complete,
 fail (exit 1, and killed by a signal), hit their 1-minute limit (TIMEOUT), are cancelled while
 pending and while running, are requeued and rerun, a ``%2``-throttled array, a 2-node 16-GPU job
-with an ``srun`` step, a CPU-only job and a 4-GPU job on ``debug``; it drives the cancels and the
-requeue and waits until everything has ended and slurmdbd has every record.
+with an ``srun`` step, a CPU-only job, a 4-GPU job on ``debug`` and a whole-cluster 32-GPU job that
+pends for resources until the others are done; it drives the cancels and the requeue and waits
+until everything has ended and slurmdbd has every record.
 
 :func:`capture_run` then rolls the hour up and captures what the tests compare: ``sacct`` for
 the hour (every state, every attempt, steps included) and ``sreport``'s GPU utilization.
@@ -202,6 +203,11 @@ def run_job_mix(cluster: SlurmTestCluster, timeout: float = 300.0) -> JobMix:
                      ("COMPLETED",))
         for task in range(4)
     ]  # fmt: skip
+    # A whole-cluster job: it pends for resources (Reason=Resources) until the GPU jobs above
+    # have ended, so the hour has GPUs held idle for an eligible pending job (METRICS.md leaf
+    # ``held``; sreport's GPU Planned stays 0: slurmdbd counts planned time for CPUs only).
+    submit("whole-cluster", "sleep 5", user="dave", account="team-a", gpus=32, nodes=4,
+           extra=("--ntasks-per-node=1",))  # fmt: skip
 
     # Cancel one job while it is pending (on its dependency) and one while it runs. Wait until
     # slurmdbd has the pending job: cancelled before that, its record gets a Start time.

@@ -1,0 +1,170 @@
+"""The schedulers' own view (sshare, Kueue ClusterQueue usage) and registry drift tables.
+
+Reads the latest ``raw.sshare`` snapshot and the latest ``raw.kueue_cluster_queues`` /
+``raw.kueue_local_queues`` snapshots per cluster (a raw table that does not exist yet, or is
+empty, gives no rows), maps accounts and ClusterQueues to registry teams, and computes
+:func:`metrics.drift.scheduler_fairshare` and :func:`metrics.drift.registry_drift` against the
+registry's current shares of each cluster's pool (:func:`pipelines.registry.cluster_shares`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+import polars as pl
+
+from metrics.drift import (
+    DRIFT_TOLERANCE,
+    REGISTRY_DRIFT_SCHEMA,
+    account_shares,
+    cluster_queue_teams,
+    kueue_quota_shares,
+    latest_snapshot,
+    registry_drift,
+    scheduler_fairshare,
+    slurm_share_drift,
+)
+from pipelines.registry import cluster_shares, share_in_effect
+
+__all__ = ["current_cluster_shares", "scheduler_tables"]
+
+
+def _table(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> pl.DataFrame | None:
+    """The table as polars (zoned timestamps in UTC), or None when it does not exist."""
+    found = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = $s AND table_name = $t",
+        {"s": schema, "t": name},
+    ).fetchall()
+    if not found[0][0]:
+        return None
+    df: pl.DataFrame = con.sql(f"SELECT * FROM {schema}.{name}").pl()
+    zoned = [n for n, t in df.schema.items() if isinstance(t, pl.Datetime) and t.time_zone]
+    return df.with_columns(pl.col(zoned).dt.convert_time_zone("UTC")) if zoned else df
+
+
+def _latest(frame: pl.DataFrame | None, need: tuple[str, ...]) -> pl.DataFrame | None:
+    """The latest snapshot per cluster, or None when the table is missing, empty or lacks
+    columns the views need."""
+    if frame is None or frame.height == 0 or not set(need) <= set(frame.columns):
+        return None
+    return latest_snapshot(frame.lazy(), order=("snapshot_at", "ingest_id")).collect()
+
+
+def current_cluster_shares(
+    history: pl.DataFrame, nodes: pl.DataFrame, clusters: list[str], at: dt.datetime
+) -> dict[str, pl.DataFrame]:
+    """Per cluster, the registry ``team, share`` in effect at ``at`` in that cluster's pool.
+
+    A cluster without nodes gets the fleet shares (:func:`pipelines.registry.share_in_effect`).
+    """
+    per_pool = cluster_shares(history, nodes)
+    live = (
+        per_pool.filter(pl.col("valid_from") <= at)
+        .sort("valid_from")
+        .group_by("team", "pool", maintain_order=True)
+        .last()
+    )
+    fleet = share_in_effect(history, at)
+    out = {}
+    for c in clusters:
+        mine = live.filter(pl.col("pool") == c).select("team", "share")
+        out[c] = mine if c in set(per_pool["pool"].to_list()) else fleet
+    return out
+
+
+def scheduler_tables(
+    con: duckdb.DuckDBPyConnection,
+    history: pl.DataFrame,
+    mapping: pl.DataFrame,
+    nodes: pl.DataFrame,
+    as_of: pl.DataFrame,
+    *,
+    tolerance: float = DRIFT_TOLERANCE,
+    at: dt.datetime | None = None,
+) -> dict[str, pl.DataFrame]:
+    """``analytics.scheduler_fairshare`` and ``analytics.registry_drift`` with ``as_of``.
+
+    Args:
+        con: warehouse connection (raw tables are read).
+        history: :func:`pipelines.registry.load_registry_history` output.
+        mapping: registry ``kind, key, team``.
+        nodes: ``core.nodes`` (``cluster, gpu_type, gpus``), for each cluster's pool.
+        as_of: ``cluster, as_of``.
+        tolerance: relative drift above which a row is flagged.
+        at: the instant whose registry shares count as current (default now, UTC).
+
+    Returns:
+        Frames by table name (columns in sql/README.md).
+    """
+    now = at or dt.datetime.now(dt.UTC)
+    sshare = _latest(_table(con, "raw", "sshare"), ("cluster", "account", "raw_shares"))
+    cqs = _latest(
+        _table(con, "raw", "kueue_cluster_queues"),
+        ("cluster", "name", "cohort", "resource", "nominal_gpus", "usage_gpus"),
+    )
+    lqs = _latest(
+        _table(con, "raw", "kueue_local_queues"),
+        ("cluster", "namespace", "name", "cluster_queue"),
+    )
+    clusters = sorted(
+        {*(sshare["cluster"].to_list() if sshare is not None else [])}
+        | {*(cqs["cluster"].to_list() if cqs is not None else [])}
+    )
+    shares = current_cluster_shares(history, nodes, clusters, now)
+    account_teams = mapping.filter(pl.col("kind") == "slurm_account").lazy()
+
+    slurm_parts, kueue_parts, cq_team_parts = [], [], []
+    for c in clusters:
+        if sshare is not None and c in set(sshare["cluster"].to_list()):
+            acct = account_shares(shares[c], mapping, "slurm_account")
+            slurm_parts.append(
+                slurm_share_drift(acct, sshare.filter(pl.col("cluster") == c).lazy()).collect()
+            )
+        if cqs is not None and c in set(cqs["cluster"].to_list()):
+            mine = cqs.filter(pl.col("cluster") == c)
+            lq = (
+                lqs.filter(pl.col("cluster") == c)
+                if lqs is not None
+                else pl.DataFrame(
+                    schema={"namespace": pl.String(), "name": pl.String(),
+                            "cluster_queue": pl.String()}
+                )
+            )  # fmt: skip
+            cq_teams = cluster_queue_teams(lq.select("namespace", "name", "cluster_queue"), mapping)
+            cq_team_parts.append(cq_teams.collect().with_columns(pl.lit(c).alias("cluster")))
+            quotas = mine.select(
+                "cohort",
+                pl.col("name").alias("cluster_queue"),
+                "resource",
+                pl.coalesce("nominal_gpus", "nominal_quota").alias("nominal_quota")
+                if "nominal_quota" in mine.columns
+                else pl.col("nominal_gpus").alias("nominal_quota"),
+            )
+            snap = mine["snapshot_at"].max() if "snapshot_at" in mine.columns else None
+            kueue_parts.append(
+                kueue_quota_shares(quotas.lazy(), cq_teams, shares[c])
+                .collect()
+                .with_columns(
+                    pl.lit(c).alias("cluster"),
+                    pl.lit(snap, dtype=pl.Datetime("us", "UTC")).alias("snapshot_at"),
+                )
+            )
+    drift = registry_drift(
+        pl.concat(slurm_parts).lazy() if slurm_parts else None,
+        pl.concat(kueue_parts).lazy() if kueue_parts else None,
+        tolerance=tolerance,
+    ).collect()
+    cq_teams_all = pl.concat(cq_team_parts).lazy() if cq_team_parts else None
+    fairshare = scheduler_fairshare(
+        sshare.lazy() if sshare is not None else None,
+        account_teams,
+        cqs.lazy() if cqs is not None else None,
+        cq_teams_all,
+    ).collect()
+    if drift.height == 0:
+        drift = pl.DataFrame(schema=REGISTRY_DRIFT_SCHEMA)
+    return {
+        "analytics.scheduler_fairshare": fairshare.join(as_of, on="cluster", how="left"),
+        "analytics.registry_drift": drift.join(as_of, on="cluster", how="left"),
+    }

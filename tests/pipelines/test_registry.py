@@ -1,0 +1,256 @@
+"""The allocation registry: share history with ``valid_from``, shares per GPU pool, errors."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from metrics import entitlement, fair_share_hourly
+from pipelines.registry import (
+    RegistryError,
+    cluster_shares,
+    load_registry,
+    load_registry_history,
+    shares_at_window_start,
+)
+
+UTC = dt.UTC
+TS = pl.Datetime("us", "UTC")
+H = 3600.0
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "registry.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _d(day: int, h: int = 0) -> dt.datetime:
+    return dt.datetime(2026, 11, day, h, tzinfo=UTC)
+
+
+SIMPLE = """
+teams:
+  - team: vision
+    share: 0.25
+    slurm_accounts: [vision, vision-x]
+    k8s_namespaces: [vision]
+  - team: nlp
+    share: 0.75
+"""
+
+HISTORY = """
+teams:
+  - team: a
+    shares:
+      - {share: 0.5}
+      - {valid_from: 2026-11-16, share: 0.25}
+      - {valid_from: 2026-11-01, share: 0.9, pool: h100}
+  - team: b
+    share: 0.5
+history:
+  - {team: b, valid_from: "2026-11-16T12:00:00", share: 0.75}
+"""
+
+
+def test_simple_format_keeps_team_share_and_mapping(tmp_path: Path) -> None:
+    """The one-share form: ``load_registry`` gives team/share in file order and the mapping;
+    the history has one since-forever row per team in pool ``all``."""
+    path = _write(tmp_path, SIMPLE)
+    teams, mapping = load_registry(path)
+    assert teams.rows() == [("vision", 0.25), ("nlp", 0.75)]
+    assert mapping.rows() == [
+        ("slurm_account", "vision", "vision"),
+        ("slurm_account", "vision-x", "vision"),
+        ("k8s_namespace", "vision", "vision"),
+    ]
+    hist = load_registry_history(path)
+    assert hist.rows() == [("nlp", "all", 0.75, None, None), ("vision", "all", 0.25, None, None)]
+
+
+def test_history_gives_valid_to_as_the_next_valid_from(tmp_path: Path) -> None:
+    """a/all: since forever 0.5 until 16 Nov, then 0.25 (open); a/h100: 0.9 from 1 Nov; b/all:
+    0.5 until 16 Nov 12:00 (the ``history`` item, a datetime read as UTC), then 0.75."""
+    hist = load_registry_history(_write(tmp_path, HISTORY))
+    assert hist.rows() == [
+        ("a", "all", 0.5, None, _d(16)),
+        ("a", "all", 0.25, _d(16), None),
+        ("a", "h100", 0.9, _d(1), None),
+        ("b", "all", 0.5, None, _d(16, 12)),
+        ("b", "all", 0.75, _d(16, 12), None),
+    ]
+
+
+def test_load_registry_returns_the_shares_in_effect_at_an_instant(tmp_path: Path) -> None:
+    """On 10 Nov a = 0.5 (pool all wins over h100), b = 0.5; on 20 Nov a = 0.25, b = 0.75."""
+    path = _write(tmp_path, HISTORY)
+    assert load_registry(path, at=_d(10))[0].rows() == [("a", 0.5), ("b", 0.5)]
+    assert load_registry(path, at=_d(20))[0].rows() == [("a", 0.25), ("b", 0.75)]
+
+
+def test_a_pool_only_team_gets_the_mean_of_its_pools_and_future_shares_count_zero(
+    tmp_path: Path,
+) -> None:
+    """c has 0.2 in h100 and 0.4 in a100 → fleet share (0.2 + 0.4)/2 = 0.3; d starts 2027 → 0."""
+    text = """
+teams:
+  - team: c
+    shares: [{share: 0.2, pool: h100}, {share: 0.4, pool: a100}]
+  - team: d
+    shares: [{share: 0.5, valid_from: 2027-01-01}]
+"""
+    teams, _ = load_registry(_write(tmp_path, text), at=_d(20))
+    assert teams.rows() == [("c", pytest.approx(0.3)), ("d", 0.0)]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("teams: 3", "expected a mapping with a 'teams' list"),
+        ("teams:\n  - {share: 0.1}", "teams[0]: each entry needs a 'team'"),
+        ("teams:\n  - {team: x, share: lots}", "teams[0] (x): share is not a number"),
+        ("teams:\n  - {team: x, share: -1}", "teams[0] (x): share must be >= 0"),
+        (
+            "teams:\n  - {team: x, shares: [{share: 0.1, valid_from: soon}]}",
+            "teams[0] (x): shares[0]: valid_from 'soon' is not a date",
+        ),
+        (
+            "teams:\n  - {team: x, shares: [{share: 0.1, pol: a100}]}",
+            "teams[0] (x): shares[0]: unknown key(s) ['pol']",
+        ),
+        (
+            "teams:\n  - {team: x, share: 0.1}\nhistory:\n  - {team: y, share: 0.2}",
+            "history[0] (y): team is not in 'teams'",
+        ),
+        (
+            "teams:\n  - {team: x, share: 0.1, shares: [{share: 0.2}]}",
+            "team x: two shares for pool all from since forever",
+        ),
+    ],
+)
+def test_malformed_entries_name_the_file_and_entry(tmp_path: Path, text: str, message: str) -> None:
+    """Each malformed entry raises RegistryError naming the file and the entry."""
+    path = _write(tmp_path, text)
+    with pytest.raises(RegistryError) as err:
+        load_registry_history(path)
+    assert str(path) in str(err.value)
+    assert message in str(err.value)
+
+
+def test_cluster_shares_picks_the_most_specific_pool() -> None:
+    """Cluster gpu-h (all h100) uses a's h100 history; cluster mixed (a100 + h100) and cluster
+    k (no type) use pool all, except b in k: its own cluster entry wins there."""
+    hist = pl.DataFrame(
+        {
+            "team": ["a", "a", "b", "b"],
+            "pool": ["all", "h100", "all", "k"],
+            "share": [0.5, 0.9, 0.5, 0.1],
+            "valid_from": [None, _d(1), None, None],
+            "valid_to": [None, None, None, None],
+        },
+        schema_overrides={"valid_from": TS, "valid_to": TS},
+    )
+    nodes = pl.DataFrame(
+        {
+            "cluster": ["gpu-h", "gpu-h", "mixed", "mixed", "k"],
+            "gpu_type": ["h100", "h100", "a100", "h100", None],
+            "gpus": [8.0, 8.0, 8.0, 8.0, 4.0],
+        }
+    )
+    epoch = dt.datetime(1970, 1, 1, tzinfo=UTC)
+    out = cluster_shares(hist, nodes)
+    assert out.rows() == [
+        ("a", "gpu-h", 0.9, _d(1)),
+        ("b", "gpu-h", 0.5, epoch),
+        ("a", "k", 0.5, epoch),
+        ("b", "k", 0.1, epoch),
+        ("a", "mixed", 0.5, epoch),
+        ("b", "mixed", 0.5, epoch),
+    ]
+
+
+def test_a_registry_share_change_mid_week_is_honoured_per_hour(tmp_path: Path) -> None:
+    """From the YAML to the week's fair allocation (the path ``rebuild`` takes).
+
+    Cluster c has 4 GPUs; hours Monday 16 Nov 00:00 and 01:00 (one ISO week). Registry: a =
+    0.5 until 16 Nov 01:00, then 0.25 (a ``history`` datetime); b = 0.5 throughout. a and b
+    each run 4 GPUs in both hours (demand 4 × 3600 GPU-s each per hour, above any fair part).
+
+    Hour 00:00: weights 0.5/0.5 → a 2 GPUs × 3600 = 7200, b 7200.
+    Hour 01:00: weights 0.25/0.5 → a 4 × 1/3 × 3600 = 4800, b 4 × 2/3 × 3600 = 9600.
+    Week: F_a = 12000, F_b = 16800 (with the old share held all week, both 14400). The week's
+    ``share`` column is the share in effect at the week's start: a 0.5, b 0.5.
+    """
+    text = """
+teams:
+  - team: a
+    share: 0.5
+  - team: b
+    share: 0.5
+history:
+  - {team: a, valid_from: "2026-11-16T01:00:00Z", share: 0.25}
+"""
+    hist = load_registry_history(_write(tmp_path, text))
+    nodes = pl.DataFrame({"cluster": ["c"], "gpu_type": ["a100"], "gpus": [4.0]})
+    shares = cluster_shares(hist, nodes)
+    hours = [_d(16, 0), _d(16, 1)]
+    cap = pl.DataFrame(
+        {
+            "cluster": ["c", "c"],
+            "hour": hours,
+            "capacity_gpu_s": [4 * H, 4 * H],
+            "down_gpu_s": [0.0, 0.0],
+            "planned_down_gpu_s": [0.0, 0.0],
+        },
+        schema_overrides={"hour": TS},
+    )
+    att = pl.DataFrame(
+        {
+            "cluster": ["c", "c"],
+            "team": ["a", "b"],
+            "gpus": [4.0, 4.0],
+            "req_gpus": [4.0, 4.0],
+            "eligible_at": [_d(16, 0)] * 2,
+            "start_at": [_d(16, 0)] * 2,
+            "end_at": [_d(16, 2)] * 2,
+        },
+        schema_overrides={"eligible_at": TS, "start_at": TS, "end_at": TS},
+    )
+    hourly = fair_share_hourly(att.lazy(), cap.lazy(), shares.lazy(), _d(16, 3)).collect()
+    assert hourly.select("hour", "team", "share", "fair_gpu_s").rows() == [
+        (_d(16, 0), "a", 0.5, pytest.approx(7200.0)),
+        (_d(16, 0), "b", 0.5, pytest.approx(7200.0)),
+        (_d(16, 1), "a", 0.25, pytest.approx(4800.0)),
+        (_d(16, 1), "b", 0.5, pytest.approx(9600.0)),
+    ]
+    week = entitlement(hourly.lazy(), window="week", by_pool=True).collect()
+    assert week.select("team", "fair_gpu_s").rows() == [
+        ("a", pytest.approx(12000.0)),
+        ("b", pytest.approx(16800.0)),
+    ]
+    labelled = shares_at_window_start(
+        week.rename({"pool": "cluster"}).select("window_start", "cluster", "team"), shares, hist
+    )
+    assert labelled.select("team", "share").rows() == [("a", 0.5), ("b", 0.5)]
+
+
+def test_week_share_label_for_fleet_rows_uses_pool_all(tmp_path: Path) -> None:
+    """Fleet rows (cluster NULL): the pool-``all`` share at the window start — a week starting
+    23 Nov sees a's new 0.25 (changed 16 Nov 01:00), the week of 9 Nov the old 0.5."""
+    text = """
+teams:
+  - team: a
+    share: 0.5
+history:
+  - {team: a, valid_from: "2026-11-16T01:00:00Z", share: 0.25}
+"""
+    hist = load_registry_history(_write(tmp_path, text))
+    frame = pl.DataFrame(
+        {"window_start": [_d(23), _d(9)], "cluster": [None, None], "team": ["a", "a"]},
+        schema_overrides={"window_start": TS, "cluster": pl.String()},
+    )
+    out = shares_at_window_start(frame, cluster_shares(hist, pl.DataFrame()), hist)
+    assert out.rows() == [(_d(23), None, "a", 0.25), (_d(9), None, "a", 0.5)]
