@@ -13,6 +13,7 @@ import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Final
 
@@ -35,6 +36,7 @@ __all__ = [
     "read_rows",
     "rejected_frame",
     "rows_frame",
+    "rows_from_items",
     "stamp",
     "text_or_none",
 ]
@@ -59,7 +61,8 @@ class JsonItem:
         line_no: the item's 1-based index in the document's ``items`` (or top-level array), or its
             line in a JSON-lines stream.
         obj: the decoded object, or None when the line is not a JSON object.
-        raw: the item's JSON text (the line itself for JSON lines).
+        raw: the item's JSON text (the line itself for JSON lines); empty for an object of a
+            list document, whose text is only made (:meth:`text`) when the item is rejected.
         error: why ``obj`` is None.
     """
 
@@ -67,6 +70,12 @@ class JsonItem:
     obj: dict[str, Any] | None
     raw: str
     error: str | None = None
+
+    def text(self) -> str:
+        """The item's JSON text: ``raw``, else the object serialised compactly."""
+        if self.raw or self.obj is None:
+            return self.raw
+        return json.dumps(self.obj, ensure_ascii=False, separators=(",", ":"))
 
 
 def read_json_items(path: str | Path, *, list_kinds: frozenset[str]) -> tuple[list[JsonItem], str]:
@@ -126,10 +135,10 @@ def read_json_items(path: str | Path, *, list_kinds: frozenset[str]) -> tuple[li
 
 
 def _item(line_no: int, value: object) -> JsonItem:
-    raw = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     if not isinstance(value, dict):
+        raw = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
         return JsonItem(line_no, None, raw, NOT_AN_OBJECT)
-    return JsonItem(line_no, value, raw)
+    return JsonItem(line_no, value, "")  # text made only if the item is rejected
 
 
 def _json_stream(file: str, text: str) -> list[JsonItem]:
@@ -157,8 +166,10 @@ def _json_stream(file: str, text: str) -> list[JsonItem]:
             )
         else:
             decoded += 1
-            item = _item(line_no, value)
-            items.append(JsonItem(line_no, item.obj, text[pos:end], item.error))
+            if isinstance(value, dict):
+                items.append(JsonItem(line_no, value, text[pos:end]))
+            else:
+                items.append(JsonItem(line_no, None, text[pos:end], NOT_AN_OBJECT))
         line_no += text.count("\n", pos, end)
         pos = end
     if decoded == 0:
@@ -178,20 +189,29 @@ def parse_k8s_time(value: object, field: str) -> datetime | None:
         return None
     if not isinstance(value, str):
         raise BadItem(field, f"time is not a string: {value!r}")
+    ts, error = _utc_time(value)
+    if error is not None:
+        raise BadItem(field, error)
+    return ts
+
+
+@lru_cache(maxsize=1 << 16)
+def _utc_time(value: str) -> tuple[datetime | None, str | None]:
+    """``(time in UTC, None)`` or ``(None, why not)``; cached: a stream repeats its seconds."""
     try:
         ts = datetime.fromisoformat(value)
-    except ValueError as exc:
-        raise BadItem(field, f"not an RFC 3339 time: {value!r}") from exc
+    except ValueError:
+        return None, f"not an RFC 3339 time: {value!r}"
     if ts.tzinfo is None or "T" not in value:
-        raise BadItem(field, f"time without a zone: {value!r}")
-    return ts.astimezone(UTC)
+        return None, f"time without a zone: {value!r}"
+    return ts.astimezone(UTC), None
 
 
 def get_path(obj: Mapping[str, Any] | None, *path: str) -> Any:
     """``obj[path[0]][path[1]]...``, or None where a step is missing or not a mapping."""
     cur: Any = obj
     for key in path:
-        if not isinstance(cur, Mapping):
+        if type(cur) is not dict and not isinstance(cur, Mapping):  # dict first: no ABC check
             return None
         cur = cur.get(key)
     return cur
@@ -292,8 +312,24 @@ def read_rows(
         InputFormatError: as :func:`read_json_items`, or no item is ``what`` (every item was
             rejected as another kind or not an object).
     """
-    file = str(path)
     items, framing = read_json_items(path, list_kinds=list_kinds)
+    return rows_from_items(str(path), items, framing, build=build, what=what)
+
+
+def rows_from_items(
+    file: str,
+    items: list[JsonItem],
+    framing: str,
+    *,
+    build: Callable[[dict[str, Any]], list[dict[str, Any]]],
+    what: str,
+) -> RowsRead:
+    """Build the rows of already-read ``items`` of ``file`` (as :func:`read_rows` does).
+
+    Raises:
+        InputFormatError: no item is ``what`` (every item was rejected as another kind or not an
+            object).
+    """
     rows: list[dict[str, Any]] = []
     rejects: list[tuple[int, str, str, str]] = []
     for item, built, err in iter_rows(items, lambda o: {"rows": build(o)}):
@@ -301,7 +337,7 @@ def read_rows(
             rows.extend({**r, "line_no": item.line_no} for r in built["rows"])
         else:
             assert err is not None
-            rejects.append((item.line_no, err[0], item.raw, err[1]))
+            rejects.append((item.line_no, err[0], item.text(), err[1]))
     if items and not rows and all_foreign(rejects):
         raise InputFormatError(file, f"no item is a {what}")
     return RowsRead(file, items, framing, rows, rejects)

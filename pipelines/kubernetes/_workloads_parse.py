@@ -33,6 +33,7 @@ import polars as pl
 from pipelines._parse_result import ParseResult
 from pipelines.kubernetes._json_items import (
     BadItem,
+    RowsRead,
     get_path,
     int_or_none,
     parse_k8s_time,
@@ -406,6 +407,14 @@ def _parse(
 ) -> ParseResult:
     """Shared driver: items → rows (``build`` may give several rows per item), last uid wins."""
     read = read_rows(path, list_kinds=list_kinds, build=build, what=f"Kueue {kind}")
+    return keep_last(read, schema=schema, key=key, cluster=cluster)
+
+
+def keep_last(
+    read: RowsRead, *, schema: Mapping[str, pl.DataType], key: list[str], cluster: str
+) -> ParseResult:
+    """The :class:`ParseResult` of ``read``: rows of ``schema``, the last item of a ``key[0]``
+    winning (and its rows unique by ``key``), stamped with ``cluster`` and the file."""
     frame = rows_frame(read.rows, schema)
     last_item = frame.group_by(key[0]).agg(pl.col("line_no").max().alias("_last"))
     kept = stamp(

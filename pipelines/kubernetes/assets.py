@@ -1,4 +1,4 @@
-"""Kubernetes assets: events and pod snapshots, one partition per cluster and day."""
+"""Kubernetes assets: events, pod and Kueue/Node object snapshots, per cluster and day."""
 
 from __future__ import annotations
 
@@ -36,6 +36,20 @@ def build_kubernetes_assets(
             description=(
                 "One row per pod per snapshot, from `kubectl get pods -A -o json`, one partition "
                 "per cluster and day."
+            ),
+        ),
+        raw_ingest_asset(
+            name="k8s_objects",
+            kind="k8s-objects",
+            source_key="k8s_objects_source",
+            group="kubernetes",
+            scheduler="kubernetes",
+            partitions_def=partitions_def,
+            description=(
+                "Kueue Workload, ClusterQueue and LocalQueue and core/v1 Node snapshots "
+                "(`kubectl get workloads|clusterqueues|localqueues|nodes -o json`), split by kind "
+                "into raw.k8s_workloads, raw.kueue_cluster_queues, raw.kueue_local_queues and "
+                "raw.k8s_nodes, one partition per cluster and day."
             ),
         ),
     ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pipelines._sources import FileSource
 
-__all__ = ["K8sEventsFileSource", "K8sPodsFileSource"]
+__all__ = ["K8sEventsFileSource", "K8sObjectsFileSource", "K8sPodsFileSource"]
 
 
 class K8sEventsFileSource(FileSource):
@@ -17,3 +17,10 @@ class K8sPodsFileSource(FileSource):
     """``kubectl get pods -A -o json`` snapshots under ``<cluster>/k8s/``."""
 
     kind: str = "k8s-pods"
+
+
+class K8sObjectsFileSource(FileSource):
+    """Kueue ``Workload``/``ClusterQueue``/``LocalQueue`` and ``Node`` snapshots under
+    ``<cluster>/k8s/`` (``workloads*``, ``clusterqueues*``, ``localqueues*``, ``nodes*``)."""
+
+    kind: str = "k8s-objects"

@@ -1,4 +1,5 @@
-"""Kubernetes exports: ``kubectl get events -A -o json`` and ``kubectl get pods -A -o json``.
+"""Kubernetes exports: ``kubectl get events|pods|workloads|localqueues -A -o json`` and
+``kubectl get clusterqueues|nodes -o json``.
 
 Events are core/v1 ``Event`` objects as kubectl prints them (keys sorted, four-space indent).
 Repeating events (``FailedScheduling`` of a pending pod, Kueue ``Pending`` of a queued Workload)
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,7 +25,18 @@ from typing import Any
 
 from pipelines.sample_fleet._k8s_sim import K8sAttempt, K8sPod, K8sWorkload
 
-__all__ = ["K8sEvent", "build_events", "write_events_day", "write_pods_day"]
+__all__ = [
+    "COHORT",
+    "PROD_LENDING_LIMIT",
+    "K8sEvent",
+    "build_events",
+    "write_cluster_queues_day",
+    "write_events_day",
+    "write_local_queues_day",
+    "write_nodes_day",
+    "write_pods_day",
+    "write_workloads_day",
+]
 
 _NS = uuid.UUID("6f1c2a52-8a0e-4d55-9b7e-3c1f0d7a9e21")
 _CONTAINER = "trainer"
@@ -400,4 +413,295 @@ def write_pods_day(path: Path, workloads: Sequence[K8sWorkload], pools: dict[str
     doc = {"apiVersion": "v1", "items": [o for _, o in items], "kind": "List",
            "metadata": {"resourceVersion": ""}}
     path.write_text(json.dumps(doc, indent=4, sort_keys=True) + "\n", encoding="utf-8")
+    return len(items)
+
+
+# -- Kueue and Node objects -----------------------------------------------------------------------
+
+#: The cohort both ClusterQueues belong to.
+COHORT = "gpu-fleet"
+#: ``lendingLimit`` of ``cq-prod`` (planted finding: prod keeps its quota to itself, so research
+#: pends beside prod's unused GPUs; the simulation admits without borrowing accordingly).
+PROD_LENDING_LIMIT = 0
+_KUEUE_API = "kueue.x-k8s.io/v1beta1"
+
+
+def _list_doc(items: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}
+
+
+def _write_json(path: Path, doc: dict[str, Any], snapshot: int) -> None:
+    """Write ``doc`` as kubectl prints it; the file's modification time is the snapshot time
+    (``goodput ingest k8s-objects`` reads it as ``snapshot_at``)."""
+    path.write_text(json.dumps(doc, indent=4, sort_keys=True) + "\n", encoding="utf-8")
+    os.utime(path, (snapshot, snapshot))
+
+
+def _flavor(cq: str) -> str:
+    return f"h100-{cq.removeprefix('cq-')}"
+
+
+def _released(att: K8sAttempt) -> int | None:
+    """When an admission gave its quota back: its finish, or an evicted one's last pod gone."""
+    if att.end is None:
+        return None
+    if att.outcome == "Evicted":
+        return max([att.end, *(p.deleted for p in att.pods if p.deleted is not None)])
+    return att.end
+
+
+def _cond(ctype: str, status: bool, t: int, reason: str, message: str) -> dict[str, Any]:
+    return {"lastTransitionTime": rfc3339(t), "message": message, "observedGeneration": 1,
+            "reason": reason, "status": "True" if status else "False", "type": ctype}
+
+
+def _workload_obj(wl: K8sWorkload, now: int) -> dict[str, Any]:
+    """The Workload as ``kubectl get workloads -o json`` shows it at ``now``.
+
+    Conditions follow Kueue: ``QuotaReserved``/``Admitted`` at the admission, ``Evicted`` and
+    ``Preempted`` at a preemption (turned ``False`` with a ``Previously:`` message once admitted
+    again), ``Requeued`` when it re-entered the queue, ``Finished`` (``Succeeded``/``Failed``)
+    at the end; ``schedulingStats.evictions`` counts the preemptions so far.
+    """
+    atts = [a for a in wl.attempts if a.queued <= now]
+    cur = atts[-1]
+    evicted = [a for a in atts if a.outcome == "Evicted" and a.end is not None and a.end <= now]
+    conds: list[dict[str, Any]] = []
+    reserved = cur.reserved is not None and cur.reserved <= now
+    cur_evicted = cur.outcome == "Evicted" and cur.end is not None and cur.end <= now
+    if reserved and not cur_evicted:
+        assert cur.reserved is not None
+        wait = cur.reserved - cur.queued
+        conds.append(_cond("QuotaReserved", True, cur.reserved, "QuotaReserved",
+                           f"Quota reserved in ClusterQueue {wl.cq}, wait time since queued was "
+                           f"{wait}s"))
+        conds.append(_cond("Admitted", True, cur.reserved, "Admitted",
+                           f"The workload is admitted by ClusterQueue {wl.cq}"))
+    else:
+        since = cur.end if cur_evicted and cur.end is not None else cur.queued
+        conds.append(_cond("QuotaReserved", False, since, "Pending",
+                           f"couldn't assign flavors to pod set main: insufficient unused quota "
+                           f"for nvidia.com/gpu in flavor {_flavor(wl.cq)}, "
+                           f"{max(cur.missing_gpus, wl.gpus_per_pod)} more needed"))
+    if evicted:
+        last = evicted[-1]
+        assert last.end is not None and last.preemptor is not None
+        p = last.preemptor
+        msg = (f"Preempted to accommodate a workload (UID: {p.wl_uid}, JobUID: {p.job_uid}) due "
+               f"to prioritization in the ClusterQueue")
+        holds = last is cur
+        t = last.end if holds or cur.reserved is None or cur.reserved > now else cur.reserved
+        prefix = "" if holds else "Previously: "
+        conds.append(_cond("Evicted", holds, t, "Preempted", prefix + msg))
+        conds.append(_cond("Preempted", holds, t, "InClusterQueue", prefix + msg))
+        if not holds:
+            conds.append(_cond("Requeued", True, cur.queued, "Preempted", "Requeued by Kueue"))
+    if cur.outcome in ("Succeeded", "Failed") and cur.end is not None and cur.end <= now:
+        ok = cur.outcome == "Succeeded"
+        conds.append(_cond("Finished", True, cur.end, "Succeeded" if ok else "Failed",
+                           "Job finished successfully" if ok
+                           else "Job has reached the specified backoff limit"))
+    gpp = str(wl.gpus_per_pod)
+    spec: dict[str, Any] = {
+        "active": True,
+        "podSets": [{"count": wl.pods, "name": "main", "template": {"spec": {
+            "containers": [{"image": wl.image, "name": _CONTAINER, "resources": {
+                "limits": {"nvidia.com/gpu": gpp},
+                "requests": {"cpu": str(12 * wl.gpus_per_pod),
+                             "memory": f"{120 * wl.gpus_per_pod}Gi", "nvidia.com/gpu": gpp}}}],
+            "restartPolicy": "Never"}}}],
+        "priority": wl.priority,
+        "queueName": wl.queue,
+    }
+    if wl.priority_class:
+        spec["priorityClassName"] = wl.priority_class
+        spec["priorityClassSource"] = "kueue.x-k8s.io/workloadpriorityclass"
+    status: dict[str, Any] = {"conditions": sorted(conds, key=lambda c: c["type"])}
+    if reserved and not cur_evicted:
+        status["admission"] = {"clusterQueue": wl.cq, "podSetAssignments": [{
+            "count": wl.pods, "flavors": {"nvidia.com/gpu": _flavor(wl.cq)}, "name": "main",
+            "resourceUsage": {"nvidia.com/gpu": str(wl.gpus)}}]}
+    if evicted:
+        status["schedulingStats"] = {"evictions": [
+            {"count": len(evicted), "reason": "Preempted", "underlyingCause": ""}]}
+    return {
+        "apiVersion": _KUEUE_API,
+        "kind": "Workload",
+        "metadata": {
+            "creationTimestamp": rfc3339(wl.created),
+            "generation": 1,
+            "labels": {"kueue.x-k8s.io/job-uid": wl.job_uid},
+            "name": wl.wl_name,
+            "namespace": wl.namespace,
+            "ownerReferences": [{"apiVersion": "batch/v1", "blockOwnerDeletion": True,
+                                 "controller": True, "kind": "Job", "name": wl.job_name,
+                                 "uid": wl.job_uid}],
+            "resourceVersion": str(400_000_000 + wl.created % 90_000_000),
+            "uid": wl.wl_uid,
+        },
+        "spec": spec,
+        "status": status,
+    }
+
+
+def write_workloads_day(path: Path, workloads: Sequence[K8sWorkload], day_start: int,
+                        day_end: int) -> int:
+    """Write one day's ``workloads_YYYY-MM-DD.json`` (``kubectl get workloads -A -o json`` at
+    ``day_end - 1``): every Workload that existed during the day; returns the items written."""
+    now = day_end - 1
+    items = []
+    for wl in workloads:
+        if wl.created > now or not wl.attempts:
+            continue
+        gone = _released(wl.attempts[-1]) if wl.attempts[-1].outcome != "Evicted" else None
+        if gone is not None and gone < day_start:
+            continue
+        items.append(((wl.namespace, wl.wl_name), _workload_obj(wl, now)))
+    items.sort(key=lambda kv: kv[0])
+    _write_json(path, _list_doc([o for _, o in items]), now)
+    return len(items)
+
+
+def _usage_at(workloads: Sequence[K8sWorkload], cq: str, now: int) -> tuple[int, int, int]:
+    """(GPUs reserved, pending workloads, admitted workloads) of ``cq`` at ``now``."""
+    used = pending = admitted = 0
+    for wl in workloads:
+        if wl.cq != cq:
+            continue
+        for att in wl.attempts:
+            if att.queued > now:
+                continue
+            rel = _released(att)
+            if att.reserved is not None and att.reserved <= now and (rel is None or rel > now):
+                used += wl.gpus
+                admitted += 1
+            elif att.reserved is None or att.reserved > now:
+                pending += 1
+    return used, pending, admitted
+
+
+def write_cluster_queues_day(path: Path, workloads: Sequence[K8sWorkload], quotas: dict[str, int],
+                             created: int, day_end: int) -> int:
+    """Write ``clusterqueues_YYYY-MM-DD.json`` (``kubectl get clusterqueues -o json`` at
+    ``day_end - 1``): one ClusterQueue per queue of the simulation, ``nominalQuota`` = the
+    quota it admitted by, both in cohort :data:`COHORT`; ``cq-prod`` lends nothing
+    (:data:`PROD_LENDING_LIMIT`). Returns the items written."""
+    now = day_end - 1
+    items = []
+    for cq in sorted(quotas):
+        q = quotas[cq]
+        used, pending, admitted = _usage_at(workloads, cq, now)
+        gpu: dict[str, Any] = {"name": "nvidia.com/gpu", "nominalQuota": q}
+        if cq == "cq-prod":
+            gpu["lendingLimit"] = PROD_LENDING_LIMIT
+        flavor = _flavor(cq)
+        items.append({
+            "apiVersion": _KUEUE_API,
+            "kind": "ClusterQueue",
+            "metadata": {"creationTimestamp": rfc3339(created), "generation": 1, "name": cq,
+                         "resourceVersion": str(500_000_000 + now % 90_000_000),
+                         "uid": str(uuid.uuid5(_NS, f"clusterqueue/{cq}"))},
+            "spec": {
+                "cohort": COHORT,
+                "flavorFungibility": {"whenCanBorrow": "Borrow", "whenCanPreempt": "TryNextFlavor"},
+                "namespaceSelector": {},
+                "preemption": {"borrowWithinCohort": {"policy": "Never"},
+                               "reclaimWithinCohort": "Never",
+                               "withinClusterQueue": "LowerPriority"},
+                "queueingStrategy": "BestEffortFIFO",
+                "resourceGroups": [{
+                    "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                    "flavors": [{"name": flavor, "resources": [
+                        {"name": "cpu", "nominalQuota": str(12 * q)},
+                        {"name": "memory", "nominalQuota": f"{120 * q}Gi"},
+                        gpu,
+                    ]}],
+                }],
+                "stopPolicy": "None",
+            },
+            "status": {
+                "admittedWorkloads": admitted,
+                "conditions": [_cond("Active", True, created, "Ready", "Can admit new workloads")],
+                "flavorsReservation": [{"name": flavor, "resources": [
+                    {"borrowed": "0", "name": "nvidia.com/gpu", "total": str(used)}]}],
+                "flavorsUsage": [{"name": flavor, "resources": [
+                    {"borrowed": "0", "name": "nvidia.com/gpu", "total": str(used)}]}],
+                "pendingWorkloads": pending,
+                "reservingWorkloads": admitted,
+            },
+        })
+    _write_json(path, _list_doc(items), day_end - 1)
+    return len(items)
+
+
+def write_local_queues_day(path: Path, workloads: Sequence[K8sWorkload], teams: Sequence[Any],
+                           created: int, day_end: int) -> int:
+    """Write ``localqueues_YYYY-MM-DD.json`` (``kubectl get localqueues -A -o json`` at
+    ``day_end - 1``): ``lq-<team>`` in each team's namespace, feeding ``cq-<group>``. Returns
+    the items written."""
+    now = day_end - 1
+    items = []
+    for team in sorted(teams, key=lambda t: t.name):
+        pending = admitted = 0
+        for wl in workloads:
+            if wl.team != team.name or not wl.attempts or wl.attempts[0].queued > now:
+                continue
+            att = [a for a in wl.attempts if a.queued <= now][-1]
+            rel = _released(att)
+            if att.reserved is not None and att.reserved <= now and (rel is None or rel > now):
+                admitted += 1
+            elif att.reserved is None or att.reserved > now:
+                pending += 1
+        items.append({
+            "apiVersion": _KUEUE_API,
+            "kind": "LocalQueue",
+            "metadata": {"creationTimestamp": rfc3339(created), "generation": 1,
+                         "name": f"lq-{team.name}", "namespace": team.name,
+                         "resourceVersion": str(600_000_000 + now % 90_000_000),
+                         "uid": str(uuid.uuid5(_NS, f"localqueue/{team.name}"))},
+            "spec": {"clusterQueue": f"cq-{team.group}", "stopPolicy": "None"},
+            "status": {"admittedWorkloads": admitted, "pendingWorkloads": pending,
+                       "reservingWorkloads": admitted,
+                       "conditions": [_cond("Active", True, created, "Ready",
+                                            "Can submit new workloads to localQueue")]},
+        })
+    _write_json(path, _list_doc(items), day_end - 1)
+    return len(items)
+
+
+def write_nodes_day(path: Path, nodes: Sequence[Any], created: int, day_end: int) -> int:
+    """Write ``nodes_YYYY-MM-DD.json`` (``kubectl get nodes -o json`` at ``day_end - 1``): the
+    cluster's GPU nodes with GPU feature discovery labels, the pool label and taint the pods
+    select and tolerate, and ``nvidia.com/gpu`` capacity/allocatable. Returns nodes written."""
+    items = []
+    for n in sorted(nodes, key=lambda n: n.host):
+        gpus = str(n.gpus)
+        items.append({
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "creationTimestamp": rfc3339(created),
+                "labels": {"cloud.example.com/gpu-pool": n.partition.removeprefix("cq-"),
+                           "kubernetes.io/hostname": n.host, "kubernetes.io/os": "linux",
+                           "nvidia.com/gpu.count": gpus,
+                           "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+                           "topology.kubernetes.io/rack": n.rack},
+                "name": n.host,
+                "resourceVersion": str(700_000_000 + (day_end - 1) % 90_000_000),
+                "uid": str(uuid.uuid5(_NS, f"node/{n.host}")),
+            },
+            "spec": {"taints": [{"effect": "NoSchedule", "key": "nvidia.com/gpu",
+                                 "value": "present"}]},
+            "status": {
+                "allocatable": {"cpu": str(n.cpus), "memory": "1900Gi", "nvidia.com/gpu": gpus},
+                "capacity": {"cpu": str(n.cpus), "memory": "2000Gi", "nvidia.com/gpu": gpus},
+                "conditions": [{"lastHeartbeatTime": rfc3339(day_end - 30),
+                                "lastTransitionTime": rfc3339(created + 120),
+                                "message": "kubelet is posting ready status", "reason":
+                                "KubeletReady", "status": "True", "type": "Ready"}],
+                "nodeInfo": {"architecture": "amd64", "kubeletVersion": "v1.31.4",
+                             "operatingSystem": "linux"},
+            },
+        })
+    _write_json(path, _list_doc(items), day_end - 1)
     return len(items)
