@@ -1,8 +1,9 @@
-"""Waste: waterfall by cluster, idle allocations, failures by cause, lost work by team, lemons."""
+"""Waste: waterfall by cluster, idle allocations and idle by team, failures, lost work, lemons."""
 
 from __future__ import annotations
 
 import plotly.express as px
+import polars as pl
 import streamlit as st
 
 from dashboards import _charts, _filters, queries
@@ -71,6 +72,40 @@ _charts.table(
         "gap there is time or pods the views cannot tie to one attempt the way the pipeline does."
     ),
 )
+
+# --- idle allocated time by team -------------------------------------------------------------
+st.subheader("Allocated-idle GPU-hours by team")
+by_team = queries.idle_by_team(path, f, cfg.idle_activity)
+if by_team.height:
+    team_order = (
+        by_team.group_by("team")
+        .agg(pl.col("idle_gpu_h").sum())
+        .sort(["idle_gpu_h", "team"], descending=[True, False])["team"]
+        .to_list()
+    )
+    fig_idle = px.bar(
+        by_team,
+        x="team",
+        y="idle_gpu_h",
+        color="gpu_type",
+        facet_col="cluster",
+        category_orders={"team": team_order},
+        hover_data=["attempts"],
+        labels={"idle_gpu_h": "idle GPU-hours", "gpu_type": "GPU type"},
+    )
+    _charts.chart(
+        fig_idle,
+        by_team,
+        key="idle_by_team",
+        definition=(
+            f"allocated_idle (waterfall leaf 8) per cluster, team and GPU type, from gpu_activity: "
+            f"observed allocated GPU-time in 5-minute buckets whose mean DCGM activity is "
+            f"< θ = {cfg.idle_activity:g}, for attempts not in a loss leaf (3–7); under the "
+            f"default whole_attempt policy a cluster's teams sum to its allocated_idle leaf."
+        ),
+    )
+else:
+    st.info("No idle allocated time in this window (or no DCGM activity attributed to jobs).")
 
 # --- failures by cause -----------------------------------------------------------------------
 st.subheader("Failures by cause")

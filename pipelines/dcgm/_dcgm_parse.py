@@ -10,6 +10,11 @@ The whole file is parsed with vectorised polars string operations, never a Pytho
 3. label sets and metric names repeat on every scrape, so they are parsed once per *distinct*
    string and joined back.
 
+A large file (a Prometheus spool of a whole fleet-day) is parsed in blocks of lines
+(:func:`iter_parse_dcgm`, which ``ingest_file`` uses): the same steps per block, with the
+parsed label sets carried from block to block, so memory is bounded by the block size and the
+result is the whole-file parse's.
+
 Formats: Prometheus text exposition (timestamps are integer **milliseconds**) and OpenMetrics
 text (the file ends with ``# EOF``; timestamps are **seconds**, possibly fractional), either
 gzip-compressed (detected by its magic bytes, whatever the file is called) or not.
@@ -18,8 +23,10 @@ gzip-compressed (detected by its magic bytes, whatever the file is called) or no
 from __future__ import annotations
 
 import gzip
+import itertools
 import re
 import zlib
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Final
@@ -28,7 +35,14 @@ import polars as pl
 
 from pipelines._parse_result import REJECTED_SCHEMA, InputFormatError, ParseResult
 
-__all__ = ["DCGM_SAMPLE_SCHEMA", "FIELD_TYPES", "OLD_METRIC_NAMES", "parse_dcgm", "parse_dcgm_dir"]
+__all__ = [
+    "DCGM_SAMPLE_SCHEMA",
+    "FIELD_TYPES",
+    "OLD_METRIC_NAMES",
+    "iter_parse_dcgm",
+    "parse_dcgm",
+    "parse_dcgm_dir",
+]
 
 #: Columns of one DCGM sample, in this order.
 DCGM_SAMPLE_SCHEMA: dict[str, pl.DataType] = {
@@ -275,6 +289,110 @@ def parse_dcgm(
     return ParseResult(rows=rows, rejected=rejected, info=info)
 
 
+def iter_parse_dcgm(
+    path: str | Path,
+    *,
+    cluster: str = "default",
+    scrape_time: datetime | None = None,
+    chunk_bytes: int = 16 << 20,
+) -> Iterator[ParseResult]:
+    """Parse one dcgm-exporter scrape block by block, in memory bounded by ``chunk_bytes``.
+
+    The (decompressed) text is streamed in blocks of about ``chunk_bytes`` that end at a line
+    end, and each block's lines are parsed as :func:`parse_dcgm` parses a whole file.
+    Concatenated, the results' ``rows`` and ``rejected`` equal :func:`parse_dcgm`'s on the whole
+    file (same rows in the same order, same line numbers, same rejects): the parse of a sample
+    line depends on no other line except through the file's format (OpenMetrics when a
+    ``# EOF`` line is anywhere in it: timestamps in seconds, and lines after the first ``# EOF``
+    rejected), so a file of more than one block is read twice: once to find a ``# EOF`` line,
+    then to parse. A file of one block is parsed whole, read once.
+
+    Each result's ``info`` describes its block, except ``non_dcgm_samples``, which counts the
+    blocks so far (so the last block's is the file's). Merged as
+    :func:`pipelines.warehouse.load_parse_results` merges them (``int`` values summed, others
+    the last block's), they equal :func:`parse_dcgm`'s ``info``: ``lines``, ``samples``,
+    ``rejected``, ``blank_values`` and ``nan_values`` sum to the file's; ``format``, ``gzip``
+    and ``default_ts`` are the same in every block.
+
+    Args:
+        path: the scrape file (gzip detected by its magic bytes).
+        cluster: the value of the ``cluster`` column.
+        scrape_time: as :func:`parse_dcgm`.
+        chunk_bytes: the size of a block of decompressed text in bytes (a block holds at least
+            one whole line).
+
+    Yields:
+        One :class:`ParseResult` per block, in file order; at least one.
+
+    Raises:
+        InputFormatError: as :func:`parse_dcgm`. A file that cannot be read, is not gzip
+            although it starts like it, or is binary raises before the first result; a broken
+            gzip stream further on raises when its block is reached; a file none of whose lines
+            is a (DCGM) sample raises after the last block, since any block may hold one.
+        ValueError: ``scrape_time`` is naive, or ``chunk_bytes`` is below 1.
+    """
+    if chunk_bytes < 1:
+        raise ValueError(f"chunk_bytes must be at least 1, not {chunk_bytes}")
+    p = Path(path)
+    file = str(p)
+    default_ts = _aware(scrape_time) if scrape_time is not None else _time_from_name(p.name)
+    compressed = _starts_with_gzip_magic(p)
+    blocks = _iter_text_blocks(p, compressed, chunk_bytes)
+    first = next(blocks, b"")
+    second = next(blocks, None)
+    if second is None:  # one block: the whole file
+        _check_text(file, first)
+        lines = _split_lines(first)
+        openmetrics = _eof_line(lines, 1) is not None
+        frame, _ = _lines_frame(
+            file, lines, default_ts, openmetrics=openmetrics, first_line_no=1, eof_line=None
+        )
+        del lines, first
+        rows, rejected, info = _parse_lines(frame, cluster=cluster)
+        _check_file_kind(file, info.pop("per_file"))
+        info.update(format="openmetrics" if openmetrics else "prometheus", gzip=compressed)
+        info["default_ts"] = default_ts
+        yield ParseResult(rows=rows, rejected=rejected, info=info)
+        return
+    _check_text(file, first)
+    openmetrics = _has_eof_line(_iter_text_blocks(p, compressed, chunk_bytes))
+    counts = {"candidates": 0, "samples": 0, "dcgm_samples": 0}
+    non_dcgm: dict[str, int] = {}
+    next_line_no = 1
+    eof_line: int | None = None
+    memo: dict[str, pl.DataFrame] = {}
+    rest = itertools.chain((first, second), blocks)
+    del first, second
+    for data in rest:
+        lines = _split_lines(data)
+        del data
+        frame, eof_line = _lines_frame(
+            file,
+            lines,
+            default_ts,
+            openmetrics=openmetrics,
+            first_line_no=next_line_no,
+            eof_line=eof_line,
+        )
+        next_line_no += lines.len()
+        del lines
+        rows, rejected, info = _parse_lines(frame, cluster=cluster, memo=memo)
+        del frame
+        per_file = info.pop("per_file")
+        assert isinstance(per_file, dict)
+        for key in counts:
+            counts[key] += int(per_file[file][key])
+        block_non_dcgm = info["non_dcgm_samples"]
+        assert isinstance(block_non_dcgm, dict)
+        for name, n in block_non_dcgm.items():
+            non_dcgm[name] = non_dcgm.get(name, 0) + int(n)
+        info["non_dcgm_samples"] = dict(sorted(non_dcgm.items()))
+        info.update(format="openmetrics" if openmetrics else "prometheus", gzip=compressed)
+        info["default_ts"] = default_ts
+        yield ParseResult(rows=rows, rejected=rejected, info=info)
+    _check_file_kind(file, {file: {"file": file, **counts}})
+
+
 def parse_dcgm_dir(path: str | Path, *, cluster: str = "default") -> ParseResult:
     """Parse a folder (searched recursively) of dcgm-exporter scrape snapshots.
 
@@ -398,48 +516,142 @@ def _read_file(path: Path, default_ts: datetime | None) -> tuple[pl.DataFrame, d
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as exc:
             raise InputFormatError(file, f"broken gzip stream: {exc}") from exc
-    if b"\x00" in data[:65536]:
-        raise InputFormatError(file, "binary content: not Prometheus/OpenMetrics text")
-    if not data:
-        lines = pl.Series("line", [], dtype=pl.String)
-    elif b"\x1f" in data:
-        # The fast reader below splits on \x1f as its (never occurring) field separator.
-        text = data.decode("utf-8", errors="replace")
-        parts = text.split("\n")
-        if parts[-1] == "":
-            parts.pop()
-        lines = pl.Series("line", [s.removesuffix("\r") or None for s in parts], dtype=pl.String)
-    else:
-        lines = pl.read_csv(
-            data,
-            has_header=False,
-            separator="\x1f",
-            quote_char=None,
-            schema={"line": pl.String()},
-            encoding="utf8-lossy",
-        )["line"]
-    # OpenMetrics: the exposition ends with "# EOF"; lines after it are not part of it.
-    eof_at = (
-        pl.DataFrame({"line": lines})
-        .with_row_index("i", offset=1)
-        .filter(pl.col("line").str.strip_chars() == "# EOF")
-        .get_column("i")
-    )
-    openmetrics = eof_at.len() > 0
-    frame = pl.DataFrame({"line": lines}).with_row_index("line_no", offset=1)
-    frame = frame.select(
-        pl.lit(file, pl.String()).alias("file"),
-        pl.col("line_no").cast(pl.Int64()),
-        pl.col("line"),
-        pl.lit(default_ts, pl.Datetime("us", "UTC")).alias("default_ts"),
-        pl.lit(openmetrics).alias("openmetrics"),
-        (pl.col("line_no") > (eof_at.min() if openmetrics else frame.height)).alias("after_eof"),
+    _check_text(file, data)
+    lines = _split_lines(data)
+    openmetrics = _eof_line(lines, 1) is not None
+    frame, _ = _lines_frame(
+        file, lines, default_ts, openmetrics=openmetrics, first_line_no=1, eof_line=None
     )
     meta: dict[str, object] = {
         "format": "openmetrics" if openmetrics else "prometheus",
         "gzip": compressed,
     }
     return frame, meta
+
+
+def _starts_with_gzip_magic(path: Path) -> bool:
+    """Whether the file starts with gzip's magic bytes (InputFormatError when unreadable)."""
+    try:
+        with path.open("rb") as fh:
+            return fh.read(2) == b"\x1f\x8b"
+    except OSError as exc:
+        raise InputFormatError(str(path), f"cannot read: {exc}") from exc
+
+
+def _iter_text_blocks(path: Path, compressed: bool, chunk_bytes: int) -> Iterator[bytes]:
+    """The file's (decompressed) bytes in blocks of about ``chunk_bytes`` that end at a line end
+    (the last block: at the end of the file); a block holds at least one whole line. An empty
+    file gives no block.
+
+    Raises:
+        InputFormatError: unreadable file or broken gzip stream (when its block is reached).
+    """
+    file = str(path)
+    try:
+        raw = path.open("rb")  # (closed by the with below, also on the generator's close())
+    except OSError as exc:
+        raise InputFormatError(file, f"cannot read: {exc}") from exc
+    with raw:
+        read: Callable[[int], bytes] = (
+            gzip.GzipFile(fileobj=raw, mode="rb").read if compressed else raw.read
+        )
+        carry = b""
+        while True:
+            try:
+                piece = read(chunk_bytes)
+            except (OSError, EOFError, zlib.error) as exc:
+                what = "broken gzip stream" if compressed else "cannot read"
+                raise InputFormatError(file, f"{what}: {exc}") from exc
+            if not piece:
+                break
+            buf = carry + piece if carry else piece
+            cut = buf.rfind(b"\n") + 1
+            if cut == 0:  # no line end yet: the line continues in the next piece
+                carry = buf
+                continue
+            carry = buf[cut:]
+            yield buf[:cut] if cut < len(buf) else buf
+            del buf, piece
+        if carry:
+            yield carry
+
+
+def _has_eof_line(blocks: Iterable[bytes]) -> bool:
+    """Whether any line of the blocks is ``# EOF`` (surrounding whitespace aside): the file is
+    OpenMetrics. Only blocks holding the bytes ``# EOF`` are split into lines."""
+    return any(b"# EOF" in data and _eof_line(_split_lines(data), 1) is not None for data in blocks)
+
+
+def _check_text(file: str, data: bytes) -> None:
+    """Raise InputFormatError when the (decompressed) start of a file is binary."""
+    if b"\x00" in data[:65536]:
+        raise InputFormatError(file, "binary content: not Prometheus/OpenMetrics text")
+
+
+def _split_lines(data: bytes) -> pl.Series:
+    """Decoded text → one string per line (split at ``\\n``, a final ``\\r`` dropped; blank
+    lines are kept, as nulls). Cutting ``data`` at line ends and splitting each piece gives the
+    same lines as splitting the whole (``\\n`` is never part of a multi-byte UTF-8 character)."""
+    if not data:
+        return pl.Series("line", [], dtype=pl.String)
+    if b"\x1f" in data:
+        # The fast reader below splits on \x1f as its (never occurring) field separator.
+        text = data.decode("utf-8", errors="replace")
+        parts = text.split("\n")
+        if parts[-1] == "":
+            parts.pop()
+        return pl.Series("line", [s.removesuffix("\r") or None for s in parts], dtype=pl.String)
+    return pl.read_csv(
+        data,
+        has_header=False,
+        separator="\x1f",
+        quote_char=None,
+        schema={"line": pl.String()},
+        encoding="utf8-lossy",
+    )["line"]
+
+
+def _eof_line(lines: pl.Series, first_line_no: int) -> int | None:
+    """The number of the first ``# EOF`` line among ``lines`` (numbered from
+    ``first_line_no``), or None."""
+    at = (
+        pl.DataFrame({"line": lines})
+        .with_row_index("i", offset=first_line_no)
+        .filter(pl.col("line").str.strip_chars() == "# EOF")
+        .get_column("i")
+    )
+    return int(at.min()) if at.len() else None  # type: ignore[arg-type]
+
+
+def _lines_frame(
+    file: str,
+    lines: pl.Series,
+    default_ts: datetime | None,
+    *,
+    openmetrics: bool,
+    first_line_no: int,
+    eof_line: int | None,
+) -> tuple[pl.DataFrame, int | None]:
+    """The frame :func:`_parse_lines` reads, for ``lines`` numbered from ``first_line_no``.
+
+    ``openmetrics`` is the whole file's format (it has a ``# EOF`` line somewhere); ``eof_line``
+    the number of the file's first ``# EOF`` line when it comes before these lines. Returns the
+    frame and the file's first ``# EOF`` line number as known after these lines.
+    """
+    if eof_line is None:
+        eof_line = _eof_line(lines, first_line_no)
+    frame = pl.DataFrame({"line": lines}).with_row_index("line_no", offset=first_line_no)
+    frame = frame.select(
+        pl.lit(file, pl.String()).alias("file"),
+        pl.col("line_no").cast(pl.Int64()),
+        pl.col("line"),
+        pl.lit(default_ts, pl.Datetime("us", "UTC")).alias("default_ts"),
+        pl.lit(openmetrics).alias("openmetrics"),
+        (pl.col("line_no") > eof_line if eof_line is not None else pl.lit(False)).alias(
+            "after_eof"
+        ),
+    )
+    return frame, eof_line
 
 
 def _unescape(e: pl.Expr) -> pl.Expr:
@@ -555,10 +767,48 @@ def _om_seconds_to_us() -> pl.Expr:
     return pl.coalesce(exact, floating)
 
 
+#: At most this many parsed label sets (or metric names) are kept between the blocks of a file.
+_MEMO_MAX: Final = 200_000
+
+
+def _memoized(
+    memo: dict[str, pl.DataFrame] | None,
+    key: str,
+    values: pl.Series,
+    parse: Callable[[pl.Series], pl.DataFrame],
+) -> pl.DataFrame:
+    """``parse(values)`` (one row per distinct value, keyed by a column named ``key``), reusing
+    the rows parsed for earlier blocks of the same file that ``memo`` keeps: only values not
+    seen before are parsed. The lookup may hold more values than ``values``; joined on ``key``
+    it gives the same rows. Without ``memo``, just ``parse(values)``."""
+    if memo is None:
+        return parse(values)
+    known = memo.get(key)
+    if known is None:
+        parsed = parse(values)
+    else:
+        new = (
+            pl.DataFrame({key: values.drop_nulls()})
+            .unique()
+            .join(known.select(key), on=key, how="anti")
+            .get_column(key)
+        )
+        parsed = pl.concat([known, parse(new)]) if new.len() else known
+    if parsed.height <= _MEMO_MAX:
+        memo[key] = parsed
+    else:
+        memo.pop(key, None)
+    return parsed
+
+
 def _parse_lines(
-    lines: pl.DataFrame, *, cluster: str
+    lines: pl.DataFrame, *, cluster: str, memo: dict[str, pl.DataFrame] | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, object]]:
-    """Parse the lines of one or more files (see :func:`_read_file` for the columns)."""
+    """Parse the lines of one or more files (see :func:`_read_file` for the columns).
+
+    ``memo`` (the blocks of one file share it) keeps the parsed metric names and label sets of
+    the blocks before, so a label set repeated in every block is parsed once per file.
+    """
     stripped = pl.col("line").str.strip_chars()
     cand = (
         lines.lazy()
@@ -603,8 +853,8 @@ def _parse_lines(
         .collect()
     )
 
-    names = _parse_names(cand["name"])
-    label_sets = _parse_label_sets(cand["labels"].drop_nulls())
+    names = _memoized(memo, "name", cand["name"], _parse_names)
+    label_sets = _memoized(memo, "labels", cand["labels"].drop_nulls(), _parse_label_sets)
     ts_min = int(_TS_MIN.timestamp() * 1_000_000)
     ts_max = int(_TS_MAX.timestamp() * 1_000_000)
     ts = pl.col("ts_us").cast(pl.Datetime("us")).dt.replace_time_zone("UTC")

@@ -39,7 +39,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -67,6 +67,7 @@ __all__ = [
     "FetchStats",
     "MetricKind",
     "PrometheusQueryError",
+    "iter_prometheus_text",
     "query_dcgm",
     "render_prometheus_text",
     "spool_dcgm",
@@ -110,11 +111,12 @@ DEFAULT_METRICS: Final[dict[str, MetricKind]] = {
 RETRY_STATUSES: Final = frozenset({408, 429, 500, 502, 503, 504})
 
 #: Columns of the fetched series before rendering: one row per (metric, series, step).
-#: ``labels`` is the label set as Prometheus text (sorted by name, escaped), ``ts_ms`` the window
-#: start (epoch ms), ``value`` the value text as the server returned it.
+#: ``labels`` is the label set as Prometheus text (sorted by name, escaped; Categorical, sorted
+#: lexically: each label set is stored once, not once per point), ``ts_ms`` the window start
+#: (epoch ms), ``value`` the value text as the server returned it.
 SERIES_SCHEMA: Final[dict[str, pl.DataType]] = {
     "metric": pl.String(),
-    "labels": pl.String(),
+    "labels": pl.Categorical(),
     "ts_ms": pl.Int64(),
     "value": pl.String(),
 }
@@ -529,21 +531,21 @@ def _series_frame(metric: str, result: list[dict[str, Any]], step_s: int) -> pl.
     """
     if not result:
         return _empty_series()
-    labels = [_label_text(s["metric"]) for s in result]
-    lengths = [len(s["values"]) for s in result]
+    labels = pl.Series("labels", [_label_text(s["metric"]) for s in result], pl.Categorical())
+    lengths = pl.Series("n", [len(s["values"]) for s in result], pl.UInt32())
     # [[t, "v"], …] of every series, flattened to t, "v", t, "v", …: no Python loop per point
     flat = list(chain.from_iterable(chain.from_iterable(s["values"] for s in result)))
     ts = pl.Series("t", flat[0::2], dtype=pl.Float64(), strict=False)
+    values = pl.Series("value", flat[1::2], dtype=pl.String())
+    del flat
+    index = pl.int_range(0, len(lengths), dtype=pl.UInt32(), eager=True).repeat_by(lengths)
     return pl.DataFrame(
         {
-            "labels": pl.Series(labels, dtype=pl.String()),
-            "n": pl.Series(lengths, dtype=pl.UInt32()),
+            "metric": pl.Series([metric], dtype=pl.String()).new_from_index(0, len(values)),
+            "labels": labels.gather(index.explode()),
+            "ts_ms": (ts * 1000).round(0).cast(pl.Int64()) - step_s * 1000,
+            "value": values,
         }
-    ).select(
-        pl.lit(metric, pl.String()).alias("metric"),
-        pl.col("labels").repeat_by("n").explode().alias("labels"),
-        ((ts * 1000).round(0).cast(pl.Int64()) - step_s * 1000).alias("ts_ms"),
-        pl.Series("value", flat[1::2], dtype=pl.String()).alias("value"),
     )
 
 
@@ -563,42 +565,62 @@ def render_prometheus_text(
     Returns:
         UTF-8 text ending in a newline; a single comment line when ``frame`` is empty.
     """
+    return b"".join(iter_prometheus_text(frame, step_s=step_s, metrics=metrics))
+
+
+def iter_prometheus_text(
+    frame: pl.DataFrame,
+    *,
+    step_s: int,
+    metrics: Mapping[str, MetricKind] | None = None,
+    rows_per_chunk: int = 500_000,
+) -> Iterator[bytes]:
+    """:func:`render_prometheus_text` in pieces of at most ``rows_per_chunk`` samples (UTF-8),
+    so that a large fetch is never held as one text in memory."""
     kinds = DEFAULT_METRICS if metrics is None else metrics
     if frame.is_empty():
-        return b"# goodput: Prometheus returned no DCGM series for this range\n"
-    chunks: list[str] = []
+        yield b"# goodput: Prometheus returned no DCGM series for this range\n"
+        return
     ordered = frame.sort(["metric", "labels", "ts_ms"])
     for (metric,), part in ordered.partition_by(
         "metric", as_dict=True, maintain_order=True
     ).items():
         kind = kinds.get(str(metric), "mean")
-        chunks.append(
+        yield (
             f"# HELP {metric} {AGGREGATION_FUNCTIONS[kind]} over the window [t, t + {step_s}s) "
             f"of each sample time t, from Prometheus ({kind})\n# TYPE {metric} gauge\n"
-        )
-        lines = part.select(
-            pl.concat_str(
-                pl.col("metric"),
-                pl.when(pl.col("labels") == "")
-                .then(pl.lit(""))
-                .otherwise(pl.concat_str(pl.lit("{"), pl.col("labels"), pl.lit("}"))),
-                pl.lit(" "),
-                pl.col("value"),
-                pl.lit(" "),
-                pl.col("ts_ms").cast(pl.String()),
-            ).str.join("\n")
-        ).item()
-        chunks.append(f"{lines}\n")
-    return "".join(chunks).encode("utf-8")
+        ).encode()
+        for offset in range(0, part.height, rows_per_chunk):
+            lines = (
+                part.slice(offset, rows_per_chunk)
+                .select(
+                    pl.concat_str(
+                        pl.col("metric"),
+                        pl.when(pl.col("labels").cast(pl.String()) == "")
+                        .then(pl.lit(""))
+                        .otherwise(
+                            pl.concat_str(
+                                pl.lit("{"), pl.col("labels").cast(pl.String()), pl.lit("}")
+                            )
+                        ),
+                        pl.lit(" "),
+                        pl.col("value"),
+                        pl.lit(" "),
+                        pl.col("ts_ms").cast(pl.String()),
+                    ).str.join("\n")
+                )
+                .item()
+            )
+            yield f"{lines}\n".encode()
 
 
-def write_spool(data: bytes, path: Path) -> Path:
+def write_spool(data: bytes | Iterable[bytes], path: Path) -> Path:
     """Write ``data`` gzip'd to ``path`` atomically (temp file in the same folder, then rename).
 
     The gzip header carries no time or name, so the same data gives the same bytes.
 
     Args:
-        data: the uncompressed content.
+        data: the uncompressed content, whole or in pieces (compressed as they come).
         path: the destination; its folder is created.
 
     Returns:
@@ -612,7 +634,9 @@ def write_spool(data: bytes, path: Path) -> Path:
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(gzip.compress(data, compresslevel=6, mtime=0))
+            with gzip.GzipFile(filename="", mode="wb", compresslevel=6, fileobj=f, mtime=0) as gz:
+                for piece in [data] if isinstance(data, bytes) else data:
+                    gz.write(piece)
             f.flush()
             os.fsync(f.fileno())
         tmp.chmod(0o644)
@@ -651,7 +675,7 @@ def spool_dcgm(
     frame, stats = client.fetch_series(start, end, spec)
     if frame.is_empty():
         _LOG.warning("Prometheus %s returned no DCGM series for %s–%s", client.url, start, end)
-    write_spool(render_prometheus_text(frame, step_s=spec.step_s, metrics=spec.metrics), path)
+    write_spool(iter_prometheus_text(frame, step_s=spec.step_s, metrics=spec.metrics), path)
     return stats
 
 
