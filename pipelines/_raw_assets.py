@@ -3,6 +3,7 @@
 # ruff: noqa: I002 - no `from __future__ import annotations` here: Dagster compares the `context`
 # annotation object itself with AssetExecutionContext; a postponed (string) annotation fails.
 
+import warnings
 from typing import Any
 
 import dagster as dg
@@ -19,6 +20,10 @@ __all__ = ["REJECTED_SHARE_CHECK", "SettingsResource", "raw_ingest_asset"]
 
 #: Name of the check on every raw asset: rejected rows stay below 1 % of the rows read.
 REJECTED_SHARE_CHECK = "rejected_share_below_1pct"
+
+#: A backfill of many cluster-days runs as few Dagster runs, each looping over up to this many
+#: partitions one file at a time (bounded memory: one file is parsed and loaded at a time).
+MAX_PARTITIONS_PER_RUN = 400
 
 
 class SettingsResource(dg.ConfigurableResource):  # type: ignore[type-arg]  # Dagster idiom
@@ -49,53 +54,66 @@ def raw_ingest_asset(
         description: the asset's description (what the table is).
     """
 
-    @dg.asset(
-        name=name,
-        key_prefix=["raw"],
-        group_name=group,
-        partitions_def=partitions_def,
-        pool="duckdb",
-        kinds={"duckdb", "polars"},
-        description=description,
-        required_resource_keys={"duckdb", "settings", source_key},
-        check_specs=[
-            dg.AssetCheckSpec(
-                REJECTED_SHARE_CHECK,
-                asset=dg.AssetKey(["raw", name]),
-                description="Rejected input rows are below 1 % of the rows read in this partition.",
-            )
-        ],
-    )
+    with warnings.catch_warnings():
+        # ``backfill_policy`` is a beta parameter of ``dg.asset`` in Dagster 1.13 (used as
+        # documented); its warning would print on every load of the definitions.
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        decorate = dg.asset(
+            name=name,
+            key_prefix=["raw"],
+            group_name=group,
+            partitions_def=partitions_def,
+            pool="duckdb",
+            kinds={"duckdb", "polars"},
+            description=description,
+            backfill_policy=dg.BackfillPolicy.multi_run(MAX_PARTITIONS_PER_RUN),
+            required_resource_keys={"duckdb", "settings", source_key},
+            check_specs=[
+                dg.AssetCheckSpec(
+                    REJECTED_SHARE_CHECK,
+                    asset=dg.AssetKey(["raw", name]),
+                    description="Rejected input rows are below 1 % of the rows read in this "
+                    "partition (or partition range).",
+                )
+            ],
+        )
+
     def _asset(context: AssetExecutionContext) -> dg.MaterializeResult:  # type: ignore[type-arg]  # Dagster matches the bare class
         settings: SettingsResource = getattr(context.resources, "settings")  # noqa: B009
         duck: DuckDBResource = getattr(context.resources, "duckdb")  # noqa: B009
         source: InputSource = getattr(context.resources, source_key)
         cfg = load_config(settings.config_path)
-        cluster, day = split_partition_key(context.partition_key)
-        ccfg = cfg.cluster(cluster)
-        files = [] if scheduler and ccfg.scheduler != scheduler else source.fetch(cluster, day)
-        loaded = rejected = 0
-        opts = IngestOptions(
-            cluster=cluster, tz=ccfg.timezone, fields=ccfg.sacct_fields or None, delimiter=None
-        )
+        # One partition (a daily run, the sensor) or a range (a backfill run): cluster-days in
+        # order, each file parsed and loaded on its own, so memory stays that of one file.
+        keys = [split_partition_key(k) for k in context.partition_keys]
+        loaded = rejected = n_files = 0
         with duck.get_connection() as con:
             init_warehouse(con)
-            for f in files:
-                stats = ingest_file(con, kind, f, opts)
-                loaded += stats.rows_loaded
-                rejected += stats.rows_rejected
-                context.log.info(
-                    f"{f}: {stats.rows_loaded} rows loaded, {stats.rows_rejected} rejected"
-                )
+            for cluster, day in sorted(keys, key=lambda k: (k[1], k[0])):
+                ccfg = cfg.cluster(cluster)
+                if scheduler and ccfg.scheduler != scheduler:
+                    continue
+                opts = IngestOptions(cluster=cluster, tz=ccfg.timezone,
+                                     fields=ccfg.sacct_fields or None, delimiter=None)  # fmt: skip
+                for f in source.fetch(cluster, day):
+                    stats = ingest_file(con, kind, f, opts)
+                    loaded += stats.rows_loaded
+                    rejected += stats.rows_rejected
+                    n_files += 1
+                    context.log.info(
+                        f"{f}: {stats.rows_loaded} rows loaded, {stats.rows_rejected} rejected"
+                    )
+        first, last = min(keys, key=lambda k: k[1]), max(keys, key=lambda k: k[1])
         total = loaded + rejected
         share = rejected / total if total else 0.0
         return dg.MaterializeResult(
             metadata={
-                "files": len(files),
+                "files": n_files,
                 "row_count": loaded,
                 "rejected_count": rejected,
-                "cluster": cluster,
-                "day": day,
+                "partitions": len(keys),
+                "cluster": ",".join(sorted({c for c, _d in keys})),
+                "day": first[1] if first[1] == last[1] else f"{first[1]}..{last[1]}",
             },
             check_results=[
                 dg.AssetCheckResult(
@@ -107,4 +125,6 @@ def raw_ingest_asset(
             ],
         )
 
-    return _asset
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        return decorate(_asset)

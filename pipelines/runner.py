@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
+from dagster._core.storage.tags import (
+    ASSET_PARTITION_RANGE_END_TAG,
+    ASSET_PARTITION_RANGE_START_TAG,
+)
 
 from pipelines._file_source import partitions_with_input
 from pipelines.config import Config, repo_root
@@ -21,7 +26,9 @@ _KIND_ASSET = {
     "sacct": "slurm_rows",
     "k8s-events": "k8s_events",
     "k8s-pods": "k8s_pods",
+    "k8s-objects": "k8s_objects",
     "dcgm": "dcgm_samples",
+    "dcgm-hourly": "dcgm_hourly",
     "slurm-state": "slurm_state",
 }
 
@@ -44,32 +51,53 @@ def dagster_env(root: Path | None = None) -> None:
     Path(os.environ["GOODPUT_DAGSTER_DIR"]).mkdir(parents=True, exist_ok=True)
 
 
+def _day_chunks(days: list[str], size: int) -> list[tuple[str, str]]:
+    """Consecutive calendar-day ranges ``(first, last)`` covering ``days``, each at most ``size``
+    days long (a gap in the days does not split a range: a day without input loads nothing)."""
+    out: list[tuple[str, str]] = []
+    if not days:
+        return out
+    first = dt.date.fromisoformat(days[0])
+    last_day = dt.date.fromisoformat(days[-1])
+    while first <= last_day:
+        last = min(first + dt.timedelta(days=size - 1), last_day)
+        out.append((first.isoformat(), last.isoformat()))
+        first = last + dt.timedelta(days=1)
+    return out
+
+
 def materialize_all(
     cfg: Config,
     *,
     date_from: str | None = None,
     date_to: str | None = None,
+    full: bool = False,
     instance: dg.DagsterInstance | None = None,
     log: Callable[[str], None] = print,
 ) -> RunSummary:
     """Materialize every cluster-day partition that has input, then core and analytics.
 
-    One Dagster run per partition (only the raw assets whose input kind has files that day), then
-    one run for the unpartitioned core/analytics assets and the serving copy.
+    The raw assets run as partition-range runs (a backfill): each run covers every cluster ×
+    up to ``MAX_PARTITIONS_PER_RUN / clusters`` consecutive days and loops over them one file at
+    a time, so a year is a handful of runs, not one per cluster-day. Then one run rebuilds core
+    and analytics (incremental: only the affected days, unless ``full``) and publishes the
+    serving copy.
 
     Args:
         cfg: configuration (clusters, inputs folder).
         date_from: first day (YYYY-MM-DD) to run, inclusive; default the first with input.
         date_to: last day to run, inclusive; default the last with input.
+        full: rebuild core and analytics from all history instead of the affected days.
         instance: Dagster instance; default ``DagsterInstance.get()`` (``$DAGSTER_HOME``).
         log: progress printer.
 
     Returns:
-        The partitions run and the run counts.
+        The partitions with input that were run, and the run counts.
 
     Raises:
-        RuntimeError: a run failed (after all partitions were attempted).
+        RuntimeError: a run failed (after all ranges were attempted).
     """
+    from pipelines._raw_assets import MAX_PARTITIONS_PER_RUN
     from pipelines.definitions import build_defs
 
     defs = build_defs(cfg)
@@ -87,22 +115,30 @@ def materialize_all(
         for k in todo
         if (date_from is None or k[1] >= date_from) and (date_to is None or k[1] <= date_to)
     )
-    failed = 0
-    for i, (cluster, day) in enumerate(keys, 1):
-        selected = [
-            assets_by_name[f"raw/{_KIND_ASSET[kind]}"] for kind in sorted(todo[(cluster, day)])
-        ]
+    kinds = sorted({kind for k in keys for kind in todo[k]})
+    selected = [assets_by_name[f"raw/{_KIND_ASSET[kind]}"] for kind in kinds]
+    days = sorted({d for _c, d in keys})
+    chunks = _day_chunks(days, max(1, MAX_PARTITIONS_PER_RUN // len(clusters)))
+    failed = runs = 0
+    for i, (first, last) in enumerate(chunks, 1):
+        start = dg.MultiPartitionKey({"cluster": clusters[0], "date": first})
+        end = dg.MultiPartitionKey({"cluster": clusters[-1], "date": last})
         result = dg.materialize(
             selected,
-            partition_key=dg.MultiPartitionKey({"cluster": cluster, "date": day}),
             instance=instance,
             resources=resources,
             raise_on_error=False,
-            tags={"goodput/trigger": "goodput materialize"},
+            tags={
+                "goodput/trigger": "goodput materialize",
+                ASSET_PARTITION_RANGE_START_TAG: str(start),
+                ASSET_PARTITION_RANGE_END_TAG: str(end),
+            },
             run_config=_QUIET,
         )
+        runs += 1
         failed += 0 if result.success else 1
-        log(f"[{i}/{len(keys)}] {cluster} {day}: {'ok' if result.success else 'FAILED'}")
+        log(f"[{i}/{len(chunks)}] {first}..{last} × {len(clusters)} clusters: "
+            f"{'ok' if result.success else 'FAILED'}")  # fmt: skip
     result = dg.materialize(
         [
             assets_by_name["core/jobs"],
@@ -113,10 +149,12 @@ def materialize_all(
         resources=resources,
         raise_on_error=False,
         tags={"goodput/trigger": "goodput materialize"},
-        run_config=_QUIET,
+        run_config={**_QUIET, "ops": {"core_and_analytics": {"config": {"full": full}}}},
     )
+    runs += 1
     failed += 0 if result.success else 1
-    log(f"core + analytics + serving copy: {'ok' if result.success else 'FAILED'}")
+    log(f"core + analytics ({'full' if full else 'incremental'}) + serving copy: "
+        f"{'ok' if result.success else 'FAILED'}")  # fmt: skip
     if failed:
         raise RuntimeError(f"{failed} Dagster run(s) failed; see `make dev` → Runs for the logs")
-    return RunSummary(partitions=keys, runs=len(keys) + 1, failed_runs=failed)
+    return RunSummary(partitions=keys, runs=runs, failed_runs=failed)

@@ -36,7 +36,10 @@ __all__ = [
 #: The recommendations table (and ``recommendations`` view), written after the metrics.
 RECOMMENDATIONS_KEY = dg.AssetKey(["analytics", "recommendations"])
 
-_RAW = [dg.AssetKey(["raw", n]) for n in ("slurm_rows", "k8s_events", "k8s_pods", "dcgm_samples")]
+_RAW = [
+    dg.AssetKey(["raw", n])
+    for n in ("slurm_rows", "k8s_events", "k8s_pods", "k8s_objects", "dcgm_samples", "dcgm_hourly")
+]
 
 #: Tables the rebuild writes, as asset keys (prefix = DuckDB schema).
 CORE_ANALYTICS_KEYS = {
@@ -80,6 +83,12 @@ _DESCRIPTIONS = {
 }
 
 
+class RebuildConfig(dg.Config):
+    """Run config of :func:`core_and_analytics`."""
+
+    full: bool = False  # rewrite every table from all history instead of the affected days
+
+
 @dg.multi_asset(
     specs=[
         dg.AssetSpec(key, deps=_RAW, group_name="analytics", description=_DESCRIPTIONS[t],
@@ -101,13 +110,17 @@ _DESCRIPTIONS = {
     pool="duckdb",
 )  # fmt: skip
 def core_and_analytics(
-    context: AssetExecutionContext, duckdb: DuckDBResource, settings: SettingsResource
+    context: AssetExecutionContext,
+    config: RebuildConfig,
+    duckdb: DuckDBResource,
+    settings: SettingsResource,
 ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetCheckResult]:
-    """Recompute the core and analytics tables from everything loaded, then the views."""
+    """Recompute the core and analytics tables (incremental: the days affected since the last
+    build, see :mod:`pipelines.analytics.incremental`; ``full`` rewrites all), then the views."""
     cfg = load_config(settings.config_path)
     with duckdb.get_connection() as con:
         init_warehouse(con)
-        counts = rebuild(con, cfg)
+        counts = rebuild(con, cfg, full=config.full)
         checks = [
             end_not_before_start(con),
             unique_attempt_keys(con),
@@ -160,11 +173,15 @@ def recommendations(
     kinds={"duckdb"},
 )
 def serving_copy(duckdb: DuckDBResource, settings: SettingsResource) -> dg.MaterializeResult[Any]:
-    """The read-only copy of the warehouse that the dashboard and `goodput sql` read.
+    """The read-only copy of the warehouse that the dashboard and `goodput sql` read:
+    aggregates whole, detail rows (jobs, samples, events) for the last
+    ``[warehouse] serving_detail_days`` days (0 = all).
 
     Written to a temporary file and renamed over the old copy, so readers never block the writer
     and never see a half-written pipeline.
     """
     cfg = load_config(settings.config_path)
-    path = publish_serving_copy(duckdb.database, cfg.serving_path)
+    path = publish_serving_copy(
+        duckdb.database, cfg.serving_path, detail_days=cfg.serving_detail_days
+    )
     return dg.MaterializeResult(metadata={"path": str(path), "bytes": path.stat().st_size})

@@ -1,0 +1,93 @@
+"""The serving copy at scale: aggregates whole, detail tables cut to the last N days."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from pipelines.analytics.build import rebuild
+from pipelines.config import load_config
+from pipelines.warehouse import SERVING_DETAIL_FILTERS, connect, init_warehouse
+from pipelines.warehouse import publish_serving_copy as publish
+from tests.conftest import write_config
+from tests.pipelines.test_incremental import _days, _load_day
+
+pytestmark = pytest.mark.slow
+
+#: Aggregate views the copy must hold whole.
+_WHOLE = ("occupancy_hourly", "occupancy_daily", "gpu_waterfall_hourly",
+          "telemetry_coverage_daily", "fairness_weekly", "fairness_summary_weekly",
+          "time_to_start_summary", "node_reliability", "nodes", "ingests")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def warehouse(fleet_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("serving")
+    cfg = load_config(write_config(work, days_dir=fleet_dir))
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        for day in _days(cfg):
+            _load_day(con, cfg, day)
+        rebuild(con, cfg)
+    return cfg.warehouse_path
+
+
+def _count(db: Path, sql: str, params: dict[str, object] | None = None) -> int:
+    with connect(db, read_only=True) as con:
+        return int(con.execute(sql, params or {}).fetchall()[0][0])
+
+
+def test_zero_detail_days_copies_every_row(warehouse: Path, tmp_path: Path) -> None:
+    """detail_days = 0: the copy holds every row of every view."""
+    out = publish(warehouse, tmp_path / "s.duckdb", detail_days=0)
+    for view in ("jobs", "dcgm_samples", "gpu_activity", *_WHOLE):
+        q = f"SELECT count(*) FROM {view}"
+        assert _count(out, q) == _count(warehouse, q), view
+
+
+def test_recent_detail_keeps_aggregates_whole_and_cuts_detail(
+    warehouse: Path, tmp_path: Path
+) -> None:
+    """detail_days = 1: aggregates equal the warehouse's; a detail view keeps exactly the rows
+    its filter selects for cutoff = max(as_of) − 1 day (running and pending jobs included), and
+    drops at least one row (the two-day fleet has jobs that ended earlier)."""
+    out = publish(warehouse, tmp_path / "s.duckdb", detail_days=1)
+    for view in _WHOLE:
+        q = f"SELECT count(*) FROM {view}"
+        assert _count(out, q) == _count(warehouse, q), view
+    with connect(warehouse, read_only=True) as con:
+        (cut,) = con.execute("SELECT max(as_of) FROM core.jobs").fetchall()[0]
+    cutoff = cut - dt.timedelta(days=1)
+    kept_jobs = _count(
+        warehouse,
+        "SELECT count(*) FROM jobs WHERE end_at IS NULL OR end_at >= $c",
+        {"c": cutoff},
+    )
+    assert 0 < _count(out, "SELECT count(*) FROM jobs") == kept_jobs
+    assert kept_jobs < _count(warehouse, "SELECT count(*) FROM jobs")
+    assert _count(out, "SELECT count(*) FROM jobs WHERE end_at IS NULL") == _count(
+        warehouse, "SELECT count(*) FROM jobs WHERE end_at IS NULL"
+    )
+    assert _count(out, "SELECT count(*) FROM dcgm_samples WHERE ts < $c", {"c": cutoff}) == 0
+    assert _count(out, "SELECT count(*) FROM dcgm_samples") == _count(
+        warehouse, "SELECT count(*) FROM dcgm_samples WHERE ts >= $c", {"c": cutoff}
+    )
+    assert _count(out, "SELECT count(*) FROM gpu_activity") == _count(
+        warehouse, "SELECT count(*) FROM gpu_activity WHERE bucket >= $c", {"c": cutoff}
+    )
+    # Every view of the warehouse is in the copy and answers.
+    with connect(warehouse, read_only=True) as con:
+        views = [v for (v,) in con.execute(
+            "SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()]  # fmt: skip
+    for v in views:
+        _count(out, f"SELECT count(*) FROM {v}")
+
+
+def test_every_detail_filter_names_a_table_of_the_warehouse(warehouse: Path) -> None:
+    """A renamed table would silently be copied whole: each filtered table must exist."""
+    with connect(warehouse, read_only=True) as con:
+        names = {f"{s}.{t}" for s, t in con.execute(
+            "SELECT schema_name, table_name FROM duckdb_tables()").fetchall()}  # fmt: skip
+    assert set(SERVING_DETAIL_FILTERS) <= names
