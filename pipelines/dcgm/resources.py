@@ -24,6 +24,7 @@ __all__ = [
     "PROMETHEUS_URL_ENV",
     "PROMETHEUS_USERNAME_ENV",
     "DcgmFileSource",
+    "DcgmHourlyFileSource",
     "PrometheusDcgmSource",
     "PrometheusQueryError",
 ]
@@ -41,6 +42,13 @@ class DcgmFileSource(FileSource):
     """dcgm-exporter text / OpenMetrics dumps under ``<cluster>/dcgm/`` (gzip allowed)."""
 
     kind: str = "dcgm"
+
+
+class DcgmHourlyFileSource(FileSource):
+    """Hourly per-GPU DCGM aggregates in Parquet under
+    ``<cluster>/dcgm_hourly/date=YYYY-MM-DD/`` (:mod:`pipelines.dcgm._hourly`)."""
+
+    kind: str = "dcgm-hourly"
 
 
 class PrometheusDcgmSource(InputSource):

@@ -1,0 +1,95 @@
+"""Activity per attempt and hour from the hourly DCGM aggregates (``raw.dcgm_hourly``).
+
+The hourly path of the telemetry metrics: where a cluster has hourly aggregates and no 5-minute
+samples, the waterfall's ``allocated_idle`` and the telemetry coverage are computed from hour
+buckets (``activity_bucket_s = 3600`` in :func:`metrics.waterfall.gpu_waterfall_hourly`) instead of
+5-minute ones. Attribution is by the ``hpc_job`` label (Slurm), as for the samples.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import polars as pl
+
+__all__ = ["HOURLY_QUERY_MEMORY", "hourly_activity"]
+
+#: DuckDB memory limit while the hourly aggregates are scanned and grouped.
+HOURLY_QUERY_MEMORY = "1GB"
+
+
+def hourly_activity(con: duckdb.DuckDBPyConnection, jobs: pl.DataFrame) -> pl.DataFrame:
+    """Mean activity per allocation attempt and UTC hour from ``raw.dcgm_hourly``.
+
+    For each (cluster, ``hpc_job``, hour): ``activity`` = Σ samples × ``gr_engine_active_avg`` ÷
+    Σ samples over the job's GPU rows (a sample-weighted mean, so a GPU seen for 6 of 12 samples
+    weighs half); ``gpus`` = the number of GPUs seen with the label in the hour (rows, since the
+    table holds one row per GPU, hour and label, as a recording rule writes them). The
+    label is matched to ``core.jobs.job_id`` and to the attempt that was running in the hour (the
+    latest attempt started before the hour's end). Rows without a label, or whose job is
+    unknown, are left out (unattributed time stays unobserved).
+
+    Args:
+        con: warehouse connection holding ``raw.dcgm_hourly``.
+        jobs: ``core.jobs`` rows (``cluster, job_id, attempt, start_at``).
+
+    Returns:
+        ``cluster, job_id, attempt (Int64), bucket (hour start, UTC), activity (0–1), gpus``;
+        empty (same columns) when the table has no rows.
+    """
+    schema = {
+        "cluster": pl.String(),
+        "job_id": pl.String(),
+        "attempt": pl.Int64(),
+        "bucket": pl.Datetime("us", "UTC"),
+        "activity": pl.Float64(),
+        "gpus": pl.Float64(),
+    }
+    # The scan of a year of hourly rows (~100M) would stay in DuckDB's buffer cache for the rest
+    # of the rebuild (1.4 GB at 10k GPUs): the query runs under a lower memory limit (DuckDB
+    # evicts, or spills the aggregate), and the connection's own limit is restored after.
+    limit = con.sql("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    con.execute(f"SET memory_limit = '{HOURLY_QUERY_MEMORY}'")
+    try:
+        per = con.sql(
+            "select cluster, hpc_job as job_id, hour as bucket, "
+            "sum(samples * gr_engine_active_avg) / sum(samples) as activity, "
+            "count(*)::double as gpus "
+            "from raw.dcgm_hourly where hpc_job is not null and samples > 0 "
+            "group by all"
+        ).pl()
+    except duckdb.CatalogException:
+        return pl.DataFrame(schema=schema)
+    finally:
+        con.execute(f"SET memory_limit = '{limit}'")
+    if per.height == 0:
+        return pl.DataFrame(schema=schema)
+    per = per.with_columns(
+        pl.col("bucket").dt.convert_time_zone("UTC").dt.cast_time_unit("us")
+    ).sort("bucket")
+    att = (
+        jobs.filter(pl.col("start_at").is_not_null())
+        .select(
+            "cluster",
+            pl.col("job_id").cast(pl.String),
+            pl.col("attempt").cast(pl.Int64),
+            (
+                pl.col("start_at")
+                .dt.convert_time_zone("UTC")
+                .dt.cast_time_unit("us")
+                .dt.truncate("1h")
+            ).alias("_start_hour"),
+        )
+        .sort("_start_hour")
+    )
+    out = per.join_asof(
+        att,
+        left_on="bucket",
+        right_on="_start_hour",
+        by=["cluster", "job_id"],
+        strategy="backward",
+        check_sortedness=False,
+    )
+    result: pl.DataFrame = out.filter(pl.col("attempt").is_not_null()).select(
+        [pl.col(c).cast(t) for c, t in schema.items()]
+    )
+    return result
