@@ -40,6 +40,7 @@ from metrics.recommendations import (
     kueue_quota_drift,
     lemon_nodes,
     preemption_churn,
+    reservations_idle,
     slurm_fairshare_drift,
     time_limits,
 )
@@ -75,6 +76,7 @@ RULES: tuple[str, ...] = (
     "kueue_borrowing",
     "preemption_churn",
     "lemon_nodes",
+    "reservations_idle",
 )
 
 #: Files written by :func:`write_outputs`, by patch kind (``latest.json`` for all).
@@ -111,6 +113,8 @@ class RecommendationInputs:
         capacity_gpu_h_per_week: cluster → available GPU-hours a week in the window.
         cluster_queues: cluster → ClusterQueue objects.
         local_queues: cluster → LocalQueue objects.
+        reservations: ``raw.slurm_reservations`` rows overlapping the window (empty when the
+            table is absent).
     """
 
     as_of: dt.datetime
@@ -130,6 +134,7 @@ class RecommendationInputs:
     capacity_gpu_h_per_week: dict[str, float] = field(default_factory=dict)
     cluster_queues: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     local_queues: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    reservations: pl.DataFrame = field(default_factory=pl.DataFrame)
 
 
 def _utc(df: pl.DataFrame) -> pl.DataFrame:
@@ -224,6 +229,11 @@ def read_inputs(
             for r in capacity.iter_rows(named=True)
         },
         cluster_queues=cqs,
+        reservations=(
+            _query(con, "reservations_in_window", params)
+            if _has_table(con, "raw", "slurm_reservations")
+            else pl.DataFrame()
+        ),
         local_queues=lqs,
     )
 
@@ -266,6 +276,12 @@ def recommendations_frame(
         ),
         preemption_churn(jobs, w, **opt["preemption_churn"]),
         lemon_nodes(inputs.node_reliability, w, inputs.schedulers, **opt["lemon_nodes"]),
+        reservations_idle(
+            inputs.reservations.filter(pl.col("cluster").is_in(slurm))
+            if inputs.reservations.width
+            else inputs.reservations,
+            jobs, inputs.nodes, w, **opt["reservations_idle"],
+        ),
     ]  # fmt: skip
     for cluster in slurm:
         frames.append(

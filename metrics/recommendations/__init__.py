@@ -33,6 +33,7 @@ from metrics.recommendations.kueue_borrowing import cluster_queue_usage_hourly, 
 from metrics.recommendations.lemon import lemon_nodes
 from metrics.recommendations.preemption import preemption_churn
 from metrics.recommendations.registry_drift import kueue_quota_drift, slurm_fairshare_drift
+from metrics.recommendations.reservations import reservation_usage, reservations_idle
 from metrics.recommendations.time_limits import time_limits
 
 __all__ = [
@@ -55,6 +56,8 @@ __all__ = [
     "parse_quantity",
     "preemption_churn",
     "recommendation_id",
+    "reservation_usage",
+    "reservations_idle",
     "scope_key",
     "slurm_fairshare_drift",
     "time_limits",

@@ -30,7 +30,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from zoneinfo import ZoneInfo
 
 import polars as pl
@@ -284,6 +284,7 @@ def _propose(
     horizon = window.end.timestamp()
     base = _replay(sim_nodes, jobs, cur, horizon, large)
     tuned = _replay(sim_nodes, jobs, proposed, horizon, large)
+    check = _model_check(gpu_att, base)
     p50 = nearest_rank_value(waits, 0.5) or 0.0
     common = {
         "partition": partition,
@@ -295,6 +296,7 @@ def _propose(
         "held_share_of_capacity": held_share,
         "longest_time_limit_s": longest,
         "max_jobs_pending_at_once": depth,
+        "model_check": check,
     }
     severity = grade(p50, min_p50_wait_s, 4 * min_p50_wait_s)
     confidence = min(1.0, len(waits) / 10)
@@ -322,6 +324,7 @@ def _propose(
                     f"backfill plans only {cur.bf_window_s / 60:.0f} min ahead. Set {line} "
                     "(merge into the existing SchedulerParameters). "
                     + _replay_text(base, tuned, window)
+                    + _check_text(check)
                 ),
                 confidence=confidence,
                 expected_gain_gpu_h_per_week=_held_gain(base, tuned, window),
@@ -386,6 +389,7 @@ class _Replay:
     held_gpu_s: float
     large: dict[str, float]
     others: dict[str, float]
+    starts: dict[str, float | None] = field(default_factory=dict)
 
 
 def _replay(
@@ -396,6 +400,37 @@ def _replay(
         held_gpu_s=result.held_gpu_s,
         large=wait_summary(result, jobs, min_gpus=large),
         others=wait_summary(result, [j for j in jobs if j.gpus < large]),
+        starts={j.job_id: result.outcomes[j.job_id].start_s for j in jobs},
+    )
+
+
+def _model_check(att: pl.DataFrame, base: _Replay) -> dict[str, float | None]:
+    """How closely the replay under the current settings reproduces the recorded starts
+    (docs/scheduler-model.md): over attempts started in the data and in the replay, ``jobs``,
+    the nearest-rank median |simulated − recorded start| in minutes, and the share within 1 h."""
+    has_attempt = "attempt" in att.columns
+    errs: list[float] = []
+    rows = att.filter(pl.col("start_at").is_not_null() & pl.col("eligible_at").is_not_null())
+    for r in rows.iter_rows(named=True):
+        n = r["attempt"] if has_attempt else 0
+        sim = base.starts.get(str(r["job_id"]) if not n else f"{r['job_id']}#{n}")
+        if sim is not None:
+            errs.append(abs(sim - r["start_at"].timestamp()))
+    median = nearest_rank_value(errs, 0.5)
+    return {
+        "jobs": float(len(errs)),
+        "median_abs_start_error_min": None if median is None else median / 60,
+        "within_1h_share": sum(1 for e in errs if e <= 3600) / len(errs) if errs else None,
+    }
+
+
+def _check_text(check: Mapping[str, float | None]) -> str:
+    if not check["jobs"] or check["median_abs_start_error_min"] is None:
+        return ""
+    return (
+        f" Model check: under the current settings the replay starts the {check['jobs']:.0f} "
+        f"recorded jobs a median {check['median_abs_start_error_min']:.0f} min from their "
+        f"recorded start ({check['within_1h_share']:.0%} within 1 h)."
     )
 
 

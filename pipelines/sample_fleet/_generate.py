@@ -16,10 +16,16 @@ import polars as pl
 from pipelines.sample_fleet._dcgm import DcgmContext, write_dcgm_day
 from pipelines.sample_fleet._k8s_sim import K8sResult, simulate_k8s
 from pipelines.sample_fleet._k8s_writers import (
+    COHORT,
+    PROD_LENDING_LIMIT,
     build_events,
     rfc3339,
+    write_cluster_queues_day,
     write_events_day,
+    write_local_queues_day,
+    write_nodes_day,
     write_pods_day,
+    write_workloads_day,
 )
 from pipelines.sample_fleet._model import (
     LEMON_HOST,
@@ -36,6 +42,7 @@ from pipelines.sample_fleet._writers import (
     write_node_events,
     write_planted,
     write_registry,
+    write_reservation_history,
     write_sacct_day,
     write_sshare,
 )
@@ -287,6 +294,18 @@ def _planted(fleet: SampleFleet, seed: int, activity: pl.DataFrame,
             "preemptors": [a.preemptor.wl_name for a in evictions if a.preemptor is not None],
             "final_outcome": wl.attempts[-1].outcome or "Running",
         }
+    # (7) Kueue quota unused while another queue of the cohort pends (cq-prod lends nothing)
+    kueue_unused = {
+        "cluster": fleet.k8s_cluster.name, "cohort": COHORT, "lender": "cq-prod",
+        "lender_nominal_gpus": k8s.quotas.get("cq-prod"), "lender_lending_limit":
+        PROD_LENDING_LIMIT, "pending_queue": "cq-research",
+        "pending_queue_nominal_gpus": k8s.quotas.get("cq-research"),
+        # cq-prod's quota also drifts from the registry: its teams' share × the cohort's GPUs
+        "lender_registry_share": round(sum(t.share for t in TEAMS if t.group == "prod"), 4),
+        "cohort_nominal_gpus": sum(k8s.quotas.values()),
+        "clusterqueues_file": f"inputs/{fleet.k8s_cluster.name}/k8s/clusterqueues_"
+        f"{fleet.k8s_days[-1][0].isoformat()}.json",
+    }
     return {
         "seed": seed,
         "window": {
@@ -301,7 +320,29 @@ def _planted(fleet: SampleFleet, seed: int, activity: pl.DataFrame,
         "over_share_team": over,
         "registry_drift": drift,
         "preempted_workload": preempted,
+        "kueue_unused_quota": kueue_unused,
+        "idle_reservation": _idle_reservation(fleet),
     }
+
+
+def _idle_reservation(fleet: SampleFleet) -> dict[str, Any]:
+    """(8) the recurring reservation no job uses: its occurrences and reserved GPU-hours."""
+    w0, w1 = fleet.slurm_window
+    gpus = {n.host: n.gpus for n in fleet.slurm_cluster.nodes}
+    out: dict[str, Any] = {}
+    for r in fleet.slurm.reservations:
+        occ = [(max(a, w0), min(b, w1)) for a, b in r.occurrences if a < w1 and b > w0]
+        out = {
+            "cluster": slurm_name(fleet), "reservation": r.name, "nodes": list(r.hosts),
+            "account": r.account, "daily_local_hours": f"{r.local_start_hour:02d}:00-"
+            f"{r.local_start_hour + r.hours:02d}:00", "occurrences_in_window": len(occ),
+            "reserved_gpu_hours": round(sum(b - a for a, b in occ) / 3600
+                                        * sum(gpus[h] for h in r.hosts), 1),
+            "used_gpu_hours": 0.0,
+            "history_file": f"inputs/{slurm_name(fleet)}/slurm_state/reservation_history_"
+            f"{fleet.slurm_days[-1][0].isoformat()}.psv",
+        }
+    return out
 
 
 def _round(x: float | None) -> float | None:
@@ -318,8 +359,9 @@ def generate_sample_fleet(out_dir: str | Path, *, seed: int = 7,
     """Simulate the two-cluster sample fleet and write its inputs in the real formats.
 
     Writes ``registry.yaml``, ``inventory/<cluster>.csv``, ``inputs/slurm-a/sacct/sacct_D.psv``,
-    ``inputs/slurm-a/slurm_state/{sshare,events}_<last day>.psv``,
-    ``inputs/k8s-b/k8s/{events,pods}_D.json``, ``inputs/<cluster>/dcgm/dcgm_D.prom.gz`` and
+    ``inputs/slurm-a/slurm_state/{sshare,events,reservation_history}_<last day>.psv``,
+    ``inputs/k8s-b/k8s/{events,pods,workloads,clusterqueues,localqueues,nodes}_D.json``,
+    ``inputs/<cluster>/dcgm/dcgm_D.prom.gz`` and
     ``planted.json`` under ``out_dir``. Earlier generated day files in those folders are removed
     first. Same seed, start and days give byte-identical files; nothing reads the clock.
 
@@ -342,7 +384,8 @@ def generate_sample_fleet(out_dir: str | Path, *, seed: int = 7,
         folder.mkdir(parents=True, exist_ok=True)
     _clean(s_in / "sacct", ["sacct_*.psv"])
     _clean(s_in / "dcgm", ["dcgm_*.prom.gz"])
-    _clean(k_in / "k8s", ["events_*.json", "pods_*.json"])
+    _clean(k_in / "k8s", ["events_*.json", "pods_*.json", "workloads_*.json",
+                          "clusterqueues_*.json", "localqueues_*.json", "nodes_*.json"])
     _clean(k_in / "dcgm", ["dcgm_*.prom.gz"])
     files = 0
 
@@ -368,15 +411,26 @@ def generate_sample_fleet(out_dir: str | Path, *, seed: int = 7,
     write_node_events(state_dir / f"events_{last_day}.psv", sl.name, fleet.slurm.node_events,
                       registered, fleet.slurm_window[0], fleet.slurm_window[1], lt,
                       cluster_gpus=sum(n.gpus for n in sl.nodes))
-    files += 2
+    write_reservation_history(state_dir / f"reservation_history_{last_day}.psv", sl.name,
+                              fleet.slurm.reservations, *fleet.slurm_window, lt)
+    files += 3
 
     events = build_events(fleet.k8s.workloads, fleet.k8s.pools, len(kc.nodes),
                           fleet.k8s_window[1])
+    k8s_born = fleet.k8s_window[0] - 30 * 86400  # when the queues and nodes were created
     for d, a, b in fleet.k8s_days:
         write_events_day(k_in / "k8s" / f"events_{d.isoformat()}.json", events, a, b)
         write_pods_day(k_in / "k8s" / f"pods_{d.isoformat()}.json", fleet.k8s.workloads,
                        fleet.k8s.pools, a, b)
-        files += 2
+        # Kueue and Node snapshots at the day's end (file time = snapshot time)
+        k_day = d.isoformat()
+        write_workloads_day(k_in / "k8s" / f"workloads_{k_day}.json", fleet.k8s.workloads, a, b)
+        write_cluster_queues_day(k_in / "k8s" / f"clusterqueues_{k_day}.json",
+                                 fleet.k8s.workloads, fleet.k8s.quotas, k8s_born, b)
+        write_local_queues_day(k_in / "k8s" / f"localqueues_{k_day}.json", fleet.k8s.workloads,
+                               TEAMS, k8s_born, b)
+        write_nodes_day(k_in / "k8s" / f"nodes_{k_day}.json", kc.nodes, k8s_born, b)
+        files += 6
 
     stats: list[pl.DataFrame] = []
     for ci, (cluster, result_allocs, node_events, day_list, folder) in enumerate((

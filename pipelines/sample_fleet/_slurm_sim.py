@@ -10,6 +10,10 @@ Every GPU is tracked by index, so no GPU is ever held by two jobs at once.
 Node failures are events: the lemon node ``a100-013`` raises XID 79 under load a few times; Slurm
 notices five minutes later, the jobs on it end ``NODE_FAIL`` and are requeued, and the node stays
 ``DOWN`` then ``DRAIN`` for a few hours.
+
+One recurring reservation is planted idle: ``safety-eval`` holds ``h100-008`` daily 02:00-06:00
+(local) for the safety team, whose jobs never ask for it; no other job may run into an occurrence
+(a job starts there only if its time limit ends before the next one begins).
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ from pipelines.sample_fleet._model import (
     TeamSpec,
 )
 
-__all__ = ["SlurmAttempt", "SlurmJob", "SlurmResult", "simulate_slurm"]
+__all__ = ["IDLE_RESERVATION", "SlurmAttempt", "SlurmJob", "SlurmReservation", "SlurmResult",
+           "simulate_slurm"]
 
 HOUR = 3600
 DAY = 86400
@@ -173,6 +178,34 @@ class SlurmJob:
         return self.gpus >= 64
 
 
+@dataclass(frozen=True)
+class SlurmReservation:
+    """A recurring Slurm reservation (``scontrol create reservation … Flags=DAILY``).
+
+    Attributes:
+        name: ReservationName.
+        hosts: reserved nodes.
+        account: the account it is for (its jobs would name ``--reservation``).
+        local_start_hour: daily start (local hour in the cluster's zone).
+        hours: length of each occurrence.
+        reservation_id: slurmdbd's id.
+        occurrences: ``(start, end)`` epoch seconds of each occurrence the simulation covered.
+    """
+
+    name: str
+    hosts: tuple[str, ...]
+    account: str
+    local_start_hour: int
+    hours: int
+    reservation_id: int = 1
+    occurrences: tuple[tuple[int, int], ...] = ()
+
+
+#: The planted idle reservation: one H100 node set aside daily 02:00-06:00 (local) for the safety
+#: team, whose jobs never ask for it; while an occurrence is on, no other job may run there.
+IDLE_RESERVATION = SlurmReservation("safety-eval", ("h100-008",), "safety", 2, 4)
+
+
 @dataclass
 class SlurmResult:
     """What the Slurm simulation produced.
@@ -184,6 +217,7 @@ class SlurmResult:
         held_gpu_s: GPU-seconds idle on available ``gpu`` nodes while a ≥ 64-GPU job was
             eligible and pending, inside the window.
         uids: uid per user name.
+        reservations: the recurring reservations, with their occurrences.
     """
 
     jobs: list[SlurmJob]
@@ -191,6 +225,7 @@ class SlurmResult:
     allocations: list[GpuAllocation]
     held_gpu_s: int
     uids: dict[str, int]
+    reservations: list[SlurmReservation] = field(default_factory=list)
 
 
 class _Node:
@@ -527,6 +562,9 @@ class _Scheduler:
         self.win_start = win_start
         self.win_end = win_end
         self.held_gpu_s = 0
+        #: host → reservation occurrences (start, end) no job may overlap; ``now`` of the pass.
+        self.blocked: dict[str, list[tuple[int, int]]] = {}
+        self.now = win_start
 
     # -- events -------------------------------------------------------------------------------
     def push(self, t: int, kind: int, obj: object) -> None:
@@ -564,7 +602,15 @@ class _Scheduler:
         return False
 
     # -- placement ------------------------------------------------------------------------------
+    def open_for(self, host: str, job: SlurmJob) -> bool:
+        """Would ``job`` started now (to its time limit) stay out of every reservation occurrence
+        on ``host``? (Slurm never lets a job run into a reservation it is not part of.)"""
+        t0, t1 = self.now, self.now + job.time_limit
+        return not any(a < t1 and t0 < b for a, b in self.blocked.get(host, ()))
+
     def fit(self, job: SlurmJob, part: list[_Node], exclude: set[str]) -> _Fit | None:
+        if self.blocked:
+            exclude = exclude | {h for h in self.blocked if not self.open_for(h, job)}
         if job.gpus == 0:
             for node in part:
                 if node.avail and node.spare_cpus >= job.cpus and node.spec.host not in exclude:
@@ -783,6 +829,7 @@ class _Scheduler:
                 dirty.add(part)
 
     def schedule(self, part_name: str, now: int) -> None:
+        self.now = now
         part = self.parts[part_name]
         queue = self.queue[part_name]
         if not queue:
@@ -861,6 +908,11 @@ def simulate_slurm(
     jobs = _draw_jobs(rng, uids, sim_start, win_start, win_end, tz)
     fails, drains = _failure_plan(rng, win_start, win_end, tz)
     sched = _Scheduler(rng, cluster, win_start, win_end)
+    resv = _occurrences(IDLE_RESERVATION, sim_start, win_end, tz)
+    for host in resv.hosts:
+        sched.blocked[host] = list(resv.occurrences)
+        for _start, end in resv.occurrences:  # reserved nodes open up again: schedule then
+            sched.push(end, _EV_NODE, ("resv_end", host, 0, 0, 0))
     sched.run(jobs, fails, drains)
     allocations: list[GpuAllocation] = []
     for job in jobs:
@@ -877,4 +929,19 @@ def simulate_slurm(
                         job.activity, job.kind, job.fb_mib, (("hpc_job", str(job.raw_id)),),
                     ))
     sched.node_events.sort(key=lambda e: (e.start, e.host))
-    return SlurmResult(jobs, sched.node_events, allocations, sched.held_gpu_s, uids)
+    return SlurmResult(jobs, sched.node_events, allocations, sched.held_gpu_s, uids, [resv])
+
+
+def _occurrences(resv: SlurmReservation, t0: int, t1: int, tz: ZoneInfo) -> SlurmReservation:
+    """``resv`` with its daily occurrences that start in ``[t0 - 1 day, t1)`` (local hours)."""
+    day = datetime.fromtimestamp(t0 - DAY, tz).date()
+    occ = []
+    while True:
+        start = datetime(day.year, day.month, day.day, resv.local_start_hour, tzinfo=tz)
+        a = int(start.timestamp())
+        if a >= t1:
+            break
+        occ.append((a, a + resv.hours * HOUR))
+        day = day.fromordinal(day.toordinal() + 1)
+    return SlurmReservation(resv.name, resv.hosts, resv.account, resv.local_start_hour,
+                            resv.hours, resv.reservation_id, tuple(occ))

@@ -16,7 +16,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from pipelines.sample_fleet._model import TEAMS, ClusterSpec, NodeEvent
-from pipelines.sample_fleet._slurm_sim import SlurmAttempt, SlurmJob
+from pipelines.sample_fleet._slurm_sim import SlurmAttempt, SlurmJob, SlurmReservation
 
 __all__ = [
     "SACCT_FIELDS",
@@ -29,6 +29,7 @@ __all__ = [
     "write_node_events",
     "write_planted",
     "write_registry",
+    "write_reservation_history",
     "write_sacct_day",
     "write_sshare",
 ]
@@ -272,6 +273,25 @@ def write_node_events(path: Path, cluster: str, events: Sequence[NodeEvent], reg
         end = "Unknown" if ev.end is None or ev.end > win_end else lt(ev.end)
         lines.append(f"{cluster}|{ev.host}|{lt(ev.start)}|{end}|{ev.state}|{ev.reason}|{ev.user}|"
                      f"cpu=64,gres/gpu={node_gpus},mem=512G")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def write_reservation_history(path: Path, cluster: str, reservations: Sequence[SlurmReservation],
+                              win_start: int, win_end: int, lt: LocalTime, *,
+                              cpus_per_node: int = 64) -> None:
+    """Write ``sacctmgr -P show reservation format=Cluster,Name,ID,Start,End,NodeNames,Flags,
+    TRES,UnusedWall`` output for the window: one row per occurrence (slurmdbd keeps a record per
+    occurrence of a ``DAILY`` reservation), times local, as Slurm 22.05 prints it (``TRES`` has
+    CPUs only; ``UnusedWall`` = the occurrence's seconds, as no job used it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["Cluster|Name|ID|TimeStart|TimeEnd|NodeName|Flags|TRES|UnusedWall"]
+    for r in reservations:
+        for start, end in r.occurrences:
+            if start >= win_end or end <= win_start:
+                continue
+            lines.append(f"{cluster}|{r.name}|{r.reservation_id}|{lt(start)}|{lt(end)}|"
+                         f"{compress_hostlist(r.hosts)}|DAILY,SPEC_NODES|"
+                         f"cpu={cpus_per_node * len(r.hosts)}|{_f6(end - start)}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 

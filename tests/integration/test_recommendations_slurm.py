@@ -9,14 +9,22 @@ Both are run against the ``slurm_cluster`` fixture's cluster, read back, and und
 from __future__ import annotations
 
 import shlex
+from datetime import timedelta
 
 import polars as pl
 import pytest
 
-from metrics.recommendations import lemon_nodes, slurm_fairshare_drift
+from metrics.recommendations import lemon_nodes, reservations_idle, slurm_fairshare_drift
 from pipelines.slurm._cluster_state import parse_sshare
-from tests.integration.slurm import CLUSTER_NAME, DEFAULT_ACCOUNTS, NODE_NAMES, ClusterRun
-from tests.recommendations._frames import window
+from tests.integration.slurm import (
+    CLUSTER_NAME,
+    DEFAULT_ACCOUNTS,
+    NODE_NAMES,
+    ClusterRun,
+    slurm_time,
+)
+from tests.integration.slurm.private import private_cluster
+from tests.recommendations._frames import UTC, H, at, window
 
 pytestmark = pytest.mark.slurm
 
@@ -82,3 +90,47 @@ def test_generated_drain_is_applied(slurm_cluster: ClusterRun) -> None:
     finally:
         run.cluster.run(["scontrol", "update", f"nodename={node}", "state=resume"])
     assert "DRAIN" not in run.cluster.run(["scontrol", "show", "node", node]).stdout
+
+
+def test_generated_reservation_shrink_and_delete_are_applied() -> None:
+    """The idle-reservation rule's scontrol lines on a real reservation: ``idle-res`` (DAILY,
+    gpu-001 and gpu-002, 16 GPUs) held 10 h in the evidence (160 GPU-h) while one 8-GPU job ran
+    5 h on gpu-001 (40 GPU-h, idle 0.75): shrink to gpu-001, which Slurm applies and shows; then
+    with no job at all (idle 1): delete, after which Slurm no longer knows it. A cluster of its
+    own (no job mix needed)."""
+    host1, host2 = NODE_NAMES[0], NODE_NAMES[1]
+    res = pl.DataFrame(
+        {"cluster": [CLUSTER_NAME], "name": ["idle-res"], "start_at": [at(0)],
+         "end_at": [at(10 * H)], "nodes": [[host1, host2]], "flags": [["DAILY"]],
+         "maint": [False], "gpus": [None]},
+        schema_overrides={"start_at": UTC, "end_at": UTC, "gpus": pl.Float64},
+    )  # fmt: skip
+    nodes = pl.DataFrame(
+        {"cluster": [CLUSTER_NAME] * 2, "host": [host1, host2], "partition": ["gpu"] * 2,
+         "gpus": [8, 8]}
+    )  # fmt: skip
+    jobs = pl.DataFrame(
+        {"cluster": [CLUSTER_NAME], "gpus": [8.0], "start_at": [at(H)], "end_at": [at(6 * H)],
+         "node_list": [[host1]]},
+        schema_overrides={"start_at": UTC, "end_at": UTC},
+    )  # fmt: skip
+    shrink = reservations_idle(res, jobs, nodes, W)["patch_content"].to_list()
+    assert shrink == [f"scontrol update reservationname=idle-res nodes={host1}"]
+    delete = reservations_idle(res, jobs.clear(), nodes, W)["patch_content"].to_list()
+    assert delete == ["scontrol delete reservationname=idle-res"]
+    with private_cluster("goodput-slurm-recres-") as cluster:
+        start = cluster.now().replace(microsecond=0) + timedelta(hours=1)
+        cluster.run([
+            "scontrol", "create", "reservation", "ReservationName=idle-res",
+            f"StartTime={slurm_time(start)}", "Duration=60", f"Nodes={host1},{host2}",
+            "Users=alice", "Flags=DAILY",
+        ])  # fmt: skip
+        try:
+            cluster.run(shlex.split(shrink[0]))
+            shown = cluster.run(["scontrol", "--oneliner", "show", "reservation", "idle-res"])
+            assert f"Nodes={host1} " in shown.stdout and "NodeCnt=1 " in shown.stdout
+            cluster.run(shlex.split(delete[0]))
+            gone = cluster.run(["scontrol", "show", "reservation", "idle-res"], check=False)
+            assert "idle-res" not in gone.stdout or "not found" in (gone.stdout + gone.stderr)
+        finally:
+            cluster.run(["scontrol", "delete", "ReservationName=idle-res"], check=False)

@@ -172,6 +172,7 @@ def test_layout_and_summary(fleet: tuple[Path, FleetSummary]) -> None:
         "inventory/k8s-b.csv",
         f"inputs/slurm-a/slurm_state/sshare_{days[-1]}.psv",
         f"inputs/slurm-a/slurm_state/events_{days[-1]}.psv",
+        f"inputs/slurm-a/slurm_state/reservation_history_{days[-1]}.psv",
     }
     for d in days:
         expected |= {
@@ -179,11 +180,15 @@ def test_layout_and_summary(fleet: tuple[Path, FleetSummary]) -> None:
             f"inputs/slurm-a/dcgm/dcgm_{d}.prom.gz",
             f"inputs/k8s-b/k8s/events_{d}.json",
             f"inputs/k8s-b/k8s/pods_{d}.json",
+            f"inputs/k8s-b/k8s/workloads_{d}.json",
+            f"inputs/k8s-b/k8s/clusterqueues_{d}.json",
+            f"inputs/k8s-b/k8s/localqueues_{d}.json",
+            f"inputs/k8s-b/k8s/nodes_{d}.json",
             f"inputs/k8s-b/dcgm/dcgm_{d}.prom.gz",
         }
     written = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
     assert written == expected
-    assert summary.files_written == len(expected) == 6 + 5 * DAYS
+    assert summary.files_written == len(expected) == 7 + 9 * DAYS
     assert summary.gpus == {"slurm-a": 192, "k8s-b": 64}
     assert summary.jobs["slurm-a"] > 1500
     assert summary.jobs["k8s-b"] > 400
