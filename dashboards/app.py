@@ -14,9 +14,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 import streamlit as st
 
+from dashboards import _auth
+
 PAGES = Path(__file__).resolve().parent / "pages"
 
 st.set_page_config(page_title="goodput", layout="wide")
+_auth.gate(sidebar=True)  # [dashboard] auth = "oidc": nothing below runs until the visitor signs in
 page = st.navigation(
     [
         st.Page(PAGES / "overview.py", title="Overview", icon=":material/dashboard:", default=True),

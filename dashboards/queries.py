@@ -9,6 +9,7 @@ file the pipeline publishes. Every query is a file in ``sql/dashboard/``; the fi
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -19,15 +20,20 @@ import duckdb
 import polars as pl
 import streamlit as st
 
+from dashboards import _auth
 from metrics import nearest_rank, wait_percentiles_km
 from metrics.schema import SIZE_BUCKETS, WATERFALL_LEAVES
 from pipelines.config import load_config
+from pipelines.report import pseudonymise
+from pipelines.report._common import show_user_names
 from pipelines.safe_sql import run_query
 from pipelines.sql import load_sql
 
 __all__ = [
     "BUCKET_ORDER",
     "FAILURE_LEAVES",
+    "K8S_STAGES",
+    "REC_EVIDENCE_SQL",
     "Filters",
     "Headline",
     "data_quality_checks",
@@ -42,13 +48,20 @@ __all__ = [
     "headline",
     "headline_change",
     "idle_by_attempt",
+    "idle_by_team",
     "idle_reconciliation",
+    "k8s_pending_reasons",
+    "k8s_stage_percentiles",
     "large_job_p90_wait_s",
     "lemon_nodes",
     "lost_work_by_team",
+    "pseudonymised_users",
+    "recommendation_evidence",
     "recommendations",
+    "registry_drift",
     "rejected_by_reason",
     "run_sql",
+    "scheduler_fairshare",
     "serving_path",
     "top_idle_allocations",
     "trends_daily",
@@ -113,7 +126,14 @@ def _utc(day: dt.date) -> dt.datetime:
 
 
 def serving_path() -> str:
-    """The serving copy to read: ``$GOODPUT_SERVING_DB``, else the configured one."""
+    """The serving copy to read: ``$GOODPUT_SERVING_DB``, else the configured one.
+
+    With sign-in on (``[dashboard] auth = "oidc"``) a visitor who is not signed in gets the
+    sign-in prompt and the run stops here (:func:`dashboards._auth.gate`): every page asks for
+    this path before it reads anything, and Streamlit can run a file of ``pages/`` without the
+    entry point (its pages-folder mode, before any session has called ``st.navigation``).
+    """
+    _auth.gate()
     return os.environ.get("GOODPUT_SERVING_DB") or str(load_config().serving_path)
 
 
@@ -258,15 +278,111 @@ def freshness(path: str) -> pl.DataFrame:
     return _frame(path, "freshness")
 
 
-@st.cache_data(ttl=_TTL)
 def recommendations(path: str) -> pl.DataFrame:
-    """The ``recommendations`` view, most severe first; empty when the view does not exist."""
+    """The ``recommendations`` view, most severe first; empty when the view does not exist.
+
+    User names are pseudonymised (:func:`pseudonymised_users`) after the cache, so switching
+    ``GOODPUT_SHOW_USER_NAMES`` takes effect on the next run.
+    """
+    return pseudonymised_users(_recommendations(path))
+
+
+@st.cache_data(ttl=_TTL)
+def _recommendations(path: str) -> pl.DataFrame:
     # Checked up front: a missing table makes DuckDB look for a Python object of that name (a
     # replacement scan), which would find this function.
     views = _frame(path, "view_columns")
     if views.height == 0 or "recommendations" not in set(views["view"]):
         return pl.DataFrame()
     return _frame(path, "recommendations")
+
+
+#: Evidence keys whose string values are user names.
+_USER_KEYS = frozenset({"user", "user_name"})
+
+
+def _user_names(value: object, into: set[str]) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in _USER_KEYS and isinstance(item, str) and item:
+                into.add(item)
+            else:
+                _user_names(item, into)
+    elif isinstance(value, list):
+        for item in value:
+            _user_names(item, into)
+
+
+def pseudonymised_users(recs: pl.DataFrame) -> pl.DataFrame:
+    """Recommendations with user names replaced by pseudonyms, unless names are to be shown.
+
+    The names are those under ``user`` / ``user_name`` keys of any row's ``evidence`` JSON; each
+    whole-word occurrence in ``evidence``, ``change_text`` and ``patch_content`` becomes
+    :func:`pipelines.report.pseudonymise`'s ``user-xxxxxx`` (the weekly report's pseudonyms).
+    ``GOODPUT_SHOW_USER_NAMES=1`` keeps the names (as for the report).
+    """
+    if recs.height == 0 or show_user_names() or "evidence" not in recs.columns:
+        return recs
+    names: set[str] = set()
+    for text in recs["evidence"].drop_nulls():
+        try:
+            _user_names(json.loads(text), names)
+        except ValueError:
+            continue
+    if not names:
+        return recs
+    words = re.compile(
+        r"\b(" + "|".join(map(re.escape, sorted(names, key=len, reverse=True))) + r")\b"
+    )
+
+    def swap(text: str | None) -> str | None:
+        return None if text is None else words.sub(lambda m: pseudonymise(m.group(1)), text)
+
+    cols = [c for c in ("evidence", "change_text", "patch_content") if c in recs.columns]
+    return recs.with_columns(pl.col(c).map_elements(swap, return_dtype=pl.String) for c in cols)
+
+
+#: Evidence query (``sql/dashboard/<name>.sql``) per recommendation rule; the scope's
+#: ``key=value`` parts (``cluster``, ``team``, ``partition``, ``qos``, ``node`` as ``host``) and the
+#: recommendation's window (``start``, ``end``) are its parameters.
+REC_EVIDENCE_SQL: dict[str, str] = {
+    "idle_allocations": "rec_team_activity_daily",
+    "time_limits": "rec_run_to_limit",
+    "backfill_tuning": "rec_large_waits_daily",
+    "large_job_reservation": "rec_large_waits_daily",
+    "fairness_drift": "rec_fairness_weeks",
+    "lemon_node": "rec_node_failures_daily",
+    "preempt_exempt_time": "rec_preempted_runs",
+    "preemption_grace_time": "rec_preempted_runs",
+}
+
+
+@st.cache_data(ttl=_TTL)
+def recommendation_evidence(
+    path: str, rule: str, scope: str, start: dt.datetime, end: dt.datetime, min_gpus: float = 64
+) -> pl.DataFrame:
+    """The data behind one recommendation's evidence chart (:data:`REC_EVIDENCE_SQL`).
+
+    Args:
+        path: the serving copy.
+        rule: the recommendation's rule.
+        scope: its scope (``cluster=…/team=…``).
+        start, end: its evidence window (UTC).
+        min_gpus: "large" job threshold for the backfill rules (their evidence's ``large_gpus``).
+
+    Returns:
+        The query's rows (columns per file); empty for a rule without a query.
+    """
+    name = REC_EVIDENCE_SQL.get(rule)
+    if name is None:
+        return pl.DataFrame()
+    parts = dict(p.split("=", 1) for p in scope.split("/") if "=" in p)
+    params: dict[str, object] = {
+        "start": start, "end": end, "min_gpus": min_gpus,
+        "cluster": parts.get("cluster"), "team": parts.get("team"),
+        "partition": parts.get("partition"), "host": parts.get("node"), "qos": parts.get("qos"),
+    }  # fmt: skip
+    return _frame(path, name, params)
 
 
 @st.cache_data(ttl=_TTL)
@@ -327,6 +443,24 @@ def top_idle_allocations(path: str, f: Filters, theta: float, top: int) -> pl.Da
 
 
 @st.cache_data(ttl=_TTL)
+def idle_by_team(path: str, f: Filters, theta: float) -> pl.DataFrame:
+    """Allocated-idle GPU-hours per cluster, team and GPU type (waterfall leaf 8, METRICS.md).
+
+    From ``gpu_activity`` and ``jobs`` as the waterfall counts the leaf: per attempt and 5-minute
+    bucket, min(GPUs seen, GPUs allocated) × the bucket's part inside the attempt and the window,
+    where the attempt's mean activity < ``theta``; attempts in a loss leaf (3–7) left out. Summed
+    over teams, a cluster's total is its ``allocated_idle`` in ``gpu_waterfall_hourly``.
+    A ``gpu_type`` filter applies when :class:`Filters` carries one.
+
+    Returns:
+        ``cluster, team, gpu_type ('untyped' when unknown), idle_gpu_h (GPU-hours), attempts``,
+        most idle first.
+    """
+    params: dict[str, object] = {"gpu_type": None, **f.params(), "theta": theta}
+    return _frame(path, "idle_by_team", params)
+
+
+@st.cache_data(ttl=_TTL)
 def idle_reconciliation(path: str, f: Filters, theta: float) -> pl.DataFrame:
     """Per cluster: the waterfall's allocated_idle beside the part attributed to attempts.
 
@@ -382,6 +516,29 @@ def fairness_teams(path: str, f: Filters) -> pl.DataFrame:
 def fairness_summary(path: str, f: Filters) -> pl.DataFrame:
     """``week, teams, jain_index, unmet_entitlement`` (window ``week``)."""
     return _frame(path, "fairness_summary", f.params())
+
+
+def _frame_if_view(path: str, name: str, f: Filters) -> pl.DataFrame:
+    """:func:`_frame`, or an empty frame on a serving copy published before the view existed."""
+    try:
+        return _frame(path, name, f.params())
+    except duckdb.CatalogException:
+        return pl.DataFrame()
+
+
+@st.cache_data(ttl=_TTL)
+def registry_drift(path: str, f: Filters) -> pl.DataFrame:
+    """``registry_drift`` rows (cluster and team filters; latest snapshot, no time filter):
+    ``cluster, scheduler, team, objects, cohort, resource, configured_value, registry_share,
+    configured_share, drift, relative_drift, tolerance, drifted, snapshot_at, as_of``."""
+    return _frame_if_view(path, "registry_drift", f)
+
+
+@st.cache_data(ttl=_TTL)
+def scheduler_fairshare(path: str, f: Filters) -> pl.DataFrame:
+    """``scheduler_fairshare`` rows (cluster and team filters): sshare per Slurm account,
+    Kueue nominal/usage/borrowed GPUs per ClusterQueue."""
+    return _frame_if_view(path, "scheduler_fairshare", f)
 
 
 # --- time to start ---------------------------------------------------------------------------
@@ -440,6 +597,66 @@ def wait_percentiles_weekly(path: str, f: Filters, min_gpus: float) -> pl.DataFr
     if not parts:
         return pl.DataFrame()
     return _renamed_percentiles(pl.concat(parts).sort("jobs", "week"))
+
+
+#: Kubernetes stage durations of ``k8s_workloads`` (column → label), in stage order (METRICS.md).
+K8S_STAGES: dict[str, str] = {
+    "quota_wait_s": "quota wait",
+    "admission_check_s": "admission checks",
+    "scheduling_s": "scheduling",
+    "pod_startup_s": "pod startup",
+    "time_to_running_s": "time to running",
+    "gang_start_spread_s": "gang start spread",
+    "image_pull_s": "image pull",
+}
+
+
+@st.cache_data(ttl=_TTL)
+def k8s_stage_percentiles(path: str, f: Filters) -> pl.DataFrame:
+    """Nearest-rank p50/p90 of each Kubernetes stage duration per ClusterQueue and week.
+
+    Over the workload attempts of ``k8s_workloads`` eligible in the filter window whose stage
+    completed (a stage still in progress has no duration and is left out: these are naive,
+    started-only percentiles, as METRICS.md labels them); ``week`` is the Monday 00:00 UTC week
+    of eligible time. Percentiles by :func:`metrics.nearest_rank` (METRICS.md "Time to start").
+
+    Returns:
+        ``cluster, cluster_queue, week, stage`` (a :data:`K8S_STAGES` column name), ``label``,
+        ``workloads`` (attempts with the stage's duration), ``p50_s, p90_s`` (seconds); stages
+        in :data:`K8S_STAGES` order. Empty when no Kubernetes workload is in the window.
+    """
+    rows = _frame(path, "k8s_stages", f.params())
+    if rows.height == 0:
+        return pl.DataFrame()
+    long = rows.unpivot(
+        index=["cluster", "cluster_queue", "week"],
+        on=list(K8S_STAGES),
+        variable_name="stage",
+        value_name="duration_s",
+    ).drop_nulls("duration_s")
+    order = {name: i for i, name in enumerate(K8S_STAGES)}
+    return (
+        long.group_by("cluster", "cluster_queue", "week", "stage")
+        .agg(
+            pl.len().cast(pl.Int64).alias("workloads"),
+            nearest_rank(pl.col("duration_s"), 0.5).alias("p50_s"),
+            nearest_rank(pl.col("duration_s"), 0.9).alias("p90_s"),
+        )
+        .with_columns(pl.col("stage").replace_strict(K8S_STAGES).alias("label"))
+        .sort("cluster", "cluster_queue", "week", pl.col("stage").replace_strict(order))
+        .select("cluster", "cluster_queue", "week", "stage", "label", "workloads", "p50_s", "p90_s")
+    )
+
+
+@st.cache_data(ttl=_TTL)
+def k8s_pending_reasons(path: str, f: Filters) -> pl.DataFrame:
+    """Why Kubernetes workloads pended, for attempts eligible in the filter window.
+
+    Returns:
+        ``cluster, component`` (``kube-scheduler`` | ``kueue``), ``reason``, ``events`` (Σ event
+        counts, ``(x4 over 43m)`` = 4), ``workloads`` (attempts with the reason), most events first.
+    """
+    return _frame(path, "k8s_pending_reasons", f.params())
 
 
 # --- SQL -------------------------------------------------------------------------------------

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import plotly.express as px
+import polars as pl
 import streamlit as st
 
 from dashboards import _charts, _filters, queries
 from metrics.schema import WATERFALL_LEAVES
 from pipelines.config import load_config
+from pipelines.freshness import stale_sources
 
 st.title("GPU fleet overview")
 
 path = queries.serving_path()
-large = load_config().large_job_gpus
+cfg = load_config()
+large = cfg.large_job_gpus
 f = _filters.render(path)
 head = queries.headline(path, f)
 if not head or head.get("capacity_gpu_h") is None:
@@ -146,7 +151,26 @@ if findings.height:
     _charts.table(findings, key="dq_findings")
 else:
     st.caption("No data-quality findings in this window.")
-st.dataframe(queries.freshness(path), key="freshness_table", hide_index=True)
+
+# --- freshness -------------------------------------------------------------------------------
+st.subheader("Source freshness")
+fresh = stale_sources(queries.freshness(path), cfg, dt.datetime.now(dt.UTC))
+if fresh.height:
+    stale = fresh.filter(pl.col("stale"))
+    if stale.height:
+        listed = "; ".join(
+            f"{r['source']} on {r['cluster']}: {r['age_h']:.1f} h ago (bound {r['limit_h']:g} h)"
+            for r in stale.iter_rows(named=True)
+        )
+        st.warning(f"Stale sources (newest load older than its [freshness] bound): {listed}")
+    else:
+        st.caption("Every source was loaded within its [freshness] bound.")
+    st.dataframe(fresh, key="freshness_table", hide_index=True)
+    st.caption(
+        "Last load per source and cluster (UTC); stale = age_h > limit_h, the source's "
+        "[freshness] bound in goodput.toml (Dagster checks the same bound: sensor "
+        "source_freshness)."
+    )
 rej = queries.rejected_by_reason(path)
 if rej.height:
     st.dataframe(rej, key="rejected_table", hide_index=True)

@@ -1,4 +1,5 @@
-"""Time to start: censored (Kaplan–Meier) and naive wait percentiles by size, week, large jobs."""
+"""Time to start: censored (Kaplan–Meier) and naive wait percentiles by size, week, large jobs;
+Kubernetes stage percentiles per ClusterQueue and week, and why workloads pended."""
 
 from __future__ import annotations
 
@@ -85,3 +86,67 @@ if weekly.height:
     )
 else:
     st.info("No dated waiting spells in this window.")
+
+# --- Kubernetes stages -----------------------------------------------------------------------
+st.subheader("Kubernetes stages: quota, admission, scheduling, pod startup, image pull")
+stages = queries.k8s_stage_percentiles(path, f)
+if stages.height:
+    k8s_pct = st.radio("Stage percentile", ["p50", "p90"], index=1, horizontal=True, key="k8s_pct")
+    shown = stages.with_columns(
+        (pl.col(f"{k8s_pct}_s") / 60).alias("minutes"),
+        pl.col("week").dt.strftime("%G-W%V").alias("week of"),
+    )
+    fig3 = px.bar(
+        shown,
+        x="label",
+        y="minutes",
+        color="week of",
+        barmode="group",
+        facet_col="cluster_queue",
+        category_orders={"label": list(queries.K8S_STAGES.values())},
+        hover_data=["cluster", "workloads", "p50_s", "p90_s"],
+        labels={"minutes": f"{k8s_pct} (min)", "label": "stage", "cluster_queue": "ClusterQueue"},
+    )
+    _charts.chart(
+        fig3,
+        stages,
+        key="k8s_stages",
+        definition=(
+            f"Nearest-rank {k8s_pct} per ClusterQueue and week of eligible time, over workload "
+            "attempts whose stage completed: quota wait = quota reserved − eligible; admission "
+            "checks = admitted − quota reserved; scheduling = all pods scheduled − admitted; pod "
+            "startup = all running − all scheduled; time to running = all running − eligible; "
+            "gang start spread = last − first pod running; image pull = slowest pod's pull "
+            "(METRICS.md)."
+        ),
+    )
+    st.dataframe(stages, key="k8s_stages_table", hide_index=True)
+    st.caption("Seconds; workloads = attempts whose stage completed (stages in progress left out).")
+else:
+    st.info("No Kubernetes workloads eligible in this window.")
+
+reasons = queries.k8s_pending_reasons(path, f)
+if reasons.height:
+    fig4 = px.bar(
+        reasons.with_columns(
+            pl.concat_str("component", pl.lit(": "), "reason").alias("why pending")
+        ),
+        x="events",
+        y="why pending",
+        color="cluster",
+        orientation="h",
+        hover_data=["workloads"],
+        labels={"events": "events (Σ counts)"},
+    )
+    fig4.update_yaxes(categoryorder="total ascending")
+    _charts.chart(
+        fig4,
+        reasons,
+        key="k8s_pending",
+        definition=(
+            "Why pending: Σ counts of kube-scheduler FailedScheduling and Kueue Pending events "
+            "of workload attempts eligible in the window, by normalised reason (METRICS.md)."
+        ),
+    )
+    with st.expander("Why pending: the numbers"):
+        st.dataframe(reasons, key="k8s_pending_table", hide_index=True)

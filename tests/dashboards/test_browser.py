@@ -1,7 +1,10 @@
 """The dashboard in a real browser: Debian's headless Chromium driven by Selenium.
 
-The app is started with ``streamlit run`` on a free loopback port against the materialized small
-fleet; the page must show its title and four non-empty headline numbers and no error element.
+One ``streamlit run`` process on a free loopback port serves the materialized small fleet for
+every test in this module; one Chromium opens each page of the ``st.navigation`` app by its URL
+path and checks its heading, one value that equals the same number queried straight from the
+serving copy, that no exception element and no error alert is shown, and saves a screenshot under
+the test's temp dir. On the SQL page a query is typed into the editor and run (Ctrl+Enter).
 No test tool downloads a browser: Chromium and chromedriver come from Debian's packages
 (``scripts/install-system-deps.sh``).
 """
@@ -14,9 +17,11 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+import duckdb
 import pytest
 
 from tests.conftest import REPO, Materialized
@@ -25,6 +30,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
+METRIC = '[data-testid="stMetricValue"]'
+EXCEPTION = '[data-testid="stException"]'
+ERROR_ALERT = '[data-testid="stAlertContentError"]'
+RUNNING = '[data-testid="stStatusWidgetRunningIcon"], [data-testid="stStatusWidgetRunningManIcon"]'
+CELL = '[data-testid="stDataFrame"] [role="gridcell"], [data-testid="stDataFrame"] td'
 
 
 def _free_port() -> int:
@@ -33,9 +43,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
+def _view(serving: str, sql: str) -> list[tuple[Any, ...]]:
+    with duckdb.connect(serving, read_only=True) as con:
+        con.execute("SET TimeZone = 'UTC'")
+        return con.execute(sql).fetchall()
+
+
+@pytest.fixture(scope="module")
 def app_url(materialized: Materialized) -> Iterator[str]:
-    """The Streamlit app serving the small fleet's serving copy; stopped after the test."""
+    """The Streamlit app serving the small fleet's serving copy; stopped after the module."""
     if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
         if os.environ.get("GOODPUT_REQUIRE_BROWSER"):
             pytest.fail("chromium / chromium-driver missing: run scripts/install-system-deps.sh")
@@ -70,37 +86,200 @@ def app_url(materialized: Materialized) -> Iterator[str]:
         proc.wait(timeout=20)
 
 
-def test_overview_in_headless_chromium(app_url: str, tmp_path: Path) -> None:
-    """Title, four headline numbers (non-zero occupancy), no exception element; screenshot saved."""
+@pytest.fixture(scope="module")
+def driver(app_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One headless Chromium for every page of the module."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
 
-    metric = '[data-testid="stMetricValue"]'
     opts = webdriver.ChromeOptions()
     opts.binary_location = str(CHROMIUM)
     for arg in (
         "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--window-size=1400,2000", f"--user-data-dir={tmp_path / 'profile'}",
+        "--window-size=1400,2000", f"--user-data-dir={tmp_path_factory.mktemp('profile')}",
     ):  # fmt: skip
         opts.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=opts)
+    drv = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=opts)
     try:
-        driver.get(app_url)
-        WebDriverWait(driver, 60).until(
-            lambda d: len(d.find_elements(By.CSS_SELECTOR, metric)) == 4
-        )
-        time.sleep(1)
-        values = [e.text for e in driver.find_elements(By.CSS_SELECTOR, metric)]
-        body = driver.find_element(By.TAG_NAME, "body").text
-        driver.save_screenshot(str(tmp_path / "overview.png"))
-        errors = driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+        yield drv
     finally:
-        driver.quit()
-    assert "GPU fleet overview" in body
-    assert not errors
-    assert all(v.strip() for v in values)
-    assert values[0].endswith("%") and float(values[0].rstrip("%")) > 0
-    assert (tmp_path / "overview.png").stat().st_size > 10_000
+        drv.quit()
+
+
+class _Page:
+    """One page opened in the browser: its text, table cells and error elements."""
+
+    def __init__(self, driver: Any) -> None:
+        from selenium.webdriver.common.by import By
+
+        self._driver = driver
+        self._by = By
+
+    def wait(self, ready: Callable[[_Page], bool], timeout: float = 60) -> None:
+        """Wait until ``ready`` holds and the script has stopped running."""
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        WebDriverWait(self._driver, timeout, poll_frequency=0.25).until(
+            lambda _d: ready(self) and not self._find(RUNNING)
+        )
+        time.sleep(0.5)  # let the last delta paint
+
+    def _find(self, css: str) -> list[Any]:
+        return list(self._driver.find_elements(self._by.CSS_SELECTOR, css))
+
+    @property
+    def headings(self) -> list[str]:
+        return [e.text for e in self._find("h1")]
+
+    @property
+    def text(self) -> str:
+        return str(self._driver.find_element(self._by.TAG_NAME, "body").text)
+
+    @property
+    def metrics(self) -> list[str]:
+        return [e.text for e in self._find(METRIC)]
+
+    @property
+    def cells(self) -> list[str]:
+        """Text of every rendered data-grid cell (Glide renders an accessible table)."""
+        return [str(e.get_attribute("textContent")) for e in self._find(CELL)]
+
+    def errors(self) -> list[str]:
+        """Text of exception elements and error alerts (none expected)."""
+        return [e.text for e in self._find(f"{EXCEPTION}, {ERROR_ALERT}")]
+
+    def screenshot(self, path: Path) -> None:
+        self._driver.save_screenshot(str(path))
+        assert path.stat().st_size > 10_000
+
+
+def _open(driver: Any, url: str) -> _Page:
+    driver.get(url)
+    return _Page(driver)
+
+
+def _finish(page: _Page, tmp_path: Path, name: str) -> None:
+    shot = tmp_path / f"{name}.png"
+    page.screenshot(shot)
+    assert page.errors() == []
+
+
+def test_overview_page(
+    app_url: str, driver: Any, materialized: Materialized, tmp_path: Path
+) -> None:
+    """Heading, four non-empty headline numbers; occupancy equals ``occupancy_hourly``'s."""
+    serving = str(materialized.cfg.serving_path)
+    ((occ,),) = _view(
+        serving,
+        "select sum(allocated_gpu_s) / sum(capacity_gpu_s - down_gpu_s - planned_down_gpu_s)"
+        " from occupancy_hourly",
+    )
+    page = _open(driver, app_url)
+    page.wait(lambda p: len(p.metrics) == 4)
+    assert page.headings == ["GPU fleet overview"]
+    assert all(v.strip() for v in page.metrics)
+    assert page.metrics[0] == f"{occ:.1%}"
+    _finish(page, tmp_path, "overview")
+
+
+def test_waste_page(app_url: str, driver: Any, materialized: Materialized, tmp_path: Path) -> None:
+    """Heading; the lemon table shows the rank-1 node of ``node_reliability`` per cluster."""
+    serving = str(materialized.cfg.serving_path)
+    worst = {h for (h,) in _view(serving, "select host from node_reliability where lemon_rank = 1")}
+    assert worst
+    page = _open(driver, app_url + "waste")
+    page.wait(lambda p: p.headings == ["Waste"] and worst <= set(p.cells))
+    _finish(page, tmp_path, "waste")
+
+
+def test_fairness_page(
+    app_url: str, driver: Any, materialized: Materialized, tmp_path: Path
+) -> None:
+    """Heading; the first teams (by name) of the first week of ``fairness_weekly`` are shown."""
+    serving = str(materialized.cfg.serving_path)
+    teams = {
+        t
+        for (t,) in _view(
+            serving,
+            "with w as (select * from fairness_weekly where \"window\" = 'week'"
+            " and cluster is null) select team from w where week = (select min(week) from w)"
+            " order by team limit 3",
+        )
+    }
+    assert teams
+    page = _open(driver, app_url + "fairness")
+    page.wait(lambda p: p.headings == ["Fairness"] and teams <= set(p.cells))
+    _finish(page, tmp_path, "fairness")
+
+
+def test_time_to_start_page(
+    app_url: str, driver: Any, materialized: Materialized, tmp_path: Path
+) -> None:
+    """Heading; each cluster's ``all`` bucket shows the spells of ``time_to_start_summary``."""
+    serving = str(materialized.cfg.serving_path)
+    want = dict(
+        _view(
+            serving,
+            "select cluster, jobs from time_to_start_summary where bucket is null and week is null"
+            " and partition is null and team is null and jobs > 0",
+        )
+    )
+    assert want
+
+    def shown(p: _Page) -> dict[str, str]:
+        cells = p.cells
+        return {c: cells[i + 2] for i, c in enumerate(cells[:-2]) if cells[i + 1] == "all"}
+
+    page = _open(driver, app_url + "time_to_start")
+    page.wait(lambda p: p.headings == ["Time to start"] and set(want) <= set(shown(p)))
+    assert {c: shown(page)[c] for c in want} == {c: str(n) for c, n in want.items()}
+    assert "Kubernetes stages" in page.text
+    _finish(page, tmp_path, "time_to_start")
+
+
+def test_recommendations_page(
+    app_url: str, driver: Any, materialized: Materialized, tmp_path: Path
+) -> None:
+    """Heading; the caption counts the rows of the ``recommendations`` view."""
+    serving = str(materialized.cfg.serving_path)
+    ((n,),) = _view(serving, "select count(*) from recommendations")
+    page = _open(driver, app_url + "recommendations")
+    page.wait(lambda p: p.headings == ["Recommendations"] and "recommendation(s)" in p.text)
+    assert f"{n} recommendation(s) from data" in page.text
+    _finish(page, tmp_path, "recommendations")
+
+
+def test_reports_page(
+    app_url: str, driver: Any, materialized: Materialized, tmp_path: Path
+) -> None:
+    """Heading; the reports folder beside the serving copy is named (no report made here)."""
+    folder = materialized.cfg.serving_path.parent / "reports"
+    page = _open(driver, app_url + "reports")
+    page.wait(lambda p: p.headings == ["Weekly reports"] and str(folder) in p.text)
+    _finish(page, tmp_path, "reports")
+
+
+def test_sql_page_runs_a_query(
+    app_url: str, driver: Any, materialized: Materialized, tmp_path: Path
+) -> None:
+    """The default query shows ``occupancy_daily``'s row count; a typed query shows its result."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    serving = str(materialized.cfg.serving_path)
+    ((days,),) = _view(serving, "select count(*) from occupancy_daily")
+    ((jobs,),) = _view(serving, "select count(*) from jobs")
+    page = _open(driver, app_url + "sql")
+    page.wait(lambda p: p.headings == ["SQL"] and "rows ×" in p.text)
+    assert f"{days:,} rows × 4 columns" in page.text
+    _finish(page, tmp_path, "sql_default")
+
+    editor = driver.find_element(By.CSS_SELECTOR, '[data-testid="stTextArea"] textarea')
+    editor.click()
+    editor.send_keys(Keys.CONTROL, "a")
+    editor.send_keys(Keys.DELETE)
+    editor.send_keys("select count(*) as n_jobs from jobs")
+    editor.send_keys(Keys.CONTROL, Keys.ENTER)
+    page.wait(lambda p: "1 rows × 1 columns" in p.text and str(jobs) in p.cells)
+    _finish(page, tmp_path, "sql_query")

@@ -9,6 +9,7 @@ driven through the URL and the sidebar; the SQL page shows rows for a SELECT and
 from __future__ import annotations
 
 import datetime as dt
+import re
 import shutil
 from pathlib import Path
 
@@ -178,6 +179,134 @@ def test_waste_page(serving: str) -> None:
     assert lemons["lemon_rank"].max() == 10
 
 
+def test_idle_by_team_hand_computed(tmp_path: Path) -> None:
+    """Allocated-idle GPU-hours per cluster, team and GPU type, from literal rows (θ = 0.05).
+
+    Attempt A (t1, h100, 4 GPUs, COMPLETED, 10:02–10:20):
+      bucket 10:00: 3 GPUs at 0, 0, 0.09 → mean 0.03 < θ: 3 GPUs × 180 s (from 10:02) = 540 GPU-s;
+      bucket 10:05: 4 GPUs at 0.5 → busy;
+      bucket 10:10: 5 GPUs seen at 0.01 → min(5, 4) = 4 × 300 s = 1200 GPU-s;
+      bucket 10:15: 4 GPUs at 0 but attributed `node_group` → not the attempt's activity.
+      A = 1740 GPU-s = 0.48333 GPU-h.
+    Attempt B (t2, 2 GPUs, FAILED, idle) is a loss leaf: left out.
+    Attempt C (t2, untyped, 1 GPU, running since 11:50, as_of 12:00): bucket 11:55 idle = 300 GPU-s;
+      bucket 12:00 is after as_of → 0.  C = 300 GPU-s = 0.08333 GPU-h.
+    """
+    db = tmp_path / "tiny.duckdb"
+    day = dt.datetime(2026, 3, 15, tzinfo=dt.UTC)
+
+    def at(h: int, m: int) -> dt.datetime:
+        return day.replace(hour=h, minute=m)
+
+    with duckdb.connect(str(db)) as con:
+        con.execute("SET TimeZone = 'UTC'")
+        con.execute(
+            "create table jobs (cluster varchar, job_id varchar, attempt bigint, team varchar,"
+            " gpu_type varchar, gpus double, start_at timestamptz, end_at timestamptz,"
+            " state varchar, as_of timestamptz)"
+        )
+        con.executemany(
+            "insert into jobs values ('c', ?, 0, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                ["A", "t1", "h100", 4, at(10, 2), at(10, 20), "COMPLETED", at(12, 0)],
+                ["B", "t2", None, 2, at(10, 0), at(10, 10), "FAILED", at(12, 0)],
+                ["C", "t2", None, 1, at(11, 50), None, "RUNNING", at(12, 0)],
+            ],
+        )
+        con.execute(
+            "create table gpu_activity (cluster varchar, job_id varchar, attempt bigint,"
+            " bucket timestamptz, activity double, gpus double, attribution varchar)"
+        )
+        rows = [
+            *(["A", at(10, 0), a, "label_hpc_job"] for a in (0.0, 0.0, 0.09)),
+            *(["A", at(10, 5), 0.5, "label_hpc_job"] for _ in range(4)),
+            *(["A", at(10, 10), 0.01, "label_hpc_job"] for _ in range(5)),
+            *(["A", at(10, 15), 0.0, "node_group"] for _ in range(4)),
+            *(["B", at(10, 0), 0.0, "label_hpc_job"] for _ in range(2)),
+            ["C", at(11, 55), 0.0, "pod"],
+            ["C", at(12, 0), 0.0, "pod"],
+        ]
+        con.executemany(
+            "insert into gpu_activity values ('c', ?, 0, ?, ?, 1.0, ?)", [list(r) for r in rows]
+        )
+    got = queries.idle_by_team(str(db), queries.Filters(), 0.05)
+    assert got.select("cluster", "team", "gpu_type", "attempts").rows() == [
+        ("c", "t1", "h100", 1),
+        ("c", "t2", "untyped", 1),
+    ]
+    assert got["idle_gpu_h"].to_list() == pytest.approx([1740 / 3600, 300 / 3600])
+    only_t2 = queries.idle_by_team(str(db), queries.Filters(team="t2"), 0.05)
+    assert only_t2["team"].to_list() == ["t2"]
+
+
+def test_waste_page_idle_by_team(serving: str) -> None:
+    """The idle-by-team chart shows recsys (the planted idle team) first, with the GPU-hours
+    recomputed here in polars from ``gpu_activity`` and ``jobs`` (METRICS.md allocated_idle:
+    per attempt and 5-minute bucket, GPU-weighted mean activity < θ = 0.05, min(GPUs seen, GPUs
+    allocated) × the bucket's part of [start, min(end, as_of)), loss-leaf attempts left out);
+    each cluster's teams sum to its ``allocated_idle`` leaf in ``gpu_waterfall_hourly``."""
+    import json
+
+    at = _page("waste")
+    spec = next(
+        s
+        for s in (json.loads(c.proto.spec) for c in at.get("plotly_chart"))
+        if s["layout"].get("yaxis", {}).get("title", {}).get("text") == "idle GPU-hours"
+    )
+    shown: dict[str, float] = {}
+    for trace in spec["data"]:
+        for team, value in zip(trace["x"], _plotly_values(trace["y"]), strict=True):
+            shown[team] = shown.get(team, 0.0) + value
+    assert max(shown, key=lambda t: shown[t]) == "recsys"
+
+    loss = ["NODE_FAIL", "BOOT_FAIL", "FAILED", "OUT_OF_MEMORY", "PREEMPTED", "REQUEUED",
+            "TIMEOUT", "DEADLINE", "CANCELLED", "REVOKED"]  # fmt: skip
+    jobs = _view(
+        serving,
+        "select cluster, job_id, attempt, team, gpus as alloc, start_at, end_at, as_of, state"
+        " from jobs where gpus > 0",
+    ).filter(
+        pl.col("end_at").is_null()
+        | (pl.col("end_at") > pl.col("as_of"))
+        | ~pl.col("state").str.split(" ").list.first().str.to_uppercase().is_in(loss)
+    )
+    act = _view(
+        serving,
+        "select cluster, job_id, attempt, bucket, activity, gpus from gpu_activity"
+        " where attribution in ('label_hpc_job', 'pod', 'gres_index', 'whole_node')"
+        " and attempt is not null and activity is not null",
+    )
+    per_bucket = act.group_by("cluster", "job_id", "attempt", "bucket").agg(
+        ((pl.col("activity") * pl.col("gpus")).sum() / pl.col("gpus").sum()).alias("activity"),
+        pl.col("gpus").sum(),
+    )
+    stop = pl.min_horizontal(pl.col("end_at").fill_null(pl.col("as_of")), pl.col("as_of"))
+    five = dt.timedelta(minutes=5)
+    secs = (
+        pl.min_horizontal(pl.col("bucket") + five, stop)
+        - pl.max_horizontal(pl.col("bucket"), pl.col("start_at"))
+    ).dt.total_microseconds() / 1e6
+    idle = (
+        per_bucket.filter(pl.col("activity") < 0.05)
+        .join(jobs, on=["cluster", "job_id", "attempt"])
+        .with_columns(
+            (pl.min_horizontal("gpus", "alloc") * secs.clip(lower_bound=0.0) / 3600).alias("h")
+        )
+    )
+    want = idle.filter(pl.col("team") == "recsys")["h"].sum()
+    assert want > 0
+    assert shown["recsys"] == pytest.approx(want, rel=1e-9)
+
+    leaf = _view(
+        serving,
+        "select cluster, sum(gpu_s) / 3600 as gpu_h from gpu_waterfall_hourly"
+        " where bucket = 'allocated_idle' group by 1",
+    )
+    by_cluster = dict(idle.group_by("cluster").agg(pl.col("h").sum()).iter_rows())
+    assert by_cluster == pytest.approx(dict(leaf.iter_rows()), rel=1e-9)
+    assert sum(shown.values()) == pytest.approx(sum(by_cluster.values()), rel=1e-9)
+
+
 def test_fairness_page(serving: str) -> None:
     """Fleet-wide fair-share debt per team and week equals ``fairness_weekly``."""
     at = _page("fairness")
@@ -193,6 +322,24 @@ def test_fairness_page(serving: str) -> None:
         view["fair_share_debt_gpu_h"].to_list()
     )
     assert table["received_share"].sum() == pytest.approx(view["week"].n_unique())
+
+
+def test_fairness_page_shows_the_planted_registry_drift(serving: str) -> None:
+    """The drift table shows speech's Slurm drift as ``registry_drift`` holds it: RawShares 3 of
+    95 (the other teams keep share × 100 = 92) against its registry share 0.08, so configured
+    3/95 ≈ 0.0316 and drift ≈ −0.0484, flagged."""
+    at = _page("fairness")
+    table = _table(at, "scheduler", "team", "drift", "drifted")
+    shown = table.filter((pl.col("scheduler") == "slurm") & (pl.col("team") == "speech"))
+    view = _view(
+        serving,
+        "select drift, drifted from registry_drift where scheduler = 'slurm' and team = 'speech'",
+    )
+    assert shown.height == view.height == 1
+    assert shown["drift"][0] == pytest.approx(view["drift"][0])
+    assert view["drift"][0] == pytest.approx(3 / 95 - 0.08)
+    assert shown["drifted"][0] and view["drifted"][0]
+    assert _table(at, "scheduler", "object", "raw_shares").height > 0
 
 
 def test_time_to_start_page(serving: str) -> None:
@@ -265,6 +412,50 @@ def test_recommendations_page(serving: str) -> None:
     assert {"latest.json", "slurm.conf.patch", "kueue-patches.yaml"} <= files
 
 
+def _plotly_values(v: object) -> list[float]:
+    """A plotly trace array as floats (plotly ≥ 6 writes numbers as base64 ``bdata``)."""
+    import base64
+
+    import numpy as np
+
+    if isinstance(v, dict):
+        arr = np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"])
+        return [float(x) for x in arr]
+    return [float(x) for x in v]  # type: ignore[attr-defined]
+
+
+def test_recommendations_page_evidence_charts(serving: str) -> None:
+    """Every recommendation has an evidence chart (titled ``rule · scope``) with its definition
+    and CSV; recsys's idle chart shows, per day, the allocated GPU-hours ``gpu_activity`` holds
+    for the team in the recommendation's window (5-minute buckets × 300 s, summed)."""
+    import json
+
+    at = _page("recommendations")
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    charts = {s["layout"]["title"]["text"]: s for s in specs}
+    recs = _view(serving, "select id, rule, scope, window_start, window_end from recommendations")
+    assert recs.height > 0
+    for r in recs.iter_rows(named=True):
+        assert f"{r['rule']} · {r['scope']}" in charts, r["scope"]
+    csvs = {b.proto.label for b in at.get("download_button")}
+    assert len(specs) == recs.height and "Download CSV" in csvs
+    idle = recs.filter(pl.col("scope") == "cluster=slurm-a/team=recsys").row(0, named=True)
+    trace = next(
+        t
+        for t in charts["idle_allocations · cluster=slurm-a/team=recsys"]["data"]
+        if t["name"] == "allocated_gpu_h"
+    )
+    want = _view(
+        serving,
+        "select date_trunc('day', bucket) as day, count(*) * 300 / 3600.0 as gpu_h"
+        " from gpu_activity where cluster = 'slurm-a' and team = 'recsys'"
+        f" and bucket >= '{idle['window_start'].isoformat()}'"
+        f" and bucket < '{idle['window_end'].isoformat()}' group by 1 order by 1",
+    )
+    assert want["gpu_h"].sum() > 0
+    assert _plotly_values(trace["y"]) == pytest.approx(want["gpu_h"].to_list())
+
+
 def test_recommendations_page_without_the_view(
     serving: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -295,3 +486,113 @@ def test_reports_page_lists_the_weeks_folder(
     assert not at.exception
     assert [s.value for s in at.subheader] == ["2026-W45"]
     assert [b.proto.label for b in at.get("download_button")] == ["HTML", "JSON"]
+
+
+def test_time_to_start_page_kubernetes_stages(serving: str) -> None:
+    """Each shown stage p50/p90 per ClusterQueue and week equals the nearest rank over the view.
+
+    Hand computation (nearest rank, METRICS.md): the p90 of n durations is the ⌈0.9·n⌉-th
+    smallest; recomputed here in SQL with ``list_sort`` and the same 1-based index, over
+    ``k8s_workloads`` rows with the stage's duration, grouped by ClusterQueue and week.
+    """
+    at = _page("time_to_start")
+    table = _table(at, "cluster_queue", "stage", "p90_s")
+    assert set(table["stage"]) == set(queries.K8S_STAGES)
+    want = _view(
+        serving,
+        "with w as (select cluster, coalesce(cluster_queue, '(no ClusterQueue)') as cluster_queue,"
+        " date_trunc('week', eligible_at) as week, quota_wait_s, admission_check_s, scheduling_s,"
+        " pod_startup_s, time_to_running_s, gang_start_spread_s, image_pull_s from k8s_workloads"
+        " where eligible_at is not null),"
+        " d as (unpivot w on quota_wait_s, admission_check_s, scheduling_s, pod_startup_s,"
+        " time_to_running_s, gang_start_spread_s, image_pull_s into name stage value v)"
+        " select cluster, cluster_queue, week, stage, count(*) as n,"
+        " list_sort(list(v))[ceil(0.5 * count(*))::int] as p50_s,"
+        " list_sort(list(v))[ceil(0.9 * count(*))::int] as p90_s"
+        " from d where v is not null group by all",
+    )
+    assert table.height == want.height > 0
+    keys = ["cluster", "cluster_queue", "week", "stage"]
+    joined = want.join(table, on=keys, how="left", suffix="_page")
+    assert (joined["workloads"] == joined["n"]).all()
+    assert joined["p50_s_page"].to_list() == joined["p50_s"].to_list()
+    assert joined["p90_s_page"].to_list() == joined["p90_s"].to_list()
+    assert any("ClusterQueue" in c.value for c in at.caption)
+    ids = [b.proto.id for b in at.get("download_button")]
+    assert any(i.endswith("-k8s_stages_csv") for i in ids)
+    assert any(i.endswith("-k8s_pending_csv") for i in ids)
+    pending = _table(at, "component", "reason", "events")
+    total = _view(
+        serving,
+        "select component, reason, sum(events)::bigint as events from k8s_pending_reasons"
+        " group by all",
+    )
+    assert dict(zip(pending["reason"], pending["events"], strict=True)) == dict(
+        zip(total["reason"], total["events"], strict=True)
+    )
+
+
+def test_overview_flags_stale_sources(
+    serving: str, materialized: Materialized, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a dcgm bound of 0.0001 h (0.36 s) every dcgm load is stale and flagged; sacct's
+    default 26 h bound keeps the fixture's loads (made minutes ago) fresh."""
+    cfg = tmp_path / "goodput.toml"
+    text = materialized.cfg.path.read_text(encoding="utf-8")
+    cfg.write_text(text + "\n[freshness]\ndcgm_hours = 0.0001\n", encoding="utf-8")
+    monkeypatch.setenv("GOODPUT_CONFIG", str(cfg))
+    at = _page()
+    fresh = _table(at, "source", "cluster", "last_loaded_at", "stale")
+    dcgm_clusters = _view(serving, "select distinct cluster from ingests where source = 'dcgm'")
+    flagged = fresh.filter(pl.col("stale"))
+    assert set(flagged["source"]) == {"dcgm"}
+    assert set(flagged["cluster"]) == set(dcgm_clusters["cluster"])
+    assert fresh.filter(pl.col("source") == "sacct")["limit_h"].to_list() == [26.0]
+    assert any(w.value.startswith("Stale sources") and "dcgm on" in w.value for w in at.warning)
+
+
+def test_recommendations_page_pseudonymises_user_names(
+    serving: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No user name from the evidence appears on the page; the weekly report's pseudonyms do.
+    ``GOODPUT_SHOW_USER_NAMES=1`` shows the names."""
+    import json
+
+    from pipelines.report import pseudonymise
+
+    names: set[str] = set()
+    for (text,) in _view(serving, "select evidence from recommendations").iter_rows():
+        for row in json.loads(text).get("top_offenders", []) + json.loads(text).get("users", []):
+            names.add(row["user"])
+    assert names  # the bundled fleet's idle and time-limit findings name users
+
+    def shown(at: AppTest) -> str:
+        parts = [m.value for m in at.markdown] + [c.value for c in at.code]
+        parts += [str(j.value) for j in at.json] + [str(d.value.to_dict()) for d in at.dataframe]
+        return "\n".join(parts)
+
+    monkeypatch.delenv("GOODPUT_SHOW_USER_NAMES", raising=False)
+    text = shown(_page("recommendations"))
+    assert not {n for n in names if re.search(rf"\b{re.escape(n)}\b", text)}
+    assert all(pseudonymise(n) in text for n in names)
+    monkeypatch.setenv("GOODPUT_SHOW_USER_NAMES", "1")
+    text = shown(_page("recommendations"))
+    assert all(re.search(rf"\b{re.escape(n)}\b", text) for n in names)
+
+
+def test_pseudonymised_users_replaces_whole_words_only() -> None:
+    """``ann`` in the evidence → its pseudonym in every text column, ``annex`` left alone."""
+    from pipelines.report import pseudonymise
+
+    recs = pl.DataFrame(
+        {
+            "evidence": ['{"users": [{"user": "ann", "jobs": 3}]}', "{}"],
+            "change_text": ["ask ann to lower --time (annex)", "nothing personal"],
+            "patch_content": [None, "ann"],
+        }
+    )
+    out = queries.pseudonymised_users(recs)
+    p = pseudonymise("ann")
+    assert out["evidence"].to_list() == [f'{{"users": [{{"user": "{p}", "jobs": 3}}]}}', "{}"]
+    assert out["change_text"].to_list() == [f"ask {p} to lower --time (annex)", "nothing personal"]
+    assert out["patch_content"].to_list() == [None, p]

@@ -1,0 +1,135 @@
+"""Freshness of the sources: Dagster's last-update freshness checks on the raw assets, a sensor
+that evaluates them, and the same rule over the ``ingests`` table for the dashboard.
+
+A source is **stale** when its newest load is older than its lower bound: ``now − last load >
+[freshness] <group>_hours`` (goodput.toml; default 26 h, a daily load plus slack). The groups:
+``sacct`` (raw ``slurm_rows`` and ``slurm_state``: sacct, node and TRES events, sshare), ``k8s``
+(``k8s_*``) and ``dcgm`` (``dcgm_samples``). In Dagster the check is
+:func:`dagster.build_last_update_freshness_checks` (an asset is fresh when a materialization of
+any of its partitions happened within the bound, evaluated at check time) and
+:func:`dagster.build_sensor_for_freshness_checks` launches them when one could have gone
+overdue. The dashboard reads the load times from ``ingests`` (one row per loaded file, with
+``loaded_at``) and applies :func:`stale_sources`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import warnings
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from pipelines.config import FRESHNESS_GROUPS, Config
+
+if TYPE_CHECKING:
+    import dagster as dg
+
+__all__ = [
+    "FRESHNESS_SENSOR",
+    "RAW_ASSETS",
+    "SOURCE_GROUP",
+    "build_freshness_checks",
+    "build_freshness_sensor",
+    "source_group",
+    "stale_sources",
+]
+
+#: Name of the sensor that evaluates the freshness checks.
+FRESHNESS_SENSOR = "source_freshness"
+
+#: Raw asset name prefix → freshness group (``raw/slurm_rows`` → ``sacct``).
+RAW_ASSETS: dict[str, str] = {"slurm": "sacct", "k8s": "k8s", "dcgm": "dcgm"}
+
+#: ``ingests.source`` → freshness group, for sources whose name's prefix (before ``-``) is not
+#: a :data:`RAW_ASSETS` prefix (``slurm-events`` → ``sacct``, ``k8s-pods`` → ``k8s`` by prefix).
+SOURCE_GROUP: dict[str, str] = {"sacct": "sacct", "sshare": "sacct", "dcgm": "dcgm"}
+
+assert set(RAW_ASSETS.values()) == set(FRESHNESS_GROUPS)
+
+
+def source_group(source: str) -> str | None:
+    """The freshness group of an ``ingests.source`` value, ``None`` when it belongs to none."""
+    return SOURCE_GROUP.get(source) or RAW_ASSETS.get(source.split("-", 1)[0])
+
+
+def build_freshness_checks(
+    cfg: Config, raw_assets: Iterable[dg.AssetsDefinition]
+) -> list[dg.AssetChecksDefinition]:
+    """A last-update freshness check on each raw asset, with its group's lower bound.
+
+    Args:
+        cfg: configuration; ``cfg.freshness_hours[group]`` is the bound in hours.
+        raw_assets: the ``raw/*`` assets; each is put in the group of its name's prefix
+            (:data:`RAW_ASSETS`); assets of no group get no check.
+
+    Returns:
+        One checks definition per group, each with a check named ``freshness_check`` on every
+        asset of the group; severity WARN (a stale source is a warning, not a failed run).
+    """
+    import dagster as dg  # here, not at the top: the dashboard imports this module (stale_sources)
+
+    groups: dict[str, list[dg.AssetKey]] = {}
+    for asset in raw_assets:
+        for key in asset.keys:
+            group = RAW_ASSETS.get(key.path[-1].split("_", 1)[0])
+            if key.path[0] == "raw" and group is not None:
+                groups.setdefault(group, []).append(key)
+    checks: list[dg.AssetChecksDefinition] = []
+    with warnings.catch_warnings():
+        # Superseded by FreshnessPolicy, which the daemon evaluates out of process; these checks
+        # run in any job or sensor and report pass/fail per asset, so they stay testable here.
+        warnings.simplefilter("ignore", dg.SupersessionWarning)
+        for group, keys in sorted(groups.items()):
+            checks.extend(
+                dg.build_last_update_freshness_checks(
+                    assets=keys,
+                    lower_bound_delta=dt.timedelta(hours=cfg.freshness_hours[group]),
+                )
+            )
+    return checks
+
+
+def build_freshness_sensor(
+    checks: Sequence[dg.AssetChecksDefinition], *, minimum_interval_seconds: int = 600
+) -> dg.SensorDefinition:
+    """The sensor (:data:`FRESHNESS_SENSOR`) that runs ``checks`` when one could be overdue."""
+    import dagster as dg  # see build_freshness_checks
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.SupersessionWarning)  # see build_freshness_checks
+        return dg.build_sensor_for_freshness_checks(
+            freshness_checks=checks,
+            minimum_interval_seconds=minimum_interval_seconds,
+            name=FRESHNESS_SENSOR,
+            default_status=dg.DefaultSensorStatus.RUNNING,
+        )
+
+
+def stale_sources(freshness: pl.DataFrame, cfg: Config, now: dt.datetime) -> pl.DataFrame:
+    """Flag each source's last load against its group's lower bound.
+
+    Args:
+        freshness: ``source, cluster, last_loaded_at`` (UTC) and any other columns, as the
+            dashboard's ``freshness`` query returns.
+        cfg: configuration (``freshness_hours``).
+        now: the time to judge at (UTC).
+
+    Returns:
+        ``freshness`` with ``age_h`` (hours since the last load), ``limit_h`` (the group's bound;
+        NULL for a source outside every group) and ``stale`` (``age_h > limit_h``; False without
+        a bound) appended.
+    """
+    if freshness.height == 0:
+        return freshness
+    limits = {
+        source: cfg.freshness_hours[group]
+        for source in freshness["source"].unique().to_list()
+        if (group := source_group(source)) is not None
+    }
+    age = (pl.lit(now) - pl.col("last_loaded_at")).dt.total_microseconds() / 3.6e9
+    limit = pl.col("source").replace_strict(limits, default=None, return_dtype=pl.Float64)
+    return freshness.with_columns(age.alias("age_h"), limit.alias("limit_h")).with_columns(
+        (pl.col("age_h") > pl.col("limit_h")).fill_null(False).alias("stale")
+    )
