@@ -14,7 +14,18 @@ KIND_GLOBS: dict[str, tuple[str, tuple[str, ...]]] = {
     "sacct": ("sacct", ("*.psv", "*.txt", "*.log", "*.sacct", "*.json")),
     "k8s-events": ("k8s", ("events*.json", "events*.jsonl")),
     "k8s-pods": ("k8s", ("pods*.json",)),
+    "k8s-objects": (
+        "k8s",
+        (
+            "workloads*.json",
+            "workloads*.jsonl",
+            "clusterqueues*.json",
+            "localqueues*.json",
+            "nodes*.json",
+        ),
+    ),
     "dcgm": ("dcgm", ("*.prom", "*.prom.gz", "*.txt", "*.om", "*.om.gz")),
+    "dcgm-hourly": ("dcgm_hourly", ("date=*/*.parquet",)),
     "slurm-state": (
         "slurm_state",
         ("events*", "nodes*", "sshare*", "jobs*", "reservations*", "reservation_history*"),

@@ -14,6 +14,7 @@ import typer
 
 from pipelines._parse_result import InputFormatError
 from pipelines.config import ConfigError, load_config, repo_root
+from pipelines.kubernetes.watch_cli import watch_app
 from pipelines.report.cli import report_app
 
 app = typer.Typer(
@@ -24,8 +25,11 @@ app = typer.Typer(
 )
 
 app.add_typer(report_app)
+app.add_typer(watch_app)  # goodput watch k8s
 
-_SOURCES = ("sacct", "k8s-events", "k8s-pods", "dcgm", "slurm-state")
+_SOURCES = (
+    "sacct", "k8s-events", "k8s-pods", "k8s-objects", "dcgm", "dcgm-hourly", "slurm-state"
+)
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
@@ -37,7 +41,9 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
 def ingest(
     source: Annotated[
         str,
-        typer.Argument(help="Input kind: sacct | k8s-events | k8s-pods | dcgm | slurm-state"),
+        typer.Argument(
+            help="Input kind: sacct | k8s-events | k8s-pods | k8s-objects | dcgm | slurm-state"
+        ),
     ],
     paths: Annotated[list[Path], typer.Argument(help="Files (dcgm: files or snapshot folders)")],
     db: Annotated[Path | None, typer.Option(help="DuckDB file (default: the warehouse)")] = None,
@@ -109,7 +115,7 @@ def ingest(
             )
         rebuild(con, cfg)
     if db is None:
-        publish_serving_copy(target, cfg.serving_path)
+        publish_serving_copy(target, cfg.serving_path, detail_days=cfg.serving_detail_days)
     if errors:
         raise typer.Exit(1)
 
@@ -118,14 +124,18 @@ def ingest(
 def materialize(
     date_from: Annotated[str | None, typer.Option("--from", help="First day, YYYY-MM-DD")] = None,
     date_to: Annotated[str | None, typer.Option("--to", help="Last day, YYYY-MM-DD")] = None,
+    full: Annotated[
+        bool, typer.Option("--full", help="Rebuild analytics from all history, not the new days")
+    ] = False,
 ) -> None:
-    """Run every asset as Dagster runs: each cluster-day partition with input, then analytics."""
+    """Run every asset as Dagster runs: the cluster-day partitions with input as partition-range
+    (backfill) runs, then core and analytics (incremental unless --full) and the serving copy."""
     from pipelines.runner import dagster_env, materialize_all
 
     dagster_env()
     try:
         cfg = load_config()
-        summary = materialize_all(cfg, date_from=date_from, date_to=date_to)
+        summary = materialize_all(cfg, date_from=date_from, date_to=date_to, full=full)
     except (ConfigError, RuntimeError) as exc:
         raise _fail(str(exc)) from exc
     typer.echo(
@@ -168,8 +178,31 @@ def generate(
     out: Annotated[Path | None, typer.Option(help="Folder (default: data/)")] = None,
     seed: Annotated[int, typer.Option(help="Random seed")] = 7,
     days: Annotated[int, typer.Option(help="Days to simulate")] = 14,
+    gpus: Annotated[
+        int | None, typer.Option(help="Simulate one Slurm cluster of this many GPUs at scale")
+    ] = None,
+    start: Annotated[
+        str | None, typer.Option(help="First day YYYY-MM-DD (with --gpus; default 2026-01-05)")
+    ] = None,
+    dcgm_5min_days: Annotated[
+        int, typer.Option(help="With --gpus: last days that also get 5-minute DCGM text")
+    ] = 30,
 ) -> None:
-    """Write the bundled sample fleet (inputs, registry, inventory) in the real formats."""
+    """Write the bundled sample fleet (inputs, registry, inventory) in the real formats.
+
+    With ``--gpus`` write a fleet of that size instead (``pipelines/sample_fleet/_scale.py``).
+    """
+    if gpus is not None:
+        import datetime as _dt
+
+        from pipelines.sample_fleet._scale import ScaleConfig, generate_scale_fleet
+
+        first = _dt.date.fromisoformat(start) if start else ScaleConfig.start
+        cfg = ScaleConfig(gpus=gpus, days=days, seed=seed, start=first,
+                          dcgm_5min_days=dcgm_5min_days)
+        target = out or repo_root() / "data"
+        typer.echo(f"fleet at scale written to {target}: {generate_scale_fleet(target, cfg)}")
+        return
     from pipelines.sample_fleet import generate_sample_fleet
 
     target = out or repo_root() / "data"

@@ -8,7 +8,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-__all__ = ["ClusterConfig", "Config", "ConfigError", "load_config", "repo_root"]
+__all__ = [
+    "FRESHNESS_GROUPS",
+    "ClusterConfig",
+    "Config",
+    "ConfigError",
+    "load_config",
+    "repo_root",
+]
+
+#: Source groups with a freshness bound (``[freshness] <group>_hours``; pipelines/freshness.py).
+FRESHNESS_GROUPS: tuple[str, ...] = ("sacct", "k8s", "dcgm")
+#: Default freshness bound: a daily load plus two hours of slack.
+_FRESHNESS_DEFAULT_H = 26.0
 
 
 class ConfigError(ValueError):
@@ -53,6 +65,18 @@ class Config:
     sources: dict[str, str] = field(default_factory=dict)
     #: ``none`` | ``bearer`` | ``basic``: which GOODPUT_PROMETHEUS_* variables hold credentials.
     prometheus_auth: str = "none"
+    #: Relative registry drift (|configured − registry| ÷ registry share) flagged in
+    #: ``registry_drift`` (METRICS.md).
+    registry_drift_tolerance: float = 0.2
+    #: Freshness group → hours after which its newest load is stale (``[freshness]``).
+    freshness_hours: dict[str, float] = field(
+        default_factory=lambda: dict.fromkeys(FRESHNESS_GROUPS, _FRESHNESS_DEFAULT_H)
+    )
+    #: Dashboard sign-in: ``none`` or ``oidc`` (Streamlit's ``st.login``; ``[dashboard] auth``).
+    dashboard_auth: str = "none"
+    #: Days of detail rows (jobs, samples, events) the serving copy keeps before the latest data
+    #: cut-off; aggregates are always whole. 0 = every row (``[warehouse] serving_detail_days``).
+    serving_detail_days: int = 35
 
     def cluster(self, name: str) -> ClusterConfig:
         """The named cluster's settings; an unknown name gets UTC and no field list."""
@@ -139,6 +163,7 @@ def load_config(path: str | Path | None = None) -> Config:
         prometheus_step_s=int(prom.get("step_s", 300)),
         large_job_gpus=float(th.get("large_job_gpus", 64)),
         idle_activity=float(th.get("idle_activity", 0.05)),
+        registry_drift_tolerance=float(th.get("registry_drift_tolerance", 0.2)),
         default_cluster=default_cluster,
         clusters=tuple(clusters),
         sources=_sources(raw.get("sources", {}), cfg_path),
@@ -147,7 +172,43 @@ def load_config(path: str | Path | None = None) -> Config:
             ("none", "bearer", "basic"),
             f"{cfg_path}: prometheus.auth",
         ),
+        freshness_hours=_freshness(raw.get("freshness", {}), cfg_path),
+        serving_detail_days=_non_negative_int(
+            wh.get("serving_detail_days", 35), f"{cfg_path}: warehouse.serving_detail_days"
+        ),
+        dashboard_auth=_choice(
+            str(raw.get("dashboard", {}).get("auth", "none")),
+            ("none", "oidc"),
+            f"{cfg_path}: dashboard.auth",
+        ),
     )
+
+
+def _non_negative_int(value: object, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{where}: must be a whole number of days ≥ 0, not {value!r}")
+    return value
+
+
+def _freshness(raw: object, cfg_path: Path) -> dict[str, float]:
+    """``[freshness] <group>_hours`` → group → hours (positive), defaults for the rest."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{cfg_path}: [freshness] must be a table")
+    out = dict.fromkeys(FRESHNESS_GROUPS, _FRESHNESS_DEFAULT_H)
+    for key, value in raw.items():
+        group = key.removesuffix("_hours")
+        if group not in out or not key.endswith("_hours"):
+            raise ConfigError(
+                f"{cfg_path}: freshness.{key}: expected one of sacct_hours, k8s_hours, dcgm_hours"
+            )
+        try:
+            hours = float(value)
+        except (TypeError, ValueError):
+            hours = -1.0
+        if not hours > 0:
+            raise ConfigError(f"{cfg_path}: freshness.{key}: must be a positive number of hours")
+        out[group] = hours
+    return out
 
 
 _SOURCE_CHOICES = {"sacct": ("file", "cli"), "dcgm": ("file", "prometheus")}

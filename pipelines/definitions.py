@@ -14,9 +14,18 @@ from pipelines.analytics.assets import core_and_analytics, recommendations, serv
 from pipelines.automation import build_daily_schedules, build_new_files_sensor
 from pipelines.config import Config, load_config
 from pipelines.dcgm.assets import build_dcgm_assets
-from pipelines.dcgm.resources import DcgmFileSource, PrometheusDcgmSource
+from pipelines.dcgm.resources import (
+    DcgmFileSource,
+    DcgmHourlyFileSource,
+    PrometheusDcgmSource,
+)
+from pipelines.freshness import build_freshness_checks, build_freshness_sensor
 from pipelines.kubernetes.assets import build_kubernetes_assets
-from pipelines.kubernetes.resources import K8sEventsFileSource, K8sPodsFileSource
+from pipelines.kubernetes.resources import (
+    K8sEventsFileSource,
+    K8sObjectsFileSource,
+    K8sPodsFileSource,
+)
 from pipelines.lake_assets import LakeResource, lake_export
 from pipelines.partitions import cluster_day_partitions
 from pipelines.report.dagster import (
@@ -92,7 +101,9 @@ def build_defs(cfg: Config | None = None) -> dg.Definitions:
         - dg.AssetSelection.assets(WEEKLY_REPORT_KEY),
         description="Recompute core + analytics; publish the serving copy.",
     )
+    freshness_checks = build_freshness_checks(cfg, raw_assets)
     return dg.Definitions(
+        asset_checks=freshness_checks,
         assets=[
             *raw_assets,
             core_and_analytics,
@@ -106,7 +117,10 @@ def build_defs(cfg: Config | None = None) -> dg.Definitions:
             *build_daily_schedules(cfg, RAW_JOB, ANALYTICS_JOB),
             weekly_report_schedule(cfg),
         ],
-        sensors=[build_new_files_sensor(cfg, raw_job, analytics_job)],
+        sensors=[
+            build_new_files_sensor(cfg, raw_job, analytics_job),
+            build_freshness_sensor(freshness_checks),
+        ],
         resources={
             "duckdb": DuckDBResource(database=str(cfg.warehouse_path)),
             "settings": SettingsResource(config_path=str(cfg.path)),
@@ -114,7 +128,9 @@ def build_defs(cfg: Config | None = None) -> dg.Definitions:
             "slurm_state_source": _slurm_state_source(cfg),
             "k8s_events_source": K8sEventsFileSource(inputs_dir=inputs),
             "k8s_pods_source": K8sPodsFileSource(inputs_dir=inputs),
+            "k8s_objects_source": K8sObjectsFileSource(inputs_dir=inputs),
             "dcgm_source": _dcgm_source(cfg),
+            "dcgm_hourly_source": DcgmHourlyFileSource(inputs_dir=inputs),
             "lake": LakeResource(),
         },
     )

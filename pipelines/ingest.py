@@ -9,14 +9,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import polars as pl
 
-from pipelines._parse_result import InputFormatError, ParseResult
+from pipelines._parse_result import InputFormatError, ParseResult, empty_rejected
+from pipelines.sql import load_sql
 from pipelines.warehouse import IngestStats, load_parse_result, load_parse_results
 
 __all__ = ["SOURCES", "IngestOptions", "file_day", "ingest_file", "parse_file"]
 
 #: The input kinds ``goodput ingest`` knows, as named on the command line.
-SOURCES = ("sacct", "k8s-events", "k8s-pods", "dcgm", "slurm-state")
+SOURCES = (
+    "sacct", "k8s-events", "k8s-pods", "k8s-objects", "dcgm", "dcgm-hourly", "slurm-state"
+)
 
 #: ``slurm-state`` files (``<cluster>/slurm_state/<kind>_<day>.*``, as the live state source
 #: spools them) by name prefix → the raw source they load into.
@@ -41,6 +45,9 @@ def state_source(path: Path) -> str:
 
 #: Bytes of a sacct text file :func:`ingest_file` parses at a time (bounds its memory).
 SACCT_CHUNK_BYTES = 64 << 20
+
+#: Bytes of decompressed dcgm-exporter text :func:`ingest_file` parses at a time.
+DCGM_CHUNK_BYTES = 16 << 20
 
 _DAY_RE = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})")
 
@@ -98,6 +105,19 @@ def parse_file(source: str, path: Path, opts: IngestOptions) -> ParseResult:
         from pipelines.kubernetes._pods_parse import parse_k8s_pods
 
         return parse_k8s_pods(path, cluster=opts.cluster)
+    if source in ("k8s-workloads", "kueue-cluster-queues", "kueue-local-queues", "k8s-nodes"):
+        from pipelines.kubernetes._objects import parse_k8s_objects
+
+        found = parse_k8s_objects(path, cluster=opts.cluster)
+        if source not in found:
+            raise InputFormatError(str(path), f"no {source} object in it")
+        return found[source]
+    if source == "k8s-objects":
+        raise ValueError("k8s-objects splits into several tables: use ingest_file")
+    if source == "dcgm-hourly":
+        from pipelines.dcgm._hourly import parse_dcgm_hourly
+
+        return parse_dcgm_hourly(path, cluster=opts.cluster)
     if source == "dcgm":
         from pipelines.dcgm._dcgm_parse import parse_dcgm, parse_dcgm_dir
 
@@ -131,14 +151,26 @@ def ingest_file(
     """Parse one file and load it into its raw table (replacing an earlier load of it).
 
     A ``sacct`` text file is parsed and loaded in blocks of :data:`SACCT_CHUNK_BYTES` (one
-    transaction still), so memory stays bounded however large the file; other inputs (and
-    ``sacct --json``) are parsed whole.
+    transaction still), and a single ``dcgm`` file (a scrape, or a Prometheus spool file) in
+    blocks of :data:`DCGM_CHUNK_BYTES` of decompressed text, so memory stays bounded however
+    large the file; other inputs (and ``sacct --json``, a ``dcgm`` folder) are parsed whole.
 
     Raises:
         InputFormatError: the file cannot be read or is not of the named kind.
     """
     if source == "slurm-state":
         source = state_source(path)
+    if source == "k8s-objects":
+        return _ingest_k8s_objects(con, path, opts)
+    if source == "dcgm" and path.is_file():
+        from pipelines.dcgm._dcgm_parse import iter_parse_dcgm
+
+        blocks = iter_parse_dcgm(
+            path, cluster=opts.cluster, scrape_time=opts.scrape_time, chunk_bytes=DCGM_CHUNK_BYTES
+        )
+        return load_parse_results(
+            con, source=source, cluster=opts.cluster, file=path, results=blocks
+        )
     if source == "sacct" and path.is_file():
         from pipelines.slurm._sacct_parse import iter_parse_sacct
 
@@ -155,3 +187,44 @@ def ingest_file(
         )
     result = parse_file(source, path, opts)
     return load_parse_result(con, source=source, cluster=opts.cluster, file=path, result=result)
+
+
+def _ingest_k8s_objects(
+    con: duckdb.DuckDBPyConnection, path: Path, opts: IngestOptions
+) -> IngestStats:
+    """Load a Kueue/Node dump into its raw tables, one load per kind (``k8s-workloads``, …).
+
+    A kind the file no longer holds has its earlier load of this file replaced by an empty one,
+    so re-ingesting a changed file is idempotent too. The stats are the loads' sums.
+    """
+    from pipelines.kubernetes._objects import OBJECT_SOURCES, object_schema, parse_k8s_objects
+
+    if not path.exists():
+        raise InputFormatError(str(path), "no such file")
+    found = parse_k8s_objects(path, cluster=opts.cluster)
+    loaded = rejected = replaced = 0
+    last = None
+    for source in OBJECT_SOURCES:
+        result = found.get(source)
+        if result is None:
+            if not con.execute(
+                load_sql("raw/previous_ingests_of_file"),
+                {"source": source, "file": str(path.resolve())},
+            ).fetchall():
+                continue
+            result = ParseResult(
+                rows=pl.DataFrame(schema=object_schema(source)), rejected=empty_rejected()
+            )
+        last = load_parse_result(con, source=source, cluster=opts.cluster, file=path, result=result)
+        loaded += last.rows_loaded
+        rejected += last.rows_rejected
+        replaced += last.replaced_ingests
+    assert last is not None
+    return IngestStats(
+        ingest_id=last.ingest_id,
+        source="k8s-objects",
+        file=last.file,
+        rows_loaded=loaded,
+        rows_rejected=rejected,
+        replaced_ingests=replaced,
+    )

@@ -26,6 +26,7 @@ from pipelines.sql import load_sql
 
 __all__ = [
     "RAW_TABLES",
+    "SERVING_DETAIL_FILTERS",
     "IngestStats",
     "connect",
     "ensure_raw_tables",
@@ -42,11 +43,16 @@ RAW_TABLES: dict[str, str] = {
     "k8s-events": "raw.k8s_events",
     "k8s-pods": "raw.k8s_pods",
     "dcgm": "raw.dcgm_samples",
+    "dcgm-hourly": "raw.dcgm_hourly",
     "slurm-events": "raw.slurm_events",
     "slurm-nodes": "raw.slurm_nodes",
     "sshare": "raw.sshare",
     "slurm-jobs-gres": "raw.slurm_job_gres",
     "slurm-reservations": "raw.slurm_reservations",
+    "k8s-workloads": "raw.k8s_workloads",
+    "kueue-cluster-queues": "raw.kueue_cluster_queues",
+    "kueue-local-queues": "raw.kueue_local_queues",
+    "k8s-nodes": "raw.k8s_nodes",
 }
 
 
@@ -87,6 +93,7 @@ def connect(path: str | Path, *, read_only: bool = False) -> Iterator[duckdb.Duc
 def raw_table_schemas() -> dict[str, dict[str, pl.DataType]]:
     """The parsed-row schema of each raw table (from the parsers), plus ``ingest_id``."""
     from pipelines.dcgm._dcgm_parse import DCGM_SAMPLE_SCHEMA
+    from pipelines.dcgm._hourly import DCGM_HOURLY_SCHEMA
     from pipelines.kubernetes._events_parse import K8S_EVENT_SCHEMA
     from pipelines.kubernetes._pods_parse import K8S_POD_SCHEMA
     from pipelines.slurm._cluster_state import (
@@ -104,6 +111,7 @@ def raw_table_schemas() -> dict[str, dict[str, pl.DataType]]:
         ("raw.k8s_events", K8S_EVENT_SCHEMA),
         ("raw.k8s_pods", K8S_POD_SCHEMA),
         ("raw.dcgm_samples", DCGM_SAMPLE_SCHEMA),
+        ("raw.dcgm_hourly", DCGM_HOURLY_SCHEMA),
         ("raw.slurm_events", EVENT_SCHEMA),
         ("raw.slurm_nodes", NODE_SCHEMA),
         ("raw.sshare", SSHARE_SCHEMA),
@@ -111,6 +119,10 @@ def raw_table_schemas() -> dict[str, dict[str, pl.DataType]]:
         ("raw.slurm_reservations", RESERVATION_SCHEMA),
     ):
         out[table] = {**schema, "ingest_id": pl.Int64()}
+    from pipelines.kubernetes._objects import OBJECT_SOURCES, object_schema
+
+    for source in OBJECT_SOURCES:  # k8s-objects: one table per kind, rows with snapshot_at
+        out[RAW_TABLES[source]] = {**object_schema(source), "ingest_id": pl.Int64()}
     return out
 
 
@@ -289,16 +301,100 @@ def _merge_info(merged: dict[str, object], info: dict[str, object]) -> None:
             merged[key] = value
 
 
-def publish_serving_copy(warehouse: str | Path, serving: str | Path) -> Path:
+#: Detail tables the serving copy cuts to recent rows: table → SQL condition on the row (the
+#: row is kept when it holds for ``$cutoff``). Every other table (aggregates, state, the
+#: per-attempt summaries' keys) is copied whole.
+SERVING_DETAIL_FILTERS: dict[str, str] = {
+    "raw.dcgm_samples": "ts >= $cutoff",
+    "analytics.gpu_activity": "bucket >= $cutoff",
+    "raw.slurm_rows": "end_at IS NULL OR end_at >= $cutoff",
+    "core.slurm_jobs": "end_at IS NULL OR end_at >= $cutoff",
+    "core.jobs": "end_at IS NULL OR end_at >= $cutoff",
+    "analytics.time_to_start_jobs": "end_at IS NULL OR end_at >= $cutoff",
+    "core.k8s_workloads": "end_at IS NULL OR end_at >= $cutoff",
+    "raw.k8s_pods": "coalesce(deleted_at, finished_at) IS NULL"
+    " OR coalesce(deleted_at, finished_at) >= $cutoff",
+    "core.k8s_pods": "coalesce(deleted_at, finished_at) IS NULL"
+    " OR coalesce(deleted_at, finished_at) >= $cutoff",
+    "raw.k8s_events": "last_seen IS NULL OR last_seen >= $cutoff",
+    "core.k8s_events": "last_seen IS NULL OR last_seen >= $cutoff",
+    # Per attempt: kept with its attempt.
+    "analytics.job_gpu_summary": "EXISTS (SELECT 1 FROM src.core.jobs j WHERE"
+    " j.cluster = t.cluster AND j.job_id = t.job_id AND j.attempt = t.attempt"
+    " AND (j.end_at IS NULL OR j.end_at >= $cutoff))",
+    # Rejected rows of files whose name carries a day before the cut-off are dropped.
+    "raw.rejected_rows": "ingest_id NOT IN (SELECT ingest_id FROM src.raw.ingests WHERE"
+    " try_strptime(regexp_extract(file, '(\\d{4}-\\d{2}-\\d{2})', 1), '%Y-%m-%d')"
+    " < $cutoff - INTERVAL 1 DAY)",
+}
+
+
+def _copy_recent(src: Path, tmp: str, detail_days: int) -> None:
+    """Write ``tmp`` as a new DuckDB: every table of ``src`` (detail tables cut to rows at most
+    ``detail_days`` before the latest data cut-off), then every view."""
+    with connect(tmp) as out:
+        quoted = str(src).replace("'", "''")
+        out.execute(f"ATTACH '{quoted}' AS src (READ_ONLY)")
+        tables = out.execute(
+            "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'src'"
+            " ORDER BY ALL"
+        ).fetchall()
+        names = {f"{s}.{t}" for s, t in tables}
+        cut = (
+            out.execute("SELECT max(as_of) FROM src.core.jobs").fetchall()[0][0]
+            if "core.jobs" in names
+            else None
+        )
+        cutoff = cut - dt.timedelta(days=detail_days) if cut is not None else None
+        for schema, table in tables:
+            name = f"{schema}.{table}"
+            out.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+            cond = SERVING_DETAIL_FILTERS.get(name)
+            if cond is None or cutoff is None:
+                out.execute(f"CREATE TABLE {name} AS SELECT * FROM src.{name}")
+            else:
+                out.execute(
+                    f"CREATE TABLE {name} AS SELECT * FROM src.{name} t WHERE {cond}",
+                    {"cutoff": cutoff},
+                )
+        views = out.execute(
+            "SELECT sql FROM duckdb_views() WHERE database_name = 'src' AND NOT internal"
+            " ORDER BY view_name"
+        ).fetchall()
+        out.execute("DETACH src")
+        pending = [v for (v,) in views]
+        while pending:  # views over views: retry until every view binds
+            failed = []
+            for sql in pending:
+                try:
+                    out.execute(sql)
+                except duckdb.CatalogException:
+                    failed.append(sql)
+            if len(failed) == len(pending):
+                raise RuntimeError(f"serving copy: {len(failed)} views do not bind")
+            pending = failed
+        out.execute("CHECKPOINT")
+
+
+def publish_serving_copy(
+    warehouse: str | Path, serving: str | Path, *, detail_days: int = 0
+) -> Path:
     """Publish an atomic read-only copy of the warehouse for readers.
 
-    The writer's WAL is checkpointed, the file copied to a temporary name beside the target, and
-    renamed over it (``os.replace``), so a reader sees either the old or the new copy, never a
-    half-written one.
+    The writer's WAL is checkpointed and the copy written to a temporary name beside the
+    target, then renamed over it (``os.replace``), so a reader sees either the old or the new
+    copy, never a half-written one.
+
+    With ``detail_days`` = 0 the copy is the whole file. Otherwise it holds aggregates plus
+    recent detail: every table whole except those in :data:`SERVING_DETAIL_FILTERS` (jobs,
+    samples, events, per-bucket activity, rejected rows), which keep the rows of the last
+    ``detail_days`` days before the latest data cut-off (``max(as_of)`` of ``core.jobs``) —
+    jobs still running or pending are always kept. Every view is recreated over the copy.
 
     Args:
         warehouse: the writer's DuckDB file (no other writer may hold it).
         serving: the published copy's path.
+        detail_days: days of detail rows to keep; 0 = all rows.
 
     Returns:
         The serving copy's path.
@@ -310,9 +406,15 @@ def publish_serving_copy(warehouse: str | Path, serving: str | Path) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=dst.name + ".", suffix=".tmp", dir=dst.parent)
     os.close(fd)
     try:
-        shutil.copyfile(src, tmp)
+        if detail_days > 0:
+            os.unlink(tmp)  # DuckDB creates the file itself
+            _copy_recent(src, tmp, detail_days)
+        else:
+            shutil.copyfile(src, tmp)
         os.replace(tmp, dst)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if os.path.exists(tmp + ".wal"):
+            os.unlink(tmp + ".wal")
     return dst

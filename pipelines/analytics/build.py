@@ -1,7 +1,9 @@
 """Rebuild the core and analytics layers from the raw tables, and publish the stable views.
 
-Pure recomputation over everything loaded (the pipeline's inputs at this stage are weeks, not
-years); the metric functions themselves live in :mod:`metrics`.
+The core layer and the window tables are recomputed from everything loaded; the time-keyed tables
+and the telemetry summaries are rewritten only for the cluster-days affected since the last build
+(:mod:`pipelines.analytics.incremental`; ``full=True`` rewrites all). The metric functions
+themselves live in :mod:`metrics`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,15 @@ import polars as pl
 
 from metrics import naive_wait_percentiles, occupancy_hourly
 from metrics.data_quality import DATA_QUALITY_SCHEMA, gpu_tracking_gaps
+from pipelines.analytics.incremental import (
+    INCREMENTAL_TABLES,
+    apply_incremental,
+    diff_replace,
+    plan_build,
+    record_build,
+)
 from pipelines.analytics.metrics_build import build_metric_tables
+from pipelines.analytics.scheduler_views import scheduler_tables
 from pipelines.config import Config
 from pipelines.kubernetes._attempts import (
     k8s_attempts,
@@ -22,7 +32,13 @@ from pipelines.kubernetes._attempts import (
     workload_attempts,
 )
 from pipelines.kubernetes._timings import k8s_pending_reasons, k8s_workload_timings
-from pipelines.registry import UNATTRIBUTED, load_registry
+from pipelines.registry import (
+    UNATTRIBUTED,
+    cluster_shares,
+    load_registry,
+    load_registry_history,
+    shares_at_window_start,
+)
 from pipelines.slurm._identity import resolve_slurm_jobs, slurm_attempts
 from pipelines.sql import SQL_DIR
 
@@ -42,7 +58,9 @@ VIEWS = (
     "k8s_events", "k8s_pods", "dcgm_samples", "ingests", "nodes", "data_quality",
     "gpu_waterfall_hourly", "occupancy_daily", "time_to_start_jobs", "fairness_weekly",
     "fairness_summary_weekly", "node_reliability", "k8s_workloads", "k8s_pending_reasons",
-    "job_gpu_summary", "telemetry_coverage_daily", "gpu_activity",
+    "job_gpu_summary", "telemetry_coverage_daily", "gpu_activity", "kueue_cluster_queues",
+    "kueue_local_queues", "scheduler_fairshare", "registry_drift",
+    "telemetry_coverage_team_daily",
 )  # fmt: skip
 
 _INVENTORY_SCHEMA = {
@@ -56,6 +74,20 @@ def _replace_table(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFra
         raise ValueError(f"{table}: no columns to write")
     _f = frame
     con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM _f")
+
+
+def _with_as_of(frame: pl.DataFrame, as_of: pl.DataFrame) -> pl.DataFrame:
+    """``frame.join(as_of, on="cluster", how="left")`` (``as_of``: one row per cluster) without
+    copying ``frame``'s columns: the cut-off is looked up per row and appended (a join gathers
+    every column, a second copy of multi-million-row frames such as ``core.slurm_jobs``)."""
+    if "as_of" in frame.columns or frame.height == 0:  # keep the join's own naming / typing
+        return frame.join(as_of, on="cluster", how="left")
+    return frame.with_columns(
+        pl.col("cluster")
+        .replace_strict(as_of["cluster"], as_of["as_of"], default=None,
+                        return_dtype=as_of.schema["as_of"])
+        .alias("as_of")
+    )  # fmt: skip
 
 
 def _read(con: duckdb.DuckDBPyConnection, table: str) -> pl.DataFrame:
@@ -118,6 +150,40 @@ def _observed_nodes(slurm_attempts_df: pl.DataFrame, pods: pl.DataFrame) -> pl.D
 
 
 def _node_states(
+    con: duckdb.DuckDBPyConnection,
+    nodes: pl.DataFrame,
+    as_of: pl.DataFrame,
+    jobs: pl.DataFrame | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Registered capacity and down / planned-down GPU-seconds per cluster-hour: Slurm clusters
+    from their node events (:func:`_slurm_node_states`), Kubernetes clusters from their Node
+    snapshots and Node Events (:func:`metrics.k8s_node_states.k8s_node_states_hourly`, ``jobs``
+    as its ``allocations``; a cluster with Slurm events keeps those)."""
+    from metrics.k8s_node_states import K8S_NODE_STATE_COLUMNS, k8s_node_states_hourly
+
+    reg, down = _slurm_node_states(con, nodes, as_of)
+    have = {r[0] for r in con.execute("SELECT schema_name || '.' || table_name FROM "
+                                      "duckdb_tables()").fetchall()}  # fmt: skip
+    if "raw.k8s_nodes" not in have:
+        return reg, down
+    snaps = _read(con, "raw.k8s_nodes").sort("ingest_id").select(K8S_NODE_STATE_COLUMNS)
+    events = _read(con, "raw.k8s_events") if "raw.k8s_events" in have else None
+    regs, downs = [reg], [down]
+    for c, cut in as_of.filter(pl.col("as_of").is_not_null()).iter_rows():
+        if c in set(reg["cluster"]) | set(down["cluster"]):
+            continue
+        s = snaps.filter(pl.col("cluster") == c)
+        if s.height == 0:
+            continue
+        e = None if events is None else events.filter(pl.col("cluster") == c).lazy()
+        a = None if jobs is None else jobs.filter(pl.col("cluster") == c).lazy()
+        r, d = k8s_node_states_hourly(s.lazy(), cut, events=e, allocations=a)
+        regs.append(r.collect())
+        downs.append(d.collect())
+    return pl.concat(regs, how="vertical_relaxed"), pl.concat(downs, how="vertical_relaxed")
+
+
+def _slurm_node_states(
     con: duckdb.DuckDBPyConnection, nodes: pl.DataFrame, as_of: pl.DataFrame
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Registered capacity and down / planned-down GPU-seconds per cluster-hour (Slurm events).
@@ -322,14 +388,24 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def rebuild(
-    con: duckdb.DuckDBPyConnection, cfg: Config, registry_path: Path | None = None
+    con: duckdb.DuckDBPyConnection,
+    cfg: Config,
+    registry_path: Path | None = None,
+    *,
+    full: bool = False,
 ) -> dict[str, int]:
     """Recompute core and analytics tables from the raw tables, then create the views.
 
+    Incremental unless ``full`` or nothing was built before (:mod:`pipelines.analytics.
+    incremental`): the time-keyed tables and the telemetry summaries are rewritten only for the
+    cluster-days affected since the last build; the rest is recomputed from the core frames.
+    Everything is written in one transaction.
+
     Args:
-        con: read-write connection to an initialised warehouse.
+        con: read-write connection to an initialised warehouse (not inside a transaction).
         cfg: configuration (inventory folder, registry, thresholds).
         registry_path: overrides the configured allocation registry.
+        full: rewrite every table from all history.
 
     Returns:
         Row counts of the tables written, by table name.
@@ -339,7 +415,13 @@ def rebuild(
     ns_teams = mapping.filter(pl.col("kind") == "k8s_namespace")
     lq_teams = mapping.filter(pl.col("kind") == "k8s_local_queue")
 
-    slurm = resolve_slurm_jobs(_read(con, "raw.slurm_rows").lazy(), account_teams.lazy()).collect()
+    # engine="in-memory": polars 2.1's default (streaming) engine panics on this plan with
+    # "assertion failed: i < self.len()" (in a string expression of its select node) when the
+    # raw frame arrives from DuckDB in 20 chunks (2.36M rows, a year of 10k GPUs); the same
+    # rows in one chunk, or in 17, do not. The in-memory engine is also the faster here.
+    slurm = resolve_slurm_jobs(_read(con, "raw.slurm_rows").lazy(), account_teams.lazy()).collect(
+        engine="in-memory"
+    )
     pods_raw = _read(con, "raw.k8s_pods")
     pods = pods_raw.sort("ingest_id").unique(["cluster", "uid"], keep="last", maintain_order=True)
     events = (
@@ -347,7 +429,24 @@ def rebuild(
         .sort("count", "last_seen", "ingest_id", nulls_last=False)
         .unique(["cluster", "uid"], keep="last", maintain_order=True)
     )
-    k8s_att = k8s_attempts(pods.lazy(), events.lazy(), None, None)
+    # The latest snapshot of each Kueue Workload / LocalQueue (admission state from the
+    # Workload's conditions; clusters without Workload objects keep the pods+events rebuild).
+    workloads = (
+        _read(con, "raw.k8s_workloads")
+        .sort("snapshot_at", "ingest_id")
+        .unique(["cluster", "uid"], keep="last", maintain_order=True)
+    )
+    local_queues = (
+        _read(con, "raw.kueue_local_queues")
+        .sort("snapshot_at", "ingest_id")
+        .unique(["cluster", "uid"], keep="last", maintain_order=True)
+    )
+    k8s_att = k8s_attempts(
+        pods.lazy(),
+        events.lazy(),
+        workloads.lazy() if workloads.height else None,
+        local_queues.lazy() if local_queues.height else None,
+    )
     k8s_jobs = workload_attempts(k8s_att, ns_teams.lazy(), lq_teams.lazy()).collect()
     k8s_pending = pending_workload_attempts(k8s_att, ns_teams.lazy(), lq_teams.lazy()).collect()
     k8s_timings = k8s_workload_timings(
@@ -365,7 +464,7 @@ def rebuild(
     jobs = pl.concat(
         [s_att.select(JOBS_COLUMNS), k8s_jobs.select(JOBS_COLUMNS)], how="vertical_relaxed"
     ).with_columns(pl.col("team").fill_null(UNATTRIBUTED))
-    jobs = jobs.join(as_of, on="cluster", how="left")
+    jobs = _with_as_of(jobs, as_of)
 
     inventory = _inventory(cfg)
     observed = _observed_nodes(s_att, pods)
@@ -378,7 +477,7 @@ def rebuild(
         ],
         how="vertical_relaxed",
     )
-    registered, down = _node_states(con, nodes, as_of)
+    registered, down = _node_states(con, nodes, as_of, jobs)
     occ_parts = []
     for row in as_of.filter(pl.col("as_of").is_not_null()).iter_rows(named=True):
         c, cut = row["cluster"], row["as_of"]
@@ -408,20 +507,32 @@ def rebuild(
         ],
         how="vertical_relaxed",
     )
-    teams, _mapping = load_registry(registry_path or cfg.registry_path)
+    # the registry's share history per cluster: a share change mid-window applies per hour
+    history = load_registry_history(registry_path or cfg.registry_path)
+    shares = cluster_shares(history, nodes)
+    pod_jobs = k8s_att.pods.select(
+        "cluster", "namespace", pl.col("name").alias("pod"),
+        pl.format("{}/{}", pl.col("namespace"), pl.col("group")).alias("job_id"),
+    )  # fmt: skip
+    # The data-quality findings are the last use of the Slurm attempts: computed here, the
+    # attempts are freed before the metric engine (the rebuild's peak memory).
+    dq = _data_quality(con, s_att, nodes, jobs).join(as_of, on="cluster", how="left")
+    del s_att
+    plan = plan_build(
+        con, cfg, registry_path=registry_path or cfg.registry_path, jobs=jobs, pending=pending,
+        occupancy=occ, nodes=nodes, as_of=as_of, full=full,
+    )  # fmt: skip
     engine = build_metric_tables(
         con,
         jobs=jobs,
         pending=pending,
         occupancy=occ,
-        shares=teams,
+        shares=shares,
         nodes=nodes,
         as_of=as_of,
         idle_threshold=cfg.idle_activity,
-        pod_jobs=k8s_att.pods.select(
-            "cluster", "namespace", pl.col("name").alias("pod"),
-            pl.format("{}/{}", pl.col("namespace"), pl.col("group")).alias("job_id"),
-        ),
+        pod_jobs=pod_jobs,
+        telemetry=plan.full,
     )  # fmt: skip
     km = engine.pop("analytics.time_to_start_km")
     tts = (
@@ -431,13 +542,13 @@ def rebuild(
     )
     fair = engine["analytics.fairness_weekly"]
     if fair.width:
-        engine["analytics.fairness_weekly"] = fair.join(
-            teams.select("team", "share"), on="team", how="left"
-        )
+        engine["analytics.fairness_weekly"] = shares_at_window_start(fair, shares, history)
 
-    dq = _data_quality(con, s_att, nodes, jobs).join(as_of, on="cluster", how="left")
+    schedulers = scheduler_tables(
+        con, history, mapping, nodes, as_of, tolerance=cfg.registry_drift_tolerance
+    )
     written = {
-        "core.slurm_jobs": slurm.join(as_of, on="cluster", how="left"),
+        "core.slurm_jobs": _with_as_of(slurm, as_of),
         "core.k8s_pods": pods,
         "core.k8s_events": events,
         "core.jobs": jobs,
@@ -447,12 +558,43 @@ def rebuild(
         "analytics.data_quality": dq,
         "core.k8s_workloads": k8s_timings.join(as_of, on="cluster", how="left"),
         "core.k8s_pending_reasons": k8s_reasons.join(as_of, on="cluster", how="left"),
-        **{
-            t: (f.join(as_of, on="cluster", how="left") if "cluster" in f.columns else f)
-            for t, f in engine.items()
-        },
+        **schedulers,
+        **{t: _with_as_of(f, as_of) if "cluster" in f.columns else f for t, f in engine.items()},
     }
-    for table, frame in written.items():
-        _replace_table(con, table, frame)
-    create_views(con)
-    return {t: f.height for t, f in written.items()}
+    kept = set() if plan.full else {*INCREMENTAL_TABLES, "analytics.job_gpu_summary"}
+    counts = {t: f.height for t, f in written.items() if t not in kept}
+    # Each frame is dropped once written (the write converts it for DuckDB, a transient copy):
+    # with ``slurm`` and ``engine`` released, core.slurm_jobs and the per-job analytics tables
+    # do not all stay in memory through the writes.
+    del slurm, engine
+    con.execute("BEGIN TRANSACTION")
+    try:
+        log: list[tuple[str, str, int | None, int]] = []
+        for table in list(written):
+            frame = written.pop(table)
+            if table in kept:
+                continue
+            # Incremental builds rewrite only the rows that changed (a window whose values
+            # moved); a table whose columns changed, or a full build, is replaced whole.
+            diff = None if plan.full else diff_replace(con, table, frame)
+            if diff is None:
+                _replace_table(con, table, frame)
+                log.append((table, "full", None, frame.height))
+            else:
+                log.append((table, "rows", *diff))
+            del frame
+        if not plan.full:
+            log += apply_incremental(
+                con, plan, jobs=jobs, pending=pending, occupancy=occ, as_of=as_of,
+                pod_jobs=pod_jobs, nodes=nodes, idle_threshold=cfg.idle_activity,
+                changed_keys=plan.changed_keys,
+            )  # fmt: skip
+        record_build(con, plan, as_of, pending, log)
+        create_views(con)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    for table in kept:
+        counts[table] = int(con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0])
+    return counts

@@ -1,8 +1,9 @@
 """The metric-engine tables (waterfall, time to start, fairness, reliability) from core tables.
 
 Each cluster is computed against its own data cut-off ``as_of``; the metric functions live in
-:mod:`metrics` (pure polars). Telemetry is attributed by label here (``hpc_job`` on Slurm GPUs,
-``namespace/pod`` on Kubernetes GPUs); GPUs without such a label stay unobserved.
+:mod:`metrics` (pure polars). Telemetry is attributed through the identity table of
+:mod:`metrics.attribution` (``hpc_job`` / pod labels, the Slurm GPU map, whole-node jobs, else
+the node's jobs as a flagged group).
 """
 
 from __future__ import annotations
@@ -21,8 +22,17 @@ from metrics import (
     wait_percentiles_km,
     wait_spells,
 )
+from metrics.attribution import attribute_samples
+from pipelines.analytics.dcgm_hourly_metrics import hourly_activity
+from pipelines.sql import load_sql
 
-__all__ = ["ACTIVITY_METRIC", "build_metric_tables"]
+__all__ = [
+    "ACTIVITY_METRIC",
+    "attributed_gpu_buckets",
+    "build_metric_tables",
+    "gpu_activity",
+    "job_gpu_summary",
+]
 
 #: The GPU activity signal (METRICS.md), 0–1.
 ACTIVITY_METRIC = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
@@ -37,57 +47,114 @@ _TTS_GROUPS: tuple[tuple[str, ...], ...] = (
 _TTS_COLS = ["week", "source", "cluster", "partition", "team", "bucket"]
 
 
-def _attribute(samples: pl.DataFrame, pod_jobs: pl.DataFrame) -> pl.DataFrame:
-    """Add ``job_id``: the ``hpc_job`` label (Slurm), else the pod's workload
-    (``<namespace>/<workload>`` through ``pod_jobs``: cluster, namespace, pod, job_id), else
-    ``<namespace>/<pod>``; then drop the label columns."""
-    mapped = samples.join(pod_jobs.unique(["cluster", "namespace", "pod"]),
-                          on=["cluster", "namespace", "pod"], how="left")  # fmt: skip
-    return mapped.with_columns(
-        pl.coalesce(
-            "hpc_job", "job_id", pl.format("{}/{}", pl.col("namespace"), pl.col("pod"))
-        ).alias("job_id")
-    ).drop("hpc_job", "namespace", "pod")
+def _empty_gres() -> pl.DataFrame:
+    return pl.DataFrame(
+        schema={"cluster": pl.String(), "job_id": pl.String(), "start_at": pl.Datetime("us", "UTC"),
+                "node": pl.String(), "gpu_indices": pl.List(pl.Int64()), "gres": pl.String(),
+                "snapshot_at": pl.Datetime("us", "UTC")}
+    )  # fmt: skip
+
+
+def _gpu_map(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """``raw.slurm_job_gres`` (the per-job GPU index map), empty when not ingested."""
+    try:
+        df: pl.DataFrame = con.sql(
+            "SELECT cluster, job_id, start_at, node, gpu_indices, gres, snapshot_at"
+            " FROM raw.slurm_job_gres"
+        ).pl()
+    except duckdb.CatalogException:
+        return _empty_gres()
+    return df.with_columns(
+        pl.col("start_at", "snapshot_at").dt.convert_time_zone("UTC")
+    ) if df.height else _empty_gres()  # fmt: skip
+
+
+def attributed_gpu_buckets(
+    con: duckdb.DuckDBPyConnection,
+    jobs: pl.DataFrame,
+    pod_jobs: pl.DataFrame,
+    nodes: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """Per GPU (or MIG instance), 5-minute bucket and allocation: the bucket's DCGM sums.
+
+    Samples are grouped per GPU, label set and bucket (``sql/analytics/dcgm_gpu_buckets.sql``),
+    each group attributed at the middle of its samples' times through the identity table
+    (:func:`metrics.attribution.attribute_samples`: labels, the Slurm GPU map, whole-node jobs,
+    else the node's jobs as a flagged group), then summed per allocation.
+
+    Returns:
+        ``cluster, host, gpu_uuid, mig_instance, bucket`` (UTC), ``job_id, attempt, team,
+        attribution, job_group, gpus`` (fraction of a GPU), ``gr_sum, gr_n, util_sum, util_n``
+        (``util`` already /100), ``fb_max`` (MiB), ``xid_events``.
+    """
+    if nodes is None:
+        try:
+            nodes = con.sql("SELECT cluster, host, gpus FROM core.nodes").pl()
+        except duckdb.CatalogException:
+            nodes = None
+    raw: pl.DataFrame = con.sql(load_sql("analytics/dcgm_gpu_buckets")).pl()
+    raw = raw.with_columns(pl.col("bucket", "ts").dt.convert_time_zone("UTC"))
+    if raw.height == 0:
+        # No 5-minute samples (hourly aggregates only): nothing to attribute. The identity
+        # table is built from every job before samples filter it (past 14 GB for 2.15M jobs),
+        # so run the same plan on no jobs: the same empty result, with its column types.
+        jobs, pod_jobs = jobs.clear(), pod_jobs.clear()
+    node_gpus = (
+        nodes.select("cluster", "host", "gpus") if nodes is not None and nodes.height else None
+    )
+    att = attribute_samples(
+        raw.lazy(), jobs.lazy(), pod_jobs=pod_jobs.lazy(), gres=_gpu_map(con).lazy(),
+        nodes=node_gpus.lazy() if node_gpus is not None else None,
+    ).collect()  # fmt: skip
+    keys = ["cluster", "host", "gpu_uuid", "mig_instance", "bucket", "job_id", "attempt", "team",
+            "attribution", "job_group"]  # fmt: skip
+    return att.group_by(keys, maintain_order=True).agg(
+        pl.col("gpus").max(),
+        pl.col("gr_sum").sum(), pl.col("gr_n").sum(), pl.col("util_sum").sum(),
+        pl.col("util_n").sum(), pl.col("fb_max").max(), pl.col("xid_events").sum(),
+    )  # fmt: skip
+
+
+#: Attributions that name one allocation (the others add to no job's activity).
+_ONE_JOB = ("label_hpc_job", "pod", "gres_index", "whole_node")
+
+
+def _bucket_activity() -> list[pl.Expr]:
+    gr = pl.when(pl.col("gr_n") > 0).then(pl.col("gr_sum") / pl.col("gr_n"))
+    util = pl.when(pl.col("util_n") > 0).then(pl.col("util_sum") / pl.col("util_n"))
+    return [
+        pl.coalesce(gr, util).alias("activity"),
+        pl.when(gr.is_not_null()).then(pl.lit(ACTIVITY_METRIC))
+        .when(util.is_not_null()).then(pl.lit("DCGM_FI_DEV_GPU_UTIL")).alias("signal"),
+    ]  # fmt: skip
 
 
 def _activity(
-    con: duckdb.DuckDBPyConnection, jobs: pl.DataFrame, pod_jobs: pl.DataFrame
+    con: duckdb.DuckDBPyConnection,
+    jobs: pl.DataFrame,
+    pod_jobs: pl.DataFrame,
+    *,
+    nodes: pl.DataFrame | None = None,
+    buckets: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
-    """Mean activity per allocation attempt and 5-minute bucket, from label-attributed samples."""
-    raw: pl.DataFrame = con.sql(
-        "SELECT cluster, hpc_job, namespace, pod,"
-        " time_bucket(INTERVAL 5 MINUTE, ts) AS bucket, avg(value) AS activity,"
-        " count(DISTINCT gpu_uuid)::DOUBLE AS gpus"
-        " FROM raw.dcgm_samples WHERE metric = $m AND value IS NOT NULL"
-        " AND (hpc_job IS NOT NULL OR pod IS NOT NULL) GROUP BY ALL",
-        params={"m": ACTIVITY_METRIC},
-    ).pl()
-    samples = _attribute(raw, pod_jobs)
-    if samples.height == 0:
-        return pl.DataFrame(
-            schema={"cluster": pl.String(), "job_id": pl.String(), "attempt": pl.Int64(),
-                    "bucket": pl.Datetime("us", "UTC"), "activity": pl.Float64(),
-                    "gpus": pl.Float64()}
-        )  # fmt: skip
-    # One row per allocation and bucket: the pods (or nodes) of one allocation are summed, their
-    # activity weighted by the GPUs each contributed.
-    samples = (
-        samples.with_columns(pl.col("bucket").dt.convert_time_zone("UTC"))
-        .group_by("cluster", "job_id", "bucket")
+    """Mean activity per allocation attempt and 5-minute bucket: ``cluster, job_id, attempt,
+    bucket, activity, gpus``. ``gpus`` = Σ GPU fractions of the allocation's GPUs seen;
+    activity is their fraction-weighted mean (a MIG slice weighs K/7). Only rows attributed to
+    one attempt count (labels, GPU map, whole node). ``buckets``: :func:`attributed_gpu_buckets`
+    already computed (else computed from ``con``, ``jobs``, ``pod_jobs``, ``nodes``)."""
+    if buckets is None:
+        buckets = attributed_gpu_buckets(con, jobs, pod_jobs, nodes)
+    one = buckets.filter(
+        pl.col("attribution").is_in(_ONE_JOB) & pl.col("attempt").is_not_null()
+    ).with_columns(_bucket_activity())
+    return (
+        one.filter(pl.col("activity").is_not_null())
+        .group_by("cluster", "job_id", "attempt", "bucket")
         .agg(
             ((pl.col("activity") * pl.col("gpus")).sum() / pl.col("gpus").sum()).alias("activity"),
             pl.col("gpus").sum(),
         )
-    )
-    spans = jobs.select("cluster", "job_id", "attempt", "start_at", "end_at")
-    return (
-        samples.join(spans, on=["cluster", "job_id"], how="inner")
-        .filter(
-            (pl.col("bucket") >= pl.col("start_at").dt.truncate("5m"))
-            & (pl.col("end_at").is_null() | (pl.col("bucket") < pl.col("end_at")))
-        )
-        .sort("start_at")
-        .unique(["cluster", "job_id", "bucket"], keep="last")
+        .with_columns(pl.col("attempt").cast(pl.Int64))
         .select("cluster", "job_id", "attempt", "bucket", "activity", "gpus")
     )
 
@@ -130,17 +197,39 @@ def job_gpu_summary(
     *,
     idle_threshold: float,
     bucket_s: float = 300.0,
+    nodes: pl.DataFrame | None = None,
+    buckets: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """One row per allocation attempt with its telemetry summary (persisted beyond retention).
 
-    ``observed_gpu_s`` = Σ GPUs seen × bucket length over the attempt's 5-minute buckets;
-    ``mean_activity`` = GPU-second-weighted mean activity; ``idle_gpu_s`` = observed GPU-seconds
-    of buckets with activity < θ; ``peak_fb_used_mib`` = max ``DCGM_FI_DEV_FB_USED``;
-    ``xid_events`` = XID changes on the attempt's labelled GPUs. Attempts without telemetry have
-    0 observed GPU-seconds and NULL activity.
+    ``observed_gpu_s`` = Σ over the attempt's 5-minute buckets of min(GPUs seen, GPUs
+    allocated) × bucket length (as the waterfall counts observed time); ``mean_activity`` =
+    GPU-second-weighted mean activity; ``idle_gpu_s`` = observed GPU-seconds of buckets with
+    activity < θ; ``peak_fb_used_mib`` = max ``DCGM_FI_DEV_FB_USED``; ``xid_events`` = XID
+    changes on the attempt's GPUs. Only samples attributed to the attempt itself count (labels,
+    GPU map, whole node; not ``node_group``). Attempts without telemetry have 0 observed
+    GPU-seconds and NULL activity.
+
+    Args:
+        con: connection holding ``raw.dcgm_samples`` (read unless ``buckets`` is given).
+        jobs: ``core.jobs`` rows.
+        activity: :func:`_activity` rows.
+        pod_jobs: ``cluster, namespace, pod, job_id`` (see :func:`attributed_gpu_buckets`).
+        idle_threshold: θ.
+        bucket_s: bucket length, s.
+        nodes: ``cluster, host, gpus`` for the whole-node rule.
+        buckets: :func:`attributed_gpu_buckets` rows already computed.
     """
+    if buckets is None:
+        buckets = attributed_gpu_buckets(con, jobs, pod_jobs, nodes)
+    alloc = jobs.select("cluster", "job_id", pl.col("attempt").cast(pl.Int64),
+                        pl.col("gpus").alias("_alloc"))  # fmt: skip
     per = (
-        activity.with_columns((pl.col("gpus").fill_null(1.0) * bucket_s).alias("_obs"))
+        activity.join(alloc, on=["cluster", "job_id", "attempt"], how="left")
+        .with_columns(
+            (pl.min_horizontal(pl.col("gpus").fill_null(1.0), pl.col("_alloc").fill_null(1.0))
+             * bucket_s).alias("_obs")
+        )
         .group_by("cluster", "job_id", "attempt")
         .agg(
             pl.col("_obs").sum().alias("observed_gpu_s"),
@@ -149,87 +238,54 @@ def job_gpu_summary(
             ),
             pl.col("_obs").filter(pl.col("activity") < idle_threshold).sum().alias("idle_gpu_s"),
         )
-    )
-    fb_raw: pl.DataFrame = con.sql(
-        "SELECT cluster, hpc_job, namespace, pod, max(value) AS peak_fb_used_mib"
-        " FROM raw.dcgm_samples WHERE metric = 'DCGM_FI_DEV_FB_USED'"
-        " AND (hpc_job IS NOT NULL OR pod IS NOT NULL) GROUP BY ALL"
-    ).pl()
-    fb = (
-        _attribute(fb_raw, pod_jobs)
-        .group_by("cluster", "job_id")
-        .agg(pl.col("peak_fb_used_mib").max())
-    )
-    xid_raw: pl.DataFrame = con.sql(
-        "SELECT cluster, hpc_job, namespace, pod, count(*) AS xid_events FROM ("
-        " SELECT cluster, hpc_job, namespace, pod, value,"
-        "  lag(value) OVER (PARTITION BY cluster, host, gpu_uuid ORDER BY ts) AS prev"
-        " FROM raw.dcgm_samples WHERE metric = 'DCGM_FI_DEV_XID_ERRORS'"
-        "  AND (hpc_job IS NOT NULL OR pod IS NOT NULL))"
-        " WHERE value > 0 AND (prev IS NULL OR prev <> value) GROUP BY ALL"
-    ).pl()
-    xid = (
-        _attribute(xid_raw, pod_jobs).group_by("cluster", "job_id").agg(pl.col("xid_events").sum())
+    )  # fmt: skip
+    hw = (
+        buckets.filter(pl.col("attribution").is_in(_ONE_JOB) & pl.col("attempt").is_not_null())
+        .group_by("cluster", "job_id", "attempt")
+        .agg(
+            pl.col("fb_max").max().alias("peak_fb_used_mib"),
+            pl.col("xid_events").sum().alias("xid_events"),
+        )
+        .with_columns(pl.col("attempt").cast(pl.Int64))
     )
     base = jobs.filter(pl.col("gpus") > 0).select(
-        "source", "cluster", "job_id", "attempt", "team", "gpus", "gpu_s"
+        "source", "cluster", "job_id", pl.col("attempt").cast(pl.Int64), "team", "gpus", "gpu_s"
     )
     return (
         base.join(per, on=["cluster", "job_id", "attempt"], how="left")
-        .join(fb.select("cluster", "job_id", "peak_fb_used_mib"), on=["cluster", "job_id"],
-              how="left")
-        .join(xid, on=["cluster", "job_id"], how="left")
+        .join(hw, on=["cluster", "job_id", "attempt"], how="left")
         .with_columns(
             pl.col("observed_gpu_s").fill_null(0.0),
             pl.col("idle_gpu_s").fill_null(0.0),
             pl.col("xid_events").fill_null(0).cast(pl.Int64),
         )
-    )  # fmt: skip
+    )
 
 
 def gpu_activity(
-    con: duckdb.DuckDBPyConnection, jobs: pl.DataFrame, pod_jobs: pl.DataFrame
+    con: duckdb.DuckDBPyConnection,
+    jobs: pl.DataFrame,
+    pod_jobs: pl.DataFrame,
+    *,
+    nodes: pl.DataFrame | None = None,
+    buckets: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
-    """Per GPU (or MIG instance) and 5-minute bucket: activity, the signal used, job and team.
+    """Per GPU (or MIG instance), 5-minute bucket and allocation: activity, signal, attribution.
 
-    Activity is ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` (0–1) where present, else
-    ``DCGM_FI_DEV_GPU_UTIL`` / 100 (METRICS.md); ``signal`` names the one used. ``job_id`` is the
-    label-attributed allocation (NULL when the GPU carried no job label in the bucket).
+    Activity is the mean of ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` (0–1) where present, else of
+    ``DCGM_FI_DEV_GPU_UTIL`` / 100 (METRICS.md); ``signal`` names the one used. One row per
+    allocation that held the GPU in the bucket (a GPU whose pod changed mid-bucket has two);
+    two jobs on one GPU are never summed. ``attribution`` says how the row was attributed
+    (:data:`metrics.attribution.ATTRIBUTIONS`); ``job_group`` lists the jobs of a
+    ``node_group`` row; ``gpus`` is the fraction of a GPU (MIG slice K/7, else 1).
+    ``buckets``: :func:`attributed_gpu_buckets` already computed (else computed from the other
+    arguments).
     """
-    raw: pl.DataFrame = con.sql(
-        "SELECT cluster, host, gpu_uuid, mig_instance,"
-        " time_bucket(INTERVAL 5 MINUTE, ts) AS bucket,"
-        " avg(value) FILTER (WHERE metric = 'DCGM_FI_PROF_GR_ENGINE_ACTIVE') AS gr,"
-        " avg(value) FILTER (WHERE metric = 'DCGM_FI_DEV_GPU_UTIL') / 100.0 AS util,"
-        " any_value(hpc_job) AS hpc_job, any_value(namespace) AS namespace,"
-        " any_value(pod) AS pod"
-        " FROM raw.dcgm_samples"
-        " WHERE metric IN ('DCGM_FI_PROF_GR_ENGINE_ACTIVE', 'DCGM_FI_DEV_GPU_UTIL')"
-        " GROUP BY ALL"
-    ).pl()
-    labelled = raw.filter(pl.col("hpc_job").is_not_null() | pl.col("pod").is_not_null())
-    unlabelled = raw.filter(pl.col("hpc_job").is_null() & pl.col("pod").is_null())
-    teams = jobs.select("cluster", "job_id", "team").unique(["cluster", "job_id"])
-    out = pl.concat(
-        [
-            _attribute(labelled, pod_jobs),
-            unlabelled.drop("hpc_job", "namespace", "pod").with_columns(
-                pl.lit(None, dtype=pl.String()).alias("job_id")
-            ),
-        ],
-        how="vertical_relaxed",
-    )
-    return (
-        out.join(teams, on=["cluster", "job_id"], how="left")
-        .select(
-            "cluster", "host", "gpu_uuid", "mig_instance",
-            pl.col("bucket").dt.convert_time_zone("UTC"),
-            pl.coalesce("gr", "util").alias("activity"),
-            pl.when(pl.col("gr").is_not_null()).then(pl.lit("DCGM_FI_PROF_GR_ENGINE_ACTIVE"))
-            .when(pl.col("util").is_not_null()).then(pl.lit("DCGM_FI_DEV_GPU_UTIL"))
-            .alias("signal"),
-            "job_id", "team",
-        )
+    if buckets is None:
+        buckets = attributed_gpu_buckets(con, jobs, pod_jobs, nodes)
+    return buckets.with_columns(_bucket_activity()).select(
+        "cluster", "host", "gpu_uuid", "mig_instance", "bucket", "activity", "signal",
+        "job_id", pl.col("attempt").cast(pl.Int64), "team", "attribution", "job_group", "gpus",
     )  # fmt: skip
 
 
@@ -248,6 +304,7 @@ def build_metric_tables(
     as_of: pl.DataFrame,
     idle_threshold: float,
     pod_jobs: pl.DataFrame | None = None,
+    telemetry: bool = True,
 ) -> dict[str, pl.DataFrame]:
     """Compute the metric-engine tables for every cluster with data.
 
@@ -263,6 +320,9 @@ def build_metric_tables(
         idle_threshold: θ for ``allocated_idle``.
         pod_jobs: ``cluster, namespace, pod, job_id``: the Kubernetes attempt each pod belongs
             to, for attributing pod-labelled samples.
+        telemetry: False skips the tables that scan DCGM samples for activity
+            (``gpu_waterfall_hourly``, ``gpu_activity``, ``job_gpu_summary`` come back empty):
+            the incremental rebuild computes those for the affected days only.
 
     Returns:
         Frames by table name: ``analytics.gpu_waterfall_hourly``, ``analytics.time_to_start_jobs``,
@@ -277,7 +337,10 @@ def build_metric_tables(
                     "job_id": pl.String()}
         )
     )  # fmt: skip
-    activity = _activity(con, jobs, pod_jobs)
+    buckets = attributed_gpu_buckets(con, jobs, pod_jobs, nodes) if telemetry else None
+    activity = (
+        _activity(con, jobs, pod_jobs, buckets=buckets) if buckets is not None else pl.DataFrame()
+    )
     xid = _xid_events(con)
     down = _down_intervals(con)
     wf, spells, tts, fair_hourly, rel = [], [], [], [], []
@@ -304,10 +367,15 @@ def build_metric_tables(
         )
         if cap.height == 0:
             continue
+        act_c = activity.filter(pl.col("cluster") == c) if telemetry else activity
+        bucket_s = 300.0
+        if telemetry and act_c.height == 0:  # hourly DCGM aggregates only (raw.dcgm_hourly)
+            hourly = hourly_activity(con, j).filter(pl.col("cluster") == c)
+            act_c, bucket_s = (hourly, 3600.0) if hourly.height else (act_c, bucket_s)
         wf.append(
-            gpu_waterfall_hourly(
+            pl.DataFrame() if not telemetry else gpu_waterfall_hourly(
                 j.lazy(), cap.lazy(), cut, pending=p.lazy(),
-                activity=activity.filter(pl.col("cluster") == c).lazy(),
+                activity=act_c.lazy(), activity_bucket_s=bucket_s,
                 xid_events=xid.filter(pl.col("cluster") == c).lazy(),
                 idle_threshold=idle_threshold,
             ).collect()
@@ -376,10 +444,13 @@ def build_metric_tables(
     out["analytics.fairness_weekly"] = _concat(weekly)
     out["analytics.fairness_summary_weekly"] = _concat(summary)
     out["analytics.node_reliability"] = _concat(rel)
-    out["analytics.gpu_activity"] = gpu_activity(con, jobs, pod_jobs)
-    out["analytics.job_gpu_summary"] = job_gpu_summary(
-        con, jobs, activity, pod_jobs, idle_threshold=idle_threshold
-    )
+    if telemetry:
+        out["analytics.gpu_activity"] = gpu_activity(con, jobs, pod_jobs, buckets=buckets)
+        out["analytics.job_gpu_summary"] = job_gpu_summary(
+            con, jobs, activity, pod_jobs, idle_threshold=idle_threshold, buckets=buckets
+        )
+    else:
+        out.pop("analytics.gpu_waterfall_hourly")
     if placeholder:
         out = {table: frame.clear() for table, frame in out.items()}
     return out

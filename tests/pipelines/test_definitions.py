@@ -7,7 +7,8 @@ import dagster as dg
 from pipelines.definitions import ANALYTICS_JOB, RAW_JOB, defs
 
 EXPECTED_ASSETS = {
-    "raw/slurm_rows", "raw/k8s_events", "raw/k8s_pods", "raw/dcgm_samples",
+    "raw/slurm_rows", "raw/k8s_events", "raw/k8s_pods", "raw/dcgm_samples", "raw/dcgm_hourly",
+    "raw/k8s_objects",
     "core/slurm_jobs", "core/k8s_pods", "core/k8s_events", "core/jobs", "core/nodes",
     "analytics/occupancy_hourly", "analytics/time_to_start_summary", "analytics/serving_copy",
     "analytics/data_quality", "raw/slurm_state", "analytics/gpu_waterfall_hourly",
