@@ -99,6 +99,20 @@ def _keys_and_names(raw_names: Sequence[str]) -> tuple[tuple[str, ...], tuple[st
     return tuple(keys), tuple(names)
 
 
+def _check_unique(file: str, tokens: Sequence[str], line_no: int) -> None:
+    """Raise when a header names one column twice (which of the two holds it is unknowable)."""
+    seen: dict[str, int] = {}
+    for pos, token in enumerate(tokens, start=1):
+        key = canonical_field(token)
+        if key in seen:
+            raise SacctFormatError(
+                file,
+                f"the header names column {token!r} twice (fields {seen[key]} and {pos})",
+                line=line_no,
+            )
+        seen[key] = pos
+
+
 def _is_header(tokens: Sequence[str]) -> bool:
     """A header: every token a name, a JobID/JobIDRaw among them, at least half known."""
     if not tokens or not all(_NAME_RE.fullmatch(t) for t in tokens):
@@ -197,6 +211,7 @@ def detect_layout(
     found = _header(first, delimiter)
     if found is not None:
         tokens, delim, parsable = found
+        _check_unique(file, tokens, line_no)
         keys, names = _keys_and_names(tokens)
         return Layout(delim, keys, names, True, parsable, first)
     if _looks_fixed_width(first):

@@ -14,6 +14,7 @@ import codecs
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, BinaryIO
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -126,6 +127,10 @@ SUMMED_INFO_KEYS = (
     "array_rows_expanded",
 )
 
+#: Last fields a surplus of delimiters is joined into. Reason and Flags are free text to the
+#: field list but hold Slurm's own tokens (``Resources``, ``SchedMain,StartRecieved``), never a
+#: delimiter: a line with too many fields ending in them is rejected.
+_SURPLUS_FIELDS = FREE_TEXT_FIELDS - {"reason", "flags"}
 #: Lines a multi-line record may span (a SubmitLine with newlines).
 _MAX_JOIN_LINES = 64
 #: Lines read for layout detection.
@@ -159,6 +164,14 @@ _TIME_FIELDS = (
     ("start", "start_at"),
     ("end", "end_at"),
 )
+#: Times before this are implausible (Slurm dates from 2002; clocks reset to the epoch give 1970).
+_EARLIEST = datetime(1990, 1, 1, tzinfo=UTC)
+#: Times later than the ingest time plus this are implausible (clock skew allowance).
+_FUTURE_SLACK = timedelta(days=1)
+#: Most GPUs one job may hold (more is a corrupt TRES count, not a job).
+MAX_GPUS_PER_JOB = 100_000
+#: A GPU item of a TRES string: ``gres/gpu=N`` or ``gres/gpu:TYPE=N`` (not ``gres/gpumem``).
+_GPU_ITEM_RE = r"(?:^|,)gres/gpu(?::[^=,]*)?=[^,]*"
 
 
 # --------------------------------------------------------------------------- reading
@@ -281,7 +294,7 @@ def _records(
     """
     n = len(layout.keys)
     delim = layout.delimiter
-    free_last = layout.keys[-1] in FREE_TEXT_FIELDS
+    free_last = layout.keys[-1] in _SURPLUS_FIELDS
     df = lines.slice(first_data - 1)
     body = pl.col("line").str.strip_suffix(delim) if layout.parsable else pl.col("line")
     header = pl.lit(False) if layout.header_text is None else pl.col("line") == layout.header_text
@@ -654,6 +667,12 @@ class _Plan:
                 key,
                 pl.format(f"unparseable {self.name_of[key]} '{{}}'", raw),
             )
+            if column != "uid":
+                self.rule(
+                    pl.col(column) < 0,
+                    key,
+                    pl.format(f"negative {self.name_of[key]} '{{}}'", raw),
+                )
 
     def _resources(self) -> None:
         mem_key = self.key("reqmem")
@@ -671,6 +690,31 @@ class _Plan:
             self.a[tres_column] = _text(self.raw(key))
             found = self.key(key)
             self.gpu_sources[key] = _raw(found) if found is not None else None
+            if found is not None:
+                with self._local(found):
+                    self._gpu_count_rule(found)
+
+    def _gpu_count_rule(self, key: str) -> None:
+        """Reject a TRES string with a GPU count that is not a whole number from 0 to
+        :data:`MAX_GPUS_PER_JOB` (``gres/gpu=-4``, ``gres/gpu=abc``, ``gres/gpu=1.5``)."""
+        values = (
+            _raw(key)
+            .str.extract_all(_GPU_ITEM_RE)
+            .list.eval(pl.element().str.replace(r"^[^=]*=", ""))
+        )
+        wrong = ~pl.element().str.contains(r"^\d{1,18}$") | (
+            pl.element().cast(pl.Int64, strict=False) > MAX_GPUS_PER_JOB
+        )
+        first_bad = values.list.eval(pl.element().filter(wrong)).list.first()
+        name = self.name_of[key]
+        self.rule(
+            first_bad.is_not_null(),
+            key,
+            pl.format(
+                f"GPU count '{{}}' in {name} is not a whole number from 0 to {MAX_GPUS_PER_JOB}",
+                first_bad,
+            ),
+        )
 
     def _extra(self) -> None:
         rest = [k for k in self.keys if k not in self.used]
@@ -863,6 +907,7 @@ def parse_sacct(
     cluster: str | None = None,
     tz: str = "UTC",
     text: str | None = None,
+    now: datetime | None = None,
 ) -> ParseResult:
     """Parse one file of ``sacct --parsable2`` / ``--parsable`` (or ``--json``) output.
 
@@ -874,7 +919,10 @@ def parse_sacct(
 
     Every physical line ends in ``rows`` or in ``rejected`` (blank lines and repeated header
     lines are counted in ``info``): a line with the wrong field count, an unknown job state, a
-    truncated job id (``1234.b+``) or an unparseable value is rejected with the reason; a line
+    truncated job id (``1234.b+``), an unparseable value or an implausible one (a time before
+    1990 or after ``now`` + 1 day, End before Start, Start before Submit, a GPU count in
+    AllocTRES/ReqTRES that is not a whole number from 0 to 100 000, a negative NNodes/NCPUS)
+    is rejected with the reason and the field; a line
     is joined with the next ones when together they make one record (a newline inside
     SubmitLine); surplus delimiters are joined into the last field when that is free text. A
     pending array row (``A_[1-5%2]``) becomes one row per task, all with the row's line number.
@@ -887,6 +935,8 @@ def parse_sacct(
         cluster: the cluster name for rows without a Cluster value (default ``"default"``).
         tz: the IANA zone that naive times (``2015-06-26T13:57:00``) are read in.
         text: the file's content, when already in memory.
+        now: the ingest time (aware); a Submit/Eligible/Start/End later than it plus a day, or
+            before 1990-01-01, rejects the row. Default: the current UTC time.
 
     Returns:
         A :class:`ParseResult` whose ``rows`` have :data:`SLURM_ROW_SCHEMA` and whose ``info``
@@ -904,10 +954,11 @@ def parse_sacct(
     """
     file = str(path)
     _check_tz(tz)
+    now = _now(now)
     data, encoding = _read(path, text, file)
     document = check_kind(file, data[:_HEAD_BYTES].decode("utf-8", "replace"), data)
     if document is not None:
-        return _parse_json(file, document, cluster, tz)
+        return _parse_json(file, document, cluster, tz, now)
     sample = _sample(data)
     info: dict[str, Any] = {"encoding": encoding}
     if not sample:
@@ -915,7 +966,7 @@ def parse_sacct(
         return _empty(file, info, fields, delimiter)
     layout = detect_layout(file, sample, fields, delimiter)
     first_data = sample[0][0] + 1 if layout.header else 1
-    parsed = _parse_block(file, data, encoding, layout, first_data, 0, cluster, tz)
+    parsed = _parse_block(file, data, encoding, layout, first_data, 0, cluster, tz, now)
     assert parsed is not None  # a final block carries nothing over
     return parsed[0]
 
@@ -928,6 +979,7 @@ def iter_parse_sacct(
     cluster: str | None = None,
     tz: str = "UTC",
     chunk_bytes: int = 64 * 2**20,
+    now: datetime | None = None,
 ) -> Iterator[ParseResult]:
     """Parse a ``sacct`` text file block by block, in memory bounded by ``chunk_bytes``.
 
@@ -955,6 +1007,7 @@ def iter_parse_sacct(
         cluster: the cluster name for rows without a Cluster value (default ``"default"``).
         tz: the IANA zone that naive times are read in.
         chunk_bytes: the size of a block in bytes (a block holds at least one whole line).
+        now: the ingest time, as in :func:`parse_sacct`.
 
     Yields:
         One :class:`ParseResult` per block, in file order; at least one.
@@ -965,6 +1018,7 @@ def iter_parse_sacct(
     """
     file = str(path)
     _check_tz(tz)
+    now = _now(now)
     if chunk_bytes < 1:
         raise ValueError(f"chunk_bytes must be at least 1, not {chunk_bytes}")
     try:
@@ -978,7 +1032,9 @@ def iter_parse_sacct(
         data = raw.removeprefix(_BOM)
         head = data[:_HEAD_BYTES].decode("utf-8", "replace")
         if head.lstrip().startswith(("{", "[")):  # JSON (or text that starts like it): whole
-            yield parse_sacct(path, fields=fields, delimiter=delimiter, cluster=cluster, tz=tz)
+            yield parse_sacct(
+                path, fields=fields, delimiter=delimiter, cluster=cluster, tz=tz, now=now
+            )
             return
         check_kind(file, head, data)
         sample = _sample(data)
@@ -997,7 +1053,7 @@ def iter_parse_sacct(
         layout = detect_layout(file, sample, fields, delimiter)
         first_data = sample[0][0] + 1 if layout.header else 1
         yield from _iter_blocks(
-            file, fh, raw, layout, first_data, cluster, tz, chunk_bytes, path=Path(path)
+            file, fh, raw, layout, first_data, cluster, tz, chunk_bytes, path=Path(path), now=now
         )
 
 
@@ -1012,6 +1068,7 @@ def _iter_blocks(
     chunk_bytes: int,
     *,
     path: Path,
+    now: datetime,
 ) -> Iterator[ParseResult]:
     """The results of :func:`iter_parse_sacct` for a text file whose first bytes, ``raw``,
     are read (the rest comes from ``fh``)."""
@@ -1069,6 +1126,7 @@ def _iter_blocks(
             line_offset,
             cluster,
             tz,
+            now,
             final=final,
         )
         if parsed is None:  # a multi-line record may fill the whole block: read more
@@ -1113,6 +1171,65 @@ def _is_utf8(path: Path, offset: int) -> bool:
     return True
 
 
+def _now(now: datetime | None) -> datetime:
+    """The ingest time: ``now`` (naive is read as UTC), default the current UTC time."""
+    if now is None:
+        return datetime.now(UTC)
+    return now if now.tzinfo is not None else now.replace(tzinfo=UTC)
+
+
+def _time_checks(df: pl.DataFrame, plan: _Plan, now: datetime) -> pl.DataFrame:
+    """Set ``_reason``/``_field`` (where not set yet) on rows with an implausible time.
+
+    Implausible: a Submit/Eligible/Start/End before 1990-01-01 or after ``now`` + 1 day (a
+    year-9999 End would make hourly occupancy run to year 9999); an End before the Start; a
+    Start before the Submit. NULL times (``Unknown``, ``None``) pass.
+    """
+    latest = now + _FUTURE_SLACK
+    stamp = "%Y-%m-%dT%H:%M:%SZ"
+    checks: list[tuple[pl.Expr, str, pl.Expr]] = []
+    names = {key: plan.name_of[key] for key, _ in _TIME_FIELDS if key in plan.name_of}
+    for key, column in _TIME_FIELDS:
+        if key not in names:
+            continue
+        value = pl.col(column)
+        checks.append(
+            (
+                (value < _EARLIEST) | (value > latest),
+                names[key],
+                pl.format(
+                    f"implausible {names[key]} time {{}} (outside {_EARLIEST:%Y-%m-%d} .. "
+                    f"{latest.astimezone(UTC):{stamp}})",
+                    value.dt.to_string(stamp),
+                ),
+            )
+        )
+    for later, earlier, later_column, earlier_column in (
+        ("end", "start", "end_at", "start_at"),
+        ("start", "submit", "start_at", "submit_at"),
+    ):
+        if later in names and earlier in names:
+            checks.append(
+                (
+                    pl.col(later_column) < pl.col(earlier_column),
+                    names[later],
+                    pl.format(
+                        f"{names[later]} {{}} is before {names[earlier]} {{}}",
+                        pl.col(later_column).dt.to_string(stamp),
+                        pl.col(earlier_column).dt.to_string(stamp),
+                    ),
+                )
+            )
+    if not checks:
+        return df
+    return df.with_columns(
+        _field=pl.when(pl.col("_reason").is_null())
+        .then(pl.coalesce([pl.when(bad).then(pl.lit(name, pl.String)) for bad, name, _ in checks]))
+        .otherwise("_field"),
+        _reason=pl.coalesce("_reason", *[pl.when(bad).then(why) for bad, _, why in checks]),
+    )
+
+
 def _check_tz(tz: str) -> None:
     try:
         ZoneInfo(tz)
@@ -1129,6 +1246,7 @@ def _parse_block(
     line_offset: int,
     cluster: str | None,
     tz: str,
+    now: datetime,
     *,
     final: bool = True,
 ) -> tuple[ParseResult, int] | None:
@@ -1144,6 +1262,7 @@ def _parse_block(
         line_offset: physical lines of the file before the block (added to line numbers).
         cluster: the cluster name for rows without a Cluster value.
         tz: the zone of naive times.
+        now: the ingest time (later times are implausible, see :func:`_time_checks`).
         final: the block ends the file; when False, lines at its end that may make one
             record with lines of the next block are left out (see :func:`_records`).
 
@@ -1160,7 +1279,7 @@ def _parse_block(
         "header": layout.header,
     }
     carried = 0
-    fast = _fast_parse(file, data, layout, first_data, cluster, tz, info, line_offset)
+    fast = _fast_parse(file, data, layout, first_data, cluster, tz, info, line_offset, now)
     if fast is not None:
         info.update(blank_lines=0, repeated_headers=0, joined_records=0, surplus_joined=0)
         rows, late = fast
@@ -1177,7 +1296,7 @@ def _parse_block(
         info["lines"] = kept
         del lines
         rows, late = _parse_records(
-            file, _split_records(records, layout), layout, cluster, tz, info
+            file, _split_records(records, layout), layout, cluster, tz, info, now
         )
     rejected.append(late)
     all_rejected = pl.concat(rejected).sort("line_no")
@@ -1186,7 +1305,9 @@ def _parse_block(
     return ParseResult(rows=rows, rejected=all_rejected, info=info), carried
 
 
-def _parse_json(file: str, document: dict[str, Any], cluster: str | None, tz: str) -> ParseResult:
+def _parse_json(
+    file: str, document: dict[str, Any], cluster: str | None, tz: str, now: datetime
+) -> ParseResult:
     """Parse a ``sacct --json`` document: its jobs and steps become records of the text fields."""
     records, bad = json_records(document)
     layout = json_layout(JSON_FIELDS)
@@ -1219,7 +1340,7 @@ def _parse_json(file: str, document: dict[str, Any], cluster: str | None, tz: st
     }
     schema.update({f"_f_{key}": pl.String() for key in layout.keys})
     split = pl.DataFrame(columns, schema=schema)
-    rows, late = _parse_records(file, split, layout, cluster, tz, info)
+    rows, late = _parse_records(file, split, layout, cluster, tz, info, now)
     early = _rejected(
         file,
         [no for no, _, _ in bad],
@@ -1283,7 +1404,8 @@ def _fast_parse(
     cluster: str | None,
     tz: str,
     info: dict[str, Any],
-    line_offset: int = 0,
+    line_offset: int,
+    now: datetime,
 ) -> tuple[pl.DataFrame, pl.DataFrame] | None:
     """Parse a clean file (or block of one) in pieces of about :data:`_CHUNK_BYTES`, each split
     by polars' CSV reader and typed before the next is read; None when the file is not clean.
@@ -1355,7 +1477,7 @@ def _fast_parse(
         del split
         plan = _Plan(layout, cluster, _flags(fields, layout.keys))
         for chunk in fields.iter_slices(_CHUNK_ROWS):
-            chunk_rows, chunk_rejected = _parse_chunk(file, chunk, layout, plan, tz, counts)
+            chunk_rows, chunk_rejected = _parse_chunk(file, chunk, layout, plan, tz, counts, now)
             rows.append(chunk_rows)
             rejected.extend(chunk_rejected)
         line_no += lines
@@ -1400,6 +1522,7 @@ def _parse_records(
     cluster: str | None,
     tz: str,
     info: dict[str, Any],
+    now: datetime,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Type the split fields, in slices of :data:`_CHUNK_ROWS` (which bounds the memory the
     intermediate columns take); returns ``(rows, rejected)``."""
@@ -1408,7 +1531,7 @@ def _parse_records(
     rejected: list[pl.DataFrame] = []
     counts = {"dst_ambiguous": 0, "dst_nonexistent": 0, "array_rows_expanded": 0}
     for chunk in fields.iter_slices(_CHUNK_ROWS):
-        chunk_rows, chunk_rejected = _parse_chunk(file, chunk, layout, plan, tz, counts)
+        chunk_rows, chunk_rejected = _parse_chunk(file, chunk, layout, plan, tz, counts, now)
         rows.append(chunk_rows)
         rejected.extend(chunk_rejected)
     info.update(counts)
@@ -1424,6 +1547,7 @@ def _parse_chunk(
     plan: _Plan,
     tz: str,
     counts: dict[str, int],
+    now: datetime,
 ) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
     """Type one slice of split fields; returns ``(rows, rejected frames)``."""
     typed = _type_distinct(fields, plan).with_columns(**plan.a).with_columns(**plan.b)
@@ -1461,7 +1585,7 @@ def _parse_chunk(
         end_at=pl.when(pl.col("state").is_in(sorted(NO_END_STATES))).then(None).otherwise("end_at"),
         job_id_raw=pl.coalesce("_job_id_raw", "job_id"),
     )
-    good = _expand_arrays(_node_lists(good))
+    good = _time_checks(_expand_arrays(_node_lists(good)), plan, now)
     if good["_reason"].null_count() < good.height:
         late = good.filter(pl.col("_reason").is_not_null()).join(
             fields.select("line_no", line=raw_text), on="line_no", how="left"

@@ -630,18 +630,19 @@ def test_times_with_offset_and_epoch_and_tokens() -> None:
 
 def test_dst_ambiguous_and_nonexistent_new_york() -> None:
     """New York: 01:30 on 7 Nov 2021 → earliest (EDT); 02:30 on 14 Mar 2021 → shifted forward."""
+    # Eligible, not Start: the odd times are out of Submit ≤ Start ≤ End order, which rejects
     text = (
-        "JobID|Submit|Start|End\n"
+        "JobID|Submit|Eligible|End\n"
         "1|2021-11-07T01:30:00|2021-03-14T02:30:00|2021-06-01T00:00:00\n"
         "2|2021-11-07T00:30:00|2021-11-07T01:59:59|2021-11-07T02:00:00\n"
     )
     res = parse_sacct("dst.psv", text=text, tz="America/New_York")
     first = res.rows.row(0, named=True)
     assert first["submit_at"] == _utc(2021, 11, 7, 5, 30)  # 01:30 EDT
-    assert first["start_at"] == _utc(2021, 3, 14, 7, 30)  # read as 02:30 EST = 03:30 EDT
+    assert first["eligible_at"] == _utc(2021, 3, 14, 7, 30)  # read as 02:30 EST = 03:30 EDT
     assert first["end_at"] == _utc(2021, 6, 1, 4, 0)
     second = res.rows.row(1, named=True)
-    assert second["start_at"] == _utc(2021, 11, 7, 5, 59, 59)
+    assert second["eligible_at"] == _utc(2021, 11, 7, 5, 59, 59)
     assert second["end_at"] == _utc(2021, 11, 7, 7, 0)  # 02:00 EST
     assert (res.info["dst_ambiguous"], res.info["dst_nonexistent"]) == (2, 1)
 
