@@ -189,6 +189,11 @@ _SNAPSHOT_SUFFIXES: Final = frozenset({".prom", ".txt", ".om", ".metrics", ".ope
 _TAIL_RE: Final = r'((?:\}|\s)\s*[^\s}"]+(?:\s+[^\s}"]+)?\s*)$'
 _TOKENS_RE: Final = r"^\s*(\S+)(?:\s+(\S+))?\s*$"
 _NAME_RE: Final = r"^[a-zA-Z_:][a-zA-Z0-9_:]*$"
+#: Marks a line whose bytes are not UTF-8 (see _split_lines).
+_NOT_UTF8: Final = "\x1f"
+#: DCGM ratio fields (0–1) and the utilisation percentage (0–100), checked per sample.
+_RATIO_RE: Final = r"^DCGM_FI_PROF_.*_ACTIVE$"
+_PCT_METRICS: Final = ("DCGM_FI_DEV_GPU_UTIL",)
 _PAIR: Final = r'[A-Za-z_][A-Za-z0-9_]*\s*=\s*"(?:[^"\\]|\\.)*"'
 _LABELS_RE: Final = rf"^\s*(?:{_PAIR}(?:\s*,\s*{_PAIR})*)?\s*,?\s*$"
 _OM_SECONDS_RE: Final = r"^(-?\d+)(?:\.(\d*))?$"
@@ -265,14 +270,18 @@ def parse_dcgm(
           ``pod_namespace``, ``container_name`` are accepted;
         - ``metric``: the DCGM field name; ``value``: as exported (units of the field, e.g. %,
           MHz, W, mJ, MiB, ratio 0–1 for ``DCGM_FI_PROF_*``), NULL for DCGM blank sentinels
-          (judged by :data:`FIELD_TYPES`) and NaN;
+          (judged by :data:`FIELD_TYPES`);
         - ``file``, ``line_no`` (1-based line in the decompressed text).
 
         Empty label values are NULL. ``rejected`` holds lines that are not samples (no value,
         unparsable number or timestamp, broken label set, non-integer ``gpu``/``GPU_I_ID``,
-        implausible time, no time at all, content after ``# EOF``). ``info`` has ``format``
-        (``prometheus`` / ``openmetrics``), ``gzip``, ``lines``, ``samples``,
-        ``blank_values``, ``nan_values``, ``non_dcgm_samples`` and ``default_ts``.
+        implausible time, no time at all, content after ``# EOF``) and samples that are bad:
+        "not UTF-8", "non-finite value" (NaN/±Inf), a label named twice, a DCGM sample with
+        "no GPU identity (UUID/gpu/device)", ``DCGM_FI_PROF_*_ACTIVE`` outside [0, 1] or
+        ``DCGM_FI_DEV_GPU_UTIL`` outside [0, 100] (the reason names the metric). ``info`` has
+        ``format`` (``prometheus`` / ``openmetrics``), ``gzip``, ``lines``, ``samples``,
+        ``blank_values``, ``nan_values`` (now always 0: NaN is rejected), ``non_dcgm_samples``
+        and ``default_ts``.
 
     Raises:
         InputFormatError: the file cannot be read (bad gzip, binary), or it has lines but none
@@ -594,6 +603,22 @@ def _split_lines(data: bytes) -> pl.Series:
     same lines as splitting the whole (``\\n`` is never part of a multi-byte UTF-8 character)."""
     if not data:
         return pl.Series("line", [], dtype=pl.String)
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        # Lines that are not UTF-8 keep their bytes as \xNN escapes behind _NOT_UTF8, so that
+        # _parse_lines rejects them ("not UTF-8") instead of reading U+FFFD into a label.
+        out: list[str | None] = []
+        parts_b = data.split(b"\n")
+        if parts_b[-1] == b"":
+            parts_b.pop()
+        for b in parts_b:
+            b = b.removesuffix(b"\r")
+            try:
+                out.append(b.decode("utf-8") or None)
+            except UnicodeDecodeError:
+                out.append(_NOT_UTF8 + b.decode("utf-8", errors="backslashreplace"))
+        return pl.Series("line", out, dtype=pl.String)
     if b"\x1f" in data:
         # The fast reader below splits on \x1f as its (never occurring) field separator.
         text = data.decode("utf-8", errors="replace")
@@ -679,6 +704,12 @@ def _parse_label_sets(labels: pl.Series) -> pl.DataFrame:
     raw = pl.DataFrame({"labels": labels}).unique()
     keys = raw.with_columns(
         pl.col("labels").str.contains(_LABELS_RE).fill_null(True).alias("labels_ok"),
+        pl.col("labels")
+        .str.extract_all(_PAIR)
+        .list.eval(pl.element().str.extract(r"^([A-Za-z_][A-Za-z0-9_]*)", 1))
+        .pipe(lambda k: k.list.n_unique() < k.list.len())
+        .fill_null(False)
+        .alias("labels_dup"),
         *(_label(k).alias(f"l_{k}") for k in _LABEL_KEYS),
     )
     exported = (
@@ -693,6 +724,7 @@ def _parse_label_sets(labels: pl.Series) -> pl.DataFrame:
     return keys.select(
         "labels",
         "labels_ok",
+        "labels_dup",
         pl.coalesce(node_host, name_host).alias("host"),
         (node_host.is_null() & name_host.str.contains(_EXPORTER_POD_RE))
         .fill_null(False)
@@ -875,7 +907,9 @@ def _parse_lines(
         .fill_null(False)
     )
     reason = (
-        pl.when(pl.col("after_eof"))
+        pl.when(pl.col("line").str.starts_with(_NOT_UTF8))
+        .then(pl.lit("line|not UTF-8"))
+        .when(pl.col("after_eof"))
         .then(pl.lit("line|content after '# EOF'"))
         .when(~pl.col("shape_ok"))
         .then(pl.lit("line|not a sample: expected 'name{labels} value [timestamp]'"))
@@ -885,8 +919,32 @@ def _parse_lines(
         .then(pl.lit("metric|invalid metric name"))
         .when(~pl.col("labels_ok").fill_null(True))
         .then(pl.lit("labels|malformed label set"))
+        .when(pl.col("labels_dup").fill_null(False))
+        .then(pl.lit("labels|label set names a label twice"))
         .when(pl.col("value").is_null())
         .then(pl.lit("value|value is not a number"))
+        .when(~pl.col("value").is_finite())
+        .then(pl.lit("value|non-finite value"))
+        .when(
+            pl.col("is_dcgm").fill_null(False)
+            & pl.col("gpu_uuid").is_null()
+            & pl.col("gpu_index").is_null()
+            & pl.col("device").is_null()
+            & ~pl.col("gpu_bad").fill_null(False)
+        )
+        .then(pl.lit("labels|no GPU identity (UUID/gpu/device)"))
+        .when(
+            pl.col("metric").str.contains(_RATIO_RE).fill_null(False)
+            & ~blank
+            & ((value < 0) | (value > 1))
+        )
+        .then(pl.format("value|{} outside [0, 1]", pl.col("metric")))
+        .when(
+            pl.col("metric").is_in(_PCT_METRICS).fill_null(False)
+            & ~blank
+            & ((value < 0) | (value > 100))
+        )
+        .then(pl.format("value|{} outside [0, 100]", pl.col("metric")))
         .when(pl.col("ts_text").is_not_null() & pl.col("ts_us").is_null())
         .then(
             pl.when(pl.col("openmetrics"))
@@ -948,7 +1006,7 @@ def _parse_lines(
             pl.col("line_no"),
             pl.col("line_no").alias("line_end"),
             pl.col("r").struct.field("field_0").alias("field"),
-            pl.col("line").alias("raw"),
+            pl.col("line").str.strip_prefix(_NOT_UTF8).alias("raw"),
             pl.col("r").struct.field("field_1").alias("reason"),
         )
         .select([pl.col(c).cast(t) for c, t in REJECTED_SCHEMA.items()])

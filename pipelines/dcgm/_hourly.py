@@ -16,6 +16,7 @@ GPU), ``samples`` (5-minute samples aggregated, 0–12), ``gr_engine_active_avg`
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
@@ -37,66 +38,154 @@ DCGM_HOURLY_SCHEMA: dict[str, pl.DataType] = {
     "xid_last": pl.Int64(),
 }
 
-#: (field, condition that makes a row invalid, reason)
+#: Upper bound for ``fb_used_max_mib``: 2^20 MiB = 1 TiB, above any GPU's framebuffer.
+FB_MAX_MIB = 2**20
+
+#: Key of one hourly row; a repeat within a file is rejected as "duplicate key".
+_KEY = ("cluster", "hostname", "gpu", "hour", "hpc_job")
+
+#: (field, condition that makes a row invalid, reason); the first failing check names the row.
 _CHECKS: tuple[tuple[str, pl.Expr, str], ...] = (
-    ("hostname", pl.col("hostname").is_null(), "missing hostname"),
+    (
+        "hostname",
+        pl.col("hostname").is_null() | (pl.col("hostname").str.strip_chars() == ""),
+        "missing hostname",
+    ),
+    (
+        "uuid",
+        pl.col("uuid").is_null() | (pl.col("uuid").str.strip_chars() == ""),
+        "missing uuid",
+    ),
     ("gpu", pl.col("gpu").is_null() | (pl.col("gpu") < 0), "missing or negative GPU index"),
     ("hour", pl.col("hour").is_null(), "missing hour"),
-    ("samples", pl.col("samples").is_null() | (pl.col("samples") < 0)
-     | (pl.col("samples") > 12), "samples outside 0-12"),
-    ("gr_engine_active_avg", pl.col("gr_engine_active_avg").is_not_null()
-     & ((pl.col("gr_engine_active_avg") < 0) | (pl.col("gr_engine_active_avg") > 1)),
-     "activity outside 0-1"),
+    (
+        "samples",
+        pl.col("samples").is_null() | (pl.col("samples") < 0) | (pl.col("samples") > 12),
+        "samples outside 0-12",
+    ),
+    (
+        "gr_engine_active_avg",
+        pl.col("gr_engine_active_avg").is_not_null() & ~pl.col("gr_engine_active_avg").is_finite(),
+        "non-finite value",
+    ),
+    (
+        "gr_engine_active_avg",
+        pl.col("gr_engine_active_avg").is_not_null()
+        & ((pl.col("gr_engine_active_avg") < 0) | (pl.col("gr_engine_active_avg") > 1)),
+        "activity outside 0-1",
+    ),
+    (
+        "fb_used_max_mib",
+        pl.col("fb_used_max_mib").is_not_null()
+        & ((pl.col("fb_used_max_mib") < 0) | (pl.col("fb_used_max_mib") > FB_MAX_MIB)),
+        f"fb_used_max_mib outside 0-{FB_MAX_MIB} MiB",
+    ),
+    ("xid_last", pl.col("xid_last").is_not_null() & (pl.col("xid_last") < 0), "negative xid_last"),
+    (
+        "hour",
+        pl.col("hour").is_not_null() & (pl.col("hour").dt.truncate("1h") != pl.col("hour")),
+        "hour not on the hour",
+    ),
 )
 
 
-def parse_dcgm_hourly(path: Path, *, cluster: str) -> ParseResult:
+def parse_dcgm_hourly(path: Path, *, cluster: str, now: datetime | None = None) -> ParseResult:
     """Read one hourly-aggregate Parquet file.
 
-    Rows failing a check (missing host, GPU, hour; samples outside 0–12; activity outside 0–1)
-    go to ``rejected`` with the row number (1-based) as ``line_no``, the field and the reason.
-    A missing ``cluster`` value takes ``cluster``.
+    Every cell is cast to :data:`DCGM_HOURLY_SCHEMA` non-strictly; a row whose cell fails the cast
+    (e.g. ``samples = "twelve"``) is rejected naming that field ("not a valid <type>"). Rows failing
+    a check go to ``rejected`` with the row number (1-based) as ``line_no``, the field and the
+    reason: missing/empty hostname or uuid, missing/negative GPU, missing hour, hour not on the
+    hour, hour later than ``now`` + 1 day, samples outside 0–12, activity outside 0–1 or NaN,
+    ``fb_used_max_mib`` outside 0–2^20 MiB, negative ``xid_last``, and a repeated
+    (cluster, hostname, gpu, hour, hpc_job) key (the first row is kept, later ones rejected as
+    "duplicate key"). A missing ``cluster`` value takes ``cluster``.
 
     Args:
         path: the Parquet file.
         cluster: cluster of rows without one.
+        now: ingest time (UTC) for the future-hour check; defaults to the wall clock.
 
     Returns:
         Rows with :data:`DCGM_HOURLY_SCHEMA`, and the rejected rows.
 
     Raises:
-        InputFormatError: not a Parquet file, or a required column is missing.
+        InputFormatError: not a Parquet file, an empty folder, or a required column is missing.
     """
+    if path.is_dir() and not any(path.rglob("*.parquet")):
+        raise InputFormatError(str(path), "folder holds no .parquet files")
     try:
         df = pl.read_parquet(path, hive_partitioning=False)
     except Exception as exc:
-        raise InputFormatError(str(path), f"not a Parquet file: {exc}") from exc
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputFormatError(str(path), f"not a Parquet file: {first}") from exc
     missing = [c for c in DCGM_HOURLY_SCHEMA if c not in df.columns and c != "cluster"]
     if missing:
         raise InputFormatError(str(path), f"missing columns {', '.join(missing)}")
     if "cluster" not in df.columns:
         df = df.with_columns(pl.lit(None, pl.String).alias("cluster"))
-    try:
-        df = df.select([pl.col(c).cast(t) for c, t in DCGM_HOURLY_SCHEMA.items()])
-    except pl.exceptions.PolarsError as exc:
-        raise InputFormatError(str(path), f"columns of the wrong type: {exc}") from exc
-    df = df.with_columns(pl.col("cluster").fill_null(cluster)).with_row_index("_line", 1)
+    df = df.select(list(DCGM_HOURLY_SCHEMA)).with_row_index("_line", 1)
+    raw = pl.concat_str(
+        [pl.col(c).cast(pl.String, strict=False).fill_null("") for c in DCGM_HOURLY_SCHEMA],
+        separator="|",
+    )
+    cast_bad: list[tuple[str, pl.Expr, str]] = []
+    casts: list[pl.Expr] = []
+    for c, t in DCGM_HOURLY_SCHEMA.items():
+        if df.schema[c] == t:
+            casts.append(pl.col(c))
+            continue
+        if isinstance(t, pl.Datetime) and df.schema[c] == pl.String:
+            conv = pl.col(c).str.to_datetime(time_unit="us", time_zone="UTC", strict=False)
+        else:
+            conv = pl.col(c).cast(t, strict=False)
+        casts.append(conv.alias(c))
+        cast_bad.append((c, pl.col(c).is_not_null() & conv.is_null(), f"{c}: not a valid {t}"))
+    df = df.with_columns(raw.alias("_raw"))
+    bad_cast_cols = [
+        pl.when(bad).then(pl.lit(f"{name}\x00{why}")).otherwise(None) for name, bad, why in cast_bad
+    ]
+    df = df.with_columns(pl.coalesce([*bad_cast_cols, pl.lit(None, pl.String)]).alias("_castbad"))
+    df = df.with_columns(casts)
+    df = df.with_columns(pl.col("cluster").fill_null(cluster))
+    now = now or datetime.now(UTC)
+    checks = (
+        *_CHECKS,
+        (
+            "hour",
+            pl.col("hour") > pl.lit(now + timedelta(days=1)),
+            "hour later than ingest time + 1 day",
+        ),
+    )
     reason = pl.lit(None, pl.String)
     fld = pl.lit(None, pl.String)
-    for name, bad, why in reversed(_CHECKS):
+    for name, bad, why in reversed(checks):
         reason = pl.when(bad).then(pl.lit(why)).otherwise(reason)
         fld = pl.when(bad).then(pl.lit(name)).otherwise(fld)
+    cb = pl.col("_castbad").str.split_exact("\x00", 1)
+    reason = (
+        pl.when(pl.col("_castbad").is_not_null()).then(cb.struct.field("field_1")).otherwise(reason)
+    )
+    fld = pl.when(pl.col("_castbad").is_not_null()).then(cb.struct.field("field_0")).otherwise(fld)
     df = df.with_columns(reason.alias("_reason"), fld.alias("_field"))
+    # duplicate key among otherwise-valid rows: keep the first, reject later ones
+    dup = pl.col("_reason").is_null() & (
+        pl.int_range(pl.len()).over([*_KEY, pl.col("_reason").is_null()]) > 0
+    )
+    df = df.with_columns(
+        pl.when(dup).then(pl.lit("duplicate key")).otherwise(pl.col("_reason")).alias("_reason"),
+        pl.when(dup).then(pl.lit(",".join(_KEY))).otherwise(pl.col("_field")).alias("_field"),
+    )
     bad_rows = df.filter(pl.col("_reason").is_not_null())
     rejected = bad_rows.select(
         pl.lit(str(path)).alias("file"),
         pl.col("_line").cast(pl.Int64).alias("line_no"),
         pl.col("_line").cast(pl.Int64).alias("line_end"),
         pl.col("_field").alias("field"),
-        pl.concat_str([pl.col("hostname").fill_null(""), pl.col("gpu").cast(pl.String)
-                       .fill_null(""), pl.col("hour").cast(pl.String).fill_null("")],
-                      separator="|").alias("raw"),
+        pl.col("_raw").alias("raw"),
         pl.col("_reason").alias("reason"),
     ).cast(REJECTED_SCHEMA)  # type: ignore[arg-type]
-    rows = df.filter(pl.col("_reason").is_null()).drop("_line", "_reason", "_field")
+    rows = df.filter(pl.col("_reason").is_null()).drop(
+        "_line", "_reason", "_field", "_raw", "_castbad"
+    )
     return ParseResult(rows, rejected, {"format": "dcgm-hourly-parquet", "rows": rows.height})

@@ -161,7 +161,8 @@ def test_old_names_cover_the_compatibility_list() -> None:
 
 
 def test_blank_sentinels_judged_by_field_type(tmp_path: Path) -> None:
-    """int32 blanks NULL a temperature, not an int64 counter; fp64 blank NULLs power; NaN → NULL."""
+    """int32 blanks NULL a temperature, not an int64 counter; fp64 blank NULLs power; NaN is
+    rejected ("non-finite value"), not NULLed."""
     p = _write(
         tmp_path,
         "s.prom",
@@ -178,10 +179,12 @@ def test_blank_sentinels_judged_by_field_type(tmp_path: Path) -> None:
         2147483632.0,
         None,
         140737488355328.0,
-        None,
         2147483631.0,
     ]
-    assert (res.info["blank_values"], res.info["nan_values"]) == (2, 1)
+    assert (res.info["blank_values"], res.info["nan_values"]) == (2, 0)
+    assert res.rejected.select("line_no", "field", "reason").rows() == [
+        (5, "value", "non-finite value")
+    ]
 
 
 def test_prometheus_timestamps_are_milliseconds(tmp_path: Path) -> None:
