@@ -7,6 +7,8 @@ from typing import Any
 import polars as pl
 import streamlit as st
 
+from pipelines.safe_sql import flat_for_csv
+
 __all__ = ["LEAF_COLORS", "chart", "csv_bytes", "download", "table"]
 
 #: One colour per waterfall leaf (the default palette has 10 colours for 11 leaves): greys for
@@ -28,13 +30,9 @@ LEAF_COLORS: dict[str, str] = {
 
 
 def csv_bytes(df: pl.DataFrame) -> bytes:
-    """``df`` as UTF-8 CSV; list columns are joined with commas (CSV has no nested values)."""
-    flat = df.with_columns(
-        pl.col(name).cast(pl.List(pl.String)).list.join(",")
-        for name, dtype in df.schema.items()
-        if isinstance(dtype, pl.List)
-    )
-    return flat.write_csv().encode("utf-8")
+    """``df`` as UTF-8 CSV; nested columns as text (see :func:`pipelines.safe_sql.flat_for_csv`:
+    lists of scalars joined with commas, structs and nested lists as JSON)."""
+    return flat_for_csv(df).write_csv().encode("utf-8")
 
 
 def download(df: pl.DataFrame, *, key: str, label: str = "Download CSV") -> None:

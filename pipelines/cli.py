@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Annotated
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
 import typer
@@ -42,7 +43,10 @@ def ingest(
     source: Annotated[
         str,
         typer.Argument(
-            help="Input kind: sacct | k8s-events | k8s-pods | k8s-objects | dcgm | slurm-state"
+            help="Input kind: "
+            + " | ".join(_SOURCES)
+            + " (k8s-objects: Kueue Workload/ClusterQueue/LocalQueue and nodes JSON; "
+            "dcgm-hourly: hourly per-GPU Parquet rollups)"
         ),
     ],
     paths: Annotated[list[Path], typer.Argument(help="Files (dcgm: files or snapshot folders)")],
@@ -74,6 +78,11 @@ def ingest(
     target = db or cfg.warehouse_path
     name = cluster or cfg.default_cluster
     zone = tz or cfg.cluster(name).timezone
+    try:
+        ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        where = "--tz" if tz else f"cluster {name!r} timezone in the config"
+        raise _fail(f"unknown time zone {zone!r} ({where}); use an IANA name", 2) from exc
     field_list = [f.strip() for f in fields.split(",") if f.strip()] if fields else None
     if field_list is None and source == "sacct" and cfg.cluster(name).sacct_fields:
         field_list = list(cfg.cluster(name).sacct_fields)
@@ -113,6 +122,9 @@ def ingest(
                 f"{path}: {stats.rows_loaded} rows loaded, {stats.rows_rejected} rejected"
                 + (" (replaced an earlier load)" if stats.replaced_ingests else "")
             )
+            if stats.rows_loaded == 0 and stats.rows_rejected == 0:
+                # Not an error (an idle day can be empty), but worth a look: say so on stderr.
+                typer.echo(f"goodput: warning: no rows found in {path}", err=True)
         rebuild(con, cfg)
     if db is None:
         publish_serving_copy(target, cfg.serving_path, detail_days=cfg.serving_detail_days)
@@ -148,11 +160,18 @@ def materialize(
 def sql(
     query: Annotated[str, typer.Argument(help="SQL over the documented views")],
     db: Annotated[Path | None, typer.Option(help="DuckDB file (default: the serving copy)")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="table | csv | json")] = "table",
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="table | csv | json (csv: list columns such as node_list are joined with ',', "
+            "other nested values are written as JSON text)",
+        ),
+    ] = "table",
     limit: Annotated[int, typer.Option(help="Row limit")] = 100_000,
 ) -> None:
     """Run a read-only query (no writes, no file access, no ATTACH, settings locked)."""
-    from pipelines.safe_sql import SqlRefused, run_query
+    from pipelines.safe_sql import SqlRefused, flat_for_csv, run_query
 
     if fmt not in ("table", "csv", "json"):
         raise _fail("--format must be table, csv or json", 2)
@@ -162,7 +181,7 @@ def sql(
     except (SqlRefused, FileNotFoundError) as exc:
         raise _fail(str(exc)) from exc
     if fmt == "csv":
-        sys.stdout.write(df.write_csv(null_value=""))
+        sys.stdout.write(flat_for_csv(df).write_csv(null_value=""))
     elif fmt == "json":
         sys.stdout.write(df.write_json() + "\n")
     else:

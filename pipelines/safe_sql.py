@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
-__all__ = ["DEFAULT_ROW_LIMIT", "SqlRefused", "open_readonly", "run_query"]
+__all__ = ["DEFAULT_ROW_LIMIT", "SqlRefused", "flat_for_csv", "open_readonly", "run_query"]
 
 DEFAULT_ROW_LIMIT = 100_000
 
@@ -75,3 +76,21 @@ def run_query(path: str | Path, query: str, *, row_limit: int = DEFAULT_ROW_LIMI
         return out
     finally:
         con.close()
+
+
+def flat_for_csv(df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` with its nested columns as text, since CSV has no nested values.
+
+    A list of scalars (e.g. ``slurm_jobs.node_list``, ``VARCHAR[]``) is joined with ``,`` (the
+    separator Slurm itself uses in node lists); structs, fixed-size arrays and lists of nested
+    values become JSON text (``json.dumps``, non-JSON values such as times via ``str``). A NULL
+    stays NULL. Other columns are unchanged.
+    """
+    out: list[pl.Expr | pl.Series] = []
+    for name, dtype in df.schema.items():
+        if isinstance(dtype, pl.List) and not dtype.inner.is_nested():
+            out.append(pl.col(name).cast(pl.List(pl.String)).list.join(","))
+        elif dtype.is_nested():
+            texts = [None if v is None else json.dumps(v, default=str) for v in df[name].to_list()]
+            out.append(pl.Series(name, texts, dtype=pl.String))
+    return df.with_columns(out) if out else df

@@ -65,7 +65,11 @@ _LIST_KINDS: Final = frozenset({"List", "EventList"})
 
 
 def _count(value: object, field: str) -> int | None:
-    return int_or_none(value, field, what="count is not an integer")
+    """The occurrence count in ``value``; :class:`BadItem` if not an integer or negative."""
+    count = int_or_none(value, field, what="count is not an integer")
+    if count is not None and count < 0:
+        raise BadItem(field, f"count {count} is negative")
+    return count
 
 
 def _unwrap_watch(obj: dict[str, Any]) -> dict[str, Any]:
@@ -87,7 +91,12 @@ def _event_row(obj: dict[str, Any]) -> dict[str, Any]:
         involved = ev.get("regarding")
     if (kind is not None and kind != "Event") or (kind is None and involved is None):
         raise BadItem("kind", f"not an Event (kind {kind!r})")
-    if involved is not None and not isinstance(involved, dict):
+    if involved is None:
+        field = (
+            "regarding" if "events.k8s.io" in str(ev.get("apiVersion", "")) else ("involvedObject")
+        )
+        raise BadItem(field, "event has no involved object (what the event is about)")
+    if not isinstance(involved, dict):
         raise BadItem("involvedObject", "not an object")
     uid = text_or_none(get_path(ev, "metadata", "uid"))
     if uid is None:

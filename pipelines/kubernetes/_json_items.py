@@ -94,7 +94,8 @@ def read_json_items(path: str | Path, *, list_kinds: frozenset[str]) -> tuple[li
         The items and the framing found: ``list``, ``array``, ``object`` or ``jsonl``.
 
     Raises:
-        InputFormatError: unreadable or not JSON at all, or a list document of another kind.
+        InputFormatError: unreadable, empty (only whitespace) or not JSON at all, or a list
+            document of another kind.
     """
     file = str(path)
     try:
@@ -108,7 +109,9 @@ def read_json_items(path: str | Path, *, list_kinds: frozenset[str]) -> tuple[li
             raise InputFormatError(file, f"broken gzip stream: {exc}") from exc
     text = data.decode("utf-8", errors="replace")
     if not text.strip():
-        return [], "empty"
+        raise InputFormatError(
+            file, 'empty file (not JSON; an export with no objects is `{"items": []}`)'
+        )
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -287,7 +290,7 @@ class RowsRead:
     Attributes:
         file: the path as given.
         items: every item of the file.
-        framing: ``list``, ``array``, ``object``, ``jsonl`` or ``empty``.
+        framing: ``list``, ``array``, ``object`` or ``jsonl``.
         rows: the rows built, each with the ``line_no`` of its item.
         rejects: ``(line_no, field, raw, reason)`` of the items that gave no rows.
     """

@@ -180,6 +180,8 @@ def _pod_row(pod: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(meta, dict) or not isinstance(spec, dict):
         raise BadItem("kind" if kind is None else "metadata", "not a Pod (no metadata or spec)")
     raw_status = pod.get("status")
+    if raw_status is not None and not isinstance(raw_status, dict):
+        raise BadItem("status", f"not an object: {raw_status!r}")
     status: Mapping[str, Any] = raw_status if isinstance(raw_status, dict) else {}
     for key in ("uid", "name"):
         if not meta.get(key):

@@ -143,6 +143,25 @@ def test_sql_formats(tmp_path: Path) -> None:
     assert js == [{"job_id": "1", "end_at": None}]
 
 
+def test_sql_csv_renders_nested_columns_as_text(tmp_path: Path) -> None:
+    """CSV has no nested values: a list of scalars is joined with ',', a struct is JSON text,
+    a NULL list is an empty field; slurm_jobs (node_list VARCHAR[]) exports without error."""
+    f = tmp_path / "s.psv"
+    f.write_text(
+        "JobID|State|Start|End|AllocTRES|NodeList\n"
+        "1|COMPLETED|2026-11-02T10:00:00|2026-11-02T11:00:00|gres/gpu=1|gpu-[001-002]\n"
+    )
+    db = tmp_path / "x.duckdb"
+    assert runner.invoke(app, ["ingest", "sacct", str(f), "--db", str(db)]).exit_code == 0
+    rows = _rows(
+        db,
+        "select ['a','b'] as l, {'x': 1, 'y': 'z'} as s, null::varchar[] as n, [[1],[2]] as ll",
+    )
+    assert rows == [{"l": "a,b", "s": '{"x": 1, "y": "z"}', "n": "", "ll": "[[1], [2]]"}]
+    jobs = _rows(db, "select * from slurm_jobs")
+    assert len(jobs) == 1 and "node_list" in jobs[0] and jobs[0]["node_list"] != ""
+
+
 @pytest.mark.parametrize(
     ("query", "needle"),
     [
@@ -165,3 +184,20 @@ def test_sql_refusals(tmp_path: Path, query: str, needle: str) -> None:
     assert result.exit_code != 0
     assert needle in result.output
     assert not Path("/tmp/goodput_out.csv").exists()
+
+
+def test_empty_input_loads_with_a_warning_and_empty_json_is_an_error(tmp_path: Path) -> None:
+    """A 0-byte sacct file loads (exit 0) but stderr warns "no rows found in FILE"; a 0-byte
+    k8s-events file is not JSON: a file-level error naming the file (exit 1)."""
+    empty = tmp_path / "empty.psv"
+    empty.write_bytes(b"")
+    db = tmp_path / "x.duckdb"
+    res = runner.invoke(app, ["ingest", "sacct", str(empty), "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    assert f"{empty}: 0 rows loaded, 0 rejected" in res.stdout
+    assert f"goodput: warning: no rows found in {empty}" in res.stderr
+    ev = tmp_path / "events.json"
+    ev.write_bytes(b"")
+    res = runner.invoke(app, ["ingest", "k8s-events", str(ev), "--db", str(db)])
+    assert res.exit_code == 1
+    assert f"goodput: error: {ev}: empty file" in res.stderr

@@ -231,3 +231,31 @@ def test_other_list_kind_raises(tmp_path: Path) -> None:
     p.write_text(json.dumps({"kind": "List", "items": [pod]}))
     with pytest.raises(InputFormatError, match="no item is a Kubernetes Event"):
         parse_k8s_events(p)
+
+
+def test_event_without_involved_object_or_with_negative_count_is_rejected(
+    tmp_path: Path,
+) -> None:
+    """An Event that names no involvedObject, or counts -5 occurrences, is rejected by field."""
+    no_inv = _core_event("u-2", 1, "2026-11-02T10:00:00Z")
+    del no_inv["involvedObject"]
+    neg = _core_event("u-3", -5, "2026-11-02T10:00:00Z")
+    doc = {
+        "kind": "EventList",
+        "items": [_core_event("u-1", 2, "2026-11-02T10:00:00Z"), no_inv, neg],
+    }
+    p = tmp_path / "events.json"
+    p.write_text(json.dumps(doc))
+    res = parse_k8s_events(p)
+    assert res.rows["uid"].to_list() == ["u-1"]
+    assert res.rows["count"].to_list() == [2]
+    assert res.rejected.select("line_no", "field").rows() == [(2, "involvedObject"), (3, "count")]
+    assert res.rejected["reason"][1] == "count -5 is negative"
+
+
+def test_empty_file_raises(tmp_path: Path) -> None:
+    """A 0-byte file is not JSON: a file-level InputFormatError, not a silent 0-row load."""
+    p = tmp_path / "events.json"
+    p.write_bytes(b"")
+    with pytest.raises(InputFormatError, match="empty file"):
+        parse_k8s_events(p)

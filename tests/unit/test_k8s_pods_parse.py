@@ -204,3 +204,20 @@ def test_malformed_pod_structure_is_rejected_not_fatal(tmp_path: Path) -> None:
     rej = res.rejected.row(0, named=True)
     assert (rej["line_no"], rej["field"]) == (2, "item")
     assert rej["reason"].startswith("malformed object (AttributeError")
+
+
+def test_string_status_is_rejected_naming_status(tmp_path: Path) -> None:
+    """``"status": "Running"`` (a string, not the PodStatus object) is rejected on ``status``."""
+    meta = {"name": "ok", "creationTimestamp": "2026-11-02T00:00:00Z"}
+    good = {"kind": "Pod", "metadata": {**meta, "uid": "u-1"}, "spec": {"containers": [{}]}}
+    bad = {**good, "metadata": {**meta, "uid": "u-2"}, "status": "Running"}
+    p = tmp_path / "pods.json"
+    p.write_text(json.dumps({"kind": "List", "items": [good, bad]}))
+    res = parse_k8s_pods(p)
+    assert res.rows["uid"].to_list() == ["u-1"]
+    rej = res.rejected.row(0, named=True)
+    assert (rej["line_no"], rej["field"], rej["reason"]) == (
+        2,
+        "status",
+        "not an object: 'Running'",
+    )
