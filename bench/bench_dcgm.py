@@ -36,7 +36,6 @@ import argparse
 import gzip
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -45,6 +44,10 @@ import time
 from pathlib import Path
 
 import polars as pl
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._harness import peak_rss_mb, run_side
 
 #: The metric subset measured (the issue's nine are too heavy for a 2-core benchmark machine).
 METRICS = (
@@ -164,19 +167,6 @@ def _write_om(path: Path, gpus: pl.DataFrame, hours: int) -> None:
         om.write("# EOF\n")
 
 
-def _peak_mb(pid: str = "self") -> float:
-    """A process's peak resident memory in MB: ``VmHWM`` (Linux: the program's own, from its
-    ``exec``), else this process's ``ru_maxrss``."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        status = ""
-    for line in status.splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def _rss_mb() -> float:
     """This process's resident memory now in MB (``VmRSS``; 0 where there is no ``/proc``)."""
     try:
@@ -266,8 +256,8 @@ def _child_prom(base: Path, db: str, hosts_per_query: int = 0) -> dict[str, obje
         (path,) = source.fetch("bench", DAY)
         fetch_s = time.perf_counter() - t1
         assert server._proc is not None
-        out["server_peak_mb"] = _peak_mb(str(server._proc.pid))
-        fetch_peak = _peak_mb()
+        out["server_peak_mb"] = peak_rss_mb(str(server._proc.pid))
+        fetch_peak = peak_rss_mb()
         out["fetch_peak_mb"] = fetch_peak  # this process's peak before the spool is loaded
     rss_before_load = _rss_mb()
     reset = _reset_peak()  # so that the load's own peak can be read
@@ -279,10 +269,10 @@ def _child_prom(base: Path, db: str, hosts_per_query: int = 0) -> dict[str, obje
     out.update(
         fetch_s=fetch_s, load_s=load_s, seconds=fetch_s + load_s, rows=stats.rows_loaded,
         spool_mb=path.stat().st_size / 1e6, rss_before_load_mb=rss_before_load,
-        load_peak_mb=_peak_mb() if reset else None,
+        load_peak_mb=peak_rss_mb() if reset else None,
     )  # fmt: skip
     if reset:  # the process's peak over both phases
-        out["peak_mb"] = max(fetch_peak, _peak_mb())
+        out["peak_mb"] = max(fetch_peak, peak_rss_mb())
     return out
 
 
@@ -309,7 +299,7 @@ def _child_spool_load(path: Path, mode: str) -> dict[str, object]:
                 stats = ingest_file(con, "dcgm", path, IngestOptions(cluster="bench"))
         seconds = time.perf_counter() - t0
     return {"mode": mode, "seconds": seconds, "rows": stats.rows_loaded,
-            "rejected": stats.rows_rejected, "peak_mb": _peak_mb(),
+            "rejected": stats.rows_rejected, "peak_mb": peak_rss_mb(),
             "chunk_bytes": DCGM_CHUNK_BYTES if mode == "blocks" else None}  # fmt: skip
 
 
@@ -353,7 +343,7 @@ def main() -> None:
             result = _child_file(Path(base), db)
         else:
             result = _child_prom(Path(base), db, args.hosts_per_query)
-        result.setdefault("peak_mb", _peak_mb())
+        result.setdefault("peak_mb", peak_rss_mb())
         print(json.dumps(result))
         return
     sides = args.sides.split(",")
@@ -367,12 +357,10 @@ def main() -> None:
     base = Path(args.keep) if args.keep else Path(tmp.name)  # type: ignore[union-attr]
     try:
         t0 = time.perf_counter()
-        gen = subprocess.run(
-            [sys.executable, __file__, "--hosts", str(args.hosts), "--hours", str(args.hours),
-             "--sides", args.sides, "--generate", str(base)],
-            check=True, capture_output=True, text=True,
+        written = run_side(
+            __file__, "--hosts", str(args.hosts), "--hours", str(args.hours),
+            "--sides", args.sides, "--generate", str(base),
         )  # fmt: skip
-        written = json.loads(gen.stdout.strip().splitlines()[-1])
         files_mb = sum(f.stat().st_size for f in (base / "files").iterdir()) / 1e6
         out: dict[str, object] = {
             "hosts": args.hosts, "gpus": args.hosts * GPUS_PER_HOST, "hours": args.hours,
@@ -385,12 +373,10 @@ def main() -> None:
                 out["prom"] = "skipped: prometheus/promtool not on PATH"
                 continue
             db = str(base / f"{kind}.duckdb")
-            proc = subprocess.run(
-                [sys.executable, __file__, "--child", kind, str(base), db,
-                 "--hosts-per-query", str(args.hosts_per_query)],
-                check=True, capture_output=True, text=True, env={**os.environ},
+            out[kind] = run_side(
+                __file__, "--child", kind, str(base), db,
+                "--hosts-per-query", str(args.hosts_per_query), env=os.environ,
             )  # fmt: skip
-            out[kind] = json.loads(proc.stdout.strip().splitlines()[-1])
             print(json.dumps({kind: out[kind]}), file=sys.stderr, flush=True)
         floor = out.get("floor")
         samples = int(written["samples"])

@@ -35,25 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-
-def _config(work: Path, data: Path, cluster: str) -> Path:
-    text = f"""
-default_cluster = "{cluster}"
-[warehouse]
-path = "{work / "warehouse.duckdb"}"
-serving_path = "{work / "serving.duckdb"}"
-inputs = "{data / "inputs"}"
-inventory = "{data / "inventory"}"
-registry = "{data / "registry.yaml"}"
-partitions_start = "2026-01-01"
-[[clusters]]
-name = "{cluster}"
-scheduler = "slurm"
-timezone = "UTC"
-"""
-    path = work / "goodput.toml"
-    path.write_text(text, encoding="utf-8")
-    return path
+from bench._harness import write_bench_config  # noqa: E402 (after the sys.path line above)
 
 
 def _timed(fn: Any) -> tuple[float, Any]:
@@ -133,7 +115,7 @@ def main() -> None:
     scfg = ScaleConfig(gpus=args.gpus, days=args.days, dcgm_5min_days=args.days)
     if not (data / "planted.json").exists():
         generate_scale_fleet(data, scfg, progress=False)
-    cfg = load_config(_config(work, data, scfg.cluster))
+    cfg = load_config(write_bench_config(work, data, scfg.cluster, "2026-01-01"))
     days = sorted({d for _c, d in partitions_with_input(cfg.inputs_dir, [scfg.cluster])})
     out: dict[str, Any] = {"gpus": args.gpus, "days": len(days)}
 

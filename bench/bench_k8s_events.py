@@ -28,8 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +35,10 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._harness import peak_rss_mb, run_side
 
 T0 = datetime(2026, 11, 2, tzinfo=UTC)
 
@@ -160,19 +162,6 @@ def write_files(folder: Path, pods: int, days: int, seed: int = 11) -> dict[str,
     return {"lines": total, "event_uids": uids, "files": len(lines)}
 
 
-def _peak_mb() -> float:
-    """This process's peak resident memory in MB: ``VmHWM`` (Linux: this program's own, from
-    its ``exec``), else ``ru_maxrss``."""
-    try:
-        status = Path("/proc/self/status").read_text()
-    except OSError:
-        status = ""
-    for line in status.splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def _child(kind: str, folder: str, db: str) -> None:
     import duckdb
 
@@ -203,7 +192,7 @@ def _child(kind: str, folder: str, db: str) -> None:
             rows = int(info[0][0] or 0)
     elapsed = time.perf_counter() - t0
     print(json.dumps({"kind": kind, "seconds": elapsed, "lines": rows, "rows_kept": kept,
-                      "peak_mb": _peak_mb()}))  # fmt: skip
+                      "peak_mb": peak_rss_mb()}))  # fmt: skip
 
 
 def main() -> None:
@@ -224,22 +213,14 @@ def main() -> None:
         folder = Path(tmp) / "events"
         folder.mkdir()
         t0 = time.perf_counter()
-        gen = subprocess.run(
-            [sys.executable, __file__, "--pods", str(args.pods), "--days", str(args.days),
-             "--generate", str(folder)],
-            check=True, capture_output=True, text=True,
-        )  # fmt: skip
-        out: dict[str, Any] = {"pods": args.pods, "days": args.days,
-                               **json.loads(gen.stdout.strip().splitlines()[-1]),
+        written = run_side(__file__, "--pods", str(args.pods), "--days", str(args.days),
+                           "--generate", str(folder))  # fmt: skip
+        out: dict[str, Any] = {"pods": args.pods, "days": args.days, **written,
                                "mb": sum(f.stat().st_size for f in folder.iterdir()) / 1e6,
                                "generate_s": time.perf_counter() - t0}  # fmt: skip
         for kind in ("floor", "ours"):
             db = str(Path(tmp) / f"{kind}.duckdb")
-            proc = subprocess.run(
-                [sys.executable, __file__, "--child", kind, str(folder), db],
-                check=True, capture_output=True, text=True,
-            )  # fmt: skip
-            out[kind] = json.loads(proc.stdout.strip().splitlines()[-1])
+            out[kind] = run_side(__file__, "--child", kind, str(folder), db)
         out["ratio_to_floor"] = out["ours"]["seconds"] / out["floor"]["seconds"]
         out["lines_per_s"] = out["lines"] / out["ours"]["seconds"]
         out["memory_ratio_to_floor"] = out["ours"]["peak_mb"] / out["floor"]["peak_mb"]

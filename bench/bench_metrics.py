@@ -34,7 +34,6 @@ import contextlib
 import datetime as dt
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -47,6 +46,7 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._harness import peak_rss_mb, run_side
 from bench._synth_fleet import AS_OF, read_fleet, write_fleet
 
 T = TypeVar("T")
@@ -61,18 +61,6 @@ _TTS_GROUPS: tuple[tuple[str, ...], ...] = (
     ("source", "cluster", "partition", "bucket"),
     ("source", "cluster", "team", "bucket"),
 )
-
-
-def peak_mb() -> float:
-    """This process's peak resident memory in MB (``VmHWM``; ``ru_maxrss`` elsewhere)."""
-    try:
-        status = Path("/proc/self/status").read_text()
-    except OSError:
-        status = ""
-    for line in status.splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def reset_peak() -> None:
@@ -101,7 +89,7 @@ class Timer:
         t, c = time.perf_counter(), _cpu_s()
         out = fn()
         self.families[name] = {
-            "seconds": time.perf_counter() - t, "cpu_s": _cpu_s() - c, "peak_mb": peak_mb()
+            "seconds": time.perf_counter() - t, "cpu_s": _cpu_s() - c, "peak_mb": peak_rss_mb()
         }  # fmt: skip
         return out
 
@@ -312,11 +300,7 @@ def _child(kind: str, folder: str) -> None:
 
 
 def _run(kind: str, folder: Path) -> dict[str, object]:
-    proc = subprocess.run(
-        [sys.executable, __file__, "--child", kind, str(folder)],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    out: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
+    out: dict[str, object] = run_side(__file__, "--child", kind, str(folder))
     return out
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,10 @@ import time
 from pathlib import Path
 
 import polars as pl
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._harness import peak_rss_mb, run_side
 
 FIELDS = (
     "JobID|JobIDRaw|Cluster|Partition|QOS|Account|User|Submit|Eligible|Start|End|Elapsed|"
@@ -77,19 +80,6 @@ def write_file(path: Path, n: int) -> None:
         fh.write("\n")
 
 
-def _peak_mb() -> float:
-    """This process's peak resident memory in MB: ``VmHWM`` (Linux: this program's own, from
-    its ``exec``), else ``ru_maxrss`` (which on Linux includes the parent's peak before it)."""
-    try:
-        status = Path("/proc/self/status").read_text()
-    except OSError:
-        status = ""
-    for line in status.splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def _child(kind: str, path: str, db: str) -> None:
     import duckdb
 
@@ -111,7 +101,7 @@ def _child(kind: str, path: str, db: str) -> None:
             stats = ingest_file(con, "sacct", Path(path), IngestOptions(cluster="bench", tz="UTC"))
             rows = stats.rows_loaded
     elapsed = time.perf_counter() - t0
-    peak_mb = _peak_mb()
+    peak_mb = peak_rss_mb()
     print(json.dumps({"kind": kind, "seconds": elapsed, "rows": rows, "peak_mb": peak_mb}))
 
 
@@ -138,11 +128,7 @@ def main() -> None:
                "file_mb": f.stat().st_size / 1e6, "generate_s": gen_s}  # fmt: skip
         for kind in ("floor", "ours"):
             db = str(Path(tmp) / f"{kind}.duckdb")
-            proc = subprocess.run(
-                [sys.executable, __file__, "--child", kind, str(f), db],
-                check=True, capture_output=True, text=True,
-            )  # fmt: skip
-            out[kind] = json.loads(proc.stdout.strip().splitlines()[-1])
+            out[kind] = run_side(__file__, "--child", kind, str(f), db)
         out["ratio_to_floor"] = out["ours"]["seconds"] / out["floor"]["seconds"]
         out["rows_per_s"] = out["ours"]["rows"] / out["ours"]["seconds"]
         print(json.dumps(out))

@@ -41,27 +41,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+from bench._harness import last_json, write_bench_config  # noqa: E402 (after sys.path above)
+
 CLUSTER = "scale-a"
-
-
-def _toml(folder: Path, data: Path) -> Path:
-    text = f"""
-default_cluster = "{CLUSTER}"
-[warehouse]
-path = "{folder / "warehouse.duckdb"}"
-serving_path = "{folder / "serving.duckdb"}"
-inputs = "{data / "inputs"}"
-inventory = "{data / "inventory"}"
-registry = "{data / "registry.yaml"}"
-partitions_start = "2025-01-01"
-[[clusters]]
-name = "{CLUSTER}"
-scheduler = "slurm"
-timezone = "UTC"
-"""
-    path = folder / "goodput.toml"
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def _ingest(db: Path, data: Path, kind: str, pattern: str) -> dict[str, Any]:
@@ -103,7 +86,7 @@ def _stage(name: str, data: Path, work: Path, gpus: int, days: int) -> dict[str,
         from pipelines.config import load_config
         from pipelines.warehouse import connect
 
-        cfg = load_config(_toml(work, data))
+        cfg = load_config(write_bench_config(work, data, CLUSTER, "2025-01-01"))
         with connect(db) as con:
             counts = rebuild(con, cfg, full=True)
         return {"tables": len(counts), "rows": sum(counts.values())}
@@ -212,7 +195,7 @@ def _child(stage: str, data: Path, work: Path, gpus: int, days: int) -> dict[str
     wall = time.perf_counter() - t
     if proc.returncode != 0:
         return {"stage": stage, "error": proc.stderr[-2000:], "wall_s": round(wall, 2)}
-    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    out: dict[str, Any] = last_json(proc.stdout)
     out["stage"] = stage
     return out
 

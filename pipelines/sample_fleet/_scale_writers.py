@@ -19,6 +19,7 @@ from typing import Any
 
 import polars as pl
 
+from pipelines.dcgm._hourly import DCGM_HOURLY_SCHEMA
 from pipelines.sample_fleet._dcgm import DcgmContext, write_dcgm_day
 from pipelines.sample_fleet._model import TEAMS, ClusterSpec, GpuAllocation, NodeEvent, gpu_uuid
 from pipelines.sample_fleet._scale import (
@@ -47,19 +48,9 @@ MEM_MB_PER_GPU = 65536
 STEP_S = 300
 SAMPLES_PER_HOUR = 3600 // STEP_S
 #: Columns of the hourly DCGM aggregates (one row per GPU, hour and ``hpc_job`` label value,
-#: as a recording rule ``avg_over_time(...[1h])`` grouped by the exporter's labels gives).
-HOURLY_SCHEMA: dict[str, pl.DataType] = {
-    "cluster": pl.String(),
-    "hostname": pl.String(),
-    "gpu": pl.Int32(),
-    "uuid": pl.String(),
-    "hour": pl.Datetime("us", "UTC"),
-    "hpc_job": pl.String(),
-    "samples": pl.Int32(),
-    "gr_engine_active_avg": pl.Float64(),
-    "fb_used_max_mib": pl.Int64(),
-    "xid_last": pl.Int64(),
-}
+#: as a recording rule ``avg_over_time(...[1h])`` grouped by the exporter's labels gives): the
+#: schema the ingest reads them with, :data:`pipelines.dcgm._hourly.DCGM_HOURLY_SCHEMA`.
+HOURLY_SCHEMA = DCGM_HOURLY_SCHEMA
 
 
 def _ts(col: str | pl.Expr) -> pl.Expr:
