@@ -19,8 +19,9 @@ previous and the new data cut-off ``as_of`` (running jobs and pending demand ext
 A full rebuild runs instead when nothing was built before, when asked (``full=True``,
 ``goodput materialize --full``), when the registry, the inventory or its derived nodes, the
 thresholds or the code computing the tables (``metrics/``, ``pipelines/``, ``sql/``) changed,
-when a loaded file names no day, or when the warehouse holds hourly DCGM aggregates
-(``raw.dcgm_hourly``: the telemetry path here reads 5-minute samples only).
+or when a loaded file names no day. Hourly DCGM aggregates (``raw.dcgm_hourly``) take the
+incremental path like 5-minute samples: a loaded file affects the days its hours cover, and the
+waterfall of a cluster without 5-minute samples uses the hourly buckets, as a full build does.
 """
 
 from __future__ import annotations
@@ -251,20 +252,14 @@ def plan_build(
     _bid, mark, old_fp, old_as_of_json = state[0]
     if old_fp != fp:
         return _full("registry, inventory, nodes, thresholds or code changed")
-    # The incremental telemetry path (apply_incremental) reads 5-minute samples only; hourly
-    # DCGM aggregates feed the waterfall in a full build (metrics_build.hourly_activity).
-    if _table_exists(con, "raw.dcgm_hourly") and con.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM raw.dcgm_hourly LIMIT 1)"
-    ).fetchall()[0][0]:
-        return _full("hourly DCGM aggregates (raw.dcgm_hourly) are rebuilt in full")
-
     days: dict[str, set[dt.date]] = {}
 
     def add(found: dict[str, set[dt.date]]) -> None:
         for c, ds in found.items():
             days.setdefault(c, set()).update(ds)
 
-    # 1. Files loaded since the last build: the day each names; DCGM: the days its samples cover.
+    # 1. Files loaded since the last build: the day each names; DCGM: the days its samples cover;
+    # hourly DCGM aggregates: the days its hours cover.
     new = con.execute(
         "SELECT ingest_id, source, cluster, file FROM raw.ingests WHERE ingest_id > $m",
         {"m": mark},
@@ -273,6 +268,15 @@ def plan_build(
         if source == "dcgm":
             rng = con.execute(
                 "SELECT cluster, min(ts), max(ts) FROM raw.dcgm_samples WHERE ingest_id = $i"
+                " GROUP BY cluster",
+                {"i": ingest_id},
+            ).fetchall()
+            for c, lo, hi in rng:
+                add({c: _days(lo, hi)})
+            continue
+        if source == "dcgm-hourly":
+            rng = con.execute(
+                "SELECT cluster, min(hour), max(hour) FROM raw.dcgm_hourly WHERE ingest_id = $i"
                 " GROUP BY cluster",
                 {"i": ingest_id},
             ).fetchall()
@@ -349,9 +353,12 @@ def telemetry_window(
     margin: dt.timedelta = _DAY,
 ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB whose ``raw.dcgm_samples`` holds one cluster's samples in
-    [lo − margin, hi) — the input the telemetry functions of
-    :mod:`pipelines.analytics.metrics_build` read, cut to a window. The margin gives the XID
-    change detection (``lag`` over each GPU's samples) the sample before the window."""
+    [lo − margin, hi), and whose ``raw.dcgm_hourly`` (when the warehouse has it) holds the
+    cluster's hourly aggregates whose ``hour`` lies in the same window — the input the telemetry
+    functions of :mod:`pipelines.analytics.metrics_build` and
+    :func:`pipelines.analytics.dcgm_hourly_metrics.hourly_activity` read, cut to a window. The
+    margin gives the XID change detection (``lag`` over each GPU's samples) the sample before
+    the window."""
     frame: pl.DataFrame = con.sql(
         "SELECT * FROM raw.dcgm_samples WHERE cluster = $c AND ts >= $lo AND ts < $hi",
         params={"c": cluster, "lo": lo - margin, "hi": hi},
@@ -362,6 +369,14 @@ def telemetry_window(
     mem.register("_samples", frame)
     mem.execute("CREATE TABLE raw.dcgm_samples AS SELECT * FROM _samples")
     mem.unregister("_samples")
+    if _table_exists(con, "raw.dcgm_hourly"):  # hourly aggregates (the scale fleet's telemetry)
+        hourly = con.sql(
+            "SELECT * FROM raw.dcgm_hourly WHERE cluster = $c AND hour >= $lo AND hour < $hi",
+            params={"c": cluster, "lo": lo - margin, "hi": hi},
+        ).arrow()
+        mem.register("_hourly", hourly)
+        mem.execute("CREATE TABLE raw.dcgm_hourly AS SELECT * FROM _hourly")
+        mem.unregister("_hourly")
     if _table_exists(con, "raw.slurm_job_gres"):  # the per-job GPU index map (small)
         gres = con.sql(
             "SELECT * FROM raw.slurm_job_gres WHERE cluster = $c", params={"c": cluster}
@@ -507,7 +522,10 @@ def apply_incremental(
     ``occupancy_hourly`` rows are the affected hours of the full ``occupancy`` frame; the
     waterfall is :func:`metrics.gpu_waterfall_hourly` over those hours only (its capacity rows
     define the output hours), with activity and XID events from the cluster's samples cut to
-    the window the affected days and the overlapping attempts cover; ``gpu_activity`` is
+    the window the affected days and the overlapping attempts cover (a cluster without
+    5-minute samples uses the hourly aggregates' activity,
+    :func:`~pipelines.analytics.dcgm_hourly_metrics.hourly_activity`, in 3600 s buckets, as
+    :func:`~pipelines.analytics.metrics_build.build_metric_tables` does); ``gpu_activity`` is
     :func:`~pipelines.analytics.metrics_build.gpu_activity` on that window, kept for the
     affected days; ``job_gpu_summary`` is recomputed for every attempt of a job (cluster,
     job_id) with an attempt running on an affected day.
@@ -516,6 +534,7 @@ def apply_incremental(
         ``(table, mode, rows deleted, rows inserted)`` per table; mode ``days`` or ``jobs``.
     """
     from metrics import gpu_waterfall_hourly
+    from pipelines.analytics.dcgm_hourly_metrics import hourly_activity
     from pipelines.analytics.metrics_build import (
         _activity,
         _xid_events,
@@ -561,13 +580,25 @@ def apply_incremental(
             buckets = attributed_gpu_buckets(mem, jobs_c, pod_jobs, nodes_c)
             activity = _activity(mem, jobs_c, pod_jobs, buckets=buckets)
             xid = _xid_events(mem)
+            wf_activity, bucket_s = activity, 300.0
+            # A full build uses the hourly aggregates for a cluster whose 5-minute activity is
+            # empty over all time; here: a cluster with no 5-minute sample at all.
+            no_samples = not con.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM raw.dcgm_samples WHERE cluster = $c LIMIT 1)",
+                {"c": c},
+            ).fetchall()[0][0]
+            if activity.height == 0 and no_samples:
+                hourly = hourly_activity(mem, jobs_c).filter(pl.col("cluster") == c)
+                if hourly.height:
+                    wf_activity, bucket_s = hourly, 3600.0
             if occ_c.height:
                 wf_parts.append(
                     gpu_waterfall_hourly(
                         j.lazy(),
                         occ_c.select("cluster", "hour", "capacity_gpu_s", "down_gpu_s",
                                      "planned_down_gpu_s").lazy(),
-                        cut, pending=p.lazy(), activity=activity.lazy(), xid_events=xid.lazy(),
+                        cut, pending=p.lazy(), activity=wf_activity.lazy(),
+                        activity_bucket_s=bucket_s, xid_events=xid.lazy(),
                         idle_threshold=idle_threshold,
                     ).collect()
                 )  # fmt: skip

@@ -167,3 +167,116 @@ def test_rerunning_one_day_touches_only_that_days_rows(two_builds: tuple[Config,
         _assert_frames_close(
             after[t].drop("ingest_id", strict=False), before[t].drop("ingest_id", strict=False), t
         )
+
+
+def test_incremental_with_hourly_telemetry_equals_full_rebuild(tmp_path: Path) -> None:
+    """A scale fleet whose only telemetry is hourly DCGM aggregates (``raw.dcgm_hourly``; no
+    5-minute samples): days 1–2 built in full, day 3 loaded and built incrementally. The build
+    is incremental (no full-rebuild fallback for hourly data), every core and analytics table
+    equals a full rebuild's row for row (floats within 1e-9 relative), and the hourly tables
+    rewrote exactly the planned cluster-days, day 3 among them.
+
+    Hand count: the cluster runs in UTC with 16 GPUs, so each planned day is 24
+    ``occupancy_hourly`` rows, deleted and inserted; the waterfall rewrites the rows whose hour
+    falls on the planned days (counted before and after), and its rows on the other days are
+    unchanged."""
+    import datetime as dt
+
+    from pipelines.ingest import file_day
+    from pipelines.sample_fleet._scale import ScaleConfig, generate_scale_fleet
+
+    out = tmp_path / "fleet"
+    generate_scale_fleet(
+        out,
+        ScaleConfig(gpus=16, days=3, seed=3, start=dt.date(2026, 3, 2), dcgm_5min_days=0),
+        progress=False,
+    )
+    base = out / "inputs" / "scale-a"
+    toml = tmp_path / "goodput.toml"
+    toml.write_text(
+        f"""
+default_cluster = "scale-a"
+[warehouse]
+path = "{tmp_path / "w.duckdb"}"
+serving_path = "{tmp_path / "s.duckdb"}"
+inputs = "{out / "inputs"}"
+inventory = "{out / "inventory"}"
+registry = "{out / "registry.yaml"}"
+partitions_start = "2026-01-01"
+[[clusters]]
+name = "scale-a"
+scheduler = "slurm"
+timezone = "UTC"
+""",
+        encoding="utf-8",
+    )
+    cfg = load_config(toml)
+    kinds = (("sacct", "sacct/*.psv"), ("slurm-state", "slurm_state/*.psv"),
+             ("dcgm-hourly", "dcgm_hourly/date=*/*.parquet"))  # fmt: skip
+    assert not list(base.glob("dcgm/**/*.*"))  # hourly telemetry only
+
+    def load(con: duckdb.DuckDBPyConnection, days: set[str]) -> None:
+        for kind, pattern in kinds:
+            for f in sorted(base.glob(pattern)):
+                if file_day(f) in days:
+                    ingest_file(con, kind, f, IngestOptions(cluster="scale-a", tz="UTC"))
+
+    wf_on = (
+        "SELECT count(*) FROM analytics.gpu_waterfall_hourly"
+        " WHERE CAST(hour AS DATE) IN (SELECT unnest($d::DATE[]))"
+    )
+    with connect(cfg.warehouse_path) as con:
+        con.execute("SET TimeZone = 'UTC'")
+        init_warehouse(con)
+        load(con, {"2026-03-02", "2026-03-03"})
+        rebuild(con, cfg)
+        assert con.execute("SELECT count(*) FROM raw.dcgm_hourly").fetchall()[0][0] > 0
+        before = {t: con.sql(f"SELECT * FROM {t}").pl() for t in _tables(con)}
+        load(con, {"2026-03-04"})
+        rebuild(con, cfg)
+        modes = con.execute("SELECT mode FROM analytics.build_state ORDER BY build_id").fetchall()
+        assert [m for (m,) in modes] == ["full", "incremental"]
+        log = {
+            t: (m, d, i, days)
+            for t, m, d, i, days in con.execute(
+                "SELECT table_name, mode, rows_deleted, rows_inserted, days"
+                " FROM analytics.build_log WHERE build_id = 2"
+            ).fetchall()
+        }
+        planned = json.loads(log["analytics.occupancy_hourly"][3])
+        assert list(planned) == ["scale-a"] and "2026-03-04" in planned["scale-a"]
+        days = planned["scale-a"]
+        assert set(days) <= {"2026-03-01", "2026-03-02", "2026-03-03", "2026-03-04"}
+        for t in ("analytics.occupancy_hourly", "analytics.gpu_waterfall_hourly"):
+            on_days = pl.col("hour").dt.convert_time_zone("UTC").dt.date().cast(pl.String)
+            n_old = before[t].filter(on_days.is_in(days)).height
+            n_new = con.execute(wf_on.replace("gpu_waterfall_hourly", t.split(".")[1]),
+                                {"d": days}).fetchall()[0][0]  # fmt: skip
+            assert n_new > n_old
+            assert log[t][:3] == ("days", n_old, n_new), t
+        # Rows of the days not planned are untouched (same content as before the day was added).
+        kept = con.sql(
+            "SELECT * FROM analytics.gpu_waterfall_hourly"
+            " WHERE CAST(hour AS DATE) NOT IN (SELECT unnest($d::DATE[]))",
+            params={"d": days},
+        ).pl()
+        prev = before["analytics.gpu_waterfall_hourly"].filter(
+            ~pl.col("hour").dt.convert_time_zone("UTC").dt.date().cast(pl.String).is_in(days)
+        )
+        _assert_frames_close(kept.drop("as_of"), prev.drop("as_of"), "waterfall, other days")
+        # The waterfall observed the allocated time from the hourly buckets (as a full build).
+        observed = con.sql(
+            "SELECT sum(observed_gpu_s) FROM analytics.gpu_waterfall_hourly"
+            " WHERE CAST(hour AS DATE) = DATE '2026-03-04'"
+        ).fetchall()[0][0]
+        assert observed and observed > 0
+    full = tmp_path / "full.duckdb"
+    shutil.copyfile(cfg.warehouse_path, full)
+    with connect(full) as con:
+        rebuild(con, cfg, full=True)
+    with connect(cfg.warehouse_path, read_only=True) as inc, connect(full, read_only=True) as ful:
+        tables = _tables(inc)
+        assert tables == _tables(ful)
+        for t in tables:
+            _assert_frames_close(inc.sql(f"SELECT * FROM {t}").pl(),
+                                 ful.sql(f"SELECT * FROM {t}").pl(), t)  # fmt: skip
