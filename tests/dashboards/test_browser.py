@@ -118,9 +118,17 @@ class _Page:
 
     def wait(self, ready: Callable[[_Page], bool], timeout: float = 60) -> None:
         """Wait until ``ready`` holds and the script has stopped running."""
+        from selenium.common.exceptions import StaleElementReferenceException
         from selenium.webdriver.support.ui import WebDriverWait
 
-        WebDriverWait(self._driver, timeout, poll_frequency=0.25).until(
+        # Streamlit replaces elements as it reruns: an element gone between find and read is
+        # a page still painting, so poll again rather than fail.
+        WebDriverWait(
+            self._driver,
+            timeout,
+            poll_frequency=0.25,
+            ignored_exceptions=(StaleElementReferenceException,),
+        ).until(
             lambda _d: ready(self) and not self._find(RUNNING)
         )
         time.sleep(0.5)  # let the last delta paint
