@@ -192,24 +192,7 @@ def test_incremental_with_hourly_telemetry_equals_full_rebuild(tmp_path: Path) -
         progress=False,
     )
     base = out / "inputs" / "scale-a"
-    toml = tmp_path / "goodput.toml"
-    toml.write_text(
-        f"""
-default_cluster = "scale-a"
-[warehouse]
-path = "{tmp_path / "w.duckdb"}"
-serving_path = "{tmp_path / "s.duckdb"}"
-inputs = "{out / "inputs"}"
-inventory = "{out / "inventory"}"
-registry = "{out / "registry.yaml"}"
-partitions_start = "2026-01-01"
-[[clusters]]
-name = "scale-a"
-scheduler = "slurm"
-timezone = "UTC"
-""",
-        encoding="utf-8",
-    )
+    toml = write_config(tmp_path, days_dir=out, clusters=(("scale-a", "slurm", "UTC"),))
     cfg = load_config(toml)
     kinds = (("sacct", "sacct/*.psv"), ("slurm-state", "slurm_state/*.psv"),
              ("dcgm-hourly", "dcgm_hourly/date=*/*.parquet"))  # fmt: skip

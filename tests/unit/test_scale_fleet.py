@@ -24,6 +24,7 @@ from pipelines.sample_fleet._scale import (
     simulate_partition,
 )
 from pipelines.sample_fleet._scale_writers import HOURLY_SCHEMA, dcgm_hourly_day
+from tests.conftest import write_config
 
 CFG = ScaleConfig(gpus=1024, days=4, seed=3, start=dt.date(2026, 3, 2), dcgm_5min_days=1)
 
@@ -150,7 +151,7 @@ def test_ingests_with_zero_rejects(fleet: tuple[Path, Any], tmp_path: Path) -> N
     base = out / "inputs" / "scale-a"
     opts = IngestOptions(cluster="scale-a", tz="UTC")
     loaded = rejected = 0
-    with connect(tmp_path / "w.duckdb") as con:
+    with connect(tmp_path / "warehouse.duckdb") as con:
         init_warehouse(con)
         for kind, pattern in (("sacct", "sacct/*.psv"), ("slurm-state", "slurm_state/*.psv"),
                               ("dcgm", "dcgm/*.prom.gz"),
@@ -185,7 +186,7 @@ def test_dcgm_hourly_rejects_and_is_idempotent(tmp_path: Path) -> None:
                   "hpc_job": ["7", None, None], "samples": [12, 13, 12],
                   "gr_engine_active_avg": [0.5, 0.0, 0.0], "fb_used_max_mib": [1, 0, 0],
                   "xid_last": [0, 0, 0]}).write_parquet(f)
-    with connect(tmp_path / "w.duckdb") as con:
+    with connect(tmp_path / "warehouse.duckdb") as con:
         init_warehouse(con)
         for _ in range(2):
             st = ingest_file(con, "dcgm-hourly", f, IngestOptions(cluster="c"))
@@ -233,23 +234,9 @@ def test_rebuild_from_hourly_aggregates(fleet: tuple[Path, Any], tmp_path: Path)
 
     out, _ = fleet
     base = out / "inputs" / "scale-a"
-    toml = tmp_path / "goodput.toml"
-    toml.write_text(f"""
-default_cluster = "scale-a"
-[warehouse]
-path = "{tmp_path / "w.duckdb"}"
-serving_path = "{tmp_path / "s.duckdb"}"
-inputs = "{out / "inputs"}"
-inventory = "{out / "inventory"}"
-registry = "{out / "registry.yaml"}"
-partitions_start = "2026-01-01"
-[[clusters]]
-name = "scale-a"
-scheduler = "slurm"
-timezone = "UTC"
-""", encoding="utf-8")
+    toml = write_config(tmp_path, days_dir=out, clusters=(("scale-a", "slurm", "UTC"),))
     opts = IngestOptions(cluster="scale-a", tz="UTC")
-    with connect(tmp_path / "w.duckdb") as con:
+    with connect(tmp_path / "warehouse.duckdb") as con:
         init_warehouse(con)
         for kind, pattern in (("sacct", "sacct/*.psv"), ("slurm-state", "slurm_state/*.psv"),
                               ("dcgm-hourly", "dcgm_hourly/date=*/*.parquet")):
