@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import dagster_k8s
 import pytest
 import yaml
 from dagster._config import process_config
-
-dagster_k8s = pytest.importorskip("dagster_k8s")
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "k8s"
 IMAGE = "ghcr.io/example/goodput:0.1.0"

@@ -25,8 +25,6 @@ from urllib.parse import parse_qs, urlparse
 import polars as pl
 import pytest
 
-pytest.importorskip("kubernetes")
-
 from pipelines.kubernetes._events_parse import parse_k8s_events
 from pipelines.kubernetes._watch import core_v1_api, watch_events
 

@@ -23,8 +23,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-pytest.importorskip("kubernetes")
-
 from pipelines.cli import app
 from pipelines.kubernetes._events_parse import parse_k8s_events
 from tests.unit.test_k8s_watch import Script, _bookmark, _event, _list, _Replay, api_server
