@@ -69,9 +69,25 @@ def _gpu_seconds_in_hour(run: ClusterRun) -> float:
     return total
 
 
+def _explain(run: ClusterRun, job_id: str) -> str:
+    """Why a job ended as it did: its sacct rows (state, exit code, reason, nodes), what it wrote
+    to stdout/stderr, and the daemon log lines that name it. For assertion messages."""
+    rows = [row for row in _rows(run.sacct_text) if row["JobID"].split(".")[0] == job_id]
+    parts = [
+        f"{row['JobID']} (raw {row['JobIDRaw']}): {row['State']} exit {row['ExitCode']} "
+        f"reason {row['Reason']!r} nodes {row['NodeList']}"
+        for row in rows
+    ]
+    for raw in dict.fromkeys(row["JobIDRaw"].split(".")[0] for row in rows):
+        parts.append(f"output of {raw}: {run.cluster.job_output(raw)!r}")
+        parts += run.cluster.node_log_lines(raw)
+    return "\n  ".join(["", *parts])
+
+
 def test_every_job_appears_with_its_expected_final_state(slurm_cluster: ClusterRun) -> None:
     """Each submitted job (array tasks one by one) has sacct rows ending in the expected state."""
     wrong = {}
+    explained: list[str] = []
     for job in slurm_cluster.mix.jobs:
         attempts = _attempts(slurm_cluster, job.job_id)
         states = tuple(row["State"] for row in attempts)
@@ -80,7 +96,8 @@ def test_every_job_appears_with_its_expected_final_state(slurm_cluster: ClusterR
         )
         if not ok:
             wrong[f"{job.key} ({job.job_id})"] = (states, job.states)
-    assert not wrong, f"seen vs expected: {wrong}"
+            explained.append(f"{job.key}:{_explain(slurm_cluster, job.job_id)}")
+    assert not wrong, f"seen vs expected: {wrong}\n" + "\n".join(explained)
 
 
 def test_requeued_job_shows_both_attempts(slurm_cluster: ClusterRun) -> None:
@@ -142,7 +159,8 @@ def test_two_node_job_has_its_srun_step(slurm_cluster: ClusterRun) -> None:
     """The 16-GPU job spans two nodes and its ``srun`` step is a row of its own."""
     job = slurm_cluster.mix.by_key("two-node")
     steps = {row["JobID"]: row for row in _rows(slurm_cluster.sacct_text)}
-    assert f"{job.job_id}.batch" in steps
+    assert f"{job.job_id}.batch" in steps, _explain(slurm_cluster, job.job_id)
+    assert f"{job.job_id}.0" in steps, _explain(slurm_cluster, job.job_id)
     step = steps[f"{job.job_id}.0"]
     assert (step["State"], step["NNodes"], step["NTasks"]) == ("COMPLETED", "2", "2")
 

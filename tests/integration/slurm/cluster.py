@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -92,6 +93,8 @@ _LIB_GLOBS: Mapping[str, str] = {
 #: slurmctld and the 4 slurmd until the nodes are idle took ~11 s on a 2-core machine; the rest
 #: is margin (``start()`` waits it out).
 _DEFAULT_HOUR_LEAD_S = 30
+#: Free disk space below which :meth:`SlurmTestCluster.start` refuses to start (bytes).
+_MIN_FREE_BYTES = 2 * 2**30
 _ENV_MARKER = "GOODPUT_SLURM_TEST_CLUSTER"
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -254,6 +257,8 @@ class SlurmTestCluster:
         self.log_dir = self.base_dir / "log"
         self.dev_dir = self.base_dir / "dev"
         self.db_dir = self.base_dir / "mariadb"
+        #: every job's stdout and stderr (``job-<JobIDRaw>.out``), kept for failure reports
+        self.job_out_dir = self.base_dir / "jobout"
         self.munge_dir = self.base_dir / "munge"
         self.munge_socket = self.munge_dir / "munge.socket"
         self.mariadb_socket = self.db_dir / "mysqld.sock"
@@ -354,7 +359,7 @@ class SlurmTestCluster:
     ) -> str:
         """Submit a batch job whose body is ``script`` (bash), as ``user``.
 
-        Output goes to /dev/null and the working folder is /tmp, both reachable by every user.
+        Output (stdout and stderr) goes to :meth:`job_output`'s file, the working folder is /tmp.
 
         Args:
             script: the job's shell commands (a ``#!/bin/bash`` line is prepended).
@@ -375,7 +380,7 @@ class SlurmTestCluster:
         argv = [
             "sbatch", "--parsable", f"--job-name={job_name}", f"--nodes={nodes}",
             f"--cpus-per-task={cpus_per_task}", f"--time={time_limit}",
-            "--output=/dev/null", "--chdir=/tmp",
+            f"--output={self.job_out_dir}/job-%j.out", "--chdir=/tmp",
         ]  # fmt: skip
         if account is not None:
             argv.append(f"--account={account}")
@@ -388,6 +393,30 @@ class SlurmTestCluster:
         argv += list(extra)
         proc = self.run(argv, user=user, input_text=f"#!/bin/bash\n{script}\n")
         return proc.stdout.strip().split(";")[0]
+
+    def job_output(self, raw_job_id: str) -> str:
+        """What a job (or one array task, by its own ``JobIDRaw``) wrote to stdout and stderr.
+
+        Returns:
+            The text, or ``""`` when the job wrote nothing or never started.
+        """
+        path = self.job_out_dir / f"job-{raw_job_id}.out"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def node_log_lines(self, raw_job_id: str) -> list[str]:
+        """The lines of slurmctld's and every slurmd's log that name this job (``JobId=N``,
+        ``JobId=A_T(N)``, ``[N.batch]``, ``job N``, ``StepId=N.``), for a failed test's message."""
+        pattern = re.compile(
+            rf"(JobId={raw_job_id}\b|\({raw_job_id}\)|\[{raw_job_id}\.|job {raw_job_id}\b"
+            rf"|StepId={raw_job_id}\.)"
+        )
+        lines: list[str] = []
+        for log in sorted(self.log_dir.glob("*.log")):
+            with contextlib.suppress(OSError):
+                for line in log.read_text(errors="replace").splitlines():
+                    if pattern.search(line):
+                        lines.append(f"{log.name}: {line}")
+        return lines
 
     def job_state(self, job_id: str) -> str:
         """The job's current state as squeue prints it (``PENDING``, ``RUNNING``, …)."""
@@ -530,6 +559,14 @@ class SlurmTestCluster:
             )
         if os.geteuid() != 0:
             raise RuntimeError("SlurmTestCluster must run as root (daemons run jobs as other uids)")
+        # slurmd writes each job's script and step files under the state folder and MariaDB its
+        # tables: on a nearly full disk jobs fail at launch, which reads like a Slurm bug.
+        free = shutil.disk_usage(self.base_dir).free
+        if free < _MIN_FREE_BYTES:
+            raise RuntimeError(
+                f"only {free / 2**30:.1f} GiB free under {self.base_dir}; the test cluster needs "
+                f"{_MIN_FREE_BYTES / 2**30:.0f} GiB (slurmd spool, MariaDB, job output)"
+            )
         self._libs = {key: p for key in _LIB_GLOBS if (p := _find_library(key)) is not None}
         try:
             self._prepare_files()
@@ -609,6 +646,9 @@ class SlurmTestCluster:
                 )
         for folder in (self.etc_dir, self.state_dir, self.run_dir, self.log_dir, self.dev_dir):
             folder.mkdir(mode=0o755)
+        # jobs run as the fictional users and write their output here (sticky, like /tmp)
+        self.job_out_dir.mkdir()
+        self.job_out_dir.chmod(0o1777)
         for node in NODE_NAMES:
             (self.state_dir / "slurmd" / node).mkdir(parents=True, mode=0o755)
         (self.state_dir / "ctld").mkdir(mode=0o700)
