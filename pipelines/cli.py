@@ -14,6 +14,7 @@ import polars as pl
 import typer
 
 from pipelines._parse_result import InputFormatError
+from pipelines._progress import progress_bar
 from pipelines.config import ConfigError, load_config, repo_root
 from pipelines.kubernetes.watch_cli import watch_app
 from pipelines.report.cli import report_app
@@ -94,9 +95,12 @@ def ingest(
             raise _fail(f"--scrape-time {scrape_time!r} is not an ISO time", 2) from exc
         scraped = scraped if scraped.tzinfo else scraped.replace(tzinfo=dt.UTC)
     errors = 0
+    bar = progress_bar(len(paths), f"ingest {source}", unit="file")
+    say = bar.write if not bar.disable else typer.echo
     with connect(target) as con:
         init_warehouse(con)
         for path in paths:
+            bar.update(1)
             opts = IngestOptions(
                 cluster=name, tz=zone, fields=field_list, delimiter=delimiter, scrape_time=scraped
             )
@@ -118,13 +122,14 @@ def ingest(
                         cluster=name, tz=own, fields=field_list, delimiter=delimiter
                     )
                     stats = ingest_file(con, source, path, opts)
-            typer.echo(
+            say(
                 f"{path}: {stats.rows_loaded} rows loaded, {stats.rows_rejected} rejected"
                 + (" (replaced an earlier load)" if stats.replaced_ingests else "")
             )
             if stats.rows_loaded == 0 and stats.rows_rejected == 0:
                 # Not an error (an idle day can be empty), but worth a look: say so on stderr.
                 typer.echo(f"goodput: warning: no rows found in {path}", err=True)
+        bar.close()
         rebuild(con, cfg)
     if db is None:
         publish_serving_copy(target, cfg.serving_path, detail_days=cfg.serving_detail_days)

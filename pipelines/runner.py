@@ -15,6 +15,7 @@ from dagster._core.storage.tags import (
 )
 
 from pipelines._file_source import partitions_with_input
+from pipelines._progress import progress_bar
 from pipelines.config import Config, repo_root
 
 __all__ = ["RunSummary", "dagster_env", "materialize_all"]
@@ -120,6 +121,9 @@ def materialize_all(
     days = sorted({d for _c, d in keys})
     chunks = _day_chunks(days, max(1, MAX_PARTITIONS_PER_RUN // len(clusters)))
     failed = runs = 0
+    bar = progress_bar(len(chunks) + 1, "materialize", unit="run")
+    if not bar.disable and log is print:
+        log = bar.write
     for i, (first, last) in enumerate(chunks, 1):
         start = dg.MultiPartitionKey({"cluster": clusters[0], "date": first})
         end = dg.MultiPartitionKey({"cluster": clusters[-1], "date": last})
@@ -137,6 +141,7 @@ def materialize_all(
         )
         runs += 1
         failed += 0 if result.success else 1
+        bar.update(1)
         log(f"[{i}/{len(chunks)}] {first}..{last} × {len(clusters)} clusters: "
             f"{'ok' if result.success else 'FAILED'}")  # fmt: skip
     result = dg.materialize(
@@ -153,6 +158,8 @@ def materialize_all(
     )
     runs += 1
     failed += 0 if result.success else 1
+    bar.update(1)
+    bar.close()
     log(f"core + analytics ({'full' if full else 'incremental'}) + serving copy: "
         f"{'ok' if result.success else 'FAILED'}")  # fmt: skip
     if failed:

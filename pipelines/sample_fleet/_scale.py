@@ -56,7 +56,6 @@ from __future__ import annotations
 import datetime as dt
 import math
 import shutil
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +65,7 @@ import numpy as np
 import polars as pl
 
 from metrics.scheduler_model import SchedulerSettings, SimJob, simulate
+from pipelines._progress import progress_bar
 from pipelines.sample_fleet._model import TEAMS, ClusterSpec, NodeEvent, NodeSpec
 
 __all__ = [
@@ -477,13 +477,6 @@ def partitions_of(cluster: ClusterSpec) -> list[list[NodeSpec]]:
     return [by[k] for k in sorted(by)]
 
 
-def _progress(total: int, desc: str, show: bool | None) -> Any:
-    from tqdm import tqdm  # type: ignore[import-untyped]
-
-    enabled = sys.stderr.isatty() if show is None else show
-    return tqdm(total=total, desc=desc, disable=not enabled, unit="step", leave=False)
-
-
 def generate_scale_fleet(out_dir: str | Path, cfg: ScaleConfig, *,
                          progress: bool | None = None) -> ScaleSummary:
     """Simulate ``cfg`` and write its inputs under ``out_dir`` (see the module docstring).
@@ -519,7 +512,7 @@ def generate_scale_fleet(out_dir: str | Path, cfg: ScaleConfig, *,
     (work / "jobs").mkdir(parents=True)
     (work / "allocs").mkdir(parents=True)
     events: list[NodeEvent] = []
-    bar = _progress(len(parts) + cfg.days, f"simulate {cfg.gpus} GPUs", progress)
+    bar = progress_bar(len(parts) + cfg.days, f"simulate {cfg.gpus} GPUs", show=progress)
     n_jobs = 0
     for pi, nodes in enumerate(parts):
         jobs, allocs, evs = simulate_partition(cfg, pi, nodes, len(parts))
