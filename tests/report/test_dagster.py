@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import dagster as dg
@@ -69,3 +70,35 @@ def test_definitions_with_the_report_resolve(materialized: Materialized) -> None
         dg.AssetKey(["analytics", "serving_copy"])
     }
     assert defs.resolve_schedule_def("weekly_report").job_name == WEEKLY_REPORT_JOB
+
+
+def test_scheduled_run_writes_the_week_and_its_numbers_equal_the_views(
+    materialized: Materialized, tmp_path: Path
+) -> None:
+    """The schedule's own run request for the Monday 2026-11-09 tick, executed: it writes
+    2026-W45, and the report's per-team numbers equal ``fairness_weekly`` for that week. The
+    request's config is used as given except the folder (a temp folder, not the shared fleet's)
+    and ``pdf`` (off: printing is covered by tests/report/test_pdf.py)."""
+    from tests.report.conftest import Direct
+    from tests.report.test_weekly import TEAM_FIELDS, _view_rows
+
+    schedule = weekly_report_schedule(materialized.cfg)
+    ctx = dg.build_schedule_context(
+        scheduled_execution_time=dt.datetime(2026, 11, 9, 6, 0, tzinfo=dt.UTC)
+    )
+    (request,) = schedule.evaluate_tick(ctx).run_requests or []
+    op_config = dict(request.run_config["ops"]["analytics__weekly_report"]["config"])
+    op_config.update(out_dir=str(tmp_path), pdf=False)
+    result = dg.materialize(
+        [weekly_report],
+        resources={"settings": SettingsResource(config_path=str(materialized.cfg.path))},
+        run_config={"ops": {"analytics__weekly_report": {"config": op_config}}},
+        instance=materialized.instance,
+        tags=request.tags,
+    )
+    assert result.success
+    data = json.loads((tmp_path / "2026-W45" / "report.json").read_text(encoding="utf-8"))
+    got = {(t["cluster"], t["team"]): {f: t[f] for f in TEAM_FIELDS} for t in data["teams"]}
+    want = _view_rows(Direct(materialized.cfg.serving_path))
+    assert want, "the fleet has fairness rows for W45"
+    assert got == want
