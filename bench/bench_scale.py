@@ -10,6 +10,9 @@ at its parent's):
 - ``rebuild``: ``pipelines.analytics.build.rebuild(full=True)`` (core + analytics + views);
 - ``publish``: ``publish_serving_copy``;
 - ``queries``: dashboard query functions of ``dashboards/queries.py`` on the serving copy;
+- ``rerun_day`` (after ``rebuild``): one already-built day's sacct and hourly DCGM files loaded
+  again and an incremental rebuild, with the days and rows it rewrote (the full ``rebuild``
+  stage is its baseline);
 - baselines: ``floor_sacct`` (DuckDB ``read_csv(all_varchar)`` of the same sacct files into a
   table), ``floor_hourly`` (DuckDB ``read_parquet`` of the hourly DCGM aggregates into a table,
   then a scan of the files for GPU-hours and mean activity, allocated vs free), and
@@ -90,6 +93,8 @@ def _stage(name: str, data: Path, work: Path, gpus: int, days: int) -> dict[str,
         with connect(db) as con:
             counts = rebuild(con, cfg, full=True)
         return {"tables": len(counts), "rows": sum(counts.values())}
+    if name == "rerun_day":
+        return _rerun_day(db, data, work)
     if name == "publish":
         from pipelines.warehouse import publish_serving_copy
 
@@ -158,6 +163,57 @@ def _stage(name: str, data: Path, work: Path, gpus: int, days: int) -> dict[str,
     raise ValueError(name)
 
 
+def _rerun_day(db: Path, data: Path, work: Path) -> dict[str, Any]:
+    """Re-load one day that is already built (its sacct file and its hourly DCGM aggregates;
+    ``GOODPUT_BENCH_RERUN_DAY``, default the window's middle day) into the built warehouse and
+    rebuild incrementally: the re-run of issue 9's acceptance. Returns the ingest and rebuild
+    seconds, the days the build rewrote, and per table the rows deleted and inserted (from
+    ``analytics.build_log``) beside the table's size. Run after ``rebuild``; it changes the
+    warehouse (the re-loaded files replace their earlier loads with the same rows)."""
+    import json as _json
+
+    from pipelines.analytics.build import rebuild
+    from pipelines.config import load_config
+    from pipelines.ingest import IngestOptions, ingest_file
+    from pipelines.warehouse import connect
+
+    inputs = data / "inputs" / CLUSTER
+    sacct_files = sorted((inputs / "sacct").glob("*.psv"))
+    day = os.environ.get("GOODPUT_BENCH_RERUN_DAY") or sacct_files[len(sacct_files) // 2].stem[-10:]
+    files = [("sacct", f) for f in sacct_files if f.stem.endswith(day)]
+    files += [("dcgm-hourly", f) for f in sorted((inputs / "dcgm_hourly").glob(f"date={day}/*"))]
+    if not files:
+        raise ValueError(f"no sacct or dcgm-hourly file for {day} under {inputs}")
+    cfg = load_config(write_bench_config(work, data, CLUSTER, "2025-01-01"))
+    opts = IngestOptions(cluster=CLUSTER, tz="UTC")
+    with connect(db) as con:
+        t = time.perf_counter()
+        for kind, f in files:
+            ingest_file(con, kind, f, opts)
+        ingest_s = time.perf_counter() - t
+        t = time.perf_counter()
+        rebuild(con, cfg)
+        rebuild_s = time.perf_counter() - t
+        build_id, mode = con.execute(
+            "SELECT build_id, mode FROM analytics.build_state ORDER BY build_id DESC LIMIT 1"
+        ).fetchone() or (None, None)
+        log = con.execute(
+            "SELECT table_name, mode, rows_deleted, rows_inserted, days FROM analytics.build_log"
+            " WHERE build_id = ? ORDER BY table_name", [build_id],
+        ).fetchall()  # fmt: skip
+        tables = {}
+        days: Any = None
+        for table, tmode, deleted, inserted, tdays in log:
+            total = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
+            tables[table] = {"mode": tmode, "deleted": deleted, "inserted": inserted,
+                             "rows": total}  # fmt: skip
+            if tdays:
+                days = _json.loads(tdays)
+    return {"day": day, "files": [f.name for _, f in files], "build_mode": mode,
+            "ingest_s": round(ingest_s, 2), "rebuild_s": round(rebuild_s, 2),
+            "days_rewritten": days, "tables": tables}  # fmt: skip
+
+
 def _pandas_occupancy(data: Path, gpus: int) -> dict[str, Any]:
     """Hourly occupancy and GPU-hours per team from the sacct files, the way a user would in
     pandas: read every daily file, keep each job's last row, parse times, explode into hours."""
@@ -183,7 +239,8 @@ def _pandas_occupancy(data: Path, gpus: int) -> dict[str, Any]:
 
 
 STAGES = ("generate", "ingest_sacct", "ingest_state", "ingest_dcgm_hourly", "ingest_dcgm_5min",
-          "rebuild", "publish", "queries", "floor_sacct", "floor_hourly", "pandas_occupancy")
+          "rebuild", "publish", "queries", "floor_sacct", "floor_hourly", "pandas_occupancy",
+          "rerun_day")
 
 
 def _child(stage: str, data: Path, work: Path, gpus: int, days: int) -> dict[str, Any]:
