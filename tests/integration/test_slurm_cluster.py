@@ -165,6 +165,22 @@ def test_two_node_job_has_its_srun_step(slurm_cluster: ClusterRun) -> None:
     assert (step["State"], step["NNodes"], step["NTasks"]) == ("COMPLETED", "2", "2")
 
 
+def test_whole_cluster_job_pended_until_the_others_ended(slurm_cluster: ClusterRun) -> None:
+    """The 32-GPU job (lowest priority) was eligible from its submission, waited for resources,
+    and started only once every other GPU allocation of the mix had ended."""
+    job = slurm_cluster.mix.by_key("whole-cluster")
+    (row,) = _attempts(slurm_cluster, job.job_id)
+    eligible, start = _moment(row["Eligible"]), _moment(row["Start"])
+    assert eligible is not None and start is not None
+    assert (start - eligible).total_seconds() >= 30, _explain(slurm_cluster, job.job_id)
+    others = [
+        _moment(other["End"])
+        for other in _allocations(slurm_cluster)
+        if other["JobID"] != job.job_id and _gpus(other) > 0
+    ]
+    assert others and all(end is not None and end <= start for end in others)
+
+
 def test_array_throttle_keeps_two_tasks_running(slurm_cluster: ClusterRun) -> None:
     """With ``%2`` no more than two of the four array tasks ever run at the same time."""
     rows = [_attempts(slurm_cluster, job.job_id)[0] for job in slurm_cluster.mix.jobs

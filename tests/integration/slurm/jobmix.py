@@ -203,11 +203,14 @@ def run_job_mix(cluster: SlurmTestCluster, timeout: float = 300.0) -> JobMix:
                      ("COMPLETED",))
         for task in range(4)
     ]  # fmt: skip
-    # A whole-cluster job: it pends for resources (Reason=Resources) until the GPU jobs above
-    # have ended, so the hour has GPUs held idle for an eligible pending job (METRICS.md leaf
-    # ``held``; sreport's GPU Planned stays 0: slurmdbd counts planned time for CPUs only).
+    # A whole-cluster job: it pends for resources until the GPU jobs above have ended, so the
+    # hour has GPUs held idle for an eligible pending job (METRICS.md leaf ``held``; sreport's
+    # GPU Planned stays 0: slurmdbd counts planned time for CPUs only). ``--nice`` puts it below
+    # every other job: at its size-weighted priority it would otherwise be the first to start
+    # (all 4 nodes, before the rest), and every other job would start in one burst on the nodes
+    # it had just released, instead of the mix's own order.
     submit("whole-cluster", "sleep 5", user="dave", account="team-a", gpus=32, nodes=4,
-           extra=("--ntasks-per-node=1",))  # fmt: skip
+           extra=("--ntasks-per-node=1", "--nice=5000"))  # fmt: skip
 
     # Cancel one job while it is pending (on its dependency) and one while it runs. Wait until
     # slurmdbd has the pending job: cancelled before that, its record gets a Start time.
