@@ -115,7 +115,7 @@ def main() -> None:
     scfg = ScaleConfig(gpus=args.gpus, days=args.days, dcgm_5min_days=args.days)
     if not (data / "planted.json").exists():
         generate_scale_fleet(data, scfg, progress=False)
-    cfg = load_config(write_bench_config(work, data, scfg.cluster, "2026-01-01"))
+    cfg = load_config(write_bench_config(work, data, scfg.cluster, "2025-01-01"))
     days = sorted({d for _c, d in partitions_with_input(cfg.inputs_dir, [scfg.cluster])})
     out: dict[str, Any] = {"gpus": args.gpus, "days": len(days)}
 

@@ -206,7 +206,7 @@ def generate(
         int | None, typer.Option(help="Simulate one Slurm cluster of this many GPUs at scale")
     ] = None,
     start: Annotated[
-        str | None, typer.Option(help="First day YYYY-MM-DD (with --gpus; default 2026-01-05)")
+        str | None, typer.Option(help="First day YYYY-MM-DD (with --gpus; default 2025-01-06)")
     ] = None,
     dcgm_5min_days: Annotated[
         int, typer.Option(help="With --gpus: last days that also get 5-minute DCGM text")
@@ -224,6 +224,13 @@ def generate(
         first = _dt.date.fromisoformat(start) if start else ScaleConfig.start
         cfg = ScaleConfig(gpus=gpus, days=days, seed=seed, start=first,
                           dcgm_5min_days=dcgm_5min_days)
+        last = first + _dt.timedelta(days=days - 1)
+        if last >= _dt.datetime.now(_dt.UTC).date():
+            typer.echo(
+                f"goodput: warning: the window ends {last}, today or later; sacct ingest rejects "
+                "times after now + 1 day as implausible (pick an earlier --start)",
+                err=True,
+            )
         target = out or repo_root() / "data"
         typer.echo(f"fleet at scale written to {target}: {generate_scale_fleet(target, cfg)}")
         return

@@ -123,7 +123,9 @@ class ScaleConfig:
         gpus: GPUs in the cluster (rounded up to whole 8-GPU nodes).
         days: days in the window.
         seed: random seed (same seed → byte-identical text files and equal Parquet contents).
-        start: first day of the window (UTC days; the cluster's zone is UTC).
+        start: first day of the window (UTC days; the cluster's zone is UTC). The default,
+            a Monday, puts a whole year in the past: sacct ingest rejects times after now +
+            1 day as implausible, so a window reaching into the future loses those rows.
         cluster: cluster name.
         dcgm_5min_days: last days of the window that also get 5-minute dcgm-exporter text.
     """
@@ -131,7 +133,7 @@ class ScaleConfig:
     gpus: int
     days: int
     seed: int = 7
-    start: dt.date = dt.date(2026, 1, 5)
+    start: dt.date = dt.date(2025, 1, 6)
     cluster: str = "scale-a"
     dcgm_5min_days: int = 30
 

@@ -251,3 +251,29 @@ def test_rebuild_from_hourly_aggregates(fleet: tuple[Path, Any], tmp_path: Path)
         recsys = con.sql("select sum(gpu_s) from jobs where team = 'recsys'").fetchall()[0][0]
     assert cov > 0.99
     assert 0 < idle <= recsys
+
+
+def test_default_window_of_a_year_lies_in_the_past() -> None:
+    """The default start (a Monday) + 365 days ends before 2026-12-01, the day this default was
+    set: a year generated with it ingests without rows rejected as times in the future."""
+    first = ScaleConfig(gpus=8, days=365).start
+    assert first.weekday() == 0
+    assert first + dt.timedelta(days=364) < dt.date(2026, 12, 1)
+
+
+def test_generate_warns_when_the_window_reaches_today(tmp_path: Path) -> None:
+    """``goodput generate --gpus`` with a window ending in the future says so on stderr (its
+    sacct rows would be rejected as implausible times); the files are still written."""
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    future = (dt.datetime.now(dt.UTC).date() + dt.timedelta(days=30)).isoformat()
+    result = CliRunner().invoke(
+        app,
+        ["generate", "--gpus", "8", "--days", "1", "--start", future, "--out", str(tmp_path),
+         "--dcgm-5min-days", "0"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "warning: the window ends" in result.stderr
+    assert (tmp_path / "planted.json").exists()
