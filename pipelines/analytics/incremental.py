@@ -58,6 +58,12 @@ INCREMENTAL_TABLES: dict[str, str] = {
 
 _DAY = dt.timedelta(days=1)
 
+#: Telemetry ingest kinds → (raw table, time column): a load affects the days its rows cover.
+_TELEMETRY_SPANS: dict[str, tuple[str, str]] = {
+    "dcgm": ("raw.dcgm_samples", "ts"),
+    "dcgm-hourly": ("raw.dcgm_hourly", "hour"),
+}
+
 
 @dataclass
 class BuildPlan:
@@ -265,19 +271,11 @@ def plan_build(
         {"m": mark},
     ).fetchall()
     for ingest_id, source, cluster, file in new:
-        if source == "dcgm":
+        if source in _TELEMETRY_SPANS:
+            table, time_col = _TELEMETRY_SPANS[source]
             rng = con.execute(
-                "SELECT cluster, min(ts), max(ts) FROM raw.dcgm_samples WHERE ingest_id = $i"
-                " GROUP BY cluster",
-                {"i": ingest_id},
-            ).fetchall()
-            for c, lo, hi in rng:
-                add({c: _days(lo, hi)})
-            continue
-        if source == "dcgm-hourly":
-            rng = con.execute(
-                "SELECT cluster, min(hour), max(hour) FROM raw.dcgm_hourly WHERE ingest_id = $i"
-                " GROUP BY cluster",
+                f"SELECT cluster, min({time_col}), max({time_col}) FROM {table}"
+                " WHERE ingest_id = $i GROUP BY cluster",
                 {"i": ingest_id},
             ).fetchall()
             for c, lo, hi in rng:
