@@ -110,6 +110,13 @@ def ingest(
                 typer.echo(f"goodput: error: {exc}", err=True)
                 errors += 1
                 continue
+            except Exception as exc:  # a parser fault: this file rolls back, the batch goes on
+                typer.echo(
+                    f"goodput: error: {path}: not loaded, unexpected {type(exc).__name__}: {exc}",
+                    err=True,
+                )
+                errors += 1
+                continue
             # A file that names its own cluster is read in that cluster's zone unless --tz says.
             if tz is None and cluster is None and source == "sacct":
                 clusters = con.execute(

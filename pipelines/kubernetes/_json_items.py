@@ -12,7 +12,7 @@ import json
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Final
@@ -42,6 +42,11 @@ __all__ = [
 ]
 
 NOT_AN_OBJECT: Final = "item is not a JSON object"
+#: Times before this are implausible (Kubernetes dates from 2014; a zeroed clock gives 1970).
+EARLIEST_TIME: Final = datetime(1990, 1, 1, tzinfo=UTC)
+#: How far past the ingest time a time may lie (clock skew between nodes), as for sacct.
+_FUTURE_SLACK: Final = timedelta(days=1)
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 class BadItem(ValueError):
@@ -116,9 +121,17 @@ def read_json_items(path: str | Path, *, list_kinds: frozenset[str]) -> tuple[li
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         if exc.msg != "Extra data":
-            first = text.lstrip()[:1]
+            start = len(text) - len(text.lstrip())
+            first = text[start : start + 1]
             if first not in ("{", "["):
                 raise InputFormatError(file, "not JSON", line=exc.lineno) from exc
+            first_line_end = text.find("\n", start)
+            if first == "[" or (first_line_end >= 0 and exc.pos > first_line_end):
+                # one document (an array, or an object spanning lines) that does not decode:
+                # truncated or broken, not a stream of objects with one bad line
+                raise InputFormatError(
+                    file, f"invalid JSON document ({exc.msg}; truncated?)", line=exc.lineno
+                ) from exc
         return _json_stream(file, text), "jsonl"
     if isinstance(doc, list):
         return [_item(i, v) for i, v in enumerate(doc, 1)], "array"
@@ -150,6 +163,8 @@ def _json_stream(file: str, text: str) -> list[JsonItem]:
     decoder = json.JSONDecoder()
     items: list[JsonItem] = []
     decoded = 0
+    #: whether the objects span several lines each (pretty-printed, as ``kubectl get -w``)
+    multiline = False
     pos, line_no, size = 0, 1, len(text)
     while pos < size:
         ws_end = pos
@@ -164,10 +179,19 @@ def _json_stream(file: str, text: str) -> list[JsonItem]:
         except json.JSONDecodeError as exc:
             nl = text.find("\n", pos)
             end = size if nl < 0 else nl
+            if multiline and exc.pos > end:
+                # a pretty-printed object broken off (a truncated stream): the rest is one
+                # rejected item, not a run of fragments decoded line by line
+                items.append(
+                    JsonItem(line_no, None, text[pos:].rstrip(), f"not JSON: {exc.msg}")
+                )
+                break
             items.append(
                 JsonItem(line_no, None, text[pos:end].rstrip("\r"), f"not JSON: {exc.msg}")
             )
         else:
+            if decoded == 0:
+                multiline = "\n" in text[pos:end]
             decoded += 1
             if isinstance(value, dict):
                 items.append(JsonItem(line_no, value, text[pos:end]))
@@ -186,7 +210,8 @@ def parse_k8s_time(value: object, field: str) -> datetime | None:
     Nanosecond fractions are cut to microseconds.
 
     Raises:
-        BadItem: the value is not an RFC 3339 time with a zone.
+        BadItem: the value is not an RFC 3339 time with a zone, or is implausible: before
+            1990-01-01 or more than a day after now (the ingest time).
     """
     if value is None or value == "":
         return None
@@ -195,6 +220,11 @@ def parse_k8s_time(value: object, field: str) -> datetime | None:
     ts, error = _utc_time(value)
     if error is not None:
         raise BadItem(field, error)
+    assert ts is not None
+    if not EARLIEST_TIME <= ts <= datetime.now(UTC) + _FUTURE_SLACK:
+        # as the sacct parser: a year-9999 time would stretch the cluster's data cut-off, and
+        # every hourly table with it, to year 9999
+        raise BadItem(field, f"implausible time {value} (before 1990 or after now + 1 day)")
     return ts
 
 
@@ -231,12 +261,16 @@ def int_or_none(value: object, field: str, *, what: str = "not an integer") -> i
     """An integer field (None if absent).
 
     Raises:
-        BadItem: the value is not a JSON integer (``what`` is the reason given).
+        BadItem: the value is not a JSON integer (``what`` is the reason given), or does not
+            fit in 64 bits.
     """
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise BadItem(field, f"{what}: {value!r}")
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        # Kubernetes integers are int32/int64; larger ones cannot be stored (BIGINT columns)
+        raise BadItem(field, f"integer out of the 64-bit range: {value}")
     return value
 
 

@@ -74,15 +74,35 @@ def _obj(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _number(value: Any) -> int | None:
-    """A plain number, or the ``number`` of a set, finite ``{"set", "infinite", "number"}``."""
+def _number(value: Any, field: str = "value") -> int | None:
+    """A plain number, or the ``number`` of a set, finite ``{"set", "infinite", "number"}``;
+    None when absent, unset or infinite.
+
+    Raises:
+        ValueError: a value of another type (a string, a list, a boolean), naming ``field``.
+    """
+    if value is None:
+        return None
     if isinstance(value, dict):
         if value.get("set", True) and not value.get("infinite", False):
-            return _number(value.get("number"))
+            return _number(value.get("number"), field)
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
+        raise ValueError(f"{field} is not a number: {value!r}")
     return int(value)
+
+
+def _object(value: Any, field: str) -> dict[str, Any]:
+    """``value`` when it is a JSON object, an empty one when absent.
+
+    Raises:
+        ValueError: present but not an object.
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"{field} is not an object: {value!r}")
+    return value
 
 
 def _infinite(value: Any) -> bool:
@@ -99,42 +119,57 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _epoch(value: Any) -> str:
-    seconds = _number(value)
+def _epoch(value: Any, field: str) -> str:
+    seconds = _number(value, field)
     return str(seconds) if seconds else ""  # 0 means "not set"
 
 
-def _state(value: Any) -> str:
-    """``"FAILED"`` (22.05) or ``["FAILED", ...]`` (23.02+: the base state first)."""
-    if isinstance(value, list):
-        return _text(value[0]) if value else ""
-    return _text(value)
+def _state(value: Any, field: str) -> str:
+    """``"FAILED"`` (22.05) or ``["FAILED", ...]`` (23.02+: the base state first).
+
+    Raises:
+        ValueError: neither a string nor a list of strings.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value[0] if value else ""
+    if not isinstance(value, str):
+        raise ValueError(f"{field} is not a state name: {value!r}")
+    return value
 
 
 def _exit_code(value: Any) -> str:
     """``return_code:signal`` as sacct prints it (``0:9`` for a job killed by SIGKILL)."""
     if not isinstance(value, dict):
         return ""
-    code = _number(value.get("return_code"))
+    code = _number(value.get("return_code"), "exit_code.return_code")
     signal = value.get("signal")
     sig = None
     if isinstance(signal, dict):
-        sig = _number(signal.get("signal_id", signal.get("id")))
+        sig = _number(signal.get("signal_id", signal.get("id")), "exit_code.signal")
     if code is None and sig is None and not value.get("status"):
         return ""
     return f"{code or 0}:{sig or 0}"
 
 
-def _tres(items: Any) -> str:
+def _tres(items: Any, field: str) -> str:
     """A TRES list (``[{"type": "gres", "name": "gpu", "count": 2}, ...]``) as sacct's text:
-    ``type[/name]=count``, sorted by name as sacct prints them, memory in MB."""
-    if not isinstance(items, list):
+    ``type[/name]=count``, sorted by name as sacct prints them, memory in MB.
+
+    Raises:
+        ValueError: not a list, an item that is not an object, or a count that is not a number
+            (a GPU count must never read as 0 GPUs).
+    """
+    if items is None:
         return ""
+    if not isinstance(items, list):
+        raise ValueError(f"{field} is not a list: {items!r}")
     parts = []
     for item in items:
         if not isinstance(item, dict):
-            continue
-        count = _number(item.get("count"))
+            raise ValueError(f"{field} item is not an object: {item!r}")
+        count = _number(item.get("count"), f"{field} count")
         kind = _text(item.get("type"))
         if count is None or not kind:
             continue
@@ -148,7 +183,7 @@ def _tres_count(items: Any, kind: str) -> int | None:
     """The count of TRES ``kind`` (``cpu``, ``mem``, ``node``) in a TRES list."""
     for item in items if isinstance(items, list) else []:
         if isinstance(item, dict) and item.get("type") == kind and not item.get("name"):
-            count = _number(item.get("count"))
+            count = _number(item.get("count"), f"TRES {kind} count")
             if count is not None:
                 return count
     return None
@@ -162,39 +197,42 @@ def _req_mem(requested: Any, required: Any) -> str:
     if total is not None:
         return f"{total}M"
     required = _obj(required)
-    per_cpu = _number(required.get("memory_per_cpu"))
-    per_node = _number(required.get("memory_per_node"))
+    per_cpu = _number(required.get("memory_per_cpu"), "required.memory_per_cpu")
+    per_node = _number(required.get("memory_per_node"), "required.memory_per_node")
     if per_cpu:
         return f"{per_cpu}Mc"
     if per_node:
         return f"{per_node}Mn"
-    memory = _number(required.get("memory"))
+    memory = _number(required.get("memory"), "required.memory")
     return f"{memory}M" if memory is not None else ""
 
 
 def _cpus(tres: Any, required: Any) -> str:
     count = _tres_count(tres, "cpu")
     if count is None:
-        count = _number(_obj(required).get("CPUs"))
+        count = _number(_obj(required).get("CPUs"), "required.CPUs")
     return "" if count is None else str(count)
 
 
 def _job_ids(job: dict[str, Any]) -> tuple[str, str]:
     """``(JobID, JobIDRaw)`` of a job: ``A_T``, ``A_[spec]``, ``H+O`` or the plain id."""
-    raw = _number(job.get("job_id"))
+    value = job.get("job_id")
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"job_id is not a whole number: {value!r}")
+    raw = _number(value, "job_id")
     if raw is None:
         raise ValueError("no job_id")
     array = _obj(job.get("array"))
     het = _obj(job.get("het"))
-    array_job = _number(array.get("job_id"))
-    task_id = _number(array.get("task_id"))
+    array_job = _number(array.get("job_id"), "array.job_id")
+    task_id = _number(array.get("task_id"), "array.task_id")
     task = _text(array.get("task"))
     if array_job and task_id is not None:
         return f"{array_job}_{task_id}", str(raw)
     if array_job and task:
         return f"{array_job}_[{task}]", str(raw)
-    het_job = _number(het.get("job_id"))
-    offset = _number(het.get("job_offset"))
+    het_job = _number(het.get("job_id"), "het.job_id")
+    offset = _number(het.get("job_offset"), "het.job_offset")
     if het_job and offset is not None:
         return f"{het_job}+{offset}", str(raw)
     return str(raw), str(raw)
@@ -212,13 +250,15 @@ def _step_id(step: dict[str, Any]) -> str:
 
 def _job_record(job: dict[str, Any]) -> dict[str, str]:
     job_id, raw = _job_ids(job)
-    time = _obj(job.get("time"))
-    state = _obj(job.get("state"))
-    tres = _obj(job.get("tres"))
+    if "time" not in job:
+        raise ValueError("no time object (submission, start and end times)")
+    time = _object(job.get("time"), "time")
+    state = _object(job.get("state"), "state")
+    tres = _object(job.get("tres"), "tres")
     limit = time.get("limit")
-    start = _number(time.get("start"))
-    eligible = _number(time.get("eligible"))
-    planned = _number(time.get("planned"))
+    start = _number(time.get("start"), "time.start")
+    eligible = _number(time.get("eligible"), "time.eligible")
+    planned = _number(time.get("planned"), "time.planned")
     if planned is None and start and eligible:
         planned = max(start - eligible, 0)  # what sacct prints as Reserved / Planned
     return {
@@ -231,23 +271,24 @@ def _job_record(job: dict[str, Any]) -> dict[str, str]:
         "Account": _text(job.get("account")),
         "Partition": _text(job.get("partition")),
         "QOS": _text(job.get("qos")),
-        "State": _state(state.get("current")),
+        "State": _state(state.get("current"), "state.current"),
         "Reason": _text(state.get("reason")),
-        "Submit": _epoch(time.get("submission")),
-        "Eligible": _epoch(time.get("eligible")),
-        "Start": _epoch(time.get("start")),
-        "End": _epoch(time.get("end")),
+        "Submit": _epoch(time.get("submission"), "time.submission"),
+        "Eligible": _epoch(time.get("eligible"), "time.eligible"),
+        "Start": _epoch(time.get("start"), "time.start"),
+        "End": _epoch(time.get("end"), "time.end"),
         "Planned": "" if planned is None else str(planned),
-        "Elapsed": _text(_number(time.get("elapsed"))),
-        "TimelimitRaw": "UNLIMITED" if _infinite(limit) else _text(_number(limit)),
+        "Elapsed": _text(_number(time.get("elapsed"), "time.elapsed")),
+        "TimelimitRaw": "UNLIMITED" if _infinite(limit) else _text(_number(limit, "time.limit")),
         "ExitCode": _exit_code(job.get("exit_code")),
         "NNodes": _text(
-            _number(job.get("allocation_nodes")) or _tres_count(tres.get("requested"), "node")
+            _number(job.get("allocation_nodes"), "allocation_nodes")
+            or _tres_count(tres.get("requested"), "node")
         ),
         "NCPUS": _cpus(tres.get("allocated"), job.get("required")),
         "ReqMem": _req_mem(tres.get("requested"), job.get("required")),
-        "AllocTRES": _tres(tres.get("allocated")),
-        "ReqTRES": _tres(tres.get("requested")),
+        "AllocTRES": _tres(tres.get("allocated"), "tres.allocated"),
+        "ReqTRES": _tres(tres.get("requested"), "tres.requested"),
         "NodeList": _text(job.get("nodes")),
         "SubmitLine": _text(job.get("submit_line")),
         "WorkDir": _text(job.get("working_directory")),
@@ -261,11 +302,13 @@ def _job_record(job: dict[str, Any]) -> dict[str, str]:
 def _step_record(job: dict[str, str], step: dict[str, Any]) -> dict[str, str]:
     """A step as sacct prints it: the job's ids with the step suffix, Submit = Start."""
     suffix = _step_id(step)
-    time = _obj(step.get("time"))
-    nodes = _obj(step.get("nodes"))
-    tres = _obj(step.get("tres"))
+    if not suffix:
+        raise ValueError("step has no step id")
+    time = _object(step.get("time"), "step time")
+    nodes = _object(step.get("nodes"), "step nodes")
+    tres = _object(step.get("tres"), "step tres")
     inner = _obj(step.get("step"))
-    start = _epoch(time.get("start"))
+    start = _epoch(time.get("start"), "step time.start")
     return {
         **{key: "" for key in JSON_FIELDS},
         "JobID": f"{job['JobID']}.{suffix}",
@@ -273,16 +316,16 @@ def _step_record(job: dict[str, str], step: dict[str, Any]) -> dict[str, str]:
         "Cluster": job["Cluster"],
         "JobName": _text(inner.get("name")),
         "Account": job["Account"],
-        "State": _state(step.get("state")),
+        "State": _state(step.get("state"), "step state"),
         "Submit": start,
         "Eligible": start,
         "Start": start,
-        "End": _epoch(time.get("end")),
-        "Elapsed": _text(_number(time.get("elapsed"))),
+        "End": _epoch(time.get("end"), "step time.end"),
+        "Elapsed": _text(_number(time.get("elapsed"), "step time.elapsed")),
         "ExitCode": _exit_code(step.get("exit_code")),
-        "NNodes": _text(_number(nodes.get("count"))),
+        "NNodes": _text(_number(nodes.get("count"), "step nodes.count")),
         "NCPUS": _cpus(tres.get("allocated"), None),
-        "AllocTRES": _tres(tres.get("allocated")),
+        "AllocTRES": _tres(tres.get("allocated"), "step tres.allocated"),
         "NodeList": _text(nodes.get("range")),
         "KillRequestUser": _text(step.get("kill_request_user")),
     }
@@ -309,15 +352,22 @@ def json_records(
         if not isinstance(job, dict):
             rejected.append((item_no, raw, "job item is not an object"))
             continue
+        steps = job.get("steps")
         try:
             record = _job_record(job)
+            if steps is not None and not isinstance(steps, list):
+                raise ValueError(f"steps is not a list: {steps!r}")
         except ValueError as err:
             rejected.append((item_no, raw, f"bad job item: {err}"))
             continue
         records.append((item_no, raw, record))
-        steps = job.get("steps")
-        for step in steps if isinstance(steps, list) else []:
-            if isinstance(step, dict):
-                step_raw = json.dumps(step, ensure_ascii=False, separators=(",", ":"))
+        for step in steps or []:
+            step_raw = json.dumps(step, ensure_ascii=False, separators=(",", ":"))
+            if not isinstance(step, dict):
+                rejected.append((item_no, step_raw, "bad step item: not an object"))
+                continue
+            try:
                 records.append((item_no, step_raw, _step_record(record, step)))
+            except ValueError as err:
+                rejected.append((item_no, step_raw, f"bad step item: {err}"))
     return records, rejected

@@ -47,6 +47,11 @@ class Layout:
     header_text: str | None
 
 
+#: How a JSON document starts (an object's first key, or an array of objects); a text export
+#: may start with ``{`` (an AdminComment first column) but not with ``{"key":``.
+_JSON_START = re.compile(r'(\{\s*"[^"\n|]*"\s*:|\[\s*[{\]])')
+
+
 def check_kind(file: str, head: str, whole: bytes) -> dict[str, Any] | None:
     """Raise when the content is clearly not ``sacct`` output; return a ``--json`` document.
 
@@ -72,6 +77,13 @@ def check_kind(file: str, head: str, whole: bytes) -> dict[str, Any] | None:
     if stripped.startswith(("{", "[")):
         try:
             document = json.loads(whole)
+        except json.JSONDecodeError as exc:
+            if _JSON_START.match(stripped):
+                # ``{"meta": …`` or ``[{…``: a JSON document broken off, not a text export
+                raise SacctFormatError(
+                    file, f"invalid JSON ({exc.msg} at line {exc.lineno}; truncated?)"
+                ) from exc
+            document = None
         except (ValueError, RecursionError):
             document = None
         if isinstance(document, dict) and isinstance(document.get("jobs"), list):

@@ -201,3 +201,39 @@ def test_empty_input_loads_with_a_warning_and_empty_json_is_an_error(tmp_path: P
     res = runner.invoke(app, ["ingest", "k8s-events", str(ev), "--db", str(db)])
     assert res.exit_code == 1
     assert f"goodput: error: {ev}: empty file" in res.stderr
+
+
+def test_batch_goes_on_past_a_bad_item_and_a_parser_fault(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three event files in one command: the first has a count past 64 bits (that event is a
+    rejected row, the file loads), the second makes the parser fail unexpectedly (injected:
+    that file is reported by name and not loaded), the third loads. Exit 1 for the fault."""
+    import pipelines.ingest
+
+    src = FIXTURES / "k8s-events" / "kspan_deploymentUpdateEvents.json"
+    doc = json.loads(src.read_text(encoding="utf-8"))
+    doc["items"][2]["count"] = 10**30
+    huge = tmp_path / "huge.json"
+    huge.write_text(json.dumps(doc), encoding="utf-8")
+    boom = tmp_path / "boom.json"
+    boom.write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+    good = tmp_path / "good.json"
+    good.write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+    real = pipelines.ingest.ingest_file
+
+    def faulty(con, source, path, opts):  # type: ignore[no-untyped-def]
+        if Path(path).name == "boom.json":
+            raise RuntimeError("injected parser fault")
+        return real(con, source, path, opts)
+
+    monkeypatch.setattr(pipelines.ingest, "ingest_file", faulty)
+    db = tmp_path / "x.duckdb"
+    args = ["ingest", "k8s-events", str(huge), str(boom), str(good), "--db", str(db)]
+    result = runner.invoke(app, [*args, "--cluster", "kind"])
+    assert result.exit_code == 1
+    assert "huge.json: 8 rows loaded, 1 rejected" in result.stdout
+    assert "good.json: 9 rows loaded, 0 rejected" in result.stdout
+    assert "boom.json: not loaded, unexpected RuntimeError: injected parser fault" in result.stderr
+    files = _rows(db, "select distinct file from rejected_rows")
+    assert [Path(r["file"]).name for r in files] == ["huge.json"]

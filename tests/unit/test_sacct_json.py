@@ -235,3 +235,71 @@ def test_json_empty_jobs() -> None:
     """A document with no jobs is an empty result."""
     res = parse_sacct("e.json", text=_v40())
     assert (res.rows.height, res.rejected.height, res.info["lines"]) == (0, 0, 0)
+
+
+@pytest.mark.parametrize(
+    ("over", "reason"),
+    [
+        ({"job_id": 3.7}, "bad job item: job_id is not a whole number: 3.7"),
+        ({"state": {"current": [5], "reason": "None"}}, "bad job item: state.current is not a "
+         "state name: [5]"),
+        ({"time": {"start": "yesterday"}}, "bad job item: time.start is not a number: "
+         "'yesterday'"),
+        ({"time": [1, 2]}, "bad job item: time is not an object: [1, 2]"),
+        ({"tres": {"allocated": [{"type": "gres", "name": "gpu", "count": "x"}]}},
+         "bad job item: tres.allocated count is not a number: 'x'"),
+        ({"tres": "gres/gpu=8"}, "bad job item: tres is not an object: 'gres/gpu=8'"),
+        ({"steps": "oops"}, "bad job item: steps is not a list: 'oops'"),
+    ],
+)  # fmt: skip
+def test_json_wrongly_typed_values_are_rejected(over: dict[str, Any], reason: str) -> None:
+    """A value of the wrong JSON type rejects its job item with the field named, as the text
+    parser rejects ``gres/gpu=abc`` or an unknown state, instead of loading a NULL time, a
+    NULL state, 0 GPUs or a job id truncated onto another job's (3.7 → 3)."""
+    bad = _job(700, "COMPLETED")
+    bad.update(over)
+    text = _v40(_job(3, "COMPLETED"), bad)
+    res = parse_sacct("typed.json", text=text)
+    assert res.rows["job_id"].to_list() == ["3"]
+    assert res.rejected.select("line_no", "reason").rows() == [(2, reason)]
+
+
+def test_json_job_without_time_is_rejected() -> None:
+    """A job item with no ``time`` object has no submit, start or end: rejected, not loaded
+    with every time NULL."""
+    job = _job(700, "COMPLETED")
+    del job["time"]
+    res = parse_sacct("notime.json", text=_v40(job))
+    assert res.rows.height == 0
+    assert res.rejected["reason"].to_list() == [
+        "bad job item: no time object (submission, start and end times)"
+    ]
+
+
+def test_json_bad_steps_are_rejected_alone() -> None:
+    """A step that is not an object, or has no step id, is a rejected row of its own; the job
+    and its good step load."""
+    good = {"step": {"id": "700.batch", "name": "batch"}, "state": "COMPLETED",
+            "time": {"start": 1796006410, "end": 1796006530, "elapsed": 120},
+            "nodes": {"count": 1, "range": "gpu-001"}, "tres": {"allocated": []}}  # fmt: skip
+    job = _job(700, "COMPLETED", steps=[good, 1, {"state": "COMPLETED"}])
+    res = parse_sacct("steps.json", text=_v40(job))
+    assert sorted(res.rows["step"].drop_nulls().to_list()) == ["batch"]
+    assert res.rows.height == 2
+    assert res.rejected.select("line_no", "reason").rows() == [
+        (1, "bad step item: not an object"),
+        (1, "bad step item: step has no step id"),
+    ]
+
+
+@pytest.mark.parametrize("one_line", [False, True])
+def test_truncated_json_document_is_a_file_error(one_line: bool) -> None:
+    """The lab run's ``--json`` cut off (pretty-printed, or on one line) is refused naming the
+    file, not read as a text export whose one "line" is rejected as a malformed job id."""
+    from pipelines._parse_result import InputFormatError
+
+    text = (LAB / "sacct_all.json").read_text(encoding="utf-8")
+    if one_line:
+        text = json.dumps(json.loads(text))
+    with pytest.raises(InputFormatError, match=r"cut\.json.*invalid JSON .*truncated"):
+        parse_sacct("cut.json", text=text[: len(text) // 3])
