@@ -141,3 +141,34 @@ def test_waterfall_conserves_capacity_and_matches_occupancy(materialized: Materi
     )
     alloc_occ = _one(serving, "select sum(allocated_gpu_s) from occupancy_hourly")
     assert alloc_wf == pytest.approx(alloc_occ, rel=1e-6)
+
+
+#: Views of one scheduler only (their rows are that scheduler's objects), and data_quality,
+#: which has rows only for findings.
+_ONE_SCHEDULER_VIEWS = {
+    "slurm_jobs", "k8s_events", "k8s_pending_reasons", "k8s_pods", "k8s_workloads",
+    "kueue_cluster_queues", "kueue_local_queues", "data_quality",
+}  # fmt: skip
+
+
+def test_kubernetes_cluster_is_beside_slurm_in_every_view(materialized: Materialized) -> None:
+    """Every published view with a ``cluster`` column, but the scheduler-specific ones, has
+    rows for both the Slurm cluster (slurm-a) and the Kubernetes cluster (k8s-b) of the fleet:
+    one set of metric definitions for both schedulers."""
+    serving = materialized.cfg.serving_path
+    with duckdb.connect(str(serving), read_only=True) as con:
+        views = [
+            r[0]
+            for r in con.execute(
+                "SELECT DISTINCT table_name FROM information_schema.columns"
+                " WHERE column_name = 'cluster' AND table_schema = 'main' ORDER BY 1"
+            ).fetchall()
+        ]
+        seen = {
+            v: {r[0] for r in con.execute(f"SELECT DISTINCT cluster FROM {v}").fetchall()}
+            for v in views
+            if v not in _ONE_SCHEDULER_VIEWS
+        }
+    assert len(seen) >= 15, sorted(seen)
+    missing = {v: sorted(map(str, c)) for v, c in seen.items() if not {"slurm-a", "k8s-b"} <= c}
+    assert not missing, missing
