@@ -125,10 +125,7 @@ def parse_dcgm_hourly(path: Path, *, cluster: str, now: datetime | None = None) 
     if "cluster" not in df.columns:
         df = df.with_columns(pl.lit(None, pl.String).alias("cluster"))
     df = df.select(list(DCGM_HOURLY_SCHEMA)).with_row_index("_line", 1)
-    raw = pl.concat_str(
-        [pl.col(c).cast(pl.String, strict=False).fill_null("") for c in DCGM_HOURLY_SCHEMA],
-        separator="|",
-    )
+    original = df  # the cells as read: the raw text of a rejected row is built from these
     cast_bad: list[tuple[str, pl.Expr, str]] = []
     casts: list[pl.Expr] = []
     for c, t in DCGM_HOURLY_SCHEMA.items():
@@ -141,7 +138,6 @@ def parse_dcgm_hourly(path: Path, *, cluster: str, now: datetime | None = None) 
             conv = pl.col(c).cast(t, strict=False)
         casts.append(conv.alias(c))
         cast_bad.append((c, pl.col(c).is_not_null() & conv.is_null(), f"{c}: not a valid {t}"))
-    df = df.with_columns(raw.alias("_raw"))
     bad_cast_cols = [
         pl.when(bad).then(pl.lit(f"{name}\x00{why}")).otherwise(None) for name, bad, why in cast_bad
     ]
@@ -169,14 +165,27 @@ def parse_dcgm_hourly(path: Path, *, cluster: str, now: datetime | None = None) 
     fld = pl.when(pl.col("_castbad").is_not_null()).then(cb.struct.field("field_0")).otherwise(fld)
     df = df.with_columns(reason.alias("_reason"), fld.alias("_field"))
     # duplicate key among otherwise-valid rows: keep the first, reject later ones
-    dup = pl.col("_reason").is_null() & (
-        pl.int_range(pl.len()).over([*_KEY, pl.col("_reason").is_null()]) > 0
+    dup = (
+        pl.col("_reason").is_null()
+        & ~pl.struct(*_KEY, pl.col("_reason").is_null()).is_first_distinct()
     )
     df = df.with_columns(
         pl.when(dup).then(pl.lit("duplicate key")).otherwise(pl.col("_reason")).alias("_reason"),
         pl.when(dup).then(pl.lit(",".join(_KEY))).otherwise(pl.col("_field")).alias("_field"),
     )
-    bad_rows = df.filter(pl.col("_reason").is_not_null())
+    bad_rows = df.filter(pl.col("_reason").is_not_null()).select("_line", "_field", "_reason")
+    raw = pl.concat_str(
+        [pl.col(c).cast(pl.String, strict=False).fill_null("") for c in DCGM_HOURLY_SCHEMA],
+        separator="|",
+    )
+    bad_rows = bad_rows.join(
+        original.join(bad_rows.select("_line"), on="_line", how="semi").select(
+            "_line", raw.alias("_raw")
+        ),
+        on="_line",
+        how="left",
+        maintain_order="left",
+    )
     rejected = bad_rows.select(
         pl.lit(str(path)).alias("file"),
         pl.col("_line").cast(pl.Int64).alias("line_no"),
@@ -185,7 +194,5 @@ def parse_dcgm_hourly(path: Path, *, cluster: str, now: datetime | None = None) 
         pl.col("_raw").alias("raw"),
         pl.col("_reason").alias("reason"),
     ).cast(REJECTED_SCHEMA)  # type: ignore[arg-type]
-    rows = df.filter(pl.col("_reason").is_null()).drop(
-        "_line", "_reason", "_field", "_raw", "_castbad"
-    )
+    rows = df.filter(pl.col("_reason").is_null()).drop("_line", "_reason", "_field", "_castbad")
     return ParseResult(rows, rejected, {"format": "dcgm-hourly-parquet", "rows": rows.height})
