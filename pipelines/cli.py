@@ -118,6 +118,7 @@ def ingest(
                 errors += 1
                 continue
             # A file that names its own cluster is read in that cluster's zone unless --tz says.
+            replaced = stats.replaced_ingests  # of the first read: the re-read replaces that one
             if tz is None and cluster is None and source == "sacct":
                 clusters = con.execute(
                     "SELECT DISTINCT cluster FROM raw.slurm_rows WHERE ingest_id = ?",
@@ -131,7 +132,7 @@ def ingest(
                     stats = ingest_file(con, source, path, opts)
             say(
                 f"{path}: {stats.rows_loaded} rows loaded, {stats.rows_rejected} rejected"
-                + (" (replaced an earlier load)" if stats.replaced_ingests else "")
+                + (" (replaced an earlier load)" if replaced else "")
             )
             if stats.rows_loaded == 0 and stats.rows_rejected == 0:
                 # Not an error (an idle day can be empty), but worth a look: say so on stderr.

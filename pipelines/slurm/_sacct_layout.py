@@ -185,7 +185,7 @@ def _guess_delimiter(file: str, lines: Sequence[str], n: int) -> str:
         raise SacctFormatError(
             file,
             f"cannot find a delimiter that splits the lines into the {n} fields given; "
-            "pass delimiter=",
+            "give the delimiter (goodput ingest --delimiter D)",
         )
     return best[2]
 

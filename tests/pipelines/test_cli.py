@@ -237,3 +237,17 @@ def test_batch_goes_on_past_a_bad_item_and_a_parser_fault(
     assert "boom.json: not loaded, unexpected RuntimeError: injected parser fault" in result.stderr
     files = _rows(db, "select distinct file from rejected_rows")
     assert [Path(r["file"]).name for r in files] == ["huge.json"]
+
+
+def test_first_load_read_again_in_its_clusters_zone_is_not_a_replacement(tmp_path: Path) -> None:
+    """The lab capture names its cluster, whose zone differs from the default cluster's: the CLI
+    reads it again in that zone. Its first load must not say it replaced an earlier load; the
+    second must, and the rows are there once."""
+    f = FIXTURES / "slurm-22.05-lab" / "sacct_all.psv"
+    db = tmp_path / "x.duckdb"
+    first = runner.invoke(app, ["ingest", "sacct", str(f), "--db", str(db)])
+    assert first.exit_code == 0, first.output
+    assert "rows loaded" in first.stdout and "replaced an earlier load" not in first.stdout
+    again = runner.invoke(app, ["ingest", "sacct", str(f), "--db", str(db)])
+    assert "replaced an earlier load" in again.stdout
+    assert _rows(db, "select count(*) as n from ingests") == [{"n": "1"}]

@@ -124,7 +124,8 @@ def test_reingest_is_idempotent(tmp_path: Path) -> None:
     """Loading the same file twice leaves one copy of each row and one ingest record."""
     db = tmp_path / "x.duckdb"
     f = XDMOD / "shredder_slurm_input" / "accounting-logs.log"
-    _ingest(db, f)
+    first = _ingest(db, f)
+    assert "replaced an earlier load" not in first
     out = _ingest(db, f)
     assert "replaced an earlier load" in out
     assert _sql(db, "select count(*) as n from slurm_jobs") == [{"n": "4"}]
