@@ -889,6 +889,8 @@ def _parse_lines(
     label_sets = _memoized(memo, "labels", cand["labels"].drop_nulls(), _parse_label_sets)
     ts_min = int(_TS_MIN.timestamp() * 1_000_000)
     ts_max = int(_TS_MAX.timestamp() * 1_000_000)
+    # as for sacct and Kubernetes: later than the ingest time + 1 day is implausible
+    ts_future = int((datetime.now(UTC) + timedelta(days=1)).timestamp() * 1_000_000)
     ts = pl.col("ts_us").cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
     value = pl.col("value")
     field_type = pl.col("field_type")
@@ -966,6 +968,8 @@ def _parse_lines(
             .then(pl.lit("timestamp|timestamp outside 2000–2100 (seconds where milliseconds?)"))
             .otherwise(pl.lit("timestamp|timestamp outside 2000–2100"))
         )
+        .when(pl.col("ts_us") >= ts_future)
+        .then(pl.lit("timestamp|timestamp later than the ingest time + 1 day"))
         .when(pl.col("gpu_bad").fill_null(False))
         .then(pl.lit("gpu|label gpu is not an integer"))
         .when(pl.col("mig_bad").fill_null(False))

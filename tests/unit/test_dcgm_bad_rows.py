@@ -160,3 +160,23 @@ def test_hourly_empty_folder_is_one_line_error(tmp_path: Path) -> None:
     with pytest.raises(InputFormatError, match=r"no \.parquet files") as ei:
         parse_dcgm_hourly(tmp_path, cluster="c1")
     assert "\n" not in str(ei.value)
+
+
+def test_sample_time_past_the_ingest_time_is_rejected(tmp_path: Path) -> None:
+    """A sample a week after the ingest time is rejected naming the timestamp (as sacct and
+    Kubernetes times are); one an hour ago loads."""
+    import time
+
+    now_ms = int(time.time() * 1000)
+    labels = 'gpu="0",UUID="GPU-1",Hostname="n1"'
+    path = tmp_path / "scrape.prom"
+    path.write_text(
+        f"DCGM_FI_DEV_GPU_UTIL{{{labels}}} 50 {now_ms - 3_600_000}\n"
+        f"DCGM_FI_DEV_GPU_UTIL{{{labels}}} 60 {now_ms + 7 * 86_400_000}\n",
+        encoding="utf-8",
+    )
+    result = parse_dcgm(path, cluster="c1")
+    assert result.rows["value"].to_list() == [50.0]
+    (reject,) = result.rejected.to_dicts()
+    assert (reject["line_no"], reject["field"]) == (2, "timestamp")
+    assert reject["reason"] == "timestamp later than the ingest time + 1 day"
