@@ -3,10 +3,32 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
 import polars as pl
 
-__all__ = ["REJECTED_SCHEMA", "InputFormatError", "ParseResult", "empty_rejected"]
+__all__ = [
+    "EARLIEST_PLAUSIBLE",
+    "REJECTED_SCHEMA",
+    "InputFormatError",
+    "ParseResult",
+    "empty_rejected",
+    "latest_plausible",
+]
+
+#: Input times before this are implausible (Slurm dates from 2002, Kubernetes from 2014; a clock
+#: reset to the epoch gives 1970). Every parser rejects such a row.
+EARLIEST_PLAUSIBLE = datetime(1990, 1, 1, tzinfo=UTC)
+#: How far past the ingest time an input time may lie (clock skew between hosts).
+FUTURE_SLACK = timedelta(days=1)
+
+
+def latest_plausible(now: datetime | None = None) -> datetime:
+    """The latest plausible input time: ``now`` (default the wall clock, UTC) + 1 day. A later
+    time (a year-9999 End, a pod created in the future) would stretch a cluster's data cut-off,
+    and every hourly table with it, past the present; parsers reject it."""
+    return (now or datetime.now(UTC)) + FUTURE_SLACK
+
 
 #: Columns of a rejected input row, as stored in ``raw.rejected_rows`` (minus ``source`` and
 #: ``ingest_id``, which the warehouse adds). ``line_no``/``line_end`` are 1-based and inclusive;

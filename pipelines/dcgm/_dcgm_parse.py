@@ -33,7 +33,12 @@ from typing import Final
 
 import polars as pl
 
-from pipelines._parse_result import REJECTED_SCHEMA, InputFormatError, ParseResult
+from pipelines._parse_result import (
+    REJECTED_SCHEMA,
+    InputFormatError,
+    ParseResult,
+    latest_plausible,
+)
 
 __all__ = [
     "DCGM_SAMPLE_SCHEMA",
@@ -889,8 +894,7 @@ def _parse_lines(
     label_sets = _memoized(memo, "labels", cand["labels"].drop_nulls(), _parse_label_sets)
     ts_min = int(_TS_MIN.timestamp() * 1_000_000)
     ts_max = int(_TS_MAX.timestamp() * 1_000_000)
-    # as for sacct and Kubernetes: later than the ingest time + 1 day is implausible
-    ts_future = int((datetime.now(UTC) + timedelta(days=1)).timestamp() * 1_000_000)
+    ts_future = int(latest_plausible().timestamp() * 1_000_000)
     ts = pl.col("ts_us").cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
     value = pl.col("value")
     field_type = pl.col("field_type")

@@ -16,12 +16,12 @@ GPU), ``samples`` (5-minute samples aggregated, 0–12), ``gr_engine_active_avg`
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
 
-from pipelines._parse_result import REJECTED_SCHEMA, InputFormatError, ParseResult
+from pipelines._parse_result import REJECTED_SCHEMA, InputFormatError, ParseResult, latest_plausible
 
 __all__ = ["DCGM_HOURLY_SCHEMA", "parse_dcgm_hourly"]
 
@@ -149,7 +149,7 @@ def parse_dcgm_hourly(path: Path, *, cluster: str, now: datetime | None = None) 
         *_CHECKS,
         (
             "hour",
-            pl.col("hour") > pl.lit(now + timedelta(days=1)),
+            pl.col("hour") > pl.lit(latest_plausible(now)),
             "hour later than ingest time + 1 day",
         ),
     )
@@ -178,13 +178,11 @@ def parse_dcgm_hourly(path: Path, *, cluster: str, now: datetime | None = None) 
         [pl.col(c).cast(pl.String, strict=False).fill_null("") for c in DCGM_HOURLY_SCHEMA],
         separator="|",
     )
-    bad_rows = bad_rows.join(
-        original.join(bad_rows.select("_line"), on="_line", how="semi").select(
-            "_line", raw.alias("_raw")
-        ),
-        on="_line",
-        how="left",
-        maintain_order="left",
+    # both frames keep the file's row order, so the rejected rows' cells line up one to one
+    bad_rows = bad_rows.hstack(
+        original.filter(pl.col("_line").is_in(bad_rows["_line"].implode())).select(
+            raw.alias("_raw")
+        )
     )
     rejected = bad_rows.select(
         pl.lit(str(path)).alias("file"),

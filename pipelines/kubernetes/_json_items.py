@@ -12,14 +12,20 @@ import json
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Final
 
 import polars as pl
 
-from pipelines._parse_result import REJECTED_SCHEMA, InputFormatError, ParseResult
+from pipelines._parse_result import (
+    EARLIEST_PLAUSIBLE,
+    REJECTED_SCHEMA,
+    InputFormatError,
+    ParseResult,
+    latest_plausible,
+)
 
 __all__ = [
     "NOT_AN_OBJECT",
@@ -42,10 +48,6 @@ __all__ = [
 ]
 
 NOT_AN_OBJECT: Final = "item is not a JSON object"
-#: Times before this are implausible (Kubernetes dates from 2014; a zeroed clock gives 1970).
-EARLIEST_TIME: Final = datetime(1990, 1, 1, tzinfo=UTC)
-#: How far past the ingest time a time may lie (clock skew between nodes), as for sacct.
-_FUTURE_SLACK: Final = timedelta(days=1)
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
@@ -182,9 +184,7 @@ def _json_stream(file: str, text: str) -> list[JsonItem]:
             if multiline and exc.pos > end:
                 # a pretty-printed object broken off (a truncated stream): the rest is one
                 # rejected item, not a run of fragments decoded line by line
-                items.append(
-                    JsonItem(line_no, None, text[pos:].rstrip(), f"not JSON: {exc.msg}")
-                )
+                items.append(JsonItem(line_no, None, text[pos:].rstrip(), f"not JSON: {exc.msg}"))
                 break
             items.append(
                 JsonItem(line_no, None, text[pos:end].rstrip("\r"), f"not JSON: {exc.msg}")
@@ -221,9 +221,7 @@ def parse_k8s_time(value: object, field: str) -> datetime | None:
     if error is not None:
         raise BadItem(field, error)
     assert ts is not None
-    if not EARLIEST_TIME <= ts <= datetime.now(UTC) + _FUTURE_SLACK:
-        # as the sacct parser: a year-9999 time would stretch the cluster's data cut-off, and
-        # every hourly table with it, to year 9999
+    if not EARLIEST_PLAUSIBLE <= ts <= latest_plausible():
         raise BadItem(field, f"implausible time {value} (before 1990 or after now + 1 day)")
     return ts
 

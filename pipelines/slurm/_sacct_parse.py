@@ -14,14 +14,19 @@ import codecs
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
 
-from pipelines._parse_result import REJECTED_SCHEMA, ParseResult
+from pipelines._parse_result import (
+    EARLIEST_PLAUSIBLE,
+    REJECTED_SCHEMA,
+    ParseResult,
+    latest_plausible,
+)
 from pipelines.slurm._sacct_fields import FREE_TEXT_FIELDS, NO_END_STATES, SLURM_STATES
 from pipelines.slurm._sacct_json import JSON_FIELDS, json_records, json_shape
 from pipelines.slurm._sacct_layout import (
@@ -164,10 +169,6 @@ _TIME_FIELDS = (
     ("start", "start_at"),
     ("end", "end_at"),
 )
-#: Times before this are implausible (Slurm dates from 2002; clocks reset to the epoch give 1970).
-_EARLIEST = datetime(1990, 1, 1, tzinfo=UTC)
-#: Times later than the ingest time plus this are implausible (clock skew allowance).
-_FUTURE_SLACK = timedelta(days=1)
 #: Most GPUs one job may hold (more is a corrupt TRES count, not a job).
 MAX_GPUS_PER_JOB = 100_000
 #: A GPU item of a TRES string: ``gres/gpu=N`` or ``gres/gpu:TYPE=N`` (not ``gres/gpumem``).
@@ -1185,7 +1186,7 @@ def _time_checks(df: pl.DataFrame, plan: _Plan, now: datetime) -> pl.DataFrame:
     year-9999 End would make hourly occupancy run to year 9999); an End before the Start; a
     Start before the Submit. NULL times (``Unknown``, ``None``) pass.
     """
-    latest = now + _FUTURE_SLACK
+    latest = latest_plausible(now)
     stamp = "%Y-%m-%dT%H:%M:%SZ"
     checks: list[tuple[pl.Expr, str, pl.Expr]] = []
     names = {key: plan.name_of[key] for key, _ in _TIME_FIELDS if key in plan.name_of}
@@ -1195,10 +1196,10 @@ def _time_checks(df: pl.DataFrame, plan: _Plan, now: datetime) -> pl.DataFrame:
         value = pl.col(column)
         checks.append(
             (
-                (value < _EARLIEST) | (value > latest),
+                (value < EARLIEST_PLAUSIBLE) | (value > latest),
                 names[key],
                 pl.format(
-                    f"implausible {names[key]} time {{}} (outside {_EARLIEST:%Y-%m-%d} .. "
+                    f"implausible {names[key]} time {{}} (outside {EARLIEST_PLAUSIBLE:%Y-%m-%d} .. "
                     f"{latest.astimezone(UTC):{stamp}})",
                     value.dt.to_string(stamp),
                 ),
