@@ -281,8 +281,9 @@ def _child_spool_load(path: Path, mode: str) -> dict[str, object]:
     then ``load_parse_result``: how ``ingest_file`` loaded it before the block-wise parse) or
     ``blocks`` (``ingest_file``); seconds, rows and this process's peak memory."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from pipelines.dcgm import DCGM_CHUNK_BYTES
     from pipelines.dcgm._dcgm_parse import parse_dcgm
-    from pipelines.ingest import DCGM_CHUNK_BYTES, IngestOptions, ingest_file
+    from pipelines.ingest import IngestOptions, ingest_file
     from pipelines.warehouse import connect, init_warehouse, load_parse_result
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -24,8 +24,7 @@ from dashboards import _auth
 from metrics import nearest_rank, wait_percentiles_km
 from metrics.schema import SIZE_BUCKETS, WATERFALL_LEAVES
 from pipelines.config import load_config
-from pipelines.report import pseudonymise
-from pipelines.report._common import show_user_names
+from pipelines.privacy import pseudonymise, show_user_names
 from pipelines.safe_sql import run_query
 from pipelines.sql import load_sql
 

@@ -6,30 +6,13 @@ import datetime as dt
 from pathlib import Path
 
 from pipelines.ingest import file_day
+from pipelines.kinds import input_kinds
 
 __all__ = ["files_for_day", "partitions_with_input"]
 
-#: Input kinds and the sub-folder and file patterns they are read from.
+#: Input kinds and the sub-folder and file patterns they are read from (the kinds registry).
 KIND_GLOBS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "sacct": ("sacct", ("*.psv", "*.txt", "*.log", "*.sacct", "*.json")),
-    "k8s-events": ("k8s", ("events*.json", "events*.jsonl")),
-    "k8s-pods": ("k8s", ("pods*.json",)),
-    "k8s-objects": (
-        "k8s",
-        (
-            "workloads*.json",
-            "workloads*.jsonl",
-            "clusterqueues*.json",
-            "localqueues*.json",
-            "nodes*.json",
-        ),
-    ),
-    "dcgm": ("dcgm", ("*.prom", "*.prom.gz", "*.txt", "*.om", "*.om.gz")),
-    "dcgm-hourly": ("dcgm_hourly", ("date=*/*.parquet",)),
-    "slurm-state": (
-        "slurm_state",
-        ("events*", "nodes*", "sshare*", "jobs*", "reservations*", "reservation_history*"),
-    ),
+    k.name: (k.folder, k.globs) for k in input_kinds()
 }
 
 

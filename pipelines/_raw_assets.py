@@ -13,10 +13,11 @@ from dagster_duckdb import DuckDBResource
 from pipelines._sources import InputSource
 from pipelines.config import load_config
 from pipelines.ingest import IngestOptions, ingest_file
+from pipelines.kinds import InputKind, input_kinds
 from pipelines.partitions import split_partition_key
 from pipelines.warehouse import init_warehouse
 
-__all__ = ["REJECTED_SHARE_CHECK", "SettingsResource", "raw_ingest_asset"]
+__all__ = ["REJECTED_SHARE_CHECK", "SettingsResource", "build_raw_assets", "raw_ingest_asset"]
 
 #: Name of the check on every raw asset: rejected rows stay below 1 % of the rows read.
 REJECTED_SHARE_CHECK = "rejected_share_below_1pct"
@@ -33,26 +34,20 @@ class SettingsResource(dg.ConfigurableResource):  # type: ignore[type-arg]  # Da
 
 
 def raw_ingest_asset(
-    *,
-    name: str,
-    kind: str,
-    source_key: str,
-    group: str,
-    scheduler: str | None,
-    partitions_def: dg.PartitionsDefinition[Any],
-    description: str,
+    input_kind: InputKind, partitions_def: dg.PartitionsDefinition[Any]
 ) -> dg.AssetsDefinition:
     """Build the partitioned raw asset that loads one input kind for one cluster and day.
 
     Args:
-        name: asset name (= table name in the ``raw`` schema).
-        kind: input kind for :func:`pipelines.ingest.ingest_file`.
-        source_key: resource key of the :class:`InputSource` to fetch files from.
-        group: Dagster group (the source's folder name).
-        scheduler: only clusters of this scheduler have this input (None: every cluster).
+        input_kind: the registry row (:mod:`pipelines.kinds`): asset name (``raw/<asset>``),
+            group, scheduler (only clusters of it have this input; None: every cluster),
+            resource key of the :class:`InputSource` to fetch files from, description.
         partitions_def: the cluster × day partitions.
-        description: the asset's description (what the table is).
     """
+    name, kind, source_key = input_kind.asset, input_kind.name, input_kind.source_key
+    group, scheduler, description = (
+        input_kind.group, input_kind.scheduler, input_kind.description
+    )  # fmt: skip
 
     with warnings.catch_warnings():
         # ``backfill_policy`` is a beta parameter of ``dg.asset`` in Dagster 1.13 (used as
@@ -128,3 +123,8 @@ def raw_ingest_asset(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
         return decorate(_asset)
+
+
+def build_raw_assets(partitions_def: dg.PartitionsDefinition[Any]) -> list[dg.AssetsDefinition]:
+    """One raw asset per input kind of the registry, over the cluster × day partitions."""
+    return [raw_ingest_asset(k, partitions_def) for k in input_kinds()]

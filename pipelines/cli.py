@@ -16,6 +16,7 @@ import typer
 from pipelines._parse_result import InputFormatError
 from pipelines._progress import progress_bar
 from pipelines.config import ConfigError, load_config, repo_root
+from pipelines.kinds import input_kinds
 from pipelines.kubernetes.watch_cli import watch_app
 from pipelines.report.cli import report_app
 
@@ -29,9 +30,8 @@ app = typer.Typer(
 app.add_typer(report_app)
 app.add_typer(watch_app)  # goodput watch k8s
 
-_SOURCES = (
-    "sacct", "k8s-events", "k8s-pods", "k8s-objects", "dcgm", "dcgm-hourly", "slurm-state"
-)
+#: The ``goodput ingest`` words (the kinds registry).
+_SOURCES = tuple(k.name for k in input_kinds())
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
@@ -45,9 +45,7 @@ def ingest(
         str,
         typer.Argument(
             help="Input kind: "
-            + " | ".join(_SOURCES)
-            + " (k8s-objects: Kueue Workload/ClusterQueue/LocalQueue and nodes JSON; "
-            "dcgm-hourly: hourly per-GPU Parquet rollups)"
+            + "; ".join(f"{k.name} ({k.help})" for k in input_kinds())
         ),
     ],
     paths: Annotated[list[Path], typer.Argument(help="Files (dcgm: files or snapshot folders)")],
@@ -227,7 +225,7 @@ def generate(
     if gpus is not None:
         import datetime as _dt
 
-        from pipelines.sample_fleet._scale import ScaleConfig, generate_scale_fleet
+        from pipelines.sample_fleet import ScaleConfig, generate_scale_fleet
 
         first = _dt.date.fromisoformat(start) if start else ScaleConfig.start
         cfg = ScaleConfig(gpus=gpus, days=days, seed=seed, start=first,

@@ -8,19 +8,17 @@ from __future__ import annotations
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from pipelines._raw_assets import SettingsResource
+from pipelines._raw_assets import SettingsResource, build_raw_assets
 from pipelines._sources import InputSource
 from pipelines.analytics.assets import core_and_analytics, recommendations, serving_copy
 from pipelines.automation import build_daily_schedules, build_new_files_sensor
 from pipelines.config import Config, load_config
-from pipelines.dcgm.assets import build_dcgm_assets
 from pipelines.dcgm.resources import (
     DcgmFileSource,
     DcgmHourlyFileSource,
     PrometheusDcgmSource,
 )
 from pipelines.freshness import build_freshness_checks, build_freshness_sensor
-from pipelines.kubernetes.assets import build_kubernetes_assets
 from pipelines.kubernetes.resources import (
     K8sEventsFileSource,
     K8sObjectsFileSource,
@@ -34,7 +32,6 @@ from pipelines.report.dagster import (
     weekly_report_job,
     weekly_report_schedule,
 )
-from pipelines.slurm.assets import build_slurm_assets
 from pipelines.slurm.resources import (
     SacctCliSource,
     SacctFileSource,
@@ -84,11 +81,7 @@ def build_defs(cfg: Config | None = None) -> dg.Definitions:
     """
     cfg = cfg or load_config()
     parts = cluster_day_partitions(cfg)
-    raw_assets = [
-        *build_slurm_assets(parts),
-        *build_kubernetes_assets(parts),
-        *build_dcgm_assets(parts),
-    ]
+    raw_assets = build_raw_assets(parts)
     inputs = str(cfg.inputs_dir)
     raw_job = dg.define_asset_job(
         RAW_JOB,

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from pipelines.config import FRESHNESS_GROUPS, Config
+from pipelines.kinds import input_kinds, raw_sources
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -39,19 +40,22 @@ __all__ = [
 #: Name of the sensor that evaluates the freshness checks.
 FRESHNESS_SENSOR = "source_freshness"
 
-#: Raw asset name prefix → freshness group (``raw/slurm_rows`` → ``sacct``).
-RAW_ASSETS: dict[str, str] = {"slurm": "sacct", "k8s": "k8s", "dcgm": "dcgm"}
+#: Raw asset name → freshness group (``slurm_rows`` → ``sacct``), from the kinds registry: an
+#: asset's group is that of its raw sources.
+RAW_ASSETS: dict[str, str] = {k.asset: k.sources[0].freshness for k in input_kinds()}
 
-#: ``ingests.source`` → freshness group, for sources whose name's prefix (before ``-``) is not
-#: a :data:`RAW_ASSETS` prefix (``slurm-events`` → ``sacct``, ``k8s-pods`` → ``k8s`` by prefix).
-SOURCE_GROUP: dict[str, str] = {"sacct": "sacct", "sshare": "sacct", "dcgm": "dcgm"}
+#: ``ingests.source`` (every raw source and input kind) → freshness group.
+SOURCE_GROUP: dict[str, str] = {
+    **{k.name: k.sources[0].freshness for k in input_kinds()},
+    **{name: src.freshness for name, src in raw_sources().items()},
+}
 
 assert set(RAW_ASSETS.values()) == set(FRESHNESS_GROUPS)
 
 
 def source_group(source: str) -> str | None:
     """The freshness group of an ``ingests.source`` value, ``None`` when it belongs to none."""
-    return SOURCE_GROUP.get(source) or RAW_ASSETS.get(source.split("-", 1)[0])
+    return SOURCE_GROUP.get(source)
 
 
 def build_freshness_checks(
@@ -73,7 +77,7 @@ def build_freshness_checks(
     groups: dict[str, list[dg.AssetKey]] = {}
     for asset in raw_assets:
         for key in asset.keys:
-            group = RAW_ASSETS.get(key.path[-1].split("_", 1)[0])
+            group = RAW_ASSETS.get(key.path[-1])
             if key.path[0] == "raw" and group is not None:
                 groups.setdefault(group, []).append(key)
     checks: list[dg.AssetChecksDefinition] = []

@@ -17,21 +17,15 @@ from dagster._core.storage.tags import (
 from pipelines._file_source import partitions_with_input
 from pipelines._progress import progress_bar
 from pipelines.config import Config, repo_root
+from pipelines.kinds import input_kinds
 
 __all__ = ["RunSummary", "dagster_env", "materialize_all"]
 
 #: Run config that keeps in-process runs quiet on the terminal (events still go to the instance).
 _QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
-_KIND_ASSET = {
-    "sacct": "slurm_rows",
-    "k8s-events": "k8s_events",
-    "k8s-pods": "k8s_pods",
-    "k8s-objects": "k8s_objects",
-    "dcgm": "dcgm_samples",
-    "dcgm-hourly": "dcgm_hourly",
-    "slurm-state": "slurm_state",
-}
+#: Input kind → its raw asset's name (the kinds registry).
+_KIND_ASSET = {k.name: k.asset for k in input_kinds()}
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ import duckdb
 import polars as pl
 
 from pipelines._parse_result import ParseResult
+from pipelines.kinds import raw_sources
 from pipelines.sql import load_sql
 
 __all__ = [
@@ -37,23 +38,8 @@ __all__ = [
     "raw_table_schemas",
 ]
 
-#: Input source → the raw table its parser fills.
-RAW_TABLES: dict[str, str] = {
-    "sacct": "raw.slurm_rows",
-    "k8s-events": "raw.k8s_events",
-    "k8s-pods": "raw.k8s_pods",
-    "dcgm": "raw.dcgm_samples",
-    "dcgm-hourly": "raw.dcgm_hourly",
-    "slurm-events": "raw.slurm_events",
-    "slurm-nodes": "raw.slurm_nodes",
-    "sshare": "raw.sshare",
-    "slurm-jobs-gres": "raw.slurm_job_gres",
-    "slurm-reservations": "raw.slurm_reservations",
-    "k8s-workloads": "raw.k8s_workloads",
-    "kueue-cluster-queues": "raw.kueue_cluster_queues",
-    "kueue-local-queues": "raw.kueue_local_queues",
-    "k8s-nodes": "raw.k8s_nodes",
-}
+#: Raw source (``ingests.source``) → the raw table its parser fills (from the kinds registry).
+RAW_TABLES: dict[str, str] = {name: src.table for name, src in raw_sources().items()}
 
 
 @dataclass(frozen=True)
@@ -91,39 +77,8 @@ def connect(path: str | Path, *, read_only: bool = False) -> Iterator[duckdb.Duc
 
 
 def raw_table_schemas() -> dict[str, dict[str, pl.DataType]]:
-    """The parsed-row schema of each raw table (from the parsers), plus ``ingest_id``."""
-    from pipelines.dcgm._dcgm_parse import DCGM_SAMPLE_SCHEMA
-    from pipelines.dcgm._hourly import DCGM_HOURLY_SCHEMA
-    from pipelines.kubernetes._events_parse import K8S_EVENT_SCHEMA
-    from pipelines.kubernetes._pods_parse import K8S_POD_SCHEMA
-    from pipelines.slurm._cluster_state import (
-        EVENT_SCHEMA,
-        NODE_SCHEMA,
-        SCONTROL_JOB_SCHEMA,
-        SSHARE_SCHEMA,
-    )
-    from pipelines.slurm._reservations import RESERVATION_SCHEMA
-    from pipelines.slurm._sacct_parse import SLURM_ROW_SCHEMA
-
-    out: dict[str, dict[str, pl.DataType]] = {}
-    for table, schema in (
-        ("raw.slurm_rows", SLURM_ROW_SCHEMA),
-        ("raw.k8s_events", K8S_EVENT_SCHEMA),
-        ("raw.k8s_pods", K8S_POD_SCHEMA),
-        ("raw.dcgm_samples", DCGM_SAMPLE_SCHEMA),
-        ("raw.dcgm_hourly", DCGM_HOURLY_SCHEMA),
-        ("raw.slurm_events", EVENT_SCHEMA),
-        ("raw.slurm_nodes", NODE_SCHEMA),
-        ("raw.sshare", SSHARE_SCHEMA),
-        ("raw.slurm_job_gres", SCONTROL_JOB_SCHEMA),
-        ("raw.slurm_reservations", RESERVATION_SCHEMA),
-    ):
-        out[table] = {**schema, "ingest_id": pl.Int64()}
-    from pipelines.kubernetes._objects import OBJECT_SOURCES, object_schema
-
-    for source in OBJECT_SOURCES:  # k8s-objects: one table per kind, rows with snapshot_at
-        out[RAW_TABLES[source]] = {**object_schema(source), "ingest_id": pl.Int64()}
-    return out
+    """The parsed-row schema of each raw table (from the kinds registry), plus ``ingest_id``."""
+    return {src.table: {**src.schema, "ingest_id": pl.Int64()} for src in raw_sources().values()}
 
 
 def ensure_raw_tables(con: duckdb.DuckDBPyConnection) -> None:

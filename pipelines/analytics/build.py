@@ -26,12 +26,13 @@ from pipelines.analytics.incremental import (
 from pipelines.analytics.metrics_build import build_metric_tables
 from pipelines.analytics.scheduler_views import scheduler_tables
 from pipelines.config import Config
-from pipelines.kubernetes._attempts import (
+from pipelines.kubernetes import (
     k8s_attempts,
+    k8s_pending_reasons,
+    k8s_workload_timings,
     pending_workload_attempts,
     workload_attempts,
 )
-from pipelines.kubernetes._timings import k8s_pending_reasons, k8s_workload_timings
 from pipelines.registry import (
     UNATTRIBUTED,
     cluster_shares,
@@ -39,7 +40,7 @@ from pipelines.registry import (
     load_registry_history,
     shares_at_window_start,
 )
-from pipelines.slurm._identity import resolve_slurm_jobs, slurm_attempts
+from pipelines.slurm import resolve_slurm_jobs, slurm_attempts
 from pipelines.sql import SQL_DIR
 
 __all__ = ["JOBS_COLUMNS", "VIEWS", "create_views", "rebuild"]
@@ -193,7 +194,7 @@ def _slurm_node_states(
     ``reboot``, ``upgrade``) → planned_down. Event GPUs come from the event's TRES, else the
     node's inventory. Several exports of the same event are kept once.
     """
-    from pipelines.slurm._cluster_state import (
+    from pipelines.slurm import (
         node_event_gpu_seconds_hourly,
         registered_gpu_seconds_hourly,
     )

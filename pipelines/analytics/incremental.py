@@ -37,6 +37,7 @@ import polars as pl
 
 from pipelines.config import Config
 from pipelines.ingest import file_day
+from pipelines.kinds import raw_sources
 
 __all__ = [
     "INCREMENTAL_TABLES",
@@ -60,8 +61,9 @@ _DAY = dt.timedelta(days=1)
 
 #: Telemetry ingest kinds → (raw table, time column): a load affects the days its rows cover.
 _TELEMETRY_SPANS: dict[str, tuple[str, str]] = {
-    "dcgm": ("raw.dcgm_samples", "ts"),
-    "dcgm-hourly": ("raw.dcgm_hourly", "hour"),
+    name: (src.table, src.telemetry_time)
+    for name, src in raw_sources().items()
+    if src.telemetry_time is not None
 }
 
 

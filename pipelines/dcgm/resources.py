@@ -9,6 +9,7 @@ from typing import Any, Final, Literal
 import dagster as dg
 
 from pipelines._sources import FileSource, InputSource
+from pipelines.dcgm import DCGM, DCGM_HOURLY
 from pipelines.dcgm._prometheus import (
     DEFAULT_METRICS,
     DcgmPrometheusClient,
@@ -41,14 +42,14 @@ PROMETHEUS_CA_BUNDLE_ENV: Final = "GOODPUT_PROMETHEUS_CA_BUNDLE"
 class DcgmFileSource(FileSource):
     """dcgm-exporter text / OpenMetrics dumps under ``<cluster>/dcgm/`` (gzip allowed)."""
 
-    kind: str = "dcgm"
+    kind: str = DCGM.name
 
 
 class DcgmHourlyFileSource(FileSource):
     """Hourly per-GPU DCGM aggregates in Parquet under
     ``<cluster>/dcgm_hourly/date=YYYY-MM-DD/`` (:mod:`pipelines.dcgm._hourly`)."""
 
-    kind: str = "dcgm-hourly"
+    kind: str = DCGM_HOURLY.name
 
 
 class PrometheusDcgmSource(InputSource):

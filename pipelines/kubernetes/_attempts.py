@@ -57,7 +57,7 @@ from typing import Final
 
 import polars as pl
 
-from metrics._helpers import seconds_between
+from metrics import seconds_between
 from pipelines.kubernetes._events_parse import K8S_EVENT_SCHEMA
 from pipelines.kubernetes._pods_parse import K8S_POD_SCHEMA
 from pipelines.kubernetes._workloads_parse import (

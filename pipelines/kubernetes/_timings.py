@@ -23,7 +23,7 @@ from typing import Final
 
 import polars as pl
 
-from metrics._helpers import seconds_between
+from metrics import seconds_between
 from pipelines.kubernetes._attempts import G, K8sAttempts
 from pipelines.kubernetes._events_parse import K8S_EVENT_SCHEMA
 from pipelines.registry import UNATTRIBUTED

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import hmac
 import math
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +12,7 @@ import duckdb
 import polars as pl
 
 from pipelines.config import Config
+from pipelines.privacy import pseudonymise, show_user_names
 from pipelines.sql import load_sql
 
 __all__ = [
@@ -32,10 +30,6 @@ __all__ = [
 ]
 
 _WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
-
-#: Salt of the user-name pseudonyms when ``GOODPUT_PSEUDONYM_SALT`` is not set.
-DEFAULT_SALT = "goodput"
-
 
 class ReportError(RuntimeError):
     """A report cannot be made: an invalid week, no data for it, or no browser for the PDF."""
@@ -114,26 +108,6 @@ def reports_dir(cfg: Config) -> Path:
 def recommendations_path(cfg: Config) -> Path:
     """The recommendations file the report reads: ``recommendations/latest.json`` beside it."""
     return cfg.serving_path.parent / "recommendations" / "latest.json"
-
-
-def show_user_names() -> bool:
-    """True when ``GOODPUT_SHOW_USER_NAMES`` is ``1``/``true``/``yes`` (read at call time)."""
-    return os.environ.get("GOODPUT_SHOW_USER_NAMES", "").strip().lower() in ("1", "true", "yes")
-
-
-def pseudonymise(name: str | None, *, salt: str | None = None) -> str:
-    """A stable pseudonym ``user-1a2b3c`` for a user name (HMAC-SHA256 with a salt).
-
-    Args:
-        name: the user name; ``None``/empty gives ``unknown``.
-        salt: default ``$GOODPUT_PSEUDONYM_SALT``, else :data:`DEFAULT_SALT`. Set a private salt
-            so that pseudonyms cannot be reversed by hashing a list of likely names.
-    """
-    if not name:
-        return "unknown"
-    key = salt if salt is not None else os.environ.get("GOODPUT_PSEUDONYM_SALT", DEFAULT_SALT)
-    digest = hmac.new(key.encode("utf-8"), name.encode("utf-8"), hashlib.sha256).hexdigest()
-    return f"user-{digest[:6]}"
 
 
 def _missing(value: float | None) -> bool:

@@ -9,5 +9,6 @@ allocation registry, the node inventory and ``planted.json`` (the findings plant
 from __future__ import annotations
 
 from pipelines.sample_fleet._generate import FleetSummary, generate_sample_fleet
+from pipelines.sample_fleet._scale import ScaleConfig, generate_scale_fleet
 
-__all__ = ["FleetSummary", "generate_sample_fleet"]
+__all__ = ["FleetSummary", "ScaleConfig", "generate_sample_fleet", "generate_scale_fleet"]

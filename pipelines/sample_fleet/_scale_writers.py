@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from pipelines.dcgm._hourly import DCGM_HOURLY_SCHEMA
+from pipelines.dcgm import DCGM_HOURLY_SCHEMA
 from pipelines.sample_fleet._dcgm import DcgmContext, write_dcgm_day
 from pipelines.sample_fleet._model import TEAMS, ClusterSpec, GpuAllocation, NodeEvent, gpu_uuid
 from pipelines.sample_fleet._scale import (

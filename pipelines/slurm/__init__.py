@@ -1,0 +1,150 @@
+"""Slurm inputs: ``sacct`` accounting and the cluster state (nodes, TRES events, shares,
+priorities, scheduler statistics, reservations), parsed without Dagster.
+
+:data:`KINDS` is this package's rows of the input-kind registry (:mod:`pipelines.kinds`); the
+Dagster edge (file and live twins) is :mod:`pipelines.slurm.resources`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from pipelines._parse_result import ParseResult
+from pipelines.kinds import IngestOptions, InputKind, RawSource, route_by_prefix
+from pipelines.slurm import _cluster_state as cs
+from pipelines.slurm import _reservations as rs
+from pipelines.slurm._cluster_state import (
+    node_event_gpu_seconds_hourly,
+    registered_gpu_seconds_hourly,
+)
+from pipelines.slurm._identity import resolve_slurm_jobs, slurm_attempts
+from pipelines.slurm._sacct_parse import SLURM_ROW_SCHEMA, iter_parse_sacct, parse_sacct
+
+__all__ = [
+    "KINDS",
+    "SACCT",
+    "SACCT_CHUNK_BYTES",
+    "SLURM_STATE",
+    "STATE_PREFIXES",
+    "node_event_gpu_seconds_hourly",
+    "registered_gpu_seconds_hourly",
+    "resolve_slurm_jobs",
+    "slurm_attempts",
+]
+
+#: Bytes of a sacct text file parsed at a time (bounds the ingest's memory).
+SACCT_CHUNK_BYTES = 64 << 20
+
+#: ``slurm-state`` files (``<cluster>/slurm_state/<kind>_<day>.*``, as the live state source
+#: spools them) by name prefix → the raw source they load into.
+STATE_PREFIXES = {"events": "slurm-events", "nodes": "slurm-nodes", "sshare": "sshare",
+                  "jobs": "slurm-jobs-gres", "reservation_history": "slurm-reservations",
+                  "reservations": "slurm-reservations", "sprio": "slurm-sprio",
+                  "sdiag": "slurm-sdiag"}  # fmt: skip
+
+
+def _sacct(path: Path, o: IngestOptions) -> ParseResult:
+    return parse_sacct(path, fields=o.fields, delimiter=o.delimiter, cluster=o.cluster, tz=o.tz)
+
+
+def _sacct_blocks(path: Path, o: IngestOptions) -> Iterator[ParseResult]:
+    return iter_parse_sacct(
+        path, fields=o.fields, delimiter=o.delimiter, cluster=o.cluster, tz=o.tz,
+        chunk_bytes=SACCT_CHUNK_BYTES,
+    )  # fmt: skip
+
+
+def _reservations(path: Path, o: IngestOptions) -> ParseResult:
+    if path.name.startswith("reservation_history"):
+        return rs.parse_sacctmgr_reservations(path, cluster=o.cluster, tz=o.tz)
+    return rs.parse_scontrol_reservations(path, cluster=o.cluster, tz=o.tz)
+
+
+SACCT = InputKind(
+    name="sacct",
+    sources=(RawSource("sacct", "raw.slurm_rows", SLURM_ROW_SCHEMA, _sacct, freshness="sacct"),),
+    folder="sacct",
+    globs=("*.psv", "*.txt", "*.log", "*.sacct", "*.json"),
+    asset="slurm_rows",
+    group="slurm",
+    scheduler="slurm",
+    source_key="sacct_source",
+    description=(
+        "One row per sacct line (allocations, steps, pending rows; pending arrays expanded "
+        "per task), from `sacct --parsable2` exports, one partition per cluster and day."
+    ),
+    help="sacct --parsable2 text or sacct --json",
+    chunked=_sacct_blocks,
+)
+
+SLURM_STATE = InputKind(
+    name="slurm-state",
+    sources=(
+        RawSource(
+            "slurm-events",
+            "raw.slurm_events",
+            cs.EVENT_SCHEMA,
+            lambda p, o: cs.parse_sacctmgr_events(p, cluster=o.cluster, tz=o.tz),
+            freshness="sacct",
+        ),
+        RawSource(
+            "slurm-nodes",
+            "raw.slurm_nodes",
+            cs.NODE_SCHEMA,
+            lambda p, o: cs.parse_scontrol_nodes(p, cluster=o.cluster, tz=o.tz),
+            freshness="sacct",
+        ),
+        RawSource(
+            "sshare",
+            "raw.sshare",
+            cs.SSHARE_SCHEMA,
+            lambda p, o: cs.parse_sshare(p, cluster=o.cluster),
+            freshness="sacct",
+        ),
+        RawSource(
+            "slurm-jobs-gres",
+            "raw.slurm_job_gres",
+            cs.SCONTROL_JOB_SCHEMA,
+            lambda p, o: cs.parse_scontrol_jobs(p, cluster=o.cluster, tz=o.tz),
+            freshness="sacct",
+        ),
+        RawSource(
+            "slurm-reservations",
+            "raw.slurm_reservations",
+            rs.RESERVATION_SCHEMA,
+            _reservations,
+            freshness="sacct",
+        ),
+        RawSource(
+            "slurm-sprio",
+            "raw.slurm_sprio",
+            cs.SPRIO_SCHEMA,
+            lambda p, o: cs.parse_sprio(p, cluster=o.cluster),
+            freshness="sacct",
+        ),
+        RawSource(
+            "slurm-sdiag",
+            "raw.slurm_sdiag",
+            cs.SDIAG_SCHEMA,
+            lambda p, o: cs.parse_sdiag(p, cluster=o.cluster),
+            freshness="sacct",
+        ),
+    ),
+    folder="slurm_state",
+    globs=tuple(f"{prefix}*" for prefix in STATE_PREFIXES),
+    asset="slurm_state",
+    group="slurm",
+    scheduler="slurm",
+    source_key="slurm_state_source",
+    description=(
+        "Slurm cluster state: `sacctmgr show event` (TRES registrations, node down/drain "
+        "intervals) into raw.slurm_events, `scontrol show nodes` into raw.slurm_nodes, "
+        "`sshare -a -l -P` into raw.sshare; one partition per cluster and day."
+    ),
+    help="scontrol/sacctmgr/sshare/sprio/sdiag output, routed by file name",
+    route=route_by_prefix(STATE_PREFIXES, "a Slurm state file"),
+)
+
+#: This package's input kinds, in registry order.
+KINDS: tuple[InputKind, ...] = (SACCT, SLURM_STATE)

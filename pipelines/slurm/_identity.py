@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from metrics._helpers import seconds_between
+from metrics import seconds_between
 from pipelines.registry import UNATTRIBUTED
 
 __all__ = ["resolve_slurm_jobs", "slurm_attempts"]

@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import Field
 
 from pipelines._sources import FileSource, InputSource
+from pipelines.slurm import SACCT, SLURM_STATE
 from pipelines.slurm._cluster_state import SPRIO_FORMAT
 from pipelines.slurm._reservations import RESERVATION_HISTORY_FIELDS
 
@@ -114,7 +115,7 @@ def _spool(path: Path, text: str) -> Path:
 class SacctFileSource(FileSource):
     """``sacct --parsable2`` exports under ``<inputs_dir>/<cluster>/sacct/``."""
 
-    kind: str = "sacct"
+    kind: str = SACCT.name
 
 
 class SlurmStateFileSource(FileSource):
@@ -122,7 +123,7 @@ class SlurmStateFileSource(FileSource):
     (``sacctmgr -P show event``), ``nodes_<day>.*`` (``scontrol show nodes -o``),
     ``sshare_<day>.*`` (``sshare -a -l -P``)."""
 
-    kind: str = "slurm-state"
+    kind: str = SLURM_STATE.name
 
 
 class SacctCliSource(InputSource):

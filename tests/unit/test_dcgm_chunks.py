@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from pipelines import ingest as ingest_mod
+from pipelines import dcgm as dcgm_package
 from pipelines._parse_result import InputFormatError, ParseResult
 from pipelines.dcgm import _dcgm_parse as dcgm_parse
 from pipelines.dcgm._dcgm_parse import iter_parse_dcgm, parse_dcgm
@@ -210,7 +210,7 @@ def test_ingest_file_loads_blocks_in_one_load(
     parse's rows, raw.rejected_rows the bad line 9, the ingest counts 24 + 1, a re-run replaces
     the load (still 24 rows), and the XID changes found by ``lag`` over the loaded series are
     the hand-counted two: 0 → 79 at scrape 4 (12:01:30) and 79 → 0 at scrape 10 (12:04:30)."""
-    monkeypatch.setattr(ingest_mod, "DCGM_CHUNK_BYTES", 50)
+    monkeypatch.setattr(dcgm_package, "DCGM_CHUNK_BYTES", 50)
     path = _series_file(tmp_path)
     whole = parse_dcgm(path)
     with connect(tmp_path / "w.duckdb") as con:
@@ -241,7 +241,7 @@ def test_ingest_file_not_a_scrape_loads_nothing(
 ) -> None:
     """A non-DCGM file found out only after its blocks were inserted: the load is rolled back,
     and an earlier good load of the same path stays in place."""
-    monkeypatch.setattr(ingest_mod, "DCGM_CHUNK_BYTES", 10)
+    monkeypatch.setattr(dcgm_package, "DCGM_CHUNK_BYTES", 10)
     path = tmp_path / "x_2026-11-02.prom"
     path.write_text(f"DCGM_FI_DEV_GPU_UTIL{LABELS} 5 {T0_MS}\n")
     with connect(tmp_path / "w.duckdb") as con:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import pipelines.ingest as ingest_module
+import pipelines.slurm as slurm_package
 from pipelines._parse_result import ParseResult
 from pipelines.ingest import IngestOptions, ingest_file
 from pipelines.slurm._sacct_parse import (
@@ -373,7 +373,7 @@ def test_reingest_in_blocks_replaces_earlier_load(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``ingest_file`` (blocks of 40 bytes here) run twice keeps one load: the second's."""
-    monkeypatch.setattr(ingest_module, "SACCT_CHUNK_BYTES", 40)
+    monkeypatch.setattr(slurm_package, "SACCT_CHUNK_BYTES", 40)
     path, _ = _submit_line_file(tmp_path)
     db = tmp_path / "w.duckdb"
     opts = IngestOptions(cluster="c")
