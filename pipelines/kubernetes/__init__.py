@@ -74,11 +74,13 @@ K8S_EVENTS = InputKind(
     help="kubectl get events -o json, events.k8s.io/v1, exporter JSON lines",
 )
 
+_PODS = "k8s-pods"
+
 K8S_PODS = InputKind(
-    name="k8s-pods",
+    name=_PODS,
     sources=(
         RawSource(
-            "k8s-pods",
+            _PODS,
             "raw.k8s_pods",
             K8S_POD_SCHEMA,
             lambda p, o: parse_k8s_pods(p, cluster=o.cluster),
