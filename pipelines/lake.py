@@ -53,6 +53,8 @@ LAKE_TIME_COLUMNS: dict[str, tuple[str, ...]] = {
     "raw.kueue_cluster_queues": ("snapshot_at",),
     "raw.kueue_local_queues": ("snapshot_at",),
     "raw.k8s_nodes": ("snapshot_at",),
+    "raw.slurm_sprio": ("snapshot_at",),
+    "raw.slurm_sdiag": ("sdiag_at",),
     "core.slurm_jobs": ("start_at", "submit_at"),
     "core.k8s_pods": ("created_at",),
     "core.k8s_events": ("first_seen", "last_seen"),
