@@ -104,7 +104,7 @@ class Timer:
 
 def _down_hourly(down: pl.DataFrame, as_of: dt.datetime) -> pl.DataFrame:
     """``cluster, hour, down_gpu_s, planned_down_gpu_s`` as ``build._node_states`` makes it."""
-    from pipelines.slurm._cluster_state import node_event_gpu_seconds_hourly
+    from pipelines.core import node_event_gpu_seconds_hourly
 
     start = down["start_at"].min()
     assert isinstance(start, dt.datetime)

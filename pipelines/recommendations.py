@@ -46,7 +46,7 @@ from metrics.recommendations import (
 )
 from metrics.scheduler_model import SchedulerSettings
 from pipelines.config import Config
-from pipelines.registry import load_registry
+from pipelines.core import load_registry
 from pipelines.sql import load_sql
 from pipelines.warehouse import connect
 

@@ -9,6 +9,7 @@ themselves live in :mod:`metrics`.
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from pathlib import Path
 
 import duckdb
@@ -18,6 +19,7 @@ from metrics import naive_wait_percentiles, occupancy_hourly
 from metrics.data_quality import DATA_QUALITY_SCHEMA, gpu_tracking_gaps
 from pipelines.analytics.incremental import (
     INCREMENTAL_TABLES,
+    BuildPlan,
     apply_incremental,
     diff_replace,
     plan_build,
@@ -26,32 +28,21 @@ from pipelines.analytics.incremental import (
 from pipelines.analytics.metrics_build import build_metric_tables
 from pipelines.analytics.scheduler_views import scheduler_tables
 from pipelines.config import Config
-from pipelines.kubernetes import (
-    k8s_attempts,
-    k8s_pending_reasons,
-    k8s_workload_timings,
-    pending_workload_attempts,
-    workload_attempts,
-)
-from pipelines.registry import (
-    UNATTRIBUTED,
-    cluster_shares,
+from pipelines.core import (
+    JOBS_COLUMNS,
+    BuildUnit,
+    CoreFrames,
+    RawFrames,
+    RegistryFrames,
+    build_core,
     load_registry,
     load_registry_history,
     shares_at_window_start,
+    with_as_of,
 )
-from pipelines.slurm import resolve_slurm_jobs, slurm_attempts
 from pipelines.sql import SQL_DIR
 
 __all__ = ["JOBS_COLUMNS", "VIEWS", "create_views", "rebuild"]
-
-#: The ``jobs`` view's columns, in order (sql/README.md).
-JOBS_COLUMNS = [
-    "source", "cluster", "job_id", "job_id_raw", "attempt", "team", "account", "user_name",
-    "partition", "qos", "state", "gpus", "req_gpus", "gpu_type", "submit_at", "eligible_at",
-    "start_at", "end_at", "wait_s", "submit_wait_s", "run_s", "gpu_s", "node_list", "timelimit_s",
-    "exit_code",
-]  # fmt: skip
 
 #: The published views, created in this order (each from ``sql/views/<name>.sql``).
 VIEWS = (
@@ -75,20 +66,6 @@ def _replace_table(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFra
         raise ValueError(f"{table}: no columns to write")
     _f = frame
     con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM _f")
-
-
-def _with_as_of(frame: pl.DataFrame, as_of: pl.DataFrame) -> pl.DataFrame:
-    """``frame.join(as_of, on="cluster", how="left")`` (``as_of``: one row per cluster) without
-    copying ``frame``'s columns: the cut-off is looked up per row and appended (a join gathers
-    every column, a second copy of multi-million-row frames such as ``core.slurm_jobs``)."""
-    if "as_of" in frame.columns or frame.height == 0:  # keep the join's own naming / typing
-        return frame.join(as_of, on="cluster", how="left")
-    return frame.with_columns(
-        pl.col("cluster")
-        .replace_strict(as_of["cluster"], as_of["as_of"], default=None,
-                        return_dtype=as_of.schema["as_of"])
-        .alias("as_of")
-    )  # fmt: skip
 
 
 def _read(con: duckdb.DuckDBPyConnection, table: str) -> pl.DataFrame:
@@ -118,173 +95,6 @@ def _inventory(cfg: Config) -> pl.DataFrame:
             schema={"cluster": pl.String(), **_INVENTORY_SCHEMA, "capacity_source": pl.String()}
         )
     return pl.concat(frames)
-
-
-def _observed_nodes(slurm_attempts_df: pl.DataFrame, pods: pl.DataFrame) -> pl.DataFrame:
-    """Nodes seen in the data, each with the most GPUs any one attempt held on it."""
-    slurm = (
-        slurm_attempts_df.filter((pl.col("gpus") > 0) & (pl.col("node_list").list.len() > 0))
-        .select(
-            "cluster",
-            pl.col("node_list").alias("host"),
-            (pl.col("gpus") / pl.col("node_list").list.len()).alias("gpus"),
-            "gpu_type",
-            "partition",
-        )
-        .explode("host")
-    )
-    k8s = pods.filter(pl.col("node_name").is_not_null() & (pl.col("gpus") > 0)).select(
-        "cluster",
-        pl.col("node_name").alias("host"),
-        "gpus",
-        pl.lit(None, dtype=pl.String()).alias("gpu_type"),
-        pl.lit(None, dtype=pl.String()).alias("partition"),
-    )
-    both = pl.concat([slurm, k8s])
-    return both.group_by("cluster", "host").agg(
-        pl.col("gpus").max(),
-        pl.col("gpu_type").drop_nulls().first(),
-        pl.col("partition").drop_nulls().first(),
-        pl.lit(None, dtype=pl.String()).alias("rack"),
-        pl.lit("observed").alias("capacity_source"),
-    )
-
-
-def _node_states(
-    con: duckdb.DuckDBPyConnection,
-    nodes: pl.DataFrame,
-    as_of: pl.DataFrame,
-    jobs: pl.DataFrame | None = None,
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Registered capacity and down / planned-down GPU-seconds per cluster-hour: Slurm clusters
-    from their node events (:func:`_slurm_node_states`), Kubernetes clusters from their Node
-    snapshots and Node Events (:func:`metrics.k8s_node_states.k8s_node_states_hourly`, ``jobs``
-    as its ``allocations``; a cluster with Slurm events keeps those)."""
-    from metrics.k8s_node_states import K8S_NODE_STATE_COLUMNS, k8s_node_states_hourly
-
-    reg, down = _slurm_node_states(con, nodes, as_of)
-    have = {r[0] for r in con.execute("SELECT schema_name || '.' || table_name FROM "
-                                      "duckdb_tables()").fetchall()}  # fmt: skip
-    if "raw.k8s_nodes" not in have:
-        return reg, down
-    snaps = _read(con, "raw.k8s_nodes").sort("ingest_id").select(K8S_NODE_STATE_COLUMNS)
-    events = _read(con, "raw.k8s_events") if "raw.k8s_events" in have else None
-    regs, downs = [reg], [down]
-    for c, cut in as_of.filter(pl.col("as_of").is_not_null()).iter_rows():
-        if c in set(reg["cluster"]) | set(down["cluster"]):
-            continue
-        s = snaps.filter(pl.col("cluster") == c)
-        if s.height == 0:
-            continue
-        e = None if events is None else events.filter(pl.col("cluster") == c).lazy()
-        a = None if jobs is None else jobs.filter(pl.col("cluster") == c).lazy()
-        r, d = k8s_node_states_hourly(s.lazy(), cut, events=e, allocations=a)
-        regs.append(r.collect())
-        downs.append(d.collect())
-    return pl.concat(regs, how="vertical_relaxed"), pl.concat(downs, how="vertical_relaxed")
-
-
-def _slurm_node_states(
-    con: duckdb.DuckDBPyConnection, nodes: pl.DataFrame, as_of: pl.DataFrame
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Registered capacity and down / planned-down GPU-seconds per cluster-hour (Slurm events).
-
-    Cluster TRES registrations give capacity (sreport *Reported*). Node events give down time:
-    ``DOWN``/``FAIL``/``DRAIN`` → down, unless the reason says maintenance (``maint``, ``planned``,
-    ``reboot``, ``upgrade``) → planned_down. Event GPUs come from the event's TRES, else the
-    node's inventory. Several exports of the same event are kept once.
-    """
-    from pipelines.slurm import (
-        node_event_gpu_seconds_hourly,
-        registered_gpu_seconds_hourly,
-    )
-
-    events = (
-        _read(con, "raw.slurm_events")
-        .sort("ingest_id")
-        .unique(["cluster", "event", "node", "start_at"], keep="last", maintain_order=True)
-    )
-    empty_reg = pl.DataFrame(
-        schema={
-            "cluster": pl.String(),
-            "hour": pl.Datetime("us", "UTC"),
-            "capacity_gpu_s": pl.Float64(),
-        }
-    )
-    empty_down = pl.DataFrame(
-        schema={"cluster": pl.String(), "hour": pl.Datetime("us", "UTC"),
-                "down_gpu_s": pl.Float64(), "planned_down_gpu_s": pl.Float64()}
-    )  # fmt: skip
-    if events.height == 0:
-        return empty_reg, empty_down
-    node_gpus = nodes.select("cluster", pl.col("host").alias("node"), pl.col("gpus").alias("_ng"))
-    cluster_gpus = nodes.group_by("cluster").agg(pl.col("gpus").sum().alias("_cg"))
-    events = (
-        events.join(node_gpus, on=["cluster", "node"], how="left")
-        .join(cluster_gpus, on="cluster", how="left")
-        .with_columns(
-            pl.coalesce(
-                "gpus", pl.when(pl.col("event") == "node").then("_ng").otherwise("_cg")
-            ).alias("gpus")
-        )
-        .drop("_ng", "_cg")
-    )
-    regs, downs = [], []
-    for row in as_of.filter(pl.col("as_of").is_not_null()).iter_rows(named=True):
-        c, cut = row["cluster"], row["as_of"]
-        ev = events.filter(pl.col("cluster") == c)
-        if ev.height == 0:
-            continue
-        lo = ev["start_at"].min()
-        assert isinstance(lo, dt.datetime)
-        start = max(lo, cut - dt.timedelta(days=400)).replace(minute=0, second=0, microsecond=0)
-        end = cut + dt.timedelta(hours=1)
-        regs.append(registered_gpu_seconds_hourly(ev.lazy(), start, end, cut).collect())
-        planned = (
-            pl.col("reason")
-            .fill_null("")
-            .str.to_lowercase()
-            .str.contains("maint|planned|reboot|upgrade")
-        )
-        ev = ev.with_columns(
-            pl.when(planned).then(pl.lit("planned")).otherwise(pl.lit("down")).alias("state")
-        )
-        per = node_event_gpu_seconds_hourly(ev.lazy(), start, end, cut).collect()
-        downs.append(
-            per.pivot(
-                on="state", index=["cluster", "hour"], values="gpu_s", aggregate_function="sum"
-            )
-        )
-    reg = pl.concat(regs) if regs else empty_reg
-    if not downs:
-        return reg.select("cluster", "hour", "capacity_gpu_s"), empty_down
-    down = pl.concat(downs, how="diagonal_relaxed")
-    for col in ("down", "planned"):
-        if col not in down.columns:
-            down = down.with_columns(pl.lit(0.0).alias(col))
-    down = down.select(
-        "cluster",
-        "hour",
-        pl.col("down").fill_null(0.0).alias("down_gpu_s"),
-        pl.col("planned").fill_null(0.0).alias("planned_down_gpu_s"),
-    )
-    return reg.select("cluster", "hour", "capacity_gpu_s"), down
-
-
-def _as_of(frames: list[tuple[pl.DataFrame, list[str]]]) -> pl.DataFrame:
-    """Per cluster, the latest timestamp the loaded data knows about (the data cut-off)."""
-    parts = []
-    for df, cols in frames:
-        present = [c for c in cols if c in df.columns]
-        if df.height and present:
-            parts.append(
-                df.group_by("cluster").agg(
-                    pl.max_horizontal(*[pl.col(c).max() for c in present]).alias("as_of")
-                )
-            )
-    if not parts:
-        return pl.DataFrame(schema={"cluster": pl.String(), "as_of": pl.Datetime("us", "UTC")})
-    return pl.concat(parts).group_by("cluster").agg(pl.col("as_of").max())
 
 
 def _data_quality(
@@ -411,128 +221,100 @@ def rebuild(
     Returns:
         Row counts of the tables written, by table name.
     """
-    _t, mapping = load_registry(registry_path or cfg.registry_path)
-    account_teams = mapping.filter(pl.col("kind") == "slurm_account")
-    ns_teams = mapping.filter(pl.col("kind") == "k8s_namespace")
-    lq_teams = mapping.filter(pl.col("kind") == "k8s_local_queue")
+    path = registry_path or cfg.registry_path
+    registry = _read_registry(path)
+    core = build_core(_read_raw(con), registry, _inventory(cfg), BuildUnit.everything())
+    occ = _occupancy(core)
+    # The data-quality findings are the last use of the Slurm attempts: computed here, the
+    # attempts are freed before the metric engine (the rebuild's peak memory).
+    dq = _data_quality(con, core.slurm_attempts, core.nodes, core.jobs).join(
+        core.as_of, on="cluster", how="left"
+    )
+    core = replace(core, slurm_attempts=core.slurm_attempts.clear())
+    plan = plan_build(
+        con, cfg, registry_path=path, jobs=core.jobs, pending=core.pending, occupancy=occ,
+        nodes=core.nodes, as_of=core.as_of, full=full,
+    )  # fmt: skip
+    written = _tables(con, cfg, core, registry, occ, dq, plan)
+    jobs, pending, as_of, pod_jobs, nodes = (
+        core.jobs, core.pending, core.as_of, core.pod_jobs, core.nodes,
+    )  # fmt: skip
+    # Each frame is dropped once written (the write converts it for DuckDB, a transient copy):
+    # with the core frames released, core.slurm_jobs and the per-job analytics tables do not
+    # all stay in memory through the writes.
+    del core
+    return _write(
+        con, cfg, plan, written, jobs=jobs, pending=pending, occupancy=occ, as_of=as_of,
+        pod_jobs=pod_jobs, nodes=nodes,
+    )  # fmt: skip
 
-    # engine="in-memory": polars 2.1's default (streaming) engine panics on this plan with
-    # "assertion failed: i < self.len()" (in a string expression of its select node) when the
-    # raw frame arrives from DuckDB in 20 chunks (2.36M rows, a year of 10k GPUs); the same
-    # rows in one chunk, or in 17, do not. The in-memory engine is also the faster here.
-    slurm = resolve_slurm_jobs(_read(con, "raw.slurm_rows").lazy(), account_teams.lazy()).collect(
-        engine="in-memory"
-    )
-    pods_raw = _read(con, "raw.k8s_pods")
-    pods = pods_raw.sort("ingest_id").unique(["cluster", "uid"], keep="last", maintain_order=True)
-    events = (
-        _read(con, "raw.k8s_events")
-        .sort("count", "last_seen", "ingest_id", nulls_last=False)
-        .unique(["cluster", "uid"], keep="last", maintain_order=True)
-    )
-    # The latest snapshot of each Kueue Workload / LocalQueue (admission state from the
-    # Workload's conditions; clusters without Workload objects keep the pods+events rebuild).
-    workloads = (
-        _read(con, "raw.k8s_workloads")
-        .sort("snapshot_at", "ingest_id")
-        .unique(["cluster", "uid"], keep="last", maintain_order=True)
-    )
-    local_queues = (
-        _read(con, "raw.kueue_local_queues")
-        .sort("snapshot_at", "ingest_id")
-        .unique(["cluster", "uid"], keep="last", maintain_order=True)
-    )
-    k8s_att = k8s_attempts(
-        pods.lazy(),
-        events.lazy(),
-        workloads.lazy() if workloads.height else None,
-        local_queues.lazy() if local_queues.height else None,
-    )
-    k8s_jobs = workload_attempts(k8s_att, ns_teams.lazy(), lq_teams.lazy()).collect()
-    k8s_pending = pending_workload_attempts(k8s_att, ns_teams.lazy(), lq_teams.lazy()).collect()
-    k8s_timings = k8s_workload_timings(
-        k8s_att, events.lazy(), ns_teams.lazy(), lq_teams.lazy()
-    ).collect()
-    k8s_reasons = k8s_pending_reasons(k8s_att, events.lazy()).collect()
-    s_att = slurm_attempts(slurm.lazy()).collect()
 
-    as_of = _as_of(
-        [
-            (slurm, ["submit_at", "eligible_at", "start_at", "end_at"]),
-            (pods, ["created_at", "scheduled_at", "started_at", "finished_at", "deleted_at"]),
-        ]
-    )
-    jobs = pl.concat(
-        [s_att.select(JOBS_COLUMNS), k8s_jobs.select(JOBS_COLUMNS)], how="vertical_relaxed"
-    ).with_columns(pl.col("team").fill_null(UNATTRIBUTED))
-    jobs = _with_as_of(jobs, as_of)
+def _read_registry(path: Path) -> RegistryFrames:
+    """The allocation registry file as frames (its team mapping and share history)."""
+    _teams, mapping = load_registry(path)
+    return RegistryFrames(mapping=mapping, history=load_registry_history(path))
 
-    inventory = _inventory(cfg)
-    observed = _observed_nodes(s_att, pods)
-    nodes = pl.concat(
-        [
-            inventory,
-            observed.join(inventory.select("cluster").unique(), on="cluster", how="anti").select(
-                inventory.columns
-            ),
-        ],
-        how="vertical_relaxed",
+
+def _read_raw(con: duckdb.DuckDBPyConnection) -> RawFrames:
+    """The raw tables the core layer reads (``raw.k8s_nodes`` only where the table exists)."""
+    have = {r[0] for r in con.execute("SELECT schema_name || '.' || table_name FROM "
+                                      "duckdb_tables()").fetchall()}  # fmt: skip
+    return RawFrames(
+        slurm_rows=_read(con, "raw.slurm_rows"),
+        slurm_events=_read(con, "raw.slurm_events"),
+        k8s_pods=_read(con, "raw.k8s_pods"),
+        k8s_events=_read(con, "raw.k8s_events"),
+        k8s_workloads=_read(con, "raw.k8s_workloads"),
+        kueue_local_queues=_read(con, "raw.kueue_local_queues"),
+        k8s_nodes=_read(con, "raw.k8s_nodes") if "raw.k8s_nodes" in have else None,
     )
-    registered, down = _node_states(con, nodes, as_of, jobs)
+
+
+def _occupancy(core: CoreFrames) -> pl.DataFrame:
+    """``analytics.occupancy_hourly``: per cluster, up to its cut-off, with ``as_of``."""
+    jobs, nodes, as_of = core.jobs, core.nodes, core.as_of
     occ_parts = []
     for row in as_of.filter(pl.col("as_of").is_not_null()).iter_rows(named=True):
         c, cut = row["cluster"], row["as_of"]
-        reg_c = registered.filter(pl.col("cluster") == c)
+        reg_c = core.registered.filter(pl.col("cluster") == c)
         occ_parts.append(
             occupancy_hourly(
                 jobs.filter(pl.col("cluster") == c).lazy(),
                 nodes.filter(pl.col("cluster") == c).lazy(),
                 cut,
-                down=down.filter(pl.col("cluster") == c).lazy(),
+                down=core.down.filter(pl.col("cluster") == c).lazy(),
                 registered=reg_c.lazy() if reg_c.height else None,
             ).collect()
         )
-    occ = (
+    return (
         pl.concat(occ_parts)
         if occ_parts
         else occupancy_hourly(jobs.clear().lazy(), nodes.lazy(), dt.datetime.now(dt.UTC)).collect()
     ).join(as_of, on="cluster", how="left")
-    pending_cols = ["cluster", "source", "job_id", "partition", "team", "req_gpus", "submit_at",
-                    "eligible_at", "end_at", "state"]  # fmt: skip
-    pending = pl.concat(
-        [
-            slurm.filter(pl.col("is_allocation") & pl.col("start_at").is_null())
-            .with_columns(pl.coalesce("req_gpus", "gpus").alias("req_gpus"))
-            .select(pending_cols),
-            k8s_pending.select(pending_cols),
-        ],
-        how="vertical_relaxed",
-    )
-    # the registry's share history per cluster: a share change mid-window applies per hour
-    history = load_registry_history(registry_path or cfg.registry_path)
-    shares = cluster_shares(history, nodes)
-    pod_jobs = k8s_att.pods.select(
-        "cluster", "namespace", pl.col("name").alias("pod"),
-        pl.format("{}/{}", pl.col("namespace"), pl.col("group")).alias("job_id"),
-    )  # fmt: skip
-    # The data-quality findings are the last use of the Slurm attempts: computed here, the
-    # attempts are freed before the metric engine (the rebuild's peak memory).
-    dq = _data_quality(con, s_att, nodes, jobs).join(as_of, on="cluster", how="left")
-    del s_att
-    plan = plan_build(
-        con, cfg, registry_path=registry_path or cfg.registry_path, jobs=jobs, pending=pending,
-        occupancy=occ, nodes=nodes, as_of=as_of, full=full,
-    )  # fmt: skip
+
+
+def _tables(
+    con: duckdb.DuckDBPyConnection,
+    cfg: Config,
+    core: CoreFrames,
+    registry: RegistryFrames,
+    occ: pl.DataFrame,
+    dq: pl.DataFrame,
+    plan: BuildPlan,
+) -> dict[str, pl.DataFrame]:
+    """Every table to write, by name: the core frames, the metric engine's and the scheduler
+    views' tables (the metric engine computes the telemetry summaries only in a full build)."""
+    jobs, as_of = core.jobs, core.as_of
     engine = build_metric_tables(
         con,
         jobs=jobs,
-        pending=pending,
+        pending=core.pending,
         occupancy=occ,
-        shares=shares,
-        nodes=nodes,
+        shares=core.shares,
+        nodes=core.nodes,
         as_of=as_of,
         idle_threshold=cfg.idle_activity,
-        pod_jobs=pod_jobs,
+        pod_jobs=core.pod_jobs,
         telemetry=plan.full,
     )  # fmt: skip
     km = engine.pop("analytics.time_to_start_km")
@@ -543,31 +325,48 @@ def rebuild(
     )
     fair = engine["analytics.fairness_weekly"]
     if fair.width:
-        engine["analytics.fairness_weekly"] = shares_at_window_start(fair, shares, history)
+        engine["analytics.fairness_weekly"] = shares_at_window_start(
+            fair, core.shares, registry.history
+        )
 
     schedulers = scheduler_tables(
-        con, history, mapping, nodes, as_of, tolerance=cfg.registry_drift_tolerance
-    )
-    written = {
-        "core.slurm_jobs": _with_as_of(slurm, as_of),
-        "core.k8s_pods": pods,
-        "core.k8s_events": events,
+        con, registry.history, registry.mapping, core.nodes, as_of,
+        tolerance=cfg.registry_drift_tolerance,
+    )  # fmt: skip
+    return {
+        "core.slurm_jobs": with_as_of(core.slurm_jobs, as_of),
+        "core.k8s_pods": core.k8s_pods,
+        "core.k8s_events": core.k8s_events,
         "core.jobs": jobs,
-        "core.nodes": nodes,
+        "core.nodes": core.nodes,
         "analytics.occupancy_hourly": occ,
         "analytics.time_to_start_summary": tts,
         "analytics.data_quality": dq,
-        "core.k8s_workloads": k8s_timings.join(as_of, on="cluster", how="left"),
-        "core.k8s_pending_reasons": k8s_reasons.join(as_of, on="cluster", how="left"),
+        "core.k8s_workloads": core.k8s_timings.join(as_of, on="cluster", how="left"),
+        "core.k8s_pending_reasons": core.k8s_pending_reasons.join(as_of, on="cluster", how="left"),
         **schedulers,
-        **{t: _with_as_of(f, as_of) if "cluster" in f.columns else f for t, f in engine.items()},
+        **{t: with_as_of(f, as_of) if "cluster" in f.columns else f for t, f in engine.items()},
     }
+
+
+def _write(
+    con: duckdb.DuckDBPyConnection,
+    cfg: Config,
+    plan: BuildPlan,
+    written: dict[str, pl.DataFrame],
+    *,
+    jobs: pl.DataFrame,
+    pending: pl.DataFrame,
+    occupancy: pl.DataFrame,
+    as_of: pl.DataFrame,
+    pod_jobs: pl.DataFrame,
+    nodes: pl.DataFrame,
+) -> dict[str, int]:
+    """Write ``written`` (emptied as it goes) and, in an incremental build, the changed
+    cluster-days of the time-keyed tables, record the build and create the views, in one
+    transaction. Returns the row counts by table."""
     kept = set() if plan.full else {*INCREMENTAL_TABLES, "analytics.job_gpu_summary"}
     counts = {t: f.height for t, f in written.items() if t not in kept}
-    # Each frame is dropped once written (the write converts it for DuckDB, a transient copy):
-    # with ``slurm`` and ``engine`` released, core.slurm_jobs and the per-job analytics tables
-    # do not all stay in memory through the writes.
-    del slurm, engine
     con.execute("BEGIN TRANSACTION")
     try:
         log: list[tuple[str, str, int | None, int]] = []
@@ -586,7 +385,7 @@ def rebuild(
             del frame
         if not plan.full:
             log += apply_incremental(
-                con, plan, jobs=jobs, pending=pending, occupancy=occ, as_of=as_of,
+                con, plan, jobs=jobs, pending=pending, occupancy=occupancy, as_of=as_of,
                 pod_jobs=pod_jobs, nodes=nodes, idle_threshold=cfg.idle_activity,
                 changed_keys=plan.changed_keys,
             )  # fmt: skip

@@ -4,7 +4,7 @@ Reads the latest ``raw.sshare`` snapshot and the latest ``raw.kueue_cluster_queu
 ``raw.kueue_local_queues`` snapshots per cluster (a raw table that does not exist yet, or is
 empty, gives no rows), maps accounts and ClusterQueues to registry teams, and computes
 :func:`metrics.drift.scheduler_fairshare` and :func:`metrics.drift.registry_drift` against the
-registry's current shares of each cluster's pool (:func:`pipelines.registry.cluster_shares`).
+registry's current shares of each cluster's pool (:func:`pipelines.core.registry.cluster_shares`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from metrics.drift import (
     scheduler_fairshare,
     slurm_share_drift,
 )
-from pipelines.registry import cluster_shares, share_in_effect
+from pipelines.core import cluster_shares, share_in_effect
 
 __all__ = ["current_cluster_shares", "scheduler_tables"]
 
@@ -56,7 +56,7 @@ def current_cluster_shares(
 ) -> dict[str, pl.DataFrame]:
     """Per cluster, the registry ``team, share`` in effect at ``at`` in that cluster's pool.
 
-    A cluster without nodes gets the fleet shares (:func:`pipelines.registry.share_in_effect`).
+    A cluster without nodes gets the fleet shares (:func:`pipelines.core.registry.share_in_effect`).
     """
     per_pool = cluster_shares(history, nodes)
     live = (
@@ -87,7 +87,7 @@ def scheduler_tables(
 
     Args:
         con: warehouse connection (raw tables are read).
-        history: :func:`pipelines.registry.load_registry_history` output.
+        history: :func:`pipelines.core.registry.load_registry_history` output.
         mapping: registry ``kind, key, team``.
         nodes: ``core.nodes`` (``cluster, gpu_type, gpus``), for each cluster's pool.
         as_of: ``cluster, as_of``.

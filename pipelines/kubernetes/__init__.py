@@ -11,26 +11,25 @@ from pathlib import Path
 
 from pipelines._parse_result import InputFormatError, ParseResult
 from pipelines.kinds import IngestOptions, InputKind, RawSource
-from pipelines.kubernetes._attempts import (
-    k8s_attempts,
-    pending_workload_attempts,
-    workload_attempts,
-)
 from pipelines.kubernetes._events_parse import K8S_EVENT_SCHEMA, parse_k8s_events
 from pipelines.kubernetes._objects import OBJECT_SOURCES, object_schema, parse_k8s_objects
 from pipelines.kubernetes._pods_parse import K8S_POD_SCHEMA, parse_k8s_pods
-from pipelines.kubernetes._timings import k8s_pending_reasons, k8s_workload_timings
+from pipelines.kubernetes._workloads_parse import (
+    K8S_WORKLOAD_SCHEMA,
+    KUEUE_LOCAL_QUEUE_SCHEMA,
+    KUEUE_WAIT_SENTINEL_S,
+)
 
 __all__ = [
     "K8S_EVENTS",
+    "K8S_EVENT_SCHEMA",
     "K8S_OBJECTS",
     "K8S_PODS",
+    "K8S_POD_SCHEMA",
+    "K8S_WORKLOAD_SCHEMA",
     "KINDS",
-    "k8s_attempts",
-    "k8s_pending_reasons",
-    "k8s_workload_timings",
-    "pending_workload_attempts",
-    "workload_attempts",
+    "KUEUE_LOCAL_QUEUE_SCHEMA",
+    "KUEUE_WAIT_SENTINEL_S",
 ]
 
 

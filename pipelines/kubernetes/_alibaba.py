@@ -43,7 +43,7 @@ from typing import Final
 import polars as pl
 
 from pipelines._parse_result import REJECTED_SCHEMA, InputFormatError, ParseResult
-from pipelines.kubernetes._attempts import (
+from pipelines.core.k8s_attempts import (
     k8s_attempts,
     pending_workload_attempts,
     workload_attempts,

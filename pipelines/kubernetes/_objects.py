@@ -10,7 +10,7 @@ rejected row (field ``kind``), never dropped silently.
 Every row carries ``snapshot_at``: when the dump was taken, which is the file's modification time
 (UTC) unless the caller says otherwise; ``kubectl get`` prints no time of its own. The newest
 snapshot of an object is its row with the greatest ``snapshot_at`` (views ``kueue_cluster_queues``,
-``kueue_local_queues``; the latest Workloads feed :func:`pipelines.kubernetes._attempts.
+``kueue_local_queues``; the latest Workloads feed :func:`pipelines.core.k8s_attempts.
 k8s_attempts`).
 
 The Node parser (:func:`node_rows`) reads per node: the GPU product and rack labels, GPU

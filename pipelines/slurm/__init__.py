@@ -14,11 +14,6 @@ from pipelines._parse_result import ParseResult
 from pipelines.kinds import IngestOptions, InputKind, RawSource, route_by_prefix
 from pipelines.slurm import _cluster_state as cs
 from pipelines.slurm import _reservations as rs
-from pipelines.slurm._cluster_state import (
-    node_event_gpu_seconds_hourly,
-    registered_gpu_seconds_hourly,
-)
-from pipelines.slurm._identity import resolve_slurm_jobs, slurm_attempts
 from pipelines.slurm._sacct_parse import SLURM_ROW_SCHEMA, iter_parse_sacct, parse_sacct
 
 __all__ = [
@@ -27,10 +22,6 @@ __all__ = [
     "SACCT_CHUNK_BYTES",
     "SLURM_STATE",
     "STATE_PREFIXES",
-    "node_event_gpu_seconds_hourly",
-    "registered_gpu_seconds_hourly",
-    "resolve_slurm_jobs",
-    "slurm_attempts",
 ]
 
 #: Bytes of a sacct text file parsed at a time (bounds the ingest's memory).

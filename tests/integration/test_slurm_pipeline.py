@@ -32,6 +32,7 @@ import pytest
 from pipelines._parse_result import ParseResult
 from pipelines.analytics.build import rebuild
 from pipelines.config import Config, load_config
+from pipelines.core.node_states import registered_gpu_seconds_hourly
 from pipelines.ingest import IngestOptions, ingest_file
 from pipelines.slurm._cluster_state import (
     inventory_from_nodes,
@@ -40,7 +41,6 @@ from pipelines.slurm._cluster_state import (
     parse_sdiag,
     parse_sprio,
     parse_sshare,
-    registered_gpu_seconds_hourly,
 )
 from pipelines.slurm.resources import SacctCliSource, SlurmStateCliSource
 from pipelines.warehouse import IngestStats, connect, init_warehouse

@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 from pipelines._file_source import files_for_day
 from pipelines._parse_result import InputFormatError
 from pipelines.cli import app
+from pipelines.core.k8s_attempts import k8s_attempts
 from pipelines.ingest import IngestOptions, ingest_file, parse_file
-from pipelines.kubernetes._attempts import k8s_attempts
 from pipelines.kubernetes._events_parse import parse_k8s_events
 from pipelines.kubernetes._objects import parse_k8s_nodes, parse_k8s_objects
 from pipelines.kubernetes._pods_parse import parse_k8s_pods

@@ -17,17 +17,16 @@ import polars as pl
 import pytest
 
 from pipelines._parse_result import InputFormatError
+from pipelines.core.node_states import node_event_gpu_seconds_hourly, registered_gpu_seconds_hourly
 from pipelines.slurm._cluster_state import (
     SPRIO_FORMAT,
     gres_gpus,
     inventory_from_nodes,
-    node_event_gpu_seconds_hourly,
     parse_sacctmgr_events,
     parse_scontrol_nodes,
     parse_sdiag,
     parse_sprio,
     parse_sshare,
-    registered_gpu_seconds_hourly,
 )
 from pipelines.slurm.resources import (
     EVENT_FIELDS,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipelines.registry import empty_registry
-from pipelines.slurm._identity import resolve_slurm_jobs, slurm_attempts
+from pipelines.core.registry import empty_registry
+from pipelines.core.slurm_identity import resolve_slurm_jobs, slurm_attempts
 from pipelines.slurm._sacct_parse import parse_sacct
 
 HEADER = "JobID|JobIDRaw|Account|State|Submit|Eligible|Start|End|AllocTRES"

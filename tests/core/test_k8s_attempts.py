@@ -16,21 +16,21 @@ import polars as pl
 import pytest
 
 from pipelines.analytics.build import JOBS_COLUMNS
-from pipelines.kubernetes._attempts import (
+from pipelines.core.k8s_attempts import (
     K8S_ATTEMPT_SCHEMA,
     k8s_attempts,
     pod_attempts,
     workload_attempts,
 )
-from pipelines.kubernetes._events_parse import K8S_EVENT_SCHEMA, parse_k8s_events
-from pipelines.kubernetes._pods_parse import K8S_POD_SCHEMA, parse_k8s_pods
-from pipelines.kubernetes._timings import (
+from pipelines.core.k8s_timings import (
     K8S_PENDING_REASON_SCHEMA,
     K8S_WORKLOAD_TIMING_SCHEMA,
     image_pull_seconds,
     k8s_pending_reasons,
     k8s_workload_timings,
 )
+from pipelines.kubernetes._events_parse import K8S_EVENT_SCHEMA, parse_k8s_events
+from pipelines.kubernetes._pods_parse import K8S_POD_SCHEMA, parse_k8s_pods
 from pipelines.kubernetes._workloads_parse import parse_k8s_workloads, parse_kueue_local_queues
 
 OBJECTS = Path(__file__).resolve().parents[1] / "fixtures" / "kueue-crds" / "objects"

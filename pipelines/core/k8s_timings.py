@@ -24,9 +24,9 @@ from typing import Final
 import polars as pl
 
 from metrics import seconds_between
-from pipelines.kubernetes._attempts import G, K8sAttempts
-from pipelines.kubernetes._events_parse import K8S_EVENT_SCHEMA
-from pipelines.registry import UNATTRIBUTED
+from pipelines.core.k8s_attempts import G, K8sAttempts
+from pipelines.core.registry import UNATTRIBUTED
+from pipelines.kubernetes import K8S_EVENT_SCHEMA
 
 __all__ = [
     "K8S_PENDING_REASON_SCHEMA",

@@ -19,7 +19,7 @@ from __future__ import annotations
 import polars as pl
 
 from metrics import seconds_between
-from pipelines.registry import UNATTRIBUTED
+from pipelines.core.registry import UNATTRIBUTED
 
 __all__ = ["resolve_slurm_jobs", "slurm_attempts"]
 

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from metrics import entitlement, fair_share_hourly
-from pipelines.registry import (
+from pipelines.core.registry import (
     RegistryError,
     cluster_shares,
     load_registry,

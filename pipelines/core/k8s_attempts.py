@@ -58,14 +58,14 @@ from typing import Final
 import polars as pl
 
 from metrics import seconds_between
-from pipelines.kubernetes._events_parse import K8S_EVENT_SCHEMA
-from pipelines.kubernetes._pods_parse import K8S_POD_SCHEMA
-from pipelines.kubernetes._workloads_parse import (
+from pipelines.core.registry import UNATTRIBUTED
+from pipelines.kubernetes import (
+    K8S_EVENT_SCHEMA,
+    K8S_POD_SCHEMA,
     K8S_WORKLOAD_SCHEMA,
     KUEUE_LOCAL_QUEUE_SCHEMA,
     KUEUE_WAIT_SENTINEL_S,
 )
-from pipelines.registry import UNATTRIBUTED
 
 __all__ = [
     "K8S_ATTEMPT_SCHEMA",

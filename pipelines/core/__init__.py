@@ -1,0 +1,94 @@
+"""The core layer: the raw tables turned into the unified job, attempt and node frames.
+
+Pure polars, frames in and frames out: no Dagster, Streamlit or DuckDB here (reading the
+warehouse and writing the ``core.*`` tables is :mod:`pipelines.analytics.build`'s business).
+
+- :mod:`~pipelines.core.slurm_identity`: Slurm rows with identity, attempt and team;
+- :mod:`~pipelines.core.k8s_attempts`: Kubernetes workloads as allocation attempts;
+- :mod:`~pipelines.core.k8s_timings`: Kubernetes time to start by stage, and pending reasons;
+- :mod:`~pipelines.core.node_states`: Slurm registered capacity and node-event GPU-seconds per
+  hour;
+- :mod:`~pipelines.core.registry`: the allocation registry (teams, shares, their history);
+- :mod:`~pipelines.core.build`: :func:`build_core`, every core frame of a :class:`BuildUnit` in
+  one call.
+"""
+
+from __future__ import annotations
+
+from pipelines.core.build import (
+    JOBS_COLUMNS,
+    BuildUnit,
+    CoreFrames,
+    RawFrames,
+    RegistryFrames,
+    build_core,
+    with_as_of,
+)
+from pipelines.core.k8s_attempts import (
+    K8S_ATTEMPT_SCHEMA,
+    K8sAttempts,
+    k8s_attempts,
+    pending_workload_attempts,
+    pod_attempts,
+    workload_attempts,
+)
+from pipelines.core.k8s_timings import (
+    K8S_PENDING_REASON_SCHEMA,
+    K8S_WORKLOAD_TIMING_SCHEMA,
+    KUEUE_PENDING_REASONS,
+    SCHEDULER_PENDING_REASONS,
+    image_pull_seconds,
+    k8s_pending_reasons,
+    k8s_workload_timings,
+)
+from pipelines.core.node_states import node_event_gpu_seconds_hourly, registered_gpu_seconds_hourly
+from pipelines.core.registry import (
+    ALL_POOLS,
+    HISTORY_SCHEMA,
+    UNATTRIBUTED,
+    RegistryError,
+    cluster_shares,
+    empty_registry,
+    load_registry,
+    load_registry_history,
+    share_in_effect,
+    shares_at_window_start,
+)
+from pipelines.core.slurm_identity import resolve_slurm_jobs, slurm_attempts
+
+__all__ = [
+    "ALL_POOLS",
+    "HISTORY_SCHEMA",
+    "JOBS_COLUMNS",
+    "K8S_ATTEMPT_SCHEMA",
+    "K8S_PENDING_REASON_SCHEMA",
+    "K8S_WORKLOAD_TIMING_SCHEMA",
+    "KUEUE_PENDING_REASONS",
+    "SCHEDULER_PENDING_REASONS",
+    "UNATTRIBUTED",
+    "BuildUnit",
+    "CoreFrames",
+    "K8sAttempts",
+    "RawFrames",
+    "RegistryError",
+    "RegistryFrames",
+    "build_core",
+    "cluster_shares",
+    "empty_registry",
+    "image_pull_seconds",
+    "k8s_attempts",
+    "k8s_pending_reasons",
+    "k8s_workload_timings",
+    "load_registry",
+    "load_registry_history",
+    "node_event_gpu_seconds_hourly",
+    "pending_workload_attempts",
+    "pod_attempts",
+    "registered_gpu_seconds_hourly",
+    "resolve_slurm_jobs",
+    "share_in_effect",
+    "shares_at_window_start",
+    "slurm_attempts",
+    "with_as_of",
+    "workload_attempts",
+]

@@ -1,0 +1,446 @@
+"""The core layer from the raw frames: one call, frames in, frames out (no I/O).
+
+:func:`build_core` takes the raw tables (as polars frames, :class:`RawFrames`), the allocation
+registry (:class:`RegistryFrames`) and the node inventory, and returns every frame the core layer
+produces (:class:`CoreFrames`): identity-resolved Slurm jobs and attempts, Kubernetes attempts,
+the unified ``jobs`` and ``pending`` attempts, workload timings and pending reasons, the nodes
+and their registered / down GPU-seconds per hour, the registry's shares per cluster and the data
+cut-off per cluster. Reading the warehouse and writing the tables is the caller's business
+(:func:`pipelines.analytics.build.rebuild`).
+
+A :class:`BuildUnit` names the part of the history to build; today the whole history is one
+unit (:meth:`BuildUnit.everything`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import polars as pl
+
+from metrics.k8s_node_states import K8S_NODE_STATE_COLUMNS, k8s_node_states_hourly
+from pipelines.core.k8s_attempts import (
+    K8sAttempts,
+    k8s_attempts,
+    pending_workload_attempts,
+    workload_attempts,
+)
+from pipelines.core.k8s_timings import k8s_pending_reasons, k8s_workload_timings
+from pipelines.core.node_states import (
+    node_event_gpu_seconds_hourly,
+    registered_gpu_seconds_hourly,
+)
+from pipelines.core.registry import UNATTRIBUTED, cluster_shares
+from pipelines.core.slurm_identity import resolve_slurm_jobs, slurm_attempts
+
+__all__ = [
+    "JOBS_COLUMNS",
+    "BuildUnit",
+    "CoreFrames",
+    "RawFrames",
+    "RegistryFrames",
+    "build_core",
+    "with_as_of",
+]
+
+#: The ``jobs`` view's columns, in order (sql/README.md).
+JOBS_COLUMNS = [
+    "source", "cluster", "job_id", "job_id_raw", "attempt", "team", "account", "user_name",
+    "partition", "qos", "state", "gpus", "req_gpus", "gpu_type", "submit_at", "eligible_at",
+    "start_at", "end_at", "wait_s", "submit_wait_s", "run_s", "gpu_s", "node_list", "timelimit_s",
+    "exit_code",
+]  # fmt: skip
+
+_PENDING_COLUMNS = ["cluster", "source", "job_id", "partition", "team", "req_gpus", "submit_at",
+                    "eligible_at", "end_at", "state"]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BuildUnit:
+    """The part of the history a build covers: one cluster (None = every cluster) and the days
+    ``first_day`` … ``last_day`` (inclusive; None = unbounded)."""
+
+    cluster: str | None
+    first_day: dt.date | None
+    last_day: dt.date | None
+
+    @classmethod
+    def everything(cls) -> BuildUnit:
+        """Every cluster, all history (the one unit of today's build)."""
+        return cls(cluster=None, first_day=None, last_day=None)
+
+
+@dataclass(frozen=True)
+class RawFrames:
+    """The raw tables the core layer reads, as loaded (every export, overlapping ones too).
+
+    ``k8s_nodes`` is None when the warehouse has no ``raw.k8s_nodes`` table.
+    """
+
+    slurm_rows: pl.DataFrame
+    slurm_events: pl.DataFrame
+    k8s_pods: pl.DataFrame
+    k8s_events: pl.DataFrame
+    k8s_workloads: pl.DataFrame
+    kueue_local_queues: pl.DataFrame
+    k8s_nodes: pl.DataFrame | None = None
+
+
+@dataclass(frozen=True)
+class RegistryFrames:
+    """The allocation registry: ``mapping`` (kind, key, team) and the share ``history``
+    (:func:`pipelines.core.registry.load_registry_history`)."""
+
+    mapping: pl.DataFrame
+    history: pl.DataFrame
+
+
+@dataclass(frozen=True)
+class CoreFrames:
+    """Every frame of the core layer (the ``core.*`` tables and what the metrics read).
+
+    Attributes:
+        slurm_jobs: every Slurm row once, identity-resolved (:func:`resolve_slurm_jobs`).
+        slurm_attempts: the started Slurm allocations (:func:`slurm_attempts`).
+        k8s_pods: the latest snapshot of each pod.
+        k8s_events: the latest record of each Event.
+        k8s_attempts: the Kubernetes workload attempts (:func:`k8s_attempts`).
+        k8s_jobs: the Kubernetes attempts as ``jobs`` rows (:func:`workload_attempts`).
+        k8s_pending: the Kubernetes never-started attempts (:func:`pending_workload_attempts`).
+        k8s_timings: the ``k8s_workloads`` frame (:func:`k8s_workload_timings`).
+        k8s_pending_reasons: the ``k8s_pending_reasons`` frame (:func:`k8s_pending_reasons`).
+        as_of: ``cluster, as_of``: the latest timestamp the data knows of, per cluster.
+        jobs: every started attempt, Slurm and Kubernetes (:data:`JOBS_COLUMNS` + ``as_of``).
+        pending: never-started attempts (Slurm pending rows and Kubernetes pending attempts).
+        nodes: the inventory, else the nodes seen in the data (``capacity_source``).
+        registered: ``cluster, hour, capacity_gpu_s`` (registered capacity per cluster-hour).
+        down: ``cluster, hour, down_gpu_s, planned_down_gpu_s`` per cluster-hour.
+        shares: the registry's share history per cluster (:func:`cluster_shares`).
+        pod_jobs: ``cluster, namespace, pod, job_id``: which job each pod ran.
+    """
+
+    slurm_jobs: pl.DataFrame
+    slurm_attempts: pl.DataFrame
+    k8s_pods: pl.DataFrame
+    k8s_events: pl.DataFrame
+    k8s_attempts: K8sAttempts
+    k8s_jobs: pl.DataFrame
+    k8s_pending: pl.DataFrame
+    k8s_timings: pl.DataFrame
+    k8s_pending_reasons: pl.DataFrame
+    as_of: pl.DataFrame
+    jobs: pl.DataFrame
+    pending: pl.DataFrame
+    nodes: pl.DataFrame
+    registered: pl.DataFrame
+    down: pl.DataFrame
+    shares: pl.DataFrame
+    pod_jobs: pl.DataFrame
+
+
+def with_as_of(frame: pl.DataFrame, as_of: pl.DataFrame) -> pl.DataFrame:
+    """``frame.join(as_of, on="cluster", how="left")`` (``as_of``: one row per cluster) without
+    copying ``frame``'s columns: the cut-off is looked up per row and appended (a join gathers
+    every column, a second copy of multi-million-row frames such as ``core.slurm_jobs``)."""
+    if "as_of" in frame.columns or frame.height == 0:  # keep the join's own naming / typing
+        return frame.join(as_of, on="cluster", how="left")
+    return frame.with_columns(
+        pl.col("cluster")
+        .replace_strict(as_of["cluster"], as_of["as_of"], default=None,
+                        return_dtype=as_of.schema["as_of"])
+        .alias("as_of")
+    )  # fmt: skip
+
+
+def _latest(frame: pl.DataFrame, *order: str) -> pl.DataFrame:
+    """The last row of each ``(cluster, uid)`` in ``order``."""
+    return frame.sort(*order).unique(["cluster", "uid"], keep="last", maintain_order=True)
+
+
+def _observed_nodes(slurm_attempts_df: pl.DataFrame, pods: pl.DataFrame) -> pl.DataFrame:
+    """Nodes seen in the data, each with the most GPUs any one attempt held on it."""
+    slurm = (
+        slurm_attempts_df.filter((pl.col("gpus") > 0) & (pl.col("node_list").list.len() > 0))
+        .select(
+            "cluster",
+            pl.col("node_list").alias("host"),
+            (pl.col("gpus") / pl.col("node_list").list.len()).alias("gpus"),
+            "gpu_type",
+            "partition",
+        )
+        .explode("host")
+    )
+    k8s = pods.filter(pl.col("node_name").is_not_null() & (pl.col("gpus") > 0)).select(
+        "cluster",
+        pl.col("node_name").alias("host"),
+        "gpus",
+        pl.lit(None, dtype=pl.String()).alias("gpu_type"),
+        pl.lit(None, dtype=pl.String()).alias("partition"),
+    )
+    both = pl.concat([slurm, k8s])
+    return both.group_by("cluster", "host").agg(
+        pl.col("gpus").max(),
+        pl.col("gpu_type").drop_nulls().first(),
+        pl.col("partition").drop_nulls().first(),
+        pl.lit(None, dtype=pl.String()).alias("rack"),
+        pl.lit("observed").alias("capacity_source"),
+    )
+
+
+def _node_states(
+    raw: RawFrames,
+    nodes: pl.DataFrame,
+    as_of: pl.DataFrame,
+    jobs: pl.DataFrame | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Registered capacity and down / planned-down GPU-seconds per cluster-hour: Slurm clusters
+    from their node events (:func:`_slurm_node_states`), Kubernetes clusters from their Node
+    snapshots and Node Events (:func:`metrics.k8s_node_states.k8s_node_states_hourly`, ``jobs``
+    as its ``allocations``; a cluster with Slurm events keeps those)."""
+    reg, down = _slurm_node_states(raw.slurm_events, nodes, as_of)
+    if raw.k8s_nodes is None:
+        return reg, down
+    snaps = raw.k8s_nodes.sort("ingest_id").select(K8S_NODE_STATE_COLUMNS)
+    events = raw.k8s_events
+    regs, downs = [reg], [down]
+    for c, cut in as_of.filter(pl.col("as_of").is_not_null()).iter_rows():
+        if c in set(reg["cluster"]) | set(down["cluster"]):
+            continue
+        s = snaps.filter(pl.col("cluster") == c)
+        if s.height == 0:
+            continue
+        e = events.filter(pl.col("cluster") == c).lazy()
+        a = None if jobs is None else jobs.filter(pl.col("cluster") == c).lazy()
+        r, d = k8s_node_states_hourly(s.lazy(), cut, events=e, allocations=a)
+        regs.append(r.collect())
+        downs.append(d.collect())
+    return pl.concat(regs, how="vertical_relaxed"), pl.concat(downs, how="vertical_relaxed")
+
+
+def _slurm_node_states(
+    raw_events: pl.DataFrame, nodes: pl.DataFrame, as_of: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Registered capacity and down / planned-down GPU-seconds per cluster-hour (Slurm events).
+
+    Cluster TRES registrations give capacity (sreport *Reported*). Node events give down time:
+    ``DOWN``/``FAIL``/``DRAIN`` → down, unless the reason says maintenance (``maint``, ``planned``,
+    ``reboot``, ``upgrade``) → planned_down. Event GPUs come from the event's TRES, else the
+    node's inventory. Several exports of the same event are kept once.
+    """
+    events = raw_events.sort("ingest_id").unique(
+        ["cluster", "event", "node", "start_at"], keep="last", maintain_order=True
+    )
+    empty_reg = pl.DataFrame(
+        schema={
+            "cluster": pl.String(),
+            "hour": pl.Datetime("us", "UTC"),
+            "capacity_gpu_s": pl.Float64(),
+        }
+    )
+    empty_down = pl.DataFrame(
+        schema={"cluster": pl.String(), "hour": pl.Datetime("us", "UTC"),
+                "down_gpu_s": pl.Float64(), "planned_down_gpu_s": pl.Float64()}
+    )  # fmt: skip
+    if events.height == 0:
+        return empty_reg, empty_down
+    node_gpus = nodes.select("cluster", pl.col("host").alias("node"), pl.col("gpus").alias("_ng"))
+    cluster_gpus = nodes.group_by("cluster").agg(pl.col("gpus").sum().alias("_cg"))
+    events = (
+        events.join(node_gpus, on=["cluster", "node"], how="left")
+        .join(cluster_gpus, on="cluster", how="left")
+        .with_columns(
+            pl.coalesce(
+                "gpus", pl.when(pl.col("event") == "node").then("_ng").otherwise("_cg")
+            ).alias("gpus")
+        )
+        .drop("_ng", "_cg")
+    )
+    regs, downs = [], []
+    for row in as_of.filter(pl.col("as_of").is_not_null()).iter_rows(named=True):
+        c, cut = row["cluster"], row["as_of"]
+        ev = events.filter(pl.col("cluster") == c)
+        if ev.height == 0:
+            continue
+        lo = ev["start_at"].min()
+        assert isinstance(lo, dt.datetime)
+        start = max(lo, cut - dt.timedelta(days=400)).replace(minute=0, second=0, microsecond=0)
+        end = cut + dt.timedelta(hours=1)
+        regs.append(registered_gpu_seconds_hourly(ev.lazy(), start, end, cut).collect())
+        planned = (
+            pl.col("reason")
+            .fill_null("")
+            .str.to_lowercase()
+            .str.contains("maint|planned|reboot|upgrade")
+        )
+        ev = ev.with_columns(
+            pl.when(planned).then(pl.lit("planned")).otherwise(pl.lit("down")).alias("state")
+        )
+        per = node_event_gpu_seconds_hourly(ev.lazy(), start, end, cut).collect()
+        downs.append(
+            per.pivot(
+                on="state", index=["cluster", "hour"], values="gpu_s", aggregate_function="sum"
+            )
+        )
+    reg = pl.concat(regs) if regs else empty_reg
+    if not downs:
+        return reg.select("cluster", "hour", "capacity_gpu_s"), empty_down
+    down = pl.concat(downs, how="diagonal_relaxed")
+    for col in ("down", "planned"):
+        if col not in down.columns:
+            down = down.with_columns(pl.lit(0.0).alias(col))
+    down = down.select(
+        "cluster",
+        "hour",
+        pl.col("down").fill_null(0.0).alias("down_gpu_s"),
+        pl.col("planned").fill_null(0.0).alias("planned_down_gpu_s"),
+    )
+    return reg.select("cluster", "hour", "capacity_gpu_s"), down
+
+
+def _as_of(frames: list[tuple[pl.DataFrame, list[str]]]) -> pl.DataFrame:
+    """Per cluster, the latest timestamp the loaded data knows about (the data cut-off)."""
+    parts = []
+    for df, cols in frames:
+        present = [c for c in cols if c in df.columns]
+        if df.height and present:
+            parts.append(
+                df.group_by("cluster").agg(
+                    pl.max_horizontal(*[pl.col(c).max() for c in present]).alias("as_of")
+                )
+            )
+    if not parts:
+        return pl.DataFrame(schema={"cluster": pl.String(), "as_of": pl.Datetime("us", "UTC")})
+    return pl.concat(parts).group_by("cluster").agg(pl.col("as_of").max())
+
+
+def _in_unit(
+    raw: RawFrames, inventory: pl.DataFrame, unit: BuildUnit
+) -> tuple[RawFrames, pl.DataFrame]:
+    """The raw frames and inventory of ``unit``'s cluster (all of them for every cluster)."""
+    if unit.first_day is not None or unit.last_day is not None:
+        raise NotImplementedError("build_core: a unit bounded in days is not supported yet")
+    if unit.cluster is None:
+        return raw, inventory
+
+    def one(frame: pl.DataFrame) -> pl.DataFrame:
+        return frame.filter(pl.col("cluster") == unit.cluster)
+
+    return (
+        RawFrames(
+            slurm_rows=one(raw.slurm_rows),
+            slurm_events=one(raw.slurm_events),
+            k8s_pods=one(raw.k8s_pods),
+            k8s_events=one(raw.k8s_events),
+            k8s_workloads=one(raw.k8s_workloads),
+            kueue_local_queues=one(raw.kueue_local_queues),
+            k8s_nodes=None if raw.k8s_nodes is None else one(raw.k8s_nodes),
+        ),
+        one(inventory),
+    )
+
+
+def build_core(
+    raw: RawFrames, registry: RegistryFrames, inventory: pl.DataFrame, unit: BuildUnit
+) -> CoreFrames:
+    """Every core frame of ``unit`` from the raw frames (see :class:`CoreFrames`).
+
+    Args:
+        raw: the raw tables, every zoned timestamp in ``UTC``.
+        registry: the allocation registry (team mapping and share history).
+        inventory: ``cluster, host, gpus, gpu_type, partition, rack, capacity_source`` (the
+            inventory files); a cluster without inventory gets the nodes seen in the data.
+        unit: the part of the history to build (:meth:`BuildUnit.everything`: all of it; a
+            unit bounded in days raises :class:`NotImplementedError`).
+    """
+    raw, inventory = _in_unit(raw, inventory, unit)
+    mapping = registry.mapping
+    account_teams = mapping.filter(pl.col("kind") == "slurm_account")
+    ns_teams = mapping.filter(pl.col("kind") == "k8s_namespace")
+    lq_teams = mapping.filter(pl.col("kind") == "k8s_local_queue")
+
+    # engine="in-memory": polars 2.1's default (streaming) engine panics on this plan with
+    # "assertion failed: i < self.len()" (in a string expression of its select node) when the
+    # raw frame arrives from DuckDB in 20 chunks (2.36M rows, a year of 10k GPUs); the same
+    # rows in one chunk, or in 17, do not. The in-memory engine is also the faster here.
+    slurm = resolve_slurm_jobs(raw.slurm_rows.lazy(), account_teams.lazy()).collect(
+        engine="in-memory"
+    )
+    pods = _latest(raw.k8s_pods, "ingest_id")
+    events = raw.k8s_events.sort("count", "last_seen", "ingest_id", nulls_last=False).unique(
+        ["cluster", "uid"], keep="last", maintain_order=True
+    )
+    # The latest snapshot of each Kueue Workload / LocalQueue (admission state from the
+    # Workload's conditions; clusters without Workload objects keep the pods+events rebuild).
+    workloads = _latest(raw.k8s_workloads, "snapshot_at", "ingest_id")
+    local_queues = _latest(raw.kueue_local_queues, "snapshot_at", "ingest_id")
+    k8s_att = k8s_attempts(
+        pods.lazy(),
+        events.lazy(),
+        workloads.lazy() if workloads.height else None,
+        local_queues.lazy() if local_queues.height else None,
+    )
+    k8s_jobs = workload_attempts(k8s_att, ns_teams.lazy(), lq_teams.lazy()).collect()
+    k8s_pending = pending_workload_attempts(k8s_att, ns_teams.lazy(), lq_teams.lazy()).collect()
+    k8s_timings = k8s_workload_timings(
+        k8s_att, events.lazy(), ns_teams.lazy(), lq_teams.lazy()
+    ).collect()
+    k8s_reasons = k8s_pending_reasons(k8s_att, events.lazy()).collect()
+    s_att = slurm_attempts(slurm.lazy()).collect()
+
+    as_of = _as_of(
+        [
+            (slurm, ["submit_at", "eligible_at", "start_at", "end_at"]),
+            (pods, ["created_at", "scheduled_at", "started_at", "finished_at", "deleted_at"]),
+        ]
+    )
+    jobs = pl.concat(
+        [s_att.select(JOBS_COLUMNS), k8s_jobs.select(JOBS_COLUMNS)], how="vertical_relaxed"
+    ).with_columns(pl.col("team").fill_null(UNATTRIBUTED))
+    jobs = with_as_of(jobs, as_of)
+
+    observed = _observed_nodes(s_att, pods)
+    nodes = pl.concat(
+        [
+            inventory,
+            observed.join(inventory.select("cluster").unique(), on="cluster", how="anti").select(
+                inventory.columns
+            ),
+        ],
+        how="vertical_relaxed",
+    )
+    registered, down = _node_states(raw, nodes, as_of, jobs)
+    pending = pl.concat(
+        [
+            slurm.filter(pl.col("is_allocation") & pl.col("start_at").is_null())
+            .with_columns(pl.coalesce("req_gpus", "gpus").alias("req_gpus"))
+            .select(_PENDING_COLUMNS),
+            k8s_pending.select(_PENDING_COLUMNS),
+        ],
+        how="vertical_relaxed",
+    )
+    # the registry's share history per cluster: a share change mid-window applies per hour
+    shares = cluster_shares(registry.history, nodes)
+    pod_jobs = k8s_att.pods.select(
+        "cluster", "namespace", pl.col("name").alias("pod"),
+        pl.format("{}/{}", pl.col("namespace"), pl.col("group")).alias("job_id"),
+    )  # fmt: skip
+    return CoreFrames(
+        slurm_jobs=slurm,
+        slurm_attempts=s_att,
+        k8s_pods=pods,
+        k8s_events=events,
+        k8s_attempts=k8s_att,
+        k8s_jobs=k8s_jobs,
+        k8s_pending=k8s_pending,
+        k8s_timings=k8s_timings,
+        k8s_pending_reasons=k8s_reasons,
+        as_of=as_of,
+        jobs=jobs,
+        pending=pending,
+        nodes=nodes,
+        registered=registered,
+        down=down,
+        shares=shares,
+        pod_jobs=pod_jobs,
+    )
