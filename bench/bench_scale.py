@@ -10,6 +10,10 @@ at its parent's):
 - ``rebuild``: ``pipelines.analytics.build.rebuild(full=True)`` (core + analytics + views);
 - ``publish``: ``publish_serving_copy``;
 - ``queries``: dashboard query functions of ``dashboards/queries.py`` on the serving copy;
+- ``new_day`` (after ``rebuild`` with ``--hold-last-day``, which keeps the ingest stages off the
+  window's last day): that day's sacct and hourly DCGM files loaded and an incremental rebuild,
+  with the days and rows it rewrote (the full ``rebuild`` stage of the same command is its
+  baseline);
 - ``rerun_day`` (after ``rebuild``): one already-built day's sacct and hourly DCGM files loaded
   again and an incremental rebuild, with the days and rows it rewrote (the full ``rebuild``
   stage is its baseline);
@@ -58,7 +62,10 @@ def _ingest(db: Path, data: Path, kind: str, pattern: str) -> dict[str, Any]:
     loaded = rejected = files = 0
     with connect(db) as con:
         init_warehouse(con)
+        held = os.environ.get("GOODPUT_BENCH_HOLD_DAY")
         for f in sorted((data / "inputs" / CLUSTER).glob(pattern)):
+            if held and held in str(f.relative_to(data)):
+                continue  # the held day is loaded by the ``new_day`` stage
             st = ingest_file(con, kind, f, opts)
             loaded += st.rows_loaded
             rejected += st.rows_rejected
@@ -95,6 +102,11 @@ def _stage(name: str, data: Path, work: Path, gpus: int, days: int) -> dict[str,
         return {"tables": len(counts), "rows": sum(counts.values())}
     if name == "rerun_day":
         return _rerun_day(db, data, work)
+    if name == "new_day":
+        held = os.environ.get("GOODPUT_BENCH_HOLD_DAY")
+        if not held:
+            raise ValueError("new_day needs --hold-last-day (the ingest stages kept off a day)")
+        return _rerun_day(db, data, work, held)
     if name == "publish":
         from pipelines.warehouse import publish_serving_copy
 
@@ -163,13 +175,14 @@ def _stage(name: str, data: Path, work: Path, gpus: int, days: int) -> dict[str,
     raise ValueError(name)
 
 
-def _rerun_day(db: Path, data: Path, work: Path) -> dict[str, Any]:
+def _rerun_day(db: Path, data: Path, work: Path, day: str | None = None) -> dict[str, Any]:
     """Re-load one day that is already built (its sacct file and its hourly DCGM aggregates;
     ``GOODPUT_BENCH_RERUN_DAY``, default the window's middle day) into the built warehouse and
     rebuild incrementally: the re-run of issue 9's acceptance. Returns the ingest and rebuild
     seconds, the days the build rewrote, and per table the rows deleted and inserted (from
     ``analytics.build_log``) beside the table's size. Run after ``rebuild``; it changes the
-    warehouse (the re-loaded files replace their earlier loads with the same rows)."""
+    warehouse (the re-loaded files replace their earlier loads with the same rows). With ``day``
+    (the ``new_day`` stage), that day is loaded for the first time instead."""
     import json as _json
 
     from pipelines.analytics.build import rebuild
@@ -179,7 +192,7 @@ def _rerun_day(db: Path, data: Path, work: Path) -> dict[str, Any]:
 
     inputs = data / "inputs" / CLUSTER
     sacct_files = sorted((inputs / "sacct").glob("*.psv"))
-    day = os.environ.get("GOODPUT_BENCH_RERUN_DAY") or sacct_files[len(sacct_files) // 2].stem[-10:]
+    day = day or os.environ.get("GOODPUT_BENCH_RERUN_DAY") or sacct_files[len(sacct_files) // 2].stem[-10:]
     files = [("sacct", f) for f in sacct_files if f.stem.endswith(day)]
     files += [("dcgm-hourly", f) for f in sorted((inputs / "dcgm_hourly").glob(f"date={day}/*"))]
     if not files:
@@ -240,7 +253,7 @@ def _pandas_occupancy(data: Path, gpus: int) -> dict[str, Any]:
 
 STAGES = ("generate", "ingest_sacct", "ingest_state", "ingest_dcgm_hourly", "ingest_dcgm_5min",
           "rebuild", "publish", "queries", "floor_sacct", "floor_hourly", "pandas_occupancy",
-          "rerun_day")
+          "rerun_day", "new_day")
 
 
 def _child(stage: str, data: Path, work: Path, gpus: int, days: int) -> dict[str, Any]:
@@ -278,6 +291,8 @@ def main() -> None:
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--dcgm-5min-days", type=int, default=30,
                     help="last days that also get 5-minute DCGM text (default 30)")
+    ap.add_argument("--hold-last-day", action="store_true",
+                    help="keep the ingest stages off the window's last day (for ``new_day``)")
     ap.add_argument("--child")
     ap.add_argument("--data")
     ap.add_argument("--work")
@@ -304,6 +319,9 @@ def main() -> None:
             shutil.rmtree(work)
         work.mkdir(parents=True)
         data.mkdir(parents=True, exist_ok=True)
+        if a.hold_last_day:
+            last = sorted((data / "inputs" / CLUSTER / "sacct").glob("*.psv"))[-1]
+            os.environ["GOODPUT_BENCH_HOLD_DAY"] = last.stem[-10:]
         rows = []
         for stage in stages:
             r = _child(stage, data, work, gpus, days)
