@@ -29,6 +29,8 @@ from typing import Final
 
 import polars as pl
 
+from metrics.mig import MIG_PATTERN, mig_fraction_expr
+
 __all__ = [
     "ATTRIBUTIONS",
     "attribute_samples",
@@ -48,19 +50,16 @@ ATTRIBUTIONS: Final = (
     "unattributed",
 )
 
-#: Slices of a GPU that a MIG profile's ``Kg`` counts (METRICS.md: 3g.40gb = 3/7).
-MIG_SLICES: Final = 7.0
-
 _FAR: Final = dt.datetime(9999, 1, 1, tzinfo=dt.UTC)
 _UTC = pl.Datetime("us", "UTC")
-_MIG_GRES: Final = r"(?:^|:)\d+g\.\d+gb"
 
 
 def mig_fraction(profile: pl.Expr) -> pl.Expr:
-    """The fraction of a GPU a sample's entity is: 1.0 without a MIG profile, ``K/7`` for a
-    profile ``Kg.*`` (``3g.40gb`` → 3/7, ``1c.3g.40gb`` → 3/7), 1.0 when unreadable."""
-    k = profile.str.extract(r"(\d+)g\.\d+gb", 1).cast(pl.Float64)
-    return pl.when(profile.is_null()).then(1.0).otherwise((k / MIG_SLICES).fill_null(1.0))
+    """The fraction of a GPU a sample's entity is: 1.0 without a MIG profile; for a DCGM
+    ``GPU_I_PROFILE`` the GPU instance's fraction of :func:`metrics.mig.mig_fraction`
+    (``3g.40gb`` → 3/7, ``1c.3g.40gb`` → 3/7, A30 ``1g.6gb`` → 1/4); 1.0 when unreadable or
+    impossible (Float64)."""
+    return mig_fraction_expr(profile, compute_instance=False).fill_null(1.0)
 
 
 def device_index(device: pl.Expr, gpu_index: pl.Expr) -> pl.Expr:
@@ -104,7 +103,7 @@ def gres_holdings(gres: pl.LazyFrame, jobs: pl.LazyFrame) -> pl.LazyFrame:
     g = (
         gres.filter(
             pl.col("gpu_indices").is_not_null()
-            & ~pl.col("gres").fill_null("").str.contains(_MIG_GRES)
+            & ~pl.col("gres").fill_null("").str.contains(MIG_PATTERN)
         )
         .with_columns(
             pl.col("start_at", "snapshot_at").dt.convert_time_zone("UTC").dt.cast_time_unit("us")

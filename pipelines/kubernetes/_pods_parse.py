@@ -27,6 +27,7 @@ from typing import Any, Final
 
 import polars as pl
 
+from metrics.mig import mig_fraction
 from pipelines._parse_result import ParseResult
 from pipelines.kubernetes._json_items import (
     BadItem,
@@ -77,10 +78,8 @@ _WORKLOAD_ANNOTATIONS: Final = ("kueue.x-k8s.io/workload", "kueue.x-k8s.io/workl
 _WORKLOAD_LABELS: Final = ("kueue.x-k8s.io/workload-name", "kueue.x-k8s.io/pod-group-name")
 _DEFAULT_CONTAINER: Final = "kubectl.kubernetes.io/default-container"
 _GPU: Final = "nvidia.com/gpu"
-_MIG_RE: Final = re.compile(r"^nvidia\.com/mig-(?:(\d+)c\.)?(\d+)g\.(\d+)gb(?:\+\w+)?$")
+_MIG_PREFIX: Final = "nvidia.com/mig-"
 _QUANTITY_RE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)(m?)\s*$")
-# A30 (24 GB) is split in 4 compute slices; every other MIG GPU (A100, H100, H200, B200) in 7.
-_FOUR_SLICE_PROFILES: Final = frozenset({(1, 6), (2, 12), (4, 24)})
 
 
 def gpu_worth(resource: str) -> float | None:
@@ -90,17 +89,16 @@ def gpu_worth(resource: str) -> float | None:
         resource: an extended-resource name, e.g. ``nvidia.com/gpu`` or ``nvidia.com/mig-3g.40gb``.
 
     Returns:
-        1.0 for ``nvidia.com/gpu``, ``g/7`` (A30: ``g/4``) for a MIG profile, else None.
+        1.0 for ``nvidia.com/gpu``; for ``nvidia.com/mig-<profile>`` the MIG fraction of
+        :func:`metrics.mig.mig_fraction` (``mig-3g.40gb`` = 3/7, A30 ``mig-1g.6gb`` = 1/4, a
+        compute instance ``mig-1c.3g.40gb`` = 1/7); None for any other resource and for an
+        impossible profile.
     """
     if resource == _GPU:
         return 1.0
-    m = _MIG_RE.match(resource)
-    if m is None:
+    if not resource.startswith(_MIG_PREFIX):
         return None
-    compute, slices, memory = (int(x) if x else None for x in m.groups())
-    assert slices is not None and memory is not None
-    total = 4 if (slices, memory) in _FOUR_SLICE_PROFILES else 7
-    return (compute if compute is not None else slices) / total
+    return mig_fraction(resource[len(_MIG_PREFIX) :])
 
 
 def _quantity(value: object, field: str) -> float:

@@ -14,6 +14,7 @@ from typing import Any
 import hostlist
 import polars as pl
 
+from metrics.mig import MIG_PATTERN
 from pipelines.report._common import fmt_duration, fmt_pct, query
 from pipelines.safe_sql import open_readonly
 
@@ -80,7 +81,9 @@ def job_report(
     con = open_readonly(serving_db)
     try:
         params = {"job_id": job_id, "cluster": cluster}
-        attempts = query(con, "job_attempts", idle_below=idle_below, **params)
+        attempts = query(
+            con, "job_attempts", idle_below=idle_below, mig_pattern=MIG_PATTERN, **params
+        )
         never = query(con, "job_never_started", **params)
     finally:
         con.close()

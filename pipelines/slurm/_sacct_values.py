@@ -14,6 +14,8 @@ from zoneinfo import ZoneInfo
 import hostlist
 import polars as pl
 
+from metrics.mig import mig_fraction, mig_fraction_expr
+
 __all__ = [
     "EPOCH_RE",
     "MAX_ARRAY_TASKS",
@@ -195,15 +197,15 @@ _UNTYPED_RE = r"(?:^|,)gres/gpu=([^,]*)"
 
 
 def _item_values(frame: pl.DataFrame, item: pl.Expr) -> pl.DataFrame:
-    """Add per typed item: its GPU ``weighted`` count (N, or N×K/7 for MIG), ``has_mig`` and the
-    non-MIG ``type`` name."""
+    """Add per typed item: its GPU ``weighted`` count (N, or N × the MIG fraction of
+    :func:`metrics.mig.mig_fraction` for a MIG type), ``has_mig`` and the non-MIG ``type`` name."""
     frame = frame.with_columns(_parts=item.str.extract_groups(_ITEM_RE)).with_columns(
         _name=pl.col("_parts").struct.field("name"),
         _count=pl.col("_parts").struct.field("count").cast(pl.Float64),
     )
-    frame = frame.with_columns(_k=pl.col("_name").str.extract(r"^(\d+)g\.", 1).cast(pl.Float64))
+    frame = frame.with_columns(_k=mig_fraction_expr(pl.col("_name")))
     return frame.with_columns(
-        weighted=pl.col("_count") * pl.coalesce(pl.col("_k") / 7.0, pl.lit(1.0)),
+        weighted=pl.col("_count") * pl.coalesce(pl.col("_k"), pl.lit(1.0)),
         has_mig=pl.col("_k").is_not_null() & pl.col("_count").is_not_null(),
         type=pl.when(pl.col("_k").is_null() & pl.col("_count").is_not_null()).then("_name"),
     ).drop("_parts", "_name", "_count", "_k")
@@ -276,7 +278,8 @@ def gpus_from_tres(tres: str | None) -> float | None:
     """GPU count from an AllocTRES / ReqTRES string.
 
     The untyped ``gres/gpu=N`` wins; without it, the typed ``gres/gpu:TYPE=N`` entries are
-    summed. A MIG profile type ``gres/gpu:Kg.*=N`` (``gres/gpu:3g.40gb=1``) counts N×K/7 and
+    summed. A MIG type counts N × its fraction (:func:`metrics.mig.mig_fraction`: the profile
+    token anywhere in the type, ``gres/gpu:a100_3g.20gb=1`` = 3/7, A30 ``1g.6gb`` = 1/4) and
     overrides the untyped count. ``gres/gpumem`` and ``gres/gpuutil`` are not GPUs.
 
     Args:
@@ -307,10 +310,10 @@ def gpus_from_tres(tres: str | None) -> float | None:
             continue
         count = float(value)
         if key.startswith("gres/gpu:") and len(key) > len("gres/gpu:"):
-            match = re.match(r"(\d+)g\.", key[len("gres/gpu:") :])
-            if match:
+            fraction = mig_fraction(key[len("gres/gpu:") :])
+            if fraction is not None:
                 has_mig = True
-                mig += count * int(match.group(1)) / 7.0
+                mig += count * fraction
             else:
                 full += count
     if has_mig:

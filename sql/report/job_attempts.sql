@@ -26,12 +26,32 @@ b AS (
     SELECT cluster, job_id, attempt, gpu_uuid, mig_instance,
            time_bucket(INTERVAL 5 MINUTE, ts) AS bucket,
            any_value(start_at) AS start_at, any_value(stop_at) AS stop_at,
-           coalesce(CAST(regexp_extract(any_value(mig_profile), '^(\d+)g\.', 1) AS DOUBLE) / 7.0,
-                    1.0) AS gpu_fraction,
+           any_value(mig_profile) AS mig_profile,
            avg(value) FILTER (WHERE metric = 'DCGM_FI_PROF_GR_ENGINE_ACTIVE') AS gr,
            avg(value) FILTER (WHERE metric = 'DCGM_FI_DEV_GPU_UTIL') / 100.0 AS util
     FROM s
     GROUP BY cluster, job_id, attempt, gpu_uuid, mig_instance, bucket
+),
+-- The MIG fraction of METRICS.md ("MIG fraction", metrics/mig.py): the profile token anywhere in
+-- the label, K/4 on an A30 (1g.6gb, 2g.12gb, 4g.24gb), K/7 for K in 1, 2, 3, 4, 7 elsewhere; a
+-- GPU instance's K (DCGM samples cover the GPU instance); no or an impossible profile = 1.
+p AS (
+    SELECT b.*, pr.gi, pr.mem, pr.ci
+    FROM b
+    CROSS JOIN LATERAL (
+        SELECT TRY_CAST(nullif(regexp_extract(b.mig_profile, $mig_pattern, 2), '') AS INTEGER) AS gi,
+               TRY_CAST(nullif(regexp_extract(b.mig_profile, $mig_pattern, 3), '') AS INTEGER) AS mem,
+               TRY_CAST(nullif(regexp_extract(b.mig_profile, $mig_pattern, 1), '') AS INTEGER) AS ci
+    ) AS pr
+),
+f AS (
+    SELECT cluster, job_id, attempt, gpu_uuid, mig_instance, bucket, start_at, stop_at, gr, util,
+           coalesce(CASE WHEN ci IS NOT NULL AND (ci < 1 OR ci > gi) THEN NULL
+                         WHEN (gi = 1 AND mem = 6) OR (gi = 2 AND mem = 12) OR (gi = 4 AND mem = 24)
+                             THEN gi / 4.0
+                         WHEN gi IN (1, 2, 3, 4, 7) AND mem > 0 THEN gi / 7.0 END,
+                    1.0) AS gpu_fraction
+    FROM p
 ),
 w AS (
     SELECT *, coalesce(gr, util) AS activity,
@@ -39,7 +59,7 @@ w AS (
                 WHEN util IS NOT NULL THEN 'DCGM_FI_DEV_GPU_UTIL' END AS signal,
            greatest(0.0, epoch(least(bucket + INTERVAL 5 MINUTE, stop_at))
                          - epoch(greatest(bucket, start_at))) * gpu_fraction AS obs_s
-    FROM b
+    FROM f
 ),
 t AS (
     SELECT cluster, job_id, attempt,
