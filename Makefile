@@ -40,6 +40,7 @@ dev: install
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 typecheck: install
 	$(BIN)/mypy

@@ -80,8 +80,9 @@ def _stage(name: str, data: Path, work: Path, gpus: int, days: int) -> dict[str,
         from pipelines.sample_fleet._scale import ScaleConfig, generate_scale_fleet
 
         five = int(os.environ.get("GOODPUT_BENCH_5MIN_DAYS", "30"))
-        s = generate_scale_fleet(data, ScaleConfig(gpus=gpus, days=days, dcgm_5min_days=five),
-                                 progress=False)
+        s = generate_scale_fleet(
+            data, ScaleConfig(gpus=gpus, days=days, dcgm_5min_days=five), progress=False
+        )
         return {"jobs": s.jobs, "sacct_rows": s.attempts_in_window, "files": s.files_written}
     if name == "ingest_sacct":
         return _ingest(db, data, "sacct", "sacct/*.psv")
@@ -134,8 +135,10 @@ def _stage(name: str, data: Path, work: Path, gpus: int, days: int) -> dict[str,
             except Exception as exc:
                 times[fn] = -1.0
                 times[f"{fn}_error"] = str(exc)[:120]  # type: ignore[assignment]
-        return {"per_query_s": times,
-                "max_query_s": max(v for v in times.values() if isinstance(v, float))}
+        return {
+            "per_query_s": times,
+            "max_query_s": max(v for v in times.values() if isinstance(v, float)),
+        }
     if name == "floor_sacct":
         import duckdb
 
@@ -143,7 +146,8 @@ def _stage(name: str, data: Path, work: Path, gpus: int, days: int) -> dict[str,
         con.execute(
             "create or replace table t as select * from read_csv(?, delim='|', header=true, "
             "all_varchar=true, union_by_name=true)",
-            [str(data / "inputs" / CLUSTER / "sacct" / "*.psv")])
+            [str(data / "inputs" / CLUSTER / "sacct" / "*.psv")],
+        )
         n = con.sql("select count(*) from t").fetchall()[0][0]
         con.close()
         (work / "floor.duckdb").unlink()
@@ -154,8 +158,10 @@ def _stage(name: str, data: Path, work: Path, gpus: int, days: int) -> dict[str,
         glob = str(data / "inputs" / CLUSTER / "dcgm_hourly" / "*" / "*.parquet")
         con = duckdb.connect(str(work / "floor.duckdb"))
         t = time.perf_counter()
-        con.execute("create or replace table h as select * from read_parquet(?, "
-                    "hive_partitioning=true)", [glob])
+        con.execute(
+            "create or replace table h as select * from read_parquet(?, hive_partitioning=true)",
+            [glob],
+        )
         load_s = round(time.perf_counter() - t, 2)
         rows = con.sql("select count(*), sum(samples) from h").fetchall()[0]
         con.close()
@@ -168,8 +174,12 @@ def _stage(name: str, data: Path, work: Path, gpus: int, days: int) -> dict[str,
             "from read_parquet(?, hive_partitioning=true) group by all",
             params=[str(data / "inputs" / CLUSTER / "dcgm_hourly" / "*" / "*.parquet")],
         ).fetchall()
-        return {"rows": rows[0], "groups": len(teams), "load_s": load_s,
-                "scan_aggregate_s": round(time.perf_counter() - t, 2)}
+        return {
+            "rows": rows[0],
+            "groups": len(teams),
+            "load_s": load_s,
+            "scan_aggregate_s": round(time.perf_counter() - t, 2),
+        }
     if name == "pandas_occupancy":
         return _pandas_occupancy(data, gpus)
     raise ValueError(name)
@@ -192,7 +202,11 @@ def _rerun_day(db: Path, data: Path, work: Path, day: str | None = None) -> dict
 
     inputs = data / "inputs" / CLUSTER
     sacct_files = sorted((inputs / "sacct").glob("*.psv"))
-    day = day or os.environ.get("GOODPUT_BENCH_RERUN_DAY") or sacct_files[len(sacct_files) // 2].stem[-10:]
+    day = (
+        day
+        or os.environ.get("GOODPUT_BENCH_RERUN_DAY")
+        or sacct_files[len(sacct_files) // 2].stem[-10:]
+    )
     files = [("sacct", f) for f in sacct_files if f.stem.endswith(day)]
     files += [("dcgm-hourly", f) for f in sorted((inputs / "dcgm_hourly").glob(f"date={day}/*"))]
     if not files:
@@ -233,8 +247,10 @@ def _pandas_occupancy(data: Path, gpus: int) -> dict[str, Any]:
     import numpy as np
     import pandas as pd  # type: ignore[import-untyped]
 
-    frames = [pd.read_csv(f, sep="|", dtype=str, keep_default_na=False)
-              for f in sorted((data / "inputs" / CLUSTER / "sacct").glob("*.psv"))]
+    frames = [
+        pd.read_csv(f, sep="|", dtype=str, keep_default_na=False)
+        for f in sorted((data / "inputs" / CLUSTER / "sacct").glob("*.psv"))
+    ]
     df = pd.concat(frames, ignore_index=True).drop_duplicates("JobIDRaw", keep="last")
     df = df[~df["Start"].isin(["Unknown", "None"])].copy()
     df["g"] = df["AllocTRES"].str.extract(r"gres/gpu=(\d+)")[0].fillna("0").astype(int)
@@ -243,25 +259,56 @@ def _pandas_occupancy(data: Path, gpus: int) -> dict[str, Any]:
     df["e"] = pd.to_datetime(df["End"].where(df["End"] != "Unknown", last))
     df["h"] = df.apply(lambda r: list(pd.date_range(r["s"].floor("h"), r["e"], freq="h")), axis=1)
     x = df[["Account", "g", "s", "e", "h"]].explode("h").dropna(subset=["h"])
-    seg = (np.minimum(x["e"], x["h"] + pd.Timedelta(hours=1)) - np.maximum(x["s"], x["h"]))
+    seg = np.minimum(x["e"], x["h"] + pd.Timedelta(hours=1)) - np.maximum(x["s"], x["h"])
     x["gs"] = seg.dt.total_seconds().clip(lower=0) * x["g"]
     hourly = x.groupby("h")["gs"].sum() / (gpus * 3600)
     teams = x.groupby("Account")["gs"].sum() / 3600
-    return {"jobs": len(df), "hours": len(hourly), "teams": len(teams),
-            "mean_occupancy": round(float(hourly.mean()), 4)}
+    return {
+        "jobs": len(df),
+        "hours": len(hourly),
+        "teams": len(teams),
+        "mean_occupancy": round(float(hourly.mean()), 4),
+    }
 
 
-STAGES = ("generate", "ingest_sacct", "ingest_state", "ingest_dcgm_hourly", "ingest_dcgm_5min",
-          "rebuild", "publish", "queries", "floor_sacct", "floor_hourly", "pandas_occupancy",
-          "rerun_day", "new_day")
+STAGES = (
+    "generate",
+    "ingest_sacct",
+    "ingest_state",
+    "ingest_dcgm_hourly",
+    "ingest_dcgm_5min",
+    "rebuild",
+    "publish",
+    "queries",
+    "floor_sacct",
+    "floor_hourly",
+    "pandas_occupancy",
+    "rerun_day",
+    "new_day",
+)
 
 
 def _child(stage: str, data: Path, work: Path, gpus: int, days: int) -> dict[str, Any]:
     t = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, __file__, "--child", stage, "--data", str(data), "--work", str(work),
-         "--gpus", str(gpus), "--days", str(days)],
-        capture_output=True, text=True, check=False)
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            stage,
+            "--data",
+            str(data),
+            "--work",
+            str(work),
+            "--gpus",
+            str(gpus),
+            "--days",
+            str(days),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     wall = time.perf_counter() - t
     if proc.returncode != 0:
         return {"stage": stage, "error": proc.stderr[-2000:], "wall_s": round(wall, 2)}
@@ -289,10 +336,17 @@ def main() -> None:
     ap.add_argument("--stages", default=",".join(STAGES))
     ap.add_argument("--keep", action="store_true", help="keep the generated data")
     ap.add_argument("--markdown", action="store_true")
-    ap.add_argument("--dcgm-5min-days", type=int, default=30,
-                    help="last days that also get 5-minute DCGM text (default 30)")
-    ap.add_argument("--hold-last-day", action="store_true",
-                    help="keep the ingest stages off the window's last day (for ``new_day``)")
+    ap.add_argument(
+        "--dcgm-5min-days",
+        type=int,
+        default=30,
+        help="last days that also get 5-minute DCGM text (default 30)",
+    )
+    ap.add_argument(
+        "--hold-last-day",
+        action="store_true",
+        help="keep the ingest stages off the window's last day (for ``new_day``)",
+    )
     ap.add_argument("--child")
     ap.add_argument("--data")
     ap.add_argument("--work")
@@ -345,8 +399,10 @@ def main() -> None:
             print(f"\n| {size} stage | wall s | peak RSS MB | detail |\n|---|---:|---:|---|")
             for r in rows:
                 detail = {k: v for k, v in r.items() if k not in ("stage", "wall_s", "peak_rss_mb")}
-                print(f"| {r['stage']} | {r.get('wall_s')} | {r.get('peak_rss_mb')} | "
-                      f"{json.dumps(detail)[:160]} |")
+                print(
+                    f"| {r['stage']} | {r.get('wall_s')} | {r.get('peak_rss_mb')} | "
+                    f"{json.dumps(detail)[:160]} |"
+                )
 
 
 if __name__ == "__main__":

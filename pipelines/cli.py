@@ -44,8 +44,7 @@ def ingest(
     source: Annotated[
         str,
         typer.Argument(
-            help="Input kind: "
-            + "; ".join(f"{k.name} ({k.help})" for k in input_kinds())
+            help="Input kind: " + "; ".join(f"{k.name} ({k.help})" for k in input_kinds())
         ),
     ],
     paths: Annotated[list[Path], typer.Argument(help="Files (dcgm: files or snapshot folders)")],
@@ -228,8 +227,9 @@ def generate(
         from pipelines.sample_fleet import ScaleConfig, generate_scale_fleet
 
         first = _dt.date.fromisoformat(start) if start else ScaleConfig.start
-        cfg = ScaleConfig(gpus=gpus, days=days, seed=seed, start=first,
-                          dcgm_5min_days=dcgm_5min_days)
+        cfg = ScaleConfig(
+            gpus=gpus, days=days, seed=seed, start=first, dcgm_5min_days=dcgm_5min_days
+        )
         last = first + _dt.timedelta(days=days - 1)
         if last >= _dt.datetime.now(_dt.UTC).date():
             typer.echo(

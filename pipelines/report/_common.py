@@ -31,6 +31,7 @@ __all__ = [
 
 _WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
 
+
 class ReportError(RuntimeError):
     """A report cannot be made: an invalid week, no data for it, or no browser for the PDF."""
 

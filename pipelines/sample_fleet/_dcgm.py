@@ -56,9 +56,14 @@ class DcgmContext:
     empty_suffix: str
 
     @classmethod
-    def build(cls, seed: int, cluster_index: int, cluster: ClusterSpec,
-              allocations: Sequence[GpuAllocation],
-              node_events: Sequence[NodeEvent]) -> DcgmContext:
+    def build(
+        cls,
+        seed: int,
+        cluster_index: int,
+        cluster: ClusterSpec,
+        allocations: Sequence[GpuAllocation],
+        node_events: Sequence[NodeEvent],
+    ) -> DcgmContext:
         """Prepare the frames for one cluster.
 
         Args:
@@ -84,8 +89,10 @@ class DcgmContext:
                     f'pci_bus_id="00000000:{_PCI_BUS[g % 8]}:00.0",device="nvidia{g}",'
                     f'modelName="{model}",Hostname="{node.host}"'
                 )
-        gpus = pl.DataFrame({"gpu_key": gkeys, "prefix": prefixes},
-                            schema={"gpu_key": pl.Int32, "prefix": pl.String})
+        gpus = pl.DataFrame(
+            {"gpu_key": gkeys, "prefix": prefixes},
+            schema={"gpu_key": pl.Int32, "prefix": pl.String},
+        )
         empty = "}" if cluster.kind == "slurm" else ',container="",namespace="",pod=""}'
         suffixes = [
             "," + ",".join(f'{k}="{v}"' for k, v in a.labels) + "}" if a.labels else empty
@@ -102,9 +109,16 @@ class DcgmContext:
                 "team": [a.team for a in allocations],
                 "fb_mib": [a.fb_mib for a in allocations],
             },
-            schema={"gpu_key": pl.Int32, "start": pl.Int64, "end": pl.Int64,
-                    "suffix": pl.String, "activity": pl.Float64, "kind": pl.String,
-                    "team": pl.String, "fb_mib": pl.Int64},
+            schema={
+                "gpu_key": pl.Int32,
+                "start": pl.Int64,
+                "end": pl.Int64,
+                "suffix": pl.String,
+                "activity": pl.Float64,
+                "kind": pl.String,
+                "team": pl.String,
+                "fb_mib": pl.Int64,
+            },
         ).sort("start", "gpu_key")
         # An XID lasts from the moment it is raised until the node returns from its last
         # down/drain interval of the same incident.
@@ -118,21 +132,30 @@ class DcgmContext:
                 if not ev.xid:
                     continue
                 end = ev.end
-                for nxt in evs[i + 1:]:
+                for nxt in evs[i + 1 :]:
                     if end is not None and nxt.start == end and not nxt.xid:
                         end = nxt.end
                     else:
                         break
-                xid_rows.append((keys[(host, ev.xid_gpu)], ev.xid_time,
-                                 end if end is not None else 2**62, ev.xid))
-        xids = pl.DataFrame(xid_rows, schema={"gpu_key": pl.Int32, "start": pl.Int64,
-                                              "end": pl.Int64, "xid": pl.Int64},
-                            orient="row").sort("start", "gpu_key")
+                xid_rows.append(
+                    (
+                        keys[(host, ev.xid_gpu)],
+                        ev.xid_time,
+                        end if end is not None else 2**62,
+                        ev.xid,
+                    )
+                )
+        xids = pl.DataFrame(
+            xid_rows,
+            schema={"gpu_key": pl.Int32, "start": pl.Int64, "end": pl.Int64, "xid": pl.Int64},
+            orient="row",
+        ).sort("start", "gpu_key")
         return cls(cluster_index, gpus, alloc, xids, empty)
 
 
-def dcgm_frame(ctx: DcgmContext, seed: int, day_index: int, day_start: int,
-               day_end: int) -> pl.DataFrame:
+def dcgm_frame(
+    ctx: DcgmContext, seed: int, day_index: int, day_start: int, day_end: int
+) -> pl.DataFrame:
     """The day's samples as a frame (one row per GPU and 5-minute timestamp).
 
     Args:
@@ -150,11 +173,23 @@ def dcgm_frame(ctx: DcgmContext, seed: int, day_index: int, day_start: int,
     ts = pl.DataFrame({"ts": np.arange(first, day_end, STEP_S, dtype=np.int64)})
     grid = ctx.gpus.join(ts, how="cross").sort("ts", "gpu_key")
     alloc = ctx.allocations.rename({"start": "a_start", "end": "a_end"})
-    grid = grid.join_asof(alloc, left_on="ts", right_on="a_start", by="gpu_key",
-                          strategy="backward", check_sortedness=False)
+    grid = grid.join_asof(
+        alloc,
+        left_on="ts",
+        right_on="a_start",
+        by="gpu_key",
+        strategy="backward",
+        check_sortedness=False,
+    )
     xids = ctx.xids.rename({"start": "x_start", "end": "x_end"})
-    grid = grid.join_asof(xids, left_on="ts", right_on="x_start", by="gpu_key",
-                          strategy="backward", check_sortedness=False)
+    grid = grid.join_asof(
+        xids,
+        left_on="ts",
+        right_on="x_start",
+        by="gpu_key",
+        strategy="backward",
+        check_sortedness=False,
+    )
     grid = grid.sort("gpu_key", "ts")
     n = grid.height
     rng = np.random.default_rng([seed, ctx.cluster_index, day_index])
@@ -163,7 +198,9 @@ def dcgm_frame(ctx: DcgmContext, seed: int, day_index: int, day_start: int,
     burst_amp = rng.uniform(0.05, 0.30, n)
     fb_noise = rng.normal(0.0, 1.0, n)
     grid = grid.with_columns(
-        pl.Series("noise", noise), pl.Series("burst", burst), pl.Series("burst_amp", burst_amp),
+        pl.Series("noise", noise),
+        pl.Series("burst", burst),
+        pl.Series("burst_amp", burst_amp),
         pl.Series("fb_noise", fb_noise),
     )
     held = pl.col("a_start").is_not_null() & (pl.col("ts") < pl.col("a_end"))
@@ -172,34 +209,53 @@ def dcgm_frame(ctx: DcgmContext, seed: int, day_index: int, day_start: int,
     base = pl.col("activity")
     act = (
         pl.when(kind == "idle")
-        .then(base + 0.004 * pl.col("noise")
-              + pl.when(pl.col("burst") < 0.05).then(pl.col("burst_amp")).otherwise(0.0))
+        .then(
+            base
+            + 0.004 * pl.col("noise")
+            + pl.when(pl.col("burst") < 0.05).then(pl.col("burst_amp")).otherwise(0.0)
+        )
         .when(kind == "wait")
         .then(0.003 + 0.002 * pl.col("noise"))
         .when(kind == "low")
         .then(base + 0.03 * pl.col("noise"))
         .otherwise(base + 0.045 * pl.col("noise"))
     )
-    ramp = pl.when((pl.col("ts") - pl.col("a_start") < 600) & kind.is_in(["busy", "low"])) \
-        .then(0.3).otherwise(1.0)
+    ramp = (
+        pl.when((pl.col("ts") - pl.col("a_start") < 600) & kind.is_in(["busy", "low"]))
+        .then(0.3)
+        .otherwise(1.0)
+    )
     grid = grid.with_columns(
-        pl.when(held & ~xid_on).then((act * ramp).clip(0.0, 1.0)).otherwise(0.0)
-        .alias("activity"),
+        pl.when(held & ~xid_on).then((act * ramp).clip(0.0, 1.0)).otherwise(0.0).alias("activity"),
         pl.when(held & ~xid_on)
-        .then((pl.col("fb_mib") * (1 + 0.02 * pl.col("fb_noise"))).round(0).cast(pl.Int64)
-              .clip(0, _FB_TOTAL_MIB))
-        .otherwise(0).alias("fb_mib"),
+        .then(
+            (pl.col("fb_mib") * (1 + 0.02 * pl.col("fb_noise")))
+            .round(0)
+            .cast(pl.Int64)
+            .clip(0, _FB_TOTAL_MIB)
+        )
+        .otherwise(0)
+        .alias("fb_mib"),
         pl.when(xid_on).then(pl.col("xid")).otherwise(0).alias("xid"),
         pl.when(held).then(pl.col("suffix")).otherwise(pl.lit(ctx.empty_suffix)).alias("suffix"),
         pl.when(held).then(kind).otherwise(pl.lit("free")).alias("kind"),
         pl.when(held).then(pl.col("team")).otherwise(pl.lit(None, pl.String)).alias("team"),
     )
-    return grid.select("gpu_key", "ts", "prefix", "suffix", "kind", "team", "activity", "fb_mib",
-                       "xid")
+    return grid.select(
+        "gpu_key", "ts", "prefix", "suffix", "kind", "team", "activity", "fb_mib", "xid"
+    )
 
 
-def write_dcgm_day(path: Path, ctx: DcgmContext, seed: int, day_index: int, day_start: int,
-                   day_end: int, *, compresslevel: int = 6) -> pl.DataFrame:
+def write_dcgm_day(
+    path: Path,
+    ctx: DcgmContext,
+    seed: int,
+    day_index: int,
+    day_start: int,
+    day_end: int,
+    *,
+    compresslevel: int = 6,
+) -> pl.DataFrame:
     """Write one ``dcgm_YYYY-MM-DD.prom.gz`` file (gzip header without name or time).
 
     Args:
@@ -217,19 +273,35 @@ def write_dcgm_day(path: Path, ctx: DcgmContext, seed: int, day_index: int, day_
     frame = dcgm_frame(ctx, seed, day_index, day_start, day_end)
     micro = (pl.col("activity") * 1_000_000).round(0).cast(pl.Int64)
     values = frame.select(
-        pl.col("prefix"), pl.col("suffix"),
+        pl.col("prefix"),
+        pl.col("suffix"),
         (pl.col("ts") * 1000).cast(pl.String).alias("ms"),
-        pl.when(micro >= 1_000_000).then(pl.lit("1.000000"))
-        .otherwise(pl.lit("0.") + micro.cast(pl.String).str.zfill(6)).alias("act_s"),
+        pl.when(micro >= 1_000_000)
+        .then(pl.lit("1.000000"))
+        .otherwise(pl.lit("0.") + micro.cast(pl.String).str.zfill(6))
+        .alias("act_s"),
         pl.col("fb_mib").cast(pl.String).alias("fb_s"),
         pl.col("xid").cast(pl.String).alias("xid_s"),
     )
     chunks: list[str] = []
     for name, help_text, col in _FAMILIES:
-        lines = values.select(
-            pl.concat_str([pl.lit(name), pl.col("prefix"), pl.col("suffix"), pl.lit(" "),
-                           pl.col(col), pl.lit(" "), pl.col("ms")]).alias("line")
-        )["line"].str.join("\n").item()
+        lines = (
+            values.select(
+                pl.concat_str(
+                    [
+                        pl.lit(name),
+                        pl.col("prefix"),
+                        pl.col("suffix"),
+                        pl.lit(" "),
+                        pl.col(col),
+                        pl.lit(" "),
+                        pl.col("ms"),
+                    ]
+                ).alias("line")
+            )["line"]
+            .str.join("\n")
+            .item()
+        )
         chunks.append(f"# HELP {name} {help_text}\n# TYPE {name} gauge\n{lines}\n")
     data = "".join(chunks).encode("utf-8")
     path.write_bytes(gzip.compress(data, compresslevel=compresslevel, mtime=0))

@@ -84,10 +84,13 @@ class FleetSummary:
     def __str__(self) -> str:
         """One line: jobs and GPUs per cluster, files written, planted finding names."""
         clusters = ", ".join(f"{c}: {self.jobs[c]} jobs on {self.gpus[c]} GPUs" for c in self.jobs)
-        found = ", ".join(k for k, v in self.planted.items()
-                          if isinstance(v, dict) and k != "window")
-        return (f"{self.days} days from {self.start.isoformat()} (seed {self.seed}): {clusters}; "
-                f"{self.files_written} files; planted: {found}")
+        found = ", ".join(
+            k for k, v in self.planted.items() if isinstance(v, dict) and k != "window"
+        )
+        return (
+            f"{self.days} days from {self.start.isoformat()} (seed {self.seed}): {clusters}; "
+            f"{self.files_written} files; planted: {found}"
+        )
 
 
 @dataclass(frozen=True)
@@ -140,8 +143,9 @@ def uid_map() -> dict[str, int]:
     return uids
 
 
-def simulate_fleet(seed: int = 7, start: dt.date = dt.date(2026, 11, 2),
-                   days: int = 14) -> SampleFleet:
+def simulate_fleet(
+    seed: int = 7, start: dt.date = dt.date(2026, 11, 2), days: int = 14
+) -> SampleFleet:
     """Simulate both clusters (no files written).
 
     Args:
@@ -159,12 +163,19 @@ def simulate_fleet(seed: int = 7, start: dt.date = dt.date(2026, 11, 2),
     k8s_days = _days(start, days, k8s_cluster.tz)
     slurm_win = (slurm_days[0][1], slurm_days[-1][2])
     k8s_win = (k8s_days[0][1], k8s_days[-1][2])
-    slurm = simulate_slurm(random.Random(f"goodput-sample/{seed}/slurm"), slurm_cluster,
-                           slurm_win[0], slurm_win[1], uid_map())
-    k8s = simulate_k8s(random.Random(f"goodput-sample/{seed}/k8s"), k8s_cluster, k8s_win[0],
-                       k8s_win[1])
-    return SampleFleet(slurm_cluster, k8s_cluster, slurm, k8s, slurm_win, k8s_win, slurm_days,
-                       k8s_days)
+    slurm = simulate_slurm(
+        random.Random(f"goodput-sample/{seed}/slurm"),
+        slurm_cluster,
+        slurm_win[0],
+        slurm_win[1],
+        uid_map(),
+    )
+    k8s = simulate_k8s(
+        random.Random(f"goodput-sample/{seed}/k8s"), k8s_cluster, k8s_win[0], k8s_win[1]
+    )
+    return SampleFleet(
+        slurm_cluster, k8s_cluster, slurm, k8s, slurm_win, k8s_win, slurm_days, k8s_days
+    )
 
 
 def _clean(folder: Path, patterns: Sequence[str]) -> None:
@@ -185,8 +196,9 @@ def _quantile(values: Sequence[float], q: float) -> float | None:
     return s[max(0, math.ceil(q * len(s)) - 1)]
 
 
-def _usage_by_team(allocs: Sequence[GpuAllocation], windows: dict[str, tuple[int, int]]
-                   ) -> dict[str, float]:
+def _usage_by_team(
+    allocs: Sequence[GpuAllocation], windows: dict[str, tuple[int, int]]
+) -> dict[str, float]:
     out: dict[str, float] = {}
     for a in allocs:
         w0, w1 = windows[a.cluster]
@@ -196,8 +208,9 @@ def _usage_by_team(allocs: Sequence[GpuAllocation], windows: dict[str, tuple[int
     return out
 
 
-def _planted(fleet: SampleFleet, seed: int, activity: pl.DataFrame,
-             sshare_norm: dict[str, float]) -> dict[str, Any]:
+def _planted(
+    fleet: SampleFleet, seed: int, activity: pl.DataFrame, sshare_norm: dict[str, float]
+) -> dict[str, Any]:
     slurm, k8s = fleet.slurm, fleet.k8s
     w0, w1 = fleet.slurm_window
     lt = LocalTime(fleet.slurm_cluster.tz)
@@ -227,34 +240,52 @@ def _planted(fleet: SampleFleet, seed: int, activity: pl.DataFrame,
             end = att.start if started and att.start is not None else w1
             wait_h = (end - att.eligible) / 3600
             waits.append(wait_h)
-            jobs.append({"job_id": job.job_id, "attempt": att.index, "gpus": job.gpus,
-                         "eligible": lt(att.eligible), "wait_hours": round(wait_h, 2),
-                         "started": started})
+            jobs.append(
+                {
+                    "job_id": job.job_id,
+                    "attempt": att.index,
+                    "gpus": job.gpus,
+                    "eligible": lt(att.eligible),
+                    "wait_hours": round(wait_h, 2),
+                    "started": started,
+                }
+            )
     starved = {
-        "cluster": slurm_name(fleet), "partition": "gpu", "min_gpus": LARGE_GPUS,
+        "cluster": slurm_name(fleet),
+        "partition": "gpu",
+        "min_gpus": LARGE_GPUS,
         "attempts": len(waits),
         "p50_wait_hours": _round(_quantile(waits, 0.5)),
         "p90_wait_hours": _round(_quantile(waits, 0.9)),
         "max_wait_hours": _round(max(waits) if waits else None),
         "note": "waits of attempts still pending at the window end are counted up to the end "
-                "(lower bounds), so the true percentiles are at least these",
+        "(lower bounds), so the true percentiles are at least these",
         "held_idle_gpu_hours": round(slurm.held_gpu_s / 3600, 1),
         "jobs": jobs,
     }
     # (3) lemon node
-    nf = [att for job in slurm.jobs for att in job.attempts
-          if att.state == "NODE_FAIL" and LEMON_HOST in att.hosts]
+    nf = [
+        att
+        for job in slurm.jobs
+        for att in job.attempts
+        if att.state == "NODE_FAIL" and LEMON_HOST in att.hosts
+    ]
     xids = [e for e in slurm.node_events if e.host == LEMON_HOST and e.xid]
-    down_s = sum(max(0, min(e.end or w1, w1) - max(e.start, w0))
-                 for e in slurm.node_events if e.host == LEMON_HOST)
+    down_s = sum(
+        max(0, min(e.end or w1, w1) - max(e.start, w0))
+        for e in slurm.node_events
+        if e.host == LEMON_HOST
+    )
     lemon = {
-        "cluster": slurm_name(fleet), "host": LEMON_HOST,
+        "cluster": slurm_name(fleet),
+        "host": LEMON_HOST,
         "node_fail_attempts": len(nf),
         "node_fail_jobs": sorted({att.job.job_id for att in nf}),
         "xid": 79,
         "xid_gpu_index": xids[0].xid_gpu if xids else None,
         "xid_gpu_uuid": gpu_uuid(seed, slurm_name(fleet), LEMON_HOST, xids[0].xid_gpu)
-        if xids else None,
+        if xids
+        else None,
         "xid_times_utc": [rfc3339(e.xid_time) for e in xids],
         "down_or_drained_hours": round(down_s / 3600, 1),
     }
@@ -265,7 +296,8 @@ def _planted(fleet: SampleFleet, seed: int, activity: pl.DataFrame,
     share = {t.name: t.share for t in TEAMS}
     nlp_frac = usage.get("nlp", 0.0) / total if total else 0.0
     over = {
-        "team": "nlp", "registry_share": share["nlp"],
+        "team": "nlp",
+        "registry_share": share["nlp"],
         "usage_share_of_allocated_gpu_seconds": round(nlp_frac, 4),
         "ratio_to_share": round(nlp_frac / share["nlp"], 2),
         "allocated_gpu_hours": round(usage.get("nlp", 0.0) / 3600, 1),
@@ -273,7 +305,8 @@ def _planted(fleet: SampleFleet, seed: int, activity: pl.DataFrame,
     }
     # (5) registry drift
     drift = {
-        "team": DRIFT_TEAM, "registry_share": share[DRIFT_TEAM],
+        "team": DRIFT_TEAM,
+        "registry_share": share[DRIFT_TEAM],
         "sshare_file": f"inputs/{slurm_name(fleet)}/slurm_state/sshare_"
         f"{fleet.slurm_days[-1][0].isoformat()}.psv",
         "sshare_raw_shares": DRIFT_RAW_SHARES,
@@ -287,18 +320,26 @@ def _planted(fleet: SampleFleet, seed: int, activity: pl.DataFrame,
             continue
         evictions = [a for a in wl.attempts if a.outcome == "Evicted"]
         preempted = {
-            "cluster": fleet.k8s_cluster.name, "namespace": wl.namespace, "job": wl.job_name,
-            "workload": wl.wl_name, "workload_uid": wl.wl_uid, "gpus": wl.gpus,
-            "attempts": len(wl.attempts), "evictions": len(evictions),
+            "cluster": fleet.k8s_cluster.name,
+            "namespace": wl.namespace,
+            "job": wl.job_name,
+            "workload": wl.wl_name,
+            "workload_uid": wl.wl_uid,
+            "gpus": wl.gpus,
+            "attempts": len(wl.attempts),
+            "evictions": len(evictions),
             "evicted_at_utc": [rfc3339(a.end) for a in evictions if a.end is not None],
             "preemptors": [a.preemptor.wl_name for a in evictions if a.preemptor is not None],
             "final_outcome": wl.attempts[-1].outcome or "Running",
         }
     # (7) Kueue quota unused while another queue of the cohort pends (cq-prod lends nothing)
     kueue_unused = {
-        "cluster": fleet.k8s_cluster.name, "cohort": COHORT, "lender": "cq-prod",
-        "lender_nominal_gpus": k8s.quotas.get("cq-prod"), "lender_lending_limit":
-        PROD_LENDING_LIMIT, "pending_queue": "cq-research",
+        "cluster": fleet.k8s_cluster.name,
+        "cohort": COHORT,
+        "lender": "cq-prod",
+        "lender_nominal_gpus": k8s.quotas.get("cq-prod"),
+        "lender_lending_limit": PROD_LENDING_LIMIT,
+        "pending_queue": "cq-research",
         "pending_queue_nominal_gpus": k8s.quotas.get("cq-research"),
         # cq-prod's quota also drifts from the registry: its teams' share × the cohort's GPUs
         "lender_registry_share": round(sum(t.share for t in TEAMS if t.group == "prod"), 4),
@@ -333,11 +374,16 @@ def _idle_reservation(fleet: SampleFleet) -> dict[str, Any]:
     for r in fleet.slurm.reservations:
         occ = [(max(a, w0), min(b, w1)) for a, b in r.occurrences if a < w1 and b > w0]
         out = {
-            "cluster": slurm_name(fleet), "reservation": r.name, "nodes": list(r.hosts),
-            "account": r.account, "daily_local_hours": f"{r.local_start_hour:02d}:00-"
-            f"{r.local_start_hour + r.hours:02d}:00", "occurrences_in_window": len(occ),
-            "reserved_gpu_hours": round(sum(b - a for a, b in occ) / 3600
-                                        * sum(gpus[h] for h in r.hosts), 1),
+            "cluster": slurm_name(fleet),
+            "reservation": r.name,
+            "nodes": list(r.hosts),
+            "account": r.account,
+            "daily_local_hours": f"{r.local_start_hour:02d}:00-"
+            f"{r.local_start_hour + r.hours:02d}:00",
+            "occurrences_in_window": len(occ),
+            "reserved_gpu_hours": round(
+                sum(b - a for a, b in occ) / 3600 * sum(gpus[h] for h in r.hosts), 1
+            ),
             "used_gpu_hours": 0.0,
             "history_file": f"inputs/{slurm_name(fleet)}/slurm_state/reservation_history_"
             f"{fleet.slurm_days[-1][0].isoformat()}.psv",
@@ -354,8 +400,9 @@ def slurm_name(fleet: SampleFleet) -> str:
     return fleet.slurm_cluster.name
 
 
-def generate_sample_fleet(out_dir: str | Path, *, seed: int = 7,
-                          start: dt.date = dt.date(2026, 11, 2), days: int = 14) -> FleetSummary:
+def generate_sample_fleet(
+    out_dir: str | Path, *, seed: int = 7, start: dt.date = dt.date(2026, 11, 2), days: int = 14
+) -> FleetSummary:
     """Simulate the two-cluster sample fleet and write its inputs in the real formats.
 
     Writes ``registry.yaml``, ``inventory/<cluster>.csv``, ``inputs/slurm-a/sacct/sacct_D.psv``,
@@ -384,8 +431,17 @@ def generate_sample_fleet(out_dir: str | Path, *, seed: int = 7,
         folder.mkdir(parents=True, exist_ok=True)
     _clean(s_in / "sacct", ["sacct_*.psv"])
     _clean(s_in / "dcgm", ["dcgm_*.prom.gz"])
-    _clean(k_in / "k8s", ["events_*.json", "pods_*.json", "workloads_*.json",
-                          "clusterqueues_*.json", "localqueues_*.json", "nodes_*.json"])
+    _clean(
+        k_in / "k8s",
+        [
+            "events_*.json",
+            "pods_*.json",
+            "workloads_*.json",
+            "clusterqueues_*.json",
+            "localqueues_*.json",
+            "nodes_*.json",
+        ],
+    )
     _clean(k_in / "dcgm", ["dcgm_*.prom.gz"])
     files = 0
 
@@ -396,47 +452,72 @@ def generate_sample_fleet(out_dir: str | Path, *, seed: int = 7,
 
     lt = LocalTime(sl.tz)
     for d, a, b in fleet.slurm_days:
-        write_sacct_day(s_in / "sacct" / f"sacct_{d.isoformat()}.psv", fleet.slurm.jobs, a, b,
-                        sl.name, lt)
+        write_sacct_day(
+            s_in / "sacct" / f"sacct_{d.isoformat()}.psv", fleet.slurm.jobs, a, b, sl.name, lt
+        )
         files += 1
     raw_shares = {t.name: round(t.share * 100) for t in TEAMS}
     raw_shares[DRIFT_TEAM] = DRIFT_RAW_SHARES
     last_day = fleet.slurm_days[-1][0].isoformat()
     state_dir = s_in / "slurm_state"
     state_dir.mkdir(parents=True, exist_ok=True)
-    norm = write_sshare(state_dir / f"sshare_{last_day}.psv", fleet.slurm.jobs, raw_shares,
-                        fleet.slurm_window[1])
-    registered = int(dt.datetime.combine(start - dt.timedelta(days=49), dt.time(10, 12, 3),
-                                         ZoneInfo(sl.tz)).timestamp())
-    write_node_events(state_dir / f"events_{last_day}.psv", sl.name, fleet.slurm.node_events,
-                      registered, fleet.slurm_window[0], fleet.slurm_window[1], lt,
-                      cluster_gpus=sum(n.gpus for n in sl.nodes))
-    write_reservation_history(state_dir / f"reservation_history_{last_day}.psv", sl.name,
-                              fleet.slurm.reservations, *fleet.slurm_window, lt)
+    norm = write_sshare(
+        state_dir / f"sshare_{last_day}.psv", fleet.slurm.jobs, raw_shares, fleet.slurm_window[1]
+    )
+    registered = int(
+        dt.datetime.combine(
+            start - dt.timedelta(days=49), dt.time(10, 12, 3), ZoneInfo(sl.tz)
+        ).timestamp()
+    )
+    write_node_events(
+        state_dir / f"events_{last_day}.psv",
+        sl.name,
+        fleet.slurm.node_events,
+        registered,
+        fleet.slurm_window[0],
+        fleet.slurm_window[1],
+        lt,
+        cluster_gpus=sum(n.gpus for n in sl.nodes),
+    )
+    write_reservation_history(
+        state_dir / f"reservation_history_{last_day}.psv",
+        sl.name,
+        fleet.slurm.reservations,
+        *fleet.slurm_window,
+        lt,
+    )
     files += 3
 
-    events = build_events(fleet.k8s.workloads, fleet.k8s.pools, len(kc.nodes),
-                          fleet.k8s_window[1])
+    events = build_events(fleet.k8s.workloads, fleet.k8s.pools, len(kc.nodes), fleet.k8s_window[1])
     k8s_born = fleet.k8s_window[0] - 30 * 86400  # when the queues and nodes were created
     for d, a, b in fleet.k8s_days:
         write_events_day(k_in / "k8s" / f"events_{d.isoformat()}.json", events, a, b)
-        write_pods_day(k_in / "k8s" / f"pods_{d.isoformat()}.json", fleet.k8s.workloads,
-                       fleet.k8s.pools, a, b)
+        write_pods_day(
+            k_in / "k8s" / f"pods_{d.isoformat()}.json", fleet.k8s.workloads, fleet.k8s.pools, a, b
+        )
         # Kueue and Node snapshots at the day's end (file time = snapshot time)
         k_day = d.isoformat()
         write_workloads_day(k_in / "k8s" / f"workloads_{k_day}.json", fleet.k8s.workloads, a, b)
-        write_cluster_queues_day(k_in / "k8s" / f"clusterqueues_{k_day}.json",
-                                 fleet.k8s.workloads, fleet.k8s.quotas, k8s_born, b)
-        write_local_queues_day(k_in / "k8s" / f"localqueues_{k_day}.json", fleet.k8s.workloads,
-                               TEAMS, k8s_born, b)
+        write_cluster_queues_day(
+            k_in / "k8s" / f"clusterqueues_{k_day}.json",
+            fleet.k8s.workloads,
+            fleet.k8s.quotas,
+            k8s_born,
+            b,
+        )
+        write_local_queues_day(
+            k_in / "k8s" / f"localqueues_{k_day}.json", fleet.k8s.workloads, TEAMS, k8s_born, b
+        )
         write_nodes_day(k_in / "k8s" / f"nodes_{k_day}.json", kc.nodes, k8s_born, b)
         files += 6
 
     stats: list[pl.DataFrame] = []
-    for ci, (cluster, result_allocs, node_events, day_list, folder) in enumerate((
-        (sl, fleet.slurm.allocations, fleet.slurm.node_events, fleet.slurm_days, s_in / "dcgm"),
-        (kc, fleet.k8s.allocations, [], fleet.k8s_days, k_in / "dcgm"),
-    )):
+    for ci, (cluster, result_allocs, node_events, day_list, folder) in enumerate(
+        (
+            (sl, fleet.slurm.allocations, fleet.slurm.node_events, fleet.slurm_days, s_in / "dcgm"),
+            (kc, fleet.k8s.allocations, [], fleet.k8s_days, k_in / "dcgm"),
+        )
+    ):
         ctx = DcgmContext.build(seed, ci, cluster, result_allocs, node_events)
         for di, (d, a, b) in enumerate(day_list):
             frame = write_dcgm_day(folder / f"dcgm_{d.isoformat()}.prom.gz", ctx, seed, di, a, b)
@@ -444,15 +525,20 @@ def generate_sample_fleet(out_dir: str | Path, *, seed: int = 7,
             stats.append(
                 frame.filter(pl.col("team").is_not_null() & (pl.col("kind") != "wait"))
                 .group_by("team")
-                .agg(pl.col("activity").sum().alias("act_sum"), pl.len().alias("samples"),
-                     pl.col("activity").is_between(0.01, 0.03).sum().alias("low"))
+                .agg(
+                    pl.col("activity").sum().alias("act_sum"),
+                    pl.len().alias("samples"),
+                    pl.col("activity").is_between(0.01, 0.03).sum().alias("low"),
+                )
             )
     activity = (
         pl.concat(stats)
         .group_by("team")
         .agg(pl.col("act_sum").sum(), pl.col("samples").sum(), pl.col("low").sum())
-        .with_columns((pl.col("act_sum") / pl.col("samples")).alias("mean"),
-                      (pl.col("low") / pl.col("samples")).alias("low_share"))
+        .with_columns(
+            (pl.col("act_sum") / pl.col("samples")).alias("mean"),
+            (pl.col("low") / pl.col("samples")).alias("low_share"),
+        )
         .sort("team")
     )
     planted = _planted(fleet, seed, activity, norm)
@@ -461,14 +547,23 @@ def generate_sample_fleet(out_dir: str | Path, *, seed: int = 7,
 
     s0, s1 = fleet.slurm_window
     k0, k1 = fleet.k8s_window
-    n_slurm = sum(1 for j in fleet.slurm.jobs
-                  if any(att.submit < s1 and (att.end is None or att.end >= s0)
-                         for att in j.attempts))
-    n_k8s = sum(1 for w in fleet.k8s.workloads
-                if w.created < k1 and any(att.end is None or att.end >= k0 for att in w.attempts))
+    n_slurm = sum(
+        1
+        for j in fleet.slurm.jobs
+        if any(att.submit < s1 and (att.end is None or att.end >= s0) for att in j.attempts)
+    )
+    n_k8s = sum(
+        1
+        for w in fleet.k8s.workloads
+        if w.created < k1 and any(att.end is None or att.end >= k0 for att in w.attempts)
+    )
     return FleetSummary(
-        out_dir=out, seed=seed, start=start, days=days,
+        out_dir=out,
+        seed=seed,
+        start=start,
+        days=days,
         jobs={sl.name: n_slurm, kc.name: n_k8s},
         gpus={sl.name: sl.gpus, kc.name: kc.gpus},
-        files_written=files, planted=planted,
+        files_written=files,
+        planted=planted,
     )

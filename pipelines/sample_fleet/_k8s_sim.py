@@ -225,28 +225,52 @@ class _Factory:
         self.rng = rng
 
     def make(
-        self, created: int, team: TeamSpec, *, pods: int, gpus_per_pod: int, runtime: int,
-        outcome: str = "Succeeded", priority: int = 0, priority_class: str = "",
+        self,
+        created: int,
+        team: TeamSpec,
+        *,
+        pods: int,
+        gpus_per_pod: int,
+        runtime: int,
+        outcome: str = "Succeeded",
+        priority: int = 0,
+        priority_class: str = "",
         kind_name: str | None = None,
     ) -> K8sWorkload:
         rng = self.rng
         job = f"{kind_name or rng.choice(_KINDS[team.name])}-{_suffix(rng)}"
         act, kind, fb = _activity(rng, team.name)
         return K8sWorkload(
-            job_name=job, job_uid=new_uid(rng),
-            wl_name=f"job-{job}-{rng.getrandbits(20):05x}", wl_uid=new_uid(rng),
-            team=team.name, cq=f"cq-{team.group}", priority=priority,
-            priority_class=priority_class, pods=pods, gpus_per_pod=gpus_per_pod,
-            created=created, runtime=runtime, outcome=outcome,
-            image=_IMAGES.get(team.name, _IMAGES["default"]), activity=act, kind=kind, fb_mib=fb,
+            job_name=job,
+            job_uid=new_uid(rng),
+            wl_name=f"job-{job}-{rng.getrandbits(20):05x}",
+            wl_uid=new_uid(rng),
+            team=team.name,
+            cq=f"cq-{team.group}",
+            priority=priority,
+            priority_class=priority_class,
+            pods=pods,
+            gpus_per_pod=gpus_per_pod,
+            created=created,
+            runtime=runtime,
+            outcome=outcome,
+            image=_IMAGES.get(team.name, _IMAGES["default"]),
+            activity=act,
+            kind=kind,
+            fb_mib=fb,
         )
 
     def regular(self, created: int) -> K8sWorkload:
         rng = self.rng
         team = rng.choices(TEAMS, weights=[t.k8s_weight for t in TEAMS])[0]
         if team.name == "recsys":
-            return self.make(created, team, pods=1, gpus_per_pod=rng.choice((1, 2, 2, 4)),
-                             runtime=rng.randint(4 * HOUR, 20 * HOUR))
+            return self.make(
+                created,
+                team,
+                pods=1,
+                gpus_per_pod=rng.choice((1, 2, 2, 4)),
+                runtime=rng.randint(4 * HOUR, 20 * HOUR),
+            )
         r = rng.random()
         if r < 0.10 and team.group == "research":
             pods, gpp = 4, 8
@@ -260,8 +284,9 @@ class _Factory:
         outcome = "Failed" if o < 0.12 else "OOMKilled" if o < 0.16 else "Succeeded"
         if outcome != "Succeeded":
             runtime = max(60, int(runtime * rng.uniform(0.02, 0.5)))
-        return self.make(created, team, pods=pods, gpus_per_pod=gpp, runtime=runtime,
-                         outcome=outcome)
+        return self.make(
+            created, team, pods=pods, gpus_per_pod=gpp, runtime=runtime, outcome=outcome
+        )
 
 
 _EV_RELEASE, _EV_FINISH, _EV_ARRIVE, _EV_POKE = 0, 1, 2, 3
@@ -270,8 +295,9 @@ _EV_RELEASE, _EV_FINISH, _EV_ARRIVE, _EV_POKE = 0, 1, 2, 3
 class _Kueue:
     """Kueue admission, preemption and kube-scheduler binding."""
 
-    def __init__(self, rng: random.Random, cluster: ClusterSpec, factory: _Factory,
-                 win_end: int) -> None:
+    def __init__(
+        self, rng: random.Random, cluster: ClusterSpec, factory: _Factory, win_end: int
+    ) -> None:
         self.rng = rng
         self.factory = factory
         self.win_end = win_end
@@ -318,8 +344,14 @@ class _Kueue:
         att.reserved = now
         rng = self.rng
         for i in range(wl.pods):
-            att.pods.append(K8sPod(name=f"{wl.job_name}-{i}-{_suffix(rng)}", uid=new_uid(rng),
-                                   index=i, created=now + 1))
+            att.pods.append(
+                K8sPod(
+                    name=f"{wl.job_name}-{i}-{_suffix(rng)}",
+                    uid=new_uid(rng),
+                    index=i,
+                    created=now + 1,
+                )
+            )
         hook = self.hooks.get((id(wl), att.index))
         if hook is not None:
             delay, preemptor = hook
@@ -332,8 +364,11 @@ class _Kueue:
         need = wl.gpus - (self.quota[cq] - self.used[cq]) - in_flight
         if need <= 0:
             return
-        cands = [w for w in self.admitted[cq] if w.priority < wl.priority
-                 and w.attempts[-1].outcome == ""]
+        cands = [
+            w
+            for w in self.admitted[cq]
+            if w.priority < wl.priority and w.attempts[-1].outcome == ""
+        ]
         cands.sort(key=lambda w: (w.priority, -(w.attempts[-1].reserved or 0), w.job_name))
         targets: list[K8sWorkload] = []
         freed = 0
@@ -371,8 +406,9 @@ class _Kueue:
 
     # -- placement --------------------------------------------------------------------------------
     def bind_pass(self, cq: str, now: int) -> None:
-        order = sorted(self.admitted[cq], key=lambda w: (-w.priority, w.attempts[-1].reserved or 0,
-                                                         w.job_name))
+        order = sorted(
+            self.admitted[cq], key=lambda w: (-w.priority, w.attempts[-1].reserved or 0, w.job_name)
+        )
         for wl in order:
             att = wl.attempts[-1]
             if att.outcome:
@@ -469,13 +505,19 @@ class _Kueue:
             for cq in sorted(dirty):
                 self.admit_pass(cq, now)
                 self.bind_pass(cq, now)
-                if any(p.bound is None and p.created > now
-                       for w in self.admitted[cq] for p in w.attempts[-1].pods):
+                if any(
+                    p.bound is None and p.created > now
+                    for w in self.admitted[cq]
+                    for p in w.attempts[-1].pods
+                ):
                     self.push(now + 1, _EV_POKE, cq)
 
 
 def simulate_k8s(
-    rng: random.Random, cluster: ClusterSpec, win_start: int, win_end: int,
+    rng: random.Random,
+    cluster: ClusterSpec,
+    win_start: int,
+    win_end: int,
 ) -> K8sResult:
     """Draw the Kubernetes workload mix and run it through Kueue and the scheduler.
 
@@ -506,20 +548,40 @@ def simulate_k8s(
     days = (win_end - win_start) // DAY
     if days >= 5:
         planted_at = win_start + 3 * DAY + 4 * HOUR
-        victim = factory.make(planted_at, team["genomics"], pods=2, gpus_per_pod=8,
-                              runtime=7 * HOUR, kind_name="esm-pretrain")
+        victim = factory.make(
+            planted_at,
+            team["genomics"],
+            pods=2,
+            gpus_per_pod=8,
+            runtime=7 * HOUR,
+            kind_name="esm-pretrain",
+        )
         victim.planted = True
         workloads.append(victim)
         for k, (delay, run) in enumerate(((2 * HOUR, 3 * HOUR), (90 * 60, 2 * HOUR))):
-            p = factory.make(win_end + DAY, team["infra"], pods=2, gpus_per_pod=8, runtime=run,
-                             priority=PREEMPTOR_PRIORITY, priority_class="prod-critical",
-                             kind_name="canary-rollout")
+            p = factory.make(
+                win_end + DAY,
+                team["infra"],
+                pods=2,
+                gpus_per_pod=8,
+                runtime=run,
+                priority=PREEMPTOR_PRIORITY,
+                priority_class="prod-critical",
+                kind_name="canary-rollout",
+            )
             kueue.hooks[(id(victim), k)] = (delay, p)
     if days >= 1:
         # A Sunday-night burst of big research jobs: some are still queued at the window end.
         for k, (name, pods) in enumerate((("nlp", 4), ("nlp", 4), ("multimodal", 2))):
-            workloads.append(factory.make(win_end - 3 * HOUR + 600 * k, team[name], pods=pods,
-                                          gpus_per_pod=8, runtime=rng.randint(6, 14) * HOUR))
+            workloads.append(
+                factory.make(
+                    win_end - 3 * HOUR + 600 * k,
+                    team[name],
+                    pods=pods,
+                    gpus_per_pod=8,
+                    runtime=rng.randint(6, 14) * HOUR,
+                )
+            )
     workloads.sort(key=lambda w: (w.created, w.job_name))
     kueue.run([w for w in workloads if w.created < win_end])
     allocations: list[GpuAllocation] = []
@@ -530,22 +592,33 @@ def simulate_k8s(
                     continue
                 release = pod.deleted if pod.deleted is not None else pod.finished
                 end = win_end if release is None or release > win_end else release
-                labels = (("container", "trainer"), ("namespace", wl.namespace),
-                          ("pod", pod.name))
+                labels = (("container", "trainer"), ("namespace", wl.namespace), ("pod", pod.name))
                 key = f"{wl.namespace}/{pod.name}"
                 segs: list[tuple[int, int, str, float]] = []
                 gang = att.gang_start
                 if gang is None or gang > pod.bound:
-                    segs.append((pod.bound, min(end, gang if gang is not None else end),
-                                 "wait", 0.004))
+                    segs.append(
+                        (pod.bound, min(end, gang if gang is not None else end), "wait", 0.004)
+                    )
                 if gang is not None and gang < end:
                     segs.append((max(gang, pod.bound), end, wl.kind, wl.activity))
                 for s, e, kind, act in segs:
                     if e <= s:
                         continue
                     for g in pod.gpu_idx:
-                        allocations.append(GpuAllocation(
-                            cluster.name, pod.node, g, s, e, key, wl.team, act, kind,
-                            wl.fb_mib if kind != "wait" else 900, labels,
-                        ))
+                        allocations.append(
+                            GpuAllocation(
+                                cluster.name,
+                                pod.node,
+                                g,
+                                s,
+                                e,
+                                key,
+                                wl.team,
+                                act,
+                                kind,
+                                wl.fb_mib if kind != "wait" else 900,
+                                labels,
+                            )
+                        )
     return K8sResult(kueue.workloads, allocations, dict(kueue.quota), kueue.pools)

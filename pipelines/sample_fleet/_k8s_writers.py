@@ -88,40 +88,94 @@ class K8sEvent:
     field_path: str = ""
 
 
-def _pod_events(wl: K8sWorkload, att: K8sAttempt, pod: K8sPod, pools: dict[str, list[str]],
-                n_nodes: int, win_end: int) -> list[K8sEvent]:
+def _pod_events(
+    wl: K8sWorkload,
+    att: K8sAttempt,
+    pod: K8sPod,
+    pools: dict[str, list[str]],
+    n_nodes: int,
+    win_end: int,
+) -> list[K8sEvent]:
     ns = wl.namespace
     ev: list[K8sEvent] = []
 
-    def pe(t: int, reason: str, msg: str, *, kind: str = "Normal", comp: str = "kubelet",
-           container: bool = True) -> None:
+    def pe(
+        t: int,
+        reason: str,
+        msg: str,
+        *,
+        kind: str = "Normal",
+        comp: str = "kubelet",
+        container: bool = True,
+    ) -> None:
         host = (pod.node or "") if comp == "kubelet" else ""
-        ev.append(K8sEvent(t, t, False, 0, ns, "Pod", "v1", pod.name, pod.uid, reason, msg, kind,
-                           comp, host, f"spec.containers{{{_CONTAINER}}}" if container else ""))
+        ev.append(
+            K8sEvent(
+                t,
+                t,
+                False,
+                0,
+                ns,
+                "Pod",
+                "v1",
+                pod.name,
+                pod.uid,
+                reason,
+                msg,
+                kind,
+                comp,
+                host,
+                f"spec.containers{{{_CONTAINER}}}" if container else "",
+            )
+        )
 
     pending_until = pod.bound if pod.bound is not None else (pod.deleted or win_end)
     if pending_until - pod.created > 2:
         pool = len(pools[wl.cq])
         other = n_nodes - pool
-        msg = (f"0/{n_nodes} nodes are available: {pool} Insufficient nvidia.com/gpu, {other} "
-               f"node(s) didn't match Pod's node affinity/selector. preemption: 0/{n_nodes} nodes "
-               f"are available: {pool} No preemption victims found for incoming pod, {other} "
-               "Preemption is not helpful for scheduling.")
-        ev.append(K8sEvent(pod.created + 1, pending_until - 1, True, _SCHED_RETRY_S, ns, "Pod",
-                           "v1", pod.name, pod.uid, "FailedScheduling", msg, "Warning",
-                           "default-scheduler"))
+        msg = (
+            f"0/{n_nodes} nodes are available: {pool} Insufficient nvidia.com/gpu, {other} "
+            f"node(s) didn't match Pod's node affinity/selector. preemption: 0/{n_nodes} nodes "
+            f"are available: {pool} No preemption victims found for incoming pod, {other} "
+            "Preemption is not helpful for scheduling."
+        )
+        ev.append(
+            K8sEvent(
+                pod.created + 1,
+                pending_until - 1,
+                True,
+                _SCHED_RETRY_S,
+                ns,
+                "Pod",
+                "v1",
+                pod.name,
+                pod.uid,
+                "FailedScheduling",
+                msg,
+                "Warning",
+                "default-scheduler",
+            )
+        )
     if pod.bound is None or pod.node is None:
         return ev
-    pe(pod.bound, "Scheduled", f"Successfully assigned {ns}/{pod.name} to {pod.node}",
-       comp="default-scheduler", container=False)
+    pe(
+        pod.bound,
+        "Scheduled",
+        f"Successfully assigned {ns}/{pod.name} to {pod.node}",
+        comp="default-scheduler",
+        container=False,
+    )
     if pod.started is None:
         return ev
     pull_start = pod.bound + 2
     if pod.pull_s > 0:
         pe(pull_start, "Pulling", f'Pulling image "{wl.image}"')
-        pe(pull_start + math.ceil(pod.pull_s), "Pulled",
-           f'Successfully pulled image "{wl.image}" in {pod.pull_s:.3f}s '
-           f"({pod.pull_s:.3f}s including waiting)")
+        pe(
+            pull_start + math.ceil(pod.pull_s),
+            "Pulled",
+            f'Successfully pulled image "{wl.image}" in {pod.pull_s:.3f}s '
+            f"({pod.pull_s:.3f}s including waiting)",
+        )
     else:
         pe(pull_start, "Pulled", f'Container image "{wl.image}" already present on machine')
     pe(pod.started - 1, "Created", f"Created container {_CONTAINER}")
@@ -131,8 +185,9 @@ def _pod_events(wl: K8sWorkload, att: K8sAttempt, pod: K8sPod, pools: dict[str, 
     return ev
 
 
-def build_events(workloads: Sequence[K8sWorkload], pools: dict[str, list[str]], n_nodes: int,
-                 win_end: int) -> list[K8sEvent]:
+def build_events(
+    workloads: Sequence[K8sWorkload], pools: dict[str, list[str]], n_nodes: int, win_end: int
+) -> list[K8sEvent]:
     """Every event of the simulation, Pod, Workload and Job events alike.
 
     Args:
@@ -149,36 +204,100 @@ def build_events(workloads: Sequence[K8sWorkload], pools: dict[str, list[str]], 
         ns = wl.namespace
         flavor = f"h100-{wl.cq.removeprefix('cq-')}"
 
-        def we(t: int, reason: str, msg: str, comp: str = "kueue-admission",
-               w: K8sWorkload = wl) -> None:
-            out.append(K8sEvent(t, t, False, 0, w.namespace, "Workload", "kueue.x-k8s.io/v1beta1",
-                                w.wl_name, w.wl_uid, reason, msg, "Normal", comp))
+        def we(
+            t: int, reason: str, msg: str, comp: str = "kueue-admission", w: K8sWorkload = wl
+        ) -> None:
+            out.append(
+                K8sEvent(
+                    t,
+                    t,
+                    False,
+                    0,
+                    w.namespace,
+                    "Workload",
+                    "kueue.x-k8s.io/v1beta1",
+                    w.wl_name,
+                    w.wl_uid,
+                    reason,
+                    msg,
+                    "Normal",
+                    comp,
+                )
+            )
 
-        def je(t: int, reason: str, msg: str, kind: str = "Normal",
-               comp: str = "job-controller", w: K8sWorkload = wl) -> None:
-            out.append(K8sEvent(t, t, False, 0, w.namespace, "Job", "batch/v1", w.job_name,
-                                w.job_uid, reason, msg, kind, comp))
+        def je(
+            t: int,
+            reason: str,
+            msg: str,
+            kind: str = "Normal",
+            comp: str = "job-controller",
+            w: K8sWorkload = wl,
+        ) -> None:
+            out.append(
+                K8sEvent(
+                    t,
+                    t,
+                    False,
+                    0,
+                    w.namespace,
+                    "Job",
+                    "batch/v1",
+                    w.job_name,
+                    w.job_uid,
+                    reason,
+                    msg,
+                    kind,
+                    comp,
+                )
+            )
 
-        je(wl.created, "CreatedWorkload", f"Created Workload: {ns}/{wl.wl_name}",
-           comp="kueue-job-controller")
+        je(
+            wl.created,
+            "CreatedWorkload",
+            f"Created Workload: {ns}/{wl.wl_name}",
+            comp="kueue-job-controller",
+        )
         for att in wl.attempts:
             waited_until = att.reserved if att.reserved is not None else win_end
             if waited_until - att.queued > 1:
                 missing = max(att.missing_gpus, wl.gpus_per_pod)
-                out.append(K8sEvent(
-                    att.queued + 1, waited_until - 1, True, _KUEUE_RETRY_S, ns, "Workload",
-                    "kueue.x-k8s.io/v1beta1", wl.wl_name, wl.wl_uid, "Pending",
-                    f"couldn't assign flavors to pod set main: insufficient unused quota for "
-                    f"nvidia.com/gpu in flavor {flavor}, {missing} more needed", "Normal",
-                    "kueue-admission"))
+                out.append(
+                    K8sEvent(
+                        att.queued + 1,
+                        waited_until - 1,
+                        True,
+                        _KUEUE_RETRY_S,
+                        ns,
+                        "Workload",
+                        "kueue.x-k8s.io/v1beta1",
+                        wl.wl_name,
+                        wl.wl_uid,
+                        "Pending",
+                        f"couldn't assign flavors to pod set main: insufficient unused quota for "
+                        f"nvidia.com/gpu in flavor {flavor}, {missing} more needed",
+                        "Normal",
+                        "kueue-admission",
+                    )
+                )
             if att.reserved is None:
                 continue
-            we(att.reserved, "QuotaReserved", f"Quota reserved in ClusterQueue {wl.cq}, wait time "
-                                              f"since queued was {att.reserved - att.queued}s")
-            we(att.reserved, "Admitted", f"Admitted by ClusterQueue {wl.cq}, wait time since "
-                                         "reservation was 0s")
-            je(att.reserved, "Started", f"Admitted by clusterQueue {wl.cq}",
-               comp="kueue-job-controller")
+            we(
+                att.reserved,
+                "QuotaReserved",
+                f"Quota reserved in ClusterQueue {wl.cq}, wait time "
+                f"since queued was {att.reserved - att.queued}s",
+            )
+            we(
+                att.reserved,
+                "Admitted",
+                f"Admitted by ClusterQueue {wl.cq}, wait time since reservation was 0s",
+            )
+            je(
+                att.reserved,
+                "Started",
+                f"Admitted by clusterQueue {wl.cq}",
+                comp="kueue-job-controller",
+            )
             if att.index > 0:
                 je(att.reserved, "Resumed", "Job resumed")
             for pod in att.pods:
@@ -186,8 +305,10 @@ def build_events(workloads: Sequence[K8sWorkload], pools: dict[str, list[str]], 
                 out.extend(_pod_events(wl, att, pod, pools, n_nodes, win_end))
             if att.outcome == "Evicted" and att.end is not None and att.preemptor is not None:
                 p = att.preemptor
-                msg = (f"Preempted to accommodate a workload (UID: {p.wl_uid}, JobUID: "
-                       f"{p.job_uid}) due to prioritization in the ClusterQueue")
+                msg = (
+                    f"Preempted to accommodate a workload (UID: {p.wl_uid}, JobUID: "
+                    f"{p.job_uid}) due to prioritization in the ClusterQueue"
+                )
                 we(att.end, "EvictedDueToPreempted", msg, comp="kueue-workload-controller")
                 we(att.end, "Preempted", msg)
                 je(att.end, "Stopped", msg, comp="kueue-job-controller")
@@ -197,17 +318,25 @@ def build_events(workloads: Sequence[K8sWorkload], pools: dict[str, list[str]], 
             elif att.outcome == "Succeeded" and att.end is not None:
                 je(att.end, "Completed", "Job completed")
             elif att.outcome == "Failed" and att.end is not None:
-                je(att.end, "BackoffLimitExceeded", "Job has reached the specified backoff limit",
-                   kind="Warning")
+                je(
+                    att.end,
+                    "BackoffLimitExceeded",
+                    "Job has reached the specified backoff limit",
+                    kind="Warning",
+                )
     return out
 
 
 def _event_obj(ev: K8sEvent, first: int, last: int, count: int, seq: int) -> dict[str, Any]:
     name = f"{ev.name}.{first * 1_000_000_000 + seq:x}"
-    involved: dict[str, Any] = {"apiVersion": ev.api_version, "kind": ev.kind, "name": ev.name,
-                                "namespace": ev.namespace,
-                                "resourceVersion": str(100_000 + first % 90_000_000),
-                                "uid": ev.uid}
+    involved: dict[str, Any] = {
+        "apiVersion": ev.api_version,
+        "kind": ev.kind,
+        "name": ev.name,
+        "namespace": ev.namespace,
+        "resourceVersion": str(100_000 + first % 90_000_000),
+        "uid": ev.uid,
+    }
     if ev.field_path:
         involved["fieldPath"] = ev.field_path
     source: dict[str, Any] = {"component": ev.component}
@@ -237,8 +366,7 @@ def _event_obj(ev: K8sEvent, first: int, last: int, count: int, seq: int) -> dic
     }
 
 
-def write_events_day(path: Path, events: Sequence[K8sEvent], day_start: int,
-                     day_end: int) -> int:
+def write_events_day(path: Path, events: Sequence[K8sEvent], day_start: int, day_end: int) -> int:
     """Write one day's ``events_YYYY-MM-DD.json``; returns the number of items.
 
     Args:
@@ -269,8 +397,12 @@ def write_events_day(path: Path, events: Sequence[K8sEvent], day_start: int,
         obj = _event_obj(ev, first, last, count, seq % 4096)
         items.append(((last, ev.namespace, ev.name, ev.reason), obj))
     items.sort(key=lambda kv: kv[0])
-    doc = {"apiVersion": "v1", "items": [o for _, o in items], "kind": "List",
-           "metadata": {"resourceVersion": ""}}
+    doc = {
+        "apiVersion": "v1",
+        "items": [o for _, o in items],
+        "kind": "List",
+        "metadata": {"resourceVersion": ""},
+    }
     path.write_text(json.dumps(doc, indent=4, sort_keys=True) + "\n", encoding="utf-8")
     return len(items)
 
@@ -292,24 +424,36 @@ def _pod_obj(wl: K8sWorkload, pod: K8sPod, now: int, pools: dict[str, list[str]]
         "labels": labels,
         "name": pod.name,
         "namespace": wl.namespace,
-        "ownerReferences": [{"apiVersion": "batch/v1", "blockOwnerDeletion": True,
-                             "controller": True, "kind": "Job", "name": wl.job_name,
-                             "uid": wl.job_uid}],
+        "ownerReferences": [
+            {
+                "apiVersion": "batch/v1",
+                "blockOwnerDeletion": True,
+                "controller": True,
+                "kind": "Job",
+                "name": wl.job_name,
+                "uid": wl.job_uid,
+            }
+        ],
         "resourceVersion": str(300_000_000 + pod.created % 90_000_000),
         "uid": pod.uid,
     }
     if pod.deleted is not None and pod.deleted <= now:
         meta["deletionGracePeriodSeconds"] = 30
         meta["deletionTimestamp"] = rfc3339(pod.deleted)
-    res = {"cpu": str(12 * wl.gpus_per_pod), "memory": f"{120 * wl.gpus_per_pod}Gi",
-           "nvidia.com/gpu": gpus}
+    res = {
+        "cpu": str(12 * wl.gpus_per_pod),
+        "memory": f"{120 * wl.gpus_per_pod}Gi",
+        "nvidia.com/gpu": gpus,
+    }
     spec: dict[str, Any] = {
-        "containers": [{
-            "image": wl.image,
-            "imagePullPolicy": "IfNotPresent",
-            "name": _CONTAINER,
-            "resources": {"limits": {"nvidia.com/gpu": gpus}, "requests": res},
-        }],
+        "containers": [
+            {
+                "image": wl.image,
+                "imagePullPolicy": "IfNotPresent",
+                "name": _CONTAINER,
+                "resources": {"limits": {"nvidia.com/gpu": gpus}, "requests": res},
+            }
+        ],
         "nodeSelector": {"cloud.example.com/gpu-pool": pool_label},
         "restartPolicy": "Never",
         "schedulerName": "default-scheduler",
@@ -322,54 +466,101 @@ def _pod_obj(wl: K8sWorkload, pod: K8sPod, now: int, pools: dict[str, list[str]]
     status: dict[str, Any] = {"qosClass": "Burstable"}
     if not bound:
         status["phase"] = "Pending"
-        status["conditions"] = [{
-            "lastProbeTime": None, "lastTransitionTime": rfc3339(pod.created + 1),
-            "message": "0/8 nodes are available: insufficient nvidia.com/gpu.",
-            "reason": "Unschedulable", "status": "False", "type": "PodScheduled"}]
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
-                "status": status}
+        status["conditions"] = [
+            {
+                "lastProbeTime": None,
+                "lastTransitionTime": rfc3339(pod.created + 1),
+                "message": "0/8 nodes are available: insufficient nvidia.com/gpu.",
+                "reason": "Unschedulable",
+                "status": "False",
+                "type": "PodScheduled",
+            }
+        ]
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
     assert pod.bound is not None
     spec["nodeName"] = pod.node
-    conds = [{"lastProbeTime": None, "lastTransitionTime": rfc3339(pod.bound),
-              "status": "True", "type": "PodScheduled"}]
+    conds = [
+        {
+            "lastProbeTime": None,
+            "lastTransitionTime": rfc3339(pod.bound),
+            "status": "True",
+            "type": "PodScheduled",
+        }
+    ]
     started = pod.started is not None and pod.started <= now
     finished = pod.finished is not None and pod.finished <= now
     digest = uuid.uuid5(_NS, wl.image).hex * 2
-    cs: dict[str, Any] = {"image": wl.image, "name": _CONTAINER, "restartCount": 0,
-                          "imageID": f"{wl.image.split(':')[0]}@sha256:{digest}"}
+    cs: dict[str, Any] = {
+        "image": wl.image,
+        "name": _CONTAINER,
+        "restartCount": 0,
+        "imageID": f"{wl.image.split(':')[0]}@sha256:{digest}",
+    }
     if started:
         assert pod.started is not None
-        cs["containerID"] = f"containerd://{uuid.uuid5(_NS, pod.uid).hex}" \
-                            f"{uuid.uuid5(_NS, pod.name).hex}"
+        cs["containerID"] = (
+            f"containerd://{uuid.uuid5(_NS, pod.uid).hex}{uuid.uuid5(_NS, pod.name).hex}"
+        )
     if finished:
         assert pod.finished is not None and pod.started is not None
-        cs.update(ready=False, started=False, state={"terminated": {
-            "containerID": cs["containerID"], "exitCode": pod.exit_code,
-            "finishedAt": rfc3339(pod.finished), "reason": pod.reason,
-            "startedAt": rfc3339(pod.started)}})
+        cs.update(
+            ready=False,
+            started=False,
+            state={
+                "terminated": {
+                    "containerID": cs["containerID"],
+                    "exitCode": pod.exit_code,
+                    "finishedAt": rfc3339(pod.finished),
+                    "reason": pod.reason,
+                    "startedAt": rfc3339(pod.started),
+                }
+            },
+        )
         phase = "Succeeded" if pod.exit_code == 0 else "Failed"
-        conds.append({"lastProbeTime": None, "lastTransitionTime": rfc3339(pod.finished),
-                      "reason": "PodCompleted" if phase == "Succeeded" else "PodFailed",
-                      "status": "False", "type": "Ready"})
+        conds.append(
+            {
+                "lastProbeTime": None,
+                "lastTransitionTime": rfc3339(pod.finished),
+                "reason": "PodCompleted" if phase == "Succeeded" else "PodFailed",
+                "status": "False",
+                "type": "Ready",
+            }
+        )
     elif started:
         assert pod.started is not None
-        cs.update(ready=True, started=True,
-                  state={"running": {"startedAt": rfc3339(pod.started)}})
+        cs.update(ready=True, started=True, state={"running": {"startedAt": rfc3339(pod.started)}})
         phase = "Running"
-        conds.append({"lastProbeTime": None, "lastTransitionTime": rfc3339(pod.started),
-                      "status": "True", "type": "Ready"})
+        conds.append(
+            {
+                "lastProbeTime": None,
+                "lastTransitionTime": rfc3339(pod.started),
+                "status": "True",
+                "type": "Ready",
+            }
+        )
     elif pod.deleted is not None and pod.deleted <= now:
-        cs.update(ready=False, started=False, state={"terminated": {
-            "exitCode": 137, "finishedAt": rfc3339(pod.deleted),
-            "reason": "ContainerStatusUnknown", "startedAt": None}})
+        cs.update(
+            ready=False,
+            started=False,
+            state={
+                "terminated": {
+                    "exitCode": 137,
+                    "finishedAt": rfc3339(pod.deleted),
+                    "reason": "ContainerStatusUnknown",
+                    "startedAt": None,
+                }
+            },
+        )
         phase = "Failed"
     else:
-        cs.update(ready=False, started=False,
-                  state={"waiting": {"reason": "ContainerCreating"}})
+        cs.update(ready=False, started=False, state={"waiting": {"reason": "ContainerCreating"}})
         phase = "Pending"
     status.update(
-        conditions=conds, containerStatuses=[cs], hostIP=_ip(pod.node or "", 0),
-        phase=phase, podIP=_ip(pod.node or "", 1 + pod.index + 10 * (hash_small(pod.uid))),
+        conditions=conds,
+        containerStatuses=[cs],
+        hostIP=_ip(pod.node or "", 0),
+        phase=phase,
+        podIP=_ip(pod.node or "", 1 + pod.index + 10 * (hash_small(pod.uid))),
         startTime=rfc3339(pod.bound + 1),
     )
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
@@ -385,8 +576,13 @@ def _ip(host: str, k: int) -> str:
     return f"10.42.{n}.{k}" if k else f"10.0.1.{10 + n}"
 
 
-def write_pods_day(path: Path, workloads: Sequence[K8sWorkload], pools: dict[str, list[str]],
-                   day_start: int, day_end: int) -> int:
+def write_pods_day(
+    path: Path,
+    workloads: Sequence[K8sWorkload],
+    pools: dict[str, list[str]],
+    day_start: int,
+    day_end: int,
+) -> int:
     """Write one day's ``pods_YYYY-MM-DD.json`` (snapshot at ``day_end``); returns pods written.
 
     Args:
@@ -410,8 +606,12 @@ def write_pods_day(path: Path, workloads: Sequence[K8sWorkload], pools: dict[str
                     continue
                 items.append(((wl.namespace, pod.name), _pod_obj(wl, pod, day_end - 1, pools)))
     items.sort(key=lambda kv: kv[0])
-    doc = {"apiVersion": "v1", "items": [o for _, o in items], "kind": "List",
-           "metadata": {"resourceVersion": ""}}
+    doc = {
+        "apiVersion": "v1",
+        "items": [o for _, o in items],
+        "kind": "List",
+        "metadata": {"resourceVersion": ""},
+    }
     path.write_text(json.dumps(doc, indent=4, sort_keys=True) + "\n", encoding="utf-8")
     return len(items)
 
@@ -451,8 +651,14 @@ def _released(att: K8sAttempt) -> int | None:
 
 
 def _cond(ctype: str, status: bool, t: int, reason: str, message: str) -> dict[str, Any]:
-    return {"lastTransitionTime": rfc3339(t), "message": message, "observedGeneration": 1,
-            "reason": reason, "status": "True" if status else "False", "type": ctype}
+    return {
+        "lastTransitionTime": rfc3339(t),
+        "message": message,
+        "observedGeneration": 1,
+        "reason": reason,
+        "status": "True" if status else "False",
+        "type": ctype,
+    }
 
 
 def _workload_obj(wl: K8sWorkload, now: int) -> dict[str, Any]:
@@ -472,23 +678,45 @@ def _workload_obj(wl: K8sWorkload, now: int) -> dict[str, Any]:
     if reserved and not cur_evicted:
         assert cur.reserved is not None
         wait = cur.reserved - cur.queued
-        conds.append(_cond("QuotaReserved", True, cur.reserved, "QuotaReserved",
-                           f"Quota reserved in ClusterQueue {wl.cq}, wait time since queued was "
-                           f"{wait}s"))
-        conds.append(_cond("Admitted", True, cur.reserved, "Admitted",
-                           f"The workload is admitted by ClusterQueue {wl.cq}"))
+        conds.append(
+            _cond(
+                "QuotaReserved",
+                True,
+                cur.reserved,
+                "QuotaReserved",
+                f"Quota reserved in ClusterQueue {wl.cq}, wait time since queued was {wait}s",
+            )
+        )
+        conds.append(
+            _cond(
+                "Admitted",
+                True,
+                cur.reserved,
+                "Admitted",
+                f"The workload is admitted by ClusterQueue {wl.cq}",
+            )
+        )
     else:
         since = cur.end if cur_evicted and cur.end is not None else cur.queued
-        conds.append(_cond("QuotaReserved", False, since, "Pending",
-                           f"couldn't assign flavors to pod set main: insufficient unused quota "
-                           f"for nvidia.com/gpu in flavor {_flavor(wl.cq)}, "
-                           f"{max(cur.missing_gpus, wl.gpus_per_pod)} more needed"))
+        conds.append(
+            _cond(
+                "QuotaReserved",
+                False,
+                since,
+                "Pending",
+                f"couldn't assign flavors to pod set main: insufficient unused quota "
+                f"for nvidia.com/gpu in flavor {_flavor(wl.cq)}, "
+                f"{max(cur.missing_gpus, wl.gpus_per_pod)} more needed",
+            )
+        )
     if evicted:
         last = evicted[-1]
         assert last.end is not None and last.preemptor is not None
         p = last.preemptor
-        msg = (f"Preempted to accommodate a workload (UID: {p.wl_uid}, JobUID: {p.job_uid}) due "
-               f"to prioritization in the ClusterQueue")
+        msg = (
+            f"Preempted to accommodate a workload (UID: {p.wl_uid}, JobUID: {p.job_uid}) due "
+            f"to prioritization in the ClusterQueue"
+        )
         holds = last is cur
         t = last.end if holds or cur.reserved is None or cur.reserved > now else cur.reserved
         prefix = "" if holds else "Previously: "
@@ -498,18 +726,45 @@ def _workload_obj(wl: K8sWorkload, now: int) -> dict[str, Any]:
             conds.append(_cond("Requeued", True, cur.queued, "Preempted", "Requeued by Kueue"))
     if cur.outcome in ("Succeeded", "Failed") and cur.end is not None and cur.end <= now:
         ok = cur.outcome == "Succeeded"
-        conds.append(_cond("Finished", True, cur.end, "Succeeded" if ok else "Failed",
-                           "Job finished successfully" if ok
-                           else "Job has reached the specified backoff limit"))
+        conds.append(
+            _cond(
+                "Finished",
+                True,
+                cur.end,
+                "Succeeded" if ok else "Failed",
+                "Job finished successfully"
+                if ok
+                else "Job has reached the specified backoff limit",
+            )
+        )
     gpp = str(wl.gpus_per_pod)
     spec: dict[str, Any] = {
         "active": True,
-        "podSets": [{"count": wl.pods, "name": "main", "template": {"spec": {
-            "containers": [{"image": wl.image, "name": _CONTAINER, "resources": {
-                "limits": {"nvidia.com/gpu": gpp},
-                "requests": {"cpu": str(12 * wl.gpus_per_pod),
-                             "memory": f"{120 * wl.gpus_per_pod}Gi", "nvidia.com/gpu": gpp}}}],
-            "restartPolicy": "Never"}}}],
+        "podSets": [
+            {
+                "count": wl.pods,
+                "name": "main",
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "image": wl.image,
+                                "name": _CONTAINER,
+                                "resources": {
+                                    "limits": {"nvidia.com/gpu": gpp},
+                                    "requests": {
+                                        "cpu": str(12 * wl.gpus_per_pod),
+                                        "memory": f"{120 * wl.gpus_per_pod}Gi",
+                                        "nvidia.com/gpu": gpp,
+                                    },
+                                },
+                            }
+                        ],
+                        "restartPolicy": "Never",
+                    }
+                },
+            }
+        ],
         "priority": wl.priority,
         "queueName": wl.queue,
     }
@@ -518,12 +773,21 @@ def _workload_obj(wl: K8sWorkload, now: int) -> dict[str, Any]:
         spec["priorityClassSource"] = "kueue.x-k8s.io/workloadpriorityclass"
     status: dict[str, Any] = {"conditions": sorted(conds, key=lambda c: c["type"])}
     if reserved and not cur_evicted:
-        status["admission"] = {"clusterQueue": wl.cq, "podSetAssignments": [{
-            "count": wl.pods, "flavors": {"nvidia.com/gpu": _flavor(wl.cq)}, "name": "main",
-            "resourceUsage": {"nvidia.com/gpu": str(wl.gpus)}}]}
+        status["admission"] = {
+            "clusterQueue": wl.cq,
+            "podSetAssignments": [
+                {
+                    "count": wl.pods,
+                    "flavors": {"nvidia.com/gpu": _flavor(wl.cq)},
+                    "name": "main",
+                    "resourceUsage": {"nvidia.com/gpu": str(wl.gpus)},
+                }
+            ],
+        }
     if evicted:
-        status["schedulingStats"] = {"evictions": [
-            {"count": len(evicted), "reason": "Preempted", "underlyingCause": ""}]}
+        status["schedulingStats"] = {
+            "evictions": [{"count": len(evicted), "reason": "Preempted", "underlyingCause": ""}]
+        }
     return {
         "apiVersion": _KUEUE_API,
         "kind": "Workload",
@@ -533,9 +797,16 @@ def _workload_obj(wl: K8sWorkload, now: int) -> dict[str, Any]:
             "labels": {"kueue.x-k8s.io/job-uid": wl.job_uid},
             "name": wl.wl_name,
             "namespace": wl.namespace,
-            "ownerReferences": [{"apiVersion": "batch/v1", "blockOwnerDeletion": True,
-                                 "controller": True, "kind": "Job", "name": wl.job_name,
-                                 "uid": wl.job_uid}],
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch/v1",
+                    "blockOwnerDeletion": True,
+                    "controller": True,
+                    "kind": "Job",
+                    "name": wl.job_name,
+                    "uid": wl.job_uid,
+                }
+            ],
             "resourceVersion": str(400_000_000 + wl.created % 90_000_000),
             "uid": wl.wl_uid,
         },
@@ -544,8 +815,9 @@ def _workload_obj(wl: K8sWorkload, now: int) -> dict[str, Any]:
     }
 
 
-def write_workloads_day(path: Path, workloads: Sequence[K8sWorkload], day_start: int,
-                        day_end: int) -> int:
+def write_workloads_day(
+    path: Path, workloads: Sequence[K8sWorkload], day_start: int, day_end: int
+) -> int:
     """Write one day's ``workloads_YYYY-MM-DD.json`` (``kubectl get workloads -A -o json`` at
     ``day_end - 1``): every Workload that existed during the day; returns the items written."""
     now = day_end - 1
@@ -580,8 +852,9 @@ def _usage_at(workloads: Sequence[K8sWorkload], cq: str, now: int) -> tuple[int,
     return used, pending, admitted
 
 
-def write_cluster_queues_day(path: Path, workloads: Sequence[K8sWorkload], quotas: dict[str, int],
-                             created: int, day_end: int) -> int:
+def write_cluster_queues_day(
+    path: Path, workloads: Sequence[K8sWorkload], quotas: dict[str, int], created: int, day_end: int
+) -> int:
     """Write ``clusterqueues_YYYY-MM-DD.json`` (``kubectl get clusterqueues -o json`` at
     ``day_end - 1``): one ClusterQueue per queue of the simulation, ``nominalQuota`` = the
     quota it admitted by, both in cohort :data:`COHORT`; ``cq-prod`` lends nothing
@@ -595,47 +868,80 @@ def write_cluster_queues_day(path: Path, workloads: Sequence[K8sWorkload], quota
         if cq == "cq-prod":
             gpu["lendingLimit"] = PROD_LENDING_LIMIT
         flavor = _flavor(cq)
-        items.append({
-            "apiVersion": _KUEUE_API,
-            "kind": "ClusterQueue",
-            "metadata": {"creationTimestamp": rfc3339(created), "generation": 1, "name": cq,
-                         "resourceVersion": str(500_000_000 + now % 90_000_000),
-                         "uid": str(uuid.uuid5(_NS, f"clusterqueue/{cq}"))},
-            "spec": {
-                "cohort": COHORT,
-                "flavorFungibility": {"whenCanBorrow": "Borrow", "whenCanPreempt": "TryNextFlavor"},
-                "namespaceSelector": {},
-                "preemption": {"borrowWithinCohort": {"policy": "Never"},
-                               "reclaimWithinCohort": "Never",
-                               "withinClusterQueue": "LowerPriority"},
-                "queueingStrategy": "BestEffortFIFO",
-                "resourceGroups": [{
-                    "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
-                    "flavors": [{"name": flavor, "resources": [
-                        {"name": "cpu", "nominalQuota": str(12 * q)},
-                        {"name": "memory", "nominalQuota": f"{120 * q}Gi"},
-                        gpu,
-                    ]}],
-                }],
-                "stopPolicy": "None",
-            },
-            "status": {
-                "admittedWorkloads": admitted,
-                "conditions": [_cond("Active", True, created, "Ready", "Can admit new workloads")],
-                "flavorsReservation": [{"name": flavor, "resources": [
-                    {"borrowed": "0", "name": "nvidia.com/gpu", "total": str(used)}]}],
-                "flavorsUsage": [{"name": flavor, "resources": [
-                    {"borrowed": "0", "name": "nvidia.com/gpu", "total": str(used)}]}],
-                "pendingWorkloads": pending,
-                "reservingWorkloads": admitted,
-            },
-        })
+        items.append(
+            {
+                "apiVersion": _KUEUE_API,
+                "kind": "ClusterQueue",
+                "metadata": {
+                    "creationTimestamp": rfc3339(created),
+                    "generation": 1,
+                    "name": cq,
+                    "resourceVersion": str(500_000_000 + now % 90_000_000),
+                    "uid": str(uuid.uuid5(_NS, f"clusterqueue/{cq}")),
+                },
+                "spec": {
+                    "cohort": COHORT,
+                    "flavorFungibility": {
+                        "whenCanBorrow": "Borrow",
+                        "whenCanPreempt": "TryNextFlavor",
+                    },
+                    "namespaceSelector": {},
+                    "preemption": {
+                        "borrowWithinCohort": {"policy": "Never"},
+                        "reclaimWithinCohort": "Never",
+                        "withinClusterQueue": "LowerPriority",
+                    },
+                    "queueingStrategy": "BestEffortFIFO",
+                    "resourceGroups": [
+                        {
+                            "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                            "flavors": [
+                                {
+                                    "name": flavor,
+                                    "resources": [
+                                        {"name": "cpu", "nominalQuota": str(12 * q)},
+                                        {"name": "memory", "nominalQuota": f"{120 * q}Gi"},
+                                        gpu,
+                                    ],
+                                }
+                            ],
+                        }
+                    ],
+                    "stopPolicy": "None",
+                },
+                "status": {
+                    "admittedWorkloads": admitted,
+                    "conditions": [
+                        _cond("Active", True, created, "Ready", "Can admit new workloads")
+                    ],
+                    "flavorsReservation": [
+                        {
+                            "name": flavor,
+                            "resources": [
+                                {"borrowed": "0", "name": "nvidia.com/gpu", "total": str(used)}
+                            ],
+                        }
+                    ],
+                    "flavorsUsage": [
+                        {
+                            "name": flavor,
+                            "resources": [
+                                {"borrowed": "0", "name": "nvidia.com/gpu", "total": str(used)}
+                            ],
+                        }
+                    ],
+                    "pendingWorkloads": pending,
+                    "reservingWorkloads": admitted,
+                },
+            }
+        )
     _write_json(path, _list_doc(items), day_end - 1)
     return len(items)
 
 
-def write_local_queues_day(path: Path, workloads: Sequence[K8sWorkload], teams: Sequence[Any],
-                           created: int, day_end: int) -> int:
+def write_local_queues_day(
+    path: Path, workloads: Sequence[K8sWorkload], teams: Sequence[Any], created: int, day_end: int
+) -> int:
     """Write ``localqueues_YYYY-MM-DD.json`` (``kubectl get localqueues -A -o json`` at
     ``day_end - 1``): ``lq-<team>`` in each team's namespace, feeding ``cq-<group>``. Returns
     the items written."""
@@ -652,19 +958,35 @@ def write_local_queues_day(path: Path, workloads: Sequence[K8sWorkload], teams: 
                 admitted += 1
             elif att.reserved is None or att.reserved > now:
                 pending += 1
-        items.append({
-            "apiVersion": _KUEUE_API,
-            "kind": "LocalQueue",
-            "metadata": {"creationTimestamp": rfc3339(created), "generation": 1,
-                         "name": f"lq-{team.name}", "namespace": team.name,
-                         "resourceVersion": str(600_000_000 + now % 90_000_000),
-                         "uid": str(uuid.uuid5(_NS, f"localqueue/{team.name}"))},
-            "spec": {"clusterQueue": f"cq-{team.group}", "stopPolicy": "None"},
-            "status": {"admittedWorkloads": admitted, "pendingWorkloads": pending,
-                       "reservingWorkloads": admitted,
-                       "conditions": [_cond("Active", True, created, "Ready",
-                                            "Can submit new workloads to localQueue")]},
-        })
+        items.append(
+            {
+                "apiVersion": _KUEUE_API,
+                "kind": "LocalQueue",
+                "metadata": {
+                    "creationTimestamp": rfc3339(created),
+                    "generation": 1,
+                    "name": f"lq-{team.name}",
+                    "namespace": team.name,
+                    "resourceVersion": str(600_000_000 + now % 90_000_000),
+                    "uid": str(uuid.uuid5(_NS, f"localqueue/{team.name}")),
+                },
+                "spec": {"clusterQueue": f"cq-{team.group}", "stopPolicy": "None"},
+                "status": {
+                    "admittedWorkloads": admitted,
+                    "pendingWorkloads": pending,
+                    "reservingWorkloads": admitted,
+                    "conditions": [
+                        _cond(
+                            "Active",
+                            True,
+                            created,
+                            "Ready",
+                            "Can submit new workloads to localQueue",
+                        )
+                    ],
+                },
+            }
+        )
     _write_json(path, _list_doc(items), day_end - 1)
     return len(items)
 
@@ -676,32 +998,49 @@ def write_nodes_day(path: Path, nodes: Sequence[Any], created: int, day_end: int
     items = []
     for n in sorted(nodes, key=lambda n: n.host):
         gpus = str(n.gpus)
-        items.append({
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "creationTimestamp": rfc3339(created),
-                "labels": {"cloud.example.com/gpu-pool": n.partition.removeprefix("cq-"),
-                           "kubernetes.io/hostname": n.host, "kubernetes.io/os": "linux",
-                           "nvidia.com/gpu.count": gpus,
-                           "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
-                           "topology.kubernetes.io/rack": n.rack},
-                "name": n.host,
-                "resourceVersion": str(700_000_000 + (day_end - 1) % 90_000_000),
-                "uid": str(uuid.uuid5(_NS, f"node/{n.host}")),
-            },
-            "spec": {"taints": [{"effect": "NoSchedule", "key": "nvidia.com/gpu",
-                                 "value": "present"}]},
-            "status": {
-                "allocatable": {"cpu": str(n.cpus), "memory": "1900Gi", "nvidia.com/gpu": gpus},
-                "capacity": {"cpu": str(n.cpus), "memory": "2000Gi", "nvidia.com/gpu": gpus},
-                "conditions": [{"lastHeartbeatTime": rfc3339(day_end - 30),
-                                "lastTransitionTime": rfc3339(created + 120),
-                                "message": "kubelet is posting ready status", "reason":
-                                "KubeletReady", "status": "True", "type": "Ready"}],
-                "nodeInfo": {"architecture": "amd64", "kubeletVersion": "v1.31.4",
-                             "operatingSystem": "linux"},
-            },
-        })
+        items.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "creationTimestamp": rfc3339(created),
+                    "labels": {
+                        "cloud.example.com/gpu-pool": n.partition.removeprefix("cq-"),
+                        "kubernetes.io/hostname": n.host,
+                        "kubernetes.io/os": "linux",
+                        "nvidia.com/gpu.count": gpus,
+                        "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+                        "topology.kubernetes.io/rack": n.rack,
+                    },
+                    "name": n.host,
+                    "resourceVersion": str(700_000_000 + (day_end - 1) % 90_000_000),
+                    "uid": str(uuid.uuid5(_NS, f"node/{n.host}")),
+                },
+                "spec": {
+                    "taints": [
+                        {"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "present"}
+                    ]
+                },
+                "status": {
+                    "allocatable": {"cpu": str(n.cpus), "memory": "1900Gi", "nvidia.com/gpu": gpus},
+                    "capacity": {"cpu": str(n.cpus), "memory": "2000Gi", "nvidia.com/gpu": gpus},
+                    "conditions": [
+                        {
+                            "lastHeartbeatTime": rfc3339(day_end - 30),
+                            "lastTransitionTime": rfc3339(created + 120),
+                            "message": "kubelet is posting ready status",
+                            "reason": "KubeletReady",
+                            "status": "True",
+                            "type": "Ready",
+                        }
+                    ],
+                    "nodeInfo": {
+                        "architecture": "amd64",
+                        "kubeletVersion": "v1.31.4",
+                        "operatingSystem": "linux",
+                    },
+                },
+            }
+        )
     _write_json(path, _list_doc(items), day_end - 1)
     return len(items)

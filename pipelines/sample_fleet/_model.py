@@ -73,8 +73,9 @@ TEAMS: tuple[TeamSpec, ...] = (
     TeamSpec("robotics", 0.07, ("olivia", "peggy", "quentin"), "research", 0.05, 0.05, 0.10),
     TeamSpec("infra", 0.05, ("rupert", "sybil"), "prod", 0.03, 0.10, 0.20),
     TeamSpec("safety", 0.06, ("trent", "victor"), "research", 0.04, 0.03, 0.10),
-    TeamSpec("multimodal", 0.12, ("walter", "wendy", "xavier", "yvonne"), "research",
-             0.12, 0.08, 0.45),
+    TeamSpec(
+        "multimodal", 0.12, ("walter", "wendy", "xavier", "yvonne"), "research", 0.12, 0.08, 0.45
+    ),
     TeamSpec("recsys", 0.10, ("zoe", "arthur", "bianca"), "prod", 0.08, 0.12, 0.10),
     TeamSpec("genomics", 0.06, ("cedric", "delia"), "prod", 0.06, 0.06, 0.05),
     TeamSpec("climate", 0.08, ("emil", "fatima"), "prod", 0.06, 0.04, 0.05),
@@ -125,11 +126,11 @@ def build_clusters() -> tuple[ClusterSpec, ClusterSpec]:
     slurm_nodes: list[NodeSpec] = []
     for i in range(1, 17):
         rack = "r01" if i <= 8 else "r02"
-        slurm_nodes.append(
-            NodeSpec(f"a100-{i:03d}", 8, "a100", "gpu", rack, 128, len(slurm_nodes)))
+        slurm_nodes.append(NodeSpec(f"a100-{i:03d}", 8, "a100", "gpu", rack, 128, len(slurm_nodes)))
     for i in range(1, 9):
         slurm_nodes.append(
-            NodeSpec(f"h100-{i:03d}", 8, "h100", "h100", "r03", 192, len(slurm_nodes)))
+            NodeSpec(f"h100-{i:03d}", 8, "h100", "h100", "r03", 192, len(slurm_nodes))
+        )
     k8s_nodes: list[NodeSpec] = []
     for i in range(1, 9):
         cq = "cq-research" if i <= 5 else "cq-prod"

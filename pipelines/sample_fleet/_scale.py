@@ -110,8 +110,34 @@ _QOS = ("high", "normal", "low")
 _QOS_P = (0.1, 0.8, 0.1)
 _QOS_PRIO = {"high": 2, "normal": 1, "low": 0}
 #: Relative submission rate per local hour (00–23), afternoon peak (Philly/Helios shape).
-_DIURNAL = np.array([0.45, 0.35, 0.3, 0.3, 0.3, 0.35, 0.5, 0.7, 1.0, 1.3, 1.5, 1.6,
-                     1.5, 1.6, 1.7, 1.7, 1.6, 1.4, 1.2, 1.0, 0.9, 0.8, 0.7, 0.55])
+_DIURNAL = np.array(
+    [
+        0.45,
+        0.35,
+        0.3,
+        0.3,
+        0.3,
+        0.35,
+        0.5,
+        0.7,
+        1.0,
+        1.3,
+        1.5,
+        1.6,
+        1.5,
+        1.6,
+        1.7,
+        1.7,
+        1.6,
+        1.4,
+        1.2,
+        1.0,
+        0.9,
+        0.8,
+        0.7,
+        0.55,
+    ]
+)
 _WEEKEND = 0.6
 
 
@@ -165,8 +191,10 @@ class ScaleSummary:
 
     def __str__(self) -> str:
         """One line for the CLI."""
-        return (f"{self.days} days, {self.gpus} GPUs on {self.nodes} nodes in {self.partitions} "
-                f"partitions: {self.jobs} jobs; {self.files_written} files")
+        return (
+            f"{self.days} days, {self.gpus} GPUs on {self.nodes} nodes in {self.partitions} "
+            f"partitions: {self.jobs} jobs; {self.files_written} files"
+        )
 
 
 def build_cluster(cfg: ScaleConfig) -> ClusterSpec:
@@ -175,8 +203,15 @@ def build_cluster(cfg: ScaleConfig) -> ClusterSpec:
     n = max(1, math.ceil(cfg.gpus / GPUS_PER_NODE))
     per_part = NODES_PER_RACK * RACKS_PER_PARTITION
     nodes = tuple(
-        NodeSpec(f"n{i + 1:05d}", GPUS_PER_NODE, "h100", f"p{i // per_part:03d}",
-                 f"r{i // NODES_PER_RACK:04d}", 192, i)
+        NodeSpec(
+            f"n{i + 1:05d}",
+            GPUS_PER_NODE,
+            "h100",
+            f"p{i // per_part:03d}",
+            f"r{i // NODES_PER_RACK:04d}",
+            192,
+            i,
+        )
         for i in range(n)
     )
     return ClusterSpec(cfg.cluster, "slurm", cfg.tz, nodes)
@@ -198,8 +233,9 @@ def mean_gpu_seconds(max_gpus: int) -> float:
     return float(np.mean(sizes * np.minimum(runs, limits)))
 
 
-def _draw_shapes(rng: np.random.Generator, n: int, max_gpus: int
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _draw_shapes(
+    rng: np.random.Generator, n: int, max_gpus: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     allowed = [i for i, s in enumerate(SIZES) if s <= max_gpus]
     p = np.array([SIZE_PROBS[i] for i in allowed])
     sizes = np.array([SIZES[i] for i in allowed])[rng.choice(len(allowed), n, p=p / p.sum())]
@@ -228,10 +264,12 @@ def draw_jobs(cfg: ScaleConfig, part_index: int, part_gpus: int) -> pl.DataFrame
     days = (w1 - t0) // DAY
     # diurnal, weekly inhomogeneous Poisson: per (day, hour) Poisson counts
     day0 = dt.datetime.fromtimestamp(t0, dt.UTC).date()
-    weights = np.concatenate([
-        _DIURNAL * (_WEEKEND if (day0 + dt.timedelta(days=d)).weekday() >= 5 else 1.0)
-        for d in range(days)
-    ])
+    weights = np.concatenate(
+        [
+            _DIURNAL * (_WEEKEND if (day0 + dt.timedelta(days=d)).weekday() >= 5 else 1.0)
+            for d in range(days)
+        ]
+    )
     weights = weights / weights.mean() * rate / 24.0
     counts = rng.poisson(weights)
     n = int(counts.sum())
@@ -258,26 +296,29 @@ def draw_jobs(cfg: ScaleConfig, part_index: int, part_gpus: int) -> pl.DataFrame
     pend_cancel = rng.random(n) < _PENDING_CANCEL_P
     cancel = np.where(pend_cancel, submit + rng.exponential(2 * 3600, n).round() + 60, -1)
     qos = np.array(_QOS)[rng.choice(3, n, p=_QOS_P)]
-    frame = pl.DataFrame({
-        "local": np.arange(n, dtype=np.int64),
-        "submit": submit.astype(np.int64),
-        "gpus": sizes.astype(np.int64),
-        "runtime_s": runs.astype(np.int64),
-        "limit_s": limits.astype(np.int64),
-        "team": np.array([t.name for t in TEAMS])[team_i],
-        "user": users,
-        "uid": np.array(uids, dtype=np.int64),
-        "qos": qos,
-        "outcome": outcome,
-        "cancel_s": cancel.astype(np.int64),
-    })
+    frame = pl.DataFrame(
+        {
+            "local": np.arange(n, dtype=np.int64),
+            "submit": submit.astype(np.int64),
+            "gpus": sizes.astype(np.int64),
+            "runtime_s": runs.astype(np.int64),
+            "limit_s": limits.astype(np.int64),
+            "team": np.array([t.name for t in TEAMS])[team_i],
+            "user": users,
+            "uid": np.array(uids, dtype=np.int64),
+            "qos": qos,
+            "outcome": outcome,
+            "cancel_s": cancel.astype(np.int64),
+        }
+    )
     return frame.with_columns(
-        pl.when(pl.col("cancel_s") >= 0).then(pl.col("cancel_s")).otherwise(None)
-        .alias("cancel_s"))
+        pl.when(pl.col("cancel_s") >= 0).then(pl.col("cancel_s")).otherwise(None).alias("cancel_s")
+    )
 
 
-def simulate_partition(cfg: ScaleConfig, part_index: int, nodes: list[NodeSpec],
-                       n_parts: int) -> tuple[pl.DataFrame, pl.DataFrame, list[NodeEvent]]:
+def simulate_partition(
+    cfg: ScaleConfig, part_index: int, nodes: list[NodeSpec], n_parts: int
+) -> tuple[pl.DataFrame, pl.DataFrame, list[NodeEvent]]:
     """Draw, schedule and fail one partition's jobs.
 
     Args:
@@ -301,13 +342,23 @@ def simulate_partition(cfg: ScaleConfig, part_index: int, nodes: list[NodeSpec],
     jobs = draw_jobs(cfg, part_index, sum(n.gpus for n in nodes))
     sim_nodes = [Node(n.host, part, n.gpus) for n in nodes]
     sim_jobs = [
-        SimJob(str(r[0]), part, r[1], float(r[2]), float(r[3]), float(r[4]),
-               _QOS_PRIO[r[5]], None if r[6] is None else float(r[6]))
-        for r in jobs.select("local", "gpus", "submit", "runtime_s", "limit_s", "qos",
-                             "cancel_s").iter_rows()
+        SimJob(
+            str(r[0]),
+            part,
+            r[1],
+            float(r[2]),
+            float(r[3]),
+            float(r[4]),
+            _QOS_PRIO[r[5]],
+            None if r[6] is None else float(r[6]),
+        )
+        for r in jobs.select(
+            "local", "gpus", "submit", "runtime_s", "limit_s", "qos", "cancel_s"
+        ).iter_rows()
     ]
     settings = SchedulerSettings(
-        bf_window_s=STARVED_BF_WINDOW_S if part == STARVED_PARTITION else 1440 * 60.0)
+        bf_window_s=STARVED_BF_WINDOW_S if part == STARVED_PARTITION else 1440 * 60.0
+    )
     result = simulate(sim_nodes, sim_jobs, settings, horizon_s=float(w1))
     starts: list[int | None] = []
     ends: list[int | None] = []
@@ -352,11 +403,19 @@ def simulate_partition(cfg: ScaleConfig, part_index: int, nodes: list[NodeSpec],
             end = min(t + int(rep), next_start)
             if end <= t or (not killed and end - t < 60):
                 continue
-            events.append(NodeEvent(n.host, t, end if end < w1 else None, "DOWN",
-                                    "Xid 79: GPU has fallen off the bus" if lemon
-                                    else "Not responding", "slurm(64030)",
-                                    xid=79 if lemon else 0, xid_gpu=g if lemon else -1,
-                                    xid_time=t if lemon else 0))
+            events.append(
+                NodeEvent(
+                    n.host,
+                    t,
+                    end if end < w1 else None,
+                    "DOWN",
+                    "Xid 79: GPU has fallen off the bus" if lemon else "Not responding",
+                    "slurm(64030)",
+                    xid=79 if lemon else 0,
+                    xid_gpu=g if lemon else -1,
+                    xid_time=t if lemon else 0,
+                )
+            )
     state: list[str] = []
     exit_code: list[str] = []
     end_out: list[int | None] = []
@@ -392,20 +451,28 @@ def simulate_partition(cfg: ScaleConfig, part_index: int, nodes: list[NodeSpec],
     from pipelines.sample_fleet._writers import compress_hostlist
 
     nodelist = [compress_hostlist(h) if len(h) > 1 else (h[0] if h else "") for h in hosts]
-    out = jobs.with_columns(
-        (1000 + pl.col("local") * n_parts + part_index).alias("raw_id"),
-        pl.lit(part).alias("partition"),
-        pl.col("submit").alias("eligible"),
-        pl.Series("start", starts, dtype=pl.Int64),
-        pl.Series("end", end_out, dtype=pl.Int64),
-        pl.Series("state", state, dtype=pl.String),
-        pl.Series("exit_code", exit_code, dtype=pl.String),
-        pl.Series("nnodes", [max(1, len(h)) if h else
-                             max(1, math.ceil(g / GPUS_PER_NODE))
-                             for h, g in zip(hosts, jobs["gpus"].to_list(), strict=True)],
-                  dtype=pl.Int64),
-        pl.Series("nodelist", nodelist, dtype=pl.String),
-    ).drop("outcome", "runtime_s").sort("submit", "local")
+    out = (
+        jobs.with_columns(
+            (1000 + pl.col("local") * n_parts + part_index).alias("raw_id"),
+            pl.lit(part).alias("partition"),
+            pl.col("submit").alias("eligible"),
+            pl.Series("start", starts, dtype=pl.Int64),
+            pl.Series("end", end_out, dtype=pl.Int64),
+            pl.Series("state", state, dtype=pl.String),
+            pl.Series("exit_code", exit_code, dtype=pl.String),
+            pl.Series(
+                "nnodes",
+                [
+                    max(1, len(h)) if h else max(1, math.ceil(g / GPUS_PER_NODE))
+                    for h, g in zip(hosts, jobs["gpus"].to_list(), strict=True)
+                ],
+                dtype=pl.Int64,
+            ),
+            pl.Series("nodelist", nodelist, dtype=pl.String),
+        )
+        .drop("outcome", "runtime_s")
+        .sort("submit", "local")
+    )
     allocs = _assign_gpus(out, hosts, w1)
     return out, allocs, events
 
@@ -455,10 +522,22 @@ def _assign_gpus(jobs: pl.DataFrame, hosts: list[tuple[str, ...]], horizon: int)
                 rows_gpu.append(g)
                 rows_start.append(s)
                 rows_end.append(t)
-    a = pl.DataFrame({"local": rows_id, "host": rows_host, "gpu": rows_gpu,
-                      "start": rows_start, "end": rows_end},
-                     schema={"local": pl.Int64, "host": pl.String, "gpu": pl.Int64,
-                             "start": pl.Int64, "end": pl.Int64})
+    a = pl.DataFrame(
+        {
+            "local": rows_id,
+            "host": rows_host,
+            "gpu": rows_gpu,
+            "start": rows_start,
+            "end": rows_end,
+        },
+        schema={
+            "local": pl.Int64,
+            "host": pl.String,
+            "gpu": pl.Int64,
+            "start": pl.Int64,
+            "end": pl.Int64,
+        },
+    )
     return a.join(jobs.select("local", "raw_id", "team"), on="local").sort("start", "host", "gpu")
 
 
@@ -479,8 +558,9 @@ def partitions_of(cluster: ClusterSpec) -> list[list[NodeSpec]]:
     return [by[k] for k in sorted(by)]
 
 
-def generate_scale_fleet(out_dir: str | Path, cfg: ScaleConfig, *,
-                         progress: bool | None = None) -> ScaleSummary:
+def generate_scale_fleet(
+    out_dir: str | Path, cfg: ScaleConfig, *, progress: bool | None = None
+) -> ScaleSummary:
     """Simulate ``cfg`` and write its inputs under ``out_dir`` (see the module docstring).
 
     Writes ``registry.yaml``, ``inventory/<cluster>.csv``,
@@ -519,10 +599,12 @@ def generate_scale_fleet(out_dir: str | Path, cfg: ScaleConfig, *,
     for pi, nodes in enumerate(parts):
         jobs, allocs, evs = simulate_partition(cfg, pi, nodes, len(parts))
         allocs = allocs.join(_activity(cfg, allocs, pi), on="raw_id", how="left")
-        jobs.drop("local").write_parquet(work / "jobs" / f"p{pi:03d}.parquet",
-                                         row_group_size=50_000)
-        allocs.drop("local").write_parquet(work / "allocs" / f"p{pi:03d}.parquet",
-                                           row_group_size=100_000)
+        jobs.drop("local").write_parquet(
+            work / "jobs" / f"p{pi:03d}.parquet", row_group_size=50_000
+        )
+        allocs.drop("local").write_parquet(
+            work / "allocs" / f"p{pi:03d}.parquet", row_group_size=100_000
+        )
         events.extend(evs)
         n_jobs += jobs.height
         bar.update(1)
@@ -534,8 +616,17 @@ def generate_scale_fleet(out_dir: str | Path, cfg: ScaleConfig, *,
     sw.write_json(out / "planted.json", planted)
     files += 1
     shutil.rmtree(work)
-    return ScaleSummary(out, cluster.gpus, len(cluster.nodes), len(parts), cfg.days, n_jobs,
-                        attempts, files, planted)
+    return ScaleSummary(
+        out,
+        cluster.gpus,
+        len(cluster.nodes),
+        len(parts),
+        cfg.days,
+        n_jobs,
+        attempts,
+        files,
+        planted,
+    )
 
 
 def iter_days(cfg: ScaleConfig) -> Iterator[tuple[dt.date, int, int]]:

@@ -40,8 +40,15 @@ from pipelines.sample_fleet._writers import (
     write_sshare,
 )
 
-__all__ = ["HOURLY_SCHEMA", "dcgm_hourly_day", "planted", "sacct_day_frame", "write_days",
-           "write_json", "write_state"]
+__all__ = [
+    "HOURLY_SCHEMA",
+    "dcgm_hourly_day",
+    "planted",
+    "sacct_day_frame",
+    "write_days",
+    "write_json",
+    "write_state",
+]
 
 CPUS_PER_GPU = 12
 MEM_MB_PER_GPU = 65536
@@ -62,10 +69,15 @@ def _dur(e: pl.Expr) -> pl.Expr:
     """Slurm ``[D-]HH:MM:SS`` of integer seconds (column-wise :func:`fmt_duration`)."""
     s = e.clip(0)
     d = s // 86400
-    hms = pl.concat_str([
-        ((s % 86400) // 3600).cast(pl.String).str.zfill(2), pl.lit(":"),
-        ((s % 3600) // 60).cast(pl.String).str.zfill(2), pl.lit(":"),
-        (s % 60).cast(pl.String).str.zfill(2)])
+    hms = pl.concat_str(
+        [
+            ((s % 86400) // 3600).cast(pl.String).str.zfill(2),
+            pl.lit(":"),
+            ((s % 3600) // 60).cast(pl.String).str.zfill(2),
+            pl.lit(":"),
+            (s % 60).cast(pl.String).str.zfill(2),
+        ]
+    )
     return pl.when(d > 0).then(pl.concat_str([d.cast(pl.String), pl.lit("-"), hms])).otherwise(hms)
 
 
@@ -87,23 +99,63 @@ def sacct_day_frame(jobs: pl.DataFrame, now: int, cluster: str) -> pl.DataFrame:
     cpus = (pl.col("gpus") * CPUS_PER_GPU).cast(pl.String)
     mem = (pl.col("gpus") * MEM_MB_PER_GPU).cast(pl.String)
     nn = pl.col("nnodes").cast(pl.String)
-    req = pl.concat_str([pl.lit("billing="), cpus, pl.lit(",cpu="), cpus, pl.lit(",gres/gpu="), g,
-                         pl.lit(",mem="), mem, pl.lit("M,node="), nn])
-    alloc = pl.concat_str([pl.lit("billing="), cpus, pl.lit(",cpu="), cpus,
-                           pl.lit(",gres/gpu:h100="), g, pl.lit(",gres/gpu="), g,
-                           pl.lit(",mem="), mem, pl.lit("M,node="), nn])
+    req = pl.concat_str(
+        [
+            pl.lit("billing="),
+            cpus,
+            pl.lit(",cpu="),
+            cpus,
+            pl.lit(",gres/gpu="),
+            g,
+            pl.lit(",mem="),
+            mem,
+            pl.lit("M,node="),
+            nn,
+        ]
+    )
+    alloc = pl.concat_str(
+        [
+            pl.lit("billing="),
+            cpus,
+            pl.lit(",cpu="),
+            cpus,
+            pl.lit(",gres/gpu:h100="),
+            g,
+            pl.lit(",gres/gpu="),
+            g,
+            pl.lit(",mem="),
+            mem,
+            pl.lit("M,node="),
+            nn,
+        ]
+    )
     rid = pl.col("raw_id").cast(pl.String)
     cols = [
-        rid, rid, pl.lit(cluster), pl.col("partition"), pl.col("qos"), pl.col("team"),
-        pl.col("team"), pl.col("user"), pl.col("uid").cast(pl.String), _ts("submit"),
+        rid,
+        rid,
+        pl.lit(cluster),
+        pl.col("partition"),
+        pl.col("qos"),
+        pl.col("team"),
+        pl.col("team"),
+        pl.col("user"),
+        pl.col("uid").cast(pl.String),
+        _ts("submit"),
         _ts("eligible"),
-        pl.when(started).then(_ts("start")).when(ended).then(pl.lit("None"))
+        pl.when(started)
+        .then(_ts("start"))
+        .when(ended)
+        .then(pl.lit("None"))
         .otherwise(pl.lit("Unknown")),
         pl.when(ended).then(_ts("end")).otherwise(pl.lit("Unknown")),
-        pl.when(started).then(_dur(pl.when(ended).then(pl.col("end")).otherwise(now)
-                                   - pl.col("start"))).otherwise(pl.lit("00:00:00")),
+        pl.when(started)
+        .then(_dur(pl.when(ended).then(pl.col("end")).otherwise(now) - pl.col("start")))
+        .otherwise(pl.lit("00:00:00")),
         pl.when(ended).then(pl.col("exit_code")).otherwise(pl.lit("0:0")),
-        pl.when(ended).then(pl.col("state")).when(started).then(pl.lit("RUNNING"))
+        pl.when(ended)
+        .then(pl.col("state"))
+        .when(started)
+        .then(pl.lit("RUNNING"))
         .otherwise(pl.lit("PENDING")),
         nn,
         pl.when(started).then(cpus).otherwise(pl.lit("0")),
@@ -127,8 +179,9 @@ def _samples(s: pl.Expr, e: pl.Expr) -> pl.Expr:
     return ((e + STEP_S - 1) // STEP_S - (s + STEP_S - 1) // STEP_S).cast(pl.Int32)
 
 
-def dcgm_hourly_day(gpus: pl.DataFrame, allocs: pl.DataFrame, events: list[NodeEvent],
-                    a: int, b: int, cluster: str) -> pl.DataFrame:
+def dcgm_hourly_day(
+    gpus: pl.DataFrame, allocs: pl.DataFrame, events: list[NodeEvent], a: int, b: int, cluster: str
+) -> pl.DataFrame:
     """Hourly per-GPU DCGM aggregates of one day (schema :data:`HOURLY_SCHEMA`).
 
     An allocated piece of an hour gives a row labelled with its job (``samples`` = the 5-minute
@@ -143,75 +196,139 @@ def dcgm_hourly_day(gpus: pl.DataFrame, allocs: pl.DataFrame, events: list[NodeE
         a: the day's first second. b: the next day's first second.
         cluster: cluster name.
     """
-    al = (allocs.filter((pl.col("start") < b) & (pl.col("end") > a))
-          .with_columns(_hours(pl.col("start"), pl.col("end"), a, b).alias("h"))
-          .explode("h")
-          .with_columns(_samples(pl.max_horizontal("start", "h"),
-                                 pl.min_horizontal("end", pl.col("h") + 3600)).alias("samples"))
-          .filter(pl.col("samples") > 0)
-          .select(pl.col("host").alias("hostname"), pl.col("gpu").cast(pl.Int32), "h",
-                  pl.col("raw_id").cast(pl.String).alias("hpc_job"), "samples",
-                  pl.col("activity").alias("gr_engine_active_avg")))
-    ev = [(e.host, e.start, e.end if e.end is not None else b) for e in events
-          if e.start < b and (e.end is None or e.end > a)]
-    down = (pl.DataFrame(ev, schema={"hostname": pl.String, "s": pl.Int64, "e": pl.Int64},
-                         orient="row")
-            .with_columns(_hours(pl.col("s"), pl.col("e"), a, b).alias("h")).explode("h")
-            .with_columns(_samples(pl.max_horizontal("s", "h"),
-                                   pl.min_horizontal("e", pl.col("h") + 3600)).alias("down"))
-            .group_by("hostname", "h").agg(pl.col("down").sum()))
+    al = (
+        allocs.filter((pl.col("start") < b) & (pl.col("end") > a))
+        .with_columns(_hours(pl.col("start"), pl.col("end"), a, b).alias("h"))
+        .explode("h")
+        .with_columns(
+            _samples(
+                pl.max_horizontal("start", "h"), pl.min_horizontal("end", pl.col("h") + 3600)
+            ).alias("samples")
+        )
+        .filter(pl.col("samples") > 0)
+        .select(
+            pl.col("host").alias("hostname"),
+            pl.col("gpu").cast(pl.Int32),
+            "h",
+            pl.col("raw_id").cast(pl.String).alias("hpc_job"),
+            "samples",
+            pl.col("activity").alias("gr_engine_active_avg"),
+        )
+    )
+    ev = [
+        (e.host, e.start, e.end if e.end is not None else b)
+        for e in events
+        if e.start < b and (e.end is None or e.end > a)
+    ]
+    down = (
+        pl.DataFrame(ev, schema={"hostname": pl.String, "s": pl.Int64, "e": pl.Int64}, orient="row")
+        .with_columns(_hours(pl.col("s"), pl.col("e"), a, b).alias("h"))
+        .explode("h")
+        .with_columns(
+            _samples(pl.max_horizontal("s", "h"), pl.min_horizontal("e", pl.col("h") + 3600)).alias(
+                "down"
+            )
+        )
+        .group_by("hostname", "h")
+        .agg(pl.col("down").sum())
+    )
     hours = pl.DataFrame({"h": list(range(a, b, 3600))}, schema={"h": pl.Int64})
     used = al.group_by("hostname", "gpu", "h").agg(pl.col("samples").sum().alias("used"))
-    free = (gpus.select("hostname", "gpu").join(hours, how="cross")
-            .join(used, on=["hostname", "gpu", "h"], how="left")
-            .join(down, on=["hostname", "h"], how="left")
-            .with_columns((SAMPLES_PER_HOUR - pl.col("used").fill_null(0)
-                           - pl.col("down").fill_null(0)).cast(pl.Int32).alias("samples"))
-            .filter(pl.col("samples") > 0)
-            .select("hostname", "gpu", "h", pl.lit(None, pl.String).alias("hpc_job"), "samples",
-                    pl.lit(0.0).alias("gr_engine_active_avg")))
-    xid = pl.DataFrame([(e.host, e.xid_gpu, e.xid_time // 3600 * 3600, e.xid) for e in events
-                        if e.xid and a <= e.xid_time < b],
-                       schema={"hostname": pl.String, "gpu": pl.Int32, "h": pl.Int64,
-                               "xid_last": pl.Int64}, orient="row")
-    out = (pl.concat([al, free])
-           .join(xid, on=["hostname", "gpu", "h"], how="left")
-           .join(gpus, on=["hostname", "gpu"], how="left")
-           .with_columns(
-               pl.lit(cluster).alias("cluster"),
-               pl.from_epoch("h", "s").dt.cast_time_unit("us").dt.replace_time_zone("UTC")
-               .alias("hour"),
-               pl.when(pl.col("hpc_job").is_not_null())
-               .then((20000 + 60000 * pl.col("gr_engine_active_avg")).round(0).cast(pl.Int64))
-               .otherwise(0).alias("fb_used_max_mib"),
-               pl.col("xid_last").fill_null(0))
-           .sort("hostname", "gpu", "h", "hpc_job", nulls_last=True))
+    free = (
+        gpus.select("hostname", "gpu")
+        .join(hours, how="cross")
+        .join(used, on=["hostname", "gpu", "h"], how="left")
+        .join(down, on=["hostname", "h"], how="left")
+        .with_columns(
+            (SAMPLES_PER_HOUR - pl.col("used").fill_null(0) - pl.col("down").fill_null(0))
+            .cast(pl.Int32)
+            .alias("samples")
+        )
+        .filter(pl.col("samples") > 0)
+        .select(
+            "hostname",
+            "gpu",
+            "h",
+            pl.lit(None, pl.String).alias("hpc_job"),
+            "samples",
+            pl.lit(0.0).alias("gr_engine_active_avg"),
+        )
+    )
+    xid = pl.DataFrame(
+        [
+            (e.host, e.xid_gpu, e.xid_time // 3600 * 3600, e.xid)
+            for e in events
+            if e.xid and a <= e.xid_time < b
+        ],
+        schema={"hostname": pl.String, "gpu": pl.Int32, "h": pl.Int64, "xid_last": pl.Int64},
+        orient="row",
+    )
+    out = (
+        pl.concat([al, free])
+        .join(xid, on=["hostname", "gpu", "h"], how="left")
+        .join(gpus, on=["hostname", "gpu"], how="left")
+        .with_columns(
+            pl.lit(cluster).alias("cluster"),
+            pl.from_epoch("h", "s")
+            .dt.cast_time_unit("us")
+            .dt.replace_time_zone("UTC")
+            .alias("hour"),
+            pl.when(pl.col("hpc_job").is_not_null())
+            .then((20000 + 60000 * pl.col("gr_engine_active_avg")).round(0).cast(pl.Int64))
+            .otherwise(0)
+            .alias("fb_used_max_mib"),
+            pl.col("xid_last").fill_null(0),
+        )
+        .sort("hostname", "gpu", "h", "hpc_job", nulls_last=True)
+    )
     return out.select([pl.col(c).cast(t) for c, t in HOURLY_SCHEMA.items()])
 
 
 def _gpu_frame(cfg: ScaleConfig, cluster: ClusterSpec) -> pl.DataFrame:
-    rows = [(n.host, g, gpu_uuid(cfg.seed, cluster.name, n.host, g))
-            for n in cluster.nodes for g in range(n.gpus)]
-    return pl.DataFrame(rows, schema={"hostname": pl.String, "gpu": pl.Int32, "uuid": pl.String},
-                        orient="row")
+    rows = [
+        (n.host, g, gpu_uuid(cfg.seed, cluster.name, n.host, g))
+        for n in cluster.nodes
+        for g in range(n.gpus)
+    ]
+    return pl.DataFrame(
+        rows, schema={"hostname": pl.String, "gpu": pl.Int32, "uuid": pl.String}, orient="row"
+    )
 
 
-def _dcgm_5min(path: Path, cfg: ScaleConfig, cluster: ClusterSpec, allocs: pl.DataFrame,
-               events: list[NodeEvent], day_index: int, a: int, b: int) -> None:
+def _dcgm_5min(
+    path: Path,
+    cfg: ScaleConfig,
+    cluster: ClusterSpec,
+    allocs: pl.DataFrame,
+    events: list[NodeEvent],
+    day_index: int,
+    a: int,
+    b: int,
+) -> None:
     day = allocs.filter((pl.col("start") < b) & (pl.col("end") > a))
     objs = [
-        GpuAllocation(cluster.name, r[0], r[1], r[2], r[3], str(r[4]), r[5], r[6],
-                      "idle" if r[5] == IDLE_TEAM else "busy", int(20000 + 60000 * r[6]),
-                      (("hpc_job", str(r[4])),))
-        for r in day.select("host", "gpu", "start", "end", "raw_id", "team",
-                            "activity").iter_rows()
+        GpuAllocation(
+            cluster.name,
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            str(r[4]),
+            r[5],
+            r[6],
+            "idle" if r[5] == IDLE_TEAM else "busy",
+            int(20000 + 60000 * r[6]),
+            (("hpc_job", str(r[4])),),
+        )
+        for r in day.select("host", "gpu", "start", "end", "raw_id", "team", "activity").iter_rows()
     ]
     ctx = DcgmContext.build(cfg.seed, 0, cluster, objs, events)
     write_dcgm_day(path, ctx, cfg.seed, day_index, a, b)
 
 
-def write_days(out: Path, cfg: ScaleConfig, cluster: ClusterSpec, work: Path,
-               events: list[NodeEvent], bar: Any) -> tuple[int, int, dict[str, Any]]:
+def write_days(
+    out: Path, cfg: ScaleConfig, cluster: ClusterSpec, work: Path, events: list[NodeEvent], bar: Any
+) -> tuple[int, int, dict[str, Any]]:
     """The day sweep: sacct, hourly DCGM Parquet and (last days) 5-minute DCGM text per day.
 
     Returns:
@@ -245,7 +362,8 @@ def write_days(out: Path, cfg: ScaleConfig, cluster: ClusterSpec, work: Path,
         lines = sacct_day_frame(open_jobs, b, cluster.name)["line"]
         rows += lines.len()
         (sacct_dir / f"sacct_{day.isoformat()}.psv").write_text(
-            header + "\n" + "\n".join(lines.to_list()) + "\n", encoding="utf-8")
+            header + "\n" + "\n".join(lines.to_list()) + "\n", encoding="utf-8"
+        )
         lo_a = pl.col("start") >= a if open_allocs is not None else pl.lit(True)
         ach = alloc_scan.filter(lo_a & (pl.col("start") < b)).collect()
         open_allocs = ach if open_allocs is None else pl.concat([open_allocs, ach])
@@ -254,20 +372,36 @@ def write_days(out: Path, cfg: ScaleConfig, cluster: ClusterSpec, work: Path,
         folder = hourly_dir / f"date={day.isoformat()}"
         folder.mkdir(parents=True, exist_ok=True)
         hourly.write_parquet(folder / f"dcgm_hourly_{day.isoformat()}.parquet", statistics=True)
-        teams = (hourly.filter(pl.col("hpc_job").is_not_null())
-                 .join(open_allocs.select(pl.col("raw_id").cast(pl.String).alias("hpc_job"),
-                                          "team").unique("hpc_job"), on="hpc_job")
-                 .group_by("team")
-                 .agg(pl.col("samples").sum().alias("n"),
-                      (pl.col("samples") * pl.col("gr_engine_active_avg")).sum().alias("s")))
+        teams = (
+            hourly.filter(pl.col("hpc_job").is_not_null())
+            .join(
+                open_allocs.select(
+                    pl.col("raw_id").cast(pl.String).alias("hpc_job"), "team"
+                ).unique("hpc_job"),
+                on="hpc_job",
+            )
+            .group_by("team")
+            .agg(
+                pl.col("samples").sum().alias("n"),
+                (pl.col("samples") * pl.col("gr_engine_active_avg")).sum().alias("s"),
+            )
+        )
         for t, n, s in teams.iter_rows():
             acc = team_act.setdefault(t, [0.0, 0.0])
             acc[0] += n
             acc[1] += s
         files += 2
         if i >= five_from:
-            _dcgm_5min(dcgm_dir / f"dcgm_{day.isoformat()}.prom.gz", cfg, cluster, open_allocs,
-                       events, i, a, b)
+            _dcgm_5min(
+                dcgm_dir / f"dcgm_{day.isoformat()}.prom.gz",
+                cfg,
+                cluster,
+                open_allocs,
+                events,
+                i,
+                a,
+                b,
+            )
             files += 1
         bar.update(1)
     return files, rows, {"team_activity": team_act}
@@ -286,8 +420,9 @@ def _usage_stub(team: str, user: str, usage: float, now: int, lam: float) -> _Us
     return _UsageJob(team=team, user=user, cpus=cpus, attempts=[att])
 
 
-def write_state(out: Path, cfg: ScaleConfig, cluster: ClusterSpec, work: Path,
-                events: list[NodeEvent]) -> int:
+def write_state(
+    out: Path, cfg: ScaleConfig, cluster: ClusterSpec, work: Path, events: list[NodeEvent]
+) -> int:
     """Registry, inventory, ``events_<last day>.psv`` and ``sshare_<last day>.psv``; returns the
     number of files written."""
     w0, w1 = cfg.window
@@ -298,23 +433,45 @@ def write_state(out: Path, cfg: ScaleConfig, cluster: ClusterSpec, work: Path,
     state.mkdir(parents=True, exist_ok=True)
     last = (cfg.start + dt.timedelta(days=cfg.days - 1)).isoformat()
     lt = LocalTime(cfg.tz)
-    write_node_events(state / f"events_{last}.psv", cluster.name, events, w0 - 49 * DAY, w0, w1,
-                      lt, cluster_gpus=cluster.gpus)
+    write_node_events(
+        state / f"events_{last}.psv",
+        cluster.name,
+        events,
+        w0 - 49 * DAY,
+        w0,
+        w1,
+        lt,
+        cluster_gpus=cluster.gpus,
+    )
     half_life = 7 * DAY
     lam = math.log(2) / half_life
-    usage = (pl.scan_parquet(work / "jobs" / "*.parquet")
-             .filter(pl.col("start").is_not_null() & (pl.col("start") < w1))
-             .with_columns(pl.col("end").fill_null(w1).clip(upper_bound=w1).alias("e"))
-             .with_columns((pl.col("gpus") * CPUS_PER_GPU
-                            * ((-lam * (w1 - pl.col("e"))).exp()
-                               - (-lam * (w1 - pl.col("start"))).exp()) / lam).alias("u"))
-             .group_by("team", "user").agg(pl.col("u").sum())
-             .sort("team", "user").collect())
+    usage = (
+        pl.scan_parquet(work / "jobs" / "*.parquet")
+        .filter(pl.col("start").is_not_null() & (pl.col("start") < w1))
+        .with_columns(pl.col("end").fill_null(w1).clip(upper_bound=w1).alias("e"))
+        .with_columns(
+            (
+                pl.col("gpus")
+                * CPUS_PER_GPU
+                * ((-lam * (w1 - pl.col("e"))).exp() - (-lam * (w1 - pl.col("start"))).exp())
+                / lam
+            ).alias("u")
+        )
+        .group_by("team", "user")
+        .agg(pl.col("u").sum())
+        .sort("team", "user")
+        .collect()
+    )
     stubs = [_usage_stub(t, u, x, w1, lam) for t, u, x in usage.iter_rows()]
     raw_shares = {t.name: round(t.share * 100) for t in TEAMS}
     raw_shares[DRIFT_TEAM] = DRIFT_RAW_SHARES
-    write_sshare(state / f"sshare_{last}.psv", stubs, raw_shares, w1,  # type: ignore[arg-type]
-                 half_life_s=half_life)
+    write_sshare(
+        state / f"sshare_{last}.psv",
+        stubs,  # type: ignore[arg-type]
+        raw_shares,
+        w1,
+        half_life_s=half_life,
+    )
     return 4
 
 
@@ -325,57 +482,89 @@ def _nearest_rank(values: list[float], q: float) -> float | None:
     return round(s[max(0, math.ceil(q * len(s)) - 1)], 2)
 
 
-def planted(cfg: ScaleConfig, cluster: ClusterSpec, work: Path, events: list[NodeEvent],
-            acc: dict[str, Any]) -> dict[str, Any]:
+def planted(
+    cfg: ScaleConfig, cluster: ClusterSpec, work: Path, events: list[NodeEvent], acc: dict[str, Any]
+) -> dict[str, Any]:
     """The planted findings and calibration figures, measured on what was written."""
     w0, w1 = cfg.window
     jobs = pl.scan_parquet(work / "jobs" / "*.parquet")
     win = jobs.filter((pl.col("submit") >= w0) & (pl.col("submit") < w1)).with_columns(
-        ((pl.col("end").fill_null(w1).clip(upper_bound=w1) - pl.col("start"))
-         .fill_null(0) * pl.col("gpus")).alias("gpu_s"))
-    cal = win.select(
-        pl.len().alias("jobs"),
-        (pl.col("gpus") == 1).mean().alias("share_jobs_1_gpu"),
-        (pl.col("gpu_s").filter(pl.col("gpus") >= 8).sum() / pl.col("gpu_s").sum())
-        .alias("share_gpu_time_jobs_ge_8_gpus"),
-        (pl.col("state").str.starts_with("NODE_FAIL")).sum().alias("node_fail_jobs"),
-    ).collect().row(0, named=True)
-    large = (win.filter(pl.col("gpus") >= 64)
-             .with_columns(((pl.col("start").fill_null(w1) - pl.col("eligible")) / 3600)
-                           .alias("wait_h"))
-             .select("partition", "wait_h").collect())
+        (
+            (pl.col("end").fill_null(w1).clip(upper_bound=w1) - pl.col("start")).fill_null(0)
+            * pl.col("gpus")
+        ).alias("gpu_s")
+    )
+    cal = (
+        win.select(
+            pl.len().alias("jobs"),
+            (pl.col("gpus") == 1).mean().alias("share_jobs_1_gpu"),
+            (pl.col("gpu_s").filter(pl.col("gpus") >= 8).sum() / pl.col("gpu_s").sum()).alias(
+                "share_gpu_time_jobs_ge_8_gpus"
+            ),
+            (pl.col("state").str.starts_with("NODE_FAIL")).sum().alias("node_fail_jobs"),
+        )
+        .collect()
+        .row(0, named=True)
+    )
+    large = (
+        win.filter(pl.col("gpus") >= 64)
+        .with_columns(((pl.col("start").fill_null(w1) - pl.col("eligible")) / 3600).alias("wait_h"))
+        .select("partition", "wait_h")
+        .collect()
+    )
     starved = large.filter(pl.col("partition") == STARVED_PARTITION)["wait_h"].to_list()
     rest = large.filter(pl.col("partition") != STARVED_PARTITION)["wait_h"].to_list()
     lemon_host = cluster.nodes[0].host
     lemon_events = [e for e in events if e.host == lemon_host]
-    nf = (pl.scan_parquet(work / "allocs" / "*.parquet").filter(pl.col("host") == lemon_host)
-          .select("raw_id").unique()
-          .join(jobs.select("raw_id", "state"), on="raw_id")
-          .filter(pl.col("state") == "NODE_FAIL").collect())
+    nf = (
+        pl.scan_parquet(work / "allocs" / "*.parquet")
+        .filter(pl.col("host") == lemon_host)
+        .select("raw_id")
+        .unique()
+        .join(jobs.select("raw_id", "state"), on="raw_id")
+        .filter(pl.col("state") == "NODE_FAIL")
+        .collect()
+    )
     ta = acc["team_activity"]
     means = {t: round(s / n, 4) for t, (n, s) in ta.items() if n}
     other = [v for t, v in means.items() if t != IDLE_TEAM]
     return {
-        "seed": cfg.seed, "gpus": cluster.gpus, "days": cfg.days,
+        "seed": cfg.seed,
+        "gpus": cluster.gpus,
+        "days": cfg.days,
         "window": {"start": cfg.start.isoformat(), "days": cfg.days, "tz": cfg.tz},
         "calibration": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in cal.items()},
-        "idle_team": {"team": IDLE_TEAM, "metric": "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
-                      "mean_activity": means.get(IDLE_TEAM),
-                      "min_mean_activity_of_other_teams": min(other) if other else None},
+        "idle_team": {
+            "team": IDLE_TEAM,
+            "metric": "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+            "mean_activity": means.get(IDLE_TEAM),
+            "min_mean_activity_of_other_teams": min(other) if other else None,
+        },
         "starved_large_jobs": {
-            "cluster": cluster.name, "partition": STARVED_PARTITION, "min_gpus": 64,
+            "cluster": cluster.name,
+            "partition": STARVED_PARTITION,
+            "min_gpus": 64,
             "cause": "bf_window 1 h below time limits of up to 3 days",
-            "attempts": len(starved), "p50_wait_hours": _nearest_rank(starved, 0.5),
+            "attempts": len(starved),
+            "p50_wait_hours": _nearest_rank(starved, 0.5),
             "p90_wait_hours": _nearest_rank(starved, 0.9),
             "other_partitions_attempts": len(rest),
             "other_partitions_p90_wait_hours": _nearest_rank(rest, 0.9),
-            "note": "waits of jobs still pending at the window end count up to the end"},
-        "lemon_node": {"cluster": cluster.name, "host": lemon_host, "xid": 79,
-                       "down_events": len(lemon_events),
-                       "node_fail_attempts": nf.height,
-                       "fleet_down_events": len(events)},
-        "registry_drift": {"team": DRIFT_TEAM, "registry_share": dict(
-            (t.name, t.share) for t in TEAMS)[DRIFT_TEAM], "sshare_raw_shares": DRIFT_RAW_SHARES},
+            "note": "waits of jobs still pending at the window end count up to the end",
+        },
+        "lemon_node": {
+            "cluster": cluster.name,
+            "host": lemon_host,
+            "xid": 79,
+            "down_events": len(lemon_events),
+            "node_fail_attempts": nf.height,
+            "fleet_down_events": len(events),
+        },
+        "registry_drift": {
+            "team": DRIFT_TEAM,
+            "registry_share": dict((t.name, t.share) for t in TEAMS)[DRIFT_TEAM],
+            "sshare_raw_shares": DRIFT_RAW_SHARES,
+        },
     }
 
 

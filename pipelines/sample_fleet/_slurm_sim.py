@@ -37,8 +37,14 @@ from pipelines.sample_fleet._model import (
     TeamSpec,
 )
 
-__all__ = ["IDLE_RESERVATION", "SlurmAttempt", "SlurmJob", "SlurmReservation", "SlurmResult",
-           "simulate_slurm"]
+__all__ = [
+    "IDLE_RESERVATION",
+    "SlurmAttempt",
+    "SlurmJob",
+    "SlurmReservation",
+    "SlurmResult",
+    "simulate_slurm",
+]
 
 HOUR = 3600
 DAY = 86400
@@ -406,17 +412,45 @@ class _JobFactory:
         run = rng.randint(300, 3 * HOUR)
         jid = self.new_id()
         return SlurmJob(
-            job_id=str(jid), raw_id=jid, array_id=None, array_task=None, array_throttle=0,
-            name=rng.choice(("preprocess-cpu", "etl-cpu", "tar-shards")), team=team.name,
-            user=user, uid=self.uids[user], qos="normal", partition="gpu", gpus=0, nodes=1,
-            cpus=cpus, mem_mb=cpus * 4000, time_limit=_pick_limit(rng, run), submit=submit,
-            begin=submit, runtime=run, outcome="COMPLETED", exit_rc=0, cancel_at=None,
-            cancel_uid=self.uids[user], interrupt="", interrupt_frac=0.0, activity=0.0,
-            kind="busy", fb_mib=0,
+            job_id=str(jid),
+            raw_id=jid,
+            array_id=None,
+            array_task=None,
+            array_throttle=0,
+            name=rng.choice(("preprocess-cpu", "etl-cpu", "tar-shards")),
+            team=team.name,
+            user=user,
+            uid=self.uids[user],
+            qos="normal",
+            partition="gpu",
+            gpus=0,
+            nodes=1,
+            cpus=cpus,
+            mem_mb=cpus * 4000,
+            time_limit=_pick_limit(rng, run),
+            submit=submit,
+            begin=submit,
+            runtime=run,
+            outcome="COMPLETED",
+            exit_rc=0,
+            cancel_at=None,
+            cancel_uid=self.uids[user],
+            interrupt="",
+            interrupt_frac=0.0,
+            activity=0.0,
+            kind="busy",
+            fb_mib=0,
         )
 
-    def array(self, submit: int, team: TeamSpec, *, ntasks: int = 0, throttle: int = -1,
-              partition: str = "") -> list[SlurmJob]:
+    def array(
+        self,
+        submit: int,
+        team: TeamSpec,
+        *,
+        ntasks: int = 0,
+        throttle: int = -1,
+        partition: str = "",
+    ) -> list[SlurmJob]:
         rng = self.rng
         user = rng.choice(team.users)
         ntasks = ntasks or rng.randint(4, 14)
@@ -434,22 +468,45 @@ class _JobFactory:
             failed = rng.random() < 0.08
             jobs.append(
                 SlurmJob(
-                    job_id=f"{master}_{task}", raw_id=raw, array_id=master, array_task=task,
-                    array_throttle=throttle, name=name, team=team.name, user=user,
-                    uid=self.uids[user], qos="low", partition=partition, gpus=1, nodes=1,
-                    cpus=_CPUS_PER_GPU[partition], mem_mb=_MEM_PER_GPU[partition],
-                    time_limit=limit, submit=submit, begin=submit,
+                    job_id=f"{master}_{task}",
+                    raw_id=raw,
+                    array_id=master,
+                    array_task=task,
+                    array_throttle=throttle,
+                    name=name,
+                    team=team.name,
+                    user=user,
+                    uid=self.uids[user],
+                    qos="low",
+                    partition=partition,
+                    gpus=1,
+                    nodes=1,
+                    cpus=_CPUS_PER_GPU[partition],
+                    mem_mb=_MEM_PER_GPU[partition],
+                    time_limit=limit,
+                    submit=submit,
+                    begin=submit,
                     runtime=max(120, run if not failed else run // 4),
-                    outcome="FAILED" if failed else "COMPLETED", exit_rc=1, cancel_at=None,
-                    cancel_uid=self.uids[user], interrupt="", interrupt_frac=0.0,
-                    activity=act, kind=kind, fb_mib=fb,
+                    outcome="FAILED" if failed else "COMPLETED",
+                    exit_rc=1,
+                    cancel_at=None,
+                    cancel_uid=self.uids[user],
+                    interrupt="",
+                    interrupt_frac=0.0,
+                    activity=act,
+                    kind=kind,
+                    fb_mib=fb,
                 )
             )
         return jobs
 
 
 def _draw_jobs(
-    rng: random.Random, uids: dict[str, int], sim_start: int, win_start: int, win_end: int,
+    rng: random.Random,
+    uids: dict[str, int],
+    sim_start: int,
+    win_start: int,
+    win_end: int,
     tz: ZoneInfo,
 ) -> list[SlurmJob]:
     factory = _JobFactory(rng, uids, first_id=418200)
@@ -460,8 +517,10 @@ def _draw_jobs(
     n_hero = max(1, int(days // 7))
     hero = set(rng.sample(range(2, n_large + 2), n_hero))
     for i in range(n_large + 2):
-        base = sim_start + DAY + (win_end - 10 * HOUR - sim_start - DAY) * (i + rng.random()) / (
-            n_large + 2
+        base = (
+            sim_start
+            + DAY
+            + (win_end - 10 * HOUR - sim_start - DAY) * (i + rng.random()) / (n_large + 2)
         )
         events.append((int(base), 2, "hero" if i in hero else "large"))
     t = float(sim_start)
@@ -492,21 +551,33 @@ def _draw_jobs(
             if rng.random() < 0.12:
                 out = ("FAILED", 1, run // 3, None, "", 0.0, 0)
             jobs.append(
-                factory.gpu_job(ts, team, "gpu", gpus, run, outcome=out, qos="normal",
-                                name=rng.choice(("pretrain-70b", "video-pretrain", "moe-scale")),
-                                limit=rng.choice((129600, 172800)))
+                factory.gpu_job(
+                    ts,
+                    team,
+                    "gpu",
+                    gpus,
+                    run,
+                    outcome=out,
+                    qos="normal",
+                    name=rng.choice(("pretrain-70b", "video-pretrain", "moe-scale")),
+                    limit=rng.choice((129600, 172800)),
+                )
             )
             continue
         team = _pick_team(rng)
         if what == "sweep":
-            jobs.extend(factory.array(ts, _TEAM["speech"], ntasks=16, throttle=2,
-                                      partition="gpu"))
+            jobs.extend(factory.array(ts, _TEAM["speech"], ntasks=16, throttle=2, partition="gpu"))
             continue
         if what == "nodep":
-            job = factory.gpu_job(ts, team, "gpu", 4, HOUR,
-                                  outcome=("CANCELLED", 0, HOUR, rng.randint(2, 9) * HOUR, "",
-                                           0.0, 0),
-                                  name="after-preprocess")
+            job = factory.gpu_job(
+                ts,
+                team,
+                "gpu",
+                4,
+                HOUR,
+                outcome=("CANCELLED", 0, HOUR, rng.randint(2, 9) * HOUR, "", 0.0, 0),
+                name="after-preprocess",
+            )
             job.begin = None
             jobs.append(job)
             continue
@@ -545,8 +616,9 @@ class _Fit:
 class _Scheduler:
     """Priority FIFO + EASY backfill over whole GPUs and whole nodes, per partition."""
 
-    def __init__(self, rng: random.Random, cluster: ClusterSpec, win_start: int,
-                 win_end: int) -> None:
+    def __init__(
+        self, rng: random.Random, cluster: ClusterSpec, win_start: int, win_end: int
+    ) -> None:
         self.rng = rng
         self.nodes = {n.host: _Node(n) for n in cluster.nodes}
         self.parts: dict[str, list[_Node]] = {}
@@ -589,8 +661,12 @@ class _Scheduler:
     def enqueue(self, att: SlurmAttempt) -> None:
         job = att.job
         assert att.eligible is not None
-        key = (-_QOS_PRIORITY[job.qos], att.eligible, job.raw_id if job.array_id is None
-               else job.array_id, job.array_task or 0)
+        key = (
+            -_QOS_PRIORITY[job.qos],
+            att.eligible,
+            job.raw_id if job.array_id is None else job.array_id,
+            job.array_task or 0,
+        )
         bisect.insort(self.queue[job.partition], (key, att), key=lambda e: e[0])
 
     def dequeue(self, att: SlurmAttempt) -> bool:
@@ -619,17 +695,24 @@ class _Scheduler:
         if job.nodes == 1:
             best: _Node | None = None
             for node in part:
-                if (node.avail and node.nfree >= job.gpus and node.spec.host not in exclude
-                        and (best is None or node.nfree < best.nfree)):
+                if (
+                    node.avail
+                    and node.nfree >= job.gpus
+                    and node.spec.host not in exclude
+                    and (best is None or node.nfree < best.nfree)
+                ):
                     best = node
             return None if best is None else _Fit([best], job.gpus)
-        chosen = [n for n in part if n.avail and n.nfree == n.spec.gpus
-                  and n.spec.host not in exclude][: job.nodes]
+        chosen = [
+            n for n in part if n.avail and n.nfree == n.spec.gpus and n.spec.host not in exclude
+        ][: job.nodes]
         return _Fit(chosen, 8) if len(chosen) == job.nodes else None
 
-    def reservation(self, job: SlurmJob, part: list[_Node],
-                    now: int) -> tuple[int, set[str]] | None:
+    def reservation(
+        self, job: SlurmJob, part: list[_Node], now: int
+    ) -> tuple[int, set[str]] | None:
         """EASY reservation for a blocked job: (shadow time, reserved hosts), or None."""
+
         def exp_end(a: SlurmAttempt) -> int:
             assert a.start is not None
             return max(a.start + a.job.time_limit, now + 1)
@@ -718,8 +801,9 @@ class _Scheduler:
         att.done = True
         job = att.job
         if att.state in _REQUEUE_STATES:
-            nxt = SlurmAttempt(job=job, index=att.index + 1, submit=now,
-                               eligible=now + self.rng.randint(60, 130))
+            nxt = SlurmAttempt(
+                job=job, index=att.index + 1, submit=now, eligible=now + self.rng.randint(60, 130)
+            )
             job.attempts.append(nxt)
             assert nxt.eligible is not None
             self.push(nxt.eligible, _EV_ELIGIBLE, nxt)
@@ -757,15 +841,22 @@ class _Scheduler:
         rng = self.rng
         down_end = now + rng.randint(20, 45) * 60
         drain_end = down_end + rng.randint(90, 360) * 60
-        self.node_events.append(NodeEvent(host, now, down_end, "DOWN", "Not responding",
-                                          "slurm(64030)", xid, gpu, xid_time))
+        self.node_events.append(
+            NodeEvent(
+                host, now, down_end, "DOWN", "Not responding", "slurm(64030)", xid, gpu, xid_time
+            )
+        )
         reason = {79: "xid 79 GPU fell off bus, reseat", 48: "xid 48 DBE, run dcgmi diag"}[xid]
         self.node_events.append(NodeEvent(host, down_end, drain_end, "DRAIN", reason, "root(0)"))
         self.push(drain_end, _EV_NODE, ("up", host, 0, 0, 0))
 
     # -- main loop ------------------------------------------------------------------------------
-    def run(self, jobs: list[SlurmJob], failures: list[tuple[int, str, int, int]],
-            drains: list[tuple[int, int, str, str]]) -> None:
+    def run(
+        self,
+        jobs: list[SlurmJob],
+        failures: list[tuple[int, str, int, int]],
+        drains: list[tuple[int, int, str, str]],
+    ) -> None:
         for job in jobs:
             self.submit(job)
         for ts, host, xid, gpu in failures:
@@ -868,9 +959,9 @@ class _Scheduler:
             self.held_gpu_s += idle * (b - a)
 
 
-def _failure_plan(rng: random.Random, win_start: int, win_end: int,
-                  tz: ZoneInfo) -> tuple[list[tuple[int, str, int, int]],
-                                         list[tuple[int, int, str, str]]]:
+def _failure_plan(
+    rng: random.Random, win_start: int, win_end: int, tz: ZoneInfo
+) -> tuple[list[tuple[int, str, int, int]], list[tuple[int, int, str, str]]]:
     days = (win_end - win_start) / DAY
     n = 7 if days >= 7 else max(1, int(days))
     fails = []
@@ -888,7 +979,10 @@ def _failure_plan(rng: random.Random, win_start: int, win_end: int,
 
 
 def simulate_slurm(
-    rng: random.Random, cluster: ClusterSpec, win_start: int, win_end: int,
+    rng: random.Random,
+    cluster: ClusterSpec,
+    win_start: int,
+    win_end: int,
     uids: dict[str, int],
 ) -> SlurmResult:
     """Draw the Slurm job mix and schedule it.
@@ -924,10 +1018,21 @@ def simulate_slurm(
             end = win_end if att.end is None or att.end > win_end else att.end
             for host, idx in zip(att.hosts, att.gpu_idx, strict=True):
                 for g in idx:
-                    allocations.append(GpuAllocation(
-                        cluster.name, host, g, att.start, end, str(job.raw_id), job.team,
-                        job.activity, job.kind, job.fb_mib, (("hpc_job", str(job.raw_id)),),
-                    ))
+                    allocations.append(
+                        GpuAllocation(
+                            cluster.name,
+                            host,
+                            g,
+                            att.start,
+                            end,
+                            str(job.raw_id),
+                            job.team,
+                            job.activity,
+                            job.kind,
+                            job.fb_mib,
+                            (("hpc_job", str(job.raw_id)),),
+                        )
+                    )
     sched.node_events.sort(key=lambda e: (e.start, e.host))
     return SlurmResult(jobs, sched.node_events, allocations, sched.held_gpu_s, uids, [resv])
 
@@ -943,5 +1048,12 @@ def _occurrences(resv: SlurmReservation, t0: int, t1: int, tz: ZoneInfo) -> Slur
             break
         occ.append((a, a + resv.hours * HOUR))
         day = day.fromordinal(day.toordinal() + 1)
-    return SlurmReservation(resv.name, resv.hosts, resv.account, resv.local_start_hour,
-                            resv.hours, resv.reservation_id, tuple(occ))
+    return SlurmReservation(
+        resv.name,
+        resv.hosts,
+        resv.account,
+        resv.local_start_hour,
+        resv.hours,
+        resv.reservation_id,
+        tuple(occ),
+    )

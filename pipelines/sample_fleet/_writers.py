@@ -35,13 +35,40 @@ __all__ = [
 ]
 
 SACCT_FIELDS = (
-    "JobID", "JobIDRaw", "Cluster", "Partition", "QOS", "Account", "Group", "User", "UID",
-    "Submit", "Eligible", "Start", "End", "Elapsed", "ExitCode", "State", "NNodes", "NCPUS",
-    "ReqTRES", "AllocTRES", "Timelimit", "NodeList", "JobName",
+    "JobID",
+    "JobIDRaw",
+    "Cluster",
+    "Partition",
+    "QOS",
+    "Account",
+    "Group",
+    "User",
+    "UID",
+    "Submit",
+    "Eligible",
+    "Start",
+    "End",
+    "Elapsed",
+    "ExitCode",
+    "State",
+    "NNodes",
+    "NCPUS",
+    "ReqTRES",
+    "AllocTRES",
+    "Timelimit",
+    "NodeList",
+    "JobName",
 )
 SSHARE_FIELDS = (
-    "Account", "User", "RawShares", "NormShares", "RawUsage", "NormUsage", "EffectvUsage",
-    "FairShare", "LevelFS",
+    "Account",
+    "User",
+    "RawShares",
+    "NormShares",
+    "RawUsage",
+    "NormUsage",
+    "EffectvUsage",
+    "FairShare",
+    "LevelFS",
 )
 _GPU_TYPE = {"gpu": "a100", "h100": "h100"}
 #: Step state and exit code per allocation state: (.batch state, .batch exit, .extern state,
@@ -121,8 +148,7 @@ def compress_hostlist(hosts: Iterable[str]) -> str:
     return ",".join(out)
 
 
-def _tres(job: SlurmJob, *, cpus: int, gpus: int, nodes: int, billing: bool,
-          typed: bool) -> str:
+def _tres(job: SlurmJob, *, cpus: int, gpus: int, nodes: int, billing: bool, typed: bool) -> str:
     mem = job.mem_mb if job.gpus == 0 else job.mem_mb * gpus // max(job.gpus, 1)
     parts = [f"billing={cpus}"] if billing else []
     parts.append(f"cpu={cpus}")
@@ -147,13 +173,25 @@ def _row(values: Sequence[str]) -> str:
     return "|".join(values)
 
 
-def _attempt_rows(job: SlurmJob, att: SlurmAttempt, now: int, cluster: str,
-                  lt: LocalTime) -> list[str]:
+def _attempt_rows(
+    job: SlurmJob, att: SlurmAttempt, now: int, cluster: str, lt: LocalTime
+) -> list[str]:
     """The allocation row and its steps for one attempt, as sacct shows it at ``now``."""
     eligible = "Unknown" if att.eligible is None else lt(att.eligible)
     started = att.start is not None and att.start < now
-    common_head = [job.job_id, str(job.raw_id), cluster, job.partition, job.qos, job.team,
-                   job.team, job.user, str(job.uid), lt(att.submit), eligible]
+    common_head = [
+        job.job_id,
+        str(job.raw_id),
+        cluster,
+        job.partition,
+        job.qos,
+        job.team,
+        job.team,
+        job.user,
+        str(job.uid),
+        lt(att.submit),
+        eligible,
+    ]
     if not started:
         ended = att.end is not None and att.end <= now
         if ended:
@@ -161,23 +199,59 @@ def _attempt_rows(job: SlurmJob, att: SlurmAttempt, now: int, cluster: str,
             start_s, end_s, state = "None", lt(att.end), att.state
         else:
             start_s, end_s, state = "Unknown", "Unknown", "PENDING"
-        return [_row([*common_head, start_s, end_s, "00:00:00", "0:0", state, str(job.nodes),
-                      "0", _req_tres(job), "", fmt_duration(job.time_limit), "None assigned",
-                      job.name])]
+        return [
+            _row(
+                [
+                    *common_head,
+                    start_s,
+                    end_s,
+                    "00:00:00",
+                    "0:0",
+                    state,
+                    str(job.nodes),
+                    "0",
+                    _req_tres(job),
+                    "",
+                    fmt_duration(job.time_limit),
+                    "None assigned",
+                    job.name,
+                ]
+            )
+        ]
     assert att.start is not None
     running = att.end is None or att.end > now
     if running:
         end_s, elapsed, state, exit_code = "Unknown", now - att.start, "RUNNING", "0:0"
     else:
         assert att.end is not None
-        end_s, elapsed, state, exit_code = lt(att.end), att.end - att.start, att.state, \
-            att.exit_code
+        end_s, elapsed, state, exit_code = (
+            lt(att.end),
+            att.end - att.start,
+            att.state,
+            att.exit_code,
+        )
     start_s = lt(att.start)
     nodelist = compress_hostlist(att.hosts)
     alloc = _alloc_tres(job)
-    rows = [_row([*common_head, start_s, end_s, fmt_duration(elapsed), exit_code, state,
-                  str(len(att.hosts)), str(sum(att.cpus)), _req_tres(job), alloc,
-                  fmt_duration(job.time_limit), nodelist, job.name])]
+    rows = [
+        _row(
+            [
+                *common_head,
+                start_s,
+                end_s,
+                fmt_duration(elapsed),
+                exit_code,
+                state,
+                str(len(att.hosts)),
+                str(sum(att.cpus)),
+                _req_tres(job),
+                alloc,
+                fmt_duration(job.time_limit),
+                nodelist,
+                job.name,
+            ]
+        )
+    ]
     if running:
         b_state, b_exit, e_state, e_exit = "RUNNING", "0:0", "RUNNING", "0:0"
     elif state == "FAILED":
@@ -185,15 +259,62 @@ def _attempt_rows(job: SlurmJob, att: SlurmAttempt, now: int, cluster: str,
     else:
         b_state, b_exit, e_state, e_exit = _STEPS[state.split(" ")[0]]
     per_node_gpus = job.gpus // max(len(att.hosts), 1) if job.gpus else 0
-    batch_tres = _tres(job, cpus=att.cpus[0], gpus=per_node_gpus, nodes=1, billing=False,
-                       typed=True) if job.gpus else f"cpu={att.cpus[0]},mem={job.mem_mb}M,node=1"
+    batch_tres = (
+        _tres(job, cpus=att.cpus[0], gpus=per_node_gpus, nodes=1, billing=False, typed=True)
+        if job.gpus
+        else f"cpu={att.cpus[0]},mem={job.mem_mb}M,node=1"
+    )
     tail_time = [start_s, start_s, start_s, end_s, fmt_duration(elapsed)]
-    rows.append(_row([f"{job.job_id}.batch", f"{job.raw_id}.batch", cluster, "", "", job.team,
-                      "", "", "", *tail_time, b_exit, b_state, "1", str(att.cpus[0]), "",
-                      batch_tres, "", att.hosts[0], "batch"]))
-    rows.append(_row([f"{job.job_id}.extern", f"{job.raw_id}.extern", cluster, "", "", job.team,
-                      "", "", "", *tail_time, e_exit, e_state, str(len(att.hosts)),
-                      str(sum(att.cpus)), "", alloc, "", nodelist, "extern"]))
+    rows.append(
+        _row(
+            [
+                f"{job.job_id}.batch",
+                f"{job.raw_id}.batch",
+                cluster,
+                "",
+                "",
+                job.team,
+                "",
+                "",
+                "",
+                *tail_time,
+                b_exit,
+                b_state,
+                "1",
+                str(att.cpus[0]),
+                "",
+                batch_tres,
+                "",
+                att.hosts[0],
+                "batch",
+            ]
+        )
+    )
+    rows.append(
+        _row(
+            [
+                f"{job.job_id}.extern",
+                f"{job.raw_id}.extern",
+                cluster,
+                "",
+                "",
+                job.team,
+                "",
+                "",
+                "",
+                *tail_time,
+                e_exit,
+                e_state,
+                str(len(att.hosts)),
+                str(sum(att.cpus)),
+                "",
+                alloc,
+                "",
+                nodelist,
+                "extern",
+            ]
+        )
+    )
     return rows
 
 
@@ -204,15 +325,38 @@ def _array_bracket(tasks: list[SlurmJob], now: int, cluster: str, lt: LocalTime)
     spec = _ranges(idx, 0)
     if first.array_throttle:
         spec += f"%{first.array_throttle}"
-    return _row([f"{first.array_id}_[{spec}]", str(first.array_id), cluster, first.partition,
-                 first.qos, first.team, first.team, first.user, str(first.uid),
-                 lt(first.submit), lt(first.submit), "Unknown", "Unknown", "00:00:00", "0:0",
-                 "PENDING", "1", "0", _req_tres(first), "", fmt_duration(first.time_limit),
-                 "None assigned", first.name])
+    return _row(
+        [
+            f"{first.array_id}_[{spec}]",
+            str(first.array_id),
+            cluster,
+            first.partition,
+            first.qos,
+            first.team,
+            first.team,
+            first.user,
+            str(first.uid),
+            lt(first.submit),
+            lt(first.submit),
+            "Unknown",
+            "Unknown",
+            "00:00:00",
+            "0:0",
+            "PENDING",
+            "1",
+            "0",
+            _req_tres(first),
+            "",
+            fmt_duration(first.time_limit),
+            "None assigned",
+            first.name,
+        ]
+    )
 
 
-def sacct_day_rows(jobs: Sequence[SlurmJob], day_start: int, day_end: int, cluster: str,
-                   lt: LocalTime) -> list[str]:
+def sacct_day_rows(
+    jobs: Sequence[SlurmJob], day_start: int, day_end: int, cluster: str, lt: LocalTime
+) -> list[str]:
     """Rows of one daily sacct export (``--starttime day --endtime day+1``), run at ``day_end``.
 
     Args:
@@ -236,7 +380,7 @@ def sacct_day_rows(jobs: Sequence[SlurmJob], day_start: int, day_end: int, clust
                 continue
             never_started = att.start is None or att.start >= now
             still_open = att.end is None or att.end > now
-            if (job.array_id is not None and att.index == 0 and never_started and still_open):
+            if job.array_id is not None and att.index == 0 and never_started and still_open:
                 brackets.setdefault(job.array_id, []).append(job)
                 continue
             order = job.array_id if job.array_id is not None else job.raw_id
@@ -250,35 +394,56 @@ def sacct_day_rows(jobs: Sequence[SlurmJob], day_start: int, day_end: int, clust
     return [row for _, rows in keyed for row in rows]
 
 
-def write_sacct_day(path: Path, jobs: Sequence[SlurmJob], day_start: int, day_end: int,
-                    cluster: str, lt: LocalTime) -> None:
+def write_sacct_day(
+    path: Path, jobs: Sequence[SlurmJob], day_start: int, day_end: int, cluster: str, lt: LocalTime
+) -> None:
     """Write one daily ``sacct --parsable2`` file with its header line."""
     rows = sacct_day_rows(jobs, day_start, day_end, cluster, lt)
     path.write_text("\n".join(["|".join(SACCT_FIELDS), *rows]) + "\n", encoding="utf-8")
 
 
-def write_node_events(path: Path, cluster: str, events: Sequence[NodeEvent], registered: int,
-                      win_start: int, win_end: int, lt: LocalTime, *, cluster_gpus: int,
-                      node_gpus: int = 8) -> None:
+def write_node_events(
+    path: Path,
+    cluster: str,
+    events: Sequence[NodeEvent],
+    registered: int,
+    win_start: int,
+    win_end: int,
+    lt: LocalTime,
+    *,
+    cluster_gpus: int,
+    node_gpus: int = 8,
+) -> None:
     """Write ``sacctmgr -P show event format=...,TRES`` output for the window (times local,
     ``Unknown`` = open): the cluster's TRES registration, then node down/drain events."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    lines = ["Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User|TRES",
-             f"{cluster}||{lt(registered)}|Unknown||Cluster Registered TRES||"
-             f"cpu={cluster_gpus * 8},gres/gpu={cluster_gpus},mem={cluster_gpus * 64}G,"
-             f"node={cluster_gpus // node_gpus}"]
+    lines = [
+        "Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User|TRES",
+        f"{cluster}||{lt(registered)}|Unknown||Cluster Registered TRES||"
+        f"cpu={cluster_gpus * 8},gres/gpu={cluster_gpus},mem={cluster_gpus * 64}G,"
+        f"node={cluster_gpus // node_gpus}",
+    ]
     for ev in events:
         if ev.start >= win_end or (ev.end is not None and ev.end < win_start):
             continue
         end = "Unknown" if ev.end is None or ev.end > win_end else lt(ev.end)
-        lines.append(f"{cluster}|{ev.host}|{lt(ev.start)}|{end}|{ev.state}|{ev.reason}|{ev.user}|"
-                     f"cpu=64,gres/gpu={node_gpus},mem=512G")
+        lines.append(
+            f"{cluster}|{ev.host}|{lt(ev.start)}|{end}|{ev.state}|{ev.reason}|{ev.user}|"
+            f"cpu=64,gres/gpu={node_gpus},mem=512G"
+        )
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def write_reservation_history(path: Path, cluster: str, reservations: Sequence[SlurmReservation],
-                              win_start: int, win_end: int, lt: LocalTime, *,
-                              cpus_per_node: int = 64) -> None:
+def write_reservation_history(
+    path: Path,
+    cluster: str,
+    reservations: Sequence[SlurmReservation],
+    win_start: int,
+    win_end: int,
+    lt: LocalTime,
+    *,
+    cpus_per_node: int = 64,
+) -> None:
     """Write ``sacctmgr -P show reservation format=Cluster,Name,ID,Start,End,NodeNames,Flags,
     TRES,UnusedWall`` output for the window: one row per occurrence (slurmdbd keeps a record per
     occurrence of a ``DAILY`` reservation), times local, as Slurm 22.05 prints it (``TRES`` has
@@ -289,9 +454,11 @@ def write_reservation_history(path: Path, cluster: str, reservations: Sequence[S
         for start, end in r.occurrences:
             if start >= win_end or end <= win_start:
                 continue
-            lines.append(f"{cluster}|{r.name}|{r.reservation_id}|{lt(start)}|{lt(end)}|"
-                         f"{compress_hostlist(r.hosts)}|DAILY,SPEC_NODES|"
-                         f"cpu={cpus_per_node * len(r.hosts)}|{_f6(end - start)}")
+            lines.append(
+                f"{cluster}|{r.name}|{r.reservation_id}|{lt(start)}|{lt(end)}|"
+                f"{compress_hostlist(r.hosts)}|DAILY,SPEC_NODES|"
+                f"cpu={cpus_per_node * len(r.hosts)}|{_f6(end - start)}"
+            )
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -299,8 +466,13 @@ def _f6(x: float) -> str:
     return f"{x:.6f}"
 
 
-def write_sshare(path: Path, jobs: Sequence[SlurmJob], raw_shares: dict[str, int], now: int,
-                 half_life_s: int = 7 * 86400) -> dict[str, float]:
+def write_sshare(
+    path: Path,
+    jobs: Sequence[SlurmJob],
+    raw_shares: dict[str, int],
+    now: int,
+    half_life_s: int = 7 * 86400,
+) -> dict[str, float]:
     """Write ``sshare -a -l -P`` output (Fair Tree), usage decayed to ``now``.
 
     RawUsage is billing-weighted CPU-seconds (billing = CPUs here), decayed with a half-life.
@@ -349,19 +521,25 @@ def write_sshare(path: Path, jobs: Sequence[SlurmJob], raw_shares: dict[str, int
         for user in sorted(t.users, key=lambda u: (-user_lfs[(t.name, u)], u)):
             fairshare[(t.name, user)] = rank / n_users
             rank -= 1
-    lines = ["|".join(SSHARE_FIELDS),
-             f"root|||0.000000|{round(total_usage)}||1.000000||",
-             f" root|root|1|{_f6(1 / total_raw)}|0|0.000000|0.000000|1.000000|inf"]
+    lines = [
+        "|".join(SSHARE_FIELDS),
+        f"root|||0.000000|{round(total_usage)}||1.000000||",
+        f" root|root|1|{_f6(1 / total_raw)}|0|0.000000|0.000000|1.000000|inf",
+    ]
     for t in teams:
         a = t.name
-        lines.append(f" {a}||{raw_shares[a]}|{_f6(norm_shares[a])}|{round(acct_usage[a])}|"
-                     f"{_f6(acct_norm[a])}|{_f6(acct_norm[a])}||{_lfs(acct_lfs[a])}")
+        lines.append(
+            f" {a}||{raw_shares[a]}|{_f6(norm_shares[a])}|{round(acct_usage[a])}|"
+            f"{_f6(acct_norm[a])}|{_f6(acct_norm[a])}||{_lfs(acct_lfs[a])}"
+        )
         for user in sorted(t.users):
             k = (a, user)
             uu = usage.get(k, 0.0)
-            lines.append(f"  {a}|{user}|1|{_f6(1 / len(t.users))}|{round(uu)}|"
-                         f"{_f6(uu / total_usage if total_usage else 0.0)}|{_f6(user_eff[k])}|"
-                         f"{_f6(fairshare[k])}|{_lfs(user_lfs[k])}")
+            lines.append(
+                f"  {a}|{user}|1|{_f6(1 / len(t.users))}|{round(uu)}|"
+                f"{_f6(uu / total_usage if total_usage else 0.0)}|{_f6(user_eff[k])}|"
+                f"{_f6(fairshare[k])}|{_lfs(user_lfs[k])}"
+            )
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return norm_shares
 
@@ -372,8 +550,11 @@ def _lfs(x: float) -> str:
 
 def write_registry(path: Path) -> None:
     """Write ``registry.yaml``, the allocation system's export of team shares."""
-    lines = ["# Allocation registry: the central allocation system's export (entitlement shares "
-             "per team).", "teams:"]
+    lines = [
+        "# Allocation registry: the central allocation system's export (entitlement shares "
+        "per team).",
+        "teams:",
+    ]
     for t in TEAMS:
         lines += [
             f"  - team: {t.name}",

@@ -128,9 +128,7 @@ class _Page:
             timeout,
             poll_frequency=0.25,
             ignored_exceptions=(StaleElementReferenceException,),
-        ).until(
-            lambda _d: ready(self) and not self._find(RUNNING)
-        )
+        ).until(lambda _d: ready(self) and not self._find(RUNNING))
         time.sleep(0.5)  # let the last delta paint
 
     def _find(self, css: str) -> list[Any]:

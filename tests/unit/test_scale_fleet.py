@@ -43,8 +43,11 @@ def part0() -> tuple[pl.DataFrame, pl.DataFrame, list[Any]]:
 
 
 def _files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.suffix != ".parquet"}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.suffix != ".parquet"
+    }
 
 
 def test_layout(fleet: tuple[Path, Any]) -> None:
@@ -53,7 +56,8 @@ def test_layout(fleet: tuple[Path, Any]) -> None:
     assert len(list((base / "sacct").glob("sacct_*.psv"))) == 4
     assert len(list((base / "dcgm").glob("dcgm_*.prom.gz"))) == 1
     assert sorted(p.name for p in (base / "dcgm_hourly").iterdir()) == [
-        f"date=2026-03-0{d}" for d in range(2, 6)]
+        f"date=2026-03-0{d}" for d in range(2, 6)
+    ]
     assert (out / "registry.yaml").is_file() and (out / "inventory" / "scale-a.csv").is_file()
     assert not (out / ".scale_work").exists()
     assert summary.gpus == 1024 and summary.nodes == 128 and summary.partitions == 2
@@ -85,7 +89,8 @@ def test_most_jobs_small_most_gpu_time_large(part0: tuple[pl.DataFrame, Any, Any
     started = jobs.filter(pl.col("start").is_not_null())
     w1 = CFG.window[1]
     gpu_s = started.with_columns(
-        ((pl.col("end").fill_null(w1) - pl.col("start")) * pl.col("gpus")).alias("gs"))
+        ((pl.col("end").fill_null(w1) - pl.col("start")) * pl.col("gpus")).alias("gs")
+    )
     big = float(gpu_s.filter(pl.col("gpus") >= 8)["gs"].sum()) / float(gpu_s["gs"].sum())
     assert big > 0.6
     # heavy tail: the longest run is > 50 × the median run
@@ -98,9 +103,11 @@ def test_schedule_consistent(part0: tuple[pl.DataFrame, pl.DataFrame, list[Any]]
     jobs, allocs, events = part0
     assert jobs.filter(pl.col("start") < pl.col("eligible")).height == 0
     # each (host, gpu): intervals sorted by start never overlap
-    overlap = (allocs.sort("host", "gpu", "start")
-               .with_columns(pl.col("end").shift(1).over("host", "gpu").alias("prev_end"))
-               .filter(pl.col("start") < pl.col("prev_end")))
+    overlap = (
+        allocs.sort("host", "gpu", "start")
+        .with_columns(pl.col("end").shift(1).over("host", "gpu").alias("prev_end"))
+        .filter(pl.col("start") < pl.col("prev_end"))
+    )
     assert overlap.height == 0
     assert allocs["gpu"].is_between(0, GPUS_PER_NODE - 1).all()
     # GPU-seconds per job equal gpus × run on its nodes
@@ -108,8 +115,11 @@ def test_schedule_consistent(part0: tuple[pl.DataFrame, pl.DataFrame, list[Any]]
     joined = per_job.join(jobs.select("raw_id", "gpus"), on="raw_id")
     assert (joined["n"] == joined["gpus"]).all()
     for ev in events:
-        on = allocs.filter((pl.col("host") == ev.host) & (pl.col("start") < (ev.end or 2**62))
-                           & (pl.col("end") > ev.start))
+        on = allocs.filter(
+            (pl.col("host") == ev.host)
+            & (pl.col("start") < (ev.end or 2**62))
+            & (pl.col("end") > ev.start)
+        )
         assert on.height == 0, ev
     assert jobs.filter(pl.col("state") == "NODE_FAIL").height >= 0
 
@@ -121,10 +131,20 @@ def test_hourly_aggregates_hand_computed() -> None:
     from pipelines.sample_fleet._model import NodeEvent
 
     a = 1_767_225_600  # 2026-01-01T00:00Z
-    gpus = pl.DataFrame({"hostname": ["n1"], "gpu": [0], "uuid": ["GPU-x"]},
-                        schema={"hostname": pl.String, "gpu": pl.Int32, "uuid": pl.String})
-    allocs = pl.DataFrame({"raw_id": [42], "host": ["n1"], "gpu": [0], "start": [a + 600],
-                           "end": [a + 5400], "activity": [0.5]})
+    gpus = pl.DataFrame(
+        {"hostname": ["n1"], "gpu": [0], "uuid": ["GPU-x"]},
+        schema={"hostname": pl.String, "gpu": pl.Int32, "uuid": pl.String},
+    )
+    allocs = pl.DataFrame(
+        {
+            "raw_id": [42],
+            "host": ["n1"],
+            "gpu": [0],
+            "start": [a + 600],
+            "end": [a + 5400],
+            "activity": [0.5],
+        }
+    )
     ev = [NodeEvent("n1", a + 7200, a + 9000, "DOWN", "x", "slurm")]
     out = dcgm_hourly_day(gpus, allocs, ev, a, a + 86400, "c")
     assert out.schema == pl.Schema(HOURLY_SCHEMA)
@@ -153,9 +173,12 @@ def test_ingests_with_zero_rejects(fleet: tuple[Path, Any], tmp_path: Path) -> N
     loaded = rejected = 0
     with connect(tmp_path / "warehouse.duckdb") as con:
         init_warehouse(con)
-        for kind, pattern in (("sacct", "sacct/*.psv"), ("slurm-state", "slurm_state/*.psv"),
-                              ("dcgm", "dcgm/*.prom.gz"),
-                              ("dcgm-hourly", "dcgm_hourly/date=*/*.parquet")):
+        for kind, pattern in (
+            ("sacct", "sacct/*.psv"),
+            ("slurm-state", "slurm_state/*.psv"),
+            ("dcgm", "dcgm/*.prom.gz"),
+            ("dcgm-hourly", "dcgm_hourly/date=*/*.parquet"),
+        ):
             for f in sorted(base.glob(pattern)):
                 st = ingest_file(con, kind, f, opts)
                 loaded += st.rows_loaded
@@ -181,19 +204,30 @@ def test_dcgm_hourly_rejects_and_is_idempotent(tmp_path: Path) -> None:
     hour = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     f = tmp_path / "date=2026-01-01" / "dcgm_hourly_2026-01-01.parquet"
     f.parent.mkdir()
-    pl.DataFrame({"cluster": ["c"] * 3, "hostname": ["n1", "n1", None], "gpu": [0, 1, 0],
-                  "uuid": ["GPU-a", "GPU-b", "GPU-c"], "hour": [hour] * 3,
-                  "hpc_job": ["7", None, None], "samples": [12, 13, 12],
-                  "gr_engine_active_avg": [0.5, 0.0, 0.0], "fb_used_max_mib": [1, 0, 0],
-                  "xid_last": [0, 0, 0]}).write_parquet(f)
+    pl.DataFrame(
+        {
+            "cluster": ["c"] * 3,
+            "hostname": ["n1", "n1", None],
+            "gpu": [0, 1, 0],
+            "uuid": ["GPU-a", "GPU-b", "GPU-c"],
+            "hour": [hour] * 3,
+            "hpc_job": ["7", None, None],
+            "samples": [12, 13, 12],
+            "gr_engine_active_avg": [0.5, 0.0, 0.0],
+            "fb_used_max_mib": [1, 0, 0],
+            "xid_last": [0, 0, 0],
+        }
+    ).write_parquet(f)
     with connect(tmp_path / "warehouse.duckdb") as con:
         init_warehouse(con)
         for _ in range(2):
             st = ingest_file(con, "dcgm-hourly", f, IngestOptions(cluster="c"))
         assert (st.rows_loaded, st.rows_rejected, st.replaced_ingests) == (1, 2, 1)
         assert con.sql("select count(*) from raw.dcgm_hourly").fetchall()[0][0] == 1
-        rej = con.sql("select line_no, field, reason from raw.rejected_rows "
-                      "where source = 'dcgm-hourly' order by line_no").fetchall()
+        rej = con.sql(
+            "select line_no, field, reason from raw.rejected_rows "
+            "where source = 'dcgm-hourly' order by line_no"
+        ).fetchall()
     assert rej == [(2, "samples", "samples outside 0-12"), (3, "hostname", "missing hostname")]
 
 
@@ -206,15 +240,29 @@ def test_hourly_activity_hand_computed(tmp_path: Path) -> None:
     from pipelines.analytics.dcgm_hourly_metrics import hourly_activity
 
     h = dt.datetime(2026, 1, 1, 10, tzinfo=dt.UTC)
-    raw = pl.DataFrame({"cluster": ["c"] * 3, "hostname": ["n1", "n1", "n1"], "gpu": [0, 1, 2],
-                        "hour": [h] * 3, "hpc_job": ["7", "7", None], "samples": [12, 6, 12],
-                        "gr_engine_active_avg": [0.5, 0.2, 0.0]})
+    raw = pl.DataFrame(
+        {
+            "cluster": ["c"] * 3,
+            "hostname": ["n1", "n1", "n1"],
+            "gpu": [0, 1, 2],
+            "hour": [h] * 3,
+            "hpc_job": ["7", "7", None],
+            "samples": [12, 6, 12],
+            "gr_engine_active_avg": [0.5, 0.2, 0.0],
+        }
+    )
     con = duckdb.connect()
     con.execute("create schema raw")
     con.register("hourly_rows", raw)
     con.execute("create table raw.dcgm_hourly as select * from hourly_rows")
-    jobs = pl.DataFrame({"cluster": ["c", "c"], "job_id": ["7", "7"], "attempt": [0, 1],
-                         "start_at": [h.replace(hour=8), h.replace(hour=9, minute=30)]})
+    jobs = pl.DataFrame(
+        {
+            "cluster": ["c", "c"],
+            "job_id": ["7", "7"],
+            "attempt": [0, 1],
+            "start_at": [h.replace(hour=8), h.replace(hour=9, minute=30)],
+        }
+    )
     out = hourly_activity(con, jobs)
     assert out.height == 1
     row = out.row(0, named=True)
@@ -238,16 +286,22 @@ def test_rebuild_from_hourly_aggregates(fleet: tuple[Path, Any], tmp_path: Path)
     opts = IngestOptions(cluster="scale-a", tz="UTC")
     with connect(tmp_path / "warehouse.duckdb") as con:
         init_warehouse(con)
-        for kind, pattern in (("sacct", "sacct/*.psv"), ("slurm-state", "slurm_state/*.psv"),
-                              ("dcgm-hourly", "dcgm_hourly/date=*/*.parquet")):
+        for kind, pattern in (
+            ("sacct", "sacct/*.psv"),
+            ("slurm-state", "slurm_state/*.psv"),
+            ("dcgm-hourly", "dcgm_hourly/date=*/*.parquet"),
+        ):
             for f in sorted(base.glob(pattern)):
                 ingest_file(con, kind, f, opts)
         rebuild(con, load_config(toml), full=True)
         con.execute("SET TimeZone='UTC'")
-        cov = con.sql("select min(telemetry_coverage) from telemetry_coverage_daily "
-                      "where day >= DATE '2026-03-02'").fetchall()[0][0]
-        idle = con.sql("select sum(gpu_s) from gpu_waterfall_hourly "
-                       "where bucket = 'allocated_idle'").fetchall()[0][0]
+        cov = con.sql(
+            "select min(telemetry_coverage) from telemetry_coverage_daily "
+            "where day >= DATE '2026-03-02'"
+        ).fetchall()[0][0]
+        idle = con.sql(
+            "select sum(gpu_s) from gpu_waterfall_hourly where bucket = 'allocated_idle'"
+        ).fetchall()[0][0]
         recsys = con.sql("select sum(gpu_s) from jobs where team = 'recsys'").fetchall()[0][0]
     assert cov > 0.99
     assert 0 < idle <= recsys
