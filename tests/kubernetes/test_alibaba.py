@@ -25,12 +25,12 @@ from metrics import (
     wait_spells,
 )
 from pipelines.analytics.build import JOBS_COLUMNS
-from pipelines.kubernetes._alibaba import (
+from pipelines.kubernetes._pods_parse import K8S_POD_SCHEMA
+from tests.kubernetes.alibaba_trace import (
     ALIBABA_EPOCH,
     alibaba_attempts,
     read_alibaba_pods,
 )
-from pipelines.kubernetes._pods_parse import K8S_POD_SCHEMA
 
 TRACE = Path(__file__).resolve().parents[1] / "fixtures" / "alibaba" / "openb_pod_list_default.csv"
 TRACE_END_S = 12_902_960  # the largest timestamp in the file

@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 from pipelines.cli import app
 from pipelines.kubernetes._events_parse import parse_k8s_events
-from tests.unit.test_k8s_watch import Script, _bookmark, _event, _list, _Replay, api_server
+from tests.kubernetes.test_k8s_watch import Script, _bookmark, _event, _list, _Replay, api_server
 
 __all__ = ["api_server"]  # the fixture, re-exported for pytest
 
