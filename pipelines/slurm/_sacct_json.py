@@ -10,6 +10,7 @@ epoch times, TRES strings …), so the text parser types them by the very same r
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 __all__ = ["JSON_FIELDS", "json_records", "json_shape"]
@@ -69,6 +70,28 @@ def json_shape(document: dict[str, Any]) -> str:
     return "unknown"
 
 
+#: Nesting levels a job item may have (Slurm's documents nest about 6; steps and TRES lists
+#: included, never 20).
+MAX_ITEM_DEPTH = 64
+
+
+def _too_deep(value: Any, limit: int = MAX_ITEM_DEPTH) -> bool:
+    """Whether ``value`` nests lists and objects more than ``limit`` levels (no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def _obj(value: Any) -> dict[str, Any]:
     """``value`` when it is a JSON object, else an empty one."""
     return value if isinstance(value, dict) else {}
@@ -89,6 +112,9 @@ def _number(value: Any, field: str = "value") -> int | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"{field} is not a number: {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        # ``1e400`` reads as inf, ``NaN``/``Infinity`` are accepted by Python's JSON reader
+        raise ValueError(f"{field} is not a finite number: {value!r}")
     return int(value)
 
 
@@ -261,6 +287,10 @@ def _job_record(job: dict[str, Any]) -> dict[str, str]:
     planned = _number(time.get("planned"), "time.planned")
     if planned is None and start and eligible:
         planned = max(start - eligible, 0)  # what sacct prints as Reserved / Planned
+    if planned is not None and planned < 0:
+        # data_parser v0.0.40+: a pending job whose begin time is in the future has
+        # ``planned`` = now − eligible < 0; it has not waited yet (sacct prints 00:00:00)
+        planned = 0
     return {
         "JobID": job_id,
         "JobIDRaw": raw,
@@ -348,7 +378,19 @@ def json_records(
     records: list[tuple[int, str, dict[str, str]]] = []
     rejected: list[tuple[int, str, str]] = []
     for item_no, job in enumerate(jobs if isinstance(jobs, list) else [], start=1):
-        raw = json.dumps(job, ensure_ascii=False, separators=(",", ":"))
+        if _too_deep(job):
+            rejected.append(
+                (item_no, "", f"bad job item: nested deeper than {MAX_ITEM_DEPTH} levels")
+            )
+            continue
+        try:
+            raw = json.dumps(job, ensure_ascii=False, separators=(",", ":"))
+            raw.encode("utf-8")
+        except UnicodeEncodeError:
+            # a lone surrogate (``"\ud800"``) is valid JSON but not text: keep it escaped
+            raw = json.dumps(job, ensure_ascii=True, separators=(",", ":"))
+            rejected.append((item_no, raw, "bad job item: a string holds a lone surrogate"))
+            continue
         if not isinstance(job, dict):
             rejected.append((item_no, raw, "job item is not an object"))
             continue

@@ -303,3 +303,75 @@ def test_truncated_json_document_is_a_file_error(one_line: bool) -> None:
         text = json.dumps(json.loads(text))
     with pytest.raises(InputFormatError, match=r"cut\.json.*invalid JSON .*truncated"):
         parse_sacct("cut.json", text=text[: len(text) // 3])
+
+
+# Hard edges of data_parser v0.0.40–v0.0.44 (Slurm 23.11–25.11). No public sacct --json output of
+# these versions with a future begin time was found: the documents below are hand-made in the
+# shape of Slurm's OpenAPI specification of v0.0.40 (``time.planned`` is a
+# ``{set, infinite, number}`` wrapper of signed seconds).
+SUBMIT = 1796006390
+
+
+def test_v0040_pending_with_future_begin_is_loaded_not_yet_waiting() -> None:
+    """A pending job whose begin time is still ahead has ``planned`` = now − eligible < 0; it is
+    loaded as pending with 0 s planned (it has not waited), not rejected as unparseable."""
+    job = _job(800, "PENDING")
+    job["time"] = {
+        "elapsed": 0, "eligible": SUBMIT + 3600, "end": 0, "planned": _n(-3000),
+        "start": 0, "submission": SUBMIT, "limit": _n(60),
+    }  # fmt: skip
+    now = datetime.fromtimestamp(SUBMIT + 600, tz=UTC)
+    res = parse_sacct("future.json", text=_v40(job, _job(801, "COMPLETED")), now=now)
+    assert res.rejected.height == 0, res.rejected["reason"].to_list()
+    rows = res.rows.sort("job_id")
+    assert rows["job_id"].to_list() == ["800", "801"]
+    assert rows["state"][0] == "PENDING"
+    assert rows["planned_s"][0] == 0
+    assert rows["start_at"][0] is None
+    assert rows["eligible_at"][0] == datetime.fromtimestamp(SUBMIT + 3600, tz=UTC)
+
+
+@pytest.mark.parametrize(
+    ("number", "reason"),
+    [
+        ("1e400", "bad job item: time.start is not a finite number: inf"),
+        ("NaN", "bad job item: time.start is not a finite number: nan"),
+        ("-Infinity", "bad job item: time.start is not a finite number: -inf"),
+    ],
+)
+def test_non_finite_numbers_reject_their_item(number: str, reason: str) -> None:
+    """``1e400`` (read as inf) and the non-standard ``NaN``/``Infinity`` that Python's reader
+    accepts reject their job item with the field named; the next job loads."""
+    marker = 1796006410
+    text = _v40(_job(900, "COMPLETED"), _job(901, "COMPLETED"))
+    assert text.count(f'"start": {marker}') == 2
+    text = text.replace(f'"start": {marker}', f'"start": {number}', 1)
+    res = parse_sacct("inf.json", text=text)
+    assert res.rows["job_id"].to_list() == ["901"]
+    assert res.rejected.select("line_no", "reason").rows() == [(1, reason)]
+
+
+def test_lone_surrogate_rejects_its_item() -> None:
+    """``"\\ud800"`` is valid JSON but no text: its job item is rejected with the raw JSON kept
+    escaped; the other job loads."""
+    text = _v40(_job(902, "COMPLETED"), _job(903, "COMPLETED"))
+    text = text.replace('"name": "job902"', '"name": "job\\ud800"', 1)
+    res = parse_sacct("surrogate.json", text=text)
+    assert res.rows["job_id"].to_list() == ["903"]
+    assert res.rejected["reason"].to_list() == ["bad job item: a string holds a lone surrogate"]
+    assert "\\ud800" in res.rejected["raw"][0]
+    assert json.loads(res.rejected["raw"][0])["job_id"] == 902
+
+
+def test_deeply_nested_item_rejects_only_itself() -> None:
+    """An item nested 5,000 levels deep (past Python's recursion limit) is rejected on its own;
+    the document is still read and its other job loads."""
+    deep = _job(904, "COMPLETED")
+    text = _v40(deep, _job(905, "COMPLETED"))
+    nested = "[" * 5000 + "]" * 5000
+    text = text.replace('"name": "job904"', f'"name": "job904", "comment": {nested}', 1)
+    res = parse_sacct("deep.json", text=text)
+    assert res.rows["job_id"].to_list() == ["905"]
+    assert res.rejected.select("line_no", "reason").rows() == [
+        (1, "bad job item: nested deeper than 64 levels")
+    ]
