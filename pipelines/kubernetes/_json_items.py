@@ -19,6 +19,7 @@ from typing import Any, Final
 
 import polars as pl
 
+from pipelines._json import LONE_SURROGATE, MAX_ITEM_DEPTH, loads_deep, lone_surrogate, too_deep
 from pipelines._parse_result import (
     EARLIEST_PLAUSIBLE,
     REJECTED_SCHEMA,
@@ -120,7 +121,9 @@ def read_json_items(path: str | Path, *, list_kinds: frozenset[str]) -> tuple[li
             file, 'empty file (not JSON; an export with no objects is `{"items": []}`)'
         )
     try:
-        doc = json.loads(text)
+        doc = loads_deep(text)
+    except RecursionError as exc:
+        raise InputFormatError(file, "JSON nested deeper than 100,000 levels") from exc
     except json.JSONDecodeError as exc:
         if exc.msg != "Extra data":
             start = len(text) - len(text.lstrip())
@@ -152,11 +155,18 @@ def read_json_items(path: str | Path, *, list_kinds: frozenset[str]) -> tuple[li
     return [_item(1, doc)], "object"
 
 
-def _item(line_no: int, value: object) -> JsonItem:
+def _item(line_no: int, value: object, raw: str = "") -> JsonItem:
+    """One decoded item; an item nested deeper than :data:`MAX_ITEM_DEPTH` or holding a lone
+    surrogate is rejected (its text escaped, so it can be stored)."""
+    if too_deep(value):
+        return JsonItem(line_no, None, "", f"nested deeper than {MAX_ITEM_DEPTH} levels")
+    if lone_surrogate(value):
+        escaped = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+        return JsonItem(line_no, None, escaped, LONE_SURROGATE)
     if not isinstance(value, dict):
-        raw = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        raw = raw or json.dumps(value, ensure_ascii=False, separators=(",", ":"))
         return JsonItem(line_no, None, raw, NOT_AN_OBJECT)
-    return JsonItem(line_no, value, "")  # text made only if the item is rejected
+    return JsonItem(line_no, value, raw)  # a list item's text is made only if it is rejected
 
 
 def _json_stream(file: str, text: str) -> list[JsonItem]:
@@ -178,6 +188,11 @@ def _json_stream(file: str, text: str) -> list[JsonItem]:
             break
         try:
             value, end = decoder.raw_decode(text, pos)
+        except RecursionError:
+            nl = text.find("\n", pos)
+            end = size if nl < 0 else nl
+            reason = f"nested deeper than {MAX_ITEM_DEPTH} levels"
+            items.append(JsonItem(line_no, None, text[pos:end].rstrip("\r"), reason))
         except json.JSONDecodeError as exc:
             nl = text.find("\n", pos)
             end = size if nl < 0 else nl
@@ -193,10 +208,7 @@ def _json_stream(file: str, text: str) -> list[JsonItem]:
             if decoded == 0:
                 multiline = "\n" in text[pos:end]
             decoded += 1
-            if isinstance(value, dict):
-                items.append(JsonItem(line_no, value, text[pos:end]))
-            else:
-                items.append(JsonItem(line_no, None, text[pos:end], NOT_AN_OBJECT))
+            items.append(_item(line_no, value, text[pos:end]))
         line_no += text.count("\n", pos, end)
         pos = end
     if decoded == 0:

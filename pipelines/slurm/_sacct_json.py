@@ -13,6 +13,8 @@ import json
 import math
 from typing import Any
 
+from pipelines._json import LONE_SURROGATE, MAX_ITEM_DEPTH, lone_surrogate, too_deep
+
 __all__ = ["JSON_FIELDS", "json_records", "json_shape"]
 
 #: The ``--format`` fields the records carry (TimelimitRaw counts minutes, as sacct's does).
@@ -68,28 +70,6 @@ def json_shape(document: dict[str, Any]) -> str:
             if isinstance(value, str) and value:
                 return value
     return "unknown"
-
-
-#: Nesting levels a job item may have (Slurm's documents nest about 6; steps and TRES lists
-#: included, never 20).
-MAX_ITEM_DEPTH = 64
-
-
-def _too_deep(value: Any, limit: int = MAX_ITEM_DEPTH) -> bool:
-    """Whether ``value`` nests lists and objects more than ``limit`` levels (no recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children)
-    return False
 
 
 def _obj(value: Any) -> dict[str, Any]:
@@ -378,19 +358,17 @@ def json_records(
     records: list[tuple[int, str, dict[str, str]]] = []
     rejected: list[tuple[int, str, str]] = []
     for item_no, job in enumerate(jobs if isinstance(jobs, list) else [], start=1):
-        if _too_deep(job):
+        if too_deep(job, MAX_ITEM_DEPTH):
             rejected.append(
                 (item_no, "", f"bad job item: nested deeper than {MAX_ITEM_DEPTH} levels")
             )
             continue
-        try:
-            raw = json.dumps(job, ensure_ascii=False, separators=(",", ":"))
-            raw.encode("utf-8")
-        except UnicodeEncodeError:
+        if lone_surrogate(job):
             # a lone surrogate (``"\ud800"``) is valid JSON but not text: keep it escaped
             raw = json.dumps(job, ensure_ascii=True, separators=(",", ":"))
-            rejected.append((item_no, raw, "bad job item: a string holds a lone surrogate"))
+            rejected.append((item_no, raw, f"bad job item: {LONE_SURROGATE}"))
             continue
+        raw = json.dumps(job, ensure_ascii=False, separators=(",", ":"))
         if not isinstance(job, dict):
             rejected.append((item_no, raw, "job item is not an object"))
             continue

@@ -5,13 +5,12 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import sys
-import threading
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pipelines._json import loads_deep
 from pipelines._parse_result import InputFormatError
 from pipelines.slurm._sacct_fields import KNOWN_FIELDS, canonical_field
 
@@ -52,50 +51,6 @@ class Layout:
 #: How a JSON document starts (an object's first key, or an array of objects); a text export
 #: may start with ``{`` (an AdminComment first column) but not with ``{"key":``.
 _JSON_START = re.compile(r'(\{\s*"[^"\n|]*"\s*:|\[\s*[{\]])')
-
-
-#: Nesting a JSON document may reach when read (sacct's own documents nest about 6 levels);
-#: an item nested deeper is rejected by :func:`pipelines.slurm._sacct_json.json_records`.
-_DEEP_READ_LIMIT = 100_000
-
-
-def loads_deep(whole: bytes | str) -> Any:
-    """``json.loads``, also for documents nested deeper than Python's recursion limit.
-
-    A document that hits the limit is read again in a thread with a 512 MiB stack and a
-    recursion limit of :data:`_DEEP_READ_LIMIT`, so one deeply nested item can be rejected on
-    its own instead of failing the file.
-
-    Raises:
-        json.JSONDecodeError, ValueError: not JSON.
-        RecursionError: nested deeper than :data:`_DEEP_READ_LIMIT`.
-    """
-    try:
-        return json.loads(whole)
-    except RecursionError:
-        pass
-    out: dict[str, Any] = {}
-
-    def read() -> None:
-        old = sys.getrecursionlimit()
-        try:
-            sys.setrecursionlimit(max(old, _DEEP_READ_LIMIT))
-            out["document"] = json.loads(whole)
-        except (ValueError, RecursionError) as exc:
-            out["error"] = exc
-        finally:
-            sys.setrecursionlimit(old)
-
-    previous = threading.stack_size(512 << 20)
-    try:
-        reader = threading.Thread(target=read, name="deep-json")
-        reader.start()
-        reader.join()
-    finally:
-        threading.stack_size(previous)
-    if "error" in out:
-        raise out["error"]
-    return out["document"]
 
 
 def check_kind(file: str, head: str, whole: bytes) -> dict[str, Any] | None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pipelines._json import LONE_SURROGATE
 from pipelines._parse_result import InputFormatError
 from pipelines.kubernetes._events_parse import parse_k8s_events
 from pipelines.kubernetes._pods_parse import parse_k8s_pods
@@ -118,3 +119,29 @@ def test_pretty_printed_stream_cut_in_its_last_object(tmp_path: Path) -> None:
     (reject,) = result.rejected.to_dicts()
     assert reject["raw"] == tail[: len(tail) // 2].rstrip()
     assert reject["reason"].startswith("not JSON")
+
+
+@pytest.mark.parametrize("framing", ["list", "jsonl"])
+def test_surrogate_and_deep_items_are_rejected_alone(tmp_path: Path, framing: str) -> None:
+    """In the real pods sample, a pod whose name holds a lone surrogate (``\\ud800``: valid
+    JSON, not text) and a pod nested 5,000 levels deep (past Python's recursion limit) are
+    rejected with their reasons; the other 6 good pods load (the sample's no-uid pod is
+    rejected as before), as a list document and as JSON lines."""
+    doc = _doc(PODS)
+    doc["items"][0]["metadata"]["name"] = "MARK-SURROGATE"
+    doc["items"][1]["metadata"]["annotations"] = "MARK-DEEP"
+    deep = "[" * 5000 + "]" * 5000
+    if framing == "list":
+        text = json.dumps(doc)
+    else:
+        text = "\n".join(json.dumps(item) for item in doc["items"]) + "\n"
+    text = text.replace('"MARK-SURROGATE"', '"pod-\\ud800"').replace('"MARK-DEEP"', deep)
+    path = tmp_path / "pods.json"
+    path.write_text(text, encoding="utf-8")
+    result = parse_k8s_pods(path, cluster="k1")
+    assert result.rows.height == 6
+    got = result.rejected.sort("line_no").select("line_no", "reason").rows()
+    assert [line for line, _ in got] == [1, 2, 9]
+    assert got[0][1] == LONE_SURROGATE
+    assert got[1][1] == "nested deeper than 64 levels"
+    assert "\\ud800" in result.rejected.sort("line_no")["raw"][0]
