@@ -8,7 +8,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from pipelines._json import loads_deep
 from pipelines._parse_result import InputFormatError
@@ -53,6 +53,70 @@ class Layout:
 _JSON_START = re.compile(r'(\{\s*"[^"\n|]*"\s*:|\[\s*[{\]])')
 
 
+#: Top-level keys of the other Slurm ``--json`` documents, and what each one is.
+_OTHER_SLURM_JSON: Final = (
+    (
+        "statistics",
+        "sdiag --json output (scheduler statistics; `goodput ingest slurm-state` "
+        "reads sdiag text as sdiag_<day>.txt)",
+    ),
+    (
+        "nodes",
+        "sinfo/scontrol show nodes --json output (node records; `goodput ingest "
+        "slurm-state` reads `scontrol show nodes -o` text as nodes_<day>.txt)",
+    ),
+    ("partitions", "scontrol show partitions --json output"),
+    (
+        "reservations",
+        "scontrol show reservations --json output (`goodput ingest slurm-state` "
+        "reads `scontrol show reservations` text as reservations_<day>.txt)",
+    ),
+    (
+        "shares",
+        "sshare --json output (fair-share tree; `goodput ingest slurm-state` reads "
+        "`sshare -a -l -P` as sshare_<day>.psv)",
+    ),
+)
+
+
+def other_slurm_json(document: dict[str, Any]) -> str | None:
+    """What a Slurm JSON document is when it is positively not ``sacct --json``; else None.
+
+    slurmctld's job list (``squeue --json``, ``scontrol show jobs --json``, slurmrestd's
+    ``/slurm/vX/jobs``) also has a ``jobs`` list, but its ``meta.plugin.type`` is
+    ``openapi/slurmctld`` (22.05: ``openapi/v0.0.38``; sacct's is ``openapi/slurmdbd``,
+    ``openapi/dbv0.0.38``), its ``meta.command`` names ``squeue``/``scontrol``, and its job
+    items carry ``job_state`` and ``submit_time`` instead of sacct's ``state`` and ``time``
+    objects. Any one of these identifies it; a document that has none loads as sacct.
+    """
+    meta = document.get("meta")
+    meta = meta if isinstance(meta, dict) else {}
+    plugin = meta.get("plugin")
+    plugin_type = plugin.get("type") if isinstance(plugin, dict) else None
+    command = meta.get("command")
+    first = command[0] if isinstance(command, list) and command else None
+    jobs = document.get("jobs")
+    slurmctld = (
+        "squeue --json / scontrol show jobs --json output (slurmctld's job list of live jobs;"
+        " ingest sacct reads `sacct --json` or `sacct --parsable2` from slurmdbd)"
+    )
+    if isinstance(first, str) and first.rsplit("/", 1)[-1] in ("squeue", "scontrol"):
+        return slurmctld
+    if isinstance(jobs, list):
+        if plugin_type in ("openapi/slurmctld", "openapi/v0.0.38", "openapi/v0.0.37"):
+            return slurmctld
+        items = [j for j in jobs[:20] if isinstance(j, dict)]
+        if items and all(
+            "time" not in j and ("job_state" in j or "submit_time" in j) for j in items
+        ):
+            return slurmctld
+        return None
+    for key, what in _OTHER_SLURM_JSON:
+        if key in document:
+            return what
+    return None
+
+
 def check_kind(file: str, head: str, whole: bytes) -> dict[str, Any] | None:
     """Raise when the content is clearly not ``sacct`` output; return a ``--json`` document.
 
@@ -87,6 +151,10 @@ def check_kind(file: str, head: str, whole: bytes) -> dict[str, Any] | None:
             document = None
         except (ValueError, RecursionError):
             document = None
+        if isinstance(document, dict):
+            other = other_slurm_json(document)
+            if other is not None:
+                raise SacctFormatError(file, f"{other}, not sacct --json output")
         if isinstance(document, dict) and isinstance(document.get("jobs"), list):
             return document
         if isinstance(document, dict | list):

@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 
 from pipelines._json import LONE_SURROGATE
+from pipelines.slurm._sacct_layout import SacctFormatError
 from pipelines.slurm._sacct_parse import SLURM_ROW_SCHEMA, parse_sacct
 
 LAB = Path(__file__).resolve().parents[1] / "fixtures" / "slurm-22.05-lab"
@@ -376,3 +377,63 @@ def test_deeply_nested_item_rejects_only_itself() -> None:
     assert res.rejected.select("line_no", "reason").rows() == [
         (1, "bad job item: nested deeper than 64 levels")
     ]
+
+
+def _slurmctld_meta(**over: Any) -> dict[str, Any]:
+    """``meta`` of slurmctld's job list as squeue --json (23.11) writes it."""
+    meta: dict[str, Any] = {
+        "client": {"group": "root", "source": "[localhost]:51114", "user": "root"},
+        "command": [],
+        "plugin": {
+            "accounting_storage": "acc_st/slurmdbd",
+            "data_parser": "data_parser/v0.0.40",
+            "name": "Slurm OpenAPI slurmctld",
+            "type": "openapi/slurmctld",
+        },
+        "slurm": {"cluster": "cluster", "release": "23.11.1",
+                  "version": {"major": "23", "micro": "1", "minor": "11"}},
+    }  # fmt: skip
+    meta.update(over)
+    return meta
+
+
+SQUEUE_JOB = {"job_id": 5, "job_state": ["RUNNING"], "submit_time": _n(SUBMIT), "name": "x"}
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        # the plugin says slurmctld
+        {"meta": _slurmctld_meta(), "errors": [], "warnings": [], "jobs": [SQUEUE_JOB]},
+        # the command says squeue (plugin type left out)
+        {"meta": _slurmctld_meta(plugin={}, command=["squeue", "--json"]), "jobs": []},
+        # no meta at all, but the job items are slurmctld's (job_state, submit_time, no time)
+        {"jobs": [SQUEUE_JOB, {**SQUEUE_JOB, "job_id": 6}]},
+    ],
+)
+def test_squeue_json_is_refused_naming_it(document: dict[str, Any]) -> None:
+    """slurmctld's job list (squeue --json, scontrol show jobs --json) has a ``jobs`` list too;
+    identified by its plugin, its command or its items' shape, the file is refused with what
+    it is (hand-made in the shape of slurmrestd's v0.0.40 ``meta``), not loaded as N rejects."""
+    with pytest.raises(SacctFormatError, match=r"squeue --json / scontrol show jobs --json"):
+        parse_sacct("squeue.json", text=json.dumps(document))
+
+
+@pytest.mark.parametrize(
+    ("key", "what"),
+    [("statistics", "sdiag --json"), ("nodes", "scontrol show nodes --json"),
+     ("shares", "sshare --json")],
+)  # fmt: skip
+def test_other_slurm_json_is_refused_naming_it(key: str, what: str) -> None:
+    """sdiag, node and sshare JSON documents are named in the refusal."""
+    document = {"meta": _slurmctld_meta(), key: {}}
+    with pytest.raises(SacctFormatError, match=what):
+        parse_sacct("other.json", text=json.dumps(document))
+
+
+def test_sacct_json_with_an_unusual_meta_still_loads() -> None:
+    """A valid sacct document with no plugin type and a ``command`` naming sacct loads."""
+    document = json.loads(_v40(_job(910, "COMPLETED")))
+    document["meta"] = {"command": ["/usr/bin/sacct", "--json"]}
+    res = parse_sacct("plain.json", text=json.dumps(document))
+    assert res.rows["job_id"].to_list() == ["910"]
