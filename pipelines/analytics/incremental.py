@@ -18,10 +18,13 @@ previous and the new data cut-off ``as_of`` (running jobs and pending demand ext
 
 A full rebuild runs instead when nothing was built before, when asked (``full=True``,
 ``goodput materialize --full``), when the registry, the inventory or its derived nodes, the
-thresholds or the code computing the tables (``metrics/``, ``pipelines/``, ``sql/``) changed,
-or when a loaded file names no day. Hourly DCGM aggregates (``raw.dcgm_hourly``) take the
-incremental path like 5-minute samples: a loaded file affects the days its hours cover, and the
-waterfall of a cluster without 5-minute samples uses the hourly buckets, as a full build does.
+thresholds or the code computing the tables (:data:`BUILD_CODE_DIRS`: ``metrics/``,
+``pipelines/core/``, ``pipelines/analytics/`` and the SQL they read; not the CLI, pages, report
+or parsers) changed, or when a loaded file names no day. Hourly DCGM aggregates
+(``raw.dcgm_hourly``) take the incremental path like 5-minute samples: a loaded file affects the
+days its hours cover, and the waterfall of a cluster whose attributed 5-minute activity is empty
+over all time uses the hourly buckets, the full build's rule
+(:func:`attributed_activity_elsewhere`).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import polars as pl
 from pipelines.config import Config
 from pipelines.ingest import file_day
 from pipelines.kinds import raw_sources
+from pipelines.sql import load_sql
 
 __all__ = [
     "INCREMENTAL_TABLES",
@@ -95,21 +99,42 @@ def _ensure_state(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-#: Source folders whose code defines the stored rows (metric and build code).
-_CODE_DIRS = ("metrics", "pipelines", "sql")
+#: Source folders whose code and SQL compute the stored tables: the metric engine, the core
+#: layer, the analytics build, and the SQL folders the build reads. The CLI, the dashboard, the
+#: report, the recommendations' texts and the parsers are not here: editing them changes no
+#: stored row (a parser change reaches the tables through a re-ingest, which the build sees).
+BUILD_CODE_DIRS = (
+    "metrics",
+    "pipelines/core",
+    "pipelines/analytics",
+    "sql/analytics",
+    "sql/checks",
+    "sql/views",
+)
+
+
+def build_code_files(root: Path | None = None) -> list[Path]:
+    """The ``.py`` and ``.sql`` files of :data:`BUILD_CODE_DIRS` under the repository ``root``
+    (default: this checkout), sorted: what the rebuild fingerprint hashes."""
+    root = root or Path(__file__).resolve().parents[2]
+    return sorted(
+        f
+        for d in BUILD_CODE_DIRS
+        for f in (root / d).rglob("*")
+        if f.suffix in (".py", ".sql") and f.is_file()
+    )
 
 
 def _fingerprint(cfg: Config, registry_path: Path, nodes: pl.DataFrame) -> str:
     """A hash of everything whose change invalidates every row: the registry file, the inventory
     files, the nodes derived from them (or observed), the thresholds, and the code and SQL that
-    compute the tables (a changed definition or column must not leave stale rows behind)."""
+    compute the tables (:func:`build_code_files`: a changed definition or column must not leave
+    stale rows behind)."""
     h = hashlib.sha256()
     root = Path(__file__).resolve().parents[2]
-    for d in _CODE_DIRS:
-        for f in sorted((root / d).rglob("*")):
-            if f.suffix in (".py", ".sql") and f.is_file():
-                h.update(str(f.relative_to(root)).encode())
-                h.update(f.read_bytes())
+    for f in build_code_files(root):
+        h.update(str(f.relative_to(root)).encode())
+        h.update(f.read_bytes())
     files = [registry_path]
     if cfg.inventory_dir.is_dir():
         files += sorted(cfg.inventory_dir.glob("*.csv"))
@@ -337,6 +362,27 @@ def affected_window(days: set[dt.date]) -> tuple[dt.datetime, dt.datetime]:
         dt.datetime(lo.year, lo.month, lo.day, tzinfo=dt.UTC),
         dt.datetime(hi.year, hi.month, hi.day, tzinfo=dt.UTC) + _DAY,
     )
+
+
+def attributed_activity_elsewhere(
+    con: duckdb.DuckDBPyConnection, cluster: str, days: set[dt.date]
+) -> bool:
+    """Whether the stored ``analytics.gpu_activity`` has 5-minute activity attributed to one
+    attempt of ``cluster`` on a UTC day outside ``days`` (False when the table is absent).
+
+    With the window's own activity this decides the one hourly-DCGM fallback rule of
+    :func:`pipelines.analytics.metrics_build.build_metric_tables`: a cluster whose attributed
+    5-minute activity is empty over all time takes its hourly aggregates (3600 s buckets).
+    """
+    from pipelines.analytics.metrics_build import _ONE_JOB
+
+    if not _table_exists(con, "analytics.gpu_activity"):
+        return False
+    rows = con.execute(
+        load_sql("analytics/attributed_activity_outside_days"),
+        {"cluster": cluster, "one_job": list(_ONE_JOB), "days": sorted(days)},
+    ).fetchall()
+    return bool(rows[0][0])
 
 
 def in_days(col: str, days: set[dt.date]) -> pl.Expr:
@@ -581,13 +627,9 @@ def apply_incremental(
             activity = _activity(mem, jobs_c, pod_jobs, buckets=buckets)
             xid = _xid_events(mem)
             wf_activity, bucket_s = activity, 300.0
-            # A full build uses the hourly aggregates for a cluster whose 5-minute activity is
-            # empty over all time; here: a cluster with no 5-minute sample at all.
-            no_samples = not con.execute(
-                "SELECT count(*) FROM (SELECT 1 FROM raw.dcgm_samples WHERE cluster = $c LIMIT 1)",
-                {"c": c},
-            ).fetchall()[0][0]
-            if activity.height == 0 and no_samples:
+            # The full build's rule: hourly aggregates for a cluster whose attributed 5-minute
+            # activity is empty over all time (the window's and the stored other days').
+            if activity.height == 0 and not attributed_activity_elsewhere(con, c, days):
                 hourly = hourly_activity(mem, jobs_c).filter(pl.col("cluster") == c)
                 if hourly.height:
                     wf_activity, bucket_s = hourly, 3600.0

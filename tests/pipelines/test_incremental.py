@@ -169,12 +169,20 @@ def test_rerunning_one_day_touches_only_that_days_rows(two_builds: tuple[Config,
         )
 
 
-def test_incremental_with_hourly_telemetry_equals_full_rebuild(tmp_path: Path) -> None:
+@pytest.mark.parametrize("unattributed_sample", [False, True])
+def test_incremental_with_hourly_telemetry_equals_full_rebuild(
+    tmp_path: Path, unattributed_sample: bool
+) -> None:
     """A scale fleet whose only telemetry is hourly DCGM aggregates (``raw.dcgm_hourly``; no
     5-minute samples): days 1–2 built in full, day 3 loaded and built incrementally. The build
     is incremental (no full-rebuild fallback for hourly data), every core and analytics table
     equals a full rebuild's row for row (floats within 1e-9 relative), and the hourly tables
     rewrote exactly the planned cluster-days, day 3 among them.
+
+    With ``unattributed_sample``, one 5-minute sample of a host no job ran on is loaded on day
+    1: the cluster has 5-minute samples but no attributed 5-minute activity, so the one
+    fallback rule (the full build's) still takes the hourly aggregates on both paths (the
+    incremental path once chose "has a 5-minute sample" instead and observed nothing).
 
     Hand count: the cluster runs in UTC with 16 GPUs, so each planned day is 24
     ``occupancy_hourly`` rows, deleted and inserted; the waterfall rewrites the rows whose hour
@@ -198,11 +206,21 @@ def test_incremental_with_hourly_telemetry_equals_full_rebuild(tmp_path: Path) -
              ("dcgm-hourly", "dcgm_hourly/date=*/*.parquet"))  # fmt: skip
     assert not list(base.glob("dcgm/**/*.*"))  # hourly telemetry only
 
+    stray = tmp_path / "stray_scrape.prom"
+    noon_ms = int(dt.datetime(2026, 3, 2, 12, tzinfo=dt.UTC).timestamp() * 1000)
+    stray.write_text(
+        'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-00000000-0000-0000-0000-000000000001",'
+        f'Hostname="no-such-node"}} 50 {noon_ms}\n'
+    )
+
     def load(con: duckdb.DuckDBPyConnection, days: set[str]) -> None:
         for kind, pattern in kinds:
             for f in sorted(base.glob(pattern)):
                 if file_day(f) in days:
                     ingest_file(con, kind, f, IngestOptions(cluster="scale-a", tz="UTC"))
+        if unattributed_sample and "2026-03-02" in days:
+            st = ingest_file(con, "dcgm", stray, IngestOptions(cluster="scale-a", tz="UTC"))
+            assert (st.rows_loaded, st.rows_rejected) == (1, 0)
 
     wf_on = (
         "SELECT count(*) FROM analytics.gpu_waterfall_hourly"
