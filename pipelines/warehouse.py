@@ -52,6 +52,13 @@ class IngestStats:
     rows_loaded: int
     rows_rejected: int
     replaced_ingests: int
+    #: What the parser says the file leaves out (``info["warnings"]``: a sacct file without
+    #: Start, Submit, End or AllocTRES), for the CLI and the asset log to print.
+    warnings: tuple[str, ...] = ()
+
+
+def _as_list(value: object) -> list[object]:
+    return list(value) if isinstance(value, list | tuple) else []
 
 
 @contextmanager
@@ -238,6 +245,7 @@ def load_parse_results(
         rows_loaded=rows_loaded,
         rows_rejected=rows_rejected,
         replaced_ingests=len(previous),
+        warnings=tuple(str(w) for w in _as_list(info.get("warnings"))),
     )
 
 

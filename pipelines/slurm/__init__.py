@@ -14,6 +14,7 @@ from pipelines._parse_result import ParseResult
 from pipelines.kinds import IngestOptions, InputKind, RawSource, route_by_prefix
 from pipelines.slurm import _cluster_state as cs
 from pipelines.slurm import _reservations as rs
+from pipelines.slurm._sacct_fields import canonical_field
 from pipelines.slurm._sacct_parse import SLURM_ROW_SCHEMA, iter_parse_sacct, parse_sacct
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "SACCT_CHUNK_BYTES",
     "SLURM_STATE",
     "STATE_PREFIXES",
+    "job_view_gaps",
 ]
 
 #: Bytes of a sacct text file parsed at a time (bounds the ingest's memory).
@@ -35,15 +37,59 @@ STATE_PREFIXES = {"events": "slurm-events", "nodes": "slurm-nodes", "sshare": "s
                   "sdiag": "slurm-sdiag"}  # fmt: skip
 
 
+#: sacct fields the job views need (canonical, lower case), each with any field that stands in
+#: for it and what stays empty or wrong without it.
+_JOB_VIEW_FIELDS = (
+    (("start",), "no allocation starts: jobs, occupancy, the waterfall, fairness and "
+     "reliability stay empty"),
+    (("submit", "eligible"), "no wait is known: time to start and pending demand stay empty"),
+    (("end",), "every started job reads as still running up to the data cut-off"),
+    (("alloctres", "allocgres", "reqtres", "reqgres"), "no GPU counts: every job counts 0 GPUs "
+     "in occupancy, the waterfall and fairness"),
+)  # fmt: skip
+
+
+def job_view_gaps(fields: list[str] | None) -> list[str]:
+    """What a sacct file's fields leave out of the job views, one sentence per missing field.
+
+    Args:
+        fields: the file's field names as parsed (``info["fields"]``: header or ``fields``).
+
+    Returns:
+        ``"missing Start: no allocation starts: …"`` sentences, empty when every field the
+        views need (Start, Submit or Eligible, End, AllocTRES or a stand-in) is present. sacct's
+        default field set (JobID, JobName, Partition, Account, AllocCPUS, State, ExitCode)
+        misses all four.
+    """
+    have = {canonical_field(f) for f in fields or []}
+    out = []
+    for names, what in _JOB_VIEW_FIELDS:
+        if not have & set(names):
+            label = " or ".join(n.capitalize() for n in names).replace("tres", "TRES")
+            out.append(f"missing {label.replace('gres', 'GRES')}: {what}")
+    return out
+
+
+def _with_gaps(result: ParseResult) -> ParseResult:
+    if result.info.get("format") != "json":
+        fields = result.info.get("fields")
+        names = [str(f) for f in fields] if isinstance(fields, list) else None
+        result.info["warnings"] = job_view_gaps(names)
+    return result
+
+
 def _sacct(path: Path, o: IngestOptions) -> ParseResult:
-    return parse_sacct(path, fields=o.fields, delimiter=o.delimiter, cluster=o.cluster, tz=o.tz)
+    return _with_gaps(
+        parse_sacct(path, fields=o.fields, delimiter=o.delimiter, cluster=o.cluster, tz=o.tz)
+    )
 
 
 def _sacct_blocks(path: Path, o: IngestOptions) -> Iterator[ParseResult]:
-    return iter_parse_sacct(
+    blocks = iter_parse_sacct(
         path, fields=o.fields, delimiter=o.delimiter, cluster=o.cluster, tz=o.tz,
         chunk_bytes=SACCT_CHUNK_BYTES,
     )  # fmt: skip
+    return (_with_gaps(b) for b in blocks)
 
 
 def _reservations(path: Path, o: IngestOptions) -> ParseResult:
