@@ -6,7 +6,7 @@ import polars as pl
 
 from metrics.schema import CLUSTER, GPUS, PARTITION, START_AT
 
-__all__ = ["DATA_QUALITY_SCHEMA", "gpu_tracking_gaps"]
+__all__ = ["DATA_QUALITY_SCHEMA", "admitted_without_pods", "gpu_tracking_gaps"]
 
 #: One row per finding: ``check`` names the rule, ``value`` its count or share.
 DATA_QUALITY_SCHEMA: dict[str, pl.DataType] = {
@@ -49,4 +49,37 @@ def gpu_tracking_gaps(attempts: pl.LazyFrame, gpu_partitions: pl.LazyFrame) -> p
         pl.lit("GPUs not tracked in AccountingStorageTRES: no allocation carries gres/gpu").alias(
             "detail"
         ),
+    )
+
+
+def admitted_without_pods(jobs: pl.LazyFrame) -> pl.LazyFrame:
+    """Kueue Workloads admitted (quota reserved) whose pods were not loaded.
+
+    Such an attempt reads ``ADMITTED`` in ``jobs``: it no longer waits in the queue, but with no
+    pod nothing says when it ran, so it adds no GPU-seconds. The usual cause is a pod export
+    missing for the namespace or the time.
+
+    Args:
+        jobs: ``jobs`` rows with ``cluster, partition, state, eligible_at``.
+
+    Returns:
+        :data:`DATA_QUALITY_SCHEMA` rows with ``check = 'admitted_without_pods'``, one per
+        cluster, ClusterQueue (``partition``) and UTC day of eligibility, ``value`` = the
+        attempts.
+    """
+    return (
+        jobs.filter(pl.col("state") == "ADMITTED")
+        .group_by(CLUSTER, pl.col("eligible_at").dt.date().alias("day"), PARTITION)
+        .agg(pl.len().cast(pl.Float64).alias("value"))
+        .select(
+            CLUSTER,
+            "day",
+            PARTITION,
+            pl.lit("admitted_without_pods").alias("check"),
+            "value",
+            pl.lit(
+                "Kueue admitted the workload but none of its pods was loaded: not counted as "
+                "running (check the pod export)"
+            ).alias("detail"),
+        )
     )

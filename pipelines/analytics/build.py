@@ -16,7 +16,7 @@ import duckdb
 import polars as pl
 
 from metrics import naive_wait_percentiles, occupancy_hourly
-from metrics.data_quality import DATA_QUALITY_SCHEMA, gpu_tracking_gaps
+from metrics.data_quality import DATA_QUALITY_SCHEMA, admitted_without_pods, gpu_tracking_gaps
 from pipelines.analytics.incremental import (
     INCREMENTAL_TABLES,
     BuildPlan,
@@ -100,7 +100,8 @@ def _inventory(cfg: Config) -> pl.DataFrame:
 def _data_quality(
     con: duckdb.DuckDBPyConnection, s_att: pl.DataFrame, nodes: pl.DataFrame, jobs: pl.DataFrame
 ) -> pl.DataFrame:
-    """Every data-quality finding: GPU tracking gaps, DST repairs, rejects, observed capacity."""
+    """Every data-quality finding: GPU tracking gaps, Kueue admissions without pods, DST
+    repairs, rejects, observed capacity."""
     gpu_parts = (
         pl.concat(
             [
@@ -112,6 +113,8 @@ def _data_quality(
         .unique()
     )
     parts = [gpu_tracking_gaps(s_att.lazy(), gpu_parts.lazy()).collect()]
+    if "state" in jobs.columns and "eligible_at" in jobs.columns:
+        parts.append(admitted_without_pods(jobs.lazy()).collect())
     ingests = _read(con, "raw.ingests")
     if ingests.height:
         info = ingests.select(

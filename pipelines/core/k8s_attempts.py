@@ -42,7 +42,8 @@ Per attempt (times UTC):
   kept in ``end_reason``; finished: succeeded → ``COMPLETED``, failed → ``OUT_OF_MEMORY`` when a
   pod was ``OOMKilled``, else ``FAILED``; pods deleted without finishing → ``CANCELLED``, or
   ``FAILED`` (reason ``BackOff``) when they were in a restart/pull ``BackOff`` loop; else
-  ``RUNNING`` once started, ``PENDING`` before;
+  ``RUNNING`` once started, ``ADMITTED`` when Kueue reserved quota or admitted it but none of
+  its pods was loaded, ``PENDING`` before;
 - gpus = Σ GPUs of the pods bound in the attempt (fractional for MIG/milli-GPUs); req_gpus = the
   Workload's requested GPUs (else Σ over its pods); **gpu_s = Σ per pod of its GPUs × (its end −
   its binding)**, a pod's end being its containers' finish, else its deletion, else the
@@ -773,6 +774,10 @@ def _decide(a: pl.LazyFrame) -> pl.LazyFrame:
         )
         .when(pl.col("_ended_by") == "deleted").then(pl.lit("CANCELLED"))
         .when(pl.col("start_at").is_not_null()).then(pl.lit("RUNNING"))
+        # Kueue reserved quota (or admitted) but no pod of the attempt was loaded: not waiting
+        # in the queue any more, not known to run (a data-quality finding, not PENDING)
+        .when(~has_pods & pl.coalesce("admitted_at", "quota_reserved_at").is_not_null())
+        .then(pl.lit("ADMITTED"))
         .otherwise(pl.lit("PENDING"))
     )  # fmt: skip
     end_at = (
@@ -923,14 +928,24 @@ def pending_workload_attempts(
     This is the ``pending`` input of ``metrics.wait_spells``: ``eligible_at``; ``end_at`` = when
     the wait ended without a start (the workload deleted or evicted while pending, a pod deleted
     while Pending), NULL while still queued (censored at ``as_of``); ``req_gpus`` = requested
-    GPUs; ``state`` ``PENDING`` (still waiting), ``CANCELLED`` or the eviction's state.
+    GPUs; ``state`` ``PENDING`` (still waiting), ``CANCELLED`` or the eviction's state, or
+    ``ADMITTED`` (admitted, pods not loaded), whose wait ends at the admission (``admitted_at``,
+    else ``quota_reserved_at``): censored there, no longer pending demand.
 
     Args:
         attempts: the result of :func:`k8s_attempts`.
         namespace_teams: as for :func:`workload_attempts`.
         queue_teams: as for :func:`workload_attempts`.
     """
-    waiting = attempts.attempts.lazy().filter(pl.col("start_at").is_null())
+    waiting = (
+        attempts.attempts.lazy()
+        .filter(pl.col("start_at").is_null())
+        .with_columns(
+            end_at=pl.when(pl.col("state") == "ADMITTED")
+            .then(pl.coalesce("end_at", "admitted_at", "quota_reserved_at"))
+            .otherwise(pl.col("end_at"))
+        )
+    )
     return _jobs_rows(waiting, namespace_teams, queue_teams)
 
 

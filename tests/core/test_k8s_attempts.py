@@ -19,6 +19,7 @@ from pipelines.analytics.build import JOBS_COLUMNS
 from pipelines.core.k8s_attempts import (
     K8S_ATTEMPT_SCHEMA,
     k8s_attempts,
+    pending_workload_attempts,
     pod_attempts,
     workload_attempts,
 )
@@ -574,3 +575,30 @@ def test_generated_times_are_not_before_creation(fleet_attempts: dict[str, Any])
     assert a.filter(pl.col("end_at") < pl.col("start_at")).height == 0
     assert timedelta(0) <= (a["eligible_at"] - a["created_at"]).max()  # type: ignore[operator]
     assert json.dumps(a["state"].value_counts().rows())  # serialisable summary
+
+
+def test_admitted_workload_without_loaded_pods_reads_admitted() -> None:
+    """The real Kueue Workload of the ESM gang (admitted, fixture ``kueue-crds``) with none of
+    its pods loaded is ADMITTED (quota reserved, pods not observed), not PENDING, and it adds
+    no GPU-seconds; the never-admitted MIG notebook stays PENDING."""
+    a = k8s_attempts(_pods(), None, _workloads(), _local_queues()).attempts
+    esm = a.filter(pl.col("group") == ESM).row(0, named=True)
+    assert esm["state"] == "ADMITTED"
+    assert esm["start_at"] is None and esm["admitted_at"] == _t(7, 4, 23, 35)
+    assert not esm["gpu_s"]
+    mig = a.filter(pl.col("group") == "job-mig-notebook-4b7e0").row(0, named=True)
+    assert mig["state"] == "PENDING"
+
+
+def test_admitted_without_pods_stops_waiting_at_admission() -> None:
+    """As a never-started attempt the ADMITTED gang's wait ends at its admission (censored
+    there, out of pending demand after it); the queued MIG notebook's wait stays open."""
+    att = k8s_attempts(_pods(), None, _workloads(), _local_queues())
+    empty = pl.LazyFrame(schema={"key": pl.String(), "team": pl.String()})
+    pending = pending_workload_attempts(att, empty, empty).collect()
+    esm = pending.filter(pl.col("job_id").str.ends_with(ESM)).row(0, named=True)
+    assert (esm["state"], esm["end_at"]) == ("ADMITTED", _t(7, 4, 23, 35))
+    mig = pending.filter(pl.col("job_id").str.ends_with("job-mig-notebook-4b7e0")).row(
+        0, named=True
+    )
+    assert (mig["state"], mig["end_at"]) == ("PENDING", None)

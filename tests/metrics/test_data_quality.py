@@ -6,7 +6,7 @@ import datetime as dt
 
 import polars as pl
 
-from metrics.data_quality import gpu_tracking_gaps
+from metrics.data_quality import DATA_QUALITY_SCHEMA, admitted_without_pods, gpu_tracking_gaps
 
 
 def test_gpu_partition_day_without_gres_is_flagged_not_zero() -> None:
@@ -33,4 +33,24 @@ def test_gpu_partition_day_without_gres_is_flagged_not_zero() -> None:
     out = gpu_tracking_gaps(att.lazy(), parts.lazy()).collect()
     assert out.select("day", "partition", "check", "value").rows() == [
         (dt.date(2026, 11, 2), "gpu", "gpus_not_tracked", 2.0)
+    ]
+
+
+def test_admitted_without_pods_is_a_finding() -> None:
+    """Two ADMITTED attempts on one ClusterQueue and day, one on another day: two findings with
+    counts 2 and 1; PENDING and RUNNING attempts are not findings."""
+    t = dt.datetime(2026, 11, 7, 4, tzinfo=dt.UTC)
+    jobs = pl.DataFrame(
+        {
+            "cluster": ["k1"] * 5,
+            "partition": ["cq-research"] * 5,
+            "state": ["ADMITTED", "ADMITTED", "ADMITTED", "PENDING", "RUNNING"],
+            "eligible_at": [t, t, t + dt.timedelta(days=1), t, t],
+        }
+    )
+    out = admitted_without_pods(jobs.lazy()).collect().sort("day")
+    assert out.schema == pl.Schema(DATA_QUALITY_SCHEMA)
+    assert out.select("day", "check", "value").rows() == [
+        (dt.date(2026, 11, 7), "admitted_without_pods", 2.0),
+        (dt.date(2026, 11, 8), "admitted_without_pods", 1.0),
     ]
