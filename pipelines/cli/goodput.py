@@ -1,4 +1,5 @@
-"""The ``goodput`` command line."""
+"""The ``goodput`` command line: ``ingest``, ``materialize``, ``sql``, ``generate``, ``app``, and
+the commands of :mod:`pipelines.cli.report` and :mod:`pipelines.cli.k8s_watch` added to it."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ import typer
 
 from pipelines._parse_result import InputFormatError
 from pipelines._progress import progress_bar
+from pipelines.cli.k8s_watch import watch_app
+from pipelines.cli.report import report_app
 from pipelines.config import ConfigError, load_config, repo_root
 from pipelines.kinds import input_kinds
-from pipelines.kubernetes.watch_cli import watch_app
-from pipelines.report.cli import report_app
+
+__all__ = ["app", "main"]
 
 app = typer.Typer(
     help="goodput: where a GPU fleet's GPU-hours go.",
@@ -152,7 +155,7 @@ def materialize(
 ) -> None:
     """Run every asset as Dagster runs: the cluster-day partitions with input as partition-range
     (backfill) runs, then core and analytics (incremental unless --full) and the serving copy."""
-    from pipelines.runner import dagster_env, materialize_all
+    from pipelines.cli.runner import dagster_env, materialize_all
 
     dagster_env()
     try:
