@@ -91,6 +91,12 @@ class Config:
         c = self.cluster(name)
         return c.input_dir if c.input_dir is not None else self.inputs_dir / name
 
+    def cluster_input_dirs(self) -> dict[str, Path]:
+        """Cluster → its input folder (``input_dir``, else ``<inputs>/<cluster>/``), for every
+        configured cluster, or the default cluster alone when none is configured."""
+        names = [c.name for c in self.clusters] or [self.default_cluster]
+        return {name: self.cluster_input_dir(name) for name in names}
+
 
 def _check_tz(name: str, where: str) -> str:
     try:
