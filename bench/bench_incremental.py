@@ -116,7 +116,9 @@ def main() -> None:
     if not (data / "planted.json").exists():
         generate_scale_fleet(data, scfg, progress=False)
     cfg = load_config(write_bench_config(work, data, scfg.cluster, "2025-01-01"))
-    days = sorted({d for _c, d in partitions_with_input(cfg.inputs_dir, [scfg.cluster])})
+    days = sorted(
+        {d for _c, d in partitions_with_input({scfg.cluster: cfg.cluster_input_dir(scfg.cluster)})}
+    )
     out: dict[str, Any] = {"gpus": args.gpus, "days": len(days)}
 
     out["backfill_per_partition_s"] = _backfill(cfg, days, per_partition=True)

@@ -1,8 +1,13 @@
-"""Input files on disk, laid out as ``<inputs>/<cluster>/<kind>/``, assigned to daily partitions."""
+"""Input files on disk, laid out as ``<cluster folder>/<kind>/``, assigned to daily partitions.
+
+A cluster's folder is ``<inputs>/<cluster>/`` unless the config gives it an ``input_dir``
+(:meth:`pipelines.config.Config.cluster_input_dirs`).
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from pathlib import Path
 
 from pipelines.ingest import file_day
@@ -40,11 +45,15 @@ def files_for_day(cluster_dir: Path, kind: str, day: str) -> list[Path]:
     return [p for p in _files(cluster_dir, kind) if _day_of(p) == day]
 
 
-def partitions_with_input(inputs_dir: Path, clusters: list[str]) -> dict[tuple[str, str], set[str]]:
-    """``(cluster, day)`` → the input kinds that have files for it."""
+def partitions_with_input(cluster_dirs: Mapping[str, Path]) -> dict[tuple[str, str], set[str]]:
+    """``(cluster, day)`` → the input kinds that have files for it.
+
+    Args:
+        cluster_dirs: cluster → its input folder (``Config.cluster_input_dirs()``).
+    """
     out: dict[tuple[str, str], set[str]] = {}
-    for cluster in clusters:
+    for cluster, cluster_dir in cluster_dirs.items():
         for kind in KIND_GLOBS:
-            for p in _files(inputs_dir / cluster, kind):
+            for p in _files(cluster_dir, kind):
                 out.setdefault((cluster, _day_of(p)), set()).add(kind)
     return out

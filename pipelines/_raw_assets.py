@@ -12,7 +12,7 @@ from dagster_duckdb import DuckDBResource
 
 from pipelines._sources import InputSource
 from pipelines.config import load_config
-from pipelines.ingest import IngestOptions, ingest_file
+from pipelines.ingest import ingest_configured
 from pipelines.kinds import InputKind, input_kinds
 from pipelines.partitions import split_partition_key
 from pipelines.warehouse import init_warehouse
@@ -88,10 +88,9 @@ def raw_ingest_asset(
                 ccfg = cfg.cluster(cluster)
                 if scheduler and ccfg.scheduler != scheduler:
                     continue
-                opts = IngestOptions(cluster=cluster, tz=ccfg.timezone,
-                                     fields=ccfg.sacct_fields or None, delimiter=None)  # fmt: skip
                 for f in source.fetch(cluster, day):
-                    stats = ingest_file(con, kind, f, opts)
+                    # The configured options, and the zone re-read, of `goodput ingest`.
+                    stats = ingest_configured(con, cfg, kind, f, cluster=cluster)
                     loaded += stats.rows_loaded
                     rejected += stats.rows_rejected
                     n_files += 1

@@ -6,6 +6,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 
 import dagster as dg
+from pydantic import Field
 
 from pipelines._file_source import files_for_day
 
@@ -26,11 +27,24 @@ class InputSource(dg.ConfigurableResource, ABC):  # type: ignore[type-arg]  # Da
 
 
 class FileSource(InputSource):
-    """Exported files under ``<inputs_dir>/<cluster>/<sub-folder>/``; the day is in the name."""
+    """Exported files under ``<inputs_dir>/<cluster>/<sub-folder>/``; the day is in the name.
+
+    Attributes:
+        inputs_dir: the inputs folder, holding one folder per cluster.
+        kind: the input kind (the kinds registry's name).
+        cluster_dirs: cluster → its own input folder, for clusters configured with an
+            ``input_dir`` (``Config.cluster_input_dirs()``); others use ``<inputs_dir>/<cluster>``.
+    """
 
     inputs_dir: str
     kind: str
+    cluster_dirs: dict[str, str] = Field(default_factory=dict)
+
+    def cluster_dir(self, cluster: str) -> Path:
+        """The folder holding ``cluster``'s input sub-folders."""
+        own = self.cluster_dirs.get(cluster)
+        return Path(own) if own else Path(self.inputs_dir) / cluster
 
     def fetch(self, cluster: str, day: str) -> list[Path]:
         """Files of this kind whose name (else modification time) carries ``day``."""
-        return files_for_day(Path(self.inputs_dir) / cluster, self.kind, day)
+        return files_for_day(self.cluster_dir(cluster), self.kind, day)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import dagster as dg
@@ -14,12 +15,16 @@ from pipelines.config import Config
 __all__ = ["build_daily_schedules", "build_new_files_sensor", "input_fingerprints"]
 
 
-def input_fingerprints(inputs_dir: Path, clusters: list[str]) -> dict[str, list[object]]:
-    """Every input file as ``path → [cluster, day, mtime_ns, size]``."""
+def input_fingerprints(cluster_dirs: Mapping[str, Path]) -> dict[str, list[object]]:
+    """Every input file as ``path → [cluster, day, mtime_ns, size]``.
+
+    Args:
+        cluster_dirs: cluster → its input folder (``Config.cluster_input_dirs()``).
+    """
     out: dict[str, list[object]] = {}
-    for cluster in clusters:
+    for cluster, cluster_dir in cluster_dirs.items():
         for kind in KIND_GLOBS:
-            for p in _files(inputs_dir / cluster, kind):
+            for p in _files(cluster_dir, kind):
                 st = p.stat()
                 out[str(p)] = [cluster, _day_of(p), st.st_mtime_ns, st.st_size]
     return out
@@ -35,7 +40,7 @@ def build_new_files_sensor(
     The cursor holds each file's modification time and size; a partition is requested once per
     change (the run key names the partition and the change), then one analytics refresh.
     """
-    clusters = [c.name for c in cfg.clusters] or [cfg.default_cluster]
+    cluster_dirs = cfg.cluster_input_dirs()
 
     @dg.sensor(
         name="new_input_files",
@@ -46,7 +51,7 @@ def build_new_files_sensor(
     )
     def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         seen: dict[str, list[object]] = json.loads(context.cursor) if context.cursor else {}
-        now = input_fingerprints(cfg.inputs_dir, clusters)
+        now = input_fingerprints(cluster_dirs)
         changed = sorted({(v[0], v[1]) for k, v in now.items() if seen.get(k) != v})
         stamp = max((int(str(v[2])) for v in now.values()), default=0)
         requests = [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,6 +91,12 @@ class Config:
         c = self.cluster(name)
         return c.input_dir if c.input_dir is not None else self.inputs_dir / name
 
+    def cluster_input_dirs(self) -> dict[str, Path]:
+        """Cluster → its input folder (``input_dir``, else ``<inputs>/<cluster>/``), for every
+        configured cluster, or the default cluster alone when none is configured."""
+        names = [c.name for c in self.clusters] or [self.default_cluster]
+        return {name: self.cluster_input_dir(name) for name in names}
+
 
 def _check_tz(name: str, where: str) -> str:
     try:
@@ -99,8 +106,20 @@ def _check_tz(name: str, where: str) -> str:
     return name
 
 
+#: What a loaded file's ``Config`` depends on besides its text: the resolved path, the file's
+#: mtime (ns), size and inode (an edited or replaced file is read again), and ``GOODPUT_DB``.
+_CacheKey = tuple[Path, int, int, int, str | None]
+
+#: Resolved config path → (the key it was read under, the ``Config``): one entry per file.
+_LOADED: dict[Path, tuple[_CacheKey, Config]] = {}
+_LOADED_LOCK = threading.Lock()
+
+
 def load_config(path: str | Path | None = None) -> Config:
-    """Load ``goodput.toml``.
+    """Load ``goodput.toml``, read once per process while the file and ``GOODPUT_DB`` stay put.
+
+    A second call returns the same ``Config`` object unless the file's mtime, size or inode or
+    ``GOODPUT_DB`` changed since, in which case the file is read again.
 
     Args:
         path: the file; default ``$GOODPUT_CONFIG`` or ``<repo>/goodput.toml``.
@@ -114,6 +133,31 @@ def load_config(path: str | Path | None = None) -> Config:
     """
     cfg_path = Path(path or os.environ.get("GOODPUT_CONFIG") or repo_root() / "goodput.toml")
     cfg_path = cfg_path.resolve()
+    try:
+        st = cfg_path.stat()
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{cfg_path}: configuration file not found") from exc
+    db_env = os.environ.get("GOODPUT_DB")
+    # A relative GOODPUT_DB resolves against the working directory: key on where it points.
+    key: _CacheKey = (
+        cfg_path,
+        st.st_mtime_ns,
+        st.st_size,
+        st.st_ino,
+        str(Path(db_env).resolve()) if db_env else None,
+    )
+    with _LOADED_LOCK:
+        hit = _LOADED.get(cfg_path)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    cfg = _read_config(cfg_path, db_env)
+    with _LOADED_LOCK:
+        _LOADED[cfg_path] = (key, cfg)
+    return cfg
+
+
+def _read_config(cfg_path: Path, db_env: str | None) -> Config:
+    """Parse and check the file at ``cfg_path`` (resolved); ``db_env`` is ``$GOODPUT_DB``."""
     try:
         raw = tomllib.loads(cfg_path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
@@ -147,7 +191,6 @@ def load_config(path: str | Path | None = None) -> Config:
                 input_dir=p(c["input_dir"]) if "input_dir" in c else inputs_dir / str(c["name"]),
             )
         )
-    db_env = os.environ.get("GOODPUT_DB")
     default_cluster = str(raw.get("default_cluster") or "default")
     return Config(
         path=cfg_path,

@@ -45,10 +45,15 @@ RAW_JOB = "raw_ingest"
 ANALYTICS_JOB = "analytics_refresh"
 
 
+def _cluster_dirs(cfg: Config) -> dict[str, str]:
+    """Cluster → input folder, the file sources' ``cluster_dirs`` (``input_dir`` honoured)."""
+    return {name: str(d) for name, d in cfg.cluster_input_dirs().items()}
+
+
 def _sacct_source(cfg: Config) -> InputSource:
     if cfg.sources.get("sacct") == "cli":
         return SacctCliSource(spool_dir=str(cfg.inputs_dir))
-    return SacctFileSource(inputs_dir=str(cfg.inputs_dir))
+    return SacctFileSource(inputs_dir=str(cfg.inputs_dir), cluster_dirs=_cluster_dirs(cfg))
 
 
 def _slurm_state_source(cfg: Config) -> InputSource:
@@ -56,7 +61,7 @@ def _slurm_state_source(cfg: Config) -> InputSource:
         return SlurmStateCliSource(
             spool_dir=str(cfg.inputs_dir), kinds=["nodes", "events", "sshare"]
         )
-    return SlurmStateFileSource(inputs_dir=str(cfg.inputs_dir))
+    return SlurmStateFileSource(inputs_dir=str(cfg.inputs_dir), cluster_dirs=_cluster_dirs(cfg))
 
 
 def _dcgm_source(cfg: Config) -> InputSource:
@@ -70,7 +75,7 @@ def _dcgm_source(cfg: Config) -> InputSource:
             auth=cfg.prometheus_auth,  # type: ignore[arg-type]  # checked by load_config
             step_s=cfg.prometheus_step_s,
         )
-    return DcgmFileSource(inputs_dir=str(cfg.inputs_dir))
+    return DcgmFileSource(inputs_dir=str(cfg.inputs_dir), cluster_dirs=_cluster_dirs(cfg))
 
 
 def build_defs(cfg: Config | None = None) -> dg.Definitions:
@@ -83,6 +88,7 @@ def build_defs(cfg: Config | None = None) -> dg.Definitions:
     parts = cluster_day_partitions(cfg)
     raw_assets = build_raw_assets(parts)
     inputs = str(cfg.inputs_dir)
+    dirs = _cluster_dirs(cfg)
     raw_job = dg.define_asset_job(
         RAW_JOB,
         selection=dg.AssetSelection.key_prefixes("raw"),
@@ -119,11 +125,11 @@ def build_defs(cfg: Config | None = None) -> dg.Definitions:
             "settings": SettingsResource(config_path=str(cfg.path)),
             "sacct_source": _sacct_source(cfg),
             "slurm_state_source": _slurm_state_source(cfg),
-            "k8s_events_source": K8sEventsFileSource(inputs_dir=inputs),
-            "k8s_pods_source": K8sPodsFileSource(inputs_dir=inputs),
-            "k8s_objects_source": K8sObjectsFileSource(inputs_dir=inputs),
+            "k8s_events_source": K8sEventsFileSource(inputs_dir=inputs, cluster_dirs=dirs),
+            "k8s_pods_source": K8sPodsFileSource(inputs_dir=inputs, cluster_dirs=dirs),
+            "k8s_objects_source": K8sObjectsFileSource(inputs_dir=inputs, cluster_dirs=dirs),
             "dcgm_source": _dcgm_source(cfg),
-            "dcgm_hourly_source": DcgmHourlyFileSource(inputs_dir=inputs),
+            "dcgm_hourly_source": DcgmHourlyFileSource(inputs_dir=inputs, cluster_dirs=dirs),
             "lake": LakeResource(),
         },
     )

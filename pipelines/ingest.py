@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
 from pipelines._parse_result import InputFormatError, ParseResult, empty_rejected
+from pipelines.config import Config
 from pipelines.kinds import (
     IngestOptions,
     InputKind,
@@ -24,7 +28,9 @@ __all__ = [
     "SOURCES",
     "IngestOptions",
     "file_day",
+    "ingest_configured",
     "ingest_file",
+    "ingest_options",
     "parse_file",
     "state_source",
 ]
@@ -93,6 +99,97 @@ def ingest_file(
         source = kind.source_of(path).name
     result = parse_file(source, path, opts)
     return load_parse_result(con, source=source, cluster=opts.cluster, file=path, result=result)
+
+
+def ingest_options(
+    cfg: Config,
+    kind: str,
+    cluster: str | None = None,
+    *,
+    tz: str | None = None,
+    fields: Sequence[str] | None = None,
+    delimiter: str | None = None,
+    scrape_time: dt.datetime | None = None,
+) -> IngestOptions:
+    """How to read a file of ``kind`` for ``cluster``: what is given, else the configured value.
+
+    Args:
+        cfg: configuration (the cluster's zone and sacct field list).
+        kind: input kind, as ``goodput ingest`` names it.
+        cluster: cluster of rows without a Cluster column; default the configured default.
+        tz: IANA zone of naive times; default the cluster's configured ``timezone``.
+        fields: sacct ``--format`` list of headerless files; default the cluster's
+            ``sacct_fields`` (sacct only).
+        delimiter: sacct delimiter (None: detected from a header, else ``|``).
+        scrape_time: time (UTC) of DCGM samples that carry no timestamp.
+
+    Returns:
+        The options; ``fields`` as a tuple, or None when there are none.
+    """
+    name = cluster or cfg.default_cluster
+    own = cfg.cluster(name)
+    if fields is None and kind == "sacct" and own.sacct_fields:
+        fields = own.sacct_fields
+    return IngestOptions(
+        cluster=name,
+        tz=tz or own.timezone,
+        fields=tuple(fields) if fields else None,
+        delimiter=delimiter,
+        scrape_time=scrape_time,
+    )
+
+
+def ingest_configured(
+    con: duckdb.DuckDBPyConnection,
+    cfg: Config,
+    kind: str,
+    path: Path,
+    *,
+    cluster: str | None = None,
+    tz: str | None = None,
+    fields: Sequence[str] | None = None,
+    delimiter: str | None = None,
+    scrape_time: dt.datetime | None = None,
+) -> IngestStats:
+    """Load one file of ``kind`` with options from the config: ``goodput ingest`` and the raw
+    Dagster assets both load through here.
+
+    The file is read with :func:`ingest_options`. Unless ``tz`` is given, a sacct file whose
+    rows all name one cluster (their Cluster column) is read in that cluster's configured zone:
+    when it is not the zone it was read in, the file is read again, the second load replacing
+    the first.
+
+    Args:
+        con: warehouse connection (raw tables created).
+        cfg: configuration.
+        kind: input kind, as ``goodput ingest`` names it.
+        path: the file (``dcgm``: a file or a snapshot folder).
+        cluster: cluster of rows without a Cluster column; default the configured default.
+        tz: IANA zone of naive times, overriding the configured ones.
+        fields: sacct ``--format`` list; default the cluster's ``sacct_fields``.
+        delimiter: sacct delimiter.
+        scrape_time: time (UTC) of DCGM samples that carry no timestamp.
+
+    Returns:
+        The load's stats; ``replaced_ingests`` counts earlier loads of the file, not the first
+        read a zone re-read replaces.
+
+    Raises:
+        InputFormatError: the file cannot be read or is not of the named kind.
+    """
+    opts = ingest_options(
+        cfg, kind, cluster, tz=tz, fields=fields, delimiter=delimiter, scrape_time=scrape_time
+    )
+    stats = ingest_file(con, kind, path, opts)
+    if tz is None and kind == "sacct":
+        named = con.execute(
+            load_sql("raw/clusters_of_ingest"), {"ingest_id": stats.ingest_id}
+        ).fetchall()
+        own = cfg.cluster(named[0][0]).timezone if len(named) == 1 else opts.tz
+        if own != opts.tz:
+            again = ingest_file(con, kind, path, dataclasses.replace(opts, tz=own))
+            stats = dataclasses.replace(again, replaced_ingests=stats.replaced_ingests)
+    return stats
 
 
 def _ingest_split(

@@ -83,7 +83,7 @@ def materialized(
     fleet_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Materialized]:
     """Every partition of the small fleet materialized, then analytics and the serving copy."""
-    from pipelines.runner import materialize_all
+    from pipelines.cli.runner import materialize_all
 
     work = tmp_path_factory.mktemp("warehouse")
     cfg = load_config(write_config(work, days_dir=fleet_dir))

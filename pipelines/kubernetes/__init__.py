@@ -1,8 +1,8 @@
 """Kubernetes inputs: events, pods, Kueue objects and nodes, parsed without Dagster.
 
 :data:`KINDS` is this package's rows of the input-kind registry (:mod:`pipelines.kinds`); the
-Dagster edge is :mod:`pipelines.kubernetes.resources`, the live watch
-:mod:`pipelines.kubernetes.watch_cli`.
+Dagster edge is :mod:`pipelines.kubernetes.resources`; the live Event watch (:func:`watch_events`
+and its :class:`EventSpool`) runs as ``goodput watch k8s`` (:mod:`pipelines.cli.k8s_watch`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pipelines.kinds import IngestOptions, InputKind, RawSource
 from pipelines.kubernetes._events_parse import K8S_EVENT_SCHEMA, parse_k8s_events
 from pipelines.kubernetes._objects import OBJECT_SOURCES, object_schema, parse_k8s_objects
 from pipelines.kubernetes._pods_parse import K8S_POD_SCHEMA, parse_k8s_pods
+from pipelines.kubernetes._watch import EventSpool, WatchStats, core_v1_api, watch_events
 from pipelines.kubernetes._workloads_parse import (
     K8S_WORKLOAD_SCHEMA,
     KUEUE_LOCAL_QUEUE_SCHEMA,
@@ -30,6 +31,10 @@ __all__ = [
     "KINDS",
     "KUEUE_LOCAL_QUEUE_SCHEMA",
     "KUEUE_WAIT_SENTINEL_S",
+    "EventSpool",
+    "WatchStats",
+    "core_v1_api",
+    "watch_events",
 ]
 
 

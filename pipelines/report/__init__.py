@@ -1,7 +1,7 @@
 """Reports for leadership and users: the weekly fairness report, per-job efficiency, KPIs.
 
 Dagster objects live in :mod:`pipelines.report.dagster`, the commands in
-:mod:`pipelines.report.cli` (``report_app``).
+:mod:`pipelines.cli.report` (``report_app``).
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ def test_full_graph_builds_views_and_serving_copy(materialized: Materialized) ->
     cfg = materialized.cfg
     runs = materialized.instance.get_runs()
     assert len(runs) == 2 and all(r.is_success for r in runs)
-    todo = partitions_with_input(cfg.inputs_dir, [c.name for c in cfg.clusters])
+    todo = partitions_with_input(cfg.cluster_input_dirs())
     done = materialized.instance.get_materialized_partitions(dg.AssetKey(["raw", "slurm_rows"]))
     want = {str(dg.MultiPartitionKey({"cluster": c, "date": d})) for c, d in todo if c == "slurm-a"}
     assert want and want <= done

@@ -39,9 +39,7 @@ def _load_day(con: duckdb.DuckDBPyConnection, cfg: Config, day: str) -> int:
 
 
 def _days(cfg: Config) -> list[str]:
-    return sorted(
-        {d for _c, d in partitions_with_input(cfg.inputs_dir, [c.name for c in cfg.clusters])}
-    )
+    return sorted({d for _c, d in partitions_with_input(cfg.cluster_input_dirs())})
 
 
 def _tables(con: duckdb.DuckDBPyConnection) -> list[str]:

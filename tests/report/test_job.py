@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.report.cli import report_app
+from pipelines.cli.report import report_app
 from pipelines.report.job_report import outcome
 from tests.report.conftest import Direct
 

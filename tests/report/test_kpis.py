@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.report.cli import report_app
+from pipelines.cli.report import report_app
 from pipelines.report.kpis import Gauge, format_prometheus
 from tests.report.conftest import Direct
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from pipelines.cli.report import report_app
 from pipelines.report import IsoWeek, ReportError, build_weekly_report, pseudonymise
-from pipelines.report.cli import report_app
 from pipelines.report.weekly import load_recommendations, narrative
 from tests.report.conftest import Direct
 

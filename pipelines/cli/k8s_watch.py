@@ -1,7 +1,7 @@
 """``goodput watch k8s``: the live Event watch as a long-running process.
 
 Kubernetes keeps Events for an hour, so the watch must run all the time, not once a day: this
-command runs :func:`pipelines.kubernetes._watch.watch_events` until it is told to stop, appending
+command runs :func:`pipelines.kubernetes.watch_events` until it is told to stop, appending
 JSON lines to ``<inputs>/<cluster>/k8s/events_<day>.jsonl`` (the file source's ``k8s-events``
 files). Run it under systemd, a Kubernetes Deployment (``--in-cluster``) or ``nohup``.
 
@@ -53,7 +53,7 @@ def run_watch(
     Raises:
         ApiException: an API error other than 410 Gone (e.g. 403 Forbidden).
     """
-    from pipelines.kubernetes._watch import EventSpool, WatchStats, watch_events
+    from pipelines.kubernetes import EventSpool, WatchStats, watch_events
 
     seen: dict[str, WatchStats] = {}
     state = {"stop": False}
@@ -153,7 +153,7 @@ def _api(
     *, host: str | None, kubeconfig: Path | None, context: str | None, in_cluster: bool
 ) -> Any:
     """A ``CoreV1Api`` from a bare host, a kubeconfig (file/context) or the service account."""
-    from pipelines.kubernetes._watch import core_v1_api
+    from pipelines.kubernetes import core_v1_api
 
     if host is not None or in_cluster or (kubeconfig is None and context is None):
         return core_v1_api(host, in_cluster=in_cluster)

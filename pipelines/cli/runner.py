@@ -104,7 +104,7 @@ def materialize_all(
             for key in a.keys:
                 assets_by_name["/".join(key.path)] = a
     clusters = [c.name for c in cfg.clusters] or [cfg.default_cluster]
-    todo = partitions_with_input(cfg.inputs_dir, clusters)
+    todo = partitions_with_input(cfg.cluster_input_dirs())
     keys = sorted(
         k
         for k in todo

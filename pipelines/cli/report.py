@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from pipelines.config import Config, ConfigError, load_config
-from pipelines.report._common import IsoWeek, ReportError
+from pipelines.report import IsoWeek, ReportError
 
 __all__ = ["report_app"]
 

@@ -1,4 +1,5 @@
-"""The ``goodput`` command line."""
+"""The ``goodput`` command line: ``ingest``, ``materialize``, ``sql``, ``generate``, ``app``, and
+the commands of :mod:`pipelines.cli.report` and :mod:`pipelines.cli.k8s_watch` added to it."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ import typer
 
 from pipelines._parse_result import InputFormatError
 from pipelines._progress import progress_bar
+from pipelines.cli.k8s_watch import watch_app
+from pipelines.cli.report import report_app
 from pipelines.config import ConfigError, load_config, repo_root
 from pipelines.kinds import input_kinds
-from pipelines.kubernetes.watch_cli import watch_app
-from pipelines.report.cli import report_app
+
+__all__ = ["app", "main"]
 
 app = typer.Typer(
     help="goodput: where a GPU fleet's GPU-hours go.",
@@ -64,7 +67,7 @@ def ingest(
 ) -> None:
     """Parse input files and load them (re-ingesting a file replaces its earlier load)."""
     from pipelines.analytics.build import rebuild
-    from pipelines.ingest import IngestOptions, ingest_file
+    from pipelines.ingest import ingest_configured, ingest_options
     from pipelines.warehouse import connect, init_warehouse, publish_serving_copy
 
     if source not in _SOURCES:
@@ -74,16 +77,14 @@ def ingest(
     except ConfigError as exc:
         raise _fail(str(exc)) from exc
     target = db or cfg.warehouse_path
-    name = cluster or cfg.default_cluster
-    zone = tz or cfg.cluster(name).timezone
+    field_list = [f.strip() for f in fields.split(",") if f.strip()] if fields else None
+    zone = ingest_options(cfg, source, cluster, tz=tz).tz
     try:
         ZoneInfo(zone)
     except (ZoneInfoNotFoundError, ValueError) as exc:
+        name = cluster or cfg.default_cluster
         where = "--tz" if tz else f"cluster {name!r} timezone in the config"
         raise _fail(f"unknown time zone {zone!r} ({where}); use an IANA name", 2) from exc
-    field_list = [f.strip() for f in fields.split(",") if f.strip()] if fields else None
-    if field_list is None and source == "sacct" and cfg.cluster(name).sacct_fields:
-        field_list = list(cfg.cluster(name).sacct_fields)
     scraped = None
     if scrape_time:
         try:
@@ -98,11 +99,13 @@ def ingest(
         init_warehouse(con)
         for path in paths:
             bar.update(1)
-            opts = IngestOptions(
-                cluster=name, tz=zone, fields=field_list, delimiter=delimiter, scrape_time=scraped
-            )
             try:
-                stats = ingest_file(con, source, path, opts)
+                # Options from the config unless given; a sacct file that names its own cluster
+                # is read in that cluster's zone unless --tz says (the raw assets' code path).
+                stats = ingest_configured(
+                    con, cfg, source, path, cluster=cluster, tz=tz, fields=field_list,
+                    delimiter=delimiter, scrape_time=scraped,
+                )  # fmt: skip
             except InputFormatError as exc:
                 typer.echo(f"goodput: error: {exc}", err=True)
                 errors += 1
@@ -114,22 +117,9 @@ def ingest(
                 )
                 errors += 1
                 continue
-            # A file that names its own cluster is read in that cluster's zone unless --tz says.
-            replaced = stats.replaced_ingests  # of the first read: the re-read replaces that one
-            if tz is None and cluster is None and source == "sacct":
-                clusters = con.execute(
-                    "SELECT DISTINCT cluster FROM raw.slurm_rows WHERE ingest_id = ?",
-                    [stats.ingest_id],
-                ).fetchall()
-                if len(clusters) == 1 and cfg.cluster(clusters[0][0]).timezone != zone:
-                    own = cfg.cluster(clusters[0][0]).timezone
-                    opts = IngestOptions(
-                        cluster=name, tz=own, fields=field_list, delimiter=delimiter
-                    )
-                    stats = ingest_file(con, source, path, opts)
             say(
                 f"{path}: {stats.rows_loaded} rows loaded, {stats.rows_rejected} rejected"
-                + (" (replaced an earlier load)" if replaced else "")
+                + (" (replaced an earlier load)" if stats.replaced_ingests else "")
             )
             if stats.rows_loaded == 0 and stats.rows_rejected == 0:
                 # Not an error (an idle day can be empty), but worth a look: say so on stderr.
@@ -152,7 +142,7 @@ def materialize(
 ) -> None:
     """Run every asset as Dagster runs: the cluster-day partitions with input as partition-range
     (backfill) runs, then core and analytics (incremental unless --full) and the serving copy."""
-    from pipelines.runner import dagster_env, materialize_all
+    from pipelines.cli.runner import dagster_env, materialize_all
 
     dagster_env()
     try:
