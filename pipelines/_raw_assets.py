@@ -9,6 +9,7 @@ from typing import Any
 import dagster as dg
 from dagster import AssetExecutionContext
 from dagster_duckdb import DuckDBResource
+from polars.exceptions import PanicException
 
 from pipelines._sources import InputSource
 from pipelines.config import load_config
@@ -82,6 +83,7 @@ def raw_ingest_asset(
         # order, each file parsed and loaded on its own, so memory stays that of one file.
         keys = [split_partition_key(k) for k in context.partition_keys]
         loaded = rejected = n_files = 0
+        failed: list[str] = []
         with duck.get_connection() as con:
             init_warehouse(con)
             for cluster, day in sorted(keys, key=lambda k: (k[1], k[0])):
@@ -89,14 +91,28 @@ def raw_ingest_asset(
                 if scheduler and ccfg.scheduler != scheduler:
                     continue
                 for f in source.fetch(cluster, day):
-                    # The configured options, and the zone re-read, of `goodput ingest`.
-                    stats = ingest_configured(con, cfg, kind, f, cluster=cluster)
+                    # The configured options, and the zone re-read, of `goodput ingest`; a file
+                    # that fails rolls back alone and the batch goes on (as the CLI).
+                    try:
+                        stats = ingest_configured(con, cfg, kind, f, cluster=cluster)
+                    except (Exception, PanicException) as exc:
+                        failed.append(f"{f}: {type(exc).__name__}: {exc}")
+                        context.log.error(f"{f}: not loaded: {type(exc).__name__}: {exc}")
+                        continue
                     loaded += stats.rows_loaded
                     rejected += stats.rows_rejected
                     n_files += 1
                     context.log.info(
                         f"{f}: {stats.rows_loaded} rows loaded, {stats.rows_rejected} rejected"
                     )
+                    for warning in stats.warnings:
+                        context.log.warning(f"{f}: {warning}")
+        if failed:
+            # the other files are loaded (each in its own transaction); the run says which failed
+            raise dg.Failure(
+                description=f"{len(failed)} file(s) not loaded: " + "; ".join(failed[:5]),
+                metadata={"failed_files": len(failed), "files_loaded": n_files},
+            )
         first, last = min(keys, key=lambda k: k[1]), max(keys, key=lambda k: k[1])
         total = loaded + rejected
         share = rejected / total if total else 0.0

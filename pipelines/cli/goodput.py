@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
 import typer
+from polars.exceptions import PanicException
 
 from pipelines._parse_result import InputFormatError
 from pipelines._progress import progress_bar
@@ -110,7 +111,9 @@ def ingest(
                 typer.echo(f"goodput: error: {exc}", err=True)
                 errors += 1
                 continue
-            except Exception as exc:  # a parser fault: this file rolls back, the batch goes on
+            except (Exception, PanicException) as exc:
+                # a parser fault (a polars panic is a BaseException): this file rolls back, the
+                # batch goes on
                 typer.echo(
                     f"goodput: error: {path}: not loaded, unexpected {type(exc).__name__}: {exc}",
                     err=True,
@@ -121,9 +124,18 @@ def ingest(
                 f"{path}: {stats.rows_loaded} rows loaded, {stats.rows_rejected} rejected"
                 + (" (replaced an earlier load)" if stats.replaced_ingests else "")
             )
+            for warning in stats.warnings:
+                typer.echo(f"goodput: warning: {path}: {warning}", err=True)
             if stats.rows_loaded == 0 and stats.rows_rejected == 0:
                 # Not an error (an idle day can be empty), but worth a look: say so on stderr.
                 typer.echo(f"goodput: warning: no rows found in {path}", err=True)
+            elif stats.rows_loaded == 0:
+                typer.echo(
+                    f"goodput: error: {path}: every row was rejected ({stats.rows_rejected}); "
+                    "see raw.rejected_rows for the reasons",
+                    err=True,
+                )
+                errors += 1
         bar.close()
         rebuild(con, cfg)
     if db is None:

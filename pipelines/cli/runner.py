@@ -18,6 +18,7 @@ from pipelines._file_source import partitions_with_input
 from pipelines._progress import progress_bar
 from pipelines.config import Config, repo_root
 from pipelines.kinds import input_kinds
+from pipelines.run_monitor import free_dead_runs, run_tags
 
 __all__ = ["RunSummary", "dagster_env", "materialize_all"]
 
@@ -97,6 +98,9 @@ def materialize_all(
 
     defs = build_defs(cfg)
     instance = instance or dg.DagsterInstance.get()
+    # A run a killed `goodput materialize` left STARTED holds the duckdb pool slot: free it
+    # first, as Dagster's run monitoring does for daemon-launched runs.
+    free_dead_runs(instance, log=log)
     resources = dict(defs.resources or {})
     assets_by_name = {}
     for a in defs.assets or []:
@@ -128,6 +132,7 @@ def materialize_all(
             raise_on_error=False,
             tags={
                 "goodput/trigger": "goodput materialize",
+                **run_tags(),
                 ASSET_PARTITION_RANGE_START_TAG: str(start),
                 ASSET_PARTITION_RANGE_END_TAG: str(end),
             },
@@ -147,7 +152,7 @@ def materialize_all(
         instance=instance,
         resources=resources,
         raise_on_error=False,
-        tags={"goodput/trigger": "goodput materialize"},
+        tags={"goodput/trigger": "goodput materialize", **run_tags()},
         run_config={**_QUIET, "ops": {"core_and_analytics": {"config": {"full": full}}}},
     )
     runs += 1

@@ -251,3 +251,63 @@ def test_first_load_read_again_in_its_clusters_zone_is_not_a_replacement(tmp_pat
     again = runner.invoke(app, ["ingest", "sacct", str(f), "--db", str(db)])
     assert "replaced an earlier load" in again.stdout
     assert _rows(db, "select count(*) as n from ingests") == [{"n": "1"}]
+
+
+def test_a_polars_panic_does_not_abort_the_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A polars ``PanicException`` is a ``BaseException``, not an ``Exception``: injected in the
+    parser of one file (a real mutated input that panics is not kept; the fault is injected),
+    it is reported by name and the next file still loads. Exit 1."""
+    from polars.exceptions import PanicException
+
+    import pipelines.ingest
+
+    src = FIXTURES / "k8s-events" / "kspan_deploymentUpdateEvents.json"
+    panic = tmp_path / "panic.json"
+    panic.write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+    good = tmp_path / "good.json"
+    good.write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+    real = pipelines.ingest.ingest_file
+
+    def faulty(con, source, path, opts):  # type: ignore[no-untyped-def]
+        if Path(path).name == "panic.json":
+            raise PanicException("injected polars panic")
+        return real(con, source, path, opts)
+
+    monkeypatch.setattr(pipelines.ingest, "ingest_file", faulty)
+    db = tmp_path / "x.duckdb"
+    args = ["ingest", "k8s-events", str(panic), str(good), "--db", str(db), "--cluster", "kind"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1
+    assert "panic.json: not loaded, unexpected PanicException: injected polars panic" in (
+        result.stderr
+    )
+    assert "good.json: 9 rows loaded, 0 rejected" in result.stdout
+
+
+def test_every_row_rejected_exits_1_and_missing_fields_are_named(tmp_path: Path) -> None:
+    """A sacct file whose every row is rejected exits 1 naming it; sacct's default field set
+    loads (exit 0) and warns, per missing field, what stays empty."""
+    bad = tmp_path / "bad.psv"
+    bad.write_text(
+        "JobID|State|Start|End|AllocTRES\n"
+        "1|WEIRD|2026-11-02T10:00:00|2026-11-02T11:00:00|gres/gpu=1\n"
+        "2|ODD|2026-11-02T10:00:00|2026-11-02T11:00:00|gres/gpu=1\n",
+        encoding="utf-8",
+    )
+    db = tmp_path / "x.duckdb"
+    res = runner.invoke(app, ["ingest", "sacct", str(bad), "--db", str(db), "--tz", "UTC"])
+    assert res.exit_code == 1
+    assert "0 rows loaded, 2 rejected" in res.stdout
+    assert f"goodput: error: {bad}: every row was rejected (2)" in res.stderr
+    default = tmp_path / "default.psv"
+    default.write_text(
+        "JobID|JobName|Partition|Account|AllocCPUS|State|ExitCode|\n"
+        "101|train|gpu|team-a|8|COMPLETED|0:0|\n",
+        encoding="utf-8",
+    )
+    res = runner.invoke(app, ["ingest", "sacct", str(default), "--db", str(db), "--tz", "UTC"])
+    assert res.exit_code == 0, res.output
+    assert f"goodput: warning: {default}: missing Start: no allocation starts" in res.stderr
+    assert res.stderr.count("goodput: warning:") == 4
