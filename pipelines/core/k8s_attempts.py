@@ -513,8 +513,12 @@ def _pod_facts(pods: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFrame:
         .group_by("cluster", pl.col("involved_uid").alias("uid"))
         .agg(pl.col("count").sum().alias("_backoffs"))
     )
-    # Sorted by end, so the first non-zero exit is the pod that failed first.
-    p = pods.join(backoff, on=["cluster", "uid"], how="left").sort("_term", nulls_last=True)
+    # Sorted by end, so the first non-zero exit is the pod that failed first; ties (pods ending
+    # in the same second, or not ended) by name and uid, so every ``first()`` below is the same
+    # pod on every build (a join does not keep row order).
+    p = pods.join(backoff, on=["cluster", "uid"], how="left").sort(
+        "_term", "name", "uid", nulls_last=True
+    )
     bound = pl.col("_bound").is_not_null()
     nonzero = pl.col("exit_code").fill_null(0) != 0
     return p.group_by(*G, "attempt").agg(

@@ -602,3 +602,25 @@ def test_admitted_without_pods_stops_waiting_at_admission() -> None:
         0, named=True
     )
     assert (mig["state"], mig["end_at"]) == ("PENDING", None)
+
+
+def test_exit_code_of_a_multi_pod_group_is_deterministic() -> None:
+    """Two pods of one Job fail in the same second with exit codes 3 and 7: the attempt's exit
+    code is the same whatever order the pods arrive in (the tie goes to the pod whose name sorts
+    first, ``w-a`` → 3), as re-running materialize on unchanged input must give."""
+    rows = [
+        _bare(uid=u, name=n, owner_name="w", workload_name="w", phase="Failed",
+              created_at=_t(2, 1), scheduled_at=_t(2, 1), finished_at=_t(2, 2), exit_code=x,
+              termination_reason="Error")
+        for u, n, x in (("u2", "w-b", 7), ("u1", "w-a", 3))
+    ]  # fmt: skip
+    codes = set()
+    for order in (rows, rows[::-1]):
+        jobs = workload_attempts(k8s_attempts(_pods(*order)), *_no_teams()).collect()
+        codes.add(jobs["exit_code"].item())
+    assert codes == {3}
+
+
+def _no_teams() -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    empty = pl.LazyFrame(schema={"key": pl.String(), "team": pl.String()})
+    return empty, empty
