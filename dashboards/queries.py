@@ -669,10 +669,19 @@ def view_columns(path: str) -> pl.DataFrame:
 
 @st.cache_data(ttl=_TTL, max_entries=32)
 def run_sql(path: str, query: str, row_limit: int) -> pl.DataFrame:
-    """Ad hoc read-only SQL through :func:`pipelines.safe_sql.run_query` (at most ``row_limit``).
+    """Ad hoc read-only SQL through :func:`pipelines.safe_sql.run_query` (at most ``row_limit``
+    rows), bounded by the configured time and memory limits (``[sql]`` in ``goodput.toml``).
 
     Raises:
-        SqlRefused: the query writes, reads files, attaches, changes settings or fails.
+        SqlRefused: the query writes, reads files, attaches, changes settings or fails, or a
+            limit stopped it (the message names the limit).
         FileNotFoundError: no serving copy.
     """
-    return run_query(path, query, row_limit=row_limit)
+    cfg = load_config()
+    return run_query(
+        path,
+        query,
+        row_limit=row_limit,
+        time_limit_s=cfg.sql_time_limit_s,
+        memory_limit=cfg.sql_memory_limit,
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
 import tomllib
 from dataclasses import dataclass, field
@@ -78,6 +79,10 @@ class Config:
     #: Days of detail rows (jobs, samples, events) the serving copy keeps before the latest data
     #: cut-off; aggregates are always whole. 0 = every row (``[warehouse] serving_detail_days``).
     serving_detail_days: int = 35
+    #: Ad hoc SQL (``goodput sql``, the SQL page): a statement's time limit in seconds and
+    #: DuckDB's memory limit, no spilling (``[sql] time_limit_s``, ``memory_limit``).
+    sql_time_limit_s: float = 30.0
+    sql_memory_limit: str = "2GB"
 
     def cluster(self, name: str) -> ClusterConfig:
         """The named cluster's settings; an unknown name gets UTC and no field list."""
@@ -224,7 +229,26 @@ def _read_config(cfg_path: Path, db_env: str | None) -> Config:
             ("none", "oidc"),
             f"{cfg_path}: dashboard.auth",
         ),
+        sql_time_limit_s=_positive(
+            raw.get("sql", {}).get("time_limit_s", 30), f"{cfg_path}: sql.time_limit_s"
+        ),
+        sql_memory_limit=_memory(
+            raw.get("sql", {}).get("memory_limit", "2GB"), f"{cfg_path}: sql.memory_limit"
+        ),
     )
+
+
+def _positive(value: object, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ConfigError(f"{where}: must be a positive number of seconds, not {value!r}")
+    return float(value)
+
+
+def _memory(value: object, where: str) -> str:
+    """A DuckDB memory size: a number and a unit (``2GB``, ``512MB``, ``1.5GiB``)."""
+    if not isinstance(value, str) or not re.fullmatch(r"\d+(\.\d+)?\s*[KMGT]i?B", value.strip()):
+        raise ConfigError(f"{where}: must be a size such as '2GB' or '512MB', not {value!r}")
+    return value.strip()
 
 
 def _non_negative_int(value: object, where: str) -> int:

@@ -187,9 +187,16 @@ def sql(
 
     if fmt not in ("table", "csv", "json"):
         raise _fail("--format must be table, csv or json", 2)
-    path = db or load_config().serving_path
     try:
-        df = run_query(path, query, row_limit=limit)
+        cfg = load_config()
+    except ConfigError as exc:
+        raise _fail(str(exc)) from exc
+    path = db or cfg.serving_path
+    try:
+        df = run_query(
+            path, query, row_limit=limit, time_limit_s=cfg.sql_time_limit_s,
+            memory_limit=cfg.sql_memory_limit,
+        )  # fmt: skip
     except (SqlRefused, FileNotFoundError) as exc:
         raise _fail(str(exc)) from exc
     if fmt == "csv":
