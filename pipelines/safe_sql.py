@@ -52,6 +52,7 @@ def open_readonly(
 
     Raises:
         FileNotFoundError: no such database file.
+        SqlRefused: a writer holds the file (the message names it).
     """
     p = Path(path)
     if not p.exists():
@@ -59,7 +60,16 @@ def open_readonly(
     config: dict[str, str | bool | int | float | list[str]] = dict(_LOCKED)
     if memory_limit is not None:
         config.update(memory_limit=memory_limit, temp_directory="")
-    con = duckdb.connect(str(p), read_only=True, config=config)
+    try:
+        con = duckdb.connect(str(p), read_only=True, config=config)
+    except duckdb.IOException as exc:
+        if "Conflicting lock" not in str(exc):
+            raise
+        holder = str(exc).split("Conflicting lock is held in ", 1)[-1].split(". See", 1)[0]
+        raise SqlRefused(
+            f"{p} is open for writing by {holder}: query the serving copy (the default), or "
+            "wait for the writer to finish"
+        ) from exc
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET lock_configuration = true")
     return con

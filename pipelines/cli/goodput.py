@@ -69,7 +69,12 @@ def ingest(
     """Parse input files and load them (re-ingesting a file replaces its earlier load)."""
     from pipelines.analytics.build import rebuild
     from pipelines.ingest import ingest_configured, ingest_options
-    from pipelines.warehouse import connect, init_warehouse, publish_serving_copy
+    from pipelines.warehouse import (
+        WarehouseLocked,
+        connect,
+        init_warehouse,
+        publish_serving_copy,
+    )
 
     if source not in _SOURCES:
         raise _fail(f"unknown source {source!r}; expected one of {', '.join(_SOURCES)}", 2)
@@ -96,48 +101,52 @@ def ingest(
     errors = 0
     bar = progress_bar(len(paths), f"ingest {source}", unit="file")
     say = bar.write if not bar.disable else typer.echo
-    with connect(target) as con:
-        init_warehouse(con)
-        for path in paths:
-            bar.update(1)
-            try:
-                # Options from the config unless given; a sacct file that names its own cluster
-                # is read in that cluster's zone unless --tz says (the raw assets' code path).
-                stats = ingest_configured(
-                    con, cfg, source, path, cluster=cluster, tz=tz, fields=field_list,
-                    delimiter=delimiter, scrape_time=scraped,
-                )  # fmt: skip
-            except InputFormatError as exc:
-                typer.echo(f"goodput: error: {exc}", err=True)
-                errors += 1
-                continue
-            except (Exception, PanicException) as exc:
-                # a parser fault (a polars panic is a BaseException): this file rolls back, the
-                # batch goes on
-                typer.echo(
-                    f"goodput: error: {path}: not loaded, unexpected {type(exc).__name__}: {exc}",
-                    err=True,
+    try:
+        with connect(target) as con:
+            init_warehouse(con)
+            for path in paths:
+                bar.update(1)
+                try:
+                    # Options from the config unless given; a sacct file that names its own cluster
+                    # is read in that cluster's zone unless --tz says (the raw assets' code path).
+                    stats = ingest_configured(
+                        con, cfg, source, path, cluster=cluster, tz=tz, fields=field_list,
+                        delimiter=delimiter, scrape_time=scraped,
+                    )  # fmt: skip
+                except InputFormatError as exc:
+                    typer.echo(f"goodput: error: {exc}", err=True)
+                    errors += 1
+                    continue
+                except (Exception, PanicException) as exc:
+                    # a parser fault (a polars panic is a BaseException): this file rolls back, the
+                    # batch goes on
+                    typer.echo(
+                        f"goodput: error: {path}: not loaded, "
+                        f"unexpected {type(exc).__name__}: {exc}",
+                        err=True,
+                    )
+                    errors += 1
+                    continue
+                say(
+                    f"{path}: {stats.rows_loaded} rows loaded, {stats.rows_rejected} rejected"
+                    + (" (replaced an earlier load)" if stats.replaced_ingests else "")
                 )
-                errors += 1
-                continue
-            say(
-                f"{path}: {stats.rows_loaded} rows loaded, {stats.rows_rejected} rejected"
-                + (" (replaced an earlier load)" if stats.replaced_ingests else "")
-            )
-            for warning in stats.warnings:
-                typer.echo(f"goodput: warning: {path}: {warning}", err=True)
-            if stats.rows_loaded == 0 and stats.rows_rejected == 0:
-                # Not an error (an idle day can be empty), but worth a look: say so on stderr.
-                typer.echo(f"goodput: warning: no rows found in {path}", err=True)
-            elif stats.rows_loaded == 0:
-                typer.echo(
-                    f"goodput: error: {path}: every row was rejected ({stats.rows_rejected}); "
-                    "see raw.rejected_rows for the reasons",
-                    err=True,
-                )
-                errors += 1
-        bar.close()
-        rebuild(con, cfg)
+                for warning in stats.warnings:
+                    typer.echo(f"goodput: warning: {path}: {warning}", err=True)
+                if stats.rows_loaded == 0 and stats.rows_rejected == 0:
+                    # Not an error (an idle day can be empty), but worth a look: say so on stderr.
+                    typer.echo(f"goodput: warning: no rows found in {path}", err=True)
+                elif stats.rows_loaded == 0:
+                    typer.echo(
+                        f"goodput: error: {path}: every row was rejected ({stats.rows_rejected}); "
+                        "see raw.rejected_rows for the reasons",
+                        err=True,
+                    )
+                    errors += 1
+            bar.close()
+            rebuild(con, cfg)
+    except WarehouseLocked as exc:  # another writer holds the file past the wait
+        raise _fail(str(exc)) from exc
     if db is None:
         publish_serving_copy(target, cfg.serving_path, detail_days=cfg.serving_detail_days)
     if errors:
