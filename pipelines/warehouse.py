@@ -41,6 +41,7 @@ __all__ = [
     "lock_holder",
     "publish_serving_copy",
     "raw_table_schemas",
+    "remove_stale_copies",
 ]
 
 #: Raw source (``ingests.source``) → the raw table its parser fills (from the kinds registry).
@@ -392,6 +393,41 @@ def _copy_recent(src: Path, tmp: str, detail_days: int) -> None:
         out.execute("CHECKPOINT")
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_copies(serving: str | Path) -> list[Path]:
+    """Remove the half-written serving copies a killed publish left beside ``serving``.
+
+    A publish writes ``<name>.<pid>.<random>.tmp`` (and DuckDB its ``.wal``); one whose process
+    is gone is removed, as is an older ``<name>.<random>.tmp`` without a pid once an hour old.
+
+    Returns:
+        The files removed.
+    """
+    dst = Path(serving)
+    removed: list[Path] = []
+    for f in sorted(dst.parent.glob(f"{dst.name}.*.tmp*")):
+        if not (f.name.endswith(".tmp") or f.name.endswith(".tmp.wal")):
+            continue
+        middle = f.name[len(dst.name) + 1 :].split(".", 1)[0]
+        if middle.isdigit():
+            stale = not _pid_alive(int(middle))
+        else:
+            stale = time.time() - f.stat().st_mtime > 3600
+        if stale:
+            f.unlink(missing_ok=True)
+            removed.append(f)
+    return removed
+
+
 def publish_serving_copy(
     warehouse: str | Path, serving: str | Path, *, detail_days: int = 0
 ) -> Path:
@@ -419,7 +455,8 @@ def publish_serving_copy(
     with connect(src) as con:
         con.execute("CHECKPOINT")
     dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=dst.name + ".", suffix=".tmp", dir=dst.parent)
+    remove_stale_copies(dst)
+    fd, tmp = tempfile.mkstemp(prefix=f"{dst.name}.{os.getpid()}.", suffix=".tmp", dir=dst.parent)
     os.close(fd)
     try:
         if detail_days > 0:
