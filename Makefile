@@ -10,7 +10,7 @@ export GOODPUT_DAGSTER_DIR := $(ROOT)/.dagster
 export GOODPUT_DAGSTER_LOGS := $(ROOT)/.dagster/logs
 PORT ?= 8501
 
-.PHONY: run test dev install system-deps lint typecheck pytest sample clean
+.PHONY: run test dev install system-deps lint typecheck pytest fuzz sample clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,10 @@ lint: install
 
 typecheck: install
 	$(BIN)/mypy
+
+# The long run of the parser fuzzer (tests/fuzz): 2,000 mutated real inputs per kind, seeded.
+fuzz: install
+	GOODPUT_FUZZ_N=2000 $(BIN)/python -m pytest -q tests/fuzz
 
 pytest: install
 	GOODPUT_REQUIRE_SLURM=1 GOODPUT_REQUIRE_PROMETHEUS=1 GOODPUT_REQUIRE_BROWSER=1 GOODPUT_REQUIRE_MOTO=1 $(BIN)/python -m pytest
