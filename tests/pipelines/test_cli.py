@@ -311,3 +311,19 @@ def test_every_row_rejected_exits_1_and_missing_fields_are_named(tmp_path: Path)
     assert res.exit_code == 0, res.output
     assert f"goodput: warning: {default}: missing Start: no allocation starts" in res.stderr
     assert res.stderr.count("goodput: warning:") == 4
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["ingest", "sacct-json", "x"],
+        ["ingest", "sacct", "x", "--tz", "Mars/Olympus"],
+        ["ingest", "dcgm", "x", "--scrape-time", "yesterday"],
+    ],
+)
+def test_usage_errors_exit_2(args: list[str], tmp_path: Path) -> None:
+    """The README's exit-code table: a usage error (unknown kind, unknown zone, bad time) is 2,
+    one line on stderr."""
+    result = runner.invoke(app, [*args, "--db", str(tmp_path / "x.duckdb")])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("goodput: error:") == 1
