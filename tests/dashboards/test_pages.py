@@ -9,6 +9,7 @@ driven through the URL and the sidebar; the SQL page shows rows for a SELECT and
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 import shutil
 from pathlib import Path
@@ -596,3 +597,21 @@ def test_pseudonymised_users_replaces_whole_words_only() -> None:
     assert out["evidence"].to_list() == [f'{{"users": [{{"user": "{p}", "jobs": 3}}]}}', "{}"]
     assert out["change_text"].to_list() == [f"ask {p} to lower --time (annex)", "nothing personal"]
     assert out["patch_content"].to_list() == [None, p]
+
+
+def test_sql_page_stops_a_runaway_query_naming_the_limit(
+    serving: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``[sql] time_limit_s = 1`` an infinite recursive CTE is stopped: one error element
+    naming the limit, no exception box."""
+    cfg = Path(os.environ["GOODPUT_CONFIG"])
+    limited = tmp_path / "goodput.toml"
+    limited.write_text(cfg.read_text() + '\n[sql]\ntime_limit_s = 1\nmemory_limit = "1GB"\n')
+    monkeypatch.setenv("GOODPUT_CONFIG", str(limited))
+    at = _page("sql_query")
+    runaway = (
+        "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"
+    )
+    at.text_area(key="sql_text").input(runaway).run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["query stopped: time limit of 1 s"]
