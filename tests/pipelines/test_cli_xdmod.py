@@ -22,11 +22,11 @@ XDMOD = FIXTURES / "xdmod"
 runner = CliRunner()
 
 
-def _ingest(db: Path, *files: Path) -> str:
+def _ingest(db: Path, *files: Path, exit_code: int = 0) -> str:
     result = runner.invoke(
         app, ["ingest", "sacct", *map(str, files), "--db", str(db), "--fields", XDMOD_FIELDS]
     )
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == exit_code, result.output
     return result.output
 
 
@@ -103,7 +103,8 @@ def test_running_and_pending_kept_unknown_states_rejected(tmp_path: Path) -> Non
     assert [r["job_id"] for r in jobs] == ["3451067"]  # a pending job is not an attempt
 
     db2 = tmp_path / "y.duckdb"
-    _ingest(db2, XDMOD / "shredder_slurm_input" / "unknown-job-state.log")
+    # every row of the file is rejected: loaded into rejected_rows, and the command exits 1
+    _ingest(db2, XDMOD / "shredder_slurm_input" / "unknown-job-state.log", exit_code=1)
     rej = _sql(db2, "select line_no, field, reason, raw from rejected_rows order by line_no")
     assert [int(r["line_no"]) for r in rej] == [1, 2]
     assert all(r["field"].lower() == "state" for r in rej)
