@@ -3,6 +3,13 @@ priorities, scheduler statistics, reservations), parsed without Dagster.
 
 :data:`KINDS` is this package's rows of the input-kind registry (:mod:`pipelines.kinds`); the
 Dagster edge (file and live twins) is :mod:`pipelines.slurm.resources`.
+
+The parsers are private modules, one per command: ``_sacct_parse`` (``sacct``, with
+``_sacct_layout``, ``_sacct_fields``, ``_sacct_values`` and ``_sacct_json``), ``_scontrol_nodes``
+(``scontrol show nodes``), ``_scontrol_jobs`` (``scontrol show job -d``: the GPU index map),
+``_sacctmgr_events`` (``sacctmgr show event``), ``_sshare``, ``_sprio``, ``_sdiag`` and
+``_reservations`` (``scontrol``/``sacctmgr show reservation``); the cluster-state parsers share
+the Slurm text helpers of ``_text``.
 """
 
 from __future__ import annotations
@@ -12,10 +19,15 @@ from pathlib import Path
 
 from pipelines._parse_result import ParseResult
 from pipelines.kinds import IngestOptions, InputKind, RawSource, route_by_prefix
-from pipelines.slurm import _cluster_state as cs
 from pipelines.slurm import _reservations as rs
 from pipelines.slurm._sacct_fields import canonical_field
 from pipelines.slurm._sacct_parse import SLURM_ROW_SCHEMA, iter_parse_sacct, parse_sacct
+from pipelines.slurm._sacctmgr_events import EVENT_SCHEMA, parse_sacctmgr_events
+from pipelines.slurm._scontrol_jobs import SCONTROL_JOB_SCHEMA, parse_scontrol_jobs
+from pipelines.slurm._scontrol_nodes import NODE_SCHEMA, parse_scontrol_nodes
+from pipelines.slurm._sdiag import SDIAG_SCHEMA, parse_sdiag
+from pipelines.slurm._sprio import SPRIO_SCHEMA, parse_sprio
+from pipelines.slurm._sshare import SSHARE_SCHEMA, parse_sshare
 
 __all__ = [
     "KINDS",
@@ -121,29 +133,29 @@ SLURM_STATE = InputKind(
         RawSource(
             "slurm-events",
             "raw.slurm_events",
-            cs.EVENT_SCHEMA,
-            lambda p, o: cs.parse_sacctmgr_events(p, cluster=o.cluster, tz=o.tz),
+            EVENT_SCHEMA,
+            lambda p, o: parse_sacctmgr_events(p, cluster=o.cluster, tz=o.tz),
             freshness="sacct",
         ),
         RawSource(
             "slurm-nodes",
             "raw.slurm_nodes",
-            cs.NODE_SCHEMA,
-            lambda p, o: cs.parse_scontrol_nodes(p, cluster=o.cluster, tz=o.tz),
+            NODE_SCHEMA,
+            lambda p, o: parse_scontrol_nodes(p, cluster=o.cluster, tz=o.tz),
             freshness="sacct",
         ),
         RawSource(
             "sshare",
             "raw.sshare",
-            cs.SSHARE_SCHEMA,
-            lambda p, o: cs.parse_sshare(p, cluster=o.cluster),
+            SSHARE_SCHEMA,
+            lambda p, o: parse_sshare(p, cluster=o.cluster),
             freshness="sacct",
         ),
         RawSource(
             "slurm-jobs-gres",
             "raw.slurm_job_gres",
-            cs.SCONTROL_JOB_SCHEMA,
-            lambda p, o: cs.parse_scontrol_jobs(p, cluster=o.cluster, tz=o.tz),
+            SCONTROL_JOB_SCHEMA,
+            lambda p, o: parse_scontrol_jobs(p, cluster=o.cluster, tz=o.tz),
             freshness="sacct",
         ),
         RawSource(
@@ -156,15 +168,15 @@ SLURM_STATE = InputKind(
         RawSource(
             "slurm-sprio",
             "raw.slurm_sprio",
-            cs.SPRIO_SCHEMA,
-            lambda p, o: cs.parse_sprio(p, cluster=o.cluster),
+            SPRIO_SCHEMA,
+            lambda p, o: parse_sprio(p, cluster=o.cluster),
             freshness="sacct",
         ),
         RawSource(
             "slurm-sdiag",
             "raw.slurm_sdiag",
-            cs.SDIAG_SCHEMA,
-            lambda p, o: cs.parse_sdiag(p, cluster=o.cluster),
+            SDIAG_SCHEMA,
+            lambda p, o: parse_sdiag(p, cluster=o.cluster),
             freshness="sacct",
         ),
     ),

@@ -33,21 +33,22 @@ from zoneinfo import ZoneInfo
 import polars as pl
 
 from pipelines._parse_result import InputFormatError, ParseResult
-from pipelines.slurm._cluster_state import (
-    _BadValue,
-    _float,
-    _header_key,
-    _int,
-    _node_tokens,
-    _Out,
-    _psv_line,
-    _psv_names,
-    _read_text,
-    _records,
-    _time,
-    _zone,
-)
 from pipelines.slurm._sacct_values import expand_nodelist, gpus_from_tres
+from pipelines.slurm._text import (
+    UTC,
+    BadValue,
+    Collected,
+    header_key,
+    iter_records,
+    key_tokens,
+    psv_line,
+    psv_names,
+    read_text,
+    slurm_time,
+    time_zone,
+    to_float,
+    to_int,
+)
 
 __all__ = [
     "RESERVATION_HISTORY_FIELDS",
@@ -55,8 +56,6 @@ __all__ = [
     "parse_sacctmgr_reservations",
     "parse_scontrol_reservations",
 ]
-
-_UTC: Final = pl.Datetime("us", "UTC")
 
 #: The ``sacctmgr show reservation format=`` the live ``reservation_history`` kind asks for.
 RESERVATION_HISTORY_FIELDS: Final = "Cluster,Name,ID,Start,End,NodeNames,Flags,TRES,UnusedWall"
@@ -77,8 +76,8 @@ RESERVATION_SCHEMA: dict[str, pl.DataType] = {
     "cluster": pl.String(),
     "name": pl.String(),
     "reservation_id": pl.Int64(),
-    "start_at": _UTC,
-    "end_at": _UTC,
+    "start_at": UTC,
+    "end_at": UTC,
     "duration_s": pl.Int64(),
     "nodes": pl.List(pl.String()),
     "node_count": pl.Int64(),
@@ -91,7 +90,7 @@ RESERVATION_SCHEMA: dict[str, pl.DataType] = {
     "tres": pl.String(),
     "gpus": pl.Float64(),
     "unused_s": pl.Float64(),
-    "snapshot_at": _UTC,
+    "snapshot_at": UTC,
     "file": pl.String(),
     "line_no": pl.Int64(),
 }
@@ -115,14 +114,14 @@ def _duration_s(value: str | None) -> int | None:
     """``[D-]HH:MM:SS`` / ``MM:SS`` → seconds; None for NULL or ``UNLIMITED``.
 
     Raises:
-        _BadValue: another form.
+        BadValue: another form.
     """
     text = _text(value)
     if text is None or text.upper() in ("UNLIMITED", "INFINITE"):
         return None
     m = _DURATION.match(text)
     if m is None:
-        raise _BadValue("Duration", f"not a duration: {text!r}")
+        raise BadValue("Duration", f"not a duration: {text!r}")
     days, hours = int(m.group("d") or 0), int(m.group("h") or 0)
     return ((days * 24 + hours) * 60 + int(m.group("m"))) * 60 + int(m.group("s"))
 
@@ -134,17 +133,17 @@ def _row(
     """One reservation row from its values (scontrol keys; history columns mapped onto them).
 
     Raises:
-        _BadValue: no name, an unreadable time, duration, host list, count or TRES, or an end
+        BadValue: no name, an unreadable time, duration, host list, count or TRES, or an end
             before the start.
     """
     name = _text(values.get("ReservationName"))
     if name is None:
-        raise _BadValue("ReservationName", "empty reservation name")
-    start = _time(values.get("StartTime", ""), zone, "StartTime", dst)
-    end = _time(values.get("EndTime", ""), zone, "EndTime", dst)
+        raise BadValue("ReservationName", "empty reservation name")
+    start = slurm_time(values.get("StartTime", ""), zone, "StartTime", dst)
+    end = slurm_time(values.get("EndTime", ""), zone, "EndTime", dst)
     if start is not None and end is not None:
         if end < start:
-            raise _BadValue("EndTime", f"end {end.isoformat()} before start {start.isoformat()}")
+            raise BadValue("EndTime", f"end {end.isoformat()} before start {start.isoformat()}")
         duration: int | None = int((end - start).total_seconds())
     else:
         duration = _duration_s(values.get("Duration"))
@@ -152,19 +151,19 @@ def _row(
     try:
         nodes = expand_nodelist(raw_nodes) if raw_nodes else []
     except ValueError as err:
-        raise _BadValue("Nodes", f"bad host list {raw_nodes!r}: {err}") from err
-    count = _int(values.get("NodeCnt", ""), "NodeCnt")
+        raise BadValue("Nodes", f"bad host list {raw_nodes!r}: {err}") from err
+    count = to_int(values.get("NodeCnt", ""), "NodeCnt")
     flags = [f.upper() for f in _list(values.get("Flags"))]
     tres = _text(values.get("TRES"))
     try:
         gpus = gpus_from_tres(tres) if tres and "gres/gpu" in tres else None
     except ValueError as err:
-        raise _BadValue("TRES", f"bad TRES {tres!r}: {err}") from err
+        raise BadValue("TRES", f"bad TRES {tres!r}: {err}") from err
     rid = values.get("ID")
     return {
         "cluster": _text(values.get("Cluster")) or cluster,
         "name": name,
-        "reservation_id": _int(rid, "ID") if rid is not None else None,
+        "reservation_id": to_int(rid, "ID") if rid is not None else None,
         "start_at": start,
         "end_at": end,
         "duration_s": duration,
@@ -178,7 +177,9 @@ def _row(
         "partition": _text(values.get("PartitionName")),
         "tres": tres,
         "gpus": gpus,
-        "unused_s": _float(values["UnusedWall"], "UnusedWall") if "UnusedWall" in values else None,
+        "unused_s": (
+            to_float(values["UnusedWall"], "UnusedWall") if "UnusedWall" in values else None
+        ),
         "snapshot_at": snap,
         "file": file,
         "line_no": line_no,
@@ -213,15 +214,15 @@ def parse_scontrol_reservations(
         InputFormatError: the file cannot be read, ``tz`` is unknown, or the file holds neither
             a ``ReservationName=`` record nor "No reservations in the system" while not empty.
     """
-    file, lines = _read_text(path, text)
-    zone = _zone(tz, file)
-    out = _Out(file)
+    file, lines = read_text(path, text)
+    zone = time_zone(tz, file)
+    out = Collected(file)
     snap = snapshot_at.astimezone(dt.UTC) if snapshot_at else None
     dst = [0]
     head = "ReservationName="
     records = [
         (first, last, record)
-        for first, last, record in _records(lines, head)
+        for first, last, record in iter_records(lines, head)
         if not (len(record) == 1 and record[0].strip() == _NO_RESERVATIONS)
     ]
     if records and not any(rec[0].startswith(head) for _f, _l, rec in records):
@@ -234,7 +235,7 @@ def parse_scontrol_reservations(
         try:
             out.rows.append(
                 _row(
-                    _node_tokens(record),
+                    key_tokens(record),
                     cluster=cluster,
                     zone=zone,
                     dst=dst,
@@ -244,7 +245,7 @@ def parse_scontrol_reservations(
                     history=False,
                 )
             )
-        except _BadValue as err:
+        except BadValue as err:
             out.reject(first, raw, str(err), field_name=err.field_name, line_end=last)
     return out.result(RESERVATION_SCHEMA, {"reservations": len(out.rows), "dst_adjusted": dst[0]})
 
@@ -289,15 +290,15 @@ def parse_sacctmgr_reservations(
         InputFormatError: the file cannot be read, ``tz`` is unknown, or its first line is not a
             reservation header (no ``Name`` column).
     """
-    file, lines = _read_text(path, text)
-    zone = _zone(tz, file)
-    out = _Out(file)
+    file, lines = read_text(path, text)
+    zone = time_zone(tz, file)
+    out = Collected(file)
     snap = snapshot_at.astimezone(dt.UTC) if snapshot_at else None
     dst = [0]
     if not lines or not lines[0].strip():
         return out.result(RESERVATION_SCHEMA, {"fields": [], "dst_adjusted": 0})
-    names = _psv_names(lines[0])
-    keys = [_HISTORY_COLUMNS.get(_header_key(n)) for n in names]
+    names = psv_names(lines[0])
+    keys = [_HISTORY_COLUMNS.get(header_key(n)) for n in names]
     if "ReservationName" not in keys:
         raise InputFormatError(
             file, f"first line {lines[0]!r} is not a `sacctmgr show reservation` header"
@@ -315,5 +316,5 @@ def parse_sacctmgr_reservations(
             line_no=no,
             history=True,
         )
-        _psv_line(out, no, line, keys, build, width_reason=f"expected {len(names)} fields")
+        psv_line(out, no, line, keys, build, width_reason=f"expected {len(names)} fields")
     return out.result(RESERVATION_SCHEMA, {"fields": names, "dst_adjusted": dst[0]})

@@ -18,8 +18,8 @@ from pydantic import Field
 
 from pipelines._sources import FileSource, InputSource
 from pipelines.slurm import SACCT, SLURM_STATE
-from pipelines.slurm._cluster_state import SPRIO_FORMAT
 from pipelines.slurm._reservations import RESERVATION_HISTORY_FIELDS
+from pipelines.slurm._sprio import SPRIO_FORMAT
 
 __all__ = [
     "EVENT_FIELDS",
@@ -174,14 +174,14 @@ class SlurmStateCliSource(InputSource):
     """Runs Slurm's cluster-state commands for one UTC day and spools each output to a file.
 
     Files: ``<spool_dir>/<cluster>/slurm_state/<kind>_<day>.txt`` for the kinds of
-    :data:`STATE_KINDS`, read by :mod:`pipelines.slurm._cluster_state`:
+    :data:`STATE_KINDS`, each read by its command's parser in :mod:`pipelines.slurm`:
 
     - ``nodes``: ``scontrol --oneliner show nodes`` (the node inventory, now);
     - ``events``: ``sacctmgr --parsable2 show event`` with ``Start``/``End`` bounding the day
       (sacctmgr lists every event that overlaps it, open ones included) and
       ``Format=`` :data:`EVENT_FIELDS`: cluster TRES registrations and node down/drain spans;
     - ``sshare``: ``sshare --all --long --parsable2`` (fair share, now);
-    - ``sprio``: ``sprio --format`` :data:`~pipelines.slurm._cluster_state.SPRIO_FORMAT`
+    - ``sprio``: ``sprio --format`` :data:`~pipelines.slurm._sprio.SPRIO_FORMAT`
       (pending jobs' priority factors, now; sprio has no ``--parsable2``);
     - ``sdiag``: ``sdiag`` (scheduler and backfill statistics, now);
     - ``jobs``: ``scontrol --details --oneliner show job`` (every job slurmctld holds, with the

@@ -26,7 +26,7 @@ from pipelines.analytics.metrics_build import (
     job_gpu_summary,
 )
 from pipelines.dcgm._dcgm_parse import DCGM_SAMPLE_SCHEMA
-from pipelines.slurm._cluster_state import SCONTROL_JOB_SCHEMA
+from pipelines.slurm._scontrol_jobs import SCONTROL_JOB_SCHEMA
 from pipelines.warehouse import init_warehouse
 
 UTC = dt.UTC

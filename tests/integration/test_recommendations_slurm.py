@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from metrics.recommendations import lemon_nodes, reservations_idle, slurm_fairshare_drift
-from pipelines.slurm._cluster_state import parse_sshare
+from pipelines.slurm._sshare import parse_sshare
 from tests.integration.slurm import (
     CLUSTER_NAME,
     DEFAULT_ACCOUNTS,

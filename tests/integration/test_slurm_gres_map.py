@@ -3,7 +3,7 @@
 Two jobs that sleep — a 2-node 16-GPU job and a 3-GPU job — are submitted, and once they run the
 live source's ``jobs`` command (:class:`~pipelines.slurm.resources.SlurmStateCliSource`,
 ``kinds=["jobs"]``, run with the cluster's environment) is spooled and parsed with
-:func:`~pipelines.slurm._cluster_state.parse_scontrol_jobs`. The rows are checked against
+:func:`~pipelines.slurm._scontrol_jobs.parse_scontrol_jobs`. The rows are checked against
 ``scontrol show job -d`` (printed by the test; run ``pytest -s`` to see it), read here with a
 plain regular expression and python-hostlist, and against what the jobs asked for: 8 GPUs on
 each of 2 nodes, 3 distinct GPUs on one node.
@@ -29,7 +29,7 @@ import pytest
 
 from pipelines._parse_result import ParseResult
 from pipelines.ingest import IngestOptions, ingest_file
-from pipelines.slurm._cluster_state import parse_scontrol_jobs
+from pipelines.slurm._scontrol_jobs import parse_scontrol_jobs
 from pipelines.slurm.resources import SlurmStateCliSource
 from pipelines.warehouse import connect, init_warehouse
 from tests.integration.slurm import (

@@ -34,14 +34,11 @@ from pipelines.analytics.build import rebuild
 from pipelines.config import Config, load_config
 from pipelines.core.node_states import registered_gpu_seconds_hourly
 from pipelines.ingest import IngestOptions, ingest_file
-from pipelines.slurm._cluster_state import (
-    inventory_from_nodes,
-    parse_sacctmgr_events,
-    parse_scontrol_nodes,
-    parse_sdiag,
-    parse_sprio,
-    parse_sshare,
-)
+from pipelines.slurm._sacctmgr_events import parse_sacctmgr_events
+from pipelines.slurm._scontrol_nodes import inventory_from_nodes, parse_scontrol_nodes
+from pipelines.slurm._sdiag import parse_sdiag
+from pipelines.slurm._sprio import parse_sprio
+from pipelines.slurm._sshare import parse_sshare
 from pipelines.slurm.resources import SacctCliSource, SlurmStateCliSource
 from pipelines.warehouse import IngestStats, connect, init_warehouse
 from tests.conftest import FIXTURES, write_config

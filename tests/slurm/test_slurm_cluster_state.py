@@ -18,16 +18,11 @@ import pytest
 
 from pipelines._parse_result import InputFormatError
 from pipelines.core.node_states import node_event_gpu_seconds_hourly, registered_gpu_seconds_hourly
-from pipelines.slurm._cluster_state import (
-    SPRIO_FORMAT,
-    gres_gpus,
-    inventory_from_nodes,
-    parse_sacctmgr_events,
-    parse_scontrol_nodes,
-    parse_sdiag,
-    parse_sprio,
-    parse_sshare,
-)
+from pipelines.slurm._sacctmgr_events import parse_sacctmgr_events
+from pipelines.slurm._scontrol_nodes import gres_gpus, inventory_from_nodes, parse_scontrol_nodes
+from pipelines.slurm._sdiag import parse_sdiag
+from pipelines.slurm._sprio import SPRIO_FORMAT, parse_sprio
+from pipelines.slurm._sshare import parse_sshare
 from pipelines.slurm.resources import (
     EVENT_FIELDS,
     SACCT_FIELDS,

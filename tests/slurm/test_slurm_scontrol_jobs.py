@@ -18,7 +18,7 @@ import pytest
 from pipelines._file_source import files_for_day
 from pipelines._parse_result import InputFormatError
 from pipelines.ingest import IngestOptions, ingest_file, parse_file, state_source
-from pipelines.slurm._cluster_state import SCONTROL_JOB_SCHEMA, parse_scontrol_jobs
+from pipelines.slurm._scontrol_jobs import SCONTROL_JOB_SCHEMA, parse_scontrol_jobs
 from pipelines.slurm.resources import STATE_KINDS, SlurmStateCliSource
 from pipelines.warehouse import RAW_TABLES, connect, init_warehouse
 
