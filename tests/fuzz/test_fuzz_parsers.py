@@ -11,8 +11,8 @@ a lone surrogate escape, deep nesting, a huge integer). For every input the kind
 - keep its rejected rows' reasons non-empty.
 
 ``make test`` runs ``GOODPUT_FUZZ_N`` (default 40) inputs per kind, seeded; ``make fuzz`` runs
-2,000 per kind (figures in BENCHMARKS.md). A failing input is written under ``$TMPDIR`` and its
-seed is in the assertion message, so it can be replayed.
+4,000 per kind, 20,000 in all. A failing input is written under the test's temporary folder and
+the seed is in the assertion message, so it can be replayed.
 """
 
 from __future__ import annotations
