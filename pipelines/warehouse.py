@@ -150,10 +150,27 @@ def ensure_raw_tables(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def init_warehouse(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the schemas and bookkeeping tables; idempotent."""
-    for name in ("raw/create_schemas", "raw/create_ingests", "raw/create_rejected_rows"):
-        con.execute(load_sql(name))
-    ensure_raw_tables(con)
+    """Create the schemas and bookkeeping tables; idempotent.
+
+    One transaction (unless the caller already holds one), so a process killed midway leaves
+    the file with every raw table or none of them, never some.
+    """
+    try:
+        con.execute("BEGIN TRANSACTION")
+    except duckdb.TransactionException:
+        own = False  # the caller's transaction
+    else:
+        own = True
+    try:
+        for name in ("raw/create_schemas", "raw/create_ingests", "raw/create_rejected_rows"):
+            con.execute(load_sql(name))
+        ensure_raw_tables(con)
+    except BaseException:
+        if own:
+            con.execute("ROLLBACK")
+        raise
+    if own:
+        con.execute("COMMIT")
 
 
 def _sha256(path: Path) -> str | None:
