@@ -17,6 +17,8 @@ from collections.abc import Callable
 
 import dagster as dg
 
+from pipelines.warehouse import pid_alive
+
 __all__ = ["HOST_TAG", "PID_TAG", "free_dead_runs", "run_tags"]
 
 #: The tags naming the process that runs a ``goodput materialize`` run.
@@ -33,17 +35,6 @@ _IN_PROGRESS = [
 def run_tags() -> dict[str, str]:
     """The host and process id tags of a run this process runs in-process."""
     return {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())}
-
-
-def _alive(pid: int) -> bool:
-    """Whether a process ``pid`` exists on this host (signal 0 checks without sending)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # it exists, owned by another user
-    return True
 
 
 def free_dead_runs(instance: dg.DagsterInstance, log: Callable[[str], None] = print) -> list[str]:
@@ -69,7 +60,7 @@ def free_dead_runs(instance: dg.DagsterInstance, log: Callable[[str], None] = pr
         if run.tags.get(HOST_TAG) != host or not pid_text or not pid_text.isdigit():
             continue
         pid = int(pid_text)
-        if pid == os.getpid() or _alive(pid):
+        if pid == os.getpid() or pid_alive(pid):
             continue
         instance.report_run_failed(
             run, f"the process that ran it (pid {pid} on {host}) is gone; freed by goodput"

@@ -39,6 +39,7 @@ __all__ = [
     "load_parse_result",
     "load_parse_results",
     "lock_holder",
+    "pid_alive",
     "publish_serving_copy",
     "raw_table_schemas",
     "remove_stale_copies",
@@ -410,7 +411,8 @@ def _copy_recent(src: Path, tmp: str, detail_days: int) -> None:
         out.execute("CHECKPOINT")
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this host (signal 0 checks without sending)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -436,7 +438,7 @@ def remove_stale_copies(serving: str | Path) -> list[Path]:
             continue
         middle = f.name[len(dst.name) + 1 :].split(".", 1)[0]
         if middle.isdigit():
-            stale = not _pid_alive(int(middle))
+            stale = not pid_alive(int(middle))
         else:
             stale = time.time() - f.stat().st_mtime > 3600
         if stale:
