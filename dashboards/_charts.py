@@ -7,7 +7,7 @@ from typing import Any
 import polars as pl
 import streamlit as st
 
-from pipelines.safe_sql import flat_for_csv
+from pipelines.warehouse.safe_sql import flat_for_csv
 
 __all__ = ["LEAF_COLORS", "chart", "csv_bytes", "download", "table"]
 
@@ -30,7 +30,8 @@ LEAF_COLORS: dict[str, str] = {
 
 
 def csv_bytes(df: pl.DataFrame) -> bytes:
-    """``df`` as UTF-8 CSV; nested columns as text (see :func:`pipelines.safe_sql.flat_for_csv`:
+    """``df`` as UTF-8 CSV; nested columns as text (see
+    :func:`pipelines.warehouse.safe_sql.flat_for_csv`:
     lists of scalars joined with commas, structs and nested lists as JSON)."""
     return flat_for_csv(df).write_csv().encode("utf-8")
 

@@ -25,8 +25,8 @@ from metrics import nearest_rank, wait_percentiles_km
 from metrics.schema import SIZE_BUCKETS, WATERFALL_LEAVES
 from pipelines.config import load_config
 from pipelines.privacy import pseudonymise, show_user_names
-from pipelines.safe_sql import run_query
-from pipelines.sql import load_sql
+from pipelines.warehouse.safe_sql import run_query
+from pipelines.warehouse.sql import load_sql
 
 __all__ = [
     "BUCKET_ORDER",
@@ -669,7 +669,8 @@ def view_columns(path: str) -> pl.DataFrame:
 
 @st.cache_data(ttl=_TTL, max_entries=32)
 def run_sql(path: str, query: str, row_limit: int) -> pl.DataFrame:
-    """Ad hoc read-only SQL through :func:`pipelines.safe_sql.run_query` (at most ``row_limit``
+    """Ad hoc read-only SQL through :func:`pipelines.warehouse.safe_sql.run_query`
+    (at most ``row_limit``
     rows), bounded by the configured time and memory limits (``[sql]`` in ``goodput.toml``).
 
     Raises:

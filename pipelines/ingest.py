@@ -21,8 +21,8 @@ from pipelines.kinds import (
     raw_source,
     raw_sources,
 )
-from pipelines.sql import load_sql
 from pipelines.warehouse import IngestStats, load_parse_result, load_parse_results
+from pipelines.warehouse.sql import load_sql
 
 __all__ = [
     "SOURCES",

@@ -8,7 +8,7 @@ import dagster as dg
 
 from pipelines._raw_assets import SettingsResource
 from pipelines.config import load_config
-from pipelines.lake import DEFAULT_LAKE_TABLES, export_lake
+from pipelines.warehouse.lake import DEFAULT_LAKE_TABLES, export_lake
 
 __all__ = ["LAKE_EXPORT_KEY", "LAKE_URL_ENV", "LakeResource", "lake_export"]
 

@@ -47,8 +47,8 @@ from metrics.recommendations import (
 from metrics.scheduler_model import SchedulerSettings
 from pipelines.config import Config
 from pipelines.core import load_registry
-from pipelines.sql import load_sql
 from pipelines.warehouse import connect
+from pipelines.warehouse.sql import load_sql
 
 __all__ = [
     "ACTIVITY_METRIC",

@@ -7,7 +7,7 @@ import polars as pl
 import streamlit as st
 
 from dashboards import _charts, queries
-from pipelines.safe_sql import SqlRefused
+from pipelines.warehouse.safe_sql import SqlRefused
 
 DEFAULT_QUERY = (
     "SELECT cluster, day, occupancy, allocated_gpu_s / 3600 AS allocated_gpu_h\n"

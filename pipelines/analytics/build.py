@@ -40,7 +40,7 @@ from pipelines.core import (
     shares_at_window_start,
     with_as_of,
 )
-from pipelines.sql import SQL_DIR
+from pipelines.warehouse.sql import SQL_DIR
 
 __all__ = ["JOBS_COLUMNS", "VIEWS", "create_views", "rebuild"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dagster as dg
 import duckdb
 
-from pipelines.sql import load_sql
+from pipelines.warehouse.sql import load_sql
 
 __all__ = [
     "ALLOCATED_WITHIN_CAPACITY",

@@ -41,7 +41,7 @@ import polars as pl
 from pipelines.config import Config
 from pipelines.ingest import file_day
 from pipelines.kinds import raw_sources
-from pipelines.sql import load_sql
+from pipelines.warehouse.sql import load_sql
 
 __all__ = [
     "INCREMENTAL_TABLES",

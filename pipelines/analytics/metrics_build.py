@@ -24,7 +24,7 @@ from metrics import (
 )
 from metrics.attribution import attribute_samples
 from pipelines.analytics.dcgm_hourly_metrics import hourly_activity
-from pipelines.sql import load_sql
+from pipelines.warehouse.sql import load_sql
 
 __all__ = [
     "ACTIVITY_METRIC",

@@ -192,7 +192,7 @@ def sql(
     limit: Annotated[int, typer.Option(help="Row limit")] = 100_000,
 ) -> None:
     """Run a read-only query (no writes, no file access, no ATTACH, settings locked)."""
-    from pipelines.safe_sql import SqlRefused, flat_for_csv, run_query
+    from pipelines.warehouse.safe_sql import SqlRefused, flat_for_csv, run_query
 
     if fmt not in ("table", "csv", "json"):
         raise _fail("--format must be table, csv or json", 2)

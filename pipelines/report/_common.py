@@ -13,7 +13,7 @@ import polars as pl
 
 from pipelines.config import Config
 from pipelines.privacy import pseudonymise, show_user_names
-from pipelines.sql import load_sql
+from pipelines.warehouse.sql import load_sql
 
 __all__ = [
     "IsoWeek",

@@ -16,7 +16,7 @@ import polars as pl
 
 from metrics.mig import MIG_PATTERN
 from pipelines.report._common import fmt_duration, fmt_pct, query
-from pipelines.safe_sql import open_readonly
+from pipelines.warehouse.safe_sql import open_readonly
 
 __all__ = ["JobReport", "format_job_report", "job_report", "outcome"]
 

@@ -18,7 +18,7 @@ import polars as pl
 
 from metrics import wait_percentiles_km
 from pipelines.report._common import query
-from pipelines.safe_sql import open_readonly
+from pipelines.warehouse.safe_sql import open_readonly
 
 __all__ = ["Gauge", "collect_kpis", "format_prometheus", "kpis_text"]
 

@@ -37,7 +37,7 @@ from pipelines.report._common import (
     query,
     show_user_names,
 )
-from pipelines.safe_sql import open_readonly
+from pipelines.warehouse.safe_sql import open_readonly
 
 __all__ = [
     "CHROMIUM_FLAGS",

@@ -9,7 +9,7 @@ import duckdb
 import polars as pl
 import pytest
 
-from pipelines.sql import SQL_DIR
+from pipelines.warehouse.sql import SQL_DIR
 from tests.conftest import Materialized
 
 UTC = dt.UTC

@@ -24,8 +24,8 @@ from pipelines.ingest import IngestOptions, ingest_file, parse_file
 from pipelines.kubernetes._events_parse import parse_k8s_events
 from pipelines.kubernetes._objects import parse_k8s_nodes, parse_k8s_objects
 from pipelines.kubernetes._pods_parse import parse_k8s_pods
-from pipelines.sql import SQL_DIR
 from pipelines.warehouse import connect, init_warehouse
+from pipelines.warehouse.sql import SQL_DIR
 
 UTC = dt.UTC
 SNAP = dt.datetime(2026, 11, 3, 23, 59, 59, tzinfo=UTC)

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli import app
-from pipelines.safe_sql import SqlRefused, run_query
+from pipelines.warehouse.safe_sql import SqlRefused, run_query
 
 INFINITE = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"
 

@@ -20,7 +20,8 @@ import duckdb
 import polars as pl
 import pytest
 
-from pipelines.lake import (
+from pipelines.warehouse import RAW_TABLES, connect
+from pipelines.warehouse.lake import (
     DEFAULT_LAKE_TABLES,
     HIVE_NULL,
     LAKE_TIME_COLUMNS,
@@ -28,7 +29,6 @@ from pipelines.lake import (
     export_lake,
     read_lake,
 )
-from pipelines.warehouse import RAW_TABLES, connect
 from tests.conftest import Materialized
 
 BUCKET = "goodput-lake"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 __all__ = ["SQL_DIR", "load_sql"]
 
-SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
+SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
 
 
 @cache

@@ -1,0 +1,53 @@
+"""The DuckDB warehouse: the only place that opens DuckDB files and formats identifiers into SQL.
+
+DuckDB allows one read-write process or many read-only ones on a file, so every function here
+opens short-lived connections in ``with`` blocks, and readers (dashboard, ``goodput sql``) only
+ever open the serving copy, which is replaced atomically by :func:`publish_serving_copy`.
+
+Modules: connections and the writer's lock (here), file loads into the raw layer
+(:func:`load_parse_results`), the serving copy (:func:`publish_serving_copy`), the statement
+files of ``sql/`` (:mod:`pipelines.warehouse.sql`), read-only ad hoc SQL
+(:mod:`pipelines.warehouse.safe_sql`) and the Parquet lake (:mod:`pipelines.warehouse.lake`).
+"""
+
+from __future__ import annotations
+
+from pipelines.warehouse._connection import (
+    LOCK_WAIT_S,
+    WarehouseLocked,
+    connect,
+    lock_holder,
+    pid_alive,
+)
+from pipelines.warehouse._loading import (
+    RAW_TABLES,
+    IngestStats,
+    ensure_raw_tables,
+    init_warehouse,
+    load_parse_result,
+    load_parse_results,
+    raw_table_schemas,
+)
+from pipelines.warehouse._serving import (
+    SERVING_DETAIL_FILTERS,
+    publish_serving_copy,
+    remove_stale_copies,
+)
+
+__all__ = [
+    "LOCK_WAIT_S",
+    "RAW_TABLES",
+    "SERVING_DETAIL_FILTERS",
+    "IngestStats",
+    "WarehouseLocked",
+    "connect",
+    "ensure_raw_tables",
+    "init_warehouse",
+    "load_parse_result",
+    "load_parse_results",
+    "lock_holder",
+    "pid_alive",
+    "publish_serving_copy",
+    "raw_table_schemas",
+    "remove_stale_copies",
+]

@@ -1,0 +1,237 @@
+"""Idempotent file loads into the raw layer: one transaction per file, earlier loads replaced."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from pipelines._parse_result import ParseResult
+from pipelines.kinds import raw_sources
+from pipelines.warehouse.sql import load_sql
+
+#: Raw source (``ingests.source``) → the raw table its parser fills (from the kinds registry).
+RAW_TABLES: dict[str, str] = {name: src.table for name, src in raw_sources().items()}
+
+
+@dataclass(frozen=True)
+class IngestStats:
+    """What one file load did."""
+
+    ingest_id: int
+    source: str
+    file: str
+    rows_loaded: int
+    rows_rejected: int
+    replaced_ingests: int
+    #: What the parser says the file leaves out (``info["warnings"]``: a sacct file without
+    #: Start, Submit, End or AllocTRES), for the CLI and the asset log to print.
+    warnings: tuple[str, ...] = ()
+
+
+def _as_list(value: object) -> list[object]:
+    return list(value) if isinstance(value, list | tuple) else []
+
+
+def raw_table_schemas() -> dict[str, dict[str, pl.DataType]]:
+    """The parsed-row schema of each raw table (from the kinds registry), plus ``ingest_id``."""
+    return {src.table: {**src.schema, "ingest_id": pl.Int64()} for src in raw_sources().values()}
+
+
+def ensure_raw_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """Create each raw table (empty) from its parser's schema when it does not exist."""
+    for table, schema in raw_table_schemas().items():
+        _empty = pl.DataFrame(schema=schema)
+        con.execute(f"CREATE TABLE IF NOT EXISTS {table} AS SELECT * FROM _empty")
+
+
+def init_warehouse(con: duckdb.DuckDBPyConnection) -> None:
+    """Create the schemas and bookkeeping tables; idempotent.
+
+    One transaction (unless the caller already holds one), so a process killed midway leaves
+    the file with every raw table or none of them, never some.
+    """
+    try:
+        con.execute("BEGIN TRANSACTION")
+    except duckdb.TransactionException:
+        own = False  # the caller's transaction
+    else:
+        own = True
+    try:
+        for name in ("raw/create_schemas", "raw/create_ingests", "raw/create_rejected_rows"):
+            con.execute(load_sql(name))
+        ensure_raw_tables(con)
+    except BaseException:
+        if own:
+            con.execute("ROLLBACK")
+        raise
+    if own:
+        con.execute("COMMIT")
+
+
+def _sha256(path: Path) -> str | None:
+    if not path.is_file():
+        return None
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def load_parse_result(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    source: str,
+    cluster: str | None,
+    file: str | Path,
+    result: ParseResult,
+    loaded_at: dt.datetime | None = None,
+) -> IngestStats:
+    """Load one parsed file into its raw table, replacing any earlier load of the same file.
+
+    The delete of the earlier load and the insert run in one transaction, so re-running an ingest
+    is idempotent and a failure leaves the previous load in place. A single-result
+    :func:`load_parse_results`.
+
+    Args:
+        con: a read-write connection to an initialised warehouse.
+        source: one of :data:`RAW_TABLES`.
+        cluster: the cluster the rows belong to (bookkeeping only; rows carry their own).
+        file: the input's path; its absolute form identifies the load.
+        result: the parser's rows and rejected rows.
+        loaded_at: load time (UTC); default now.
+
+    Returns:
+        The load's statistics.
+
+    Raises:
+        KeyError: unknown ``source``.
+    """
+    return load_parse_results(
+        con, source=source, cluster=cluster, file=file, results=(result,), loaded_at=loaded_at
+    )
+
+
+def load_parse_results(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    source: str,
+    cluster: str | None,
+    file: str | Path,
+    results: Iterable[ParseResult],
+    loaded_at: dt.datetime | None = None,
+) -> IngestStats:
+    """Load one file parsed in pieces into its raw table, replacing any earlier load of it.
+
+    The earlier loads of the file are deleted first; then each result is inserted as it comes
+    (so only one piece is in memory at a time when ``results`` is a generator, such as
+    :func:`pipelines.slurm._sacct_parse.iter_parse_sacct`), all under one ingest id, in one
+    transaction: re-running an ingest is idempotent, and a failure (also one raised by
+    ``results``) leaves the previous load in place.
+
+    The ingest's ``rows_loaded`` and ``rows_rejected`` are the pieces' sums; its ``info`` merges
+    the pieces' ``info``: ``int`` values (counts) are summed, any other value is the last
+    piece's.
+
+    Args:
+        con: a read-write connection to an initialised warehouse.
+        source: one of :data:`RAW_TABLES`.
+        cluster: the cluster the rows belong to (bookkeeping only; rows carry their own).
+        file: the input's path; its absolute form identifies the load.
+        results: the parser's results for the file, in file order.
+        loaded_at: load time (UTC); default now.
+
+    Returns:
+        The load's statistics.
+
+    Raises:
+        KeyError: unknown ``source``.
+    """
+    table = RAW_TABLES[source]
+    file_key = (
+        str(Path(file).resolve()) if not str(file).startswith(("http:", "https:")) else str(file)
+    )
+    loaded_at = loaded_at or dt.datetime.now(dt.UTC)
+    rows_loaded = 0
+    rows_rejected = 0
+    info: dict[str, object] = {}
+    con.execute("BEGIN TRANSACTION")
+    try:
+        previous = [
+            r[0]
+            for r in con.execute(
+                load_sql("raw/previous_ingests_of_file"), {"source": source, "file": file_key}
+            ).fetchall()
+        ]
+        for old in previous:
+            con.execute(
+                load_sql("raw/delete_rows_of_ingest").format(table=table), {"ingest_id": old}
+            )
+            con.execute(load_sql("raw/delete_ingest_rejected"), {"ingest_id": old})
+            con.execute(load_sql("raw/delete_ingest"), {"ingest_id": old})
+        # fetchall, not fetchone: DuckDB 2 keeps a half-read result open on the connection.
+        rows_next = con.execute(load_sql("raw/next_ingest_id")).fetchall()
+        ingest_id = int(rows_next[0][0]) if rows_next else 1
+        for result in results:
+            _rows = result.rows.with_columns(pl.lit(ingest_id, dtype=pl.Int64()).alias("ingest_id"))
+            con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _rows")
+            _rej = result.rejected.with_columns(
+                pl.lit(source).alias("source"),
+                pl.lit(ingest_id, dtype=pl.Int64()).alias("ingest_id"),
+            )
+            if _rej.height:
+                con.execute("INSERT INTO raw.rejected_rows BY NAME SELECT * FROM _rej")
+            rows_loaded += _rows.height
+            rows_rejected += _rej.height
+            _merge_info(info, result.info)
+            # free this piece before the next is parsed
+            del _rows, _rej, result
+        con.execute(
+            load_sql("raw/insert_ingest"),
+            {
+                "ingest_id": ingest_id,
+                "source": source,
+                "cluster": cluster,
+                "file": file_key,
+                "sha256": _sha256(Path(file_key)),
+                "loaded_at": loaded_at,
+                "rows_loaded": rows_loaded,
+                "rows_rejected": rows_rejected,
+                "info": json.dumps(info, default=str, sort_keys=True),
+            },
+        )
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return IngestStats(
+        ingest_id=ingest_id,
+        source=source,
+        file=file_key,
+        rows_loaded=rows_loaded,
+        rows_rejected=rows_rejected,
+        replaced_ingests=len(previous),
+        warnings=tuple(str(w) for w in _as_list(info.get("warnings"))),
+    )
+
+
+def _merge_info(merged: dict[str, object], info: dict[str, object]) -> None:
+    """Fold one piece's ``info`` into ``merged``: ``int`` counts add up, other values replace."""
+    for key, value in info.items():
+        before = merged.get(key)
+        if (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and isinstance(before, int)
+            and not isinstance(before, bool)
+        ):
+            merged[key] = before + value
+        else:
+            merged[key] = value

@@ -1,0 +1,158 @@
+"""The published serving copy: an atomic, read-only copy of the warehouse for readers."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import duckdb
+
+from pipelines.warehouse._connection import connect, pid_alive
+
+#: Detail tables the serving copy cuts to recent rows: table → SQL condition on the row (the
+#: row is kept when it holds for ``$cutoff``). Every other table (aggregates, state, the
+#: per-attempt summaries' keys) is copied whole.
+SERVING_DETAIL_FILTERS: dict[str, str] = {
+    "raw.dcgm_samples": "ts >= $cutoff",
+    "analytics.gpu_activity": "bucket >= $cutoff",
+    "raw.slurm_rows": "end_at IS NULL OR end_at >= $cutoff",
+    "core.slurm_jobs": "end_at IS NULL OR end_at >= $cutoff",
+    "core.jobs": "end_at IS NULL OR end_at >= $cutoff",
+    "analytics.time_to_start_jobs": "end_at IS NULL OR end_at >= $cutoff",
+    "core.k8s_workloads": "end_at IS NULL OR end_at >= $cutoff",
+    "raw.k8s_pods": "coalesce(deleted_at, finished_at) IS NULL"
+    " OR coalesce(deleted_at, finished_at) >= $cutoff",
+    "core.k8s_pods": "coalesce(deleted_at, finished_at) IS NULL"
+    " OR coalesce(deleted_at, finished_at) >= $cutoff",
+    "raw.k8s_events": "last_seen IS NULL OR last_seen >= $cutoff",
+    "core.k8s_events": "last_seen IS NULL OR last_seen >= $cutoff",
+    # Per attempt: kept with its attempt.
+    "analytics.job_gpu_summary": "EXISTS (SELECT 1 FROM src.core.jobs j WHERE"
+    " j.cluster = t.cluster AND j.job_id = t.job_id AND j.attempt = t.attempt"
+    " AND (j.end_at IS NULL OR j.end_at >= $cutoff))",
+    # Rejected rows of files whose name carries a day before the cut-off are dropped.
+    "raw.rejected_rows": "ingest_id NOT IN (SELECT ingest_id FROM src.raw.ingests WHERE"
+    " try_strptime(regexp_extract(file, '(\\d{4}-\\d{2}-\\d{2})', 1), '%Y-%m-%d')"
+    " < $cutoff - INTERVAL 1 DAY)",
+}
+
+
+def _copy_recent(src: Path, tmp: str, detail_days: int) -> None:
+    """Write ``tmp`` as a new DuckDB: every table of ``src`` (detail tables cut to rows at most
+    ``detail_days`` before the latest data cut-off), then every view."""
+    with connect(tmp) as out:
+        quoted = str(src).replace("'", "''")
+        out.execute(f"ATTACH '{quoted}' AS src (READ_ONLY)")
+        tables = out.execute(
+            "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'src'"
+            " ORDER BY ALL"
+        ).fetchall()
+        names = {f"{s}.{t}" for s, t in tables}
+        cut = (
+            out.execute("SELECT max(as_of) FROM src.core.jobs").fetchall()[0][0]
+            if "core.jobs" in names
+            else None
+        )
+        cutoff = cut - dt.timedelta(days=detail_days) if cut is not None else None
+        for schema, table in tables:
+            name = f"{schema}.{table}"
+            out.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+            cond = SERVING_DETAIL_FILTERS.get(name)
+            if cond is None or cutoff is None:
+                out.execute(f"CREATE TABLE {name} AS SELECT * FROM src.{name}")
+            else:
+                out.execute(
+                    f"CREATE TABLE {name} AS SELECT * FROM src.{name} t WHERE {cond}",
+                    {"cutoff": cutoff},
+                )
+        views = out.execute(
+            "SELECT sql FROM duckdb_views() WHERE database_name = 'src' AND NOT internal"
+            " ORDER BY view_name"
+        ).fetchall()
+        out.execute("DETACH src")
+        pending = [v for (v,) in views]
+        while pending:  # views over views: retry until every view binds
+            failed = []
+            for sql in pending:
+                try:
+                    out.execute(sql)
+                except duckdb.CatalogException:
+                    failed.append(sql)
+            if len(failed) == len(pending):
+                raise RuntimeError(f"serving copy: {len(failed)} views do not bind")
+            pending = failed
+        out.execute("CHECKPOINT")
+
+
+def remove_stale_copies(serving: str | Path) -> list[Path]:
+    """Remove the half-written serving copies a killed publish left beside ``serving``.
+
+    A publish writes ``<name>.<pid>.<random>.tmp`` (and DuckDB its ``.wal``); one whose process
+    is gone is removed, as is an older ``<name>.<random>.tmp`` without a pid once an hour old.
+
+    Returns:
+        The files removed.
+    """
+    dst = Path(serving)
+    removed: list[Path] = []
+    for f in sorted(dst.parent.glob(f"{dst.name}.*.tmp*")):
+        if not (f.name.endswith(".tmp") or f.name.endswith(".tmp.wal")):
+            continue
+        middle = f.name[len(dst.name) + 1 :].split(".", 1)[0]
+        if middle.isdigit():
+            stale = not pid_alive(int(middle))
+        else:
+            stale = time.time() - f.stat().st_mtime > 3600
+        if stale:
+            f.unlink(missing_ok=True)
+            removed.append(f)
+    return removed
+
+
+def publish_serving_copy(
+    warehouse: str | Path, serving: str | Path, *, detail_days: int = 0
+) -> Path:
+    """Publish an atomic read-only copy of the warehouse for readers.
+
+    The writer's WAL is checkpointed and the copy written to a temporary name beside the
+    target, then renamed over it (``os.replace``), so a reader sees either the old or the new
+    copy, never a half-written one.
+
+    With ``detail_days`` = 0 the copy is the whole file. Otherwise it holds aggregates plus
+    recent detail: every table whole except those in :data:`SERVING_DETAIL_FILTERS` (jobs,
+    samples, events, per-bucket activity, rejected rows), which keep the rows of the last
+    ``detail_days`` days before the latest data cut-off (``max(as_of)`` of ``core.jobs``) —
+    jobs still running or pending are always kept. Every view is recreated over the copy.
+
+    Args:
+        warehouse: the writer's DuckDB file (no other writer may hold it).
+        serving: the published copy's path.
+        detail_days: days of detail rows to keep; 0 = all rows.
+
+    Returns:
+        The serving copy's path.
+    """
+    src, dst = Path(warehouse), Path(serving)
+    with connect(src) as con:
+        con.execute("CHECKPOINT")
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_copies(dst)
+    fd, tmp = tempfile.mkstemp(prefix=f"{dst.name}.{os.getpid()}.", suffix=".tmp", dir=dst.parent)
+    os.close(fd)
+    try:
+        if detail_days > 0:
+            os.unlink(tmp)  # DuckDB creates the file itself
+            _copy_recent(src, tmp, detail_days)
+        else:
+            shutil.copyfile(src, tmp)
+        os.replace(tmp, dst)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        if os.path.exists(tmp + ".wal"):
+            os.unlink(tmp + ".wal")
+    return dst
