@@ -21,7 +21,6 @@ from pipelines.analytics.incremental import (
     INCREMENTAL_TABLES,
     BuildPlan,
     apply_incremental,
-    diff_replace,
     plan_build,
     record_build,
 )
@@ -40,7 +39,15 @@ from pipelines.core import (
     shares_at_window_start,
     with_as_of,
 )
-from pipelines.warehouse.sql import SQL_DIR
+from pipelines.warehouse import (
+    count_rows,
+    diff_replace,
+    read_table,
+    replace_table,
+    run_named,
+    table_exists,
+)
+from pipelines.warehouse.sql import load_sql
 
 __all__ = ["JOBS_COLUMNS", "VIEWS", "create_views", "rebuild"]
 
@@ -59,20 +66,6 @@ _INVENTORY_SCHEMA = {
     "host": pl.String(), "gpus": pl.Float64(), "gpu_type": pl.String(),
     "partition": pl.String(), "rack": pl.String(),
 }  # fmt: skip
-
-
-def _replace_table(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
-    if frame.width == 0:
-        raise ValueError(f"{table}: no columns to write")
-    _f = frame
-    con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM _f")
-
-
-def _read(con: duckdb.DuckDBPyConnection, table: str) -> pl.DataFrame:
-    """A table as polars, every zoned timestamp normalised to ``UTC`` (DuckDB may say Etc/UTC)."""
-    df: pl.DataFrame = con.sql(f"SELECT * FROM {table}").pl()
-    zoned = [n for n, t in df.schema.items() if isinstance(t, pl.Datetime) and t.time_zone]
-    return df.with_columns(pl.col(zoned).dt.convert_time_zone("UTC")) if zoned else df
 
 
 def _inventory(cfg: Config) -> pl.DataFrame:
@@ -115,7 +108,7 @@ def _data_quality(
     parts = [gpu_tracking_gaps(s_att.lazy(), gpu_parts.lazy()).collect()]
     if "state" in jobs.columns and "eligible_at" in jobs.columns:
         parts.append(admitted_without_pods(jobs.lazy()).collect())
-    ingests = _read(con, "raw.ingests")
+    ingests = read_table(con, "raw.ingests")
     if ingests.height:
         info = ingests.select(
             "cluster",
@@ -137,10 +130,7 @@ def _data_quality(
                     pl.format("{}: {}", pl.col("file"), pl.lit(what)).alias("detail"),
                 )
             )
-    rejected = con.sql(
-        "SELECT i.cluster, r.source, r.reason, count(*) AS n FROM raw.rejected_rows r "
-        "JOIN raw.ingests i USING (ingest_id) GROUP BY ALL"
-    ).pl()
+    rejected = run_named(con, "analytics/rejected_by_source")
     if rejected.height:
         parts.append(
             rejected.select(
@@ -198,7 +188,7 @@ def _tts_summary(km: pl.DataFrame) -> pl.DataFrame:
 def create_views(con: duckdb.DuckDBPyConnection) -> None:
     """(Re)create every published view from ``sql/views/``."""
     for name in VIEWS:
-        con.execute((SQL_DIR / "views" / f"{name}.sql").read_text(encoding="utf-8"))
+        con.execute(load_sql(f"views/{name}"))
 
 
 def rebuild(
@@ -260,16 +250,14 @@ def _read_registry(path: Path) -> RegistryFrames:
 
 def _read_raw(con: duckdb.DuckDBPyConnection) -> RawFrames:
     """The raw tables the core layer reads (``raw.k8s_nodes`` only where the table exists)."""
-    have = {r[0] for r in con.execute("SELECT schema_name || '.' || table_name FROM "
-                                      "duckdb_tables()").fetchall()}  # fmt: skip
     return RawFrames(
-        slurm_rows=_read(con, "raw.slurm_rows"),
-        slurm_events=_read(con, "raw.slurm_events"),
-        k8s_pods=_read(con, "raw.k8s_pods"),
-        k8s_events=_read(con, "raw.k8s_events"),
-        k8s_workloads=_read(con, "raw.k8s_workloads"),
-        kueue_local_queues=_read(con, "raw.kueue_local_queues"),
-        k8s_nodes=_read(con, "raw.k8s_nodes") if "raw.k8s_nodes" in have else None,
+        slurm_rows=read_table(con, "raw.slurm_rows"),
+        slurm_events=read_table(con, "raw.slurm_events"),
+        k8s_pods=read_table(con, "raw.k8s_pods"),
+        k8s_events=read_table(con, "raw.k8s_events"),
+        k8s_workloads=read_table(con, "raw.k8s_workloads"),
+        kueue_local_queues=read_table(con, "raw.kueue_local_queues"),
+        k8s_nodes=read_table(con, "raw.k8s_nodes") if table_exists(con, "raw.k8s_nodes") else None,
     )
 
 
@@ -381,7 +369,7 @@ def _write(
             # moved); a table whose columns changed, or a full build, is replaced whole.
             diff = None if plan.full else diff_replace(con, table, frame)
             if diff is None:
-                _replace_table(con, table, frame)
+                replace_table(con, table, frame)
                 log.append((table, "full", None, frame.height))
             else:
                 log.append((table, "rows", *diff))
@@ -399,5 +387,5 @@ def _write(
         con.execute("ROLLBACK")
         raise
     for table in kept:
-        counts[table] = int(con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0])
+        counts[table] = count_rows(con, table)
     return counts

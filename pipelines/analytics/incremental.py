@@ -41,6 +41,17 @@ import polars as pl
 from pipelines.config import Config
 from pipelines.ingest import file_day
 from pipelines.kinds import raw_sources
+from pipelines.warehouse import (
+    ingest_time_ranges,
+    read_table,
+    refresh_as_of,
+    replace_days,
+    replace_job_rows,
+    replace_table,
+    row_keys,
+    run_named,
+    table_exists,
+)
 from pipelines.warehouse.sql import load_sql
 
 __all__ = [
@@ -49,8 +60,6 @@ __all__ = [
     "affected_window",
     "plan_build",
     "record_build",
-    "replace_days",
-    "replace_job_rows",
     "telemetry_window",
 ]
 
@@ -89,24 +98,20 @@ class BuildPlan:
 
 
 def _ensure_state(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(
-        "CREATE TABLE IF NOT EXISTS analytics.build_state (build_id BIGINT, built_at TIMESTAMPTZ,"
-        " mode VARCHAR, max_ingest_id BIGINT, fingerprint VARCHAR, as_of_json VARCHAR)"
-    )
-    con.execute(
-        "CREATE TABLE IF NOT EXISTS analytics.build_log (build_id BIGINT, table_name VARCHAR,"
-        " mode VARCHAR, rows_deleted BIGINT, rows_inserted BIGINT, days VARCHAR)"
-    )
+    con.execute(load_sql("analytics/create_build_state"))
+    con.execute(load_sql("analytics/create_build_log"))
 
 
-#: Source folders whose code and SQL compute the stored tables: the metric engine, the core
-#: layer, the analytics build, and the SQL folders the build reads. The CLI, the dashboard, the
-#: report, the recommendations' texts and the parsers are not here: editing them changes no
-#: stored row (a parser change reaches the tables through a re-ingest, which the build sees).
+#: Source folders (and single files) whose code and SQL compute the stored tables: the metric
+#: engine, the core layer, the analytics build, the warehouse's table writers, and the SQL
+#: folders the build reads. The CLI, the dashboard, the report, the recommendations' texts and
+#: the parsers are not here: editing them changes no stored row (a parser change reaches the
+#: tables through a re-ingest, which the build sees).
 BUILD_CODE_DIRS = (
     "metrics",
     "pipelines/core",
     "pipelines/analytics",
+    "pipelines/warehouse/tables.py",
     "sql/analytics",
     "sql/checks",
     "sql/views",
@@ -117,10 +122,11 @@ def build_code_files(root: Path | None = None) -> list[Path]:
     """The ``.py`` and ``.sql`` files of :data:`BUILD_CODE_DIRS` under the repository ``root``
     (default: this checkout), sorted: what the rebuild fingerprint hashes."""
     root = root or Path(__file__).resolve().parents[2]
+    paths = [root / d for d in BUILD_CODE_DIRS]
     return sorted(
         f
-        for d in BUILD_CODE_DIRS
-        for f in (root / d).rglob("*")
+        for p in paths
+        for f in ([p] if p.is_file() else p.rglob("*"))
         if f.suffix in (".py", ".sql") and f.is_file()
     )
 
@@ -214,23 +220,8 @@ def _changed_rows(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
         return new
     o = old.select(cols).cast(new.select(cols).schema, strict=False)  # type: ignore[arg-type]
     n = new.select(cols)
-    ho, hn = _row_keys(o)["_h"], _row_keys(n)["_h"]
+    ho, hn = row_keys(o)["_h"], row_keys(n)["_h"]
     return pl.concat([n.filter(~hn.is_in(ho.implode())), o.filter(~ho.is_in(hn.implode()))])
-
-
-def _table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    schema, name = table.split(".")
-    rows = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = $s AND table_name = $t",
-        {"s": schema, "t": name},
-    ).fetchall()
-    return bool(rows[0][0])
-
-
-def _read(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
-    df: pl.DataFrame = con.sql(sql).pl()
-    zoned = [n for n, t in df.schema.items() if isinstance(t, pl.Datetime) and t.time_zone]
-    return df.with_columns(pl.col(zoned).dt.convert_time_zone("UTC")) if zoned else df
 
 
 def plan_build(
@@ -264,11 +255,8 @@ def plan_build(
     """
     _ensure_state(con)
     fp = _fingerprint(cfg, registry_path, nodes)
-    top = con.execute("SELECT coalesce(max(ingest_id), 0) FROM raw.ingests").fetchall()[0][0]
-    state = con.execute(
-        "SELECT build_id, max_ingest_id, fingerprint, as_of_json FROM analytics.build_state"
-        " ORDER BY build_id DESC LIMIT 1"
-    ).fetchall()
+    top = con.execute(load_sql("analytics/max_ingest_id")).fetchall()[0][0]
+    state = con.execute(load_sql("analytics/latest_build_state")).fetchall()
     build_id = state[0][0] + 1 if state else 1
 
     def _full(reason: str) -> BuildPlan:
@@ -280,7 +268,7 @@ def plan_build(
         return _full("nothing built before")
     needed = ("core.jobs", "analytics.build_pending", *INCREMENTAL_TABLES,
               "analytics.job_gpu_summary")  # fmt: skip
-    if not all(_table_exists(con, t) for t in needed):
+    if not all(table_exists(con, t) for t in needed):
         return _full("a table is missing")
     _bid, mark, old_fp, old_as_of_json = state[0]
     if old_fp != fp:
@@ -293,19 +281,11 @@ def plan_build(
 
     # 1. Files loaded since the last build: the day each names; DCGM: the days its samples cover;
     # hourly DCGM aggregates: the days its hours cover.
-    new = con.execute(
-        "SELECT ingest_id, source, cluster, file FROM raw.ingests WHERE ingest_id > $m",
-        {"m": mark},
-    ).fetchall()
+    new = con.execute(load_sql("analytics/ingests_since"), {"mark": mark}).fetchall()
     for ingest_id, source, cluster, file in new:
         if source in _TELEMETRY_SPANS:
             table, time_col = _TELEMETRY_SPANS[source]
-            rng = con.execute(
-                f"SELECT cluster, min({time_col}), max({time_col}) FROM {table}"
-                " WHERE ingest_id = $i GROUP BY cluster",
-                {"i": ingest_id},
-            ).fetchall()
-            for c, lo, hi in rng:
+            for c, lo, hi in ingest_time_ranges(con, table, time_col, ingest_id):
                 add({c: _days(lo, hi)})
             continue
         day = file_day(Path(file))
@@ -314,13 +294,13 @@ def plan_build(
         add({cluster: {dt.date.fromisoformat(day)}})
 
     # 2. Jobs and never-started jobs that changed: every day of their span (old and new rows).
-    old_jobs = _read(con, "SELECT * FROM core.jobs")
+    old_jobs = read_table(con, "core.jobs")
     old_as_of = pl.DataFrame(
         [(c, dt.datetime.fromisoformat(a)) for c, a in json.loads(old_as_of_json).items()],
         schema={"cluster": pl.String(), "as_of": pl.Datetime("us", "UTC")},
         orient="row",
     )
-    old_pending = _read(con, "SELECT * FROM analytics.build_pending")
+    old_pending = read_table(con, "analytics.build_pending")
     changed_jobs = _changed_rows(old_jobs, jobs)
     changed_pending = _changed_rows(old_pending, pending)
     waits = {
@@ -338,7 +318,7 @@ def plan_build(
     # 3. Hours whose capacity, down time or allocation changed (node events, inventory).
     occ_cols = ["cluster", "hour", "capacity_gpu_s", "down_gpu_s", "planned_down_gpu_s",
                 "allocated_gpu_s", "capacity_source"]  # fmt: skip
-    old_occ = _read(con, "SELECT * FROM analytics.occupancy_hourly")
+    old_occ = read_table(con, "analytics.occupancy_hourly")
     diff = _changed_rows(old_occ.select(occ_cols), occupancy.select(occ_cols))
     for c, h in diff.select("cluster", "hour").iter_rows():
         add({c: {h.astimezone(dt.UTC).date()}})
@@ -376,13 +356,14 @@ def attributed_activity_elsewhere(
     """
     from pipelines.analytics.metrics_build import _ONE_JOB
 
-    if not _table_exists(con, "analytics.gpu_activity"):
+    if not table_exists(con, "analytics.gpu_activity"):
         return False
-    rows = con.execute(
-        load_sql("analytics/attributed_activity_outside_days"),
+    found = run_named(
+        con,
+        "analytics/attributed_activity_outside_days",
         {"cluster": cluster, "one_job": list(_ONE_JOB), "days": sorted(days)},
-    ).fetchall()
-    return bool(rows[0][0])
+    )
+    return bool(found["n"][0])
 
 
 def in_days(col: str, days: set[dt.date]) -> pl.Expr:
@@ -415,7 +396,7 @@ def telemetry_window(
     mem.register("_samples", frame)
     mem.execute("CREATE TABLE raw.dcgm_samples AS SELECT * FROM _samples")
     mem.unregister("_samples")
-    if _table_exists(con, "raw.dcgm_hourly"):  # hourly aggregates (the scale fleet's telemetry)
+    if table_exists(con, "raw.dcgm_hourly"):  # hourly aggregates (the scale fleet's telemetry)
         hourly = con.sql(
             "SELECT * FROM raw.dcgm_hourly WHERE cluster = $c AND hour >= $lo AND hour < $hi",
             params={"c": cluster, "lo": lo - margin, "hi": hi},
@@ -423,7 +404,7 @@ def telemetry_window(
         mem.register("_hourly", hourly)
         mem.execute("CREATE TABLE raw.dcgm_hourly AS SELECT * FROM _hourly")
         mem.unregister("_hourly")
-    if _table_exists(con, "raw.slurm_job_gres"):  # the per-job GPU index map (small)
+    if table_exists(con, "raw.slurm_job_gres"):  # the per-job GPU index map (small)
         gres = con.sql(
             "SELECT * FROM raw.slurm_job_gres WHERE cluster = $c", params={"c": cluster}
         ).arrow()
@@ -431,66 +412,6 @@ def telemetry_window(
         mem.execute("CREATE TABLE raw.slurm_job_gres AS SELECT * FROM _gres")
         mem.unregister("_gres")
     return mem
-
-
-def _day_predicate(time_col: str) -> str:
-    return f"cluster = $c AND CAST(timezone('UTC', {time_col}) AS DATE) IN (SELECT unnest($d))"
-
-
-def replace_days(
-    con: duckdb.DuckDBPyConnection,
-    table: str,
-    frame: pl.DataFrame,
-    days: dict[str, set[dt.date]],
-) -> tuple[int, int]:
-    """Delete ``table``'s rows of the given cluster-days and insert ``frame`` (which must hold
-    exactly the new rows of those cluster-days). Runs inside the caller's transaction.
-
-    Returns:
-        (rows deleted, rows inserted).
-    """
-    time_col = INCREMENTAL_TABLES[table]
-    deleted = 0
-    for c, ds in sorted(days.items()):
-        n = con.execute(
-            f"DELETE FROM {table} WHERE {_day_predicate(time_col)}", {"c": c, "d": sorted(ds)}
-        ).fetchall()
-        deleted += int(n[0][0]) if n else 0
-    if frame.height:
-        _f = frame
-        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _f")
-    return deleted, frame.height
-
-
-def replace_job_rows(
-    con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame, keys: pl.DataFrame
-) -> tuple[int, int]:
-    """Delete ``table``'s rows whose ``(cluster, job_id)`` is in ``keys`` and insert ``frame``.
-
-    Returns:
-        (rows deleted, rows inserted).
-    """
-    _k = keys.select("cluster", "job_id").unique()
-    n = con.execute(
-        f"DELETE FROM {table} t WHERE EXISTS (SELECT 1 FROM _k"
-        " WHERE _k.cluster = t.cluster AND _k.job_id = t.job_id)"
-    ).fetchall()
-    if frame.height:
-        _f = frame
-        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _f")
-    return (int(n[0][0]) if n else 0), frame.height
-
-
-def refresh_as_of(con: duckdb.DuckDBPyConnection, table: str, as_of: pl.DataFrame) -> int:
-    """Set ``as_of`` on the rows of ``table`` whose cluster's cut-off moved; returns rows set."""
-    total = 0
-    for c, cut in as_of.iter_rows():
-        n = con.execute(
-            f"UPDATE {table} SET as_of = $a WHERE cluster = $c AND as_of IS DISTINCT FROM $a",
-            {"a": cut, "c": c},
-        ).fetchall()
-        total += int(n[0][0]) if n else 0
-    return total
 
 
 def record_build(
@@ -505,19 +426,20 @@ def record_build(
     _ensure_state(con)
     cuts = {c: a.isoformat() for c, a in as_of.iter_rows() if a is not None}
     con.execute(
-        "INSERT INTO analytics.build_state VALUES ($b, now(), $m, $i, $f, $a)",
-        {"b": plan.build_id, "m": "full" if plan.full else "incremental",
-         "i": plan.max_ingest_id, "f": plan.fingerprint, "a": json.dumps(cuts)},
+        load_sql("analytics/insert_build_state"),
+        {"build_id": plan.build_id, "mode": "full" if plan.full else "incremental",
+         "max_ingest_id": plan.max_ingest_id, "fingerprint": plan.fingerprint,
+         "as_of_json": json.dumps(cuts)},
     )  # fmt: skip
     days = json.dumps({c: sorted(d.isoformat() for d in ds) for c, ds in plan.days.items()})
     for table, mode, deleted, inserted in log:
         con.execute(
-            "INSERT INTO analytics.build_log VALUES ($b, $t, $m, $d, $i, $days)",
-            {"b": plan.build_id, "t": table, "m": mode, "d": deleted, "i": inserted,
+            load_sql("analytics/insert_build_log"),
+            {"build_id": plan.build_id, "table_name": table, "mode": mode,
+             "rows_deleted": deleted, "rows_inserted": inserted,
              "days": days if mode == "days" else None},
         )  # fmt: skip
-    _p = pending
-    con.execute("CREATE OR REPLACE TABLE analytics.build_pending AS SELECT * FROM _p")
+    replace_table(con, "analytics.build_pending", pending)
 
 
 def _overlapping(
@@ -668,7 +590,7 @@ def apply_incremental(
         ("analytics.gpu_waterfall_hourly", wf),
         ("analytics.gpu_activity", _with_as_of(act_parts)),
     ):
-        d, i = replace_days(con, table, frame, plan.days)
+        d, i = replace_days(con, table, frame, plan.days, time_col=INCREMENTAL_TABLES[table])
         log.append((table, "days", d, i))
     keys = pl.concat(key_parts) if key_parts else pl.DataFrame(
         schema={"cluster": pl.String(), "job_id": pl.String()}
@@ -678,44 +600,3 @@ def apply_incremental(
     for table in (*INCREMENTAL_TABLES, "analytics.job_gpu_summary"):
         refresh_as_of(con, table, as_of)
     return log
-
-
-def _row_keys(df: pl.DataFrame) -> pl.DataFrame:
-    """``_h`` (row hash) and ``_k`` (occurrence of that hash) per row: a multiset key. Floats
-    are hashed at 12 significant digits: a sum recomputed in another order differs in its last
-    bits, and such a row is not a change."""
-    floats = [c for c, t in df.schema.items() if t in (pl.Float32, pl.Float64)]
-    h = df.with_columns(pl.col(floats).round_sig_figs(12)).hash_rows()
-    return pl.DataFrame({"_h": h}).with_columns(pl.int_range(pl.len()).over("_h").alias("_k"))
-
-
-def diff_replace(
-    con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame
-) -> tuple[int, int] | None:
-    """Make ``table`` hold exactly ``frame``'s rows by deleting the rows ``frame`` lacks and
-    inserting the rows the table lacks (rows compared whole, duplicates counted), so rows
-    that did not change are not rewritten. Runs inside the caller's transaction.
-
-    Returns:
-        (rows deleted, rows inserted), or None when the table is missing or its columns or
-        types differ from ``frame``'s (the caller then replaces the table).
-    """
-    if frame.width == 0 or not _table_exists(con, table):
-        return None
-    old = _read(con, f"SELECT rowid AS _rowid, * FROM {table}")
-    if old.columns[1:] != frame.columns:
-        return None
-    try:
-        old_rows = old.drop("_rowid").cast(frame.schema, strict=True)  # type: ignore[arg-type]
-    except (pl.exceptions.PolarsError, TypeError):
-        return None
-    ko, kn = _row_keys(old_rows), _row_keys(frame)
-    gone = old.select("_rowid").with_columns(ko).join(kn, on=["_h", "_k"], how="anti")
-    new_rows = frame.with_columns(kn).join(ko, on=["_h", "_k"], how="anti").drop("_h", "_k")
-    if gone.height:
-        _g = gone.select("_rowid")
-        con.execute(f"DELETE FROM {table} WHERE rowid IN (SELECT _rowid FROM _g)")
-    if new_rows.height:
-        _f = new_rows
-        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _f")
-    return gone.height, new_rows.height

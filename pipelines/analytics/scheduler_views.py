@@ -26,21 +26,14 @@ from metrics.drift import (
     slurm_share_drift,
 )
 from pipelines.core import cluster_shares, share_in_effect
+from pipelines.warehouse import read_table, table_exists
 
 __all__ = ["current_cluster_shares", "scheduler_tables"]
 
 
-def _table(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> pl.DataFrame | None:
+def _table(con: duckdb.DuckDBPyConnection, table: str) -> pl.DataFrame | None:
     """The table as polars (zoned timestamps in UTC), or None when it does not exist."""
-    found = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = $s AND table_name = $t",
-        {"s": schema, "t": name},
-    ).fetchall()
-    if not found[0][0]:
-        return None
-    df: pl.DataFrame = con.sql(f"SELECT * FROM {schema}.{name}").pl()
-    zoned = [n for n, t in df.schema.items() if isinstance(t, pl.Datetime) and t.time_zone]
-    return df.with_columns(pl.col(zoned).dt.convert_time_zone("UTC")) if zoned else df
+    return read_table(con, table) if table_exists(con, table) else None
 
 
 def _latest(frame: pl.DataFrame | None, need: tuple[str, ...]) -> pl.DataFrame | None:
@@ -98,13 +91,13 @@ def scheduler_tables(
         Frames by table name (columns in sql/README.md).
     """
     now = at or dt.datetime.now(dt.UTC)
-    sshare = _latest(_table(con, "raw", "sshare"), ("cluster", "account", "raw_shares"))
+    sshare = _latest(_table(con, "raw.sshare"), ("cluster", "account", "raw_shares"))
     cqs = _latest(
-        _table(con, "raw", "kueue_cluster_queues"),
+        _table(con, "raw.kueue_cluster_queues"),
         ("cluster", "name", "cohort", "resource", "nominal_gpus", "usage_gpus"),
     )
     lqs = _latest(
-        _table(con, "raw", "kueue_local_queues"),
+        _table(con, "raw.kueue_local_queues"),
         ("cluster", "namespace", "name", "cluster_queue"),
     )
     clusters = sorted(

@@ -6,7 +6,8 @@ ever open the serving copy, which is replaced atomically by :func:`publish_servi
 
 Modules: connections and the writer's lock (here), file loads into the raw layer
 (:func:`load_parse_results`), the serving copy (:func:`publish_serving_copy`), the statement
-files of ``sql/`` (:mod:`pipelines.warehouse.sql`), read-only ad hoc SQL
+files of ``sql/`` (:mod:`pipelines.warehouse.sql`), the table helpers and the named-SQL runner
+(:mod:`pipelines.warehouse.tables`), read-only ad hoc SQL
 (:mod:`pipelines.warehouse.safe_sql`) and the Parquet lake (:mod:`pipelines.warehouse.lake`).
 """
 
@@ -33,15 +34,36 @@ from pipelines.warehouse._serving import (
     publish_serving_copy,
     remove_stale_copies,
 )
+from pipelines.warehouse.tables import (
+    UTC_DATETIME,
+    as_utc,
+    count_rows,
+    diff_replace,
+    ingest_time_ranges,
+    read_table,
+    refresh_as_of,
+    replace_days,
+    replace_job_rows,
+    replace_table,
+    row_keys,
+    run_named,
+    statement_params,
+    table_exists,
+)
 
 __all__ = [
     "LOCK_WAIT_S",
     "RAW_TABLES",
     "SERVING_DETAIL_FILTERS",
+    "UTC_DATETIME",
     "IngestStats",
     "WarehouseLocked",
+    "as_utc",
     "connect",
+    "count_rows",
+    "diff_replace",
     "ensure_raw_tables",
+    "ingest_time_ranges",
     "init_warehouse",
     "load_parse_result",
     "load_parse_results",
@@ -49,5 +71,14 @@ __all__ = [
     "pid_alive",
     "publish_serving_copy",
     "raw_table_schemas",
+    "read_table",
+    "refresh_as_of",
     "remove_stale_copies",
+    "replace_days",
+    "replace_job_rows",
+    "replace_table",
+    "row_keys",
+    "run_named",
+    "statement_params",
+    "table_exists",
 ]

@@ -1,0 +1,307 @@
+"""Table helpers: the one place that formats table names into SQL.
+
+Every function takes a table name ``schema.name`` (or a bare ``name``) that comes from the
+code's own constants, never from user text, and checks it against :data:`_IDENTIFIER` before
+formatting it into a statement; every value is a bound parameter. Writers run inside the
+caller's transaction. :func:`run_named` runs a statement file of ``sql/`` by name with bound
+parameters: the dashboard, the report and the recommendations read through it alike.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping
+
+import duckdb
+import polars as pl
+
+from pipelines.warehouse.sql import load_sql
+
+__all__ = [
+    "UTC_DATETIME",
+    "as_utc",
+    "count_rows",
+    "diff_replace",
+    "ingest_time_ranges",
+    "read_table",
+    "refresh_as_of",
+    "replace_days",
+    "replace_job_rows",
+    "replace_table",
+    "row_keys",
+    "run_named",
+    "statement_params",
+    "table_exists",
+]
+
+#: The dtype of every stored instant: microseconds, UTC.
+UTC_DATETIME = pl.Datetime("us", "UTC")
+
+#: A table name the helpers accept: ``name`` or ``schema.name``, plain identifiers only.
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)?")
+_PARAM = re.compile(r"\$([A-Za-z_]\w*)")
+_COMMENT = re.compile(r"--[^\n]*")
+
+
+def _checked(table: str) -> str:
+    """``table`` when it is a plain (schema-qualified) identifier.
+
+    Raises:
+        ValueError: anything else (quotes, spaces, several dots, an empty name).
+    """
+    if not _IDENTIFIER.fullmatch(table):
+        raise ValueError(f"not a table name: {table!r}")
+    return table
+
+
+def as_utc(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with every time-zoned datetime column converted to ``UTC`` (DuckDB names the
+    session zone, e.g. ``Etc/UTC``); naive columns and other types are left as they are."""
+    zoned = [n for n, t in frame.schema.items() if isinstance(t, pl.Datetime) and t.time_zone]
+    return frame.with_columns(pl.col(zoned).dt.convert_time_zone("UTC")) if zoned else frame
+
+
+def table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    """Whether a table or view ``schema.name`` (or ``name`` in any schema) exists.
+
+    Raises:
+        ValueError: ``table`` is not a plain identifier.
+    """
+    schema, _, name = _checked(table).rpartition(".")
+    rows = con.execute(
+        "SELECT count(*) FROM information_schema.tables"
+        " WHERE table_name = $t AND ($s = '' OR table_schema = $s)",
+        {"s": schema, "t": name},
+    ).fetchall()
+    return bool(rows[0][0])
+
+
+def read_table(
+    con: duckdb.DuckDBPyConnection, table: str, *, with_rowid: bool = False
+) -> pl.DataFrame:
+    """Every row of ``table`` as polars, zoned timestamps in ``UTC`` (:func:`as_utc`).
+
+    Args:
+        con: a connection holding the table.
+        table: ``schema.name``.
+        with_rowid: prepend DuckDB's ``rowid`` as column ``_rowid`` (Int64).
+
+    Raises:
+        ValueError: ``table`` is not a plain identifier.
+        duckdb.CatalogException: no such table.
+    """
+    rowid = "rowid AS _rowid, " if with_rowid else ""
+    return as_utc(con.sql(f"SELECT {rowid}* FROM {_checked(table)}").pl())
+
+
+def count_rows(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    """The number of rows of ``table``.
+
+    Raises:
+        ValueError: ``table`` is not a plain identifier.
+        duckdb.CatalogException: no such table.
+    """
+    return int(con.execute(f"SELECT count(*) FROM {_checked(table)}").fetchall()[0][0])
+
+
+def replace_table(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
+    """Create or replace ``table`` with ``frame``'s rows and columns (types as DuckDB maps them).
+
+    Raises:
+        ValueError: ``frame`` has no columns, or ``table`` is not a plain identifier.
+    """
+    if frame.width == 0:
+        raise ValueError(f"{table}: no columns to write")
+    _f = frame
+    con.execute(f"CREATE OR REPLACE TABLE {_checked(table)} AS SELECT * FROM _f")
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
+    if frame.height:
+        _f = frame
+        con.execute(f"INSERT INTO {_checked(table)} BY NAME SELECT * FROM _f")
+
+
+def replace_days(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    frame: pl.DataFrame,
+    days: Mapping[str, set[dt.date]],
+    *,
+    time_col: str,
+) -> tuple[int, int]:
+    """Delete ``table``'s rows of the given cluster-days and insert ``frame``.
+
+    A row belongs to cluster-day ``(c, d)`` when ``cluster = c`` and its ``time_col`` falls on
+    UTC day ``d``. ``frame`` must hold exactly the new rows of those cluster-days (it is
+    inserted by column name). Runs inside the caller's transaction.
+
+    Args:
+        con: read-write connection.
+        table: ``schema.name`` with a ``cluster`` column.
+        frame: the new rows.
+        days: cluster → UTC days to replace.
+        time_col: the table's time column (a timestamp with time zone).
+
+    Returns:
+        (rows deleted, rows inserted).
+
+    Raises:
+        ValueError: ``table`` or ``time_col`` is not a plain identifier.
+    """
+    _checked(table)
+    if not _IDENTIFIER.fullmatch(time_col) or "." in time_col:
+        raise ValueError(f"not a column name: {time_col!r}")
+    deleted = 0
+    for c, ds in sorted(days.items()):
+        n = con.execute(
+            f"DELETE FROM {table} WHERE cluster = $c"
+            f" AND CAST(timezone('UTC', {time_col}) AS DATE) IN (SELECT unnest($d))",
+            {"c": c, "d": sorted(ds)},
+        ).fetchall()
+        deleted += int(n[0][0]) if n else 0
+    _insert(con, table, frame)
+    return deleted, frame.height
+
+
+def replace_job_rows(
+    con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame, keys: pl.DataFrame
+) -> tuple[int, int]:
+    """Delete ``table``'s rows whose ``(cluster, job_id)`` is in ``keys`` and insert ``frame``
+    (by column name). Runs inside the caller's transaction.
+
+    Returns:
+        (rows deleted, rows inserted).
+
+    Raises:
+        ValueError: ``table`` is not a plain identifier.
+    """
+    _k = keys.select("cluster", "job_id").unique()
+    n = con.execute(
+        f"DELETE FROM {_checked(table)} t WHERE EXISTS (SELECT 1 FROM _k"
+        " WHERE _k.cluster = t.cluster AND _k.job_id = t.job_id)"
+    ).fetchall()
+    _insert(con, table, frame)
+    return (int(n[0][0]) if n else 0), frame.height
+
+
+def refresh_as_of(con: duckdb.DuckDBPyConnection, table: str, as_of: pl.DataFrame) -> int:
+    """Set ``as_of`` on the rows of ``table`` whose cluster's cut-off moved.
+
+    Args:
+        con: read-write connection.
+        table: ``schema.name`` with ``cluster`` and ``as_of`` columns.
+        as_of: ``cluster, as_of`` (the new cut-offs).
+
+    Returns:
+        The number of rows set.
+
+    Raises:
+        ValueError: ``table`` is not a plain identifier.
+    """
+    _checked(table)
+    total = 0
+    for c, cut in as_of.iter_rows():
+        n = con.execute(
+            f"UPDATE {table} SET as_of = $a WHERE cluster = $c AND as_of IS DISTINCT FROM $a",
+            {"a": cut, "c": c},
+        ).fetchall()
+        total += int(n[0][0]) if n else 0
+    return total
+
+
+def ingest_time_ranges(
+    con: duckdb.DuckDBPyConnection, table: str, time_col: str, ingest_id: int
+) -> list[tuple[str, dt.datetime, dt.datetime]]:
+    """Per cluster, the first and last ``time_col`` of the rows one ingest loaded into ``table``.
+
+    Returns:
+        ``(cluster, min, max)`` tuples (instants as DuckDB returns them, zoned).
+
+    Raises:
+        ValueError: ``table`` or ``time_col`` is not a plain identifier.
+    """
+    _checked(table)
+    if not _IDENTIFIER.fullmatch(time_col) or "." in time_col:
+        raise ValueError(f"not a column name: {time_col!r}")
+    rows = con.execute(
+        f"SELECT cluster, min({time_col}), max({time_col}) FROM {table}"
+        " WHERE ingest_id = $i GROUP BY cluster",
+        {"i": ingest_id},
+    ).fetchall()
+    return [(str(c), lo, hi) for c, lo, hi in rows]
+
+
+def row_keys(df: pl.DataFrame) -> pl.DataFrame:
+    """``_h`` (UInt64 row hash) and ``_k`` (occurrence of that hash, from 0) per row of ``df``:
+    a multiset key, one row per input row in order. Floats are hashed at 12 significant digits:
+    a sum recomputed in another order differs in its last bits, and such a row is not a
+    change."""
+    floats = [c for c, t in df.schema.items() if t in (pl.Float32, pl.Float64)]
+    h = df.with_columns(pl.col(floats).round_sig_figs(12)).hash_rows()
+    return pl.DataFrame({"_h": h}).with_columns(pl.int_range(pl.len()).over("_h").alias("_k"))
+
+
+def diff_replace(
+    con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame
+) -> tuple[int, int] | None:
+    """Make ``table`` hold exactly ``frame``'s rows by deleting the rows ``frame`` lacks and
+    inserting the rows the table lacks (rows compared whole, floats at 12 significant digits,
+    duplicates counted), so rows that did not change are not rewritten. Runs inside the
+    caller's transaction.
+
+    Returns:
+        (rows deleted, rows inserted), or None when ``frame`` has no columns, the table is
+        missing, or its columns or types differ from ``frame``'s (the caller then replaces the
+        table).
+
+    Raises:
+        ValueError: ``table`` is not a plain identifier.
+    """
+    if frame.width == 0 or not table_exists(con, table):
+        return None
+    old = read_table(con, table, with_rowid=True)
+    if old.columns[1:] != frame.columns:
+        return None
+    try:
+        old_rows = old.drop("_rowid").cast(frame.schema, strict=True)  # type: ignore[arg-type]
+    except (pl.exceptions.PolarsError, TypeError):
+        return None
+    ko, kn = row_keys(old_rows), row_keys(frame)
+    gone = old.select("_rowid").with_columns(ko).join(kn, on=["_h", "_k"], how="anti")
+    new_rows = frame.with_columns(kn).join(ko, on=["_h", "_k"], how="anti").drop("_h", "_k")
+    if gone.height:
+        _g = gone.select("_rowid")
+        con.execute(f"DELETE FROM {table} WHERE rowid IN (SELECT _rowid FROM _g)")
+    _insert(con, table, new_rows)
+    return gone.height, new_rows.height
+
+
+def statement_params(sql: str) -> set[str]:
+    """The ``$name`` parameters a statement names (``--`` comments ignored)."""
+    return set(_PARAM.findall(_COMMENT.sub("", sql)))
+
+
+def run_named(
+    con: duckdb.DuckDBPyConnection, name: str, params: Mapping[str, object] | None = None
+) -> pl.DataFrame:
+    """Run ``sql/<name>.sql`` with the parameters it names bound from ``params`` (others are
+    left out), and return the result as polars, zoned timestamps in ``UTC``.
+
+    Args:
+        con: a connection (read-only is enough for queries).
+        name: the statement file below ``sql/`` without suffix, e.g. ``"dashboard/headline"``.
+        params: values of the statement's ``$`` parameters; extra keys are ignored.
+
+    Raises:
+        FileNotFoundError: no such statement file.
+        KeyError: the statement names a parameter that ``params`` lacks.
+    """
+    sql = load_sql(name)
+    wanted = statement_params(sql)
+    given = params or {}
+    missing = wanted - given.keys()
+    if missing:
+        raise KeyError(f"sql/{name}.sql needs parameters {sorted(missing)}")
+    return as_utc(con.sql(sql, params={k: given[k] for k in wanted}).pl())

@@ -1,0 +1,191 @@
+"""The table helpers of :mod:`pipelines.warehouse.tables`, each on a tiny in-memory table with
+hand-checked values."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+
+import duckdb
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from pipelines.warehouse import (
+    UTC_DATETIME,
+    count_rows,
+    diff_replace,
+    ingest_time_ranges,
+    read_table,
+    refresh_as_of,
+    replace_days,
+    replace_job_rows,
+    replace_table,
+    row_keys,
+    run_named,
+    statement_params,
+    table_exists,
+)
+
+T0 = dt.datetime(2026, 3, 1, 23, 0, tzinfo=dt.UTC)
+H = dt.timedelta(hours=1)
+
+
+@pytest.fixture
+def con() -> Iterator[duckdb.DuckDBPyConnection]:
+    c = duckdb.connect()
+    # Another session zone than UTC: read_table must still hand back UTC.
+    c.execute("SET TimeZone = 'Europe/Berlin'")
+    c.execute("CREATE SCHEMA a")
+    yield c
+    c.close()
+
+
+def _hours(con: duckdb.DuckDBPyConnection) -> None:
+    """a.t: clusters x and y, hours 23:00 on 1 March and 00:00, 01:00 on 2 March (UTC)."""
+    frame = pl.DataFrame(
+        {
+            "cluster": ["x", "x", "x", "y", "y", "y"],
+            "hour": [T0, T0 + H, T0 + 2 * H] * 2,
+            "v": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        }
+    )
+    replace_table(con, "a.t", frame)
+
+
+def test_table_exists_sees_tables_and_views_by_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """A table is found in its schema only; a view counts; an unqualified name is any schema."""
+    con.execute("CREATE TABLE a.t (x INT)")
+    con.execute("CREATE VIEW v AS SELECT 1 AS x")
+    assert table_exists(con, "a.t")
+    assert not table_exists(con, "main.t")
+    assert table_exists(con, "t")
+    assert table_exists(con, "v")
+    assert not table_exists(con, "a.missing")
+
+
+def test_names_that_are_not_identifiers_are_refused(con: duckdb.DuckDBPyConnection) -> None:
+    """Quotes, spaces and statements never reach the SQL text."""
+    for bad in ("a.t; DROP TABLE a.t", "a.b.c", "'x'", "", "a t"):
+        with pytest.raises(ValueError):
+            table_exists(con, bad)
+    with pytest.raises(ValueError):
+        replace_days(con, "a.t", pl.DataFrame(), {}, time_col="hour) OR (1=1")
+
+
+def test_read_table_is_utc_whatever_the_session_zone(con: duckdb.DuckDBPyConnection) -> None:
+    """A TIMESTAMPTZ column comes back as ``Datetime(us, UTC)`` with the same instants."""
+    _hours(con)
+    df = read_table(con, "a.t")
+    assert df.schema["hour"] == UTC_DATETIME
+    assert df.sort("cluster", "hour")["hour"].to_list()[:3] == [T0, T0 + H, T0 + 2 * H]
+    with_id = read_table(con, "a.t", with_rowid=True)
+    assert with_id.columns == ["_rowid", "cluster", "hour", "v"]
+
+
+def test_replace_table_and_count_rows(con: duckdb.DuckDBPyConnection) -> None:
+    """The table holds exactly the frame; a frame without columns is refused."""
+    _hours(con)
+    assert count_rows(con, "a.t") == 6
+    replace_table(con, "a.t", pl.DataFrame({"z": [1, 2]}))
+    assert count_rows(con, "a.t") == 2
+    with pytest.raises(ValueError, match="no columns"):
+        replace_table(con, "a.t", pl.DataFrame())
+
+
+def test_replace_days_deletes_exactly_the_given_cluster_days(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    """Replacing cluster x, 2 March (UTC) deletes x's 00:00 and 01:00 rows only (2 rows, though
+    in Berlin time 23:00 UTC is 2 March too), and inserts the new row."""
+    _hours(con)
+    new = pl.DataFrame({"cluster": ["x"], "hour": [T0 + H], "v": [20.0]})
+    deleted, inserted = replace_days(con, "a.t", new, {"x": {dt.date(2026, 3, 2)}}, time_col="hour")
+    assert (deleted, inserted) == (2, 1)
+    got = read_table(con, "a.t").sort("cluster", "hour")
+    assert got["v"].to_list() == [1.0, 20.0, 4.0, 5.0, 6.0]
+
+
+def test_replace_job_rows_deletes_the_keys_rows(con: duckdb.DuckDBPyConnection) -> None:
+    """Rows of (x, 1) go (two attempts), (x, 2) and (y, 1) stay; the frame is inserted."""
+    replace_table(
+        con,
+        "a.j",
+        pl.DataFrame({"cluster": ["x", "x", "x", "y"], "job_id": ["1", "1", "2", "1"],
+                      "attempt": [0, 1, 0, 0]}),
+    )  # fmt: skip
+    keys = pl.DataFrame({"cluster": ["x", "x"], "job_id": ["1", "1"]})
+    new = pl.DataFrame({"cluster": ["x"], "job_id": ["1"], "attempt": [0]})
+    assert replace_job_rows(con, "a.j", new, keys) == (2, 1)
+    got = read_table(con, "a.j").sort("cluster", "job_id", "attempt")
+    assert got.rows() == [("x", "1", 0), ("x", "2", 0), ("y", "1", 0)]
+
+
+def test_refresh_as_of_sets_only_moved_cut_offs(con: duckdb.DuckDBPyConnection) -> None:
+    """x's cut-off moves (2 rows set), y's is unchanged (0 rows)."""
+    replace_table(
+        con,
+        "a.s",
+        pl.DataFrame({"cluster": ["x", "x", "y"], "as_of": [T0, T0, T0]}),
+    )
+    as_of = pl.DataFrame({"cluster": ["x", "y"], "as_of": [T0 + H, T0]})
+    assert refresh_as_of(con, "a.s", as_of) == 2
+    got = read_table(con, "a.s").sort("cluster")
+    assert got["as_of"].to_list() == [T0 + H, T0 + H, T0]
+
+
+def test_diff_replace_rewrites_only_changed_rows(con: duckdb.DuckDBPyConnection) -> None:
+    """Old rows v = 1, 2, 2; new rows v = 2, 3 (+1e-15 noise on 2): one 2 and the 1 go, 3 comes.
+    A frame with other columns gives None (the caller replaces the table)."""
+    replace_table(con, "a.d", pl.DataFrame({"k": ["a", "b", "b"], "v": [1.0, 2.0, 2.0]}))
+    new = pl.DataFrame({"k": ["b", "c"], "v": [2.0 + 1e-15, 3.0]})
+    assert diff_replace(con, "a.d", new) == (2, 1)
+    assert sorted(read_table(con, "a.d").rows()) == [("b", 2.0), ("c", 3.0)]
+    assert diff_replace(con, "a.d", pl.DataFrame({"other": [1]})) is None
+    assert diff_replace(con, "a.missing", new) is None
+
+
+def test_row_keys_count_duplicates() -> None:
+    """Two equal rows share a hash and get occurrences 0 and 1."""
+    keys = row_keys(pl.DataFrame({"v": [1.0, 1.0, 2.0]}))
+    assert keys["_k"].to_list() == [0, 1, 0]
+    assert keys["_h"][0] == keys["_h"][1] != keys["_h"][2]
+
+
+def test_ingest_time_ranges_per_cluster(con: duckdb.DuckDBPyConnection) -> None:
+    """Ingest 7's rows span 23:00-01:00 for x; ingest 8's rows are not counted."""
+    replace_table(
+        con,
+        "a.r",
+        pl.DataFrame({"cluster": ["x", "x", "x"], "ingest_id": [7, 7, 8],
+                      "ts": [T0, T0 + 2 * H, T0 + 9 * H]}),
+    )  # fmt: skip
+    [(c, lo, hi)] = ingest_time_ranges(con, "a.r", "ts", 7)
+    assert (c, lo, hi) == ("x", T0, T0 + 2 * H)
+
+
+def test_statement_params_ignore_comments() -> None:
+    """A ``$name`` in a comment is not a parameter."""
+    assert statement_params("-- uses $nope\nSELECT $a + $b_2 -- and $c") == {"a", "b_2"}
+
+
+def test_run_named_binds_the_named_parameters(con: duckdb.DuckDBPyConnection) -> None:
+    """Extra parameters are left out; a missing one is a KeyError naming it."""
+    _hours(con)
+    con.execute("CREATE SCHEMA raw")
+    replace_table(
+        con,
+        "raw.ingests",
+        pl.DataFrame({"ingest_id": [1, 2, 3], "source": ["s"] * 3, "cluster": ["x"] * 3,
+                      "file": ["f1", "f2", "f3"]}),
+    )  # fmt: skip
+    got = run_named(con, "analytics/ingests_since", {"mark": 1, "unused": 5})
+    assert_frame_equal(
+        got,
+        pl.DataFrame({"ingest_id": [2, 3], "source": ["s"] * 2, "cluster": ["x"] * 2,
+                      "file": ["f2", "f3"]}),
+    )  # fmt: skip
+    with pytest.raises(KeyError, match="mark"):
+        run_named(con, "analytics/ingests_since")
+    with pytest.raises(FileNotFoundError):
+        run_named(con, "analytics/no_such_statement")
