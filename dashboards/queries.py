@@ -25,6 +25,7 @@ from metrics import nearest_rank, wait_percentiles_km
 from metrics.schema import SIZE_BUCKETS, WATERFALL_LEAVES
 from pipelines.config import load_config
 from pipelines.privacy import pseudonymise, show_user_names
+from pipelines.warehouse import run_named, statement_params, table_exists
 from pipelines.warehouse.safe_sql import run_query
 from pipelines.warehouse.sql import load_sql
 
@@ -83,8 +84,6 @@ FAILURE_LEAVES: tuple[str, ...] = ("failed_work_infra", "failed_work_user")
 # Open bounds for an unset date filter: wider than any data the fleet can hold.
 _EARLIEST = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _LATEST = dt.datetime(2200, 1, 1, tzinfo=dt.UTC)
-_PARAM = re.compile(r"\$([A-Za-z_]\w*)")
-_COMMENT = re.compile(r"--[^\n]*")
 
 
 @dataclass(frozen=True)
@@ -144,21 +143,15 @@ def _frame(path: str, name: str, params: dict[str, object] | None = None) -> pl.
     """
     if not Path(path).exists():
         return pl.DataFrame()
-    sql = load_sql(f"dashboard/{name}")
-    wanted = set(_PARAM.findall(_COMMENT.sub("", sql)))
-    given = params or {}
-    missing = wanted - given.keys()
+    missing = statement_params(load_sql(f"dashboard/{name}")) - (params or {}).keys()
     if missing:
         raise KeyError(f"sql/dashboard/{name}.sql needs parameters {sorted(missing)}")
     with duckdb.connect(path, read_only=True) as con:
         # Day and week boundaries (date_trunc, ::DATE) follow the session zone: pin it to UTC.
         con.execute("SET TimeZone = 'UTC'")
-        if not con.execute(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'jobs'"
-        ).fetchall()[0][0]:
+        if not table_exists(con, "jobs"):
             return pl.DataFrame()  # a database the pipeline has not published views into yet
-        out: pl.DataFrame = con.sql(sql, params={k: given[k] for k in wanted}).pl()
-        return out
+        return run_named(con, f"dashboard/{name}", params)
 
 
 def _leaf_sorted(df: pl.DataFrame, *by: str) -> pl.DataFrame:

@@ -47,7 +47,7 @@ from metrics.recommendations import (
 from metrics.scheduler_model import SchedulerSettings
 from pipelines.config import Config
 from pipelines.core import load_registry
-from pipelines.warehouse import connect
+from pipelines.warehouse import UTC_DATETIME, connect, run_named, table_exists
 from pipelines.warehouse.sql import load_sql
 
 __all__ = [
@@ -87,7 +87,6 @@ OUTPUT_FILES: dict[str, str] = {
     "kubernetes-merge-patch": "kueue-patches.yaml",
 }
 
-_UTC = pl.Datetime("us", "UTC")
 _SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 
 
@@ -137,29 +136,10 @@ class RecommendationInputs:
     reservations: pl.DataFrame = field(default_factory=pl.DataFrame)
 
 
-def _utc(df: pl.DataFrame) -> pl.DataFrame:
-    """Zoned timestamps normalised to ``UTC`` microseconds (DuckDB may say Etc/UTC)."""
-    cols = [n for n, t in df.schema.items() if isinstance(t, pl.Datetime) and t.time_zone]
-    if not cols:
-        return df
-    return df.with_columns(
-        pl.col(cols).dt.convert_time_zone("UTC").dt.cast_time_unit("us"),
-    )
-
-
 def _query(
     con: duckdb.DuckDBPyConnection, name: str, params: Mapping[str, Any] | None = None
 ) -> pl.DataFrame:
-    df: pl.DataFrame = con.sql(load_sql(f"recommendations/{name}"), params=dict(params or {})).pl()
-    return _utc(df)
-
-
-def _has_table(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> bool:
-    rows = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
-        [schema, table],
-    ).fetchall()
-    return bool(rows and rows[0][0])
+    return run_named(con, f"recommendations/{name}", params)
 
 
 def _kueue_objects(folder: Path, prefix: str) -> list[dict[str, Any]]:
@@ -193,7 +173,7 @@ def read_inputs(
     jobs = _query(con, "jobs_in_window", params)
     sshare = (
         _query(con, "latest_sshare")
-        if _has_table(con, "raw", "sshare")
+        if table_exists(con, "raw.sshare")
         else pl.DataFrame(
             schema={"cluster": pl.String(), "account": pl.String(), "user_name": pl.String(),
                     "raw_shares": pl.Int64(), "norm_shares": pl.Float64()}
@@ -215,11 +195,9 @@ def read_inputs(
         jobs=jobs,
         pending=_query(con, "pending_jobs", params),
         waterfall=_query(con, "waterfall_in_window", params),
-        nodes=_utc(con.sql("SELECT cluster, host, partition, gpus FROM nodes").pl()),
-        fairness_weekly=_utc(
-            con.sql("SELECT * FROM fairness_weekly WHERE \"window\" = 'week'").pl()
-        ),
-        node_reliability=_utc(con.sql("SELECT * FROM node_reliability").pl()),
+        nodes=_query(con, "nodes"),
+        fairness_weekly=_query(con, "fairness_weeks"),
+        node_reliability=_query(con, "node_reliability"),
         sshare=sshare,
         activity=_query(con, "attempt_activity", {**params, "metric": ACTIVITY_METRIC}),
         teams=teams,
@@ -231,7 +209,7 @@ def read_inputs(
         cluster_queues=cqs,
         reservations=(
             _query(con, "reservations_in_window", params)
-            if _has_table(con, "raw", "slurm_reservations")
+            if table_exists(con, "raw.slurm_reservations")
             else pl.DataFrame()
         ),
         local_queues=lqs,
@@ -319,7 +297,7 @@ def recommendations_frame(
     return (
         out.with_columns(
             pl.col("severity").replace_strict(_SEVERITY_ORDER, return_dtype=pl.Int8).alias("_o"),
-            pl.lit(as_of).cast(_UTC).alias("as_of"),
+            pl.lit(as_of).cast(UTC_DATETIME).alias("as_of"),
         )
         .sort(
             ["_o", "expected_gain_gpu_h_per_week", "id"],

@@ -13,7 +13,7 @@ import polars as pl
 
 from pipelines.config import Config
 from pipelines.privacy import pseudonymise, show_user_names
-from pipelines.warehouse.sql import load_sql
+from pipelines.warehouse import run_named
 
 __all__ = [
     "IsoWeek",
@@ -90,15 +90,18 @@ class IsoWeek:
 
 
 def query(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pl.DataFrame:
-    """Run ``sql/report/<name>.sql`` with bound ``$name`` parameters.
+    """Run ``sql/report/<name>.sql`` with bound ``$name`` parameters
+    (:func:`pipelines.warehouse.run_named`: zoned timestamps come back in UTC).
 
     Args:
         con: a (read-only) connection to the serving copy.
         name: the statement's file name without suffix.
         **params: values of the statement's ``$`` parameters.
+
+    Raises:
+        KeyError: the statement names a parameter not given.
     """
-    out: pl.DataFrame = con.sql(load_sql(f"report/{name}"), params=params).pl()
-    return out
+    return run_named(con, f"report/{name}", params)
 
 
 def reports_dir(cfg: Config) -> Path:
