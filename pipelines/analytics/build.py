@@ -18,14 +18,14 @@ import polars as pl
 from metrics import naive_wait_percentiles, occupancy_hourly
 from metrics.data_quality import DATA_QUALITY_SCHEMA, admitted_without_pods, gpu_tracking_gaps
 from pipelines.analytics.incremental import (
-    INCREMENTAL_TABLES,
     BuildPlan,
-    apply_incremental,
     plan_build,
     record_build,
+    write_window_tables,
 )
 from pipelines.analytics.metrics_build import build_metric_tables
 from pipelines.analytics.scheduler_views import scheduler_tables
+from pipelines.analytics.windows import WINDOW_TABLES, window_tables
 from pipelines.config import Config
 from pipelines.core import (
     JOBS_COLUMNS,
@@ -228,18 +228,13 @@ def rebuild(
         con, cfg, registry_path=path, jobs=core.jobs, pending=core.pending, occupancy=occ,
         nodes=core.nodes, as_of=core.as_of, full=full,
     )  # fmt: skip
-    written = _tables(con, cfg, core, registry, occ, dq, plan)
-    jobs, pending, as_of, pod_jobs, nodes = (
-        core.jobs, core.pending, core.as_of, core.pod_jobs, core.nodes,
-    )  # fmt: skip
+    written, job_keys = _tables(con, cfg, core, registry, occ, dq, plan)
+    pending, as_of = core.pending, core.as_of
     # Each frame is dropped once written (the write converts it for DuckDB, a transient copy):
     # with the core frames released, core.slurm_jobs and the per-job analytics tables do not
     # all stay in memory through the writes.
-    del core
-    return _write(
-        con, cfg, plan, written, jobs=jobs, pending=pending, occupancy=occ, as_of=as_of,
-        pod_jobs=pod_jobs, nodes=nodes,
-    )  # fmt: skip
+    del core, occ
+    return _write(con, plan, written, job_keys, pending=pending, as_of=as_of)
 
 
 def _read_registry(path: Path) -> RegistryFrames:
@@ -292,10 +287,17 @@ def _tables(
     occ: pl.DataFrame,
     dq: pl.DataFrame,
     plan: BuildPlan,
-) -> dict[str, pl.DataFrame]:
+) -> tuple[dict[str, pl.DataFrame], pl.DataFrame | None]:
     """Every table to write, by name: the core frames, the metric engine's and the scheduler
-    views' tables (the metric engine computes the telemetry summaries only in a full build)."""
+    views' tables, and the time-keyed tables of the plan's cluster-days (every day in a full
+    build, :func:`pipelines.analytics.windows.window_tables`); with the job keys whose
+    ``job_gpu_summary`` rows an incremental build rewrites (None in a full build)."""
     jobs, as_of = core.jobs, core.as_of
+    windows = window_tables(
+        con, jobs=jobs, pending=core.pending, occupancy=occ, as_of=as_of,
+        pod_jobs=core.pod_jobs, nodes=core.nodes, idle_threshold=cfg.idle_activity,
+        days=None if plan.full else plan.days, changed_keys=plan.changed_keys,
+    )  # fmt: skip
     engine = build_metric_tables(
         con,
         jobs=jobs,
@@ -304,9 +306,6 @@ def _tables(
         shares=core.shares,
         nodes=core.nodes,
         as_of=as_of,
-        idle_threshold=cfg.idle_activity,
-        pod_jobs=core.pod_jobs,
-        telemetry=plan.full,
     )  # fmt: skip
     km = engine.pop("analytics.time_to_start_km")
     tts = (
@@ -330,41 +329,36 @@ def _tables(
         "core.k8s_events": core.k8s_events,
         "core.jobs": jobs,
         "core.nodes": core.nodes,
-        "analytics.occupancy_hourly": occ,
         "analytics.time_to_start_summary": tts,
         "analytics.data_quality": dq,
         "core.k8s_workloads": core.k8s_timings.join(as_of, on="cluster", how="left"),
         "core.k8s_pending_reasons": core.k8s_pending_reasons.join(as_of, on="cluster", how="left"),
         **schedulers,
         **{t: with_as_of(f, as_of) if "cluster" in f.columns else f for t, f in engine.items()},
-    }
+        **windows.tables,
+    }, windows.job_keys
 
 
 def _write(
     con: duckdb.DuckDBPyConnection,
-    cfg: Config,
     plan: BuildPlan,
     written: dict[str, pl.DataFrame],
+    job_keys: pl.DataFrame | None,
     *,
-    jobs: pl.DataFrame,
     pending: pl.DataFrame,
-    occupancy: pl.DataFrame,
     as_of: pl.DataFrame,
-    pod_jobs: pl.DataFrame,
-    nodes: pl.DataFrame,
 ) -> dict[str, int]:
-    """Write ``written`` (emptied as it goes) and, in an incremental build, the changed
-    cluster-days of the time-keyed tables, record the build and create the views, in one
+    """Write ``written`` (emptied as it goes; in an incremental build the time-keyed tables
+    only for the plan's cluster-days), record the build and create the views, in one
     transaction. Returns the row counts by table."""
-    kept = set() if plan.full else {*INCREMENTAL_TABLES, "analytics.job_gpu_summary"}
+    kept = set() if plan.full else set(WINDOW_TABLES)
     counts = {t: f.height for t, f in written.items() if t not in kept}
+    windows = {t: written.pop(t) for t in kept}
     con.execute("BEGIN TRANSACTION")
     try:
         log: list[tuple[str, str, int | None, int]] = []
         for table in list(written):
             frame = written.pop(table)
-            if table in kept:
-                continue
             # Incremental builds rewrite only the rows that changed (a window whose values
             # moved); a table whose columns changed, or a full build, is replaced whole.
             diff = None if plan.full else diff_replace(con, table, frame)
@@ -375,11 +369,9 @@ def _write(
                 log.append((table, "rows", *diff))
             del frame
         if not plan.full:
-            log += apply_incremental(
-                con, plan, jobs=jobs, pending=pending, occupancy=occupancy, as_of=as_of,
-                pod_jobs=pod_jobs, nodes=nodes, idle_threshold=cfg.idle_activity,
-                changed_keys=plan.changed_keys,
-            )  # fmt: skip
+            assert job_keys is not None
+            log += write_window_tables(con, plan, windows, job_keys, as_of)
+        del windows
         record_build(con, plan, as_of, pending, log)
         create_views(con)
         con.execute("COMMIT")

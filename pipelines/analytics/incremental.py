@@ -1,5 +1,11 @@
 """Incremental recompute: a new day rewrites that day's rows of the time-keyed tables.
 
+This module plans a build (:func:`plan_build`: full, or which cluster-days are affected) and
+keeps its books (``analytics.build_state``, ``analytics.build_log``); the time-keyed rows
+themselves are computed by the one function a full build uses too,
+:func:`pipelines.analytics.windows.window_tables` (a full build asks for every day), and
+written here by :func:`write_window_tables`.
+
 The rebuild (:func:`pipelines.analytics.build.rebuild`) resolves the core layer (jobs, pending
 jobs, nodes, hourly capacity) in memory every time; what this module keeps from growing with
 history is the telemetry work (billions of DCGM samples) and the writes of the large
@@ -19,12 +25,12 @@ previous and the new data cut-off ``as_of`` (running jobs and pending demand ext
 A full rebuild runs instead when nothing was built before, when asked (``full=True``,
 ``goodput materialize --full``), when the registry, the inventory or its derived nodes, the
 thresholds or the code computing the tables (:data:`BUILD_CODE_DIRS`: ``metrics/``,
-``pipelines/core/``, ``pipelines/analytics/`` and the SQL they read; not the CLI, pages, report
-or parsers) changed, or when a loaded file names no day. Hourly DCGM aggregates
-(``raw.dcgm_hourly``) take the incremental path like 5-minute samples: a loaded file affects the
-days its hours cover, and the waterfall of a cluster whose attributed 5-minute activity is empty
-over all time uses the hourly buckets, the full build's rule
-(:func:`attributed_activity_elsewhere`).
+``pipelines/core/``, ``pipelines/analytics/``, the warehouse's table writers and the SQL they
+read; not the CLI, pages, report or parsers) changed, or when a loaded file names no day. Hourly
+DCGM aggregates (``raw.dcgm_hourly``) take the incremental path like 5-minute samples: a loaded
+file affects the days its hours cover, and the waterfall of a cluster whose attributed 5-minute
+activity is empty over all time uses the hourly buckets, one rule for both builds
+(:func:`pipelines.analytics.windows.attributed_activity_elsewhere`).
 """
 
 from __future__ import annotations
@@ -49,7 +55,6 @@ from pipelines.warehouse import (
     replace_job_rows,
     replace_table,
     row_keys,
-    run_named,
     table_exists,
 )
 from pipelines.warehouse.sql import load_sql
@@ -57,10 +62,9 @@ from pipelines.warehouse.sql import load_sql
 __all__ = [
     "INCREMENTAL_TABLES",
     "BuildPlan",
-    "affected_window",
     "plan_build",
     "record_build",
-    "telemetry_window",
+    "write_window_tables",
 ]
 
 #: Time-keyed tables rewritten per affected cluster-day: table → its time column.
@@ -335,85 +339,6 @@ def plan_build(
     return BuildPlan(False, "incremental", days, build_id, int(top), fp, keys)
 
 
-def affected_window(days: set[dt.date]) -> tuple[dt.datetime, dt.datetime]:
-    """[first affected day 00:00 UTC, last affected day + 1 day) as UTC datetimes."""
-    lo, hi = min(days), max(days)
-    return (
-        dt.datetime(lo.year, lo.month, lo.day, tzinfo=dt.UTC),
-        dt.datetime(hi.year, hi.month, hi.day, tzinfo=dt.UTC) + _DAY,
-    )
-
-
-def attributed_activity_elsewhere(
-    con: duckdb.DuckDBPyConnection, cluster: str, days: set[dt.date]
-) -> bool:
-    """Whether the stored ``analytics.gpu_activity`` has 5-minute activity attributed to one
-    attempt of ``cluster`` on a UTC day outside ``days`` (False when the table is absent).
-
-    With the window's own activity this decides the one hourly-DCGM fallback rule of
-    :func:`pipelines.analytics.metrics_build.build_metric_tables`: a cluster whose attributed
-    5-minute activity is empty over all time takes its hourly aggregates (3600 s buckets).
-    """
-    from pipelines.analytics.metrics_build import _ONE_JOB
-
-    if not table_exists(con, "analytics.gpu_activity"):
-        return False
-    found = run_named(
-        con,
-        "analytics/attributed_activity_outside_days",
-        {"cluster": cluster, "one_job": list(_ONE_JOB), "days": sorted(days)},
-    )
-    return bool(found["n"][0])
-
-
-def in_days(col: str, days: set[dt.date]) -> pl.Expr:
-    """``col`` (a UTC datetime) falls on one of ``days``."""
-    return pl.col(col).dt.convert_time_zone("UTC").dt.date().is_in(sorted(days))
-
-
-def telemetry_window(
-    con: duckdb.DuckDBPyConnection,
-    cluster: str,
-    lo: dt.datetime,
-    hi: dt.datetime,
-    *,
-    margin: dt.timedelta = _DAY,
-) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB whose ``raw.dcgm_samples`` holds one cluster's samples in
-    [lo − margin, hi), and whose ``raw.dcgm_hourly`` (when the warehouse has it) holds the
-    cluster's hourly aggregates whose ``hour`` lies in the same window — the input the telemetry
-    functions of :mod:`pipelines.analytics.metrics_build` and
-    :func:`pipelines.analytics.dcgm_hourly_metrics.hourly_activity` read, cut to a window. The
-    margin gives the XID change detection (``lag`` over each GPU's samples) the sample before
-    the window."""
-    frame: pl.DataFrame = con.sql(
-        "SELECT * FROM raw.dcgm_samples WHERE cluster = $c AND ts >= $lo AND ts < $hi",
-        params={"c": cluster, "lo": lo - margin, "hi": hi},
-    ).arrow()
-    mem = duckdb.connect()
-    mem.execute("SET TimeZone = 'UTC'")
-    mem.execute("CREATE SCHEMA raw")
-    mem.register("_samples", frame)
-    mem.execute("CREATE TABLE raw.dcgm_samples AS SELECT * FROM _samples")
-    mem.unregister("_samples")
-    if table_exists(con, "raw.dcgm_hourly"):  # hourly aggregates (the scale fleet's telemetry)
-        hourly = con.sql(
-            "SELECT * FROM raw.dcgm_hourly WHERE cluster = $c AND hour >= $lo AND hour < $hi",
-            params={"c": cluster, "lo": lo - margin, "hi": hi},
-        ).arrow()
-        mem.register("_hourly", hourly)
-        mem.execute("CREATE TABLE raw.dcgm_hourly AS SELECT * FROM _hourly")
-        mem.unregister("_hourly")
-    if table_exists(con, "raw.slurm_job_gres"):  # the per-job GPU index map (small)
-        gres = con.sql(
-            "SELECT * FROM raw.slurm_job_gres WHERE cluster = $c", params={"c": cluster}
-        ).arrow()
-        mem.register("_gres", gres)
-        mem.execute("CREATE TABLE raw.slurm_job_gres AS SELECT * FROM _gres")
-        mem.unregister("_gres")
-    return mem
-
-
 def record_build(
     con: duckdb.DuckDBPyConnection,
     plan: BuildPlan,
@@ -442,160 +367,38 @@ def record_build(
     replace_table(con, "analytics.build_pending", pending)
 
 
-def _overlapping(
-    jobs: pl.DataFrame, days: set[dt.date], cut: dt.datetime, *, from_col: str
-) -> pl.DataFrame:
-    """Rows whose span [from_col (or earlier waits), end or ``cut``] touches one of ``days``."""
-    starts = [c for c in ("submit_at", "eligible_at", "start_at") if c in jobs.columns]
-    lo = pl.min_horizontal(*starts) if from_col == "wait" else pl.col(from_col)
-    hi = pl.coalesce(pl.col("end_at"), pl.lit(cut))
-    tagged = jobs.with_columns(lo.alias("_lo"), hi.alias("_hi")).drop_nulls(["_lo", "_hi"])
-    spans = (
-        tagged.select(
-            pl.int_range(pl.len()).alias("_row"),
-            pl.date_ranges(
-                pl.col("_lo").dt.convert_time_zone("UTC").dt.date(),
-                pl.col("_hi").dt.convert_time_zone("UTC").dt.date(),
-                interval="1d",
-            ).alias("_day"),
-        )
-        .explode("_day")
-        .filter(pl.col("_day").is_in(sorted(days)))
-        .select("_row")
-        .unique()
-    )
-    return (
-        tagged.with_row_index("_row")
-        .join(spans.with_columns(pl.col("_row").cast(pl.UInt32)), on="_row", how="semi")
-        .drop("_row", "_lo", "_hi")
-    )
-
-
-def apply_incremental(
+def write_window_tables(
     con: duckdb.DuckDBPyConnection,
     plan: BuildPlan,
-    *,
-    jobs: pl.DataFrame,
-    pending: pl.DataFrame,
-    occupancy: pl.DataFrame,
+    tables: dict[str, pl.DataFrame],
+    job_keys: pl.DataFrame,
     as_of: pl.DataFrame,
-    pod_jobs: pl.DataFrame,
-    nodes: pl.DataFrame,
-    idle_threshold: float,
-    changed_keys: pl.DataFrame | None = None,
 ) -> list[tuple[str, str, int | None, int]]:
-    """Recompute and rewrite the affected cluster-days of the time-keyed tables and the
-    telemetry summaries of the attempts overlapping them (caller holds the transaction).
+    """Write an incremental build's time-keyed tables (caller holds the transaction).
 
-    ``occupancy_hourly`` rows are the affected hours of the full ``occupancy`` frame; the
-    waterfall is :func:`metrics.gpu_waterfall_hourly` over those hours only (its capacity rows
-    define the output hours), with activity and XID events from the cluster's samples cut to
-    the window the affected days and the overlapping attempts cover (a cluster without
-    5-minute samples uses the hourly aggregates' activity,
-    :func:`~pipelines.analytics.dcgm_hourly_metrics.hourly_activity`, in 3600 s buckets, as
-    :func:`~pipelines.analytics.metrics_build.build_metric_tables` does); ``gpu_activity`` is
-    :func:`~pipelines.analytics.metrics_build.gpu_activity` on that window, kept for the
-    affected days; ``job_gpu_summary`` is recomputed for every attempt of a job (cluster,
-    job_id) with an attempt running on an affected day.
+    The rows of the plan's cluster-days of :data:`INCREMENTAL_TABLES` are replaced by
+    ``tables``' rows (:func:`pipelines.warehouse.replace_days`), and the
+    ``analytics.job_gpu_summary`` rows of ``job_keys`` by its rows
+    (:func:`pipelines.warehouse.replace_job_rows`); then every row of those tables gets its
+    cluster's new ``as_of``.
+
+    Args:
+        con: read-write connection.
+        plan: an incremental plan (its ``days``).
+        tables: :func:`pipelines.analytics.windows.window_tables` frames of ``plan.days``.
+        job_keys: ``cluster, job_id`` the summary frame covers.
+        as_of: ``cluster, as_of`` (new cut-offs).
 
     Returns:
         ``(table, mode, rows deleted, rows inserted)`` per table; mode ``days`` or ``jobs``.
     """
-    from metrics import gpu_waterfall_hourly
-    from pipelines.analytics.dcgm_hourly_metrics import hourly_activity
-    from pipelines.analytics.metrics_build import (
-        _activity,
-        _xid_events,
-        attributed_gpu_buckets,
-        gpu_activity,
-        job_gpu_summary,
-    )
-
-    cuts = {c: a for c, a in as_of.iter_rows() if a is not None}
-    occ_parts, wf_parts, act_parts, sum_parts, key_parts = [], [], [], [], []
-    for c, days in sorted(plan.days.items()):
-        cut = cuts.get(c)
-        if cut is None or not days:
-            continue
-        w0, w1 = affected_window(days)
-        occ_c = occupancy.filter((pl.col("cluster") == c) & in_days("hour", days))
-        occ_parts.append(occ_c)
-        j = _overlapping(jobs.filter(pl.col("cluster") == c), days, cut, from_col="wait")
-        p = pending.filter(pl.col("cluster") == c)
-        run = _overlapping(
-            jobs.filter((pl.col("cluster") == c) & pl.col("start_at").is_not_null()),
-            days, cut, from_col="start_at",
-        )  # fmt: skip
-        keys = run.select("cluster", "job_id")
-        if changed_keys is not None:
-            keys = pl.concat([keys, changed_keys.filter(pl.col("cluster") == c)])
-        keys = keys.unique()
-        key_parts.append(keys)
-        summ_jobs = jobs.join(keys, on=["cluster", "job_id"], how="semi")
-        ends = pl.concat([j, summ_jobs]).select(
-            pl.col("start_at").min().alias("lo"),
-            pl.coalesce("end_at", pl.lit(cut)).max().alias("hi"),
-        )
-        lo, hi = ends.row(0)
-        t_lo = min(w0, lo.replace(minute=0, second=0, microsecond=0)) if lo else w0
-        t_hi = max(w1, hi + dt.timedelta(minutes=5)) if hi else w1
-        mem = telemetry_window(con, c, t_lo, t_hi)
-        try:
-            # Attribution sees every job of the cluster (a sample's owner is decided among all
-            # jobs on its node); only the outputs are cut to the affected days / attempts.
-            jobs_c = jobs.filter(pl.col("cluster") == c)
-            nodes_c = nodes.filter(pl.col("cluster") == c)
-            buckets = attributed_gpu_buckets(mem, jobs_c, pod_jobs, nodes_c)
-            activity = _activity(mem, jobs_c, pod_jobs, buckets=buckets)
-            xid = _xid_events(mem)
-            wf_activity, bucket_s = activity, 300.0
-            # The full build's rule: hourly aggregates for a cluster whose attributed 5-minute
-            # activity is empty over all time (the window's and the stored other days').
-            if activity.height == 0 and not attributed_activity_elsewhere(con, c, days):
-                hourly = hourly_activity(mem, jobs_c).filter(pl.col("cluster") == c)
-                if hourly.height:
-                    wf_activity, bucket_s = hourly, 3600.0
-            if occ_c.height:
-                wf_parts.append(
-                    gpu_waterfall_hourly(
-                        j.lazy(),
-                        occ_c.select("cluster", "hour", "capacity_gpu_s", "down_gpu_s",
-                                     "planned_down_gpu_s").lazy(),
-                        cut, pending=p.lazy(), activity=wf_activity.lazy(),
-                        activity_bucket_s=bucket_s, xid_events=xid.lazy(),
-                        idle_threshold=idle_threshold,
-                    ).collect()
-                )  # fmt: skip
-            ga = gpu_activity(mem, jobs_c, pod_jobs, buckets=buckets)
-            act_parts.append(ga.filter(in_days("bucket", days)))
-            sum_parts.append(
-                job_gpu_summary(mem, summ_jobs, activity, pod_jobs,
-                                idle_threshold=idle_threshold, buckets=buckets)
-            )  # fmt: skip
-        finally:
-            mem.close()
-
-    def _with_as_of(parts: list[pl.DataFrame]) -> pl.DataFrame:
-        if not parts:
-            return pl.DataFrame()
-        f = pl.concat(parts, how="diagonal_relaxed")
-        return f.drop("as_of", strict=False).join(as_of, on="cluster", how="left")
-
-    wf = _with_as_of(wf_parts)
-    if wf.width:
-        wf = wf.with_columns(pl.col("leaf").cast(pl.String).alias("bucket")).drop("leaf")
     log: list[tuple[str, str, int | None, int]] = []
-    for table, frame in (
-        ("analytics.occupancy_hourly", _with_as_of(occ_parts)),
-        ("analytics.gpu_waterfall_hourly", wf),
-        ("analytics.gpu_activity", _with_as_of(act_parts)),
-    ):
-        d, i = replace_days(con, table, frame, plan.days, time_col=INCREMENTAL_TABLES[table])
+    for table, time_col in INCREMENTAL_TABLES.items():
+        d, i = replace_days(con, table, tables[table], plan.days, time_col=time_col)
         log.append((table, "days", d, i))
-    keys = pl.concat(key_parts) if key_parts else pl.DataFrame(
-        schema={"cluster": pl.String(), "job_id": pl.String()}
-    )  # fmt: skip
-    d, i = replace_job_rows(con, "analytics.job_gpu_summary", _with_as_of(sum_parts), keys)
+    d, i = replace_job_rows(
+        con, "analytics.job_gpu_summary", tables["analytics.job_gpu_summary"], job_keys
+    )
     log.append(("analytics.job_gpu_summary", "jobs", d, i))
     for table in (*INCREMENTAL_TABLES, "analytics.job_gpu_summary"):
         refresh_as_of(con, table, as_of)

@@ -1,4 +1,6 @@
-"""The metric-engine tables (waterfall, time to start, fairness, reliability) from core tables.
+"""The metric-engine tables (time to start, fairness, reliability) from core tables, and the
+telemetry functions (attribution, activity, GPU summaries) the time-keyed tables of
+:mod:`pipelines.analytics.windows` are computed with.
 
 Each cluster is computed against its own data cut-off ``as_of``; the metric functions live in
 :mod:`metrics` (pure polars). Telemetry is attributed through the identity table of
@@ -17,13 +19,11 @@ from metrics import (
     entitlement,
     fair_share_hourly,
     fairness_summary,
-    gpu_waterfall_hourly,
     node_reliability,
     wait_percentiles_km,
     wait_spells,
 )
 from metrics.attribution import attribute_samples
-from pipelines.analytics.dcgm_hourly_metrics import hourly_activity
 from pipelines.warehouse.sql import load_sql
 
 __all__ = [
@@ -302,11 +302,11 @@ def build_metric_tables(
     shares: pl.DataFrame,
     nodes: pl.DataFrame,
     as_of: pl.DataFrame,
-    idle_threshold: float,
-    pod_jobs: pl.DataFrame | None = None,
-    telemetry: bool = True,
 ) -> dict[str, pl.DataFrame]:
-    """Compute the metric-engine tables for every cluster with data.
+    """Compute the metric-engine tables that are not time-keyed, for every cluster with data.
+
+    The time-keyed tables (waterfall, GPU activity, telemetry summaries) come from
+    :func:`pipelines.analytics.windows.window_tables`, for a full and an incremental build alike.
 
     Args:
         con: warehouse connection (DCGM samples and Slurm node events are read from it).
@@ -317,33 +317,15 @@ def build_metric_tables(
         shares: registry ``team, share``.
         nodes: ``core.nodes`` (for racks).
         as_of: ``cluster, as_of``.
-        idle_threshold: θ for ``allocated_idle``.
-        pod_jobs: ``cluster, namespace, pod, job_id``: the Kubernetes attempt each pod belongs
-            to, for attributing pod-labelled samples.
-        telemetry: False skips the tables that scan DCGM samples for activity
-            (``gpu_waterfall_hourly``, ``gpu_activity``, ``job_gpu_summary`` come back empty):
-            the incremental rebuild computes those for the affected days only.
 
     Returns:
-        Frames by table name: ``analytics.gpu_waterfall_hourly``, ``analytics.time_to_start_jobs``,
+        Frames by table name: ``analytics.time_to_start_jobs``,
         ``analytics.time_to_start_km``, ``analytics.fairness_weekly``,
         ``analytics.fairness_summary_weekly``, ``analytics.node_reliability``.
     """
-    pod_jobs = (
-        pod_jobs
-        if pod_jobs is not None
-        else pl.DataFrame(
-            schema={"cluster": pl.String(), "namespace": pl.String(), "pod": pl.String(),
-                    "job_id": pl.String()}
-        )
-    )  # fmt: skip
-    buckets = attributed_gpu_buckets(con, jobs, pod_jobs, nodes) if telemetry else None
-    activity = (
-        _activity(con, jobs, pod_jobs, buckets=buckets) if buckets is not None else pl.DataFrame()
-    )
     xid = _xid_events(con)
     down = _down_intervals(con)
-    wf, spells, tts, fair_hourly, rel = [], [], [], [], []
+    spells, tts, fair_hourly, rel = [], [], [], []
     cuts = [
         (str(r["cluster"]), r["as_of"])
         for r in as_of.filter(pl.col("as_of").is_not_null()).iter_rows(named=True)
@@ -367,19 +349,6 @@ def build_metric_tables(
         )
         if cap.height == 0:
             continue
-        act_c = activity.filter(pl.col("cluster") == c) if telemetry else activity
-        bucket_s = 300.0
-        if telemetry and act_c.height == 0:  # hourly DCGM aggregates only (raw.dcgm_hourly)
-            hourly = hourly_activity(con, j).filter(pl.col("cluster") == c)
-            act_c, bucket_s = (hourly, 3600.0) if hourly.height else (act_c, bucket_s)
-        wf.append(
-            pl.DataFrame() if not telemetry else gpu_waterfall_hourly(
-                j.lazy(), cap.lazy(), cut, pending=p.lazy(),
-                activity=act_c.lazy(), activity_bucket_s=bucket_s,
-                xid_events=xid.filter(pl.col("cluster") == c).lazy(),
-                idle_threshold=idle_threshold,
-            ).collect()
-        )  # fmt: skip
         sp = wait_spells(j.lazy(), cut, pending=p.lazy()).collect()
         spells.append(sp.with_columns(pl.lit(cut).alias("as_of")))
         for by in _TTS_GROUPS:
@@ -403,12 +372,6 @@ def build_metric_tables(
             ).collect()
         )  # fmt: skip
     out: dict[str, pl.DataFrame] = {}
-    waterfall = _concat(wf)
-    if waterfall.width:
-        waterfall = waterfall.with_columns(pl.col("leaf").cast(pl.String).alias("bucket")).drop(
-            "leaf"
-        )
-    out["analytics.gpu_waterfall_hourly"] = waterfall
     out["analytics.time_to_start_jobs"] = _concat(spells)
     km = _concat(tts)
     for col in _TTS_COLS:
@@ -444,13 +407,6 @@ def build_metric_tables(
     out["analytics.fairness_weekly"] = _concat(weekly)
     out["analytics.fairness_summary_weekly"] = _concat(summary)
     out["analytics.node_reliability"] = _concat(rel)
-    if telemetry:
-        out["analytics.gpu_activity"] = gpu_activity(con, jobs, pod_jobs, buckets=buckets)
-        out["analytics.job_gpu_summary"] = job_gpu_summary(
-            con, jobs, activity, pod_jobs, idle_threshold=idle_threshold, buckets=buckets
-        )
-    else:
-        out.pop("analytics.gpu_waterfall_hourly")
     if placeholder:
         out = {table: frame.clear() for table, frame in out.items()}
     return out

@@ -1,0 +1,386 @@
+"""The time-keyed tables for a set of cluster-days: one path for the full and the incremental build.
+
+:func:`window_tables` computes ``analytics.occupancy_hourly``, ``analytics.gpu_waterfall_hourly``,
+``analytics.gpu_activity`` and ``analytics.job_gpu_summary``. A full build asks for every day
+(``days=None``: the warehouse's telemetry is read once for all clusters); an incremental build
+asks for the affected cluster-days of its plan (:func:`pipelines.analytics.incremental.plan_build`:
+each cluster's telemetry is cut to the window those days and the attempts overlapping them
+cover, :func:`telemetry_window`). Either way each cluster goes through the same steps: its
+occupancy hours, the waterfall over them (with the one hourly-DCGM fallback rule), the
+per-GPU activity, and the per-attempt telemetry summary.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import duckdb
+import polars as pl
+
+from metrics import gpu_waterfall_hourly
+from pipelines.analytics.dcgm_hourly_metrics import hourly_activity
+from pipelines.analytics.metrics_build import (
+    _ONE_JOB,
+    _activity,
+    _xid_events,
+    attributed_gpu_buckets,
+    gpu_activity,
+    job_gpu_summary,
+)
+from pipelines.core import with_as_of
+from pipelines.warehouse import run_named, table_exists
+
+__all__ = [
+    "WINDOW_TABLES",
+    "WindowFrames",
+    "affected_window",
+    "attributed_activity_elsewhere",
+    "in_days",
+    "telemetry_window",
+    "window_tables",
+]
+
+#: The time-keyed tables, in the order :func:`window_tables` returns them.
+WINDOW_TABLES = (
+    "analytics.occupancy_hourly",
+    "analytics.gpu_waterfall_hourly",
+    "analytics.gpu_activity",
+    "analytics.job_gpu_summary",
+)
+
+_DAY = dt.timedelta(days=1)
+#: The hour a build without any data cut-off computes on (so every table keeps its columns).
+_PLACEHOLDER_HOUR = dt.datetime(2000, 1, 3, tzinfo=dt.UTC)
+
+
+@dataclass
+class WindowFrames:
+    """What :func:`window_tables` computed.
+
+    Attributes:
+        tables: frames by table name (:data:`WINDOW_TABLES`), each with ``as_of``; with
+            ``days``, only the rows of those cluster-days (``job_gpu_summary``: of ``job_keys``).
+        job_keys: ``cluster, job_id`` whose ``job_gpu_summary`` rows ``tables`` holds in full;
+            None for a full build (every job).
+    """
+
+    tables: dict[str, pl.DataFrame]
+    job_keys: pl.DataFrame | None
+
+
+def affected_window(days: set[dt.date]) -> tuple[dt.datetime, dt.datetime]:
+    """[first affected day 00:00 UTC, last affected day + 1 day) as UTC datetimes."""
+    lo, hi = min(days), max(days)
+    return (
+        dt.datetime(lo.year, lo.month, lo.day, tzinfo=dt.UTC),
+        dt.datetime(hi.year, hi.month, hi.day, tzinfo=dt.UTC) + _DAY,
+    )
+
+
+def attributed_activity_elsewhere(
+    con: duckdb.DuckDBPyConnection, cluster: str, days: set[dt.date]
+) -> bool:
+    """Whether the stored ``analytics.gpu_activity`` has 5-minute activity attributed to one
+    attempt of ``cluster`` on a UTC day outside ``days`` (False when the table is absent).
+
+    With the window's own activity this decides, for a set of days, the one hourly-DCGM
+    fallback rule of :func:`window_tables`: a cluster whose attributed 5-minute activity is
+    empty over all time takes its hourly aggregates (3600 s buckets).
+    """
+    if not table_exists(con, "analytics.gpu_activity"):
+        return False
+    found = run_named(
+        con,
+        "analytics/attributed_activity_outside_days",
+        {"cluster": cluster, "one_job": list(_ONE_JOB), "days": sorted(days)},
+    )
+    return bool(found["n"][0])
+
+
+def in_days(col: str, days: set[dt.date]) -> pl.Expr:
+    """``col`` (a UTC datetime) falls on one of ``days``."""
+    return pl.col(col).dt.convert_time_zone("UTC").dt.date().is_in(sorted(days))
+
+
+def telemetry_window(
+    con: duckdb.DuckDBPyConnection,
+    cluster: str,
+    lo: dt.datetime,
+    hi: dt.datetime,
+    *,
+    margin: dt.timedelta = _DAY,
+) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB whose ``raw.dcgm_samples`` holds one cluster's samples in
+    [lo − margin, hi), and whose ``raw.dcgm_hourly`` (when the warehouse has it) holds the
+    cluster's hourly aggregates whose ``hour`` lies in the same window — the input the telemetry
+    functions of :mod:`pipelines.analytics.metrics_build` and
+    :func:`pipelines.analytics.dcgm_hourly_metrics.hourly_activity` read, cut to a window. The
+    margin gives the XID change detection (``lag`` over each GPU's samples) the sample before
+    the window."""
+    frame: pl.DataFrame = con.sql(
+        "SELECT * FROM raw.dcgm_samples WHERE cluster = $c AND ts >= $lo AND ts < $hi",
+        params={"c": cluster, "lo": lo - margin, "hi": hi},
+    ).arrow()
+    mem = duckdb.connect()
+    mem.execute("SET TimeZone = 'UTC'")
+    mem.execute("CREATE SCHEMA raw")
+    mem.register("_samples", frame)
+    mem.execute("CREATE TABLE raw.dcgm_samples AS SELECT * FROM _samples")
+    mem.unregister("_samples")
+    if table_exists(con, "raw.dcgm_hourly"):  # hourly aggregates (the scale fleet's telemetry)
+        hourly = con.sql(
+            "SELECT * FROM raw.dcgm_hourly WHERE cluster = $c AND hour >= $lo AND hour < $hi",
+            params={"c": cluster, "lo": lo - margin, "hi": hi},
+        ).arrow()
+        mem.register("_hourly", hourly)
+        mem.execute("CREATE TABLE raw.dcgm_hourly AS SELECT * FROM _hourly")
+        mem.unregister("_hourly")
+    if table_exists(con, "raw.slurm_job_gres"):  # the per-job GPU index map (small)
+        gres = con.sql(
+            "SELECT * FROM raw.slurm_job_gres WHERE cluster = $c", params={"c": cluster}
+        ).arrow()
+        mem.register("_gres", gres)
+        mem.execute("CREATE TABLE raw.slurm_job_gres AS SELECT * FROM _gres")
+        mem.unregister("_gres")
+    return mem
+
+
+def _overlapping(
+    jobs: pl.DataFrame, days: set[dt.date], cut: dt.datetime, *, from_col: str
+) -> pl.DataFrame:
+    """Rows whose span [from_col (or earlier waits), end or ``cut``] touches one of ``days``."""
+    starts = [c for c in ("submit_at", "eligible_at", "start_at") if c in jobs.columns]
+    lo = pl.min_horizontal(*starts) if from_col == "wait" else pl.col(from_col)
+    hi = pl.coalesce(pl.col("end_at"), pl.lit(cut))
+    tagged = jobs.with_columns(lo.alias("_lo"), hi.alias("_hi")).drop_nulls(["_lo", "_hi"])
+    spans = (
+        tagged.select(
+            pl.int_range(pl.len()).alias("_row"),
+            pl.date_ranges(
+                pl.col("_lo").dt.convert_time_zone("UTC").dt.date(),
+                pl.col("_hi").dt.convert_time_zone("UTC").dt.date(),
+                interval="1d",
+            ).alias("_day"),
+        )
+        .explode("_day")
+        .filter(pl.col("_day").is_in(sorted(days)))
+        .select("_row")
+        .unique()
+    )
+    return (
+        tagged.with_row_index("_row")
+        .join(spans.with_columns(pl.col("_row").cast(pl.UInt32)), on="_row", how="semi")
+        .drop("_row", "_lo", "_hi")
+    )
+
+
+@dataclass
+class _Scope:
+    """One read of the telemetry: the connection holding it, the clusters (with cut-off and
+    days, None = every day) it serves, and the jobs and nodes attribution sees."""
+
+    telemetry: duckdb.DuckDBPyConnection
+    clusters: list[tuple[str, dt.datetime, set[dt.date] | None]]
+    jobs: pl.DataFrame
+    nodes: pl.DataFrame
+    summary_jobs: pl.DataFrame
+    keys: pl.DataFrame | None = None
+
+
+def _concat(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    return pl.concat(parts, how="diagonal_relaxed") if parts else pl.DataFrame()
+
+
+def _full_scope(
+    con: duckdb.DuckDBPyConnection,
+    jobs: pl.DataFrame,
+    occupancy: pl.DataFrame,
+    as_of: pl.DataFrame,
+    nodes: pl.DataFrame,
+) -> tuple[_Scope, pl.DataFrame, bool]:
+    """Every day of every cluster with a cut-off and occupancy hours, read from ``con`` at once
+    (with no such cluster: one placeholder hour, whose results are cleared)."""
+    clusters: list[tuple[str, dt.datetime, set[dt.date] | None]] = [
+        (str(r["cluster"]), r["as_of"], None)
+        for r in as_of.filter(pl.col("as_of").is_not_null()).iter_rows(named=True)
+        if occupancy.filter(pl.col("cluster") == r["cluster"]).height
+    ]
+    placeholder = not clusters
+    if placeholder:
+        clusters = [("", _PLACEHOLDER_HOUR, None)]
+        occupancy = pl.DataFrame(
+            {"cluster": [""], "hour": [_PLACEHOLDER_HOUR], "capacity_gpu_s": [0.0],
+             "down_gpu_s": [0.0], "planned_down_gpu_s": [0.0]}
+        ).with_columns(pl.col("hour").dt.cast_time_unit("us"))  # fmt: skip
+    return _Scope(con, clusters, jobs, nodes, jobs), occupancy, placeholder
+
+
+def _cluster_scope(
+    con: duckdb.DuckDBPyConnection,
+    c: str,
+    days: set[dt.date],
+    cut: dt.datetime,
+    jobs: pl.DataFrame,
+    nodes: pl.DataFrame,
+    changed_keys: pl.DataFrame | None,
+) -> _Scope:
+    """One cluster's affected ``days``: its telemetry cut to the window the days and the
+    attempts overlapping them (and the changed jobs) cover."""
+    w0, w1 = affected_window(days)
+    jobs_c = jobs.filter(pl.col("cluster") == c)
+    j = _overlapping(jobs_c, days, cut, from_col="wait")
+    run = _overlapping(
+        jobs_c.filter(pl.col("start_at").is_not_null()), days, cut, from_col="start_at"
+    )
+    keys = run.select("cluster", "job_id")
+    if changed_keys is not None:
+        keys = pl.concat([keys, changed_keys.filter(pl.col("cluster") == c)])
+    keys = keys.unique()
+    summ_jobs = jobs.join(keys, on=["cluster", "job_id"], how="semi")
+    ends = pl.concat([j, summ_jobs]).select(
+        pl.col("start_at").min().alias("lo"),
+        pl.coalesce("end_at", pl.lit(cut)).max().alias("hi"),
+    )
+    lo, hi = ends.row(0)
+    t_lo = min(w0, lo.replace(minute=0, second=0, microsecond=0)) if lo else w0
+    t_hi = max(w1, hi + dt.timedelta(minutes=5)) if hi else w1
+    return _Scope(
+        telemetry_window(con, c, t_lo, t_hi),
+        [(c, cut, days)],
+        jobs_c,
+        nodes.filter(pl.col("cluster") == c),
+        summ_jobs,
+        keys,
+    )
+
+
+def window_tables(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    jobs: pl.DataFrame,
+    pending: pl.DataFrame,
+    occupancy: pl.DataFrame,
+    as_of: pl.DataFrame,
+    pod_jobs: pl.DataFrame,
+    nodes: pl.DataFrame,
+    idle_threshold: float,
+    days: Mapping[str, set[dt.date]] | None = None,
+    changed_keys: pl.DataFrame | None = None,
+) -> WindowFrames:
+    """The time-keyed tables (:data:`WINDOW_TABLES`) of the given cluster-days.
+
+    Per cluster with a cut-off: ``occupancy_hourly`` is the cluster's hours of ``occupancy``
+    on the days; the waterfall is :func:`metrics.gpu_waterfall_hourly` over those hours (its
+    capacity rows define the output hours) for the jobs whose span touches the days, with
+    activity and XID events attributed among *all* the cluster's jobs (a sample's owner is
+    decided among every job on its node); a cluster whose attributed 5-minute activity is
+    empty over all time (the window's, and with ``days`` the stored other days',
+    :func:`attributed_activity_elsewhere`) takes its hourly aggregates in 3600 s buckets
+    (:func:`~pipelines.analytics.dcgm_hourly_metrics.hourly_activity`); ``gpu_activity`` is
+    :func:`~pipelines.analytics.metrics_build.gpu_activity` on the days; ``job_gpu_summary``
+    is :func:`~pipelines.analytics.metrics_build.job_gpu_summary` for every attempt of a job
+    (cluster, job_id) with an attempt running on one of the days, or in ``changed_keys``.
+
+    Args:
+        con: the warehouse (``raw.dcgm_samples``, ``raw.dcgm_hourly``, ``raw.slurm_job_gres``
+            and, with ``days``, the stored ``analytics.gpu_activity`` are read).
+        jobs: ``core.jobs`` rows (attempts); pending: never-started rows.
+        occupancy: ``analytics.occupancy_hourly`` of every hour, with ``as_of``.
+        as_of: ``cluster, as_of`` (UTC cut-offs; NULL: the cluster has no data).
+        pod_jobs: ``cluster, namespace, pod, job_id``.
+        nodes: ``core.nodes``.
+        idle_threshold: θ for ``allocated_idle`` and ``idle_gpu_s``.
+        days: cluster → UTC days; None: every day of every cluster (a full build).
+        changed_keys: ``cluster, job_id`` whose summary rows are recomputed whatever their days.
+
+    Returns:
+        The frames by table, and the job keys the summary covers (None for a full build).
+    """
+    all_hours = occupancy
+    if days is None:
+        scope, occupancy, placeholder = _full_scope(con, jobs, occupancy, as_of, nodes)
+        scopes = iter([scope])
+    else:
+        placeholder = False
+        cuts = {c: a for c, a in as_of.iter_rows() if a is not None}
+        scopes = (
+            _cluster_scope(con, c, ds, cuts[c], jobs, nodes, changed_keys)
+            for c, ds in sorted(days.items())
+            if c in cuts and ds
+        )
+    occ_parts, wf_parts, act_parts, sum_parts, key_parts = [], [], [], [], []
+    for scope in scopes:
+        mem = scope.telemetry
+        try:
+            buckets = attributed_gpu_buckets(mem, scope.jobs, pod_jobs, scope.nodes)
+            activity = _activity(mem, scope.jobs, pod_jobs, buckets=buckets)
+            xid = _xid_events(mem)
+            for c, cut, cdays in scope.clusters:
+                occ_c = occupancy.filter(pl.col("cluster") == c)
+                jobs_c = scope.jobs.filter(pl.col("cluster") == c)
+                j = jobs_c
+                if cdays is not None:
+                    occ_c = occ_c.filter(in_days("hour", cdays))
+                    j = _overlapping(jobs_c, cdays, cut, from_col="wait")
+                occ_parts.append(occ_c)
+                wf_activity, bucket_s = activity.filter(pl.col("cluster") == c), 300.0
+                # The one hourly-DCGM rule: hourly aggregates for a cluster whose attributed
+                # 5-minute activity is empty over all time (the window's and the other days').
+                if wf_activity.height == 0 and (
+                    cdays is None or not attributed_activity_elsewhere(con, c, cdays)
+                ):
+                    hourly = hourly_activity(mem, jobs_c).filter(pl.col("cluster") == c)
+                    if hourly.height:
+                        wf_activity, bucket_s = hourly, 3600.0
+                if occ_c.height:
+                    wf_parts.append(
+                        gpu_waterfall_hourly(
+                            j.lazy(),
+                            occ_c.select("cluster", "hour", "capacity_gpu_s", "down_gpu_s",
+                                         "planned_down_gpu_s").lazy(),
+                            cut, pending=pending.filter(pl.col("cluster") == c).lazy(),
+                            activity=wf_activity.lazy(), activity_bucket_s=bucket_s,
+                            xid_events=xid.filter(pl.col("cluster") == c).lazy(),
+                            idle_threshold=idle_threshold,
+                        ).collect()
+                    )  # fmt: skip
+            ga = gpu_activity(mem, scope.jobs, pod_jobs, buckets=buckets)
+            if scope.clusters[0][2] is not None:
+                ga = ga.filter(in_days("bucket", scope.clusters[0][2]))
+            act_parts.append(ga)
+            sum_parts.append(
+                job_gpu_summary(mem, scope.summary_jobs, activity, pod_jobs,
+                                idle_threshold=idle_threshold, buckets=buckets)
+            )  # fmt: skip
+            if scope.keys is not None:
+                key_parts.append(scope.keys)
+        finally:
+            if mem is not con:
+                mem.close()
+
+    def _with_as_of(parts: list[pl.DataFrame]) -> pl.DataFrame:
+        f = _concat(parts)
+        return with_as_of(f.drop("as_of", strict=False), as_of) if f.width else f
+
+    wf = _concat(wf_parts)
+    if wf.width:
+        wf = wf.with_columns(pl.col("leaf").cast(pl.String).alias("bucket")).drop("leaf")
+    wf = _with_as_of([wf])
+    tables = {
+        "analytics.occupancy_hourly": all_hours if days is None else _concat(occ_parts),
+        "analytics.gpu_waterfall_hourly": wf,
+        "analytics.gpu_activity": _with_as_of(act_parts),
+        "analytics.job_gpu_summary": _with_as_of(sum_parts),
+    }
+    if placeholder:
+        tables = {t: f if f is all_hours else f.clear() for t, f in tables.items()}
+    keys = None
+    if days is not None:
+        keys = (
+            pl.concat(key_parts)
+            if key_parts
+            else pl.DataFrame(schema={"cluster": pl.String(), "job_id": pl.String()})
+        )
+    return WindowFrames(tables, keys)
