@@ -30,6 +30,7 @@ from typing import Final
 import polars as pl
 
 from metrics.mig import MIG_PATTERN, mig_fraction_expr
+from metrics.schema import UTC_DATETIME
 
 __all__ = [
     "ATTRIBUTIONS",
@@ -51,7 +52,7 @@ ATTRIBUTIONS: Final = (
 )
 
 _FAR: Final = dt.datetime(9999, 1, 1, tzinfo=dt.UTC)
-_UTC = pl.Datetime("us", "UTC")
+_UTC = UTC_DATETIME
 
 
 def mig_fraction(profile: pl.Expr) -> pl.Expr:

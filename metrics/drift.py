@@ -24,6 +24,8 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from metrics.schema import UTC_DATETIME
+
 __all__ = [
     "DRIFT_TOLERANCE",
     "REGISTRY_DRIFT_SCHEMA",
@@ -40,7 +42,7 @@ __all__ = [
 #: Relative drift |configured − registry| ÷ registry above which a row is flagged.
 DRIFT_TOLERANCE = 0.2
 
-_UTC = pl.Datetime("us", "UTC")
+_UTC = UTC_DATETIME
 
 #: :func:`registry_drift` output.
 REGISTRY_DRIFT_SCHEMA: dict[str, pl.DataType] = {

@@ -53,7 +53,7 @@ import datetime as dt
 import polars as pl
 
 from metrics.occupancy import allocated_gpu_seconds_hourly
-from metrics.schema import CLUSTER, END_AT, GPUS, HOUR, START_AT
+from metrics.schema import CLUSTER, END_AT, GPUS, HOUR, START_AT, UTC_DATETIME
 
 __all__ = [
     "CORDON_TAINT_PATTERN",
@@ -77,7 +77,7 @@ _EVENT_STATES = {
     "NodeNotSchedulable": ("_cordon", True),
     "NodeSchedulable": ("_cordon", False),
 }
-_UTC = pl.Datetime("us", "UTC")
+_UTC = UTC_DATETIME
 _NODE = [CLUSTER, "name"]
 _POINT_SCHEMA = {CLUSTER: pl.String(), "name": pl.String(), "_at": _UTC, "_prio": pl.Int8(),
                  "_down": pl.Boolean(), "_cordon": pl.Boolean(), "_gpus": pl.Float64()}  # fmt: skip

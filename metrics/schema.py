@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import polars as pl
+
 SOURCE = "source"
 CLUSTER = "cluster"
 JOB_ID = "job_id"
@@ -35,6 +37,8 @@ SIZE_BUCKETS: tuple[tuple[str, float, float], ...] = (
 )
 
 UTC_US = "us"
+#: The dtype of every instant: microseconds, UTC (the one definition; others import it).
+UTC_DATETIME = pl.Datetime("us", "UTC")
 
 # --- metric engine: waterfall, survival, fairness, reliability -------------------------------
 

@@ -18,6 +18,8 @@ from typing import Any, NamedTuple
 
 import polars as pl
 
+from metrics.schema import UTC_DATETIME
+
 __all__ = [
     "PATCH_KINDS",
     "RECOMMENDATION_SCHEMA",
@@ -42,7 +44,7 @@ SEVERITIES: tuple[str, ...] = ("info", "warning", "critical")
 #: line, or a JSON merge patch (RFC 7386) of a Kubernetes object, as YAML.
 PATCH_KINDS: tuple[str, ...] = ("slurm.conf", "sacctmgr", "scontrol", "kubernetes-merge-patch")
 
-_UTC = pl.Datetime("us", "UTC")
+_UTC = UTC_DATETIME
 
 #: Columns of a recommendations frame, in this order.
 RECOMMENDATION_SCHEMA: dict[str, pl.DataType] = {

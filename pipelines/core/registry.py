@@ -44,6 +44,8 @@ from typing import Any
 import polars as pl
 import yaml
 
+from metrics.schema import UTC_DATETIME
+
 __all__ = [
     "ALL_POOLS",
     "HISTORY_SCHEMA",
@@ -66,7 +68,7 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 _MAP_SCHEMA = {"kind": pl.String(), "key": pl.String(), "team": pl.String()}
 _TEAM_SCHEMA = {"team": pl.String(), "share": pl.Float64()}
-_UTC = pl.Datetime("us", "UTC")
+_UTC = UTC_DATETIME
 #: :func:`load_registry_history` columns: ``valid_from``/``valid_to`` NULL = since/until forever.
 HISTORY_SCHEMA: dict[str, pl.DataType] = {
     "team": pl.String(),

@@ -29,6 +29,7 @@ from typing import Any, Final
 
 import polars as pl
 
+from metrics.schema import UTC_DATETIME
 from pipelines._parse_result import InputFormatError, ParseResult
 from pipelines.kubernetes._json_items import (
     BadItem,
@@ -63,7 +64,7 @@ __all__ = [
     "parse_k8s_objects",
 ]
 
-_UTC = pl.Datetime("us", "UTC")
+_UTC = UTC_DATETIME
 
 #: The column every object row gains: when the snapshot was taken (UTC).
 SNAPSHOT_COLUMN: Final = "snapshot_at"

@@ -30,6 +30,7 @@ from typing import Any, Final
 
 import polars as pl
 
+from metrics.schema import UTC_DATETIME
 from pipelines._parse_result import ParseResult
 from pipelines.kubernetes._json_items import (
     BadItem,
@@ -57,7 +58,7 @@ __all__ = [
     "reported_wait_s",
 ]
 
-_UTC = pl.Datetime("us", "UTC")
+_UTC = UTC_DATETIME
 
 #: Columns of one Kueue Workload, in this order.
 K8S_WORKLOAD_SCHEMA: dict[str, pl.DataType] = {

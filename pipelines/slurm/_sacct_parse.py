@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
 
+from metrics.schema import UTC_DATETIME
 from pipelines._parse_result import (
     EARLIEST_PLAUSIBLE,
     REJECTED_SCHEMA,
@@ -61,7 +62,7 @@ __all__ = [
     "parse_sacct",
 ]
 
-_UTC = pl.Datetime("us", "UTC")
+_UTC = UTC_DATETIME
 
 #: Columns of a parsed sacct row, in order. Times are UTC; durations are whole seconds.
 #: ``job_id`` is JobID without its step suffix (``A_T`` for an expanded pending array task);

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 import duckdb
 import polars as pl
 
+from metrics.schema import UTC_DATETIME
 from pipelines.warehouse.sql import load_sql
 
 __all__ = [
@@ -35,8 +36,6 @@ __all__ = [
     "table_exists",
 ]
 
-#: The dtype of every stored instant: microseconds, UTC.
-UTC_DATETIME = pl.Datetime("us", "UTC")
 
 #: A table name the helpers accept: ``name`` or ``schema.name``, plain identifiers only.
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)?")
