@@ -11,6 +11,9 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
+from pipelines.warehouse import table_exists
+from pipelines.warehouse.sql import load_sql
+
 __all__ = ["HOURLY_QUERY_MEMORY", "hourly_activity"]
 
 #: DuckDB memory limit while the hourly aggregates are scanned and grouped.
@@ -47,18 +50,12 @@ def hourly_activity(con: duckdb.DuckDBPyConnection, jobs: pl.DataFrame) -> pl.Da
     # The scan of a year of hourly rows (~100M) would stay in DuckDB's buffer cache for the rest
     # of the rebuild (1.4 GB at 10k GPUs): the query runs under a lower memory limit (DuckDB
     # evicts, or spills the aggregate), and the connection's own limit is restored after.
+    if not table_exists(con, "raw.dcgm_hourly"):
+        return pl.DataFrame(schema=schema)
     limit = con.sql("SELECT current_setting('memory_limit')").fetchall()[0][0]
     con.execute(f"SET memory_limit = '{HOURLY_QUERY_MEMORY}'")
     try:
-        per = con.sql(
-            "select cluster, hpc_job as job_id, hour as bucket, "
-            "sum(samples * gr_engine_active_avg) / sum(samples) as activity, "
-            "count(*)::double as gpus "
-            "from raw.dcgm_hourly where hpc_job is not null and samples > 0 "
-            "group by all"
-        ).pl()
-    except duckdb.CatalogException:
-        return pl.DataFrame(schema=schema)
+        per = con.sql(load_sql("analytics/dcgm_hourly_activity")).pl()
     finally:
         con.execute(f"SET memory_limit = '{limit}'")
     if per.height == 0:

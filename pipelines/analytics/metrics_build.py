@@ -24,6 +24,7 @@ from metrics import (
     wait_spells,
 )
 from metrics.attribution import attribute_samples
+from pipelines.warehouse import table_exists
 from pipelines.warehouse.sql import load_sql
 
 __all__ = [
@@ -57,13 +58,9 @@ def _empty_gres() -> pl.DataFrame:
 
 def _gpu_map(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """``raw.slurm_job_gres`` (the per-job GPU index map), empty when not ingested."""
-    try:
-        df: pl.DataFrame = con.sql(
-            "SELECT cluster, job_id, start_at, node, gpu_indices, gres, snapshot_at"
-            " FROM raw.slurm_job_gres"
-        ).pl()
-    except duckdb.CatalogException:
+    if not table_exists(con, "raw.slurm_job_gres"):
         return _empty_gres()
+    df: pl.DataFrame = con.sql(load_sql("analytics/slurm_job_gres")).pl()
     return df.with_columns(
         pl.col("start_at", "snapshot_at").dt.convert_time_zone("UTC")
     ) if df.height else _empty_gres()  # fmt: skip
@@ -87,11 +84,8 @@ def attributed_gpu_buckets(
         attribution, job_group, gpus`` (fraction of a GPU), ``gr_sum, gr_n, util_sum, util_n``
         (``util`` already /100), ``fb_max`` (MiB), ``xid_events``.
     """
-    if nodes is None:
-        try:
-            nodes = con.sql("SELECT cluster, host, gpus FROM core.nodes").pl()
-        except duckdb.CatalogException:
-            nodes = None
+    if nodes is None and table_exists(con, "core.nodes"):
+        nodes = con.sql(load_sql("analytics/node_gpus")).pl()
     raw: pl.DataFrame = con.sql(load_sql("analytics/dcgm_gpu_buckets")).pl()
     raw = raw.with_columns(pl.col("bucket", "ts").dt.convert_time_zone("UTC"))
     if raw.height == 0:
@@ -162,23 +156,12 @@ def _activity(
 def _xid_events(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """XID events: each change of ``DCGM_FI_DEV_XID_ERRORS`` to a non-zero value (it holds the
     last XID, not a count), plus non-zero ``DCGM_EXP_XID_ERRORS_COUNT`` samples."""
-    df: pl.DataFrame = con.sql(
-        "SELECT cluster, host, ts, value::BIGINT AS xid FROM ("
-        " SELECT cluster, host, gpu_uuid, ts, value,"
-        "  lag(value) OVER (PARTITION BY cluster, host, gpu_uuid ORDER BY ts) AS prev"
-        " FROM raw.dcgm_samples WHERE metric = 'DCGM_FI_DEV_XID_ERRORS')"
-        " WHERE value > 0 AND (prev IS NULL OR prev <> value)"
-        " UNION ALL SELECT cluster, host, ts, NULL::BIGINT FROM raw.dcgm_samples"
-        " WHERE metric = 'DCGM_EXP_XID_ERRORS_COUNT' AND value > 0"
-    ).pl()
+    df: pl.DataFrame = con.sql(load_sql("analytics/xid_events")).pl()
     return df.with_columns(pl.col("ts").dt.convert_time_zone("UTC"))
 
 
 def _down_intervals(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    events: pl.DataFrame = con.sql(
-        "SELECT DISTINCT cluster, node AS host, start_at, end_at, state, reason"
-        " FROM raw.slurm_events WHERE event = 'node'"
-    ).pl()
+    events: pl.DataFrame = con.sql(load_sql("analytics/node_down_events")).pl()
     return events.with_columns(
         pl.col("start_at", "end_at").dt.convert_time_zone("UTC"),
         pl.col("reason")

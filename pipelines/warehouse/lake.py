@@ -25,7 +25,7 @@ from typing import Any
 import fsspec  # type: ignore[import-untyped]  # fsspec ships no type stubs
 import polars as pl
 
-from pipelines.warehouse import connect
+from pipelines.warehouse import connect, table_exists
 
 __all__ = [
     "DEFAULT_LAKE_TABLES",
@@ -176,14 +176,8 @@ def _existing_files(lake: _Lake, folder: str) -> list[str]:
 
 
 def _read_table(warehouse_db: str | Path, table: str, cluster: str | None) -> pl.DataFrame | None:
-    schema, name = table.split(".", 1)
     with connect(warehouse_db, read_only=True) as con:
-        found = con.execute(
-            "SELECT count(*) FROM information_schema.tables "
-            "WHERE table_schema = ? AND table_name = ?",
-            [schema, name],
-        ).fetchall()
-        if not found[0][0]:
+        if not table_exists(con, table):
             return None
         # ``table`` is a key of LAKE_TIME_COLUMNS (checked by the caller), never user text.
         if cluster is None:
