@@ -59,6 +59,7 @@ from typing import Final
 import polars as pl
 
 from metrics import seconds_between
+from metrics.schema import UTC_DATETIME
 from pipelines.core.registry import UNATTRIBUTED
 from pipelines.kubernetes import (
     K8S_EVENT_SCHEMA,
@@ -77,7 +78,7 @@ __all__ = [
     "workload_attempts",
 ]
 
-_TS = pl.Datetime("us", "UTC")
+_TS = UTC_DATETIME
 #: The key of a workload (a Kueue Workload's name, or a bare group's owner / pod name).
 G: Final = ["cluster", "namespace", "group"]
 _MERGE_S: Final = 5

@@ -24,6 +24,7 @@ from typing import Final
 import polars as pl
 
 from metrics import seconds_between
+from metrics.schema import UTC_DATETIME
 from pipelines.core.k8s_attempts import G, K8sAttempts
 from pipelines.core.registry import UNATTRIBUTED
 from pipelines.kubernetes import K8S_EVENT_SCHEMA
@@ -38,7 +39,7 @@ __all__ = [
     "k8s_workload_timings",
 ]
 
-_TS = pl.Datetime("us", "UTC")
+_TS = UTC_DATETIME
 
 #: kube-scheduler ``FailedScheduling`` reasons: (reason, regex on the part of the message before
 #: ``preemption:``; group 1, when present, is the number of nodes that said so).

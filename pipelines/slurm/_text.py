@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
 
+from metrics.schema import UTC_DATETIME
 from pipelines._parse_result import REJECTED_SCHEMA, InputFormatError, ParseResult
 
 __all__ = [
@@ -46,7 +47,7 @@ __all__ = [
 ]
 
 #: The dtype of every time column of the cluster-state rows.
-UTC: Final = pl.Datetime("us", "UTC")
+UTC: Final = UTC_DATETIME
 _NULL_TIMES: Final = frozenset({"", "Unknown", "None", "N/A", "(null)", "0"})
 
 #: A ``Key=`` token starts where whitespace is followed by a capitalised key; free text (OS,
