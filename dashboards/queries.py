@@ -22,6 +22,7 @@ import streamlit as st
 
 from dashboards import _auth
 from metrics import nearest_rank, wait_percentiles_km
+from metrics.periods import scope_bounds
 from metrics.schema import SIZE_BUCKETS, WATERFALL_LEAVES
 from pipelines.config import load_config
 from pipelines.privacy import pseudonymise, show_user_names
@@ -509,6 +510,16 @@ def lemon_nodes(path: str, f: Filters, top: int) -> pl.DataFrame:
 def fairness_teams(path: str, f: Filters) -> pl.DataFrame:
     """Per week and team: ``entitlement_share, received_share, fair_share``, GPU-hours, debt."""
     return _frame(path, "fairness_teams", f.params())
+
+
+@st.cache_data(ttl=_TTL)
+def period_bounds(path: str, f: Filters) -> tuple[dt.datetime | None, dt.datetime | None]:
+    """``(as_of, data_from)`` of the filter's cluster scope (:func:`metrics.periods.scope_bounds`):
+    the earliest data cut-off and the latest first hour over the clusters in scope."""
+    df = _frame(path, "period_bounds", f.params())
+    if df.height == 0:
+        return None, None
+    return scope_bounds(df["as_of"].to_list(), df["data_from"].to_list())
 
 
 @st.cache_data(ttl=_TTL)

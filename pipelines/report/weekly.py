@@ -26,6 +26,7 @@ import polars as pl
 from markupsafe import Markup
 
 from metrics import wait_percentiles_km
+from metrics.periods import covered_hours, is_complete, latest_complete_week, scope_bounds
 from metrics.schema import WATERFALL_LEAVES
 from pipelines.report._common import (
     IsoWeek,
@@ -46,6 +47,7 @@ __all__ = [
     "build_weekly_report",
     "collect_weekly",
     "find_chromium",
+    "latest_complete_report_week",
     "narrative",
     "print_pdf",
     "render_weekly_html",
@@ -282,6 +284,30 @@ def load_recommendations(path: Path | None) -> dict[str, Any]:
     }
 
 
+def latest_complete_report_week(serving_db: str | Path) -> IsoWeek:
+    """The latest ISO week the serving copy's data cover whole, every cluster alike
+    (:func:`metrics.periods.latest_complete_week`): the report's default week.
+
+    Raises:
+        ReportError: no week is complete yet (the message gives the data's span).
+        FileNotFoundError: no such serving copy.
+    """
+    con = open_readonly(serving_db)
+    try:
+        bounds = query(con, "period_bounds")
+    finally:
+        con.close()
+    cut, begin = scope_bounds(bounds["as_of"].to_list(), bounds["data_from"].to_list())
+    start = latest_complete_week(cut, begin)
+    if start is None:
+        span = f"{begin:%Y-%m-%d %H:%M} to {cut:%Y-%m-%d %H:%M} UTC" if cut and begin else "none"
+        raise ReportError(
+            f"no complete ISO week in {serving_db} yet (data: {span}); pick a week with --week "
+            "to report a partial one"
+        )
+    return IsoWeek.of(start)
+
+
 def collect_weekly(
     serving_db: str | Path,
     week: IsoWeek,
@@ -320,8 +346,13 @@ def collect_weekly(
         daily = _rows(query(con, "week_occupancy_daily", **span))
         waits = _rows(query(con, "week_longest_waits", limit=_LONGEST_WAITS, **span))
         as_of_df = query(con, "data_as_of")
+        bounds = query(con, "period_bounds")
     finally:
         con.close()
+    cut, begin = scope_bounds(bounds["as_of"].to_list(), bounds["data_from"].to_list())
+    complete = is_complete(week.start, week.end, as_of=cut, data_from=begin)
+    if not complete:  # a partial week is never compared as if whole
+        prev, teams_last = {}, []
     for w in waits:
         w["user"] = w.pop("user_name") if users_shown else pseudonymise(w.pop("user_name"))
     as_of: dt.datetime | None = as_of_df["as_of"].max()  # type: ignore[assignment]
@@ -334,7 +365,8 @@ def collect_weekly(
         "generated_at": (now or dt.datetime.now(dt.UTC)).isoformat(timespec="seconds"),
         "as_of": as_of.isoformat() if as_of else None,
         "as_of_by_cluster": {r["cluster"]: r["as_of"] for r in _rows(as_of_df)},
-        "complete": bool(as_of and as_of >= week.end),
+        "complete": complete,
+        "covered_h": covered_hours(week.start, week.end, as_of=cut, data_from=begin),
         "large_job_gpus": large_job_gpus,
         "user_names": "shown" if users_shown else "pseudonymised",
         "fleet": fleet,
@@ -377,8 +409,9 @@ def narrative(data: Mapping[str, Any]) -> list[str]:
     out = []
     if not data["complete"]:
         out.append(
-            f"The week is not complete: the data reach {data['as_of'] or 'an unknown time'}, "
-            "so every figure covers only the part of the week loaded so far."
+            f"The week is partial: the data cover {data.get('covered_h', 0.0):,.1f} of its 168 "
+            f"hours (they reach {data['as_of'] or 'an unknown time'}), so every figure covers "
+            "only that part and is not compared with the week before."
         )
     out.append(
         f"In {data['week']} the fleet's GPUs were {fmt_pct(f['occupancy'])} occupied "

@@ -325,6 +325,24 @@ def test_fairness_page(serving: str) -> None:
     assert table["received_share"].sum() == pytest.approx(view["week"].n_unique())
 
 
+def test_fairness_page_marks_a_partial_week(serving: str) -> None:
+    """The two-day fleet has no complete week: the week offered first is the latest partial one,
+    labelled with the hours its data cover, under a banner; the trend leaves partial weeks out."""
+    at = _page("fairness")
+    cut, begin = _view(
+        serving,
+        "select min(c), max(b) from (select max(as_of) c, min(hour) b"
+        " from occupancy_hourly group by cluster)",
+    ).row(0)
+    week = dt.datetime.combine(cut.date() - dt.timedelta(days=cut.weekday()), dt.time(),
+                               tzinfo=dt.UTC)  # fmt: skip
+    hours = (cut - max(week, begin)).total_seconds() / 3600
+    box = next(s for s in at.selectbox if s.label == "Week")
+    assert box.format_func(box.value) == f"{week:%Y-%m-%d} (partial: {hours:,.1f} of 168 h)"
+    assert any(f"is partial: the data cover {hours:,.1f} of its" in w.value for w in at.warning)
+    assert any("Partial weeks left out of the trend" in c.value for c in at.caption)
+
+
 def test_fairness_page_shows_the_planted_registry_drift(serving: str) -> None:
     """The drift table shows speech's Slurm drift as ``registry_drift`` holds it: RawShares 3 of
     95 (the other teams keep share × 100 = 92) against its registry share 0.08, so configured

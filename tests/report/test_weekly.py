@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli.report import report_app
-from pipelines.report import IsoWeek, ReportError, build_weekly_report, pseudonymise
+from pipelines.report import IsoWeek, ReportError, build_weekly_report, pseudonymise, weekly
 from pipelines.report.weekly import load_recommendations, narrative
 from tests.report.conftest import Direct
 
@@ -159,16 +159,37 @@ def test_recommendations_none_yet(report: Path) -> None:
     assert "No recommendations yet." in (report / "report.html").read_text(encoding="utf-8")
 
 
-def test_partial_week_is_flagged(report: Path) -> None:
-    """The fleet's data end on 2026-11-04: the report says the week is incomplete."""
+def test_partial_week_is_flagged(report: Path, direct: Direct) -> None:
+    """The fleet's data end on 2026-11-04: the report says the week is partial and how many of
+    its hours the data cover (cut-off − Monday 00:00, the data beginning before it)."""
     data = json.loads((report / "report.json").read_text(encoding="utf-8"))
     assert data["complete"] is False
-    assert data["narrative"][0].startswith("The week is not complete")
+    (cut,) = direct.one("SELECT min(c) FROM (SELECT max(as_of) AS c FROM occupancy_hourly "
+                        "GROUP BY cluster)")  # fmt: skip
+    hours = (cut - MONDAY).total_seconds() / 3600
+    assert data["covered_h"] == pytest.approx(hours)
+    assert data["narrative"][0].startswith(f"The week is partial: the data cover {hours:,.1f} of")
 
 
-def test_deltas_compare_with_the_previous_week(report: Path) -> None:
-    """Each delta is this week's value minus last week's (W44 holds the fleet's first hours)."""
+def test_a_partial_week_is_not_compared_with_the_week_before(report: Path) -> None:
+    """W45 is partial (and W44 holds only the fleet's first hours): no comparison is made."""
     data = json.loads((report / "report.json").read_text(encoding="utf-8"))
+    assert data["previous"] is None and data["team_changes"]
+    assert all(
+        v is None for r in data["team_changes"] for k, v in r.items() if k.endswith("_last_week")
+    )
+    assert [d["delta"] for d in data["deltas"]] == [None] * len(data["deltas"])
+    assert not any("from last week" in line for line in data["narrative"])
+
+
+def test_deltas_compare_with_the_previous_week(
+    serving: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Were W45 complete, each delta is this week's value minus last week's (W44 holds the
+    fleet's first hours): the comparison arithmetic, with the completeness rule forced."""
+    monkeypatch.setattr(weekly, "is_complete", lambda *a, **k: True)
+    paths = build_weekly_report(serving, WEEK, tmp_path, pdf=False, recommendations=tmp_path / "x")
+    data = json.loads(paths.json.read_text(encoding="utf-8"))
     assert data["previous_week"] == "2026-W44" and data["previous"] is not None
     for d in data["deltas"]:
         if d["this_week"] is not None and d["last_week"] is not None:
