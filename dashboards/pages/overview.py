@@ -159,17 +159,32 @@ if fresh.height:
     stale = fresh.filter(pl.col("stale"))
     if stale.height:
         listed = "; ".join(
-            f"{r['source']} on {r['cluster']}: {r['age_h']:.1f} h ago (bound {r['limit_h']:g} h)"
+            f"{r['source']} on {r['cluster']}: "
+            + (
+                f"newest data {r['data_age_h']:,.1f} h old"
+                if r["data_age_h"] is not None
+                else f"loaded {r['load_age_h']:,.1f} h ago (no data time)"
+            )
+            + f" (bound {r['limit_h']:g} h)"
             for r in stale.iter_rows(named=True)
         )
-        st.warning(f"Stale sources (newest load older than its [freshness] bound): {listed}")
+        st.warning(f"Stale sources (data older than their [freshness] bound): {listed}")
     else:
-        st.caption("Every source was loaded within its [freshness] bound.")
-    st.dataframe(fresh, key="freshness_table", hide_index=True)
+        st.caption("Every source's newest data are within its [freshness] bound.")
+    st.dataframe(
+        fresh.select(
+            "source", "cluster", "newest_data_at", "data_age_h", "last_loaded_at", "load_age_h",
+            "limit_h", "stale", "files", "rows_loaded", "rows_rejected",
+        ),
+        key="freshness_table",
+        hide_index=True,
+    )  # fmt: skip
     st.caption(
-        "Last load per source and cluster (UTC); stale = age_h > limit_h, the source's "
-        "[freshness] bound in goodput.toml (Dagster checks the same bound: sensor "
-        "source_freshness)."
+        "Per source and cluster (UTC): newest_data_at = the newest record time in its loaded "
+        "files (not after their load), data_age_h = hours since then; last_loaded_at and "
+        "load_age_h = the last load. stale = data age (load age where the rows carry no data "
+        "time) > limit_h, the source's [freshness] bound in goodput.toml. Dagster's check "
+        "(sensor source_freshness) judges the last load."
     )
 rej = queries.rejected_by_reason(path)
 if rej.height:

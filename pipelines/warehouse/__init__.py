@@ -26,6 +26,7 @@ from pipelines.warehouse._loading import (
     init_warehouse,
     load_parse_result,
     load_parse_results,
+    newest_data_time,
     raw_table_schemas,
 )
 from pipelines.warehouse._serving import (
@@ -46,6 +47,7 @@ __all__ = [
     "load_parse_result",
     "load_parse_results",
     "lock_holder",
+    "newest_data_time",
     "pid_alive",
     "publish_serving_copy",
     "raw_table_schemas",

@@ -554,11 +554,15 @@ def test_time_to_start_page_kubernetes_stages(serving: str) -> None:
 def test_overview_flags_stale_sources(
     serving: str, materialized: Materialized, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With a dcgm bound of 0.0001 h (0.36 s) every dcgm load is stale and flagged; sacct's
-    default 26 h bound keeps the fixture's loads (made minutes ago) fresh."""
+    """With a dcgm bound of 0.0001 h (0.36 s) every dcgm source is stale and flagged; a bound of
+    10⁶ h on sacct and Kubernetes keeps their data (November 2026) fresh. The fixture's sacct
+    data are weeks older than its load, and the table shows both ages."""
     cfg = tmp_path / "goodput.toml"
     text = materialized.cfg.path.read_text(encoding="utf-8")
-    cfg.write_text(text + "\n[freshness]\ndcgm_hours = 0.0001\n", encoding="utf-8")
+    cfg.write_text(
+        text + "\n[freshness]\ndcgm_hours = 0.0001\nsacct_hours = 1e6\nk8s_hours = 1e6\n",
+        encoding="utf-8",
+    )
     monkeypatch.setenv("GOODPUT_CONFIG", str(cfg))
     at = _page()
     fresh = _table(at, "source", "cluster", "last_loaded_at", "stale")
@@ -566,7 +570,11 @@ def test_overview_flags_stale_sources(
     flagged = fresh.filter(pl.col("stale"))
     assert set(flagged["source"]) == {"dcgm"}
     assert set(flagged["cluster"]) == set(dcgm_clusters["cluster"])
-    assert fresh.filter(pl.col("source") == "sacct")["limit_h"].to_list() == [26.0]
+    sacct = fresh.filter(pl.col("source") == "sacct")
+    assert sacct["limit_h"].to_list() == [1e6]
+    newest = _view(serving, "select max(newest_data_at) from ingests where source = 'sacct'")
+    assert sacct["newest_data_at"][0] == newest.item()
+    assert sacct["data_age_h"][0] > sacct["load_age_h"][0]
     assert any(w.value.startswith("Stale sources") and "dcgm on" in w.value for w in at.warning)
 
 
