@@ -29,6 +29,7 @@ from pipelines.warehouse._loading import (
     raw_table_schemas,
 )
 from pipelines.warehouse._serving import (
+    PRIVACY_TABLE,
     SERVING_DETAIL_FILTERS,
     publish_serving_copy,
     remove_stale_copies,
@@ -36,6 +37,7 @@ from pipelines.warehouse._serving import (
 
 __all__ = [
     "LOCK_WAIT_S",
+    "PRIVACY_TABLE",
     "RAW_TABLES",
     "SERVING_DETAIL_FILTERS",
     "IngestStats",
