@@ -31,6 +31,7 @@ import duckdb
 
 __all__ = [
     "FREE_TEXT_COLUMNS",
+    "FREE_TEXT_EVERYWHERE",
     "NOT_PERSONAL_COLUMNS",
     "PSEUDONYM",
     "SALT_ENV",
@@ -72,53 +73,42 @@ USER_NAME_COLUMNS: dict[str, tuple[str, ...]] = {
     "analytics.time_to_start_jobs": ("user_name",),
 }
 
-#: Free-text columns that can carry a user name (job names, comments, Kubernetes object names
-#: and namespaces, messages, file paths, Slurm accounts and groups that may be personal, k8s job
-#: ids built from namespace and name, the recommendations' text and patches), by table: each known
-#: user name in them becomes its pseudonym. A column here and in several tables is scrubbed alike
-#: everywhere, so joins on it (``job_id``) still match.
+#: Columns scrubbed in every table that has them (a test checks each is somewhere): identifiers
+#: that join tables (job ids, accounts, namespaces, partitions and ClusterQueues, QOS and
+#: LocalQueues) are scrubbed alike everywhere, so joins still match; file paths may hold a home
+#: folder. Each known user name in them becomes its pseudonym.
+FREE_TEXT_EVERYWHERE: frozenset[str] = frozenset(
+    {"file", "job_id", "job_id_raw", "account", "accounts", "namespace", "partition",
+     "partitions", "qos", "queue_name", "cluster_queue", "hpc_job"}
+)  # fmt: skip
+
+#: Free-text columns of one table that can carry a user name (job names, comments, groups that
+#: may be personal, Kubernetes object names, labels and messages, rejected lines, the
+#: recommendations' text and patches), besides :data:`FREE_TEXT_EVERYWHERE`.
 FREE_TEXT_COLUMNS: dict[str, tuple[str, ...]] = {
-    "raw.ingests": ("file", "info"),
-    "raw.rejected_rows": ("file", "raw", "reason"),
-    "raw.slurm_rows": (
-        "file", "job_name", "extra", "reason", "account", "group_name", "job_id", "job_id_raw",
-    ),
-    "raw.slurm_events": ("file", "reason"),
-    "raw.slurm_nodes": ("file", "reason"),
-    "raw.slurm_reservations": ("file", "name", "accounts"),
-    "raw.slurm_sprio": ("file", "job_id"),
-    "raw.slurm_sdiag": ("file", "item", "text"),
-    "raw.slurm_job_gres": ("file", "job_id"),
-    "raw.sshare": ("file", "account"),
-    "raw.dcgm_samples": ("file", "namespace", "pod", "container", "hpc_job"),
-    "raw.dcgm_hourly": ("hpc_job",),
-    "raw.k8s_pods": (
-        "file", "name", "namespace", "owner_name", "workload_name", "labels", "queue_name",
-    ),
+    "raw.ingests": ("info",),
+    "raw.rejected_rows": ("raw", "reason"),
+    "raw.slurm_rows": ("job_name", "extra", "reason", "group_name"),
+    "raw.slurm_events": ("reason",),
+    "raw.slurm_nodes": ("reason",),
+    "raw.slurm_reservations": ("name",),
+    "raw.slurm_sdiag": ("item", "text"),
+    "raw.dcgm_samples": ("pod", "container"),
+    "raw.k8s_pods": ("name", "owner_name", "workload_name", "labels"),
     "raw.k8s_workloads": (
-        "file", "name", "namespace", "owner_name", "queue_name", "conditions",
-        "evicted_message", "finished_message", "preempted_message",
+        "name", "owner_name", "conditions", "evicted_message", "finished_message",
+        "preempted_message",
     ),
-    "raw.k8s_events": ("file", "involved_name", "involved_namespace", "namespace", "message"),
-    "raw.k8s_nodes": ("file",),
-    "raw.kueue_cluster_queues": ("file", "name", "cohort"),
-    "raw.kueue_local_queues": ("file", "name", "namespace", "cluster_queue"),
-    "core.slurm_jobs": (
-        "file", "job_name", "extra", "reason", "account", "group_name", "job_id", "job_id_raw",
-        "job_key", "row_id",
-    ),
-    "core.jobs": ("account", "job_id", "job_id_raw"),
-    "core.k8s_pods": (
-        "file", "name", "namespace", "owner_name", "workload_name", "labels", "queue_name",
-    ),
-    "core.k8s_workloads": ("job_id", "namespace", "queue_name", "cluster_queue", "end_message"),
-    "core.k8s_events": ("file", "involved_name", "involved_namespace", "namespace", "message"),
-    "core.k8s_pending_reasons": ("job_id", "namespace", "example"),
-    "analytics.build_pending": ("job_id",),
+    "raw.k8s_events": ("involved_name", "involved_namespace", "message"),
+    "raw.kueue_cluster_queues": ("name", "cohort"),
+    "raw.kueue_local_queues": ("name",),
+    "core.slurm_jobs": ("job_name", "extra", "reason", "group_name", "job_key", "row_id"),
+    "core.k8s_pods": ("name", "owner_name", "workload_name", "labels"),
+    "core.k8s_workloads": ("end_message",),
+    "core.k8s_events": ("involved_name", "involved_namespace", "message"),
+    "core.k8s_pending_reasons": ("example",),
     "analytics.data_quality": ("detail",),
-    "analytics.gpu_activity": ("job_id", "job_group"),
-    "analytics.job_gpu_summary": ("job_id",),
-    "analytics.time_to_start_jobs": ("account", "job_id", "job_id_raw"),
+    "analytics.gpu_activity": ("job_group",),
     "analytics.recommendations": ("scope", "evidence", "change_text", "patch_content"),
     "analytics.registry_drift": ("objects",),
     "analytics.scheduler_fairshare": ("object",),
@@ -129,8 +119,8 @@ FREE_TEXT_COLUMNS: dict[str, tuple[str, ...]] = {
 NOT_PERSONAL_COLUMNS: frozenset[str] = frozenset({"owner_kind", "owner_uid"})
 
 #: A column name that suggests a person: every text column so named must be in
-#: :data:`USER_NAME_COLUMNS`, :data:`FREE_TEXT_COLUMNS` or :data:`NOT_PERSONAL_COLUMNS` (a test
-#: fails otherwise).
+#: :data:`USER_NAME_COLUMNS`, :data:`FREE_TEXT_COLUMNS`, :data:`FREE_TEXT_EVERYWHERE` or
+#: :data:`NOT_PERSONAL_COLUMNS` (a test fails otherwise).
 USER_LIKE_COLUMN = re.compile(
     r"(^|_)(user|users|owner|owners|login|logins|author|requester|submitter|person|email)(_|$)"
 )
@@ -319,8 +309,9 @@ def _rewrite(
 
 def pseudonymise_database(con: duckdb.DuckDBPyConnection, pseudonyms: Pseudonyms) -> int:
     """Pseudonymise a database in place (the serving copy being published): user-name columns
-    (:data:`USER_NAME_COLUMNS`) get the pseudonyms, free-text columns (:data:`FREE_TEXT_COLUMNS`)
-    are scrubbed of the known names. Tables or columns that are absent are skipped.
+    (:data:`USER_NAME_COLUMNS`) get the pseudonyms, free-text columns (:data:`FREE_TEXT_COLUMNS`,
+    :data:`FREE_TEXT_EVERYWHERE`) are scrubbed of the known names. Tables or columns that are
+    absent are skipped.
 
     Args:
         con: a read-write connection to the copy (never the warehouse).
@@ -338,10 +329,11 @@ def pseudonymise_database(con: duckdb.DuckDBPyConnection, pseudonyms: Pseudonyms
             dtype = cols.get(table, {}).get(col)
             if dtype is not None:
                 changed += _rewrite(con, table, col, dtype, pseudonyms.mapping)
-    for table, wanted in FREE_TEXT_COLUMNS.items():
-        for col in wanted:
-            dtype = cols.get(table, {}).get(col)
-            if dtype is None:
+    for table, types in cols.items():
+        users = USER_NAME_COLUMNS.get(table, ())
+        for col in sorted(set(FREE_TEXT_COLUMNS.get(table, ())) | FREE_TEXT_EVERYWHERE):
+            dtype = types.get(col)
+            if dtype is None or col in users:
                 continue
             if dtype.endswith("[]"):
                 sql = f"SELECT DISTINCT unnest({col}) AS x FROM {table}"

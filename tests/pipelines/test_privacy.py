@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from pipelines.cli.report import report_app
 from pipelines.privacy import (
     FREE_TEXT_COLUMNS,
+    FREE_TEXT_EVERYWHERE,
     NOT_PERSONAL_COLUMNS,
     SYSTEM_LOGINS,
     USER_LIKE_COLUMN,
@@ -225,6 +226,7 @@ def test_every_user_like_column_is_declared(materialized: Materialized) -> None:
         for column in cols
         if USER_LIKE_COLUMN.search(column)
         and column not in NOT_PERSONAL_COLUMNS
+        and column not in FREE_TEXT_EVERYWHERE
         and column not in USER_NAME_COLUMNS.get(table, ())
         and column not in FREE_TEXT_COLUMNS.get(table, ())
     ]
@@ -240,6 +242,8 @@ def test_every_declared_column_is_a_text_column_of_the_warehouse(
         for table, wanted in declared.items():
             for column in wanted:
                 assert column in cols.get(table, {}), f"{table}.{column}"
+    for column in FREE_TEXT_EVERYWHERE:
+        assert any(column in c for c in cols.values()), column
 
 
 # --------------------------------------------------------------------------------------------
