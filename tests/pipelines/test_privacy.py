@@ -314,3 +314,33 @@ def test_opt_in_publishes_real_names(
     assert _named(published["report.html"], users)
     assert _named(published["recs/latest.json"], users)
     assert _named(published["recs/sacctmgr.sh"] + published["recs/slurm.conf.patch"], users)
+
+
+@pytest.mark.parametrize("detail_days", [0, 35])
+def test_names_in_free_text_are_scrubbed(
+    materialized: Materialized, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, detail_days: int
+) -> None:
+    """Names planted in a warehouse's job names, comments and pod names (``alice_run``,
+    ``/home/alice``, ``alice-pod``) are pseudonyms in the copy, whole or cut to recent detail."""
+    monkeypatch.setenv("GOODPUT_PSEUDONYM_SALT", "planted")
+    monkeypatch.delenv("GOODPUT_SHOW_USER_NAMES", raising=False)
+    warehouse = tmp_path / "warehouse.duckdb"
+    shutil.copyfile(materialized.cfg.warehouse_path, warehouse)
+    with duckdb.connect(str(warehouse)) as con:
+        for table in ("raw.slurm_rows", "core.slurm_jobs"):
+            con.execute(
+                f"UPDATE {table} SET job_name = user_name || '_run',"
+                " extra = 'workdir=/home/' || user_name || '/x' WHERE user_name IS NOT NULL"
+            )
+        con.execute("UPDATE core.k8s_pods SET name = 'alice-' || name")
+    names = _real_names(warehouse)
+    copy = publish_serving_copy(warehouse, tmp_path / "s.duckdb", detail_days=detail_days)
+    assert not _named(_dump(copy), names)
+    with duckdb.connect(str(copy), read_only=True) as con:
+        rows = con.execute(
+            "SELECT DISTINCT user_name, job_name, extra FROM slurm_jobs WHERE user_name IS NOT NULL"
+        ).fetchall()
+        pods = con.execute("SELECT DISTINCT split_part(name, '-', 1) FROM k8s_pods").fetchall()
+    assert rows and all(j == f"{u}_run" and e == f"workdir=/home/{u}/x" for u, j, e in rows)
+    assert all(re.fullmatch(r"user-[0-9a-f]{6}", u) for u, _, _ in rows)
+    assert pods == [("user",)]
