@@ -9,7 +9,6 @@ file the pipeline publishes. Every query is a file in ``sql/dashboard/``; the fi
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -25,7 +24,6 @@ from metrics import nearest_rank, wait_percentiles_km
 from metrics.periods import scope_bounds
 from metrics.schema import SIZE_BUCKETS, WATERFALL_LEAVES
 from pipelines.config import load_config
-from pipelines.privacy import pseudonymise, show_user_names
 from pipelines.warehouse.safe_sql import run_query
 from pipelines.warehouse.sql import load_sql
 
@@ -55,7 +53,6 @@ __all__ = [
     "large_job_p90_wait_s",
     "lemon_nodes",
     "lost_work_by_team",
-    "pseudonymised_users",
     "recommendation_evidence",
     "recommendations",
     "registry_drift",
@@ -281,10 +278,9 @@ def freshness(path: str) -> pl.DataFrame:
 def recommendations(path: str) -> pl.DataFrame:
     """The ``recommendations`` view, most severe first; empty when the view does not exist.
 
-    User names are pseudonymised (:func:`pseudonymised_users`) after the cache, so switching
-    ``GOODPUT_SHOW_USER_NAMES`` takes effect on the next run.
+    User names in it are pseudonyms: the serving copy is published so (``pipelines.privacy``).
     """
-    return pseudonymised_users(_recommendations(path))
+    return _recommendations(path)
 
 
 @st.cache_data(ttl=_TTL)
@@ -295,51 +291,6 @@ def _recommendations(path: str) -> pl.DataFrame:
     if views.height == 0 or "recommendations" not in set(views["view"]):
         return pl.DataFrame()
     return _frame(path, "recommendations")
-
-
-#: Evidence keys whose string values are user names.
-_USER_KEYS = frozenset({"user", "user_name"})
-
-
-def _user_names(value: object, into: set[str]) -> None:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if key in _USER_KEYS and isinstance(item, str) and item:
-                into.add(item)
-            else:
-                _user_names(item, into)
-    elif isinstance(value, list):
-        for item in value:
-            _user_names(item, into)
-
-
-def pseudonymised_users(recs: pl.DataFrame) -> pl.DataFrame:
-    """Recommendations with user names replaced by pseudonyms, unless names are to be shown.
-
-    The names are those under ``user`` / ``user_name`` keys of any row's ``evidence`` JSON; each
-    whole-word occurrence in ``evidence``, ``change_text`` and ``patch_content`` becomes
-    :func:`pipelines.report.pseudonymise`'s ``user-xxxxxx`` (the weekly report's pseudonyms).
-    ``GOODPUT_SHOW_USER_NAMES=1`` keeps the names (as for the report).
-    """
-    if recs.height == 0 or show_user_names() or "evidence" not in recs.columns:
-        return recs
-    names: set[str] = set()
-    for text in recs["evidence"].drop_nulls():
-        try:
-            _user_names(json.loads(text), names)
-        except ValueError:
-            continue
-    if not names:
-        return recs
-    words = re.compile(
-        r"\b(" + "|".join(map(re.escape, sorted(names, key=len, reverse=True))) + r")\b"
-    )
-
-    def swap(text: str | None) -> str | None:
-        return None if text is None else words.sub(lambda m: pseudonymise(m.group(1)), text)
-
-    cols = [c for c in ("evidence", "change_text", "patch_content") if c in recs.columns]
-    return recs.with_columns(pl.col(c).map_elements(swap, return_dtype=pl.String) for c in cols)
 
 
 #: Evidence query (``sql/dashboard/<name>.sql``) per recommendation rule; the scope's

@@ -28,15 +28,14 @@ from markupsafe import Markup
 from metrics import wait_percentiles_km
 from metrics.periods import covered_hours, is_complete, latest_complete_week, scope_bounds
 from metrics.schema import WATERFALL_LEAVES
+from pipelines.privacy import user_names_of
 from pipelines.report._common import (
     IsoWeek,
     ReportError,
     fmt_hours,
     fmt_number,
     fmt_pct,
-    pseudonymise,
     query,
-    show_user_names,
 )
 from pipelines.warehouse.safe_sql import open_readonly
 
@@ -314,26 +313,27 @@ def collect_weekly(
     *,
     large_job_gpus: float = 64.0,
     recommendations: Path | None = None,
-    show_users: bool | None = None,
     now: dt.datetime | None = None,
 ) -> dict[str, Any]:
     """Every number of one week's report, JSON-ready (the sidecar's content).
+
+    User names are as the serving copy holds them: pseudonyms unless it was published with
+    ``GOODPUT_SHOW_USER_NAMES=1`` (``user_names`` says which).
 
     Args:
         serving_db: the serving copy (opened read-only, locked down).
         week: the ISO week.
         large_job_gpus: "large" job threshold (GPUs) for the p90 wait.
         recommendations: ``latest.json`` of the recommendations; ``None`` or missing = none yet.
-        show_users: real user names instead of pseudonyms; default ``$GOODPUT_SHOW_USER_NAMES``.
         now: the generation time (default: now, UTC).
 
     Raises:
         ReportError: the serving copy has no occupancy data in that week.
         FileNotFoundError: no such serving copy.
     """
-    users_shown = show_user_names() if show_users is None else show_users
     con = open_readonly(serving_db)
     try:
+        user_names = user_names_of(con)
         heads = _headline(con, week, large_job_gpus)
         if None not in heads:
             raise ReportError(f"no data for {week} ({week.start:%Y-%m-%d} to "
@@ -354,7 +354,7 @@ def collect_weekly(
     if not complete:  # a partial week is never compared as if whole
         prev, teams_last = {}, []
     for w in waits:
-        w["user"] = w.pop("user_name") if users_shown else pseudonymise(w.pop("user_name"))
+        w["user"] = w.pop("user_name")
     as_of: dt.datetime | None = as_of_df["as_of"].max()  # type: ignore[assignment]
     fleet = heads[None]
     data: dict[str, Any] = {
@@ -368,7 +368,7 @@ def collect_weekly(
         "complete": complete,
         "covered_h": covered_hours(week.start, week.end, as_of=cut, data_from=begin),
         "large_job_gpus": large_job_gpus,
-        "user_names": "shown" if users_shown else "pseudonymised",
+        "user_names": user_names,
         "fleet": fleet,
         "clusters": [v for k, v in sorted(heads.items(), key=lambda kv: str(kv[0])) if k],
         "previous": prev.get(None),
@@ -667,7 +667,6 @@ def build_weekly_report(
     pdf: bool = True,
     large_job_gpus: float = 64.0,
     recommendations: Path | None = None,
-    show_users: bool | None = None,
     chromium: str | None = None,
 ) -> ReportPaths:
     """Write (or keep) ``<out_dir>/<YYYY-Www>/report.html``, ``report.json`` and ``report.pdf``.
@@ -684,7 +683,6 @@ def build_weekly_report(
         large_job_gpus: "large" job threshold (GPUs).
         recommendations: ``latest.json``; default ``recommendations/latest.json`` beside
             ``serving_db`` (absent = "no recommendations yet").
-        show_users: real user names instead of pseudonyms; default ``$GOODPUT_SHOW_USER_NAMES``.
         chromium: the Chromium binary (default: :func:`find_chromium`).
 
     Returns:
@@ -709,8 +707,7 @@ def build_weekly_report(
     recs = recommendations if recommendations is not None else (
         db.parent / "recommendations" / "latest.json"
     )  # fmt: skip
-    data = collect_weekly(db, wk, large_job_gpus=large_job_gpus, recommendations=recs,
-                          show_users=show_users)  # fmt: skip
+    data = collect_weekly(db, wk, large_job_gpus=large_job_gpus, recommendations=recs)
     page = render_weekly_html(data)
     folder.mkdir(parents=True, exist_ok=True)
     _write_atomic(sidecar, json.dumps(data, indent=2, sort_keys=True) + "\n")

@@ -30,6 +30,7 @@ from pipelines.warehouse._loading import (
     raw_table_schemas,
 )
 from pipelines.warehouse._serving import (
+    PRIVACY_TABLE,
     SERVING_DETAIL_FILTERS,
     publish_serving_copy,
     remove_stale_copies,
@@ -37,6 +38,7 @@ from pipelines.warehouse._serving import (
 
 __all__ = [
     "LOCK_WAIT_S",
+    "PRIVACY_TABLE",
     "RAW_TABLES",
     "SERVING_DETAIL_FILTERS",
     "IngestStats",

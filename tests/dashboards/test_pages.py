@@ -579,16 +579,18 @@ def test_overview_flags_stale_sources(
 
 
 def test_recommendations_page_pseudonymises_user_names(
-    serving: str, monkeypatch: pytest.MonkeyPatch
+    serving: str, materialized: Materialized, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """No user name from the evidence appears on the page; the weekly report's pseudonyms do.
-    ``GOODPUT_SHOW_USER_NAMES=1`` shows the names."""
+    """No user name of the warehouse's evidence appears on the page; their pseudonyms (the serving
+    copy's) do. A copy published with ``GOODPUT_SHOW_USER_NAMES=1`` shows the names."""
     import json
 
-    from pipelines.report import pseudonymise
+    from pipelines.privacy import load_salt, pseudonymise
+    from pipelines.warehouse import publish_serving_copy
 
+    warehouse = materialized.cfg.warehouse_path
     names: set[str] = set()
-    for (text,) in _view(serving, "select evidence from recommendations").iter_rows():
+    for (text,) in _view(str(warehouse), "select evidence from recommendations").iter_rows():
         for row in json.loads(text).get("top_offenders", []) + json.loads(text).get("users", []):
             names.add(row["user"])
     assert names  # the bundled fleet's idle and time-limit findings name users
@@ -601,28 +603,13 @@ def test_recommendations_page_pseudonymises_user_names(
     monkeypatch.delenv("GOODPUT_SHOW_USER_NAMES", raising=False)
     text = shown(_page("recommendations"))
     assert not {n for n in names if re.search(rf"\b{re.escape(n)}\b", text)}
-    assert all(pseudonymise(n) in text for n in names)
+    salt = load_salt(warehouse)
+    assert all(pseudonymise(n, salt=salt) in text for n in names)
     monkeypatch.setenv("GOODPUT_SHOW_USER_NAMES", "1")
+    copy = publish_serving_copy(warehouse, tmp_path / "shown.duckdb")
+    monkeypatch.setenv("GOODPUT_SERVING_DB", str(copy))
     text = shown(_page("recommendations"))
     assert all(re.search(rf"\b{re.escape(n)}\b", text) for n in names)
-
-
-def test_pseudonymised_users_replaces_whole_words_only() -> None:
-    """``ann`` in the evidence → its pseudonym in every text column, ``annex`` left alone."""
-    from pipelines.report import pseudonymise
-
-    recs = pl.DataFrame(
-        {
-            "evidence": ['{"users": [{"user": "ann", "jobs": 3}]}', "{}"],
-            "change_text": ["ask ann to lower --time (annex)", "nothing personal"],
-            "patch_content": [None, "ann"],
-        }
-    )
-    out = queries.pseudonymised_users(recs)
-    p = pseudonymise("ann")
-    assert out["evidence"].to_list() == [f'{{"users": [{{"user": "{p}", "jobs": 3}}]}}', "{}"]
-    assert out["change_text"].to_list() == [f"ask {p} to lower --time (annex)", "nothing personal"]
-    assert out["patch_content"].to_list() == [None, p]
 
 
 def test_sql_page_stops_a_runaway_query_naming_the_limit(

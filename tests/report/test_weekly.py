@@ -13,8 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli.report import report_app
-from pipelines.report import IsoWeek, ReportError, build_weekly_report, pseudonymise, weekly
+from pipelines.report import IsoWeek, ReportError, build_weekly_report, weekly
 from pipelines.report.weekly import load_recommendations, narrative
+from pipelines.warehouse import publish_serving_copy
+from tests.conftest import Materialized
 from tests.report.conftest import Direct
 
 WEEK = "2026-W45"
@@ -59,9 +61,7 @@ def _view_rows(con: Direct) -> dict[tuple[str | None, str], dict[str, object]]:
 def report(serving: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The W45 report written once (no PDF: the browser test prints one) into a temp folder."""
     out = tmp_path_factory.mktemp("reports")
-    paths = build_weekly_report(
-        serving, WEEK, out, pdf=False, recommendations=out / "none.json", show_users=False
-    )
+    paths = build_weekly_report(serving, WEEK, out, pdf=False, recommendations=out / "none.json")
     assert paths.written
     return paths.folder
 
@@ -143,13 +143,17 @@ def test_page_is_self_contained(report: Path) -> None:
     assert page.count("<script>window.PlotlyConfig") == 1
 
 
-def test_user_names_are_pseudonymised(report: Path, direct: Direct) -> None:
-    """The longest-waits table shows ``user-xxxxxx`` pseudonyms, never the user names."""
+def test_user_names_are_pseudonymised(report: Path, materialized: Materialized) -> None:
+    """The longest-waits table shows ``user-xxxxxx`` pseudonyms, never the user names (those of
+    the warehouse: the serving copy holds pseudonyms)."""
     page = (report / "report.html").read_text(encoding="utf-8")
     data = json.loads((report / "report.json").read_text(encoding="utf-8"))
     users = [w["user"] for w in data["longest_waits"]]
     assert users and all(re.fullmatch(r"user-[0-9a-f]{6}", u) for u in users)
-    names = {r[0] for r in direct.rows("SELECT DISTINCT user_name FROM jobs") if r[0]}
+    assert data["user_names"] == "pseudonymised"
+    names = {r[0] for r in Direct(materialized.cfg.warehouse_path).rows(
+        "SELECT DISTINCT user_name FROM jobs") if r[0]}  # fmt: skip
+    assert names
     shown = set(re.findall(r"<td class=\"text\">([^<]+)</td>", page))
     assert not names & shown
 
@@ -275,25 +279,21 @@ def test_iso_weeks_in_utc() -> None:
         IsoWeek.parse("2026-45")
 
 
-def test_pseudonyms_are_stable_and_salted(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Same name and salt → same pseudonym; another salt → another one."""
-    monkeypatch.delenv("GOODPUT_PSEUDONYM_SALT", raising=False)
-    a = pseudonymise("alice")
-    assert re.fullmatch(r"user-[0-9a-f]{6}", a) and pseudonymise("alice") == a
-    monkeypatch.setenv("GOODPUT_PSEUDONYM_SALT", "site-secret")
-    assert pseudonymise("alice") != a
-    assert pseudonymise(None) == "unknown"
-
-
 def test_show_user_names_env(
-    serving: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    materialized: Materialized, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``GOODPUT_SHOW_USER_NAMES=1`` shows the real names in the report."""
+    """A serving copy published with ``GOODPUT_SHOW_USER_NAMES=1`` shows the real names in the
+    report."""
     monkeypatch.setenv("GOODPUT_SHOW_USER_NAMES", "1")
-    paths = build_weekly_report(serving, WEEK, tmp_path, pdf=False, recommendations=tmp_path / "x")
+    shown = publish_serving_copy(materialized.cfg.warehouse_path, tmp_path / "shown.duckdb")
+    monkeypatch.delenv("GOODPUT_SHOW_USER_NAMES")
+    paths = build_weekly_report(shown, WEEK, tmp_path, pdf=False, recommendations=tmp_path / "x")
     data = json.loads(paths.json.read_text(encoding="utf-8"))
     assert data["user_names"] == "shown"
-    assert not any(w["user"].startswith("user-") for w in data["longest_waits"])
+    names = {r[0] for r in Direct(materialized.cfg.warehouse_path).rows(
+        "SELECT DISTINCT user_name FROM jobs") if r[0]}  # fmt: skip
+    assert data["longest_waits"]
+    assert all(w["user"] in names for w in data["longest_waits"])
 
 
 def test_report_command_writes_then_keeps(serving: Path, tmp_path: Path) -> None:
