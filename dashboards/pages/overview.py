@@ -89,6 +89,10 @@ def _why_not(before_has_data: bool) -> str:
     return "" if before_has_data else f"no change shown: no data in {previous_text}"
 
 
+def _pct(ratio: float | None) -> str:
+    return "n/a" if ratio is None else f"{ratio:.1%}"
+
+
 def _h(seconds: float | None) -> str:
     return "n/a" if seconds is None else f"{seconds / 3600:.1f} h"
 
@@ -178,7 +182,7 @@ with c3:
             )  # fmt: skip
         st.caption(
             f"**{cap_scope}** (across teams) · {week_text} · {fair['teams']} teams · unmet "
-            f"entitlement {fair['unmet_entitlement']:.1%} · most owed: "
+            f"entitlement {_pct(fair['unmet_entitlement'])} · most owed: "
             + (f"team {owed.team}, {owed.debt_gpu_h:,.0f} GPU-h" if owed else "none")
             + team_line
             + (" · vs the week before" if d_jain is not None
