@@ -196,7 +196,11 @@ km_label = f"Large-job time to start (≥ {large:g} GPUs)"
 with c4:
     d_p90 = (
         km.p90_s - km0.p90_s
-        if km.enough and km0.enough and km.p90_s is not None and km0.p90_s is not None
+        if win.comparable
+        and km.enough
+        and km0.enough
+        and km.p90_s is not None
+        and km0.p90_s is not None
         else None
     )
     value = (
@@ -222,8 +226,9 @@ with c4:
         detail = f" · percentiles shown from n = {MIN_KM_JOBS}"
     why = (
         f" · vs {previous_text} (n = {km0.jobs})" if d_p90 is not None
-        else f" · no change shown: {previous_text} have n = {km0.jobs} jobs" if km.enough
-        else f" · no change shown: n < {MIN_KM_JOBS}"
+        else f" · no change shown: n < {MIN_KM_JOBS}" if not km.enough
+        else f" · {_why_not(True)}" if not win.comparable
+        else f" · no change shown: {previous_text} have n = {km0.jobs} jobs"
     )  # fmt: skip
     st.caption(f"**{team_scope}** · eligible in {window_text} · {counts}{detail}{why}")
 

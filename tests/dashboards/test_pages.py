@@ -222,6 +222,40 @@ def test_overview_tiles_name_their_scope_with_a_team(serving: str) -> None:
     assert f"n = {jobs} jobs, {censored} censored" in km_cap
 
 
+def test_overview_time_to_start_tile_with_enough_jobs(
+    serving: str, materialized: Materialized, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With "large" = 8 GPUs the 2-day fleet has ≥ 10 such waits: the tile shows the KM p90 of
+    the spells queried straight from ``time_to_start_jobs``, the caption their count, censored
+    count and the p50 with its Greenwood CI; the partial window shows no change."""
+    from metrics.headlines import km_quantile_ci
+    from metrics.survival import wait_percentiles_km
+
+    cfg = tmp_path / "goodput.toml"
+    text = materialized.cfg.path.read_text(encoding="utf-8")
+    cfg.write_text(text + "\n[thresholds]\nlarge_job_gpus = 8\n", encoding="utf-8")
+    monkeypatch.setenv("GOODPUT_CONFIG", str(cfg))
+    at = _page()
+    spells = _view(
+        serving,
+        "select wait_s as duration_s, started from time_to_start_jobs where size_gpus >= 8",
+    )
+    km = wait_percentiles_km(spells.lazy(), quantiles=(0.5, 0.9)).collect().row(0, named=True)
+    assert km["spells"] >= 10
+    lo, hi = km_quantile_ci(spells.filter(pl.col("started").is_not_null()).lazy(), 0.5)
+    assert lo is not None and hi is not None
+    shown = {m.label: m for m in at.metric}["Large-job time to start (≥ 8 GPUs)"]
+    assert shown.value == f"p90 {km['km_p90_s'] / 3600:.1f} h" and shown.proto.delta == ""
+    caption = _tile_captions(at)[3]
+    assert caption.startswith("**fleet** · eligible in ")
+    assert f"n = {km['spells']} jobs, {km['censored']} censored" in caption
+    assert (
+        f"p50 {km['km_p50_s'] / 3600:.1f} h (95 % CI {lo / 3600:.1f} h – {hi / 3600:.1f} h)"
+        in caption
+    )
+    assert caption.endswith("no change shown: the window is partial")
+
+
 def test_headline_change_compares_last_seven_days_with_the_seven_before(tmp_path: Path) -> None:
     """Week-over-week: the 7 days up to the data cut-off vs the 7 days before, from literal rows."""
     db = tmp_path / "tiny.duckdb"
