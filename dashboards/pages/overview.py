@@ -60,12 +60,13 @@ if not win.complete:
             f"The picked window is partial: the data cover {win.covered_h:,.1f} of its "
             f"{win.hours:g} hours; nothing is compared with the period before."
         )
+scope_text = f"cluster: {f.cluster or 'all'} · team: {f.team or 'all'}"
 st.caption(
     f"Window {window_text}"
     + (" — the latest complete week, the default; pick dates for another." if
        win.latest_complete_week else "")
-    + f" · data as of {as_of:%Y-%m-%d %H:%M} UTC · {f.describe()}"
-    if as_of else f"Window {window_text} · {f.describe()}"
+    + f" · data as of {as_of:%Y-%m-%d %H:%M} UTC · {scope_text}"
+    if as_of else f"Window {window_text} · {scope_text}"
 )  # fmt: skip
 
 # --- scopes --------------------------------------------------------------------------------------
