@@ -26,6 +26,7 @@ import polars as pl
 from markupsafe import Markup
 
 from metrics import wait_percentiles_km
+from metrics.headlines import AVOIDABLE_LEAVES
 from metrics.periods import covered_hours, is_complete, latest_complete_week, scope_bounds
 from metrics.schema import WATERFALL_LEAVES
 from pipelines.privacy import user_names_of
@@ -37,6 +38,8 @@ from pipelines.report._common import (
     fmt_pct,
     query,
 )
+from pipelines.report.narrative import Driver, Facts, contributions, most_owed
+from pipelines.report.narrative import narrative as shared_narrative
 from pipelines.warehouse.safe_sql import open_readonly
 
 __all__ = [
@@ -389,80 +392,74 @@ def collect_weekly(
 # The narrative
 
 
-def _points(delta: float | None, what: str = "last week") -> str:
-    if delta is None:
-        return ""
-    if abs(delta) < 0.0005:
-        return f", unchanged from {what}"
-    word = "up" if delta > 0 else "down"
-    return f", {word} {abs(delta) * 100:.1f} points from {what}"
+def _waste(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The fleet's avoidable waste of the week (METRICS.md), from the report's waterfall rows."""
+    fleet = [r for r in data.get("waterfall", []) if r.get("cluster") is None]
+    capacity = sum(float(r["gpu_s"]) for r in fleet)
+    leaves = {
+        r["bucket"]: float(r["gpu_s"]) / 3600.0 for r in fleet if r["bucket"] in AVOIDABLE_LEAVES
+    }
+    if capacity <= 0:
+        return {}
+    leaf = max(sorted(leaves), key=lambda k: leaves[k]) if leaves else None
+    total = sum(leaves.values())
+    return {
+        "waste_gpu_h": total,
+        "waste_share": total * 3600.0 / capacity,
+        "waste_leaf": leaf,
+        "waste_leaf_gpu_h": leaves.get(leaf) if leaf else None,
+    }
+
+
+def _cluster_drivers(data: Mapping[str, Any]) -> list[Driver]:
+    """Each cluster's contribution to the fleet's occupancy change (:func:`contributions`)."""
+    this, last = data.get("clusters") or [], data.get("previous_clusters") or []
+    now_avail = (data["fleet"] or {}).get("available_gpu_h") or 0.0
+    prev_avail = (data.get("previous") or {}).get("available_gpu_h") or 0.0
+    if not this or not last or now_avail <= 0 or prev_avail <= 0:
+        return []
+    frame = [pl.DataFrame({"cluster": [r["cluster"] for r in rows],
+                           "allocated_gpu_h": [float(r["allocated_gpu_h"]) for r in rows]})
+             for rows in (this, last)]  # fmt: skip
+    return contributions(frame[0], frame[1], key="cluster", part="allocated_gpu_h",
+                         whole_now=now_avail, whole_before=prev_avail)  # fmt: skip
 
 
 def narrative(data: Mapping[str, Any]) -> list[str]:
-    """Templated sentences built from the week's numbers (no external service).
+    """Templated sentences built from the week's numbers (no external service): the shared
+    :func:`pipelines.report.narrative.narrative` of the Overview page, on the report's numbers.
 
     Args:
         data: :func:`collect_weekly` output (without ``narrative``).
     """
     f = data["fleet"]
     deltas = {d["metric"]: d["delta"] for d in data["deltas"]}
-    out = []
-    if not data["complete"]:
-        out.append(
-            f"The week is partial: the data cover {data.get('covered_h', 0.0):,.1f} of its 168 "
-            f"hours (they reach {data['as_of'] or 'an unknown time'}), so every figure covers "
-            "only that part and is not compared with the week before."
-        )
-    out.append(
-        f"In {data['week']} the fleet's GPUs were {fmt_pct(f['occupancy'])} occupied "
-        f"({fmt_number(f['allocated_gpu_h'], 0)} of {fmt_number(f['available_gpu_h'], 0)} "
-        f"available GPU-hours allocated){_points(deltas['occupancy'])}."
-    )
-    if f["goodput_ratio"] is not None:
-        out.append(
-            f"Goodput was {fmt_pct(f['goodput_ratio'])} of capacity"
-            f"{_points(deltas['goodput_ratio'])}; telemetry verifies "
-            f"{fmt_pct(f['telemetry_coverage'], 0)} of the allocated GPU-time."
-        )
-    gpus = f"{data['large_job_gpus']:g}"
-    if f["large_spells"]:
-        if f["large_wait_p90_s"] is not None:
-            out.append(
-                f"Large jobs (≥ {gpus} GPUs, {f['large_spells']} waits) started within "
-                f"{fmt_hours(f['large_wait_p90_s'])} in 9 cases out of 10."
-            )
-        else:
-            out.append(
-                f"Large jobs (≥ {gpus} GPUs) have no p90 wait yet: {f['large_wait_p90_reason']}."
-            )
-    else:
-        out.append(f"No large job (≥ {gpus} GPUs) became eligible this week.")
-    if f["jain_index"] is not None:
-        owed = [
-            t for t in data["teams"]
-            if t["cluster"] is None and (t["fair_share_debt_gpu_h"] or 0.0) > 0.05
-        ]  # fmt: skip
-        text = (
-            f"Jain's fairness index was {f['jain_index']:.2f} (1 = every team that asked got its "
-            f"fair share) and {fmt_pct(f['unmet_entitlement'])} of the fair GPU-time went unmet"
-        )
-        if owed:
-            worst = max(owed, key=lambda t: t["fair_share_debt_gpu_h"])
-            ratio = worst["entitlement_ratio"]
-            text += (
-                f"; team {worst['team']} is owed the most, "
-                f"{fmt_number(worst['fair_share_debt_gpu_h'], 0)} GPU-hours"
-                + (f" (it received {ratio:.2f} of its fair share)" if ratio is not None else "")
-            )
-        out.append(text + ".")
     recs = data["recommendations"]
-    if recs["total"]:
-        top = recs["items"][0]
-        out.append(
-            f"{recs['total']} recommendation{'s' if recs['total'] != 1 else ''} "
-            f"{'are' if recs['total'] != 1 else 'is'} open; the most severe: {top['change_text']}"
-        )
-    return out
+    facts = Facts(
+        period=data["week"],
+        complete=bool(data["complete"]),
+        covered_h=data.get("covered_h", 0.0),
+        as_of=data["as_of"],
+        occupancy=f["occupancy"],
+        allocated_gpu_h=f["allocated_gpu_h"],
+        available_gpu_h=f["available_gpu_h"],
+        occupancy_delta=deltas.get("occupancy"),
+        occupancy_drivers=_cluster_drivers(data),
+        goodput_ratio=f["goodput_ratio"],
+        goodput_delta=deltas.get("goodput_ratio"),
+        telemetry_coverage=f.get("telemetry_coverage"),
+        **_waste(data),
+        large_job_gpus=float(data["large_job_gpus"]),
+        large_spells=int(f.get("large_spells") or 0),
+        large_p90_s=f.get("large_wait_p90_s"),
+        large_p90_reason=f.get("large_wait_p90_reason"),
+        jain_index=f.get("jain_index"),
+        unmet_entitlement=f.get("unmet_entitlement"),
+        most_owed=most_owed([t for t in data["teams"] if t["cluster"] is None]),
+        recommendations_total=int(recs["total"]),
+        top_recommendation=recs["items"][0]["change_text"] if recs["total"] else None,
+    )
+    return shared_narrative(facts)
 
 
 # --------------------------------------------------------------------------------------------
