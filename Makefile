@@ -31,6 +31,7 @@ sample: install
 run: sample
 	mkdir -p $(GOODPUT_DAGSTER_DIR)
 	$(BIN)/goodput materialize
+	$(BIN)/goodput report $$(command -v chromium >/dev/null || echo --no-pdf)
 	@echo "Dashboard: http://127.0.0.1:$(PORT)"
 	$(BIN)/goodput app --port $(PORT)
 

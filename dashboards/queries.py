@@ -9,10 +9,9 @@ file the pipeline publishes. Every query is a file in ``sql/dashboard/``; the fi
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +21,10 @@ import streamlit as st
 
 from dashboards import _auth
 from metrics import nearest_rank, wait_percentiles_km
+from metrics.headlines import MIN_KM_JOBS, WaitSummary, wait_summary
+from metrics.periods import is_complete, mark_complete, scope_bounds
 from metrics.schema import SIZE_BUCKETS, WATERFALL_LEAVES
 from pipelines.config import load_config
-from pipelines.privacy import pseudonymise, show_user_names
 from pipelines.warehouse import run_named, statement_params, table_exists
 from pipelines.warehouse.safe_sql import run_query
 from pipelines.warehouse.sql import load_sql
@@ -40,6 +40,7 @@ __all__ = [
     "data_quality_findings",
     "data_quality_score",
     "failures_daily",
+    "fairness_answer",
     "fairness_summary",
     "fairness_teams",
     "filter_bounds",
@@ -53,9 +54,11 @@ __all__ = [
     "k8s_pending_reasons",
     "k8s_stage_percentiles",
     "large_job_p90_wait_s",
+    "large_wait_summary",
     "lemon_nodes",
     "lost_work_by_team",
-    "pseudonymised_users",
+    "overview_occupancy",
+    "overview_team_allocated",
     "recommendation_evidence",
     "recommendations",
     "registry_drift",
@@ -64,6 +67,7 @@ __all__ = [
     "scheduler_fairshare",
     "serving_path",
     "top_idle_allocations",
+    "top_recommendations",
     "trends_daily",
     "view_columns",
     "wait_percentiles",
@@ -71,6 +75,7 @@ __all__ = [
     "waterfall_by_cluster",
     "waterfall_daily",
     "waterfall_totals",
+    "window_filters",
 ]
 
 Headline = dict[str, Any]
@@ -273,10 +278,9 @@ def freshness(path: str) -> pl.DataFrame:
 def recommendations(path: str) -> pl.DataFrame:
     """The ``recommendations`` view, most severe first; empty when the view does not exist.
 
-    User names are pseudonymised (:func:`pseudonymised_users`) after the cache, so switching
-    ``GOODPUT_SHOW_USER_NAMES`` takes effect on the next run.
+    User names in it are pseudonyms: the serving copy is published so (``pipelines.privacy``).
     """
-    return pseudonymised_users(_recommendations(path))
+    return _recommendations(path)
 
 
 @st.cache_data(ttl=_TTL)
@@ -287,51 +291,6 @@ def _recommendations(path: str) -> pl.DataFrame:
     if views.height == 0 or "recommendations" not in set(views["view"]):
         return pl.DataFrame()
     return _frame(path, "recommendations")
-
-
-#: Evidence keys whose string values are user names.
-_USER_KEYS = frozenset({"user", "user_name"})
-
-
-def _user_names(value: object, into: set[str]) -> None:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if key in _USER_KEYS and isinstance(item, str) and item:
-                into.add(item)
-            else:
-                _user_names(item, into)
-    elif isinstance(value, list):
-        for item in value:
-            _user_names(item, into)
-
-
-def pseudonymised_users(recs: pl.DataFrame) -> pl.DataFrame:
-    """Recommendations with user names replaced by pseudonyms, unless names are to be shown.
-
-    The names are those under ``user`` / ``user_name`` keys of any row's ``evidence`` JSON; each
-    whole-word occurrence in ``evidence``, ``change_text`` and ``patch_content`` becomes
-    :func:`pipelines.report.pseudonymise`'s ``user-xxxxxx`` (the weekly report's pseudonyms).
-    ``GOODPUT_SHOW_USER_NAMES=1`` keeps the names (as for the report).
-    """
-    if recs.height == 0 or show_user_names() or "evidence" not in recs.columns:
-        return recs
-    names: set[str] = set()
-    for text in recs["evidence"].drop_nulls():
-        try:
-            _user_names(json.loads(text), names)
-        except ValueError:
-            continue
-    if not names:
-        return recs
-    words = re.compile(
-        r"\b(" + "|".join(map(re.escape, sorted(names, key=len, reverse=True))) + r")\b"
-    )
-
-    def swap(text: str | None) -> str | None:
-        return None if text is None else words.sub(lambda m: pseudonymise(m.group(1)), text)
-
-    cols = [c for c in ("evidence", "change_text", "patch_content") if c in recs.columns]
-    return recs.with_columns(pl.col(c).map_elements(swap, return_dtype=pl.String) for c in cols)
 
 
 #: Evidence query (``sql/dashboard/<name>.sql``) per recommendation rule; the scope's
@@ -502,6 +461,16 @@ def lemon_nodes(path: str, f: Filters, top: int) -> pl.DataFrame:
 def fairness_teams(path: str, f: Filters) -> pl.DataFrame:
     """Per week and team: ``entitlement_share, received_share, fair_share``, GPU-hours, debt."""
     return _frame(path, "fairness_teams", f.params())
+
+
+@st.cache_data(ttl=_TTL)
+def period_bounds(path: str, f: Filters) -> tuple[dt.datetime | None, dt.datetime | None]:
+    """``(as_of, data_from)`` of the filter's cluster scope (:func:`metrics.periods.scope_bounds`):
+    the earliest data cut-off and the latest first hour over the clusters in scope."""
+    df = _frame(path, "period_bounds", f.params())
+    if df.height == 0:
+        return None, None
+    return scope_bounds(df["as_of"].to_list(), df["data_from"].to_list())
 
 
 @st.cache_data(ttl=_TTL)
@@ -679,3 +648,101 @@ def run_sql(path: str, query: str, row_limit: int) -> pl.DataFrame:
         time_limit_s=cfg.sql_time_limit_s,
         memory_limit=cfg.sql_memory_limit,
     )
+
+
+# --- overview: the four answers ----------------------------------------------------------------
+
+
+def window_filters(f: Filters, start: dt.datetime, end: dt.datetime) -> Filters:
+    """``f`` with its dates set to the UTC days of ``[start, end)`` (``end`` a midnight)."""
+    return replace(f, start=start.date(), end=(end - dt.timedelta(days=1)).date())
+
+
+@st.cache_data(ttl=_TTL)
+def overview_occupancy(path: str, f: Filters) -> pl.DataFrame:
+    """Per cluster in the window: ``cluster, allocated_gpu_h, available_gpu_h, capacity_gpu_h,
+    hours`` (hours with data); their sums give the fleet's occupancy (METRICS.md)."""
+    return _frame(path, "overview_occupancy", f.params())
+
+
+@st.cache_data(ttl=_TTL)
+def overview_team_allocated(path: str, f: Filters) -> pl.DataFrame:
+    """Per team: ``team, allocated_gpu_h`` (GPUs × the part of each attempt inside the window,
+    running attempts up to ``as_of``) and ``attempts`` started in the window; the team filter is
+    not applied (the rows are the components of the scope's occupancy)."""
+    return _frame(path, "overview_team_allocated", f.params())
+
+
+@st.cache_data(ttl=_TTL)
+def large_wait_summary(
+    path: str, f: Filters, min_gpus: float, min_jobs: int = MIN_KM_JOBS
+) -> WaitSummary:
+    """Kaplan–Meier p50/p90 with 95 % CIs, job and censored counts of the waiting spells with
+    ≥ ``min_gpus`` GPUs eligible in the window (cluster and team filters applied)
+    (:func:`metrics.headlines.wait_summary`)."""
+    spells = _frame(path, "wait_spells", f.params())
+    if spells.height == 0:
+        empty = pl.LazyFrame(schema={"duration_s": pl.Float64, "started": pl.Boolean})
+        return wait_summary(empty, min_jobs)
+    large = spells.filter(pl.col("size_gpus") >= min_gpus)
+    return wait_summary(large.lazy(), min_jobs)
+
+
+@st.cache_data(ttl=_TTL)
+def fairness_answer(path: str, f: Filters) -> dict[str, Any] | None:
+    """The fairness answer of the latest complete week overlapping the window (else the latest
+    week, marked partial), for the filter's cluster (``None`` = the fleet).
+
+    Returns:
+        ``week, complete, covered_h, teams, jain_index, unmet_entitlement``, the previous week's
+        ``jain_before, unmet_before`` (``None`` unless both weeks are complete), and
+        ``team_rows``: the week's :func:`fairness_teams` rows of every team; ``None`` when no
+        week has fairness rows.
+    """
+    summary = fairness_summary(path, f)
+    if summary.height == 0:
+        return None
+    as_of, data_from = period_bounds(path, f)
+    marked = mark_complete(summary, as_of=as_of, data_from=data_from)
+    done = marked.filter(pl.col("complete"))
+    row = (done if done.height else marked).sort("week").row(-1, named=True)
+    week: dt.datetime = row["week"]
+    before = fairness_summary(path, window_filters(f, week - dt.timedelta(days=7), week))
+    prev = before.filter(pl.col("week") == week - dt.timedelta(days=7))
+    prev_ok = prev.height == 1 and is_complete(
+        week - dt.timedelta(days=7), week, as_of=as_of, data_from=data_from
+    )
+    wk = window_filters(replace(f, team=None), week, week + dt.timedelta(days=7))
+    teams = fairness_teams(path, wk).filter(pl.col("week") == week)
+    compare = row["complete"] and prev_ok
+    return {
+        **row,
+        "jain_before": prev["jain_index"][0] if compare else None,
+        "unmet_before": prev["unmet_entitlement"][0] if compare else None,
+        "team_rows": teams.to_dicts(),
+    }
+
+
+def top_recommendations(path: str, f: Filters, n: int = 3) -> tuple[pl.DataFrame, str, int]:
+    """The ``n`` most severe recommendations in the filter's scope, the scope's label, and how
+    many the scope holds.
+
+    The cluster filter keeps that cluster's; with a team, those whose scope is ``team=<team>``
+    or whose text names ``team <team>`` (else the cluster's, and the label says so).
+    """
+    recs = recommendations(path)
+    if recs.height == 0:
+        return recs, "none", 0
+    label = f"cluster {f.cluster}" if f.cluster else "fleet"
+    if f.cluster:
+        recs = recs.filter(pl.col("cluster") == f.cluster)
+    if f.team:
+        word = re.escape(f.team)
+        named = recs.filter(
+            pl.col("scope").str.contains(rf"(^|/)team={word}(/|$)")
+            | pl.col("change_text").str.contains(rf"\bteam {word}\b")
+        )
+        if named.height:
+            return named.head(n), f"team {f.team}", named.height
+        label += f" (none names team {f.team})"
+    return recs.head(n), label, recs.height

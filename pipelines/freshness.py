@@ -112,28 +112,47 @@ def build_freshness_sensor(
 
 
 def stale_sources(freshness: pl.DataFrame, cfg: Config, now: dt.datetime) -> pl.DataFrame:
-    """Flag each source's last load against its group's lower bound.
+    """Flag each source whose data are older than its group's lower bound.
+
+    A source's **data age** is ``now − newest_data_at`` (the newest record time of its loaded
+    files, not after their load); its **load age** ``now − last_loaded_at``. It is stale when its
+    age exceeds the group's bound, the age being the data age where the rows carry a data time
+    and the load age where they do not (a node list). Yesterday's load of data 15 days old is
+    stale (METRICS.md, "Source freshness").
 
     Args:
-        freshness: ``source, cluster, last_loaded_at`` (UTC) and any other columns, as the
-            dashboard's ``freshness`` query returns.
+        freshness: ``source, cluster, last_loaded_at`` (UTC), optionally ``newest_data_at``, and
+            any other columns, as the dashboard's ``freshness`` query returns.
         cfg: configuration (``freshness_hours``).
         now: the time to judge at (UTC).
 
     Returns:
-        ``freshness`` with ``age_h`` (hours since the last load), ``limit_h`` (the group's bound;
-        NULL for a source outside every group) and ``stale`` (``age_h > limit_h``; False without
-        a bound) appended.
+        ``freshness`` with ``data_age_h`` (NULL without a data time), ``load_age_h``, ``age_h``
+        (data age, else load age), ``limit_h`` (the group's bound; NULL for a source outside
+        every group) and ``stale`` (``age_h > limit_h``; False without a bound) appended.
     """
     if freshness.height == 0:
         return freshness
+    if "newest_data_at" not in freshness.columns:
+        freshness = freshness.with_columns(
+            pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("newest_data_at")
+        )
     limits = {
         source: cfg.freshness_hours[group]
         for source in freshness["source"].unique().to_list()
         if (group := source_group(source)) is not None
     }
-    age = (pl.lit(now) - pl.col("last_loaded_at")).dt.total_microseconds() / 3.6e9
+
+    def hours_since(column: str) -> pl.Expr:
+        return (pl.lit(now) - pl.col(column)).dt.total_microseconds() / 3.6e9
+
     limit = pl.col("source").replace_strict(limits, default=None, return_dtype=pl.Float64)
-    return freshness.with_columns(age.alias("age_h"), limit.alias("limit_h")).with_columns(
-        (pl.col("age_h") > pl.col("limit_h")).fill_null(False).alias("stale")
+    return (
+        freshness.with_columns(
+            hours_since("newest_data_at").alias("data_age_h"),
+            hours_since("last_loaded_at").alias("load_age_h"),
+            limit.alias("limit_h"),
+        )
+        .with_columns(pl.coalesce("data_age_h", "load_age_h").alias("age_h"))
+        .with_columns((pl.col("age_h") > pl.col("limit_h")).fill_null(False).alias("stale"))
     )

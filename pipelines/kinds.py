@@ -79,6 +79,10 @@ class RawSource:
         freshness: the freshness group (``[freshness] <group>_hours`` in goodput.toml).
         telemetry_time: for telemetry, the time column whose days a load affects (the
             incremental build rewrites those days); None for scheduler records.
+        data_time: the columns whose newest value, not after the load, is a file's *data
+            time* (how current its records are, for freshness); None = every time column of
+            the schema; () = its rows carry no time of the data (a node list's ``reason_at``
+            is when a reason was set), so freshness falls back to the load time.
     """
 
     name: str
@@ -87,6 +91,14 @@ class RawSource:
     parse: Parser | None
     freshness: str
     telemetry_time: str | None = None
+    data_time: tuple[str, ...] | None = None
+
+    @property
+    def data_time_columns(self) -> tuple[str, ...]:
+        """:attr:`data_time`, with None resolved to the schema's Datetime columns."""
+        if self.data_time is not None:
+            return self.data_time
+        return tuple(c for c, t in self.schema.items() if isinstance(t, pl.Datetime))
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,11 @@
   ``sacctmgr.sh`` and ``scontrol.sh`` (commands), ``kueue-patches.yaml`` (merge patches, one
   YAML document each, with the ``kubectl patch`` line above it).
 
+The files are published artefacts: user names in them are pseudonyms (:mod:`pipelines.privacy`)
+unless ``GOODPUT_SHOW_USER_NAMES=1``. Patches address accounts, QOS, partitions and queues; one
+that must name a user (a personal account) is written commented out, naming the pseudonym, with
+a note that the real name is in the warehouse.
+
 Kueue ClusterQueue and LocalQueue objects are read from ``<inputs>/<cluster>/k8s/
 clusterqueues*.json`` / ``localqueues*.json`` (``kubectl get … -o json``; the newest file by
 name), because a merge patch of ``resourceGroups`` needs the whole object.
@@ -47,6 +52,15 @@ from metrics.recommendations import (
 from metrics.scheduler_model import SchedulerSettings
 from pipelines.config import Config
 from pipelines.core import load_registry
+from pipelines.privacy import (
+    PSEUDONYM,
+    SALT_FILE,
+    SHOW_USER_NAMES_ENV,
+    Pseudonyms,
+    load_salt,
+    show_user_names,
+    user_names_of,
+)
 from pipelines.warehouse import UTC_DATETIME, connect, run_named, table_exists
 from pipelines.warehouse.sql import load_sql
 
@@ -55,6 +69,7 @@ __all__ = [
     "OUTPUT_FILES",
     "RULES",
     "RecommendationInputs",
+    "evidence_user_names",
     "read_inputs",
     "recommendations_frame",
     "run_recommendations",
@@ -343,19 +358,87 @@ def _wrap(text: str, width: int) -> list[str]:
     return [*lines, cur] if cur else lines
 
 
-def write_outputs(frame: pl.DataFrame, out_dir: str | Path, as_of: dt.datetime) -> dict[str, Path]:
+#: Evidence keys whose string values (or lists of strings) are user names.
+_USER_KEYS = frozenset({"user", "user_name", "users"})
+#: The recommendation fields that are text a user name can appear in.
+_TEXT_FIELDS = ("scope", "evidence", "change_text", "patch_content")
+
+
+def _evidence_names(value: object, into: set[str]) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in _USER_KEYS and isinstance(item, str):
+                into.add(item)
+            elif key in _USER_KEYS and isinstance(item, list):
+                into.update(i for i in item if isinstance(i, str))
+                _evidence_names([i for i in item if not isinstance(i, str)], into)
+            else:
+                _evidence_names(item, into)
+    elif isinstance(value, list):
+        for item in value:
+            _evidence_names(item, into)
+
+
+def evidence_user_names(frame: pl.DataFrame) -> set[str]:
+    """The user names the rules put in the evidence (``user``, ``user_name`` and ``users``
+    keys), less system logins and values that already are pseudonyms."""
+    names: set[str] = set()
+    for text in frame["evidence"].drop_nulls() if "evidence" in frame.columns else []:
+        try:
+            _evidence_names(json.loads(text), names)
+        except ValueError:
+            continue
+    return set(Pseudonyms.of_names("", names).names)
+
+
+def _patch(rec: Mapping[str, Any]) -> str:
+    """The patch as written to its file; one naming a pseudonymised user is commented out."""
+    content = str(rec["patch_content"]).rstrip("\n")
+    named = sorted(set(PSEUDONYM.findall(content)))
+    if not named:
+        return content + "\n"
+    return (
+        f"# NOT APPLICABLE AS IS: this patch names user {', '.join(named)} by pseudonym. Take the\n"
+        "# real name from the warehouse (an admin's `goodput sql --db <warehouse>`), or publish\n"
+        f"# with {SHOW_USER_NAMES_ENV}=1 and write the patches again.\n"
+        + "".join(f"# {line}\n" for line in content.split("\n"))
+    )
+
+
+def write_outputs(
+    frame: pl.DataFrame,
+    out_dir: str | Path,
+    as_of: dt.datetime,
+    *,
+    pseudonyms: Pseudonyms | None = None,
+    show_names: bool | None = None,
+) -> dict[str, Path]:
     """Write ``latest.json`` and the four per-scheduler patch files (atomically).
+
+    User names in the scope, evidence, text and patches are replaced by their pseudonyms, as in
+    the serving copy; a patch that then names a pseudonym is commented out (:func:`_patch`).
 
     Args:
         frame: :func:`recommendations_frame` output.
         out_dir: the folder (created).
         as_of: the data cut-off the recommendations are based on.
+        pseudonyms: the names to replace and the salt; default the evidence's user names
+            (:func:`evidence_user_names`) with the salt of the data folder, ``out_dir``'s parent
+            (where the warehouse and its salt file lie, :func:`pipelines.privacy.load_salt`).
+        show_names: keep the real names; default ``$GOODPUT_SHOW_USER_NAMES``.
 
     Returns:
         File name → path of every file written (all five, also when empty).
     """
     out = Path(out_dir)
     recs = frame.to_dicts()
+    if not (show_user_names() if show_names is None else show_names):
+        if pseudonyms is None:
+            names = evidence_user_names(frame)
+            # load_salt takes a file in the data folder: the salt file itself is one.
+            salt = load_salt(out.resolve().parent / SALT_FILE) if names else ""
+            pseudonyms = Pseudonyms.of_names(salt, names)
+        recs = [{**r, **{f: pseudonyms.scrub(r[f]) for f in _TEXT_FIELDS if f in r}} for r in recs]
     window = (
         {"start": _iso(recs[0]["window_start"]), "end": _iso(recs[0]["window_end"])}
         if recs
@@ -390,7 +473,7 @@ def write_outputs(frame: pl.DataFrame, out_dir: str | Path, as_of: dt.datetime) 
         mine = [r for r in recs if r["patch_kind"] == kind]
         if kind == "kubernetes-merge-patch":
             docs = [f"# {header}\n# {len(mine)} patch(es)\n"]
-            docs += [_comment(r) + str(r["patch_content"]).rstrip("\n") + "\n" for r in mine]
+            docs += [_comment(r) + _patch(r) for r in mine]
             text = "---\n".join(docs)
             mode = 0o644
         elif kind == "slurm.conf":
@@ -398,7 +481,7 @@ def write_outputs(frame: pl.DataFrame, out_dir: str | Path, as_of: dt.datetime) 
             for cluster in sorted({str(r["cluster"]) for r in mine}):
                 parts.append(f"\n## cluster {cluster}\n")
                 for r in (r for r in mine if r["cluster"] == cluster):
-                    parts.append(_comment(r) + str(r["patch_content"]).rstrip("\n") + "\n")
+                    parts.append(_comment(r) + _patch(r))
             text = "".join(parts)
             mode = 0o644
         else:
@@ -406,7 +489,7 @@ def write_outputs(frame: pl.DataFrame, out_dir: str | Path, as_of: dt.datetime) 
             for cluster in sorted({str(r["cluster"]) for r in mine}):
                 parts.append(f"\n## cluster {cluster}\n")
                 for r in (r for r in mine if r["cluster"] == cluster):
-                    parts.append(_comment(r) + str(r["patch_content"]).rstrip("\n") + "\n")
+                    parts.append(_comment(r) + _patch(r))
             text = "".join(parts)
             mode = 0o755
         written[name] = out / name
@@ -456,6 +539,7 @@ def run_recommendations(
     """
     with connect(db or cfg.serving_path, read_only=True) as con:
         inputs = read_inputs(con, cfg, window_days=window_days)
+        shown = {"shown": True, "pseudonymised": False}.get(user_names_of(con))
     frame = recommendations_frame(
         inputs,
         options=options,
@@ -464,7 +548,8 @@ def run_recommendations(
         idle_activity=cfg.idle_activity,
     )
     target = Path(out_dir) if out_dir is not None else cfg.warehouse_path.parent / "recommendations"
-    return write_outputs(frame, target, inputs.as_of)
+    # The copy read is already pseudonymised, or holds the names by the publish's opt-in.
+    return write_outputs(frame, target, inputs.as_of, show_names=shown)
 
 
 if __name__ == "__main__":  # python -m pipelines.recommendations: write the files, print paths

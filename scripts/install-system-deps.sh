@@ -28,10 +28,11 @@ PACKAGES+=(
 )
 
 # tests/dashboards: headless Chromium and its driver for the browser checks (never a test tool's
-# own downloaded browser).
+# own downloaded browser); tests/pipelines/test_privacy.py: pdftotext reads the weekly report's PDF.
 PACKAGES+=(
     chromium
     chromium-driver
+    poppler-utils
 )
 
 SUDO=()

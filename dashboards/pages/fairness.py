@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import plotly.express as px
+import polars as pl
 import streamlit as st
 
 from dashboards import _charts, _filters, queries
+from metrics.periods import mark_complete
 
 st.title("Fairness")
 
@@ -22,8 +26,32 @@ if teams.height == 0:
     )
     st.stop()
 
-weeks = sorted(set(teams["week"]), reverse=True)
-week = st.selectbox("Week", weeks, format_func=lambda w: f"{w:%Y-%m-%d}", key="fairness_week")
+# Complete weeks first: the default is the latest week the data cover whole (metrics.periods);
+# a partial week is offered, marked, and shown only when picked.
+as_of, data_from = queries.period_bounds(path, f)
+weeks_df = mark_complete(
+    pl.DataFrame({"week": sorted(set(teams["week"]))}), as_of=as_of, data_from=data_from
+).sort(["complete", "week"], descending=True)
+covered = {r["week"]: (r["complete"], r["covered_h"]) for r in weeks_df.iter_rows(named=True)}
+
+
+def _week_label(w: dt.datetime) -> str:
+    whole, hours = covered[w]
+    return f"{w:%Y-%m-%d}" if whole else f"{w:%Y-%m-%d} (partial: {hours:,.1f} of 168 h)"
+
+
+week = st.selectbox(
+    "Week", weeks_df["week"].to_list(), format_func=_week_label, key="fairness_week"
+)
+week_whole, week_hours = covered[week]
+if not week_whole:
+    st.warning(
+        f"The week of {week:%Y-%m-%d} is partial: the data cover {week_hours:,.1f} of its "
+        f"168 hours (data cut-off {as_of:%Y-%m-%d %H:%M} UTC). Its shares and index describe "
+        "only those hours and are not comparable with whole weeks."
+        if as_of
+        else f"The week of {week:%Y-%m-%d} is partial."
+    )
 in_week = teams.filter(teams["week"] == week)
 
 # --- entitlement vs received vs fair ---------------------------------------------------------
@@ -49,6 +77,16 @@ _charts.chart(
 # --- Jain's index over time -------------------------------------------------------------------
 st.subheader("Fairness index over time")
 summary = queries.fairness_summary(path, f)
+if summary.height:
+    summary = mark_complete(summary, as_of=as_of, data_from=data_from)
+    partial = summary.filter(~pl.col("complete"))
+    summary = summary.filter(pl.col("complete")).drop("complete", "covered_h")
+    if partial.height:
+        st.caption(
+            "Partial weeks left out of the trend (not comparable with whole weeks): "
+            + ", ".join(f"{w:%Y-%m-%d}" for w in partial["week"])
+            + "."
+        )
 if summary.height:
     long = summary.unpivot(
         index=["week"],

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from metrics.periods import WEEK, is_complete
 from metrics.recommendations._model import (
     Recommendation,
     Window,
@@ -51,11 +52,12 @@ def fairness_drift(
         fairness_weekly: the ``fairness_weekly`` view (``week, window, cluster, team, share,
             demand_gpu_s, fair_gpu_s, used_gpu_s, entitlement_ratio,
             fair_share_debt_gpu_h``); rows with ``window = 'week'`` and a cluster are used.
-        window: the period considered.
+        window: the period considered; its end is the data cut-off, and only the weeks that
+            end by it (complete weeks, :func:`metrics.periods.is_complete`) are judged.
         schedulers: cluster → ``slurm`` | ``kubernetes`` (only Slurm clusters get the change).
         high: e at or above which a team is over its fair allocation.
         low: e at or below which a team is under it (with debt > 0).
-        min_weeks: consecutive most recent weeks a team must drift.
+        min_weeks: consecutive most recent complete weeks a team must drift.
         min_fair_gpu_h: weeks where the team's fair allocation is below this are not judged.
         current_weight_fairshare: the cluster's PriorityWeightFairshare, if known.
         current_other_weights: the other PriorityWeight* values, if known.
@@ -77,7 +79,11 @@ def fairness_drift(
     )
     recs = []
     for (cluster,), grp in frame.sort("cluster").group_by("cluster", maintain_order=True):
-        weeks = sorted(set(grp["week"].to_list()))[-min_weeks:]
+        # Only weeks the data cover whole are judged (a partial week is never compared as if
+        # whole: metrics.periods).
+        weeks = sorted(
+            w for w in set(grp["week"].to_list()) if is_complete(w, w + WEEK, as_of=window.end)
+        )[-min_weeks:]
         if len(weeks) < min_weeks:
             continue
         last = grp.filter(pl.col("week").is_in(weeks))

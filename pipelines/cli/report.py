@@ -5,7 +5,6 @@ Registered on the main app with ``app.add_typer(report_app)`` (its commands join
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import sys
 from pathlib import Path
@@ -40,7 +39,8 @@ def _target(db: Path | None) -> tuple[Path, Config | None]:
 @report_app.command("report")
 def report_cmd(
     week: Annotated[
-        str | None, typer.Option(help="ISO week YYYY-Www (default: last complete week, UTC)")
+        str | None,
+        typer.Option(help="ISO week YYYY-Www (default: the latest week the data cover whole)"),
     ] = None,
     db: Annotated[Path | None, typer.Option(help="DuckDB file (default: the serving copy)")] = None,
     out: Annotated[
@@ -54,11 +54,11 @@ def report_cmd(
 ) -> None:
     """Write the weekly fairness report (HTML, PDF, JSON) for one ISO week; kept as a snapshot."""
     from pipelines.report.mail import MailError, send_report
-    from pipelines.report.weekly import build_weekly_report
+    from pipelines.report.weekly import build_weekly_report, latest_complete_report_week
 
     path, cfg = _target(db)
     try:
-        wk = IsoWeek.parse(week) if week else IsoWeek.of(dt.datetime.now(dt.UTC)).previous()
+        wk = IsoWeek.parse(week) if week else latest_complete_report_week(path)
         paths = build_weekly_report(
             path,
             wk,

@@ -6,7 +6,7 @@ Dagster objects live in :mod:`pipelines.report.dagster`, the commands in
 
 from __future__ import annotations
 
-from pipelines.report._common import IsoWeek, ReportError, pseudonymise
+from pipelines.report._common import IsoWeek, ReportError
 from pipelines.report.job_report import JobReport, format_job_report, job_report
 from pipelines.report.kpis import collect_kpis, format_prometheus, kpis_text
 from pipelines.report.mail import MailError, SmtpSettings, send_report
@@ -26,6 +26,5 @@ __all__ = [
     "format_prometheus",
     "job_report",
     "kpis_text",
-    "pseudonymise",
     "send_report",
 ]

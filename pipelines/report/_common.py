@@ -1,4 +1,4 @@
-"""Helpers shared by the reports: ISO weeks, named queries, pseudonyms, number formatting."""
+"""Helpers shared by the reports: ISO weeks, named queries, number formatting."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import duckdb
 import polars as pl
 
 from pipelines.config import Config
-from pipelines.privacy import pseudonymise, show_user_names
 from pipelines.warehouse import run_named
 
 __all__ = [
@@ -22,11 +21,9 @@ __all__ = [
     "fmt_hours",
     "fmt_number",
     "fmt_pct",
-    "pseudonymise",
     "query",
     "recommendations_path",
     "reports_dir",
-    "show_user_names",
 ]
 
 _WEEK = re.compile(r"^(\d{4})-W(\d{2})$")

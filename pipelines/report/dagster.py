@@ -3,7 +3,6 @@
 # ruff: noqa: I002 - no `from __future__ import annotations` here: Dagster compares the `context`
 # annotation object itself with AssetExecutionContext; a postponed (string) annotation fails.
 
-import datetime as dt
 import json
 from typing import Any
 
@@ -13,7 +12,7 @@ from dagster import AssetExecutionContext
 from pipelines._raw_assets import SettingsResource
 from pipelines.config import Config, load_config
 from pipelines.report._common import IsoWeek, recommendations_path, reports_dir
-from pipelines.report.weekly import build_weekly_report
+from pipelines.report.weekly import build_weekly_report, latest_complete_report_week
 
 __all__ = [
     "WEEKLY_REPORT_JOB",
@@ -30,7 +29,8 @@ _SERVING_COPY = dg.AssetKey(["analytics", "serving_copy"])
 
 
 class WeeklyReportConfig(dg.Config):
-    """Which week to write and where (empty = last complete ISO week, the configured folder)."""
+    """Which week to write and where (empty = the latest ISO week the data cover whole, the
+    configured folder)."""
 
     week: str = ""
     out_dir: str = ""
@@ -55,9 +55,7 @@ def weekly_report(
     """
     cfg = load_config(settings.config_path)
     week = (
-        IsoWeek.parse(config.week)
-        if config.week
-        else IsoWeek.of(dt.datetime.now(dt.UTC)).previous()
+        IsoWeek.parse(config.week) if config.week else latest_complete_report_week(cfg.serving_path)
     )
     paths = build_weekly_report(
         cfg.serving_path,

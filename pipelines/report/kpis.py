@@ -17,10 +17,11 @@ from pathlib import Path
 import polars as pl
 
 from metrics import wait_percentiles_km
+from metrics.periods import latest_complete_week, scope_bounds
 from pipelines.report._common import query
 from pipelines.warehouse.safe_sql import open_readonly
 
-__all__ = ["Gauge", "collect_kpis", "format_prometheus", "kpis_text"]
+__all__ = ["Gauge", "collect_kpis", "complete_fairness", "format_prometheus", "kpis_text"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,25 @@ def _epoch(value: dt.datetime) -> float:
     return value.timestamp()
 
 
+def complete_fairness(fair: pl.DataFrame, bounds: pl.DataFrame) -> pl.DataFrame:
+    """The fleet fairness rows the KPIs expose: the latest *complete* week and the latest
+    ``rolling_28d`` window (a partial week is never a headline: METRICS.md "Complete periods").
+
+    Args:
+        fair: ``window, week, jain_index, unmet_entitlement`` (``sql/report/kpi_fairness.sql``).
+        bounds: ``cluster, data_from, as_of`` per cluster (``sql/report/period_bounds.sql``).
+
+    Returns:
+        ``fair`` without its other weeks; no ``week`` row when no week is complete yet.
+    """
+    cut, begin = scope_bounds(bounds["as_of"].to_list(), bounds["data_from"].to_list())
+    latest = latest_complete_week(cut, begin)
+    keep = pl.col("window") != "week"
+    if latest is not None:
+        keep = keep | (pl.col("week").dt.replace_time_zone(None) == latest.replace(tzinfo=None))
+    return fair.filter(keep)
+
+
 def collect_kpis(
     serving_db: str | Path, *, hours: int = 24, large_job_gpus: float = 64.0, wait_days: int = 7
 ) -> list[Gauge]:
@@ -102,7 +122,7 @@ def collect_kpis(
         good = query(con, "kpi_goodput", hours=hours)
         alloc = query(con, "kpi_allocated_total")
         spells = query(con, "kpi_large_waits", min_gpus=large_job_gpus, days=wait_days)
-        fair = query(con, "kpi_fairness")
+        fair = complete_fairness(query(con, "kpi_fairness"), query(con, "period_bounds"))
         as_of = query(con, "data_as_of")
         ingests = query(con, "kpi_last_ingest")
     finally:
@@ -132,11 +152,13 @@ def collect_kpis(
               f"GPUs eligible in the last {wait_days} days before the data cut-off.",
               _per_cluster(p90, "km_p90_s")),
         Gauge("goodput_jain_index",
-              "Jain's index over the teams' entitlement ratios, fleet, latest window.",
+              "Jain's index over the teams' entitlement ratios, fleet, the latest complete week "
+              "and the latest rolling 28 days.",
               [({"window": str(r["window"])}, float(r["jain_index"]))
                for r in fair.iter_rows(named=True) if r["jain_index"] is not None]),
         Gauge("goodput_unmet_entitlement_ratio",
-              "Share of the fair GPU-time the teams did not get, fleet, latest window.",
+              "Share of the fair GPU-time the teams did not get, fleet, the latest complete week "
+              "and the latest rolling 28 days.",
               [({"window": str(r["window"])}, float(r["unmet_entitlement"]))
                for r in fair.iter_rows(named=True) if r["unmet_entitlement"] is not None]),
         Gauge("goodput_data_as_of_timestamp_seconds",

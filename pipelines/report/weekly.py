@@ -26,17 +26,20 @@ import polars as pl
 from markupsafe import Markup
 
 from metrics import wait_percentiles_km
+from metrics.headlines import AVOIDABLE_LEAVES
+from metrics.periods import covered_hours, is_complete, latest_complete_week, scope_bounds
 from metrics.schema import WATERFALL_LEAVES
+from pipelines.privacy import user_names_of
 from pipelines.report._common import (
     IsoWeek,
     ReportError,
     fmt_hours,
     fmt_number,
     fmt_pct,
-    pseudonymise,
     query,
-    show_user_names,
 )
+from pipelines.report.narrative import Driver, Facts, contributions, most_owed
+from pipelines.report.narrative import narrative as shared_narrative
 from pipelines.warehouse.safe_sql import open_readonly
 
 __all__ = [
@@ -46,6 +49,7 @@ __all__ = [
     "build_weekly_report",
     "collect_weekly",
     "find_chromium",
+    "latest_complete_report_week",
     "narrative",
     "print_pdf",
     "render_weekly_html",
@@ -282,32 +286,57 @@ def load_recommendations(path: Path | None) -> dict[str, Any]:
     }
 
 
+def latest_complete_report_week(serving_db: str | Path) -> IsoWeek:
+    """The latest ISO week the serving copy's data cover whole, every cluster alike
+    (:func:`metrics.periods.latest_complete_week`): the report's default week.
+
+    Raises:
+        ReportError: no week is complete yet (the message gives the data's span).
+        FileNotFoundError: no such serving copy.
+    """
+    con = open_readonly(serving_db)
+    try:
+        bounds = query(con, "period_bounds")
+    finally:
+        con.close()
+    cut, begin = scope_bounds(bounds["as_of"].to_list(), bounds["data_from"].to_list())
+    start = latest_complete_week(cut, begin)
+    if start is None:
+        span = f"{begin:%Y-%m-%d %H:%M} to {cut:%Y-%m-%d %H:%M} UTC" if cut and begin else "none"
+        raise ReportError(
+            f"no complete ISO week in {serving_db} yet (data: {span}); pick a week with --week "
+            "to report a partial one"
+        )
+    return IsoWeek.of(start)
+
+
 def collect_weekly(
     serving_db: str | Path,
     week: IsoWeek,
     *,
     large_job_gpus: float = 64.0,
     recommendations: Path | None = None,
-    show_users: bool | None = None,
     now: dt.datetime | None = None,
 ) -> dict[str, Any]:
     """Every number of one week's report, JSON-ready (the sidecar's content).
+
+    User names are as the serving copy holds them: pseudonyms unless it was published with
+    ``GOODPUT_SHOW_USER_NAMES=1`` (``user_names`` says which).
 
     Args:
         serving_db: the serving copy (opened read-only, locked down).
         week: the ISO week.
         large_job_gpus: "large" job threshold (GPUs) for the p90 wait.
         recommendations: ``latest.json`` of the recommendations; ``None`` or missing = none yet.
-        show_users: real user names instead of pseudonyms; default ``$GOODPUT_SHOW_USER_NAMES``.
         now: the generation time (default: now, UTC).
 
     Raises:
         ReportError: the serving copy has no occupancy data in that week.
         FileNotFoundError: no such serving copy.
     """
-    users_shown = show_user_names() if show_users is None else show_users
     con = open_readonly(serving_db)
     try:
+        user_names = user_names_of(con)
         heads = _headline(con, week, large_job_gpus)
         if None not in heads:
             raise ReportError(f"no data for {week} ({week.start:%Y-%m-%d} to "
@@ -320,10 +349,15 @@ def collect_weekly(
         daily = _rows(query(con, "week_occupancy_daily", **span))
         waits = _rows(query(con, "week_longest_waits", limit=_LONGEST_WAITS, **span))
         as_of_df = query(con, "data_as_of")
+        bounds = query(con, "period_bounds")
     finally:
         con.close()
+    cut, begin = scope_bounds(bounds["as_of"].to_list(), bounds["data_from"].to_list())
+    complete = is_complete(week.start, week.end, as_of=cut, data_from=begin)
+    if not complete:  # a partial week is never compared as if whole
+        prev, teams_last = {}, []
     for w in waits:
-        w["user"] = w.pop("user_name") if users_shown else pseudonymise(w.pop("user_name"))
+        w["user"] = w.pop("user_name")
     as_of: dt.datetime | None = as_of_df["as_of"].max()  # type: ignore[assignment]
     fleet = heads[None]
     data: dict[str, Any] = {
@@ -334,9 +368,10 @@ def collect_weekly(
         "generated_at": (now or dt.datetime.now(dt.UTC)).isoformat(timespec="seconds"),
         "as_of": as_of.isoformat() if as_of else None,
         "as_of_by_cluster": {r["cluster"]: r["as_of"] for r in _rows(as_of_df)},
-        "complete": bool(as_of and as_of >= week.end),
+        "complete": complete,
+        "covered_h": covered_hours(week.start, week.end, as_of=cut, data_from=begin),
         "large_job_gpus": large_job_gpus,
-        "user_names": "shown" if users_shown else "pseudonymised",
+        "user_names": user_names,
         "fleet": fleet,
         "clusters": [v for k, v in sorted(heads.items(), key=lambda kv: str(kv[0])) if k],
         "previous": prev.get(None),
@@ -357,79 +392,74 @@ def collect_weekly(
 # The narrative
 
 
-def _points(delta: float | None, what: str = "last week") -> str:
-    if delta is None:
-        return ""
-    if abs(delta) < 0.0005:
-        return f", unchanged from {what}"
-    word = "up" if delta > 0 else "down"
-    return f", {word} {abs(delta) * 100:.1f} points from {what}"
+def _waste(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The fleet's avoidable waste of the week (METRICS.md), from the report's waterfall rows."""
+    fleet = [r for r in data.get("waterfall", []) if r.get("cluster") is None]
+    capacity = sum(float(r["gpu_s"]) for r in fleet)
+    leaves = {
+        r["bucket"]: float(r["gpu_s"]) / 3600.0 for r in fleet if r["bucket"] in AVOIDABLE_LEAVES
+    }
+    if capacity <= 0:
+        return {}
+    leaf = max(sorted(leaves), key=lambda k: leaves[k]) if leaves else None
+    total = sum(leaves.values())
+    return {
+        "waste_gpu_h": total,
+        "waste_share": total * 3600.0 / capacity,
+        "waste_leaf": leaf,
+        "waste_leaf_gpu_h": leaves.get(leaf) if leaf else None,
+    }
+
+
+def _cluster_drivers(data: Mapping[str, Any]) -> list[Driver]:
+    """Each cluster's contribution to the fleet's occupancy change (:func:`contributions`)."""
+    this, last = data.get("clusters") or [], data.get("previous_clusters") or []
+    now_avail = (data["fleet"] or {}).get("available_gpu_h") or 0.0
+    prev_avail = (data.get("previous") or {}).get("available_gpu_h") or 0.0
+    if not this or not last or now_avail <= 0 or prev_avail <= 0:
+        return []
+    frame = [pl.DataFrame({"cluster": [r["cluster"] for r in rows],
+                           "allocated_gpu_h": [float(r["allocated_gpu_h"]) for r in rows]})
+             for rows in (this, last)]  # fmt: skip
+    return contributions(frame[0], frame[1], key="cluster", part="allocated_gpu_h",
+                         whole_now=now_avail, whole_before=prev_avail)  # fmt: skip
 
 
 def narrative(data: Mapping[str, Any]) -> list[str]:
-    """Templated sentences built from the week's numbers (no external service).
+    """Templated sentences built from the week's numbers (no external service): the shared
+    :func:`pipelines.report.narrative.narrative` of the Overview page, on the report's numbers.
 
     Args:
         data: :func:`collect_weekly` output (without ``narrative``).
     """
     f = data["fleet"]
     deltas = {d["metric"]: d["delta"] for d in data["deltas"]}
-    out = []
-    if not data["complete"]:
-        out.append(
-            f"The week is not complete: the data reach {data['as_of'] or 'an unknown time'}, "
-            "so every figure covers only the part of the week loaded so far."
-        )
-    out.append(
-        f"In {data['week']} the fleet's GPUs were {fmt_pct(f['occupancy'])} occupied "
-        f"({fmt_number(f['allocated_gpu_h'], 0)} of {fmt_number(f['available_gpu_h'], 0)} "
-        f"available GPU-hours allocated){_points(deltas['occupancy'])}."
-    )
-    if f["goodput_ratio"] is not None:
-        out.append(
-            f"Goodput was {fmt_pct(f['goodput_ratio'])} of capacity"
-            f"{_points(deltas['goodput_ratio'])}; telemetry verifies "
-            f"{fmt_pct(f['telemetry_coverage'], 0)} of the allocated GPU-time."
-        )
-    gpus = f"{data['large_job_gpus']:g}"
-    if f["large_spells"]:
-        if f["large_wait_p90_s"] is not None:
-            out.append(
-                f"Large jobs (≥ {gpus} GPUs, {f['large_spells']} waits) started within "
-                f"{fmt_hours(f['large_wait_p90_s'])} in 9 cases out of 10."
-            )
-        else:
-            out.append(
-                f"Large jobs (≥ {gpus} GPUs) have no p90 wait yet: {f['large_wait_p90_reason']}."
-            )
-    else:
-        out.append(f"No large job (≥ {gpus} GPUs) became eligible this week.")
-    if f["jain_index"] is not None:
-        owed = [
-            t for t in data["teams"]
-            if t["cluster"] is None and (t["fair_share_debt_gpu_h"] or 0.0) > 0.05
-        ]  # fmt: skip
-        text = (
-            f"Jain's fairness index was {f['jain_index']:.2f} (1 = every team that asked got its "
-            f"fair share) and {fmt_pct(f['unmet_entitlement'])} of the fair GPU-time went unmet"
-        )
-        if owed:
-            worst = max(owed, key=lambda t: t["fair_share_debt_gpu_h"])
-            ratio = worst["entitlement_ratio"]
-            text += (
-                f"; team {worst['team']} is owed the most, "
-                f"{fmt_number(worst['fair_share_debt_gpu_h'], 0)} GPU-hours"
-                + (f" (it received {ratio:.2f} of its fair share)" if ratio is not None else "")
-            )
-        out.append(text + ".")
     recs = data["recommendations"]
-    if recs["total"]:
-        top = recs["items"][0]
-        out.append(
-            f"{recs['total']} recommendation{'s' if recs['total'] != 1 else ''} "
-            f"{'are' if recs['total'] != 1 else 'is'} open; the most severe: {top['change_text']}"
-        )
-    return out
+    facts = Facts(
+        period=data["week"],
+        complete=bool(data["complete"]),
+        covered_h=data.get("covered_h", 0.0),
+        as_of=data["as_of"],
+        occupancy=f["occupancy"],
+        allocated_gpu_h=f["allocated_gpu_h"],
+        available_gpu_h=f["available_gpu_h"],
+        occupancy_delta=deltas.get("occupancy"),
+        occupancy_drivers=_cluster_drivers(data),
+        goodput_ratio=f["goodput_ratio"],
+        goodput_delta=deltas.get("goodput_ratio"),
+        telemetry_coverage=f.get("telemetry_coverage"),
+        **_waste(data),
+        large_job_gpus=float(data["large_job_gpus"]),
+        large_spells=int(f.get("large_spells") or 0),
+        large_p90_s=f.get("large_wait_p90_s"),
+        large_p90_reason=f.get("large_wait_p90_reason"),
+        jain_index=f.get("jain_index"),
+        unmet_entitlement=f.get("unmet_entitlement"),
+        most_owed=most_owed([t for t in data["teams"] if t["cluster"] is None]),
+        recommendations_total=int(recs["total"]),
+        top_recommendation=recs["items"][0]["change_text"] if recs["total"] else None,
+    )
+    return shared_narrative(facts)
 
 
 # --------------------------------------------------------------------------------------------
@@ -634,7 +664,6 @@ def build_weekly_report(
     pdf: bool = True,
     large_job_gpus: float = 64.0,
     recommendations: Path | None = None,
-    show_users: bool | None = None,
     chromium: str | None = None,
 ) -> ReportPaths:
     """Write (or keep) ``<out_dir>/<YYYY-Www>/report.html``, ``report.json`` and ``report.pdf``.
@@ -651,7 +680,6 @@ def build_weekly_report(
         large_job_gpus: "large" job threshold (GPUs).
         recommendations: ``latest.json``; default ``recommendations/latest.json`` beside
             ``serving_db`` (absent = "no recommendations yet").
-        show_users: real user names instead of pseudonyms; default ``$GOODPUT_SHOW_USER_NAMES``.
         chromium: the Chromium binary (default: :func:`find_chromium`).
 
     Returns:
@@ -676,8 +704,7 @@ def build_weekly_report(
     recs = recommendations if recommendations is not None else (
         db.parent / "recommendations" / "latest.json"
     )  # fmt: skip
-    data = collect_weekly(db, wk, large_job_gpus=large_job_gpus, recommendations=recs,
-                          show_users=show_users)  # fmt: skip
+    data = collect_weekly(db, wk, large_job_gpus=large_job_gpus, recommendations=recs)
     page = render_weekly_html(data)
     folder.mkdir(parents=True, exist_ok=True)
     _write_atomic(sidecar, json.dumps(data, indent=2, sort_keys=True) + "\n")

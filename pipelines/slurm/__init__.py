@@ -143,6 +143,7 @@ SLURM_STATE = InputKind(
             NODE_SCHEMA,
             lambda p, o: parse_scontrol_nodes(p, cluster=o.cluster, tz=o.tz),
             freshness="sacct",
+            data_time=(),  # reason_at: when a reason was set, not how current the list is
         ),
         RawSource(
             "sshare",

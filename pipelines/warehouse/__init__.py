@@ -27,9 +27,11 @@ from pipelines.warehouse._loading import (
     init_warehouse,
     load_parse_result,
     load_parse_results,
+    newest_data_time,
     raw_table_schemas,
 )
 from pipelines.warehouse._serving import (
+    PRIVACY_TABLE,
     SERVING_DETAIL_FILTERS,
     publish_serving_copy,
     remove_stale_copies,
@@ -53,6 +55,7 @@ from pipelines.warehouse.tables import (
 
 __all__ = [
     "LOCK_WAIT_S",
+    "PRIVACY_TABLE",
     "RAW_TABLES",
     "SERVING_DETAIL_FILTERS",
     "UTC_DATETIME",
@@ -68,6 +71,7 @@ __all__ = [
     "load_parse_result",
     "load_parse_results",
     "lock_holder",
+    "newest_data_time",
     "pid_alive",
     "publish_serving_copy",
     "raw_table_schemas",

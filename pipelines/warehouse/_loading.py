@@ -179,7 +179,10 @@ def load_parse_results(
         # fetchall, not fetchone: DuckDB 2 keeps a half-read result open on the connection.
         rows_next = con.execute(load_sql("raw/next_ingest_id")).fetchall()
         ingest_id = int(rows_next[0][0]) if rows_next else 1
+        time_columns = raw_sources()[source].data_time_columns
+        newest: dt.datetime | None = None
         for result in results:
+            newest = _later(newest, newest_data_time(result.rows, time_columns, loaded_at))
             _rows = result.rows.with_columns(pl.lit(ingest_id, dtype=pl.Int64()).alias("ingest_id"))
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _rows")
             _rej = result.rejected.with_columns(
@@ -193,6 +196,8 @@ def load_parse_results(
             _merge_info(info, result.info)
             # free this piece before the next is parsed
             del _rows, _rej, result
+        if newest is not None:
+            info["newest_data_at"] = newest.isoformat()
         con.execute(
             load_sql("raw/insert_ingest"),
             {
@@ -220,6 +225,37 @@ def load_parse_results(
         replaced_ingests=len(previous),
         warnings=tuple(str(w) for w in _as_list(info.get("warnings"))),
     )
+
+
+def _later(a: dt.datetime | None, b: dt.datetime | None) -> dt.datetime | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+def newest_data_time(
+    rows: pl.DataFrame, columns: tuple[str, ...], loaded_at: dt.datetime
+) -> dt.datetime | None:
+    """The newest value of ``columns`` in ``rows`` that is not after ``loaded_at`` (UTC).
+
+    A later value (a reservation's end, a begin time) is a plan, not data, and is left out.
+    Naive columns are read as UTC.
+
+    Returns:
+        An aware UTC datetime, or None when the rows hold no such value (no rows, no column).
+    """
+    present = [c for c in columns if c in rows.columns]
+    if rows.height == 0 or not present:
+        return None
+    cap = loaded_at.astimezone(dt.UTC)
+
+    def utc(c: str) -> pl.Expr:
+        tz = getattr(rows.schema[c], "time_zone", None)
+        col = pl.col(c).cast(pl.Datetime("us", tz)) if tz else pl.col(c).cast(pl.Datetime("us"))
+        return col.dt.convert_time_zone("UTC") if tz else col.dt.replace_time_zone("UTC")
+
+    found = rows.select(
+        pl.max_horizontal([utc(c).filter(utc(c) <= cap).max() for c in present])
+    ).item()
+    return found.astimezone(dt.UTC) if found is not None else None
 
 
 def _merge_info(merged: dict[str, object], info: dict[str, object]) -> None:

@@ -1,4 +1,4 @@
-"""The published serving copy: an atomic, read-only copy of the warehouse for readers."""
+"""The published serving copy: an atomic, read-only, pseudonymised copy of the warehouse."""
 
 from __future__ import annotations
 
@@ -11,7 +11,18 @@ from pathlib import Path
 
 import duckdb
 
+from pipelines.privacy import (
+    Pseudonyms,
+    known_user_names,
+    load_salt,
+    pseudonymise_database,
+    show_user_names,
+)
 from pipelines.warehouse._connection import connect, pid_alive
+
+#: The table of the serving copy that says how it treats user names: one row,
+#: ``user_names`` = ``pseudonymised`` | ``shown``.
+PRIVACY_TABLE = "meta.privacy"
 
 #: Detail tables the serving copy cuts to recent rows: table → SQL condition on the row (the
 #: row is kept when it holds for ``$cutoff``). Every other table (aggregates, state, the
@@ -113,10 +124,28 @@ def remove_stale_copies(serving: str | Path) -> list[Path]:
     return removed
 
 
+def _protect(copy: str, pseudonyms: Pseudonyms | None) -> None:
+    """Pseudonymise the copy being published (unless ``pseudonyms`` is None: names shown) and
+    record which it is in :data:`PRIVACY_TABLE`."""
+    with connect(copy) as con:
+        if pseudonyms is not None:
+            pseudonymise_database(con, pseudonyms)
+        con.execute("CREATE SCHEMA IF NOT EXISTS meta")
+        con.execute(
+            f"CREATE OR REPLACE TABLE {PRIVACY_TABLE} AS SELECT $mode AS user_names",
+            {"mode": "shown" if pseudonyms is None else "pseudonymised"},
+        )
+        con.execute("CHECKPOINT")
+
+
 def publish_serving_copy(
-    warehouse: str | Path, serving: str | Path, *, detail_days: int = 0
+    warehouse: str | Path,
+    serving: str | Path,
+    *,
+    detail_days: int = 0,
+    show_names: bool | None = None,
 ) -> Path:
-    """Publish an atomic read-only copy of the warehouse for readers.
+    """Publish an atomic read-only, pseudonymised copy of the warehouse for readers.
 
     The writer's WAL is checkpointed and the copy written to a temporary name beside the
     target, then renamed over it (``os.replace``), so a reader sees either the old or the new
@@ -128,17 +157,28 @@ def publish_serving_copy(
     ``detail_days`` days before the latest data cut-off (``max(as_of)`` of ``core.jobs``) —
     jobs still running or pending are always kept. Every view is recreated over the copy.
 
+    User names are pseudonymised in the copy (:func:`pipelines.privacy.pseudonymise_database`,
+    with the salt of :func:`pipelines.privacy.load_salt` and the warehouse's user names), so
+    every reader (pages, ``goodput sql``, reports, patch files) sees pseudonyms; the warehouse
+    keeps the names. ``meta.privacy`` says which the copy holds.
+
     Args:
         warehouse: the writer's DuckDB file (no other writer may hold it).
         serving: the published copy's path.
         detail_days: days of detail rows to keep; 0 = all rows.
+        show_names: keep the real user names; default ``$GOODPUT_SHOW_USER_NAMES`` (the one
+            documented opt-in).
 
     Returns:
         The serving copy's path.
     """
     src, dst = Path(warehouse), Path(serving)
+    shown = show_user_names() if show_names is None else show_names
     with connect(src) as con:
         con.execute("CHECKPOINT")
+        names = set() if shown else known_user_names(con)
+    # The salt is read (or made) only when there are names to hide.
+    pseudonyms = None if shown else Pseudonyms.of_names(load_salt(src) if names else "", names)
     dst.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_copies(dst)
     fd, tmp = tempfile.mkstemp(prefix=f"{dst.name}.{os.getpid()}.", suffix=".tmp", dir=dst.parent)
@@ -149,6 +189,7 @@ def publish_serving_copy(
             _copy_recent(src, tmp, detail_days)
         else:
             shutil.copyfile(src, tmp)
+        _protect(tmp, pseudonyms)
         os.replace(tmp, dst)
     finally:
         if os.path.exists(tmp):

@@ -64,20 +64,95 @@ def _table(at: AppTest, *columns: str) -> pl.DataFrame:
     raise AssertionError(f"no table with columns {columns}")
 
 
+TILES = [
+    "Occupancy",
+    "Avoidable waste",
+    "Fairness (Jain's index)",
+    "Large-job time to start (≥ 64 GPUs)",
+]
+AVOIDABLE = "('failed_work_infra', 'failed_work_user', 'preempted_work', 'timeout_work', "
+AVOIDABLE += "'allocated_idle', 'held')"
+
+
+def _tile_captions(at: AppTest) -> list[str]:
+    """The caption under each of the four tiles (scope · numbers · window · counts)."""
+    return [c.value for c in at.caption if c.value.startswith("**")][:4]
+
+
 def test_overview_page(serving: str) -> None:
-    """Headline numbers, waterfall leaf totals and the data-quality score match the views."""
+    """The four answers equal the views: occupancy (allocated ÷ available, fleet), avoidable
+    waste (leaves 3–6, 8, 10; GPU-hours and share of capacity), Jain's index, unmet entitlement
+    and the most-owed team of the latest fairness week (no week is complete in the 2-day fleet,
+    so the partial one, labelled), and the large-job KM counts (fewer than 10 jobs: no
+    percentile). Each tile's caption names its scope, window and counts; the window is every
+    day with data, flagged partial in a banner; the waterfall totals and data-quality score
+    are the views'."""
     at = _page()
-    occ, gpu_h = _view(
+    occ, alloc, avail = _view(
         serving,
         "select sum(allocated_gpu_s) / sum(capacity_gpu_s - down_gpu_s - planned_down_gpu_s),"
-        " sum(allocated_gpu_s) / 3600 from occupancy_hourly",
+        " sum(allocated_gpu_s) / 3600, sum(capacity_gpu_s - down_gpu_s - planned_down_gpu_s)"
+        " / 3600 from occupancy_hourly",
+    ).row(0)
+    waste, capacity = _view(
+        serving,
+        f"select sum(gpu_s) filter (where bucket in {AVOIDABLE}) / 3600, sum(gpu_s) / 3600"
+        " from gpu_waterfall_hourly",
+    ).row(0)
+    week, teams, jain, unmet = _view(
+        serving,
+        "select week, teams, jain_index, unmet_entitlement from fairness_summary_weekly"
+        " where \"window\" = 'week' and cluster is null order by week desc limit 1",
+    ).row(0)
+    owed_team, owed_h = _view(
+        serving,
+        "select team, fair_share_debt_gpu_h from fairness_weekly where \"window\" = 'week'"
+        f" and cluster is null and week = '{week.isoformat()}' order by 2 desc limit 1",
+    ).row(0)
+    jobs, censored = _view(
+        serving,
+        "select count(*), count(*) filter (where not started) from time_to_start_jobs"
+        " where size_gpus >= 64 and started is not null",
     ).row(0)
     shown = {m.label: m.value for m in at.metric}
-    assert list(shown) == [
-        "Occupancy", "GPU-hours allocated", "Jobs (attempts)", "p90 wait, jobs ≥ 64 GPUs",
-    ]  # fmt: skip
+    assert list(shown) == TILES
     assert shown["Occupancy"] == f"{occ:.1%}"
-    assert shown["GPU-hours allocated"] == f"{gpu_h:,.0f}"
+    assert shown["Avoidable waste"] == f"{waste:,.0f} GPU-h"
+    assert shown["Fairness (Jain's index)"] == f"{jain:.2f}"
+    assert 0 < jobs < 10  # the 2-day fleet has too few large jobs for a percentile
+    assert shown[TILES[3]] == "too few jobs (n < 10)"
+    assert all(m.proto.delta == "" for m in at.metric)  # a partial window is never compared
+    occ_cap, waste_cap, fair_cap, km_cap = _tile_captions(at)
+    assert occ_cap.startswith("**fleet** · ")
+    assert f"{alloc:,.0f} of {avail:,.0f} available GPU-h allocated" in occ_cap
+    assert "2 clusters" in occ_cap and "no change shown: the window is partial" in occ_cap
+    leaf, leaf_h = _view(
+        serving,
+        f"select bucket, sum(gpu_s) / 3600 from gpu_waterfall_hourly where bucket in {AVOIDABLE}"
+        " group by 1 order by 2 desc limit 1",
+    ).row(0)
+    assert waste_cap.startswith(
+        f"**fleet** · {waste / capacity:.1%} of capacity · largest: {leaf} {leaf_h:,.0f} h"
+    )
+    assert fair_cap.startswith(f"**fleet** (across teams) · week of {week:%Y-%m-%d}, partial")
+    assert f"{teams} teams · unmet entitlement {unmet:.1%}" in fair_cap
+    assert f"most owed: team {owed_team}, {owed_h:,.0f} GPU-h" in fair_cap
+    assert km_cap.startswith("**fleet** · eligible in ")
+    assert f"n = {jobs} jobs, {censored} censored" in km_cap
+    assert any(w.value.startswith("No complete week in the data yet") for w in at.warning)
+    first_day, last_day = _view(
+        serving, "select min(hour)::date, max(as_of)::date from occupancy_hourly"
+    ).row(0)
+    assert f"{first_day:%Y-%m-%d} – {last_day:%Y-%m-%d} UTC, partial" in occ_cap
+
+    narrative = [m.value for m in at.markdown if m.value.startswith("- ")]
+    assert narrative[0].startswith("- The window is partial")
+    assert f"{occ * 100:.1f} % occupied" in narrative[1]
+    rules = _view(serving, "select rule from recommendations order by case severity when "
+                  "'critical' then 0 when 'warning' then 1 when 'info' then 2 else 3 end, "
+                  "expected_gain_gpu_h_per_week desc nulls last, id limit 3")["rule"]  # fmt: skip
+    top = [m.value for m in at.markdown if re.match(r"^[123]\. \*\*", m.value)]
+    assert [re.search(r"`([^`]+)`", t).group(1) for t in top] == rules.to_list()  # type: ignore[union-attr]
     assert [t.value for t in at.title] == ["GPU fleet overview"]
 
     totals = _table(at, "leaf", "gpu_h", "share_of_capacity")
@@ -112,6 +187,73 @@ def test_overview_page(serving: str) -> None:
     assert at.get("progress")[0].proto.text == (
         f"Data-quality score: {total - flagged} of {total} checks clean"
     )
+
+
+def test_overview_tiles_name_their_scope_with_a_team(serving: str) -> None:
+    """Team nlp picked: the capacity tiles say the team filter does not apply to them and keep
+    the fleet's numbers; the fairness tile adds team nlp's entitlement ratio and debt (from
+    ``fairness_weekly``); the time-to-start tile counts nlp's large jobs only."""
+    at = _page(team="nlp")
+    occ = _view(
+        serving,
+        "select sum(allocated_gpu_s) / sum(capacity_gpu_s - down_gpu_s - planned_down_gpu_s)"
+        " from occupancy_hourly",
+    ).item()
+    ratio, debt = _view(
+        serving,
+        "select entitlement_ratio, fair_share_debt_gpu_h from fairness_weekly"
+        " where \"window\" = 'week' and cluster is null and team = 'nlp'"
+        " order by week desc limit 1",
+    ).row(0)
+    jobs, censored = _view(
+        serving,
+        "select count(*), count(*) filter (where not started) from time_to_start_jobs"
+        " where size_gpus >= 64 and started is not null and team = 'nlp'",
+    ).row(0)
+    assert {m.label: m.value for m in at.metric}["Occupancy"] == f"{occ:.1%}"
+    occ_cap, waste_cap, fair_cap, km_cap = _tile_captions(at)
+    no_team = "**fleet (capacity has no team: the team filter does not apply)** · "
+    assert occ_cap.startswith(no_team) and waste_cap.startswith(no_team)
+    assert fair_cap.startswith("**fleet** (across teams)")
+    assert f"**team nlp**: received {ratio:.2f} of its fair share, owed {debt:,.0f} GPU-h" in (
+        fair_cap
+    )
+    assert km_cap.startswith("**team nlp** · ")
+    assert f"n = {jobs} jobs, {censored} censored" in km_cap
+
+
+def test_overview_time_to_start_tile_with_enough_jobs(
+    serving: str, materialized: Materialized, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With "large" = 8 GPUs the 2-day fleet has ≥ 10 such waits: the tile shows the KM p90 of
+    the spells queried straight from ``time_to_start_jobs``, the caption their count, censored
+    count and the p50 with its Greenwood CI; the partial window shows no change."""
+    from metrics.headlines import km_quantile_ci
+    from metrics.survival import wait_percentiles_km
+
+    cfg = tmp_path / "goodput.toml"
+    text = materialized.cfg.path.read_text(encoding="utf-8")
+    cfg.write_text(text + "\n[thresholds]\nlarge_job_gpus = 8\n", encoding="utf-8")
+    monkeypatch.setenv("GOODPUT_CONFIG", str(cfg))
+    at = _page()
+    spells = _view(
+        serving,
+        "select wait_s as duration_s, started from time_to_start_jobs where size_gpus >= 8",
+    )
+    km = wait_percentiles_km(spells.lazy(), quantiles=(0.5, 0.9)).collect().row(0, named=True)
+    assert km["spells"] >= 10
+    lo, hi = km_quantile_ci(spells.filter(pl.col("started").is_not_null()).lazy(), 0.5)
+    assert lo is not None and hi is not None
+    shown = {m.label: m for m in at.metric}["Large-job time to start (≥ 8 GPUs)"]
+    assert shown.value == f"p90 {km['km_p90_s'] / 3600:.1f} h" and shown.proto.delta == ""
+    caption = _tile_captions(at)[3]
+    assert caption.startswith("**fleet** · eligible in ")
+    assert f"n = {km['spells']} jobs, {km['censored']} censored" in caption
+    assert (
+        f"p50 {km['km_p50_s'] / 3600:.1f} h (95 % CI {lo / 3600:.1f} h – {hi / 3600:.1f} h)"
+        in caption
+    )
+    assert caption.endswith("no change shown: the window is partial")
 
 
 def test_headline_change_compares_last_seven_days_with_the_seven_before(tmp_path: Path) -> None:
@@ -325,6 +467,24 @@ def test_fairness_page(serving: str) -> None:
     assert table["received_share"].sum() == pytest.approx(view["week"].n_unique())
 
 
+def test_fairness_page_marks_a_partial_week(serving: str) -> None:
+    """The two-day fleet has no complete week: the week offered first is the latest partial one,
+    labelled with the hours its data cover, under a banner; the trend leaves partial weeks out."""
+    at = _page("fairness")
+    cut, begin = _view(
+        serving,
+        "select min(c), max(b) from (select max(as_of) c, min(hour) b"
+        " from occupancy_hourly group by cluster)",
+    ).row(0)
+    week = dt.datetime.combine(cut.date() - dt.timedelta(days=cut.weekday()), dt.time(),
+                               tzinfo=dt.UTC)  # fmt: skip
+    hours = (cut - max(week, begin)).total_seconds() / 3600
+    box = next(s for s in at.selectbox if s.label == "Week")
+    assert box.format_func(box.value) == f"{week:%Y-%m-%d} (partial: {hours:,.1f} of 168 h)"
+    assert any(f"is partial: the data cover {hours:,.1f} of its" in w.value for w in at.warning)
+    assert any("Partial weeks left out of the trend" in c.value for c in at.caption)
+
+
 def test_fairness_page_shows_the_planted_registry_drift(serving: str) -> None:
     """The drift table shows speech's Slurm drift as ``registry_drift`` holds it: RawShares 3 of
     95 (the other teams keep share × 100 = 92) against its registry share 0.08, so configured
@@ -536,11 +696,15 @@ def test_time_to_start_page_kubernetes_stages(serving: str) -> None:
 def test_overview_flags_stale_sources(
     serving: str, materialized: Materialized, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With a dcgm bound of 0.0001 h (0.36 s) every dcgm load is stale and flagged; sacct's
-    default 26 h bound keeps the fixture's loads (made minutes ago) fresh."""
+    """With a dcgm bound of 0.0001 h (0.36 s) every dcgm source is stale and flagged; a bound of
+    10⁶ h on sacct and Kubernetes keeps their data (November 2026) fresh. The fixture's sacct
+    data are weeks older than its load, and the table shows both ages."""
     cfg = tmp_path / "goodput.toml"
     text = materialized.cfg.path.read_text(encoding="utf-8")
-    cfg.write_text(text + "\n[freshness]\ndcgm_hours = 0.0001\n", encoding="utf-8")
+    cfg.write_text(
+        text + "\n[freshness]\ndcgm_hours = 0.0001\nsacct_hours = 1e6\nk8s_hours = 1e6\n",
+        encoding="utf-8",
+    )
     monkeypatch.setenv("GOODPUT_CONFIG", str(cfg))
     at = _page()
     fresh = _table(at, "source", "cluster", "last_loaded_at", "stale")
@@ -548,21 +712,27 @@ def test_overview_flags_stale_sources(
     flagged = fresh.filter(pl.col("stale"))
     assert set(flagged["source"]) == {"dcgm"}
     assert set(flagged["cluster"]) == set(dcgm_clusters["cluster"])
-    assert fresh.filter(pl.col("source") == "sacct")["limit_h"].to_list() == [26.0]
+    sacct = fresh.filter(pl.col("source") == "sacct")
+    assert sacct["limit_h"].to_list() == [1e6]
+    newest = _view(serving, "select max(newest_data_at) from ingests where source = 'sacct'")
+    assert sacct["newest_data_at"][0] == newest.item()
+    assert sacct["data_age_h"][0] > sacct["load_age_h"][0]
     assert any(w.value.startswith("Stale sources") and "dcgm on" in w.value for w in at.warning)
 
 
 def test_recommendations_page_pseudonymises_user_names(
-    serving: str, monkeypatch: pytest.MonkeyPatch
+    serving: str, materialized: Materialized, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """No user name from the evidence appears on the page; the weekly report's pseudonyms do.
-    ``GOODPUT_SHOW_USER_NAMES=1`` shows the names."""
+    """No user name of the warehouse's evidence appears on the page; their pseudonyms (the serving
+    copy's) do. A copy published with ``GOODPUT_SHOW_USER_NAMES=1`` shows the names."""
     import json
 
-    from pipelines.report import pseudonymise
+    from pipelines.privacy import load_salt, pseudonymise
+    from pipelines.warehouse import publish_serving_copy
 
+    warehouse = materialized.cfg.warehouse_path
     names: set[str] = set()
-    for (text,) in _view(serving, "select evidence from recommendations").iter_rows():
+    for (text,) in _view(str(warehouse), "select evidence from recommendations").iter_rows():
         for row in json.loads(text).get("top_offenders", []) + json.loads(text).get("users", []):
             names.add(row["user"])
     assert names  # the bundled fleet's idle and time-limit findings name users
@@ -575,28 +745,13 @@ def test_recommendations_page_pseudonymises_user_names(
     monkeypatch.delenv("GOODPUT_SHOW_USER_NAMES", raising=False)
     text = shown(_page("recommendations"))
     assert not {n for n in names if re.search(rf"\b{re.escape(n)}\b", text)}
-    assert all(pseudonymise(n) in text for n in names)
+    salt = load_salt(warehouse)
+    assert all(pseudonymise(n, salt=salt) in text for n in names)
     monkeypatch.setenv("GOODPUT_SHOW_USER_NAMES", "1")
+    copy = publish_serving_copy(warehouse, tmp_path / "shown.duckdb")
+    monkeypatch.setenv("GOODPUT_SERVING_DB", str(copy))
     text = shown(_page("recommendations"))
     assert all(re.search(rf"\b{re.escape(n)}\b", text) for n in names)
-
-
-def test_pseudonymised_users_replaces_whole_words_only() -> None:
-    """``ann`` in the evidence → its pseudonym in every text column, ``annex`` left alone."""
-    from pipelines.report import pseudonymise
-
-    recs = pl.DataFrame(
-        {
-            "evidence": ['{"users": [{"user": "ann", "jobs": 3}]}', "{}"],
-            "change_text": ["ask ann to lower --time (annex)", "nothing personal"],
-            "patch_content": [None, "ann"],
-        }
-    )
-    out = queries.pseudonymised_users(recs)
-    p = pseudonymise("ann")
-    assert out["evidence"].to_list() == [f'{{"users": [{{"user": "{p}", "jobs": 3}}]}}', "{}"]
-    assert out["change_text"].to_list() == [f"ask {p} to lower --time (annex)", "nothing personal"]
-    assert out["patch_content"].to_list() == [None, p]
 
 
 def test_sql_page_stops_a_runaway_query_naming_the_limit(

@@ -11,11 +11,13 @@ then ``rebuild`` — and the published views are compared with Slurm's own numbe
   that the spooled files do not depend on the zone they are read in;
 * the shared lab capture in ``tests/fixtures/slurm-22.05-lab/`` (no cluster needed).
 
-For the hour sreport rolled up: Σ ``allocated_gpu_s`` = sreport *Allocated* within 1 %;
-capacity = sreport *Reported*, from the cluster's TRES registration events and (where the cluster
-was up all hour) from the inventory built out of ``scontrol show nodes``; held + idle of the
-waterfall = sreport *Idle* + *Planned* within 1 % (sreport's GPU Planned is always 0: see that
-test); job, attempt and state counts = what sacct printed; the requeued job has two attempts.
+For the hour sreport rolled up: Σ ``allocated_gpu_s`` = sreport *Allocated*; capacity = sreport
+*Reported*, from the cluster's TRES registration events and (where the cluster was up all hour)
+from the inventory built out of ``scontrol show nodes``; held + idle of the waterfall = sreport
+*Idle* + *Planned* (sreport's GPU Planned is always 0: see that test); job, attempt and state
+counts = what sacct printed; the requeued job has two attempts. Each sreport comparison applies
+the named rules of METRICS.md "Comparison with Slurm" (``tests/integration/slurm/reconcile.py``)
+and holds within 0.1 % of sreport's figure.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -48,6 +51,12 @@ from tests.integration.slurm import (
     NODE_NAMES,
     ClusterRun,
     slurm_time,
+)
+from tests.integration.slurm.reconcile import (
+    assert_reconciles,
+    assert_seconds_header,
+    before_registration_gpu_s,
+    running_at_rollup_gpu_s,
 )
 
 LAB = FIXTURES / "slurm-22.05-lab"
@@ -121,7 +130,7 @@ def started(row: Row) -> bool:
     return row["Start"] not in ("None", "Unknown", "")
 
 
-def hour_row(published: Published, hour: datetime) -> dict[str, object]:
+def hour_row(published: Published, hour: datetime) -> dict[str, Any]:
     """The ``occupancy_hourly`` row of ``hour``."""
     rows = published.occupancy.filter(pl.col("hour") == hour)
     assert rows.height == 1, published.occupancy
@@ -135,9 +144,14 @@ def allocation_state_counts(published: Published) -> Counter[str]:
 
 
 def sreport_file(path: Path) -> tuple[datetime, dict[str, int]]:
-    """The hour and ``gres/gpu`` numbers of a saved ``sreport -P cluster utilization``."""
+    """The hour and ``gres/gpu`` numbers of a saved ``sreport -P cluster utilization``.
+
+    The capture must be in seconds (rule "whole rolled-up hours, in seconds").
+    """
     hour = None
-    for line in path.read_text(encoding="utf-8").splitlines():
+    text = path.read_text(encoding="utf-8")
+    assert_seconds_header(text)
+    for line in text.splitlines():
         if line.startswith("Cluster Utilization "):
             start = line.removeprefix("Cluster Utilization ").split(" - ")[0]
             hour = datetime.fromisoformat(start).replace(tzinfo=UTC)
@@ -216,12 +230,42 @@ def test_live_day_window_holds_every_job_of_the_hour(live: LiveRun) -> None:
     assert set(day_ids) == {job.job_id for job in live.run.mix.jobs}
 
 
+def live_registered_gpu_s(live: LiveRun) -> float:
+    """GPUs × registered seconds in the rolled-up hour, from the live registration events.
+
+    sreport counts the rolled-up hour as complete (slurmdbd rolled it up with its clock an hour
+    ahead); on the rest of the cluster's clock it is still under way, so the open registration
+    event is counted to the hour's end, not to ``cluster.now()``.
+    """
+    registered = registered_gpu_seconds_hourly(
+        live.events.rows.lazy(), live.run.hour_start, live.run.hour_end,
+        as_of=live.run.hour_end,
+    ).collect()  # fmt: skip
+    ((cluster, hour, capacity),) = registered.rows()
+    assert (cluster, hour) == (CLUSTER_NAME, live.run.hour_start)
+    value: float = capacity
+    return value
+
+
+def live_running_at_rollup_gpu_s(live: LiveRun) -> float:
+    """Rule "running at the rollup" for the live hour, from sacct's capture right after it."""
+    as_of = hour_row(live.published, live.run.hour_start)["as_of"]
+    rows = allocation_rows(live.run.sacct_text)
+    return running_at_rollup_gpu_s(rows, live.run.hour_end, as_of)
+
+
 @pytest.mark.slurm
 def test_live_allocated_matches_sreport(live: LiveRun) -> None:
-    """Σ ``allocated_gpu_s`` of the hour = sreport's Allocated GPU-seconds, within 1 %."""
+    """Σ ``allocated_gpu_s`` of the hour = sreport's Allocated GPU-seconds, within 0.1 %.
+
+    Rule "running at the rollup" is applied; it is 0 here, because the fixture rolls the hour up
+    only once every job has ended and slurmctld has handed slurmdbd every record. One run
+    measured ours 728 GPU-s = sreport 728 (residual 0).
+    """
     row = hour_row(live.published, live.run.hour_start)
     assert live.run.sreport["Allocated"] > 0
-    assert row["allocated_gpu_s"] == pytest.approx(live.run.sreport["Allocated"], rel=0.01)
+    running = live_running_at_rollup_gpu_s(live)
+    assert_reconciles("Allocated", row["allocated_gpu_s"], live.run.sreport["Allocated"], running)
     # the whole mix ran inside the hour: no other hour holds allocated time
     assert live.published.occupancy["allocated_gpu_s"].sum() == row["allocated_gpu_s"]
 
@@ -232,15 +276,9 @@ def test_live_capacity_matches_sreport_reported(live: LiveRun) -> None:
     reported = live.run.sreport["Reported"]
     assert reported == len(NODE_NAMES) * GPUS_PER_NODE * 3600
     assert live.events.rejected.height == 0
-    # sreport counts the rolled-up hour as complete (slurmdbd rolled it up with its clock an hour
-    # ahead); on the rest of the cluster's clock it is still under way, so the open registration
-    # event is counted to the hour's end, not to cluster.now()
+    # the hour is still under way on the cluster's clock (see live_registered_gpu_s)
     assert live.run.cluster.now() < live.run.hour_end
-    registered = registered_gpu_seconds_hourly(
-        live.events.rows.lazy(), live.run.hour_start, live.run.hour_end,
-        as_of=live.run.hour_end,
-    ).collect()  # fmt: skip
-    assert registered.rows() == [(CLUSTER_NAME, live.run.hour_start, float(reported))]
+    assert live_registered_gpu_s(live) == float(reported)
     row = hour_row(live.published, live.run.hour_start)
     assert (row["capacity_gpu_s"], row["capacity_source"]) == (float(reported), "inventory")
     # both capacity sources see the same GPUs
@@ -250,7 +288,7 @@ def test_live_capacity_matches_sreport_reported(live: LiveRun) -> None:
 
 @pytest.mark.slurm
 def test_live_held_plus_idle_matches_sreport_idle_plus_planned(live: LiveRun) -> None:
-    """held + idle of the hour (``gpu_waterfall_hourly``) = sreport's Idle + Planned, within 1 %.
+    """held + idle of the hour (``gpu_waterfall_hourly``) = sreport's Idle + Planned, within 0.1 %.
 
     Both sides are the hour's capacity that was neither allocated nor down: ours = capacity −
     down − planned_down − allocated (leaves 10 and 11), sreport's = Reported − Allocated − Down −
@@ -262,7 +300,10 @@ def test_live_held_plus_idle_matches_sreport_idle_plus_planned(live: LiveRun) ->
     × its wait) while GPUs stood idle. So only the sum reconciles, leaf for leaf it cannot: held
     > 0 = sreport GPU Planned (0) is the documented difference (METRICS.md "Comparison with
     Slurm"). The same hour's CPU Planned is > 0, which shows the rule on the real cluster.
-    One run measured held 4170 + idle 110288 = 114458 GPU-s = sreport Idle 114458 + Planned 0.
+
+    Rules "registration" and "running at the rollup" are applied (both 0 here: the cluster
+    registered before the hour began and every job had ended before the rollup). One run
+    measured held 2288 + idle 112184 = 114472 GPU-s = sreport Idle 114472 + Planned 0.
     """
     hour = live.run.hour_start
     rows = live.published.waterfall.filter(pl.col("hour") == hour)
@@ -275,9 +316,13 @@ def test_live_held_plus_idle_matches_sreport_idle_plus_planned(live: LiveRun) ->
     # shown with `pytest -rP`: the figures the reconciliation compares
     print(f"held {by_leaf['held']:.0f} + idle {by_leaf['idle']:.0f} GPU-s vs sreport {sreport}")
     assert by_leaf["held"] > 0  # the whole-cluster job waited for resources
-    assert by_leaf["held"] + by_leaf["idle"] == pytest.approx(unallocated, rel=0.01)
-    # and the waterfall's down leaves are sreport's (none this hour)
-    assert by_leaf["down"] == by_leaf["planned_down"] == 0.0
+    row = hour_row(live.published, hour)
+    before = before_registration_gpu_s(row["capacity_gpu_s"], live_registered_gpu_s(live))
+    rules = -before - live_running_at_rollup_gpu_s(live)
+    assert_reconciles("held + idle", by_leaf["held"] + by_leaf["idle"], unallocated, rules)
+    # and the waterfall's down leaves are sreport's (none this hour: exactly 0 on both sides)
+    assert_reconciles("Down", by_leaf["down"], sreport["Down"])
+    assert_reconciles("PlannedDown", by_leaf["planned_down"], sreport["PlannedDown"])
     # sreport does count planned time, for CPUs: the same hour's CPU Planned is not 0
     argv = [
         "sreport", "-P", "-n", "cluster", "utilization", "-T", "cpu", "-t", "seconds",
@@ -408,31 +453,65 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Published:
     return run_pipeline(work, LAB_CLUSTER, "UTC", LAB / "sacct_all.psv", nodes)
 
 
+LAB_SREPORT = LAB / "sreport_cluster_utilization_cpu_gpu_seconds.psv"
+
+
+def lab_registered(lab: Published, hour: datetime) -> pl.DataFrame:
+    """The lab hour's registered GPU-seconds (``cluster, hour, capacity_gpu_s``).
+
+    The lab's event export has no TRES column, so the registered GPUs are the inventory's.
+    """
+    events = parse_sacctmgr_events(LAB / "sacctmgr_events.psv").rows
+    inventory_gpus = pl.read_csv(lab.cfg.inventory_dir / f"{LAB_CLUSTER}.csv")["gpus"].sum()
+    filled = events.with_columns(pl.col("gpus").fill_null(float(inventory_gpus)))
+    return registered_gpu_seconds_hourly(
+        filled.lazy(), hour, hour + timedelta(hours=1), as_of=hour + timedelta(hours=1)
+    ).collect()
+
+
 def test_lab_allocated_matches_sreport(lab: Published) -> None:
-    """The lab hour: Σ ``allocated_gpu_s`` = sreport's Allocated (4838 GPU-s) within 1 %."""
-    hour, sreport = sreport_file(LAB / "sreport_cluster_utilization_cpu_gpu_seconds.psv")
+    """The lab hour: Σ ``allocated_gpu_s`` = sreport's Allocated (4838 GPU-s) within 0.1 %.
+
+    Rule "running at the rollup" is applied: no job of the capture was still running (0).
+    """
+    hour, sreport = sreport_file(LAB_SREPORT)
     assert (hour, sreport["Allocated"]) == (datetime(2026, 11, 30, 2, tzinfo=UTC), 4838)
     row = hour_row(lab, hour)
-    assert row["allocated_gpu_s"] == pytest.approx(sreport["Allocated"], rel=0.01)
+    rows = allocation_rows((LAB / "sacct_all.psv").read_text(encoding="utf-8"))
+    running = running_at_rollup_gpu_s(rows, hour + timedelta(hours=1), row["as_of"])
+    assert_reconciles("Allocated", row["allocated_gpu_s"], sreport["Allocated"], running)
 
 
 def test_lab_capacity_from_registration_matches_reported(lab: Published) -> None:
     """Registered at 02:38:23: 32 GPUs × 1297 s = 41504 GPU-s = sreport's Reported.
 
-    The lab's event export has no TRES column, so the registered GPUs are the inventory's. The
-    inventory alone counts the whole hour (115200 GPU-s): it cannot know the cluster came up
+    The inventory alone counts the whole hour (115200 GPU-s): it cannot know the cluster came up
     mid-hour, which is why METRICS.md prefers the registration events.
     """
-    hour, sreport = sreport_file(LAB / "sreport_cluster_utilization_cpu_gpu_seconds.psv")
+    hour, sreport = sreport_file(LAB_SREPORT)
     assert hour_row(lab, hour)["capacity_gpu_s"] == 32 * 3600.0  # the inventory's view
-    events = parse_sacctmgr_events(LAB / "sacctmgr_events.psv").rows
-    inventory_gpus = pl.read_csv(lab.cfg.inventory_dir / f"{LAB_CLUSTER}.csv")["gpus"].sum()
-    filled = events.with_columns(pl.col("gpus").fill_null(float(inventory_gpus)))
-    registered = registered_gpu_seconds_hourly(
-        filled.lazy(), hour, hour + timedelta(hours=1), as_of=hour + timedelta(hours=1)
-    ).collect()
+    registered = lab_registered(lab, hour)
     assert registered.rows() == [(LAB_CLUSTER, hour, float(sreport["Reported"]))]
     assert sreport["Reported"] == 41504
+
+
+def test_lab_held_plus_idle_matches_sreport_after_registration(lab: Published) -> None:
+    """held + idle, less the time before the cluster registered, = sreport's Idle + Planned.
+
+    Rule "registration": the waterfall's capacity here is the inventory's whole hour, sreport's
+    starts at the TRES registration (02:38:23), so our unallocated time holds 32 GPUs × 2303 s =
+    73696 GPU-s that sreport never counted: held + idle 110362 − 73696 = 36666 = Idle + Planned.
+    """
+    hour, sreport = sreport_file(LAB_SREPORT)
+    rows = lab.waterfall.filter(pl.col("hour") == hour)
+    by_leaf = dict(zip(rows["bucket"].to_list(), rows["gpu_s"].to_list(), strict=True))
+    ((_, _, registered),) = lab_registered(lab, hour).rows()
+    before = before_registration_gpu_s(hour_row(lab, hour)["capacity_gpu_s"], registered)
+    assert before == 32 * (38 * 60 + 23)
+    ours = by_leaf["held"] + by_leaf["idle"]
+    assert_reconciles("held + idle", ours, sreport["Idle"] + sreport["Planned"], -before)
+    assert_reconciles("Down", by_leaf["down"], sreport["Down"])
+    assert_reconciles("PlannedDown", by_leaf["planned_down"], sreport["PlannedDown"])
 
 
 def test_lab_counts_match_sacct(lab: Published) -> None:

@@ -13,6 +13,8 @@ from dagster._core.test_utils import freeze_time  # Dagster's own clock patch fo
 from pipelines.config import ConfigError, load_config
 from pipelines.definitions import build_defs
 from pipelines.freshness import FRESHNESS_SENSOR, source_group, stale_sources
+from pipelines.kinds import raw_source
+from pipelines.warehouse import newest_data_time
 from tests.conftest import write_config
 
 CHECK = "freshness_check"
@@ -91,6 +93,53 @@ def test_stale_sources_flags_loads_older_than_their_bound(tmp_path: Path) -> Non
     assert out["age_h"].to_list() == [24.0, 30.0, 30.0, 48.0, 100.0]
     assert out["limit_h"].to_list() == [26.0, 26.0, 48.0, 26.0, None]
     assert out["stale"].to_list() == [False, True, False, True, False]
+
+
+def test_stale_sources_judge_the_data_age_where_known(tmp_path: Path) -> None:
+    """At 2026-11-03 12:00 UTC, sacct 26 h: sacct loaded 1 h ago with data of 15 days ago →
+    data age 360 h > 26 → stale (the load age alone said fresh); a node list loaded 1 h ago
+    carries no data time → judged by its load age, fresh; sshare snapshot 2 h old, loaded
+    1 h ago → 2 h, fresh."""
+    cfg = load_config(_config(tmp_path, "sacct_hours = 26"))
+    t = dt.datetime(2026, 11, 3, 12, tzinfo=dt.UTC)
+    frame = pl.DataFrame(
+        {
+            "source": ["sacct", "slurm-nodes", "sshare"],
+            "cluster": ["a", "a", "a"],
+            "newest_data_at": [t - dt.timedelta(days=15), None, t - dt.timedelta(hours=2)],
+            "last_loaded_at": [t - dt.timedelta(hours=1)] * 3,
+        },
+        schema_overrides={"newest_data_at": pl.Datetime("us", "UTC")},
+    )
+    out = stale_sources(frame, cfg, t)
+    assert out["data_age_h"].to_list() == [360.0, None, 2.0]
+    assert out["load_age_h"].to_list() == [1.0, 1.0, 1.0]
+    assert out["age_h"].to_list() == [360.0, 1.0, 2.0]
+    assert out["stale"].to_list() == [True, False, False]
+
+
+def test_newest_data_time_ignores_plans_and_reads_naive_as_utc() -> None:
+    """The newest time not after the load: a future end (a reservation) is a plan and left out;
+    a naive column is UTC; no rows or no column → None."""
+    load = dt.datetime(2026, 11, 3, 12, tzinfo=dt.UTC)
+    rows = pl.DataFrame(
+        {
+            "start_at": [dt.datetime(2026, 11, 1, tzinfo=dt.UTC), None],
+            "end_at": [dt.datetime(2026, 11, 9, tzinfo=dt.UTC),
+                       dt.datetime(2026, 11, 2, 6, tzinfo=dt.UTC)],
+            "snapshot_at": [dt.datetime(2026, 11, 3, 11), dt.datetime(2026, 11, 3, 13)],
+        }
+    )  # fmt: skip
+    assert newest_data_time(rows, ("start_at", "end_at"), load) == dt.datetime(
+        2026, 11, 2, 6, tzinfo=dt.UTC
+    )
+    assert newest_data_time(rows, ("snapshot_at",), load) == dt.datetime(
+        2026, 11, 3, 11, tzinfo=dt.UTC
+    )
+    assert newest_data_time(rows.clear(), ("start_at",), load) is None
+    assert newest_data_time(rows, ("missing",), load) is None
+    assert raw_source("slurm-nodes").data_time_columns == ()
+    assert raw_source("sshare").data_time_columns == ("snapshot_at",)
 
 
 def test_source_groups() -> None:

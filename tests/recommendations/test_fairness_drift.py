@@ -75,3 +75,25 @@ def test_kubernetes_clusters_are_not_given_slurm_settings() -> None:
 def test_one_week_is_not_a_trend() -> None:
     """With ``min_weeks=4`` three weeks of data are not enough."""
     assert fairness_drift(_weekly(4.0), W, {"slurm-a": "slurm"}, min_weeks=4).height == 0
+
+
+def test_a_partial_last_week_is_not_judged() -> None:
+    """Weeks 0 and 1 are fair; week 2 (nlp at e = 4) has 5 hours of data: with the cut-off
+    5 h into it, week 2 is partial, the judged weeks are 0 and 1 and nothing is proposed;
+    once the cut-off reaches its end, weeks 1 and 2 are judged and nlp drifts in only one."""
+    fair = _weekly(1.0).filter(pl.col("week") < T0 + dt.timedelta(weeks=2))
+    spike = _weekly(4.0).filter(pl.col("week") == T0 + dt.timedelta(weeks=2))
+    frame = pl.concat([fair, spike])
+    from metrics.recommendations import Window
+
+    cut = T0 + dt.timedelta(weeks=2, hours=5)
+    assert fairness_drift(frame, Window(T0, cut), {"slurm-a": "slurm"}).height == 0
+    week1 = T0 + dt.timedelta(weeks=1)
+    both = pl.concat(
+        [_weekly(1.0).filter(pl.col("week") < week1), _weekly(4.0).filter(pl.col("week") >= week1)]
+    )
+    # Week 2 partial: judged weeks 0 (fair) and 1 (drift) → not 2 weeks in a row, none.
+    assert fairness_drift(both, Window(T0, cut), {"slurm-a": "slurm"}).height == 0
+    # Week 2 complete: judged weeks 1 and 2, both drifting → proposed.
+    done = Window(T0, T0 + dt.timedelta(weeks=3))
+    assert fairness_drift(both, done, {"slurm-a": "slurm"}).height == 1

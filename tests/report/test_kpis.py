@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from pathlib import Path
 
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli.report import report_app
-from pipelines.report.kpis import Gauge, format_prometheus
+from pipelines.report.kpis import Gauge, complete_fairness, format_prometheus
 from tests.report.conftest import Direct
 
 runner = CliRunner()
@@ -55,7 +57,9 @@ def test_kpis_have_the_headline_families(kpis: dict[str, dict[str, float]]) -> N
         "goodput_large_job_wait_p90_seconds", "goodput_jain_index",
         "goodput_data_as_of_timestamp_seconds",
     } <= set(kpis)  # fmt: skip
-    assert 'window="week"' in kpis["goodput_jain_index"]
+    # The test fleet holds two days: no week is complete, so only the rolling window is a
+    # headline (a partial week never is: METRICS.md "Complete periods").
+    assert set(kpis["goodput_jain_index"]) == {'window="rolling_28d"'}
     assert set(kpis["goodput_occupancy_ratio"]) == {'cluster="k8s-b"', 'cluster="slurm-a"'}
 
 
@@ -89,6 +93,34 @@ def test_allocated_total_and_as_of_equal_the_views(
         label = f'cluster="{cluster}"'
         assert kpis["goodput_allocated_gpu_hours_total"][label] == pytest.approx(gpu_h)
         assert kpis["goodput_data_as_of_timestamp_seconds"][label] == pytest.approx(as_of)
+
+
+def test_fairness_kpis_take_the_latest_complete_week() -> None:
+    """Data from Mon 2 Nov to Mon 16 Nov 04:48 on one cluster, 01:00 on the other: the week of
+    16 Nov (Jain 0.18 on 4.8 h) is partial and left out; the week of 9 Nov (0.73) is the
+    headline, beside the latest rolling window."""
+    utc = dt.UTC
+    weeks = [dt.datetime(2026, 11, d, tzinfo=utc) for d in (2, 9, 16)]
+    fair = pl.DataFrame(
+        {
+            "window": ["week", "week", "week", "rolling_28d"],
+            "week": [*weeks, weeks[2]],
+            "jain_index": [0.96, 0.73, 0.18, 0.9],
+            "unmet_entitlement": [0.01, 0.1, 0.75, 0.05],
+        }
+    )
+    bounds = pl.DataFrame(
+        {
+            "cluster": ["a", "b"],
+            "data_from": [weeks[0], weeks[0]],
+            "as_of": [dt.datetime(2026, 11, 16, 4, 48, tzinfo=utc),
+                      dt.datetime(2026, 11, 16, 1, tzinfo=utc)],
+        }
+    )  # fmt: skip
+    out = complete_fairness(fair, bounds)
+    assert out.select("window", "jain_index").rows() == [("week", 0.73), ("rolling_28d", 0.9)]
+    early = bounds.with_columns(pl.lit(dt.datetime(2026, 11, 15, 23, tzinfo=utc)).alias("as_of"))
+    assert complete_fairness(fair, early)["jain_index"].to_list() == [0.96, 0.9]
 
 
 def test_labels_and_help_are_escaped() -> None:

@@ -13,8 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli.report import report_app
-from pipelines.report import IsoWeek, ReportError, build_weekly_report, pseudonymise
+from pipelines.report import IsoWeek, ReportError, build_weekly_report, weekly
 from pipelines.report.weekly import load_recommendations, narrative
+from pipelines.warehouse import publish_serving_copy
+from tests.conftest import Materialized
 from tests.report.conftest import Direct
 
 WEEK = "2026-W45"
@@ -59,9 +61,7 @@ def _view_rows(con: Direct) -> dict[tuple[str | None, str], dict[str, object]]:
 def report(serving: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The W45 report written once (no PDF: the browser test prints one) into a temp folder."""
     out = tmp_path_factory.mktemp("reports")
-    paths = build_weekly_report(
-        serving, WEEK, out, pdf=False, recommendations=out / "none.json", show_users=False
-    )
+    paths = build_weekly_report(serving, WEEK, out, pdf=False, recommendations=out / "none.json")
     assert paths.written
     return paths.folder
 
@@ -143,13 +143,17 @@ def test_page_is_self_contained(report: Path) -> None:
     assert page.count("<script>window.PlotlyConfig") == 1
 
 
-def test_user_names_are_pseudonymised(report: Path, direct: Direct) -> None:
-    """The longest-waits table shows ``user-xxxxxx`` pseudonyms, never the user names."""
+def test_user_names_are_pseudonymised(report: Path, materialized: Materialized) -> None:
+    """The longest-waits table shows ``user-xxxxxx`` pseudonyms, never the user names (those of
+    the warehouse: the serving copy holds pseudonyms)."""
     page = (report / "report.html").read_text(encoding="utf-8")
     data = json.loads((report / "report.json").read_text(encoding="utf-8"))
     users = [w["user"] for w in data["longest_waits"]]
     assert users and all(re.fullmatch(r"user-[0-9a-f]{6}", u) for u in users)
-    names = {r[0] for r in direct.rows("SELECT DISTINCT user_name FROM jobs") if r[0]}
+    assert data["user_names"] == "pseudonymised"
+    names = {r[0] for r in Direct(materialized.cfg.warehouse_path).rows(
+        "SELECT DISTINCT user_name FROM jobs") if r[0]}  # fmt: skip
+    assert names
     shown = set(re.findall(r"<td class=\"text\">([^<]+)</td>", page))
     assert not names & shown
 
@@ -159,16 +163,37 @@ def test_recommendations_none_yet(report: Path) -> None:
     assert "No recommendations yet." in (report / "report.html").read_text(encoding="utf-8")
 
 
-def test_partial_week_is_flagged(report: Path) -> None:
-    """The fleet's data end on 2026-11-04: the report says the week is incomplete."""
+def test_partial_week_is_flagged(report: Path, direct: Direct) -> None:
+    """The fleet's data end on 2026-11-04: the report says the week is partial and how many of
+    its hours the data cover (cut-off − Monday 00:00, the data beginning before it)."""
     data = json.loads((report / "report.json").read_text(encoding="utf-8"))
     assert data["complete"] is False
-    assert data["narrative"][0].startswith("The week is not complete")
+    (cut,) = direct.one("SELECT min(c) FROM (SELECT max(as_of) AS c FROM occupancy_hourly "
+                        "GROUP BY cluster)")  # fmt: skip
+    hours = (cut - MONDAY).total_seconds() / 3600
+    assert data["covered_h"] == pytest.approx(hours)
+    assert data["narrative"][0].startswith(f"The week is partial: the data cover {hours:,.1f} of")
 
 
-def test_deltas_compare_with_the_previous_week(report: Path) -> None:
-    """Each delta is this week's value minus last week's (W44 holds the fleet's first hours)."""
+def test_a_partial_week_is_not_compared_with_the_week_before(report: Path) -> None:
+    """W45 is partial (and W44 holds only the fleet's first hours): no comparison is made."""
     data = json.loads((report / "report.json").read_text(encoding="utf-8"))
+    assert data["previous"] is None and data["team_changes"]
+    assert all(
+        v is None for r in data["team_changes"] for k, v in r.items() if k.endswith("_last_week")
+    )
+    assert [d["delta"] for d in data["deltas"]] == [None] * len(data["deltas"])
+    assert not any("from last week" in line for line in data["narrative"])
+
+
+def test_deltas_compare_with_the_previous_week(
+    serving: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Were W45 complete, each delta is this week's value minus last week's (W44 holds the
+    fleet's first hours): the comparison arithmetic, with the completeness rule forced."""
+    monkeypatch.setattr(weekly, "is_complete", lambda *a, **k: True)
+    paths = build_weekly_report(serving, WEEK, tmp_path, pdf=False, recommendations=tmp_path / "x")
+    data = json.loads(paths.json.read_text(encoding="utf-8"))
     assert data["previous_week"] == "2026-W44" and data["previous"] is not None
     for d in data["deltas"]:
         if d["this_week"] is not None and d["last_week"] is not None:
@@ -254,25 +279,21 @@ def test_iso_weeks_in_utc() -> None:
         IsoWeek.parse("2026-45")
 
 
-def test_pseudonyms_are_stable_and_salted(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Same name and salt → same pseudonym; another salt → another one."""
-    monkeypatch.delenv("GOODPUT_PSEUDONYM_SALT", raising=False)
-    a = pseudonymise("alice")
-    assert re.fullmatch(r"user-[0-9a-f]{6}", a) and pseudonymise("alice") == a
-    monkeypatch.setenv("GOODPUT_PSEUDONYM_SALT", "site-secret")
-    assert pseudonymise("alice") != a
-    assert pseudonymise(None) == "unknown"
-
-
 def test_show_user_names_env(
-    serving: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    materialized: Materialized, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``GOODPUT_SHOW_USER_NAMES=1`` shows the real names in the report."""
+    """A serving copy published with ``GOODPUT_SHOW_USER_NAMES=1`` shows the real names in the
+    report."""
     monkeypatch.setenv("GOODPUT_SHOW_USER_NAMES", "1")
-    paths = build_weekly_report(serving, WEEK, tmp_path, pdf=False, recommendations=tmp_path / "x")
+    shown = publish_serving_copy(materialized.cfg.warehouse_path, tmp_path / "shown.duckdb")
+    monkeypatch.delenv("GOODPUT_SHOW_USER_NAMES")
+    paths = build_weekly_report(shown, WEEK, tmp_path, pdf=False, recommendations=tmp_path / "x")
     data = json.loads(paths.json.read_text(encoding="utf-8"))
     assert data["user_names"] == "shown"
-    assert not any(w["user"].startswith("user-") for w in data["longest_waits"])
+    names = {r[0] for r in Direct(materialized.cfg.warehouse_path).rows(
+        "SELECT DISTINCT user_name FROM jobs") if r[0]}  # fmt: skip
+    assert data["longest_waits"]
+    assert all(w["user"] in names for w in data["longest_waits"])
 
 
 def test_report_command_writes_then_keeps(serving: Path, tmp_path: Path) -> None:
