@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import duckdb
+import polars as pl
 import pytest
 
 from metrics.recommendations import PATCH_KINDS, RECOMMENDATION_SCHEMA, SEVERITIES
@@ -165,3 +166,35 @@ def test_idle_cap_on_the_fleet_respects_recsys_entitlement(written: dict[str, Pa
         "kind": "sacctmgr",
         "content": "sacctmgr -i modify account name=recsys set GrpTRES=gres/gpu=20",
     }
+
+
+def test_settings_in_force_reach_the_fairness_rule(materialized: Materialized) -> None:
+    """The fleet's inputs with a hand-built drifting fairness view (nlp at e = 4 for the last
+    two weeks): without a loaded config the finding proposes no weight (info, a comment);
+    with ``scontrol show config`` loaded for slurm-a (fair share 500, QOS 20000, half-life 1
+    day) it proposes PriorityWeightFairshare=40000 and PriorityDecayHalfLife=7-0."""
+    import dataclasses
+
+    from metrics.recommendations.slurm_config import parse_scontrol_config
+    from tests.recommendations.test_fairness_drift import _weekly
+
+    with connect(materialized.cfg.serving_path, read_only=True) as con:
+        inputs = read_inputs(con, materialized.cfg)
+    drifting = dataclasses.replace(inputs, fairness_weekly=_weekly(4.0))
+    rec = (
+        recommendations_frame(drifting)
+        .filter(pl.col("rule") == "fairness_drift")
+        .row(0, named=True)
+    )
+    assert rec["severity"] == "info"
+    assert rec["patch_content"].startswith("# needs input: the PriorityWeight* settings")
+    config = parse_scontrol_config(
+        "PriorityDecayHalfLife = 1-00:00:00\nPriorityWeightFairshare = 500\n"
+        "PriorityWeightQOS = 20000\n"
+    )
+    loaded = dataclasses.replace(drifting, slurm_config={"slurm-a": config})
+    rec = (
+        recommendations_frame(loaded).filter(pl.col("rule") == "fairness_drift").row(0, named=True)
+    )
+    assert rec["patch_content"] == "PriorityWeightFairshare=40000\nPriorityDecayHalfLife=7-0"
+    assert rec["severity"] == "critical"
