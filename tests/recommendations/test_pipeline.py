@@ -198,3 +198,29 @@ def test_settings_in_force_reach_the_fairness_rule(materialized: Materialized) -
     )
     assert rec["patch_content"] == "PriorityWeightFairshare=40000\nPriorityDecayHalfLife=7-0"
     assert rec["severity"] == "critical"
+
+
+def test_scontrol_config_is_read_from_the_inputs(
+    materialized: Materialized, tmp_path: Path
+) -> None:
+    """``<inputs>/slurm-a/slurm_state/scontrol_config_<day>.txt``: the newest file by name is
+    parsed into ``inputs.slurm_config``; a cluster without one has none."""
+    import dataclasses
+
+    state = tmp_path / "inputs" / "slurm-a" / "slurm_state"
+    state.mkdir(parents=True)
+    (state / "scontrol_config_2026-11-02.txt").write_text("PriorityWeightQOS = 1\n")
+    (state / "scontrol_config_2026-11-03.txt").write_text(
+        "Configuration data as of 2026-11-03T08:00:00\nPriorityWeightQOS       = 20000\n"
+    )
+    base = materialized.cfg
+    cfg = dataclasses.replace(
+        base,
+        inputs_dir=tmp_path / "inputs",
+        clusters=tuple(
+            dataclasses.replace(c, input_dir=tmp_path / "inputs" / c.name) for c in base.clusters
+        ),
+    )
+    with connect(cfg.serving_path, read_only=True) as con:
+        inputs = read_inputs(con, cfg)
+    assert inputs.slurm_config == {"slurm-a": {"PriorityWeightQOS": "20000"}}
