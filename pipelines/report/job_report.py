@@ -71,7 +71,8 @@ def job_report(
 
     Args:
         serving_db: the serving copy (opened read-only, locked down).
-        job_id: Slurm JobID or JobIDRaw (``123``, ``123_4``), or Kubernetes ``namespace/pod``.
+        job_id: Slurm JobID or JobIDRaw (``123``, ``123_4``), or Kubernetes ``namespace/<workload>``
+            (the pods grouped by owner, as in ``jobs``).
         cluster: only this cluster; ``None`` = every cluster with such a job.
         idle_below: θ: a GPU's 5-minute mean activity below it counts as idle.
 

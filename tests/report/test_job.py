@@ -129,3 +129,39 @@ def test_unknown_job_fails(serving: Path) -> None:
     result = runner.invoke(report_app, ["job", "999999999", "--db", str(serving)])
     assert result.exit_code == 1
     assert "no job 999999999" in result.output
+
+
+def test_kubernetes_job_gets_the_pipelines_telemetry(serving: Path, direct: Direct) -> None:
+    """A Kubernetes job (``namespace/<workload>``, whose pods carry their own names) gets the
+    telemetry that ``job_gpu_summary`` holds for it: the report clips the attempt's first and
+    last 5-minute buckets to the attempt, ``job_gpu_summary`` counts them whole, and that is
+    their only difference in observed GPU-seconds."""
+    cluster, job_id, summary_obs, summary_idle = direct.one(
+        "SELECT cluster, job_id, observed_gpu_s, idle_gpu_s FROM job_gpu_summary "
+        "WHERE source = 'kubernetes' AND observed_gpu_s > 0 "
+        "ORDER BY idle_gpu_s DESC, job_id LIMIT 1"
+    )
+    # Per bucket: min(GPUs seen, allocated) × (the whole bucket, its part inside the attempt).
+    whole, clipped = direct.one(
+        "WITH b AS (SELECT g.bucket, least(sum(g.gpus), any_value(j.gpus)) AS n, "
+        "any_value(j.start_at) AS s, any_value(coalesce(j.end_at, j.as_of)) AS e "
+        "FROM gpu_activity g JOIN jobs j USING (cluster, job_id, attempt) "
+        "WHERE g.cluster = ? AND g.job_id = ? AND g.activity IS NOT NULL "
+        "AND g.attribution IN ('label_hpc_job', 'pod', 'gres_index', 'whole_node') "
+        "GROUP BY g.bucket) "
+        "SELECT sum(n * 300), sum(n * (epoch(least(bucket + INTERVAL 5 MINUTE, e)) "
+        "- epoch(greatest(bucket, s)))) FROM b",
+        [cluster, job_id],
+    )
+    assert whole == pytest.approx(summary_obs, rel=1e-12)
+    result = runner.invoke(
+        report_app, ["job", job_id, "--db", str(serving), "--cluster", cluster, "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    (got,) = json.loads(result.stdout)["attempts"]
+    assert got["observed_gpu_s"] == pytest.approx(clipped, rel=1e-12)
+    assert got["observed_gpu_s"] == pytest.approx(summary_obs - (whole - clipped), rel=1e-12)
+    assert got["idle_gpu_s"] > 0 and summary_idle > 0
+    text = runner.invoke(report_app, ["job", job_id, "--db", str(serving)]).stdout
+    assert "no telemetry" not in text
+    assert f"Idle GPU-hours:      {got['idle_gpu_s'] / 3600:.2f}" in text
