@@ -14,8 +14,14 @@ import streamlit as st
 from dashboards import _charts, _filters, queries
 from metrics.schema import WATERFALL_LEAVES
 from pipelines.config import load_config
-from pipelines.report._common import fmt_hours
-from pipelines.report.job_report import JobReport, advice, format_job_report, job_waterfall, outcome
+from pipelines.report.job_report import (
+    JobReport,
+    advice,
+    fmt_hours,
+    format_job_report,
+    job_waterfall,
+    outcome,
+)
 
 #: Widget keys; ``job`` is also the URL query parameter.
 KEY_SEARCH = "jobs_search"
@@ -206,6 +212,7 @@ for cluster in sorted(
                 color_discrete_map=_charts.LEAF_COLORS, hover_data=["share"],
                 labels={"gpu_h": "GPU-hours", "leaf": "waterfall leaf"},
             )  # fmt: skip
+            fig.update_layout(height=120 + 40 * by_leaf.height, showlegend=False)
             _charts.chart(
                 fig,
                 by_leaf,

@@ -8,7 +8,7 @@ import polars as pl
 import streamlit as st
 
 from dashboards import _charts, _filters, queries
-from pipelines.report._common import fmt_hours
+from pipelines.report.job_report import fmt_hours
 
 st.title("Queue now")
 

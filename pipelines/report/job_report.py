@@ -15,12 +15,13 @@ import hostlist
 import polars as pl
 
 from metrics.mig import MIG_PATTERN
-from pipelines.report._common import fmt_duration, fmt_pct, query
+from pipelines.report._common import fmt_duration, fmt_hours, fmt_pct, query
 from pipelines.warehouse.safe_sql import open_readonly
 
 __all__ = [
     "JobReport",
     "advice",
+    "fmt_hours",
     "format_job_report",
     "job_report",
     "job_waterfall",
