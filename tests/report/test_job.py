@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli.report import report_app
-from pipelines.report.job_report import outcome
+from pipelines.report.job_report import JobReport, advice, job_waterfall, outcome
 from tests.report.conftest import Direct
 
 runner = CliRunner()
@@ -165,3 +165,45 @@ def test_kubernetes_job_gets_the_pipelines_telemetry(serving: Path, direct: Dire
     text = runner.invoke(report_app, ["job", job_id, "--db", str(serving)]).stdout
     assert "no telemetry" not in text
     assert f"Idle GPU-hours:      {got['idle_gpu_s'] / 3600:.2f}" in text
+
+
+def _attempt(**over: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "cluster": "c", "attempt": 0, "state": "COMPLETED", "gpus": 4.0, "gpu_s": 14_400.0,
+        "gpu_s_so_far": 14_400.0, "run_s": 3_600.0, "timelimit_s": 7_200,
+        "observed_gpu_s": 14_400.0, "mean_activity": 0.5, "idle_gpu_s": 3_600.0,
+    }  # fmt: skip
+    return {**row, **over}
+
+
+def test_advice_like_jobstats() -> None:
+    """Idle GPUs, a time limit four times the run, a timeout and thin telemetry each get a note;
+    a busy job that used half its limit gets none."""
+    assert advice(_attempt()) == []
+    assert advice(_attempt(mean_activity=0.05)) == [
+        "the GPUs were mostly idle; check the job's GPU use"
+    ]
+    assert advice(_attempt(timelimit_s=14_401)) == [
+        "it ran 01:00:00 of its 04:00:01 time limit; a limit nearer the run time lets the "
+        "scheduler start it sooner (backfill)"
+    ]
+    assert advice(_attempt(state="TIMEOUT")) == [
+        "it hit its time limit: checkpoint, or ask for a longer limit"
+    ]
+    assert advice(_attempt(observed_gpu_s=7_199.0)) == [
+        "telemetry covers under half of its GPU-time: the activity figures are partial"
+    ]
+
+
+def test_job_waterfall_splits_by_leaf() -> None:
+    """A completed attempt: idle GPU-seconds are allocated_idle, the rest goodput; a failed one
+    puts all its GPU-seconds in failed_work_user."""
+    attempts = pl.DataFrame(
+        [_attempt(), _attempt(attempt=1, state="FAILED", gpu_s=None, gpu_s_so_far=900.0)]
+    )
+    report = JobReport("7", attempts, pl.DataFrame(), 0.05)
+    assert job_waterfall(report).rows() == [
+        ("c", 0, "allocated_idle", 3_600.0),
+        ("c", 0, "goodput", 10_800.0),
+        ("c", 1, "failed_work_user", 900.0),
+    ]
