@@ -28,8 +28,19 @@ cols[0].metric("Pending jobs and workloads", f"{pending.height:,}")
 cols[1].metric("GPUs requested", f"{pending['gpus'].sum():,.0f}" if pending.height else "0")
 waits = pending["wait_s"].drop_nulls().to_list() if pending.height else []
 cols[2].metric("Longest wait so far", fmt_hours(max(waits)) if waits else "n/a")
-cuts = pending["as_of"].drop_nulls().to_list() if pending.height else []
-cols[3].metric("Data cut-off (UTC)", f"{max(cuts):%Y-%m-%d %H:%M}" if cuts else "n/a")
+cuts = (
+    pending.group_by("cluster").agg(pl.col("as_of").max()).drop_nulls().sort("cluster")
+    if pending.height
+    else pl.DataFrame()
+)
+latest = max(cuts["as_of"].to_list()) if cuts.height else None
+cols[3].metric("Latest data cut-off (UTC)", f"{latest:%Y-%m-%d %H:%M}" if latest else "n/a")
+if cuts.height > 1:
+    st.caption(
+        "Each cluster's queue is as of its own cut-off: "
+        + ", ".join(f"{c} {t:%Y-%m-%d %H:%M} UTC" for c, t in cuts.iter_rows())
+        + "."
+    )
 
 if pending.height == 0:
     st.info("Nothing pending at the data cut-off (for these filters).")
