@@ -23,8 +23,8 @@ if queries.filter_bounds(path) is None:
     st.stop()
 
 pending = queries.queue_pending(path, f)
-cols = st.columns(4)
-cols[0].metric("Pending jobs and workloads", f"{pending.height:,}")
+cols = st.columns(3)
+cols[0].metric("Pending", f"{pending.height:,}", help="Slurm jobs and Kueue workloads")
 cols[1].metric("GPUs requested", f"{pending['gpus'].sum():,.0f}" if pending.height else "0")
 waits = pending["wait_s"].drop_nulls().to_list() if pending.height else []
 cols[2].metric("Longest wait so far", fmt_hours(max(waits)) if waits else "n/a")
@@ -33,11 +33,9 @@ cuts = (
     if pending.height
     else pl.DataFrame()
 )
-latest = max(cuts["as_of"].to_list()) if cuts.height else None
-cols[3].metric("Latest data cut-off (UTC)", f"{latest:%Y-%m-%d %H:%M}" if latest else "n/a")
-if cuts.height > 1:
+if cuts.height:
     st.caption(
-        "Each cluster's queue is as of its own cut-off: "
+        "Data cut-off (each cluster's queue is as of its own): "
         + ", ".join(f"{c} {t:%Y-%m-%d %H:%M} UTC" for c, t in cuts.iter_rows())
         + "."
     )

@@ -253,7 +253,7 @@ def test_queue_page(app_url: str, driver: Any, materialized: Materialized, tmp_p
         " and state = 'PENDING') + (select count(*) from k8s_workloads where state = 'PENDING')",
     )
     page = _open(driver, app_url + "queue")
-    page.wait(lambda p: p.headings == ["Queue now"] and len(p.metrics) == 4)
+    page.wait(lambda p: p.headings == ["Queue now"] and len(p.metrics) == 3)
     assert page.metrics[0] == f"{n:,}"
     _finish(page, tmp_path, "queue")
 

@@ -115,7 +115,7 @@ def test_queue_page_counts_the_pending_jobs_at_the_cut_off(serving: str) -> None
     ).row(0)
     assert slurm > 0 and kueue > 0 and slurm + kueue == spells
     shown = {m.label: m.value for m in at.metric}
-    assert shown["Pending jobs and workloads"] == f"{slurm + kueue:,}"
+    assert shown["Pending"] == f"{slurm + kueue:,}"
     table = _table(at, "job", "GPUs", "waiting", "reason", "estimated start")
     assert table.height == slurm + kueue
     assert set(table["estimated start"]) == {"n/a"}
@@ -140,4 +140,4 @@ def test_queue_page_cluster_filter(serving: str) -> None:
         serving, "select cluster, count(*) from k8s_workloads where state = 'PENDING' group by 1"
     ).row(0)
     at = _page("queue", cluster=str(cluster))
-    assert {m.label: m.value for m in at.metric}["Pending jobs and workloads"] == f"{n:,}"
+    assert {m.label: m.value for m in at.metric}["Pending"] == f"{n:,}"
