@@ -195,7 +195,7 @@ for cluster in sorted(
         for note in notes:
             st.warning(note)
         if not notes:
-            st.success("No advice: the GPUs were busy and the job ended as planned.")
+            st.success("No advice for this job.")
 
         leaves = job_waterfall(report).filter(pl.col("cluster") == cluster)
         if leaves.height:

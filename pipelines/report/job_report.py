@@ -162,14 +162,20 @@ def _attempt_lines(r: dict[str, Any], idle_below: float) -> list[str]:
 def advice(r: dict[str, Any]) -> list[str]:
     """What ``jobstats`` would tell the job's owner about one attempt (a row of the report).
 
-    Mostly idle GPUs (mean activity < 10 %), an attempt that used under a quarter of its time
+    Mostly idle GPUs (mean activity < 10 %), else half or more of the observed GPU-time idle (the
+    report's idle rule), an attempt that used under a quarter of its time
     limit (a shorter limit lets the scheduler backfill it sooner), one that hit its limit, and
     telemetry covering under half the GPU-time (the figures are partial).
     """
     out: list[str] = []
-    act = r.get("mean_activity")
-    if r.get("observed_gpu_s") and act is not None and act < 0.1:
+    act, observed = r.get("mean_activity"), r.get("observed_gpu_s")
+    if observed and act is not None and act < 0.1:
         out.append("the GPUs were mostly idle; check the job's GPU use")
+    elif observed and (r.get("idle_gpu_s") or 0.0) >= 0.5 * observed:
+        out.append(
+            f"{(r.get('idle_gpu_s') or 0.0) / observed:.0%} of its observed GPU-time was idle: "
+            "fewer GPUs, or overlapping data loading with compute, would free them"
+        )
     limit, run = r.get("timelimit_s"), r.get("run_s")
     base = (r.get("state") or "").split(" ")[0].upper()
     if limit and run is not None and base == "COMPLETED" and run < 0.25 * limit:

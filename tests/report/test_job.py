@@ -177,11 +177,15 @@ def _attempt(**over: Any) -> dict[str, Any]:
 
 
 def test_advice_like_jobstats() -> None:
-    """Idle GPUs, a time limit four times the run, a timeout and thin telemetry each get a note;
-    a busy job that used half its limit gets none."""
+    """Idle GPUs (mostly, or half the time), a time limit four times the run, a timeout and thin
+    telemetry each get a note; a busy job that used half its limit gets none."""
     assert advice(_attempt()) == []
     assert advice(_attempt(mean_activity=0.05)) == [
         "the GPUs were mostly idle; check the job's GPU use"
+    ]
+    assert advice(_attempt(idle_gpu_s=10_800.0)) == [
+        "75% of its observed GPU-time was idle: fewer GPUs, or overlapping data loading with "
+        "compute, would free them"
     ]
     assert advice(_attempt(timelimit_s=14_401)) == [
         "it ran 01:00:00 of its 04:00:01 time limit; a limit nearer the run time lets the "
@@ -190,7 +194,7 @@ def test_advice_like_jobstats() -> None:
     assert advice(_attempt(state="TIMEOUT")) == [
         "it hit its time limit: checkpoint, or ask for a longer limit"
     ]
-    assert advice(_attempt(observed_gpu_s=7_199.0)) == [
+    assert advice(_attempt(observed_gpu_s=7_199.0, idle_gpu_s=0.0)) == [
         "telemetry covers under half of its GPU-time: the activity figures are partial"
     ]
 
