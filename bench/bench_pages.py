@@ -41,6 +41,8 @@ PAGES = {
     "waste": "Waste",
     "fairness": "Fairness",
     "time_to_start": "Time to start",
+    "queue": "Queue now",
+    "jobs": "Jobs",
     "recommendations": "Recommendations",
     "reports": "Reports",
     "sql_query": "SQL",
@@ -50,11 +52,13 @@ VIEWS = (
     "occupancy_hourly", "gpu_waterfall_hourly", "jobs", "time_to_start_jobs", "ingests",
     "data_quality", "rejected_rows", "node_reliability", "fairness_weekly", "k8s_workloads",
     "k8s_pending_reasons", "recommendations", "occupancy_daily", "gpu_activity",
+    "slurm_jobs", "job_gpu_summary",
 )  # fmt: skip
 #: The heading each page draws first (checked after the timed rerun).
 HEADINGS = {
     "overview": "GPU fleet overview", "waste": "Waste", "fairness": "Fairness",
-    "time_to_start": "Time to start", "recommendations": "Recommendations",
+    "time_to_start": "Time to start", "queue": "Queue now", "jobs": "Jobs",
+    "recommendations": "Recommendations",
     "reports": "Weekly reports", "sql_query": "SQL",
 }  # fmt: skip
 EMPTY_PAGE = 'import streamlit as st\n\nst.title("empty")\n'

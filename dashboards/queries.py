@@ -25,6 +25,7 @@ from metrics.headlines import MIN_KM_JOBS, WaitSummary, wait_summary
 from metrics.periods import is_complete, mark_complete, scope_bounds
 from metrics.schema import SIZE_BUCKETS, WATERFALL_LEAVES
 from pipelines.config import load_config
+from pipelines.report.job_report import JobReport, job_report
 from pipelines.warehouse import run_named, statement_params, table_exists
 from pipelines.warehouse.safe_sql import run_query
 from pipelines.warehouse.sql import load_sql
@@ -32,6 +33,7 @@ from pipelines.warehouse.sql import load_sql
 __all__ = [
     "BUCKET_ORDER",
     "FAILURE_LEAVES",
+    "JOB_LIST_LIMIT",
     "K8S_STAGES",
     "REC_EVIDENCE_SQL",
     "Filters",
@@ -51,6 +53,9 @@ __all__ = [
     "idle_by_attempt",
     "idle_by_team",
     "idle_reconciliation",
+    "job_gpu_series",
+    "job_list",
+    "job_report_of",
     "k8s_pending_reasons",
     "k8s_stage_percentiles",
     "large_job_p90_wait_s",
@@ -59,6 +64,7 @@ __all__ = [
     "lost_work_by_team",
     "overview_occupancy",
     "overview_team_allocated",
+    "queue_pending",
     "recommendation_evidence",
     "recommendations",
     "registry_drift",
@@ -746,3 +752,58 @@ def top_recommendations(path: str, f: Filters, n: int = 3) -> tuple[pl.DataFrame
             return named.head(n), f"team {f.team}", named.height
         label += f" (none names team {f.team})"
     return recs.head(n), label, recs.height
+
+
+# --- jobs and queue --------------------------------------------------------------------------
+
+#: Attempts the Jobs page lists at most (newest first).
+JOB_LIST_LIMIT = 2000
+
+
+@st.cache_data(ttl=_TTL)
+def job_list(path: str, f: Filters, text: str = "", limit: int = JOB_LIST_LIMIT) -> pl.DataFrame:
+    """Job attempts running in the filter window whose ids, user, team, account, partition or
+    state contain ``text`` (case-insensitive), newest first, at most ``limit``.
+
+    Returns:
+        ``cluster, job_id, attempt, user_name, team, account, partition, state, gpus,
+        elapsed_s, gpu_s`` (so far while running), ``mean_activity, observed_gpu_s,
+        idle_gpu_s`` (``job_gpu_summary``), ``start_at, end_at, source``.
+    """
+    return _frame(path, "job_list", {**f.params(), "text": text.strip(), "limit": limit})
+
+
+@st.cache_data(ttl=_TTL)
+def job_gpu_series(path: str, cluster: str, job_id: str) -> pl.DataFrame:
+    """One job's GPUs over time (``sql/dashboard/job_gpu_series.sql``).
+
+    Returns:
+        ``attempt, host, gpu_uuid, mig_instance, bucket, activity, signal, gpus,
+        fb_used_mib``: one row per GPU (or MIG instance) and 5-minute bucket of ``gpu_activity``
+        tied to one attempt of the job.
+    """
+    return _frame(path, "job_gpu_series", {"cluster": cluster, "job_id": job_id})
+
+
+@st.cache_data(ttl=_TTL)
+def job_report_of(
+    path: str, cluster: str | None, job_id: str, idle_below: float
+) -> JobReport | None:
+    """``goodput job``'s report (:func:`pipelines.report.job_report.job_report`), or ``None``
+    when the serving copy is missing."""
+    if not Path(path).exists():
+        return None
+    return job_report(path, job_id, cluster=cluster, idle_below=idle_below)
+
+
+@st.cache_data(ttl=_TTL)
+def queue_pending(path: str, f: Filters) -> pl.DataFrame:
+    """Pending Slurm jobs and Kueue workloads at each cluster's data cut-off (cluster and team
+    filters only: the queue is the state at the cut-off, not a window).
+
+    Returns:
+        ``source, cluster, job_id, attempt, user_name, team, account, partition, queue, gpus,
+        submit_at, eligible_at, wait_s`` (cut-off − eligible), ``reason, reason_detail,
+        as_of``, longest wait first.
+    """
+    return _frame(path, "queue_pending", {"cluster": f.cluster, "team": f.team})

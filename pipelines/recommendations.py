@@ -8,7 +8,15 @@
   change_text, patch: {kind, content} | null}]}``;
 - one file per scheduler: ``slurm.conf.patch`` (lines to merge into each cluster's slurm.conf),
   ``sacctmgr.sh`` and ``scontrol.sh`` (commands), ``kueue-patches.yaml`` (merge patches, one
-  YAML document each, with the ``kubectl patch`` line above it).
+  YAML document each, with the ``kubectl patch`` line above it). Each file holds one merged patch
+  per scheduler object (:func:`metrics.recommendations.merge.merge_patches_by_object`: every key
+  set once, conflicts resolved by precedence and listed), so the files can be applied in any
+  order; each merged patch names the findings it carries and quotes their own patches.
+
+Findings that rest on the same evidence are folded into one first
+(:func:`metrics.recommendations.merge.dedupe_findings`). The Slurm settings in force are read
+from ``<inputs>/<cluster>/slurm_state/scontrol_config*.txt`` (``scontrol show config``; the
+newest file by name) where present.
 
 The files are published artefacts: user names in them are pseudonyms (:mod:`pipelines.privacy`)
 unless ``GOODPUT_SHOW_USER_NAMES=1``. Patches address accounts, QOS, partitions and queues; one
@@ -49,6 +57,14 @@ from metrics.recommendations import (
     slurm_fairshare_drift,
     time_limits,
 )
+from metrics.recommendations.merge import (
+    MergedPatch,
+    annotate_merges,
+    companion_rows,
+    dedupe_findings,
+    merge_patches_by_object,
+)
+from metrics.recommendations.slurm_config import parse_scontrol_config, priority_settings
 from metrics.scheduler_model import SchedulerSettings
 from pipelines.config import Config
 from pipelines.core import load_registry
@@ -129,6 +145,7 @@ class RecommendationInputs:
         local_queues: cluster → LocalQueue objects.
         reservations: ``raw.slurm_reservations`` rows overlapping the window (empty when the
             table is absent).
+        slurm_config: cluster → ``scontrol show config`` settings (absent: not loaded).
     """
 
     as_of: dt.datetime
@@ -149,6 +166,7 @@ class RecommendationInputs:
     cluster_queues: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     local_queues: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     reservations: pl.DataFrame = field(default_factory=pl.DataFrame)
+    slurm_config: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def _query(
@@ -196,8 +214,13 @@ def read_inputs(
     )  # fmt: skip
     capacity = _query(con, "available_capacity", params)
     teams, mapping = load_registry(cfg.registry_path)
-    cqs, lqs = {}, {}
+    cqs, lqs, confs = {}, {}, {}
     for c in cfg.clusters:
+        if c.scheduler == "slurm":
+            state = cfg.cluster_input_dir(c.name) / "slurm_state"
+            found = sorted(state.glob("scontrol_config*.txt")) if state.is_dir() else []
+            if found:
+                confs[c.name] = parse_scontrol_config(found[-1].read_text(encoding="utf-8"))
         if c.scheduler == "kubernetes":
             folder = cfg.cluster_input_dir(c.name) / "k8s"
             cqs[c.name] = _kueue_objects(folder, "clusterqueues")
@@ -228,6 +251,7 @@ def read_inputs(
             else pl.DataFrame()
         ),
         local_queues=lqs,
+        slurm_config=confs,
     )
 
 
@@ -256,12 +280,31 @@ def recommendations_frame(
     w = inputs.window
     slurm = [c for c, s in inputs.schedulers.items() if s == "slurm"]
     jobs = inputs.jobs
+    shares = {
+        str(r["team"]): float(r["share"])
+        for r in inputs.teams.iter_rows(named=True)
+        if r.get("share") is not None
+    }
+    pool_gpus = {
+        str(r["cluster"]): float(r["gpus"])
+        for r in inputs.nodes.group_by("cluster").agg(pl.col("gpus").sum()).iter_rows(named=True)
+        if r["gpus"] is not None
+    }
     frames = [
         idle_allocations(
-            jobs, inputs.activity, w, **{"idle_threshold": idle_activity, **opt["idle_allocations"]}
+            jobs, inputs.activity, w,
+            **{"idle_threshold": idle_activity, "shares": shares, "pool_gpus": pool_gpus,
+               **opt["idle_allocations"]},
         ),
         time_limits(jobs, w, nodes=inputs.nodes, **opt["time_limits"]),
-        fairness_drift(inputs.fairness_weekly, w, inputs.schedulers, **opt["fairness_drift"]),
+        *(
+            fairness_drift(
+                inputs.fairness_weekly, w, {cluster: "slurm"},
+                **{**_priority_options(inputs.slurm_config.get(cluster)),
+                   **opt["fairness_drift"]},
+            )
+            for cluster in sorted(slurm)
+        ),
         slurm_fairshare_drift(
             inputs.teams, inputs.mapping, inputs.sshare, w,
             capacity_gpu_h_per_week=inputs.capacity_gpu_h_per_week,
@@ -308,6 +351,8 @@ def recommendations_frame(
         if any(f.height for f in frames)
         else pl.DataFrame(schema=RECOMMENDATION_SCHEMA)
     )
+    out = dedupe_findings(out)
+    out = annotate_merges(out, merged_patches(out, inputs.cluster_queues))
     as_of = inputs.as_of if inputs.as_of.tzinfo else inputs.as_of.replace(tzinfo=dt.UTC)
     return (
         out.with_columns(
@@ -321,6 +366,28 @@ def recommendations_frame(
         )
         .drop("_o")
     )
+
+
+def _priority_options(config: Mapping[str, str] | None) -> dict[str, Any]:
+    """The fairness rule's ``current_*`` arguments from a cluster's loaded config."""
+    if not config:
+        return {}
+    p = priority_settings(config)
+    return {
+        "current_weight_fairshare": p.weight_fairshare,
+        "current_other_weights": p.other_weights,
+        "current_decay_half_life_s": p.decay_half_life_s,
+    }
+
+
+def merged_patches(
+    frame: pl.DataFrame, cluster_queues: Mapping[str, list[dict[str, Any]]] | None = None
+) -> list[MergedPatch]:
+    """One patch per scheduler object from ``frame``'s patches and the companion patches of
+    folded findings (:mod:`metrics.recommendations.merge`)."""
+    base = frame.select(list(RECOMMENDATION_SCHEMA))
+    rows = pl.concat([base, companion_rows(base)])
+    return merge_patches_by_object(rows, cluster_queues)
 
 
 def _atomic_write(path: Path, text: str, mode: int = 0o644) -> None:
@@ -345,6 +412,29 @@ def _comment(rec: Mapping[str, Any]) -> str:
     return f"# {rec['id']} {rec['rule']} {rec['scope']} ({rec['severity']})\n" + "".join(
         f"#   {line}\n" for line in _wrap(str(rec["change_text"]), 96)
     )
+
+
+def _merged_comment(
+    m: MergedPatch, info: Mapping[str, Mapping[str, Any]], *, quote: bool = True
+) -> str:
+    """Comments above a merged patch: its object, each finding it carries (with that finding's
+    own patch unless ``quote`` is off), and each conflict and how it was resolved."""
+    lines = [f"# {m.target}: {len(m.sources)} finding(s)"]
+    for rid in m.sources:
+        rec = info.get(rid)
+        lines.append(_comment(rec).rstrip("\n") if rec is not None else f"# {rid}")
+        if quote:
+            lines += [f"#   its patch: {x}" for x in m.source_patches.get(rid, "").splitlines()]
+    for c in m.conflicts:
+        if "kept" in c:
+            dropped = "; ".join(f"{d['value']} from {d['from']}" for d in c["dropped"])
+            lines.append(
+                f"# conflict on {c['key']}: kept {c['kept']} from {c['kept_from']} (the more "
+                f"severe finding, then the larger gain); dropped {dropped}"
+            )
+        else:
+            lines.append(f"# adjusted {c['key']} to {c['adjusted']}: {c['reason']}")
+    return "\n".join(lines) + "\n"
 
 
 def _wrap(text: str, width: int) -> list[str]:
@@ -412,11 +502,15 @@ def write_outputs(
     *,
     pseudonyms: Pseudonyms | None = None,
     show_names: bool | None = None,
+    cluster_queues: Mapping[str, list[dict[str, Any]]] | None = None,
 ) -> dict[str, Path]:
     """Write ``latest.json`` and the four per-scheduler patch files (atomically).
 
+    Each patch file holds one merged patch per scheduler object (:func:`merged_patches`),
+    preceded by comments naming the findings it carries, their own patches and any conflict.
     User names in the scope, evidence, text and patches are replaced by their pseudonyms, as in
-    the serving copy; a patch that then names a pseudonym is commented out (:func:`_patch`).
+    the serving copy, before the patches are merged; a merged patch that then names a pseudonym
+    is commented out (:func:`_patch`).
 
     Args:
         frame: :func:`recommendations_frame` output.
@@ -426,6 +520,7 @@ def write_outputs(
             (:func:`evidence_user_names`) with the salt of the data folder, ``out_dir``'s parent
             (where the warehouse and its salt file lie, :func:`pipelines.privacy.load_salt`).
         show_names: keep the real names; default ``$GOODPUT_SHOW_USER_NAMES``.
+        cluster_queues: cluster → Kueue objects as read (the base of merged Kueue patches).
 
     Returns:
         File name → path of every file written (all five, also when empty).
@@ -439,6 +534,8 @@ def write_outputs(
             salt = load_salt(out.resolve().parent / SALT_FILE) if names else ""
             pseudonyms = Pseudonyms.of_names(salt, names)
         recs = [{**r, **{f: pseudonyms.scrub(r[f]) for f in _TEXT_FIELDS if f in r}} for r in recs]
+        if recs:  # the patches are merged from the scrubbed findings
+            frame = pl.DataFrame(recs, schema=frame.schema)
     window = (
         {"start": _iso(recs[0]["window_start"]), "end": _iso(recs[0]["window_end"])}
         if recs
@@ -469,29 +566,38 @@ def write_outputs(
     written = {"latest.json": out / "latest.json"}
     _atomic_write(written["latest.json"], json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     header = f"generated by goodput from data up to {_iso(as_of)}; review before applying"
+    merged = merged_patches(frame, cluster_queues)
+    info = {str(r["id"]): r for r in recs}
+    for r in companion_rows(frame.select(list(RECOMMENDATION_SCHEMA))).to_dicts() if recs else []:
+        info.setdefault(str(r["id"]), r)
     for kind, name in OUTPUT_FILES.items():
-        mine = [r for r in recs if r["patch_kind"] == kind]
+        mine = [m for m in merged if m.kind == kind]
         if kind == "kubernetes-merge-patch":
-            docs = [f"# {header}\n# {len(mine)} patch(es)\n"]
-            docs += [_comment(r) + _patch(r) for r in mine]
+            docs = [f"# {header}\n# {len(mine)} patch(es), one per object; apply in any order.\n"]
+            for m in mine:
+                obj_kind, _, obj_name = m.target.partition("/")
+                docs.append(
+                    f"# kubectl patch {obj_kind.lower()} {obj_name} --type merge "
+                    "--patch-file <this document>\n"
+                    + _merged_comment(m, info, quote=False)
+                    + _patch({"patch_content": m.content})
+                )
             text = "---\n".join(docs)
             mode = 0o644
-        elif kind == "slurm.conf":
-            parts = [f"# {header}\n# Merge each line into the named cluster's slurm.conf.\n"]
-            for cluster in sorted({str(r["cluster"]) for r in mine}):
-                parts.append(f"\n## cluster {cluster}\n")
-                for r in (r for r in mine if r["cluster"] == cluster):
-                    parts.append(_comment(r) + _patch(r))
-            text = "".join(parts)
-            mode = 0o644
         else:
-            parts = [f"#!/bin/sh\n# {header}\nset -eu\n"]
-            for cluster in sorted({str(r["cluster"]) for r in mine}):
+            if kind == "slurm.conf":
+                parts = [
+                    f"# {header}\n# Merge each line into the named cluster's slurm.conf; "
+                    "each setting appears once per cluster.\n"
+                ]
+            else:
+                parts = [f"#!/bin/sh\n# {header}\n# One command per object.\nset -eu\n"]
+            for cluster in sorted({m.cluster for m in mine}):
                 parts.append(f"\n## cluster {cluster}\n")
-                for r in (r for r in mine if r["cluster"] == cluster):
-                    parts.append(_comment(r) + _patch(r))
+                for m in (m for m in mine if m.cluster == cluster):
+                    parts.append(_merged_comment(m, info) + _patch({"patch_content": m.content}))
             text = "".join(parts)
-            mode = 0o755
+            mode = 0o644 if kind == "slurm.conf" else 0o755
         written[name] = out / name
         _atomic_write(written[name], text, mode)
     return written
@@ -549,7 +655,9 @@ def run_recommendations(
     )
     target = Path(out_dir) if out_dir is not None else cfg.warehouse_path.parent / "recommendations"
     # The copy read is already pseudonymised, or holds the names by the publish's opt-in.
-    return write_outputs(frame, target, inputs.as_of, show_names=shown)
+    return write_outputs(
+        frame, target, inputs.as_of, show_names=shown, cluster_queues=inputs.cluster_queues
+    )
 
 
 if __name__ == "__main__":  # python -m pipelines.recommendations: write the files, print paths

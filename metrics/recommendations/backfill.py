@@ -23,6 +23,13 @@ most 12 h; daily, from the UTC hour when the partition's smaller jobs hold the f
 a further ``min_gain_s`` of mean large-job wait in the replay without raising the smaller jobs'
 mean wait by more than ``max_other_wait_increase_s``, it is recommended as well (``scontrol
 create reservation``).
+
+Severity follows the replay's net effect, not only the large jobs' gain: the trade-off (each
+class's mean and p90 wait, and held GPU-hours a week, current → proposed) is stated in the
+evidence (``trade_off``) and the text, and a change that makes another class worse beyond the
+tolerance (a wait up by more than ``harm_rel`` *and* ``harm_abs_s``; held GPU-hours a week up by
+more than ``harm_rel`` and 1 GPU-h) is never ranked critical: it is capped at ``warning`` and the
+text says why.
 """
 
 from __future__ import annotations
@@ -148,6 +155,8 @@ def backfill_tuning(
     min_gain_s: float = 600.0,
     max_other_wait_increase_s: float = 1800.0,
     timezones: Mapping[str, str] | None = None,
+    harm_rel: float = 0.10,
+    harm_abs_s: float = 600.0,
 ) -> pl.DataFrame:
     """Backfill (and reservation) recommendations per Slurm partition with starved large jobs.
 
@@ -168,11 +177,15 @@ def backfill_tuning(
             wait of the smaller jobs by at most this much (against the better of the current
             and the tuned settings).
         timezones: cluster → IANA zone of slurmctld, for the reservation's StartTime.
+        harm_rel: relative worsening of another class's wait (or of held GPU-hours) beyond
+            which the change is not ranked critical.
+        harm_abs_s: and the absolute worsening of a wait (s) beyond which it counts.
 
     Returns:
         ``backfill_tuning`` (patch ``slurm.conf`` SchedulerParameters) and/or
         ``large_job_reservation`` (patch ``scontrol``) per flagged partition. Confidence =
-        min(1, large jobs ÷ 10); severity critical when the p50 wait is 4× the threshold.
+        min(1, large jobs ÷ 10); severity critical when the p50 wait is 4× the threshold,
+        capped at warning when the replay makes another class worse (``trade_off``).
     """
     cur = current or SchedulerSettings()
     att = attempts.lazy().collect().filter(pl.col("source") == "slurm")
@@ -219,6 +232,7 @@ def backfill_tuning(
                 min_gain_s=min_gain_s,
                 max_other_wait_increase_s=max_other_wait_increase_s,
                 tz=(timezones or {}).get(str(cluster), "UTC"),
+                harm=(harm_rel, harm_abs_s),
             )
         )
     return to_frame(recs) if recs else empty_recommendations()
@@ -251,6 +265,7 @@ def _propose(
     min_gain_s: float,
     max_other_wait_increase_s: float,
     tz: str,
+    harm: tuple[float, float] = (0.10, 600.0),
 ) -> list[Recommendation]:
     limits = pl.concat([att["timelimit_s"], pend["timelimit_s"]]).drop_nulls()
     longest = float(limits.max() or cur.bf_window_s)  # type: ignore[arg-type]
@@ -304,18 +319,20 @@ def _propose(
     bf_gain = base.large["mean_wait_s"] - tuned.large["mean_wait_s"]
     if bf_gain >= min_gain_s:
         line = _scheduler_parameters(proposed)
+        trade, harmed = trade_off(base, tuned, window, large_gpus, *harm)
         out.append(
             Recommendation(
                 rule=BACKFILL_RULE,
                 cluster=cluster,
                 scope=scope_key(cluster=cluster, partition=partition),
-                severity=severity,
+                severity=_capped(severity, harmed),
                 window=window,
                 evidence={
                     **common,
                     "current": _settings_dict(cur),
                     "proposed": _settings_dict(proposed),
                     "replay": _replay_dict(base, tuned, window),
+                    "trade_off": {**trade, "severity_uncapped": severity},
                 },
                 change_text=(
                     f"Large jobs (≥ {large_gpus:g} GPUs) in partition {partition} waited a median "
@@ -324,6 +341,7 @@ def _propose(
                     f"backfill plans only {cur.bf_window_s / 60:.0f} min ahead. Set {line} "
                     "(merge into the existing SchedulerParameters). "
                     + _replay_text(base, tuned, window)
+                    + _trade_text(trade, severity, harmed)
                     + _check_text(check)
                 ),
                 confidence=confidence,
@@ -377,6 +395,7 @@ def _propose(
                 confidence,
                 base,
                 reserved,
+                harm,
             )
         )
     return out
@@ -500,7 +519,9 @@ def _reservation_rec(
     confidence: float,
     before: _Replay,
     after: _Replay,
+    harm: tuple[float, float] = (0.10, 600.0),
 ) -> Recommendation:
+    trade, harmed = trade_off(before, after, window, float(res.min_gpus), *harm)
     # The next occurrence after the window, written in slurmctld's local time.
     first = dt.datetime.fromtimestamp(res.first_start_s, dt.UTC)
     periods = max(0, math.ceil((window.end - first).total_seconds() / res.period_s))
@@ -516,10 +537,11 @@ def _reservation_rec(
         rule=RESERVATION_RULE,
         cluster=cluster,
         scope=scope_key(cluster=cluster, partition=partition),
-        severity=severity,
+        severity=_capped(severity, harmed),
         window=window,
         evidence={
             **common,
+            "trade_off": {**trade, "severity_uncapped": severity},
             "reservation": {
                 "nodes": res.nodes,
                 "duration_s": res.duration_s,
@@ -535,6 +557,7 @@ def _reservation_rec(
             f"≥ {res.min_gpus} GPUs (accounts {', '.join(accounts)}; they submit with "
             f"--reservation={name}), on top of the backfill settings. "
             + _replay_text(before, after, window)
+            + _trade_text(trade, severity, harmed)
         ),
         confidence=confidence,
         expected_gain_gpu_h_per_week=_held_gain(before, after, window),
@@ -542,6 +565,85 @@ def _reservation_rec(
         patch_kind="scontrol",
         patch_content=cmd,
     )
+
+
+def trade_off(
+    before: _Replay,
+    after: _Replay,
+    window: Window,
+    large_gpus: float,
+    harm_rel: float = 0.10,
+    harm_abs_s: float = 600.0,
+) -> tuple[dict[str, object], list[str]]:
+    """Who gains and who loses in the replay: per class (large jobs, smaller jobs) the mean
+    and p90 wait current → proposed (and their change: seconds and ratio), held GPU-hours a
+    week; and the list of harms beyond the tolerance (``"smaller jobs' p90 wait"`` …)."""
+    classes: dict[str, object] = {}
+    harmed: list[str] = []
+    for name, cur, new in (
+        ("large jobs", before.large, after.large),
+        ("smaller jobs", before.others, after.others),
+    ):
+        row: dict[str, object] = {"jobs": cur["jobs"]}
+        for stat, label in (("mean_wait_s", "mean wait"), ("p90_wait_s", "p90 wait")):
+            a, b = float(cur[stat]), float(new[stat])
+            row[stat] = {
+                "current": a,
+                "proposed": b,
+                "change_s": b - a,
+                "ratio": b / a if a > 0 else None,
+            }
+            if b - a > harm_abs_s and b > a * (1 + harm_rel):
+                harmed.append(f"{name}' {label}")
+        classes[name] = row
+    held_a = before.held_gpu_s / 3600 / window.weeks
+    held_b = after.held_gpu_s / 3600 / window.weeks
+    if held_b - held_a > 1.0 and held_b > held_a * (1 + harm_rel):
+        harmed.append("held GPU-hours a week")
+    return (
+        {
+            "large_gpus": large_gpus,
+            "classes": classes,
+            "held_gpu_h_per_week": {"current": held_a, "proposed": held_b},
+            "tolerance": {
+                "relative": harm_rel,
+                "absolute_wait_s": harm_abs_s,
+                "absolute_gpu_h_per_week": 1.0,
+            },
+            "harmed": harmed,
+        },
+        harmed,
+    )
+
+
+def _capped(severity: str, harmed: list[str]) -> str:
+    """Never critical when another class is worse off: capped at warning."""
+    return "warning" if harmed and severity == "critical" else severity
+
+
+def _fmt_change(stat: Mapping[str, object]) -> str:
+    a, b = float(stat["current"]), float(stat["proposed"])  # type: ignore[arg-type]
+    ratio = stat.get("ratio")
+    rel = f", ×{ratio:.1f}" if isinstance(ratio, float) and ratio >= 1.5 else ""
+    return f"{a / 3600:.1f} h → {b / 3600:.1f} h ({(b - a) / 3600:+.1f} h{rel})"
+
+
+def _trade_text(trade: Mapping[str, object], severity: str, harmed: list[str]) -> str:
+    classes = trade["classes"]
+    assert isinstance(classes, Mapping)
+    parts = [f"{name}' p90 wait {_fmt_change(row['p90_wait_s'])}" for name, row in classes.items()]
+    text = " Trade-off: " + "; ".join(parts) + "."
+    tol = trade["tolerance"]
+    assert isinstance(tol, Mapping)
+    if harmed and severity == "critical":
+        text += (
+            " Ranked warning, not critical: "
+            + ", ".join(harmed)
+            + f" get worse beyond the tolerance ({tol['relative']:.0%} and "
+            f"{tol['absolute_wait_s'] / 60:.0f} min of wait; {tol['relative']:.0%} and "
+            f"{tol['absolute_gpu_h_per_week']:g} GPU-h a week held)."
+        )
+    return text
 
 
 def _settings_dict(s: SchedulerSettings) -> dict[str, object]:

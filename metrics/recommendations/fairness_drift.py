@@ -5,10 +5,13 @@ allocation). A team with e ≥ ``high`` or e ≤ ``low`` (with unmet demand: F >
 last ``min_weeks`` weeks of a Slurm cluster means the fair-share factor is not steering the queue:
 the multifactor priority is Σ weightᵢ × factorᵢ, so a fair-share weight that is small next to
 the other weights (age, QOS, job size …) barely reorders jobs [Slurm "Multifactor Priority
-Plugin"]. The change raises ``PriorityWeightFairshare`` to at least twice the largest other
-weight (10000 when they are unknown) and, when the usage half-life is shorter than the window
-fairness is judged over (a week), lengthens ``PriorityDecayHalfLife`` to 7 days so that last
-week's heavy use still counts (slurm.conf(5), default 7-0).
+Plugin"]. The change is relative to the configuration in force (``scontrol show config``, loaded
+from ``<inputs>/<cluster>/slurm_state/scontrol_config_<day>.txt``): it raises
+``PriorityWeightFairshare`` to at least twice the largest other weight and, when the usage
+half-life is shorter than the window fairness is judged over (a week), lengthens
+``PriorityDecayHalfLife`` to 7 days so that last week's heavy use still counts (slurm.conf(5),
+default 7-0). When the weights in force are unknown no number is proposed: the finding is
+``info``, says what to collect, and its patch is a comment (``# needs input: …``).
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ def fairness_drift(
     min_fair_gpu_h: float = 10.0,
     current_weight_fairshare: int | None = None,
     current_other_weights: Mapping[str, int] | None = None,
-    current_decay_half_life_s: float = _WEEK_S,
+    current_decay_half_life_s: float | None = None,
 ) -> pl.DataFrame:
     """PriorityWeightFairshare / PriorityDecayHalfLife changes per Slurm cluster.
 
@@ -60,13 +63,16 @@ def fairness_drift(
         min_weeks: consecutive most recent complete weeks a team must drift.
         min_fair_gpu_h: weeks where the team's fair allocation is below this are not judged.
         current_weight_fairshare: the cluster's PriorityWeightFairshare, if known.
-        current_other_weights: the other PriorityWeight* values, if known.
-        current_decay_half_life_s: PriorityDecayHalfLife (default Slurm's 7 days).
+        current_other_weights: the other PriorityWeight* values, if known (both are needed
+            to propose a weight).
+        current_decay_half_life_s: PriorityDecayHalfLife, if known (a change is proposed only
+            when it is known to be shorter than a week).
 
     Returns:
         One recommendation per Slurm cluster with drifting teams; gain = the mean weekly
         GPU-hours owed to under-served teams (Σ positive debt) over the drifting weeks;
-        confidence = min(1, weeks seen ÷ 4); severity critical when a team's e ≥ 2·high.
+        confidence = min(1, weeks seen ÷ 4); severity critical when a team's e ≥ 2·high,
+        ``info`` when the weights in force are unknown (``evidence.needs_input``).
     """
     frame = (
         fairness_weekly.lazy()
@@ -115,14 +121,24 @@ def fairness_drift(
             judged.filter(pl.col("fair_share_debt_gpu_h") > 0)["fair_share_debt_gpu_h"].sum()
         ) / len(weeks)
         others = dict(current_other_weights or {})
-        target = max(10000, 2 * max(others.values(), default=0))
-        lines = []
-        if current_weight_fairshare is None or current_weight_fairshare < target:
-            lines.append(f"PriorityWeightFairshare={target}")
-        if current_decay_half_life_s < _WEEK_S:
+        known = current_weight_fairshare is not None and current_other_weights is not None
+        lines, needs = [], []
+        if known:
+            target = max(10000, 2 * max(others.values(), default=0))
+            if current_weight_fairshare is not None and current_weight_fairshare < target:
+                lines.append(f"PriorityWeightFairshare={target}")
+        else:
+            needs.append(
+                f"the PriorityWeight* settings in force on {cluster}: run `scontrol show config` "
+                f"on {cluster} and save it as <inputs>/{cluster}/slurm_state/"
+                "scontrol_config_<YYYY-MM-DD>.txt; the rule then proposes PriorityWeightFairshare "
+                "= twice the largest other PriorityWeight*"
+            )
+        if current_decay_half_life_s is not None and current_decay_half_life_s < _WEEK_S:
             lines.append(f"PriorityDecayHalfLife={_half_life(_WEEK_S)}")
-        if not lines:
+        if not lines and not needs:
             continue
+        patch = "\n".join([*(f"# needs input: {n}" for n in needs), *lines])
 
         def teams(f: pl.DataFrame) -> list[dict[str, object]]:
             return [
@@ -148,7 +164,9 @@ def fairness_drift(
                 rule=RULE,
                 cluster=str(cluster),
                 scope=scope_key(cluster=str(cluster)),
-                severity=grade(worst, high, 2 * high) if over.height else "warning",
+                severity="info"
+                if needs
+                else (grade(worst, high, 2 * high) if over.height else "warning"),
                 window=window,
                 evidence={
                     "weeks": list(weeks),
@@ -160,6 +178,7 @@ def fairness_drift(
                     "current_weight_fairshare": current_weight_fairshare,
                     "current_other_weights": others,
                     "current_decay_half_life_s": current_decay_half_life_s,
+                    "needs_input": needs,
                 },
                 change_text=(
                     f"For {len(weeks)} weeks "
@@ -171,12 +190,21 @@ def fairness_drift(
                     + (" and " if names_over and names_under else "")
                     + (f"{names_under} got far less while asking for more" if names_under else "")
                     + f"; under-served teams were owed {owed:.0f} GPU-h a week. "
-                    f"Make fair share decisive in the multifactor priority: {' '.join(lines)}."
+                    + (
+                        f"Make fair share decisive in the multifactor priority: {' '.join(lines)}."
+                        if not needs
+                        else "Fair share should be decisive in the multifactor priority, but the "
+                        "priority weights in force are not loaded, so no weight is proposed"
+                        + (f" ({' '.join(lines)} stands on its own)" if lines else "")
+                        + ". Collect "
+                        + "; ".join(needs)
+                        + "."
+                    )
                 ),
                 confidence=min(1.0, grp["week"].n_unique() / 4),
                 expected_gain_gpu_h_per_week=owed,
                 patch_kind="slurm.conf",
-                patch_content="\n".join(lines),
+                patch_content=patch,
             )
         )
     return to_frame(recs) if recs else empty_recommendations()

@@ -7,13 +7,16 @@ overlap with the allocation; idle GPU-seconds = those of buckets with mean activ
 = idle ÷ observed. A team with idle share ≥ ``min_idle_share`` and at least
 ``min_idle_gpu_h_per_week`` idle GPU-hours a week gets an idle-job policy and, on Slurm, a cap
 on the account's concurrent GPUs at its p95 *active* GPUs (allocated − idle, per hour) rounded
-up to whole nodes: ``sacctmgr -i modify account name=<a> set GrpTRES=gres/gpu=<N>``
-[sacctmgr(1), GrpTRES]. The recoverable GPU-hours are the idle ones.
+up to whole nodes, and never below the team's entitlement, ⌈registry share × the cluster's GPUs⌉
+(METRICS.md Fairness: a cap below it would deny the team its fair part when it has work):
+``sacctmgr -i modify account name=<a> set GrpTRES=gres/gpu=<N>`` [sacctmgr(1), GrpTRES]. The
+recoverable GPU-hours are the idle ones.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import polars as pl
 
@@ -62,6 +65,8 @@ def idle_allocations(
     min_idle_gpu_h_per_week: float = 50.0,
     gpus_per_node: int = 8,
     top_n: int = 5,
+    shares: Mapping[str, float] | None = None,
+    pool_gpus: Mapping[str, float] | None = None,
 ) -> pl.DataFrame:
     """Idle-allocation recommendations per cluster and team.
 
@@ -76,6 +81,9 @@ def idle_allocations(
         min_idle_gpu_h_per_week: and at least this many idle GPU-hours a week.
         gpus_per_node: the cap is rounded up to whole nodes of this size.
         top_n: users named as top offenders.
+        shares: team → registry entitlement share (fraction of the pool).
+        pool_gpus: cluster → its GPUs; with ``shares``, the cap is at least
+            ⌈share × pool GPUs⌉ (the team's entitlement).
 
     Returns:
         One recommendation per flagged (cluster, team). Gain = idle GPU-hours a week;
@@ -210,10 +218,18 @@ def idle_allocations(
                 alloc = [a / 3600 for a in grp["_alloc_s"].to_list()]
                 p95_active = nearest_rank_value(active, 0.95) or 0.0
                 p95_alloc = nearest_rank_value(alloc, 0.95) or 0.0
-                cap = int(max(gpus_per_node, ceil_to(p95_active, gpus_per_node)))
+                by_use = int(max(gpus_per_node, ceil_to(p95_active, gpus_per_node)))
+                share = (shares or {}).get(team)
+                pool = (pool_gpus or {}).get(cluster)
+                entitled = math.ceil(share * pool - 1e-9) if share is not None and pool else None
+                cap = max(by_use, entitled or 0)
                 caps[str(account)] = {
                     "p95_active_gpus": p95_active,
                     "p95_allocated_gpus": p95_alloc,
+                    "cap_by_use_gpus": by_use,
+                    "entitled_gpus": entitled,
+                    "registry_share": share,
+                    "pool_gpus": pool,
                     "cap_gpus": cap,
                 }
                 if cap < p95_alloc:
@@ -224,8 +240,18 @@ def idle_allocations(
             f"{o['user']} ({o['idle_gpu_h_per_week']:.0f} GPU-h/wk idle)" for o in offenders
         )
         cap_text = (
-            " and cap the account's concurrent GPUs at its p95 active GPUs ("
-            + ", ".join(f"{a}: {c['cap_gpus']}" for a, c in caps.items())
+            " and cap the account's concurrent GPUs at its p95 active GPUs, never below its "
+            "entitlement ("
+            + ", ".join(
+                f"{a}: {c['cap_gpus']}"
+                + (
+                    f", entitled to {c['entitled_gpus']} = ⌈{c['registry_share']:g} × "
+                    f"{c['pool_gpus']:g}⌉"
+                    if c["entitled_gpus"] is not None
+                    else ""
+                )
+                for a, c in caps.items()
+            )
             + ")"
             if lines
             else ""

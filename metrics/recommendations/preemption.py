@@ -16,6 +16,8 @@ changes are proposed [slurm.conf(5) ``PreemptExemptTime``; sacctmgr(1) QOS ``Gra
 
 from __future__ import annotations
 
+import hashlib
+
 import polars as pl
 
 from metrics.recommendations._model import (
@@ -30,10 +32,19 @@ from metrics.recommendations._model import (
     to_frame,
 )
 
-__all__ = ["EXEMPT_RULE", "GRACE_RULE", "preemption_churn"]
+__all__ = ["EXEMPT_RULE", "GRACE_RULE", "preemption_basis", "preemption_churn"]
 
 EXEMPT_RULE = "preempt_exempt_time"
 GRACE_RULE = "preemption_grace_time"
+
+
+def preemption_basis(attempts: pl.DataFrame) -> str:
+    """A fingerprint of the preempted attempts a finding counts (cluster, job id, attempt):
+    two findings with the same basis count the same preemptions (:mod:`.merge`)."""
+    cols = [c for c in ("cluster", "job_id", "attempt") if c in attempts.columns]
+    keys = sorted("\x1f".join(str(v) for v in row) for row in attempts.select(cols).iter_rows())
+    digest = hashlib.sha256("\x1e".join(keys).encode()).hexdigest()[:16]
+    return f"preempted:{len(keys)}:{digest}"
 
 
 def preemption_churn(
@@ -95,6 +106,7 @@ def preemption_churn(
             "preempted_gpu_h_per_week": lost_wk,
             "median_run_before_preemption_s": median,
             "p75_run_before_preemption_s": p75,
+            "basis": preemption_basis(grp),
         }
         severity = grade(lost_wk, min_lost_gpu_h_per_week, 4 * min_lost_gpu_h_per_week)
         confidence = min(1.0, grp.height / (4 * min_preemptions))
@@ -144,6 +156,7 @@ def preemption_churn(
                         "qos": qos,
                         "qos_preempted_attempts": q.height,
                         "qos_preempted_gpu_h_per_week": q_wk,
+                        "basis": preemption_basis(q),
                         "proposed_grace_s": grace_s,
                         "gain_is_upper_bound": True,
                     },

@@ -15,10 +15,18 @@ import hostlist
 import polars as pl
 
 from metrics.mig import MIG_PATTERN
-from pipelines.report._common import fmt_duration, fmt_pct, query
+from pipelines.report._common import fmt_duration, fmt_hours, fmt_pct, query
 from pipelines.warehouse.safe_sql import open_readonly
 
-__all__ = ["JobReport", "format_job_report", "job_report", "outcome"]
+__all__ = [
+    "JobReport",
+    "advice",
+    "fmt_hours",
+    "format_job_report",
+    "job_report",
+    "job_waterfall",
+    "outcome",
+]
 
 #: Base state → (what happened, the waterfall leaf its GPU-time lands in). METRICS.md.
 _OUTCOMES = {
@@ -71,7 +79,8 @@ def job_report(
 
     Args:
         serving_db: the serving copy (opened read-only, locked down).
-        job_id: Slurm JobID or JobIDRaw (``123``, ``123_4``), or Kubernetes ``namespace/pod``.
+        job_id: Slurm JobID or JobIDRaw (``123``, ``123_4``), or Kubernetes ``namespace/<workload>``
+            (the pods grouped by owner, as in ``jobs``).
         cluster: only this cluster; ``None`` = every cluster with such a job.
         idle_below: θ: a GPU's 5-minute mean activity below it counts as idle.
 
@@ -146,9 +155,70 @@ def _attempt_lines(r: dict[str, Any], idle_below: float) -> list[str]:
             else "no telemetry"
         ),
     ]
-    if r["mean_activity"] is not None and r["mean_activity"] < 0.1:
-        lines.append("  Note:                the GPUs were mostly idle; check the job's GPU use")
+    lines += [f"  Note:                {note}" for note in advice(r)]
     return lines
+
+
+def advice(r: dict[str, Any]) -> list[str]:
+    """What ``jobstats`` would tell the job's owner about one attempt (a row of the report).
+
+    Mostly idle GPUs (mean activity < 10 %), else half or more of the observed GPU-time idle (the
+    report's idle rule), an attempt that used under a quarter of its time
+    limit (a shorter limit lets the scheduler backfill it sooner), one that hit its limit, and
+    telemetry covering under half the GPU-time (the figures are partial).
+    """
+    out: list[str] = []
+    act, observed = r.get("mean_activity"), r.get("observed_gpu_s")
+    if observed and act is not None and act < 0.1:
+        out.append("the GPUs were mostly idle; check the job's GPU use")
+    elif observed and (r.get("idle_gpu_s") or 0.0) >= 0.5 * observed:
+        out.append(
+            f"{(r.get('idle_gpu_s') or 0.0) / observed:.0%} of its observed GPU-time was idle: "
+            "fewer GPUs, or overlapping data loading with compute, would free them"
+        )
+    limit, run = r.get("timelimit_s"), r.get("run_s")
+    base = (r.get("state") or "").split(" ")[0].upper()
+    if limit and run is not None and base == "COMPLETED" and run < 0.25 * limit:
+        out.append(
+            f"it ran {fmt_duration(run)} of its {fmt_duration(limit)} time limit; a limit "
+            "nearer the run time lets the scheduler start it sooner (backfill)"
+        )
+    if base in ("TIMEOUT", "DEADLINE"):
+        out.append("it hit its time limit: checkpoint, or ask for a longer limit")
+    gpu_s = r.get("gpu_s") if r.get("gpu_s") is not None else r.get("gpu_s_so_far")
+    if r.get("observed_gpu_s") and gpu_s and r["observed_gpu_s"] / gpu_s < 0.5:
+        out.append("telemetry covers under half of its GPU-time: the activity figures are partial")
+    return out
+
+
+def job_waterfall(report: JobReport) -> pl.DataFrame:
+    """The job's GPU-seconds by waterfall leaf (METRICS.md, ``whole_attempt``): an attempt in a
+    loss leaf (failed, preempted, timed out, cancelled) puts all its GPU-time there; otherwise
+    its idle GPU-seconds (the report's rule) are ``allocated_idle`` and the rest ``goodput``
+    (unobserved time stays goodput). Running attempts count up to the data cut-off.
+
+    Returns:
+        ``cluster, attempt, leaf, gpu_s``, only non-zero rows.
+    """
+    rows: list[dict[str, Any]] = []
+    for r in report.attempts.iter_rows(named=True):
+        gpu_s = r["gpu_s"] if r["gpu_s"] is not None else r["gpu_s_so_far"]
+        if not gpu_s:
+            continue
+        base = (r["state"] or "UNKNOWN").split()[0].upper()
+        leaf = _OUTCOMES.get(base, ("", "goodput"))[1]
+        key = {"cluster": r["cluster"], "attempt": r["attempt"]}
+        if leaf != "goodput":
+            rows.append({**key, "leaf": leaf, "gpu_s": float(gpu_s)})
+            continue
+        idle = min(float(r["idle_gpu_s"] or 0.0), float(gpu_s))
+        if idle > 0:
+            rows.append({**key, "leaf": "allocated_idle", "gpu_s": idle})
+        if gpu_s - idle > 0:
+            rows.append({**key, "leaf": "goodput", "gpu_s": float(gpu_s) - idle})
+    schema = {"cluster": pl.String(), "attempt": pl.Int64(), "leaf": pl.String(),
+              "gpu_s": pl.Float64()}  # fmt: skip
+    return pl.DataFrame(rows, schema=schema)
 
 
 def _gpu_h(seconds: float | None) -> str:

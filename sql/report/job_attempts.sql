@@ -1,6 +1,10 @@
 -- The attempts of one job ($job_id = JobID or JobIDRaw; $cluster NULL = any) with DCGM summaries.
 -- Activity: 5-minute (UTC) means per GPU of DCGM_FI_PROF_GR_ENGINE_ACTIVE, else GPU_UTIL / 100;
 -- a GPU-bucket counts its overlap with the attempt (× the MIG slice's fraction of the GPU).
+-- Which GPU-buckets are the attempt's is the pipeline's attribution (`gpu_activity`, rows tied to
+-- one attempt: hpc_job label, pod → its Kubernetes workload, Slurm GPU map, whole node), so a
+-- Kubernetes job (pods grouped by owner: `namespace/<workload>`, never a pod's own name) and a
+-- Slurm job seen without labels get the same telemetry as `job_gpu_summary` and the Waste page.
 WITH a AS (
     SELECT source, cluster, job_id, job_id_raw, attempt, team, account, user_name, partition,
            qos, state, gpus, req_gpus, gpu_type, submit_at, eligible_at, start_at, end_at,
@@ -10,15 +14,23 @@ WITH a AS (
     WHERE (job_id = $job_id OR job_id_raw = $job_id)
       AND (CAST($cluster AS VARCHAR) IS NULL OR cluster = $cluster)
 ),
-s AS (
-    SELECT a.cluster, a.job_id, a.attempt, a.start_at, a.stop_at, d.gpu_uuid, d.mig_instance,
-           d.mig_profile, d.metric, d.ts, d.value
+g AS (
+    SELECT DISTINCT a.cluster, a.job_id, a.attempt, a.start_at, a.stop_at, ga.gpu_uuid,
+           ga.mig_instance, ga.bucket
     FROM a
+    JOIN gpu_activity AS ga
+      ON ga.cluster = a.cluster AND ga.job_id = a.job_id AND ga.attempt = a.attempt
+    WHERE ga.attribution IN ('label_hpc_job', 'pod', 'gres_index', 'whole_node')
+),
+s AS (
+    SELECT g.cluster, g.job_id, g.attempt, g.start_at, g.stop_at, d.gpu_uuid, d.mig_instance,
+           d.mig_profile, d.metric, d.ts, d.value
+    FROM g
     JOIN dcgm_samples AS d
-      ON d.cluster = a.cluster
-     AND (d.hpc_job IN (a.job_id, a.job_id_raw)
-          OR (a.source = 'kubernetes' AND d.namespace || '/' || d.pod = a.job_id))
-     AND d.ts >= a.start_at AND d.ts < a.stop_at
+      ON d.cluster = g.cluster AND d.gpu_uuid = g.gpu_uuid
+     AND d.mig_instance IS NOT DISTINCT FROM g.mig_instance
+     AND time_bucket(INTERVAL 5 MINUTE, d.ts) = g.bucket
+     AND d.ts >= g.start_at AND d.ts < g.stop_at
     WHERE d.metric IN ('DCGM_FI_PROF_GR_ENGINE_ACTIVE', 'DCGM_FI_DEV_GPU_UTIL',
                        'DCGM_FI_DEV_FB_USED')
 ),

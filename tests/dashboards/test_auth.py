@@ -19,6 +19,8 @@ PAGES = (
     "waste",
     "fairness",
     "time_to_start",
+    "queue",
+    "jobs",
     "recommendations",
     "reports",
     "sql_query",

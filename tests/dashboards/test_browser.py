@@ -244,6 +244,38 @@ def test_time_to_start_page(
     _finish(page, tmp_path, "time_to_start")
 
 
+def test_queue_page(app_url: str, driver: Any, materialized: Materialized, tmp_path: Path) -> None:
+    """Heading; the first number counts what is pending at the cut-off (Slurm and Kueue)."""
+    serving = str(materialized.cfg.serving_path)
+    ((n,),) = _view(
+        serving,
+        "select (select count(*) from slurm_jobs where step is null and start_at is null"
+        " and state = 'PENDING') + (select count(*) from k8s_workloads where state = 'PENDING')",
+    )
+    page = _open(driver, app_url + "queue")
+    page.wait(lambda p: p.headings == ["Queue now"] and len(p.metrics) == 3)
+    assert page.metrics[0] == f"{n:,}"
+    _finish(page, tmp_path, "queue")
+
+
+def test_jobs_page_opens_a_job_by_url(
+    app_url: str, driver: Any, materialized: Materialized, tmp_path: Path
+) -> None:
+    """Heading; ``?cluster=&job=`` opens that Kubernetes job's view with its telemetry."""
+    from urllib.parse import urlencode
+
+    serving = str(materialized.cfg.serving_path)
+    ((cluster, job_id),) = _view(
+        serving,
+        "select cluster, job_id from job_gpu_summary where source = 'kubernetes'"
+        " and observed_gpu_s > 0 order by idle_gpu_s desc, job_id limit 1",
+    )
+    page = _open(driver, app_url + "jobs?" + urlencode({"cluster": cluster, "job": job_id}))
+    page.wait(lambda p: p.headings == ["Jobs"] and f"{job_id} on {cluster}" in p.text)
+    assert "No DCGM telemetry tied to this job" not in page.text
+    _finish(page, tmp_path, "jobs")
+
+
 def test_recommendations_page(
     app_url: str, driver: Any, materialized: Materialized, tmp_path: Path
 ) -> None:

@@ -56,7 +56,10 @@ def _run(small_limit: float, held_share: float) -> pl.DataFrame:
 def test_starved_large_job_gets_bf_window_of_the_longest_limit() -> None:
     """Small jobs ask for 48 h (2880 min) but backfill plans 1440 min: the big job never gets a
     reservation and waits 66.5 h in the replay; with bf_window=2880 it is reserved at 48 h, the
-    stream pauses, and it starts when the first small job ends at 10 h (wait 9 h)."""
+    stream pauses, and it starts when the first small job ends at 10 h (wait 9 h). The pause
+    costs the small jobs: their mean wait goes 0 → 5.67 h (Σ 136 h over 24 jobs) and p90 wait
+    0 → 9.5 h, beyond the 10 % / 10 min tolerance, so the finding (critical by its 66.5 h p50
+    wait) is ranked warning and says why."""
     out = _run(48 * H, 0.2)
     rec = out.filter(pl.col("rule") == "backfill_tuning").row(0, named=True)
     assert rec["scope"] == "cluster=slurm-a/partition=gpu"
@@ -71,8 +74,18 @@ def test_starved_large_job_gets_bf_window_of_the_longest_limit() -> None:
     assert ev["replay"]["mean_wait_s_current"] == 66.5 * H
     assert ev["replay"]["mean_wait_s_proposed"] == 9 * H
     assert rec["expected_wait_reduction_s"] == 57.5 * H
-    assert rec["severity"] == "critical"
+    assert rec["severity"] == "warning"
     assert "smaller jobs" in rec["change_text"]
+    trade = ev["trade_off"]
+    assert trade["severity_uncapped"] == "critical"
+    assert trade["classes"]["large jobs"]["p90_wait_s"] == {
+        "current": 66.5 * H, "proposed": 9 * H, "change_s": -57.5 * H, "ratio": 0.1353
+    }  # fmt: skip
+    assert trade["classes"]["smaller jobs"]["p90_wait_s"]["proposed"] == 9.5 * H
+    assert trade["classes"]["smaller jobs"]["mean_wait_s"]["proposed"] == 20400.0
+    assert trade["harmed"] == ["smaller jobs' mean wait", "smaller jobs' p90 wait"]
+    assert "large jobs' p90 wait 66.5 h → 9.0 h (-57.5 h)" in rec["change_text"]
+    assert "Ranked warning, not critical: smaller jobs' mean wait" in rec["change_text"]
 
 
 def test_no_held_gpus_no_finding() -> None:
@@ -93,3 +106,27 @@ def test_queue_depth_counts_overlapping_waits() -> None:
         {"_from": [at(0), at(10), at(20), at(100)], "_to": [at(50), at(60), at(100), at(200)]}
     )
     assert max_queue_depth(spells) == 3
+
+
+def test_a_change_that_harms_no_class_may_stay_critical() -> None:
+    """Hand-built replays: large jobs' p90 10 h → 2 h, smaller jobs' p90 1 h → 1.1 h
+    (+6 min, within 10 min): nothing harmed, the severity is not capped; at 1 h → 3 h (×3) the
+    smaller jobs are harmed and a critical finding becomes warning."""
+    from metrics.recommendations.backfill import _capped, _Replay, trade_off
+
+    def rep(large_p90: float, small_p90: float) -> _Replay:
+        return _Replay(
+            held_gpu_s=0.0,
+            large={"jobs": 4.0, "mean_wait_s": large_p90, "p50_wait_s": 0.0,
+                   "p90_wait_s": large_p90},
+            others={"jobs": 40.0, "mean_wait_s": small_p90, "p50_wait_s": 0.0,
+                    "p90_wait_s": small_p90},
+        )  # fmt: skip
+
+    _, harmed = trade_off(rep(10 * H, 1 * H), rep(2 * H, 1.1 * H), W, 32)
+    assert harmed == [] and _capped("critical", harmed) == "critical"
+    trade, harmed = trade_off(rep(10 * H, 1 * H), rep(2 * H, 3 * H), W, 32)
+    assert harmed == ["smaller jobs' mean wait", "smaller jobs' p90 wait"]
+    assert trade["classes"]["smaller jobs"]["p90_wait_s"]["ratio"] == 3.0
+    assert _capped("critical", harmed) == "warning"
+    assert _capped("info", harmed) == "info"

@@ -38,9 +38,13 @@ def _weekly(nlp_ratio: float, cluster: str = "slurm-a") -> pl.DataFrame:
 
 
 def test_team_over_its_share_for_weeks_raises_fairshare_weight() -> None:
-    """nlp at e = 4 and vision at 0.4 for the last two weeks: PriorityWeightFairshare=10000;
+    """nlp at e = 4 and vision at 0.4 for the last two weeks, weights in force known
+    (fair share 1000, age 1000): PriorityWeightFairshare=10000 (the floor; 2 × 1000 is less);
     vision was owed 200 GPU-h a week; a 1-day half-life is lengthened to 7 days."""
-    out = fairness_drift(_weekly(4.0), W, {"slurm-a": "slurm"}, current_decay_half_life_s=86400)
+    out = fairness_drift(
+        _weekly(4.0), W, {"slurm-a": "slurm"}, current_decay_half_life_s=86400,
+        current_weight_fairshare=1000, current_other_weights={"PriorityWeightAge": 1000},
+    )  # fmt: skip
     rec = out.row(0, named=True)
     assert rec["scope"] == "cluster=slurm-a"
     assert rec["patch_kind"] == "slurm.conf"
@@ -60,6 +64,50 @@ def test_weight_follows_the_other_weights() -> None:
         current_weight_fairshare=1000, current_other_weights={"PriorityWeightQOS": 50000},
     )  # fmt: skip
     assert out["patch_content"].to_list() == ["PriorityWeightFairshare=100000"]
+
+
+def test_unknown_weights_ask_for_the_config_instead_of_a_number() -> None:
+    """The same drift with the weights in force unknown: no PriorityWeightFairshare number;
+    the finding is info, says to collect ``scontrol show config``, and its patch is a comment
+    (plus the half-life line, whose current value is known)."""
+    out = fairness_drift(_weekly(4.0), W, {"slurm-a": "slurm"}, current_decay_half_life_s=86400)
+    rec = out.row(0, named=True)
+    assert rec["severity"] == "info"
+    assert "PriorityWeightFairshare=" not in rec["patch_content"]
+    lines = rec["patch_content"].splitlines()
+    assert lines[0].startswith("# needs input: the PriorityWeight* settings in force on slurm-a")
+    assert lines[1:] == ["PriorityDecayHalfLife=7-0"]
+    assert "scontrol show config" in rec["change_text"]
+    assert json.loads(rec["evidence"])["needs_input"] == [lines[0].removeprefix("# needs input: ")]
+    bare = fairness_drift(_weekly(4.0), W, {"slurm-a": "slurm"}).row(0, named=True)
+    assert bare["severity"] == "info"
+    assert all(line.startswith("#") for line in bare["patch_content"].splitlines())
+
+
+def test_scontrol_show_config_feeds_the_rule() -> None:
+    """Weights and half-life parsed from ``scontrol show config`` output."""
+    from metrics.recommendations.slurm_config import parse_scontrol_config, priority_settings
+
+    text = (
+        "Configuration data as of 2026-11-16T10:00:00\n"
+        "PriorityDecayHalfLife   = 1-00:00:00\n"
+        "PriorityWeightAge       = 1000\n"
+        "PriorityWeightFairshare = 500\n"
+        "PriorityWeightQOS       = 20000\n"
+        "PriorityWeightTRES      = CPU=1000,GRES/gpu=3000\n"
+    )
+    s = priority_settings(parse_scontrol_config(text))
+    assert s.weight_fairshare == 500
+    assert s.other_weights == {"PriorityWeightAge": 1000, "PriorityWeightQOS": 20000}
+    assert s.decay_half_life_s == 86400
+    out = fairness_drift(
+        _weekly(4.0), W, {"slurm-a": "slurm"}, current_weight_fairshare=s.weight_fairshare,
+        current_other_weights=s.other_weights, current_decay_half_life_s=s.decay_half_life_s,
+    )  # fmt: skip
+    assert out["patch_content"].to_list() == [
+        "PriorityWeightFairshare=40000\nPriorityDecayHalfLife=7-0"
+    ]
+    assert priority_settings({}) == (None, None, None)
 
 
 def test_fair_usage_does_not_fire() -> None:

@@ -72,3 +72,21 @@ def test_kubernetes_team_gets_the_policy_without_a_slurm_patch() -> None:
     out = idle_allocations(*_fleet(0.02, source="kubernetes"), W)
     assert out["scope"].to_list() == ["cluster=k8s-b/team=recsys"]
     assert out["patch_kind"].to_list() == [None]
+
+
+def test_cap_is_never_below_the_teams_entitlement() -> None:
+    """recsys's p95 active GPUs (0) round to one node, 8 GPUs, but its registry share 0.10 of a
+    192-GPU cluster entitles it to ⌈19.2⌉ = 20: the cap is 20, not below the 16 GPUs it holds,
+    so no GrpTRES cap is proposed (the idle-job policy stays); on a 128-GPU cluster the
+    entitlement is ⌈12.8⌉ = 13 < 16 held, and the cap is 13."""
+    big = idle_allocations(*_fleet(0.02), W, shares={"recsys": 0.1}, pool_gpus={"slurm-a": 192})
+    rec = big.row(0, named=True)
+    cap = json.loads(rec["evidence"])["caps"]["recsys"]
+    assert (cap["cap_by_use_gpus"], cap["entitled_gpus"], cap["cap_gpus"]) == (8, 20, 20)
+    assert cap["cap_gpus"] >= 19
+    assert rec["patch_kind"] is None and rec["patch_content"] is None
+    small = idle_allocations(*_fleet(0.02), W, shares={"recsys": 0.1}, pool_gpus={"slurm-a": 128})
+    assert small["patch_content"].to_list() == [
+        "sacctmgr -i modify account name=recsys set GrpTRES=gres/gpu=13"
+    ]
+    assert "entitled to 13 = ⌈0.1 × 128⌉" in small["change_text"][0]

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import duckdb
+import polars as pl
 import pytest
 
 from metrics.recommendations import PATCH_KINDS, RECOMMENDATION_SCHEMA, SEVERITIES
@@ -95,3 +96,131 @@ def test_recommendations_table_and_view(materialized: Materialized, tmp_path: Pa
         assert write_recommendations_table(con, frame) == frame.height
         rows = con.sql("SELECT id, rule, patch_kind, as_of FROM recommendations").fetchall()
     assert sorted(r[0] for r in rows) == sorted(frame["id"].to_list())
+
+
+def test_kueue_patch_file_has_one_patch_per_clusterqueue(
+    written: dict[str, Path], fleet_dir: Path
+) -> None:
+    """On the fleet the borrowing finding raises cq-prod's lendingLimit 0 → 13 and the drift
+    finding sets its nominalQuota 24 → 19, each as a whole resourceGroups list (applied in turn,
+    the second reset the first's field). The file now holds one cq-prod document carrying both,
+    the same state in either order, and both findings record the merge in their evidence."""
+    import itertools
+
+    import yaml
+
+    from metrics.recommendations import apply_merge_patch
+
+    docs = [d for d in yaml.safe_load_all(written["kueue-patches.yaml"].read_text()) if d]
+    names = [d["metadata"]["name"] for d in docs]
+    assert len(names) == len(set(names)) and "cq-prod" in names
+    files = sorted((fleet_dir / "inputs" / "k8s-b" / "k8s").glob("clusterqueues_*.json"))
+    objects = {o["metadata"]["name"]: o for o in json.loads(files[-1].read_text())["items"]}
+    states = []
+    for order in itertools.permutations(docs):
+        state = dict(objects)
+        for d in order:
+            state[d["metadata"]["name"]] = apply_merge_patch(state[d["metadata"]["name"]], d)
+        states.append(state)
+    assert all(s == states[0] for s in states)
+    gpu = next(
+        r
+        for r in states[0]["cq-prod"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
+        if r["name"] == "nvidia.com/gpu"
+    )
+    assert (gpu["nominalQuota"], gpu["lendingLimit"]) == (19, 13)
+    recs = json.loads(written["latest.json"].read_text())["recommendations"]
+    merged = {r["rule"]: r["evidence"].get("patch_merge") for r in recs if "kueue" in r["rule"]}
+    assert merged["kueue_borrowing"][0]["target"] == (
+        "kubernetes-merge-patch k8s-b ClusterQueue/cq-prod"
+    )
+    assert merged["registry_drift_kueue"][0]["conflicts"] == []
+
+
+def test_patch_files_set_each_setting_once_per_cluster(written: dict[str, Path]) -> None:
+    """slurm.conf.patch: no setting twice in a cluster; sacctmgr.sh: one command per entity."""
+    from metrics.recommendations.merge import apply_slurm_conf
+
+    for block in written["slurm.conf.patch"].read_text().split("\n## cluster ")[1:]:
+        lines = [x for x in block.splitlines()[1:] if x and not x.startswith("#")]
+        keys = [x.split()[0] if x.startswith("PartitionName=") else x.split("=")[0] for x in lines]
+        assert len(keys) == len(set(keys))
+        assert apply_slurm_conf({}, "\n".join(lines)) == apply_slurm_conf(
+            {}, "\n".join(reversed(lines))
+        )
+    cmds = [x for x in written["sacctmgr.sh"].read_text().splitlines() if x.startswith("sacctmgr")]
+    targets = [x.split(" set ")[0] for x in cmds]
+    assert len(targets) == len(set(targets))
+
+
+def test_idle_cap_on_the_fleet_respects_recsys_entitlement(written: dict[str, Path]) -> None:
+    """recsys's p95 active GPUs (≈ 4.5) gave a one-node cap of 8; its registry share 0.10 of
+    slurm-a's 192 GPUs entitles it to ⌈19.2⌉ = 20, so the cap is 20 (still below the ≈ 34 GPUs it
+    holds at p95, so the GrpTRES patch stays)."""
+    recs = json.loads(written["latest.json"].read_text())["recommendations"]
+    idle = next(r for r in recs if r["scope"] == "cluster=slurm-a/team=recsys")
+    cap = idle["evidence"]["caps"]["recsys"]
+    assert (cap["cap_by_use_gpus"], cap["entitled_gpus"], cap["cap_gpus"]) == (8, 20, 20)
+    assert (cap["registry_share"], cap["pool_gpus"]) == (0.1, 192.0)
+    assert idle["patch"] == {
+        "kind": "sacctmgr",
+        "content": "sacctmgr -i modify account name=recsys set GrpTRES=gres/gpu=20",
+    }
+
+
+def test_settings_in_force_reach_the_fairness_rule(materialized: Materialized) -> None:
+    """The fleet's inputs with a hand-built drifting fairness view (nlp at e = 4 for the last
+    two weeks): without a loaded config the finding proposes no weight (info, a comment);
+    with ``scontrol show config`` loaded for slurm-a (fair share 500, QOS 20000, half-life 1
+    day) it proposes PriorityWeightFairshare=40000 and PriorityDecayHalfLife=7-0."""
+    import dataclasses
+
+    from metrics.recommendations.slurm_config import parse_scontrol_config
+    from tests.recommendations.test_fairness_drift import _weekly
+
+    with connect(materialized.cfg.serving_path, read_only=True) as con:
+        inputs = read_inputs(con, materialized.cfg)
+    drifting = dataclasses.replace(inputs, fairness_weekly=_weekly(4.0))
+    rec = (
+        recommendations_frame(drifting)
+        .filter(pl.col("rule") == "fairness_drift")
+        .row(0, named=True)
+    )
+    assert rec["severity"] == "info"
+    assert rec["patch_content"].startswith("# needs input: the PriorityWeight* settings")
+    config = parse_scontrol_config(
+        "PriorityDecayHalfLife = 1-00:00:00\nPriorityWeightFairshare = 500\n"
+        "PriorityWeightQOS = 20000\n"
+    )
+    loaded = dataclasses.replace(drifting, slurm_config={"slurm-a": config})
+    rec = (
+        recommendations_frame(loaded).filter(pl.col("rule") == "fairness_drift").row(0, named=True)
+    )
+    assert rec["patch_content"] == "PriorityWeightFairshare=40000\nPriorityDecayHalfLife=7-0"
+    assert rec["severity"] == "critical"
+
+
+def test_scontrol_config_is_read_from_the_inputs(
+    materialized: Materialized, tmp_path: Path
+) -> None:
+    """``<inputs>/slurm-a/slurm_state/scontrol_config_<day>.txt``: the newest file by name is
+    parsed into ``inputs.slurm_config``; a cluster without one has none."""
+    import dataclasses
+
+    state = tmp_path / "inputs" / "slurm-a" / "slurm_state"
+    state.mkdir(parents=True)
+    (state / "scontrol_config_2026-11-02.txt").write_text("PriorityWeightQOS = 1\n")
+    (state / "scontrol_config_2026-11-03.txt").write_text(
+        "Configuration data as of 2026-11-03T08:00:00\nPriorityWeightQOS       = 20000\n"
+    )
+    base = materialized.cfg
+    cfg = dataclasses.replace(
+        base,
+        inputs_dir=tmp_path / "inputs",
+        clusters=tuple(
+            dataclasses.replace(c, input_dir=tmp_path / "inputs" / c.name) for c in base.clusters
+        ),
+    )
+    with connect(cfg.serving_path, read_only=True) as con:
+        inputs = read_inputs(con, cfg)
+    assert inputs.slurm_config == {"slurm-a": {"PriorityWeightQOS": "20000"}}

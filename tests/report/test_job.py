@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli.report import report_app
-from pipelines.report.job_report import outcome
+from pipelines.report.job_report import JobReport, advice, job_waterfall, outcome
 from tests.report.conftest import Direct
 
 runner = CliRunner()
@@ -129,3 +129,85 @@ def test_unknown_job_fails(serving: Path) -> None:
     result = runner.invoke(report_app, ["job", "999999999", "--db", str(serving)])
     assert result.exit_code == 1
     assert "no job 999999999" in result.output
+
+
+def test_kubernetes_job_gets_the_pipelines_telemetry(serving: Path, direct: Direct) -> None:
+    """A Kubernetes job (``namespace/<workload>``, whose pods carry their own names) gets the
+    telemetry that ``job_gpu_summary`` holds for it: the report clips the attempt's first and
+    last 5-minute buckets to the attempt, ``job_gpu_summary`` counts them whole, and that is
+    their only difference in observed GPU-seconds."""
+    cluster, job_id, summary_obs, summary_idle = direct.one(
+        "SELECT cluster, job_id, observed_gpu_s, idle_gpu_s FROM job_gpu_summary "
+        "WHERE source = 'kubernetes' AND observed_gpu_s > 0 "
+        "ORDER BY idle_gpu_s DESC, job_id LIMIT 1"
+    )
+    # Per bucket: min(GPUs seen, allocated) × (the whole bucket, its part inside the attempt).
+    whole, clipped = direct.one(
+        "WITH b AS (SELECT g.bucket, least(sum(g.gpus), any_value(j.gpus)) AS n, "
+        "any_value(j.start_at) AS s, any_value(coalesce(j.end_at, j.as_of)) AS e "
+        "FROM gpu_activity g JOIN jobs j USING (cluster, job_id, attempt) "
+        "WHERE g.cluster = ? AND g.job_id = ? AND g.activity IS NOT NULL "
+        "AND g.attribution IN ('label_hpc_job', 'pod', 'gres_index', 'whole_node') "
+        "GROUP BY g.bucket) "
+        "SELECT sum(n * 300), sum(n * (epoch(least(bucket + INTERVAL 5 MINUTE, e)) "
+        "- epoch(greatest(bucket, s)))) FROM b",
+        [cluster, job_id],
+    )
+    assert whole == pytest.approx(summary_obs, rel=1e-12)
+    result = runner.invoke(
+        report_app, ["job", job_id, "--db", str(serving), "--cluster", cluster, "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    (got,) = json.loads(result.stdout)["attempts"]
+    assert got["observed_gpu_s"] == pytest.approx(clipped, rel=1e-12)
+    assert got["observed_gpu_s"] == pytest.approx(summary_obs - (whole - clipped), rel=1e-12)
+    assert got["idle_gpu_s"] > 0 and summary_idle > 0
+    text = runner.invoke(report_app, ["job", job_id, "--db", str(serving)]).stdout
+    assert "no telemetry" not in text
+    assert f"Idle GPU-hours:      {got['idle_gpu_s'] / 3600:.2f}" in text
+
+
+def _attempt(**over: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "cluster": "c", "attempt": 0, "state": "COMPLETED", "gpus": 4.0, "gpu_s": 14_400.0,
+        "gpu_s_so_far": 14_400.0, "run_s": 3_600.0, "timelimit_s": 7_200,
+        "observed_gpu_s": 14_400.0, "mean_activity": 0.5, "idle_gpu_s": 3_600.0,
+    }  # fmt: skip
+    return {**row, **over}
+
+
+def test_advice_like_jobstats() -> None:
+    """Idle GPUs (mostly, or half the time), a time limit four times the run, a timeout and thin
+    telemetry each get a note; a busy job that used half its limit gets none."""
+    assert advice(_attempt()) == []
+    assert advice(_attempt(mean_activity=0.05)) == [
+        "the GPUs were mostly idle; check the job's GPU use"
+    ]
+    assert advice(_attempt(idle_gpu_s=10_800.0)) == [
+        "75% of its observed GPU-time was idle: fewer GPUs, or overlapping data loading with "
+        "compute, would free them"
+    ]
+    assert advice(_attempt(timelimit_s=14_401)) == [
+        "it ran 01:00:00 of its 04:00:01 time limit; a limit nearer the run time lets the "
+        "scheduler start it sooner (backfill)"
+    ]
+    assert advice(_attempt(state="TIMEOUT")) == [
+        "it hit its time limit: checkpoint, or ask for a longer limit"
+    ]
+    assert advice(_attempt(observed_gpu_s=7_199.0, idle_gpu_s=0.0)) == [
+        "telemetry covers under half of its GPU-time: the activity figures are partial"
+    ]
+
+
+def test_job_waterfall_splits_by_leaf() -> None:
+    """A completed attempt: idle GPU-seconds are allocated_idle, the rest goodput; a failed one
+    puts all its GPU-seconds in failed_work_user."""
+    attempts = pl.DataFrame(
+        [_attempt(), _attempt(attempt=1, state="FAILED", gpu_s=None, gpu_s_so_far=900.0)]
+    )
+    report = JobReport("7", attempts, pl.DataFrame(), 0.05)
+    assert job_waterfall(report).rows() == [
+        ("c", 0, "allocated_idle", 3_600.0),
+        ("c", 0, "goodput", 10_800.0),
+        ("c", 1, "failed_work_user", 900.0),
+    ]

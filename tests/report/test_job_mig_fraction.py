@@ -46,6 +46,15 @@ def test_observed_gpu_seconds_weigh_the_slice(profile: str | None, observed_s: f
         """,
         {"p": profile},
     )
+    # The pipeline attributed the slice's bucket to the attempt (sql/views/gpu_activity.sql).
+    con.execute(
+        """
+        CREATE TABLE gpu_activity AS SELECT
+            'c1' AS cluster, 'GPU-1' AS gpu_uuid, 1 AS mig_instance,
+            TIMESTAMPTZ '2025-01-01 00:00:00+00' AS bucket, '7' AS job_id, 0::BIGINT AS attempt,
+            'label_hpc_job' AS attribution
+        """
+    )
     out = query(
         con, "job_attempts", job_id="7", cluster=None, idle_below=0.1, mig_pattern=MIG_PATTERN
     )

@@ -1,0 +1,103 @@
+"""Queue now: the Slurm jobs and Kueue workloads pending at each cluster's data cut-off, with
+their size, team, wait so far and the reason where the data give one."""
+
+from __future__ import annotations
+
+import plotly.express as px
+import polars as pl
+import streamlit as st
+
+from dashboards import _charts, _filters, queries
+from pipelines.report.job_report import fmt_hours
+
+st.title("Queue now")
+
+path = queries.serving_path()
+f = _filters.render(path)
+st.caption(
+    f"cluster: {f.cluster or 'all'} · team: {f.team or 'all'} · the date filter does not apply: "
+    "this is the queue at each cluster's data cut-off."
+)
+if queries.filter_bounds(path) is None:
+    st.warning(f"No data yet in {path}: run `goodput materialize` (or `make run`).")
+    st.stop()
+
+pending = queries.queue_pending(path, f)
+cols = st.columns(3)
+cols[0].metric("Pending", f"{pending.height:,}", help="Slurm jobs and Kueue workloads")
+cols[1].metric("GPUs requested", f"{pending['gpus'].sum():,.0f}" if pending.height else "0")
+waits = pending["wait_s"].drop_nulls().to_list() if pending.height else []
+cols[2].metric("Longest wait so far", fmt_hours(max(waits)) if waits else "n/a")
+cuts = (
+    pending.group_by("cluster").agg(pl.col("as_of").max()).drop_nulls().sort("cluster")
+    if pending.height
+    else pl.DataFrame()
+)
+if cuts.height:
+    st.caption(
+        "Data cut-off (each cluster's queue is as of its own): "
+        + ", ".join(f"{c} {t:%Y-%m-%d %H:%M} UTC" for c, t in cuts.iter_rows())
+        + "."
+    )
+
+if pending.height == 0:
+    st.info("Nothing pending at the data cut-off (for these filters).")
+    st.stop()
+
+shown = pending.select(
+    pl.col("cluster"),
+    pl.col("job_id").alias("job"),
+    pl.col("user_name").alias("user"),
+    pl.col("team"),
+    pl.col("gpus").alias("GPUs"),
+    pl.col("wait_s").map_elements(fmt_hours, return_dtype=pl.String()).alias("waiting"),
+    pl.col("reason").fill_null("n/a").alias("reason"),
+    pl.col("reason_detail").alias("latest pending message"),
+    pl.lit("n/a").alias("estimated start"),
+    pl.col("eligible_at").alias("eligible (UTC)"),
+    pl.col("submit_at").alias("submitted (UTC)"),
+    pl.col("partition").alias("partition / ClusterQueue"),
+    pl.col("queue").alias("QOS / LocalQueue"),
+    pl.col("source").alias("scheduler"),
+)
+st.subheader("Pending now")
+st.dataframe(
+    shown,
+    key="queue_pending_table",
+    hide_index=True,
+    column_config={
+        "GPUs": st.column_config.NumberColumn(format="%g"),
+        "eligible (UTC)": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
+        "submitted (UTC)": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
+    },
+)
+st.caption(
+    "Slurm: jobs never started and still PENDING in the latest sacct export; reason = sacct's "
+    "Reason as exported (n/a when the export has none). Kubernetes: Kueue Workloads still "
+    "PENDING; reason = their most frequent pending reason (kueue: quota, kube-scheduler: "
+    "placement) with the latest event message. Waiting = data cut-off − eligible time (Slurm "
+    "Eligible; Kueue: when the Workload could first be admitted), longest first."
+)
+st.caption(
+    "Estimated start: n/a. The scheduler model (metrics/scheduler_model.py) replays a recorded "
+    "queue from its eligible times; it cannot start from the state at the cut-off (running jobs "
+    "on their nodes with their time limits, reservations, priorities as Slurm computes them), "
+    "so any estimate from it here would be a guess, not Slurm's or Kueue's."
+)
+_charts.download(shown, key="queue_pending_table")
+
+by_team = (
+    pending.group_by("cluster", "team")
+    .agg(pl.col("gpus").sum().alias("gpus"), pl.len().alias("jobs"))
+    .sort(["gpus", "cluster", "team"], descending=[True, False, False])
+)
+fig = px.bar(
+    by_team, x="team", y="gpus", color="cluster", hover_data=["jobs"],
+    labels={"gpus": "GPUs requested", "jobs": "pending"},
+)  # fmt: skip
+_charts.chart(
+    fig,
+    by_team,
+    key="queue_by_team",
+    definition="GPUs requested by the jobs and workloads pending at the cut-off, per team.",
+)

@@ -1,0 +1,71 @@
+"""The Slurm settings in force, from ``scontrol show config``.
+
+``scontrol show config`` prints one ``Name = value`` line per setting (a header line and
+sections without ``=`` are skipped). :func:`priority_settings` picks what the fairness rule needs:
+``PriorityWeightFairshare``, the other ``PriorityWeight*`` integers (``PriorityWeightTRES`` is a
+TRES list and is left out), and ``PriorityDecayHalfLife`` (``days-hh:mm:ss`` or ``hh:mm:ss``,
+in seconds).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import NamedTuple
+
+__all__ = ["PrioritySettings", "parse_duration", "parse_scontrol_config", "priority_settings"]
+
+_LINE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
+
+
+class PrioritySettings(NamedTuple):
+    """Priority weights and decay half-life in force (None: not in the config)."""
+
+    weight_fairshare: int | None
+    other_weights: dict[str, int] | None
+    decay_half_life_s: float | None
+
+
+def parse_scontrol_config(text: str) -> dict[str, str]:
+    """``Name = value`` lines of ``scontrol show config`` → name → value (first wins)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if m and m.group(1) not in out:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+def parse_duration(value: str) -> float | None:
+    """Slurm durations: ``7-00:00:00``, ``14-0``, ``01:30:00``, ``90`` (minutes) → seconds."""
+    v = value.strip()
+    m = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", v)
+    if not m:
+        return None
+    days, a, b, c = m.groups()
+    if days is not None:  # days-hours[:minutes[:seconds]]
+        h, mi, s = int(a), int(b or 0), int(c or 0)
+        return int(days) * 86400 + h * 3600 + mi * 60 + s
+    if c is not None:  # hours:minutes:seconds
+        return int(a) * 3600 + int(b) * 60 + int(c)
+    if b is not None:  # minutes:seconds
+        return int(a) * 60 + int(b)
+    return int(a) * 60.0  # minutes
+
+
+def priority_settings(config: Mapping[str, str]) -> PrioritySettings:
+    """The fairness rule's inputs from a parsed config (all None when the config is empty)."""
+    weights: dict[str, int] = {}
+    for k, v in config.items():
+        if k.startswith("PriorityWeight") and k != "PriorityWeightTRES":
+            try:
+                weights[k] = int(v.split()[0])
+            except (ValueError, IndexError):
+                continue
+    fairshare = weights.pop("PriorityWeightFairshare", None)
+    half = config.get("PriorityDecayHalfLife")
+    return PrioritySettings(
+        weight_fairshare=fairshare,
+        other_weights=weights if fairshare is not None else None,
+        decay_half_life_s=parse_duration(half) if half else None,
+    )
