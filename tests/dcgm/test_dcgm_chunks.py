@@ -23,7 +23,8 @@ from pipelines._parse_result import InputFormatError, ParseResult
 from pipelines.dcgm import _dcgm_parse as dcgm_parse
 from pipelines.dcgm._dcgm_parse import iter_parse_dcgm, parse_dcgm
 from pipelines.ingest import IngestOptions, ingest_file
-from pipelines.warehouse import _merge_info, connect, init_warehouse
+from pipelines.warehouse import connect, init_warehouse
+from pipelines.warehouse._loading import _merge_info
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "dcgm-exporter"
 PASTES = FIXTURES / "issue_metrics_pastes.prom"
