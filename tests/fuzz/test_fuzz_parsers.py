@@ -21,7 +21,9 @@ a lone surrogate escape, deep nesting, a huge integer). For every input the kind
     the rejected rows cover every data line once, and no two rejections share a line.
   * sacct JSON: a job in ``jobs``; its steps fold into it (a step's row or rejection carries its
     job's index as ``line_no``), so every job index is loaded or rejected, no index is outside
-    the list, and no rejection is repeated.
+    the list, and no rejection is repeated. By record (the parser's own ``json_records``: a job
+    and each of its steps, or one rejection for a job that cannot be read, steps and all):
+    rows + rejected = records, unless a pending array was expanded into one row per task.
   * Kubernetes JSON (a list document, an array, one object): an item of the list, counted
     here with :mod:`json`; for a stream of objects (JSON lines, or ``kubectl get -w``'s
     pretty-printed objects) the reader's own ``info["items"]``. A later version of the same
@@ -52,6 +54,7 @@ import pytest
 
 from pipelines._parse_result import InputFormatError, ParseResult
 from pipelines.ingest import IngestOptions, parse_file
+from pipelines.slurm._sacct_json import json_records
 from tests.conftest import FIXTURES
 
 N = int(os.environ.get("GOODPUT_FUZZ_N", "40"))
@@ -209,7 +212,12 @@ def _conservation(kind: str, name: str, data: bytes, result: ParseResult) -> lis
     if kind == "sacct" and result.info.get("format") != "json":
         return _sacct_text(data, result)
     if kind == "sacct":
-        jobs = len(json.loads(_text(data))["jobs"])
+        doc = json.loads(_text(data))
+        jobs = len(doc["jobs"])
+        records, early = json_records(doc)
+        out = rows.height + rejected.height
+        if not result.info["array_rows_expanded"] and out != len(records) + len(early):
+            return [f"{len(records) + len(early)} job and step records in, {out} out"]
         got = set(rows["line_no"]) | set(rejected["line_no"])
         bad = []
         if missing := sorted(set(range(1, jobs + 1)) - got):
