@@ -57,7 +57,7 @@ _TABLE_FUNCTIONS = frozenset(
     {"range", "generate_series", "unnest", "repeat", "json_each", "json_tree"}
 )
 #: Scalar functions that show settings or the catalog (besides every ``duckdb_*``/``pragma_*``).
-_SCALAR_REFUSED = frozenset({"current_setting", "getvariable", "which_secret"})
+_SCALAR_REFUSED = frozenset({"current_setting", "getvariable", "getenv", "which_secret"})
 _CATALOG_PREFIXES = ("duckdb_", "pragma_")
 #: Statement types refused with the lock that would refuse them anyway, so the message says why.
 _READ_ONLY_TYPES = frozenset(
@@ -223,23 +223,28 @@ def _check(con: duckdb.DuckDBPyConnection, query: str) -> None:
         )
     row = con.execute("SELECT json_serialize_sql($q::VARCHAR)", {"q": query}).fetchone()
     tree = json.loads(row[0]) if row else {"error": True}
-    if tree.get("error"):
-        return
+    if tree.get("error"):  # parsed, yet not serializable: what it names cannot be checked
+        raise SqlRefused(
+            f"refused: this SELECT cannot be checked ({tree.get('error_message', 'unknown')})"
+        )
     db = con.execute("SELECT current_database()").fetchone()
     _check_tree(tree["statements"], *_names(con, db[0] if db else ""))
 
 
 def _names(con: duckdb.DuckDBPyConnection, db: str) -> tuple[str, frozenset[str], frozenset[str]]:
-    """The database's name, its ``main`` tables and views, and every other table or view name
-    (the catalog's views, other schemas): all lower case."""
+    """The database's name, its ``main`` tables and views, and the other names a query reaches
+    unqualified (the ``main`` and ``pg_catalog`` schemas of the ``system`` and ``temp``
+    catalogs: ``duckdb_tables``, ``pg_class``, ``pragma_database_list`` …), which a CTE may not
+    take: all lower case."""
     rows = con.execute(
-        "SELECT database_name = $db AND schema_name = 'main', lower(view_name) FROM duckdb_views() "
-        "UNION ALL SELECT database_name = $db AND schema_name = 'main', lower(table_name) "
-        "FROM duckdb_tables()",
-        {"db": db},
+        "SELECT database_name, schema_name, lower(view_name) FROM duckdb_views() "
+        "UNION ALL SELECT database_name, schema_name, lower(table_name) FROM duckdb_tables()"
     ).fetchall()
-    main = frozenset(n for is_main, n in rows if is_main)
-    return db.lower(), main, frozenset(n for is_main, n in rows if not is_main) - main
+    main = frozenset(n for d, s, n in rows if d == db and s == "main")
+    catalog = frozenset(
+        n for d, s, n in rows if d in ("system", "temp") and s in ("main", "pg_catalog")
+    )
+    return db.lower(), main, catalog - main
 
 
 def _nodes(tree: Any) -> Iterator[dict[str, Any]]:

@@ -67,6 +67,8 @@ def _sql(db: Path, query: str, *args: str) -> Result:
         ("WITH duckdb_databases AS (SELECT 1) SELECT * FROM duckdb_databases", "a CTE may not"),
         ("SELECT 1; SELECT * FROM raw.ingests", "one statement at a time (2 given)"),
         ("SELECT * FROM core.slurm_jobs", "core.slurm_jobs is not one of"),
+        ("SELECT * FROM pg_class", "pg_class is not one of"),
+        ("SELECT getenv('HOME')", "getenv() is not available"),
     ],
 )
 def test_catalog_settings_and_raw_tables_are_refused(
@@ -100,10 +102,12 @@ def test_ingests_shows_the_files_base_name(db: Path, tmp_path: Path) -> None:
 
 def test_views_ctes_generators_and_describe_still_run(db: Path) -> None:
     """The rule refuses names, not shapes: a CTE over a view, a qualified ``main`` view, a row
-    generator, ``DESCRIBE`` and ``SUMMARIZE`` of a view all run."""
+    generator, a CTE named like a raw table (raw tables are not reached unqualified),
+    ``DESCRIBE`` and ``SUMMARIZE`` of a view all run."""
     for query, want in [
         ("WITH c AS (SELECT gpus FROM main.jobs) SELECT sum(gpus) AS g FROM c", ["g", "7.0"]),
         ("SELECT count(*) AS n FROM range(4) CROSS JOIN unnest([1, 2])", ["n", "8"]),
+        ("WITH slurm_rows AS (SELECT 2 AS a) SELECT a FROM slurm_rows", ["a", "2"]),
         (
             "SELECT column_name FROM (DESCRIBE jobs) WHERE column_name = 'gpu_s'",
             ["column_name", "gpu_s"],
