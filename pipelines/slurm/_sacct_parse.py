@@ -1582,12 +1582,18 @@ def _parse_chunk(
         )
     )
     if n_bad:
-        bad_rows = typed.filter("_bad").with_columns(
-            line=raw_text,
-            _reason=pl.coalesce([pl.when(bad).then(why) for bad, _, why in plan.rules]),
-            _field=pl.coalesce(
-                [pl.when(bad).then(pl.lit(name, pl.String)) for bad, name, _ in plan.rules]
-            ),
+        # rechunked: formatting the reasons over the filtered string views panicked in polars
+        # (an index out of bounds; tests/fuzz/sacct_polars_panic.psv, found by the fuzzer)
+        bad_rows = (
+            typed.filter("_bad")
+            .rechunk()
+            .with_columns(
+                line=raw_text,
+                _reason=pl.coalesce([pl.when(bad).then(why) for bad, _, why in plan.rules]),
+                _field=pl.coalesce(
+                    [pl.when(bad).then(pl.lit(name, pl.String)) for bad, name, _ in plan.rules]
+                ),
+            )
         )
         rejected.append(_reject_frame(file, bad_rows))
     keep = [name for name in SLURM_ROW_SCHEMA if name in typed.columns]
