@@ -7,12 +7,27 @@ import polars as pl
 import streamlit as st
 
 from dashboards import _charts, queries
-from pipelines.warehouse.safe_sql import SqlRefused
+from pipelines.config import load_config
+from pipelines.warehouse.safe_sql import QueryResult, SqlRefused, run_query_counted
 
 DEFAULT_QUERY = (
     "SELECT cluster, day, occupancy, allocated_gpu_s / 3600 AS allocated_gpu_h\n"
     "FROM occupancy_daily\nORDER BY cluster, day"
 )
+
+
+@st.cache_data(ttl=60, max_entries=32)
+def _run(path: str, query: str, row_limit: int) -> QueryResult:
+    """The query's first ``row_limit`` rows and its true row count, under ``[sql]``'s limits.
+
+    Like :func:`dashboards.queries.run_sql`, which returns the rows alone, plus the count.
+    """
+    cfg = load_config()
+    return run_query_counted(
+        path, query, row_limit=row_limit, time_limit_s=cfg.sql_time_limit_s,
+        memory_limit=cfg.sql_memory_limit,
+    )  # fmt: skip
+
 
 st.title("SQL")
 st.caption(
@@ -33,7 +48,7 @@ row_limit = st.number_input(
 if not query or not query.strip():
     st.stop()
 try:
-    result = queries.run_sql(path, query, int(row_limit))
+    counted = _run(path, query, int(row_limit))
 except SqlRefused as exc:
     st.error(str(exc))
     st.stop()
@@ -41,8 +56,9 @@ except FileNotFoundError as exc:
     st.warning(str(exc))
     st.stop()
 
-limited = " (row limit reached)" if result.height >= row_limit else ""
-st.caption(f"{result.height:,} rows × {result.width} columns{limited}")
+result = counted.rows
+shown = counted.shown() if counted.capped else f"{result.height:,} rows"
+st.caption(f"{shown} × {result.width} columns")
 st.dataframe(result, key="sql_result_table", hide_index=True)
 _charts.download(result, key="sql_result")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -177,9 +178,21 @@ def materialize(
     )
 
 
-@app.command()
+#: ``goodput sql "-- note\nselect 1"``: a query that opens with an SQL comment starts with ``--``,
+#: which click would read as an option; unknown options are taken as the query instead, and one
+#: that looks like a mistyped option (``--fromat``) is refused in the command.
+_QUERY_ARGUMENT = {"ignore_unknown_options": True}
+
+
+@app.command(context_settings=_QUERY_ARGUMENT)
 def sql(
-    query: Annotated[str, typer.Argument(help="SQL over the documented views")],
+    query: Annotated[
+        str,
+        typer.Argument(
+            help="One SELECT over the documented views (sql/README.md); it may open with a "
+            "-- comment"
+        ),
+    ],
     db: Annotated[Path | None, typer.Option(help="DuckDB file (default: the serving copy)")] = None,
     fmt: Annotated[
         str,
@@ -191,9 +204,13 @@ def sql(
     ] = "table",
     limit: Annotated[int, typer.Option(help="Row limit")] = 100_000,
 ) -> None:
-    """Run a read-only query (no writes, no file access, no ATTACH, settings locked)."""
-    from pipelines.warehouse.safe_sql import SqlRefused, flat_for_csv, run_query
+    """Run a read-only query over the documented views (no writes, no file access, no ATTACH,
+    no catalog or settings). When rows are cut at the limit, the table says "showing N of M
+    rows" (csv and json: on stderr)."""
+    from pipelines.warehouse.safe_sql import SqlRefused, flat_for_csv, run_query_counted
 
+    if re.fullmatch(r"--?[A-Za-z][\w-]*(=\S*)?", query):
+        raise _fail(f"no such option: {query.split('=', 1)[0]}", 2)
     if fmt not in ("table", "csv", "json"):
         raise _fail("--format must be table, csv or json", 2)
     try:
@@ -202,12 +219,13 @@ def sql(
         raise _fail(str(exc)) from exc
     path = db or cfg.serving_path
     try:
-        df = run_query(
+        result = run_query_counted(
             path, query, row_limit=limit, time_limit_s=cfg.sql_time_limit_s,
             memory_limit=cfg.sql_memory_limit,
         )  # fmt: skip
     except (SqlRefused, FileNotFoundError) as exc:
         raise _fail(str(exc)) from exc
+    df = result.rows
     if fmt == "csv":
         sys.stdout.write(flat_for_csv(df).write_csv(null_value=""))
     elif fmt == "json":
@@ -218,6 +236,9 @@ def sql(
             tbl_hide_dataframe_shape=True,
         ):  # fmt: skip
             typer.echo(str(df))
+    if result.capped:
+        note = f"{result.shown()} (--limit {limit:,})"
+        typer.echo(note if fmt == "table" else f"goodput: note: {note}", err=fmt != "table")
 
 
 @app.command()

@@ -11,6 +11,7 @@ by regex on whole columns, repeated TRES strings and host lists typed once); onl
 from __future__ import annotations
 
 import codecs
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -143,6 +144,8 @@ _MAX_JOIN_LINES = 64
 _SAMPLE_LINES = 200
 #: Bytes at the start of a file the layout-detection lines are taken from.
 _SAMPLE_BYTES = 1 << 20
+#: The first byte that is not ASCII white space.
+_NON_BLANK = re.compile(rb"\S")
 #: Bytes at the start of a file checked for binary content and JSON.
 _HEAD_BYTES = 65536
 #: Bytes read at a time when checking that the rest of a file is UTF-8.
@@ -1040,6 +1043,14 @@ def iter_parse_sacct(
             return
         check_kind(file, head, data)
         sample = _sample(data)
+        while not sample:  # blank so far: the data may start further on
+            more = fh.read(_VALIDATE_BYTES)
+            if not more:
+                break
+            raw += more
+            data = raw.removeprefix(_BOM)
+            if more.strip():
+                sample = _sample(data)
         if not sample:
             lines = data.count(b"\n")
             last = data[-1:]
@@ -1504,13 +1515,19 @@ def _split_records(records: pl.DataFrame, layout: Layout) -> pl.DataFrame:
 def _sample(data: bytes) -> list[tuple[int, str]]:
     """The first non-blank lines ``(line_no, text)`` of the content, for layout detection.
 
-    Only ``data[:_SAMPLE_BYTES]`` is read, and whether ``data`` is any longer."""
-    head = data[:_SAMPLE_BYTES]
+    Blank lines before the first non-blank one are skipped however many there are (a log that
+    opens with 800 blank lines still has its data found, not taken for an empty file); from
+    there only ``_SAMPLE_BYTES`` are read, and whether ``data`` is any longer."""
+    found = _NON_BLANK.search(data)  # no copy of a large file, unlike lstrip()
+    first = found.start() if found else len(data)
+    start = data.rfind(b"\n", 0, first) + 1  # the start of the first non-blank line
+    skipped = data.count(b"\n", 0, start)
+    head = data[start : start + _SAMPLE_BYTES]
     lines = head.decode("utf-8", "replace").split("\n")
-    if len(head) < len(data) and len(lines) > 1:
+    if start + len(head) < len(data) and len(lines) > 1:
         lines = lines[:-1]  # cut mid-line
     sample = [
-        (no, line.removesuffix("\r"))
+        (skipped + no, line.removesuffix("\r"))
         for no, line in enumerate(lines[: _SAMPLE_LINES * 4], start=1)
         if line.strip()
     ]
@@ -1566,12 +1583,18 @@ def _parse_chunk(
         )
     )
     if n_bad:
-        bad_rows = typed.filter("_bad").with_columns(
-            line=raw_text,
-            _reason=pl.coalesce([pl.when(bad).then(why) for bad, _, why in plan.rules]),
-            _field=pl.coalesce(
-                [pl.when(bad).then(pl.lit(name, pl.String)) for bad, name, _ in plan.rules]
-            ),
+        # rechunked: formatting the reasons over the filtered string views panicked in polars
+        # (an index out of bounds; tests/fuzz/sacct_polars_panic.psv, found by the fuzzer)
+        bad_rows = (
+            typed.filter("_bad")
+            .rechunk()
+            .with_columns(
+                line=raw_text,
+                _reason=pl.coalesce([pl.when(bad).then(why) for bad, _, why in plan.rules]),
+                _field=pl.coalesce(
+                    [pl.when(bad).then(pl.lit(name, pl.String)) for bad, name, _ in plan.rules]
+                ),
+            )
         )
         rejected.append(_reject_frame(file, bad_rows))
     keep = [name for name in SLURM_ROW_SCHEMA if name in typed.columns]

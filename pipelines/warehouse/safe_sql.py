@@ -1,10 +1,24 @@
-"""Read-only, locked-down DuckDB connections for ad hoc SQL (``goodput sql`` and the SQL page)."""
+"""Read-only, locked-down DuckDB connections for ad hoc SQL (``goodput sql`` and the SQL page).
+
+What the ad hoc surface publishes is the documented views (``sql/README.md``) and nothing of the
+machine: one ``SELECT`` may read the ``main`` views and tables of the file, its own CTEs and the
+row generators (``range``, ``unnest`` …); it may not name another schema or catalog (``raw``,
+``core``, ``information_schema``, ``duckdb_*``/``pragma_*`` views), call a table function that
+reads files or the catalog (``read_csv``, ``duckdb_settings()``, ``query()``), a scalar catalog
+or setting function (``current_setting``, ``getvariable``, ``duckdb_*``, ``pragma_*``), or run any
+other statement (``PRAGMA``, ``CALL``, ``SHOW``, ``EXPLAIN``, ``SET``, writes). The check walks
+DuckDB's own parse tree (``json_serialize_sql``), so quoting and case do not get round it; the
+connection's locks (read-only, no external access, settings locked) stay underneath it.
+"""
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -13,10 +27,12 @@ __all__ = [
     "DEFAULT_MEMORY_LIMIT",
     "DEFAULT_ROW_LIMIT",
     "DEFAULT_TIME_LIMIT_S",
+    "QueryResult",
     "SqlRefused",
     "flat_for_csv",
     "open_readonly",
     "run_query",
+    "run_query_counted",
 ]
 
 DEFAULT_ROW_LIMIT = 100_000
@@ -36,8 +52,51 @@ _LOCKED = {
 }
 
 
+#: Table functions a query may call: row generators, nothing that reads a file or the catalog.
+_TABLE_FUNCTIONS = frozenset(
+    {"range", "generate_series", "unnest", "repeat", "json_each", "json_tree"}
+)
+#: Scalar functions that show settings or the catalog (besides every ``duckdb_*``/``pragma_*``).
+_SCALAR_REFUSED = frozenset({"current_setting", "getvariable", "getenv", "which_secret"})
+_CATALOG_PREFIXES = ("duckdb_", "pragma_")
+#: Statement types refused with the lock that would refuse them anyway, so the message says why.
+_READ_ONLY_TYPES = frozenset(
+    {"INSERT", "UPDATE", "DELETE", "CREATE", "CREATE_FUNC", "DROP", "ALTER", "MERGE_INTO",
+     "VACUUM", "ANALYZE"}
+)  # fmt: skip
+_FILE_TYPES = frozenset(
+    {"COPY", "COPY_DATABASE", "ATTACH", "DETACH", "LOAD", "EXPORT", "EXTENSION"}
+)
+_SETTING_TYPES = frozenset({"SET", "VARIABLE_SET"})
+
+
 class SqlRefused(ValueError):
-    """A query was refused: it writes, reads a file, attaches a database or changes settings."""
+    """A query was refused: it writes, reads a file, attaches a database, changes settings, or
+    names something other than the documented views (the catalog, settings, raw tables)."""
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """The rows a query returned, at most the row limit, and how many it has in all.
+
+    Attributes:
+        rows: the first ``row_limit`` rows.
+        total: every row the query has, counted within the same time limit; ``None`` when the
+            rows were capped and counting them all was itself stopped by a limit.
+    """
+
+    rows: pl.DataFrame
+    total: int | None
+
+    @property
+    def capped(self) -> bool:
+        """Whether the query has more rows than are shown."""
+        return self.total is None or self.total > self.rows.height
+
+    def shown(self) -> str:
+        """``showing 10,000 of 123,456 rows`` (``of more than 10,000`` when uncounted)."""
+        of = f"{self.total:,}" if self.total is not None else f"more than {self.rows.height:,}"
+        return f"showing {self.rows.height:,} of {of} rows"
 
 
 def open_readonly(
@@ -83,22 +142,38 @@ def run_query(
     time_limit_s: float = DEFAULT_TIME_LIMIT_S,
     memory_limit: str = DEFAULT_MEMORY_LIMIT,
 ) -> pl.DataFrame:
+    """The first ``row_limit`` rows of :func:`run_query_counted` (same arguments and errors)."""
+    return run_query_counted(
+        path, query, row_limit=row_limit, time_limit_s=time_limit_s, memory_limit=memory_limit
+    ).rows
+
+
+def run_query_counted(
+    path: str | Path,
+    query: str,
+    *,
+    row_limit: int = DEFAULT_ROW_LIMIT,
+    time_limit_s: float = DEFAULT_TIME_LIMIT_S,
+    memory_limit: str = DEFAULT_MEMORY_LIMIT,
+) -> QueryResult:
     """Run one query on a locked-down read-only connection, bounded in time and memory.
 
     Args:
         path: the DuckDB file.
-        query: SQL text.
-        row_limit: at most this many rows are returned.
-        time_limit_s: the statement is interrupted after this many seconds.
+        query: SQL text: one ``SELECT`` over the documented views (module docstring).
+        row_limit: at most this many rows are returned; when the query has more, they are
+            counted within the same time limit.
+        time_limit_s: the statement (and the count) is interrupted after this many seconds.
         memory_limit: DuckDB memory limit (no spilling to disk).
 
     Returns:
-        The result as a polars frame (at most ``row_limit`` rows).
+        At most ``row_limit`` rows and the query's row count.
 
     Raises:
-        SqlRefused: the query writes, reads files, attaches or changes settings (the message says
-            which), is not valid SQL or fails, or was stopped by a limit ("query stopped: time
-            limit of 30 s", "query stopped: memory limit of 2GB").
+        SqlRefused: the query writes, reads files, attaches, changes settings, or names the
+            catalog, a setting or a table outside the documented views (the message says which),
+            is not valid SQL or fails, or was stopped by a limit ("query stopped: time limit of
+            30 s", "query stopped: memory limit of 2GB").
         FileNotFoundError: no such database file.
     """
     con = open_readonly(path, memory_limit=memory_limit)
@@ -106,6 +181,7 @@ def run_query(
     watchdog.daemon = True
     watchdog.start()
     try:
+        _check(con, query)
         return _run(con, query, row_limit)
     except duckdb.InterruptException as exc:
         raise SqlRefused(f"query stopped: time limit of {time_limit_s:g} s") from exc
@@ -116,9 +192,120 @@ def run_query(
         con.close()
 
 
-def _run(con: duckdb.DuckDBPyConnection, query: str, row_limit: int) -> pl.DataFrame:
-    """The query's first ``row_limit`` rows; DuckDB errors become :class:`SqlRefused`, except a
-    limit's interrupt or out-of-memory error (the caller names the limit)."""
+def _check(con: duckdb.DuckDBPyConnection, query: str) -> None:
+    """Refuse ``query`` unless it is one ``SELECT`` that names only the documented views.
+
+    Raises:
+        SqlRefused: what is refused and why (a parse error is left to DuckDB's own message).
+    """
+    try:
+        statements = con.extract_statements(query)
+    except duckdb.Error:
+        return  # not SQL: running it gives DuckDB's parser error
+    if len(statements) > 1:
+        raise SqlRefused(f"refused: one statement at a time ({len(statements)} given)")
+    if not statements:
+        return
+    kind = statements[0].type.name
+    if kind in _READ_ONLY_TYPES:
+        raise SqlRefused(f"refused: the database is read-only ({kind} does not run here)")
+    if kind in _FILE_TYPES:
+        raise SqlRefused(
+            f"refused: this connection cannot read files, write files, attach databases or "
+            f"load extensions ({kind})"
+        )
+    if kind in _SETTING_TYPES:
+        raise SqlRefused(f"refused: settings are locked ({kind})")
+    if kind != "SELECT":
+        raise SqlRefused(
+            f"refused: only a SELECT over the documented views runs here, not {kind} "
+            "(the catalog and settings are not published; the views are in sql/README.md)"
+        )
+    row = con.execute("SELECT json_serialize_sql($q::VARCHAR)", {"q": query}).fetchone()
+    tree = json.loads(row[0]) if row else {"error": True}
+    if tree.get("error"):  # parsed, yet not serializable: what it names cannot be checked
+        raise SqlRefused(
+            f"refused: this SELECT cannot be checked ({tree.get('error_message', 'unknown')})"
+        )
+    db = con.execute("SELECT current_database()").fetchone()
+    _check_tree(tree["statements"], *_names(con, db[0] if db else ""))
+
+
+def _names(con: duckdb.DuckDBPyConnection, db: str) -> tuple[str, frozenset[str], frozenset[str]]:
+    """The database's name, its ``main`` tables and views, and the other names a query reaches
+    unqualified (the ``main`` and ``pg_catalog`` schemas of the ``system`` and ``temp``
+    catalogs: ``duckdb_tables``, ``pg_class``, ``pragma_database_list`` …), which a CTE may not
+    take: all lower case."""
+    rows = con.execute(
+        "SELECT database_name, schema_name, lower(view_name) FROM duckdb_views() "
+        "UNION ALL SELECT database_name, schema_name, lower(table_name) FROM duckdb_tables()"
+    ).fetchall()
+    main = frozenset(n for d, s, n in rows if d == db and s == "main")
+    catalog = frozenset(
+        n for d, s, n in rows if d in ("system", "temp") and s in ("main", "pg_catalog")
+    )
+    return db.lower(), main, catalog - main
+
+
+def _nodes(tree: Any) -> Iterator[dict[str, Any]]:
+    """Every object in a ``json_serialize_sql`` tree, depth first."""
+    if isinstance(tree, dict):
+        yield tree
+        for value in tree.values():
+            yield from _nodes(value)
+    elif isinstance(tree, list):
+        for value in tree:
+            yield from _nodes(value)
+
+
+def _check_tree(tree: Any, db: str, main: frozenset[str], other: frozenset[str]) -> None:
+    """Refuse a parse tree that names a table outside ``main`` (or the query's CTEs), a table
+    function other than a row generator, a catalog or setting function, or a ``SHOW``."""
+    nodes = list(_nodes(tree))
+    ctes = {
+        str(entry["key"]).lower()
+        for node in nodes
+        if isinstance(node.get("cte_map"), dict)
+        for entry in node["cte_map"].get("map", [])
+    }
+    for name in sorted(ctes & other):
+        raise SqlRefused(f"refused: a CTE may not be named {name!r}, a catalog name")
+    views = "the documented views (sql/README.md); the catalog and the raw, core and analytics "
+    for node in nodes:
+        kind = node.get("type")
+        if kind == "BASE_TABLE":
+            name = str(node.get("table_name", "")).lower()
+            schema = str(node.get("schema_name", "")).lower()
+            catalog = str(node.get("catalog_name", "")).lower()
+            qualified = ".".join(p for p in (catalog, schema, name) if p)
+            in_main = catalog in ("", db) and schema in ("", "main")
+            if not in_main or (name not in main and not (name in ctes and not schema)):
+                raise SqlRefused(
+                    f"refused: {qualified} is not one of {views}tables are not published here"
+                )
+        elif kind == "SHOW_REF" and node.get("query") is None:
+            raise SqlRefused("refused: SHOW lists the catalog; the views are in sql/README.md")
+        elif kind == "TABLE_FUNCTION":
+            fn = node.get("function") or {}
+            name = str(fn.get("function_name", "")).lower()
+            if name not in _TABLE_FUNCTIONS:
+                raise SqlRefused(
+                    f"refused: {name}() is not available here: this connection cannot read "
+                    "files, and publishes no catalog or settings"
+                )
+        elif node.get("class") == "FUNCTION":
+            name = str(node.get("function_name", "")).lower()
+            if name in _SCALAR_REFUSED or name.startswith(_CATALOG_PREFIXES):
+                raise SqlRefused(
+                    f"refused: {name}() is not available here: the SQL surface publishes no "
+                    "catalog, settings or paths"
+                )
+
+
+def _run(con: duckdb.DuckDBPyConnection, query: str, row_limit: int) -> QueryResult:
+    """The query's first ``row_limit`` rows and its row count; DuckDB errors become
+    :class:`SqlRefused`, except a limit's interrupt or out-of-memory error while the rows are
+    read (the caller names the limit). A limit that stops the count leaves ``total`` ``None``."""
     try:
         rel = con.sql(query)
     except duckdb.PermissionException as exc:
@@ -133,14 +320,20 @@ def _run(con: duckdb.DuckDBPyConnection, query: str, row_limit: int) -> pl.DataF
     except duckdb.Error as exc:
         raise SqlRefused(f"query failed: {exc}") from exc
     if rel is None:
-        return pl.DataFrame()
+        return QueryResult(pl.DataFrame(), 0)
     try:
-        out: pl.DataFrame = rel.limit(row_limit).pl()
+        out: pl.DataFrame = rel.limit(row_limit + 1).pl()
     except (duckdb.InterruptException, duckdb.OutOfMemoryException):
         raise
     except duckdb.Error as exc:  # a runtime error: SELECT 'abc'::INTEGER
         raise SqlRefused(f"query failed: {exc}") from exc
-    return out
+    if out.height <= row_limit:
+        return QueryResult(out, out.height)
+    try:
+        counted: int | None = rel.count("*").fetchall()[0][0]
+    except (duckdb.InterruptException, duckdb.OutOfMemoryException):
+        counted = None
+    return QueryResult(out.head(row_limit), counted)
 
 
 def flat_for_csv(df: pl.DataFrame) -> pl.DataFrame:

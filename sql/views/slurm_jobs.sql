@@ -6,5 +6,5 @@ SELECT source, cluster, job_id, job_id_raw, job_key, attempt, team, account, use
        timelimit_note, array_job_id, array_task_id, array_throttle, het_job_id, het_job_offset,
        step, is_allocation, row_id, node_list, node_list_raw, nnodes, ncpus, exit_code, signal,
        alloc_tres, req_tres, req_mem_mb, req_mem_per, job_name, uid, group_name, reason, extra,
-       file, line_no, line_end
+       parse_filename(file) AS file, line_no, line_end
 FROM core.slurm_jobs;
