@@ -127,7 +127,10 @@ def _data_quality(
                     pl.lit(None, dtype=pl.String()).alias("partition"),
                     pl.lit(check).alias("check"),
                     pl.col(col).alias("value"),
-                    pl.format("{}: {}", pl.col("file"), pl.lit(what)).alias("detail"),
+                    # the file's base name: published views show no path of the machine
+                    pl.format(
+                        "{}: {}", pl.col("file").str.split("/").list.last(), pl.lit(what)
+                    ).alias("detail"),
                 )
             )
     rejected = run_named(con, "analytics/rejected_by_source")

@@ -354,9 +354,11 @@ def record_build(
         load_sql("analytics/insert_build_state"),
         {"build_id": plan.build_id, "mode": "full" if plan.full else "incremental",
          "max_ingest_id": plan.max_ingest_id, "fingerprint": plan.fingerprint,
-         "as_of_json": json.dumps(cuts)},
+         "as_of_json": json.dumps(cuts, sort_keys=True)},
     )  # fmt: skip
-    days = json.dumps({c: sorted(d.isoformat() for d in ds) for c, ds in plan.days.items()})
+    days = json.dumps(
+        {c: sorted(d.isoformat() for d in ds) for c, ds in plan.days.items()}, sort_keys=True
+    )
     for table, mode, deleted, inserted in log:
         con.execute(
             load_sql("analytics/insert_build_log"),
