@@ -61,7 +61,7 @@ _SHARE_SUFFIXES = ("_share", "share_of_capacity", "_ratio", "occupancy", "activi
 #: Ratios that can pass 1 or go negative: plain numbers.
 _NOT_SHARES = ("entitlement_ratio", "drift", "relative_drift")
 #: Words spelled out in labels.
-_WORDS = {"gpu": "GPU", "gpus": "GPUs", "h": "GPU-h", "id": "ID", "dq": "DQ", "xid": "XID"}
+_WORDS = {"gpu": "GPU", "gpus": "GPUs", "h": "(h)", "id": "ID", "dq": "DQ", "xid": "XID"}
 #: Table rows visible before it scrolls: tall enough that a week of days or every team fits.
 _MAX_ROWS = 30
 _ROW_PX = 35
@@ -107,13 +107,15 @@ def column_config(df: pl.DataFrame, *, human_labels: bool = True) -> dict[str, A
             config[name] = st.column_config.ProgressColumn(
                 text, format="percent", min_value=0.0, max_value=1.0
             )
-        elif name.endswith("_s"):
+        elif name.endswith("_s") and human_labels:
             config[name] = st.column_config.NumberColumn(text + " (s)", format="%d")
             config[name + _HOURS] = st.column_config.NumberColumn(
                 text + " (h)", format=HOURS_FORMAT
             )
+        elif name.endswith("_h"):
+            config[name] = st.column_config.NumberColumn(text, format="%.1f")
         elif dtype.is_float():
-            config[name] = st.column_config.NumberColumn(text, format="%.3g")
+            config[name] = st.column_config.NumberColumn(text, format="localized")
         else:
             config[name] = st.column_config.NumberColumn(text, format="%d")
     return config
@@ -242,13 +244,16 @@ def table(
         df = df.sort(sort_by, descending=descending, nulls_last=True)
     order = [c for c in KEY_COLUMNS if c in df.columns] if human_labels else []
     order += [c for c in df.columns if c not in order and c not in hide]
-    seconds = set(_seconds(df))
+    # A reader's table shows durations in hours; a user's SQL result keeps its own units.
+    seconds = set(_seconds(df)) if human_labels else set()
     order = [c + _HOURS if c in seconds else c for c in order]
+    shown = _display(df) if human_labels else df
+    config = column_config(df, human_labels=human_labels)
     st.dataframe(
-        _display(df),
+        shown,
         key=f"{key}_table",
         hide_index=True,
-        column_config=column_config(df, human_labels=human_labels),
+        column_config={c: v for c, v in config.items() if c in shown.columns},
         column_order=order,
         height=table_height(df.height),
     )

@@ -20,6 +20,7 @@ def test_labels_spell_out_engine_names() -> None:
     assert _charts.label("gpu_h") == "GPU-hours"
     assert _charts.label("p90_s") == "p90"
     assert _charts.label("share_of_capacity") == "share of capacity"
+    assert _charts.label("data_age_h") == "data age (h)"
 
 
 def test_column_config_formats_by_kind() -> None:
