@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import polars as pl
+import pytest
+from typer.testing import CliRunner
 
+from pipelines.cli import app
 from pipelines.cli._table import render_table
 
 
@@ -64,3 +68,24 @@ def test_long_results_show_first_and_last_rows() -> None:
     body = [line.strip("│ ") for line in lines[4:-2]]
     assert body == ["0", "1", "2", "⋮", "97", "98", "99"]
     assert lines[-1] == "100 rows (6 shown) × 1 column (1 shown)"
+
+
+@pytest.mark.usefixtures("isolated_config")
+def test_the_sql_command_fits_the_terminal_width(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``goodput sql --format table`` on a 50-column terminal (``COLUMNS``): every line fits,
+    and the footer counts the rows and columns."""
+    f = tmp_path / "s.psv"
+    f.write_text(
+        "JobID|State|Start|End|AllocTRES\n1|RUNNING|2026-11-02T10:00:00|Unknown|gres/gpu=1\n"
+    )
+    db = tmp_path / "x.duckdb"
+    assert CliRunner().invoke(app, ["ingest", "sacct", str(f), "--db", str(db)]).exit_code == 0
+    monkeypatch.setenv("COLUMNS", "50")
+    result = CliRunner().invoke(app, ["sql", "select * from jobs", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 50
+    assert lines[-1].startswith("1 row × ") and lines[-1].endswith(" shown)")
+    assert "│ …" in lines[1] or "… │" in lines[1]  # jobs is wider than 50: columns elided
