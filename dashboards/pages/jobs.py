@@ -77,7 +77,9 @@ if shown.height:
             "GPUs": st.column_config.NumberColumn(format="%g"),
             "GPU-hours": st.column_config.NumberColumn(format="localized"),
             "idle GPU-hours": st.column_config.NumberColumn(format="localized"),
-            "GPU activity": st.column_config.NumberColumn(format="percent"),
+            "GPU activity": st.column_config.ProgressColumn(
+                format="percent", min_value=0.0, max_value=1.0
+            ),
             "start (UTC)": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
         },
     )
@@ -176,7 +178,9 @@ for cluster in sorted(
                 "GPU-hours": st.column_config.NumberColumn(format="localized"),
                 "idle GPU-hours": st.column_config.NumberColumn(format="localized"),
                 "observed GPU-hours": st.column_config.NumberColumn(format="localized"),
-                "GPU activity": st.column_config.NumberColumn(format="percent"),
+                "GPU activity": st.column_config.ProgressColumn(
+                    format="percent", min_value=0.0, max_value=1.0
+                ),
                 "peak GPU memory (MiB)": st.column_config.NumberColumn(format="localized"),
                 "start (UTC)": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
             },
