@@ -170,21 +170,36 @@ def day_axis(fig: Any) -> Any:
 
 
 def mark_partial_days(fig: Any, as_of: dt.datetime | None) -> Any:
-    """Bars of days that end after the data cut-off ``as_of`` drawn light, with a note: a
-    partial day is not a short day (METRICS.md "Complete periods")."""
+    """Bars of days that end after the data cut-off ``as_of`` drawn light (lines get a grey band
+    behind those days), with a note: a partial day is not a short day (METRICS.md "Complete
+    periods")."""
     if as_of is None:
         return fig
     partial = False
+    shaded: set[dt.datetime] = set()
     for trace in fig.data:
-        if trace.type != "bar" or trace.x is None:
+        if trace.x is None:
             continue
-        flags = [is_partial_day(_as_datetime(x), as_of) for x in trace.x]
-        if any(flags):
-            partial = True
+        days = [_as_datetime(x) for x in trace.x]
+        flags = [is_partial_day(d, as_of) for d in days]
+        if not any(flags):
+            continue
+        partial = True
+        if trace.type == "bar":
             trace.marker.opacity = [0.35 if p else 1.0 for p in flags]
+        else:  # a line: shade the partial days behind it
+            shaded |= {d for d, p in zip(days, flags, strict=True) if p}
+    if shaded:
+        fig.add_vrect(
+            # naive UTC: plotly.js does not read offsets in date strings
+            x0=(min(shaded) - dt.timedelta(hours=12)).replace(tzinfo=None),
+            x1=(max(shaded) + dt.timedelta(hours=12)).replace(tzinfo=None),
+            fillcolor="#bdbdbd", opacity=0.25, line_width=0, layer="below",
+        )  # fmt: skip
     if partial:
         fig.add_annotation(
-            text=f"light bars: partial day (data to {as_of:%Y-%m-%d %H:%M} UTC)",
+            text=f"{'grey band' if shaded else 'light bars'}: partial day "
+            f"(data to {as_of:%Y-%m-%d %H:%M} UTC)",
             xref="paper", yref="paper", x=1, y=1.08, showarrow=False, xanchor="right",
         )  # fmt: skip
     return fig

@@ -340,7 +340,7 @@ if trends.height:
         labels={"ratio": "share", "day": "UTC day"},
     )  # fmt: skip
     fig2.update_yaxes(tickformat=".0%", rangemode="tozero")
-    _charts.legend_below(_charts.day_axis(fig2))
+    _charts.legend_below(_charts.day_axis(_charts.mark_partial_days(fig2, as_of)))
     _charts.chart(
         fig2,
         trends,

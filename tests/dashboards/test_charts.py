@@ -73,3 +73,14 @@ def test_a_whole_day_is_not_partial() -> None:
     as_of = dt.datetime(2026, 11, 10, tzinfo=dt.UTC)
     assert not _charts.is_partial_day(dt.date(2026, 11, 9), as_of)
     assert _charts.is_partial_day(dt.date(2026, 11, 10), as_of)
+
+
+def test_partial_days_of_a_line_are_shaded() -> None:
+    """A line over a partial day gets a grey band behind that day, and the note."""
+    df = pl.DataFrame({"day": [dt.date(2026, 11, 9), dt.date(2026, 11, 10)], "ratio": [0.5, 0.4]})
+    fig = px.line(df, x="day", y="ratio")
+    _charts.mark_partial_days(fig, dt.datetime(2026, 11, 10, 12, tzinfo=dt.UTC))
+    (band,) = fig.layout.shapes
+    assert band.x0 == dt.datetime(2026, 11, 9, 12)
+    assert band.x1 == dt.datetime(2026, 11, 10, 12)
+    assert fig.layout.annotations[0].text.startswith("grey band: partial day")
