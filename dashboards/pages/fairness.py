@@ -62,8 +62,19 @@ shares = in_week.unpivot(
     variable_name="measure",
     value_name="share",
 )
-fig = px.bar(shares, x="team", y="share", color="measure", barmode="group")
-fig.update_yaxes(tickformat=".0%")
+fig = px.bar(
+    shares.with_columns(pl.col("measure").str.strip_suffix("_share")),
+    x="team",
+    y="share",
+    color="measure",
+    barmode="group",
+    color_discrete_map={
+        m.removesuffix("_share"): c for m, c in _charts.color_map("series").items()
+    },
+    category_orders={"measure": ["entitlement", "received", "fair"]},
+)
+fig.update_yaxes(tickformat=".0%", rangemode="tozero")
+_charts.legend_below(fig)
 _charts.chart(
     fig,
     in_week,
@@ -94,8 +105,12 @@ if summary.height:
         variable_name="measure",
         value_name="value",
     )
-    fig2 = px.line(long, x="week", y="value", color="measure", markers=True)
+    fig2 = px.line(
+        long, x="week", y="value", color="measure", markers=True,
+        color_discrete_map=_charts.color_map("series"), labels={"week": "week of"},
+    )  # fmt: skip
     fig2.update_yaxes(rangemode="tozero")
+    _charts.legend_below(_charts.week_axis(fig2))
     _charts.chart(
         fig2,
         summary,
@@ -114,9 +129,12 @@ fig3 = px.bar(
     debt,
     x="team",
     y="fair_share_debt_gpu_h",
+    color="team",
+    color_discrete_map=_charts.color_map("team", debt["team"]),
     hover_data=["fair_gpu_h", "used_gpu_h", "demand_gpu_h", "entitlement_ratio"],
     labels={"fair_share_debt_gpu_h": "debt (GPU-hours)"},
 )
+fig3.update_layout(showlegend=False)
 _charts.chart(
     fig3,
     debt,

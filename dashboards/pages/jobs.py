@@ -72,11 +72,14 @@ if shown.height:
         shown,
         key="job_list_table",
         hide_index=True,
+        height=_charts.table_height(shown.height),
         column_config={
             "GPUs": st.column_config.NumberColumn(format="%g"),
             "GPU-hours": st.column_config.NumberColumn(format="localized"),
             "idle GPU-hours": st.column_config.NumberColumn(format="localized"),
-            "GPU activity": st.column_config.NumberColumn(format="percent"),
+            "GPU activity": st.column_config.ProgressColumn(
+                format="percent", min_value=0.0, max_value=1.0
+            ),
             "start (UTC)": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
         },
     )
@@ -175,7 +178,9 @@ for cluster in sorted(
                 "GPU-hours": st.column_config.NumberColumn(format="localized"),
                 "idle GPU-hours": st.column_config.NumberColumn(format="localized"),
                 "observed GPU-hours": st.column_config.NumberColumn(format="localized"),
-                "GPU activity": st.column_config.NumberColumn(format="percent"),
+                "GPU activity": st.column_config.ProgressColumn(
+                    format="percent", min_value=0.0, max_value=1.0
+                ),
                 "peak GPU memory (MiB)": st.column_config.NumberColumn(format="localized"),
                 "start (UTC)": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
             },
@@ -238,7 +243,8 @@ for cluster in sorted(
                 series, x="bucket", y="activity", color="GPU", line_group="attempt",
                 labels={"bucket": "5-minute bucket (UTC)", "activity": "GPU activity"},
             )  # fmt: skip
-            fig_act.update_yaxes(tickformat=".0%")
+            fig_act.update_yaxes(tickformat=".0%", rangemode="tozero")
+            _charts.legend_below(fig_act)
             _charts.chart(
                 fig_act,
                 series,
@@ -253,6 +259,8 @@ for cluster in sorted(
                 series, x="bucket", y="fb_used_mib", color="GPU", line_group="attempt",
                 labels={"bucket": "5-minute bucket (UTC)", "fb_used_mib": "memory used (MiB)"},
             )  # fmt: skip
+            fig_mem.update_yaxes(rangemode="tozero")
+            _charts.legend_below(fig_mem)
             _charts.chart(
                 fig_mem,
                 series,

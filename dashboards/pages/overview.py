@@ -303,9 +303,10 @@ if daily.height:
         color="leaf",
         category_orders={"leaf": list(WATERFALL_LEAVES)},
         color_discrete_map=_charts.LEAF_COLORS,
-        labels={"gpu_h": "GPU-hours", "day": "UTC day"},
+        labels={"gpu_h": "GPU-hours", "day": "UTC day", "leaf": "waterfall leaf"},
         hover_data=["cluster"],
     )
+    _charts.legend_below(_charts.day_axis(_charts.mark_partial_days(fig, as_of)))
     _charts.chart(
         fig,
         daily,
@@ -333,8 +334,13 @@ if trends.height:
         variable_name="metric",
         value_name="ratio",
     )
-    fig2 = px.line(long, x="day", y="ratio", color="cluster", line_dash="metric", markers=True)
+    fig2 = px.line(
+        long, x="day", y="ratio", color="cluster", line_dash="metric", markers=True,
+        color_discrete_map=_charts.color_map("cluster", long["cluster"]),
+        labels={"ratio": "share", "day": "UTC day"},
+    )  # fmt: skip
     fig2.update_yaxes(tickformat=".0%", rangemode="tozero")
+    _charts.legend_below(_charts.day_axis(_charts.mark_partial_days(fig2, as_of)))
     _charts.chart(
         fig2,
         trends,
@@ -380,13 +386,13 @@ if fresh.height:
         st.warning(f"Stale sources (data older than their [freshness] bound): {listed}")
     else:
         st.caption("Every source's newest data are within its [freshness] bound.")
-    st.dataframe(
+    _charts.table(
         fresh.select(
-            "source", "cluster", "newest_data_at", "data_age_h", "last_loaded_at", "load_age_h",
-            "limit_h", "stale", "files", "rows_loaded", "rows_rejected",
-        ),
-        key="freshness_table",
-        hide_index=True,
+            "source", "cluster", "stale", "newest_data_at", "data_age_h", "last_loaded_at",
+            "load_age_h", "limit_h", "files", "rows_loaded", "rows_rejected",
+        ).sort("stale", "source", "cluster", descending=[True, False, False]),
+        key="freshness",
+        csv=False,
     )  # fmt: skip
     st.caption(
         "Per source and cluster (UTC): newest_data_at = the newest record time in its loaded "
@@ -397,6 +403,6 @@ if fresh.height:
     )
 rej = queries.rejected_by_reason(path)
 if rej.height:
-    st.dataframe(rej, key="rejected_table", hide_index=True)
+    _charts.table(rej, key="rejected", csv=False)
 else:
     st.caption("No rejected input rows.")

@@ -8,7 +8,7 @@ import polars as pl
 import streamlit as st
 
 from dashboards import _charts, _filters, queries
-from pipelines.report.job_report import fmt_hours
+from pipelines.report.formatting import DATETIME_FORMAT, fmt_hours
 
 st.title("Queue now")
 
@@ -65,10 +65,11 @@ st.dataframe(
     shown,
     key="queue_pending_table",
     hide_index=True,
+    height=_charts.table_height(shown.height),
     column_config={
         "GPUs": st.column_config.NumberColumn(format="%g"),
-        "eligible (UTC)": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
-        "submitted (UTC)": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
+        "eligible (UTC)": st.column_config.DatetimeColumn(format=DATETIME_FORMAT),
+        "submitted (UTC)": st.column_config.DatetimeColumn(format=DATETIME_FORMAT),
     },
 )
 st.caption(
@@ -94,7 +95,9 @@ by_team = (
 fig = px.bar(
     by_team, x="team", y="gpus", color="cluster", hover_data=["jobs"],
     labels={"gpus": "GPUs requested", "jobs": "pending"},
+    color_discrete_map=_charts.color_map("cluster", by_team["cluster"]),
 )  # fmt: skip
+_charts.legend_below(fig)
 _charts.chart(
     fig,
     by_team,

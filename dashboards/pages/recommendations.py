@@ -68,7 +68,9 @@ def _evidence_chart(rec: dict[str, Any], ev: dict[str, Any]) -> None:
     )  # fmt: skip
     if data.height and rule == "idle_allocations":
         long = data.unpivot(index="day", variable_name="series", value_name="gpu_h")
-        fig = px.bar(long, x="day", y="gpu_h", color="series", barmode="group", title=title)
+        fig = px.bar(long, x="day", y="gpu_h", color="series", barmode="group", title=title,
+                     color_discrete_map=_charts.color_map("series"))  # fmt: skip
+        _charts.legend_below(_charts.day_axis(fig))
         definition = (
             "Per UTC day: the team's GPU-hours allocated and seen by DCGM (5-minute buckets) "
             "and its active GPU-hours (Σ DCGM_FI_PROF_GR_ENGINE_ACTIVE × time); the gap is "
@@ -82,12 +84,15 @@ def _evidence_chart(rec: dict[str, Any], ev: dict[str, Any]) -> None:
         )
     elif data.height and rule in ("backfill_tuning", "large_job_reservation"):
         fig = make_subplots(specs=[[{"secondary_y": True}]])
-        fig.add_bar(x=data["day"].to_list(), y=data["held_gpu_h"].to_list(), name="held GPU-h")
+        fig.add_bar(x=data["day"].to_list(), y=data["held_gpu_h"].to_list(), name="held GPU-h",
+                    marker_color=_charts.LEAF_COLORS["held"])  # fmt: skip
         fig.add_scatter(
             x=data["day"].to_list(), y=data["mean_wait_h"].to_list(), name="mean large wait (h)",
-            secondary_y=True,
+            secondary_y=True, line_color=_charts.color_map("series")["attempts"],
         )  # fmt: skip
         fig.update_layout(title=title)
+        fig.update_yaxes(rangemode="tozero")
+        _charts.legend_below(_charts.day_axis(fig))
         definition = (
             "Per UTC day: GPU-hours idle while a large job waited (waterfall leaf `held`, bars) "
             f"and the mean wait (h) of large attempts (≥ {ev.get('large_gpus', 64):g} GPUs) that "
@@ -100,7 +105,9 @@ def _evidence_chart(rec: dict[str, Any], ev: dict[str, Any]) -> None:
             index=["week", "team"], on=["used_gpu_h", "fair_gpu_h"], variable_name="series",
             value_name="gpu_h",
         )  # fmt: skip
-        fig = px.line(long, x="week", y="gpu_h", color="team", line_dash="series", title=title)
+        fig = px.line(long, x="week", y="gpu_h", color="team", line_dash="series", title=title,
+                      color_discrete_map=_charts.color_map("team", long["team"]))  # fmt: skip
+        _charts.legend_below(_charts.week_axis(fig))
         definition = (
             "Per ISO week: GPU-hours each named team received (used) against its fair "
             "allocation (water-filled by registry share and demand, fairness_weekly)."
@@ -113,7 +120,9 @@ def _evidence_chart(rec: dict[str, Any], ev: dict[str, Any]) -> None:
         )
     elif data.height and rule == "lemon_node":
         long = data.unpivot(index="day", variable_name="series", value_name="count")
-        fig = px.bar(long, x="day", y="count", color="series", barmode="group", title=title)
+        fig = px.bar(long, x="day", y="count", color="series", barmode="group", title=title,
+                     color_discrete_map=_charts.color_map("series"))  # fmt: skip
+        _charts.legend_below(_charts.day_axis(fig))
         definition = (
             "Per UTC day (by start): attempts that ran on the node and those that ended NODE_FAIL."
         )

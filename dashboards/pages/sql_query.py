@@ -59,19 +59,29 @@ except FileNotFoundError as exc:
 result = counted.rows
 shown = counted.shown() if counted.capped else f"{result.height:,} rows"
 st.caption(f"{shown} × {result.width} columns")
-st.dataframe(result, key="sql_result_table", hide_index=True)
+_charts.table(result, key="sql_result", csv=False, human_labels=False)
 _charts.download(result, key="sql_result")
 
 numeric = [c for c, t in result.schema.items() if t.is_numeric()]
-if result.height and numeric:
+temporal = [c for c, t in result.schema.items() if t.is_temporal()]
+# A chart needs two rows and an x that is not the y: one number (e.g. a count) is not drawn.
+axes = [c for c in result.columns if c not in numeric[-1:]] if numeric else []
+if result.height < 2 or not axes:
+    if result.height:
+        st.caption("No quick chart: it needs at least two rows, a number column and another one.")
+else:
     st.subheader("Quick chart")
     c1, c2, c3, c4 = st.columns(4)
-    temporal = [c for c, t in result.schema.items() if t.is_temporal()]
+    first = (
+        temporal[0]
+        if temporal
+        else next((c for c in result.columns if c not in numeric), result.columns[0])
+    )
     x = c1.selectbox(
-        "x", result.columns, key="sql_chart_x",
-        index=result.columns.index(temporal[0]) if temporal else 0,
+        "x", result.columns, key="sql_chart_x", index=result.columns.index(first),
     )  # fmt: skip
-    y = c2.selectbox("y", numeric, index=len(numeric) - 1, key="sql_chart_y")
+    ys = [c for c in numeric if c != x] or numeric
+    y = c2.selectbox("y", ys, index=len(ys) - 1, key="sql_chart_y")
     others = [c for c in result.columns if c not in (x, y)]
     labels = [c for c in others if result.schema[c] == pl.String]
     color = c3.selectbox(
@@ -82,5 +92,11 @@ if result.height and numeric:
     plot = {"line": px.line, "bar": px.bar, "scatter": px.scatter}[kind]
     hue = color if color in others else None
     data = result.select(list(dict.fromkeys(c for c in (x, y, hue) if c is not None)))
-    fig = plot(data, x=x, y=y, color=hue)
+    fig = plot(
+        data, x=x, y=y, color=hue,
+        color_discrete_map=_charts.color_map("cluster", data[hue]) if hue == "cluster" else {},
+    )  # fmt: skip
+    if x in temporal:
+        fig.update_xaxes(tickformat="%Y-%m-%d")
+    _charts.legend_below(fig)
     _charts.chart(fig, data, key="sql_chart", definition=f"{y} by {x} from the query above.")

@@ -33,16 +33,24 @@ side = by_bucket.select(
     (pl.col(f"{pct}_s") / 3600).alias("censored (Kaplan–Meier)"),
     (pl.col(f"naive_{pct}_s") / 3600).alias("naive (started only)"),
 ).unpivot(index=["cluster", "bucket"], variable_name="estimate", value_name="wait_h")
+# Buckets without a spell in any cluster are left off the axis (no empty slots).
+present = set(side.filter(pl.col("wait_h").is_not_null())["bucket"])
 fig = px.bar(
-    side,
+    side.filter(pl.col("bucket").is_in(sorted(present))),
     x="bucket",
     y="wait_h",
     color="estimate",
     barmode="group",
     facet_col="cluster",
-    category_orders={"bucket": [b.replace("<1", "< 1") for b in queries.BUCKET_ORDER]},
+    category_orders={
+        "bucket": [b for b in (x.replace("<1", "< 1") for x in queries.BUCKET_ORDER)
+                   if b in present]
+    },
+    color_discrete_map=_charts.color_map("series"),
     labels={"wait_h": f"{pct} wait (h)", "bucket": "GPUs"},
-)
+)  # fmt: skip
+fig.update_yaxes(rangemode="tozero")
+_charts.legend_below(fig)
 _charts.chart(
     fig,
     by_bucket,
@@ -53,8 +61,12 @@ _charts.chart(
         "nearest-rank over started jobs only."
     ),
 )
-st.dataframe(by_bucket, key="tts_by_bucket_table", hide_index=True)
-st.caption("Seconds; bucket 'all' = every GPU size; spells = eligible spells, censored among them.")
+_charts.table(
+    by_bucket,
+    key="tts_by_bucket",
+    caption="Waits in hours (seconds in the CSV); bucket 'all' = every GPU size; spells = "
+    "eligible spells, censored among them.",
+)
 
 # --- over weeks, all and large jobs ----------------------------------------------------------
 st.subheader(f"Over weeks: all GPU jobs and large jobs (≥ {large:g} GPUs)")
@@ -74,7 +86,12 @@ if weekly.height:
         line_dash="estimate",
         markers=True,
         labels={"wait_h": f"{pct} wait (h)", "week": "week of eligible time"},
+        color_discrete_map={
+            j: "#34495e" if j == "all GPU jobs" else "#d95f02" for j in weekly["jobs"].unique()
+        },
     )
+    fig2.update_yaxes(rangemode="tozero")
+    _charts.legend_below(_charts.week_axis(fig2))
     _charts.chart(
         fig2,
         weekly,
@@ -107,6 +124,8 @@ if stages.height:
         hover_data=["cluster", "workloads", "p50_s", "p90_s"],
         labels={"minutes": f"{k8s_pct} (min)", "label": "stage", "cluster_queue": "ClusterQueue"},
     )
+    fig3.update_yaxes(rangemode="tozero")
+    _charts.legend_below(fig3)
     _charts.chart(
         fig3,
         stages,
@@ -120,8 +139,13 @@ if stages.height:
             "(METRICS.md)."
         ),
     )
-    st.dataframe(stages, key="k8s_stages_table", hide_index=True)
-    st.caption("Seconds; workloads = attempts whose stage completed (stages in progress left out).")
+    _charts.table(
+        stages,
+        key="k8s_stages",
+        csv=False,
+        caption="Durations in hours (seconds in the CSV above); workloads = attempts whose stage "
+        "completed (stages in progress left out).",
+    )
 else:
     st.info("No Kubernetes workloads eligible in this window.")
 
@@ -137,7 +161,9 @@ if reasons.height:
         orientation="h",
         hover_data=["workloads"],
         labels={"events": "events (Σ counts)"},
+        color_discrete_map=_charts.color_map("cluster", reasons["cluster"]),
     )
+    _charts.legend_below(fig4)
     fig4.update_yaxes(categoryorder="total ascending")
     _charts.chart(
         fig4,
@@ -149,4 +175,4 @@ if reasons.height:
         ),
     )
     with st.expander("Why pending: the numbers"):
-        st.dataframe(reasons, key="k8s_pending_table", hide_index=True)
+        _charts.table(reasons, key="k8s_pending", csv=False, sort_by="events")

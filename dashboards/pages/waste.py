@@ -16,6 +16,7 @@ path = queries.serving_path()
 cfg = load_config()
 f = _filters.render(path)
 st.caption(f.describe())
+as_of, _data_from = queries.period_bounds(path, f)
 
 # --- waterfall by cluster --------------------------------------------------------------------
 st.subheader("GPU-time waterfall by cluster")
@@ -32,9 +33,10 @@ fig = px.bar(
     category_orders={"leaf": list(WATERFALL_LEAVES)},
     color_discrete_map=_charts.LEAF_COLORS,
     hover_data=["gpu_h"],
-    labels={"share_of_capacity": "share of capacity"},
+    labels={"share_of_capacity": "share of capacity", "leaf": "waterfall leaf"},
 )
 fig.update_xaxes(tickformat=".0%")
+_charts.legend_below(fig)
 _charts.chart(
     fig,
     by_cluster,
@@ -55,6 +57,7 @@ if idle.height:
     _charts.table(
         idle,
         key="idle_allocations",
+        sort_by="idle_gpu_h",
         caption=(
             f"allocated_idle per attempt: allocated GPU-time in 5-minute buckets whose mean DCGM "
             f"activity is < θ = {cfg.idle_activity:g}, for attempts not in a loss leaf (3–7)."
@@ -91,8 +94,10 @@ if by_team.height:
         facet_col="cluster",
         category_orders={"team": team_order},
         hover_data=["attempts"],
+        color_discrete_map=_charts.color_map("gpu_type", by_team["gpu_type"]),
         labels={"idle_gpu_h": "idle GPU-hours", "gpu_type": "GPU type"},
     )
+    _charts.legend_below(fig_idle)
     _charts.chart(
         fig_idle,
         by_team,
@@ -119,8 +124,9 @@ if failures.height:
         facet_col="cluster",
         category_orders={"leaf": list(queries.FAILURE_LEAVES)},
         color_discrete_map=_charts.LEAF_COLORS,
-        labels={"gpu_h": "GPU-hours", "day": "UTC day"},
+        labels={"gpu_h": "GPU-hours", "day": "UTC day", "leaf": "waterfall leaf"},
     )
+    _charts.legend_below(_charts.day_axis(_charts.mark_partial_days(fig_fail, as_of)))
     _charts.chart(
         fig_fail,
         failures,
@@ -143,8 +149,10 @@ if lost.height:
         y="gpu_h",
         color="end_state",
         hover_data=["gpu_type", "attempts"],
-        labels={"gpu_h": "GPU-hours"},
+        color_discrete_map=_charts.color_map("state"),
+        labels={"gpu_h": "GPU-hours", "end_state": "end state"},
     )
+    _charts.legend_below(fig_team)
     _charts.chart(
         fig_team,
         lost,

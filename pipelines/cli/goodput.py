@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import polars as pl
 import typer
 from polars.exceptions import PanicException
 
@@ -198,8 +197,9 @@ def sql(
         str,
         typer.Option(
             "--format",
-            help="table | csv | json (csv: list columns such as node_list are joined with ',', "
-            "other nested values are written as JSON text)",
+            help="table | csv | json (table: fits the terminal, first and last 20 rows, middle "
+            "columns left out when too many; csv: list columns such as node_list are joined "
+            "with ',', other nested values are written as JSON text)",
         ),
     ] = "table",
     limit: Annotated[int, typer.Option(help="Row limit")] = 100_000,
@@ -231,11 +231,9 @@ def sql(
     elif fmt == "json":
         sys.stdout.write(df.write_json() + "\n")
     else:
-        with pl.Config(
-            tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=80, tbl_width_chars=200,
-            tbl_hide_dataframe_shape=True,
-        ):  # fmt: skip
-            typer.echo(str(df))
+        from pipelines.cli._table import render_table
+
+        typer.echo(render_table(df))
     if result.capped:
         note = f"{result.shown()} (--limit {limit:,})"
         typer.echo(note if fmt == "table" else f"goodput: note: {note}", err=fmt != "table")

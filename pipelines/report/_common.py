@@ -1,9 +1,9 @@
-"""Helpers shared by the reports: ISO weeks, named queries, number formatting."""
+"""Helpers shared by the reports: ISO weeks, named queries; number formatting is re-exported from
+:mod:`pipelines.report.formatting`, its one home."""
 
 from __future__ import annotations
 
 import datetime as dt
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +12,7 @@ import duckdb
 import polars as pl
 
 from pipelines.config import Config
+from pipelines.report.formatting import fmt_duration, fmt_hours, fmt_number, fmt_pct
 from pipelines.warehouse import run_named
 
 __all__ = [
@@ -109,42 +110,3 @@ def reports_dir(cfg: Config) -> Path:
 def recommendations_path(cfg: Config) -> Path:
     """The recommendations file the report reads: ``recommendations/latest.json`` beside it."""
     return cfg.serving_path.parent / "recommendations" / "latest.json"
-
-
-def _missing(value: float | None) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def fmt_pct(value: float | None, digits: int = 1) -> str:
-    """``0.4969`` → ``49.7 %``; ``None`` → ``n/a``."""
-    return "n/a" if _missing(value) else f"{value * 100:.{digits}f} %"  # type: ignore[operator]
-
-
-def fmt_number(value: float | None, digits: int = 1) -> str:
-    """``6548.1`` → ``6,548.1``; ``None`` → ``n/a``."""
-    return "n/a" if _missing(value) else f"{value:,.{digits}f}"
-
-
-def fmt_duration(seconds: float | None) -> str:
-    """Seconds as Slurm prints elapsed time: ``[D-]HH:MM:SS``; ``None`` → ``n/a``."""
-    if _missing(seconds):
-        return "n/a"
-    total = round(seconds)  # type: ignore[arg-type]
-    sign = "-" if total < 0 else ""
-    days, rest = divmod(abs(total), 86_400)
-    hours, rest = divmod(rest, 3_600)
-    minutes, secs = divmod(rest, 60)
-    head = f"{days}-" if days else ""
-    return f"{sign}{head}{hours:02d}:{minutes:02d}:{secs:02d}"
-
-
-def fmt_hours(seconds: float | None) -> str:
-    """Seconds for a reader: ``45 min``, ``26.6 h``, ``3.2 d``; ``None`` → ``n/a``."""
-    if _missing(seconds):
-        return "n/a"
-    s = float(seconds)  # type: ignore[arg-type]
-    if abs(s) < 3_600:
-        return f"{s / 60:.0f} min"
-    if abs(s) < 3 * 86_400:
-        return f"{s / 3_600:.1f} h"
-    return f"{s / 86_400:.1f} d"

@@ -40,6 +40,7 @@ from pipelines.report._common import (
 )
 from pipelines.report.narrative import Driver, Facts, contributions, most_owed
 from pipelines.report.narrative import narrative as shared_narrative
+from pipelines.report.palette import LEAF_COLORS, SERIES_COLORS, cluster_colors
 from pipelines.warehouse.safe_sql import open_readonly
 
 __all__ = [
@@ -72,20 +73,6 @@ CHROMIUM_FLAGS = (
 _SEVERITY_RANK = {"critical": 0, "high": 1, "warning": 2, "medium": 2, "low": 3, "info": 4}
 _TOP_RECOMMENDATIONS = 5
 _LONGEST_WAITS = 5
-
-_LEAF_COLOURS = {
-    "down": "#7f7f7f",
-    "planned_down": "#c7c7c7",
-    "failed_work_infra": "#d62728",
-    "failed_work_user": "#ff9896",
-    "preempted_work": "#9467bd",
-    "timeout_work": "#e377c2",
-    "cancelled_work": "#bcbd22",
-    "allocated_idle": "#ffbb78",
-    "goodput": "#2ca02c",
-    "held": "#1f77b4",
-    "idle": "#aec7e8",
-}
 
 
 class BrowserNotFound(ReportError):
@@ -480,16 +467,25 @@ def _figure_html(fig: Any, div_id: str) -> Markup:
 
 
 def _charts(data: Mapping[str, Any]) -> dict[str, Markup]:
+    return {name: _figure_html(fig, f"chart-{name}") for name, fig in _figures(data).items()}
+
+
+def _figures(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The report's plotly figures, coloured from :mod:`pipelines.report.palette` (the
+    dashboard's colours): occupancy per cluster and day, the waterfall, used and fair per team."""
     import plotly.graph_objects as go
 
-    charts: dict[str, Markup] = {}
+    charts: dict[str, Any] = {}
     daily = data["daily"]
     fig = go.Figure()
+    clusters_c = cluster_colors(r["cluster"] for r in daily)
     for cluster in sorted({r["cluster"] for r in daily}):
         rows = [r for r in daily if r["cluster"] == cluster]
-        fig.add_bar(x=[r["day"][:10] for r in rows], y=[r["occupancy"] for r in rows], name=cluster)
+        fig.add_bar(x=[r["day"][:10] for r in rows], y=[r["occupancy"] for r in rows], name=cluster,
+                    marker_color=clusters_c.get(cluster))  # fmt: skip
     fig.update_layout(title="Occupancy per UTC day", yaxis_tickformat=".0%", barmode="group")
-    charts["occupancy"] = _figure_html(fig, "chart-occupancy")
+    fig.update_xaxes(type="category")
+    charts["occupancy"] = fig
 
     wf = [r for r in data["waterfall"] if r["cluster"] is not None]
     clusters = sorted({r["cluster"] for r in wf})
@@ -498,11 +494,11 @@ def _charts(data: Mapping[str, Any]) -> dict[str, Markup]:
         vals = {r["cluster"]: r["gpu_h"] for r in wf if r["bucket"] == leaf}
         fig.add_bar(
             y=clusters, x=[vals.get(c, 0.0) for c in clusters], name=leaf, orientation="h",
-            marker_color=_LEAF_COLOURS.get(leaf),
+            marker_color=LEAF_COLORS[leaf],
         )  # fmt: skip
     fig.update_layout(title="Where the GPU-hours went (waterfall leaves)", barmode="stack",
                       xaxis_title="GPU-hours", height=260)  # fmt: skip
-    charts["waterfall"] = _figure_html(fig, "chart-waterfall")
+    charts["waterfall"] = fig
 
     teams = [
         t for t in data["teams"]
@@ -510,12 +506,12 @@ def _charts(data: Mapping[str, Any]) -> dict[str, Markup]:
     ]  # fmt: skip
     fig = go.Figure()
     fig.add_bar(x=[t["team"] for t in teams], y=[t["used_gpu_s"] / 3600 for t in teams],
-                name="used")  # fmt: skip
+                name="used", marker_color=SERIES_COLORS["used"])  # fmt: skip
     fig.add_bar(x=[t["team"] for t in teams], y=[(t["fair_gpu_s"] or 0) / 3600 for t in teams],
-                name="fair")  # fmt: skip
+                name="fair", marker_color=SERIES_COLORS["fair"])  # fmt: skip
     fig.update_layout(title="Used and fair GPU-hours per team (fleet)", barmode="group",
                       yaxis_title="GPU-hours")  # fmt: skip
-    charts["teams"] = _figure_html(fig, "chart-teams")
+    charts["teams"] = fig
     return charts
 
 

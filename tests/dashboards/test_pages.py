@@ -770,3 +770,57 @@ def test_sql_page_stops_a_runaway_query_naming_the_limit(
     at.text_area(key="sql_text").input(runaway).run()
     assert not at.exception
     assert [e.value for e in at.error] == ["query stopped: time limit of 1 s"]
+
+
+def test_overview_waterfall_colours_are_the_reports(serving: str) -> None:
+    """Each leaf in the overview's waterfall chart has the colour the weekly PDF report gives it
+    (one palette, :mod:`pipelines.report.palette`)."""
+    import json
+
+    from pipelines.report.weekly import _figures
+
+    at = _page()
+    spec = next(
+        s
+        for s in (json.loads(c.proto.spec) for c in at.get("plotly_chart"))
+        if any(t.get("name") == "goodput" for t in s["data"])
+    )
+    shown = {t["name"]: t["marker"]["color"] for t in spec["data"]}
+    data = {
+        "daily": [],
+        "teams": [],
+        "waterfall": [{"cluster": "c", "bucket": leaf, "gpu_h": 1.0} for leaf in shown],
+    }
+    report = {t.name: t.marker.color for t in _figures(data)["waterfall"].data}
+    assert "goodput" in shown and shown == {leaf: report[leaf] for leaf in shown}
+
+
+def test_time_to_start_chart_leaves_out_empty_size_buckets(serving: str) -> None:
+    """The wait-by-size chart's axis lists only buckets with a wait; every bucket it lists has
+    a bar."""
+    import json
+
+    at = _page("time_to_start")
+    spec = next(
+        s
+        for s in (json.loads(c.proto.spec) for c in at.get("plotly_chart"))
+        if s["layout"].get("xaxis", {}).get("title", {}).get("text") == "GPUs"
+    )
+    listed = spec["layout"]["xaxis"]["categoryarray"]
+    drawn = {
+        x
+        for t in spec["data"]
+        for x, y in zip(t["x"], _plotly_values(t["y"]), strict=True)
+        if y == y  # NaN: no bar
+    }
+    assert listed and set(listed) == drawn
+
+
+def test_sql_page_draws_no_chart_of_a_single_number(serving: str) -> None:
+    """A count is a table, not a one-point chart: no quick chart, a caption says why."""
+    at = _page("sql_query")
+    assert at.get("plotly_chart")  # the default query (clusters × days) is charted
+    at.text_area(key="sql_text").input("select count(*) as n from jobs").run()
+    assert not at.exception
+    assert not at.get("plotly_chart")
+    assert any("No quick chart" in c.value for c in at.caption)
