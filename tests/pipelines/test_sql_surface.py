@@ -141,7 +141,7 @@ def test_capped_table_says_showing_n_of_the_true_count(db: Path) -> None:
     capped = _sql(db, "SELECT range AS i FROM range(5) ORDER BY i", "--limit", "2")
     assert capped.exit_code == 0, capped.output
     assert capped.stdout.splitlines()[-1] == "showing 2 of 5 rows (--limit 2)"
-    assert "│ 1   │" in capped.stdout and "│ 2   │" not in capped.stdout
+    assert "│     1 │" in capped.stdout and "│     2 │" not in capped.stdout
     csv = _sql(db, "SELECT range AS i FROM range(5)", "--limit", "2", "--format", "csv")
     assert csv.stdout.splitlines() == ["i", "0", "1"]
     assert csv.stderr.strip() == "goodput: note: showing 2 of 5 rows (--limit 2)"
