@@ -38,7 +38,15 @@ RECOMMENDATIONS_KEY = dg.AssetKey(["analytics", "recommendations"])
 
 _RAW = [
     dg.AssetKey(["raw", n])
-    for n in ("slurm_rows", "k8s_events", "k8s_pods", "k8s_objects", "dcgm_samples", "dcgm_hourly")
+    for n in (
+        "slurm_rows",
+        "k8s_events",
+        "k8s_pods",
+        "k8s_objects",
+        "dcgm_samples",
+        "dcgm_hourly",
+        "topology",
+    )
 ]
 
 #: Tables the rebuild writes, as asset keys (prefix = DuckDB schema).

@@ -28,6 +28,7 @@ from pipelines.slurm._scontrol_nodes import NODE_SCHEMA, parse_scontrol_nodes
 from pipelines.slurm._sdiag import SDIAG_SCHEMA, parse_sdiag
 from pipelines.slurm._sprio import SPRIO_SCHEMA, parse_sprio
 from pipelines.slurm._sshare import SSHARE_SCHEMA, parse_sshare
+from pipelines.slurm._topology_conf import TOPOLOGY_SCHEMA, parse_topology_conf
 
 __all__ = [
     "KINDS",
@@ -35,6 +36,7 @@ __all__ = [
     "SACCT_CHUNK_BYTES",
     "SLURM_STATE",
     "STATE_PREFIXES",
+    "TOPOLOGY",
     "job_view_gaps",
 ]
 
@@ -196,5 +198,31 @@ SLURM_STATE = InputKind(
     route=route_by_prefix(STATE_PREFIXES, "a Slurm state file"),
 )
 
+TOPOLOGY = InputKind(
+    name="topology",
+    sources=(
+        RawSource(
+            "topology",
+            "raw.topology",
+            TOPOLOGY_SCHEMA,
+            lambda p, o: parse_topology_conf(p, cluster=o.cluster),
+            freshness="sacct",
+            data_time=(),  # valid_from: when the map took effect, not how current it is
+        ),
+    ),
+    folder="topology",
+    globs=("topology*.conf",),
+    asset="topology",
+    group="slurm",
+    scheduler="slurm",
+    source_key="topology_source",
+    description=(
+        "One row per topology level, domain and node, from Slurm's `topology.conf` "
+        "(`topology/tree` switches, `topology/block` blocks), valid from the file's day; one "
+        "partition per cluster and day."
+    ),
+    help="Slurm topology.conf (tree or block form)",
+)
+
 #: This package's input kinds, in registry order.
-KINDS: tuple[InputKind, ...] = (SACCT, SLURM_STATE)
+KINDS: tuple[InputKind, ...] = (SACCT, SLURM_STATE, TOPOLOGY)

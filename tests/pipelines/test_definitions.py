@@ -17,6 +17,7 @@ EXPECTED_ASSETS = {
     "core/k8s_pending_reasons", "analytics/job_gpu_summary",
     "analytics/gpu_activity", "analytics/weekly_report",
     "analytics/recommendations", "analytics/lake_export",
+    "raw/topology",
 }  # fmt: skip
 
 
