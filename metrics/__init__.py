@@ -16,6 +16,7 @@ from metrics.fairness import (
     water_fill,
 )
 from metrics.occupancy import allocated_gpu_seconds_hourly, capacity_hourly, occupancy_hourly
+from metrics.placement import PLACEMENT_SCHEMA, domains_min, job_placement
 from metrics.reliability import (
     down_time_per_node,
     ettr_per_run,
@@ -36,11 +37,13 @@ from metrics.waterfall import (
 
 __all__ = [
     "LEAF_DTYPE",
+    "PLACEMENT_SCHEMA",
     "LossPolicy",
     "allocated_gpu_seconds_hourly",
     "attempt_outcomes",
     "capacity_hourly",
     "check_conservation",
+    "domains_min",
     "down_time_per_node",
     "entitlement",
     "ettr_per_run",
@@ -49,6 +52,7 @@ __all__ = [
     "gpu_waterfall_hourly",
     "headline_ratios",
     "jain_index",
+    "job_placement",
     "kaplan_meier",
     "naive_wait_percentiles",
     "nearest_rank",

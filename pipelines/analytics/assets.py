@@ -68,6 +68,8 @@ CORE_ANALYTICS_KEYS = {
     "core.k8s_pending_reasons": dg.AssetKey(["core", "k8s_pending_reasons"]),
     "analytics.job_gpu_summary": dg.AssetKey(["analytics", "job_gpu_summary"]),
     "analytics.gpu_activity": dg.AssetKey(["analytics", "gpu_activity"]),
+    "core.topology": dg.AssetKey(["core", "topology"]),
+    "analytics.job_placement": dg.AssetKey(["analytics", "job_placement"]),
 }
 
 _DESCRIPTIONS = {
@@ -88,6 +90,8 @@ _DESCRIPTIONS = {
     "core.k8s_pending_reasons": "Why Kubernetes workloads pended: FailedScheduling etc. counts.",
     "analytics.job_gpu_summary": "Per attempt: observed GPU-s, mean activity, idle GPU-s, XIDs.",
     "analytics.gpu_activity": "Per GPU and 5-minute bucket: activity, signal used, job, team.",
+    "core.topology": "Node → domain per topology level, with the time each map was in force.",
+    "analytics.job_placement": "Per attempt and topology level: domains used against the fewest.",
 }
 
 

@@ -17,7 +17,7 @@ EXPECTED_ASSETS = {
     "core/k8s_pending_reasons", "analytics/job_gpu_summary",
     "analytics/gpu_activity", "analytics/weekly_report",
     "analytics/recommendations", "analytics/lake_export",
-    "raw/topology",
+    "raw/topology", "core/topology", "analytics/job_placement",
 }  # fmt: skip
 
 
