@@ -22,8 +22,11 @@ import polars as pl
 from metrics.schema import ATTEMPT, CLUSTER, JOB_ID, START_AT, UTC_DATETIME
 
 __all__ = [
+    "FRAGMENTATION_SCHEMA",
+    "GANG_NODES",
     "PLACEMENT_SCHEMA",
     "domains_min",
+    "fragmentation_hourly",
     "job_placement",
 ]
 
@@ -207,3 +210,112 @@ def job_placement(
     ).with_columns(
         (pl.col("domains_used") - pl.col("domains_min")).alias("spread")
     ).sort(CLUSTER, JOB_ID, ATTEMPT, LEVEL)  # fmt: skip
+
+
+#: Gang sizes (nodes) :func:`fragmentation_hourly` counts whole-domain slots for by default.
+GANG_NODES: Final = (2, 4, 8, 16)
+_HOUR: Final = dt.timedelta(hours=1)
+
+#: Columns of :func:`fragmentation_hourly`'s result, in order.
+FRAGMENTATION_SCHEMA: dict[str, pl.DataType] = {
+    CLUSTER: pl.String(),
+    "hour": UTC_DATETIME,
+    LEVEL: pl.String(),
+    "gang_nodes": pl.Int64(),
+    "free_nodes": pl.Int64(),
+    "domain_slots": pl.Int64(),
+    "unfragmented_slots": pl.Int64(),
+    "stranded_slots": pl.Int64(),
+}
+
+
+def _hours_covered(
+    intervals: pl.LazyFrame, horizon: pl.LazyFrame, start: str, end: str
+) -> pl.LazyFrame:
+    """``cluster, node, hour``: the hour starts h with ``start <= h < end`` of each interval
+    (an open end runs to the cluster's ``horizon``)."""
+    first = pl.col(start).dt.truncate("1h")
+    first = pl.when(first == pl.col(start)).then(first).otherwise(first + _HOUR)
+    return (
+        intervals.join(horizon, on=CLUSTER)
+        .select(
+            CLUSTER,
+            NODE,
+            pl.datetime_ranges(
+                first, pl.col(end).fill_null(pl.col("_horizon")), "1h", closed="left"
+            ).alias("hour"),
+        )
+        .explode("hour")
+        .filter(pl.col("hour").is_not_null())
+    )
+
+
+def fragmentation_hourly(
+    topology: pl.LazyFrame,
+    jobs: pl.LazyFrame,
+    hours: pl.LazyFrame,
+    *,
+    down: pl.LazyFrame | None = None,
+    gang_nodes: tuple[int, ...] = GANG_NODES,
+) -> pl.LazyFrame:
+    """Per cluster, hour and level: whole-domain slots for a gang of G free nodes, against the
+    slots the same free nodes would give unfragmented (METRICS.md, "Fragmentation").
+
+    A node is *free* at the start of an hour when the map in force then places it, no attempt
+    holds it (any share of it: a gang needs whole nodes) and it is not down. With f_d the free
+    nodes of domain d: ``domain_slots = Σ_d floor(f_d / G)``, ``unfragmented_slots =
+    floor(Σ_d f_d / G)``, ``stranded_slots`` the difference.
+
+    Args:
+        topology: ``cluster, level, domain, node, valid_from, valid_to`` (as :func:`job_placement`).
+        jobs: ``cluster, start_at, end_at, node_list`` (NULL end: still running).
+        hours: ``cluster, hour``: the hour starts to compute.
+        down: ``cluster, node, start_at, end_at``: node down or drained intervals.
+        gang_nodes: the gang sizes G.
+
+    Returns:
+        :data:`FRAGMENTATION_SCHEMA` rows, one per hour, level of the map in force and G.
+    """
+    maps = _maps(topology)
+    hours = hours.select(CLUSTER, pl.col("hour").cast(UTC_DATETIME)).unique()
+    horizon = hours.group_by(CLUSTER).agg((pl.col("hour").max() + _HOUR).alias("_horizon"))
+    placed = hours.join(maps, on=CLUSTER).filter(
+        (pl.col(VALID_FROM) <= pl.col("hour"))
+        & (pl.col(VALID_TO).is_null() | (pl.col("hour") < pl.col(VALID_TO)))
+    )
+    held = jobs.filter(pl.col(START_AT).is_not_null()).select(
+        CLUSTER, START_AT, "end_at", pl.col("node_list").alias(NODE)
+    ).explode(NODE)  # fmt: skip
+    busy = [_hours_covered(held, horizon, START_AT, "end_at")]
+    if down is not None:
+        busy.append(_hours_covered(down, horizon, "start_at", "end_at"))
+    free = placed.join(pl.concat(busy).unique(), on=[CLUSTER, NODE, "hour"], how="anti")
+    per_domain = free.group_by(CLUSTER, "hour", LEVEL, DOMAIN).agg(
+        pl.len().cast(pl.Int64).alias("_free")
+    )
+    gangs = pl.LazyFrame({"gang_nodes": list(gang_nodes)}, schema={"gang_nodes": pl.Int64()})
+    slots = (
+        per_domain.join(gangs, how="cross")
+        .group_by(CLUSTER, "hour", LEVEL, "gang_nodes")
+        .agg(
+            pl.col("_free").sum().alias("free_nodes"),
+            (pl.col("_free") // pl.col("gang_nodes")).sum().alias("domain_slots"),
+        )
+    )
+    keys = [CLUSTER, "hour", LEVEL, "gang_nodes"]
+    return (
+        placed.select(CLUSTER, "hour", LEVEL)
+        .unique()
+        .join(gangs, how="cross")
+        .join(slots, on=keys, how="left")
+        .with_columns(pl.col("free_nodes", "domain_slots").fill_null(0))
+        .with_columns(
+            (pl.col("free_nodes") // pl.col("gang_nodes")).alias("unfragmented_slots"),
+        )
+        .with_columns(
+            (pl.col("unfragmented_slots") - pl.col("domain_slots")).alias("stranded_slots")
+        )
+        .select(list(FRAGMENTATION_SCHEMA))
+        .cast(pl.Schema(FRAGMENTATION_SCHEMA))
+        .sort(keys)
+    )

@@ -70,6 +70,9 @@ CORE_ANALYTICS_KEYS = {
     "analytics.gpu_activity": dg.AssetKey(["analytics", "gpu_activity"]),
     "core.topology": dg.AssetKey(["core", "topology"]),
     "analytics.job_placement": dg.AssetKey(["analytics", "job_placement"]),
+    "analytics.topology_fragmentation_hourly": dg.AssetKey(
+        ["analytics", "topology_fragmentation_hourly"]
+    ),
 }
 
 _DESCRIPTIONS = {
@@ -92,6 +95,7 @@ _DESCRIPTIONS = {
     "analytics.gpu_activity": "Per GPU and 5-minute bucket: activity, signal used, job, team.",
     "core.topology": "Node → domain per topology level, with the time each map was in force.",
     "analytics.job_placement": "Per attempt and topology level: domains used against the fewest.",
+    "analytics.topology_fragmentation_hourly": "Whole-domain gang slots vs unfragmented, hourly.",
 }
 
 

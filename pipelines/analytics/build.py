@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from metrics import job_placement, naive_wait_percentiles, occupancy_hourly
+from metrics import fragmentation_hourly, job_placement, naive_wait_percentiles, occupancy_hourly
 from metrics.data_quality import DATA_QUALITY_SCHEMA, admitted_without_pods, gpu_tracking_gaps
 from pipelines.analytics.incremental import (
     BuildPlan,
@@ -60,6 +60,7 @@ VIEWS = (
     "job_gpu_summary", "telemetry_coverage_daily", "gpu_activity", "kueue_cluster_queues",
     "kueue_local_queues", "scheduler_fairshare", "registry_drift",
     "telemetry_coverage_team_daily", "topology", "job_placement",
+    "topology_fragmentation_hourly",
 )  # fmt: skip
 
 _INVENTORY_SCHEMA = {
@@ -336,6 +337,7 @@ def _tables(
         "core.k8s_pending_reasons": core.k8s_pending_reasons.join(as_of, on="cluster", how="left"),
         "core.topology": core.topology,
         "analytics.job_placement": with_as_of(_placement(core), as_of),
+        "analytics.topology_fragmentation_hourly": with_as_of(_fragmentation(core, occ), as_of),
         **schedulers,
         **{t: with_as_of(f, as_of) if "cluster" in f.columns else f for t, f in engine.items()},
         **windows.tables,
@@ -348,6 +350,16 @@ def _placement(core: CoreFrames) -> pl.DataFrame:
     return job_placement(
         core.jobs.lazy(), core.topology.lazy(), down=core.node_down.lazy()
     ).collect()
+
+
+def _fragmentation(core: CoreFrames, occ: pl.DataFrame) -> pl.DataFrame:
+    """``analytics.topology_fragmentation_hourly``: every hour of ``occupancy_hourly``, free
+    whole nodes per domain against the same nodes unfragmented
+    (:func:`metrics.fragmentation_hourly`, gangs of :data:`metrics.GANG_NODES` nodes)."""
+    return fragmentation_hourly(
+        core.topology.lazy(), core.jobs.lazy(), occ.select("cluster", "hour").lazy(),
+        down=core.node_down.lazy(),
+    ).collect()  # fmt: skip
 
 
 def _write(

@@ -8,7 +8,12 @@ import datetime as dt
 import polars as pl
 from polars.testing import assert_frame_equal
 
-from metrics.placement import PLACEMENT_SCHEMA, job_placement
+from metrics.placement import (
+    FRAGMENTATION_SCHEMA,
+    PLACEMENT_SCHEMA,
+    fragmentation_hourly,
+    job_placement,
+)
 
 T0 = dt.datetime(2026, 11, 2, tzinfo=dt.UTC)
 START = T0 + dt.timedelta(hours=1)
@@ -129,3 +134,58 @@ def test_a_map_in_force_since_ever_places_every_start() -> None:
         _jobs(_nodes(15, 22)).lazy(), _blocks(18, 18, valid_from=None).lazy()
     ).collect()
     assert_frame_equal(got, _expected([("1", 8, 18, 2, 1)]))
+
+
+def _hours(*offsets: int) -> pl.DataFrame:
+    return pl.DataFrame(
+        {"cluster": ["c"] * len(offsets), "hour": [T0 + dt.timedelta(hours=h) for h in offsets]},
+        schema_overrides={"hour": _TS},
+    )
+
+
+def _running(nodes: list[str], start: dt.datetime, end: dt.datetime | None) -> pl.DataFrame:
+    return pl.DataFrame(
+        {"cluster": ["c"], "start_at": [start], "end_at": [end], "node_list": [nodes]},
+        schema_overrides={"start_at": _TS, "end_at": _TS},
+    )
+
+
+def test_free_nodes_split_over_two_blocks_strand_a_gang_of_eight() -> None:
+    """An attempt on n1–n12 and n19–n30 from T0 − 30 min to T0 + 90 min leaves 6 free in b1
+    and 6 in b2 at T0 and T0 + 1 h: slots for G = 8 are 0 + 0 = 0 against floor(12/8) = 1
+    (1 stranded); for G = 4, 1 + 1 = 2 against floor(12/4) = 3 (1 stranded). At T0 + 2 h it
+    has ended, 36 free: G = 8 gives 2 + 2 = 4 = floor(36/8); G = 4 gives 4 + 4 = 8 against
+    floor(36/4) = 9 (1 stranded)."""
+    jobs = _running([*_nodes(1, 12), *_nodes(19, 30)], T0 - dt.timedelta(minutes=30),
+                    T0 + dt.timedelta(minutes=90))  # fmt: skip
+    got = fragmentation_hourly(
+        _blocks(18, 18, valid_from=None).lazy(), jobs.lazy(), _hours(0, 1, 2).lazy(),
+        gang_nodes=(4, 8),
+    ).collect()  # fmt: skip
+    rows = [  # hour offset, G, free, domain slots, unfragmented
+        (0, 4, 12, 2, 3), (0, 8, 12, 0, 1), (1, 4, 12, 2, 3), (1, 8, 12, 0, 1),
+        (2, 4, 36, 8, 9), (2, 8, 36, 4, 4),
+    ]  # fmt: skip
+    expected = pl.DataFrame(
+        {"cluster": ["c"] * 6, "hour": [T0 + dt.timedelta(hours=r[0]) for r in rows],
+         "level": ["block"] * 6, "gang_nodes": [r[1] for r in rows],
+         "free_nodes": [r[2] for r in rows], "domain_slots": [r[3] for r in rows],
+         "unfragmented_slots": [r[4] for r in rows],
+         "stranded_slots": [r[4] - r[3] for r in rows]},
+        schema=FRAGMENTATION_SCHEMA,
+    )  # fmt: skip
+    assert_frame_equal(got, expected)
+
+
+def test_down_nodes_and_running_attempts_are_not_free() -> None:
+    """At T0: an attempt still running (no end) holds n1–n10, n11–n14 are down (open): b1 has
+    4 free (n15–n18), b2 18: G = 8 → 0 + 2 = 2 slots against floor(22/8) = 2."""
+    down = pl.DataFrame(
+        {"cluster": ["c"] * 4, "node": _nodes(11, 14), "start_at": [T0] * 4, "end_at": [None] * 4},
+        schema_overrides={"start_at": _TS, "end_at": _TS},
+    )  # fmt: skip
+    got = fragmentation_hourly(
+        _blocks(18, 18).lazy(), _running(_nodes(1, 10), T0, None).lazy(), _hours(0).lazy(),
+        down=down.lazy(), gang_nodes=(8,),
+    ).collect()  # fmt: skip
+    assert got.select("free_nodes", "domain_slots", "unfragmented_slots").rows() == [(22, 2, 2)]

@@ -18,6 +18,7 @@ EXPECTED_ASSETS = {
     "analytics/gpu_activity", "analytics/weekly_report",
     "analytics/recommendations", "analytics/lake_export",
     "raw/topology", "core/topology", "analytics/job_placement",
+    "analytics/topology_fragmentation_hourly",
 }  # fmt: skip
 
 

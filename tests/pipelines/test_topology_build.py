@@ -70,3 +70,25 @@ def test_an_eight_node_gang_over_three_blocks_of_four(warehouse: Path) -> None:
             " FROM job_placement WHERE cluster = 'slurm-a' AND job_id = '418531'"
         ).fetchall()
     assert rows == [("block", 8, 4, 3, 2, 1)]
+
+
+def test_fragmentation_covers_every_hour_and_no_block_of_four_holds_sixteen(
+    warehouse: Path,
+) -> None:
+    """slurm-a has one fragmentation row per ``occupancy_hourly`` hour and gang size (2, 4, 8,
+    16) at level ``block``; blocks of 4 hold no gang of 8 or 16, so those rows have 0 domain
+    slots and every unfragmented slot is stranded; free nodes never exceed the 24 mapped."""
+    with connect(warehouse, read_only=True) as con:
+        ((n_hours,),) = con.sql(
+            "SELECT count(*) FROM occupancy_hourly WHERE cluster = 'slurm-a'"
+        ).fetchall()
+        (got,) = con.sql(
+            "SELECT count(*), count(DISTINCT hour), max(free_nodes),"
+            " max(domain_slots) FILTER (WHERE gang_nodes >= 8),"
+            " bool_and(stranded_slots = unfragmented_slots) FILTER (WHERE gang_nodes >= 8)"
+            " FROM topology_fragmentation_hourly WHERE cluster = 'slurm-a' AND level = 'block'"
+        ).fetchall()
+    assert n_hours > 24
+    assert got[:2] == (4 * n_hours, n_hours)
+    assert got[2] <= 24
+    assert got[3:] == (0, True)
