@@ -8,8 +8,9 @@ The parsers are private modules, one per command: ``_sacct_parse`` (``sacct``, w
 ``_sacct_layout``, ``_sacct_fields``, ``_sacct_values`` and ``_sacct_json``), ``_scontrol_nodes``
 (``scontrol show nodes``), ``_scontrol_jobs`` (``scontrol show job -d``: the GPU index map),
 ``_sacctmgr_events`` (``sacctmgr show event``), ``_sshare``, ``_sprio``, ``_sdiag`` and
-``_reservations`` (``scontrol``/``sacctmgr show reservation``); the cluster-state parsers share
-the Slurm text helpers of ``_text``.
+``_reservations`` (``scontrol``/``sacctmgr show reservation``), ``_topology_conf``
+(``topology.conf``, input kind ``topology``); the cluster-state parsers share the Slurm text
+helpers of ``_text``.
 """
 
 from __future__ import annotations
