@@ -3,6 +3,9 @@ ingested beside its sacct files, and the build places every multi-node attempt o
 
 from __future__ import annotations
 
+import datetime as dt
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -92,3 +95,44 @@ def test_fragmentation_covers_every_hour_and_no_block_of_four_holds_sixteen(
     assert got[:2] == (4 * n_hours, n_hours)
     assert got[2] <= 24
     assert got[3:] == (0, True)
+
+
+def _node(name: str, labels: dict[str, str]) -> dict[str, object]:
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "uid": f"uid-{name}", "labels": labels,
+                     "creationTimestamp": "2026-10-03T00:00:00Z"},
+        "status": {"capacity": {"nvidia.com/gpu": "4"}, "allocatable": {"nvidia.com/gpu": "4"}},
+    }  # fmt: skip
+
+
+def test_node_labels_are_the_map_of_a_kubernetes_cluster(fleet_dir: Path, tmp_path: Path) -> None:
+    """A hand-made Node list for k8s-b (snapshot 2026-11-02 00:00 UTC): gpu-node-01…03 in
+    clique ``c1.0``, 04 in ``c1.1``, 01…04 on tier-1 switch ``sw-a``; the labels replace
+    k8s-b's inventory racks (level ``rack``), slurm-a keeps its racks."""
+    cfg = load_config(write_config(tmp_path, days_dir=fleet_dir))
+    clique = "nvidia.com/gpu.clique"
+    tier = "fabric.topograph.run/tier-1"
+    items = [
+        _node(f"gpu-node-0{i}", {clique: "c1.0" if i < 4 else "c1.1", tier: "sw-a"})
+        for i in range(1, 5)
+    ]
+    nodes = tmp_path / "nodes_2026-11-02.json"
+    nodes.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}), "utf-8")
+    snapshot = dt.datetime(2026, 11, 2, tzinfo=dt.UTC).timestamp()
+    os.utime(nodes, (snapshot, snapshot))
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        ingest_file(con, "k8s-objects", nodes, IngestOptions(cluster="k8s-b"))
+        rebuild(con, cfg)
+        rows = con.sql(
+            "SELECT cluster, level, source, string_agg(DISTINCT domain, ',' ORDER BY domain),"
+            " count(*), min(valid_from) FROM topology GROUP BY ALL ORDER BY ALL"
+        ).fetchall()
+    day = dt.datetime(2026, 11, 2, tzinfo=dt.UTC)
+    assert [r[:5] for r in rows] == [
+        ("k8s-b", "nvlink", "k8s-labels", "c1.0,c1.1", 4),
+        ("k8s-b", "tier-1", "k8s-labels", "sw-a", 4),
+        ("slurm-a", "rack", "inventory", "r01,r02,r03", 24),
+    ]
+    assert [r[5] for r in rows[:2]] == [day, day]
