@@ -39,8 +39,12 @@ from pipelines.slurm._text import UTC, Collected, read_text
 __all__ = [
     "BLOCK_LEVEL",
     "TOPOLOGY_SCHEMA",
+    "Switch",
+    "block_rows",
+    "hosts",
     "parse_topology_conf",
     "switch_level",
+    "tree_rows",
     "valid_from_of",
 ]
 
@@ -85,7 +89,9 @@ def valid_from_of(path: Path) -> dt.datetime:
 
 
 @dataclass
-class _Switch:
+class Switch:
+    """One switch as read: its first and last line, the text, its nodes and child switches."""
+
     line_no: int
     line_end: int
     raw: str
@@ -134,7 +140,8 @@ def _tokens(text: str) -> tuple[dict[str, str], list[str], str | None]:
     return tokens, unknown, None
 
 
-def _hosts(value: str) -> list[str]:
+def hosts(value: str) -> list[str]:
+    """A host list expanded (``ValueError`` when malformed or empty)."""
     hosts = expand_nodelist(value)
     if not hosts:
         raise ValueError("empty host list")
@@ -168,7 +175,7 @@ def parse_topology_conf(
     when = valid_from or valid_from_of(Path(path))
     out = Collected(file)
     form: str | None = None
-    switches: dict[str, _Switch] = {}
+    switches: dict[str, Switch] = {}
     blocks: dict[str, tuple[int, list[str]]] = {}
     block_sizes: list[int] | None = None
     for first, last, line in _logical_lines(lines):
@@ -208,7 +215,7 @@ def parse_topology_conf(
             reject(f"{name!r} is named twice", name_field)
             continue
         try:
-            nodes = _hosts(tokens["nodes"]) if "nodes" in tokens else []
+            nodes = hosts(tokens["nodes"]) if "nodes" in tokens else []
         except ValueError as err:
             reject(f"bad host list: {err}", "Nodes")
             continue
@@ -219,32 +226,25 @@ def parse_topology_conf(
             blocks[name] = (first, nodes)
             continue
         try:
-            children = _hosts(tokens["switches"]) if "switches" in tokens else []
+            children = hosts(tokens["switches"]) if "switches" in tokens else []
         except ValueError as err:
             reject(f"bad switch list: {err}", "Switches")
             continue
         if not nodes and not children:
             reject("a switch with neither Nodes nor Switches", "Nodes")
             continue
-        switches[name] = _Switch(first, last, line, nodes, children)
+        switches[name] = Switch(first, last, line, nodes, children)
     if form is None:
         if out.rejected:
             return out.result(TOPOLOGY_SCHEMA, {"form": None, "domains": 0})
         raise InputFormatError(file, "not a topology.conf: no SwitchName or BlockName line")
     if form == "block":
-        placed: dict[str, str] = {}
-        for name, (line_no, nodes) in blocks.items():
-            for node in nodes:
-                other = placed.setdefault(node, name)
-                if other == name:
-                    out.rows.append(_row(cluster, BLOCK_LEVEL, name, node, when, file, line_no))
-                else:
-                    _duplicate(out, line_no, name, node, other)
+        block_rows(out, blocks, cluster, when, BLOCK_LEVEL)
         info: dict[str, object] = {"form": form, "domains": len(blocks)}
         if block_sizes is not None:
             info["block_sizes"] = block_sizes
         return out.result(TOPOLOGY_SCHEMA, info)
-    _tree_rows(out, switches, cluster, when)
+    tree_rows(out, switches, cluster, when)
     return out.result(TOPOLOGY_SCHEMA, {"form": form, "domains": len(switches)})
 
 
@@ -255,11 +255,36 @@ def _row(
             "valid_from": when, "file": file, "line_no": line_no}  # fmt: skip
 
 
-def _tree_rows(
-    out: Collected, switches: dict[str, _Switch], cluster: str, when: dt.datetime
+def block_rows(
+    out: Collected,
+    blocks: dict[str, tuple[int, list[str]]],
+    cluster: str,
+    when: dt.datetime,
+    level: str,
 ) -> None:
-    """Rows of every switch (its height and every node below it); a switch naming an unknown
-    child, or under itself, is rejected (field ``Switches``)."""
+    """Rows of every block (name → first line, nodes) at ``level``; a node a second block
+    names is rejected there."""
+    placed: dict[str, str] = {}
+    for name, (line_no, nodes) in blocks.items():
+        for node in nodes:
+            other = placed.setdefault(node, name)
+            if other == name:
+                out.rows.append(_row(cluster, level, name, node, when, out.file, line_no))
+            else:
+                _duplicate(out, line_no, name, node, other)
+
+
+def tree_rows(
+    out: Collected,
+    switches: dict[str, Switch],
+    cluster: str,
+    when: dt.datetime,
+    prefix: str = "",
+    field_names: tuple[str, str] = ("Switches", "Nodes"),
+) -> None:
+    """Rows of every switch (its height and every node below it, level ``prefix`` +
+    ``switch-<height>``); a switch naming an unknown child, or under itself, is rejected
+    (field ``field_names[0]``; a node placed twice at a level: ``field_names[1]``)."""
     height: dict[str, int] = {}
     below: dict[str, list[str]] = {}
     bad: set[str] = set()
@@ -273,12 +298,12 @@ def _tree_rows(
         for child in sw.children:
             if child not in switches or child in bad:
                 out.reject(sw.line_no, sw.raw, f"unknown switch {child!r}",
-                           field_name="Switches", line_end=sw.line_end)  # fmt: skip
+                           field_name=field_names[0], line_end=sw.line_end)  # fmt: skip
                 bad.add(name)
                 return False
             if child in path:
                 out.reject(sw.line_no, sw.raw, f"switch {child!r} is below itself",
-                           field_name="Switches", line_end=sw.line_end)  # fmt: skip
+                           field_name=field_names[0], line_end=sw.line_end)  # fmt: skip
                 bad.add(name)
                 return False
             if not walk(child, (*path, child)):
@@ -296,16 +321,18 @@ def _tree_rows(
     for name, sw in switches.items():
         if name in bad:
             continue
-        level = switch_level(height[name])
+        level = prefix + switch_level(height[name])
         for node in below[name]:
             other = placed.setdefault((level, node), name)
             if other == name:
                 out.rows.append(_row(cluster, level, name, node, when, out.file, sw.line_no))
             else:
-                _duplicate(out, sw.line_no, name, node, other)
+                _duplicate(out, sw.line_no, name, node, other, field_names[1])
 
 
-def _duplicate(out: Collected, line_no: int, name: str, node: str, other: str) -> None:
+def _duplicate(
+    out: Collected, line_no: int, name: str, node: str, other: str, field_name: str = "Nodes"
+) -> None:
     """A node a second domain of the same level names: kept in the first, rejected here."""
     out.reject(line_no, f"{name}: {node}", f"node {node!r} is already in {other!r} at this level",
-               field_name="Nodes")  # fmt: skip
+               field_name=field_name)  # fmt: skip

@@ -11,6 +11,7 @@ import pytest
 
 from pipelines._parse_result import InputFormatError
 from pipelines.slurm._topology_conf import parse_topology_conf, valid_from_of
+from pipelines.slurm._topology_yaml import parse_topology_yaml
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "slurm_topology"
 DAY = dt.datetime(2026, 11, 2, tzinfo=dt.UTC)
@@ -120,3 +121,55 @@ def test_valid_from_is_the_day_in_the_file_name(tmp_path: Path) -> None:
     assert valid_from_of(path) == DAY
     res = parse_topology_conf(path, cluster="c")
     assert res.rows["valid_from"].to_list() == [DAY]
+
+
+def test_topology_yaml_example_gives_default_tree_and_named_block_levels() -> None:
+    """The topology.yaml(5) example: topo1 (cluster default, tree) gives s1 = node01–02 and
+    s2 = node03–04 (switch-1, lines 8 and 10) and sw_root over both (switch-2); topo2's four
+    blocks of 4 are level ``topo2/block``; topo3 is flat (no rows): 2 + 2 + 4 + 16 = 24 rows."""
+    res = parse_topology_yaml(FIXTURES / "topology.yaml", cluster="c", valid_from=DAY)
+    assert res.rejected.height == 0
+    assert res.info["default"] == "topo1"
+    assert res.info["topologies"] == {"topo1": "tree", "topo2": "block", "topo3": "flat"}
+    assert res.info["block_sizes"] == {"topo2": [4, 16]}
+    assert _sizes(res.rows) == {
+        ("switch-1", "s1"): 2, ("switch-1", "s2"): 2, ("switch-2", "sw_root"): 4,
+        **{("topo2/block", f"b{i}"): 4 for i in range(1, 5)},
+    }  # fmt: skip
+    lines = dict(res.rows.select("domain", "line_no").unique().rows())
+    assert (lines["s1"], lines["s2"], lines["b1"]) == (8, 10, 19)
+
+
+def test_topology_yaml_bad_entries_are_rejected_naming_line_and_field() -> None:
+    """A switch with a bad host list (its entry starts at line 7), a block without a name
+    (line 12) and a topology with two forms (line 15) are rejected; s0 and b1 load."""
+    text = (
+        "- topology: t\n"  # 1
+        "  cluster_default: true\n"
+        "  tree:\n"
+        "    switches:\n"
+        "      - switch: s0\n"  # 5
+        "        nodes: n[1-2]\n"
+        "      - switch: s1\n"  # 7
+        "        nodes: n[3-1]\n"
+        "- topology: u\n"  # 9
+        "  block:\n"
+        "    blocks:\n"
+        "      - nodes: m[1-2]\n"  # 12
+        "      - block: b1\n"  # 13
+        "        nodes: m[3-4]\n"
+        "- topology: v\n"  # 15
+        "  flat: true\n"
+        "  tree: {switches: []}\n"
+    )
+    res = parse_topology_yaml("t.yaml", cluster="c", text=text, valid_from=DAY)
+    assert sorted(res.rejected.select("line_no", "field").rows()) == [
+        (7, "nodes"), (12, "block"), (15, "topology"),
+    ]  # fmt: skip
+    assert _sizes(res.rows) == {("switch-1", "s0"): 2, ("u/block", "b1"): 2}
+
+
+def test_a_yaml_file_that_is_no_topology_list_is_refused() -> None:
+    """A mapping at the top, not a list of ``- topology:`` items."""
+    with pytest.raises(InputFormatError, match=r"not a topology\.yaml"):
+        parse_topology_yaml("t.yaml", text="switches: []\n", valid_from=DAY)
