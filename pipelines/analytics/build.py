@@ -255,6 +255,9 @@ def _read_raw(con: duckdb.DuckDBPyConnection) -> RawFrames:
         kueue_local_queues=read_table(con, "raw.kueue_local_queues"),
         k8s_nodes=read_table(con, "raw.k8s_nodes") if table_exists(con, "raw.k8s_nodes") else None,
         topology=read_table(con, "raw.topology") if table_exists(con, "raw.topology") else None,
+        kueue_topologies=read_table(con, "raw.kueue_topologies")
+        if table_exists(con, "raw.kueue_topologies")
+        else None,
     )
 
 

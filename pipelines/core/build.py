@@ -77,7 +77,7 @@ class RawFrames:
     """The raw tables the core layer reads, as loaded (every export, overlapping ones too).
 
     ``k8s_nodes`` is None when the warehouse has no ``raw.k8s_nodes`` table, ``topology`` when
-    it has no ``raw.topology``.
+    it has no ``raw.topology``, ``kueue_topologies`` when it has no ``raw.kueue_topologies``.
     """
 
     slurm_rows: pl.DataFrame
@@ -88,6 +88,7 @@ class RawFrames:
     kueue_local_queues: pl.DataFrame
     k8s_nodes: pl.DataFrame | None = None
     topology: pl.DataFrame | None = None
+    kueue_topologies: pl.DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -344,6 +345,7 @@ def _in_unit(
             kueue_local_queues=one(raw.kueue_local_queues),
             k8s_nodes=None if raw.k8s_nodes is None else one(raw.k8s_nodes),
             topology=None if raw.topology is None else one(raw.topology),
+            kueue_topologies=None if raw.kueue_topologies is None else one(raw.kueue_topologies),
         ),
         one(inventory),
     )
@@ -472,6 +474,7 @@ def _topology(raw: RawFrames, nodes: pl.DataFrame) -> pl.DataFrame:
         raw.k8s_nodes.select("cluster", "name", "labels", "snapshot_at")
         if raw.k8s_nodes is not None
         else pl.DataFrame(schema={"cluster": pl.String(), "name": pl.String(),
-                                  "labels": pl.String(), "snapshot_at": pl.Datetime("us", "UTC")})
+                                  "labels": pl.String(), "snapshot_at": pl.Datetime("us", "UTC")}),
+        raw.kueue_topologies,
     )  # fmt: skip
     return topology_intervals(conf, labels, nodes.select("cluster", "host", "rack"))

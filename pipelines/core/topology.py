@@ -6,7 +6,9 @@ Three sources, in this order of trust per cluster:
 * Kubernetes node labels in the Node snapshots (``raw.k8s_nodes.labels``, from each
   ``snapshot_at``): ``nvidia.com/gpu.clique`` (level ``nvlink``, the NVLink clique GPU feature
   discovery labels), ``accelerator.topograph.run/domain`` (level ``accelerator``) and
-  ``fabric.topograph.run/tier-N`` (level ``tier-N``);
+  ``fabric.topograph.run/tier-N`` (level ``tier-N``), and every label a Kueue ``Topology``
+  of the cluster names as a level (``spec.levels[].nodeLabel``, the level named by the label
+  key; ``kubernetes.io/hostname``, one node per domain, is left out);
 * where a cluster has neither, the inventory's ``rack`` column, one level ``rack`` in force
   since ever.
 
@@ -49,11 +51,47 @@ _SNAPSHOT: Final[dict[str, pl.DataType]] = {
 }  # fmt: skip
 
 
-def k8s_label_topology(k8s_nodes: pl.DataFrame) -> pl.DataFrame:
+#: A Kueue level that is no topology domain (one node each).
+_HOSTNAME: Final = "kubernetes.io/hostname"
+
+
+def _kueue_label_rows(k8s_nodes: pl.DataFrame, kueue_levels: pl.DataFrame) -> pl.DataFrame:
+    """Rows for the Node labels the cluster's Kueue Topologies name as levels."""
+    labels = (
+        kueue_levels.filter(
+            (pl.col("node_label") != _HOSTNAME)
+            & ~pl.col("node_label").is_in(list(LABEL_LEVELS))
+            & ~pl.col("node_label").str.contains(f"^{_TIER}$")
+        )
+        .select("cluster", "node_label")
+        .unique()
+        .sort("cluster", "node_label")
+    )
+    parts = [pl.DataFrame(schema=_SNAPSHOT)]
+    for cluster, label in labels.iter_rows():
+        escaped = label.replace("\\", "\\\\").replace("'", "\\'")
+        parts.append(
+            k8s_nodes.filter((pl.col("cluster") == cluster) & pl.col("labels").is_not_null())
+            .select(
+                "cluster",
+                pl.lit(label).alias("level"),
+                pl.col("labels").str.json_path_match(f"$['{escaped}']").alias("domain"),
+                pl.col("name").alias("node"),
+                pl.col("snapshot_at").cast(UTC_DATETIME).alias("valid_from"),
+            )
+            .filter(pl.col("domain").is_not_null() & (pl.col("domain") != ""))
+        )
+    return pl.concat(parts)
+
+
+def k8s_label_topology(
+    k8s_nodes: pl.DataFrame, kueue_levels: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Topology rows from Kubernetes Node snapshots' labels.
 
     Args:
         k8s_nodes: ``cluster, name, labels`` (a JSON object as text) and ``snapshot_at``.
+        kueue_levels: ``cluster, node_label``: the levels of the cluster's Kueue Topologies.
 
     Returns:
         ``cluster, level, domain, node, valid_from`` (the snapshot time), one row per node and
@@ -61,6 +99,11 @@ def k8s_label_topology(k8s_nodes: pl.DataFrame) -> pl.DataFrame:
     """
     if k8s_nodes.height == 0:
         return pl.DataFrame(schema=_SNAPSHOT)
+    kueue = (
+        _kueue_label_rows(k8s_nodes, kueue_levels)
+        if kueue_levels is not None
+        else pl.DataFrame(schema=_SNAPSHOT)
+    )
     pairs = (
         k8s_nodes.filter(pl.col("labels").is_not_null())
         .select(
@@ -79,17 +122,14 @@ def k8s_label_topology(k8s_nodes: pl.DataFrame) -> pl.DataFrame:
         .then(key.str.extract(r"(tier-\d+)$"))
         .otherwise(key.replace_strict(LABEL_LEVELS, default=None, return_dtype=pl.String()))
     )
-    return (
-        pairs.select(
-            "cluster",
-            level.alias("level"),
-            pl.col("_kv").struct.field("2").alias("domain"),
-            "node",
-            "valid_from",
-        )
-        .filter(pl.col("domain") != "")
-        .unique(maintain_order=True)
-    )
+    known = pairs.select(
+        "cluster",
+        level.alias("level"),
+        pl.col("_kv").struct.field("2").alias("domain"),
+        "node",
+        "valid_from",
+    ).filter(pl.col("domain") != "")
+    return pl.concat([known, kueue]).unique(maintain_order=True)
 
 
 def _intervals(snapshots: pl.DataFrame) -> pl.DataFrame:

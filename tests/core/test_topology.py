@@ -76,3 +76,25 @@ def test_inventory_racks_are_the_map_only_where_no_other_is_given() -> None:
         ("r", "rack", "r1", "h2", None, None, "inventory"),
         ("s", "block", "b1", "x1", T0, None, "topology.conf"),
     ]  # fmt: skip
+
+
+def test_kueue_topology_levels_name_the_labels_to_read() -> None:
+    """k's Kueue Topology has levels topology-rack and hostname: node a's rack label becomes
+    level ``cloud.provider.com/topology-rack`` (hostname is left out, one node per domain);
+    a Kueue level that is a known label (gpu.clique) keeps its own level name only."""
+    nodes = pl.DataFrame(
+        {"cluster": ["k"], "name": ["a"], "snapshot_at": [T0],
+         "labels": [_labels(**{"cloud.provider.com/topology-rack": "r7",
+                               "nvidia.com/gpu.clique": "uuid.1",
+                               "kubernetes.io/hostname": "a"})]},
+        schema_overrides={"snapshot_at": _TS},
+    )  # fmt: skip
+    levels = pl.DataFrame(
+        {"cluster": ["k"] * 3,
+         "node_label": ["cloud.provider.com/topology-rack", "nvidia.com/gpu.clique",
+                        "kubernetes.io/hostname"]}
+    )  # fmt: skip
+    got = k8s_label_topology(nodes, levels).sort("level")
+    assert got.select("level", "domain", "node").rows() == [
+        ("cloud.provider.com/topology-rack", "r7", "a"), ("nvlink", "uuid.1", "a"),
+    ]  # fmt: skip

@@ -108,15 +108,26 @@ def _node(name: str, labels: dict[str, str]) -> dict[str, object]:
 
 def test_node_labels_are_the_map_of_a_kubernetes_cluster(fleet_dir: Path, tmp_path: Path) -> None:
     """A hand-made Node list for k8s-b (snapshot 2026-11-02 00:00 UTC): gpu-node-01…03 in
-    clique ``c1.0``, 04 in ``c1.1``, 01…04 on tier-1 switch ``sw-a``; the labels replace
-    k8s-b's inventory racks (level ``rack``), slurm-a keeps its racks."""
+    clique ``c1.0``, 04 in ``c1.1``, 01…04 on tier-1 switch ``sw-a``, 01…02 in block ``blk-1``
+    and 03…04 in ``blk-2`` (a label k8s-b's Kueue Topology names as a level); the labels
+    replace k8s-b's inventory racks (level ``rack``), slurm-a keeps its racks."""
     cfg = load_config(write_config(tmp_path, days_dir=fleet_dir))
     clique = "nvidia.com/gpu.clique"
     tier = "fabric.topograph.run/tier-1"
+    block = "cloud.provider.com/topology-block"
     items = [
-        _node(f"gpu-node-0{i}", {clique: "c1.0" if i < 4 else "c1.1", tier: "sw-a"})
+        _node(
+            f"gpu-node-0{i}",
+            {clique: "c1.0" if i < 4 else "c1.1", tier: "sw-a", block: f"blk-{(i + 1) // 2}"},
+        )
         for i in range(1, 5)
     ]
+    kueue = {
+        "apiVersion": "kueue.x-k8s.io/v1alpha1", "kind": "Topology",
+        "metadata": {"name": "default", "uid": "t-1"},
+        "spec": {"levels": [{"nodeLabel": block}, {"nodeLabel": "kubernetes.io/hostname"}]},
+    }  # fmt: skip
+    items.append(kueue)
     nodes = tmp_path / "nodes_2026-11-02.json"
     nodes.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}), "utf-8")
     snapshot = dt.datetime(2026, 11, 2, tzinfo=dt.UTC).timestamp()
@@ -131,8 +142,9 @@ def test_node_labels_are_the_map_of_a_kubernetes_cluster(fleet_dir: Path, tmp_pa
         ).fetchall()
     day = dt.datetime(2026, 11, 2, tzinfo=dt.UTC)
     assert [r[:5] for r in rows] == [
+        ("k8s-b", block, "k8s-labels", "blk-1,blk-2", 4),
         ("k8s-b", "nvlink", "k8s-labels", "c1.0,c1.1", 4),
         ("k8s-b", "tier-1", "k8s-labels", "sw-a", 4),
         ("slurm-a", "rack", "inventory", "r01,r02,r03", 24),
     ]
-    assert [r[5] for r in rows[:2]] == [day, day]
+    assert [r[5] for r in rows[:3]] == [day, day, day]
