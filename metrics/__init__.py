@@ -16,6 +16,14 @@ from metrics.fairness import (
     water_fill,
 )
 from metrics.occupancy import allocated_gpu_seconds_hourly, capacity_hourly, occupancy_hourly
+from metrics.placement import (
+    FRAGMENTATION_SCHEMA,
+    GANG_NODES,
+    PLACEMENT_SCHEMA,
+    domains_min,
+    fragmentation_hourly,
+    job_placement,
+)
 from metrics.reliability import (
     down_time_per_node,
     ettr_per_run,
@@ -35,20 +43,26 @@ from metrics.waterfall import (
 )
 
 __all__ = [
+    "FRAGMENTATION_SCHEMA",
+    "GANG_NODES",
     "LEAF_DTYPE",
+    "PLACEMENT_SCHEMA",
     "LossPolicy",
     "allocated_gpu_seconds_hourly",
     "attempt_outcomes",
     "capacity_hourly",
     "check_conservation",
+    "domains_min",
     "down_time_per_node",
     "entitlement",
     "ettr_per_run",
     "fair_share_hourly",
     "fairness_summary",
+    "fragmentation_hourly",
     "gpu_waterfall_hourly",
     "headline_ratios",
     "jain_index",
+    "job_placement",
     "kaplan_meier",
     "naive_wait_percentiles",
     "nearest_rank",

@@ -38,7 +38,15 @@ RECOMMENDATIONS_KEY = dg.AssetKey(["analytics", "recommendations"])
 
 _RAW = [
     dg.AssetKey(["raw", n])
-    for n in ("slurm_rows", "k8s_events", "k8s_pods", "k8s_objects", "dcgm_samples", "dcgm_hourly")
+    for n in (
+        "slurm_rows",
+        "k8s_events",
+        "k8s_pods",
+        "k8s_objects",
+        "dcgm_samples",
+        "dcgm_hourly",
+        "topology",
+    )
 ]
 
 #: Tables the rebuild writes, as asset keys (prefix = DuckDB schema).
@@ -60,6 +68,11 @@ CORE_ANALYTICS_KEYS = {
     "core.k8s_pending_reasons": dg.AssetKey(["core", "k8s_pending_reasons"]),
     "analytics.job_gpu_summary": dg.AssetKey(["analytics", "job_gpu_summary"]),
     "analytics.gpu_activity": dg.AssetKey(["analytics", "gpu_activity"]),
+    "core.topology": dg.AssetKey(["core", "topology"]),
+    "analytics.job_placement": dg.AssetKey(["analytics", "job_placement"]),
+    "analytics.topology_fragmentation_hourly": dg.AssetKey(
+        ["analytics", "topology_fragmentation_hourly"]
+    ),
 }
 
 _DESCRIPTIONS = {
@@ -80,6 +93,9 @@ _DESCRIPTIONS = {
     "core.k8s_pending_reasons": "Why Kubernetes workloads pended: FailedScheduling etc. counts.",
     "analytics.job_gpu_summary": "Per attempt: observed GPU-s, mean activity, idle GPU-s, XIDs.",
     "analytics.gpu_activity": "Per GPU and 5-minute bucket: activity, signal used, job, team.",
+    "core.topology": "Node → domain per topology level, with the time each map was in force.",
+    "analytics.job_placement": "Per attempt and topology level: domains used against the fewest.",
+    "analytics.topology_fragmentation_hourly": "Whole-domain gang slots vs unfragmented, hourly.",
 }
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from metrics import naive_wait_percentiles, occupancy_hourly
+from metrics import fragmentation_hourly, job_placement, naive_wait_percentiles, occupancy_hourly
 from metrics.data_quality import DATA_QUALITY_SCHEMA, admitted_without_pods, gpu_tracking_gaps
 from pipelines.analytics.incremental import (
     BuildPlan,
@@ -59,7 +59,8 @@ VIEWS = (
     "fairness_summary_weekly", "node_reliability", "k8s_workloads", "k8s_pending_reasons",
     "job_gpu_summary", "telemetry_coverage_daily", "gpu_activity", "kueue_cluster_queues",
     "kueue_local_queues", "scheduler_fairshare", "registry_drift",
-    "telemetry_coverage_team_daily",
+    "telemetry_coverage_team_daily", "topology", "job_placement",
+    "topology_fragmentation_hourly",
 )  # fmt: skip
 
 _INVENTORY_SCHEMA = {
@@ -256,6 +257,10 @@ def _read_raw(con: duckdb.DuckDBPyConnection) -> RawFrames:
         k8s_workloads=read_table(con, "raw.k8s_workloads"),
         kueue_local_queues=read_table(con, "raw.kueue_local_queues"),
         k8s_nodes=read_table(con, "raw.k8s_nodes") if table_exists(con, "raw.k8s_nodes") else None,
+        topology=read_table(con, "raw.topology") if table_exists(con, "raw.topology") else None,
+        kueue_topologies=read_table(con, "raw.kueue_topologies")
+        if table_exists(con, "raw.kueue_topologies")
+        else None,
     )
 
 
@@ -336,10 +341,31 @@ def _tables(
         "analytics.data_quality": dq,
         "core.k8s_workloads": core.k8s_timings.join(as_of, on="cluster", how="left"),
         "core.k8s_pending_reasons": core.k8s_pending_reasons.join(as_of, on="cluster", how="left"),
+        "core.topology": core.topology,
+        "analytics.job_placement": with_as_of(_placement(core), as_of),
+        "analytics.topology_fragmentation_hourly": with_as_of(_fragmentation(core, occ), as_of),
         **schedulers,
         **{t: with_as_of(f, as_of) if "cluster" in f.columns else f for t, f in engine.items()},
         **windows.tables,
     }, windows.job_keys
+
+
+def _placement(core: CoreFrames) -> pl.DataFrame:
+    """``analytics.job_placement``: every started attempt against the map in force at its
+    start, domain sizes counting only nodes up then (:func:`metrics.job_placement`)."""
+    return job_placement(
+        core.jobs.lazy(), core.topology.lazy(), down=core.node_down.lazy()
+    ).collect()
+
+
+def _fragmentation(core: CoreFrames, occ: pl.DataFrame) -> pl.DataFrame:
+    """``analytics.topology_fragmentation_hourly``: every hour of ``occupancy_hourly``, free
+    whole nodes per domain against the same nodes unfragmented
+    (:func:`metrics.fragmentation_hourly`, gangs of :data:`metrics.GANG_NODES` nodes)."""
+    return fragmentation_hourly(
+        core.topology.lazy(), core.jobs.lazy(), occ.select("cluster", "hour").lazy(),
+        down=core.node_down.lazy(),
+    ).collect()  # fmt: skip
 
 
 def _write(

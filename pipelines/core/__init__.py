@@ -8,6 +8,8 @@ warehouse and writing the ``core.*`` tables is :mod:`pipelines.analytics.build`'
 - :mod:`~pipelines.core.k8s_timings`: Kubernetes time to start by stage, and pending reasons;
 - :mod:`~pipelines.core.node_states`: Slurm registered capacity and node-event GPU-seconds per
   hour;
+- :mod:`~pipelines.core.topology`: the topology map (``topology.conf``, Node labels, racks)
+  with the interval each map was in force;
 - :mod:`~pipelines.core.registry`: the allocation registry (teams, shares, their history);
 - :mod:`~pipelines.core.build`: :func:`build_core`, every core frame of a :class:`BuildUnit` in
   one call.
@@ -55,6 +57,11 @@ from pipelines.core.registry import (
     shares_at_window_start,
 )
 from pipelines.core.slurm_identity import resolve_slurm_jobs, slurm_attempts
+from pipelines.core.topology import (
+    TOPOLOGY_COLUMNS,
+    k8s_label_topology,
+    topology_intervals,
+)
 
 __all__ = [
     "ALL_POOLS",
@@ -65,6 +72,7 @@ __all__ = [
     "K8S_WORKLOAD_TIMING_SCHEMA",
     "KUEUE_PENDING_REASONS",
     "SCHEDULER_PENDING_REASONS",
+    "TOPOLOGY_COLUMNS",
     "UNATTRIBUTED",
     "BuildUnit",
     "CoreFrames",
@@ -77,6 +85,7 @@ __all__ = [
     "empty_registry",
     "image_pull_seconds",
     "k8s_attempts",
+    "k8s_label_topology",
     "k8s_pending_reasons",
     "k8s_workload_timings",
     "load_registry",
@@ -89,6 +98,7 @@ __all__ = [
     "share_in_effect",
     "shares_at_window_start",
     "slurm_attempts",
+    "topology_intervals",
     "with_as_of",
     "workload_attempts",
 ]

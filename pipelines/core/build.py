@@ -33,6 +33,7 @@ from pipelines.core.node_states import (
 )
 from pipelines.core.registry import UNATTRIBUTED, cluster_shares
 from pipelines.core.slurm_identity import resolve_slurm_jobs, slurm_attempts
+from pipelines.core.topology import k8s_label_topology, topology_intervals
 
 __all__ = [
     "JOBS_COLUMNS",
@@ -75,7 +76,8 @@ class BuildUnit:
 class RawFrames:
     """The raw tables the core layer reads, as loaded (every export, overlapping ones too).
 
-    ``k8s_nodes`` is None when the warehouse has no ``raw.k8s_nodes`` table.
+    ``k8s_nodes`` is None when the warehouse has no ``raw.k8s_nodes`` table, ``topology`` when
+    it has no ``raw.topology``, ``kueue_topologies`` when it has no ``raw.kueue_topologies``.
     """
 
     slurm_rows: pl.DataFrame
@@ -85,6 +87,8 @@ class RawFrames:
     k8s_workloads: pl.DataFrame
     kueue_local_queues: pl.DataFrame
     k8s_nodes: pl.DataFrame | None = None
+    topology: pl.DataFrame | None = None
+    kueue_topologies: pl.DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,9 @@ class CoreFrames:
         down: ``cluster, hour, down_gpu_s, planned_down_gpu_s`` per cluster-hour.
         shares: the registry's share history per cluster (:func:`cluster_shares`).
         pod_jobs: ``cluster, namespace, pod, job_id``: which job each pod ran.
+        topology: node → domain per level and map (:func:`pipelines.core.topology.
+            topology_intervals`: ``topology.conf``, else Node labels, else inventory racks).
+        node_down: ``cluster, node, start_at, end_at``: Slurm node down/drain intervals.
     """
 
     slurm_jobs: pl.DataFrame
@@ -137,6 +144,8 @@ class CoreFrames:
     down: pl.DataFrame
     shares: pl.DataFrame
     pod_jobs: pl.DataFrame
+    topology: pl.DataFrame
+    node_down: pl.DataFrame
 
 
 def with_as_of(frame: pl.DataFrame, as_of: pl.DataFrame) -> pl.DataFrame:
@@ -335,6 +344,8 @@ def _in_unit(
             k8s_workloads=one(raw.k8s_workloads),
             kueue_local_queues=one(raw.kueue_local_queues),
             k8s_nodes=None if raw.k8s_nodes is None else one(raw.k8s_nodes),
+            topology=None if raw.topology is None else one(raw.topology),
+            kueue_topologies=None if raw.kueue_topologies is None else one(raw.kueue_topologies),
         ),
         one(inventory),
     )
@@ -443,4 +454,27 @@ def build_core(
         down=down,
         shares=shares,
         pod_jobs=pod_jobs,
+        topology=_topology(raw, nodes),
+        node_down=raw.slurm_events.filter(
+            (pl.col("event") == "node") & pl.col("node").is_not_null()
+        ).select("cluster", "node", "start_at", "end_at"),
     )
+
+
+def _topology(raw: RawFrames, nodes: pl.DataFrame) -> pl.DataFrame:
+    """The topology map (:func:`topology_intervals`) from ``raw.topology``, the Node labels
+    and the nodes' racks."""
+    conf = raw.topology
+    if conf is None:
+        conf = pl.DataFrame(
+            schema={"cluster": pl.String(), "level": pl.String(), "domain": pl.String(),
+                    "node": pl.String(), "valid_from": pl.Datetime("us", "UTC")}
+        )  # fmt: skip
+    labels = k8s_label_topology(
+        raw.k8s_nodes.select("cluster", "name", "labels", "snapshot_at")
+        if raw.k8s_nodes is not None
+        else pl.DataFrame(schema={"cluster": pl.String(), "name": pl.String(),
+                                  "labels": pl.String(), "snapshot_at": pl.Datetime("us", "UTC")}),
+        raw.kueue_topologies,
+    )  # fmt: skip
+    return topology_intervals(conf, labels, nodes.select("cluster", "host", "rack"))

@@ -114,18 +114,19 @@ K8S_OBJECTS = InputKind(
         "clusterqueues*.json",
         "localqueues*.json",
         "nodes*.json",
+        "topologies*.json",
     ),
     asset="k8s_objects",
     group="kubernetes",
     scheduler="kubernetes",
     source_key="k8s_objects_source",
     description=(
-        "Kueue Workload, ClusterQueue and LocalQueue and core/v1 Node snapshots "
-        "(`kubectl get workloads|clusterqueues|localqueues|nodes -o json`), split by kind "
-        "into raw.k8s_workloads, raw.kueue_cluster_queues, raw.kueue_local_queues and "
-        "raw.k8s_nodes, one partition per cluster and day."
+        "Kueue Workload, ClusterQueue, LocalQueue and Topology and core/v1 Node snapshots "
+        "(`kubectl get workloads|clusterqueues|localqueues|topologies|nodes -o json`), split "
+        "by kind into raw.k8s_workloads, raw.kueue_cluster_queues, raw.kueue_local_queues, "
+        "raw.kueue_topologies and raw.k8s_nodes, one partition per cluster and day."
     ),
-    help="Kueue Workload/ClusterQueue/LocalQueue and nodes JSON",
+    help="Kueue Workload/ClusterQueue/LocalQueue/Topology and nodes JSON",
     split=_objects,
 )
 

@@ -45,8 +45,10 @@ from pipelines.kubernetes._workloads_parse import (
     K8S_WORKLOAD_SCHEMA,
     KUEUE_CLUSTER_QUEUE_SCHEMA,
     KUEUE_LOCAL_QUEUE_SCHEMA,
+    _check_kind,
     _cluster_queue_rows,
     _local_queue_row,
+    _meta,
     _unwrap,
     _workload_row,
     keep_last,
@@ -55,6 +57,7 @@ from pipelines.kubernetes._workloads_parse import (
 
 __all__ = [
     "K8S_NODE_SCHEMA",
+    "KUEUE_TOPOLOGY_SCHEMA",
     "OBJECT_KINDS",
     "OBJECT_SOURCES",
     "SNAPSHOT_COLUMN",
@@ -91,12 +94,41 @@ K8S_NODE_SCHEMA: dict[str, pl.DataType] = {
     "line_no": pl.Int64(),
 }
 
+#: One row per level of a Kueue ``Topology`` (topology-aware scheduling): ``level_index`` 0 is
+#: the outermost level, ``node_label`` the Node label whose value is a node's domain there.
+KUEUE_TOPOLOGY_SCHEMA: dict[str, pl.DataType] = {
+    "cluster": pl.String(),
+    "name": pl.String(),
+    "uid": pl.String(),
+    "level_index": pl.Int64(),
+    "node_label": pl.String(),
+    "file": pl.String(),
+    "line_no": pl.Int64(),
+}
+
 #: Label keys that name a node's GPU product, in order of trust (GPU feature discovery first).
 GPU_PRODUCT_LABELS: Final = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator",
                              "node.kubernetes.io/instance-type")  # fmt: skip
 #: Label keys that name a node's rack (no standard key exists; these are common ones).
 RACK_LABELS: Final = ("topology.kubernetes.io/rack", "topology.example.com/rack",
                       "node.kubernetes.io/rack", "rack")  # fmt: skip
+
+
+def _topology_rows(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per ``spec.levels[]`` of a Kueue Topology (cluster-scoped)."""
+    _check_kind(obj, "Topology")
+    meta = _meta(obj, namespaced=False)
+    levels = get_path(obj, "spec", "levels")
+    if not isinstance(levels, list) or not levels:
+        raise BadItem("spec.levels", "a Topology without levels")
+    rows = []
+    for i, level in enumerate(levels):
+        label = text_or_none(level.get("nodeLabel")) if isinstance(level, dict) else None
+        if label is None:
+            raise BadItem(f"spec.levels[{i}].nodeLabel", "a level without a nodeLabel")
+        rows.append({"name": str(meta["name"]), "uid": str(meta["uid"]), "level_index": i,
+                     "node_label": label})  # fmt: skip
+    return rows
 
 
 def _node_row(obj: dict[str, Any]) -> list[dict[str, Any]]:
@@ -193,6 +225,8 @@ OBJECT_KINDS: Final[
                      ["uid", "flavor", "resource"]),
     "LocalQueue": ("kueue-local-queues", _local_queue_row, KUEUE_LOCAL_QUEUE_SCHEMA, ["uid"]),
     "Node": ("k8s-nodes", _node_row, K8S_NODE_SCHEMA, ["uid"]),
+    "Topology": ("kueue-topologies", lambda o: _topology_rows(_unwrap(o)),
+                 KUEUE_TOPOLOGY_SCHEMA, ["uid", "level_index"]),
 }  # fmt: skip
 
 #: The raw sources ``k8s-objects`` splits into, in load order.
@@ -212,7 +246,7 @@ def object_schema(source: str) -> dict[str, pl.DataType]:
 
 
 _LIST_KINDS: Final = frozenset(
-    {"List", "WorkloadList", "ClusterQueueList", "LocalQueueList", "NodeList"}
+    {"List", "WorkloadList", "ClusterQueueList", "LocalQueueList", "NodeList", "TopologyList"}
 )
 
 

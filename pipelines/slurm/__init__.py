@@ -8,8 +8,9 @@ The parsers are private modules, one per command: ``_sacct_parse`` (``sacct``, w
 ``_sacct_layout``, ``_sacct_fields``, ``_sacct_values`` and ``_sacct_json``), ``_scontrol_nodes``
 (``scontrol show nodes``), ``_scontrol_jobs`` (``scontrol show job -d``: the GPU index map),
 ``_sacctmgr_events`` (``sacctmgr show event``), ``_sshare``, ``_sprio``, ``_sdiag`` and
-``_reservations`` (``scontrol``/``sacctmgr show reservation``); the cluster-state parsers share
-the Slurm text helpers of ``_text``.
+``_reservations`` (``scontrol``/``sacctmgr show reservation``), ``_topology_conf`` and
+``_topology_yaml`` (``topology.conf``/``topology.yaml``, input kind ``topology``); the
+cluster-state parsers share the Slurm text helpers of ``_text``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from pipelines.slurm._scontrol_nodes import NODE_SCHEMA, parse_scontrol_nodes
 from pipelines.slurm._sdiag import SDIAG_SCHEMA, parse_sdiag
 from pipelines.slurm._sprio import SPRIO_SCHEMA, parse_sprio
 from pipelines.slurm._sshare import SSHARE_SCHEMA, parse_sshare
+from pipelines.slurm._topology_conf import TOPOLOGY_SCHEMA, parse_topology_conf
+from pipelines.slurm._topology_yaml import parse_topology_yaml
 
 __all__ = [
     "KINDS",
@@ -35,6 +38,7 @@ __all__ = [
     "SACCT_CHUNK_BYTES",
     "SLURM_STATE",
     "STATE_PREFIXES",
+    "TOPOLOGY",
     "job_view_gaps",
 ]
 
@@ -196,5 +200,38 @@ SLURM_STATE = InputKind(
     route=route_by_prefix(STATE_PREFIXES, "a Slurm state file"),
 )
 
+
+def _topology(path: Path, o: IngestOptions) -> ParseResult:
+    if path.suffix.lower() in {".yaml", ".yml"}:
+        return parse_topology_yaml(path, cluster=o.cluster)
+    return parse_topology_conf(path, cluster=o.cluster)
+
+
+TOPOLOGY = InputKind(
+    name="topology",
+    sources=(
+        RawSource(
+            "topology",
+            "raw.topology",
+            TOPOLOGY_SCHEMA,
+            _topology,
+            freshness="sacct",
+            data_time=(),  # valid_from: when the map took effect, not how current it is
+        ),
+    ),
+    folder="topology",
+    globs=("topology*.conf", "topology*.yaml", "topology*.yml"),
+    asset="topology",
+    group="slurm",
+    scheduler="slurm",
+    source_key="topology_source",
+    description=(
+        "One row per topology level, domain and node, from Slurm's `topology.conf` "
+        "(`topology/tree` switches, `topology/block` blocks) or `topology.yaml`, valid from "
+        "the file's day; one partition per cluster and day."
+    ),
+    help="Slurm topology.conf (tree or block form) or topology.yaml",
+)
+
 #: This package's input kinds, in registry order.
-KINDS: tuple[InputKind, ...] = (SACCT, SLURM_STATE)
+KINDS: tuple[InputKind, ...] = (SACCT, SLURM_STATE, TOPOLOGY)

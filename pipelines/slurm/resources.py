@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import Field
 
 from pipelines._sources import FileSource, InputSource
-from pipelines.slurm import SACCT, SLURM_STATE
+from pipelines.slurm import SACCT, SLURM_STATE, TOPOLOGY
 from pipelines.slurm._reservations import RESERVATION_HISTORY_FIELDS
 from pipelines.slurm._sprio import SPRIO_FORMAT
 
@@ -30,6 +30,7 @@ __all__ = [
     "SacctFileSource",
     "SlurmStateCliSource",
     "SlurmStateFileSource",
+    "TopologyFileSource",
     "slurm_client_env",
 ]
 
@@ -124,6 +125,13 @@ class SlurmStateFileSource(FileSource):
     ``sshare_<day>.*`` (``sshare -a -l -P``)."""
 
     kind: str = SLURM_STATE.name
+
+
+class TopologyFileSource(FileSource):
+    """Slurm ``topology.conf`` copies under ``<inputs_dir>/<cluster>/topology/``, one per day
+    the map changed (``topology_<day>.conf``)."""
+
+    kind: str = TOPOLOGY.name
 
 
 class SacctCliSource(InputSource):

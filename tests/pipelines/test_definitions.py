@@ -17,6 +17,8 @@ EXPECTED_ASSETS = {
     "core/k8s_pending_reasons", "analytics/job_gpu_summary",
     "analytics/gpu_activity", "analytics/weekly_report",
     "analytics/recommendations", "analytics/lake_export",
+    "raw/topology", "core/topology", "analytics/job_placement",
+    "analytics/topology_fragmentation_hourly",
 }  # fmt: skip
 
 

@@ -1,0 +1,321 @@
+"""Gang placement: how many topology domains an attempt spread over, against the fewest it
+could have used (METRICS.md, "Topology and gang placement").
+
+A *topology map* holds one row per level, domain and node with the interval it was in force
+(``valid_from``/``valid_to``, NULL: open); an attempt is placed with the map in force at its
+start. Per attempt and level, with N its nodes and H the level's domain size (the largest
+domain of the map; its healthy size when node down intervals are given):
+
+* ``domains_used``: distinct domains its nodes are in;
+* ``domains_min = ceil(N / H)``, or with a segment size s (Slurm ``--segment``)
+  ``ceil(ceil(N / s) / floor(H / s))`` (NULL when a segment does not fit a domain);
+* ``spread = domains_used − domains_min``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Final
+
+import polars as pl
+
+from metrics.schema import ATTEMPT, CLUSTER, JOB_ID, START_AT, UTC_DATETIME
+
+__all__ = [
+    "FRAGMENTATION_SCHEMA",
+    "GANG_NODES",
+    "PLACEMENT_SCHEMA",
+    "domains_min",
+    "fragmentation_hourly",
+    "job_placement",
+]
+
+LEVEL: Final = "level"
+DOMAIN: Final = "domain"
+NODE: Final = "node"
+VALID_FROM: Final = "valid_from"
+VALID_TO: Final = "valid_to"
+SEGMENT_SIZE: Final = "segment_size"
+
+#: Columns of :func:`job_placement`'s result, in order.
+PLACEMENT_SCHEMA: dict[str, pl.DataType] = {
+    CLUSTER: pl.String(),
+    JOB_ID: pl.String(),
+    ATTEMPT: pl.Int64(),
+    LEVEL: pl.String(),
+    START_AT: UTC_DATETIME,
+    "nodes": pl.Int64(),
+    "domain_size": pl.Int64(),
+    "domains_used": pl.Int64(),
+    "domains_min": pl.Int64(),
+    "spread": pl.Int64(),
+}
+
+#: Stands in for a NULL ``valid_from`` (a map in force since ever) in joins and as-of joins.
+_SINCE_EVER: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_MAP_KEYS: Final = [CLUSTER, LEVEL, VALID_FROM]
+
+
+def _ceil_div(a: pl.Expr, b: pl.Expr) -> pl.Expr:
+    return (a + b - 1) // b
+
+
+def domains_min(nodes: pl.Expr, size: pl.Expr, segment: pl.Expr) -> pl.Expr:
+    """The fewest domains of ``size`` nodes that hold ``nodes`` nodes: ``ceil(N/H)``, or with
+    a segment size s ``ceil(ceil(N/s) / floor(H/s))``; NULL where ``floor(H/s)`` is 0."""
+    per_domain = size // segment
+    segmented = (
+        pl.when(per_domain > 0)
+        .then(_ceil_div(_ceil_div(nodes, segment), per_domain))
+        .otherwise(None)
+    )
+    return pl.when(segment.is_null()).then(_ceil_div(nodes, size)).otherwise(segmented)
+
+
+def _maps(topology: pl.LazyFrame) -> pl.LazyFrame:
+    return topology.select(
+        CLUSTER, LEVEL, DOMAIN, NODE,
+        pl.col(VALID_FROM).fill_null(_SINCE_EVER).cast(UTC_DATETIME),
+        pl.col(VALID_TO).cast(UTC_DATETIME),
+    ).unique()  # fmt: skip
+
+
+def _healthy_size(maps: pl.LazyFrame, sizes: pl.LazyFrame, down: pl.LazyFrame) -> pl.LazyFrame:
+    """``cluster, level, valid_from, at, healthy_size``: from ``at`` on (to the next ``at``),
+    the largest number of nodes one domain of the map has up, where ``down`` says which nodes
+    were down (``cluster, node, start_at, end_at``; NULL end: still down)."""
+    down_nodes = (
+        down.select(CLUSTER, NODE, pl.col("start_at").alias("_s"), pl.col("end_at").alias("_e"))
+        .join(maps, on=[CLUSTER, NODE])
+        .filter(pl.col(VALID_TO).is_null() | (pl.col("_s") < pl.col(VALID_TO)))
+    )
+    ends = down_nodes.filter(pl.col("_e").is_not_null())
+    points = pl.concat(
+        [
+            down_nodes.select(*_MAP_KEYS, pl.col("_s").alias("at")),
+            ends.select(*_MAP_KEYS, pl.col("_e").alias("at")),
+        ]
+    ).unique()
+    down_then = (pl.col("_s") <= pl.col("at")) & (
+        pl.col("_e").is_null() | (pl.col("at") < pl.col("_e"))
+    )
+    hit = (
+        points.join(down_nodes, on=_MAP_KEYS)
+        .filter(down_then)
+        .group_by(*_MAP_KEYS, "at", DOMAIN)
+        .agg(pl.col(NODE).n_unique().alias("_down"))
+    )
+    affected = hit.group_by(*_MAP_KEYS, "at").agg(pl.len().alias("_n_hit"))
+    ranked = sizes.with_columns(
+        pl.col("_size").rank("ordinal", descending=True).over(_MAP_KEYS).alias("_rank")
+    )
+    # The largest domain with no node down is among the (domains hit + 1) largest domains.
+    clean = (
+        points.join(affected, on=[*_MAP_KEYS, "at"], how="left")
+        .join(ranked, on=_MAP_KEYS)
+        .filter(pl.col("_rank") <= pl.col("_n_hit").fill_null(0) + 1)
+        .join(hit, on=[*_MAP_KEYS, "at", DOMAIN], how="anti")
+        .select(*_MAP_KEYS, "at", "_size")
+    )
+    reduced = hit.join(sizes, on=[*_MAP_KEYS, DOMAIN]).select(
+        *_MAP_KEYS, "at", (pl.col("_size") - pl.col("_down")).alias("_size")
+    )
+    return (
+        pl.concat([clean, reduced])
+        .group_by(*_MAP_KEYS, "at")
+        .agg(pl.col("_size").max().alias("healthy_size"))
+    )
+
+
+def job_placement(
+    jobs: pl.LazyFrame, topology: pl.LazyFrame, *, down: pl.LazyFrame | None = None
+) -> pl.LazyFrame:
+    """Per started attempt and topology level: domains used, the fewest possible, the spread.
+
+    Args:
+        jobs: ``cluster, job_id, attempt, start_at, node_list`` (List[String]) and optionally
+            ``segment_size`` (nodes per segment; NULL: none). Attempts without a start or
+            without nodes are left out.
+        topology: ``cluster, level, domain, node, valid_from, valid_to`` (NULL ``valid_from``:
+            in force since ever; NULL ``valid_to``: still in force).
+        down: ``cluster, node, start_at, end_at``: when nodes were down or drained. Given, a
+            level's domain size at an attempt's start is the most nodes one domain had up
+            (never less than the attempt itself had in one domain); else the largest domain's
+            configured size.
+
+    Returns:
+        :data:`PLACEMENT_SCHEMA` rows: one per attempt and level of the map in force at its
+        start whose every node the map places (an attempt with a node the map lacks has no row
+        for that level).
+    """
+    maps = _maps(topology)
+    segment = pl.col(SEGMENT_SIZE) if SEGMENT_SIZE in jobs.collect_schema().names() else None
+    attempts = (
+        jobs.filter(pl.col(START_AT).is_not_null() & (pl.col("node_list").list.len() > 0))
+        .select(
+            CLUSTER, JOB_ID, ATTEMPT, START_AT,
+            (segment if segment is not None else pl.lit(None)).cast(pl.Int64).alias(SEGMENT_SIZE),
+            pl.col("node_list").list.unique().alias(NODE),
+        )
+        .with_columns(pl.col(NODE).list.len().cast(pl.Int64).alias("nodes"))
+        .explode(NODE)
+    )  # fmt: skip
+    keys = [CLUSTER, JOB_ID, ATTEMPT, START_AT, LEVEL, VALID_FROM]
+    per_domain = (
+        attempts.join(maps, on=[CLUSTER, NODE])
+        .filter(
+            (pl.col(VALID_FROM) <= pl.col(START_AT))
+            & (pl.col(VALID_TO).is_null() | (pl.col(START_AT) < pl.col(VALID_TO)))
+        )
+        .group_by(*keys, DOMAIN)
+        .agg(
+            pl.col("nodes").first(),
+            pl.col(SEGMENT_SIZE).first(),
+            pl.col(NODE).n_unique().cast(pl.Int64).alias("_on_domain"),
+        )
+    )
+    per_level = (
+        per_domain.group_by(keys)
+        .agg(
+            pl.col("nodes").first(),
+            pl.col(SEGMENT_SIZE).first(),
+            pl.col("_on_domain").sum().alias("_mapped"),
+            pl.len().cast(pl.Int64).alias("domains_used"),
+            pl.col("_on_domain").max().alias("_most_in_one"),
+        )
+        .filter(pl.col("_mapped") == pl.col("nodes"))
+    )
+    sizes = maps.group_by(*_MAP_KEYS, DOMAIN).agg(pl.len().cast(pl.Int64).alias("_size"))
+    configured = sizes.group_by(_MAP_KEYS).agg(pl.col("_size").max().alias("_configured"))
+    placed = per_level.join(configured, on=_MAP_KEYS)
+    if down is None:
+        size = pl.col("_configured")
+    else:
+        steps = _healthy_size(maps, sizes, down).sort("at")
+        placed = placed.sort(START_AT).join_asof(
+            steps,
+            left_on=START_AT,
+            right_on="at",
+            by=_MAP_KEYS,
+            strategy="backward",
+            check_sortedness=False,  # sorted above, within each map
+        )
+        healthy = pl.col("healthy_size").fill_null(pl.col("_configured"))
+        size = pl.max_horizontal(healthy, pl.col("_most_in_one"))
+    placed = placed.with_columns(size.cast(pl.Int64).alias("domain_size"))
+    return placed.select(
+        CLUSTER, JOB_ID, ATTEMPT, LEVEL, START_AT, "nodes", "domain_size", "domains_used",
+        domains_min(pl.col("nodes"), pl.col("domain_size"), pl.col(SEGMENT_SIZE))
+        .cast(pl.Int64).alias("domains_min"),
+    ).with_columns(
+        (pl.col("domains_used") - pl.col("domains_min")).alias("spread")
+    ).sort(CLUSTER, JOB_ID, ATTEMPT, LEVEL)  # fmt: skip
+
+
+#: Gang sizes (nodes) :func:`fragmentation_hourly` counts whole-domain slots for by default.
+GANG_NODES: Final = (2, 4, 8, 16)
+_HOUR: Final = dt.timedelta(hours=1)
+
+#: Columns of :func:`fragmentation_hourly`'s result, in order.
+FRAGMENTATION_SCHEMA: dict[str, pl.DataType] = {
+    CLUSTER: pl.String(),
+    "hour": UTC_DATETIME,
+    LEVEL: pl.String(),
+    "gang_nodes": pl.Int64(),
+    "free_nodes": pl.Int64(),
+    "domain_slots": pl.Int64(),
+    "unfragmented_slots": pl.Int64(),
+    "stranded_slots": pl.Int64(),
+}
+
+
+def _hours_covered(
+    intervals: pl.LazyFrame, horizon: pl.LazyFrame, start: str, end: str
+) -> pl.LazyFrame:
+    """``cluster, node, hour``: the hour starts h with ``start <= h < end`` of each interval
+    (an open end runs to the cluster's ``horizon``)."""
+    first = pl.col(start).dt.truncate("1h")
+    first = pl.when(first == pl.col(start)).then(first).otherwise(first + _HOUR)
+    return (
+        intervals.join(horizon, on=CLUSTER)
+        .select(
+            CLUSTER,
+            NODE,
+            pl.datetime_ranges(
+                first, pl.col(end).fill_null(pl.col("_horizon")), "1h", closed="left"
+            ).alias("hour"),
+        )
+        .explode("hour")
+        .filter(pl.col("hour").is_not_null())
+    )
+
+
+def fragmentation_hourly(
+    topology: pl.LazyFrame,
+    jobs: pl.LazyFrame,
+    hours: pl.LazyFrame,
+    *,
+    down: pl.LazyFrame | None = None,
+    gang_nodes: tuple[int, ...] = GANG_NODES,
+) -> pl.LazyFrame:
+    """Per cluster, hour and level: whole-domain slots for a gang of G free nodes, against the
+    slots the same free nodes would give unfragmented (METRICS.md, "Fragmentation").
+
+    A node is *free* at the start of an hour when the map in force then places it, no attempt
+    holds it (any share of it: a gang needs whole nodes) and it is not down. With f_d the free
+    nodes of domain d: ``domain_slots = Σ_d floor(f_d / G)``, ``unfragmented_slots =
+    floor(Σ_d f_d / G)``, ``stranded_slots`` the difference.
+
+    Args:
+        topology: ``cluster, level, domain, node, valid_from, valid_to`` (as :func:`job_placement`).
+        jobs: ``cluster, start_at, end_at, node_list`` (NULL end: still running).
+        hours: ``cluster, hour``: the hour starts to compute.
+        down: ``cluster, node, start_at, end_at``: node down or drained intervals.
+        gang_nodes: the gang sizes G.
+
+    Returns:
+        :data:`FRAGMENTATION_SCHEMA` rows, one per hour, level of the map in force and G.
+    """
+    maps = _maps(topology)
+    hours = hours.select(CLUSTER, pl.col("hour").cast(UTC_DATETIME)).unique()
+    horizon = hours.group_by(CLUSTER).agg((pl.col("hour").max() + _HOUR).alias("_horizon"))
+    placed = hours.join(maps, on=CLUSTER).filter(
+        (pl.col(VALID_FROM) <= pl.col("hour"))
+        & (pl.col(VALID_TO).is_null() | (pl.col("hour") < pl.col(VALID_TO)))
+    )
+    held = jobs.filter(pl.col(START_AT).is_not_null()).select(
+        CLUSTER, START_AT, "end_at", pl.col("node_list").alias(NODE)
+    ).explode(NODE)  # fmt: skip
+    busy = [_hours_covered(held, horizon, START_AT, "end_at")]
+    if down is not None:
+        busy.append(_hours_covered(down, horizon, "start_at", "end_at"))
+    free = placed.join(pl.concat(busy).unique(), on=[CLUSTER, NODE, "hour"], how="anti")
+    per_domain = free.group_by(CLUSTER, "hour", LEVEL, DOMAIN).agg(
+        pl.len().cast(pl.Int64).alias("_free")
+    )
+    gangs = pl.LazyFrame({"gang_nodes": list(gang_nodes)}, schema={"gang_nodes": pl.Int64()})
+    slots = (
+        per_domain.join(gangs, how="cross")
+        .group_by(CLUSTER, "hour", LEVEL, "gang_nodes")
+        .agg(
+            pl.col("_free").sum().alias("free_nodes"),
+            (pl.col("_free") // pl.col("gang_nodes")).sum().alias("domain_slots"),
+        )
+    )
+    keys = [CLUSTER, "hour", LEVEL, "gang_nodes"]
+    return (
+        placed.select(CLUSTER, "hour", LEVEL)
+        .unique()
+        .join(gangs, how="cross")
+        .join(slots, on=keys, how="left")
+        .with_columns(pl.col("free_nodes", "domain_slots").fill_null(0))
+        .with_columns(
+            (pl.col("free_nodes") // pl.col("gang_nodes")).alias("unfragmented_slots"),
+        )
+        .with_columns(
+            (pl.col("unfragmented_slots") - pl.col("domain_slots")).alias("stranded_slots")
+        )
+        .select(list(FRAGMENTATION_SCHEMA))
+        .cast(pl.Schema(FRAGMENTATION_SCHEMA))
+        .sort(keys)
+    )
