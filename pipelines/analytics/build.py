@@ -24,6 +24,7 @@ from pipelines.analytics.incremental import (
     write_window_tables,
 )
 from pipelines.analytics.metrics_build import build_metric_tables
+from pipelines.analytics.policy_ledger import policy_change_tables
 from pipelines.analytics.scheduler_views import scheduler_tables
 from pipelines.analytics.windows import WINDOW_TABLES, window_tables
 from pipelines.config import Config
@@ -59,7 +60,7 @@ VIEWS = (
     "fairness_summary_weekly", "node_reliability", "k8s_workloads", "k8s_pending_reasons",
     "job_gpu_summary", "telemetry_coverage_daily", "gpu_activity", "kueue_cluster_queues",
     "kueue_local_queues", "scheduler_fairshare", "registry_drift",
-    "telemetry_coverage_team_daily",
+    "telemetry_coverage_team_daily", "policy_changes",
 )  # fmt: skip
 
 _INVENTORY_SCHEMA = {
@@ -334,6 +335,7 @@ def _tables(
         "core.k8s_workloads": core.k8s_timings.join(as_of, on="cluster", how="left"),
         "core.k8s_pending_reasons": core.k8s_pending_reasons.join(as_of, on="cluster", how="left"),
         **schedulers,
+        **policy_change_tables(con),
         **{t: with_as_of(f, as_of) if "cluster" in f.columns else f for t, f in engine.items()},
         **windows.tables,
     }, windows.job_keys
