@@ -12,12 +12,7 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from pipelines.core.policy_changes import (
-    config_changes,
-    policy_changes,
-    share_changes,
-    transaction_changes,
-)
+from pipelines.core import config_changes, policy_changes, share_changes, transaction_changes
 from pipelines.warehouse import read_table, table_exists
 
 __all__ = ["policy_change_tables"]

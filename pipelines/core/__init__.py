@@ -9,6 +9,8 @@ warehouse and writing the ``core.*`` tables is :mod:`pipelines.analytics.build`'
 - :mod:`~pipelines.core.node_states`: Slurm registered capacity and node-event GPU-seconds per
   hour;
 - :mod:`~pipelines.core.registry`: the allocation registry (teams, shares, their history);
+- :mod:`~pipelines.core.policy_changes`: the policy-change ledger (Slurm transactions and
+  successive configuration and share snapshots);
 - :mod:`~pipelines.core.build`: :func:`build_core`, every core frame of a :class:`BuildUnit` in
   one call.
 """
@@ -42,6 +44,13 @@ from pipelines.core.k8s_timings import (
     k8s_workload_timings,
 )
 from pipelines.core.node_states import node_event_gpu_seconds_hourly, registered_gpu_seconds_hourly
+from pipelines.core.policy_changes import (
+    POLICY_CHANGE_SCHEMA,
+    config_changes,
+    policy_changes,
+    share_changes,
+    transaction_changes,
+)
 from pipelines.core.registry import (
     ALL_POOLS,
     HISTORY_SCHEMA,
@@ -64,6 +73,7 @@ __all__ = [
     "K8S_PENDING_REASON_SCHEMA",
     "K8S_WORKLOAD_TIMING_SCHEMA",
     "KUEUE_PENDING_REASONS",
+    "POLICY_CHANGE_SCHEMA",
     "SCHEDULER_PENDING_REASONS",
     "UNATTRIBUTED",
     "BuildUnit",
@@ -74,6 +84,7 @@ __all__ = [
     "RegistryFrames",
     "build_core",
     "cluster_shares",
+    "config_changes",
     "empty_registry",
     "image_pull_seconds",
     "k8s_attempts",
@@ -84,11 +95,14 @@ __all__ = [
     "node_event_gpu_seconds_hourly",
     "pending_workload_attempts",
     "pod_attempts",
+    "policy_changes",
     "registered_gpu_seconds_hourly",
     "resolve_slurm_jobs",
+    "share_changes",
     "share_in_effect",
     "shares_at_window_start",
     "slurm_attempts",
+    "transaction_changes",
     "with_as_of",
     "workload_attempts",
 ]
