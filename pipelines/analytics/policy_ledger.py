@@ -1,10 +1,11 @@
 """``analytics.policy_changes``: the policy-change ledger, from the raw Slurm policy tables.
 
 Reads ``raw.slurm_transactions`` and ``raw.slurm_tres`` (``sacctmgr list transactions`` and
-``show tres``), ``raw.slurm_config`` (``scontrol show config`` snapshots) and ``raw.sshare``
-(a table not loaded yet gives no rows) and computes the ledger with
-:mod:`pipelines.core.policy_changes`. An ``sshare`` snapshot without ``snapshot_at`` is dated by
-its load (``raw.ingests.loaded_at``): sshare prints no time.
+``show tres``), ``raw.slurm_config`` (``scontrol show config`` snapshots), ``raw.sshare`` and
+``raw.kueue_cluster_queues`` (ClusterQueue snapshots; a table not loaded yet gives no rows)
+and computes the ledger with :mod:`pipelines.core.policy_changes`. An ``sshare`` snapshot
+without ``snapshot_at`` is dated by its load (``raw.ingests.loaded_at``): sshare prints no
+time.
 """
 
 from __future__ import annotations
@@ -12,7 +13,13 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from pipelines.core import config_changes, policy_changes, share_changes, transaction_changes
+from pipelines.core import (
+    cluster_queue_changes,
+    config_changes,
+    policy_changes,
+    share_changes,
+    transaction_changes,
+)
 from pipelines.warehouse import read_table, table_exists
 
 __all__ = ["policy_change_tables"]
@@ -55,4 +62,7 @@ def policy_change_tables(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFra
     sshare = _table(con, "raw.sshare")
     if sshare is not None:
         parts.append(share_changes(_dated_sshare(con, sshare)))
+    cqs = _table(con, "raw.kueue_cluster_queues")
+    if cqs is not None:
+        parts.append(cluster_queue_changes(cqs))
     return {"analytics.policy_changes": policy_changes(*parts)}

@@ -46,6 +46,7 @@ from pipelines.core.k8s_timings import (
 from pipelines.core.node_states import node_event_gpu_seconds_hourly, registered_gpu_seconds_hourly
 from pipelines.core.policy_changes import (
     POLICY_CHANGE_SCHEMA,
+    cluster_queue_changes,
     config_changes,
     policy_changes,
     share_changes,
@@ -83,6 +84,7 @@ __all__ = [
     "RegistryError",
     "RegistryFrames",
     "build_core",
+    "cluster_queue_changes",
     "cluster_shares",
     "config_changes",
     "empty_registry",

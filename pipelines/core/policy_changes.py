@@ -15,6 +15,11 @@ Pure polars, frames in and frames out. Three Slurm sources, one row per object a
   ``changed_after`` the earlier one's (the change happened in between).
 - :func:`share_changes`: ``RawShares`` per account and user, the diff of consecutive ``sshare``
   snapshots (``raw.sshare``), dated like the configuration.
+
+And one Kueue source: :func:`cluster_queue_changes`, a ClusterQueue's quotas and policies, the
+diff of consecutive ClusterQueue snapshots (``raw.kueue_cluster_queues``), dated like the
+configuration (the API server keeps no history of a spec either; ``managedFields`` name the
+last writer of a field, not each change).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from metrics.schema import UTC_DATETIME
 __all__ = [
     "CONFIG_RUNTIME_KEYS",
     "POLICY_CHANGE_SCHEMA",
+    "cluster_queue_changes",
     "config_changes",
     "policy_changes",
     "share_changes",
@@ -36,8 +42,9 @@ __all__ = [
 ]
 
 #: One row per object and key changed. ``scope`` is the kind of object (``association``,
-#: ``qos``, ``account``, ``user``, ``cluster``, ``config``); ``object`` names it
-#: (``account=team-b``, ``account=team-a user=alice``, ``qos=normal``, ``slurm.conf``);
+#: ``qos``, ``account``, ``user``, ``cluster``, ``config``, ``cluster_queue``); ``object``
+#: names it (``account=team-b``, ``account=team-a user=alice``, ``qos=normal``, ``slurm.conf``,
+#: ``clusterqueue=team-a-cq``);
 #: ``old``/``new`` are the values as text (NULL: unset, or for ``old`` unknown).
 #: ``changed_after`` is NULL when ``changed_at`` is exact (a transaction), else the earlier
 #: snapshot's time: the change happened in ``(changed_after, changed_at]``. ``source`` is the
@@ -60,6 +67,18 @@ POLICY_CHANGE_SCHEMA: dict[str, pl.DataType] = {
 SOURCE_TRANSACTIONS: Final = "sacctmgr list transactions"
 SOURCE_CONFIG: Final = "scontrol show config"
 SOURCE_SSHARE: Final = "sshare"
+SOURCE_KUEUE: Final = "kubectl get clusterqueues"
+
+#: ClusterQueue columns compared per flavor and resource (key ``nominalQuota[flavor/resource]``).
+_CQ_QUOTAS: Final = {"nominal_quota": "nominalQuota", "borrowing_limit": "borrowingLimit",
+                     "lending_limit": "lendingLimit"}  # fmt: skip
+#: ClusterQueue columns compared once per queue.
+_CQ_POLICIES: Final = {
+    "cohort": "cohort", "queueing_strategy": "queueingStrategy",
+    "preemption_within_cq": "preemption.withinClusterQueue",
+    "reclaim_within_cohort": "preemption.reclaimWithinCohort",
+    "fair_sharing_weight": "fairSharing.weight",
+}  # fmt: skip
 
 #: ``Info`` keys that identify an object or are bookkeeping, not a setting.
 _IDENTITY_KEYS: Final = frozenset(
@@ -274,6 +293,68 @@ def share_changes(sshare: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def cluster_queue_changes(cluster_queues: pl.DataFrame) -> pl.DataFrame:
+    """Kueue ClusterQueue spec changes: the diff of consecutive ClusterQueue snapshots.
+
+    Args:
+        cluster_queues: ``raw.kueue_cluster_queues`` rows (one per ClusterQueue × flavor × GPU
+            resource, with ``snapshot_at``); rows without ``snapshot_at`` are left out.
+
+    Returns:
+        :data:`POLICY_CHANGE_SCHEMA` rows, ``scheduler`` ``kueue``, ``scope``
+        ``cluster_queue``, ``object`` ``clusterqueue=<name>``: ``nominalQuota``,
+        ``borrowingLimit`` and ``lendingLimit`` per ``[flavor/resource]`` (NULL: no limit), and
+        ``cohort``, ``queueingStrategy``, ``preemption.withinClusterQueue``,
+        ``preemption.reclaimWithinCohort``, ``fairSharing.weight``; ``actor`` NULL,
+        ``changed_after`` the earlier snapshot's time. A ClusterQueue absent from one of two
+        snapshots shows as its values going to or coming from NULL.
+    """
+    rows = cluster_queues.filter(pl.col("snapshot_at").is_not_null())
+    base = [
+        pl.col("cluster"),
+        pl.col("snapshot_at"),
+        (pl.lit("clusterqueue=") + pl.col("name")).alias("object"),
+    ]
+    quotas = [
+        rows.select(
+            *base,
+            (pl.lit(f"{key}[") + pl.col("flavor").fill_null("") + pl.lit("/")
+             + pl.col("resource").fill_null("") + pl.lit("]")).alias("key"),
+            _number_text(pl.col(col)).alias("value"),
+        )
+        for col, key in _CQ_QUOTAS.items()
+    ]  # fmt: skip
+    policies = [
+        rows.select(*base, pl.lit(key).alias("key"), _number_text(pl.col(col)).alias("value"))
+        for col, key in _CQ_POLICIES.items()
+    ]
+    diff = snapshot_diff(pl.concat([*quotas, *policies]))
+    return _finish(
+        diff.with_columns(
+            pl.lit(None, dtype=pl.String()).alias("actor"),
+            pl.lit(SOURCE_KUEUE).alias("source"),
+            pl.lit("cluster_queue").alias("scope"),
+        ),
+        scheduler="kueue",
+    )
+
+
+def _number_text(col: pl.Expr) -> pl.Expr:
+    """A value as text; a whole float without its ``.0`` (a quota of 8 GPUs reads ``8``)."""
+    return col.map_batches(
+        lambda s: (
+            pl.select(
+                pl.when((s == s.floor()) & (s.abs() < 2**53))
+                .then(s.cast(pl.Int64, strict=False).cast(pl.String()))
+                .otherwise(s.cast(pl.String()))
+            ).to_series()
+            if s.dtype.is_float()
+            else s.cast(pl.String())
+        ),
+        return_dtype=pl.String(),
+    )
+
+
 def snapshot_diff(rows: pl.DataFrame) -> pl.DataFrame:
     """What changed between each cluster's consecutive snapshots.
 
@@ -325,13 +406,13 @@ def _change_id(row: str) -> str:
     return hashlib.sha256(row.encode("utf-8")).hexdigest()[:16]
 
 
-def _finish(frame: pl.DataFrame) -> pl.DataFrame:
+def _finish(frame: pl.DataFrame, scheduler: str = "slurm") -> pl.DataFrame:
     """Add ``scheduler`` and ``change_id`` (a hash of what the row says, so a rebuild keeps
     it) and order the columns as :data:`POLICY_CHANGE_SCHEMA`."""
     if frame.height == 0:
         return _empty()
     keyed = frame.with_columns(
-        pl.lit("slurm").alias("scheduler"),
+        pl.lit(scheduler).alias("scheduler"),
         pl.concat_str(
             [pl.col(c).cast(pl.String()).fill_null("\x00") for c in
              ("cluster", "source", "scope", "object", "key", "old", "new", "changed_at")],

@@ -10,6 +10,7 @@ from polars.testing import assert_frame_equal
 
 from pipelines.core.policy_changes import (
     POLICY_CHANGE_SCHEMA,
+    cluster_queue_changes,
     config_changes,
     policy_changes,
     share_changes,
@@ -182,3 +183,31 @@ def test_change_ids_are_stable_and_the_ledger_is_oldest_first() -> None:
     assert first["change_id"].to_list() == again["change_id"].to_list()
     assert first["change_id"].n_unique() == 2
     assert policy_changes().schema == pl.Schema(POLICY_CHANGE_SCHEMA)
+
+
+def test_cluster_queue_quota_and_preemption_changes_between_snapshots() -> None:
+    """team-a-cq: nominalQuota of default/nvidia.com/gpu 8 → 16 and reclaimWithinCohort
+    Never → Any between T0 and T1; borrowingLimit unset both times; team-b-cq unchanged."""
+    cqs = pl.DataFrame(
+        {"cluster": ["k"] * 4, "name": ["team-a-cq", "team-b-cq"] * 2,
+         "flavor": ["default"] * 4, "resource": ["nvidia.com/gpu"] * 4,
+         "nominal_quota": [8.0, 4.0, 16.0, 4.0], "borrowing_limit": [None] * 4,
+         "lending_limit": [None] * 4, "cohort": ["all"] * 4,
+         "queueing_strategy": ["BestEffortFIFO"] * 4,
+         "preemption_within_cq": ["LowerPriority"] * 4,
+         "reclaim_within_cohort": ["Never", "Never", "Any", "Never"],
+         "fair_sharing_weight": [None] * 4, "snapshot_at": [T0, T0, T1, T1]},
+        schema_overrides={"borrowing_limit": pl.Float64(), "lending_limit": pl.Float64(),
+                          "fair_sharing_weight": pl.Float64(),
+                          "snapshot_at": pl.Datetime("us", "UTC")},
+    )  # fmt: skip
+    got = cluster_queue_changes(cqs).sort("key")
+    assert got.select(
+        "scheduler", "object", "key", "old", "new", "actor", "changed_at", "changed_after"
+    ).rows() == [
+        ("kueue", "clusterqueue=team-a-cq", "nominalQuota[default/nvidia.com/gpu]", "8", "16",
+         None, T1, T0),
+        ("kueue", "clusterqueue=team-a-cq", "preemption.reclaimWithinCohort", "Never", "Any",
+         None, T1, T0),
+    ]  # fmt: skip
+    assert set(got["scope"]) == {"cluster_queue"}
