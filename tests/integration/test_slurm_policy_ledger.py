@@ -8,8 +8,8 @@ configuration snapshots), the live state source
 (``sacctmgr -i modify account team-b set fairshare=45``), QOS normal gets
 ``GrpTRES=gres/gpu=4``, and ``PriorityWeightFairshare`` goes 10000 → 20000 in ``slurm.conf``
 followed by ``scontrol reconfigure``; the source spools again, with the day's
-``sacctmgr list transactions``. Every file is ingested as ``goodput ingest slurm-state`` does and
-the ledger computed as the analytics build does.
+``sacctmgr list transactions``. Every file is ingested and the warehouse rebuilt as
+``goodput ingest slurm-state`` does, and the ``policy_changes`` view read back.
 
 What Slurm records, and the ledger says: the two sacctmgr changes with actor ``root`` and
 slurmdbd's time; the reconfigure with no actor, dated between the two snapshots; the share
@@ -26,10 +26,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines.analytics.policy_ledger import policy_change_tables
+from pipelines.analytics.build import rebuild
+from pipelines.config import load_config
 from pipelines.ingest import IngestOptions, ingest_file
 from pipelines.slurm.resources import SlurmStateCliSource
 from pipelines.warehouse import connect, init_warehouse
+from tests.conftest import write_config
 from tests.integration.slurm import CLUSTER_NAME, SlurmTestCluster
 from tests.integration.slurm.private import private_cluster
 
@@ -47,13 +49,15 @@ class Ledger:
         changed_from: the cluster clock (whole second) before the first change.
         changed_to: the cluster clock after ``scontrol reconfigure`` returned.
         reconfigured_from: the cluster clock (whole second) before ``scontrol reconfigure``.
-        rows: ``analytics.policy_changes``.
+        fetched_to: the cluster clock after the second snapshot was spooled.
+        rows: the ``policy_changes`` view.
         rejected: rejected rows of every ingested file.
     """
 
     changed_from: datetime
     changed_to: datetime
     reconfigured_from: datetime
+    fetched_to: datetime
     rows: pl.DataFrame
     rejected: int
 
@@ -94,16 +98,19 @@ def ledger(ledger_cluster: SlurmTestCluster, tmp_path_factory: pytest.TempPathFa
         days = sorted({(cluster.hour_start - timedelta(hours=1)).date(), changed_to.date()})
         for day in days:
             files += _fetch(cluster, work / f"after-{day}", AFTER_KINDS, day.isoformat())
+        fetched_to = cluster.now()
     finally:
         cluster.slurm_conf.write_text(conf)
     rejected = 0
-    with connect(work / "warehouse.duckdb") as con:
+    cfg = load_config(write_config(work, clusters=((CLUSTER_NAME, "slurm", "UTC"),)))
+    with connect(cfg.warehouse_path) as con:
         init_warehouse(con)
         for path in files:
             stats = ingest_file(con, "slurm-state", path, IngestOptions(cluster=CLUSTER_NAME))
             rejected += stats.rows_rejected
-        rows = policy_change_tables(con)["analytics.policy_changes"]
-    return Ledger(changed_from, changed_to, reconfigured_from, rows, rejected)
+        rebuild(con, cfg)
+        rows = con.sql("SELECT * FROM policy_changes").pl()
+    return Ledger(changed_from, changed_to, reconfigured_from, fetched_to, rows, rejected)
 
 
 def _changes(ledger: Ledger, source: str) -> list[dict[str, object]]:
@@ -137,14 +144,16 @@ def test_sacctmgr_changes_have_old_new_actor_and_time(ledger: Ledger) -> None:
 
 def test_reconfigure_is_dated_between_the_snapshots_without_an_actor(ledger: Ledger) -> None:
     """PriorityWeightFairShare 10000 → 20000 is the only configuration change; Slurm records
-    no actor, and the change lies between the two snapshots' ``as of`` times."""
+    no actor. ``Configuration data as of`` is when each snapshot was taken (seen on 22.05.8),
+    so the change is dated after the reconfigure, by the second snapshot, and no later than
+    its spooling, and its interval starts before the reconfigure."""
     assert _changes(ledger, "scontrol show config") == [
         {"object": "slurm.conf", "key": "PriorityWeightFairShare", "old": "10000",
          "new": "20000", "actor": None, "scope": "config"},
     ]  # fmt: skip
     row = ledger.rows.filter(pl.col("source") == "scontrol show config").row(0, named=True)
     assert row["changed_after"] <= ledger.reconfigured_from
-    assert ledger.reconfigured_from <= row["changed_at"] <= ledger.changed_to
+    assert ledger.reconfigured_from <= row["changed_at"] <= ledger.fetched_to
 
 
 def test_share_change_is_also_seen_in_sshare_snapshots(ledger: Ledger) -> None:
