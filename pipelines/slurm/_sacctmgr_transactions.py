@@ -22,6 +22,7 @@ name TRES by id (``1001=4``); :mod:`pipelines.core.policy_changes` maps them to 
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from functools import partial
 from pathlib import Path
@@ -30,7 +31,12 @@ from zoneinfo import ZoneInfo
 
 import polars as pl
 
-from pipelines._parse_result import InputFormatError, ParseResult
+from pipelines._parse_result import (
+    EARLIEST_PLAUSIBLE,
+    InputFormatError,
+    ParseResult,
+    latest_plausible,
+)
 from pipelines.slurm._text import (
     UTC,
     BadValue,
@@ -106,7 +112,8 @@ def parse_sacctmgr_transactions(
 
     Returns:
         Rows with :data:`TRANSACTION_SCHEMA`. A line with the wrong field count, an unreadable
-        time, no ``Where`` or an ``Info`` that is not ``key=value`` items is rejected.
+        or implausible time (before 1990, more than a day after the ingest), no ``Where`` or an
+        ``Info`` that is not ``key=value`` items is rejected.
 
     Raises:
         InputFormatError: the file cannot be read, or its first line is not a transactions
@@ -126,6 +133,7 @@ def parse_sacctmgr_transactions(
             "header lacks Time|Action|Where|Info: not `sacctmgr -P list transactions` output",
             line=1,
         )
+    latest = latest_plausible()
     for no, line in enumerate(lines[1:], 2):
         if not line.strip():
             continue
@@ -135,7 +143,7 @@ def parse_sacctmgr_transactions(
             out.reject(no, line, f"{len(line.split('|'))} fields, header has {len(keys)}")
             continue
         values = {k: v for k, v in zip(keys, parts, strict=True) if k is not None}
-        build = partial(_rows, cluster=cluster, zone=zone, dst=dst, file=file, no=no)
+        build = partial(_rows, cluster=cluster, zone=zone, dst=dst, file=file, no=no, latest=latest)
         try:
             out.rows.extend(build(values))
         except BadValue as err:
@@ -144,11 +152,23 @@ def parse_sacctmgr_transactions(
 
 
 def _rows(
-    values: dict[str, str], cluster: str, zone: ZoneInfo, dst: list[int], file: str, no: int
+    values: dict[str, str],
+    cluster: str,
+    zone: ZoneInfo,
+    dst: list[int],
+    file: str,
+    no: int,
+    latest: dt.datetime,
 ) -> list[dict[str, Any]]:
     at = slurm_time(values["time"], zone, "Time", dst)
     if at is None:
         raise BadValue("Time", f"no time: {values['time']!r}")
+    if not EARLIEST_PLAUSIBLE <= at <= latest:
+        raise BadValue(
+            "Time",
+            f"implausible time {at:%Y-%m-%dT%H:%M:%S} (outside {EARLIEST_PLAUSIBLE:%Y-%m-%d} .. "
+            "a day after the ingest)",
+        )
     action = values["action"].strip()
     verb, _, noun = action.partition(" ")
     kind = _KINDS.get(noun.strip().lower(), noun.strip().lower().replace(" ", "_") or "unknown")

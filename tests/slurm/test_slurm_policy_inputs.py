@@ -61,13 +61,18 @@ def test_withassoc_names_a_single_association() -> None:
 
 
 def test_bad_transaction_lines_are_rejected_with_line_field_and_reason() -> None:
-    """Hand-made: a bad time, a short line and a non-``key=value`` Info are rejected; a
-    ``Remove`` without Info is kept as one row without a key."""
+    """Hand-made: a bad time, a short line, a non-``key=value`` Info and a time in year 5138
+    are rejected; a ``Remove`` without Info is kept as one row without a key."""
     result = parse_sacctmgr_transactions(FIX / "bad_transactions.psv", cluster="c")
     assert result.rejected.select("line_no", "field", "reason").rows() == [
         (3, "Time", "not a time: 'yesterday'"),
         (4, None, "4 fields, header has 5"),
         (5, "Info", "not key=value: 'this is not sql'"),
+        (
+            7,
+            "Time",
+            "implausible time 5138-11-16T09:46:39 (outside 1990-01-01 .. a day after the ingest)",
+        ),
     ]
     assert result.rows.select("line_no", "verb", "actor", "target", "key").rows() == [
         (2, "modify", "root", "4", "shares"), (6, "remove", "admin", "9", None),
