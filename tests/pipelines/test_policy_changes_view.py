@@ -6,13 +6,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import duckdb
 import polars as pl
 
 from pipelines.analytics.build import rebuild
 from pipelines.config import load_config
 from pipelines.ingest import IngestOptions, ingest_file
 from pipelines.warehouse import connect, init_warehouse
-from tests.conftest import FIXTURES, write_config
+from tests.conftest import FIXTURES, Materialized, write_config
 
 POLICY = FIXTURES / "slurm-policy"
 #: Fixture file → the name the live state source spools it under.
@@ -64,3 +65,21 @@ def test_the_view_holds_the_captured_changes(tmp_path: Path) -> None:
     ]  # fmt: skip
     assert view["scheduler"].unique().to_list() == ["slurm"]
     assert view["change_id"].n_unique() == view.height
+
+
+def test_the_sample_fleet_plants_a_change_on_each_cluster(materialized: Materialized) -> None:
+    """slurm-a: root took speech's RawShares from its registry 8 to the planted 3 and set QOS
+    normal's gres/gpu limit to 64 (transactions, exact times); k8s-b: cq-prod's
+    reclaimWithinCohort went from Any to Never between the daily snapshots of the window's
+    middle (an interval, no actor)."""
+    with duckdb.connect(str(materialized.cfg.serving_path), read_only=True) as con:
+        rows = con.execute(
+            "SELECT cluster, scheduler, object, key, old, new, actor, changed_after IS NULL "
+            "FROM policy_changes ORDER BY scheduler, object, key"
+        ).fetchall()
+    assert rows == [
+        ("k8s-b", "kueue", "clusterqueue=cq-prod", "preemption.reclaimWithinCohort", "Any",
+         "Never", None, False),
+        ("slurm-a", "slurm", "account=speech", "shares", "8", "3", "root", True),
+        ("slurm-a", "slurm", "qos=normal", "grp_tres[gres/gpu]", None, "64", "root", True),
+    ]  # fmt: skip
