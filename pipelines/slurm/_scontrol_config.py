@@ -22,7 +22,12 @@ from typing import Final
 
 import polars as pl
 
-from pipelines._parse_result import InputFormatError, ParseResult
+from pipelines._parse_result import (
+    EARLIEST_PLAUSIBLE,
+    InputFormatError,
+    ParseResult,
+    latest_plausible,
+)
 from pipelines.slurm._text import UTC, BadValue, Collected, read_text, slurm_time, time_zone
 
 __all__ = [
@@ -66,7 +71,9 @@ def parse_scontrol_config(
 
     Returns:
         Rows with :data:`CONFIG_SCHEMA`; a line that is neither a setting, a section header
-        nor the daemon status line is rejected. ``info`` has ``snapshot_at``.
+        nor the daemon status line is rejected, as is an ``as of`` time that cannot be read or
+        is implausible (before 1990, more than a day after the ingest: the caller's time
+        stands). ``info`` has ``snapshot_at``.
 
     Raises:
         InputFormatError: the file cannot be read, or holds no setting and no ``as of`` line
@@ -79,15 +86,24 @@ def parse_scontrol_config(
     seen: set[str] = set()
     settings: list[tuple[int, str, str | None]] = []
     dst = [0]
+    latest = latest_plausible()
     for no, line in enumerate(lines, 1):
         stripped = line.strip()
         if not stripped or _DAEMON.match(stripped):
             continue
         if m := _AS_OF.match(stripped):
             try:
-                at = slurm_time(m.group("at"), zone, "as of", dst)
+                when = slurm_time(m.group("at"), zone, "as of", dst)
             except BadValue as err:
                 out.reject(no, line, str(err), field_name="as of")
+                continue
+            if when is not None and not EARLIEST_PLAUSIBLE <= when <= latest:
+                out.reject(
+                    no, line, f"implausible time {when:%Y-%m-%dT%H:%M:%S} (outside "
+                    f"{EARLIEST_PLAUSIBLE:%Y-%m-%d} .. a day after the ingest)", field_name="as of",
+                )  # fmt: skip
+                continue
+            at = when
             continue
         if m := _SETTING.match(stripped):
             key, value = m.group("key"), m.group("value").strip()

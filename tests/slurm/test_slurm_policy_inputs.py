@@ -133,3 +133,20 @@ def test_state_files_route_to_the_new_sources() -> None:
         "tres": "raw.slurm_tres",
         "scontrol_config": "raw.slurm_config",
     }
+
+
+def test_numbers_past_64_bits_and_dates_are_rejected_not_raised() -> None:
+    """Found by the fuzzer: a TRES id past 64 bits and an epoch past year 9999 reject their
+    line (the shared Slurm value helpers) instead of failing the file."""
+    tres = parse_sacctmgr_tres(
+        "t.psv", text="Type|Name|ID\ngres|gpu|99999999999999999999999\ncpu||1\n"
+    )
+    assert tres.rejected.select("line_no", "field", "reason").rows() == [
+        (2, "ID", "integer past 64 bits: '99999999999999999999999'")
+    ]
+    tx = parse_sacctmgr_transactions(
+        "x.psv", text="Time|Action|Actor|Where|Info\n99999999999999|Modify QOS|root|x|priority=1\n"
+    )
+    assert tx.rejected.select("line_no", "field", "reason").rows() == [
+        (2, "Time", "not a time: '99999999999999' is out of range")
+    ]
