@@ -68,9 +68,11 @@ USER_NAME_COLUMNS: dict[str, tuple[str, ...]] = {
     "raw.slurm_reservations": ("users",),
     "raw.slurm_sprio": ("user_name",),
     "raw.sshare": ("user_name",),
+    "raw.slurm_transactions": ("actor", "assoc_user"),  # who made a change; whose association
     "core.slurm_jobs": ("user_name",),
     "core.jobs": ("user_name",),
     "analytics.time_to_start_jobs": ("user_name",),
+    "analytics.policy_changes": ("actor",),  # who made the change
 }
 
 #: Columns scrubbed in every table that has them (a test checks each is somewhere): identifiers
@@ -93,6 +95,8 @@ FREE_TEXT_COLUMNS: dict[str, tuple[str, ...]] = {
     "raw.slurm_nodes": ("reason",),
     "raw.slurm_reservations": ("name",),
     "raw.slurm_sdiag": ("item", "text"),
+    "raw.slurm_transactions": ("target", "value"),  # a user's name, a personal account's
+    "raw.slurm_config": ("value",),  # paths may hold a home folder
     "raw.dcgm_samples": ("pod", "container"),
     "raw.k8s_pods": ("name", "owner_name", "workload_name", "labels"),
     "raw.k8s_workloads": (
@@ -112,6 +116,7 @@ FREE_TEXT_COLUMNS: dict[str, tuple[str, ...]] = {
     "analytics.recommendations": ("scope", "evidence", "change_text", "patch_content"),
     "analytics.registry_drift": ("objects",),
     "analytics.scheduler_fairshare": ("object",),
+    "analytics.policy_changes": ("object", "old", "new"),
 }  # fmt: skip
 
 #: Column names that look like a user's (:data:`USER_LIKE_COLUMN`) but hold none: the owner

@@ -24,6 +24,7 @@ from pipelines.analytics.incremental import (
     write_window_tables,
 )
 from pipelines.analytics.metrics_build import build_metric_tables
+from pipelines.analytics.policy_ledger import policy_change_tables
 from pipelines.analytics.scheduler_views import scheduler_tables
 from pipelines.analytics.windows import WINDOW_TABLES, window_tables
 from pipelines.config import Config
@@ -60,7 +61,7 @@ VIEWS = (
     "job_gpu_summary", "telemetry_coverage_daily", "gpu_activity", "kueue_cluster_queues",
     "kueue_local_queues", "scheduler_fairshare", "registry_drift",
     "telemetry_coverage_team_daily", "topology", "job_placement",
-    "topology_fragmentation_hourly",
+    "topology_fragmentation_hourly", "policy_changes",
 )  # fmt: skip
 
 _INVENTORY_SCHEMA = {
@@ -345,6 +346,7 @@ def _tables(
         "analytics.job_placement": with_as_of(_placement(core), as_of),
         "analytics.topology_fragmentation_hourly": with_as_of(_fragmentation(core, occ), as_of),
         **schedulers,
+        **policy_change_tables(con),
         **{t: with_as_of(f, as_of) if "cluster" in f.columns else f for t, f in engine.items()},
         **windows.tables,
     }, windows.job_keys

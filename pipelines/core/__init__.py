@@ -11,6 +11,8 @@ warehouse and writing the ``core.*`` tables is :mod:`pipelines.analytics.build`'
 - :mod:`~pipelines.core.topology`: the topology map (``topology.conf``, Node labels, racks)
   with the interval each map was in force;
 - :mod:`~pipelines.core.registry`: the allocation registry (teams, shares, their history);
+- :mod:`~pipelines.core.policy_changes`: the policy-change ledger (Slurm transactions and
+  successive configuration and share snapshots);
 - :mod:`~pipelines.core.build`: :func:`build_core`, every core frame of a :class:`BuildUnit` in
   one call.
 """
@@ -44,6 +46,14 @@ from pipelines.core.k8s_timings import (
     k8s_workload_timings,
 )
 from pipelines.core.node_states import node_event_gpu_seconds_hourly, registered_gpu_seconds_hourly
+from pipelines.core.policy_changes import (
+    POLICY_CHANGE_SCHEMA,
+    cluster_queue_changes,
+    config_changes,
+    policy_changes,
+    share_changes,
+    transaction_changes,
+)
 from pipelines.core.registry import (
     ALL_POOLS,
     HISTORY_SCHEMA,
@@ -71,6 +81,7 @@ __all__ = [
     "K8S_PENDING_REASON_SCHEMA",
     "K8S_WORKLOAD_TIMING_SCHEMA",
     "KUEUE_PENDING_REASONS",
+    "POLICY_CHANGE_SCHEMA",
     "SCHEDULER_PENDING_REASONS",
     "TOPOLOGY_COLUMNS",
     "UNATTRIBUTED",
@@ -81,7 +92,9 @@ __all__ = [
     "RegistryError",
     "RegistryFrames",
     "build_core",
+    "cluster_queue_changes",
     "cluster_shares",
+    "config_changes",
     "empty_registry",
     "image_pull_seconds",
     "k8s_attempts",
@@ -93,12 +106,15 @@ __all__ = [
     "node_event_gpu_seconds_hourly",
     "pending_workload_attempts",
     "pod_attempts",
+    "policy_changes",
     "registered_gpu_seconds_hourly",
     "resolve_slurm_jobs",
+    "share_changes",
     "share_in_effect",
     "shares_at_window_start",
     "slurm_attempts",
     "topology_intervals",
+    "transaction_changes",
     "with_as_of",
     "workload_attempts",
 ]

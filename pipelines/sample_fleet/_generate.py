@@ -41,6 +41,7 @@ from pipelines.sample_fleet._writers import (
     write_inventory,
     write_node_events,
     write_planted,
+    write_policy_history,
     write_registry,
     write_reservation_history,
     write_sacct_day,
@@ -54,6 +55,8 @@ LARGE_GPUS = 64
 #: sshare RawShares per account: the registry share × 100, except ``speech`` (planted drift).
 DRIFT_TEAM = "speech"
 DRIFT_RAW_SHARES = 3
+#: The ClusterQueue whose ``reclaimWithinCohort`` goes from ``Any`` to ``Never`` mid-window.
+RECLAIM_CHANGE_QUEUE = "cq-prod"
 
 
 @dataclass(frozen=True)
@@ -406,7 +409,8 @@ def generate_sample_fleet(
     """Simulate the two-cluster sample fleet and write its inputs in the real formats.
 
     Writes ``registry.yaml``, ``inventory/<cluster>.csv``, ``inputs/slurm-a/sacct/sacct_D.psv``,
-    ``inputs/slurm-a/slurm_state/{sshare,events,reservation_history}_<last day>.psv``,
+    ``inputs/slurm-a/slurm_state/{sshare,events,reservation_history,transactions,tres}_<last
+    day>.psv``,
     ``inputs/k8s-b/k8s/{events,pods,workloads,clusterqueues,localqueues,nodes}_D.json``,
     ``inputs/<cluster>/dcgm/dcgm_D.prom.gz`` and
     ``planted.json`` under ``out_dir``. Earlier generated day files in those folders are removed
@@ -486,7 +490,18 @@ def generate_sample_fleet(
         *fleet.slurm_window,
         lt,
     )
-    files += 3
+    # the policy ledger's history: the registry's shares as first set, then the planted drift
+    first_shares = {t.name: round(t.share * 100) for t in TEAMS}
+    write_policy_history(
+        state_dir / f"transactions_{last_day}.psv",
+        state_dir / f"tres_{last_day}.psv",
+        sl.name,
+        first_shares,
+        {DRIFT_TEAM: DRIFT_RAW_SHARES},
+        registered,
+        fleet.slurm_window[0] + 3 * 86400 + 14 * 3600 + 5 * 60,
+    )
+    files += 5
 
     events = build_events(fleet.k8s.workloads, fleet.k8s.pools, len(kc.nodes), fleet.k8s_window[1])
     k8s_born = fleet.k8s_window[0] - 30 * 86400  # when the queues and nodes were created
@@ -498,12 +513,16 @@ def generate_sample_fleet(
         # Kueue and Node snapshots at the day's end (file time = snapshot time)
         k_day = d.isoformat()
         write_workloads_day(k_in / "k8s" / f"workloads_{k_day}.json", fleet.k8s.workloads, a, b)
+        # the first half of the window one queue reclaimed within its cohort (a policy change
+        # the ledger finds between two daily snapshots)
+        early = (d - fleet.k8s_days[0][0]).days < len(fleet.k8s_days) // 2
         write_cluster_queues_day(
             k_in / "k8s" / f"clusterqueues_{k_day}.json",
             fleet.k8s.workloads,
             fleet.k8s.quotas,
             k8s_born,
             b,
+            reclaim_any=frozenset({RECLAIM_CHANGE_QUEUE}) if early else frozenset(),
         )
         write_local_queues_day(
             k_in / "k8s" / f"localqueues_{k_day}.json", fleet.k8s.workloads, TEAMS, k8s_born, b

@@ -853,12 +853,18 @@ def _usage_at(workloads: Sequence[K8sWorkload], cq: str, now: int) -> tuple[int,
 
 
 def write_cluster_queues_day(
-    path: Path, workloads: Sequence[K8sWorkload], quotas: dict[str, int], created: int, day_end: int
+    path: Path,
+    workloads: Sequence[K8sWorkload],
+    quotas: dict[str, int],
+    created: int,
+    day_end: int,
+    reclaim_any: frozenset[str] = frozenset(),
 ) -> int:
     """Write ``clusterqueues_YYYY-MM-DD.json`` (``kubectl get clusterqueues -o json`` at
     ``day_end - 1``): one ClusterQueue per queue of the simulation, ``nominalQuota`` = the
     quota it admitted by, both in cohort :data:`COHORT`; ``cq-prod`` lends nothing
-    (:data:`PROD_LENDING_LIMIT`). Returns the items written."""
+    (:data:`PROD_LENDING_LIMIT`). Queues in ``reclaim_any`` have
+    ``preemption.reclaimWithinCohort: Any`` (the others ``Never``). Returns the items written."""
     now = day_end - 1
     items = []
     for cq in sorted(quotas):
@@ -888,7 +894,7 @@ def write_cluster_queues_day(
                     "namespaceSelector": {},
                     "preemption": {
                         "borrowWithinCohort": {"policy": "Never"},
-                        "reclaimWithinCohort": "Never",
+                        "reclaimWithinCohort": "Any" if cq in reclaim_any else "Never",
                         "withinClusterQueue": "LowerPriority",
                     },
                     "queueingStrategy": "BestEffortFIFO",

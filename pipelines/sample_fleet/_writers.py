@@ -28,6 +28,7 @@ __all__ = [
     "write_inventory",
     "write_node_events",
     "write_planted",
+    "write_policy_history",
     "write_registry",
     "write_reservation_history",
     "write_sacct_day",
@@ -576,3 +577,48 @@ def write_inventory(path: Path, cluster: ClusterSpec) -> None:
 def write_planted(path: Path, planted: dict[str, Any]) -> None:
     """Write ``planted.json`` (sorted keys, two-space indent)."""
     path.write_text(json.dumps(planted, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+#: ``sacctmgr -P show tres`` of the sample fleet's slurmdbd (Slurm 22.05's ids; gres/gpu 1001).
+_TRES_LINES = ("Type|Name|ID", "cpu||1", "mem||2", "energy||3", "node||4", "billing||5",
+               "fs|disk|6", "vmem||7", "pages||8", "gres|gpu|1001")  # fmt: skip
+
+
+def write_policy_history(
+    transactions_path: Path,
+    tres_path: Path,
+    cluster: str,
+    raw_shares: dict[str, int],
+    changed: dict[str, int],
+    created: int,
+    changed_at: int,
+) -> None:
+    """Write ``sacctmgr -P list transactions withassoc`` and ``sacctmgr -P show tres``.
+
+    The transactions add each account's association at ``created`` with its registry RawShares
+    (``raw_shares``), then, at ``changed_at``, root changes the accounts of ``changed`` to their
+    new RawShares (the planted drift: sshare shows the new value) and sets QOS ``normal``'s
+    ``GrpTRES=gres/gpu=64``, in Slurm 22.05's format (epoch times, ``SLURM_TIME_FORMAT=%s``).
+    """
+    lines = ["Time|Action|Actor|Where|Info|User|Account|Cluster"]
+    ids: dict[str, int] = {}
+    for i, account in enumerate(sorted(raw_shares), start=3):
+        ids[account] = i
+        lines.append(
+            f"{created}|Add Associations|root|id_assoc={i}|mod_time={created}, "
+            f"acct='{account}', parent_acct='root', user='', shares={raw_shares[account]}, "
+            "grp_jobs=NULL, grp_submit_jobs=NULL, grp_wall=NULL, max_jobs=NULL, "
+            f"max_submit_jobs=NULL, max_wall_pj=NULL, priority=NULL, def_qos_id=NULL, qos='', "
+            f"delta_qos=''||{account}|{cluster}"
+        )
+    for account in sorted(changed):
+        lines.append(
+            f"{changed_at}|Modify Associations|root|(id_assoc={ids[account]})|"
+            f"shares={changed[account]}||{account}|{cluster}"
+        )
+    lines.append(
+        f"{changed_at + 60}|Modify QOS|root|(name='normal')|"
+        "grp_tres = if (id=1, '1001=64', grp_tres)|||"
+    )
+    transactions_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tres_path.write_text("\n".join(_TRES_LINES) + "\n", encoding="utf-8")

@@ -7,14 +7,17 @@ Dagster edge (file and live twins) is :mod:`pipelines.slurm.resources`.
 The parsers are private modules, one per command: ``_sacct_parse`` (``sacct``, with
 ``_sacct_layout``, ``_sacct_fields``, ``_sacct_values`` and ``_sacct_json``), ``_scontrol_nodes``
 (``scontrol show nodes``), ``_scontrol_jobs`` (``scontrol show job -d``: the GPU index map),
-``_sacctmgr_events`` (``sacctmgr show event``), ``_sshare``, ``_sprio``, ``_sdiag`` and
-``_reservations`` (``scontrol``/``sacctmgr show reservation``), ``_topology_conf`` and
-``_topology_yaml`` (``topology.conf``/``topology.yaml``, input kind ``topology``); the
-cluster-state parsers share the Slurm text helpers of ``_text``.
+``_sacctmgr_events`` (``sacctmgr show event``), ``_sshare``, ``_sprio``, ``_sdiag``,
+``_reservations`` (``scontrol``/``sacctmgr show reservation``), ``_sacctmgr_transactions``
+(``sacctmgr list transactions``), ``_sacctmgr_tres`` (``sacctmgr show tres``),
+``_scontrol_config`` (``scontrol show config``), ``_topology_conf`` and ``_topology_yaml``
+(``topology.conf``/``topology.yaml``, input kind ``topology``); the cluster-state parsers share
+the Slurm text helpers of ``_text``.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +27,12 @@ from pipelines.slurm import _reservations as rs
 from pipelines.slurm._sacct_fields import canonical_field
 from pipelines.slurm._sacct_parse import SLURM_ROW_SCHEMA, iter_parse_sacct, parse_sacct
 from pipelines.slurm._sacctmgr_events import EVENT_SCHEMA, parse_sacctmgr_events
+from pipelines.slurm._sacctmgr_transactions import (
+    TRANSACTION_SCHEMA,
+    parse_sacctmgr_transactions,
+)
+from pipelines.slurm._sacctmgr_tres import TRES_SCHEMA, parse_sacctmgr_tres
+from pipelines.slurm._scontrol_config import CONFIG_SCHEMA, parse_scontrol_config
 from pipelines.slurm._scontrol_jobs import SCONTROL_JOB_SCHEMA, parse_scontrol_jobs
 from pipelines.slurm._scontrol_nodes import NODE_SCHEMA, parse_scontrol_nodes
 from pipelines.slurm._sdiag import SDIAG_SCHEMA, parse_sdiag
@@ -50,7 +59,8 @@ SACCT_CHUNK_BYTES = 64 << 20
 STATE_PREFIXES = {"events": "slurm-events", "nodes": "slurm-nodes", "sshare": "sshare",
                   "jobs": "slurm-jobs-gres", "reservation_history": "slurm-reservations",
                   "reservations": "slurm-reservations", "sprio": "slurm-sprio",
-                  "sdiag": "slurm-sdiag"}  # fmt: skip
+                  "sdiag": "slurm-sdiag", "transactions": "slurm-transactions",
+                  "tres": "slurm-tres", "scontrol_config": "slurm-config"}  # fmt: skip
 
 
 #: sacct fields the job views need (canonical, lower case), each with any field that stands in
@@ -106,6 +116,13 @@ def _sacct_blocks(path: Path, o: IngestOptions) -> Iterator[ParseResult]:
         chunk_bytes=SACCT_CHUNK_BYTES,
     )  # fmt: skip
     return (_with_gaps(b) for b in blocks)
+
+
+def _scontrol_config(path: Path, o: IngestOptions) -> ParseResult:
+    # Output without its `Configuration data as of` line is dated by the file's modification
+    # time (when it was spooled).
+    mtime = dt.datetime.fromtimestamp(path.stat().st_mtime, tz=dt.UTC) if path.exists() else None
+    return parse_scontrol_config(path, cluster=o.cluster, tz=o.tz, snapshot_at=mtime)
 
 
 def _reservations(path: Path, o: IngestOptions) -> ParseResult:
@@ -184,6 +201,28 @@ SLURM_STATE = InputKind(
             lambda p, o: parse_sdiag(p, cluster=o.cluster),
             freshness="sacct",
         ),
+        RawSource(
+            "slurm-transactions",
+            "raw.slurm_transactions",
+            TRANSACTION_SCHEMA,
+            lambda p, o: parse_sacctmgr_transactions(p, cluster=o.cluster, tz=o.tz),
+            freshness="sacct",
+        ),
+        RawSource(
+            "slurm-tres",
+            "raw.slurm_tres",
+            TRES_SCHEMA,
+            lambda p, o: parse_sacctmgr_tres(p, cluster=o.cluster),
+            freshness="sacct",
+            data_time=(),  # a TRES list carries no time
+        ),
+        RawSource(
+            "slurm-config",
+            "raw.slurm_config",
+            CONFIG_SCHEMA,
+            _scontrol_config,
+            freshness="sacct",
+        ),
     ),
     folder="slurm_state",
     globs=tuple(f"{prefix}*" for prefix in STATE_PREFIXES),
@@ -194,7 +233,9 @@ SLURM_STATE = InputKind(
     description=(
         "Slurm cluster state: `sacctmgr show event` (TRES registrations, node down/drain "
         "intervals) into raw.slurm_events, `scontrol show nodes` into raw.slurm_nodes, "
-        "`sshare -a -l -P` into raw.sshare; one partition per cluster and day."
+        "`sshare -a -l -P` into raw.sshare, `sacctmgr -P list transactions` into "
+        "raw.slurm_transactions, `sacctmgr -P show tres` into raw.slurm_tres, `scontrol show "
+        "config` into raw.slurm_config; one partition per cluster and day."
     ),
     help="scontrol/sacctmgr/sshare/sprio/sdiag output, routed by file name",
     route=route_by_prefix(STATE_PREFIXES, "a Slurm state file"),

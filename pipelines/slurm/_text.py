@@ -140,13 +140,16 @@ def slurm_time(value: str, zone: ZoneInfo, field_name: str, dst: list[int]) -> d
     counted in ``dst``.
 
     Raises:
-        BadValue: neither form.
+        BadValue: neither form, or epoch seconds past what a date can hold.
     """
     value = value.strip()
     if value in _NULL_TIMES:
         return None
     if value.isdigit():
-        return dt.datetime.fromtimestamp(int(value), tz=dt.UTC)
+        try:
+            return dt.datetime.fromtimestamp(int(value), tz=dt.UTC)
+        except (OverflowError, OSError, ValueError) as err:  # past year 9999 or time_t
+            raise BadValue(field_name, f"not a time: {value!r} is out of range") from err
     try:
         naive = dt.datetime.fromisoformat(value)
     except ValueError as err:
@@ -176,7 +179,10 @@ def to_int(value: str, field_name: str) -> int | None:
         return None
     if not re.fullmatch(r"-?\d+", value):
         raise BadValue(field_name, f"not an integer: {value!r}")
-    return int(value)
+    number = int(value)
+    if not -(2**63) <= number < 2**63:
+        raise BadValue(field_name, f"integer past 64 bits: {value!r}")
+    return number
 
 
 def header_key(name: str) -> str:

@@ -48,8 +48,8 @@ EVENT_FIELDS = (
 )
 #: The cluster-state outputs :class:`SlurmStateCliSource` spools, by kind (``jobs``: only when
 #: asked for, see the class).
-STATE_KINDS = ("nodes", "events", "sshare", "sprio", "sdiag", "jobs", "reservations",
-               "reservation_history")  # fmt: skip
+STATE_KINDS = ("nodes", "events", "sshare", "sprio", "sdiag", "transactions", "tres",
+               "scontrol_config", "jobs", "reservations", "reservation_history")  # fmt: skip
 #: Kinds fetched only when :attr:`SlurmStateCliSource.kinds` names them.
 _ON_REQUEST_KINDS = frozenset({"jobs", "reservations", "reservation_history"})
 
@@ -122,7 +122,10 @@ class SacctFileSource(FileSource):
 class SlurmStateFileSource(FileSource):
     """Cluster-state exports under ``<inputs_dir>/<cluster>/slurm_state/``: ``events_<day>.*``
     (``sacctmgr -P show event``), ``nodes_<day>.*`` (``scontrol show nodes -o``),
-    ``sshare_<day>.*`` (``sshare -a -l -P``)."""
+    ``sshare_<day>.*`` (``sshare -a -l -P``), ``transactions_<day>.*`` (``sacctmgr -P list
+    transactions``), ``tres_<day>.*`` (``sacctmgr -P show tres``), ``scontrol_config_<day>.*``
+    (``scontrol show config``), and the other prefixes of
+    :data:`~pipelines.slurm.STATE_PREFIXES`."""
 
     kind: str = SLURM_STATE.name
 
@@ -192,6 +195,13 @@ class SlurmStateCliSource(InputSource):
     - ``sprio``: ``sprio --format`` :data:`~pipelines.slurm._sprio.SPRIO_FORMAT`
       (pending jobs' priority factors, now; sprio has no ``--parsable2``);
     - ``sdiag``: ``sdiag`` (scheduler and backfill statistics, now);
+    - ``transactions``: ``sacctmgr --parsable2 list transactions`` with ``Start``/``End``
+      bounding the day and ``WithAssoc`` (who changed which association, QOS or limit, and
+      when: the policy-change ledger); not limited to the cluster, because QOS belong to none;
+    - ``tres``: ``sacctmgr --parsable2 show tres`` (the TRES ids limits are written with);
+    - ``scontrol_config``: ``scontrol show config`` (the settings in force, now: Slurm keeps no
+      history of them, so the ledger diffs successive snapshots; one a day is the ledger's
+      resolution for ``slurm.conf`` changes);
     - ``jobs``: ``scontrol --details --oneliner show job`` (every job slurmctld holds, with the
       GPU indices each running job holds per node: the map for attributing GPU telemetry to
       jobs, now). Fetched only when :attr:`kinds` names it: it is worth something only while
@@ -201,7 +211,8 @@ class SlurmStateCliSource(InputSource):
       ``Format=`` :data:`~pipelines.slurm._reservations.RESERVATION_HISTORY_FIELDS` (what
       slurmdbd recorded, with unused wall time). Both only when :attr:`kinds` names them.
 
-    Only ``events`` and ``reservation_history`` look at ``day``; the others are snapshots of the
+    Only ``events``, ``transactions`` and ``reservation_history`` look at ``day``; the others
+    are snapshots of the
     moment they run, so fetch them for the current day. Each command names the cluster
     (``-M``/``Clusters=``).
 
@@ -243,6 +254,12 @@ class SlurmStateCliSource(InputSource):
             "sshare": [self._bin("sshare"), "-M", cluster, "--all", "--long", "--parsable2"],
             "sprio": [self._bin("sprio"), "-M", cluster, "--format", SPRIO_FORMAT],
             "sdiag": [self._bin("sdiag"), "-M", cluster],
+            "transactions": [
+                self._bin("sacctmgr"), "--parsable2", "list", "transactions", f"Start={start}",
+                f"End={end}", "WithAssoc",
+            ],
+            "tres": [self._bin("sacctmgr"), "--parsable2", "show", "tres"],
+            "scontrol_config": [self._bin("scontrol"), "-M", cluster, "show", "config"],
             "jobs": [
                 self._bin("scontrol"), "-M", cluster, "--details", "--oneliner", "show", "job",
             ],

@@ -73,6 +73,17 @@ CORPUS = [
     ("k8s-events", FIXTURES / "k8s-events" / "kspan_deploymentUpdateEvents.json", "events.json"),
     ("k8s-pods", FIXTURES / "k8s-pods" / "pods_sample.json", "pods.json"),
     ("dcgm", FIXTURES / "dcgm-exporter" / "issue_metrics_pastes.prom", "scrape.prom"),
+    (
+        "slurm-state",
+        FIXTURES / "slurm-policy" / "live_transactions_withassoc.psv",
+        "transactions_fuzz.txt",
+    ),
+    ("slurm-state", FIXTURES / "slurm-policy" / "live_tres.psv", "tres_fuzz.txt"),
+    (
+        "slurm-state",
+        FIXTURES / "slurm-policy" / "live_scontrol_config_after.txt",
+        "scontrol_config_fuzz.txt",
+    ),
 ]
 
 HOSTILE = [
@@ -87,8 +98,7 @@ def _mutate(data: bytes, rng: random.Random) -> bytes:
     lines = data.split(b"\n")
     for _ in range(rng.randint(1, 4)):
         op = rng.randrange(9)
-        if op == 0 and data:  # flip a byte
-            buf = bytearray(b"\n".join(lines))
+        if op == 0 and (buf := bytearray(b"\n".join(lines))):  # flip a byte (if one is left)
             i = rng.randrange(len(buf))
             buf[i] = rng.randrange(256)
             lines = bytes(buf).split(b"\n")

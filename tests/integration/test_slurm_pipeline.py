@@ -216,7 +216,10 @@ def test_live_sources_spool_where_the_pipeline_reads(live: LiveRun) -> None:
     day = live.run.hour_start.date().isoformat()
     inputs = live.published.cfg.inputs_dir / CLUSTER_NAME
     assert live.published.stats.file == str(inputs / "sacct" / f"sacct_{day}.psv")
-    assert sorted(live.state) == ["events", "nodes", "sdiag", "sprio", "sshare"]
+    assert sorted(live.state) == [
+        "events", "nodes", "scontrol", "sdiag", "sprio", "sshare", "transactions", "tres",
+    ]  # fmt: skip
+    assert live.state["scontrol"] == inputs / "slurm_state" / f"scontrol_config_{day}.txt"
     assert live.state["events"] == inputs / "slurm_state" / f"events_{day}.txt"
 
 

@@ -173,6 +173,8 @@ def test_layout_and_summary(fleet: tuple[Path, FleetSummary]) -> None:
         f"inputs/slurm-a/slurm_state/sshare_{days[-1]}.psv",
         f"inputs/slurm-a/slurm_state/events_{days[-1]}.psv",
         f"inputs/slurm-a/slurm_state/reservation_history_{days[-1]}.psv",
+        f"inputs/slurm-a/slurm_state/transactions_{days[-1]}.psv",
+        f"inputs/slurm-a/slurm_state/tres_{days[-1]}.psv",
     }
     for d in days:
         expected |= {
@@ -188,7 +190,7 @@ def test_layout_and_summary(fleet: tuple[Path, FleetSummary]) -> None:
         }
     written = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
     assert written == expected
-    assert summary.files_written == len(expected) == 7 + 9 * DAYS
+    assert summary.files_written == len(expected) == 9 + 9 * DAYS
     assert summary.gpus == {"slurm-a": 192, "k8s-b": 64}
     assert summary.jobs["slurm-a"] > 1500
     assert summary.jobs["k8s-b"] > 400

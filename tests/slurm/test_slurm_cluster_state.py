@@ -432,7 +432,9 @@ def test_sacct_command_bounds_the_day() -> None:
 
 
 def test_state_commands_name_the_cluster_and_day() -> None:
-    """Each state command names the cluster; only the events query is bounded by the day."""
+    """Each state command names the cluster (but transactions and TRES, which slurmdbd keeps
+    for every cluster: a QOS belongs to none); only events and transactions are bounded by the
+    day."""
     commands = SlurmStateCliSource(spool_dir="/tmp/x", bin_dir="/opt/slurm/bin").commands(
         "c1", "2026-12-31"
     )
@@ -445,6 +447,12 @@ def test_state_commands_name_the_cluster_and_day() -> None:
         "sshare": ["/opt/slurm/bin/sshare", "-M", "c1", "--all", "--long", "--parsable2"],
         "sprio": ["/opt/slurm/bin/sprio", "-M", "c1", "--format", SPRIO_FORMAT],
         "sdiag": ["/opt/slurm/bin/sdiag", "-M", "c1"],
+        "transactions": [
+            "/opt/slurm/bin/sacctmgr", "--parsable2", "list", "transactions",
+            "Start=2026-12-31T00:00:00", "End=2027-01-01T00:00:00", "WithAssoc",
+        ],
+        "tres": ["/opt/slurm/bin/sacctmgr", "--parsable2", "show", "tres"],
+        "scontrol_config": ["/opt/slurm/bin/scontrol", "-M", "c1", "show", "config"],
     }  # fmt: skip
 
 

@@ -229,7 +229,8 @@ def test_kinds_commands_and_default_kinds() -> None:
         ],
     }  # fmt: skip
     assert SlurmStateCliSource(spool_dir="/tmp/x").kinds == [
-        "nodes", "events", "sshare", "sprio", "sdiag"]  # fmt: skip
+        "nodes", "events", "sshare", "sprio", "sdiag", "transactions", "tres",
+        "scontrol_config"]  # fmt: skip
 
 
 def test_files_are_spooled_found_and_loaded(tmp_path: Path) -> None:
