@@ -123,18 +123,20 @@ def parse_sacctmgr_transactions(
     zone = time_zone(tz, file)
     out = Collected(file)
     dst = [0]
-    if not lines or not lines[0].strip():
+    # the header is the first non-blank line (blank lines before it carry nothing)
+    head = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if head is None:
         return out.result(TRANSACTION_SCHEMA, {"fields": []})
-    names = psv_names(lines[0])
+    names = psv_names(lines[head])
     keys = [_COLUMNS.get(header_key(n)) for n in names]
     if not {"time", "action", "where", "info"} <= set(keys):
         raise InputFormatError(
             file,
             "header lacks Time|Action|Where|Info: not `sacctmgr -P list transactions` output",
-            line=1,
+            line=head + 1,
         )
     latest = latest_plausible()
-    for no, line in enumerate(lines[1:], 2):
+    for no, line in enumerate(lines[head + 1 :], head + 2):
         if not line.strip():
             continue
         # a Where of several associations joins them with SQL's ` || `, which is no field break

@@ -64,15 +64,17 @@ def parse_sacctmgr_tres(
     """
     file, lines = read_text(path, text)
     out = Collected(file)
-    if not lines or not lines[0].strip():
+    # the header is the first non-blank line (blank lines before it carry nothing)
+    head = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if head is None:
         return out.result(TRES_SCHEMA, {"fields": []})
-    names = psv_names(lines[0])
+    names = psv_names(lines[head])
     keys = [_COLUMNS.get(header_key(n)) for n in names]
     if not {"type", "id"} <= set(keys):
         raise InputFormatError(
-            file, "header lacks Type|Name|ID: not `sacctmgr -P show tres` output", line=1
+            file, "header lacks Type|Name|ID: not `sacctmgr -P show tres` output", line=head + 1
         )
-    for no, line in enumerate(lines[1:], 2):
+    for no, line in enumerate(lines[head + 1 :], head + 2):
         if line.strip():
             psv_line(out, no, line, keys, partial(_tres_row, cluster=cluster, file=file, no=no))
     return out.result(TRES_SCHEMA, {"fields": names})

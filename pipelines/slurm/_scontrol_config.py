@@ -71,7 +71,8 @@ def parse_scontrol_config(
 
     Returns:
         Rows with :data:`CONFIG_SCHEMA`; a line that is neither a setting, a section header
-        nor the daemon status line is rejected, as is an ``as of`` time that cannot be read or
+        nor the daemon status line is rejected, as is a setting repeated (the first stands)
+        and an ``as of`` time that cannot be read or
         is implausible (before 1990, more than a day after the ingest: the caller's time
         stands). ``info`` has ``snapshot_at``.
 
@@ -107,7 +108,9 @@ def parse_scontrol_config(
             continue
         if m := _SETTING.match(stripped):
             key, value = m.group("key"), m.group("value").strip()
-            if key not in seen:
+            if key in seen:
+                out.reject(no, line, f"{key} repeated: the first value is kept", field_name=key)
+            else:
                 seen.add(key)
                 settings.append((no, key, None if value == "(null)" else value))
             continue

@@ -117,7 +117,12 @@ def read_text(path: str | Path, text: str | None) -> tuple[str, list[str]]:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             text = data.decode("latin-1")
-    return file, text.removeprefix("\ufeff").splitlines()
+    # Lines end at "\n" only (a CRLF's "\r" is dropped), so line numbers are those of `wc -l`
+    # and `sed -n`: str.splitlines would also break at a lone "\r", "\f" or "\x1c" inside a line.
+    lines = [ln.removesuffix("\r") for ln in text.removeprefix("\ufeff").split("\n")]
+    if lines and lines[-1] == "":
+        lines.pop()
+    return file, lines
 
 
 def time_zone(tz: str, file: str) -> ZoneInfo:

@@ -233,6 +233,44 @@ def _dcgm_item(line: bytes) -> bool:
     return not _BLANK.fullmatch(text) and not text.lstrip().startswith("#")
 
 
+_CONFIG_SKIPPED = re.compile(
+    r"^(Configuration data as of .*|Slurmctld\(.*\) at .* is (UP|DOWN)|[^=]*:)$"
+)
+
+
+def _slurm_state_lines(name: str, data: bytes, result: ParseResult) -> list[str]:
+    """Line-based Slurm state outputs: every data line is loaded (in one row or more: a
+    transaction changing several keys is a row per key) or rejected, never both, and nothing
+    else is. Data lines: ``sacctmgr -P`` output's non-blank lines after its header (the first
+    non-blank line); ``scontrol show config``'s non-blank lines other than its ``as of`` line,
+    section headers (``…:`` without ``=``) and the daemon status line."""
+    lines = [ln.decode("utf-8", "replace").removesuffix("\r") for ln in data.split(b"\n")]
+    if name.startswith("scontrol_config"):
+        items = {
+            i for i, ln in enumerate(lines, 1)
+            if ln.strip() and not _CONFIG_SKIPPED.match(ln.strip())
+        }  # fmt: skip
+        # the 'as of' line is consumed, or rejected when its time cannot be read
+        items |= set(result.rejected["line_no"].to_list()) & {
+            i for i, ln in enumerate(lines, 1) if ln.strip().startswith("Configuration data as of")
+        }
+    else:
+        head = next((i for i, ln in enumerate(lines, 1) if ln.strip()), None)
+        items = {i for i, ln in enumerate(lines, 1) if ln.strip() and head is not None and i > head}
+    loaded = set(result.rows["line_no"].to_list())
+    rejected = set(result.rejected["line_no"].to_list())
+    bad = []
+    if missing := sorted(items - loaded - rejected):
+        bad.append(
+            f"{len(missing)} of {len(items)} lines neither loaded nor rejected {missing[:5]}"
+        )
+    if both := sorted(loaded & rejected):
+        bad.append(f"lines both loaded and rejected: {both[:5]}")
+    if outside := sorted((loaded | rejected) - items):
+        bad.append(f"rows of lines that are not data: {outside[:5]}")
+    return bad
+
+
 def _conservation(kind: str, name: str, data: bytes, result: ParseResult) -> list[str]:
     """Data items in that are neither loaded nor rejected, or both (module docstring)."""
     rows, rejected = result.rows, result.rejected
@@ -267,6 +305,8 @@ def _conservation(kind: str, name: str, data: bytes, result: ParseResult) -> lis
         if both := set(rows["line_no"]) & set(rejected["line_no"]):
             bad.append(f"items both loaded and rejected: {sorted(both)[:5]}")
         return bad
+    if kind == "slurm-state":
+        return _slurm_state_lines(name, data, result)
     samples = sum(1 for line in data.split(b"\n") if _dcgm_item(line))
     skipped = sum(result.info.get("non_dcgm_samples", {}).values())
     out = rows.height + rejected.height + skipped

@@ -109,10 +109,12 @@ def test_scontrol_config_is_dated_by_its_as_of_line() -> None:
 
 def test_bad_config_lines_are_rejected_and_the_first_value_wins() -> None:
     """Hand-made: a naive ``as of`` time in the given zone; the garbage line is rejected; the
-    cgroup section's repeat of a name does not replace the first."""
+    cgroup section's repeat of a name does not replace the first, and is accounted for as a
+    rejected line (nothing is dropped silently)."""
     result = parse_scontrol_config(FIX / "bad_scontrol_config.txt", cluster="c", tz="Europe/Berlin")
     assert result.rejected.select("line_no", "reason").rows() == [
-        (5, "neither 'Name = value' nor a section header")
+        (5, "neither 'Name = value' nor a section header"),
+        (8, "PriorityWeightFairShare repeated: the first value is kept"),
     ]
     assert result.rows.select("key", "value").rows() == [
         ("PriorityWeightFairShare", "10000"),
