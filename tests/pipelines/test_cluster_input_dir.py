@@ -11,6 +11,7 @@ from pipelines._sources import FileSource
 from pipelines.automation import input_fingerprints
 from pipelines.config import Config, load_config
 from pipelines.definitions import build_defs
+from pipelines.kinds import input_kinds
 
 DAY = "2026-03-04"
 
@@ -78,7 +79,9 @@ def test_every_file_source_of_the_definitions_reads_the_custom_input_dir(
     root = tmp_path / "elsewhere" / "west-exports"
     resources = build_defs(cfg).resources or {}
     sources = {k: v for k, v in resources.items() if isinstance(v, FileSource)}
-    assert len(sources) == 7
+    # one file source per input kind of the registry (8: sacct, slurm-state, topology, three
+    # Kubernetes kinds, dcgm, dcgm-hourly)
+    assert set(sources) == {k.source_key for k in input_kinds()} and len(sources) == 8
     for key, source in sources.items():
         assert source.cluster_dir("west") == root, key
         assert source.cluster_dir("east") == tmp_path / "inputs" / "east", key
