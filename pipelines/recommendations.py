@@ -57,6 +57,7 @@ from metrics.recommendations import (
     slurm_fairshare_drift,
     time_limits,
 )
+from metrics.recommendations.life import recommendation_life, rollback_patch
 from metrics.recommendations.merge import (
     MergedPatch,
     annotate_merges,
@@ -89,6 +90,7 @@ __all__ = [
     "read_inputs",
     "recommendations_frame",
     "run_recommendations",
+    "with_status",
     "write_outputs",
     "write_recommendations_table",
 ]
@@ -120,6 +122,12 @@ OUTPUT_FILES: dict[str, str] = {
 
 _SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 
+#: The ledger columns the status is matched on (``sql/recommendations/policy_changes.sql``).
+_LEDGER: dict[str, pl.DataType] = {
+    "change_id": pl.String(), "cluster": pl.String(), "object": pl.String(),
+    "key": pl.String(), "old": pl.String(), "new": pl.String(), "changed_at": UTC_DATETIME,
+}  # fmt: skip
+
 
 @dataclass(frozen=True)
 class RecommendationInputs:
@@ -146,6 +154,10 @@ class RecommendationInputs:
         reservations: ``raw.slurm_reservations`` rows overlapping the window (empty when the
             table is absent).
         slurm_config: cluster → ``scontrol show config`` settings (absent: not loaded).
+        policy_changes: ``policy_changes`` rows (``change_id, cluster, object, key, old, new,
+            changed_at``; empty when the ledger is absent), to find applied recommendations.
+        impact: ``policy_change_impact`` rows (``change_id, kpi, method, verdict``); None when
+            the view is absent (effects not measured yet).
     """
 
     as_of: dt.datetime
@@ -167,6 +179,8 @@ class RecommendationInputs:
     local_queues: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     reservations: pl.DataFrame = field(default_factory=pl.DataFrame)
     slurm_config: dict[str, dict[str, str]] = field(default_factory=dict)
+    policy_changes: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=_LEDGER))
+    impact: pl.DataFrame | None = None
 
 
 def _query(
@@ -252,6 +266,16 @@ def read_inputs(
         ),
         local_queues=lqs,
         slurm_config=confs,
+        policy_changes=(
+            _query(con, "policy_changes")
+            if table_exists(con, "policy_changes")
+            else pl.DataFrame(schema=_LEDGER)
+        ),
+        impact=(
+            _query(con, "policy_change_impact")
+            if table_exists(con, "policy_change_impact")
+            else None
+        ),
     )
 
 
@@ -273,8 +297,9 @@ def recommendations_frame(
         idle_activity: θ for idle GPUs (config ``thresholds.idle_activity``).
 
     Returns:
-        :data:`~metrics.recommendations.RECOMMENDATION_SCHEMA` plus ``as_of``, sorted by
-        severity, then expected GPU-hour gain, then id.
+        :data:`~metrics.recommendations.RECOMMENDATION_SCHEMA` plus ``status``, ``change_id``
+        (:func:`with_status`) and ``as_of``, sorted by severity, then expected GPU-hour gain,
+        then id.
     """
     opt = {name: dict((options or {}).get(name, {})) for name in RULES}
     w = inputs.window
@@ -352,6 +377,7 @@ def recommendations_frame(
         else pl.DataFrame(schema=RECOMMENDATION_SCHEMA)
     )
     out = dedupe_findings(out)
+    out = with_status(out, inputs.policy_changes, inputs.impact)
     out = annotate_merges(out, merged_patches(out, inputs.cluster_queues))
     as_of = inputs.as_of if inputs.as_of.tzinfo else inputs.as_of.replace(tzinfo=dt.UTC)
     return (
@@ -366,6 +392,43 @@ def recommendations_frame(
         )
         .drop("_o")
     )
+
+
+def with_status(
+    frame: pl.DataFrame, changes: pl.DataFrame, impact: pl.DataFrame | None
+) -> pl.DataFrame:
+    """``frame`` with each recommendation's ``status`` and ``change_id``
+    (:func:`metrics.recommendations.life.recommendation_life`, METRICS.md "Recommendation
+    status"); a **regressed** one proposes its rollback instead of its change: its patch puts
+    the change's old value back (:func:`~metrics.recommendations.life.rollback_patch`) and its
+    text says so.
+
+    Args:
+        frame: recommendations (:data:`~metrics.recommendations.RECOMMENDATION_SCHEMA`).
+        changes: ``policy_changes`` rows (``change_id, cluster, object, key, old, new,
+            changed_at``).
+        impact: ``policy_change_impact`` rows (``change_id, kpi, verdict``), or None.
+    """
+    life = recommendation_life(frame, changes, impact)
+    out = frame.join(life, on="id", how="left", maintain_order="left")
+    regressed = out.filter(pl.col("status") == "regressed")
+    if regressed.height == 0:
+        return out
+    by_id = {str(c["change_id"]): c for c in changes.iter_rows(named=True)}
+    rows = out.to_dicts()
+    for r in rows:
+        change = by_id.get(str(r["change_id"])) if r["status"] == "regressed" else None
+        back = rollback_patch(change) if change is not None else None
+        if change is None or back is None:
+            continue
+        r["change_text"] = (
+            f"ROLLBACK: the change that applied this recommendation ({change['object']} "
+            f"{change['key']} {change['old']} → {change['new']}, {change['changed_at']:%Y-%m-%d}) "
+            f"made its target KPI worse; put {change['old'] if change['old'] is not None else 'unset'}"
+            f" back. Was: {r['change_text']}"
+        )
+        r["patch_kind"], r["patch_content"] = back
+    return pl.DataFrame(rows, schema=out.schema)
 
 
 def _priority_options(config: Mapping[str, str] | None) -> dict[str, Any]:
@@ -559,6 +622,8 @@ def write_outputs(
                 "patch": {"kind": r["patch_kind"], "content": r["patch_content"]}
                 if r["patch_kind"]
                 else None,
+                "status": r.get("status") or "proposed",
+                "change_id": r.get("change_id"),
             }
             for r in recs
         ],

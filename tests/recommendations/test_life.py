@@ -1,0 +1,214 @@
+"""A recommendation's life (METRICS.md "Recommendation status"): proposed → applied → measured →
+confirmed or regressed, matched on hand-written ledger and impact rows."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import polars as pl
+import yaml
+
+from metrics.recommendations.life import (
+    proposed_settings,
+    recommendation_life,
+    rollback_patch,
+    values_equal,
+)
+from metrics.schema import UTC_DATETIME
+from pipelines.recommendations import with_status, write_outputs
+
+UTC = dt.UTC
+W0 = dt.datetime(2026, 3, 1, tzinfo=UTC)
+FAIR = "sacctmgr -i modify account name=speech set fairshare=8"
+BF = "SchedulerParameters=bf_window=2880,bf_continue"
+CQ = yaml.safe_dump(
+    {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+     "metadata": {"name": "cq-prod"},
+     "spec": {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
+         {"name": "h100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 19}]}]}]}}
+)  # fmt: skip
+
+
+def _recs(*rows: tuple[str, str, str, str, str]) -> pl.DataFrame:
+    """(id, rule, cluster, patch_kind, patch_content) rows, window from W0."""
+    return pl.DataFrame(
+        [
+            {"id": i, "rule": rule, "cluster": c, "scope": f"cluster={c}", "severity": "warning",
+             "window_start": W0, "window_end": W0 + dt.timedelta(days=28), "evidence": "{}",
+             "expected_gain_gpu_h_per_week": 1.0, "expected_wait_reduction_s": None,
+             "confidence": 1.0, "change_text": "do it", "patch_kind": kind,
+             "patch_content": content}
+            for i, rule, c, kind, content in rows
+        ],
+        schema={"id": pl.String(), "rule": pl.String(), "cluster": pl.String(),
+                "scope": pl.String(), "severity": pl.String(), "window_start": UTC_DATETIME,
+                "window_end": UTC_DATETIME, "evidence": pl.String(),
+                "expected_gain_gpu_h_per_week": pl.Float64(),
+                "expected_wait_reduction_s": pl.Float64(), "confidence": pl.Float64(),
+                "change_text": pl.String(), "patch_kind": pl.String(),
+                "patch_content": pl.String()},
+    )  # fmt: skip
+
+
+def _changes(*rows: tuple[str, str, str, str, str | None, str, dt.datetime]) -> pl.DataFrame:
+    """(change_id, cluster, object, key, old, new, changed_at) rows."""
+    return pl.DataFrame(
+        rows,
+        schema={"change_id": pl.String(), "cluster": pl.String(), "object": pl.String(),
+                "key": pl.String(), "old": pl.String(), "new": pl.String(),
+                "changed_at": UTC_DATETIME},
+        orient="row",
+    )  # fmt: skip
+
+
+def _impact(*rows: tuple[str, str, str]) -> pl.DataFrame:
+    """(change_id, kpi, verdict) rows, method its."""
+    return pl.DataFrame(
+        [(c, k, "its", v) for c, k, v in rows],
+        schema={"change_id": pl.String(), "kpi": pl.String(), "method": pl.String(),
+                "verdict": pl.String()},
+        orient="row",
+    )  # fmt: skip
+
+
+def _status(life: pl.DataFrame) -> dict[str, tuple[str, str | None]]:
+    return {r["id"]: (r["status"], r["change_id"]) for r in life.iter_rows(named=True)}
+
+
+def test_patches_read_as_ledger_settings() -> None:
+    """Each patch kind gives the object and key the ledger writes: fairshare is slurmdbd's
+    ``shares``, SchedulerParameters item by item (``bf_continue`` alone is ``true``), a Kueue
+    quota ``nominalQuota[flavor/resource]``, GrpTRES per TRES."""
+    recs = _recs(
+        ("r1", "slurm_fairshare_drift", "slurm-a", "sacctmgr", FAIR),
+        ("r2", "backfill_tuning", "slurm-a", "slurm.conf", BF),
+        ("r3", "kueue_quota_drift", "k8s-b", "kubernetes-merge-patch", CQ),
+        ("r4", "idle_allocations", "slurm-a", "sacctmgr",
+         "sacctmgr -i modify account name=recsys set GrpTRES=gres/gpu=19"),
+        ("r5", "lemon_nodes", "slurm-a", "scontrol", "scontrol update nodename=n1 state=drain"),
+    )  # fmt: skip
+    got = proposed_settings(recs).rows()
+    assert got == [
+        ("r1", "slurm-a", "account=speech", "shares", "8"),
+        ("r2", "slurm-a", "slurm.conf", "SchedulerParameters:bf_window", "2880"),
+        ("r2", "slurm-a", "slurm.conf", "SchedulerParameters:bf_continue", "true"),
+        ("r3", "k8s-b", "clusterqueue=cq-prod", "nominalQuota[h100/nvidia.com/gpu]", "19"),
+        ("r4", "slurm-a", "account=recsys", "grp_tres[gres/gpu]", "19"),
+    ]
+
+
+def test_values_compare_as_text_or_numbers() -> None:
+    """``8`` = ``8.0`` = ``8 `` and YES = yes; 8 ≠ 9; NULL equals only NULL."""
+    assert values_equal("8", "8.0") and values_equal("8 ", "8") and values_equal("YES", "yes")
+    assert not values_equal("8", "9") and not values_equal(None, "8")
+    assert values_equal(None, None)
+
+
+def test_a_matching_change_after_the_proposal_applies_it() -> None:
+    """r1 proposes shares=8 for account=speech from 2026-03-01: c1 (3 → 8 on 03-05) applies
+    it; c0 (the same value on 02-20, before the proposal) and c2 (3 → 9) do not. sshare's
+    ``RawShares`` is the same setting: r2's change c3 (03-10) applies it."""
+    recs = _recs(
+        ("r1", "slurm_fairshare_drift", "slurm-a", "sacctmgr", FAIR),
+        ("r2", "slurm_fairshare_drift", "slurm-b", "sacctmgr", FAIR),
+        ("r3", "slurm_fairshare_drift", "slurm-c", "sacctmgr", FAIR),
+    )
+    changes = _changes(
+        ("c0", "slurm-a", "account=speech", "shares", "3", "8", dt.datetime(2026, 2, 20, tzinfo=UTC)),
+        ("c1", "slurm-a", "account=speech", "shares", "3", "8", dt.datetime(2026, 3, 5, tzinfo=UTC)),
+        ("c2", "slurm-c", "account=speech", "shares", "3", "9", dt.datetime(2026, 3, 5, tzinfo=UTC)),
+        ("c3", "slurm-b", "account=speech", "RawShares", "3", "8", dt.datetime(2026, 3, 10, tzinfo=UTC)),
+    )  # fmt: skip
+    assert _status(recommendation_life(recs, changes)) == {
+        "r1": ("applied", "c1"),
+        "r2": ("applied", "c3"),
+        "r3": ("proposed", None),
+    }
+
+
+def test_verdicts_on_the_target_kpi_confirm_or_regress() -> None:
+    """Backfill's target is ``wait_p90_h`` (any size bucket), fair share's ``jain``:
+    r1's change improved jain → confirmed; r2's regressed wait_p90_h[64+] → regressed;
+    r3's change has rows but only on occupancy (not its target) → measured; r4's has no
+    impact row → applied; with no impact view at all every applied one stays applied."""
+    t = dt.datetime(2026, 3, 5, tzinfo=UTC)
+    recs = _recs(
+        ("r1", "slurm_fairshare_drift", "a", "sacctmgr", FAIR),
+        ("r2", "backfill_tuning", "b", "slurm.conf", BF),
+        ("r3", "slurm_fairshare_drift", "c", "sacctmgr", FAIR),
+        ("r4", "slurm_fairshare_drift", "d", "sacctmgr", FAIR),
+    )
+    changes = _changes(
+        ("c1", "a", "account=speech", "shares", "3", "8", t),
+        ("c2", "b", "slurm.conf", "SchedulerParameters:bf_window", "60", "2880", t),
+        ("c3", "c", "account=speech", "shares", "3", "8", t),
+        ("c4", "d", "account=speech", "shares", "3", "8", t),
+    )
+    impact = _impact(
+        ("c1", "jain", "improved"), ("c1", "occupancy", "no detectable effect"),
+        ("c2", "wait_p90_h[64+]", "regressed"), ("c2", "wait_p90_h[1]", "no detectable effect"),
+        ("c3", "occupancy", "improved"),
+    )  # fmt: skip
+    assert _status(recommendation_life(recs, changes, impact)) == {
+        "r1": ("confirmed", "c1"),
+        "r2": ("regressed", "c2"),
+        "r3": ("measured", "c3"),
+        "r4": ("applied", "c4"),
+    }
+    assert {s for s, _ in _status(recommendation_life(recs, changes, None)).values()} == {
+        "applied"
+    }
+
+
+def test_a_regressed_recommendation_proposes_its_rollback(tmp_path: Path) -> None:
+    """r1's change (shares 3 → 8) regressed jain: its patch becomes ``fairshare=3`` and its
+    text starts ROLLBACK; the confirmed r2 keeps its patch. The patch file ``sacctmgr.sh``
+    carries the rollback for cluster a, and latest.json both statuses."""
+    t = dt.datetime(2026, 3, 5, tzinfo=UTC)
+    recs = _recs(
+        ("r1", "slurm_fairshare_drift", "a", "sacctmgr", FAIR),
+        ("r2", "slurm_fairshare_drift", "b", "sacctmgr", FAIR),
+    )
+    changes = _changes(
+        ("c1", "a", "account=speech", "shares", "3", "8", t),
+        ("c2", "b", "account=speech", "shares", "3", "8", t),
+    )
+    impact = _impact(("c1", "jain", "regressed"), ("c2", "jain", "improved"))
+    out = {r["id"]: r for r in with_status(recs, changes, impact).iter_rows(named=True)}
+    assert out["r1"]["status"] == "regressed"
+    assert out["r1"]["patch_content"] == "sacctmgr -i modify account name=speech set fairshare=3"
+    assert out["r1"]["change_text"].startswith("ROLLBACK: ")
+    assert (out["r2"]["status"], out["r2"]["patch_content"]) == ("confirmed", FAIR)
+    frame = with_status(recs, changes, impact)
+    files = write_outputs(frame, tmp_path, W0, show_names=True)
+    script = files["sacctmgr.sh"].read_text()
+    cluster_a = script.split("## cluster a\n", 1)[1].split("## cluster b\n", 1)[0]
+    assert "\nsacctmgr -i modify account name=speech set fairshare=3\n" in cluster_a
+    doc = json.loads(files["latest.json"].read_text())
+    assert [(r["id"], r["status"], r["change_id"]) for r in doc["recommendations"]] == [
+        ("r1", "regressed", "c1"), ("r2", "confirmed", "c2")]  # fmt: skip
+
+
+def test_rollback_patches_per_kind() -> None:
+    """A slurm.conf key, a SchedulerParameters item, a QOS GPU limit that was unset (-1 clears
+    it) and a ClusterQueue quota each get the patch that restores the old value."""
+    t = dt.datetime(2026, 3, 5, tzinfo=UTC)
+
+    def ch(obj: str, key: str, old: str | None) -> dict[str, object]:
+        return {"object": obj, "key": key, "old": old, "new": "x", "changed_at": t}
+
+    assert rollback_patch(ch("slurm.conf", "PriorityWeightFairShare", "1000")) == (
+        "slurm.conf", "PriorityWeightFairShare=1000")  # fmt: skip
+    assert rollback_patch(ch("slurm.conf", "SchedulerParameters:bf_window", "60")) == (
+        "slurm.conf", "SchedulerParameters=bf_window=60")  # fmt: skip
+    assert rollback_patch(ch("qos=normal", "grp_tres[gres/gpu]", None)) == (
+        "sacctmgr", "sacctmgr -i modify qos name=normal set GrpTRES=gres/gpu=-1")  # fmt: skip
+    kind, content = rollback_patch(ch("clusterqueue=cq-prod",  # type: ignore[misc]
+                                      "nominalQuota[h100/nvidia.com/gpu]", "24"))  # fmt: skip
+    doc = yaml.safe_load(content)
+    assert kind == "kubernetes-merge-patch" and doc["metadata"]["name"] == "cq-prod"
+    res = doc["spec"]["resourceGroups"][0]["flavors"][0]
+    assert res == {"name": "h100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "24"}]}
+    assert rollback_patch(ch("slurm.conf", "PriorityWeightAge", None)) is None
