@@ -49,14 +49,16 @@ STATUSES: tuple[str, ...] = ("proposed", "applied", "measured", "confirmed", "re
 #: target: its applied changes stop at *measured*.
 RULE_KPIS: dict[str, str] = {
     "backfill_tuning": "wait_p90_h",
+    "large_job_reservation": "wait_p90_h",
     "time_limits": "wait_p50_h",
     "fairness_drift": "jain",
-    "slurm_fairshare_drift": "jain",
-    "kueue_quota_drift": "jain",
+    "registry_drift_slurm": "jain",
+    "registry_drift_kueue": "jain",
     "kueue_borrowing": "occupancy",
     "idle_allocations": "occupancy",
-    "reservations_idle": "occupancy",
-    "preemption_churn": "occupancy",
+    "reservation_idle": "occupancy",
+    "preempt_exempt_time": "occupancy",
+    "preemption_grace_time": "occupancy",
 }
 
 #: Columns :func:`recommendation_life` returns.

@@ -82,7 +82,7 @@ def test_patches_read_as_ledger_settings() -> None:
     ``shares``, SchedulerParameters item by item (``bf_continue`` alone is ``true``), a Kueue
     quota ``nominalQuota[flavor/resource]``, GrpTRES per TRES."""
     recs = _recs(
-        ("r1", "slurm_fairshare_drift", "slurm-a", "sacctmgr", FAIR),
+        ("r1", "registry_drift_slurm", "slurm-a", "sacctmgr", FAIR),
         ("r2", "backfill_tuning", "slurm-a", "slurm.conf", BF),
         ("r3", "kueue_quota_drift", "k8s-b", "kubernetes-merge-patch", CQ),
         ("r4", "idle_allocations", "slurm-a", "sacctmgr",
@@ -111,9 +111,9 @@ def test_a_matching_change_after_the_proposal_applies_it() -> None:
     it; c0 (the same value on 02-20, before the proposal) and c2 (3 → 9) do not. sshare's
     ``RawShares`` is the same setting: r2's change c3 (03-10) applies it."""
     recs = _recs(
-        ("r1", "slurm_fairshare_drift", "slurm-a", "sacctmgr", FAIR),
-        ("r2", "slurm_fairshare_drift", "slurm-b", "sacctmgr", FAIR),
-        ("r3", "slurm_fairshare_drift", "slurm-c", "sacctmgr", FAIR),
+        ("r1", "registry_drift_slurm", "slurm-a", "sacctmgr", FAIR),
+        ("r2", "registry_drift_slurm", "slurm-b", "sacctmgr", FAIR),
+        ("r3", "registry_drift_slurm", "slurm-c", "sacctmgr", FAIR),
     )
     changes = _changes(
         ("c0", "slurm-a", "account=speech", "shares", "3", "8", dt.datetime(2026, 2, 20, tzinfo=UTC)),
@@ -135,10 +135,10 @@ def test_verdicts_on_the_target_kpi_confirm_or_regress() -> None:
     impact row → applied; with no impact view at all every applied one stays applied."""
     t = dt.datetime(2026, 3, 5, tzinfo=UTC)
     recs = _recs(
-        ("r1", "slurm_fairshare_drift", "a", "sacctmgr", FAIR),
+        ("r1", "registry_drift_slurm", "a", "sacctmgr", FAIR),
         ("r2", "backfill_tuning", "b", "slurm.conf", BF),
-        ("r3", "slurm_fairshare_drift", "c", "sacctmgr", FAIR),
-        ("r4", "slurm_fairshare_drift", "d", "sacctmgr", FAIR),
+        ("r3", "registry_drift_slurm", "c", "sacctmgr", FAIR),
+        ("r4", "registry_drift_slurm", "d", "sacctmgr", FAIR),
     )
     changes = _changes(
         ("c1", "a", "account=speech", "shares", "3", "8", t),
@@ -168,8 +168,8 @@ def test_a_regressed_recommendation_proposes_its_rollback(tmp_path: Path) -> Non
     carries the rollback for cluster a, and latest.json both statuses."""
     t = dt.datetime(2026, 3, 5, tzinfo=UTC)
     recs = _recs(
-        ("r1", "slurm_fairshare_drift", "a", "sacctmgr", FAIR),
-        ("r2", "slurm_fairshare_drift", "b", "sacctmgr", FAIR),
+        ("r1", "registry_drift_slurm", "a", "sacctmgr", FAIR),
+        ("r2", "registry_drift_slurm", "b", "sacctmgr", FAIR),
     )
     changes = _changes(
         ("c1", "a", "account=speech", "shares", "3", "8", t),

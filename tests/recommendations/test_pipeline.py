@@ -22,7 +22,7 @@ from tests.conftest import Materialized
 
 FIELDS = {
     "id", "rule", "cluster", "scope", "severity", "evidence", "expected_gain_gpu_h_per_week",
-    "expected_wait_reduction_s", "confidence", "change_text", "patch",
+    "expected_wait_reduction_s", "confidence", "change_text", "patch", "status", "change_id",
 }  # fmt: skip
 
 
@@ -62,6 +62,8 @@ def test_planted_findings_of_two_days_are_found(written: dict[str, Path]) -> Non
         "kind": "sacctmgr",
         "content": "sacctmgr -i modify account name=speech set fairshare=8",
     }
+    # The fleet's planted ledger change on speech goes 8 → 3, not to the proposed 8: proposed.
+    assert (drift["status"], drift["change_id"]) == ("proposed", None)
     idle = by_scope[("idle_allocations", "cluster=slurm-a/team=recsys")]
     assert idle["evidence"]["idle_share"] > 0.8
 
