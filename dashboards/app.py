@@ -29,6 +29,7 @@ page = st.navigation(
         st.Page(PAGES / "queue.py", title="Queue now", icon=":material/hourglass_top:"),
         st.Page(PAGES / "jobs.py", title="Jobs", icon=":material/work:"),
         st.Page(PAGES / "recommendations.py", title="Recommendations", icon=":material/tune:"),
+        st.Page(PAGES / "changes.py", title="Changes", icon=":material/history:"),
         st.Page(PAGES / "reports.py", title="Reports", icon=":material/description:"),
         st.Page(PAGES / "sql_query.py", title="SQL", icon=":material/database:", url_path="sql"),
     ]

@@ -38,6 +38,8 @@ __all__ = [
     "REC_EVIDENCE_SQL",
     "Filters",
     "Headline",
+    "change_effects",
+    "change_marks",
     "data_quality_checks",
     "data_quality_findings",
     "data_quality_score",
@@ -64,6 +66,7 @@ __all__ = [
     "lost_work_by_team",
     "overview_occupancy",
     "overview_team_allocated",
+    "policy_changes",
     "queue_pending",
     "recommendation_evidence",
     "recommendations",
@@ -162,6 +165,20 @@ def _frame(path: str, name: str, params: dict[str, object] | None = None) -> pl.
         con.execute("SET TimeZone = 'UTC'")
         if not table_exists(con, "jobs"):
             return pl.DataFrame()  # a database the pipeline has not published views into yet
+        return run_named(con, f"dashboard/{name}", params)
+
+
+def _frame_if_exists(
+    path: str, name: str, view: str, params: dict[str, object] | None = None
+) -> pl.DataFrame | None:
+    """Run ``sql/dashboard/<name>.sql``, or None when the serving copy or its ``view`` does not
+    exist (:func:`pipelines.warehouse.table_exists`: a copy published before the view was)."""
+    if not Path(path).exists():
+        return None
+    with duckdb.connect(path, read_only=True) as con:
+        con.execute("SET TimeZone = 'UTC'")
+        if not table_exists(con, view):
+            return None
         return run_named(con, f"dashboard/{name}", params)
 
 
@@ -506,6 +523,39 @@ def scheduler_fairshare(path: str, f: Filters) -> pl.DataFrame:
     """``scheduler_fairshare`` rows (cluster and team filters): sshare per Slurm account,
     Kueue nominal/usage/borrowed GPUs per ClusterQueue."""
     return _frame_if_view(path, "scheduler_fairshare", f)
+
+
+# --- policy changes --------------------------------------------------------------------------
+
+
+@st.cache_data(ttl=_TTL)
+def policy_changes(path: str, f: Filters) -> pl.DataFrame | None:
+    """``policy_changes`` rows changed in the filters' window on their cluster (the team filter
+    does not apply), oldest first: ``change_id, cluster, scheduler, scope, object, key, old,
+    new, actor, changed_at, changed_after, source``; None without the view. Actors are
+    pseudonyms: the serving copy is published so (:mod:`pipelines.privacy`)."""
+    return _frame_if_exists(path, "policy_changes", "policy_changes", f.params())
+
+
+@st.cache_data(ttl=_TTL)
+def change_effects(path: str, f: Filters) -> pl.DataFrame | None:
+    """``policy_change_impact`` rows on the filters' cluster (columns in sql/README.md); None
+    while the view does not exist (effects not measured yet)."""
+    return _frame_if_exists(path, "policy_change_impact", "policy_change_impact", f.params())
+
+
+@st.cache_data(ttl=_TTL)
+def change_marks(path: str) -> tuple[pl.DataFrame, pl.DataFrame | None] | None:
+    """Every policy change and every measured effect, for the time charts' annotations
+    (:func:`dashboards._charts.annotate_changes`): ``(ledger, effects)``; ``effects`` None
+    while ``policy_change_impact`` does not exist; None without a ledger."""
+    ledger = _frame_if_exists(path, "change_marks", "policy_changes")
+    if ledger is None:
+        return None
+    effects = _frame_if_exists(
+        path, "policy_change_impact", "policy_change_impact", Filters().params()
+    )
+    return ledger, effects
 
 
 # --- time to start ---------------------------------------------------------------------------

@@ -421,11 +421,11 @@ def with_status(
         back = rollback_patch(change) if change is not None else None
         if change is None or back is None:
             continue
+        old = change["old"] if change["old"] is not None else "unset"
         r["change_text"] = (
             f"ROLLBACK: the change that applied this recommendation ({change['object']} "
             f"{change['key']} {change['old']} → {change['new']}, {change['changed_at']:%Y-%m-%d}) "
-            f"made its target KPI worse; put {change['old'] if change['old'] is not None else 'unset'}"
-            f" back. Was: {r['change_text']}"
+            f"made its target KPI worse; put {old} back. Was: {r['change_text']}"
         )
         r["patch_kind"], r["patch_content"] = back
     return pl.DataFrame(rows, schema=out.schema)

@@ -184,7 +184,7 @@ def _sacctmgr(content: str) -> list[tuple[str, str, str]]:
 
 
 def _kueue(content: str) -> list[tuple[str, str, str]]:
-    out = []
+    out: list[tuple[str, str, str]] = []
     try:
         docs = [d for d in yaml.safe_load_all(content) if isinstance(d, dict)]
     except yaml.YAMLError:
@@ -288,7 +288,7 @@ def recommendation_life(
         str(r["id"]): r["window_start"]
         for r in recommendations.select("id", "window_start").iter_rows(named=True)
     }
-    by_place: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    by_place: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for c in changes.sort("changed_at").iter_rows(named=True):
         by_place.setdefault((str(c["cluster"]), str(c["object"]).lower()), []).append(c)
     applied: dict[str, tuple[dt.datetime, str]] = {}
@@ -308,10 +308,8 @@ def recommendation_life(
     effects: dict[str, list[tuple[str, str]]] = {}
     if impact is not None:
         for e in impact.select("change_id", "kpi", "verdict").iter_rows(named=True):
-            effects.setdefault(str(e["change_id"]), []).append(
-                (str(e["kpi"]), str(e["verdict"]))
-            )
-    rows = []
+            effects.setdefault(str(e["change_id"]), []).append((str(e["kpi"]), str(e["verdict"])))
+    rows: list[tuple[str, str, str | None]] = []
     for r in recommendations.select("id", "rule").iter_rows(named=True):
         cid = applied[str(r["id"])][1] if str(r["id"]) in applied else None
         if cid is None:
@@ -383,4 +381,3 @@ def rollback_patch(change: Mapping[str, Any]) -> tuple[str, str] | None:
     else:
         return None
     return "sacctmgr", f"sacctmgr -i modify {where} set {assigned}"
-

@@ -73,6 +73,10 @@ def _impact(*rows: tuple[str, str, str]) -> pl.DataFrame:
     )  # fmt: skip
 
 
+def _day(month: int, day: int) -> dt.datetime:
+    return dt.datetime(2026, month, day, tzinfo=UTC)
+
+
 def _status(life: pl.DataFrame) -> dict[str, tuple[str, str | None]]:
     return {r["id"]: (r["status"], r["change_id"]) for r in life.iter_rows(named=True)}
 
@@ -116,11 +120,11 @@ def test_a_matching_change_after_the_proposal_applies_it() -> None:
         ("r3", "registry_drift_slurm", "slurm-c", "sacctmgr", FAIR),
     )
     changes = _changes(
-        ("c0", "slurm-a", "account=speech", "shares", "3", "8", dt.datetime(2026, 2, 20, tzinfo=UTC)),
-        ("c1", "slurm-a", "account=speech", "shares", "3", "8", dt.datetime(2026, 3, 5, tzinfo=UTC)),
-        ("c2", "slurm-c", "account=speech", "shares", "3", "9", dt.datetime(2026, 3, 5, tzinfo=UTC)),
-        ("c3", "slurm-b", "account=speech", "RawShares", "3", "8", dt.datetime(2026, 3, 10, tzinfo=UTC)),
-    )  # fmt: skip
+        ("c0", "slurm-a", "account=speech", "shares", "3", "8", _day(2, 20)),
+        ("c1", "slurm-a", "account=speech", "shares", "3", "8", _day(3, 5)),
+        ("c2", "slurm-c", "account=speech", "shares", "3", "9", _day(3, 5)),
+        ("c3", "slurm-b", "account=speech", "RawShares", "3", "8", _day(3, 10)),
+    )
     assert _status(recommendation_life(recs, changes)) == {
         "r1": ("applied", "c1"),
         "r2": ("applied", "c3"),
@@ -157,9 +161,7 @@ def test_verdicts_on_the_target_kpi_confirm_or_regress() -> None:
         "r3": ("measured", "c3"),
         "r4": ("applied", "c4"),
     }
-    assert {s for s, _ in _status(recommendation_life(recs, changes, None)).values()} == {
-        "applied"
-    }
+    assert {s for s, _ in _status(recommendation_life(recs, changes, None)).values()} == {"applied"}
 
 
 def test_a_regressed_recommendation_proposes_its_rollback(tmp_path: Path) -> None:
