@@ -8,19 +8,24 @@ Colours come from :mod:`pipelines.report.palette` (shared with the PDF report), 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import polars as pl
 import streamlit as st
 
+from pipelines.report.changes import change_hover, changes_in_window
 from pipelines.report.formatting import DATE_FORMAT, DATETIME_FORMAT, GPU_H_FORMAT, HOURS_FORMAT
 from pipelines.report.palette import LEAF_COLORS, color_map
 from pipelines.warehouse.safe_sql import flat_for_csv
 
 __all__ = [
+    "CHANGE_COLOR",
     "KEY_COLUMNS",
     "LEAF_COLORS",
+    "annotate_changes",
     "chart",
     "color_map",
     "column_config",
@@ -214,8 +219,123 @@ def _as_datetime(x: Any) -> dt.datetime:
     return dt.datetime.fromisoformat(text[:10]).replace(tzinfo=dt.UTC)
 
 
+#: The colour of a policy change's rule on a time chart (no leaf, cluster or series uses it).
+CHANGE_COLOR = "#e7298a"
+#: Name of the hover trace that carries the changes on a chart.
+_CHANGES_TRACE = "policy changes"
+
+
+def _as_time(x: Any) -> dt.datetime | None:
+    """An x value as an aware UTC instant, or None when it is not a time."""
+    if isinstance(x, dt.datetime):
+        return x.astimezone(dt.UTC) if x.tzinfo else x.replace(tzinfo=dt.UTC)
+    if isinstance(x, dt.date):
+        return dt.datetime(x.year, x.month, x.day, tzinfo=dt.UTC)
+    if isinstance(x, np.datetime64):
+        text = str(np.datetime_as_string(x.astype("datetime64[s]"), unit="s"))
+        return dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC)
+    if isinstance(x, str) and len(x) >= 10 and x[4] == "-" and x[7] == "-":
+        try:
+            parsed = dt.datetime.fromisoformat(x[:19])
+        except ValueError:
+            return None
+        return parsed.replace(tzinfo=dt.UTC) if parsed.tzinfo is None else parsed
+    return None
+
+
+def _time_window(fig: Any) -> tuple[dt.datetime, dt.datetime] | None:
+    """The first and last instant of the figure's time x axis (its primary one), the last
+    extended by one step when the points are whole days or weeks (a bar of day d covers d);
+    None when no trace has times on it."""
+    times: list[dt.datetime] = []
+    for trace in fig.data:
+        if trace.x is None or getattr(trace, "xaxis", None) not in (None, "x"):
+            continue
+        if trace.name == _CHANGES_TRACE:
+            continue
+        found = [_as_time(x) for x in trace.x]
+        if not found or any(t is None for t in found):
+            continue
+        times += [t for t in found if t is not None]
+    if not times:
+        return None
+    ordered = sorted(set(times))
+    lo, hi = ordered[0], ordered[-1]
+    if all(t.hour == t.minute == t.second == 0 for t in ordered):
+        steps = [b - a for a, b in itertools.pairwise(ordered)]
+        hi += min(steps) if steps else dt.timedelta(days=1)
+    return lo, hi
+
+
+def annotate_changes(
+    fig: Any,
+    ledger: pl.DataFrame,
+    effects: pl.DataFrame | None,
+    *,
+    cluster: str | None = None,
+) -> Any:
+    """Mark each policy change in the figure's time window: a dotted vertical rule at its time
+    and a marker at the top whose hover says what, who, when and the effect
+    (:func:`pipelines.report.changes.change_hover`).
+
+    Args:
+        fig: a plotly figure; one without times on its x axis is left as it is.
+        ledger: ``policy_changes`` rows (``change_id, cluster, scheduler, object, key, old,
+            new, actor, changed_at, changed_after``).
+        effects: ``policy_change_impact`` rows, or None (effects not measured yet).
+        cluster: keep that cluster's changes only (the page's cluster filter).
+
+    Returns:
+        ``fig``, with one ``line`` shape per change (name ``change <change_id>``) and one
+        scatter trace named ``policy changes`` on a hidden 0–1 axis over the plot.
+    """
+    window = _time_window(fig)
+    if window is None or ledger.height == 0:
+        return fig
+    inside = changes_in_window(ledger, window[0], window[1], cluster)
+    if inside.height == 0:
+        return fig
+    rows = inside.sort("changed_at").to_dicts()
+    # naive UTC: plotly.js does not read offsets in date strings
+    xs = [r["changed_at"].astimezone(dt.UTC).replace(tzinfo=None) for r in rows]
+    for r, x in zip(rows, xs, strict=True):
+        fig.add_shape(
+            type="line", xref="x", yref="paper", x0=x, x1=x, y0=0, y1=1,
+            line={"color": CHANGE_COLOR, "width": 1, "dash": "dot"},
+            name=f"change {r['change_id']}",
+        )  # fmt: skip
+    axes = [k for k in fig.layout.to_plotly_json() if k.startswith("yaxis")]
+    n = max([int(k[5:] or 1) for k in axes] + [1]) + 1
+    fig.update_layout({f"yaxis{n}": {"overlaying": "y", "range": [0, 1], "visible": False,
+                                     "fixedrange": True}})  # fmt: skip
+    fig.add_scatter(
+        x=xs, y=[0.98] * len(xs), yaxis=f"y{n}", mode="markers", name=_CHANGES_TRACE,
+        marker={"symbol": "triangle-down", "size": 10, "color": CHANGE_COLOR},
+        hovertext=[change_hover(r, effects) for r in rows], hoverinfo="text",
+        showlegend=False,
+    )  # fmt: skip
+    return fig
+
+
+def _page_changes(fig: Any) -> None:
+    """:func:`annotate_changes` with the serving copy's ledger and the page's cluster filter;
+    nothing when the copy has no ledger."""
+    from dashboards import _filters, queries  # _filters imports queries: kept out of import time
+
+    marks = queries.change_marks(queries.serving_path())
+    if marks is None:
+        return
+    chosen = st.session_state.get(_filters.STATE_KEY) or {}
+    cluster = chosen.get("cluster")
+    annotate_changes(fig, marks[0], marks[1], cluster=None if cluster in (None, _filters.ALL)
+                     else str(cluster))  # fmt: skip
+
+
 def chart(fig: Any, data: pl.DataFrame, *, key: str, definition: str) -> None:
     """A plotly figure, its definition (METRICS.md) as a caption, and its data as CSV.
+
+    A figure with a time x axis carries the policy changes in its window
+    (:func:`annotate_changes`).
 
     Args:
         fig: the plotly figure.
@@ -223,6 +343,7 @@ def chart(fig: Any, data: pl.DataFrame, *, key: str, definition: str) -> None:
         key: stable element key prefix: ``<key>_chart``, ``<key>_csv``.
         definition: one line saying what the numbers are.
     """
+    _page_changes(fig)
     st.plotly_chart(fig, key=f"{key}_chart")
     st.caption(definition)
     download(data, key=key)
