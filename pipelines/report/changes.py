@@ -27,6 +27,7 @@ __all__ = [
     "enough_text",
     "ledger_table",
     "value_change_text",
+    "week_changes",
     "what_text",
     "when_text",
 ]
@@ -292,3 +293,60 @@ def effects_table(effects: pl.DataFrame | None, ledger: pl.DataFrame) -> pl.Data
             }
         )
     return pl.DataFrame(out).sort("_o", "Cluster", "Change", "KPI", "Method").drop("_o")
+
+
+#: ``ledger_table`` / ``effects_table`` columns → the report's JSON keys.
+_LEDGER_KEYS: Final = {"When": "when", "Cluster": "cluster", "Scope": "scope", "What": "what",
+                       "Old → new": "old_new", "Who": "who", "Source": "source",
+                       "Changes": "changes", "Effects": "effects"}  # fmt: skip
+_EFFECT_KEYS: Final = {"Cluster": "cluster", "Change": "change", "KPI": "kpi", "Method": "method",
+                       "Before": "before", "After": "after", "Effect (95 % CI)": "effect",
+                       "Verdict": "verdict", "Placebo p": "placebo_p", "MDE": "mde",
+                       "Enough data?": "enough"}  # fmt: skip
+
+
+def week_changes(
+    ledger: pl.DataFrame | None,
+    effects: pl.DataFrame | None,
+    start: dt.datetime,
+    end: dt.datetime,
+) -> dict[str, Any]:
+    """The weekly report's "What changed and what it did", JSON-ready.
+
+    Args:
+        ledger: every ``policy_changes`` row (None: the view does not exist).
+        effects: every ``policy_change_impact`` row (None: effects not measured yet).
+        start: the week's first instant (UTC).
+        end: the week's end (exclusive).
+
+    Returns:
+        ``{"measured", "changes", "effects", "note"}``: ``changes`` are :func:`ledger_table`
+        rows (keys ``when, cluster, scope, what, old_new, who, source, changes, effects``) of
+        the changes made in ``[start, end)``; ``effects`` are :func:`effects_table` rows (keys
+        ``cluster, change, kpi, method, before, after, effect, verdict, placebo_p, mde,
+        enough``) of the effects measured in the week: those whose estimation window ends in
+        ``(start, end]``, whatever week the change was made. ``note`` says why a list is empty.
+    """
+    if ledger is None:
+        return {"measured": False, "changes": [], "effects": [],
+                "note": "No policy-change ledger in this serving copy."}  # fmt: skip
+    week = ledger.filter((pl.col("changed_at") >= _utc(start)) & (pl.col("changed_at") < _utc(end)))
+    changes = [{_LEDGER_KEYS[k]: v for k, v in r.items()}
+               for r in ledger_table(week, effects).iter_rows(named=True)]  # fmt: skip
+    measured: list[dict[str, Any]] = []
+    if effects is not None and effects.height:
+        done = effects.filter(
+            (pl.col("window_end") > _utc(start)) & (pl.col("window_end") <= _utc(end))
+        )
+        shown = effects_table(done, ledger)
+        rows = shown.iter_rows(named=True) if shown is not None else iter(())
+        measured = [{_EFFECT_KEYS[k]: v for k, v in r.items()} for r in rows]
+    notes = []
+    if not changes:
+        notes.append("No scheduler setting changed this week.")
+    if effects is None:
+        notes.append(f"{NOT_MEASURED[0].upper()}{NOT_MEASURED[1:]}.")
+    elif not measured:
+        notes.append("No effect was measured this week.")
+    return {"measured": effects is not None, "changes": changes, "effects": measured,
+            "note": " ".join(notes) or None}  # fmt: skip

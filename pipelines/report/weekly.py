@@ -38,9 +38,11 @@ from pipelines.report._common import (
     fmt_pct,
     query,
 )
+from pipelines.report.changes import week_changes
 from pipelines.report.narrative import Driver, Facts, contributions, most_owed
 from pipelines.report.narrative import narrative as shared_narrative
 from pipelines.report.palette import LEAF_COLORS, SERIES_COLORS, cluster_colors
+from pipelines.warehouse import table_exists
 from pipelines.warehouse.safe_sql import open_readonly
 
 __all__ = [
@@ -337,6 +339,14 @@ def collect_weekly(
         waits = _rows(query(con, "week_longest_waits", limit=_LONGEST_WAITS, **span))
         as_of_df = query(con, "data_as_of")
         bounds = query(con, "period_bounds")
+        changes = week_changes(
+            query(con, "policy_changes") if table_exists(con, "policy_changes") else None,
+            query(con, "policy_change_impact")
+            if table_exists(con, "policy_change_impact")
+            else None,
+            week.start,
+            week.end,
+        )
     finally:
         con.close()
     cut, begin = scope_bounds(bounds["as_of"].to_list(), bounds["data_from"].to_list())
@@ -370,6 +380,7 @@ def collect_weekly(
         "daily": daily,
         "longest_waits": waits,
         "recommendations": load_recommendations(recommendations),
+        "policy_changes": changes,
     }
     data["narrative"] = narrative(data)
     return data
