@@ -156,11 +156,13 @@ st.caption(
     "Review each change before applying it."
 )
 _charts.table(
-    recs.select(_COLUMNS),
+    recs.select([*_COLUMNS, *(c for c in ("status",) if c in recs.columns)]),
     key="recommendations",
     caption=(
         "Most severe first, then by expected gain (GPU-hours per week); confidence 0–1. "
-        "The CSV has the shown columns; evidence and patches are below."
+        "Status: proposed → applied (a policy change set what it proposes) → measured → "
+        "confirmed or regressed (its target KPI; a regressed one proposes its rollback), see "
+        "the Changes page. The CSV has the shown columns; evidence and patches are below."
     ),
 )
 
@@ -168,6 +170,8 @@ st.subheader("Details")
 for rec in recs.iter_rows(named=True):
     with st.expander(f"{rec['severity']} · {rec['rule']} · {rec['scope']}"):
         st.markdown(rec["change_text"])
+        if rec.get("change_id"):
+            st.caption(f"Status: {rec['status']} (policy change {rec['change_id']})")
         wait = rec["expected_wait_reduction_s"]
         if wait is not None:
             st.caption(f"Expected wait reduction: {wait / 3600:.1f} h")

@@ -568,6 +568,9 @@ def test_recommendations_page(serving: str) -> None:
     want = _view(serving, "select count(*) as n from recommendations")["n"][0]
     table = _table(at, "severity", "rule", "scope", "change_text", "confidence")
     assert table.height == want > 0
+    statuses = _view(serving, "select status from recommendations")["status"]
+    assert sorted(table["status"]) == sorted(statuses) and set(statuses) <= {
+        "proposed", "applied", "measured", "confirmed", "regressed"}  # fmt: skip
     assert len(at.expander) == want
     files = {b.proto.label for b in at.get("download_button")}
     assert {"latest.json", "slurm.conf.patch", "kueue-patches.yaml"} <= files
