@@ -38,6 +38,7 @@ __all__ = [
     "REC_EVIDENCE_SQL",
     "Filters",
     "Headline",
+    "applied_recommendations",
     "change_effects",
     "change_marks",
     "data_quality_checks",
@@ -542,6 +543,23 @@ def change_effects(path: str, f: Filters) -> pl.DataFrame | None:
     """``policy_change_impact`` rows on the filters' cluster (columns in sql/README.md); None
     while the view does not exist (effects not measured yet)."""
     return _frame_if_exists(path, "policy_change_impact", "policy_change_impact", f.params())
+
+
+@st.cache_data(ttl=_TTL)
+def applied_recommendations(path: str) -> pl.DataFrame | None:
+    """``change_id, id, rule, status`` of the recommendations a policy change applied; None when
+    the copy has no ``recommendations`` view or one without ``change_id`` (published before
+    the status existed)."""
+    views = _frame(path, "view_columns")
+    if (
+        views.height == 0
+        or views.filter(
+            (pl.col("view") == "recommendations") & (pl.col("column") == "change_id")
+        ).height
+        == 0
+    ):
+        return None
+    return _frame(path, "applied_recommendations")
 
 
 @st.cache_data(ttl=_TTL)

@@ -32,13 +32,14 @@ if ledger.height == 0:
     st.info("No scheduler setting changed in this window.")
 else:
     _charts.table(
-        ledger_table(ledger, effects),
+        ledger_table(ledger, effects, queries.applied_recommendations(path)),
         key="changes_ledger",
         caption=(
             "One row per change; changes estimated together (a bundle: same cluster, close in "
             "time) are one row listing each member. Slurm records no actor and no time for "
             "`scontrol reconfigure`, sshare or Kueue snapshots: the change lies between two "
-            "snapshots. Newest first."
+            "snapshots. Recommendation: the recommendation the change applied and its status. "
+            "Newest first."
         ),
     )
 

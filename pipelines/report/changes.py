@@ -192,9 +192,19 @@ def change_hover(change: Mapping[str, Any], effects: pl.DataFrame | None, top: i
     )
 
 
-def ledger_table(ledger: pl.DataFrame, effects: pl.DataFrame | None) -> pl.DataFrame:
+def ledger_table(
+    ledger: pl.DataFrame,
+    effects: pl.DataFrame | None,
+    recommendations: pl.DataFrame | None = None,
+) -> pl.DataFrame:
     """The ledger for a reader: one row per change, or per bundle (changes that
     ``policy_change_impact`` estimated together, same ``bundle_id``) with its members.
+
+    Args:
+        ledger: ``policy_changes`` rows.
+        effects: ``policy_change_impact`` rows, or None (effects not measured yet).
+        recommendations: ``change_id, id, status`` of the recommendations changes applied;
+            given, a ``Recommendation`` column names them (``rec-… (measured)``).
 
     Returns:
         Columns ``When, Cluster, Scope, What, Old → new, Who, Source, Changes, Effects``
@@ -235,6 +245,15 @@ def ledger_table(ledger: pl.DataFrame, effects: pl.DataFrame | None) -> pl.DataF
                 "_at": first["changed_at"],
             }
         )
+    if recommendations is not None:
+        cols.append("Recommendation")
+        applied: dict[str, list[str]] = {}
+        for r in recommendations.iter_rows(named=True):
+            applied.setdefault(str(r["change_id"]), []).append(f"{r['id']} ({r['status']})")
+        for row, members in zip(out, groups.values(), strict=True):
+            row["Recommendation"] = ", ".join(
+                x for m in members for x in applied.get(str(m["change_id"]), [])
+            )
     frame = pl.DataFrame(out).sort("_at", descending=True, nulls_last=True).drop("_at")
     return frame.select(cols)
 

@@ -7,7 +7,8 @@ between two ``scontrol show config`` snapshots 2026-03-09 06:00 and 2026-03-10 0
 b2); c4 cq-prod nominalQuota 24 → 19 on k8s-b, 2026-03-07 12:00 (no effect measured).
 Effects: c1 on jain +0.05 [0.02, 0.08], improved, MDE 0.03; bundle b2 on wait_p90_h[64+]
 −3.00 h [−5.00, −1.00] improved, MDE 2 h, and on occupancy +0.01 [−0.02, 0.04], no detectable
-effect, MDE 0.05.
+effect, MDE 0.05. The recommendation rec-000000000001 (registry_drift_slurm, target KPI jain)
+was applied by c1 and is confirmed.
 """
 
 from __future__ import annotations
@@ -99,4 +100,9 @@ def build(path: Path, *, impact: bool = True) -> Path:
             "TIMESTAMPTZ '2026-03-01 00:00:00+00' AS eligible_at"
         )
         con.execute("CREATE TABLE fairness_weekly AS SELECT 'nlp' AS team")
+        con.execute(
+            "CREATE TABLE analytics.recommendations AS SELECT 'rec-000000000001' AS id, "
+            "'registry_drift_slurm' AS rule, 'confirmed' AS status, 'c1' AS change_id"
+        )
+        con.execute("CREATE VIEW recommendations AS SELECT * FROM analytics.recommendations")
     return path

@@ -38,21 +38,22 @@ def _table(at: AppTest, *columns: str) -> pl.DataFrame:
 def test_ledger_rows_bundles_and_effects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Three rows, newest first: the bundle b2 (c2 and c3, seen between the snapshots of 03-09
     and 03-10 06:00, no actor), c4 (03-07, nothing measured for it) and c1 (alice's shares
-    8 → 3). The bundle's estimates count once: wait_p90_h[64+] improved and occupancy no
-    detectable effect, 2 estimates (not 4)."""
+    8 → 3, which applied rec-000000000001, confirmed). The bundle's estimates count once:
+    wait_p90_h[64+] improved and occupancy no detectable effect, 2 estimates (not 4)."""
     at = _run(changes_db.build(tmp_path / "s.duckdb"), monkeypatch)
     ledger = _table(at, "When", "What", "Old → new", "Who")
     assert ledger.rows() == [
         ("between 2026-03-09 06:00 and 2026-03-10 06:00 UTC", "slurm-a", "config",
          "slurm.conf SchedulerParameters:bf_window; slurm.conf PriorityWeightFairShare",
          "60 → 2880; 1000 → 10000", "unknown (Slurm does not record it)",
-         "scontrol show config", "2", "1 improved, 1 no detectable effect (of 2 estimates)"),
+         "scontrol show config", "2", "1 improved, 1 no detectable effect (of 2 estimates)", ""),
         ("between 2026-03-06 12:00 and 2026-03-07 12:00 UTC", "k8s-b", "cluster_queue",
          "clusterqueue=cq-prod nominalQuota[h100/nvidia.com/gpu]", "24 → 19",
          "unknown (the Kubernetes API keeps no history of it)", "kubectl get clusterqueues", "1",
-         "no effect measured for it"),
+         "no effect measured for it", ""),
         ("2026-03-05 10:00 UTC", "slurm-a", "association", "account=speech shares", "8 → 3",
-         "alice", "sacctmgr list transactions", "1", "1 improved (of 1 estimates)"),
+         "alice", "sacctmgr list transactions", "1", "1 improved (of 1 estimates)",
+         "rec-000000000001 (confirmed)"),
     ]  # fmt: skip
 
 
