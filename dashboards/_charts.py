@@ -221,8 +221,6 @@ def _as_datetime(x: Any) -> dt.datetime:
 
 #: The colour of a policy change's rule on a time chart (no leaf, cluster or series uses it).
 CHANGE_COLOR = "#e7298a"
-#: Name of the hover trace that carries the changes on a chart.
-_CHANGES_TRACE = "policy changes"
 
 
 def _as_time(x: Any) -> dt.datetime | None:
@@ -251,8 +249,6 @@ def _time_window(fig: Any) -> tuple[dt.datetime, dt.datetime] | None:
     for trace in fig.data:
         if trace.x is None or getattr(trace, "xaxis", None) not in (None, "x"):
             continue
-        if trace.name == _CHANGES_TRACE:
-            continue
         found = [_as_time(x) for x in trace.x]
         if not found or any(t is None for t in found):
             continue
@@ -275,7 +271,7 @@ def annotate_changes(
     cluster: str | None = None,
 ) -> Any:
     """Mark each policy change in the figure's time window: a dotted vertical rule at its time
-    and a marker at the top whose hover says what, who, when and the effect
+    and a ▼ over the plot whose hover says what, who, when and the effect
     (:func:`pipelines.report.changes.change_hover`).
 
     Args:
@@ -286,8 +282,8 @@ def annotate_changes(
         cluster: keep that cluster's changes only (the page's cluster filter).
 
     Returns:
-        ``fig``, with one ``line`` shape per change (name ``change <change_id>``) and one
-        scatter trace named ``policy changes`` on a hidden 0–1 axis over the plot.
+        ``fig``, with per change one ``line`` shape and one annotation (a ▼ over the plot
+        carrying the hover text), both named ``change <change_id>``; no trace is added.
     """
     window = _time_window(fig)
     if window is None or ledger.height == 0:
@@ -304,16 +300,11 @@ def annotate_changes(
             line={"color": CHANGE_COLOR, "width": 1, "dash": "dot"},
             name=f"change {r['change_id']}",
         )  # fmt: skip
-    axes = [k for k in fig.layout.to_plotly_json() if k.startswith("yaxis")]
-    n = max([int(k[5:] or 1) for k in axes] + [1]) + 1
-    fig.update_layout({f"yaxis{n}": {"overlaying": "y", "range": [0, 1], "visible": False,
-                                     "fixedrange": True}})  # fmt: skip
-    fig.add_scatter(
-        x=xs, y=[0.98] * len(xs), yaxis=f"y{n}", mode="markers", name=_CHANGES_TRACE,
-        marker={"symbol": "triangle-down", "size": 10, "color": CHANGE_COLOR},
-        hovertext=[change_hover(r, effects) for r in rows], hoverinfo="text",
-        showlegend=False,
-    )  # fmt: skip
+        fig.add_annotation(
+            x=x, xref="x", y=1, yref="paper", yanchor="bottom", text="▼", showarrow=False,
+            font={"color": CHANGE_COLOR, "size": 12}, hovertext=change_hover(r, effects),
+            name=f"change {r['change_id']}",
+        )  # fmt: skip
     return fig
 
 
