@@ -305,7 +305,7 @@ def effects_table(effects: pl.DataFrame | None, ledger: pl.DataFrame) -> pl.Data
                 "After": _num(r["after"], r["unit"]),
                 "Effect (95 % CI)": effect_text(r).split(": ", 1)[1].rsplit(", ", 1)[0],
                 "Verdict": r["verdict"],
-                "Placebo p": r["placebo_p"],
+                "Placebo p": None if r["placebo_p"] is None else float(r["placebo_p"]),
                 "MDE": _num(r["mde"], r["unit"]),
                 "Enough data?": enough_text(r, at),
                 "_o": _VERDICTS.index(r["verdict"]) if r["verdict"] in _VERDICTS else 9,

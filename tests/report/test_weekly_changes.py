@@ -98,8 +98,9 @@ def test_the_fleet_report_lists_its_changes_and_a_measured_effect(
         con.execute(
             "CREATE TABLE analytics.policy_change_impact AS SELECT * FROM (VALUES (?, ?, ?, "
             "'config', 'jain', 'its', TIMESTAMPTZ '2026-10-20 00:00:00+00', "
-            "TIMESTAMPTZ '2026-11-04 00:00:00+00', 14, 2, 'index', 0.9, 0.92, 0.02, -0.01, "
-            "0.05, 0.3, 0.4, 0.04, 'no detectable effect')) AS t(change_id, bundle_id, cluster,"
+            "TIMESTAMPTZ '2026-11-04 00:00:00+00', 14, 2, 'index', 0.9::DOUBLE, 0.92::DOUBLE, "
+            "0.02::DOUBLE, -0.01::DOUBLE, 0.05::DOUBLE, 0.3::DOUBLE, 0.4::DOUBLE, 0.04::DOUBLE, "
+            "'no detectable effect')) AS t(change_id, bundle_id, cluster,"
             " scope, kpi, method, window_start, window_end, n_pre, n_post, unit, before, after,"
             " estimate, ci_low, ci_high, p_value, placebo_p, mde, verdict)",
             [first[0], first[0], first[1]],
@@ -109,7 +110,7 @@ def test_the_fleet_report_lists_its_changes_and_a_measured_effect(
         )
     out = tmp_path / "reports"
     paths = build_weekly_report(copy, "2026-W45", out, pdf=False, recommendations=out / "x.json")
-    doc = json.loads(paths.sidecar.read_text())["policy_changes"]
+    doc = json.loads(paths.json.read_text())["policy_changes"]
     listed = sum(int(c["changes"]) for c in doc["changes"])
     assert listed == len(week)
     assert [(e["kpi"], e["effect"], e["verdict"]) for e in doc["effects"]] == [
@@ -120,6 +121,6 @@ def test_the_fleet_report_lists_its_changes_and_a_measured_effect(
     assert 'id="policy-changes"' in page and 'id="policy-effects"' in page
     plain = build_weekly_report(serving, "2026-W45", tmp_path / "plain", pdf=False,
                                 recommendations=out / "x.json")  # fmt: skip
-    doc = json.loads(plain.sidecar.read_text())["policy_changes"]
+    doc = json.loads(plain.json.read_text())["policy_changes"]
     assert doc["note"] == "Effects not measured yet." and not doc["measured"]
     assert {c["effects"] for c in doc["changes"]} == {"effects not measured yet"}
