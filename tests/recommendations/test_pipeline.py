@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
@@ -226,3 +227,50 @@ def test_scontrol_config_is_read_from_the_inputs(
     with connect(cfg.serving_path, read_only=True) as con:
         inputs = read_inputs(con, cfg)
     assert inputs.slurm_config == {"slurm-a": {"PriorityWeightQOS": "20000"}}
+
+
+def test_a_change_to_the_proposed_value_applies_and_a_regressed_one_rolls_back(
+    materialized: Materialized, tmp_path: Path
+) -> None:
+    """On a copy of the fleet's serving copy: without ``policy_change_impact`` speech's drift
+    finding (fairshare=8) is proposed. A ledger row setting speech's shares 3 → 8 one hour into
+    the evidence window applies it; with an impact row for that change saying jain (the rule's
+    target KPI) regressed, it is regressed, and its patch puts fairshare 3 back."""
+    import shutil
+
+    copy = tmp_path / "serving.duckdb"
+    shutil.copyfile(materialized.cfg.serving_path, copy)
+
+    def drift() -> dict[str, object]:
+        with connect(copy, read_only=True) as con:
+            frame = recommendations_frame(read_inputs(con, materialized.cfg))
+        rows = frame.filter(
+            (pl.col("rule") == "registry_drift_slurm")
+            & (pl.col("scope") == "cluster=slurm-a/account=speech")
+        )
+        assert rows.height == 1
+        return rows.row(0, named=True)
+
+    before = drift()
+    assert (before["status"], before["change_id"]) == ("proposed", None)
+    with duckdb.connect(str(copy)) as con:
+        con.execute(
+            "INSERT INTO analytics.policy_changes (change_id, cluster, scheduler, object, key, old,"
+            " new, actor, changed_at, source, scope) VALUES ('planted', 'slurm-a', 'slurm',"
+            " 'account=speech', 'shares', '3', '8', 'root', ?, 'sacctmgr list transactions',"
+            " 'account')",
+            [before["window_start"] + dt.timedelta(hours=1)],
+        )
+    applied = drift()
+    assert (applied["status"], applied["change_id"]) == ("applied", "planted")
+    with duckdb.connect(str(copy)) as con:
+        con.execute(
+            "CREATE TABLE analytics.policy_change_impact AS SELECT 'planted' AS change_id,"
+            " 'jain' AS kpi, 'its' AS method, 'regressed' AS verdict"
+        )
+        con.execute(
+            "CREATE VIEW policy_change_impact AS SELECT * FROM analytics.policy_change_impact"
+        )
+    regressed = drift()
+    assert (regressed["status"], regressed["change_id"]) == ("regressed", "planted")
+    assert regressed["patch_content"] == "sacctmgr -i modify account name=speech set fairshare=3"
