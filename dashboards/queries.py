@@ -829,7 +829,7 @@ def queue_estimates(path: str, f: Filters) -> pl.DataFrame:
     """
     from metrics.scheduler_model import estimate_starts, nodes_from_frame
 
-    scope = {"cluster": f.cluster}
+    scope: dict[str, object] = {"cluster": f.cluster}
     pending = _frame(path, "queue_pending", {**scope, "team": None})
     schema = {
         "cluster": pl.String(),
