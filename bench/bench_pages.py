@@ -4,7 +4,9 @@ Each page of the ``st.navigation`` app is rendered with Streamlit's ``AppTest`` 
 in this process, as the server would run it for a browser session; no network or browser time)
 against one serving copy, with the data cache cleared before each measured render (the first
 visit after the cache's TTL, the slow case). Per page: the median of ``--repeat`` cold renders,
-and one warm render (cache filled). Baselines measured in the same command:
+and one warm render (cache filled); the Jobs page is also measured opening one job by URL
+(``jobs?cluster=…&job=…``, the attempt with the most observed GPU-seconds). Baselines measured
+in the same command:
 
 - ``empty page``: a page that only draws a title, rendered the same way (the AppTest overhead);
 - ``count(*) of the views``: a bare ``SELECT count(*)`` of every view the pages read, on one
@@ -47,6 +49,9 @@ PAGES = {
     "reports": "Reports",
     "sql_query": "SQL",
 }
+#: Pages opened with URL query parameters: name → (page file, title); the parameters come from
+#: :func:`page_params` (the Jobs page opening one job, as ``jobs?cluster=…&job=…`` does).
+WITH_PARAMS = {"jobs_one": ("jobs", "Jobs, one job by URL")}
 #: The views the pages read (the count(*) baseline).
 VIEWS = (
     "occupancy_hourly", "gpu_waterfall_hourly", "jobs", "time_to_start_jobs", "ingests",
@@ -106,7 +111,22 @@ def count_views(db: Path) -> tuple[float, dict[str, int]]:
     return time.perf_counter() - t0, counts
 
 
-def _render(page: str | None, *, cold: bool, timeout: float) -> float:
+def page_params(db: Path) -> dict[str, dict[str, str]]:
+    """Query parameters of :data:`WITH_PARAMS`: the attempt with the most observed GPU-seconds
+    in ``job_gpu_summary`` (the heaviest per-GPU series), opened by ``cluster`` and ``job``."""
+    import duckdb
+
+    with duckdb.connect(str(db), read_only=True) as con:
+        row = con.execute(
+            "SELECT cluster, job_id FROM job_gpu_summary WHERE observed_gpu_s > 0 "
+            "ORDER BY observed_gpu_s DESC, job_id LIMIT 1"
+        ).fetchone()
+    return {"jobs_one": {"cluster": str(row[0]), "job": str(row[1])}} if row else {}
+
+
+def _render(
+    page: str | None, *, cold: bool, timeout: float, params: dict[str, str] | None = None
+) -> float:
     """Seconds for one rerun of ``page`` (None: the empty page); asserts no exception.
 
     The app is opened on the page first (untimed: session set-up, the entry point's first run);
@@ -121,6 +141,8 @@ def _render(page: str | None, *, cold: bool, timeout: float) -> float:
         at.run()
     else:
         at = AppTest.from_file(str(APP), default_timeout=timeout)
+        for key, value in (params or {}).items():
+            at.query_params[key] = value
         at.run()  # the entry point lands on the overview
         if page != "overview":
             at.switch_page(f"pages/{page}.py").run()
@@ -137,14 +159,21 @@ def _render(page: str | None, *, cold: bool, timeout: float) -> float:
     return took
 
 
-def measure(repeat: int, timeout: float) -> dict[str, dict[str, float]]:
-    """Median cold and one warm render per page, the empty page first."""
+def measure(
+    repeat: int, timeout: float, params: dict[str, dict[str, str]] | None = None
+) -> dict[str, dict[str, float]]:
+    """Median cold and one warm render per page, the empty page first; then each page of
+    :data:`WITH_PARAMS` that ``params`` gives parameters for."""
     out: dict[str, dict[str, float]] = {}
     _render("overview", cold=True, timeout=timeout)  # imports and first-run costs, not timed
-    for page in (None, *PAGES):
-        cold = [_render(page, cold=True, timeout=timeout) for _ in range(repeat)]
-        warm = _render(page, cold=False, timeout=timeout)
-        out[page or "empty page"] = {"cold_s": statistics.median(cold), "warm_s": warm}
+    runs: list[tuple[str, str | None, dict[str, str] | None]] = [
+        (page or "empty page", page, None) for page in (None, *PAGES)
+    ]
+    runs += [(name, WITH_PARAMS[name][0], p) for name, p in (params or {}).items()]
+    for name, page, qp in runs:
+        cold = [_render(page, cold=True, timeout=timeout, params=qp) for _ in range(repeat)]
+        warm = _render(page, cold=False, timeout=timeout, params=qp)
+        out[name] = {"cold_s": statistics.median(cold), "warm_s": warm}
     return out
 
 
@@ -158,9 +187,10 @@ def markdown(result: dict[str, object]) -> str:
         "|---|---|---|---|",
         f"| baseline: `SELECT count(*)` of {views} views | {base:.2f} | 1× | |",
     ]
+    titles = {**PAGES, **{k: title for k, (_page, title) in WITH_PARAMS.items()}}
     for name, t in pages.items():
         lines.append(
-            f"| {PAGES.get(name, name)} | {t['cold_s']:.2f} | {t['cold_s'] / base:.1f}× "
+            f"| {titles.get(name, name)} | {t['cold_s']:.2f} | {t['cold_s'] / base:.1f}× "
             f"| {t['warm_s']:.2f} |"
         )
     return "\n".join(lines)
@@ -189,7 +219,7 @@ def main() -> None:
         if cfg is not None:
             os.environ["GOODPUT_CONFIG"] = str(cfg)
         count_s, rows = count_views(db)
-        pages = measure(args.repeat, args.timeout)
+        pages = measure(args.repeat, args.timeout, page_params(db))
         result: dict[str, object] = {
             "db": str(db) if args.db else f"bundled fleet, {args.days} days",
             "db_mb": round(db.stat().st_size / 2**20, 1),

@@ -35,6 +35,7 @@ __all__ = [
     "FAILURE_LEAVES",
     "JOB_LIST_LIMIT",
     "K8S_STAGES",
+    "QUEUE_HORIZON_S",
     "REC_EVIDENCE_SQL",
     "Filters",
     "Headline",
@@ -68,6 +69,7 @@ __all__ = [
     "overview_occupancy",
     "overview_team_allocated",
     "policy_changes",
+    "queue_estimates",
     "queue_pending",
     "recommendation_evidence",
     "recommendations",
@@ -875,3 +877,54 @@ def queue_pending(path: str, f: Filters) -> pl.DataFrame:
         as_of``, longest wait first.
     """
     return _frame(path, "queue_pending", {"cluster": f.cluster, "team": f.team})
+
+
+#: How far after the cut-off the Queue page replays the scheduler model (seconds).
+QUEUE_HORIZON_S = 7 * 86400.0
+
+
+@st.cache_data(ttl=_TTL)
+def queue_estimates(path: str, f: Filters) -> pl.DataFrame:
+    """Estimated start of each Slurm job pending at its cluster's cut-off: the scheduler model
+    (:func:`metrics.scheduler_model.estimate_starts`, Slurm's default backfill settings, as the
+    recommendations assume) replayed from the cut-off with the running allocations' remaining
+    time limits and every pending job of the cluster (whatever the team filter), each running
+    its time limit; ``QUEUE_HORIZON_S`` ahead.
+
+    Returns:
+        ``cluster, job_id, estimated_start`` (UTC; null = not within the horizon or not
+        modelled), ``backfilled``, ``modelled``; Kueue workloads are not modelled (no rows).
+    """
+    from metrics.scheduler_model import estimate_starts, nodes_from_frame
+
+    scope: dict[str, object] = {"cluster": f.cluster}
+    pending = _frame(path, "queue_pending", {**scope, "team": None})
+    schema = {
+        "cluster": pl.String(),
+        "job_id": pl.String(),
+        "estimated_start": pl.Datetime("us", "UTC"),
+        "backfilled": pl.Boolean(),
+        "modelled": pl.Boolean(),
+    }
+    if pending.height == 0:
+        return pl.DataFrame(schema=schema)
+    slurm = pending.filter(pl.col("source") == "slurm")
+    running = _frame(path, "queue_running", scope)
+    nodes = _frame(path, "queue_nodes", scope)
+    parts = []
+    for (cluster,), queued in slurm.group_by("cluster", maintain_order=True):
+        as_of = queued["as_of"].max()
+        if as_of is None:
+            continue
+        est = estimate_starts(
+            nodes_from_frame(nodes.filter(pl.col("cluster") == cluster)),
+            running.filter(pl.col("cluster") == cluster) if running.height else running,
+            queued.select(
+                "job_id", "partition", "gpus", "eligible_at", "timelimit_s",
+                pl.col("queue").alias("qos"),
+            ),
+            as_of,  # type: ignore[arg-type]
+            horizon_s=QUEUE_HORIZON_S,
+        )  # fmt: skip
+        parts.append(est.with_columns(pl.lit(cluster, pl.String).alias("cluster")))
+    return pl.concat(parts).select(list(schema)) if parts else pl.DataFrame(schema=schema)

@@ -130,7 +130,9 @@ fig3 = px.bar(
     x="team",
     y="fair_share_debt_gpu_h",
     color="team",
-    color_discrete_map=_charts.color_map("team", debt["team"]),
+    color_discrete_map=_charts.color_map(
+        "team", debt["team"], universe=queries.filter_values(path, "team")
+    ),
     hover_data=["fair_gpu_h", "used_gpu_h", "demand_gpu_h", "entitlement_ratio"],
     labels={"fair_share_debt_gpu_h": "debt (GPU-hours)"},
 )

@@ -1,7 +1,10 @@
 """Queue now: the Slurm jobs and Kueue workloads pending at each cluster's data cut-off, with
-their size, team, wait so far and the reason where the data give one."""
+their size, team, wait so far, the reason where the data give one and, for Slurm jobs, the
+scheduler model's estimated start (replayed forward from the cut-off)."""
 
 from __future__ import annotations
+
+import datetime as dt
 
 import plotly.express as px
 import polars as pl
@@ -44,6 +47,29 @@ if pending.height == 0:
     st.info("Nothing pending at the data cut-off (for these filters).")
     st.stop()
 
+estimates = queries.queue_estimates(path, f)
+horizon_d = queries.QUEUE_HORIZON_S / 86400
+
+
+def _estimate(row: dict[str, object]) -> str:
+    """The estimated-start cell: a UTC time and how long after the cut-off, or why none."""
+    if row["source"] != "slurm":
+        return "n/a (Kueue admission is not modelled)"
+    if not row["modelled"]:
+        return "n/a (no nodes, GPUs or eligible time to model)"
+    start, cut = row["estimated_start"], row["as_of"]
+    if not isinstance(start, dt.datetime) or not isinstance(cut, dt.datetime):
+        return f"not within {horizon_d:g} days of the cut-off"
+    return f"{start:%Y-%m-%d %H:%M} UTC (in {fmt_hours((start - cut).total_seconds())})"
+
+
+pending = pending.join(
+    estimates, on=["cluster", "job_id"], how="left", maintain_order="left"
+).with_columns(
+    pl.struct("source", "modelled", "estimated_start", "as_of")
+    .map_elements(_estimate, return_dtype=pl.String())
+    .alias("estimate_text")
+)
 shown = pending.select(
     pl.col("cluster"),
     pl.col("job_id").alias("job"),
@@ -53,7 +79,7 @@ shown = pending.select(
     pl.col("wait_s").map_elements(fmt_hours, return_dtype=pl.String()).alias("waiting"),
     pl.col("reason").fill_null("n/a").alias("reason"),
     pl.col("reason_detail").alias("latest pending message"),
-    pl.lit("n/a").alias("estimated start"),
+    pl.col("estimate_text").alias("estimated start"),
     pl.col("eligible_at").alias("eligible (UTC)"),
     pl.col("submit_at").alias("submitted (UTC)"),
     pl.col("partition").alias("partition / ClusterQueue"),
@@ -80,10 +106,13 @@ st.caption(
     "Eligible; Kueue: when the Workload could first be admitted), longest first."
 )
 st.caption(
-    "Estimated start: n/a. The scheduler model (metrics/scheduler_model.py) replays a recorded "
-    "queue from its eligible times; it cannot start from the state at the cut-off (running jobs "
-    "on their nodes with their time limits, reservations, priorities as Slurm computes them), "
-    "so any estimate from it here would be a guess, not Slurm's or Kueue's."
+    "Estimated start (Slurm): the scheduler model (metrics/scheduler_model.py: priority by QOS, "
+    "then eligible time; EASY backfill with Slurm's default settings) replayed from the cut-off: "
+    "the allocations running then hold their GPUs for what is left of their time limits, and "
+    "every pending job of the cluster runs its whole time limit, as `squeue --start` assumes; "
+    f"{horizon_d:g} days ahead. An estimate, not Slurm's: it does not know reservations, "
+    "dependencies, multifactor priorities or jobs submitted after the cut-off, and places jobs "
+    "by best fit (docs/scheduler-model.md). Kueue workloads: not modelled."
 )
 _charts.download(shown, key="queue_pending_table")
 

@@ -106,7 +106,9 @@ def _evidence_chart(rec: dict[str, Any], ev: dict[str, Any]) -> None:
             value_name="gpu_h",
         )  # fmt: skip
         fig = px.line(long, x="week", y="gpu_h", color="team", line_dash="series", title=title,
-                      color_discrete_map=_charts.color_map("team", long["team"]))  # fmt: skip
+                      color_discrete_map=_charts.color_map(
+                          "team", long["team"], universe=queries.filter_values(path, "team")
+                      ))  # fmt: skip
         _charts.legend_below(_charts.week_axis(fig))
         definition = (
             "Per ISO week: GPU-hours each named team received (used) against its fair "

@@ -2,8 +2,11 @@
 
 A waterfall leaf, a cluster, a team, a GPU type, an end state and a named series each keep one
 colour wherever they are drawn: leaves and states from fixed tables, clusters, teams and GPU types
-from a fixed qualitative palette indexed by a hash of the name (so the same team has the same
-colour on two pages that show different subsets of teams). The families do not share colours:
+from a fixed qualitative palette indexed by a hash of the name. Two names hashing to one slot are
+told apart by moving the later (sorted) name to the next free slot, so a colour depends on the
+set of names it is resolved in: every surface resolves teams over the same *universe* (every team
+of the serving copy, ``team_universe``), so the same team has the same colour on two pages and in
+the PDF whichever subset of teams each draws. The families do not share colours:
 leaves are greens (goodput), reds/oranges (lost work), yellow (idle allocations) and greys/slate
 (not there, unallocated); clusters are dark saturated hues none of the leaves use; teams and GPU
 types draw from two further disjoint palettes. Ordered buckets (job sizes) get a sequential ramp.
@@ -122,20 +125,28 @@ def _slot(name: str, size: int) -> int:
     return int.from_bytes(hashlib.sha1(name.encode("utf-8")).digest()[:4], "big") % size
 
 
-def _hashed(names: Iterable[str | None], palette: tuple[str, ...]) -> dict[str, str]:
+def _hashed(
+    names: Iterable[str | None], palette: tuple[str, ...], universe: Iterable[str | None] = ()
+) -> dict[str, str]:
     """Each name's hashed colour; a second name landing on a taken colour in the same set moves
-    to the next free one (in sorted name order, so the result does not depend on input order)."""
+    to the next free one (in sorted name order, so the result does not depend on input order).
+    Slots are resolved over ``universe`` ∪ ``names``; the result keys are ``names`` only (every
+    name of ``universe`` when ``names`` is empty)."""
+    wanted = {n for n in names if n is not None}
     out: dict[str, str] = {}
     taken: set[int] = set()
-    for name in sorted({n for n in names if n is not None}):
+    for name in sorted(wanted | {n for n in universe if n is not None}):
         slot = _slot(name, len(palette))
         for step in range(len(palette)):
             if (slot + step) % len(palette) not in taken:
                 slot = (slot + step) % len(palette)
                 break
-        taken.add(slot)
+        if len(taken) < len(palette):
+            taken.add(slot)
+        else:  # more names than colours: start a second round of the palette
+            taken = {slot}
         out[name] = palette[slot]
-    return out
+    return {n: c for n, c in out.items() if n in wanted} if wanted else out
 
 
 def leaf_colors() -> dict[str, str]:
@@ -148,9 +159,11 @@ def cluster_colors(names: Iterable[str | None]) -> dict[str, str]:
     return _hashed(names, CLUSTER_PALETTE)
 
 
-def team_colors(names: Iterable[str | None]) -> dict[str, str]:
-    """Colour per team name, stable across pages (hash of the name)."""
-    return _hashed(names, TEAM_PALETTE)
+def team_colors(names: Iterable[str | None], universe: Iterable[str | None] = ()) -> dict[str, str]:
+    """Colour per team name, resolved over ``universe`` (every team of the serving copy, the
+    same on every page and in the report) so a team keeps its colour whichever teams a chart
+    shows; without a universe, over ``names`` alone."""
+    return _hashed(names, TEAM_PALETTE, universe)
 
 
 def gpu_type_colors(names: Iterable[str | None]) -> dict[str, str]:
@@ -171,9 +184,12 @@ def bucket_colors(labels: Iterable[str] | None = None) -> dict[str, str]:
     return out
 
 
-def color_map(kind: str, names: Iterable[str | None] = ()) -> dict[str, str]:
+def color_map(
+    kind: str, names: Iterable[str | None] = (), universe: Iterable[str | None] = ()
+) -> dict[str, str]:
     """The ``color_discrete_map`` for a chart coloured by ``kind``: ``leaf``, ``state``,
-    ``cluster``, ``team``, ``gpu_type``, ``bucket`` or ``series``.
+    ``cluster``, ``team``, ``gpu_type``, ``bucket`` or ``series``; ``universe``: every name of
+    the kind on the serving copy (teams: :func:`team_colors`).
 
     Raises:
         ValueError: an unknown kind.
@@ -189,7 +205,7 @@ def color_map(kind: str, names: Iterable[str | None] = ()) -> dict[str, str]:
         case "cluster":
             return cluster_colors(names)
         case "team":
-            return team_colors(names)
+            return team_colors(names, universe)
         case "gpu_type":
             return gpu_type_colors(names)
         case "bucket":

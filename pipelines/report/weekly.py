@@ -41,7 +41,7 @@ from pipelines.report._common import (
 from pipelines.report.changes import week_changes
 from pipelines.report.narrative import Driver, Facts, contributions, most_owed
 from pipelines.report.narrative import narrative as shared_narrative
-from pipelines.report.palette import LEAF_COLORS, SERIES_COLORS, cluster_colors
+from pipelines.report.palette import LEAF_COLORS, SERIES_COLORS, cluster_colors, team_colors
 from pipelines.warehouse import table_exists
 from pipelines.warehouse.safe_sql import open_readonly
 
@@ -334,6 +334,7 @@ def collect_weekly(
         span = {"start": week.start, "end": week.end}
         teams = _rows(query(con, "week_fairness", week=week.start))
         teams_last = _rows(query(con, "week_fairness", week=week.previous().start))
+        team_universe = [str(t) for t in query(con, "team_universe")["team"]]
         waterfall = _rows(query(con, "week_waterfall", **span))
         daily = _rows(query(con, "week_occupancy_daily", **span))
         waits = _rows(query(con, "week_longest_waits", limit=_LONGEST_WAITS, **span))
@@ -375,6 +376,7 @@ def collect_weekly(
         "previous_clusters": [v for k, v in sorted(prev.items(), key=lambda kv: str(kv[0])) if k],
         "deltas": _deltas(fleet, prev.get(None)),
         "teams": teams,
+        "team_universe": team_universe,
         "team_changes": _team_changes(teams, teams_last),
         "waterfall": [{**r, "gpu_h": r["gpu_s"] / 3600.0} for r in waterfall],
         "daily": daily,
@@ -483,7 +485,9 @@ def _charts(data: Mapping[str, Any]) -> dict[str, Markup]:
 
 def _figures(data: Mapping[str, Any]) -> dict[str, Any]:
     """The report's plotly figures, coloured from :mod:`pipelines.report.palette` (the
-    dashboard's colours): occupancy per cluster and day, the waterfall, used and fair per team."""
+    dashboard's colours): occupancy per cluster and day, the waterfall, used and fair per team,
+    fair-share debt per team (each team in its colour, resolved over ``team_universe`` as the
+    dashboard's Fairness page does)."""
     import plotly.graph_objects as go
 
     charts: dict[str, Any] = {}
@@ -523,6 +527,16 @@ def _figures(data: Mapping[str, Any]) -> dict[str, Any]:
     fig.update_layout(title="Used and fair GPU-hours per team (fleet)", barmode="group",
                       yaxis_title="GPU-hours")  # fmt: skip
     charts["teams"] = fig
+
+    owed = sorted(teams, key=lambda t: -(t.get("fair_share_debt_gpu_h") or 0.0))
+    team_c = team_colors([t["team"] for t in owed], data.get("team_universe", ()))
+    fig = go.Figure()
+    for t in owed:
+        fig.add_bar(x=[t["team"]], y=[t.get("fair_share_debt_gpu_h") or 0.0], name=t["team"],
+                    marker_color=team_c[t["team"]], showlegend=False)  # fmt: skip
+    fig.update_layout(title="Fair-share debt per team (fleet; positive: the team is owed)",
+                      yaxis_title="GPU-hours")  # fmt: skip
+    charts["debt"] = fig
     return charts
 
 

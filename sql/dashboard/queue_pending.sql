@@ -8,7 +8,7 @@ WITH cut AS (
 slurm AS (
     SELECT 'slurm' AS source, s.cluster, s.job_id, NULL::BIGINT AS attempt, s.user_name, s.team,
            s.account, s.partition, s.qos AS queue, s.req_gpus AS gpus, s.submit_at,
-           s.eligible_at, nullif(s.reason, '') AS reason, NULL::VARCHAR AS reason_detail,
+           s.eligible_at, s.timelimit_s, nullif(s.reason, '') AS reason, NULL::VARCHAR AS reason_detail,
            c.as_of
     FROM slurm_jobs AS s
     LEFT JOIN cut AS c USING (cluster)
@@ -23,13 +23,13 @@ kueue AS (
     SELECT 'kubernetes' AS source, w.cluster, w.job_id, w.attempt, NULL::VARCHAR AS user_name,
            w.team, w.namespace AS account, w.cluster_queue AS partition, w.queue_name AS queue,
            coalesce(nullif(w.req_gpus, 0), w.gpus) AS gpus, w.created_at AS submit_at,
-           w.eligible_at, w.top_pending_reason AS reason, l.example AS reason_detail, w.as_of
+           w.eligible_at, NULL::DOUBLE AS timelimit_s, w.top_pending_reason AS reason, l.example AS reason_detail, w.as_of
     FROM k8s_workloads AS w
     LEFT JOIN latest AS l USING (cluster, job_id, attempt)
     WHERE w.state = 'PENDING'
 )
 SELECT source, cluster, job_id, attempt, user_name, team, account, partition, queue, gpus,
-       submit_at, eligible_at, epoch(as_of - eligible_at) AS wait_s, reason, reason_detail, as_of
+       submit_at, eligible_at, timelimit_s, epoch(as_of - eligible_at) AS wait_s, reason, reason_detail, as_of
 FROM (SELECT * FROM slurm UNION ALL BY NAME SELECT * FROM kueue)
 WHERE ($cluster IS NULL OR cluster = $cluster) AND ($team IS NULL OR team = $team)
 ORDER BY wait_s DESC NULLS LAST, cluster, job_id;

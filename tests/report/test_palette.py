@@ -106,3 +106,38 @@ def test_report_clusters_use_the_cluster_palette() -> None:
     fig = _figures(_report_data())["occupancy"].to_plotly_json()
     got = {t["name"]: t["marker"]["color"] for t in fig["data"]}
     assert got == palette.cluster_colors(["slurm-a", "k8s-b"])
+
+
+FLEET_TEAMS = (
+    "agents", "climate", "genomics", "infra", "multimodal", "nlp", "recsys", "rl", "robotics",
+    "safety", "speech", "vision",
+)  # fmt: skip
+
+
+def test_a_team_keeps_its_colour_in_any_subset_of_the_universe() -> None:
+    """Colliding hashes are resolved over every team of the serving copy, not the chart's.
+
+    Hand-worked with the bundled fleet's 12 teams: ``genomics`` and ``nlp`` both hash to slot
+    10 (SHA-1 of the name, first 4 bytes mod 12); ``multimodal`` hashes to 11. In sorted order
+    genomics takes 10 (#7f3c8d), multimodal 11 (#a5aa99), and nlp moves on to the next free
+    slot, 0 (#4e79a7). Drawn alone without the universe, nlp would take its own slot 10."""
+    assert palette._slot("genomics", 12) == palette._slot("nlp", 12) == 10
+    assert palette._slot("multimodal", 12) == 11
+    full = palette.team_colors(FLEET_TEAMS)
+    assert (full["genomics"], full["multimodal"], full["nlp"]) == ("#7f3c8d", "#a5aa99", "#4e79a7")
+    assert palette.team_colors(["nlp"]) == {"nlp": "#7f3c8d"}  # no universe: a different colour
+    for subset in (["nlp"], ["nlp", "vision"], ["speech", "rl", "nlp"]):
+        got = palette.team_colors(subset, FLEET_TEAMS)
+        assert got == {t: full[t] for t in subset}
+        assert palette.color_map("team", subset, universe=FLEET_TEAMS) == got
+    assert len(set(full.values())) == 12  # twelve teams, twelve colours
+
+
+def test_report_debt_chart_colours_teams_over_the_universe() -> None:
+    """The report's fair-share debt bars carry each team's colour resolved over the serving
+    copy's teams (``team_universe``), the colour the dashboard's pages give it."""
+    data = {**_report_data(), "team_universe": list(FLEET_TEAMS)}
+    fig = _figures(data)["debt"].to_plotly_json()
+    got = {t["name"]: t["marker"]["color"] for t in fig["data"]}
+    assert got == {t: palette.team_colors(FLEET_TEAMS)[t] for t in ("nlp", "vision")}
+    assert got["nlp"] == "#4e79a7"
