@@ -10,8 +10,9 @@ The parsers are private modules, one per command: ``_sacct_parse`` (``sacct``, w
 ``_sacctmgr_events`` (``sacctmgr show event``), ``_sshare``, ``_sprio``, ``_sdiag``,
 ``_reservations`` (``scontrol``/``sacctmgr show reservation``), ``_sacctmgr_transactions``
 (``sacctmgr list transactions``), ``_sacctmgr_tres`` (``sacctmgr show tres``),
-``_scontrol_config`` (``scontrol show config``), ``_topology_conf`` and ``_topology_yaml``
-(``topology.conf``/``topology.yaml``, input kind ``topology``); the cluster-state parsers share
+``_scontrol_config`` (``scontrol show config``), ``_topology_conf``, ``_topology_yaml`` and
+``_scontrol_topology`` (``topology.conf``/``topology.yaml``/``scontrol show topology``, input
+kind ``topology``); the cluster-state parsers share
 the Slurm text helpers of ``_text``.
 """
 
@@ -35,6 +36,7 @@ from pipelines.slurm._sacctmgr_tres import TRES_SCHEMA, parse_sacctmgr_tres
 from pipelines.slurm._scontrol_config import CONFIG_SCHEMA, parse_scontrol_config
 from pipelines.slurm._scontrol_jobs import SCONTROL_JOB_SCHEMA, parse_scontrol_jobs
 from pipelines.slurm._scontrol_nodes import NODE_SCHEMA, parse_scontrol_nodes
+from pipelines.slurm._scontrol_topology import parse_scontrol_topology
 from pipelines.slurm._sdiag import SDIAG_SCHEMA, parse_sdiag
 from pipelines.slurm._sprio import SPRIO_SCHEMA, parse_sprio
 from pipelines.slurm._sshare import SSHARE_SCHEMA, parse_sshare
@@ -245,6 +247,8 @@ SLURM_STATE = InputKind(
 def _topology(path: Path, o: IngestOptions) -> ParseResult:
     if path.suffix.lower() in {".yaml", ".yml"}:
         return parse_topology_yaml(path, cluster=o.cluster)
+    if path.suffix.lower() == ".txt":
+        return parse_scontrol_topology(path, cluster=o.cluster)
     return parse_topology_conf(path, cluster=o.cluster)
 
 
@@ -261,17 +265,18 @@ TOPOLOGY = InputKind(
         ),
     ),
     folder="topology",
-    globs=("topology*.conf", "topology*.yaml", "topology*.yml"),
+    globs=("topology*.conf", "topology*.yaml", "topology*.yml", "topology*.txt"),
     asset="topology",
     group="slurm",
     scheduler="slurm",
     source_key="topology_source",
     description=(
         "One row per topology level, domain and node, from Slurm's `topology.conf` "
-        "(`topology/tree` switches, `topology/block` blocks) or `topology.yaml`, valid from "
-        "the file's day; one partition per cluster and day."
+        "(`topology/tree` switches, `topology/block` blocks), `topology.yaml` or `scontrol show "
+        "topology` output (`topology*.txt`), valid from the file's day; one partition per "
+        "cluster and day."
     ),
-    help="Slurm topology.conf (tree or block form) or topology.yaml",
+    help="Slurm topology.conf (tree or block form), topology.yaml or scontrol show topology",
 )
 
 #: This package's input kinds, in registry order.
