@@ -15,7 +15,13 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from metrics import fragmentation_hourly, job_placement, naive_wait_percentiles, occupancy_hourly
+from metrics import (
+    fragmentation_hourly,
+    job_placement,
+    naive_wait_percentiles,
+    occupancy_hourly,
+    with_assignment_nodes,
+)
 from metrics.data_quality import DATA_QUALITY_SCHEMA, admitted_without_pods, gpu_tracking_gaps
 from pipelines.analytics.incremental import (
     BuildPlan,
@@ -262,6 +268,9 @@ def _read_raw(con: duckdb.DuckDBPyConnection) -> RawFrames:
         kueue_topologies=read_table(con, "raw.kueue_topologies")
         if table_exists(con, "raw.kueue_topologies")
         else None,
+        kueue_workload_topology=read_table(con, "raw.kueue_workload_topology")
+        if table_exists(con, "raw.kueue_workload_topology")
+        else None,
     )
 
 
@@ -354,10 +363,13 @@ def _tables(
 
 def _placement(core: CoreFrames) -> pl.DataFrame:
     """``analytics.job_placement``: every started attempt against the map in force at its
-    start, domain sizes counting only nodes up then (:func:`metrics.job_placement`)."""
-    return job_placement(
-        core.jobs.lazy(), core.topology.lazy(), down=core.node_down.lazy()
-    ).collect()
+    start, domain sizes counting only nodes up then (:func:`metrics.job_placement`); a
+    Kubernetes job whose pods were not seen is placed on the nodes of its Workload's topology
+    assignment (:func:`metrics.with_assignment_nodes`)."""
+    jobs = core.jobs.lazy()
+    if core.kueue_nodes is not None:
+        jobs = with_assignment_nodes(jobs, core.kueue_nodes.lazy())
+    return job_placement(jobs, core.topology.lazy(), down=core.node_down.lazy()).collect()
 
 
 def _fragmentation(core: CoreFrames, occ: pl.DataFrame) -> pl.DataFrame:

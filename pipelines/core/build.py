@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from metrics.k8s_node_states import K8S_NODE_STATE_COLUMNS, k8s_node_states_hourly
+from metrics.placement import assignment_node_lists
 from pipelines.core.k8s_attempts import (
     K8sAttempts,
     k8s_attempts,
@@ -77,7 +78,8 @@ class RawFrames:
     """The raw tables the core layer reads, as loaded (every export, overlapping ones too).
 
     ``k8s_nodes`` is None when the warehouse has no ``raw.k8s_nodes`` table, ``topology`` when
-    it has no ``raw.topology``, ``kueue_topologies`` when it has no ``raw.kueue_topologies``.
+    it has no ``raw.topology``, ``kueue_topologies`` when it has no ``raw.kueue_topologies``,
+    ``kueue_workload_topology`` when it has no ``raw.kueue_workload_topology``.
     """
 
     slurm_rows: pl.DataFrame
@@ -89,6 +91,7 @@ class RawFrames:
     k8s_nodes: pl.DataFrame | None = None
     topology: pl.DataFrame | None = None
     kueue_topologies: pl.DataFrame | None = None
+    kueue_workload_topology: pl.DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,9 @@ class CoreFrames:
         topology: node → domain per level and map (:func:`pipelines.core.topology.
             topology_intervals`: ``topology.conf``, else Node labels, else inventory racks).
         node_down: ``cluster, node, start_at, end_at``: Slurm node down/drain intervals.
+        kueue_nodes: ``cluster, job_id, node_list``: the nodes Kueue's topology assignments
+            gave each Workload (:func:`metrics.assignment_node_lists`); None without
+            ``raw.kueue_workload_topology``.
     """
 
     slurm_jobs: pl.DataFrame
@@ -146,6 +152,7 @@ class CoreFrames:
     pod_jobs: pl.DataFrame
     topology: pl.DataFrame
     node_down: pl.DataFrame
+    kueue_nodes: pl.DataFrame | None = None
 
 
 def with_as_of(frame: pl.DataFrame, as_of: pl.DataFrame) -> pl.DataFrame:
@@ -165,6 +172,14 @@ def with_as_of(frame: pl.DataFrame, as_of: pl.DataFrame) -> pl.DataFrame:
 def _latest(frame: pl.DataFrame, *order: str) -> pl.DataFrame:
     """The last row of each ``(cluster, uid)`` in ``order``."""
     return frame.sort(*order).unique(["cluster", "uid"], keep="last", maintain_order=True)
+
+
+def _latest_snapshot(frame: pl.DataFrame) -> pl.DataFrame:
+    """Every row of the latest load (``snapshot_at``, then ``ingest_id``) of each
+    ``(cluster, uid)``: a Workload's topology rows as last seen."""
+    key = ["cluster", "uid"]
+    newest = frame.filter(pl.col("snapshot_at") == pl.col("snapshot_at").max().over(key))
+    return newest.filter(pl.col("ingest_id") == pl.col("ingest_id").max().over(key))
 
 
 def _observed_nodes(slurm_attempts_df: pl.DataFrame, pods: pl.DataFrame) -> pl.DataFrame:
@@ -346,6 +361,9 @@ def _in_unit(
             k8s_nodes=None if raw.k8s_nodes is None else one(raw.k8s_nodes),
             topology=None if raw.topology is None else one(raw.topology),
             kueue_topologies=None if raw.kueue_topologies is None else one(raw.kueue_topologies),
+            kueue_workload_topology=None
+            if raw.kueue_workload_topology is None
+            else one(raw.kueue_workload_topology),
         ),
         one(inventory),
     )
@@ -458,6 +476,9 @@ def build_core(
         node_down=raw.slurm_events.filter(
             (pl.col("event") == "node") & pl.col("node").is_not_null()
         ).select("cluster", "node", "start_at", "end_at"),
+        kueue_nodes=None
+        if raw.kueue_workload_topology is None
+        else assignment_node_lists(_latest_snapshot(raw.kueue_workload_topology).lazy()).collect(),
     )
 
 

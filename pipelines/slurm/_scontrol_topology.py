@@ -13,10 +13,10 @@ LinkSpeed=%u`` then `` Nodes=%s`` and `` Switches=%s`` when set, in Slurm's
 A switch above others lists every node below it as well as its child switches. Levels are
 named as for ``topology.conf``: a switch's level is ``switch-<height>`` with height one more
 than its highest child (Slurm's ``Level=`` counts from 0 at the leaves, so ``Level=N`` is
-``switch-<N+1>`` for a tree Slurm built); blocks are level ``block``. A line that cannot be read (not ``Key=value``, an unknown key, a
-bad host list, a switch naming an unknown child, tree and block lines in one output) is a
-rejected row naming its line and field; ``No topology information available`` (no topology
-plugin) is an empty map, not an error.
+``switch-<N+1>`` for a tree Slurm built); blocks are level ``block``. A line that cannot be
+read (not ``Key=value``, an unknown key, a bad host list, a switch naming an unknown child,
+tree and block lines in one output) is a rejected row naming its line and field;
+``No topology information available`` (no topology plugin) is an empty map, not an error.
 
 ``valid_from``: the day in the file's name, else its modification time, as for
 ``topology.conf``: the output is a snapshot of the map in force when it was taken.

@@ -60,6 +60,7 @@ LAKE_TIME_COLUMNS: dict[str, tuple[str, ...]] = {
     "raw.slurm_config": ("snapshot_at",),
     "raw.topology": ("valid_from",),
     "raw.kueue_topologies": ("snapshot_at",),
+    "raw.kueue_workload_topology": ("snapshot_at",),
     "core.slurm_jobs": ("start_at", "submit_at"),
     "core.k8s_pods": ("created_at",),
     "core.k8s_events": ("first_seen", "last_seen"),

@@ -100,7 +100,7 @@ def test_no_topology_plugin_is_an_empty_map() -> None:
 
 def test_empty_output_is_an_error() -> None:
     """An empty file is no topology output: the error names the file."""
-    with pytest.raises(InputFormatError, match="t.txt"):
+    with pytest.raises(InputFormatError, match=r"t\.txt"):
         parse_scontrol_topology("t.txt", text="\n", valid_from=DAY)
 
 
