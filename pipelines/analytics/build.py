@@ -67,7 +67,7 @@ VIEWS = (
     "job_gpu_summary", "telemetry_coverage_daily", "gpu_activity", "kueue_cluster_queues",
     "kueue_local_queues", "scheduler_fairshare", "registry_drift",
     "telemetry_coverage_team_daily", "topology", "job_placement",
-    "topology_fragmentation_hourly", "policy_changes",
+    "topology_fragmentation_hourly", "policy_changes", "pending_reason_spells",
 )  # fmt: skip
 
 _INVENTORY_SCHEMA = {
@@ -271,6 +271,9 @@ def _read_raw(con: duckdb.DuckDBPyConnection) -> RawFrames:
         kueue_workload_topology=read_table(con, "raw.kueue_workload_topology")
         if table_exists(con, "raw.kueue_workload_topology")
         else None,
+        slurm_squeue=read_table(con, "raw.slurm_squeue")
+        if table_exists(con, "raw.slurm_squeue")
+        else None,
     )
 
 
@@ -352,6 +355,7 @@ def _tables(
         "core.k8s_workloads": core.k8s_timings.join(as_of, on="cluster", how="left"),
         "core.k8s_pending_reasons": core.k8s_pending_reasons.join(as_of, on="cluster", how="left"),
         "core.topology": core.topology,
+        "core.pending_reason_spells": core.pending_spells,
         "analytics.job_placement": with_as_of(_placement(core), as_of),
         "analytics.topology_fragmentation_hourly": with_as_of(_fragmentation(core, occ), as_of),
         **schedulers,

@@ -15,7 +15,7 @@ unit (:meth:`BuildUnit.everything`).
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
@@ -32,6 +32,7 @@ from pipelines.core.node_states import (
     node_event_gpu_seconds_hourly,
     registered_gpu_seconds_hourly,
 )
+from pipelines.core.pending_spells import SPELL_SCHEMA, pending_reason_spells
 from pipelines.core.registry import UNATTRIBUTED, cluster_shares
 from pipelines.core.slurm_identity import resolve_slurm_jobs, slurm_attempts
 from pipelines.core.topology import k8s_label_topology, topology_intervals
@@ -79,7 +80,8 @@ class RawFrames:
 
     ``k8s_nodes`` is None when the warehouse has no ``raw.k8s_nodes`` table, ``topology`` when
     it has no ``raw.topology``, ``kueue_topologies`` when it has no ``raw.kueue_topologies``,
-    ``kueue_workload_topology`` when it has no ``raw.kueue_workload_topology``.
+    ``kueue_workload_topology`` when it has no ``raw.kueue_workload_topology``, ``slurm_squeue``
+    when it has no ``raw.slurm_squeue``.
     """
 
     slurm_rows: pl.DataFrame
@@ -92,6 +94,7 @@ class RawFrames:
     topology: pl.DataFrame | None = None
     kueue_topologies: pl.DataFrame | None = None
     kueue_workload_topology: pl.DataFrame | None = None
+    slurm_squeue: pl.DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,8 @@ class CoreFrames:
         kueue_nodes: ``cluster, job_id, node_list``: the nodes Kueue's topology assignments
             gave each Workload (:func:`metrics.assignment_node_lists`); None without
             ``raw.kueue_workload_topology``.
+        pending_spells: ``pending_reason_spells`` rows (:func:`pipelines.core.pending_spells.
+            pending_reason_spells`) from polled ``squeue``; empty without ``raw.slurm_squeue``.
     """
 
     slurm_jobs: pl.DataFrame
@@ -153,6 +158,7 @@ class CoreFrames:
     topology: pl.DataFrame
     node_down: pl.DataFrame
     kueue_nodes: pl.DataFrame | None = None
+    pending_spells: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=SPELL_SCHEMA))
 
 
 def with_as_of(frame: pl.DataFrame, as_of: pl.DataFrame) -> pl.DataFrame:
@@ -364,6 +370,7 @@ def _in_unit(
             kueue_workload_topology=None
             if raw.kueue_workload_topology is None
             else one(raw.kueue_workload_topology),
+            slurm_squeue=None if raw.slurm_squeue is None else one(raw.slurm_squeue),
         ),
         one(inventory),
     )
@@ -479,6 +486,9 @@ def build_core(
         kueue_nodes=None
         if raw.kueue_workload_topology is None
         else assignment_node_lists(_latest_snapshot(raw.kueue_workload_topology).lazy()).collect(),
+        pending_spells=pl.DataFrame(schema=SPELL_SCHEMA)
+        if raw.slurm_squeue is None
+        else pending_reason_spells(raw.slurm_squeue.sort("ingest_id").lazy()).collect(),
     )
 
 

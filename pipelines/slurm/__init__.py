@@ -12,8 +12,8 @@ The parsers are private modules, one per command: ``_sacct_parse`` (``sacct``, w
 (``sacctmgr list transactions``), ``_sacctmgr_tres`` (``sacctmgr show tres``),
 ``_scontrol_config`` (``scontrol show config``), ``_topology_conf``, ``_topology_yaml`` and
 ``_scontrol_topology`` (``topology.conf``/``topology.yaml``/``scontrol show topology``, input
-kind ``topology``); the cluster-state parsers share
-the Slurm text helpers of ``_text``.
+kind ``topology``), ``_squeue`` (polled ``squeue``, input kind ``slurm-squeue``); the
+cluster-state parsers share the Slurm text helpers of ``_text``.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from pipelines.slurm._scontrol_nodes import NODE_SCHEMA, parse_scontrol_nodes
 from pipelines.slurm._scontrol_topology import parse_scontrol_topology
 from pipelines.slurm._sdiag import SDIAG_SCHEMA, parse_sdiag
 from pipelines.slurm._sprio import SPRIO_SCHEMA, parse_sprio
+from pipelines.slurm._squeue import SQUEUE_SCHEMA, parse_squeue
 from pipelines.slurm._sshare import SSHARE_SCHEMA, parse_sshare
 from pipelines.slurm._topology_conf import TOPOLOGY_SCHEMA, parse_topology_conf
 from pipelines.slurm._topology_yaml import parse_topology_yaml
@@ -48,6 +49,7 @@ __all__ = [
     "SACCT",
     "SACCT_CHUNK_BYTES",
     "SLURM_STATE",
+    "SQUEUE",
     "STATE_PREFIXES",
     "TOPOLOGY",
     "job_view_gaps",
@@ -279,5 +281,31 @@ TOPOLOGY = InputKind(
     help="Slurm topology.conf (tree or block form), topology.yaml or scontrol show topology",
 )
 
+SQUEUE = InputKind(
+    name="slurm-squeue",
+    sources=(
+        RawSource(
+            "slurm-squeue",
+            "raw.slurm_squeue",
+            SQUEUE_SCHEMA,
+            lambda p, o: parse_squeue(p, cluster=o.cluster, tz=o.tz),
+            freshness="sacct",
+            data_time=("poll_at",),  # expected_start lies in the future
+        ),
+    ),
+    folder="squeue",
+    globs=("squeue*",),
+    asset="slurm_squeue",
+    group="slurm",
+    scheduler="slurm",
+    source_key="slurm_squeue_source",
+    description=(
+        "One row per job and `squeue` poll (state, pending reason, SchedNodes, expected start, "
+        "ReqSwitch), from the live source's polls (`squeue -O`, one block per poll stamped "
+        "with its time), one partition per cluster and day."
+    ),
+    help="polled squeue -O output (JobID|State|Reason|SchedNodes|StartTime|ReqSwitch|…)",
+)
+
 #: This package's input kinds, in registry order.
-KINDS: tuple[InputKind, ...] = (SACCT, SLURM_STATE, TOPOLOGY)
+KINDS: tuple[InputKind, ...] = (SACCT, SLURM_STATE, TOPOLOGY, SQUEUE)

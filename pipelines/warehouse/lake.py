@@ -59,6 +59,7 @@ LAKE_TIME_COLUMNS: dict[str, tuple[str, ...]] = {
     "raw.slurm_tres": (),
     "raw.slurm_config": ("snapshot_at",),
     "raw.topology": ("valid_from",),
+    "raw.slurm_squeue": ("poll_at",),
     "raw.kueue_topologies": ("snapshot_at",),
     "raw.kueue_workload_topology": ("snapshot_at",),
     "core.slurm_jobs": ("start_at", "submit_at"),
