@@ -6,6 +6,9 @@ changed), following ``/work/shared/notes/slurm-in-ci.md``:
 
 * 4 nodes ``gpu-[001-004]`` × 8 GPUs backed by fake ``mknod`` device files, 32 CPUs each
   (``SlurmdParameters=config_overrides``), partitions ``gpu`` (default) and ``debug``;
+* ``TopologyPlugin=topology/tree``: leaf switches ``leaf1`` (gpu-001, gpu-002) and ``leaf2``
+  (gpu-003, gpu-004) under ``spine`` (:data:`LEAF_SWITCHES`; ``topology.conf`` beside
+  ``slurm.conf``), two "domains" of 16 GPUs for gang placement;
 * accounts ``team-a/b/c`` (fairshare 50/30/20) with fictional users, QOS ``normal/high/low``,
   ``AccountingStorageTRES=gres/gpu``; every daemon on loopback and on ports picked free at start.
 
