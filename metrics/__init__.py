@@ -20,9 +20,11 @@ from metrics.placement import (
     FRAGMENTATION_SCHEMA,
     GANG_NODES,
     PLACEMENT_SCHEMA,
+    assignment_node_lists,
     domains_min,
     fragmentation_hourly,
     job_placement,
+    with_assignment_nodes,
 )
 from metrics.reliability import (
     down_time_per_node,
@@ -49,6 +51,7 @@ __all__ = [
     "PLACEMENT_SCHEMA",
     "LossPolicy",
     "allocated_gpu_seconds_hourly",
+    "assignment_node_lists",
     "attempt_outcomes",
     "capacity_hourly",
     "check_conservation",
@@ -76,4 +79,5 @@ __all__ = [
     "wait_percentiles_km",
     "wait_spells",
     "water_fill",
+    "with_assignment_nodes",
 ]

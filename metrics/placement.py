@@ -24,10 +24,13 @@ from metrics.schema import ATTEMPT, CLUSTER, JOB_ID, START_AT, UTC_DATETIME
 __all__ = [
     "FRAGMENTATION_SCHEMA",
     "GANG_NODES",
+    "HOSTNAME_LABEL",
     "PLACEMENT_SCHEMA",
+    "assignment_node_lists",
     "domains_min",
     "fragmentation_hourly",
     "job_placement",
+    "with_assignment_nodes",
 ]
 
 LEVEL: Final = "level"
@@ -210,6 +213,54 @@ def job_placement(
     ).with_columns(
         (pl.col("domains_used") - pl.col("domains_min")).alias("spread")
     ).sort(CLUSTER, JOB_ID, ATTEMPT, LEVEL)  # fmt: skip
+
+
+#: The Kueue topology level whose domains are single nodes.
+HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
+
+
+def assignment_node_lists(assignments: pl.LazyFrame) -> pl.LazyFrame:
+    """The nodes Kueue's topology-aware scheduling assigned each Workload, per job.
+
+    Args:
+        assignments: ``raw.kueue_workload_topology`` rows: ``cluster, namespace, name,
+            levels`` (List[String], highest level first), ``values`` (List[String], one per
+            level), ``pods``. Only domains whose lowest level is ``kubernetes.io/hostname``
+            name nodes (Kueue keeps only that level when the Topology has it); others, and pod
+            sets not yet placed (NULL ``levels``), are left out.
+
+    Returns:
+        ``cluster, job_id, node_list``: ``job_id`` = ``<namespace>/<name>`` (the ``jobs`` key
+        of a Kubernetes workload), ``node_list`` the distinct assigned nodes, sorted.
+    """
+    return (
+        assignments.filter(pl.col("levels").list.last() == HOSTNAME_LABEL)
+        .group_by(CLUSTER, pl.format("{}/{}", "namespace", "name").alias(JOB_ID))
+        .agg(pl.col("values").list.last().unique().sort().alias("node_list"))
+    )
+
+
+def with_assignment_nodes(jobs: pl.LazyFrame, assigned: pl.LazyFrame) -> pl.LazyFrame:
+    """``jobs`` with the latest attempt of a Kubernetes job that has no nodes (its pods were
+    never seen) given the nodes of its Workload's topology assignment
+    (:func:`assignment_node_lists`); every other row as it was.
+
+    Args:
+        jobs: ``cluster, job_id, attempt, node_list`` (+ any columns, kept).
+        assigned: ``cluster, job_id, node_list`` from :func:`assignment_node_lists`.
+    """
+    latest = pl.col(ATTEMPT) == pl.col(ATTEMPT).max().over(CLUSTER, JOB_ID)
+    empty = pl.col("node_list").is_null() | (pl.col("node_list").list.len() == 0)
+    return (
+        jobs.join(assigned.rename({"node_list": "_assigned"}), on=[CLUSTER, JOB_ID], how="left")
+        .with_columns(
+            pl.when(empty & latest & pl.col("_assigned").is_not_null())
+            .then(pl.col("_assigned"))
+            .otherwise(pl.col("node_list"))
+            .alias("node_list")
+        )
+        .drop("_assigned")
+    )
 
 
 #: Gang sizes (nodes) :func:`fragmentation_hourly` counts whole-domain slots for by default.

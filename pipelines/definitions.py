@@ -37,6 +37,7 @@ from pipelines.slurm.resources import (
     SacctFileSource,
     SlurmStateCliSource,
     SlurmStateFileSource,
+    SqueueFileSource,
     TopologyFileSource,
 )
 
@@ -127,6 +128,7 @@ def build_defs(cfg: Config | None = None) -> dg.Definitions:
             "sacct_source": _sacct_source(cfg),
             "slurm_state_source": _slurm_state_source(cfg),
             "topology_source": TopologyFileSource(inputs_dir=inputs, cluster_dirs=dirs),
+            "slurm_squeue_source": SqueueFileSource(inputs_dir=inputs, cluster_dirs=dirs),
             "k8s_events_source": K8sEventsFileSource(inputs_dir=inputs, cluster_dirs=dirs),
             "k8s_pods_source": K8sPodsFileSource(inputs_dir=inputs, cluster_dirs=dirs),
             "k8s_objects_source": K8sObjectsFileSource(inputs_dir=inputs, cluster_dirs=dirs),

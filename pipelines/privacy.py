@@ -106,6 +106,7 @@ FREE_TEXT_COLUMNS: dict[str, tuple[str, ...]] = {
     "raw.k8s_events": ("involved_name", "involved_namespace", "message"),
     "raw.kueue_cluster_queues": ("name", "cohort"),
     "raw.kueue_local_queues": ("name",),
+    "raw.kueue_workload_topology": ("name",),
     "core.slurm_jobs": ("job_name", "extra", "reason", "group_name", "job_key", "row_id"),
     "core.k8s_pods": ("name", "owner_name", "workload_name", "labels"),
     "core.k8s_workloads": ("end_message",),

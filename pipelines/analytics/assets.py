@@ -46,6 +46,7 @@ _RAW = [
         "dcgm_samples",
         "dcgm_hourly",
         "topology",
+        "slurm_squeue",
     )
 ]
 
@@ -73,6 +74,7 @@ CORE_ANALYTICS_KEYS = {
     "analytics.topology_fragmentation_hourly": dg.AssetKey(
         ["analytics", "topology_fragmentation_hourly"]
     ),
+    "core.pending_reason_spells": dg.AssetKey(["core", "pending_reason_spells"]),
 }
 
 _DESCRIPTIONS = {
@@ -96,6 +98,7 @@ _DESCRIPTIONS = {
     "core.topology": "Node → domain per topology level, with the time each map was in force.",
     "analytics.job_placement": "Per attempt and topology level: domains used against the fewest.",
     "analytics.topology_fragmentation_hourly": "Whole-domain gang slots vs unfragmented, hourly.",
+    "core.pending_reason_spells": "Per Slurm job: each pending reason's spell from squeue polls.",
 }
 
 

@@ -15,7 +15,13 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from metrics import fragmentation_hourly, job_placement, naive_wait_percentiles, occupancy_hourly
+from metrics import (
+    fragmentation_hourly,
+    job_placement,
+    naive_wait_percentiles,
+    occupancy_hourly,
+    with_assignment_nodes,
+)
 from metrics.data_quality import DATA_QUALITY_SCHEMA, admitted_without_pods, gpu_tracking_gaps
 from pipelines.analytics.incremental import (
     BuildPlan,
@@ -61,7 +67,7 @@ VIEWS = (
     "job_gpu_summary", "telemetry_coverage_daily", "gpu_activity", "kueue_cluster_queues",
     "kueue_local_queues", "scheduler_fairshare", "registry_drift",
     "telemetry_coverage_team_daily", "topology", "job_placement",
-    "topology_fragmentation_hourly", "policy_changes",
+    "topology_fragmentation_hourly", "policy_changes", "pending_reason_spells",
 )  # fmt: skip
 
 _INVENTORY_SCHEMA = {
@@ -262,6 +268,12 @@ def _read_raw(con: duckdb.DuckDBPyConnection) -> RawFrames:
         kueue_topologies=read_table(con, "raw.kueue_topologies")
         if table_exists(con, "raw.kueue_topologies")
         else None,
+        kueue_workload_topology=read_table(con, "raw.kueue_workload_topology")
+        if table_exists(con, "raw.kueue_workload_topology")
+        else None,
+        slurm_squeue=read_table(con, "raw.slurm_squeue")
+        if table_exists(con, "raw.slurm_squeue")
+        else None,
     )
 
 
@@ -343,6 +355,7 @@ def _tables(
         "core.k8s_workloads": core.k8s_timings.join(as_of, on="cluster", how="left"),
         "core.k8s_pending_reasons": core.k8s_pending_reasons.join(as_of, on="cluster", how="left"),
         "core.topology": core.topology,
+        "core.pending_reason_spells": core.pending_spells,
         "analytics.job_placement": with_as_of(_placement(core), as_of),
         "analytics.topology_fragmentation_hourly": with_as_of(_fragmentation(core, occ), as_of),
         **schedulers,
@@ -354,10 +367,13 @@ def _tables(
 
 def _placement(core: CoreFrames) -> pl.DataFrame:
     """``analytics.job_placement``: every started attempt against the map in force at its
-    start, domain sizes counting only nodes up then (:func:`metrics.job_placement`)."""
-    return job_placement(
-        core.jobs.lazy(), core.topology.lazy(), down=core.node_down.lazy()
-    ).collect()
+    start, domain sizes counting only nodes up then (:func:`metrics.job_placement`); a
+    Kubernetes job whose pods were not seen is placed on the nodes of its Workload's topology
+    assignment (:func:`metrics.with_assignment_nodes`)."""
+    jobs = core.jobs.lazy()
+    if core.kueue_nodes is not None:
+        jobs = with_assignment_nodes(jobs, core.kueue_nodes.lazy())
+    return job_placement(jobs, core.topology.lazy(), down=core.node_down.lazy()).collect()
 
 
 def _fragmentation(core: CoreFrames, occ: pl.DataFrame) -> pl.DataFrame:

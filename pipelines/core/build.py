@@ -15,11 +15,12 @@ unit (:meth:`BuildUnit.everything`).
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
 from metrics.k8s_node_states import K8S_NODE_STATE_COLUMNS, k8s_node_states_hourly
+from metrics.placement import assignment_node_lists
 from pipelines.core.k8s_attempts import (
     K8sAttempts,
     k8s_attempts,
@@ -31,6 +32,7 @@ from pipelines.core.node_states import (
     node_event_gpu_seconds_hourly,
     registered_gpu_seconds_hourly,
 )
+from pipelines.core.pending_spells import SPELL_SCHEMA, pending_reason_spells
 from pipelines.core.registry import UNATTRIBUTED, cluster_shares
 from pipelines.core.slurm_identity import resolve_slurm_jobs, slurm_attempts
 from pipelines.core.topology import k8s_label_topology, topology_intervals
@@ -77,7 +79,9 @@ class RawFrames:
     """The raw tables the core layer reads, as loaded (every export, overlapping ones too).
 
     ``k8s_nodes`` is None when the warehouse has no ``raw.k8s_nodes`` table, ``topology`` when
-    it has no ``raw.topology``, ``kueue_topologies`` when it has no ``raw.kueue_topologies``.
+    it has no ``raw.topology``, ``kueue_topologies`` when it has no ``raw.kueue_topologies``,
+    ``kueue_workload_topology`` when it has no ``raw.kueue_workload_topology``, ``slurm_squeue``
+    when it has no ``raw.slurm_squeue``.
     """
 
     slurm_rows: pl.DataFrame
@@ -89,6 +93,8 @@ class RawFrames:
     k8s_nodes: pl.DataFrame | None = None
     topology: pl.DataFrame | None = None
     kueue_topologies: pl.DataFrame | None = None
+    kueue_workload_topology: pl.DataFrame | None = None
+    slurm_squeue: pl.DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -125,6 +131,11 @@ class CoreFrames:
         topology: node → domain per level and map (:func:`pipelines.core.topology.
             topology_intervals`: ``topology.conf``, else Node labels, else inventory racks).
         node_down: ``cluster, node, start_at, end_at``: Slurm node down/drain intervals.
+        kueue_nodes: ``cluster, job_id, node_list``: the nodes Kueue's topology assignments
+            gave each Workload (:func:`metrics.assignment_node_lists`); None without
+            ``raw.kueue_workload_topology``.
+        pending_spells: ``pending_reason_spells`` rows (:func:`pipelines.core.pending_spells.
+            pending_reason_spells`) from polled ``squeue``; empty without ``raw.slurm_squeue``.
     """
 
     slurm_jobs: pl.DataFrame
@@ -146,6 +157,8 @@ class CoreFrames:
     pod_jobs: pl.DataFrame
     topology: pl.DataFrame
     node_down: pl.DataFrame
+    kueue_nodes: pl.DataFrame | None = None
+    pending_spells: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=SPELL_SCHEMA))
 
 
 def with_as_of(frame: pl.DataFrame, as_of: pl.DataFrame) -> pl.DataFrame:
@@ -165,6 +178,14 @@ def with_as_of(frame: pl.DataFrame, as_of: pl.DataFrame) -> pl.DataFrame:
 def _latest(frame: pl.DataFrame, *order: str) -> pl.DataFrame:
     """The last row of each ``(cluster, uid)`` in ``order``."""
     return frame.sort(*order).unique(["cluster", "uid"], keep="last", maintain_order=True)
+
+
+def _latest_snapshot(frame: pl.DataFrame) -> pl.DataFrame:
+    """Every row of the latest load (``snapshot_at``, then ``ingest_id``) of each
+    ``(cluster, uid)``: a Workload's topology rows as last seen."""
+    key = ["cluster", "uid"]
+    newest = frame.filter(pl.col("snapshot_at") == pl.col("snapshot_at").max().over(key))
+    return newest.filter(pl.col("ingest_id") == pl.col("ingest_id").max().over(key))
 
 
 def _observed_nodes(slurm_attempts_df: pl.DataFrame, pods: pl.DataFrame) -> pl.DataFrame:
@@ -346,6 +367,10 @@ def _in_unit(
             k8s_nodes=None if raw.k8s_nodes is None else one(raw.k8s_nodes),
             topology=None if raw.topology is None else one(raw.topology),
             kueue_topologies=None if raw.kueue_topologies is None else one(raw.kueue_topologies),
+            kueue_workload_topology=None
+            if raw.kueue_workload_topology is None
+            else one(raw.kueue_workload_topology),
+            slurm_squeue=None if raw.slurm_squeue is None else one(raw.slurm_squeue),
         ),
         one(inventory),
     )
@@ -458,6 +483,12 @@ def build_core(
         node_down=raw.slurm_events.filter(
             (pl.col("event") == "node") & pl.col("node").is_not_null()
         ).select("cluster", "node", "start_at", "end_at"),
+        kueue_nodes=None
+        if raw.kueue_workload_topology is None
+        else assignment_node_lists(_latest_snapshot(raw.kueue_workload_topology).lazy()).collect(),
+        pending_spells=pl.DataFrame(schema=SPELL_SCHEMA)
+        if raw.slurm_squeue is None
+        else pending_reason_spells(raw.slurm_squeue.sort("ingest_id").lazy()).collect(),
     )
 
 

@@ -124,7 +124,8 @@ K8S_OBJECTS = InputKind(
         "Kueue Workload, ClusterQueue, LocalQueue and Topology and core/v1 Node snapshots "
         "(`kubectl get workloads|clusterqueues|localqueues|topologies|nodes -o json`), split "
         "by kind into raw.k8s_workloads, raw.kueue_cluster_queues, raw.kueue_local_queues, "
-        "raw.kueue_topologies and raw.k8s_nodes, one partition per cluster and day."
+        "raw.kueue_topologies and raw.k8s_nodes (and the Workloads' topology requests and "
+        "assignments into raw.kueue_workload_topology), one partition per cluster and day."
     ),
     help="Kueue Workload/ClusterQueue/LocalQueue/Topology and nodes JSON",
     split=_objects,

@@ -34,13 +34,16 @@ from pipelines._parse_result import InputFormatError, ParseResult
 from pipelines.kubernetes._json_items import (
     BadItem,
     JsonItem,
+    RowsRead,
     get_path,
+    iter_rows,
     parse_k8s_time,
     read_json_items,
     rows_from_items,
     text_or_none,
 )
 from pipelines.kubernetes._pods_parse import gpu_worth
+from pipelines.kubernetes._workload_topology import WORKLOAD_TOPOLOGY_SCHEMA, workload_topology_rows
 from pipelines.kubernetes._workloads_parse import (
     K8S_WORKLOAD_SCHEMA,
     KUEUE_CLUSTER_QUEUE_SCHEMA,
@@ -61,6 +64,7 @@ __all__ = [
     "OBJECT_KINDS",
     "OBJECT_SOURCES",
     "SNAPSHOT_COLUMN",
+    "WORKLOAD_TOPOLOGY_SOURCE",
     "node_rows",
     "object_schema",
     "parse_k8s_nodes",
@@ -229,8 +233,12 @@ OBJECT_KINDS: Final[
                  KUEUE_TOPOLOGY_SCHEMA, ["uid", "level_index"]),
 }  # fmt: skip
 
+#: The raw source of Workloads' topology requests and assignments (a second table from the
+#: Workload items, :mod:`._workload_topology`).
+WORKLOAD_TOPOLOGY_SOURCE: Final = "kueue-workload-topology"
+
 #: The raw sources ``k8s-objects`` splits into, in load order.
-OBJECT_SOURCES: Final = tuple(v[0] for v in OBJECT_KINDS.values())
+OBJECT_SOURCES: Final = (*(v[0] for v in OBJECT_KINDS.values()), WORKLOAD_TOPOLOGY_SOURCE)
 
 
 def object_schema(source: str) -> dict[str, pl.DataType]:
@@ -242,7 +250,34 @@ def object_schema(source: str) -> dict[str, pl.DataType]:
     for src, _build, schema, _key in OBJECT_KINDS.values():
         if src == source:
             return {**schema, SNAPSHOT_COLUMN: _UTC}
+    if source == WORKLOAD_TOPOLOGY_SOURCE:
+        return {**WORKLOAD_TOPOLOGY_SCHEMA, SNAPSHOT_COLUMN: _UTC}
     raise KeyError(source)
+
+
+def _workload_topology(
+    file: str, items: list[JsonItem], framing: str, cluster: str, when: dt.datetime
+) -> ParseResult:
+    """The ``kueue-workload-topology`` rows of the Workload items (the last item of a uid wins);
+    an item whose request or assignment is malformed is rejected here (its Workload row may
+    still load)."""
+    rows: list[dict[str, Any]] = []
+    rejects: list[tuple[int, str, str, str]] = []
+    for item, built, err in iter_rows(
+        items, lambda o: {"rows": workload_topology_rows(_unwrap(o))}
+    ):
+        if built is not None:
+            rows.extend({**r, "line_no": item.line_no} for r in built["rows"])
+        elif err is not None and item.obj is not None:
+            rejects.append((item.line_no, err[0], item.text(), err[1]))
+    read = RowsRead(file, items, framing, rows, rejects)
+    res = keep_last(read, schema=WORKLOAD_TOPOLOGY_SCHEMA, key=["uid", "pod_set", "domain_index"],
+                    cluster=cluster)  # fmt: skip
+    return ParseResult(
+        rows=res.rows.with_columns(pl.lit(when, dtype=_UTC).alias(SNAPSHOT_COLUMN)),
+        rejected=res.rejected,
+        info={**res.info, "kind": "Workload"},
+    )
 
 
 _LIST_KINDS: Final = frozenset(
@@ -341,6 +376,10 @@ def parse_k8s_objects(
             rejected=rejected,
             info={**res.info, "kind": kind},
         )
+    if "Workload" in by_kind:
+        topo = _workload_topology(file, by_kind["Workload"], framing, cluster, when)
+        if topo.rows.height or topo.rejected.height:
+            out[WORKLOAD_TOPOLOGY_SOURCE] = topo
     return out
 
 

@@ -10,9 +10,10 @@ The parsers are private modules, one per command: ``_sacct_parse`` (``sacct``, w
 ``_sacctmgr_events`` (``sacctmgr show event``), ``_sshare``, ``_sprio``, ``_sdiag``,
 ``_reservations`` (``scontrol``/``sacctmgr show reservation``), ``_sacctmgr_transactions``
 (``sacctmgr list transactions``), ``_sacctmgr_tres`` (``sacctmgr show tres``),
-``_scontrol_config`` (``scontrol show config``), ``_topology_conf`` and ``_topology_yaml``
-(``topology.conf``/``topology.yaml``, input kind ``topology``); the cluster-state parsers share
-the Slurm text helpers of ``_text``.
+``_scontrol_config`` (``scontrol show config``), ``_topology_conf``, ``_topology_yaml`` and
+``_scontrol_topology`` (``topology.conf``/``topology.yaml``/``scontrol show topology``, input
+kind ``topology``), ``_squeue`` (polled ``squeue``, input kind ``slurm-squeue``); the
+cluster-state parsers share the Slurm text helpers of ``_text``.
 """
 
 from __future__ import annotations
@@ -35,8 +36,10 @@ from pipelines.slurm._sacctmgr_tres import TRES_SCHEMA, parse_sacctmgr_tres
 from pipelines.slurm._scontrol_config import CONFIG_SCHEMA, parse_scontrol_config
 from pipelines.slurm._scontrol_jobs import SCONTROL_JOB_SCHEMA, parse_scontrol_jobs
 from pipelines.slurm._scontrol_nodes import NODE_SCHEMA, parse_scontrol_nodes
+from pipelines.slurm._scontrol_topology import parse_scontrol_topology
 from pipelines.slurm._sdiag import SDIAG_SCHEMA, parse_sdiag
 from pipelines.slurm._sprio import SPRIO_SCHEMA, parse_sprio
+from pipelines.slurm._squeue import SQUEUE_SCHEMA, parse_squeue
 from pipelines.slurm._sshare import SSHARE_SCHEMA, parse_sshare
 from pipelines.slurm._topology_conf import TOPOLOGY_SCHEMA, parse_topology_conf
 from pipelines.slurm._topology_yaml import parse_topology_yaml
@@ -46,6 +49,7 @@ __all__ = [
     "SACCT",
     "SACCT_CHUNK_BYTES",
     "SLURM_STATE",
+    "SQUEUE",
     "STATE_PREFIXES",
     "TOPOLOGY",
     "job_view_gaps",
@@ -245,6 +249,8 @@ SLURM_STATE = InputKind(
 def _topology(path: Path, o: IngestOptions) -> ParseResult:
     if path.suffix.lower() in {".yaml", ".yml"}:
         return parse_topology_yaml(path, cluster=o.cluster)
+    if path.suffix.lower() == ".txt":
+        return parse_scontrol_topology(path, cluster=o.cluster)
     return parse_topology_conf(path, cluster=o.cluster)
 
 
@@ -261,18 +267,45 @@ TOPOLOGY = InputKind(
         ),
     ),
     folder="topology",
-    globs=("topology*.conf", "topology*.yaml", "topology*.yml"),
+    globs=("topology*.conf", "topology*.yaml", "topology*.yml", "topology*.txt"),
     asset="topology",
     group="slurm",
     scheduler="slurm",
     source_key="topology_source",
     description=(
         "One row per topology level, domain and node, from Slurm's `topology.conf` "
-        "(`topology/tree` switches, `topology/block` blocks) or `topology.yaml`, valid from "
-        "the file's day; one partition per cluster and day."
+        "(`topology/tree` switches, `topology/block` blocks), `topology.yaml` or `scontrol show "
+        "topology` output (`topology*.txt`), valid from the file's day; one partition per "
+        "cluster and day."
     ),
-    help="Slurm topology.conf (tree or block form) or topology.yaml",
+    help="Slurm topology.conf (tree or block form), topology.yaml or scontrol show topology",
+)
+
+SQUEUE = InputKind(
+    name="slurm-squeue",
+    sources=(
+        RawSource(
+            "slurm-squeue",
+            "raw.slurm_squeue",
+            SQUEUE_SCHEMA,
+            lambda p, o: parse_squeue(p, cluster=o.cluster, tz=o.tz),
+            freshness="sacct",
+            data_time=("poll_at",),  # expected_start lies in the future
+        ),
+    ),
+    folder="squeue",
+    globs=("squeue*",),
+    asset="slurm_squeue",
+    group="slurm",
+    scheduler="slurm",
+    source_key="slurm_squeue_source",
+    description=(
+        "One row per job and `squeue` poll (state, pending reason, SchedNodes, expected start, "
+        "ReqSwitch), from the live source's polls (`squeue -O`, one block per poll stamped "
+        "with its time), one partition per cluster and day."
+    ),
+    help="polled squeue -O output (JobID|State|Reason|SchedNodes|StartTime|ReqSwitch|…)",
 )
 
 #: This package's input kinds, in registry order.
-KINDS: tuple[InputKind, ...] = (SACCT, SLURM_STATE, TOPOLOGY)
+KINDS: tuple[InputKind, ...] = (SACCT, SLURM_STATE, TOPOLOGY, SQUEUE)

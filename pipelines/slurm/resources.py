@@ -11,15 +11,17 @@ from __future__ import annotations
 import datetime as dt
 import os
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pydantic import Field
 
 from pipelines._sources import FileSource, InputSource
-from pipelines.slurm import SACCT, SLURM_STATE, TOPOLOGY
+from pipelines.slurm import SACCT, SLURM_STATE, SQUEUE, TOPOLOGY
 from pipelines.slurm._reservations import RESERVATION_HISTORY_FIELDS
 from pipelines.slurm._sprio import SPRIO_FORMAT
+from pipelines.slurm._squeue import POLL_MARKER, SQUEUE_FORMAT
 
 __all__ = [
     "EVENT_FIELDS",
@@ -30,6 +32,7 @@ __all__ = [
     "SacctFileSource",
     "SlurmStateCliSource",
     "SlurmStateFileSource",
+    "SqueueFileSource",
     "TopologyFileSource",
     "slurm_client_env",
 ]
@@ -49,9 +52,10 @@ EVENT_FIELDS = (
 #: The cluster-state outputs :class:`SlurmStateCliSource` spools, by kind (``jobs``: only when
 #: asked for, see the class).
 STATE_KINDS = ("nodes", "events", "sshare", "sprio", "sdiag", "transactions", "tres",
-               "scontrol_config", "jobs", "reservations", "reservation_history")  # fmt: skip
+               "scontrol_config", "jobs", "reservations", "reservation_history",
+               "squeue")  # fmt: skip
 #: Kinds fetched only when :attr:`SlurmStateCliSource.kinds` names them.
-_ON_REQUEST_KINDS = frozenset({"jobs", "reservations", "reservation_history"})
+_ON_REQUEST_KINDS = frozenset({"jobs", "reservations", "reservation_history", "squeue"})
 
 
 def slurm_client_env(
@@ -128,6 +132,13 @@ class SlurmStateFileSource(FileSource):
     :data:`~pipelines.slurm.STATE_PREFIXES`."""
 
     kind: str = SLURM_STATE.name
+
+
+class SqueueFileSource(FileSource):
+    """Polled ``squeue`` output under ``<inputs_dir>/<cluster>/squeue/`` (``squeue_<day>.txt``,
+    one block per poll, as :class:`SlurmStateCliSource` appends them)."""
+
+    kind: str = SQUEUE.name
 
 
 class TopologyFileSource(FileSource):
@@ -210,6 +221,12 @@ class SlurmStateCliSource(InputSource):
       ``reservation_history``: ``sacctmgr --parsable2 show reservation`` for the day with
       ``Format=`` :data:`~pipelines.slurm._reservations.RESERVATION_HISTORY_FIELDS` (what
       slurmdbd recorded, with unused wall time). Both only when :attr:`kinds` names them.
+    - ``squeue``: ``squeue --all --states=PENDING,RUNNING,COMPLETING -O``
+      :data:`~pipelines.slurm._squeue.SQUEUE_FORMAT` (every job's state and pending reason,
+      now), *appended* to ``<spool_dir>/<cluster>/squeue/squeue_<day of the poll>.txt`` after a
+      ``# poll_time=<epoch>`` line (the host clock plus :attr:`clock_offset_s`), for the
+      ``slurm-squeue`` kind. Only when :attr:`kinds` names it: poll it every minute or few
+      (``kinds=["squeue"]``); the reason spells are as fine as the polls.
 
     Only ``events``, ``transactions`` and ``reservation_history`` look at ``day``; the others
     are snapshots of the
@@ -224,6 +241,8 @@ class SlurmStateCliSource(InputSource):
         kinds: which outputs to fetch (a subset of :data:`STATE_KINDS`; default: all but
             ``jobs``, ``reservations`` and ``reservation_history``).
         timeout_s: seconds before one command is given up.
+        clock_offset_s: seconds added to the host clock for the poll time (a cluster whose
+            clock differs from this host's, as the test cluster's faked one; normally 0).
     """
 
     spool_dir: str
@@ -234,6 +253,7 @@ class SlurmStateCliSource(InputSource):
         default_factory=lambda: [k for k in STATE_KINDS if k not in _ON_REQUEST_KINDS]
     )
     timeout_s: float = 120.0
+    clock_offset_s: float = 0.0
 
     def _bin(self, name: str) -> str:
         return str(Path(self.bin_dir) / name) if self.bin_dir else name
@@ -270,6 +290,10 @@ class SlurmStateCliSource(InputSource):
                 self._bin("sacctmgr"), "--parsable2", "show", "reservation", f"Clusters={cluster}",
                 f"Start={start}", f"End={end}", f"Format={RESERVATION_HISTORY_FIELDS}",
             ],
+            "squeue": [
+                self._bin("squeue"), "-M", cluster, "--all", "--states=PENDING,RUNNING,COMPLETING",
+                "-O", SQUEUE_FORMAT,
+            ],
         }  # fmt: skip
         unknown = sorted(set(self.kinds) - set(every))
         if unknown:
@@ -291,6 +315,18 @@ class SlurmStateCliSource(InputSource):
         env = slurm_client_env(self.env, self.slurm_conf)
         files = []
         for kind, argv in self.commands(cluster, day).items():
+            if kind == "squeue":
+                files.append(self._poll_squeue(cluster, argv, env))
+                continue
             text = _run(argv, env, self.timeout_s)
             files.append(_spool(self.path(cluster, kind, day), text))
         return files
+
+    def _poll_squeue(self, cluster: str, argv: list[str], env: Mapping[str, str]) -> Path:
+        """Run one squeue poll and append it, stamped, to the poll day's file."""
+        now = time.time() + self.clock_offset_s
+        text = _run(argv, env, self.timeout_s)
+        day = dt.datetime.fromtimestamp(now, tz=dt.UTC).date().isoformat()
+        path = Path(self.spool_dir) / cluster / "squeue" / f"squeue_{day}.txt"
+        before = path.read_text(encoding="utf-8") if path.exists() else ""
+        return _spool(path, f"{before}{POLL_MARKER}{int(now)}\n{text}")

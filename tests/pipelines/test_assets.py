@@ -147,7 +147,7 @@ def test_waterfall_conserves_capacity_and_matches_occupancy(materialized: Materi
 #: which has rows only for findings.
 _ONE_SCHEDULER_VIEWS = {
     "slurm_jobs", "k8s_events", "k8s_pending_reasons", "k8s_pods", "k8s_workloads",
-    "kueue_cluster_queues", "kueue_local_queues", "data_quality",
+    "kueue_cluster_queues", "kueue_local_queues", "data_quality", "pending_reason_spells",
 }  # fmt: skip
 
 

@@ -79,9 +79,9 @@ def test_every_file_source_of_the_definitions_reads_the_custom_input_dir(
     root = tmp_path / "elsewhere" / "west-exports"
     resources = build_defs(cfg).resources or {}
     sources = {k: v for k, v in resources.items() if isinstance(v, FileSource)}
-    # one file source per input kind of the registry (8: sacct, slurm-state, topology, three
-    # Kubernetes kinds, dcgm, dcgm-hourly)
-    assert set(sources) == {k.source_key for k in input_kinds()} and len(sources) == 8
+    # one file source per input kind of the registry (9: sacct, slurm-state, topology,
+    # slurm-squeue, three Kubernetes kinds, dcgm, dcgm-hourly)
+    assert set(sources) == {k.source_key for k in input_kinds()} and len(sources) == 9
     for key, source in sources.items():
         assert source.cluster_dir("west") == root, key
         assert source.cluster_dir("east") == tmp_path / "inputs" / "east", key

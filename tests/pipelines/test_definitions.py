@@ -18,7 +18,7 @@ EXPECTED_ASSETS = {
     "analytics/gpu_activity", "analytics/weekly_report",
     "analytics/recommendations", "analytics/lake_export",
     "raw/topology", "core/topology", "analytics/job_placement",
-    "analytics/topology_fragmentation_hourly",
+    "analytics/topology_fragmentation_hourly", "raw/slurm_squeue", "core/pending_reason_spells",
 }  # fmt: skip
 
 

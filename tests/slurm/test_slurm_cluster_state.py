@@ -458,7 +458,7 @@ def test_state_commands_name_the_cluster_and_day() -> None:
 
 def test_unknown_state_kind_is_refused() -> None:
     """A kind outside STATE_KINDS is a configuration error."""
-    source = SlurmStateCliSource(spool_dir="/tmp/x", kinds=["nodes", "squeue"])
+    source = SlurmStateCliSource(spool_dir="/tmp/x", kinds=["nodes", "sinfo"])
     with pytest.raises(ValueError, match="unknown kinds"):
         source.commands("c", "2026-01-01")
 

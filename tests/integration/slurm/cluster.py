@@ -6,6 +6,9 @@ changed), following ``/work/shared/notes/slurm-in-ci.md``:
 
 * 4 nodes ``gpu-[001-004]`` × 8 GPUs backed by fake ``mknod`` device files, 32 CPUs each
   (``SlurmdParameters=config_overrides``), partitions ``gpu`` (default) and ``debug``;
+* ``TopologyPlugin=topology/tree``: leaf switches ``leaf1`` (gpu-001, gpu-002) and ``leaf2``
+  (gpu-003, gpu-004) under ``spine`` (:data:`LEAF_SWITCHES`; ``topology.conf`` beside
+  ``slurm.conf``), two "domains" of 16 GPUs for gang placement;
 * accounts ``team-a/b/c`` (fairshare 50/30/20) with fictional users, QOS ``normal/high/low``,
   ``AccountingStorageTRES=gres/gpu``; every daemon on loopback and on ports picked free at start.
 
@@ -57,8 +60,10 @@ __all__ = [
     "DEFAULT_ACCOUNTS",
     "DEFAULT_USERS",
     "GPUS_PER_NODE",
+    "LEAF_SWITCHES",
     "NODE_NAMES",
     "REQUIRED_BINARIES",
+    "SPINE_SWITCH",
     "ClusterUser",
     "SlurmCommandError",
     "SlurmTestCluster",
@@ -70,6 +75,13 @@ CLUSTER_NAME = "testgpu"
 NODE_NAMES: tuple[str, ...] = ("gpu-001", "gpu-002", "gpu-003", "gpu-004")
 NODE_RANGE = "gpu-[001-004]"
 DEBUG_NODE_RANGE = "gpu-[001-002]"
+#: ``topology/tree``: leaf switch → its nodes (each leaf a "domain" of 2 nodes, 16 GPUs), both
+#: under the spine switch :data:`SPINE_SWITCH`.
+LEAF_SWITCHES: Mapping[str, tuple[str, ...]] = {
+    "leaf1": ("gpu-001", "gpu-002"),
+    "leaf2": ("gpu-003", "gpu-004"),
+}
+SPINE_SWITCH = "spine"
 GPUS_PER_NODE = 8
 CPUS_PER_NODE = 32
 
@@ -695,8 +707,13 @@ class SlurmTestCluster:
             "db_user": "slurm",
             "db_password": self._db_password,
             "db_name": "slurm_acct_db",
+            "leaf1": "leaf1",
+            "leaf1_nodes": ",".join(LEAF_SWITCHES["leaf1"]),
+            "leaf2": "leaf2",
+            "leaf2_nodes": ",".join(LEAF_SWITCHES["leaf2"]),
+            "spine": SPINE_SWITCH,
         }
-        for name in ("slurm.conf", "gres.conf", "slurmdbd.conf"):
+        for name in ("slurm.conf", "gres.conf", "slurmdbd.conf", "topology.conf"):
             template = string.Template((_TEMPLATES / f"{name}.tmpl").read_text())
             target = self.etc_dir / name
             target.write_text(template.substitute(values))
