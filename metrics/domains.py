@@ -5,7 +5,8 @@ Everything here is read at the *start* of each hour (a snapshot, as
 :func:`metrics.placement.fragmentation_hourly`): a node is *healthy* when no down or drain
 interval covers the hour start; an attempt *holds* a node when ``start_at <= hour < end_at``
 (NULL end: still running) and then ``gpus / nodes`` of its GPUs; a node is *whole free* when it
-is healthy and no attempt holds any of it. A tray of a GB200 NVL72 rack is one node.
+is healthy and no attempt (a CPU-only one included) runs on it, as in
+:func:`metrics.placement.fragmentation_hourly`. A tray of a GB200 NVL72 rack is one node.
 """
 
 from __future__ import annotations
@@ -151,8 +152,8 @@ def gang_level(topology: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _held_per_node(jobs: pl.LazyFrame, hours: pl.LazyFrame) -> pl.LazyFrame:
-    """``cluster, hour, node, _held``: GPUs attempts hold on each node at each hour start
-    (an attempt holds ``gpus / distinct nodes`` on each of its nodes)."""
+    """``cluster, hour, node, _held, _attempts``: GPUs attempts hold on each node at each hour
+    start (an attempt holds ``gpus / distinct nodes`` on each of its nodes) and how many."""
     horizon = hours.group_by(CLUSTER).agg((pl.col(HOUR).max() + _HOUR).alias("_horizon"))
     start = pl.col(START_AT)
     first = start.dt.truncate("1h")
@@ -174,7 +175,9 @@ def _held_per_node(jobs: pl.LazyFrame, hours: pl.LazyFrame) -> pl.LazyFrame:
         .filter(pl.col(HOUR).is_not_null())
         .explode(NODE)
     )
-    return spans.group_by(CLUSTER, HOUR, NODE).agg(pl.col("_held").sum())
+    return spans.group_by(CLUSTER, HOUR, NODE).agg(
+        pl.col("_held").sum(), pl.len().alias("_attempts")
+    )
 
 
 def _down_per_node(down: pl.LazyFrame, hours: pl.LazyFrame) -> pl.LazyFrame:
@@ -215,6 +218,7 @@ def _node_hours(
         .with_columns(
             pl.col(GPUS).fill_null(0.0).alias("_gpus"),
             pl.col("_held").fill_null(0.0),
+            pl.col("_attempts").fill_null(0),
             pl.lit(value=True).alias("_healthy"),
         )
     )
@@ -229,7 +233,7 @@ def _node_hours(
         .then((pl.col("_gpus") - pl.col("_held")).clip(lower_bound=0.0))
         .otherwise(0.0)
         .alias("_free")
-    ).select(CLUSTER, HOUR, LEVEL, DOMAIN, NODE, "_gpus", "_healthy", "_held", "_free")
+    ).select(CLUSTER, HOUR, LEVEL, DOMAIN, NODE, "_gpus", "_healthy", "_held", "_attempts", "_free")
 
 
 def domain_capacity_hourly(
@@ -266,8 +270,8 @@ def domain_capacity_hourly(
     per = nh.group_by(CLUSTER, HOUR, LEVEL, DOMAIN).agg(
         pl.len().cast(pl.Int64).alias("nodes"),
         healthy.sum().cast(pl.Int64).alias("healthy_nodes"),
-        (healthy & (pl.col("_held") > 0)).sum().cast(pl.Int64).alias("allocated_nodes"),
-        (healthy & (pl.col("_held") <= 0)).sum().cast(pl.Int64).alias("free_nodes"),
+        (healthy & (pl.col("_attempts") > 0)).sum().cast(pl.Int64).alias("allocated_nodes"),
+        (healthy & (pl.col("_attempts") == 0)).sum().cast(pl.Int64).alias("free_nodes"),
         pl.col("_gpus").filter(healthy).sum().alias("healthy_gpus"),
         pl.col("_free").sum().alias("free_gpus"),
     )
@@ -440,7 +444,7 @@ def stranded_hourly(
         .join(size, on=CLUSTER)
         .with_columns(((pl.col(REQ_GPUS) / pl.col("_gpn")).ceil().cast(pl.Int64)).alias("_n"))
     )
-    whole = pl.col("_held") <= 0
+    whole = pl.col("_attempts") == 0
     per_node = nh.filter(pl.col("_healthy")).join(gpn, on=CLUSTER)
     partial = per_node.filter(~whole).group_by(CLUSTER, HOUR).agg(pl.col("_free").sum().alias("_p"))
     whole_d = per_node.filter(whole).group_by(CLUSTER, HOUR, DOMAIN).agg(pl.len().alias("_w"))

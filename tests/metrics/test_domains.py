@@ -238,8 +238,17 @@ def test_wait_causes_exact_where_a_topology_reason_is_stated() -> None:
 def test_topology_reasons() -> None:
     """Kueue's TAS message and Slurm switch/topology reasons count; Resources and Priority not."""
     got = pl.select(
-        topology_reason(pl.Series(["Resources", "Priority", "ReqSwitch wait", "TOPOLOGY",
-                                   "allows to fit only 2 out of 3"]))  # fmt: skip
+        topology_reason(
+            pl.Series(
+                [
+                    "Resources",
+                    "Priority",
+                    "ReqSwitch wait",
+                    "TOPOLOGY",
+                    "allows to fit only 2 out of 3",
+                ]
+            )
+        )
     ).to_series()
     assert got.to_list() == [False, False, True, True, True]
 
@@ -247,10 +256,14 @@ def test_topology_reasons() -> None:
 def test_wait_with_no_capacity_snapshot_counts_as_other() -> None:
     """R's wait moved two hours earlier (h0 − 2 h to h0 − 1 h): no capacity row covers that
     hour, so its 3600 s are other, not priority."""
-    early = _pending().with_columns(
-        pl.lit(H0 - 120 * M).cast(T).alias("eligible_at"),
-        pl.lit(H0 - 60 * M).cast(T).alias("end_at"),
-    ).filter(pl.col("job_id") == "R")
+    early = (
+        _pending()
+        .with_columns(
+            pl.lit(H0 - 120 * M).cast(T).alias("eligible_at"),
+            pl.lit(H0 - 60 * M).cast(T).alias("end_at"),
+        )
+        .filter(pl.col("job_id") == "R")
+    )
     got = large_job_wait_causes(
         _capacity(), _jobs().clear(), _inventory(), _as_of(), topology=_topology(),
         pending=early, min_gpus=12,

@@ -46,6 +46,7 @@ def test_default_cluster_is_default_when_unset(tmp_path: Path) -> None:
         ('[[clusters]]\nscheduler = "slurm"\n', "missing 'name'"),
         ('[sources]\nsacct = "ftp"\n', "sources.sacct"),
         ("[warehouse\n", "g.toml"),
+        ("[topology]\nsegment_sizes = [4, 0]\n", "topology.segment_sizes"),
     ],
 )
 def test_invalid_values_name_the_file_and_key(tmp_path: Path, text: str, needle: str) -> None:
@@ -67,3 +68,12 @@ def test_live_sources_selected_by_config(tmp_path: Path) -> None:
     assert isinstance(res["sacct_source"], SacctCliSource)
     assert isinstance(res["dcgm_source"], PrometheusDcgmSource)
     assert res["dcgm_source"].url == "http://127.0.0.1:1"
+
+
+def test_segment_sizes_default_and_configured(tmp_path: Path) -> None:
+    """Unset: 1, 2, 4, 8, 16 and 18 trays; set: distinct and ascending."""
+    p = tmp_path / "g.toml"
+    p.write_text("")
+    assert load_config(p).segment_sizes == (1, 2, 4, 8, 16, 18)
+    p.write_text("[topology]\nsegment_sizes = [9, 3, 9]\n")
+    assert load_config(p).segment_sizes == (3, 9)
