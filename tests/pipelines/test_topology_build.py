@@ -134,7 +134,8 @@ def test_stranded_parts_sum_to_the_waterfall_leaves_in_every_cluster_hour(
     ``idle`` leaf or whose held-for-gangs/other parts miss the ``held`` leaf, and every
     waterfall cluster-hour has a row."""
     with connect(warehouse, read_only=True) as con:
-        (bad,) = con.execute(load_sql("checks/stranded_splits_conserve_leaves")).fetchone() or (None,)
+        check = load_sql("checks/stranded_splits_conserve_leaves")
+        (bad,) = con.execute(check).fetchone() or (None,)
         (n_rows, n_hours) = con.execute(
             "SELECT (SELECT count(*) FROM stranded_gpu_hourly),"
             " (SELECT count(DISTINCT (cluster, hour)) FROM gpu_waterfall_hourly)"
