@@ -10,9 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.analytics.build import rebuild
-from pipelines.config import load_config
-from pipelines.ingest import IngestOptions, ingest_file
 from pipelines.sample_fleet import generate_sample_fleet
 from pipelines.sample_fleet._rackscale import (
     FAILED_RACK,
@@ -20,15 +17,11 @@ from pipelines.sample_fleet._rackscale import (
     FRAGMENT_DAYS,
     RACKSCALE_CLUSTER,
     SPREAD_TEAM,
-    generate_rackscale,
 )
-from pipelines.sample_fleet._writers import write_registry
-from pipelines.warehouse import connect, init_warehouse
+from pipelines.warehouse import connect
 from pipelines.warehouse.sql import load_sql
-from tests.conftest import write_config
+from tests.rackscale import START, build_rackscale_warehouse
 
-START = dt.date(2026, 11, 2)
-DAYS = 9
 FRAG_FROM = dt.datetime.combine(START, dt.time(), dt.UTC) + dt.timedelta(days=FRAGMENT_DAYS[0])
 FRAG_TO = dt.datetime.combine(START, dt.time(), dt.UTC) + dt.timedelta(days=FRAGMENT_DAYS[1])
 
@@ -36,24 +29,7 @@ FRAG_TO = dt.datetime.combine(START, dt.time(), dt.UTC) + dt.timedelta(days=FRAG
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Nine days of slurm-nvl alone (sacct, node events, topology.conf, hourly DCGM), built."""
-    data = tmp_path_factory.mktemp("nvl")
-    generate_rackscale(data, seed=7, start=START, days=DAYS)
-    write_registry(data / "registry.yaml")
-    cfg = load_config(
-        write_config(data, days_dir=data, clusters=((RACKSCALE_CLUSTER, "slurm", "UTC"),))
-    )
-    base = data / "inputs" / RACKSCALE_CLUSTER
-    opts = IngestOptions(cluster=RACKSCALE_CLUSTER, tz="UTC")
-    with connect(cfg.warehouse_path) as con:
-        init_warehouse(con)
-        for kind, pattern in (("sacct", "sacct/*.psv"), ("slurm-state", "slurm_state/*.psv"),
-                              ("topology", "topology/*.conf"),
-                              ("dcgm-hourly", "dcgm_hourly/*/*.parquet")):  # fmt: skip
-            for f in sorted(base.glob(pattern)):
-                stats = ingest_file(con, kind, f, opts)
-                assert stats.rows_rejected == 0, (f, stats)
-        rebuild(con, cfg)
-    return cfg.warehouse_path
+    return build_rackscale_warehouse(tmp_path_factory.mktemp("nvl")).warehouse_path
 
 
 def test_the_map_is_four_blocks_of_eighteen_trays(warehouse: Path) -> None:
