@@ -116,7 +116,7 @@ st.subheader("Stranded GPU-hours")
 stranded = queries.topology_stranded_daily(path, f)
 if stranded.height:
     cols = st.columns(3)
-    idle_h = float(stranded["idle_gpu_h"].sum() + stranded["held_gpu_h"].sum())
+    idle_h = float(stranded.select((pl.col("idle_gpu_h") + pl.col("held_gpu_h")).sum()).item())
     strand_h = float(stranded["stranded_gpu_h"].sum())
     cols[0].metric("Stranded GPU-hours", f"{strand_h:,.0f}")
     cols[1].metric("Stranded ÷ idle", f"{strand_h / idle_h:.1%}" if idle_h else "n/a")

@@ -327,8 +327,6 @@ def simulate_rackscale(seed: int, start: dt.date, days: int) -> RackscaleResult:
             heapq.heappush(heap, (job.end, 0, 0, k))
     for k in running:  # still running at the window's end
         jobs[k].state = "RUNNING"
-        if jobs[k].end is not None and jobs[k].end > w1:
-            jobs[k].end = None
     for j in jobs:
         if j.start is not None and j.end is not None and j.end > w1:
             j.end = None
