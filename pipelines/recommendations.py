@@ -48,6 +48,7 @@ from metrics.recommendations import (
     backfill_tuning,
     cluster_queue_usage_hourly,
     fairness_drift,
+    gang_window,
     idle_allocations,
     kueue_borrowing,
     kueue_quota_drift,
@@ -108,6 +109,7 @@ RULES: tuple[str, ...] = (
     "preemption_churn",
     "lemon_nodes",
     "reservations_idle",
+    "gang_window",
 )
 
 #: Files written by :func:`write_outputs`, by patch kind (``latest.json`` for all).
@@ -146,6 +148,10 @@ class RecommendationInputs:
         reservations: ``raw.slurm_reservations`` rows overlapping the window (empty when the
             table is absent).
         slurm_config: cluster → ``scontrol show config`` settings (absent: not loaded).
+        wait_causes: ``large_job_wait_causes`` rows eligible in the window (empty without the
+            view).
+        gang_domains: each cluster's gang-level domains at its last hour (``cluster, domain,
+            healthy_nodes, nodes_list``; empty without the views).
     """
 
     as_of: dt.datetime
@@ -167,6 +173,8 @@ class RecommendationInputs:
     local_queues: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     reservations: pl.DataFrame = field(default_factory=pl.DataFrame)
     slurm_config: dict[str, dict[str, str]] = field(default_factory=dict)
+    wait_causes: pl.DataFrame = field(default_factory=pl.DataFrame)
+    gang_domains: pl.DataFrame = field(default_factory=pl.DataFrame)
 
 
 def _query(
@@ -252,6 +260,16 @@ def read_inputs(
         ),
         local_queues=lqs,
         slurm_config=confs,
+        wait_causes=(
+            _query(con, "large_job_wait_causes", params)
+            if table_exists(con, "large_job_wait_causes")
+            else pl.DataFrame()
+        ),
+        gang_domains=(
+            _query(con, "gang_domains")
+            if table_exists(con, "stranded_gpu_hourly")
+            else pl.DataFrame()
+        ),
     )
 
 
@@ -319,6 +337,13 @@ def recommendations_frame(
             jobs, inputs.nodes, w, **opt["reservations_idle"],
         ),
     ]  # fmt: skip
+    if inputs.wait_causes.height and inputs.gang_domains.height:
+        frames.append(
+            gang_window(
+                inputs.wait_causes, inputs.gang_domains, w, inputs.schedulers,
+                **opt["gang_window"],
+            )
+        )  # fmt: skip
     for cluster in slurm:
         frames.append(
             backfill_tuning(

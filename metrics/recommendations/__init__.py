@@ -28,6 +28,7 @@ from metrics.recommendations._model import (
 )
 from metrics.recommendations.backfill import backfill_tuning, max_queue_depth
 from metrics.recommendations.fairness_drift import fairness_drift
+from metrics.recommendations.gang_window import gang_window
 from metrics.recommendations.idle import idle_allocations
 from metrics.recommendations.kueue_borrowing import cluster_queue_usage_hourly, kueue_borrowing
 from metrics.recommendations.lemon import lemon_nodes
@@ -47,6 +48,7 @@ __all__ = [
     "cluster_queue_usage_hourly",
     "empty_recommendations",
     "fairness_drift",
+    "gang_window",
     "gpu_quotas",
     "idle_allocations",
     "kueue_borrowing",

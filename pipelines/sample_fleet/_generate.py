@@ -423,8 +423,10 @@ def generate_sample_fleet(
     day>.psv``,
     ``inputs/k8s-b/k8s/{events,pods,workloads,clusterqueues,localqueues,nodes}_D.json``,
     ``inputs/<cluster>/dcgm/dcgm_D.prom.gz`` and
-    ``planted.json`` under ``out_dir``. Earlier generated day files in those folders are removed
-    first. Same seed, start and days give byte-identical files; nothing reads the clock.
+    ``planted.json`` under ``out_dir``, and (``rackscale``) the files of ``slurm-nvl``
+    (:func:`pipelines.sample_fleet._rackscale.generate_rackscale`). Earlier generated day files
+    in those folders are removed first. Same seed, start and days give byte-identical files;
+    nothing reads the clock.
 
     Args:
         out_dir: folder to write into (created if needed).
