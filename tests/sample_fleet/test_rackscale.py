@@ -17,6 +17,7 @@ from pipelines.sample_fleet._rackscale import (
     FRAGMENT_DAYS,
     RACKSCALE_CLUSTER,
     SPREAD_TEAM,
+    generate_rackscale,
 )
 from pipelines.warehouse import connect
 from pipelines.warehouse.sql import load_sql
@@ -131,3 +132,18 @@ def test_other_clusters_files_are_the_same_with_the_rackscale_cluster(tmp_path: 
     assert with_nvl == without
     assert any(k.startswith("inputs/slurm-a/") for k in without)
     assert (tmp_path / "with" / "inventory" / f"{RACKSCALE_CLUSTER}.csv").is_file()
+
+
+def test_slurm_nvl_files_are_the_same_for_the_same_seed(tmp_path: Path) -> None:
+    """Generated twice (seed 7, four days): every slurm-nvl file is byte-identical; another
+    seed gives another sacct day."""
+    for name, seed in (("a", 7), ("b", 7), ("c", 8)):
+        generate_rackscale(tmp_path / name, seed=seed, start=START, days=4)
+    files = sorted(
+        p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file()
+    )
+    assert len(files) == 1 + 2 * 4 + 3
+    for rel in files:
+        assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), rel
+    day = Path("inputs") / RACKSCALE_CLUSTER / "sacct" / f"sacct_{START}.psv"
+    assert (tmp_path / "a" / day).read_bytes() != (tmp_path / "c" / day).read_bytes()
