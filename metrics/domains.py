@@ -435,9 +435,17 @@ def stranded_hourly(
     size = _domain_size(topology, level)
     waits = _waits(jobs, pending, as_of)
     hrs = hours.select(CLUSTER, pl.col(HOUR).cast(UTC_DATETIME)).unique()
+    first = pl.col("_from").dt.truncate("1h")
+    first = pl.when(first == pl.col("_from")).then(first).otherwise(first + _HOUR)
     snapshot = (
-        hrs.join(waits, on=CLUSTER)
-        .filter((pl.col("_from") <= pl.col(HOUR)) & (pl.col(HOUR) < pl.col("_to")))
+        waits.select(
+            CLUSTER,
+            REQ_GPUS,
+            pl.datetime_ranges(first, pl.col("_to"), "1h", closed="left").alias(HOUR),
+        )
+        .explode(HOUR)
+        .filter(pl.col(HOUR).is_not_null())
+        .join(hrs, on=[CLUSTER, HOUR])
         .group_by(CLUSTER, HOUR, REQ_GPUS)
         .agg(pl.len().cast(pl.Int64).alias("_count"))
         .join(gpn, on=CLUSTER)
