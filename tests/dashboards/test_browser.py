@@ -258,6 +258,22 @@ def test_queue_page(app_url: str, driver: Any, materialized: Materialized, tmp_p
     _finish(page, tmp_path, "queue")
 
 
+def test_topology_page(
+    app_url: str, driver: Any, materialized: Materialized, tmp_path: Path
+) -> None:
+    """Heading; the first number is the stranded GPU-hours of ``stranded_gpu_hourly`` over the
+    clusters with a map (the small fleet's inventory racks), whole hours."""
+    serving = str(materialized.cfg.serving_path)
+    ((gpu_s,),) = _view(
+        serving, "select sum(stranded_gpu_s) from stranded_gpu_hourly where level is not null"
+    )
+    page = _open(driver, app_url + "topology")
+    page.wait(lambda p: p.headings == ["Topology"] and len(p.metrics) == 3)
+    assert page.metrics[0] == f"{gpu_s / 3600:,.0f}"
+    assert "Rack grid" in page.text and "Why large jobs waited" in page.text
+    _finish(page, tmp_path, "topology")
+
+
 def test_jobs_page_opens_a_job_by_url(
     app_url: str, driver: Any, materialized: Materialized, tmp_path: Path
 ) -> None:
