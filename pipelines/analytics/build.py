@@ -69,7 +69,7 @@ VIEWS = (
     "telemetry_coverage_team_daily", "topology", "job_placement",
     "topology_fragmentation_hourly", "policy_changes", "topology_nodes",
     "domain_capacity_hourly", "segment_capacity_hourly", "stranded_gpu_hourly",
-    "large_job_wait_causes",
+    "large_job_wait_causes", "nvlink_colocation_weekly",
 )  # fmt: skip
 
 _INVENTORY_SCHEMA = {

@@ -271,3 +271,32 @@ def test_wait_with_no_capacity_snapshot_counts_as_other() -> None:
     assert got.select("job_id", "wait_s", "priority_s", "other_s").rows() == [
         ("R", 3600.0, 0.0, 3600.0)
     ]
+
+
+def test_nvlink_colocation_counts_gangs_that_fit_one_clique() -> None:
+    """``nvlink_colocation_weekly`` over a hand-made ``analytics.job_placement``: at level
+    nvlink, g1 (2 nodes, clique of 3, 1 clique used) and g2 (3 nodes, 2 used) fit one clique;
+    g3 (4 nodes > 3) cannot and s1 (1 node) is no gang; a rack-level row does not count. Week
+    of 2026-11-02: gangs 2, co-located 1, share 1/2."""
+    import duckdb
+
+    from pipelines.warehouse.sql import load_sql
+
+    with duckdb.connect() as con:
+        con.execute("SET TimeZone = 'UTC'")
+        con.execute("CREATE SCHEMA analytics")
+        con.execute(
+            "CREATE TABLE analytics.job_placement AS SELECT * FROM (VALUES"
+            " ('k', 'g1', 'nvlink', TIMESTAMPTZ '2026-11-03 10:00:00+00', 2, 3, 1),"
+            " ('k', 'g2', 'nvlink', TIMESTAMPTZ '2026-11-04 10:00:00+00', 3, 3, 2),"
+            " ('k', 'g3', 'nvlink', TIMESTAMPTZ '2026-11-04 11:00:00+00', 4, 3, 2),"
+            " ('k', 's1', 'nvlink', TIMESTAMPTZ '2026-11-04 12:00:00+00', 1, 3, 1),"
+            " ('k', 'g1', 'rack', TIMESTAMPTZ '2026-11-03 10:00:00+00', 2, 8, 2))"
+            " AS t(cluster, job_id, level, start_at, nodes, domain_size, domains_used),"
+            " (SELECT TIMESTAMPTZ '2026-11-08 00:00:00+00' AS as_of)"
+        )
+        con.execute(load_sql("views/nvlink_colocation_weekly"))
+        rows = con.execute(
+            "SELECT cluster, week, gangs, colocated, colocation_share FROM nvlink_colocation_weekly"
+        ).fetchall()
+    assert rows == [("k", dt.date(2026, 11, 2), 2, 1, 0.5)]
