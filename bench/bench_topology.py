@@ -9,7 +9,8 @@ with timers around the three topology steps of the build: ``_placement`` (``job_
 topology total and its ratio to the rest of the same rebuild, and the peak RSS.
 
 Usage: ``flock /tmp/goodput-big.lock .venv/bin/python bench/bench_topology.py --root
-/tmp/goodput-scale --size 1000x365``.
+/tmp/goodput-scale --size 1000x365``, or ``--config goodput.toml`` for the warehouse a
+configuration names (the bundled fleet after ``goodput materialize``).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--root", default="/tmp/goodput-scale")
     ap.add_argument("--size", default="1000x365")
+    ap.add_argument("--config", help="a goodput.toml whose warehouse to rebuild instead")
     a = ap.parse_args()
     from pipelines.analytics import build
     from pipelines.config import load_config
@@ -60,9 +62,9 @@ def main() -> None:
     times: dict[str, float] = {}
     for step in STEPS:
         setattr(build, step, _timed(getattr(build, step), times, step))
-    cfg = load_config(write_bench_config(work, data, CLUSTER, "2025-01-01"))
+    cfg = load_config(a.config or write_bench_config(work, data, CLUSTER, "2025-01-01"))
     t0 = time.perf_counter()
-    with connect(work / "warehouse.duckdb") as con:
+    with connect(cfg.warehouse_path) as con:
         counts = build.rebuild(con, cfg, full=True)
         rows = {
             t: counts.get(t)
@@ -80,7 +82,7 @@ def main() -> None:
     print(
         json.dumps(
             {
-                "size": a.size,
+                "size": a.config or a.size,
                 "rebuild_s": round(total, 2),
                 "steps_s": {k: round(v, 2) for k, v in times.items()},
                 "topology_s": round(topo, 2),
