@@ -151,7 +151,7 @@ class RecommendationInputs:
         wait_causes: ``large_job_wait_causes`` rows eligible in the window (empty without the
             view).
         gang_domains: each cluster's gang-level domains at its last hour (``cluster, domain,
-            healthy_nodes, nodes_list``; empty without the views).
+            healthy_nodes, healthy_gpus, nodes_list``; empty without the views).
     """
 
     as_of: dt.datetime

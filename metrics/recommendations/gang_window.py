@@ -9,9 +9,11 @@ at least ``min_share`` of their wait, the rule proposes a daily Slurm reservatio
 from the UTC hour when most fragmentation delay began, for the accounts whose large jobs waited
 on topology: small jobs stop refilling that domain, so a gang finds it whole.
 
-Expected gain = the idle GPU-hours per week that accumulated while gangs were blocked (what the
-window lets them use); expected wait reduction = the mean fragmentation delay per large job. Not
-replay-checked (the shared scheduler model has no topology).
+Expected gain = the GPU-hours per week the blocked large jobs were kept from running by topology
+(Σ GPUs asked × fragmentation delay), at most what the reserved domain offers in its windows
+(healthy GPUs × hours × 7); expected wait reduction = the mean fragmentation delay per large job.
+The idle GPU-hours while blocked are evidence only: jobs blocked at the same time count the same
+free GPUs. Not replay-checked (the shared scheduler model has no topology).
 """
 
 from __future__ import annotations
@@ -47,9 +49,10 @@ def gang_window(
 
     Args:
         causes: ``large_job_wait_causes`` rows of the window (``cluster, job_id, team,
-            eligible_at, wait_s, quota_s, priority_s, fragmentation_s, blocked_idle_gpu_s``).
-        domains: ``cluster, domain, healthy_nodes, nodes_list`` (comma-separated hosts) of each
-            cluster's gang level at its last hour.
+            req_gpus, eligible_at, wait_s, quota_s, priority_s, fragmentation_s,
+            blocked_idle_gpu_s``).
+        domains: ``cluster, domain, healthy_nodes, healthy_gpus, nodes_list`` (comma-separated
+            hosts) of each cluster's gang level at its last hour.
         window: the period the evidence covers.
         schedulers: cluster → ``slurm`` | ``kubernetes`` (only Slurm clusters get a patch).
         min_share: fragmentation ÷ wait at or above which the rule fires.
@@ -75,6 +78,7 @@ def gang_window(
             pl.col("fragmentation_s").sum(),
             pl.col("quota_s").sum(),
             pl.col("blocked_idle_gpu_s").sum(),
+            (pl.col("req_gpus") * pl.col("fragmentation_s")).sum().alias("_delayed_gpu_s"),
             pl.col("team").filter(pl.col("fragmentation_s") > 0).unique().sort().alias("teams"),
             pl.col("eligible_at")
             .filter(pl.col("fragmentation_s") > 0)
@@ -101,6 +105,9 @@ def gang_window(
         share = float(r["share"])
         mean_frag = float(r["fragmentation_s"]) / int(r["jobs"])
         idle_h = float(r["blocked_idle_gpu_s"]) / 3600
+        delayed_h = float(r["_delayed_gpu_s"]) / 3600
+        cap_h = float(r["healthy_gpus"]) * hours * 7
+        gain = min(delayed_h / window.weeks, cap_h)
         accounts = ",".join(r["teams"])
         hour = int(r["start_hour"] or 0)
         content = (
@@ -124,6 +131,8 @@ def gang_window(
                     "quota_h": float(r["quota_s"]) / 3600,
                     "fragmentation_share": share,
                     "blocked_idle_gpu_h": idle_h,
+                    "delayed_gpu_h": delayed_h,
+                    "window_gpu_h_per_week": cap_h,
                     "domain": domain,
                     "healthy_trays": int(r["healthy_nodes"]),
                     "start_hour_utc": hour,
@@ -137,7 +146,7 @@ def gang_window(
                     f"{hour:02d}:00 UTC for {accounts}, so small jobs stop refilling it."
                 ),
                 confidence=min(1.0, int(r["blocked_jobs"]) / (2 * min_jobs)),
-                expected_gain_gpu_h_per_week=idle_h / window.weeks,
+                expected_gain_gpu_h_per_week=gain,
                 expected_wait_reduction_s=mean_frag,
                 patch_kind="scontrol",
                 patch_content=content,

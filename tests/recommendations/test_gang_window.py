@@ -21,13 +21,15 @@ H = 3600.0
 def _causes(frag_s: float = 10 * H) -> pl.DataFrame:
     """Cluster c: four large jobs waiting 12 h each (48 h); three (teams a, b, a) held by
     topology ``frag_s`` each, eligible at 09:xx, 09:xx and 14:xx UTC; 2 h quota each; idle while
-    blocked 100 GPU-h each. Cluster k (Kubernetes): the same, but no Slurm patch applies."""
+    blocked 100 GPU-h each; 72, 72, 64 and 72 GPUs asked. Cluster k (Kubernetes): the same, but
+    no Slurm patch applies."""
     t = [
         dt.datetime(2026, 11, d, h, m, tzinfo=dt.UTC)
         for d, h, m in ((3, 9, 0), (4, 9, 30), (5, 14, 0), (6, 1, 0))
     ]
     one = pl.DataFrame({
         "job_id": ["1", "2", "3", "4"], "team": ["a", "b", "a", "c"], "eligible_at": t,
+        "req_gpus": [72.0, 72.0, 64.0, 72.0],
         "wait_s": [12 * H] * 4, "quota_s": [2 * H] * 4, "priority_s": [0.0] * 4,
         "fragmentation_s": [frag_s, frag_s, frag_s, 0.0],
         "blocked_idle_gpu_s": [100 * H, 100 * H, 100 * H, 0.0],
@@ -38,6 +40,7 @@ def _causes(frag_s: float = 10 * H) -> pl.DataFrame:
 def _domains() -> pl.DataFrame:
     return pl.DataFrame({
         "cluster": ["c", "c", "k"], "domain": ["d1", "d2", "kd"], "healthy_nodes": [16, 18, 18],
+        "healthy_gpus": [64.0, 72.0, 72.0],
         "nodes_list": ["n1,n2", "n3,n4", "k1"],
     })  # fmt: skip
 
@@ -45,8 +48,9 @@ def _domains() -> pl.DataFrame:
 def test_fires_where_fragmentation_dominates() -> None:
     """c: fragmentation 30 h of 48 h wait = 0.625 ≥ 0.3 (critical from 0.6); 3 blocked jobs;
     mean per large job 30/4 = 7.5 h. The healthiest domain is d2 (18 trays); accounts a, b; the
-    most common eligible hour of blocked jobs is 09 UTC. Gain = 300 idle GPU-h ÷ 2 weeks = 150
-    GPU-h a week; wait reduction 7.5 h = 27,000 s; confidence min(1, 3/6) = 0.5. k is
+    most common eligible hour of blocked jobs is 09 UTC. Delayed GPU-hours (72 + 72 + 64) × 10
+    = 2,080 over 2 weeks = 1,040 a week, under the window's 72 GPUs × 4 h × 7 = 2,016: gain
+    1,040 GPU-h a week; wait reduction 7.5 h = 27,000 s; confidence min(1, 3/6) = 0.5. k is
     Kubernetes: nothing."""
     got = gang_window(_causes(), _domains(), W, {"c": "slurm", "k": "kubernetes"})
     assert got.height == 1
@@ -57,12 +61,21 @@ def test_fires_where_fragmentation_dominates() -> None:
         "critical",
         "scontrol",
     )
-    assert r["expected_gain_gpu_h_per_week"] == 150.0
+    assert r["expected_gain_gpu_h_per_week"] == 1040.0
     assert r["expected_wait_reduction_s"] == 27_000.0
     assert r["confidence"] == 0.5
     assert "Nodes=n3,n4 Accounts=a,b" in r["patch_content"] and "Flags=DAILY" in r["patch_content"]
     ev = json.loads(r["evidence"])
     assert (ev["domain"], ev["start_hour_utc"], ev["fragmentation_share"]) == ("d2", 9, 0.625)
+
+
+def test_gain_is_capped_by_what_the_window_offers() -> None:
+    """Fragmentation 11 h each (33 of 48 h): delayed (72 + 72 + 64) × 11 = 2,288 GPU-h over
+    2 weeks = 1,144 a week; a domain of 8 healthy GPUs offers 8 × 4 × 7 = 224 a week: gain
+    224."""
+    small = _domains().with_columns(pl.lit(8.0).alias("healthy_gpus"))
+    got = gang_window(_causes(11 * H), small, W, {"c": "slurm"})
+    assert got["expected_gain_gpu_h_per_week"].to_list() == [224.0]
 
 
 def test_quiet_where_fragmentation_is_small() -> None:
