@@ -55,6 +55,7 @@ from metrics.recommendations import (
     lemon_nodes,
     preemption_churn,
     reservations_idle,
+    segment_sizes,
     slurm_fairshare_drift,
     time_limits,
 )
@@ -110,6 +111,7 @@ RULES: tuple[str, ...] = (
     "lemon_nodes",
     "reservations_idle",
     "gang_window",
+    "segment_sizes",
 )
 
 #: Files written by :func:`write_outputs`, by patch kind (``latest.json`` for all).
@@ -152,6 +154,8 @@ class RecommendationInputs:
             view).
         gang_domains: each cluster's gang-level domains at its last hour (``cluster, domain,
             healthy_nodes, healthy_gpus, nodes_list``; empty without the views).
+        segment_efficiency: mean segment-capacity efficiency per cluster and segment size in
+            the window (``cluster, segment_size, efficiency, domain_size, healthy_gpu_h``).
     """
 
     as_of: dt.datetime
@@ -175,6 +179,7 @@ class RecommendationInputs:
     slurm_config: dict[str, dict[str, str]] = field(default_factory=dict)
     wait_causes: pl.DataFrame = field(default_factory=pl.DataFrame)
     gang_domains: pl.DataFrame = field(default_factory=pl.DataFrame)
+    segment_efficiency: pl.DataFrame = field(default_factory=pl.DataFrame)
 
 
 def _query(
@@ -270,6 +275,11 @@ def read_inputs(
             if table_exists(con, "stranded_gpu_hourly")
             else pl.DataFrame()
         ),
+        segment_efficiency=(
+            _query(con, "segment_efficiency", params)
+            if table_exists(con, "segment_capacity_hourly")
+            else pl.DataFrame()
+        ),
     )
 
 
@@ -344,6 +354,12 @@ def recommendations_frame(
                 **opt["gang_window"],
             )
         )  # fmt: skip
+    if inputs.segment_efficiency.height:
+        frames.append(
+            segment_sizes(
+                inputs.segment_efficiency, jobs, w, inputs.schedulers, **opt["segment_sizes"]
+            )
+        )
     for cluster in slurm:
         frames.append(
             backfill_tuning(

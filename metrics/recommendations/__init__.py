@@ -35,6 +35,7 @@ from metrics.recommendations.lemon import lemon_nodes
 from metrics.recommendations.preemption import preemption_churn
 from metrics.recommendations.registry_drift import kueue_quota_drift, slurm_fairshare_drift
 from metrics.recommendations.reservations import reservation_usage, reservations_idle
+from metrics.recommendations.segments import segment_sizes
 from metrics.recommendations.time_limits import time_limits
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "reservation_usage",
     "reservations_idle",
     "scope_key",
+    "segment_sizes",
     "slurm_fairshare_drift",
     "time_limits",
     "to_frame",

@@ -98,3 +98,18 @@ def test_the_rackscale_fleet_gets_a_window_for_its_fragmentation_period(
     assert ev["domain"] != "nvl03" and ev["healthy_trays"] == 18
     assert set(ev["accounts"]) <= {"agents", "nlp", "vision", "multimodal"}
     assert ev["fragmentation_share"] >= 0.3
+
+
+def test_the_rackscale_fleet_gets_a_segment_for_full_rack_gangs(tmp_path: Path) -> None:
+    """Through the catalogue on nine days of slurm-nvl: from day 3 nvl03 holds 16 healthy
+    trays, so 18-node blocks keep less than 95 % of the healthy trays over the window; the rule
+    proposes --segment=2 (the largest configured size dividing 18 with E ≥ 0.95) for the
+    18-node class."""
+    cfg = build_rackscale_warehouse(tmp_path)
+    with connect(cfg.warehouse_path, read_only=True) as con:
+        frame = recommendations_frame(read_inputs(con, cfg))
+    got = frame.filter(pl.col("rule") == "segment_size")
+    ev = {json.loads(e)["nodes"]: json.loads(e) for e in got["evidence"]}
+    assert ev[18]["segment_size"] == 2
+    assert ev[18]["efficiency_whole"] < 0.95 <= ev[18]["efficiency_segment"]
+    assert set(got["cluster"]) == {"slurm-nvl"}
