@@ -27,6 +27,7 @@ page = st.navigation(
         st.Page(PAGES / "fairness.py", title="Fairness", icon=":material/balance:"),
         st.Page(PAGES / "time_to_start.py", title="Time to start", icon=":material/schedule:"),
         st.Page(PAGES / "queue.py", title="Queue now", icon=":material/hourglass_top:"),
+        st.Page(PAGES / "topology.py", title="Topology", icon=":material/grid_view:"),
         st.Page(PAGES / "jobs.py", title="Jobs", icon=":material/work:"),
         st.Page(PAGES / "recommendations.py", title="Recommendations", icon=":material/tune:"),
         st.Page(PAGES / "changes.py", title="Changes", icon=":material/history:"),

@@ -80,6 +80,13 @@ __all__ = [
     "serving_path",
     "top_idle_allocations",
     "top_recommendations",
+    "topology_degraded",
+    "topology_hours",
+    "topology_placement_by_team",
+    "topology_rack_grid",
+    "topology_segment_slots",
+    "topology_stranded_daily",
+    "topology_wait_causes",
     "trends_daily",
     "view_columns",
     "wait_percentiles",
@@ -928,3 +935,61 @@ def queue_estimates(path: str, f: Filters) -> pl.DataFrame:
         )  # fmt: skip
         parts.append(est.with_columns(pl.lit(cluster, pl.String).alias("cluster")))
     return pl.concat(parts).select(list(schema)) if parts else pl.DataFrame(schema=schema)
+# --- topology --------------------------------------------------------------------------------
+
+
+@st.cache_data(ttl=_TTL)
+def topology_hours(path: str, f: Filters) -> list[dt.datetime]:
+    """The hours of ``domain_capacity_hourly`` in the window (cluster filter), oldest first."""
+    df = _frame_if_view(path, "topology_hours", f)
+    return df["hour"].to_list() if df.height else []
+
+
+@st.cache_data(ttl=_TTL)
+def topology_rack_grid(path: str, f: Filters, hour: dt.datetime) -> pl.DataFrame:
+    """One row per domain of each cluster's gang level at ``hour``: ``cluster, level, domain,
+    nodes, healthy_nodes, degraded_nodes, allocated_nodes, free_nodes, free_gpus,
+    largest_segment`` (``domain_capacity_hourly``)."""
+    try:
+        return _frame(path, "topology_rack_grid", {**f.params(), "hour": hour})
+    except duckdb.CatalogException:
+        return pl.DataFrame()
+
+
+@st.cache_data(ttl=_TTL)
+def topology_segment_slots(path: str, f: Filters) -> pl.DataFrame:
+    """``cluster, hour, segment_size, free_slots, healthy_slots, configured_slots, efficiency``
+    at the gang level (``segment_capacity_hourly``), window and cluster filters."""
+    return _frame_if_view(path, "topology_segment_slots", f)
+
+
+@st.cache_data(ttl=_TTL)
+def topology_stranded_daily(path: str, f: Filters) -> pl.DataFrame:
+    """Per UTC day: ``idle_gpu_h, idle_stranded_gpu_h, held_gpu_h, held_for_gangs_gpu_h,
+    stranded_gpu_h, stranded_share`` (``stranded_gpu_hourly``, clusters with a map)."""
+    return _frame_if_view(path, "topology_stranded_daily", f)
+
+
+@st.cache_data(ttl=_TTL)
+def topology_placement_by_team(path: str, f: Filters, min_gpus: float) -> pl.DataFrame:
+    """Per team, multi-node gangs started in the window: ``team, gangs, gpu_h, optimal_share,
+    mean_spread, large_gangs, large_optimal_share`` (``job_placement`` at the gang level; large
+    = at least ``min_gpus`` GPUs)."""
+    try:
+        return _frame(path, "topology_placement_by_team", {**f.params(), "min_gpus": min_gpus})
+    except duckdb.CatalogException:
+        return pl.DataFrame()
+
+
+@st.cache_data(ttl=_TTL)
+def topology_wait_causes(path: str, f: Filters) -> pl.DataFrame:
+    """Per team, large jobs eligible in the window: ``team, jobs, wait_h, quota_h, priority_h,
+    fragmentation_h, other_h, blocked_idle_gpu_h, exact_jobs`` (``large_job_wait_causes``)."""
+    return _frame_if_view(path, "topology_wait_causes", f)
+
+
+@st.cache_data(ttl=_TTL)
+def topology_degraded(path: str, f: Filters) -> pl.DataFrame:
+    """Domains with a tray down or drained in the window: ``cluster, domain, trays,
+    hours_degraded, max_trays_out, first_degraded, last_degraded, healthy_now``."""
+    return _frame_if_view(path, "topology_degraded", f)

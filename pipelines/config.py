@@ -83,6 +83,9 @@ class Config:
     #: DuckDB's memory limit, no spilling (``[sql] time_limit_s``, ``memory_limit``).
     sql_time_limit_s: float = 30.0
     sql_memory_limit: str = "2GB"
+    #: Segment sizes (nodes = trays) counted in ``domain_capacity_hourly`` and
+    #: ``segment_capacity_hourly`` (``[topology] segment_sizes``).
+    segment_sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 18)
 
     def cluster(self, name: str) -> ClusterConfig:
         """The named cluster's settings; an unknown name gets UTC and no field list."""
@@ -235,7 +238,22 @@ def _read_config(cfg_path: Path, db_env: str | None) -> Config:
         sql_memory_limit=_memory(
             raw.get("sql", {}).get("memory_limit", "2GB"), f"{cfg_path}: sql.memory_limit"
         ),
+        segment_sizes=_segment_sizes(
+            raw.get("topology", {}).get("segment_sizes", [1, 2, 4, 8, 16, 18]),
+            f"{cfg_path}: topology.segment_sizes",
+        ),
     )
+
+
+def _segment_sizes(value: object, where: str) -> tuple[int, ...]:
+    """Distinct positive whole numbers of nodes, ascending."""
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
+    ):
+        raise ConfigError(f"{where}: must be a list of positive whole numbers, not {value!r}")
+    return tuple(sorted(set(value)))
 
 
 def _positive(value: object, where: str) -> float:

@@ -48,12 +48,14 @@ from metrics.recommendations import (
     backfill_tuning,
     cluster_queue_usage_hourly,
     fairness_drift,
+    gang_window,
     idle_allocations,
     kueue_borrowing,
     kueue_quota_drift,
     lemon_nodes,
     preemption_churn,
     reservations_idle,
+    segment_sizes,
     slurm_fairshare_drift,
     time_limits,
 )
@@ -110,6 +112,8 @@ RULES: tuple[str, ...] = (
     "preemption_churn",
     "lemon_nodes",
     "reservations_idle",
+    "gang_window",
+    "segment_sizes",
 )
 
 #: Files written by :func:`write_outputs`, by patch kind (``latest.json`` for all).
@@ -158,6 +162,12 @@ class RecommendationInputs:
             changed_at``; empty when the ledger is absent), to find applied recommendations.
         impact: ``policy_change_impact`` rows (``change_id, kpi, method, verdict``); None when
             the view is absent (effects not measured yet).
+        wait_causes: ``large_job_wait_causes`` rows eligible in the window (empty without the
+            view).
+        gang_domains: each cluster's gang-level domains at its last hour (``cluster, domain,
+            healthy_nodes, healthy_gpus, nodes_list``; empty without the views).
+        segment_efficiency: mean segment-capacity efficiency per cluster and segment size in
+            the window (``cluster, segment_size, efficiency, domain_size, healthy_gpu_h``).
     """
 
     as_of: dt.datetime
@@ -181,6 +191,9 @@ class RecommendationInputs:
     slurm_config: dict[str, dict[str, str]] = field(default_factory=dict)
     policy_changes: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=_LEDGER))
     impact: pl.DataFrame | None = None
+    wait_causes: pl.DataFrame = field(default_factory=pl.DataFrame)
+    gang_domains: pl.DataFrame = field(default_factory=pl.DataFrame)
+    segment_efficiency: pl.DataFrame = field(default_factory=pl.DataFrame)
 
 
 def _query(
@@ -276,6 +289,21 @@ def read_inputs(
             if table_exists(con, "policy_change_impact")
             else None
         ),
+        wait_causes=(
+            _query(con, "large_job_wait_causes", params)
+            if table_exists(con, "large_job_wait_causes")
+            else pl.DataFrame()
+        ),
+        gang_domains=(
+            _query(con, "gang_domains")
+            if table_exists(con, "stranded_gpu_hourly")
+            else pl.DataFrame()
+        ),
+        segment_efficiency=(
+            _query(con, "segment_efficiency", params)
+            if table_exists(con, "segment_capacity_hourly")
+            else pl.DataFrame()
+        ),
     )
 
 
@@ -344,6 +372,19 @@ def recommendations_frame(
             jobs, inputs.nodes, w, **opt["reservations_idle"],
         ),
     ]  # fmt: skip
+    if inputs.wait_causes.height and inputs.gang_domains.height:
+        frames.append(
+            gang_window(
+                inputs.wait_causes, inputs.gang_domains, w, inputs.schedulers,
+                **opt["gang_window"],
+            )
+        )  # fmt: skip
+    if inputs.segment_efficiency.height:
+        frames.append(
+            segment_sizes(
+                inputs.segment_efficiency, jobs, w, inputs.schedulers, **opt["segment_sizes"]
+            )
+        )
     for cluster in slurm:
         frames.append(
             backfill_tuning(

@@ -66,7 +66,7 @@ def fleet_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from pipelines.sample_fleet import generate_sample_fleet
 
     out = tmp_path_factory.mktemp("fleet")
-    generate_sample_fleet(out, seed=7, days=2)
+    generate_sample_fleet(out, seed=7, days=2, rackscale=False)
     return out
 
 

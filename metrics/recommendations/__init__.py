@@ -28,12 +28,14 @@ from metrics.recommendations._model import (
 )
 from metrics.recommendations.backfill import backfill_tuning, max_queue_depth
 from metrics.recommendations.fairness_drift import fairness_drift
+from metrics.recommendations.gang_window import gang_window
 from metrics.recommendations.idle import idle_allocations
 from metrics.recommendations.kueue_borrowing import cluster_queue_usage_hourly, kueue_borrowing
 from metrics.recommendations.lemon import lemon_nodes
 from metrics.recommendations.preemption import preemption_churn
 from metrics.recommendations.registry_drift import kueue_quota_drift, slurm_fairshare_drift
 from metrics.recommendations.reservations import reservation_usage, reservations_idle
+from metrics.recommendations.segments import segment_sizes
 from metrics.recommendations.time_limits import time_limits
 
 __all__ = [
@@ -47,6 +49,7 @@ __all__ = [
     "cluster_queue_usage_hourly",
     "empty_recommendations",
     "fairness_drift",
+    "gang_window",
     "gpu_quotas",
     "idle_allocations",
     "kueue_borrowing",
@@ -59,6 +62,7 @@ __all__ = [
     "reservation_usage",
     "reservations_idle",
     "scope_key",
+    "segment_sizes",
     "slurm_fairshare_drift",
     "time_limits",
     "to_frame",

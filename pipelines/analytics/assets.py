@@ -15,10 +15,12 @@ from pipelines.analytics.build import rebuild
 from pipelines.analytics.checks import (
     ALLOCATED_WITHIN_CAPACITY,
     END_NOT_BEFORE_START,
+    STRANDED_SPLITS_CONSERVE_LEAVES,
     UNIQUE_ATTEMPT_KEYS,
     WATERFALL_CONSERVES_CAPACITY,
     allocated_within_capacity,
     end_not_before_start,
+    stranded_splits_conserve_leaves,
     unique_attempt_keys,
     waterfall_conserves_capacity,
 )
@@ -75,6 +77,10 @@ CORE_ANALYTICS_KEYS = {
         ["analytics", "topology_fragmentation_hourly"]
     ),
     "core.pending_reason_spells": dg.AssetKey(["core", "pending_reason_spells"]),
+    "analytics.domain_capacity_hourly": dg.AssetKey(["analytics", "domain_capacity_hourly"]),
+    "analytics.segment_capacity_hourly": dg.AssetKey(["analytics", "segment_capacity_hourly"]),
+    "analytics.topology_stranded_hourly": dg.AssetKey(["analytics", "topology_stranded_hourly"]),
+    "analytics.large_job_wait_causes": dg.AssetKey(["analytics", "large_job_wait_causes"]),
 }
 
 _DESCRIPTIONS = {
@@ -99,6 +105,10 @@ _DESCRIPTIONS = {
     "analytics.job_placement": "Per attempt and topology level: domains used against the fewest.",
     "analytics.topology_fragmentation_hourly": "Whole-domain gang slots vs unfragmented, hourly.",
     "core.pending_reason_spells": "Per Slurm job: each pending reason's spell from squeue polls.",
+    "analytics.domain_capacity_hourly": "Per domain and hour: healthy, held, free trays and GPUs.",
+    "analytics.segment_capacity_hourly": "Per segment size and hour: slots, capacity efficiency.",
+    "analytics.topology_stranded_hourly": "Free GPUs no pending job shape can use, per hour.",
+    "analytics.large_job_wait_causes": "Per large job: quota, priority, fragmentation delay.",
 }
 
 
@@ -125,6 +135,10 @@ class RebuildConfig(dg.Config):
         dg.AssetCheckSpec(WATERFALL_CONSERVES_CAPACITY,
                           asset=CORE_ANALYTICS_KEYS["analytics.gpu_waterfall_hourly"],
                           description="Each cluster-hour's leaf buckets sum to capacity (0.1 %)."),
+        dg.AssetCheckSpec(STRANDED_SPLITS_CONSERVE_LEAVES,
+                          asset=CORE_ANALYTICS_KEYS["analytics.topology_stranded_hourly"],
+                          description="Stranded and held-for-gangs parts sum to the idle and "
+                                      "held leaves in every cluster-hour (0.1 %)."),
     ],
     pool="duckdb",
 )  # fmt: skip
@@ -145,6 +159,7 @@ def core_and_analytics(
             unique_attempt_keys(con),
             allocated_within_capacity(con),
             waterfall_conserves_capacity(con),
+            stranded_splits_conserve_leaves(con),
         ]
     for table, key in CORE_ANALYTICS_KEYS.items():
         yield dg.MaterializeResult(asset_key=key, metadata={"row_count": counts[table]})

@@ -23,6 +23,12 @@ from metrics import (
     with_assignment_nodes,
 )
 from metrics.data_quality import DATA_QUALITY_SCHEMA, admitted_without_pods, gpu_tracking_gaps
+from metrics.domains import (
+    domain_capacity_hourly,
+    large_job_wait_causes,
+    segment_capacity_hourly,
+    stranded_hourly,
+)
 from pipelines.analytics.incremental import (
     BuildPlan,
     plan_build,
@@ -67,7 +73,9 @@ VIEWS = (
     "job_gpu_summary", "telemetry_coverage_daily", "gpu_activity", "kueue_cluster_queues",
     "kueue_local_queues", "scheduler_fairshare", "registry_drift",
     "telemetry_coverage_team_daily", "topology", "job_placement",
-    "topology_fragmentation_hourly", "policy_changes", "pending_reason_spells",
+    "topology_fragmentation_hourly", "policy_changes", "pending_reason_spells", "topology_nodes",
+    "domain_capacity_hourly", "segment_capacity_hourly", "stranded_gpu_hourly",
+    "large_job_wait_causes", "nvlink_colocation_weekly",
 )  # fmt: skip
 
 _INVENTORY_SCHEMA = {
@@ -358,6 +366,7 @@ def _tables(
         "core.pending_reason_spells": core.pending_spells,
         "analytics.job_placement": with_as_of(_placement(core), as_of),
         "analytics.topology_fragmentation_hourly": with_as_of(_fragmentation(core, occ), as_of),
+        **_domain_tables(con, cfg, core, occ),
         **schedulers,
         **policy_change_tables(con),
         **{t: with_as_of(f, as_of) if "cluster" in f.columns else f for t, f in engine.items()},
@@ -384,6 +393,48 @@ def _fragmentation(core: CoreFrames, occ: pl.DataFrame) -> pl.DataFrame:
         core.topology.lazy(), core.jobs.lazy(), occ.select("cluster", "hour").lazy(),
         down=core.node_down.lazy(),
     ).collect()  # fmt: skip
+
+
+#: Where a pending-reason spell table may live (the ``pending_reason_spells`` view's source).
+_REASON_SPELL_TABLES = ("core.pending_reason_spells", "analytics.pending_reason_spells")
+
+
+def _reason_spells(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
+    """The polled pending-reason spells, where some build wrote them; else None."""
+    for table in _REASON_SPELL_TABLES:
+        if table_exists(con, table):
+            return read_table(con, table)
+    return None
+
+
+def _domain_tables(
+    con: duckdb.DuckDBPyConnection, cfg: Config, core: CoreFrames, occ: pl.DataFrame
+) -> dict[str, pl.DataFrame]:
+    """``analytics.domain_capacity_hourly``, ``segment_capacity_hourly``,
+    ``topology_stranded_hourly`` and ``large_job_wait_causes`` (:mod:`metrics.domains`), every
+    hour of ``occupancy_hourly``, segment sizes from ``[topology] segment_sizes``."""
+    hours = occ.select("cluster", "hour").lazy()
+    topo, jobs, nodes = core.topology.lazy(), core.jobs.lazy(), core.nodes.lazy()
+    down, pending = core.node_down.lazy(), core.pending.lazy()
+    as_of = core.as_of.filter(pl.col("as_of").is_not_null()).lazy()
+    capacity = domain_capacity_hourly(
+        topo, jobs, hours, nodes, down=down, segment_sizes=cfg.segment_sizes
+    ).collect()
+    spells = _reason_spells(con)
+    causes = large_job_wait_causes(
+        capacity.lazy(), jobs, nodes, as_of, topology=topo, pending=pending,
+        shares=core.shares.lazy() if core.shares.height else None,
+        reasons=spells.lazy() if spells is not None else None, min_gpus=cfg.large_job_gpus,
+    ).collect()  # fmt: skip
+    stranded = stranded_hourly(topo, jobs, hours, nodes, as_of, pending=pending, down=down)
+    return {
+        "analytics.domain_capacity_hourly": with_as_of(capacity, core.as_of),
+        "analytics.segment_capacity_hourly": with_as_of(
+            segment_capacity_hourly(capacity.lazy(), cfg.segment_sizes).collect(), core.as_of
+        ),
+        "analytics.topology_stranded_hourly": stranded.collect(),
+        "analytics.large_job_wait_causes": with_as_of(causes, core.as_of),
+    }
 
 
 def _write(

@@ -10,10 +10,12 @@ from pipelines.warehouse.sql import load_sql
 __all__ = [
     "ALLOCATED_WITHIN_CAPACITY",
     "END_NOT_BEFORE_START",
+    "STRANDED_SPLITS_CONSERVE_LEAVES",
     "UNIQUE_ATTEMPT_KEYS",
     "WATERFALL_CONSERVES_CAPACITY",
     "allocated_within_capacity",
     "end_not_before_start",
+    "stranded_splits_conserve_leaves",
     "unique_attempt_keys",
     "waterfall_conserves_capacity",
 ]
@@ -22,12 +24,14 @@ END_NOT_BEFORE_START = "end_not_before_start"
 UNIQUE_ATTEMPT_KEYS = "unique_attempt_keys"
 ALLOCATED_WITHIN_CAPACITY = "allocated_within_capacity"
 WATERFALL_CONSERVES_CAPACITY = "waterfall_conserves_capacity"
+STRANDED_SPLITS_CONSERVE_LEAVES = "stranded_splits_conserve_leaves"
 
 _KEYS = {
     END_NOT_BEFORE_START: ("core", "jobs"),
     UNIQUE_ATTEMPT_KEYS: ("core", "slurm_jobs"),
     ALLOCATED_WITHIN_CAPACITY: ("analytics", "occupancy_hourly"),
     WATERFALL_CONSERVES_CAPACITY: ("analytics", "gpu_waterfall_hourly"),
+    STRANDED_SPLITS_CONSERVE_LEAVES: ("analytics", "topology_stranded_hourly"),
 }
 
 
@@ -64,3 +68,10 @@ def allocated_within_capacity(con: duckdb.DuckDBPyConnection) -> dg.AssetCheckRe
 def waterfall_conserves_capacity(con: duckdb.DuckDBPyConnection) -> dg.AssetCheckResult:
     """Cluster-hours whose waterfall leaves do not sum to capacity within 0.1 % (ERROR)."""
     return _count_check(con, WATERFALL_CONSERVES_CAPACITY, dg.AssetCheckSeverity.ERROR)
+
+
+def stranded_splits_conserve_leaves(con: duckdb.DuckDBPyConnection) -> dg.AssetCheckResult:
+    """Cluster-hours where ``stranded_gpu_hourly``'s parts do not sum to the waterfall's
+    ``idle`` and ``held`` leaves (0.1 % of capacity), a part is negative, or a waterfall
+    cluster-hour has no row (ERROR)."""
+    return _count_check(con, STRANDED_SPLITS_CONSERVE_LEAVES, dg.AssetCheckSeverity.ERROR)

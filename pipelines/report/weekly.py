@@ -299,6 +299,15 @@ def latest_complete_report_week(serving_db: str | Path) -> IsoWeek:
     return IsoWeek.of(start)
 
 
+def _topology(con: duckdb.DuckDBPyConnection, span: Mapping[str, object]) -> list[dict[str, Any]]:
+    """Per cluster with a topology map, the week's topology headline numbers
+    (``sql/report/week_topology.sql``); none from a serving copy without the topology views."""
+    try:
+        return _rows(query(con, "week_topology", **span))
+    except duckdb.CatalogException:
+        return []
+
+
 def collect_weekly(
     serving_db: str | Path,
     week: IsoWeek,
@@ -338,6 +347,7 @@ def collect_weekly(
         waterfall = _rows(query(con, "week_waterfall", **span))
         daily = _rows(query(con, "week_occupancy_daily", **span))
         waits = _rows(query(con, "week_longest_waits", limit=_LONGEST_WAITS, **span))
+        topology = _topology(con, span)
         as_of_df = query(con, "data_as_of")
         bounds = query(con, "period_bounds")
         changes = week_changes(
@@ -381,6 +391,7 @@ def collect_weekly(
         "waterfall": [{**r, "gpu_h": r["gpu_s"] / 3600.0} for r in waterfall],
         "daily": daily,
         "longest_waits": waits,
+        "topology": topology,
         "recommendations": load_recommendations(recommendations),
         "policy_changes": changes,
     }

@@ -35,6 +35,11 @@ from pipelines.sample_fleet._model import (
     build_clusters,
     gpu_uuid,
 )
+from pipelines.sample_fleet._rackscale import (
+    RACKSCALE_CLUSTER,
+    build_rackscale_cluster,
+    generate_rackscale,
+)
 from pipelines.sample_fleet._slurm_sim import SlurmResult, simulate_slurm
 from pipelines.sample_fleet._writers import (
     LocalTime,
@@ -404,7 +409,12 @@ def slurm_name(fleet: SampleFleet) -> str:
 
 
 def generate_sample_fleet(
-    out_dir: str | Path, *, seed: int = 7, start: dt.date = dt.date(2026, 11, 2), days: int = 14
+    out_dir: str | Path,
+    *,
+    seed: int = 7,
+    start: dt.date = dt.date(2026, 11, 2),
+    days: int = 14,
+    rackscale: bool = True,
 ) -> FleetSummary:
     """Simulate the two-cluster sample fleet and write its inputs in the real formats.
 
@@ -413,8 +423,10 @@ def generate_sample_fleet(
     day>.psv``,
     ``inputs/k8s-b/k8s/{events,pods,workloads,clusterqueues,localqueues,nodes}_D.json``,
     ``inputs/<cluster>/dcgm/dcgm_D.prom.gz`` and
-    ``planted.json`` under ``out_dir``. Earlier generated day files in those folders are removed
-    first. Same seed, start and days give byte-identical files; nothing reads the clock.
+    ``planted.json`` under ``out_dir``, and (``rackscale``) the files of ``slurm-nvl``
+    (:func:`pipelines.sample_fleet._rackscale.generate_rackscale`). Earlier generated day files
+    in those folders are removed first. Same seed, start and days give byte-identical files;
+    nothing reads the clock.
 
     Args:
         out_dir: folder to write into (created if needed).
@@ -422,6 +434,9 @@ def generate_sample_fleet(
         start: first day of the window (Slurm days are local days in America/New_York,
             Kubernetes days UTC days).
         days: number of days.
+        rackscale: also write the third cluster, ``slurm-nvl`` (rack-scale NVLink domains,
+            :mod:`pipelines.sample_fleet._rackscale`; its own random stream, so the other two
+            clusters' files are the same with or without it).
 
     Returns:
         Counts and the planted findings.
@@ -576,13 +591,20 @@ def generate_sample_fleet(
         for w in fleet.k8s.workloads
         if w.created < k1 and any(att.end is None or att.end >= k0 for att in w.attempts)
     )
+    jobs, gpus = {sl.name: n_slurm, kc.name: n_k8s}, {sl.name: sl.gpus, kc.name: kc.gpus}
+    if rackscale:
+        jobs[RACKSCALE_CLUSTER], n_files = generate_rackscale(
+            out, seed=seed, start=start, days=days
+        )
+        gpus[RACKSCALE_CLUSTER] = build_rackscale_cluster().gpus
+        files += n_files
     return FleetSummary(
         out_dir=out,
         seed=seed,
         start=start,
         days=days,
-        jobs={sl.name: n_slurm, kc.name: n_k8s},
-        gpus={sl.name: sl.gpus, kc.name: kc.gpus},
+        jobs=jobs,
+        gpus=gpus,
         files_written=files,
         planted=planted,
     )

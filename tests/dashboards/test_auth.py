@@ -20,6 +20,7 @@ PAGES = (
     "fairness",
     "time_to_start",
     "queue",
+    "topology",
     "jobs",
     "recommendations",
     "reports",

@@ -371,6 +371,23 @@ def _check_jobs(page: _Page, fleet: Fleet) -> None:
     assert "No DCGM telemetry tied to this job" not in page.text
 
 
+def _check_topology(page: _Page, fleet: Fleet) -> None:
+    """The first number is the stranded GPU-hours of ``stranded_gpu_hourly`` over the clusters
+    with a map, whole hours; the rack grid and the wait decomposition are shown."""
+    ((gpu_s,),) = _view(
+        fleet.serving,
+        "select sum(stranded_gpu_s) from stranded_gpu_hourly where level is not null",
+    )
+    assert page.metrics[0] == f"{(gpu_s or 0) / 3600:,.0f}"
+    assert "Rack grid" in page.text and "Why large jobs waited" in page.text
+
+
+def _check_changes(page: _Page, fleet: Fleet) -> None:
+    """The page lists as many policy changes as the ``policy_changes`` view holds."""
+    ((n,),) = _view(fleet.serving, "select count(*) from policy_changes")
+    assert f"{n:,}" in page.text
+
+
 def _check_recommendations(page: _Page, fleet: Fleet) -> None:
     """The caption counts the rows of the ``recommendations`` view."""
     ((n,),) = _view(fleet.serving, "select count(*) from recommendations")
@@ -426,6 +443,10 @@ PAGES: dict[str, tuple[Callable[[Fleet], str], str, _Ready, Callable[[_Page, Fle
     "queue": (lambda _f: "queue", "Queue now", lambda p, _f: len(p.metrics) == 3,
               _check_queue),
     "jobs": (_jobs_url, "Jobs", _job_shown, _check_jobs),
+    "topology": (lambda _f: "topology", "Topology", lambda p, _f: len(p.metrics) == 3,
+                 _check_topology),
+    "changes": (lambda _f: "changes", "Changes", lambda p, _f: "change" in p.text.lower(),
+                _check_changes),
     "recommendations": (lambda _f: "recommendations", "Recommendations",
                         lambda p, _f: "recommendation(s)" in p.text and "Patch files" in p.text,
                         _check_recommendations),

@@ -14,10 +14,12 @@ from tests.conftest import REPO
 
 
 def test_repo_config_loads_with_absolute_paths(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The committed goodput.toml names two clusters and resolves paths against the repo."""
+    """The committed goodput.toml names the bundled fleet's three clusters and resolves paths
+    against the repo."""
     monkeypatch.delenv("GOODPUT_DB", raising=False)
     cfg = load_config(REPO / "goodput.toml")
-    assert [c.name for c in cfg.clusters] == ["slurm-a", "k8s-b"]
+    assert [c.name for c in cfg.clusters] == ["slurm-a", "k8s-b", "slurm-nvl"]
+    assert cfg.cluster("slurm-nvl").timezone == "UTC"
     assert cfg.cluster("slurm-a").timezone == "America/New_York"
     assert cfg.warehouse_path == REPO / "data" / "warehouse.duckdb"
     assert cfg.default_cluster == "slurm-a"
@@ -46,6 +48,7 @@ def test_default_cluster_is_default_when_unset(tmp_path: Path) -> None:
         ('[[clusters]]\nscheduler = "slurm"\n', "missing 'name'"),
         ('[sources]\nsacct = "ftp"\n', "sources.sacct"),
         ("[warehouse\n", "g.toml"),
+        ("[topology]\nsegment_sizes = [4, 0]\n", "topology.segment_sizes"),
     ],
 )
 def test_invalid_values_name_the_file_and_key(tmp_path: Path, text: str, needle: str) -> None:
@@ -67,3 +70,12 @@ def test_live_sources_selected_by_config(tmp_path: Path) -> None:
     assert isinstance(res["sacct_source"], SacctCliSource)
     assert isinstance(res["dcgm_source"], PrometheusDcgmSource)
     assert res["dcgm_source"].url == "http://127.0.0.1:1"
+
+
+def test_segment_sizes_default_and_configured(tmp_path: Path) -> None:
+    """Unset: 1, 2, 4, 8, 16 and 18 trays; set: distinct and ascending."""
+    p = tmp_path / "g.toml"
+    p.write_text("")
+    assert load_config(p).segment_sizes == (1, 2, 4, 8, 16, 18)
+    p.write_text("[topology]\nsegment_sizes = [9, 3, 9]\n")
+    assert load_config(p).segment_sizes == (3, 9)

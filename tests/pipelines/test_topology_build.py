@@ -14,6 +14,7 @@ from pipelines.analytics.build import rebuild
 from pipelines.config import load_config
 from pipelines.ingest import IngestOptions, ingest_file
 from pipelines.warehouse import connect, init_warehouse
+from pipelines.warehouse.sql import load_sql
 from tests.conftest import write_config
 
 #: Hand-made: blocks of 4 nodes over the fleet's slurm-a inventory (a100-001 … a100-016 and
@@ -95,6 +96,66 @@ def test_fragmentation_covers_every_hour_and_no_block_of_four_holds_sixteen(
     assert got[:2] == (4 * n_hours, n_hours)
     assert got[2] <= 24
     assert got[3:] == (0, True)
+
+
+def test_domain_capacity_agrees_with_fragmentation_and_segments(warehouse: Path) -> None:
+    """Per slurm-a hour at level ``block``: the domains' free nodes sum to the fragmentation
+    view's ``free_nodes``; free slots of s = 2 and 4 equal its domain slots for gangs of 2
+    and 4 (the same Σ floor(f_d/s)); blocks of 4 give no slot of 8; healthy + degraded = 4
+    per block; efficiency at s = 4 is 1 wherever every block is whole."""
+    with connect(warehouse, read_only=True) as con:
+        (mismatch,) = con.execute(
+            "SELECT count(*) FROM (SELECT hour, sum(free_nodes) AS f FROM domain_capacity_hourly"
+            " WHERE cluster = 'slurm-a' AND level = 'block' GROUP BY hour) d"
+            " JOIN topology_fragmentation_hourly t USING (hour)"
+            " JOIN segment_capacity_hourly s USING (hour)"
+            " WHERE t.cluster = 'slurm-a' AND t.level = 'block' AND s.cluster = 'slurm-a'"
+            " AND t.gang_nodes = s.segment_size"
+            " AND (d.f <> t.free_nodes OR s.free_slots <> t.domain_slots)"
+        ).fetchone() or (None,)
+        rows = con.execute(
+            "SELECT max(free_slots) FILTER (WHERE segment_size = 8),"
+            " bool_and(efficiency = 1) FILTER (WHERE segment_size = 4 AND healthy_nodes = 24)"
+            " FROM segment_capacity_hourly WHERE cluster = 'slurm-a'"
+        ).fetchone()
+        (sizes,) = con.execute(
+            "SELECT bool_and(healthy_nodes + degraded_nodes = 4 AND nodes = 4)"
+            " FROM domain_capacity_hourly WHERE cluster = 'slurm-a'"
+        ).fetchone() or (None,)
+    assert mismatch == 0
+    assert rows == (0, True)
+    assert sizes is True
+
+
+def test_stranded_parts_sum_to_the_waterfall_leaves_in_every_cluster_hour(
+    warehouse: Path,
+) -> None:
+    """The asset check's query finds no cluster-hour whose stranded/other parts miss the
+    ``idle`` leaf or whose held-for-gangs/other parts miss the ``held`` leaf, and every
+    waterfall cluster-hour has a row."""
+    with connect(warehouse, read_only=True) as con:
+        check = load_sql("checks/stranded_splits_conserve_leaves")
+        (bad,) = con.execute(check).fetchone() or (None,)
+        (n_rows, n_hours) = con.execute(
+            "SELECT (SELECT count(*) FROM stranded_gpu_hourly),"
+            " (SELECT count(DISTINCT (cluster, hour)) FROM gpu_waterfall_hourly)"
+        ).fetchone() or (None, None)
+    assert bad == 0
+    assert n_rows == n_hours > 0
+
+
+def test_large_job_wait_parts_sum_to_the_wait(warehouse: Path) -> None:
+    """Every large-job row (>= 64 GPUs asked) has quota + priority + fragmentation + other =
+    wait (seconds) and is counterfactual (no polled reasons here)."""
+    with connect(warehouse, read_only=True) as con:
+        row = con.execute(
+            "SELECT count(*), bool_and(abs(quota_s + priority_s + fragmentation_s + other_s"
+            " - wait_s) < 1e-6), bool_and(basis = 'counterfactual'), min(req_gpus)"
+            " FROM large_job_wait_causes"
+        ).fetchone()
+    assert row is not None
+    assert row[0] == 0 or (row[1], row[2]) == (True, True)
+    assert row[3] is None or row[3] >= 64
 
 
 def _node(name: str, labels: dict[str, str]) -> dict[str, object]:

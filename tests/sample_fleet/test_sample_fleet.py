@@ -175,8 +175,17 @@ def test_layout_and_summary(fleet: tuple[Path, FleetSummary]) -> None:
         f"inputs/slurm-a/slurm_state/reservation_history_{days[-1]}.psv",
         f"inputs/slurm-a/slurm_state/transactions_{days[-1]}.psv",
         f"inputs/slurm-a/slurm_state/tres_{days[-1]}.psv",
+        # the rack-scale cluster (pipelines/sample_fleet/_rackscale.py)
+        "inventory/slurm-nvl.csv",
+        "planted_slurm-nvl.json",
+        f"inputs/slurm-nvl/slurm_state/events_{days[-1]}.psv",
+        f"inputs/slurm-nvl/topology/topology_{START - dt.timedelta(days=30)}.conf",
     }
     for d in days:
+        expected |= {
+            f"inputs/slurm-nvl/sacct/sacct_{d}.psv",
+            f"inputs/slurm-nvl/dcgm_hourly/date={d}/dcgm_hourly_{d}.parquet",
+        }
         expected |= {
             f"inputs/slurm-a/sacct/sacct_{d}.psv",
             f"inputs/slurm-a/dcgm/dcgm_{d}.prom.gz",
@@ -190,8 +199,8 @@ def test_layout_and_summary(fleet: tuple[Path, FleetSummary]) -> None:
         }
     written = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
     assert written == expected
-    assert summary.files_written == len(expected) == 9 + 9 * DAYS
-    assert summary.gpus == {"slurm-a": 192, "k8s-b": 64}
+    assert summary.files_written == len(expected) == 13 + 11 * DAYS
+    assert summary.gpus == {"slurm-a": 192, "k8s-b": 64, "slurm-nvl": 288}
     assert summary.jobs["slurm-a"] > 1500
     assert summary.jobs["k8s-b"] > 400
     assert summary.planted == json.loads((out / "planted.json").read_text())

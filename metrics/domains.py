@@ -1,0 +1,785 @@
+"""Topology domains over time: capacity per domain and hour, segment slots, stranded GPUs and
+why large jobs wait (METRICS.md, "Domain capacity, stranded GPUs and large-job waits").
+
+Everything here is read at the *start* of each hour (a snapshot, as
+:func:`metrics.placement.fragmentation_hourly`): a node is *healthy* when no down or drain
+interval covers the hour start; an attempt *holds* a node when ``start_at <= hour < end_at``
+(NULL end: still running) and then ``gpus / nodes`` of its GPUs; a node is *whole free* when it
+is healthy and no attempt (a CPU-only one included) runs on it, as in
+:func:`metrics.placement.fragmentation_hourly`. A tray of a GB200 NVL72 rack is one node.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Final
+
+import polars as pl
+
+from metrics.placement import DOMAIN, LEVEL, NODE, VALID_FROM, VALID_TO
+from metrics.schema import (
+    ATTEMPT,
+    CLUSTER,
+    ELIGIBLE_AT,
+    END_AT,
+    GPUS,
+    HOST,
+    HOUR,
+    JOB_ID,
+    REQ_GPUS,
+    START_AT,
+    TEAM,
+    UTC_DATETIME,
+)
+
+__all__ = [
+    "DOMAIN_CAPACITY_SCHEMA",
+    "SEGMENT_CAPACITY_SCHEMA",
+    "SEGMENT_SIZES",
+    "STRANDED_SCHEMA",
+    "WAIT_CAUSES_SCHEMA",
+    "domain_capacity_hourly",
+    "gang_level",
+    "large_job_wait_causes",
+    "segment_capacity_hourly",
+    "stranded_hourly",
+    "topology_reason",
+]
+
+#: Segment sizes (nodes = trays) counted by default: slots of s whole free nodes in one domain.
+SEGMENT_SIZES: Final = (1, 2, 4, 8, 16, 18)
+_HOUR: Final = dt.timedelta(hours=1)
+_SINCE_EVER: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+#: Columns of :func:`domain_capacity_hourly`'s result, in order.
+DOMAIN_CAPACITY_SCHEMA: dict[str, pl.DataType] = {
+    CLUSTER: pl.String(),
+    HOUR: UTC_DATETIME,
+    LEVEL: pl.String(),
+    DOMAIN: pl.String(),
+    "nodes": pl.Int64(),
+    "healthy_nodes": pl.Int64(),
+    "degraded_nodes": pl.Int64(),
+    "allocated_nodes": pl.Int64(),
+    "free_nodes": pl.Int64(),
+    "healthy_gpus": pl.Float64(),
+    "allocated_gpus": pl.Float64(),
+    "free_gpus": pl.Float64(),
+    "largest_gang_nodes": pl.Int64(),
+    "largest_segment": pl.Int64(),
+}
+
+#: Columns of :func:`segment_capacity_hourly`'s result, in order.
+SEGMENT_CAPACITY_SCHEMA: dict[str, pl.DataType] = {
+    CLUSTER: pl.String(),
+    HOUR: UTC_DATETIME,
+    LEVEL: pl.String(),
+    "segment_size": pl.Int64(),
+    "nodes": pl.Int64(),
+    "healthy_nodes": pl.Int64(),
+    "configured_slots": pl.Int64(),
+    "healthy_slots": pl.Int64(),
+    "free_slots": pl.Int64(),
+    "usable_nodes": pl.Int64(),
+    "efficiency": pl.Float64(),
+}
+
+#: Columns of :func:`stranded_hourly`'s result, in order.
+STRANDED_SCHEMA: dict[str, pl.DataType] = {
+    CLUSTER: pl.String(),
+    HOUR: UTC_DATETIME,
+    LEVEL: pl.String(),
+    "free_gpus": pl.Float64(),
+    "pending_jobs": pl.Int64(),
+    "min_pending_gpus": pl.Float64(),
+    "stranded_gpus": pl.Float64(),
+    "expected_stranded_gpus": pl.Float64(),
+    "gang_pending_gpu_s": pl.Float64(),
+}
+
+#: Columns of :func:`large_job_wait_causes`'s result, in order.
+WAIT_CAUSES_SCHEMA: dict[str, pl.DataType] = {
+    CLUSTER: pl.String(),
+    JOB_ID: pl.String(),
+    ATTEMPT: pl.Int64(),
+    TEAM: pl.String(),
+    "req_gpus": pl.Float64(),
+    "req_nodes": pl.Int64(),
+    ELIGIBLE_AT: UTC_DATETIME,
+    START_AT: UTC_DATETIME,
+    "wait_s": pl.Float64(),
+    "quota_s": pl.Float64(),
+    "priority_s": pl.Float64(),
+    "fragmentation_s": pl.Float64(),
+    "other_s": pl.Float64(),
+    "blocked_idle_gpu_s": pl.Float64(),
+    "basis": pl.String(),
+}
+
+
+def _maps(topology: pl.LazyFrame) -> pl.LazyFrame:
+    return topology.select(
+        CLUSTER,
+        LEVEL,
+        DOMAIN,
+        NODE,
+        pl.col(VALID_FROM).fill_null(_SINCE_EVER).cast(UTC_DATETIME),
+        pl.col(VALID_TO).cast(UTC_DATETIME),
+    ).unique()
+
+
+def gang_level(topology: pl.LazyFrame) -> pl.LazyFrame:
+    """``cluster, level``: per cluster the level whose domains gangs are placed in: the finest
+    (most domains in one map; ties: the first level by name), skipping levels of one node per
+    domain. A ``topology/tree`` leaf switch, a ``topology/block`` block, an NVLink clique, a rack.
+    """
+    maps = _maps(topology)
+    per_map = maps.group_by(CLUSTER, LEVEL, VALID_FROM, DOMAIN).agg(pl.len().alias("_n"))
+    levels = (
+        per_map.group_by(CLUSTER, LEVEL, VALID_FROM)
+        .agg(pl.len().alias("_domains"), pl.col("_n").max().alias("_largest"))
+        .filter(pl.col("_largest") > 1)
+        .group_by(CLUSTER, LEVEL)
+        .agg(pl.col("_domains").max())
+    )
+    return (
+        levels.sort(CLUSTER, "_domains", LEVEL, descending=[False, True, False])
+        .group_by(CLUSTER, maintain_order=True)
+        .first()
+        .select(CLUSTER, LEVEL)
+    )
+
+
+def _held_per_node(jobs: pl.LazyFrame, hours: pl.LazyFrame) -> pl.LazyFrame:
+    """``cluster, hour, node, _held, _attempts``: GPUs attempts hold on each node at each hour
+    start (an attempt holds ``gpus / distinct nodes`` on each of its nodes) and how many."""
+    horizon = hours.group_by(CLUSTER).agg((pl.col(HOUR).max() + _HOUR).alias("_horizon"))
+    start = pl.col(START_AT)
+    first = start.dt.truncate("1h")
+    first = pl.when(first == start).then(first).otherwise(first + _HOUR)
+    spans = (
+        jobs.filter(start.is_not_null() & (pl.col("node_list").list.len() > 0))
+        .join(horizon, on=CLUSTER)
+        .select(
+            CLUSTER,
+            pl.col("node_list").list.unique().alias(NODE),
+            pl.datetime_ranges(
+                first, pl.col(END_AT).fill_null(pl.col("_horizon")), "1h", closed="left"
+            ).alias(HOUR),
+            (pl.col(GPUS).cast(pl.Float64) / pl.col("node_list").list.unique().list.len()).alias(
+                "_held"
+            ),
+        )
+        .explode(HOUR)
+        .filter(pl.col(HOUR).is_not_null())
+        .explode(NODE)
+    )
+    return spans.group_by(CLUSTER, HOUR, NODE).agg(
+        pl.col("_held").sum(), pl.len().alias("_attempts")
+    )
+
+
+def _down_per_node(down: pl.LazyFrame, hours: pl.LazyFrame) -> pl.LazyFrame:
+    """``cluster, hour, node``: nodes down or drained at an hour start."""
+    return (
+        hours.join(down.select(CLUSTER, NODE, "start_at", "end_at"), on=CLUSTER)
+        .filter(
+            (pl.col("start_at") <= pl.col(HOUR))
+            & (pl.col("end_at").is_null() | (pl.col(HOUR) < pl.col("end_at")))
+        )
+        .select(CLUSTER, HOUR, NODE)
+        .unique()
+    )
+
+
+def _node_hours(
+    topology: pl.LazyFrame,
+    jobs: pl.LazyFrame,
+    hours: pl.LazyFrame,
+    nodes: pl.LazyFrame,
+    down: pl.LazyFrame | None,
+) -> pl.LazyFrame:
+    """``cluster, hour, level, domain, node, _gpus, _healthy, _held, _free``: each mapped node
+    at each hour start (``_free``: free GPUs of a healthy node; 0 on a node down)."""
+    hours = hours.select(CLUSTER, pl.col(HOUR).cast(UTC_DATETIME)).unique()
+    placed = (
+        hours.join(_maps(topology), on=CLUSTER)
+        .filter(
+            (pl.col(VALID_FROM) <= pl.col(HOUR))
+            & (pl.col(VALID_TO).is_null() | (pl.col(HOUR) < pl.col(VALID_TO)))
+        )
+        .select(CLUSTER, HOUR, LEVEL, DOMAIN, NODE)
+    )
+    sizes = nodes.select(CLUSTER, pl.col(HOST).alias(NODE), pl.col(GPUS).cast(pl.Float64))
+    out = (
+        placed.join(sizes.unique([CLUSTER, NODE]), on=[CLUSTER, NODE], how="left")
+        .join(_held_per_node(jobs, hours), on=[CLUSTER, HOUR, NODE], how="left")
+        .with_columns(
+            pl.col(GPUS).fill_null(0.0).alias("_gpus"),
+            pl.col("_held").fill_null(0.0),
+            pl.col("_attempts").fill_null(0),
+            pl.lit(value=True).alias("_healthy"),
+        )
+    )
+    if down is not None:
+        out = out.join(
+            _down_per_node(down, hours).with_columns(pl.lit(value=True).alias("_down")),
+            on=[CLUSTER, HOUR, NODE],
+            how="left",
+        ).with_columns(pl.col("_down").is_null().alias("_healthy"))
+    return out.with_columns(
+        pl.when(pl.col("_healthy"))
+        .then((pl.col("_gpus") - pl.col("_held")).clip(lower_bound=0.0))
+        .otherwise(0.0)
+        .alias("_free")
+    ).select(CLUSTER, HOUR, LEVEL, DOMAIN, NODE, "_gpus", "_healthy", "_held", "_attempts", "_free")
+
+
+def domain_capacity_hourly(
+    topology: pl.LazyFrame,
+    jobs: pl.LazyFrame,
+    hours: pl.LazyFrame,
+    nodes: pl.LazyFrame,
+    *,
+    down: pl.LazyFrame | None = None,
+    segment_sizes: Sequence[int] = SEGMENT_SIZES,
+) -> pl.LazyFrame:
+    """Per cluster, hour, level and domain: healthy, allocated and free nodes (trays) and GPUs,
+    and the largest gang that still fits in the domain.
+
+    Args:
+        topology: ``cluster, level, domain, node, valid_from, valid_to`` (``core.topology``).
+        jobs: ``cluster, start_at, end_at, gpus, node_list`` (List[String]; NULL end: running).
+        hours: ``cluster, hour``: the hour starts to compute.
+        nodes: ``cluster, host, gpus``: GPUs per node (the inventory).
+        down: ``cluster, node, start_at, end_at``: node down or drained intervals.
+        segment_sizes: the segment sizes s (nodes); ``largest_segment`` is the largest s with
+            s <= the domain's whole free nodes.
+
+    Returns:
+        :data:`DOMAIN_CAPACITY_SCHEMA` rows, one per hour, level and domain of the map in force.
+        ``nodes``: the domain's nodes in the map; ``healthy_nodes``: not down;
+        ``degraded_nodes`` = nodes − healthy; ``allocated_nodes``: healthy and held by some
+        attempt; ``free_nodes``: healthy and whole free; GPUs likewise (``free_gpus`` counts
+        the free GPUs of partly held nodes too); ``largest_gang_nodes`` = ``free_nodes``;
+        ``largest_segment``: NULL when not even the smallest s fits.
+    """
+    nh = _node_hours(topology, jobs, hours, nodes, down)
+    healthy = pl.col("_healthy")
+    per = nh.group_by(CLUSTER, HOUR, LEVEL, DOMAIN).agg(
+        pl.len().cast(pl.Int64).alias("nodes"),
+        healthy.sum().cast(pl.Int64).alias("healthy_nodes"),
+        (healthy & (pl.col("_attempts") > 0)).sum().cast(pl.Int64).alias("allocated_nodes"),
+        (healthy & (pl.col("_attempts") == 0)).sum().cast(pl.Int64).alias("free_nodes"),
+        pl.col("_gpus").filter(healthy).sum().alias("healthy_gpus"),
+        pl.col("_free").sum().alias("free_gpus"),
+    )
+    sizes = sorted(set(segment_sizes), reverse=True)
+    largest: pl.Expr = pl.lit(None, dtype=pl.Int64)
+    for s in reversed(sizes):  # ascending: the last s that fits wins
+        largest = pl.when(pl.col("free_nodes") >= s).then(pl.lit(s, pl.Int64)).otherwise(largest)
+    return (
+        per.with_columns(
+            (pl.col("nodes") - pl.col("healthy_nodes")).alias("degraded_nodes"),
+            (pl.col("healthy_gpus") - pl.col("free_gpus")).alias("allocated_gpus"),
+            pl.col("free_nodes").alias("largest_gang_nodes"),
+            largest.alias("largest_segment"),
+        )
+        .select(list(DOMAIN_CAPACITY_SCHEMA))
+        .cast(pl.Schema(DOMAIN_CAPACITY_SCHEMA))
+        .sort(CLUSTER, HOUR, LEVEL, DOMAIN)
+    )
+
+
+def segment_capacity_hourly(
+    capacity: pl.LazyFrame, segment_sizes: Sequence[int] = SEGMENT_SIZES
+) -> pl.LazyFrame:
+    """Per cluster, hour, level and segment size s: slots of s nodes in one domain, and the
+    segment-capacity efficiency ``Σ_d floor(h_d/s)·s ÷ Σ_d h_d``.
+
+    Args:
+        capacity: :func:`domain_capacity_hourly` rows.
+        segment_sizes: the segment sizes s (nodes).
+
+    Returns:
+        :data:`SEGMENT_CAPACITY_SCHEMA` rows. With n_d, h_d, f_d the domain's nodes, healthy and
+        whole free nodes: ``configured_slots = Σ floor(n_d/s)``, ``healthy_slots = Σ
+        floor(h_d/s)``, ``free_slots = Σ floor(f_d/s)``, ``usable_nodes = healthy_slots``-worth
+        of nodes ``Σ floor(h_d/s)·s``, ``efficiency = usable_nodes / Σ h_d`` (NULL with no
+        healthy node). Source: the segment rule of Slurm ``--segment`` (a segment does not
+        straddle domains).
+    """
+    seg = pl.LazyFrame({"segment_size": list(segment_sizes)}, schema={"segment_size": pl.Int64()})
+    s = pl.col("segment_size")
+    out = (
+        capacity.join(seg, how="cross")
+        .group_by(CLUSTER, HOUR, LEVEL, "segment_size")
+        .agg(
+            pl.col("nodes").sum(),
+            pl.col("healthy_nodes").sum(),
+            (pl.col("nodes") // s).sum().alias("configured_slots"),
+            (pl.col("healthy_nodes") // s).sum().alias("healthy_slots"),
+            (pl.col("free_nodes") // s).sum().alias("free_slots"),
+        )
+        .with_columns((pl.col("healthy_slots") * s).alias("usable_nodes"))
+        .with_columns(
+            pl.when(pl.col("healthy_nodes") > 0)
+            .then(pl.col("usable_nodes") / pl.col("healthy_nodes"))
+            .otherwise(None)
+            .alias("efficiency")
+        )
+    )
+    return (
+        out.select(list(SEGMENT_CAPACITY_SCHEMA))
+        .cast(pl.Schema(SEGMENT_CAPACITY_SCHEMA))
+        .sort(CLUSTER, HOUR, LEVEL, "segment_size")
+    )
+
+
+def _waits(jobs: pl.LazyFrame, pending: pl.LazyFrame | None, as_of: pl.LazyFrame) -> pl.LazyFrame:
+    """``cluster, job_id, attempt, team, req_gpus, _from, _to``: one eligible-pending span per
+    started attempt (eligible → start) and never-started row (eligible → end, else as_of)."""
+    asked = pl.when(pl.col(REQ_GPUS) > 0).then(pl.col(REQ_GPUS)).otherwise(pl.col(GPUS))
+    parts = [
+        jobs.filter(pl.col(START_AT).is_not_null() & pl.col(ELIGIBLE_AT).is_not_null())
+        .join(as_of, on=CLUSTER)
+        .select(
+            CLUSTER,
+            JOB_ID,
+            pl.col(ATTEMPT).cast(pl.Int64),
+            TEAM,
+            asked.cast(pl.Float64).alias(REQ_GPUS),
+            pl.col(ELIGIBLE_AT).cast(UTC_DATETIME).alias("_from"),
+            pl.min_horizontal(START_AT, "as_of").cast(UTC_DATETIME).alias("_to"),
+            pl.col(START_AT).cast(UTC_DATETIME),
+        )
+    ]
+    if pending is not None:
+        parts.append(
+            pending.filter(pl.col(ELIGIBLE_AT).is_not_null())
+            .join(as_of, on=CLUSTER)
+            .select(
+                CLUSTER,
+                JOB_ID,
+                pl.lit(None, pl.Int64).alias(ATTEMPT),
+                TEAM,
+                pl.col(REQ_GPUS).cast(pl.Float64),
+                pl.col(ELIGIBLE_AT).cast(UTC_DATETIME).alias("_from"),
+                pl.min_horizontal(pl.col(END_AT).fill_null(pl.col("as_of")), "as_of")
+                .cast(UTC_DATETIME)
+                .alias("_to"),
+                pl.lit(None, UTC_DATETIME).alias(START_AT),
+            )
+        )
+    return pl.concat(parts).filter((pl.col(REQ_GPUS) > 0) & (pl.col("_to") > pl.col("_from")))
+
+
+def _node_gpus(nodes: pl.LazyFrame) -> pl.LazyFrame:
+    """``cluster, _gpn``: GPUs per node of each cluster (its largest node)."""
+    return nodes.group_by(CLUSTER).agg(pl.col(GPUS).cast(pl.Float64).max().alias("_gpn"))
+
+
+def _domain_size(topology: pl.LazyFrame, level: pl.LazyFrame) -> pl.LazyFrame:
+    """``cluster, _h``: the largest domain (nodes) of the gang level over every map."""
+    return (
+        _maps(topology)
+        .join(level, on=[CLUSTER, LEVEL])
+        .group_by(CLUSTER, VALID_FROM, DOMAIN)
+        .agg(pl.len().alias("_h"))
+        .group_by(CLUSTER)
+        .agg(pl.col("_h").max().cast(pl.Int64))
+    )
+
+
+def stranded_hourly(
+    topology: pl.LazyFrame,
+    jobs: pl.LazyFrame,
+    hours: pl.LazyFrame,
+    nodes: pl.LazyFrame,
+    as_of: pl.LazyFrame,
+    *,
+    pending: pl.LazyFrame | None = None,
+    down: pl.LazyFrame | None = None,
+) -> pl.LazyFrame:
+    """Per cluster and hour: free GPUs no pending job shape can use, at the gang level.
+
+    At each hour start, with the cluster's pending jobs (eligible and not yet started) and
+    g GPUs per node, a shape of r GPUs needs n = ceil(r/g) nodes. Free GPUs a shape cannot use:
+
+    * n = 1 (fits one node): the free GPUs of every node with fewer than r free;
+    * 1 < n <= H (H: the largest domain): the free GPUs of partly held nodes (a gang takes
+      whole nodes) plus, per domain, ``(W_d mod n)·g`` for W_d whole free nodes (what is left
+      after packing gangs of n into the domain);
+    * n > H: the free GPUs of partly held nodes plus ``(Σ_d W_d mod n)·g``.
+
+    ``stranded_gpus`` is that count for the smallest pending shape r_min (what not even the
+    smallest waiting job can use), ``expected_stranded_gpus`` its mean over the pending jobs'
+    shapes, each weighted by its number of pending jobs (the fragmentation measure of FGD:
+    Weng et al., "Beware of Fragmentation", USENIX ATC 2023). Both are 0 with nothing pending.
+
+    Args:
+        topology, jobs, hours, nodes, down: as :func:`domain_capacity_hourly`; ``jobs`` also
+            with ``job_id, attempt, team, req_gpus, eligible_at``.
+        as_of: ``cluster, as_of``: the data cut-off (pending rows end there).
+        pending: never-started rows ``cluster, job_id, team, req_gpus, eligible_at, end_at``.
+
+    Returns:
+        :data:`STRANDED_SCHEMA` rows, one per cluster and hour with a gang level;
+        ``gang_pending_gpu_s``: GPU-seconds of pending demand in the hour from jobs wider than
+        one node (what ``held`` can be held for).
+    """
+    level = gang_level(topology)
+    nh = _node_hours(topology, jobs, hours, nodes, down).join(level, on=[CLUSTER, LEVEL])
+    gpn = _node_gpus(nodes)
+    size = _domain_size(topology, level)
+    waits = _waits(jobs, pending, as_of)
+    hrs = hours.select(CLUSTER, pl.col(HOUR).cast(UTC_DATETIME)).unique()
+    first = pl.col("_from").dt.truncate("1h")
+    first = pl.when(first == pl.col("_from")).then(first).otherwise(first + _HOUR)
+    snapshot = (
+        waits.select(
+            CLUSTER,
+            REQ_GPUS,
+            pl.datetime_ranges(first, pl.col("_to"), "1h", closed="left").alias(HOUR),
+        )
+        .explode(HOUR)
+        .filter(pl.col(HOUR).is_not_null())
+        .join(hrs, on=[CLUSTER, HOUR])
+        .group_by(CLUSTER, HOUR, REQ_GPUS)
+        .agg(pl.len().cast(pl.Int64).alias("_count"))
+        .join(gpn, on=CLUSTER)
+        .join(size, on=CLUSTER)
+        .with_columns(((pl.col(REQ_GPUS) / pl.col("_gpn")).ceil().cast(pl.Int64)).alias("_n"))
+    )
+    whole = pl.col("_attempts") == 0
+    per_node = nh.filter(pl.col("_healthy")).join(gpn, on=CLUSTER)
+    partial = per_node.filter(~whole).group_by(CLUSTER, HOUR).agg(pl.col("_free").sum().alias("_p"))
+    whole_d = per_node.filter(whole).group_by(CLUSTER, HOUR, DOMAIN).agg(pl.len().alias("_w"))
+    # n = 1: nodes with fewer free GPUs than r
+    single = (
+        snapshot.filter(pl.col("_n") == 1)
+        .join(per_node.select(CLUSTER, HOUR, "_free"), on=[CLUSTER, HOUR])
+        .filter(pl.col("_free") < pl.col(REQ_GPUS))
+        .group_by(CLUSTER, HOUR, REQ_GPUS)
+        .agg(pl.col("_free").sum().alias("_strand"))
+    )
+    in_domain = (
+        snapshot.filter((pl.col("_n") > 1) & (pl.col("_n") <= pl.col("_h")))
+        .join(whole_d, on=[CLUSTER, HOUR], how="left")
+        .group_by(CLUSTER, HOUR, REQ_GPUS)
+        .agg(((pl.col("_w").fill_null(0) % pl.col("_n")) * pl.col("_gpn")).sum().alias("_rem"))
+    )
+    pooled = (
+        snapshot.filter(pl.col("_n") > pl.col("_h"))
+        .join(
+            whole_d.group_by(CLUSTER, HOUR).agg(pl.col("_w").sum()), on=[CLUSTER, HOUR], how="left"
+        )
+        .select(
+            CLUSTER,
+            HOUR,
+            REQ_GPUS,
+            ((pl.col("_w").fill_null(0) % pl.col("_n")) * pl.col("_gpn")).alias("_rem"),
+        )
+    )
+    gang = (
+        pl.concat([in_domain, pooled])
+        .join(partial, on=[CLUSTER, HOUR], how="left")
+        .select(
+            CLUSTER, HOUR, REQ_GPUS, (pl.col("_rem") + pl.col("_p").fill_null(0.0)).alias("_strand")
+        )
+    )
+    shapes = snapshot.join(
+        pl.concat([single, gang]), on=[CLUSTER, HOUR, REQ_GPUS], how="left"
+    ).with_columns(pl.col("_strand").fill_null(0.0).cast(pl.Float64))
+    per_hour = shapes.group_by(CLUSTER, HOUR).agg(
+        pl.col("_count").sum().alias("pending_jobs"),
+        pl.col(REQ_GPUS).min().alias("min_pending_gpus"),
+        pl.col("_strand").sort_by(REQ_GPUS).first().alias("stranded_gpus"),
+        ((pl.col("_strand") * pl.col("_count")).sum() / pl.col("_count").sum()).alias(
+            "expected_stranded_gpus"
+        ),
+    )
+    free = nh.group_by(CLUSTER, HOUR, LEVEL).agg(pl.col("_free").sum().alias("free_gpus"))
+    gangs = waits.join(gpn, on=CLUSTER).filter(pl.col(REQ_GPUS) > pl.col("_gpn"))
+    demand = (
+        _pieces(gangs)
+        .group_by(CLUSTER, HOUR)
+        .agg((pl.col(REQ_GPUS) * pl.col("_sec")).sum().alias("gang_pending_gpu_s"))
+    )
+    return (
+        free.join(per_hour, on=[CLUSTER, HOUR], how="left")
+        .join(demand, on=[CLUSTER, HOUR], how="left")
+        .with_columns(
+            pl.col("pending_jobs").fill_null(0),
+            pl.col("stranded_gpus", "expected_stranded_gpus", "gang_pending_gpu_s").fill_null(0.0),
+        )
+        .select(list(STRANDED_SCHEMA))
+        .cast(pl.Schema(STRANDED_SCHEMA))
+        .sort(CLUSTER, HOUR)
+    )
+
+
+def _pieces(waits: pl.LazyFrame) -> pl.LazyFrame:
+    """The spans ``_from``–``_to`` cut at hour boundaries: ``hour`` and ``_sec`` per piece."""
+    return (
+        waits.with_columns(
+            pl.datetime_ranges(
+                pl.col("_from").dt.truncate("1h"), pl.col("_to"), "1h", closed="left"
+            ).alias(HOUR)
+        )
+        .explode(HOUR)
+        .with_columns(
+            (
+                (
+                    pl.min_horizontal(pl.col(HOUR) + _HOUR, pl.col("_to"))
+                    - pl.max_horizontal(pl.col(HOUR), pl.col("_from"))
+                ).dt.total_microseconds()
+                / 1e6
+            ).alias("_sec")
+        )
+        .filter(pl.col("_sec") > 0)
+    )
+
+
+#: Pending reasons that state a topology cause (Slurm job_state_reason strings and Kueue's
+#: TAS message "… topology … allows to fit only N out of M …"), case-insensitive.
+_TOPOLOGY_REASON: Final = r"(?i)topolog|switch|segment|\bblock|fit only"
+
+
+def topology_reason(reason: pl.Expr) -> pl.Expr:
+    """True where a pending reason states a topology cause (:data:`_TOPOLOGY_REASON`)."""
+    return reason.str.contains(_TOPOLOGY_REASON)
+
+
+def _team_held(jobs: pl.LazyFrame, hours: pl.LazyFrame) -> pl.LazyFrame:
+    """``cluster, hour, team, _team_gpus``: GPUs each team's attempts hold at each hour start."""
+    horizon = hours.group_by(CLUSTER).agg((pl.col(HOUR).max() + _HOUR).alias("_horizon"))
+    start = pl.col(START_AT)
+    first = start.dt.truncate("1h")
+    first = pl.when(first == start).then(first).otherwise(first + _HOUR)
+    return (
+        jobs.filter(start.is_not_null())
+        .join(horizon, on=CLUSTER)
+        .select(
+            CLUSTER,
+            TEAM,
+            pl.col(GPUS).cast(pl.Float64),
+            pl.datetime_ranges(
+                first, pl.col(END_AT).fill_null(pl.col("_horizon")), "1h", closed="left"
+            ).alias(HOUR),
+        )
+        .explode(HOUR)
+        .filter(pl.col(HOUR).is_not_null())
+        .group_by(CLUSTER, HOUR, TEAM)
+        .agg(pl.col(GPUS).sum().alias("_team_gpus"))
+    )
+
+
+def large_job_wait_causes(
+    capacity: pl.LazyFrame,
+    jobs: pl.LazyFrame,
+    nodes: pl.LazyFrame,
+    as_of: pl.LazyFrame,
+    *,
+    topology: pl.LazyFrame,
+    pending: pl.LazyFrame | None = None,
+    shares: pl.LazyFrame | None = None,
+    reasons: pl.LazyFrame | None = None,
+    min_gpus: float = 64.0,
+) -> pl.LazyFrame:
+    """Per large job: its eligible wait split into fair-share/quota, priority, fragmentation
+    and other delay (after Jeon et al., "Analysis of Large-Scale Multi-Tenant GPU Clusters for
+    DNN Training Workloads", USENIX ATC 2019, the Philly study).
+
+    The wait ``[eligible_at, min(start_at, as_of))`` (never started: to its end or ``as_of``) is
+    cut at hour boundaries; each piece takes the state at its hour's start (from ``capacity``
+    at the gang level), checked in this order:
+
+    1. **quota**: the job's team held at least its entitled GPUs (share × the cluster's GPUs);
+    2. **priority**: fewer free GPUs (``free_gpus``, healthy) than the job asks for;
+    3. **fragmentation**: enough free GPUs by count, but no placement satisfying the
+       topology: with n = ceil(r/g) nodes and H the largest domain, the k = ceil(n/H) domains
+       with the most whole free nodes hold fewer than n;
+    4. **other**: it would have fit (scheduler cycle, backfill, reservation), or no capacity
+       snapshot covers the hour.
+
+    ``basis`` is ``exact`` where ``reasons`` (``pending_reason_spells``) hold a spell of the
+    job: then fragmentation is the seconds of its spells whose reason states a topology cause
+    (:func:`topology_reason`), and the rest of each piece takes the rule above with 3 read as
+    other; else ``counterfactual`` (the rules alone).
+
+    Args:
+        capacity: :func:`domain_capacity_hourly` rows.
+        jobs: started attempts ``cluster, job_id, attempt, team, gpus, req_gpus, eligible_at,
+            start_at, end_at, node_list``.
+        nodes: ``cluster, host, gpus``.
+        as_of: ``cluster, as_of``.
+        topology: the map (for the gang level and H).
+        pending: never-started rows ``cluster, job_id, team, req_gpus, eligible_at, end_at``.
+        shares: ``team, pool, share, valid_from`` (pool = cluster; the latest row at or before
+            the hour applies).
+        reasons: ``cluster, job_id, reason, spell_start, spell_end``.
+        min_gpus: a job is large when it asks for at least this many GPUs.
+
+    Returns:
+        :data:`WAIT_CAUSES_SCHEMA` rows; ``quota_s + priority_s + fragmentation_s + other_s =
+        wait_s`` (seconds), ``blocked_idle_gpu_s`` = Σ free GPUs × seconds of the fragmentation
+        pieces (GPU-seconds idle while the job was held by topology).
+    """
+    level = gang_level(topology)
+    gpn = _node_gpus(nodes)
+    size = _domain_size(topology, level)
+    waits = _waits(jobs, pending, as_of).filter(pl.col(REQ_GPUS) >= min_gpus)
+    pieces = _pieces(waits).join(gpn, on=CLUSTER).join(size, on=CLUSTER)
+    cap = capacity.join(level, on=[CLUSTER, LEVEL])
+    ranked = cap.select(
+        CLUSTER,
+        HOUR,
+        "free_gpus",
+        "free_nodes",
+        pl.col("free_nodes").rank("ordinal", descending=True).over(CLUSTER, HOUR).alias("_rank"),
+    )
+    state = pieces.with_columns(
+        (pl.col(REQ_GPUS) / pl.col("_gpn")).ceil().cast(pl.Int64).alias("_n")
+    ).with_columns(((pl.col("_n") + pl.col("_h") - 1) // pl.col("_h")).alias("_k"))
+    fit = (
+        state.select(CLUSTER, HOUR, "_k")
+        .unique()
+        .join(ranked, on=[CLUSTER, HOUR])
+        .group_by(CLUSTER, HOUR, "_k")
+        .agg(
+            pl.col("free_gpus").sum().alias("_free"),
+            pl.col("free_nodes").filter(pl.col("_rank") <= pl.col("_k")).sum().alias("_top"),
+        )
+    )
+    state = (
+        state.join(fit, on=[CLUSTER, HOUR, "_k"], how="left")
+        .with_columns(pl.col("_free").is_not_null().alias("_seen"))
+        .with_columns(pl.col("_free", "_top").fill_null(0))
+    )
+    cluster_gpus = nodes.group_by(CLUSTER).agg(pl.col(GPUS).cast(pl.Float64).sum().alias("_cap"))
+    held = _team_held(jobs, capacity.select(CLUSTER, HOUR).unique())
+    state = state.join(held, on=[CLUSTER, HOUR, TEAM], how="left").join(cluster_gpus, on=CLUSTER)
+    if shares is not None:
+        sh = shares.select(
+            pl.col("pool").alias(CLUSTER),
+            TEAM,
+            pl.col("share").cast(pl.Float64),
+            pl.col("valid_from").cast(UTC_DATETIME).alias("_sf"),
+        ).sort("_sf")
+        state = state.sort(HOUR).join_asof(
+            sh,
+            left_on=HOUR,
+            right_on="_sf",
+            by=[CLUSTER, TEAM],
+            strategy="backward",
+            check_sortedness=False,
+        )
+    else:
+        state = state.with_columns(pl.lit(None, pl.Float64).alias("share"))
+    over_quota = pl.col("share").is_not_null() & (
+        pl.col("_team_gpus").fill_null(0.0) >= pl.col("share") * pl.col("_cap")
+    )
+    cause = (
+        pl.when(~pl.col("_seen"))
+        .then(pl.lit("other"))
+        .when(over_quota)
+        .then(pl.lit("quota"))
+        .when(pl.col("_free") < pl.col(REQ_GPUS))
+        .then(pl.lit("priority"))
+        .when(pl.col("_top") < pl.col("_n"))
+        .then(pl.lit("fragmentation"))
+        .otherwise(pl.lit("other"))
+    )
+    state = state.with_columns(cause.alias("_cause"), pl.lit(0.0).alias("_topo"))
+    keys = [CLUSTER, JOB_ID]
+    if reasons is not None:
+        spells = reasons.select(
+            CLUSTER,
+            pl.col(JOB_ID).cast(pl.String),
+            "reason",
+            pl.col("spell_start").cast(UTC_DATETIME).alias("_ss"),
+            pl.col("spell_end").cast(UTC_DATETIME).alias("_se"),
+        )
+        stated = spells.select(*keys).unique().with_columns(pl.lit(value=True).alias("_exact"))
+        topo = (
+            state.select(*keys, ATTEMPT, HOUR, "_from", "_to")
+            .join(spells.filter(topology_reason(pl.col("reason"))), on=keys)
+            .with_columns(
+                (
+                    (
+                        pl.min_horizontal(
+                            pl.col(HOUR) + _HOUR, "_to", pl.col("_se").fill_null(pl.col("_to"))
+                        )
+                        - pl.max_horizontal(HOUR, "_from", "_ss")
+                    ).dt.total_microseconds()
+                    / 1e6
+                )
+                .clip(lower_bound=0.0)
+                .alias("_t")
+            )
+            .group_by(*keys, ATTEMPT, HOUR)
+            .agg(pl.col("_t").sum())
+        )
+        state = (
+            state.drop("_topo")
+            .join(stated, on=keys, how="left")
+            .join(topo, on=[*keys, ATTEMPT, HOUR], how="left", nulls_equal=True)
+            .with_columns(
+                pl.col("_exact").fill_null(value=False),
+                pl.min_horizontal(pl.col("_t").fill_null(0.0), "_sec").alias("_topo"),
+            )
+            .with_columns(
+                pl.when(pl.col("_exact") & (pl.col("_cause") == "fragmentation"))
+                .then(pl.lit("other"))
+                .otherwise(pl.col("_cause"))
+                .alias("_cause")
+            )
+        )
+    else:
+        state = state.with_columns(pl.lit(value=False).alias("_exact"))
+    rest = pl.col("_sec") - pl.col("_topo")
+
+    def part(name: str) -> pl.Expr:
+        return pl.when(pl.col("_cause") == name).then(rest).otherwise(0.0).sum()
+
+    return (
+        state.group_by(*keys, ATTEMPT, TEAM, REQ_GPUS, "_n", "_from", START_AT)
+        .agg(
+            pl.col("_sec").sum().alias("wait_s"),
+            part("quota").alias("quota_s"),
+            part("priority").alias("priority_s"),
+            (part("fragmentation") + pl.col("_topo").sum()).alias("fragmentation_s"),
+            part("other").alias("other_s"),
+            pl.when(pl.col("_cause") == "fragmentation")
+            .then(pl.col("_free") * rest)
+            .when(pl.col("_exact"))
+            .then(pl.col("_free") * pl.col("_topo"))
+            .otherwise(0.0)
+            .sum()
+            .alias("blocked_idle_gpu_s"),
+            pl.col("_exact").any().alias("_exact"),
+        )
+        .select(
+            *keys,
+            ATTEMPT,
+            TEAM,
+            REQ_GPUS,
+            pl.col("_n").alias("req_nodes"),
+            pl.col("_from").alias(ELIGIBLE_AT),
+            START_AT,
+            "wait_s",
+            "quota_s",
+            "priority_s",
+            "fragmentation_s",
+            "other_s",
+            "blocked_idle_gpu_s",
+            pl.when(pl.col("_exact"))
+            .then(pl.lit("exact"))
+            .otherwise(pl.lit("counterfactual"))
+            .alias("basis"),
+        )
+        .cast(pl.Schema(WAIT_CAUSES_SCHEMA))
+        .sort(CLUSTER, JOB_ID, ATTEMPT, nulls_last=True)
+    )

@@ -1,0 +1,302 @@
+"""Domain capacity, segment slots, stranded GPUs and large-job wait causes on a hand-built
+cluster (METRICS.md "Domain capacity, stranded GPUs and large-job waits").
+
+The cluster ``c``: racks d1 = n1–n4 and d2 = n5–n8, 4 GPUs per node (32 GPUs); hours
+h0 = 2026-11-02 00:00 and h1 = 01:00 UTC, data cut-off h1 + 1 h.
+
+* attempt A (team t1): 8 GPUs on n1, n2 from h0 − 1 h to h1 + 30 min: holds 4 + 4 at h0 and h1;
+* attempt B (team t2): 2 GPUs on n5 from h0 to h0 + 30 min: holds 2 of n5 at h0 only;
+* n8 down from h0 − 1 h to h1 (healthy again at h1);
+* P2 (t0): 4 GPUs, eligible h0 − 30 min, started h0 + 30 min (on n6, ended h0 + 50 min);
+* Q (t2): 12 GPUs, eligible h0 + 30 min, started h1 + 30 min;
+* P1 (t1): 12 GPUs, eligible h0, never started, still pending;
+* R (t0): 24 GPUs, eligible h0, never started, cancelled at h1.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+from polars.testing import assert_frame_equal
+
+from metrics.domains import (
+    domain_capacity_hourly,
+    gang_level,
+    large_job_wait_causes,
+    segment_capacity_hourly,
+    stranded_hourly,
+    topology_reason,
+)
+from metrics.schema import UTC_DATETIME
+
+H0 = dt.datetime(2026, 11, 2, tzinfo=dt.UTC)
+H1 = H0 + dt.timedelta(hours=1)
+M = dt.timedelta(minutes=1)
+T = UTC_DATETIME
+
+
+def _topology() -> pl.LazyFrame:
+    nodes = [f"n{i}" for i in range(1, 9)]
+    return pl.LazyFrame(
+        {
+            "cluster": ["c"] * 8,
+            "level": ["rack"] * 8,
+            "domain": ["d1"] * 4 + ["d2"] * 4,
+            "node": nodes,
+            "valid_from": [None] * 8,
+            "valid_to": [None] * 8,
+        },
+        schema_overrides={"valid_from": T, "valid_to": T},
+    )
+
+
+def _inventory() -> pl.LazyFrame:
+    return pl.LazyFrame({"cluster": ["c"] * 8, "host": [f"n{i}" for i in range(1, 9)],
+                         "gpus": [4.0] * 8})  # fmt: skip
+
+
+def _jobs() -> pl.LazyFrame:
+    return pl.LazyFrame(
+        {
+            "cluster": ["c"] * 4,
+            "job_id": ["A", "B", "P2", "Q"],
+            "attempt": [1, 1, 1, 1],
+            "team": ["t1", "t2", "t0", "t2"],
+            "gpus": [8.0, 2.0, 4.0, 12.0],
+            "req_gpus": [8.0, 2.0, 4.0, 12.0],
+            "eligible_at": [H0 - 60 * M, H0, H0 - 30 * M, H0 + 30 * M],
+            "start_at": [H0 - 60 * M, H0, H0 + 30 * M, H1 + 30 * M],
+            "end_at": [H1 + 30 * M, H0 + 30 * M, H0 + 50 * M, H1 + 120 * M],
+            "node_list": [["n1", "n2"], ["n5"], ["n6"], ["n5", "n6", "n7"]],
+        },
+        schema_overrides={"eligible_at": T, "start_at": T, "end_at": T},
+    )
+
+
+def _pending() -> pl.LazyFrame:
+    return pl.LazyFrame(
+        {"cluster": ["c", "c"], "job_id": ["P1", "R"], "team": ["t1", "t0"],
+         "req_gpus": [12.0, 24.0], "eligible_at": [H0, H0], "end_at": [None, H1]},
+        schema_overrides={"eligible_at": T, "end_at": T},
+    )  # fmt: skip
+
+
+def _down() -> pl.LazyFrame:
+    return pl.LazyFrame(
+        {"cluster": ["c"], "node": ["n8"], "start_at": [H0 - 60 * M], "end_at": [H1]},
+        schema_overrides={"start_at": T, "end_at": T},
+    )
+
+
+def _hours() -> pl.LazyFrame:
+    return pl.LazyFrame({"cluster": ["c", "c"], "hour": [H0, H1]}, schema_overrides={"hour": T})
+
+
+def _as_of() -> pl.LazyFrame:
+    return pl.LazyFrame({"cluster": ["c"], "as_of": [H1 + 60 * M]}, schema_overrides={"as_of": T})
+
+
+def _capacity() -> pl.LazyFrame:
+    return domain_capacity_hourly(
+        _topology(), _jobs(), _hours(), _inventory(), down=_down(), segment_sizes=(1, 2, 4)
+    )
+
+
+def test_domain_capacity_counts_healthy_held_and_free_nodes_at_each_hour_start() -> None:
+    """h0: d1 has n1, n2 held by A (8 GPUs) and n3, n4 free: 4 healthy, 2 allocated, 2 free,
+    16 healthy GPUs, 8 free; largest segment of (1, 2, 4) that fits 2 free nodes: 2.
+    d2: n8 down (healthy 3, degraded 1), n5 partly held by B (2 of 4), n6, n7 free: allocated
+    1, free 2; healthy GPUs 12, free 2 + 4 + 4 = 10, allocated 2; largest 2.
+    h1: B ended and n8 is back: d2 all 4 free (16 GPUs), largest segment 4; d1 as at h0."""
+    got = _capacity().collect()
+    want = pl.DataFrame(
+        {
+            "cluster": ["c"] * 4,
+            "hour": [H0, H0, H1, H1],
+            "level": ["rack"] * 4,
+            "domain": ["d1", "d2", "d1", "d2"],
+            "nodes": [4, 4, 4, 4],
+            "healthy_nodes": [4, 3, 4, 4],
+            "degraded_nodes": [0, 1, 0, 0],
+            "allocated_nodes": [2, 1, 2, 0],
+            "free_nodes": [2, 2, 2, 4],
+            "healthy_gpus": [16.0, 12.0, 16.0, 16.0],
+            "allocated_gpus": [8.0, 2.0, 8.0, 0.0],
+            "free_gpus": [8.0, 10.0, 8.0, 16.0],
+            "largest_gang_nodes": [2, 2, 2, 4],
+            "largest_segment": [2, 2, 2, 4],
+        },
+        schema_overrides={"hour": T},
+    )
+    assert_frame_equal(got, want)
+
+
+def test_segment_capacity_efficiency_shows_what_a_failed_tray_costs() -> None:
+    """h0 (healthy d1 = 4, d2 = 3; free 2 and 2): s = 4: configured slots 1 + 1 = 2, healthy
+    floor(4/4) + floor(3/4) = 1, free 0 + 0 = 0, usable 1 × 4 = 4 nodes, efficiency 4 / 7;
+    s = 2: configured 2 + 2 = 4, healthy 2 + 1 = 3, free 1 + 1 = 2, usable 6, efficiency 6/7;
+    s = 1: every healthy node usable, efficiency 7/7 = 1."""
+    got = segment_capacity_hourly(_capacity(), (1, 2, 4)).filter(pl.col("hour") == H0).collect()
+    assert got.select("segment_size", "configured_slots", "healthy_slots", "free_slots",
+                      "usable_nodes").rows() == [(1, 8, 7, 4, 7), (2, 4, 3, 2, 6),
+                                                 (4, 2, 1, 0, 4)]  # fmt: skip
+    assert got["efficiency"].to_list() == [1.0, 6 / 7, 4 / 7]
+    assert got["healthy_nodes"].to_list() == [7, 7, 7]
+
+
+def test_gang_level_is_the_finest_level_with_multi_node_domains() -> None:
+    """Levels rack (2 domains of 4) and spine (1 domain of 8) and host (8 of 1): rack."""
+    spine = _topology().with_columns(pl.lit("spine").alias("level"), pl.lit("s1").alias("domain"))
+    host = _topology().with_columns(pl.lit("host").alias("level"), pl.col("node").alias("domain"))
+    got = gang_level(pl.concat([_topology(), spine, host])).collect()
+    assert got.rows() == [("c", "rack")]
+
+
+def test_stranded_gpus_per_smallest_shape_and_their_expectation_over_the_mix() -> None:
+    """h0: pending P2 (4 GPUs: n = 1), P1 (12: n = 3 <= H = 4) and R (24: n = 6 > H).
+    Healthy free GPUs per node: n1 0, n2 0, n3 4, n4 4, n5 2, n6 4, n7 4 (n8 down): 18.
+    r = 4: nodes with fewer than 4 free: n1 0 + n2 0 + n5 2 = 2 (stranded_gpus, r_min = 4).
+    r = 12: partly held free 2, plus per domain (2 mod 3)·4 + (2 mod 3)·4 = 16: 18.
+    r = 24: partly held 2, plus pooled (2 + 2 mod 6)·4 = 16: 18.
+    expected = (2 + 18 + 18) / 3 = 38/3. Gang demand (r > 4 GPUs per node) in h0: P1 12 ×
+    3600 + R 24 × 3600 + Q 12 × 1800 (eligible h0 + 30 min) = 151,200 GPU-s.
+    h1: pending P1 and Q (12 each; R cancelled at h1, P2 started). Whole free d1 2, d2 4, no
+    partly held node with free GPUs: (2 mod 3)·4 + (4 mod 3)·4 = 12; free 8 + 16 = 24; gang
+    demand P1 43,200 + Q 12 × 1800 = 64,800."""
+    got = stranded_hourly(
+        _topology(), _jobs(), _hours(), _inventory(), _as_of(), pending=_pending(), down=_down()
+    ).collect()
+    want = pl.DataFrame(
+        {
+            "cluster": ["c", "c"],
+            "hour": [H0, H1],
+            "level": ["rack", "rack"],
+            "free_gpus": [18.0, 24.0],
+            "pending_jobs": [3, 2],
+            "min_pending_gpus": [4.0, 12.0],
+            "stranded_gpus": [2.0, 12.0],
+            "expected_stranded_gpus": [38 / 3, 12.0],
+            "gang_pending_gpu_s": [151_200.0, 64_800.0],
+        },
+        schema_overrides={"hour": T},
+    )
+    assert_frame_equal(got, want)
+
+
+def _shares() -> pl.LazyFrame:
+    return pl.LazyFrame(
+        {"team": ["t1", "t2"], "pool": ["c", "c"], "share": [0.5, 0.05],
+         "valid_from": [dt.datetime(1970, 1, 1, tzinfo=dt.UTC)] * 2},
+        schema_overrides={"valid_from": T},
+    )  # fmt: skip
+
+
+def _causes(reasons: pl.LazyFrame | None = None) -> pl.DataFrame:
+    return large_job_wait_causes(
+        _capacity(), _jobs(), _inventory(), _as_of(), topology=_topology(), pending=_pending(),
+        shares=_shares(), reasons=reasons, min_gpus=12,
+    ).collect()  # fmt: skip
+
+
+def test_wait_causes_counterfactual_split_quota_priority_fragmentation() -> None:
+    """Capacity 32 GPUs. P1 (t1, share 0.5 → 16 GPUs; t1 holds 8): h0 free 18 >= 12 but the
+    fullest domain has 2 whole free nodes < n = 3 → fragmentation 3600 s, idle while blocked
+    18 × 3600 = 64,800 GPU-s; h1 free 24, d2 has 4 >= 3 → other 3600 s.
+    Q (t2, share 0.05 → 1.6 GPUs; t2 holds B's 2 at h0): h0 piece 1800 s quota; h1 (t2 holds
+    0) 1800 s other. R (t0, no share): h0 free 18 < 24 → priority 3600 s."""
+    got = _causes()
+    assert got.select("job_id", "attempt", "req_nodes", "wait_s", "quota_s", "priority_s",
+                      "fragmentation_s", "other_s", "blocked_idle_gpu_s", "basis").rows() == [
+        ("P1", None, 3, 7200.0, 0.0, 0.0, 3600.0, 3600.0, 64_800.0, "counterfactual"),
+        ("Q", 1, 3, 3600.0, 1800.0, 0.0, 0.0, 1800.0, 0.0, "counterfactual"),
+        ("R", None, 6, 3600.0, 0.0, 3600.0, 0.0, 0.0, 0.0, "counterfactual"),
+    ]  # fmt: skip
+
+
+def test_wait_causes_exact_where_a_topology_reason_is_stated() -> None:
+    """P1's spell "… allows to fit only 2 out of 3" from h0 + 15 min to h1 + 15 min: h0 piece
+    2700 s and h1 piece 900 s are fragmentation (3600 s); the rest (900 + 2700) is other
+    (a counterfactual fragmentation reads as other); idle while blocked 18 × 2700 + 24 × 900
+    = 70,200 GPU-s. Q's spell says Resources: exact, no topology seconds, quota 1800 as
+    before. R has no spell: counterfactual."""
+    reasons = pl.LazyFrame(
+        {"cluster": ["c", "c"], "job_id": ["P1", "Q"],
+         "reason": ["Topology allows to fit only 2 out of 3", "Resources"],
+         "spell_start": [H0 + 15 * M, H0 + 30 * M], "spell_end": [H1 + 15 * M, H1 + 30 * M]},
+        schema_overrides={"spell_start": T, "spell_end": T},
+    )  # fmt: skip
+    got = _causes(reasons)
+    assert got.select("job_id", "quota_s", "priority_s", "fragmentation_s", "other_s",
+                      "blocked_idle_gpu_s", "basis").rows() == [
+        ("P1", 0.0, 0.0, 3600.0, 3600.0, 70_200.0, "exact"),
+        ("Q", 1800.0, 0.0, 0.0, 1800.0, 0.0, "exact"),
+        ("R", 0.0, 3600.0, 0.0, 0.0, 0.0, "counterfactual"),
+    ]  # fmt: skip
+
+
+def test_topology_reasons() -> None:
+    """Kueue's TAS message and Slurm switch/topology reasons count; Resources and Priority not."""
+    got = pl.select(
+        topology_reason(
+            pl.Series(
+                [
+                    "Resources",
+                    "Priority",
+                    "ReqSwitch wait",
+                    "TOPOLOGY",
+                    "allows to fit only 2 out of 3",
+                ]
+            )
+        )
+    ).to_series()
+    assert got.to_list() == [False, False, True, True, True]
+
+
+def test_wait_with_no_capacity_snapshot_counts_as_other() -> None:
+    """R's wait moved two hours earlier (h0 − 2 h to h0 − 1 h): no capacity row covers that
+    hour, so its 3600 s are other, not priority."""
+    early = (
+        _pending()
+        .with_columns(
+            pl.lit(H0 - 120 * M).cast(T).alias("eligible_at"),
+            pl.lit(H0 - 60 * M).cast(T).alias("end_at"),
+        )
+        .filter(pl.col("job_id") == "R")
+    )
+    got = large_job_wait_causes(
+        _capacity(), _jobs().clear(), _inventory(), _as_of(), topology=_topology(),
+        pending=early, min_gpus=12,
+    ).collect()  # fmt: skip
+    assert got.select("job_id", "wait_s", "priority_s", "other_s").rows() == [
+        ("R", 3600.0, 0.0, 3600.0)
+    ]
+
+
+def test_nvlink_colocation_counts_gangs_that_fit_one_clique() -> None:
+    """``nvlink_colocation_weekly`` over a hand-made ``analytics.job_placement``: at level
+    nvlink, g1 (2 nodes, clique of 3, 1 clique used) and g2 (3 nodes, 2 used) fit one clique;
+    g3 (4 nodes > 3) cannot and s1 (1 node) is no gang; a rack-level row does not count. Week
+    of 2026-11-02: gangs 2, co-located 1, share 1/2."""
+    import duckdb
+
+    from pipelines.warehouse.sql import load_sql
+
+    with duckdb.connect() as con:
+        con.execute("SET TimeZone = 'UTC'")
+        con.execute("CREATE SCHEMA analytics")
+        con.execute(
+            "CREATE TABLE analytics.job_placement AS SELECT * FROM (VALUES"
+            " ('k', 'g1', 'nvlink', TIMESTAMPTZ '2026-11-03 10:00:00+00', 2, 3, 1),"
+            " ('k', 'g2', 'nvlink', TIMESTAMPTZ '2026-11-04 10:00:00+00', 3, 3, 2),"
+            " ('k', 'g3', 'nvlink', TIMESTAMPTZ '2026-11-04 11:00:00+00', 4, 3, 2),"
+            " ('k', 's1', 'nvlink', TIMESTAMPTZ '2026-11-04 12:00:00+00', 1, 3, 1),"
+            " ('k', 'g1', 'rack', TIMESTAMPTZ '2026-11-03 10:00:00+00', 2, 8, 2))"
+            " AS t(cluster, job_id, level, start_at, nodes, domain_size, domains_used),"
+            " (SELECT TIMESTAMPTZ '2026-11-08 00:00:00+00' AS as_of)"
+        )
+        con.execute(load_sql("views/nvlink_colocation_weekly"))
+        rows = con.execute(
+            "SELECT cluster, week, gangs, colocated, colocation_share FROM nvlink_colocation_weekly"
+        ).fetchall()
+    assert rows == [("k", dt.date(2026, 11, 2), 2, 1, 0.5)]
