@@ -221,9 +221,9 @@ def _jain_kpi(jobs: pl.DataFrame, shares: pl.DataFrame) -> pl.DataFrame:
         .filter(pl.col("share") > 0)
         .sort("day")
     )  # fmt: skip
-    x = used.join_asof(sh, on="day", by=["cluster", "team"], strategy="backward").filter(
-        pl.col("share").is_not_null()
-    )
+    x = used.join_asof(
+        sh, on="day", by=["cluster", "team"], strategy="backward", check_sortedness=False
+    ).filter(pl.col("share").is_not_null())
     v = pl.col("_gpu_s") / pl.col("share")
     return (
         x.group_by("cluster", "day")

@@ -24,6 +24,7 @@ from pipelines.analytics.incremental import (
     write_window_tables,
 )
 from pipelines.analytics.metrics_build import build_metric_tables
+from pipelines.analytics.policy_impact import policy_impact_tables
 from pipelines.analytics.policy_ledger import policy_change_tables
 from pipelines.analytics.scheduler_views import scheduler_tables
 from pipelines.analytics.windows import WINDOW_TABLES, window_tables
@@ -61,7 +62,7 @@ VIEWS = (
     "job_gpu_summary", "telemetry_coverage_daily", "gpu_activity", "kueue_cluster_queues",
     "kueue_local_queues", "scheduler_fairshare", "registry_drift",
     "telemetry_coverage_team_daily", "topology", "job_placement",
-    "topology_fragmentation_hourly", "policy_changes",
+    "topology_fragmentation_hourly", "policy_changes", "policy_change_impact",
 )  # fmt: skip
 
 _INVENTORY_SCHEMA = {
@@ -332,6 +333,11 @@ def _tables(
         con, registry.history, registry.mapping, core.nodes, as_of,
         tolerance=cfg.registry_drift_tolerance,
     )  # fmt: skip
+    ledger = policy_change_tables(con)
+    impact = policy_impact_tables(
+        con, changes=ledger["analytics.policy_changes"], jobs=jobs, occupancy=occ, as_of=as_of,
+        shares=core.shares,
+    )  # fmt: skip
     return {
         "core.slurm_jobs": with_as_of(core.slurm_jobs, as_of),
         "core.k8s_pods": core.k8s_pods,
@@ -346,7 +352,8 @@ def _tables(
         "analytics.job_placement": with_as_of(_placement(core), as_of),
         "analytics.topology_fragmentation_hourly": with_as_of(_fragmentation(core, occ), as_of),
         **schedulers,
-        **policy_change_tables(con),
+        **ledger,
+        **impact,
         **{t: with_as_of(f, as_of) if "cluster" in f.columns else f for t, f in engine.items()},
         **windows.tables,
     }, windows.job_keys
