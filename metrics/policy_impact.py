@@ -152,9 +152,10 @@ def daily_kpis(
     parts = [_wait_kpis(jobs, as_of), _occupancy_kpi(cap)]
     if shares is not None and shares.height:
         parts.append(_jain_kpi(jobs, shares))
-    long = pl.concat([p for p in parts if p.height], how="vertical_relaxed") if parts else None
-    if long is None or long.height == 0:
+    parts = [p for p in parts if p.height]
+    if not parts:
         return pl.DataFrame(schema=_KPI_SCHEMA)
+    long = pl.concat(parts, how="vertical_relaxed")
     return (
         long.join(cov, on=["cluster", "day"], how="inner")
         .select(list(_KPI_SCHEMA))

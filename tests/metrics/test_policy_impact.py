@@ -254,3 +254,24 @@ def test_daily_kpis_wait_percentiles_occupancy_and_offered_load() -> None:
     }
     assert out["offered_load"].unique().to_list() == [pytest.approx(0.09375)]
     assert out["capacity_gpu_h"].unique().to_list() == [128.0]
+
+
+def test_daily_kpis_of_no_jobs_is_an_empty_frame() -> None:
+    """No jobs and no occupancy hours: no KPI rows (not an error)."""
+    jobs = pl.DataFrame(
+        schema={
+            "cluster": pl.String(), "team": pl.String(), "gpus": pl.Float64(),
+            "req_gpus": pl.Float64(), "eligible_at": pl.Datetime("us", "UTC"),
+            "start_at": pl.Datetime("us", "UTC"), "end_at": pl.Datetime("us", "UTC"),
+            "run_s": pl.Float64(), "timelimit_s": pl.Float64(),
+        }
+    )  # fmt: skip
+    occ = pl.DataFrame(
+        schema={
+            "cluster": pl.String(), "hour": pl.Datetime("us", "UTC"),
+            "capacity_gpu_s": pl.Float64(), "down_gpu_s": pl.Float64(),
+            "planned_down_gpu_s": pl.Float64(), "allocated_gpu_s": pl.Float64(),
+        }
+    )  # fmt: skip
+    as_of = pl.DataFrame({"cluster": ["c"], "as_of": [D0]})
+    assert daily_kpis(jobs, occ, as_of).height == 0
