@@ -29,6 +29,7 @@ from typing import Final
 import numpy as np
 import polars as pl
 import statsmodels.api as sm
+from scipy import stats
 
 from metrics.survival import wait_percentiles_km, wait_spells
 
@@ -102,6 +103,8 @@ def daily_kpis(
     occupancy: pl.DataFrame,
     as_of: pl.DataFrame,
     shares: pl.DataFrame | None = None,
+    *,
+    pending: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The KPIs a policy change can move, per cluster and UTC day, with the covariates.
 
@@ -113,6 +116,8 @@ def daily_kpis(
         as_of: ``cluster, as_of`` (the data cut-off: waits are censored there).
         shares: optional ``team, pool, share, valid_from`` (pool = cluster): Jain's index needs
             them; without, no ``jain`` rows.
+        pending: optional never-started jobs (``cluster, eligible_at, end_at, req_gpus``), the
+            censored spells of the wait percentiles (:func:`metrics.survival.wait_spells`).
 
     Returns:
         ``cluster, day, kpi, unit, value, offered_load, capacity_gpu_h``, one row per cluster,
@@ -136,10 +141,14 @@ def daily_kpis(
         .with_columns(pl.col("day").cast(UTC_US))
     )
     work = (
-        jobs.filter(pl.col("eligible_at").is_not_null() & (pl.col("gpus").fill_null(0) > 0))
+        jobs.filter(
+            pl.col("eligible_at").is_not_null() & (pl.coalesce("req_gpus", "gpus").fill_null(0) > 0)
+        )
         .group_by("cluster", pl.col("eligible_at").dt.truncate("1d").cast(UTC_US).alias("day"))
         .agg(
-            (pl.col("gpus") * pl.coalesce("run_s", "timelimit_s").fill_null(0.0)).sum().alias("_w")
+            (pl.coalesce("req_gpus", "gpus") * pl.coalesce("run_s", "timelimit_s").fill_null(0.0))
+            .sum()
+            .alias("_w")
             / 3600
         )
     )
@@ -149,7 +158,7 @@ def daily_kpis(
         .then(pl.col("_w").fill_null(0.0) / pl.col("capacity_gpu_h"))
         .alias("offered_load"),
     )  # fmt: skip
-    parts = [_wait_kpis(jobs, as_of), _occupancy_kpi(cap)]
+    parts = [_wait_kpis(jobs, as_of, pending), _occupancy_kpi(cap)]
     if shares is not None and shares.height:
         parts.append(_jain_kpi(jobs, shares))
     parts = [p for p in parts if p.height]
@@ -170,16 +179,23 @@ _KPI_SCHEMA: dict[str, pl.DataType] = {
 }  # fmt: skip
 
 
-def _wait_kpis(jobs: pl.DataFrame, as_of: pl.DataFrame) -> pl.DataFrame:
+def _wait_kpis(
+    jobs: pl.DataFrame, as_of: pl.DataFrame, pending: pl.DataFrame | None
+) -> pl.DataFrame:
     """``wait_p50_h[b]``, ``wait_p90_h[b]`` per cluster and eligible day (Kaplan–Meier)."""
     out = []
     for row in as_of.filter(pl.col("as_of").is_not_null()).iter_rows(named=True):
         c = jobs.filter(pl.col("cluster") == row["cluster"])
         if c.height == 0:
             continue
-        spells = wait_spells(c.lazy(), row["as_of"]).with_columns(
-            pl.col("eligible_at").dt.truncate("1d").cast(UTC_US).alias("day")
-        )
+        p = None
+        if pending is not None:
+            p = pending.filter(pl.col("cluster") == row["cluster"]).select(
+                "cluster", "eligible_at", "end_at", "req_gpus"
+            )
+        spells = wait_spells(
+            c.lazy(), row["as_of"], pending=p.lazy() if p is not None and p.height else None
+        ).with_columns(pl.col("eligible_at").dt.truncate("1d").cast(UTC_US).alias("day"))
         pct = wait_percentiles_km(spells, ("cluster", "day", "bucket"), (0.5, 0.9)).collect()
         for q in ("p50", "p90"):
             out.append(
@@ -246,7 +262,7 @@ class ItsEstimate:
 
     Attributes:
         estimate: after − counterfactual, in the KPI's unit (the level-shift coefficient).
-        se: its Newey–West standard error.
+        se: its standard error: the larger of Newey–West and the conventional one.
         ci_low: lower end of the 95 % interval (Student t, residual degrees of freedom).
         ci_high: upper end.
         p_value: two-sided p-value of estimate = 0.
@@ -271,7 +287,7 @@ class ItsEstimate:
 
 def newey_west_lags(n: int) -> int:
     """The Newey–West lag length ⌊4 (n/100)^(2/9)⌋ [Newey & West 1994, Rev. Econ. Stud. 61(4)]."""
-    return math.floor(4 * (n / 100) ** (2 / 9))
+    return math.floor(4.0 * math.pow(n / 100, 2 / 9))
 
 
 def _design(
@@ -311,7 +327,8 @@ def its_estimate(
     """Interrupted time series: the level shift of a daily KPI at a change.
 
     ``y_d = α + β·d + δ·post_d + Σ γ_k·x_k,d + ε_d`` by OLS, with Newey–West (HAC) errors
-    (:func:`newey_west_lags` lags, small-sample correction, Student t) [Wagner et al. 2002,
+    (:func:`newey_west_lags` lags, small-sample correction) or the conventional OLS error where
+    that is larger, and Student t on the residual degrees of freedom [Wagner et al. 2002,
     "Segmented regression analysis of interrupted time series studies in medication use
     research"; statsmodels ``cov_type='HAC'``]. ``δ`` is the estimate: the KPI after minus
     what it would have been without the change, in the KPI's unit.
@@ -354,7 +371,8 @@ def its_estimate(
     y = s["value"].to_numpy().astype(float)
     if len(y) - x.shape[1] < 1:
         return None
-    fit = sm.OLS(y, x).fit(
+    model = sm.OLS(y, x)
+    fit = model.fit(
         cov_type="HAC",
         cov_kwds={"maxlags": newey_west_lags(len(y)), "use_correction": True},
         use_t=True,
@@ -362,14 +380,19 @@ def its_estimate(
     k = names.index("post")
     est = float(fit.params[k])
     with np.errstate(invalid="ignore", divide="ignore"):  # an exact fit: variance 0 or −0
-        se = float(fit.bse[k])
+        # The larger of the Newey–West and the conventional SE: HAC errors are biased down in
+        # samples of a few dozen days [Angrist & Pischke 2009, Mostly Harmless Econometrics
+        # §8.2.1, "take the larger of robust and conventional standard errors"].
+        se = max(float(fit.bse[k]), float(model.fit().bse[k]))
     if not math.isfinite(se) or se <= 1e-12 * max(1.0, abs(est)):
         se = 0.0
         p = 1.0 if abs(est) <= 1e-12 else 0.0
         lo = hi = est
     else:
-        p = float(fit.pvalues[k])
-        lo, hi = (float(v) for v in fit.conf_int(0.05)[k])
+        df = float(fit.df_resid)
+        p = float(2 * stats.t.sf(abs(est) / se, df))
+        half = float(stats.t.ppf(0.975, df)) * se
+        lo, hi = est - half, est + half
     pre, post = s.filter(~pl.col("post")), s.filter(pl.col("post"))
     return ItsEstimate(
         estimate=est, se=se, ci_low=lo, ci_high=hi, p_value=p, n_pre=n_pre, n_post=n_post,

@@ -335,7 +335,8 @@ def _tables(
     )  # fmt: skip
     ledger = policy_change_tables(con)
     impact = policy_impact_tables(
-        con, changes=ledger["analytics.policy_changes"], jobs=jobs, occupancy=occ, as_of=as_of,
+        con, changes=ledger["analytics.policy_changes"], jobs=jobs, pending=core.pending,
+        occupancy=occ, as_of=as_of,
         shares=core.shares,
     )  # fmt: skip
     return {

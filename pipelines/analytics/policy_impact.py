@@ -42,6 +42,7 @@ def policy_impact_tables(
     *,
     changes: pl.DataFrame,
     jobs: pl.DataFrame,
+    pending: pl.DataFrame,
     occupancy: pl.DataFrame,
     as_of: pl.DataFrame,
     shares: pl.DataFrame,
@@ -52,13 +53,14 @@ def policy_impact_tables(
         con: warehouse connection (``raw.slurm_config`` is read).
         changes: the ledger (``analytics.policy_changes`` rows).
         jobs: ``core.jobs``.
+        pending: ``core.pending`` (never-started jobs: censored waits).
         occupancy: ``analytics.occupancy_hourly`` rows of this build.
         as_of: ``cluster, as_of``.
         shares: the registry's shares per cluster (``team, pool, share, valid_from``).
     """
     if changes.height == 0:
         return {"analytics.policy_change_impact": change_impact(changes, pl.DataFrame())}
-    kpis = daily_kpis(jobs, occupancy, as_of, shares)
+    kpis = daily_kpis(jobs, occupancy, as_of, shares, pending=pending)
     return {
         "analytics.policy_change_impact": change_impact(
             changes, kpis, half_life_days=half_lives(con)

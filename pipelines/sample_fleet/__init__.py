@@ -9,6 +9,25 @@ allocation registry, the node inventory and ``planted.json`` (the findings plant
 from __future__ import annotations
 
 from pipelines.sample_fleet._generate import FleetSummary, generate_sample_fleet
+from pipelines.sample_fleet._policy_plant import (
+    PLANTED_CHANGE_KEY,
+    PlantSpec,
+    generate_planted_fleet,
+    plant_kpis,
+    planted_effect,
+    simulate_plant,
+)
 from pipelines.sample_fleet._scale import ScaleConfig, generate_scale_fleet
 
-__all__ = ["FleetSummary", "ScaleConfig", "generate_sample_fleet", "generate_scale_fleet"]
+__all__ = [
+    "PLANTED_CHANGE_KEY",
+    "FleetSummary",
+    "PlantSpec",
+    "ScaleConfig",
+    "generate_planted_fleet",
+    "generate_sample_fleet",
+    "generate_scale_fleet",
+    "plant_kpis",
+    "planted_effect",
+    "simulate_plant",
+]

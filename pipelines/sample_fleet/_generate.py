@@ -35,6 +35,7 @@ from pipelines.sample_fleet._model import (
     build_clusters,
     gpu_uuid,
 )
+from pipelines.sample_fleet._policy_plant import PLANTED_CHANGE_KEY, plant_bundled
 from pipelines.sample_fleet._slurm_sim import SlurmResult, simulate_slurm
 from pipelines.sample_fleet._writers import (
     LocalTime,
@@ -561,6 +562,11 @@ def generate_sample_fleet(
         .sort("team")
     )
     planted = _planted(fleet, seed, activity, norm)
+    # a third, small cluster with a policy change of known effect (its own random stream)
+    plant_files, change = plant_bundled(out, seed=seed, start=start, days=days)
+    if change is not None:
+        planted[PLANTED_CHANGE_KEY] = change
+    files += plant_files
     write_planted(out / "planted.json", planted)
     files += 1
 

@@ -90,9 +90,10 @@ def _hand_hac_se(x: np.ndarray, y: np.ndarray, lags: int) -> float:
 
 
 def test_hac_standard_error_matches_newey_west_by_hand_and_statsmodels() -> None:
-    """The fixed 20-day series, model const + t + post: the SE of the level shift equals the
-    Newey–West formula computed by hand (2 lags, Bartlett weights, n/(n−k) correction) and
-    statsmodels' own HAC fit; the interval is estimate ± t(0.975, 17)·SE and MDE = 2.8·SE."""
+    """The fixed 20-day series, model const + t + post: the Newey–West SE of the level shift
+    by hand (2 lags, Bartlett weights, n/(n−k) correction) equals statsmodels' HAC fit; the SE
+    used is the larger of it and the conventional one; the interval is estimate ±
+    t(0.975, 17)·SE and MDE = 2.8·SE."""
     s = _series(NOISY)
     e = its_estimate(s, _day(10), transition_end=_day(10))
     assert e is not None
@@ -100,13 +101,17 @@ def test_hac_standard_error_matches_newey_west_by_hand_and_statsmodels() -> None
     x = np.column_stack([np.ones(20), t, (t >= 10).astype(float)])
     y = np.array(NOISY)
     ref = sm.OLS(y, x).fit(cov_type="HAC", cov_kwds={"maxlags": 2, "use_correction": True})
-    assert e.se == pytest.approx(_hand_hac_se(x, y, 2), rel=1e-9)
-    assert e.se == pytest.approx(float(ref.bse[2]), rel=1e-9)
+    hac = _hand_hac_se(x, y, 2)
+    assert hac == pytest.approx(float(ref.bse[2]), rel=1e-9)
+    # conventional: sqrt(s² (X'X)⁻¹[2,2]), s² = RSS/(n − k)
+    resid = y - x @ np.linalg.solve(x.T @ x, x.T @ y)
+    conventional = float(np.sqrt(resid @ resid / 17 * np.linalg.inv(x.T @ x)[2, 2]))
+    assert e.se == pytest.approx(max(hac, conventional), rel=1e-9)
     assert e.estimate == pytest.approx(float(ref.params[2]), rel=1e-9)
     half = stats.t.ppf(0.975, 17) * e.se
     assert (e.ci_low, e.ci_high) == pytest.approx((e.estimate - half, e.estimate + half))
     assert e.mde == pytest.approx(MDE_FACTOR * e.se)
-    assert e.se == pytest.approx(0.21679, abs=1e-5)
+    assert (hac, conventional) == pytest.approx((0.21679, 0.44419), abs=1e-5)
 
 
 def test_covariate_explains_the_series() -> None:

@@ -14,10 +14,11 @@ from tests.conftest import REPO
 
 
 def test_repo_config_loads_with_absolute_paths(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The committed goodput.toml names two clusters and resolves paths against the repo."""
+    """The committed goodput.toml names the three bundled clusters and resolves paths against
+    the repo."""
     monkeypatch.delenv("GOODPUT_DB", raising=False)
     cfg = load_config(REPO / "goodput.toml")
-    assert [c.name for c in cfg.clusters] == ["slurm-a", "k8s-b"]
+    assert [c.name for c in cfg.clusters] == ["slurm-a", "k8s-b", "slurm-p"]
     assert cfg.cluster("slurm-a").timezone == "America/New_York"
     assert cfg.warehouse_path == REPO / "data" / "warehouse.duckdb"
     assert cfg.default_cluster == "slurm-a"
