@@ -4,12 +4,16 @@
 priority FIFO + EASY backfill) and a Kubernetes/Kueue cluster (``k8s-b``, 64 GPUs), then writes
 sacct/sshare/sacctmgr text, ``kubectl get events|pods -o json``, gzip'd dcgm-exporter samples, the
 allocation registry, the node inventory and ``planted.json`` (the findings planted in the data).
+Windows of 7 days or more also get ``slurm-p`` (64 GPUs, 28 days of history before the window)
+with a planted policy change of known effect, ``planted_change_backfill``
+(``_policy_plant.py``; alone: ``generate_planted_fleet``, ``goodput generate --plant-change``).
 """
 
 from __future__ import annotations
 
 from pipelines.sample_fleet._generate import FleetSummary, generate_sample_fleet
 from pipelines.sample_fleet._policy_plant import (
+    PLANT_KPIS,
     PLANTED_CHANGE_KEY,
     PlantSpec,
     generate_planted_fleet,
@@ -21,6 +25,7 @@ from pipelines.sample_fleet._scale import ScaleConfig, generate_scale_fleet
 
 __all__ = [
     "PLANTED_CHANGE_KEY",
+    "PLANT_KPIS",
     "FleetSummary",
     "PlantSpec",
     "ScaleConfig",

@@ -413,7 +413,9 @@ def generate_sample_fleet(
     ``inputs/slurm-a/slurm_state/{sshare,events,reservation_history,transactions,tres}_<last
     day>.psv``,
     ``inputs/k8s-b/k8s/{events,pods,workloads,clusterqueues,localqueues,nodes}_D.json``,
-    ``inputs/<cluster>/dcgm/dcgm_D.prom.gz`` and
+    ``inputs/<cluster>/dcgm/dcgm_D.prom.gz``, for windows of 7 days or more the planted policy
+    change's cluster (``inventory/slurm-p.csv``, ``inputs/slurm-p/sacct/sacct_D.psv`` from 28
+    days before ``start``, ``inputs/slurm-p/slurm_state/scontrol_config_D.txt``) and
     ``planted.json`` under ``out_dir``. Earlier generated day files in those folders are removed
     first. Same seed, start and days give byte-identical files; nothing reads the clock.
 

@@ -49,6 +49,7 @@ from pipelines.sample_fleet._writers import (
 __all__ = [
     "PLANTED_CHANGE_KEY",
     "PLANT_CLUSTER",
+    "PLANT_KPIS",
     "PLANT_LARGE_GPUS",
     "PlantRun",
     "PlantSpec",
