@@ -97,17 +97,9 @@ def test_a_second_seed_is_covered_and_its_twin_is_no_placebo_hit() -> None:
     assert placebo.p_value >= 0.05
 
 
-def test_the_pipeline_finds_the_planted_change(tmp_path: Path) -> None:
-    """Seed 7 through ``goodput generate --plant-change``'s files, ingest and the rebuild: the
-    ledger has the bf_min_age_reserve change 57600 → 30960 between the two snapshots (no
-    actor), and ``policy_change_impact`` has its ITS row for the large jobs' p90 wait with a
-    95 % interval holding the realised effect of ``planted.json`` and verdict ``improved``."""
-    spec = PlantSpec.parse("backfill:large_p90_wait=-0.4@day30")
-    data = tmp_path / "data"
-    planted = generate_planted_fleet(data, spec, seed=7, start=START, days=60)
-    assert json.loads((data / "planted.json").read_text())[PLANTED_CHANGE_KEY]["kpi"] == (
-        "wait_p90_h[64-255]"
-    )
+def _build(tmp_path: Path, data: Path) -> tuple[list[tuple[object, ...]], pl.DataFrame]:
+    """Ingest slurm-p's sacct and scontrol files under ``data``, rebuild; the ledger's
+    ``key, old, new, actor`` and the ITS rows of ``policy_change_impact``."""
     clusters = (("slurm-p", "slurm", "UTC"),)
     cfg = load_config(write_config(tmp_path, days_dir=data, clusters=clusters))
     with connect(cfg.warehouse_path) as con:
@@ -119,9 +111,48 @@ def test_the_pipeline_finds_the_planted_change(tmp_path: Path) -> None:
             ingest_file(con, "slurm-state", f, opts)
         rebuild(con, cfg)
         ledger = con.sql("SELECT key, old, new, actor FROM policy_changes").fetchall()
-        impact = con.sql(
-            "SELECT * FROM policy_change_impact WHERE kpi = 'wait_p90_h[64-255]' AND method = 'its'"
-        ).pl()
+        impact = con.sql("SELECT * FROM policy_change_impact WHERE method = 'its'").pl()
+    return ledger, impact
+
+
+def test_the_bundled_fleet_shows_its_planted_change_improved(tmp_path: Path) -> None:
+    """The bundled fleet's plant (seed 7, window 2026-11-02 + 14 days; slurm-p from 28 days
+    before): the view's large-job p90 row says the bf_min_age_reserve cut of 2026-11-04 took
+    −6.48 h off the daily p90 wait (18.11 h before, 11.00 h after; 17 and 8 days with large
+    jobs), 95 % interval [−10.24, −2.71] holding the realised −7.26 h (−39.9 %) of
+    planted.json, verdict ``improved``; the other KPIs show no detectable effect."""
+    from pipelines.sample_fleet._policy_plant import plant_bundled
+    from pipelines.sample_fleet._writers import write_registry
+
+    data = tmp_path / "data"
+    _, finding = plant_bundled(data, seed=7, start=dt.date(2026, 11, 2), days=14)
+    write_registry(data / "registry.yaml")
+    assert finding is not None
+    assert (finding["realised_effect_h"], finding["realised_fraction"]) == (-7.258, -0.399)
+    _, impact = _build(tmp_path, data)
+    row = impact.filter(pl.col("kpi") == "wait_p90_h[64-255]").row(0, named=True)
+    assert (row["n_pre"], row["n_post"], row["verdict"]) == (17, 8, "improved")
+    assert (row["before"], row["after"], row["estimate"], row["ci_low"], row["ci_high"]) == (
+        pytest.approx((18.107, 11.001, -6.478, -10.241, -2.714), abs=1e-3)
+    )
+    assert row["ci_low"] <= finding["realised_effect_h"] <= row["ci_high"]
+    others = impact.filter(pl.col("kpi") != "wait_p90_h[64-255]")
+    assert set(others["verdict"]) == {"no detectable effect"}
+
+
+def test_the_pipeline_finds_the_planted_change(tmp_path: Path) -> None:
+    """Seed 7 through ``goodput generate --plant-change``'s files, ingest and the rebuild: the
+    ledger has the bf_min_age_reserve change 57600 → 30960 between the two snapshots (no
+    actor), and ``policy_change_impact`` has its ITS row for the large jobs' p90 wait with a
+    95 % interval holding the realised effect of ``planted.json`` and verdict ``improved``."""
+    spec = PlantSpec.parse("backfill:large_p90_wait=-0.4@day30")
+    data = tmp_path / "data"
+    planted = generate_planted_fleet(data, spec, seed=7, start=START, days=60)
+    assert json.loads((data / "planted.json").read_text())[PLANTED_CHANGE_KEY]["kpi"] == (
+        "wait_p90_h[64-255]"
+    )
+    ledger, impact = _build(tmp_path, data)
+    impact = impact.filter(pl.col("kpi") == "wait_p90_h[64-255]")
     assert ledger == [("SchedulerParameters:bf_min_age_reserve", "57600", "30960", None)]
     assert impact.height == 1
     row = impact.row(0, named=True)
