@@ -280,3 +280,29 @@ def test_daily_kpis_of_no_jobs_is_an_empty_frame() -> None:
     )  # fmt: skip
     as_of = pl.DataFrame({"cluster": ["c"], "as_of": [D0]})
     assert daily_kpis(jobs, occ, as_of).height == 0
+
+
+def test_change_impact_publishes_did_when_the_leads_show_no_pre_trend() -> None:
+    """Cluster b (untouched) runs 5, 6, 5, 6, …; cluster a = b + d with d = +0.5, −0.5, …
+    for days 0–27 and 4 ± 0.5 from day 29 (change on day 28 at 09:00, transition to day 29).
+    DiD without trend is mean(d after) − mean(d before) = 4 − 0 = 4 h exactly (14 post days,
+    an even number of ±0.5). The three weekly leads before the change each average 0, so the
+    F-test finds no pre-trend and the ``did`` row is published (a wait up: regressed)."""
+    rows = []
+    for i in range(43):
+        wiggle = 0.5 if i % 2 == 0 else -0.5
+        vb = 5.0 + (i % 2)
+        da = wiggle + (4.0 if i >= 29 else 0.0)
+        rows.append(("a", _day(i), "wait_p90_h[9-63]", "h", vb + da, 0.5, 1536.0))
+        rows.append(("b", _day(i), "wait_p90_h[9-63]", "h", vb, 0.5, 1536.0))
+    kpis = pl.DataFrame(
+        rows,
+        schema=["cluster", "day", "kpi", "unit", "value", "offered_load", "capacity_gpu_h"],
+        orient="row",
+    ).with_columns(pl.col("day").dt.cast_time_unit("us"))
+    at = _day(28) + dt.timedelta(hours=9)
+    out = change_impact(_changes([("c1", "a", "SchedulerParameters:bf_window", at, None)]), kpis)
+    did = out.filter(pl.col("method") == "did").row(0, named=True)
+    assert did["estimate"] == pytest.approx(4.0, abs=1e-9)
+    assert (did["n_pre"], did["n_post"], did["verdict"]) == (28, 14, "regressed")
+    assert did["placebo_p"] is None

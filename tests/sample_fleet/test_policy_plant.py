@@ -197,3 +197,32 @@ def test_the_bundled_plant_leaves_the_other_clusters_as_they_are(
     )  # fmt: skip
     assert change["changed_at_utc"] == "2026-11-04T10:00:00+00:00"
     assert change["kpi"] == "wait_p90_h[64-255]"
+
+
+def test_goodput_generate_plant_change(tmp_path: Path) -> None:
+    """``goodput generate --plant-change …@day5 --days 10`` writes slurm-p's 10 sacct days,
+    the scontrol pair, the inventory, the registry and planted.json naming the change; a
+    malformed spec exits 2 with the reason."""
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    runner = CliRunner()
+    out = tmp_path / "p"
+    spec = "backfill:large_p90_wait=-0.4@day5"
+    res = runner.invoke(
+        app, ["generate", "--plant-change", spec, "--days", "10", "--start", "2026-09-01",
+              "--out", str(out)],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "planted_change_backfill" in res.output
+    assert len(list((out / "inputs" / "slurm-p" / "sacct").glob("sacct_*.psv"))) == 10
+    assert sorted(p.name for p in (out / "inputs" / "slurm-p" / "slurm_state").iterdir()) == [
+        "scontrol_config_2026-09-06.txt", "scontrol_config_2026-09-07.txt",
+    ]  # fmt: skip
+    planted = json.loads((out / "planted.json").read_text())
+    assert planted[PLANTED_CHANGE_KEY]["spec"] == spec
+    assert (out / "inventory" / "slurm-p.csv").is_file() and (out / "registry.yaml").is_file()
+    bad = runner.invoke(app, ["generate", "--plant-change", "backfill:x=1", "--out", str(out)])
+    assert bad.exit_code == 2
+    assert "expected SETTING:KPI=FRACTION@dayN" in bad.output
