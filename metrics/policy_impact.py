@@ -588,7 +588,7 @@ def change_impact(
     in the window, published only when its event-study leads show no pre-trend (p ≥ 0.05).
 
     Args:
-        changes: ``policy_changes`` rows.
+        changes: ``policy_changes`` rows (a row without ``changed_at`` is left out).
         kpis: :func:`daily_kpis` output.
         half_life_days: ``PriorityDecayHalfLife`` per cluster in days (Slurm's default 7 where
             absent).
@@ -598,6 +598,7 @@ def change_impact(
         the bundle's estimate); a KPI with too few days on a side has verdict
         ``too little data`` and NULL numbers.
     """
+    changes = changes.filter(pl.col("changed_at").is_not_null())
     if changes.height == 0 or kpis.height == 0:
         return pl.DataFrame(schema=IMPACT_SCHEMA)
     half = half_life_days or {}
