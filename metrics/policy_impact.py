@@ -80,8 +80,9 @@ IMPACT_SCHEMA: dict[str, pl.DataType] = {
 #: 5 % two-sided test is 2.8 standard errors [Bloom 1995, "Minimum detectable effects",
 #: Evaluation Review 19(5)].
 MDE_FACTOR: Final = 2.8
-#: Fewest days with a value on each side of a change for an estimate.
-MIN_DAYS: Final = 5
+#: Fewest days with a value on each side of a change for an estimate: a week, so that both
+#: sides see every weekday (fleets are quieter at weekends).
+MIN_DAYS: Final = 7
 #: Changes on one cluster less than this many days apart are one bundle.
 BUNDLE_DAYS: Final = 7
 #: +1: higher is better; −1: lower is better (by KPI name prefix).

@@ -64,8 +64,9 @@ def test_transition_and_washout_days_are_left_out() -> None:
 
 
 def test_too_few_days_on_a_side_gives_no_estimate() -> None:
-    """4 days after the change (< MIN_DAYS = 5): no estimate."""
-    assert its_estimate(_series([1.0] * 10 + [2.0] * 4), _day(10), transition_end=_day(10)) is None
+    """6 days after the change (< MIN_DAYS = 7, a week): no estimate; 7 days: one."""
+    assert its_estimate(_series([1.0] * 10 + [2.0] * 6), _day(10), transition_end=_day(10)) is None
+    assert its_estimate(_series([1.0] * 10 + [2.0] * 7), _day(10), transition_end=_day(10))
 
 
 def test_newey_west_lags() -> None:
@@ -116,9 +117,9 @@ def test_hac_standard_error_matches_newey_west_by_hand_and_statsmodels() -> None
 
 def test_covariate_explains_the_series() -> None:
     """y = 1 + 2·load exactly, no change: with the covariate the level shift is 0."""
-    load = [0.1, 0.5, 0.3, 0.9, 0.2, 0.7, 0.4, 0.8, 0.6, 0.35, 0.15, 0.55]
+    load = [0.1, 0.5, 0.3, 0.9, 0.2, 0.7, 0.4, 0.8, 0.6, 0.35, 0.15, 0.55, 0.25, 0.65, 0.45, 0.05]
     s = _series([1 + 2 * v for v in load], offered_load=load)
-    e = its_estimate(s, _day(6), transition_end=_day(6))
+    e = its_estimate(s, _day(8), transition_end=_day(8))
     assert e is not None
     assert e.estimate == pytest.approx(0.0, abs=1e-9)
 
@@ -131,13 +132,13 @@ def test_a_constant_covariate_is_left_out() -> None:
 
 
 def test_placebo_p_value_is_the_share_of_fake_dates_at_least_as_large() -> None:
-    """Pre-period (12 days) 0,0,0,0,0,0,0,1,1,1,1,1; without trend the fake estimate at day d
-    is mean(after) − mean(before). Fake dates with 5 days each side: d = 5 → 5/7 = 0.714,
-    d = 6 → 5/6 = 0.833, d = 7 → 1.0. An estimate of 0.8: 2 of 3 are ≥ 0.8 → 2/3."""
-    s = _series([0.0] * 7 + [1.0] * 5 + [9.0] * 5)
-    p = placebo_p_value(s, _day(12), 0.8, covariates=(), trend=False)
+    """Pre-period (16 days) nine 0s then seven 1s; without trend the fake estimate at day d
+    is mean(after) − mean(before). Fake dates with 7 days each side: d = 7 → 7/9 = 0.778,
+    d = 8 → 7/8 = 0.875, d = 9 → 1.0. An estimate of 0.8: 2 of 3 are ≥ 0.8 → 2/3."""
+    s = _series([0.0] * 9 + [1.0] * 7 + [9.0] * 7)
+    p = placebo_p_value(s, _day(16), 0.8, covariates=(), trend=False)
     assert p == pytest.approx(2 / 3)
-    assert placebo_p_value(s, _day(12), 1.5, covariates=(), trend=False) == 0.0
+    assert placebo_p_value(s, _day(16), 1.5, covariates=(), trend=False) == 0.0
 
 
 def test_did_is_the_shift_of_the_treated_minus_the_controls() -> None:
