@@ -36,6 +36,7 @@ from pipelines.analytics.incremental import (
     write_window_tables,
 )
 from pipelines.analytics.metrics_build import build_metric_tables
+from pipelines.analytics.policy_impact import policy_impact_tables
 from pipelines.analytics.policy_ledger import policy_change_tables
 from pipelines.analytics.scheduler_views import scheduler_tables
 from pipelines.analytics.windows import WINDOW_TABLES, window_tables
@@ -73,7 +74,8 @@ VIEWS = (
     "job_gpu_summary", "telemetry_coverage_daily", "gpu_activity", "kueue_cluster_queues",
     "kueue_local_queues", "scheduler_fairshare", "registry_drift",
     "telemetry_coverage_team_daily", "topology", "job_placement",
-    "topology_fragmentation_hourly", "policy_changes", "pending_reason_spells", "topology_nodes",
+    "topology_fragmentation_hourly", "policy_changes", "policy_change_impact",
+    "pending_reason_spells", "topology_nodes",
     "domain_capacity_hourly", "segment_capacity_hourly", "stranded_gpu_hourly",
     "large_job_wait_causes", "nvlink_colocation_weekly",
 )  # fmt: skip
@@ -352,6 +354,12 @@ def _tables(
         con, registry.history, registry.mapping, core.nodes, as_of,
         tolerance=cfg.registry_drift_tolerance,
     )  # fmt: skip
+    ledger = policy_change_tables(con)
+    impact = policy_impact_tables(
+        con, changes=ledger["analytics.policy_changes"], jobs=jobs, pending=core.pending,
+        occupancy=occ, as_of=as_of,
+        shares=core.shares,
+    )  # fmt: skip
     return {
         "core.slurm_jobs": with_as_of(core.slurm_jobs, as_of),
         "core.k8s_pods": core.k8s_pods,
@@ -368,7 +376,8 @@ def _tables(
         "analytics.topology_fragmentation_hourly": with_as_of(_fragmentation(core, occ), as_of),
         **_domain_tables(con, cfg, core, occ),
         **schedulers,
-        **policy_change_tables(con),
+        **ledger,
+        **impact,
         **{t: with_as_of(f, as_of) if "cluster" in f.columns else f for t, f in engine.items()},
         **windows.tables,
     }, windows.job_keys

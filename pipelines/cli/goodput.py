@@ -253,11 +253,39 @@ def generate(
     dcgm_5min_days: Annotated[
         int, typer.Option(help="With --gpus: last days that also get 5-minute DCGM text")
     ] = 30,
+    plant_change: Annotated[
+        str | None,
+        typer.Option(
+            help="Simulate a 64-GPU Slurm cluster (slurm-p) with a planted policy change, e.g. "
+            "backfill:large_p90_wait=-0.4@day30 (use --days 60; --start default 2026-09-01)"
+        ),
+    ] = None,
 ) -> None:
     """Write the bundled sample fleet (inputs, registry, inventory) in the real formats.
 
-    With ``--gpus`` write a fleet of that size instead (``pipelines/sample_fleet/_scale.py``).
+    With ``--gpus`` write a fleet of that size instead (``pipelines/sample_fleet/_scale.py``);
+    with ``--plant-change`` a small cluster with a planted policy change of known effect
+    (``pipelines/sample_fleet/_policy_plant.py``).
     """
+    if plant_change is not None:
+        import datetime as _dt
+
+        from pipelines.sample_fleet import PLANTED_CHANGE_KEY, PlantSpec, generate_planted_fleet
+
+        try:
+            spec = PlantSpec.parse(plant_change)
+            first = _dt.date.fromisoformat(start) if start else _dt.date(2026, 9, 1)
+            target = out or repo_root() / "data"
+            planted = generate_planted_fleet(target, spec, seed=seed, start=first, days=days)
+        except ValueError as exc:
+            typer.echo(f"goodput: {exc}", err=True)
+            raise typer.Exit(2) from exc
+        typer.echo(
+            f"planted fleet written to {target} (cluster slurm-p, 64 GPUs, {days} days from "
+            f"{first}; add it to goodput.toml's [[clusters]] with timezone UTC): "
+            f"{PLANTED_CHANGE_KEY} = {planted[PLANTED_CHANGE_KEY]}"
+        )
+        return
     if gpus is not None:
         import datetime as _dt
 

@@ -35,6 +35,7 @@ from pipelines.sample_fleet._model import (
     build_clusters,
     gpu_uuid,
 )
+from pipelines.sample_fleet._policy_plant import PLANTED_CHANGE_KEY, plant_bundled
 from pipelines.sample_fleet._rackscale import (
     RACKSCALE_CLUSTER,
     build_rackscale_cluster,
@@ -422,7 +423,9 @@ def generate_sample_fleet(
     ``inputs/slurm-a/slurm_state/{sshare,events,reservation_history,transactions,tres}_<last
     day>.psv``,
     ``inputs/k8s-b/k8s/{events,pods,workloads,clusterqueues,localqueues,nodes}_D.json``,
-    ``inputs/<cluster>/dcgm/dcgm_D.prom.gz`` and
+    ``inputs/<cluster>/dcgm/dcgm_D.prom.gz``, for windows of 7 days or more the planted policy
+    change's cluster (``inventory/slurm-p.csv``, ``inputs/slurm-p/sacct/sacct_D.psv`` from 28
+    days before ``start``, ``inputs/slurm-p/slurm_state/scontrol_config_D.txt``) and
     ``planted.json`` under ``out_dir``, and (``rackscale``) the files of ``slurm-nvl``
     (:func:`pipelines.sample_fleet._rackscale.generate_rackscale`). Earlier generated day files
     in those folders are removed first. Same seed, start and days give byte-identical files;
@@ -576,6 +579,11 @@ def generate_sample_fleet(
         .sort("team")
     )
     planted = _planted(fleet, seed, activity, norm)
+    # a third, small cluster with a policy change of known effect (its own random stream)
+    plant_files, change = plant_bundled(out, seed=seed, start=start, days=days)
+    if change is not None:
+        planted[PLANTED_CHANGE_KEY] = change
+    files += plant_files
     write_planted(out / "planted.json", planted)
     files += 1
 

@@ -14,11 +14,11 @@ from tests.conftest import REPO
 
 
 def test_repo_config_loads_with_absolute_paths(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The committed goodput.toml names the bundled fleet's three clusters and resolves paths
-    against the repo."""
+    """The committed goodput.toml names the bundled fleet's clusters and resolves paths against
+    the repo."""
     monkeypatch.delenv("GOODPUT_DB", raising=False)
     cfg = load_config(REPO / "goodput.toml")
-    assert [c.name for c in cfg.clusters] == ["slurm-a", "k8s-b", "slurm-nvl"]
+    assert [c.name for c in cfg.clusters] == ["slurm-a", "k8s-b", "slurm-nvl", "slurm-p"]
     assert cfg.cluster("slurm-nvl").timezone == "UTC"
     assert cfg.cluster("slurm-a").timezone == "America/New_York"
     assert cfg.warehouse_path == REPO / "data" / "warehouse.duckdb"

@@ -197,9 +197,17 @@ def test_layout_and_summary(fleet: tuple[Path, FleetSummary]) -> None:
             f"inputs/k8s-b/k8s/nodes_{d}.json",
             f"inputs/k8s-b/dcgm/dcgm_{d}.prom.gz",
         }
+    # the planted policy change's cluster: 28 days of history before the window, the change
+    # on its third day (tests/sample_fleet/test_policy_plant.py)
+    history = [(START + dt.timedelta(days=i)).isoformat() for i in range(-28, DAYS)]
+    expected |= {"inventory/slurm-p.csv"} | {f"inputs/slurm-p/sacct/sacct_{d}.psv" for d in history}
+    expected |= {
+        f"inputs/slurm-p/slurm_state/scontrol_config_{d}.txt"
+        for d in ((START + dt.timedelta(days=i)).isoformat() for i in (2, 3))
+    }
     written = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
     assert written == expected
-    assert summary.files_written == len(expected) == 13 + 11 * DAYS
+    assert summary.files_written == len(expected) == 13 + 11 * DAYS + 3 + 28 + DAYS
     assert summary.gpus == {"slurm-a": 192, "k8s-b": 64, "slurm-nvl": 288}
     assert summary.jobs["slurm-a"] > 1500
     assert summary.jobs["k8s-b"] > 400

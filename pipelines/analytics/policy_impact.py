@@ -1,0 +1,68 @@
+"""``analytics.policy_change_impact``: the measured effect of each ledger change on its KPIs.
+
+Reads the ledger computed in the same build (``analytics.policy_changes``), the core jobs, the
+hourly occupancy, the cut-offs and the registry's shares, and each cluster's
+``PriorityDecayHalfLife`` from its latest ``scontrol show config`` snapshot
+(``raw.slurm_config``; Slurm's default of 7 days where none was loaded); the estimation is
+:mod:`metrics.policy_impact`.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import polars as pl
+
+from metrics.policy_impact import change_impact, daily_kpis, slurm_duration_days
+from pipelines.warehouse import read_table, table_exists
+
+__all__ = ["half_lives", "policy_impact_tables"]
+
+
+def half_lives(con: duckdb.DuckDBPyConnection) -> dict[str, float]:
+    """``PriorityDecayHalfLife`` in days per cluster, from its latest config snapshot."""
+    if not table_exists(con, "raw.slurm_config"):
+        return {}
+    rows = (
+        read_table(con, "raw.slurm_config")
+        .filter((pl.col("key") == "PriorityDecayHalfLife") & pl.col("snapshot_at").is_not_null())
+        .sort("snapshot_at")
+        .group_by("cluster")
+        .agg(pl.col("value").last())
+    )
+    out = {}
+    for cluster, value in rows.iter_rows():
+        days = slurm_duration_days(value)
+        if days is not None:
+            out[cluster] = days
+    return out
+
+
+def policy_impact_tables(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    changes: pl.DataFrame,
+    jobs: pl.DataFrame,
+    pending: pl.DataFrame,
+    occupancy: pl.DataFrame,
+    as_of: pl.DataFrame,
+    shares: pl.DataFrame,
+) -> dict[str, pl.DataFrame]:
+    """``analytics.policy_change_impact`` (columns in sql/README.md), by table name.
+
+    Args:
+        con: warehouse connection (``raw.slurm_config`` is read).
+        changes: the ledger (``analytics.policy_changes`` rows).
+        jobs: ``core.jobs``.
+        pending: ``core.pending`` (never-started jobs: censored waits).
+        occupancy: ``analytics.occupancy_hourly`` rows of this build.
+        as_of: ``cluster, as_of``.
+        shares: the registry's shares per cluster (``team, pool, share, valid_from``).
+    """
+    if changes.height == 0:
+        return {"analytics.policy_change_impact": change_impact(changes, pl.DataFrame())}
+    kpis = daily_kpis(jobs, occupancy, as_of, shares, pending=pending)
+    return {
+        "analytics.policy_change_impact": change_impact(
+            changes, kpis, half_life_days=half_lives(con)
+        )
+    }
