@@ -53,6 +53,7 @@ __all__ = [
     "double_count_rate",
     "map_attempt_nodes",
     "mirror_jobs",
+    "sacct_notes",
     "slurm_node_map",
     "slurm_on_k8s_findings",
     "slurm_on_k8s_hourly",
@@ -757,3 +758,17 @@ def slurm_on_k8s_findings(
         )
         .sort("check", "day", "detail", nulls_last=True)
     )
+
+
+def sacct_notes(extra: str = "extra") -> list[pl.Expr]:
+    """``admin_comment`` and ``mcs_label`` of sacct rows, from the ``extra`` JSON the parser
+    keeps fields without a column in (``AdminComment``/``MCSLabel`` as sacct's header spells
+    them, or as a headerless file's ``--fields`` list does in lower case); NULL when absent."""
+
+    def field(*names: str) -> pl.Expr:
+        return pl.coalesce([pl.col(extra).str.json_path_match(f"$.{n}") for n in names])
+
+    return [
+        field("AdminComment", "admincomment", "Admincomment").alias("admin_comment"),
+        field("MCSLabel", "McsLabel", "mcslabel").alias("mcs_label"),
+    ]

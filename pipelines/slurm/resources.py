@@ -19,6 +19,7 @@ from pydantic import Field
 from pipelines._sources import FileSource, InputSource
 from pipelines.slurm import SACCT, SLURM_STATE, TOPOLOGY
 from pipelines.slurm._reservations import RESERVATION_HISTORY_FIELDS
+from pipelines.slurm._scontrol_node_comments import poll_stamp
 from pipelines.slurm._sprio import SPRIO_FORMAT
 
 __all__ = [
@@ -37,7 +38,8 @@ __all__ = [
 #: Fields the live source asks ``sacct --format`` for.
 SACCT_FIELDS = (
     "JobID,JobIDRaw,Cluster,Partition,QOS,Account,Group,User,UID,Submit,Eligible,Start,End,"
-    "Elapsed,ExitCode,State,NNodes,NCPUS,ReqTRES,AllocTRES,Timelimit,NodeList,JobName,Reason"
+    "Elapsed,ExitCode,State,NNodes,NCPUS,ReqTRES,AllocTRES,Timelimit,NodeList,JobName,Reason,"
+    "AdminComment,MCSLabel"
 )
 #: Every job state, passed explicitly: without ``--state`` sacct omits jobs cancelled before
 #: they became eligible.
@@ -49,9 +51,10 @@ EVENT_FIELDS = (
 #: The cluster-state outputs :class:`SlurmStateCliSource` spools, by kind (``jobs``: only when
 #: asked for, see the class).
 STATE_KINDS = ("nodes", "events", "sshare", "sprio", "sdiag", "transactions", "tres",
-               "scontrol_config", "jobs", "reservations", "reservation_history")  # fmt: skip
+               "scontrol_config", "jobs", "reservations", "reservation_history",
+               "node_comments")  # fmt: skip
 #: Kinds fetched only when :attr:`SlurmStateCliSource.kinds` names them.
-_ON_REQUEST_KINDS = frozenset({"jobs", "reservations", "reservation_history"})
+_ON_REQUEST_KINDS = frozenset({"jobs", "reservations", "reservation_history", "node_comments"})
 
 
 def slurm_client_env(
@@ -210,6 +213,11 @@ class SlurmStateCliSource(InputSource):
       ``reservation_history``: ``sacctmgr --parsable2 show reservation`` for the day with
       ``Format=`` :data:`~pipelines.slurm._reservations.RESERVATION_HISTORY_FIELDS` (what
       slurmdbd recorded, with unused wall time). Both only when :attr:`kinds` names them.
+    - ``node_comments``: ``scontrol --oneliner show nodes`` again, spooled as
+      ``node_comments_<day>T<HHMMSS>Z.txt`` (the poll time, so successive polls accumulate):
+      each node's ``Comment``, where Slinky's slurm-operator writes the pod and Kubernetes node
+      the Slurm node runs in (the dated ``slurm_node_map``). Only when :attr:`kinds` names it;
+      poll it as often as the map should be exact (``kinds=["node_comments"]``).
 
     Only ``events``, ``transactions`` and ``reservation_history`` look at ``day``; the others
     are snapshots of the
@@ -266,6 +274,9 @@ class SlurmStateCliSource(InputSource):
             "reservations": [
                 self._bin("scontrol"), "-M", cluster, "--oneliner", "show", "reservation",
             ],
+            "node_comments": [
+                self._bin("scontrol"), "-M", cluster, "--oneliner", "show", "nodes",
+            ],
             "reservation_history": [
                 self._bin("sacctmgr"), "--parsable2", "show", "reservation", f"Clusters={cluster}",
                 f"Start={start}", f"End={end}", f"Format={RESERVATION_HISTORY_FIELDS}",
@@ -276,9 +287,15 @@ class SlurmStateCliSource(InputSource):
             raise ValueError(f"unknown kinds {unknown}; expected some of {list(STATE_KINDS)}")
         return {kind: every[kind] for kind in STATE_KINDS if kind in self.kinds}
 
-    def path(self, cluster: str, kind: str, day: str) -> Path:
-        """Where the output of ``kind`` for ``cluster`` and ``day`` is spooled."""
-        return Path(self.spool_dir) / cluster / "slurm_state" / f"{kind}_{day}.txt"
+    def path(
+        self, cluster: str, kind: str, day: str, polled_at: dt.datetime | None = None
+    ) -> Path:
+        """Where the output of ``kind`` for ``cluster`` and ``day`` is spooled (``node_comments``:
+        stamped with ``polled_at``, default now)."""
+        name = f"{kind}_{day}"
+        if kind == "node_comments":
+            name = f"{kind}_{poll_stamp(polled_at or dt.datetime.now(dt.UTC))}"
+        return Path(self.spool_dir) / cluster / "slurm_state" / f"{name}.txt"
 
     def fetch(self, cluster: str, day: str) -> list[Path]:
         """Run each command and return the spooled files, in :data:`STATE_KINDS` order.
