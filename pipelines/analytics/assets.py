@@ -15,10 +15,14 @@ from pipelines.analytics.build import rebuild
 from pipelines.analytics.checks import (
     ALLOCATED_WITHIN_CAPACITY,
     END_NOT_BEFORE_START,
+    SOK_K8S_LAYER_CONSERVES,
+    SOK_SLURM_LAYER_CONSERVES,
     UNIQUE_ATTEMPT_KEYS,
     WATERFALL_CONSERVES_CAPACITY,
     allocated_within_capacity,
     end_not_before_start,
+    slurm_on_k8s_k8s_layer_conserves,
+    slurm_on_k8s_slurm_layer_conserves,
     unique_attempt_keys,
     waterfall_conserves_capacity,
 )
@@ -73,6 +77,8 @@ CORE_ANALYTICS_KEYS = {
     "analytics.topology_fragmentation_hourly": dg.AssetKey(
         ["analytics", "topology_fragmentation_hourly"]
     ),
+    "analytics.slurm_node_map": dg.AssetKey(["analytics", "slurm_node_map"]),
+    "analytics.slurm_on_k8s_hourly": dg.AssetKey(["analytics", "slurm_on_k8s_hourly"]),
 }
 
 _DESCRIPTIONS = {
@@ -96,6 +102,8 @@ _DESCRIPTIONS = {
     "core.topology": "Node → domain per topology level, with the time each map was in force.",
     "analytics.job_placement": "Per attempt and topology level: domains used against the fewest.",
     "analytics.topology_fragmentation_hourly": "Whole-domain gang slots vs unfragmented, hourly.",
+    "analytics.slurm_node_map": "Slurm node → slurmd pod → Kubernetes node, dated.",
+    "analytics.slurm_on_k8s_hourly": "Slurm on Kubernetes: GPU-seconds by owning layer, hourly.",
 }
 
 
@@ -122,6 +130,12 @@ class RebuildConfig(dg.Config):
         dg.AssetCheckSpec(WATERFALL_CONSERVES_CAPACITY,
                           asset=CORE_ANALYTICS_KEYS["analytics.gpu_waterfall_hourly"],
                           description="Each cluster-hour's leaf buckets sum to capacity (0.1 %)."),
+        dg.AssetCheckSpec(SOK_K8S_LAYER_CONSERVES,
+                          asset=CORE_ANALYTICS_KEYS["analytics.slurm_on_k8s_hourly"],
+                          description="Lent + native + idle = node capacity, idle ≥ 0."),
+        dg.AssetCheckSpec(SOK_SLURM_LAYER_CONSERVES,
+                          asset=CORE_ANALYTICS_KEYS["analytics.slurm_on_k8s_hourly"],
+                          description="Slurm allocated + idle = lent to Slurm, idle ≥ 0."),
     ],
     pool="duckdb",
 )  # fmt: skip
@@ -142,6 +156,8 @@ def core_and_analytics(
             unique_attempt_keys(con),
             allocated_within_capacity(con),
             waterfall_conserves_capacity(con),
+            slurm_on_k8s_k8s_layer_conserves(con),
+            slurm_on_k8s_slurm_layer_conserves(con),
         ]
     for table, key in CORE_ANALYTICS_KEYS.items():
         yield dg.MaterializeResult(asset_key=key, metadata={"row_count": counts[table]})

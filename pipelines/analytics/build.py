@@ -26,6 +26,7 @@ from pipelines.analytics.incremental import (
 from pipelines.analytics.metrics_build import build_metric_tables
 from pipelines.analytics.policy_ledger import policy_change_tables
 from pipelines.analytics.scheduler_views import scheduler_tables
+from pipelines.analytics.slurm_on_k8s import slurm_on_k8s_tables
 from pipelines.analytics.windows import WINDOW_TABLES, window_tables
 from pipelines.config import Config
 from pipelines.core import (
@@ -61,7 +62,7 @@ VIEWS = (
     "job_gpu_summary", "telemetry_coverage_daily", "gpu_activity", "kueue_cluster_queues",
     "kueue_local_queues", "scheduler_fairshare", "registry_drift",
     "telemetry_coverage_team_daily", "topology", "job_placement",
-    "topology_fragmentation_hourly", "policy_changes",
+    "topology_fragmentation_hourly", "policy_changes", "slurm_node_map", "slurm_on_k8s_hourly",
 )  # fmt: skip
 
 _INVENTORY_SCHEMA = {
@@ -225,8 +226,11 @@ def rebuild(
     occ = _occupancy(core)
     # The data-quality findings are the last use of the Slurm attempts: computed here, the
     # attempts are freed before the metric engine (the rebuild's peak memory).
-    dq = _data_quality(con, core.slurm_attempts, core.nodes, core.jobs).join(
-        core.as_of, on="cluster", how="left"
+    sok = slurm_on_k8s_tables(con, cfg, core)
+    dq = (
+        pl.concat([_data_quality(con, core.slurm_attempts, core.nodes, core.jobs), sok.findings])
+        .sort("cluster", "check", "day", "partition", nulls_last=True)
+        .join(core.as_of, on="cluster", how="left")
     )
     core = replace(core, slurm_attempts=core.slurm_attempts.clear())
     plan = plan_build(
@@ -234,6 +238,8 @@ def rebuild(
         nodes=core.nodes, as_of=core.as_of, full=full,
     )  # fmt: skip
     written, job_keys = _tables(con, cfg, core, registry, occ, dq, plan)
+    written["analytics.slurm_node_map"] = with_as_of(sok.node_map, core.as_of)
+    written["analytics.slurm_on_k8s_hourly"] = with_as_of(sok.hourly, core.as_of)
     pending, as_of = core.pending, core.as_of
     # Each frame is dropped once written (the write converts it for DuckDB, a transient copy):
     # with the core frames released, core.slurm_jobs and the per-job analytics tables do not

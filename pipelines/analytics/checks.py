@@ -10,10 +10,14 @@ from pipelines.warehouse.sql import load_sql
 __all__ = [
     "ALLOCATED_WITHIN_CAPACITY",
     "END_NOT_BEFORE_START",
+    "SOK_K8S_LAYER_CONSERVES",
+    "SOK_SLURM_LAYER_CONSERVES",
     "UNIQUE_ATTEMPT_KEYS",
     "WATERFALL_CONSERVES_CAPACITY",
     "allocated_within_capacity",
     "end_not_before_start",
+    "slurm_on_k8s_k8s_layer_conserves",
+    "slurm_on_k8s_slurm_layer_conserves",
     "unique_attempt_keys",
     "waterfall_conserves_capacity",
 ]
@@ -22,12 +26,16 @@ END_NOT_BEFORE_START = "end_not_before_start"
 UNIQUE_ATTEMPT_KEYS = "unique_attempt_keys"
 ALLOCATED_WITHIN_CAPACITY = "allocated_within_capacity"
 WATERFALL_CONSERVES_CAPACITY = "waterfall_conserves_capacity"
+SOK_K8S_LAYER_CONSERVES = "slurm_on_k8s_k8s_layer_conserves"
+SOK_SLURM_LAYER_CONSERVES = "slurm_on_k8s_slurm_layer_conserves"
 
 _KEYS = {
     END_NOT_BEFORE_START: ("core", "jobs"),
     UNIQUE_ATTEMPT_KEYS: ("core", "slurm_jobs"),
     ALLOCATED_WITHIN_CAPACITY: ("analytics", "occupancy_hourly"),
     WATERFALL_CONSERVES_CAPACITY: ("analytics", "gpu_waterfall_hourly"),
+    SOK_K8S_LAYER_CONSERVES: ("analytics", "slurm_on_k8s_hourly"),
+    SOK_SLURM_LAYER_CONSERVES: ("analytics", "slurm_on_k8s_hourly"),
 }
 
 
@@ -64,3 +72,15 @@ def allocated_within_capacity(con: duckdb.DuckDBPyConnection) -> dg.AssetCheckRe
 def waterfall_conserves_capacity(con: duckdb.DuckDBPyConnection) -> dg.AssetCheckResult:
     """Cluster-hours whose waterfall leaves do not sum to capacity within 0.1 % (ERROR)."""
     return _count_check(con, WATERFALL_CONSERVES_CAPACITY, dg.AssetCheckSeverity.ERROR)
+
+
+def slurm_on_k8s_k8s_layer_conserves(con: duckdb.DuckDBPyConnection) -> dg.AssetCheckResult:
+    """Slurm-on-Kubernetes node-hours whose pods (slurmd and native) hold more than the node has,
+    or whose Kubernetes-side leaves do not sum to capacity (WARN: a finding of the data)."""
+    return _count_check(con, SOK_K8S_LAYER_CONSERVES, dg.AssetCheckSeverity.WARN)
+
+
+def slurm_on_k8s_slurm_layer_conserves(con: duckdb.DuckDBPyConnection) -> dg.AssetCheckResult:
+    """Slurm-on-Kubernetes node-hours where Slurm allocated more than the slurmd pods held (a
+    GRES mismatch), or whose Slurm-side leaves do not sum to the lent capacity (WARN)."""
+    return _count_check(con, SOK_SLURM_LAYER_CONSERVES, dg.AssetCheckSeverity.WARN)

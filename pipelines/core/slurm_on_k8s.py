@@ -342,13 +342,18 @@ def map_attempt_nodes(attempts: pl.DataFrame, node_map: pl.DataFrame) -> pl.Data
         )
         .filter(pl.col("_s") < pl.col("_e"))
         .select(
-            "job_id", "attempt", "slurm_node", "k8s_node", "pod", "gpus_per_node",
-            pl.col("_s").alias("start_at"), pl.col("_e").alias("end_at"),
-        )  # fmt: skip
+            "job_id",
+            "attempt",
+            "slurm_node",
+            "k8s_node",
+            "pod",
+            "gpus_per_node",
+            pl.col("_s").alias("start_at"),
+            pl.col("_e").alias("end_at"),
+        )
     )
-    covered = (
-        mapped.group_by("job_id", "attempt", "slurm_node")
-        .agg((pl.col("end_at") - pl.col("start_at")).dt.total_microseconds().sum().alias("_c"))
+    covered = mapped.group_by("job_id", "attempt", "slurm_node").agg(
+        (pl.col("end_at") - pl.col("start_at")).dt.total_microseconds().sum().alias("_c")
     )
     gaps = (
         nodes.join(covered, on=["job_id", "attempt", "slurm_node"], how="left")
@@ -357,10 +362,16 @@ def map_attempt_nodes(attempts: pl.DataFrame, node_map: pl.DataFrame) -> pl.Data
             < (pl.col("end_at") - pl.col("start_at")).dt.total_microseconds()
         )
         .select(
-            "job_id", "attempt", "slurm_node",
-            pl.lit(None, pl.String).alias("k8s_node"), pl.lit(None, pl.String).alias("pod"),
-            "gpus_per_node", "start_at", "end_at", "_c",
-        )  # fmt: skip
+            "job_id",
+            "attempt",
+            "slurm_node",
+            pl.lit(None, pl.String).alias("k8s_node"),
+            pl.lit(None, pl.String).alias("pod"),
+            "gpus_per_node",
+            "start_at",
+            "end_at",
+            "_c",
+        )
     )
     # An uncovered part is reported whole-attempt long with its uncovered seconds carried as
     # GPU-seconds below; its time is not placed on any Kubernetes node.
@@ -550,9 +561,11 @@ def slurm_on_k8s_hourly(
     slurmd = slurmd_pods(pods, k, as_of)
     node_map = slurm_node_map(slurmd, comments, c, as_of)
     mirrors = mirror_jobs(att, pods, k)
-    pieces = map_attempt_nodes(att, node_map).join(
-        mirrors.select("job_id", pl.lit(True).alias("mirror")), on="job_id", how="left"
-    ).with_columns(pl.col("mirror").fill_null(False))
+    pieces = (
+        map_attempt_nodes(att, node_map)
+        .join(mirrors.select("job_id", pl.lit(True).alias("mirror")), on="job_id", how="left")
+        .with_columns(pl.col("mirror").fill_null(False))
+    )
     on_node = pieces.filter(pl.col("k8s_node").is_not_null())
     start, end = _pod_span(as_of)
     k8s_pods = (
@@ -566,24 +579,19 @@ def slurm_on_k8s_hourly(
         .filter(pl.col("node_name").is_not_null() & (pl.col("gpus") > 0))
         .rename({"node_name": "k8s_node"})
     )
-    lent = _by_hour(
-        k8s_pods.filter("slurmd"), ["k8s_node"], "gpus", "lent_to_slurm_gpu_s"
-    )
-    native = _by_hour(
-        k8s_pods.filter(~pl.col("slurmd")), ["k8s_node"], "gpus", "k8s_native_gpu_s"
-    )
+    lent = _by_hour(k8s_pods.filter("slurmd"), ["k8s_node"], "gpus", "lent_to_slurm_gpu_s")
+    native = _by_hour(k8s_pods.filter(~pl.col("slurmd")), ["k8s_node"], "gpus", "k8s_native_gpu_s")
     alloc = _by_hour(
         on_node.filter(~pl.col("mirror")), ["k8s_node"], "gpus_per_node", "slurm_allocated_gpu_s"
     )
-    mirror = _by_hour(
-        on_node.filter("mirror"), ["k8s_node"], "gpus_per_node", "mirror_gpu_s"
-    )
+    mirror = _by_hour(on_node.filter("mirror"), ["k8s_node"], "gpus_per_node", "mirror_gpu_s")
     # A mirror job's pieces that map onto no node still count in the naive Slurm sum.
     naive_slurm_all = _by_hour(pieces, ["k8s_node"], "gpus_per_node", "naive_slurm_gpu_s")
     capacity = k8s_nodes.filter(pl.col("cluster") == k).select(
-        pl.col("host").alias("k8s_node"), pl.col("gpus").alias("_node_gpus"),
+        pl.col("host").alias("k8s_node"),
+        pl.col("gpus").alias("_node_gpus"),
         pl.col("gpu_type").alias("node_gpu_type"),
-    )  # fmt: skip
+    )
     held_nodes = slurmd.select("k8s_node").unique()
     node_types = held_nodes.join(capacity, on="k8s_node", how="left").select(
         "k8s_node", "node_gpu_type"
@@ -610,9 +618,13 @@ def slurm_on_k8s_hourly(
         .join(capacity, on="k8s_node", how="left")
         .with_columns(
             pl.col(
-                "lent_to_slurm_gpu_s", "k8s_native_gpu_s", "slurm_allocated_gpu_s",
-                "mirror_gpu_s", "naive_slurm_gpu_s", "slurmd_held_idle_gpu_s",
-            ).fill_null(z),  # fmt: skip
+                "lent_to_slurm_gpu_s",
+                "k8s_native_gpu_s",
+                "slurm_allocated_gpu_s",
+                "mirror_gpu_s",
+                "naive_slurm_gpu_s",
+                "slurmd_held_idle_gpu_s",
+            ).fill_null(z),
             (pl.col("_node_gpus") * 3600.0).alias("capacity_gpu_s"),
         )
         .with_columns(
@@ -624,9 +636,7 @@ def slurm_on_k8s_hourly(
             (pl.col("lent_to_slurm_gpu_s") - pl.col("slurm_allocated_gpu_s")).alias(
                 "slurm_idle_gpu_s"
             ),
-            (pl.col("lent_to_slurm_gpu_s") + pl.col("k8s_native_gpu_s")).alias(
-                "naive_k8s_gpu_s"
-            ),
+            (pl.col("lent_to_slurm_gpu_s") + pl.col("k8s_native_gpu_s")).alias("naive_k8s_gpu_s"),
             (pl.col("k8s_native_gpu_s") + pl.col("slurm_allocated_gpu_s")).alias(
                 "reconciled_gpu_s"
             ),
@@ -686,10 +696,11 @@ def slurm_on_k8s_findings(
         (-pl.col("slurm_idle_gpu_s")).alias("value"),
         pl.format(
             "{} {}: Slurm allocated {} GPU-s above what its slurmd pod held",
-            "k8s_node", pl.col("hour").dt.strftime("%Y-%m-%dT%H:00Z"),
+            "k8s_node",
+            pl.col("hour").dt.strftime("%Y-%m-%dT%H:00Z"),
             (-pl.col("slurm_idle_gpu_s")).round(1),
         ).alias("detail"),
-    )  # fmt: skip
+    )
     over = hourly.filter(
         pl.col("capacity_gpu_s").is_not_null() & (pl.col("k8s_idle_gpu_s") < -_EPS)
     ).select(
@@ -697,27 +708,35 @@ def slurm_on_k8s_findings(
         pl.lit("sok_layer_imbalance").alias("check"),
         (-pl.col("k8s_idle_gpu_s")).alias("value"),
         pl.format(
-            "{} {}: pods hold more GPU-s than the node has", "k8s_node",
+            "{} {}: pods hold more GPU-s than the node has",
+            "k8s_node",
             pl.col("hour").dt.strftime("%Y-%m-%dT%H:00Z"),
         ).alias("detail"),
-    )  # fmt: skip
+    )
     orphan = (
         pieces.filter(pl.col("k8s_node").is_null() & ~pl.col("mirror"))
         .group_by("job_id", "attempt", "slurm_node")
         .agg(
             pl.col("start_at").min(),
             (
-                (pl.col("end_at") - pl.col("start_at")).dt.total_microseconds() / 1e6
+                (pl.col("end_at") - pl.col("start_at")).dt.total_microseconds()
+                / 1e6
                 * pl.col("gpus_per_node")
-            ).sum().alias("value"),
-        )  # fmt: skip
+            )
+            .sum()
+            .alias("value"),
+        )
         .select(
             pl.col("start_at").dt.date().alias("day"),
             pl.lit("sok_job_without_pod").alias("check"),
             "value",
-            pl.format("job {} attempt {} on {}: no slurmd pod held the node", "job_id",
-                      "attempt", "slurm_node").alias("detail"),
-        )  # fmt: skip
+            pl.format(
+                "job {} attempt {} on {}: no slurmd pod held the node",
+                "job_id",
+                "attempt",
+                "slurm_node",
+            ).alias("detail"),
+        )
     )
     moved = (
         pieces.drop_nulls("k8s_node")
@@ -733,17 +752,23 @@ def slurm_on_k8s_findings(
             pl.col("_k").list.len().cast(pl.Float64).alias("value"),
             pl.format(
                 "job {} attempt {}: Slurm node {} moved between Kubernetes nodes {}",
-                "job_id", "attempt", "slurm_node", pl.col("_k").list.join(" → "),
+                "job_id",
+                "attempt",
+                "slurm_node",
+                pl.col("_k").list.join(" → "),
             ).alias("detail"),
-        )  # fmt: skip
+        )
     )
     missing = mirrors.filter(pl.col("pods_found") < pl.col("pods_named").list.len()).select(
         pl.lit(None, pl.Date).alias("day"),
         pl.lit("sok_mirror_without_pod").alias("check"),
         (pl.col("pods_named").list.len() - pl.col("pods_found")).cast(pl.Float64).alias("value"),
-        pl.format("mirror job {} names pods {} not all ingested", "job_id",
-                  pl.col("pods_named").list.join(",")).alias("detail"),
-    )  # fmt: skip
+        pl.format(
+            "mirror job {} names pods {} not all ingested",
+            "job_id",
+            pl.col("pods_named").list.join(","),
+        ).alias("detail"),
+    )
     schema = {"day": pl.Date(), "check": pl.String(), "value": pl.Float64(), "detail": pl.String()}
     parts = [p.cast(schema) for p in (gres, over, orphan, moved, missing)]  # type: ignore[arg-type]
     return (

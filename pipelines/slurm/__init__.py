@@ -11,7 +11,8 @@ The parsers are private modules, one per command: ``_sacct_parse`` (``sacct``, w
 ``_reservations`` (``scontrol``/``sacctmgr show reservation``), ``_sacctmgr_transactions``
 (``sacctmgr list transactions``), ``_sacctmgr_tres`` (``sacctmgr show tres``),
 ``_scontrol_config`` (``scontrol show config``), ``_scontrol_node_comments`` (polled
-``scontrol show nodes``: each node's ``Comment``, the pod slurm-operator runs it in), ``_topology_conf`` and ``_topology_yaml``
+``scontrol show nodes``: each node's ``Comment``, the pod slurm-operator runs it in),
+``_topology_conf`` and ``_topology_yaml``
 (``topology.conf``/``topology.yaml``, input kind ``topology``); the cluster-state parsers share
 the Slurm text helpers of ``_text``.
 """

@@ -287,9 +287,7 @@ class SlurmStateCliSource(InputSource):
             raise ValueError(f"unknown kinds {unknown}; expected some of {list(STATE_KINDS)}")
         return {kind: every[kind] for kind in STATE_KINDS if kind in self.kinds}
 
-    def path(
-        self, cluster: str, kind: str, day: str, polled_at: dt.datetime | None = None
-    ) -> Path:
+    def path(self, cluster: str, kind: str, day: str, polled_at: dt.datetime | None = None) -> Path:
         """Where the output of ``kind`` for ``cluster`` and ``day`` is spooled (``node_comments``:
         stamped with ``polled_at``, default now)."""
         name = f"{kind}_{day}"

@@ -136,9 +136,7 @@ def test_both_layers_balance_in_every_node_hour() -> None:
     so reconciled + both idles = capacity (28 800 each hour), exactly."""
     p, a = worked_example()
     hourly = slurm_on_k8s_hourly(SETTING, a, p, NO_COMMENTS, K8S_NODES, AS_OF)[0]
-    k8s_side = hourly["lent_to_slurm_gpu_s"] + hourly["k8s_native_gpu_s"] + hourly[
-        "k8s_idle_gpu_s"
-    ]
+    k8s_side = hourly["lent_to_slurm_gpu_s"] + hourly["k8s_native_gpu_s"] + hourly["k8s_idle_gpu_s"]
     slurm_side = hourly["slurm_allocated_gpu_s"] + hourly["slurm_idle_gpu_s"]
     assert (k8s_side - hourly["capacity_gpu_s"]).abs().max() <= 1e-9
     assert (slurm_side - hourly["lent_to_slurm_gpu_s"]).abs().max() <= 1e-9
@@ -178,7 +176,8 @@ def test_node_map_from_polled_comments_holds_until_it_changes() -> None:
     slurmd = slurmd_pods(pods(pod("slurm", "sok-0", "kn1", 4.0, t(0), labels=SLURMD)),
                          "k8s-c", AS_OF)  # fmt: skip
     got = slurm_node_map(slurmd, comments, "sok-c", AS_OF)
-    assert got.select("slurm_node", "valid_from", "valid_to", "pod", "k8s_node", "source").rows() == [
+    cols = ("slurm_node", "valid_from", "valid_to", "pod", "k8s_node", "source")
+    assert got.select(cols).rows() == [
         ("sok-0", t(0), None, "sok-0", "kn1", "pod"),
         ("sok-5", t(0), t(2), "p5", "kn5", "comment"),
         ("sok-5", t(2), None, "p5b", "kn6", "comment"),

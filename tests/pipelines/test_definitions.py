@@ -18,7 +18,8 @@ EXPECTED_ASSETS = {
     "analytics/gpu_activity", "analytics/weekly_report",
     "analytics/recommendations", "analytics/lake_export",
     "raw/topology", "core/topology", "analytics/job_placement",
-    "analytics/topology_fragmentation_hourly",
+    "analytics/topology_fragmentation_hourly", "analytics/slurm_node_map",
+    "analytics/slurm_on_k8s_hourly",
 }  # fmt: skip
 
 
