@@ -130,7 +130,7 @@ def _attempts(run: SokRun) -> pl.DataFrame:
             "end_at",
             "node_list",
             *sacct_notes(),
-        )  # fmt: skip
+        )
         .sort("job_id")
     )
 
