@@ -603,7 +603,7 @@ def slurm_on_k8s_hourly(
         node_types,
     )
     keys = (
-        pl.concat([f.select("k8s_node", "hour") for f in (lent, alloc, mirror)])
+        pl.concat([f.select("k8s_node", "hour") for f in (lent, native, alloc, mirror)])
         .unique()
         .join(held_nodes, on="k8s_node", how="semi")
     )
