@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["K8S_CLUSTER", "SOK_CLUSTER", "write_slurm_on_k8s"]
+__all__ = ["K8S_CLUSTER", "SOK_CLUSTER", "SOK_FILES", "write_slurm_on_k8s"]
 
 SOK_CLUSTER = "sok-c"
 K8S_CLUSTER = "k8s-c"
@@ -40,6 +40,9 @@ _NODESET_UID = str(uuid.uuid5(_NS, _NODESET))
 _K8S_NODES = ("kc-node-01", "kc-node-02", "kc-node-03", "kc-node-04")
 _GPUS = 8
 _DAYS = 2
+#: Files :func:`write_slurm_on_k8s` writes: the inventory, per day the pods, sacct and 4 polls,
+#: and the planted file.
+SOK_FILES = 1 + _DAYS * (1 + 1 + 4) + 1
 _SACCT_FIELDS = (
     "JobID",
     "JobIDRaw",

@@ -139,3 +139,29 @@ def test_naive_and_reconciled_differ_by_the_stated_rate(
     print(f"\nsok-c: naive {naive / 3600:.1f} GPU-h, reconciled {rec / 3600:.1f} GPU-h, "
           f"rate {(naive - rec) / rec:.4f}")  # fmt: skip
     assert json.loads(json.dumps(stated))["double_count_rate"] > 0
+
+
+def test_existing_clusters_keep_their_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """slurm-a's and k8s-b's inputs, the registry, their inventories and planted.json are byte for
+    byte what the generator writes without the Slurm-on-Kubernetes pair (its own RNG stream)."""
+    from pipelines.sample_fleet import _generate, generate_sample_fleet
+
+    with_pair, without = tmp_path / "with", tmp_path / "without"
+    generate_sample_fleet(with_pair, seed=7, days=1)
+    monkeypatch.setattr(_generate, "write_slurm_on_k8s", lambda *a, **k: {})
+    generate_sample_fleet(without, seed=7, days=1)
+    old = sorted(p.relative_to(without) for p in without.rglob("*") if p.is_file())
+    assert {"planted.json", "registry.yaml"} <= {str(p) for p in old}
+    assert any(str(p).startswith("inputs/slurm-a/") for p in old)
+    assert any(str(p).startswith("inputs/k8s-b/") for p in old)
+    for rel in old:
+        assert (with_pair / rel).read_bytes() == (without / rel).read_bytes(), rel
+    new = {str(p.relative_to(with_pair)) for p in with_pair.rglob("*") if p.is_file()}
+    added = new - {str(p) for p in old}
+    assert all(
+        a.startswith(("inputs/sok-c/", "inputs/k8s-c/"))
+        or a in ("inventory/k8s-c.csv", "planted_slurm_on_k8s.json")
+        for a in added
+    ), added
