@@ -31,7 +31,7 @@ not name a label, so an unlabelled SUNK placeholder is not recognised (METRICS.m
 
 Functions: :func:`slurmd_pods`, :func:`slurm_node_map`, :func:`map_attempt_nodes`,
 :func:`mirror_jobs`, :func:`slurm_on_k8s_hourly`, :func:`slurm_on_k8s_findings`,
-:func:`double_count_rate`.
+:func:`double_count_rate`, :func:`attribute_slurmd_dcgm` (telemetry of slurmd pods).
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ __all__ = [
     "POD_HOSTNAME_LABEL",
     "SLURM_JOBID_LABEL",
     "SlurmOnK8s",
+    "attribute_slurmd_dcgm",
     "double_count_rate",
     "map_attempt_nodes",
     "mirror_jobs",
@@ -797,3 +798,61 @@ def sacct_notes(extra: str = "extra") -> list[pl.Expr]:
         field("AdminComment", "admincomment", "Admincomment").alias("admin_comment"),
         field("MCSLabel", "McsLabel", "mcslabel").alias("mcs_label"),
     ]
+
+
+def attribute_slurmd_dcgm(
+    samples: pl.DataFrame, cluster: str, node_map: pl.DataFrame, pieces: pl.DataFrame
+) -> pl.DataFrame:
+    """DCGM samples whose pod is a slurmd pod, attributed through the mapped Slurm node.
+
+    dcgm-exporter's pod mapping names the slurmd pod as the owner of every GPU it holds; such a
+    sample belongs to the Slurm node the pod ran at the sample's time (:func:`slurm_node_map`)
+    and, where exactly one Slurm attempt ran on that node then, to that attempt (whole-node
+    attribution; with several, the GPU index map of ``scontrol show job -d`` decides, so the
+    attempt is left NULL here). Its ``pod`` and ``namespace`` are cleared: a slurmd pod is
+    never a Kubernetes workload's telemetry.
+
+    Args:
+        samples: ``raw.dcgm_samples`` rows (``ts, pod, namespace`` and the rest).
+        cluster: the Slurm cluster the map belongs to.
+        node_map: its :data:`NODE_MAP_SCHEMA` rows.
+        pieces: its :func:`map_attempt_nodes` pieces (``job_id, attempt, slurm_node, start_at,
+            end_at``).
+
+    Returns:
+        The samples of slurmd pods only, with ``slurm_cluster, slurm_node, job_id, attempt``
+        added and ``pod``/``namespace`` NULL.
+    """
+    far = pl.lit(dt.datetime(9999, 1, 1, tzinfo=dt.UTC), _UTC)
+    owned = (
+        samples.with_row_index("_row")
+        .join(
+            node_map.select("namespace", "pod", "slurm_node", "valid_from", "valid_to"),
+            on=["namespace", "pod"],
+        )
+        .filter(
+            (pl.col("ts") >= pl.col("valid_from")) & (pl.col("ts") < pl.coalesce("valid_to", far))
+        )
+        .drop("valid_from", "valid_to")
+    )
+    jobs = (
+        owned.select("_row", "ts", "slurm_node")
+        .join(
+            pieces.select("job_id", "attempt", "slurm_node", "start_at", "end_at"), on="slurm_node"
+        )
+        .filter((pl.col("ts") >= pl.col("start_at")) & (pl.col("ts") < pl.col("end_at")))
+        .group_by("_row")
+        .agg(pl.col("job_id").unique(), pl.col("attempt").first())
+        .filter(pl.col("job_id").list.len() == 1)
+        .select("_row", pl.col("job_id").list.first(), "attempt")
+    )
+    return (
+        owned.join(jobs, on="_row", how="left")
+        .with_columns(
+            pl.lit(cluster).alias("slurm_cluster"),
+            pl.lit(None, pl.String).alias("pod"),
+            pl.lit(None, pl.String).alias("namespace"),
+        )
+        .sort("_row")
+        .drop("_row")
+    )

@@ -13,6 +13,7 @@ from pipelines.core.slurm_on_k8s import (
     POD_HOSTNAME_LABEL,
     SLURM_JOBID_LABEL,
     SlurmOnK8s,
+    attribute_slurmd_dcgm,
     slurm_node_map,
     slurm_on_k8s_findings,
     slurm_on_k8s_hourly,
@@ -221,3 +222,28 @@ def test_findings_name_each_planted_fault() -> None:
         ("kn2", t(0), 14400.0),
         ("kn3", t(1), 14400.0),
     ]
+
+
+def test_slurmd_pod_telemetry_goes_to_the_slurm_job_never_to_the_pod() -> None:
+    """Samples of sok-0's pod at 00:30 (job 101 alone on sok-0) and 02:10 (jobs 102 and mirror
+    103 both run: left to the GPU index map) go to Slurm node sok-0; the native pod's sample is
+    not a slurmd sample and is not returned. Pod and namespace are cleared."""
+    p, a = worked_example()
+    _h, node_map, pieces, _m = slurm_on_k8s_hourly(SETTING, a, p, NO_COMMENTS, K8S_NODES, AS_OF)
+    samples = pl.DataFrame(
+        {
+            "ts": [t(0, 30), t(2, 10), t(0, 45)],
+            "host": ["kn1"] * 3,
+            "gpu_index": [0, 1, 6],
+            "pod": ["sok-0", "sok-0", "train-1"],
+            "namespace": ["slurm", "slurm", "ml"],
+            "value": [0.9, 0.5, 0.7],
+        },
+        schema_overrides={"ts": pl.Datetime("us", "UTC"), "gpu_index": pl.Int32},
+    )
+    got = attribute_slurmd_dcgm(samples, "sok-c", node_map, pieces)
+    assert got.select("ts", "gpu_index", "slurm_cluster", "slurm_node", "job_id", "attempt",
+                      "pod", "namespace", "value").rows() == [
+        (t(0, 30), 0, "sok-c", "sok-0", "101", 0, None, None, 0.9),
+        (t(2, 10), 1, "sok-c", "sok-0", None, None, None, None, 0.5),
+    ]  # fmt: skip
