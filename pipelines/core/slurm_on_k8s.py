@@ -253,11 +253,14 @@ def slurm_node_map(
 
 
 def _admin_pods() -> pl.Expr:
-    """The ``pods`` list of a job's ``AdminComment`` JSON (slurm-bridge ``ExternalJobInfo``)."""
+    """The ``pods`` list of a job's ``AdminComment`` JSON (slurm-bridge ``ExternalJobInfo``);
+    NULL for a comment that is not such JSON (an administrator's free text never fails the
+    build)."""
     return (
         pl.col("admin_comment")
-        .str.json_decode(pl.Struct({"pods": pl.List(pl.String())}))
-        .struct.field("pods")
+        .str.json_path_match("$.pods")
+        .str.extract_all(r'"[^"]*"')
+        .list.eval(pl.element().str.strip_chars('"'))
     )
 
 

@@ -189,7 +189,8 @@ def test_findings_name_each_planted_fault() -> None:
     """sok-1 runs on kn2 00:00–01:00, then (StatefulSet pod recreated) on kn3 01:00 →: job 201
     (8 GPUs, 00:30–01:30) migrates, value 2 nodes. Job 202 asks 6 GPUs on sok-0 whose pod holds
     4 (00:00–01:00): GRES mismatch of 2×3600 = 7 200 GPU-s. Job 203 on sok-9 (no pod): 1 GPU ×
-    3600 s unmapped. Mirror 204 names ml/gone, never ingested: 1 pod missing."""
+    3600 s unmapped. Mirror 204 names ml/gone, never ingested: 1 pod missing. Job 205's
+    AdminComment opens with '{' but is free text: no mirror, no failure."""
     sok1 = {POD_HOSTNAME_LABEL: "sok-1"}
     p = pods(
         pod("slurm", "sok-0", "kn1", 4.0, t(0), t(1), labels=SLURMD),
@@ -201,6 +202,7 @@ def test_findings_name_each_planted_fault() -> None:
         ("202", 0, 6.0, t(0), t(1), ["sok-0"], None),
         ("203", 0, 1.0, t(0), t(1), ["sok-9"], None),
         ("204", 0, 1.0, t(2), t(3), ["sok-1"], '{"pods":["ml/gone"]}'),
+        ("205", 0, 0.0, t(2), t(3), ["sok-1"], "{not json: an administrator's note"),
     )
     hourly, _m, pieces, mirrors = slurm_on_k8s_hourly(SETTING, a, p, NO_COMMENTS, K8S_NODES,
                                                       AS_OF)  # fmt: skip
