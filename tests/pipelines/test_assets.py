@@ -143,11 +143,13 @@ def test_waterfall_conserves_capacity_and_matches_occupancy(materialized: Materi
     assert alloc_wf == pytest.approx(alloc_occ, rel=1e-6)
 
 
-#: Views of one scheduler only (their rows are that scheduler's objects), and data_quality,
-#: which has rows only for findings.
+#: Views of one scheduler only (their rows are that scheduler's objects), data_quality, which
+#: has rows only for findings, and the Slurm-on-Kubernetes views (rows only for a Slurm cluster
+#: configured to run on Kubernetes; tests/sample_fleet/test_slurm_on_k8s_fleet.py).
 _ONE_SCHEDULER_VIEWS = {
     "slurm_jobs", "k8s_events", "k8s_pending_reasons", "k8s_pods", "k8s_workloads",
-    "kueue_cluster_queues", "kueue_local_queues", "data_quality",
+    "kueue_cluster_queues", "kueue_local_queues", "data_quality", "slurm_node_map",
+    "slurm_on_k8s_hourly",
 }  # fmt: skip
 
 
