@@ -93,6 +93,20 @@ def _inventory(cfg: Config) -> pl.DataFrame:
     return pl.concat(frames)
 
 
+def _known_inventory(cfg: Config, raw: RawFrames) -> pl.DataFrame:
+    """The inventory files of configured clusters and of clusters the raw tables name: a file
+    of a cluster that is neither (the sample fleet's ``k8s-c`` under a configuration of other
+    clusters) adds no nodes. With no cluster configured, every file counts."""
+    inventory = _inventory(cfg)
+    if not cfg.clusters:
+        return inventory
+    known = {c.name for c in cfg.clusters}
+    for frame in (raw.slurm_rows, raw.k8s_pods):
+        if "cluster" in frame.columns:
+            known |= set(frame["cluster"].drop_nulls().unique().to_list())
+    return inventory.filter(pl.col("cluster").is_in(sorted(known)))
+
+
 def _data_quality(
     con: duckdb.DuckDBPyConnection, s_att: pl.DataFrame, nodes: pl.DataFrame, jobs: pl.DataFrame
 ) -> pl.DataFrame:
@@ -222,7 +236,9 @@ def rebuild(
     """
     path = registry_path or cfg.registry_path
     registry = _read_registry(path)
-    core = build_core(_read_raw(con), registry, _inventory(cfg), BuildUnit.everything())
+    raw = _read_raw(con)
+    core = build_core(raw, registry, _known_inventory(cfg, raw), BuildUnit.everything())
+    del raw
     occ = _occupancy(core)
     # The data-quality findings are the last use of the Slurm attempts: computed here, the
     # attempts are freed before the metric engine (the rebuild's peak memory).
