@@ -78,6 +78,7 @@ __all__ = [
     "run_sql",
     "scheduler_fairshare",
     "serving_path",
+    "slurm_on_k8s_rate",
     "top_idle_allocations",
     "top_recommendations",
     "topology_degraded",
@@ -526,6 +527,16 @@ def registry_drift(path: str, f: Filters) -> pl.DataFrame:
     ``cluster, scheduler, team, objects, cohort, resource, configured_value, registry_share,
     configured_share, drift, relative_drift, tolerance, drifted, snapshot_at, as_of``."""
     return _frame_if_view(path, "registry_drift", f)
+
+
+@st.cache_data(ttl=_TTL)
+def slurm_on_k8s_rate(path: str, f: Filters) -> pl.DataFrame:
+    """Per Slurm cluster run on Kubernetes, over the window (cluster filter matches it or its
+    Kubernetes partner): ``cluster, k8s_cluster, pattern, naive_gpu_h, reconciled_gpu_h,
+    double_count_rate, lent_gpu_h, slurmd_held_idle_gpu_h`` (METRICS.md "Slurm on Kubernetes";
+    the rate is the ratio of the sums). Empty when the fleet has no such cluster or the serving
+    copy predates the view."""
+    return _frame_if_view(path, "slurm_on_k8s_rate", f)
 
 
 @st.cache_data(ttl=_TTL)

@@ -43,6 +43,14 @@ class ClusterConfig:
     timezone: str = "UTC"
     sacct_fields: tuple[str, ...] = ()
     input_dir: Path | None = None
+    #: Slurm run on Kubernetes: ``A`` (slurmd in pods that request GPUs: Slinky
+    #: slurm-operator), ``B`` (placeholder Slurm jobs for pods: CoreWeave SUNK), ``C`` (pods as
+    #: Slurm external jobs: slurm-bridge); None = not on Kubernetes (METRICS.md "Slurm on
+    #: Kubernetes").
+    slurm_on_k8s: str | None = None
+    #: The Kubernetes cluster whose pods and nodes this Slurm cluster runs on (with
+    #: ``slurm_on_k8s``).
+    kubernetes_cluster: str | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +112,22 @@ class Config:
         configured cluster, or the default cluster alone when none is configured."""
         names = [c.name for c in self.clusters] or [self.default_cluster]
         return {name: self.cluster_input_dir(name) for name in names}
+
+
+def _slurm_on_k8s(c: dict[str, object], sched: str, where: str) -> tuple[str | None, str | None]:
+    """A cluster's ``slurm_on_k8s`` pattern and ``kubernetes_cluster`` partner, checked."""
+    pattern, partner = c.get("slurm_on_k8s"), c.get("kubernetes_cluster")
+    if pattern is None:
+        if partner is not None:
+            raise ConfigError(f"{where}: kubernetes_cluster needs slurm_on_k8s ('A', 'B' or 'C')")
+        return None, None
+    if pattern not in ("A", "B", "C"):
+        raise ConfigError(f"{where}: slurm_on_k8s must be 'A', 'B' or 'C', not {pattern!r}")
+    if sched != "slurm":
+        raise ConfigError(f"{where}: slurm_on_k8s applies to a Slurm cluster, not {sched!r}")
+    if not isinstance(partner, str) or not partner:
+        raise ConfigError(f"{where}: slurm_on_k8s needs kubernetes_cluster (the pods' cluster)")
+    return str(pattern), partner
 
 
 def _check_tz(name: str, where: str) -> str:
@@ -190,6 +214,7 @@ def _read_config(cfg_path: Path, db_env: str | None) -> Config:
         sched = c.get("scheduler", "slurm")
         if sched not in ("slurm", "kubernetes"):
             raise ConfigError(f"{where}: scheduler must be 'slurm' or 'kubernetes', not {sched!r}")
+        pattern, partner = _slurm_on_k8s(c, sched, where)
         clusters.append(
             ClusterConfig(
                 name=str(c["name"]),
@@ -197,6 +222,8 @@ def _read_config(cfg_path: Path, db_env: str | None) -> Config:
                 timezone=_check_tz(str(c.get("timezone", "UTC")), where),
                 sacct_fields=tuple(c.get("sacct_fields", ())),
                 input_dir=p(c["input_dir"]) if "input_dir" in c else inputs_dir / str(c["name"]),
+                slurm_on_k8s=pattern,
+                kubernetes_cluster=partner,
             )
         )
     default_cluster = str(raw.get("default_cluster") or "default")

@@ -97,6 +97,7 @@ FREE_TEXT_COLUMNS: dict[str, tuple[str, ...]] = {
     "raw.slurm_sdiag": ("item", "text"),
     "raw.slurm_transactions": ("target", "value"),  # a user's name, a personal account's
     "raw.slurm_config": ("value",),  # paths may hold a home folder
+    "raw.slurm_node_comments": ("comment", "pod"),  # free text an administrator set
     "raw.dcgm_samples": ("pod", "container"),
     "raw.k8s_pods": ("name", "owner_name", "workload_name", "labels"),
     "raw.k8s_workloads": (

@@ -292,6 +292,29 @@ if recs.height:
 else:
     st.caption("No recommendations in this scope.")
 
+# --- Slurm on Kubernetes: each GPU-second once ------------------------------------------------
+sok = queries.slurm_on_k8s_rate(path, wf)
+if sok.height:
+    st.subheader("Slurm on Kubernetes: counted once")
+    for r in sok.iter_rows(named=True):
+        rate = r["double_count_rate"]
+        st.metric(
+            f"{r['cluster']} on {r['k8s_cluster']}: double-count rate",
+            "n/a" if rate is None else f"{rate:.0%}",
+            help="(naive − reconciled) ÷ reconciled GPU-hours over the window (METRICS.md "
+            '"Slurm on Kubernetes").',
+        )
+        st.caption(
+            f"Naive {r['naive_gpu_h']:,.0f} GPU-h (Slurm jobs + every pod) vs reconciled "
+            f"{r['reconciled_gpu_h']:,.0f} GPU-h · lent to Slurm {r['lent_gpu_h']:,.0f} GPU-h, "
+            f"of which slurmd-held idle while pods pended {r['slurmd_held_idle_gpu_h']:,.0f} GPU-h."
+        )
+    st.caption(
+        "Why these numbers differ from a Slurm-only or Kubernetes-only tool: slurmd runs in pods "
+        "that hold GPUs, so each GPU-second appears once as the pod's and once as the Slurm "
+        "job's; here it is counted once, under the layer that used it."
+    )
+
 # --- the GPU-time waterfall --------------------------------------------------------------------
 st.subheader("Where the GPU-hours went")
 daily = queries.waterfall_daily(path, wf)

@@ -16,11 +16,15 @@ from pipelines.analytics.checks import (
     ALLOCATED_WITHIN_CAPACITY,
     END_NOT_BEFORE_START,
     STRANDED_SPLITS_CONSERVE_LEAVES,
+    SOK_K8S_LAYER_CONSERVES,
+    SOK_SLURM_LAYER_CONSERVES,
     UNIQUE_ATTEMPT_KEYS,
     WATERFALL_CONSERVES_CAPACITY,
     allocated_within_capacity,
     end_not_before_start,
     stranded_splits_conserve_leaves,
+    slurm_on_k8s_k8s_layer_conserves,
+    slurm_on_k8s_slurm_layer_conserves,
     unique_attempt_keys,
     waterfall_conserves_capacity,
 )
@@ -81,6 +85,8 @@ CORE_ANALYTICS_KEYS = {
     "analytics.segment_capacity_hourly": dg.AssetKey(["analytics", "segment_capacity_hourly"]),
     "analytics.topology_stranded_hourly": dg.AssetKey(["analytics", "topology_stranded_hourly"]),
     "analytics.large_job_wait_causes": dg.AssetKey(["analytics", "large_job_wait_causes"]),
+    "analytics.slurm_node_map": dg.AssetKey(["analytics", "slurm_node_map"]),
+    "analytics.slurm_on_k8s_hourly": dg.AssetKey(["analytics", "slurm_on_k8s_hourly"]),
 }
 
 _DESCRIPTIONS = {
@@ -109,6 +115,8 @@ _DESCRIPTIONS = {
     "analytics.segment_capacity_hourly": "Per segment size and hour: slots, capacity efficiency.",
     "analytics.topology_stranded_hourly": "Free GPUs no pending job shape can use, per hour.",
     "analytics.large_job_wait_causes": "Per large job: quota, priority, fragmentation delay.",
+    "analytics.slurm_node_map": "Slurm node → slurmd pod → Kubernetes node, dated.",
+    "analytics.slurm_on_k8s_hourly": "Slurm on Kubernetes: GPU-seconds by owning layer, hourly.",
 }
 
 
@@ -139,6 +147,12 @@ class RebuildConfig(dg.Config):
                           asset=CORE_ANALYTICS_KEYS["analytics.topology_stranded_hourly"],
                           description="Stranded and held-for-gangs parts sum to the idle and "
                                       "held leaves in every cluster-hour (0.1 %)."),
+        dg.AssetCheckSpec(SOK_K8S_LAYER_CONSERVES,
+                          asset=CORE_ANALYTICS_KEYS["analytics.slurm_on_k8s_hourly"],
+                          description="Lent + native + idle = node capacity, idle ≥ 0."),
+        dg.AssetCheckSpec(SOK_SLURM_LAYER_CONSERVES,
+                          asset=CORE_ANALYTICS_KEYS["analytics.slurm_on_k8s_hourly"],
+                          description="Slurm allocated + idle = lent to Slurm, idle ≥ 0."),
     ],
     pool="duckdb",
 )  # fmt: skip
@@ -160,6 +174,8 @@ def core_and_analytics(
             allocated_within_capacity(con),
             waterfall_conserves_capacity(con),
             stranded_splits_conserve_leaves(con),
+            slurm_on_k8s_k8s_layer_conserves(con),
+            slurm_on_k8s_slurm_layer_conserves(con),
         ]
     for table, key in CORE_ANALYTICS_KEYS.items():
         yield dg.MaterializeResult(asset_key=key, metadata={"row_count": counts[table]})

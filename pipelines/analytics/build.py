@@ -39,6 +39,7 @@ from pipelines.analytics.metrics_build import build_metric_tables
 from pipelines.analytics.policy_impact import policy_impact_tables
 from pipelines.analytics.policy_ledger import policy_change_tables
 from pipelines.analytics.scheduler_views import scheduler_tables
+from pipelines.analytics.slurm_on_k8s import slurm_on_k8s_tables
 from pipelines.analytics.windows import WINDOW_TABLES, window_tables
 from pipelines.config import Config
 from pipelines.core import (
@@ -77,7 +78,7 @@ VIEWS = (
     "topology_fragmentation_hourly", "policy_changes", "policy_change_impact",
     "pending_reason_spells", "topology_nodes",
     "domain_capacity_hourly", "segment_capacity_hourly", "stranded_gpu_hourly",
-    "large_job_wait_causes", "nvlink_colocation_weekly",
+    "large_job_wait_causes", "nvlink_colocation_weekly", "slurm_node_map", "slurm_on_k8s_hourly",
 )  # fmt: skip
 
 _INVENTORY_SCHEMA = {
@@ -106,6 +107,20 @@ def _inventory(cfg: Config) -> pl.DataFrame:
             schema={"cluster": pl.String(), **_INVENTORY_SCHEMA, "capacity_source": pl.String()}
         )
     return pl.concat(frames)
+
+
+def _known_inventory(cfg: Config, raw: RawFrames) -> pl.DataFrame:
+    """The inventory files of configured clusters and of clusters the raw tables name: a file
+    of a cluster that is neither (the sample fleet's ``k8s-c`` under a configuration of other
+    clusters) adds no nodes. With no cluster configured, every file counts."""
+    inventory = _inventory(cfg)
+    if not cfg.clusters:
+        return inventory
+    known = {c.name for c in cfg.clusters}
+    for frame in (raw.slurm_rows, raw.k8s_pods):
+        if "cluster" in frame.columns:
+            known |= set(frame["cluster"].drop_nulls().unique().to_list())
+    return inventory.filter(pl.col("cluster").is_in(sorted(known)))
 
 
 def _data_quality(
@@ -237,12 +252,17 @@ def rebuild(
     """
     path = registry_path or cfg.registry_path
     registry = _read_registry(path)
-    core = build_core(_read_raw(con), registry, _inventory(cfg), BuildUnit.everything())
+    raw = _read_raw(con)
+    core = build_core(raw, registry, _known_inventory(cfg, raw), BuildUnit.everything())
+    del raw
     occ = _occupancy(core)
     # The data-quality findings are the last use of the Slurm attempts: computed here, the
     # attempts are freed before the metric engine (the rebuild's peak memory).
-    dq = _data_quality(con, core.slurm_attempts, core.nodes, core.jobs).join(
-        core.as_of, on="cluster", how="left"
+    sok = slurm_on_k8s_tables(con, cfg, core)
+    dq = (
+        pl.concat([_data_quality(con, core.slurm_attempts, core.nodes, core.jobs), sok.findings])
+        .sort("cluster", "check", "day", "partition", nulls_last=True)
+        .join(core.as_of, on="cluster", how="left")
     )
     core = replace(core, slurm_attempts=core.slurm_attempts.clear())
     plan = plan_build(
@@ -250,6 +270,8 @@ def rebuild(
         nodes=core.nodes, as_of=core.as_of, full=full,
     )  # fmt: skip
     written, job_keys = _tables(con, cfg, core, registry, occ, dq, plan)
+    written["analytics.slurm_node_map"] = with_as_of(sok.node_map, core.as_of)
+    written["analytics.slurm_on_k8s_hourly"] = with_as_of(sok.hourly, core.as_of)
     pending, as_of = core.pending, core.as_of
     # Each frame is dropped once written (the write converts it for DuckDB, a transient copy):
     # with the core frames released, core.slurm_jobs and the per-job analytics tables do not

@@ -11,11 +11,15 @@ __all__ = [
     "ALLOCATED_WITHIN_CAPACITY",
     "END_NOT_BEFORE_START",
     "STRANDED_SPLITS_CONSERVE_LEAVES",
+    "SOK_K8S_LAYER_CONSERVES",
+    "SOK_SLURM_LAYER_CONSERVES",
     "UNIQUE_ATTEMPT_KEYS",
     "WATERFALL_CONSERVES_CAPACITY",
     "allocated_within_capacity",
     "end_not_before_start",
     "stranded_splits_conserve_leaves",
+    "slurm_on_k8s_k8s_layer_conserves",
+    "slurm_on_k8s_slurm_layer_conserves",
     "unique_attempt_keys",
     "waterfall_conserves_capacity",
 ]
@@ -25,6 +29,8 @@ UNIQUE_ATTEMPT_KEYS = "unique_attempt_keys"
 ALLOCATED_WITHIN_CAPACITY = "allocated_within_capacity"
 WATERFALL_CONSERVES_CAPACITY = "waterfall_conserves_capacity"
 STRANDED_SPLITS_CONSERVE_LEAVES = "stranded_splits_conserve_leaves"
+SOK_K8S_LAYER_CONSERVES = "slurm_on_k8s_k8s_layer_conserves"
+SOK_SLURM_LAYER_CONSERVES = "slurm_on_k8s_slurm_layer_conserves"
 
 _KEYS = {
     END_NOT_BEFORE_START: ("core", "jobs"),
@@ -32,6 +38,8 @@ _KEYS = {
     ALLOCATED_WITHIN_CAPACITY: ("analytics", "occupancy_hourly"),
     WATERFALL_CONSERVES_CAPACITY: ("analytics", "gpu_waterfall_hourly"),
     STRANDED_SPLITS_CONSERVE_LEAVES: ("analytics", "topology_stranded_hourly"),
+    SOK_K8S_LAYER_CONSERVES: ("analytics", "slurm_on_k8s_hourly"),
+    SOK_SLURM_LAYER_CONSERVES: ("analytics", "slurm_on_k8s_hourly"),
 }
 
 
@@ -75,3 +83,13 @@ def stranded_splits_conserve_leaves(con: duckdb.DuckDBPyConnection) -> dg.AssetC
     ``idle`` and ``held`` leaves (0.1 % of capacity), a part is negative, or a waterfall
     cluster-hour has no row (ERROR)."""
     return _count_check(con, STRANDED_SPLITS_CONSERVE_LEAVES, dg.AssetCheckSeverity.ERROR)
+def slurm_on_k8s_k8s_layer_conserves(con: duckdb.DuckDBPyConnection) -> dg.AssetCheckResult:
+    """Slurm-on-Kubernetes node-hours whose pods (slurmd and native) hold more than the node has,
+    or whose Kubernetes-side leaves do not sum to capacity (WARN: a finding of the data)."""
+    return _count_check(con, SOK_K8S_LAYER_CONSERVES, dg.AssetCheckSeverity.WARN)
+
+
+def slurm_on_k8s_slurm_layer_conserves(con: duckdb.DuckDBPyConnection) -> dg.AssetCheckResult:
+    """Slurm-on-Kubernetes node-hours where Slurm allocated more than the slurmd pods held (a
+    GRES mismatch), or whose Slurm-side leaves do not sum to the lent capacity (WARN)."""
+    return _count_check(con, SOK_SLURM_LAYER_CONSERVES, dg.AssetCheckSeverity.WARN)

@@ -10,10 +10,12 @@ The parsers are private modules, one per command: ``_sacct_parse`` (``sacct``, w
 ``_sacctmgr_events`` (``sacctmgr show event``), ``_sshare``, ``_sprio``, ``_sdiag``,
 ``_reservations`` (``scontrol``/``sacctmgr show reservation``), ``_sacctmgr_transactions``
 (``sacctmgr list transactions``), ``_sacctmgr_tres`` (``sacctmgr show tres``),
-``_scontrol_config`` (``scontrol show config``), ``_topology_conf``, ``_topology_yaml`` and
-``_scontrol_topology`` (``topology.conf``/``topology.yaml``/``scontrol show topology``, input
-kind ``topology``), ``_squeue`` (polled ``squeue``, input kind ``slurm-squeue``); the
-cluster-state parsers share the Slurm text helpers of ``_text``.
+``_scontrol_config`` (``scontrol show config``), ``_scontrol_node_comments`` (polled
+``scontrol show nodes``: each node's ``Comment``, the pod slurm-operator runs it in),
+``_topology_conf``, ``_topology_yaml`` and ``_scontrol_topology``
+(``topology.conf``/``topology.yaml``/``scontrol show topology``, input kind ``topology``),
+``_squeue`` (polled ``squeue``, input kind ``slurm-squeue``); the cluster-state parsers share
+the Slurm text helpers of ``_text``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from pipelines.slurm._sacctmgr_transactions import (
 from pipelines.slurm._sacctmgr_tres import TRES_SCHEMA, parse_sacctmgr_tres
 from pipelines.slurm._scontrol_config import CONFIG_SCHEMA, parse_scontrol_config
 from pipelines.slurm._scontrol_jobs import SCONTROL_JOB_SCHEMA, parse_scontrol_jobs
+from pipelines.slurm._scontrol_node_comments import NODE_COMMENT_SCHEMA, parse_node_comments
 from pipelines.slurm._scontrol_nodes import NODE_SCHEMA, parse_scontrol_nodes
 from pipelines.slurm._scontrol_topology import parse_scontrol_topology
 from pipelines.slurm._sdiag import SDIAG_SCHEMA, parse_sdiag
@@ -64,7 +67,8 @@ STATE_PREFIXES = {"events": "slurm-events", "nodes": "slurm-nodes", "sshare": "s
                   "jobs": "slurm-jobs-gres", "reservation_history": "slurm-reservations",
                   "reservations": "slurm-reservations", "sprio": "slurm-sprio",
                   "sdiag": "slurm-sdiag", "transactions": "slurm-transactions",
-                  "tres": "slurm-tres", "scontrol_config": "slurm-config"}  # fmt: skip
+                  "tres": "slurm-tres", "scontrol_config": "slurm-config",
+                  "node_comments": "slurm-node-comments"}  # fmt: skip
 
 
 #: sacct fields the job views need (canonical, lower case), each with any field that stands in
@@ -227,6 +231,13 @@ SLURM_STATE = InputKind(
             _scontrol_config,
             freshness="sacct",
         ),
+        RawSource(
+            "slurm-node-comments",
+            "raw.slurm_node_comments",
+            NODE_COMMENT_SCHEMA,
+            lambda p, o: parse_node_comments(p, cluster=o.cluster),
+            freshness="sacct",
+        ),
     ),
     folder="slurm_state",
     globs=tuple(f"{prefix}*" for prefix in STATE_PREFIXES),
@@ -239,7 +250,8 @@ SLURM_STATE = InputKind(
         "intervals) into raw.slurm_events, `scontrol show nodes` into raw.slurm_nodes, "
         "`sshare -a -l -P` into raw.sshare, `sacctmgr -P list transactions` into "
         "raw.slurm_transactions, `sacctmgr -P show tres` into raw.slurm_tres, `scontrol show "
-        "config` into raw.slurm_config; one partition per cluster and day."
+        "config` into raw.slurm_config, polled `scontrol show nodes` (node Comment: the pod a "
+        "node runs in) into raw.slurm_node_comments; one partition per cluster and day."
     ),
     help="scontrol/sacctmgr/sshare/sprio/sdiag output, routed by file name",
     route=route_by_prefix(STATE_PREFIXES, "a Slurm state file"),

@@ -50,6 +50,10 @@ JSON_FIELDS: tuple[str, ...] = (
     "Constraints",
     "KillRequestUser",
     "DerivedExitCode",
+    # slurm-bridge external jobs carry {"pods": [...]} here (comment.administrator) and their
+    # MCS label (mcs.label): pipelines.core.slurm_on_k8s reads both from `extra`.
+    "AdminComment",
+    "MCSLabel",
 )
 
 
@@ -306,6 +310,8 @@ def _job_record(job: dict[str, Any]) -> dict[str, str]:
         "Constraints": _text(job.get("constraints")),
         "KillRequestUser": _text(job.get("kill_request_user")),
         "DerivedExitCode": _exit_code(job.get("derived_exit_code")),
+        "AdminComment": _text(_obj(job.get("comment")).get("administrator")),
+        "MCSLabel": _text(_obj(job.get("mcs")).get("label")),
     }
 
 

@@ -20,6 +20,7 @@ from pydantic import Field
 from pipelines._sources import FileSource, InputSource
 from pipelines.slurm import SACCT, SLURM_STATE, SQUEUE, TOPOLOGY
 from pipelines.slurm._reservations import RESERVATION_HISTORY_FIELDS
+from pipelines.slurm._scontrol_node_comments import poll_stamp
 from pipelines.slurm._sprio import SPRIO_FORMAT
 from pipelines.slurm._squeue import POLL_MARKER, SQUEUE_FORMAT
 
@@ -40,7 +41,8 @@ __all__ = [
 #: Fields the live source asks ``sacct --format`` for.
 SACCT_FIELDS = (
     "JobID,JobIDRaw,Cluster,Partition,QOS,Account,Group,User,UID,Submit,Eligible,Start,End,"
-    "Elapsed,ExitCode,State,NNodes,NCPUS,ReqTRES,AllocTRES,Timelimit,NodeList,JobName,Reason"
+    "Elapsed,ExitCode,State,NNodes,NCPUS,ReqTRES,AllocTRES,Timelimit,NodeList,JobName,Reason,"
+    "AdminComment,MCSLabel"
 )
 #: Every job state, passed explicitly: without ``--state`` sacct omits jobs cancelled before
 #: they became eligible.
@@ -53,9 +55,11 @@ EVENT_FIELDS = (
 #: asked for, see the class).
 STATE_KINDS = ("nodes", "events", "sshare", "sprio", "sdiag", "transactions", "tres",
                "scontrol_config", "jobs", "reservations", "reservation_history",
-               "squeue")  # fmt: skip
+               "squeue", "node_comments")  # fmt: skip
 #: Kinds fetched only when :attr:`SlurmStateCliSource.kinds` names them.
-_ON_REQUEST_KINDS = frozenset({"jobs", "reservations", "reservation_history", "squeue"})
+_ON_REQUEST_KINDS = frozenset(
+    {"jobs", "reservations", "reservation_history", "squeue", "node_comments"}
+)
 
 
 def slurm_client_env(
@@ -227,6 +231,11 @@ class SlurmStateCliSource(InputSource):
       ``# poll_time=<epoch>`` line (the host clock plus :attr:`clock_offset_s`), for the
       ``slurm-squeue`` kind. Only when :attr:`kinds` names it: poll it every minute or few
       (``kinds=["squeue"]``); the reason spells are as fine as the polls.
+    - ``node_comments``: ``scontrol --oneliner show nodes`` again, spooled as
+      ``node_comments_<day>T<HHMMSS>Z.txt`` (the poll time, so successive polls accumulate):
+      each node's ``Comment``, where Slinky's slurm-operator writes the pod and Kubernetes node
+      the Slurm node runs in (the dated ``slurm_node_map``). Only when :attr:`kinds` names it;
+      poll it as often as the map should be exact (``kinds=["node_comments"]``).
 
     Only ``events``, ``transactions`` and ``reservation_history`` look at ``day``; the others
     are snapshots of the
@@ -286,6 +295,9 @@ class SlurmStateCliSource(InputSource):
             "reservations": [
                 self._bin("scontrol"), "-M", cluster, "--oneliner", "show", "reservation",
             ],
+            "node_comments": [
+                self._bin("scontrol"), "-M", cluster, "--oneliner", "show", "nodes",
+            ],
             "reservation_history": [
                 self._bin("sacctmgr"), "--parsable2", "show", "reservation", f"Clusters={cluster}",
                 f"Start={start}", f"End={end}", f"Format={RESERVATION_HISTORY_FIELDS}",
@@ -300,9 +312,13 @@ class SlurmStateCliSource(InputSource):
             raise ValueError(f"unknown kinds {unknown}; expected some of {list(STATE_KINDS)}")
         return {kind: every[kind] for kind in STATE_KINDS if kind in self.kinds}
 
-    def path(self, cluster: str, kind: str, day: str) -> Path:
-        """Where the output of ``kind`` for ``cluster`` and ``day`` is spooled."""
-        return Path(self.spool_dir) / cluster / "slurm_state" / f"{kind}_{day}.txt"
+    def path(self, cluster: str, kind: str, day: str, polled_at: dt.datetime | None = None) -> Path:
+        """Where the output of ``kind`` for ``cluster`` and ``day`` is spooled (``node_comments``:
+        stamped with ``polled_at``, default now)."""
+        name = f"{kind}_{day}"
+        if kind == "node_comments":
+            name = f"{kind}_{poll_stamp(polled_at or dt.datetime.now(dt.UTC))}"
+        return Path(self.spool_dir) / cluster / "slurm_state" / f"{name}.txt"
 
     def fetch(self, cluster: str, day: str) -> list[Path]:
         """Run each command and return the spooled files, in :data:`STATE_KINDS` order.

@@ -58,6 +58,7 @@ LAKE_TIME_COLUMNS: dict[str, tuple[str, ...]] = {
     "raw.slurm_transactions": ("changed_at",),
     "raw.slurm_tres": (),
     "raw.slurm_config": ("snapshot_at",),
+    "raw.slurm_node_comments": ("polled_at",),
     "raw.topology": ("valid_from",),
     "raw.slurm_squeue": ("poll_at",),
     "raw.kueue_topologies": ("snapshot_at",),

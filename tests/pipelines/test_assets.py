@@ -145,12 +145,14 @@ def test_waterfall_conserves_capacity_and_matches_occupancy(materialized: Materi
 
 #: Views of one scheduler only (their rows are that scheduler's objects), data_quality, which
 #: has rows only for findings, large_job_wait_causes, only for jobs of >= 64 GPUs (k8s-b has 64
-#: GPUs in all and none waits in the two-day fleet), and nvlink_colocation_weekly, only for
-#: clusters whose Nodes carry NVLink clique labels (none in this fleet).
+#: GPUs in all and none waits in the two-day fleet), nvlink_colocation_weekly, only for
+#: clusters whose Nodes carry NVLink clique labels (none in this fleet), and the
+#: Slurm-on-Kubernetes views (rows only for a Slurm cluster configured to run on Kubernetes;
+#: tests/sample_fleet/test_slurm_on_k8s_fleet.py).
 _ONE_SCHEDULER_VIEWS = {
     "slurm_jobs", "k8s_events", "k8s_pending_reasons", "k8s_pods", "k8s_workloads",
     "kueue_cluster_queues", "kueue_local_queues", "data_quality", "pending_reason_spells",
-    "large_job_wait_causes", "nvlink_colocation_weekly",
+    "large_job_wait_causes", "nvlink_colocation_weekly", "slurm_node_map", "slurm_on_k8s_hourly",
 }  # fmt: skip
 
 

@@ -14,12 +14,17 @@ from tests.conftest import REPO
 
 
 def test_repo_config_loads_with_absolute_paths(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The committed goodput.toml names the bundled fleet's clusters and resolves paths against
-    the repo."""
+    """The committed goodput.toml names the bundled fleet's clusters (the Slurm-on-Kubernetes
+    pair last) and resolves paths against the repo."""
     monkeypatch.delenv("GOODPUT_DB", raising=False)
     cfg = load_config(REPO / "goodput.toml")
-    assert [c.name for c in cfg.clusters] == ["slurm-a", "k8s-b", "slurm-nvl", "slurm-p"]
+    assert [c.name for c in cfg.clusters] == [
+        "slurm-a", "k8s-b", "slurm-nvl", "slurm-p", "sok-c", "k8s-c",
+    ]  # fmt: skip
     assert cfg.cluster("slurm-nvl").timezone == "UTC"
+    assert (cfg.cluster("sok-c").slurm_on_k8s, cfg.cluster("sok-c").kubernetes_cluster) == (
+        "A", "k8s-c",
+    )  # fmt: skip
     assert cfg.cluster("slurm-a").timezone == "America/New_York"
     assert cfg.warehouse_path == REPO / "data" / "warehouse.duckdb"
     assert cfg.default_cluster == "slurm-a"

@@ -19,11 +19,12 @@ EXPECTED_ASSETS = {
     "analytics/recommendations", "analytics/lake_export",
     "raw/topology", "core/topology", "analytics/job_placement",
     "analytics/topology_fragmentation_hourly", "raw/slurm_squeue", "core/pending_reason_spells",
-    "analytics/topology_fragmentation_hourly",
     "analytics/domain_capacity_hourly",
     "analytics/segment_capacity_hourly",
     "analytics/topology_stranded_hourly",
     "analytics/large_job_wait_causes",
+    "analytics/slurm_node_map",
+    "analytics/slurm_on_k8s_hourly",
 }  # fmt: skip
 
 

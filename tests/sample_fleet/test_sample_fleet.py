@@ -205,9 +205,16 @@ def test_layout_and_summary(fleet: tuple[Path, FleetSummary]) -> None:
         f"inputs/slurm-p/slurm_state/scontrol_config_{d}.txt"
         for d in ((START + dt.timedelta(days=i)).isoformat() for i in (2, 3))
     }
+    # the Slurm-on-Kubernetes pair (sok-c on k8s-c) writes two UTC days whatever DAYS is
+    sok_days = [(START + dt.timedelta(days=i)).isoformat() for i in range(2)]
+    expected |= {"planted_slurm_on_k8s.json", "inventory/k8s-c.csv"}
+    for d in sok_days:
+        expected |= {f"inputs/k8s-c/k8s/pods_{d}.json", f"inputs/sok-c/sacct/sacct_{d}.psv"}
+        expected |= {f"inputs/sok-c/slurm_state/node_comments_{d}T{h:02d}0000Z.txt"
+                     for h in (0, 6, 12, 18)}  # fmt: skip
     written = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
     assert written == expected
-    assert summary.files_written == len(expected) == 13 + 11 * DAYS + 3 + 28 + DAYS
+    assert summary.files_written == len(expected) == 13 + 11 * DAYS + 3 + 28 + DAYS + 14
     assert summary.gpus == {"slurm-a": 192, "k8s-b": 64, "slurm-nvl": 288}
     assert summary.jobs["slurm-a"] > 1500
     assert summary.jobs["k8s-b"] > 400

@@ -1,0 +1,167 @@
+"""The sample fleet's Slurm-on-Kubernetes pair (``sok-c`` in NodeSet pods on ``k8s-c``): its
+inputs load, every planted finding is detected, fleet GPU-hours are the same whichever way summed,
+and the naive sum differs from the reconciled one by the stated rate."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+from pipelines.analytics.build import rebuild
+from pipelines.config import load_config
+from pipelines.ingest import IngestOptions, ingest_file
+from pipelines.sample_fleet._slurm_on_k8s import K8S_CLUSTER, SOK_CLUSTER, write_slurm_on_k8s
+from pipelines.sample_fleet._writers import write_registry
+from pipelines.warehouse import init_warehouse
+
+START = dt.date(2026, 11, 2)
+
+
+@pytest.fixture(scope="module")
+def built(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[dict, duckdb.DuckDBPyConnection]]:
+    """The pair generated, ingested and built in a warehouse of its own."""
+    out = tmp_path_factory.mktemp("sok-fleet")
+    planted = write_slurm_on_k8s(out, seed=7, start=START)
+    write_registry(out / "registry.yaml")
+    cfg_path = out / "goodput.toml"
+    cfg_path.write_text(
+        f'default_cluster = "{SOK_CLUSTER}"\n[warehouse]\npath = "w.duckdb"\n'
+        'inputs = "inputs"\ninventory = "inventory"\nregistry = "registry.yaml"\n'
+        f'[[clusters]]\nname = "{SOK_CLUSTER}"\nscheduler = "slurm"\nslurm_on_k8s = "A"\n'
+        f'kubernetes_cluster = "{K8S_CLUSTER}"\n'
+        f'[[clusters]]\nname = "{K8S_CLUSTER}"\nscheduler = "kubernetes"\n',
+        encoding="utf-8",
+    )
+    cfg = load_config(cfg_path)
+    con = duckdb.connect(str(cfg.warehouse_path))
+    init_warehouse(con)
+    s_in, k_in = out / "inputs" / SOK_CLUSTER, out / "inputs" / K8S_CLUSTER
+    for kind, cluster, files in (
+        ("sacct", SOK_CLUSTER, sorted((s_in / "sacct").glob("*.psv"))),
+        ("slurm-state", SOK_CLUSTER, sorted((s_in / "slurm_state").glob("*.txt"))),
+        ("k8s-pods", K8S_CLUSTER, sorted((k_in / "k8s").glob("pods_*.json"))),
+    ):
+        for f in files:
+            ingest_file(con, kind, f, IngestOptions(cluster=cluster))
+    rebuild(con, cfg, full=True)
+    yield planted, con
+    con.close()
+
+
+def _q(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
+    cur = con.execute(sql)
+    names = [d[0] for d in cur.description or []]
+    return pl.DataFrame(cur.fetchall(), schema=names, orient="row")
+
+
+def test_the_pair_has_its_own_stream_and_is_deterministic(tmp_path: Path) -> None:
+    """Same seed, same bytes; another seed, other jobs."""
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    write_slurm_on_k8s(a, seed=7, start=START)
+    write_slurm_on_k8s(b, seed=7, start=START)
+    write_slurm_on_k8s(c, seed=8, start=START)
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert len(files) == 1 + 2 + 2 + 8 + 1  # inventory, pods, sacct, comments, planted
+    assert all((a / f).read_bytes() == (b / f).read_bytes() for f in files)
+    sacct = Path("inputs") / SOK_CLUSTER / "sacct" / "sacct_2026-11-02.psv"
+    assert (a / sacct).read_bytes() != (c / sacct).read_bytes()
+
+
+def test_every_planted_finding_is_detected(built: tuple[dict, duckdb.DuckDBPyConnection]) -> None:
+    """GRES mismatch on sok-1 (8 GPUs in a pod of 6 for 2 h: 2 × 7 200 = 14 400 GPU-s in
+    excess); sok-2's migration kc-node-03 → kc-node-04 during job 6002; slurmd-held idle on
+    kc-node-01 through 10:00–14:00 of the first day (sok-0 empty, two pods pending: 8 GPUs ×
+    3 600 s = 28 800 GPU-s each hour)."""
+    planted, con = built
+    dq = _q(
+        con, f"SELECT \"check\", value, detail FROM data_quality WHERE cluster = '{SOK_CLUSTER}'"
+    )
+    gres = dq.filter(pl.col("check") == "sok_gres_mismatch")
+    assert gres["value"].sum() == planted["gres_mismatch"]["excess_gpu_s"] == 14400
+    assert all("kc-node-02" in d for d in gres["detail"])
+    moved = dq.filter(pl.col("check") == "sok_node_migration")
+    assert moved.select("value", "detail").rows() == [
+        (2.0, "job 6002 attempt 0: Slurm node sok-2 moved between Kubernetes nodes "
+              "kc-node-03 → kc-node-04"),
+    ]  # fmt: skip
+    held = _q(
+        con,
+        "SELECT hour, slurmd_held_idle_gpu_s, slurm_idle_gpu_s FROM slurm_on_k8s_hourly "
+        "WHERE k8s_node = 'kc-node-01' AND hour >= TIMESTAMPTZ '2026-11-02 10:00:00+00' "
+        "AND hour < TIMESTAMPTZ '2026-11-02 14:00:00+00' ORDER BY hour",
+    )
+    assert held["slurmd_held_idle_gpu_s"].to_list() == [28800.0] * 4
+    assert held["slurm_idle_gpu_s"].to_list() == [28800.0] * 4
+    # no Slurm-on-Kubernetes finding the generator did not plant (sok-c has no inventory of its
+    # own: its capacity is what the pods lend, flagged as capacity_from_observed_nodes)
+    sok = {c for c in dq["check"] if c.startswith("sok_")}
+    assert sok == {"sok_gres_mismatch", "sok_node_migration"}
+
+
+def test_fleet_gpu_hours_are_the_same_whichever_way_summed(
+    built: tuple[dict, duckdb.DuckDBPyConnection],
+) -> None:
+    """Per node-hour and in total: capacity = lent + native + k8s idle (the Kubernetes view)
+    = reconciled + k8s idle + Slurm idle (each GPU-second once); the Slurm side sums to the
+    lent capacity."""
+    _planted, con = built
+    h = _q(con, "SELECT * FROM slurm_on_k8s_hourly")
+    k8s_view = h["lent_to_slurm_gpu_s"] + h["k8s_native_gpu_s"] + h["k8s_idle_gpu_s"]
+    once = h["reconciled_gpu_s"] + h["k8s_idle_gpu_s"] + h["slurm_idle_gpu_s"]
+    assert (k8s_view - h["capacity_gpu_s"]).abs().max() <= 1e-9
+    assert (once - h["capacity_gpu_s"]).abs().max() <= 1e-9
+    slurm_view = h["slurm_allocated_gpu_s"] + h["slurm_idle_gpu_s"]
+    assert (slurm_view - h["lent_to_slurm_gpu_s"]).abs().max() <= 1e-9
+    assert once.sum() == pytest.approx(h["capacity_gpu_s"].sum(), abs=1e-6)
+
+
+def test_naive_and_reconciled_differ_by_the_stated_rate(
+    built: tuple[dict, duckdb.DuckDBPyConnection],
+) -> None:
+    """The view's Σ naive and Σ reconciled are the generator's own (from its jobs and pods, not
+    from the pipeline), and (naive − reconciled) ÷ reconciled is the stated rate."""
+    planted, con = built
+    naive, rec = con.execute(
+        "SELECT sum(naive_gpu_s), sum(reconciled_gpu_s) FROM slurm_on_k8s_hourly"
+    ).fetchone()
+    stated = planted["gpu_seconds"]
+    assert (naive, rec) == (pytest.approx(stated["naive"], abs=1e-6),
+                            pytest.approx(stated["reconciled"], abs=1e-6))  # fmt: skip
+    assert (naive - rec) / rec == pytest.approx(stated["double_count_rate"], rel=1e-12)
+    print(f"\nsok-c: naive {naive / 3600:.1f} GPU-h, reconciled {rec / 3600:.1f} GPU-h, "
+          f"rate {(naive - rec) / rec:.4f}")  # fmt: skip
+    assert json.loads(json.dumps(stated))["double_count_rate"] > 0
+
+
+def test_existing_clusters_keep_their_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """slurm-a's and k8s-b's inputs, the registry, their inventories and planted.json are byte for
+    byte what the generator writes without the Slurm-on-Kubernetes pair (its own RNG stream)."""
+    from pipelines.sample_fleet import _generate, generate_sample_fleet
+
+    with_pair, without = tmp_path / "with", tmp_path / "without"
+    generate_sample_fleet(with_pair, seed=7, days=1)
+    monkeypatch.setattr(_generate, "write_slurm_on_k8s", lambda *a, **k: {})
+    generate_sample_fleet(without, seed=7, days=1)
+    old = sorted(p.relative_to(without) for p in without.rglob("*") if p.is_file())
+    assert {"planted.json", "registry.yaml"} <= {str(p) for p in old}
+    assert any(str(p).startswith("inputs/slurm-a/") for p in old)
+    assert any(str(p).startswith("inputs/k8s-b/") for p in old)
+    for rel in old:
+        assert (with_pair / rel).read_bytes() == (without / rel).read_bytes(), rel
+    new = {str(p.relative_to(with_pair)) for p in with_pair.rglob("*") if p.is_file()}
+    added = new - {str(p) for p in old}
+    assert all(
+        a.startswith(("inputs/sok-c/", "inputs/k8s-c/"))
+        or a in ("inventory/k8s-c.csv", "planted_slurm_on_k8s.json")
+        for a in added
+    ), added
