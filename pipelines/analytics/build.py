@@ -52,7 +52,6 @@ from pipelines.core import (
     load_registry,
     load_registry_history,
     shares_at_window_start,
-    with_as_of,
 )
 from pipelines.warehouse import (
     count_rows,
@@ -64,7 +63,15 @@ from pipelines.warehouse import (
 )
 from pipelines.warehouse.sql import load_sql
 
-__all__ = ["JOBS_COLUMNS", "VIEWS", "create_views", "rebuild"]
+__all__ = ["CUTOFF_TABLE", "JOBS_COLUMNS", "VIEWS", "create_views", "rebuild"]
+
+#: The one stored home of the data cut-off: ``cluster, as_of`` per cluster of the last build.
+#: No other core or analytics table stores ``as_of``: the views join it in by ``cluster``, so a
+#: new day that moves the cut-off does not rewrite every stored row (the row diff of an
+#: incremental build sees only the rows whose values changed).
+CUTOFF_TABLE = "core.build_cutoffs"
+
+_CUTOFF_SCHEMA = {"cluster": pl.String(), "as_of": pl.Datetime("us", "UTC")}
 
 #: The published views, created in this order (each from ``sql/views/<name>.sql``).
 VIEWS = (
@@ -259,19 +266,18 @@ def rebuild(
     # The data-quality findings are the last use of the Slurm attempts: computed here, the
     # attempts are freed before the metric engine (the rebuild's peak memory).
     sok = slurm_on_k8s_tables(con, cfg, core)
-    dq = (
-        pl.concat([_data_quality(con, core.slurm_attempts, core.nodes, core.jobs), sok.findings])
-        .sort("cluster", "check", "day", "partition", nulls_last=True)
-        .join(core.as_of, on="cluster", how="left")
-    )
+    dq = pl.concat(
+        [_data_quality(con, core.slurm_attempts, core.nodes, core.jobs), sok.findings]
+    ).sort("cluster", "check", "day", "partition", nulls_last=True)
     core = replace(core, slurm_attempts=core.slurm_attempts.clear())
     plan = plan_build(
         con, cfg, registry_path=path, jobs=core.jobs, pending=core.pending, occupancy=occ,
         nodes=core.nodes, as_of=core.as_of, full=full,
     )  # fmt: skip
     written, job_keys = _tables(con, cfg, core, registry, occ, dq, plan)
-    written["analytics.slurm_node_map"] = with_as_of(sok.node_map, core.as_of)
-    written["analytics.slurm_on_k8s_hourly"] = with_as_of(sok.hourly, core.as_of)
+    written["analytics.slurm_node_map"] = sok.node_map
+    written["analytics.slurm_on_k8s_hourly"] = sok.hourly
+    written = {t: _stored(t, f) for t, f in written.items()}
     pending, as_of = core.pending, core.as_of
     # Each frame is dropped once written (the write converts it for DuckDB, a transient copy):
     # with the core frames released, core.slurm_jobs and the per-job analytics tables do not
@@ -310,7 +316,8 @@ def _read_raw(con: duckdb.DuckDBPyConnection) -> RawFrames:
 
 
 def _occupancy(core: CoreFrames) -> pl.DataFrame:
-    """``analytics.occupancy_hourly``: per cluster, up to its cut-off, with ``as_of``."""
+    """``analytics.occupancy_hourly``: per cluster, up to its cut-off (``as_of`` joined in
+    for the build's planning; it is not stored)."""
     jobs, nodes, as_of = core.jobs, core.nodes, core.as_of
     occ_parts = []
     for row in as_of.filter(pl.col("as_of").is_not_null()).iter_rows(named=True):
@@ -361,11 +368,7 @@ def _tables(
         as_of=as_of,
     )  # fmt: skip
     km = engine.pop("analytics.time_to_start_km")
-    tts = (
-        _tts_summary(km).join(as_of, on="cluster", how="left")
-        if km.width
-        else (naive_wait_percentiles(jobs.lazy()).collect().join(as_of, on="cluster", how="left"))
-    )
+    tts = _tts_summary(km) if km.width else naive_wait_percentiles(jobs.lazy()).collect()
     fair = engine["analytics.fairness_weekly"]
     if fair.width:
         engine["analytics.fairness_weekly"] = shares_at_window_start(
@@ -383,26 +386,34 @@ def _tables(
         shares=core.shares,
     )  # fmt: skip
     return {
-        "core.slurm_jobs": with_as_of(core.slurm_jobs, as_of),
+        CUTOFF_TABLE: as_of.cast(_CUTOFF_SCHEMA).sort("cluster"),  # type: ignore[arg-type]
+        "core.slurm_jobs": core.slurm_jobs,
         "core.k8s_pods": core.k8s_pods,
         "core.k8s_events": core.k8s_events,
         "core.jobs": jobs,
         "core.nodes": core.nodes,
         "analytics.time_to_start_summary": tts,
         "analytics.data_quality": dq,
-        "core.k8s_workloads": core.k8s_timings.join(as_of, on="cluster", how="left"),
-        "core.k8s_pending_reasons": core.k8s_pending_reasons.join(as_of, on="cluster", how="left"),
+        "core.k8s_workloads": core.k8s_timings,
+        "core.k8s_pending_reasons": core.k8s_pending_reasons,
         "core.topology": core.topology,
         "core.pending_reason_spells": core.pending_spells,
-        "analytics.job_placement": with_as_of(_placement(core), as_of),
-        "analytics.topology_fragmentation_hourly": with_as_of(_fragmentation(core, occ), as_of),
+        "analytics.job_placement": _placement(core),
+        "analytics.topology_fragmentation_hourly": _fragmentation(core, occ),
         **_domain_tables(con, cfg, core, occ),
         **schedulers,
         **ledger,
         **impact,
-        **{t: with_as_of(f, as_of) if "cluster" in f.columns else f for t, f in engine.items()},
+        **engine,
         **windows.tables,
     }, windows.job_keys
+
+
+def _stored(table: str, frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` as ``table`` stores it: without the cut-off ``as_of``, which only
+    :data:`CUTOFF_TABLE` stores (the frames carry it in memory for the metrics that censor at
+    it; the views join it back by ``cluster``)."""
+    return frame if table == CUTOFF_TABLE else frame.drop("as_of", strict=False)
 
 
 def _placement(core: CoreFrames) -> pl.DataFrame:
@@ -459,12 +470,12 @@ def _domain_tables(
     ).collect()  # fmt: skip
     stranded = stranded_hourly(topo, jobs, hours, nodes, as_of, pending=pending, down=down)
     return {
-        "analytics.domain_capacity_hourly": with_as_of(capacity, core.as_of),
-        "analytics.segment_capacity_hourly": with_as_of(
-            segment_capacity_hourly(capacity.lazy(), cfg.segment_sizes).collect(), core.as_of
-        ),
+        "analytics.domain_capacity_hourly": capacity,
+        "analytics.segment_capacity_hourly": segment_capacity_hourly(
+            capacity.lazy(), cfg.segment_sizes
+        ).collect(),
         "analytics.topology_stranded_hourly": stranded.collect(),
-        "analytics.large_job_wait_causes": with_as_of(causes, core.as_of),
+        "analytics.large_job_wait_causes": causes,
     }
 
 
@@ -499,7 +510,7 @@ def _write(
             del frame
         if not plan.full:
             assert job_keys is not None
-            log += write_window_tables(con, plan, windows, job_keys, as_of)
+            log += write_window_tables(con, plan, windows, job_keys)
         del windows
         record_build(con, plan, as_of, pending, log)
         create_views(con)

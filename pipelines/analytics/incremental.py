@@ -50,7 +50,6 @@ from pipelines.kinds import raw_sources
 from pipelines.warehouse import (
     ingest_time_ranges,
     read_table,
-    refresh_as_of,
     replace_days,
     replace_job_rows,
     replace_table,
@@ -374,22 +373,21 @@ def write_window_tables(
     plan: BuildPlan,
     tables: dict[str, pl.DataFrame],
     job_keys: pl.DataFrame,
-    as_of: pl.DataFrame,
 ) -> list[tuple[str, str, int | None, int]]:
     """Write an incremental build's time-keyed tables (caller holds the transaction).
 
     The rows of the plan's cluster-days of :data:`INCREMENTAL_TABLES` are replaced by
     ``tables``' rows (:func:`pipelines.warehouse.replace_days`), and the
     ``analytics.job_gpu_summary`` rows of ``job_keys`` by its rows
-    (:func:`pipelines.warehouse.replace_job_rows`); then every row of those tables gets its
-    cluster's new ``as_of``.
+    (:func:`pipelines.warehouse.replace_job_rows`). No row stores the data cut-off ``as_of``
+    (``core.build_cutoffs`` holds it, once per cluster), so the rows of the other days stay
+    as they are when it moves.
 
     Args:
         con: read-write connection.
         plan: an incremental plan (its ``days``).
         tables: :func:`pipelines.analytics.windows.window_tables` frames of ``plan.days``.
         job_keys: ``cluster, job_id`` the summary frame covers.
-        as_of: ``cluster, as_of`` (new cut-offs).
 
     Returns:
         ``(table, mode, rows deleted, rows inserted)`` per table; mode ``days`` or ``jobs``.
@@ -402,6 +400,4 @@ def write_window_tables(
         con, "analytics.job_gpu_summary", tables["analytics.job_gpu_summary"], job_keys
     )
     log.append(("analytics.job_gpu_summary", "jobs", d, i))
-    for table in (*INCREMENTAL_TABLES, "analytics.job_gpu_summary"):
-        refresh_as_of(con, table, as_of)
     return log

@@ -120,8 +120,10 @@ class CoreFrames:
         k8s_pending: the Kubernetes never-started attempts (:func:`pending_workload_attempts`).
         k8s_timings: the ``k8s_workloads`` frame (:func:`k8s_workload_timings`).
         k8s_pending_reasons: the ``k8s_pending_reasons`` frame (:func:`k8s_pending_reasons`).
-        as_of: ``cluster, as_of``: the latest timestamp the data knows of, per cluster.
-        jobs: every started attempt, Slurm and Kubernetes (:data:`JOBS_COLUMNS` + ``as_of``).
+        as_of: ``cluster, as_of``: the latest timestamp the data knows of, per cluster (the
+            warehouse stores it once, in ``core.build_cutoffs``, not in the rows).
+        jobs: every started attempt, Slurm and Kubernetes (:data:`JOBS_COLUMNS` + ``as_of``, the
+            cut-off carried in memory for the metrics that censor at it).
         pending: never-started attempts (Slurm pending rows and Kubernetes pending attempts).
         nodes: the inventory, else the nodes seen in the data (``capacity_source``).
         registered: ``cluster, hour, capacity_gpu_s`` (registered capacity per cluster-hour).

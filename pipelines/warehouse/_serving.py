@@ -63,8 +63,15 @@ def _copy_recent(src: Path, tmp: str, detail_days: int) -> None:
             " ORDER BY ALL"
         ).fetchall()
         names = {f"{s}.{t}" for s, t in tables}
+        # The latest cut-off of a cluster with jobs: core.build_cutoffs holds one per cluster
+        # (a warehouse built before it existed stored as_of in every core.jobs row).
         cut = (
-            out.execute("SELECT max(as_of) FROM src.core.jobs").fetchall()[0][0]
+            out.execute(
+                "SELECT max(as_of) FROM src.core.build_cutoffs"
+                " WHERE cluster IN (SELECT cluster FROM src.core.jobs)"
+                if "core.build_cutoffs" in names
+                else "SELECT max(as_of) FROM src.core.jobs"
+            ).fetchall()[0][0]
             if "core.jobs" in names
             else None
         )
@@ -154,7 +161,8 @@ def publish_serving_copy(
     With ``detail_days`` = 0 the copy is the whole file. Otherwise it holds aggregates plus
     recent detail: every table whole except those in :data:`SERVING_DETAIL_FILTERS` (jobs,
     samples, events, per-bucket activity, rejected rows), which keep the rows of the last
-    ``detail_days`` days before the latest data cut-off (``max(as_of)`` of ``core.jobs``) —
+    ``detail_days`` days before the latest data cut-off (``core.build_cutoffs``' ``as_of`` of the
+    clusters with jobs) —
     jobs still running or pending are always kept. Every view is recreated over the copy.
 
     User names are pseudonymised in the copy (:func:`pipelines.privacy.pseudonymise_database`,

@@ -68,6 +68,7 @@ LAKE_TIME_COLUMNS: dict[str, tuple[str, ...]] = {
     "core.k8s_events": ("first_seen", "last_seen"),
     "core.jobs": ("start_at", "submit_at"),
     "core.nodes": (),
+    "core.build_cutoffs": (),
     "core.k8s_workloads": ("created_at",),
     "core.k8s_pending_reasons": ("first_seen", "last_seen"),
     "analytics.occupancy_hourly": ("hour",),

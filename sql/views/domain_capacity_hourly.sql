@@ -3,4 +3,4 @@ CREATE OR REPLACE VIEW domain_capacity_hourly AS
 SELECT cluster, hour, level, domain, nodes, healthy_nodes, degraded_nodes, allocated_nodes,
        free_nodes, healthy_gpus, allocated_gpus, free_gpus, largest_gang_nodes, largest_segment,
        as_of
-FROM analytics.domain_capacity_hourly;
+FROM analytics.domain_capacity_hourly LEFT JOIN core.build_cutoffs USING (cluster);

@@ -2,4 +2,4 @@
 CREATE OR REPLACE VIEW gpu_activity AS
 SELECT cluster, host, gpu_uuid, mig_instance, bucket, activity, signal, job_id, attempt, team,
        attribution, job_group, gpus, as_of
-FROM analytics.gpu_activity;
+FROM analytics.gpu_activity LEFT JOIN core.build_cutoffs USING (cluster);

@@ -2,4 +2,4 @@
 CREATE OR REPLACE VIEW job_placement AS
 SELECT cluster, job_id, attempt, level, start_at, nodes, domain_size, domains_used, domains_min,
        spread, as_of
-FROM analytics.job_placement;
+FROM analytics.job_placement LEFT JOIN core.build_cutoffs USING (cluster);

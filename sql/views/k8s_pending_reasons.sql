@@ -2,4 +2,4 @@
 CREATE OR REPLACE VIEW k8s_pending_reasons AS
 SELECT cluster, namespace, job_id, attempt, component, reason, events, objects, max_nodes,
        first_seen, last_seen, example, as_of
-FROM core.k8s_pending_reasons;
+FROM core.k8s_pending_reasons LEFT JOIN core.build_cutoffs USING (cluster);

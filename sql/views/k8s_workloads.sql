@@ -8,4 +8,4 @@ SELECT cluster, namespace, job_id, workload_uid, attempt, attempts, kueue, team,
        gang_start_spread_s, image_pull_s, image_pulls, reported_wait_s, requeue_count,
        evictions_inferred, scheduler_pending_events, kueue_pending_events, top_pending_reason,
        as_of
-FROM core.k8s_workloads;
+FROM core.k8s_workloads LEFT JOIN core.build_cutoffs USING (cluster);

@@ -6,6 +6,6 @@ SELECT cluster,
        count(*) FILTER (WHERE domains_used = 1) AS colocated,
        count(*) FILTER (WHERE domains_used = 1) / count(*) AS colocation_share,
        max(as_of) AS as_of
-FROM analytics.job_placement
+FROM analytics.job_placement LEFT JOIN core.build_cutoffs USING (cluster)
 WHERE level = 'nvlink' AND nodes > 1 AND nodes <= domain_size
 GROUP BY cluster, week;

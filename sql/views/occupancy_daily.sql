@@ -6,5 +6,5 @@ SELECT cluster, date_trunc('day', hour)::DATE AS day,
        sum(allocated_gpu_s) / nullif(sum(capacity_gpu_s - down_gpu_s - planned_down_gpu_s), 0)
            AS occupancy,
        max(as_of) AS as_of
-FROM analytics.occupancy_hourly
+FROM analytics.occupancy_hourly LEFT JOIN core.build_cutoffs USING (cluster)
 GROUP BY ALL;

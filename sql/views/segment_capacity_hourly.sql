@@ -2,4 +2,4 @@
 CREATE OR REPLACE VIEW segment_capacity_hourly AS
 SELECT cluster, hour, level, segment_size, nodes, healthy_nodes, configured_slots, healthy_slots,
        free_slots, usable_nodes, efficiency, as_of
-FROM analytics.segment_capacity_hourly;
+FROM analytics.segment_capacity_hourly LEFT JOIN core.build_cutoffs USING (cluster);

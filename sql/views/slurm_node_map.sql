@@ -2,4 +2,4 @@
 CREATE OR REPLACE VIEW slurm_node_map AS
 SELECT cluster, slurm_node, valid_from, valid_to, namespace, pod, k8s_node, nodeset, gpus,
        source, as_of
-FROM analytics.slurm_node_map;
+FROM analytics.slurm_node_map LEFT JOIN core.build_cutoffs USING (cluster);

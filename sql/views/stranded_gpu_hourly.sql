@@ -5,7 +5,7 @@ WITH leaves AS (
            coalesce(sum(gpu_s) FILTER (WHERE bucket = 'idle'), 0) AS idle_gpu_s,
            coalesce(sum(gpu_s) FILTER (WHERE bucket = 'held'), 0) AS held_gpu_s,
            any_value(as_of) AS as_of
-    FROM analytics.gpu_waterfall_hourly
+    FROM analytics.gpu_waterfall_hourly LEFT JOIN core.build_cutoffs USING (cluster)
     GROUP BY cluster, hour
 ), parts AS (
     SELECT l.cluster, l.hour, s.level, coalesce(s.free_gpus, 0) AS free_gpus,

@@ -7,5 +7,5 @@ SELECT cluster, date_trunc('day', hour)::DATE AS day,
            WHERE bucket NOT IN ('down', 'planned_down', 'held', 'idle')), 0) AS telemetry_coverage,
        sum(gpu_s) FILTER (WHERE bucket = 'allocated_idle') AS allocated_idle_gpu_s,
        max(as_of) AS as_of
-FROM analytics.gpu_waterfall_hourly
+FROM analytics.gpu_waterfall_hourly LEFT JOIN core.build_cutoffs USING (cluster)
 GROUP BY ALL;

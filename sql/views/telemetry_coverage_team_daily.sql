@@ -4,7 +4,7 @@ WITH spans AS (
     SELECT cluster, job_id, attempt, team, gpus, as_of,
            timezone('UTC', start_at) AS start_utc,
            timezone('UTC', least(coalesce(end_at, as_of), as_of)) AS stop_utc
-    FROM core.jobs
+    FROM core.jobs LEFT JOIN core.build_cutoffs USING (cluster)
     WHERE gpus > 0 AND start_at IS NOT NULL
 ),
 allocated AS (

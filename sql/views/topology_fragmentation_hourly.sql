@@ -2,4 +2,4 @@
 CREATE OR REPLACE VIEW topology_fragmentation_hourly AS
 SELECT cluster, hour, level, gang_nodes, free_nodes, domain_slots, unfragmented_slots,
        stranded_slots, as_of
-FROM analytics.topology_fragmentation_hourly;
+FROM analytics.topology_fragmentation_hourly LEFT JOIN core.build_cutoffs USING (cluster);

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shutil
 from pathlib import Path
@@ -262,7 +263,8 @@ def test_incremental_with_hourly_telemetry_equals_full_rebuild(
         prev = before["analytics.gpu_waterfall_hourly"].filter(
             ~pl.col("hour").dt.convert_time_zone("UTC").dt.date().cast(pl.String).is_in(days)
         )
-        _assert_frames_close(kept.drop("as_of"), prev.drop("as_of"), "waterfall, other days")
+        # (no row stores as_of: the rows of the other days are the same, every column)
+        _assert_frames_close(kept, prev, "waterfall, other days")
         # The waterfall observed the allocated time from the hourly buckets (as a full build).
         observed = con.sql(
             "SELECT sum(observed_gpu_s) FROM analytics.gpu_waterfall_hourly"
@@ -279,3 +281,56 @@ def test_incremental_with_hourly_telemetry_equals_full_rebuild(
         for t in tables:
             _assert_frames_close(inc.sql(f"SELECT * FROM {t}").pl(),
                                  ful.sql(f"SELECT * FROM {t}").pl(), t)  # fmt: skip
+
+
+def test_a_new_day_rewrites_only_the_rows_that_changed(
+    fleet_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The data cut-off ``as_of`` is stored once per cluster (``core.build_cutoffs``), not in
+    the rows: a new day that moves it rewrites only the ``core.jobs`` rows whose values changed,
+    and the views still show each row its cluster's cut-off.
+
+    Checked: after day 1 (full) and day 2 (incremental), no core or analytics table but
+    ``core.build_cutoffs`` has an ``as_of`` column; ``core.build_cutoffs`` holds one row per
+    cluster, equal to the build's recorded cut-offs (``build_state.as_of_json``); the
+    incremental build's ``core.jobs`` diff deleted exactly the day-1 rows absent from the
+    day-2 table and inserted the day-2 rows absent from the day-1 table (anti-joins counted
+    here), fewer than a quarter of the day-1 rows (before, the moved cut-off was in every row,
+    so every row was rewritten); and the ``jobs`` view's ``as_of`` of every row equals its
+    cluster's new cut-off."""
+    work = tmp_path_factory.mktemp("cutoffs")
+    cfg = load_config(write_config(work, days_dir=fleet_dir))
+    first, second = _days(cfg)[:2]
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        _load_day(con, cfg, first)
+        rebuild(con, cfg)
+        old = con.sql("SELECT * FROM core.jobs").pl()
+        old_cuts = dict(con.execute("SELECT cluster, as_of FROM core.build_cutoffs").fetchall())
+        _load_day(con, cfg, second)
+        rebuild(con, cfg)
+        new = con.sql("SELECT * FROM core.jobs").pl()
+        stored = con.execute(
+            "SELECT table_schema || '.' || table_name FROM information_schema.columns"
+            " WHERE column_name = 'as_of' AND table_schema IN ('core', 'analytics')"
+        ).fetchall()
+        cuts = dict(con.execute("SELECT cluster, as_of FROM core.build_cutoffs").fetchall())
+        (recorded,) = con.execute(
+            "SELECT as_of_json FROM analytics.build_state ORDER BY build_id DESC LIMIT 1"
+        ).fetchall()[0]
+        (deleted, inserted) = con.execute(
+            "SELECT rows_deleted, rows_inserted FROM analytics.build_log"
+            " WHERE table_name = 'core.jobs' ORDER BY build_id DESC LIMIT 1"
+        ).fetchall()[0]
+        view = con.execute("SELECT DISTINCT cluster, as_of FROM jobs ORDER BY 1").fetchall()
+    assert [t for (t,) in stored] == ["core.build_cutoffs"]
+    assert set(cuts) == {"slurm-a", "k8s-b"}
+    assert {c: a.isoformat() for c, a in cuts.items()} == {
+        c: dt.datetime.fromisoformat(a).isoformat() for c, a in json.loads(recorded).items()
+    }
+    assert all(cuts[c] > old_cuts[c] for c in cuts)  # the new day moved every cut-off
+    gone = old.join(new, on=old.columns, how="anti", nulls_equal=True)
+    added = new.join(old, on=old.columns, how="anti", nulls_equal=True)
+    assert (deleted, inserted) == (gone.height, added.height)
+    assert 0 < deleted < old.height // 4
+    assert view == sorted(cuts.items())

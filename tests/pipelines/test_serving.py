@@ -58,7 +58,7 @@ def test_recent_detail_keeps_aggregates_whole_and_cuts_detail(
         q = f"SELECT count(*) FROM {view}"
         assert _count(out, q) == _count(warehouse, q), view
     with connect(warehouse, read_only=True) as con:
-        (cut,) = con.execute("SELECT max(as_of) FROM core.jobs").fetchall()[0]
+        (cut,) = con.execute("SELECT max(as_of) FROM jobs").fetchall()[0]
     cutoff = cut - dt.timedelta(days=1)
     kept_jobs = _count(
         warehouse,
