@@ -25,6 +25,7 @@ from pipelines.kubernetes.resources import (
     K8sPodsFileSource,
 )
 from pipelines.lake_assets import LakeResource, lake_export
+from pipelines.lake_job import lake_raw_job
 from pipelines.partitions import cluster_day_partitions
 from pipelines.report.dagster import (
     WEEKLY_REPORT_KEY,
@@ -113,7 +114,7 @@ def build_defs(cfg: Config | None = None) -> dg.Definitions:
             lake_export,
             weekly_report,
         ],
-        jobs=[raw_job, analytics_job, weekly_report_job],
+        jobs=[raw_job, analytics_job, weekly_report_job, lake_raw_job],
         schedules=[
             *build_daily_schedules(cfg, RAW_JOB, ANALYTICS_JOB),
             weekly_report_schedule(cfg),

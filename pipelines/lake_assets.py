@@ -1,16 +1,40 @@
-"""The lake export asset and its resource: the serving copy's raw and core tables as Parquet."""
+"""The lake: the Delta partition commits (raw tables, one cluster-day at a time) and the Parquet
+export of the serving copy, with their resource.
+
+With a lake URL set, raw tables reach the lake's Delta tables (:mod:`pipelines.warehouse.delta`)
+through :func:`commit_raw_partition`, one cluster-day at a time: ``lake_raw_job``
+(:mod:`pipelines.lake_job`) runs one step per partition, and steps share nothing but the lake,
+so they commit at once.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
+import duckdb
+import polars as pl
 
+from pipelines._file_source import files_for_day
 from pipelines._raw_assets import SettingsResource
-from pipelines.config import load_config
+from pipelines.config import Config, load_config
+from pipelines.ingest import ingest_configured
+from pipelines.kinds import input_kinds
+from pipelines.warehouse import RAW_TABLES, init_warehouse
+from pipelines.warehouse.delta import commit_partition
 from pipelines.warehouse.lake import DEFAULT_LAKE_TABLES, export_lake
+from pipelines.warehouse.tables import read_table, table_exists
 
-__all__ = ["LAKE_EXPORT_KEY", "LAKE_URL_ENV", "LakeResource", "lake_export"]
+__all__ = [
+    "LAKE_EXPORT_KEY",
+    "LAKE_URL_ENV",
+    "LakeResource",
+    "PartitionCommit",
+    "commit_raw_partition",
+    "lake_export",
+]
 
 #: The environment variable holding the lake's root URL (``s3://bucket/prefix`` or a folder).
 LAKE_URL_ENV = "GOODPUT_LAKE_URL"
@@ -83,3 +107,77 @@ def lake_export(settings: SettingsResource, lake: LakeResource) -> dg.Materializ
             "tables": dg.MetadataValue.json(list(DEFAULT_LAKE_TABLES)),
         }
     )
+
+
+@dataclass(frozen=True)
+class PartitionCommit:
+    """What one cluster-day's commit did.
+
+    Attributes:
+        cluster: the partition's cluster.
+        day: the partition's UTC day (YYYY-MM-DD).
+        files: input files parsed.
+        rows: raw table → rows committed (every raw table of the registry, 0 included).
+        rejected: input rows rejected by the parsers.
+        versions: raw table → the Delta version its commit created (-1: nothing to remove).
+    """
+
+    cluster: str
+    day: str
+    files: int
+    rows: dict[str, int]
+    rejected: int
+    versions: dict[str, int]
+
+
+def commit_raw_partition(
+    cfg: Config,
+    cluster: str,
+    day: str,
+    root_url: str,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+) -> PartitionCommit:
+    """Parse one cluster-day's input files and commit every raw table's rows to the lake.
+
+    The files are those the file sources would fetch (``<cluster input dir>/<kind folder>/``,
+    the day in the name; a live source's spooled files included), of every input kind whose
+    scheduler matches the cluster's, loaded in registry and file order into an in-memory DuckDB
+    that only this call sees; then each raw table of the registry is committed with
+    :func:`~pipelines.warehouse.delta.commit_partition`, replacing that cluster-day's rows
+    (an empty table removes them). ``ingest_id`` counts this partition's files from 1.
+
+    Args:
+        cfg: configuration (clusters, zones, input folders).
+        cluster: the partition's cluster.
+        day: the partition's UTC day, YYYY-MM-DD.
+        root_url: the lake root.
+        storage_options: object_store options for the lake.
+
+    Raises:
+        InputFormatError: an input file cannot be read (nothing of this partition is committed).
+    """
+    ccfg = cfg.cluster(cluster)
+    folder = cfg.cluster_input_dir(cluster)
+    files = rejected = 0
+    frames: dict[str, pl.DataFrame] = {}
+    with duckdb.connect(":memory:") as con:
+        init_warehouse(con)
+        for kind in input_kinds():
+            if kind.scheduler and ccfg.scheduler != kind.scheduler:
+                continue
+            for path in files_for_day(folder, kind.name, day):
+                stats = ingest_configured(con, cfg, kind.name, path, cluster=cluster)
+                files += 1
+                rejected += stats.rows_rejected
+        for table in sorted(set(RAW_TABLES.values())):
+            if table_exists(con, table):
+                frames[table] = read_table(con, table)
+    rows: dict[str, int] = {}
+    versions: dict[str, int] = {}
+    for table, frame in frames.items():
+        versions[table] = commit_partition(
+            root_url, table, frame, cluster=cluster, day=day, storage_options=storage_options
+        )
+        rows[table] = frame.height
+    return PartitionCommit(cluster, day, files, rows, rejected, versions)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import dagster as dg
 
 from pipelines.config import Config
@@ -21,9 +23,22 @@ def cluster_day_partitions(cfg: Config) -> dg.MultiPartitionsDefinition:
 
 
 def split_partition_key(key: str | dg.MultiPartitionKey) -> tuple[str, str]:
-    """``(cluster, YYYY-MM-DD)`` of a cluster × day partition key."""
+    """``(cluster, YYYY-MM-DD)`` of a cluster × day partition key.
+
+    A key given as text is Dagster's multi-partition key text, the dimension values joined by
+    ``|`` in the order of the dimension names (``cluster|date``).
+
+    Raises:
+        ValueError: text that is not ``<cluster>|<YYYY-MM-DD>``.
+    """
     if isinstance(key, dg.MultiPartitionKey):
         dims = key.keys_by_dimension
-    else:
-        dims = dg.MultiPartitionKey.from_str(key).keys_by_dimension  # type: ignore[attr-defined]
-    return dims["cluster"], dims["date"]
+        return dims["cluster"], dims["date"]
+    cluster, sep, day = str(key).partition("|")
+    try:
+        dt.date.fromisoformat(day)
+    except ValueError:
+        sep = ""
+    if not sep or not cluster:
+        raise ValueError(f"not a cluster|YYYY-MM-DD partition key: {key!r}")
+    return cluster, day
