@@ -946,6 +946,8 @@ def queue_estimates(path: str, f: Filters) -> pl.DataFrame:
         )  # fmt: skip
         parts.append(est.with_columns(pl.lit(cluster, pl.String).alias("cluster")))
     return pl.concat(parts).select(list(schema)) if parts else pl.DataFrame(schema=schema)
+
+
 # --- topology --------------------------------------------------------------------------------
 
 

@@ -15,16 +15,16 @@ from pipelines.analytics.build import rebuild
 from pipelines.analytics.checks import (
     ALLOCATED_WITHIN_CAPACITY,
     END_NOT_BEFORE_START,
-    STRANDED_SPLITS_CONSERVE_LEAVES,
     SOK_K8S_LAYER_CONSERVES,
     SOK_SLURM_LAYER_CONSERVES,
+    STRANDED_SPLITS_CONSERVE_LEAVES,
     UNIQUE_ATTEMPT_KEYS,
     WATERFALL_CONSERVES_CAPACITY,
     allocated_within_capacity,
     end_not_before_start,
-    stranded_splits_conserve_leaves,
     slurm_on_k8s_k8s_layer_conserves,
     slurm_on_k8s_slurm_layer_conserves,
+    stranded_splits_conserve_leaves,
     unique_attempt_keys,
     waterfall_conserves_capacity,
 )

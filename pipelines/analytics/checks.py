@@ -10,16 +10,16 @@ from pipelines.warehouse.sql import load_sql
 __all__ = [
     "ALLOCATED_WITHIN_CAPACITY",
     "END_NOT_BEFORE_START",
-    "STRANDED_SPLITS_CONSERVE_LEAVES",
     "SOK_K8S_LAYER_CONSERVES",
     "SOK_SLURM_LAYER_CONSERVES",
+    "STRANDED_SPLITS_CONSERVE_LEAVES",
     "UNIQUE_ATTEMPT_KEYS",
     "WATERFALL_CONSERVES_CAPACITY",
     "allocated_within_capacity",
     "end_not_before_start",
-    "stranded_splits_conserve_leaves",
     "slurm_on_k8s_k8s_layer_conserves",
     "slurm_on_k8s_slurm_layer_conserves",
+    "stranded_splits_conserve_leaves",
     "unique_attempt_keys",
     "waterfall_conserves_capacity",
 ]
@@ -83,6 +83,8 @@ def stranded_splits_conserve_leaves(con: duckdb.DuckDBPyConnection) -> dg.AssetC
     ``idle`` and ``held`` leaves (0.1 % of capacity), a part is negative, or a waterfall
     cluster-hour has no row (ERROR)."""
     return _count_check(con, STRANDED_SPLITS_CONSERVE_LEAVES, dg.AssetCheckSeverity.ERROR)
+
+
 def slurm_on_k8s_k8s_layer_conserves(con: duckdb.DuckDBPyConnection) -> dg.AssetCheckResult:
     """Slurm-on-Kubernetes node-hours whose pods (slurmd and native) hold more than the node has,
     or whose Kubernetes-side leaves do not sum to capacity (WARN: a finding of the data)."""
