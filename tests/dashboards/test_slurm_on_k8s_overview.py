@@ -32,7 +32,6 @@ def _with_pair(src: Path, dst: Path) -> str:
     """A copy of the serving copy whose slurm_on_k8s_hourly holds the worked example."""
     shutil.copy(src, dst)
     with duckdb.connect(str(dst)) as con:
-        as_of = con.execute("select max(as_of) from occupancy_hourly").fetchone()[0]
         for h, lent, native, alloc, mirror, s_idle, held, n_slurm, n_k8s in _ROWS:
             con.execute(
                 "insert into analytics.slurm_on_k8s_hourly by name select 'sok-c' as cluster, "
@@ -41,11 +40,10 @@ def _with_pair(src: Path, dst: Path) -> str:
                 "28800.0 - ? - ? as k8s_idle_gpu_s, ? as slurm_allocated_gpu_s, "
                 "? as mirror_gpu_s, ? as slurm_idle_gpu_s, ? as slurmd_held_idle_gpu_s, "
                 "? as naive_slurm_gpu_s, ? as naive_k8s_gpu_s, ? + ? as naive_gpu_s, "
-                "? + ? as reconciled_gpu_s, (? + ? - ? - ?) / (? + ?) as double_count_rate, "
-                "? as as_of",
+                "? + ? as reconciled_gpu_s, (? + ? - ? - ?) / (? + ?) as double_count_rate",
                 [_H + dt.timedelta(hours=h), lent, native, lent, native, alloc, mirror, s_idle,
                  held, n_slurm, n_k8s, n_slurm, n_k8s, native, alloc, n_slurm, n_k8s, native,
-                 alloc, native, alloc, as_of],
+                 alloc, native, alloc],
             )  # fmt: skip
     return str(dst)
 

@@ -68,7 +68,12 @@ def coverage() -> dict[tuple[str | None, dt.date], tuple[float, float, float]]:
     con.execute("SET TimeZone = 'UTC'")
     con.execute("CREATE SCHEMA core; CREATE SCHEMA analytics")
     jobs, activity = JOBS, ACTIVITY  # noqa: F841 (read by DuckDB's replacement scans)
-    con.execute("CREATE TABLE core.jobs AS SELECT * FROM jobs")
+    # the cut-off is stored once per cluster (core.build_cutoffs), not in the rows
+    con.execute("CREATE TABLE core.jobs AS SELECT * EXCLUDE (as_of) FROM jobs")
+    con.execute(
+        "CREATE TABLE core.build_cutoffs AS SELECT cluster, max(as_of) AS as_of FROM jobs "
+        "GROUP BY cluster"
+    )
     con.execute("CREATE TABLE analytics.gpu_activity AS SELECT * FROM activity")
     con.execute((SQL_DIR / "views" / "telemetry_coverage_team_daily.sql").read_text())
     rows = con.execute(

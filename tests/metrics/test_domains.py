@@ -292,8 +292,12 @@ def test_nvlink_colocation_counts_gangs_that_fit_one_clique() -> None:
             " ('k', 'g3', 'nvlink', TIMESTAMPTZ '2026-11-04 11:00:00+00', 4, 3, 2),"
             " ('k', 's1', 'nvlink', TIMESTAMPTZ '2026-11-04 12:00:00+00', 1, 3, 1),"
             " ('k', 'g1', 'rack', TIMESTAMPTZ '2026-11-03 10:00:00+00', 2, 8, 2))"
-            " AS t(cluster, job_id, level, start_at, nodes, domain_size, domains_used),"
-            " (SELECT TIMESTAMPTZ '2026-11-08 00:00:00+00' AS as_of)"
+            " AS t(cluster, job_id, level, start_at, nodes, domain_size, domains_used)"
+        )
+        # the cut-off is stored once per cluster, not in the rows
+        con.execute(
+            "CREATE SCHEMA core; CREATE TABLE core.build_cutoffs AS "
+            "SELECT 'k' AS cluster, TIMESTAMPTZ '2026-11-08 00:00:00+00' AS as_of"
         )
         con.execute(load_sql("views/nvlink_colocation_weekly"))
         rows = con.execute(

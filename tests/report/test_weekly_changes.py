@@ -96,7 +96,8 @@ def test_the_fleet_report_lists_its_changes_and_a_measured_effect(
     first = week[0]
     with duckdb.connect(str(copy)) as con:
         con.execute(
-            "CREATE TABLE analytics.policy_change_impact AS SELECT * FROM (VALUES (?, ?, ?, "
+            "CREATE OR REPLACE TABLE analytics.policy_change_impact AS SELECT * FROM (VALUES "
+            "(?, ?, ?, "
             "'config', 'jain', 'its', TIMESTAMPTZ '2026-10-20 00:00:00+00', "
             "TIMESTAMPTZ '2026-11-04 00:00:00+00', 14, 2, 'index', 0.9::DOUBLE, 0.92::DOUBLE, "
             "0.02::DOUBLE, -0.01::DOUBLE, 0.05::DOUBLE, 0.3::DOUBLE, 0.4::DOUBLE, 0.04::DOUBLE, "
@@ -106,7 +107,8 @@ def test_the_fleet_report_lists_its_changes_and_a_measured_effect(
             [first[0], first[0], first[1]],
         )
         con.execute(
-            "CREATE VIEW policy_change_impact AS SELECT * FROM analytics.policy_change_impact"
+            "CREATE OR REPLACE VIEW policy_change_impact AS "
+            "SELECT * FROM analytics.policy_change_impact"
         )
     out = tmp_path / "reports"
     paths = build_weekly_report(copy, "2026-W45", out, pdf=False, recommendations=out / "x.json")
@@ -119,7 +121,13 @@ def test_the_fleet_report_lists_its_changes_and_a_measured_effect(
     assert doc["effects"][0]["change"].startswith(f"{first[2]} {first[3]}: ")
     page = paths.html.read_text()
     assert 'id="policy-changes"' in page and 'id="policy-effects"' in page
-    plain = build_weekly_report(serving, "2026-W45", tmp_path / "plain", pdf=False,
+    # a serving copy without the impact view (published before the engine existed)
+    bare = tmp_path / "bare.duckdb"
+    shutil.copyfile(serving, bare)
+    with duckdb.connect(str(bare)) as con:
+        con.execute("DROP VIEW IF EXISTS policy_change_impact")
+        con.execute("DROP TABLE IF EXISTS analytics.policy_change_impact")
+    plain = build_weekly_report(bare, "2026-W45", tmp_path / "plain", pdf=False,
                                 recommendations=out / "x.json")  # fmt: skip
     doc = json.loads(plain.json.read_text())["policy_changes"]
     assert doc["note"] == "Effects not measured yet." and not doc["measured"]
