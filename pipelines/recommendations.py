@@ -412,7 +412,9 @@ def merge_proposals(*frames: pl.DataFrame) -> pl.DataFrame:
     Returns:
         :data:`PROPOSAL_SCHEMA`, sorted by ``proposed_at`` then ``id``.
     """
-    parts = [f.select(list(PROPOSAL_SCHEMA)).cast(PROPOSAL_SCHEMA) for f in frames if f.height]
+    parts = [
+        f.select(pl.col(c).cast(t) for c, t in PROPOSAL_SCHEMA.items()) for f in frames if f.height
+    ]
     if not parts:
         return pl.DataFrame(schema=PROPOSAL_SCHEMA)
     both = pl.concat(parts).sort(["last_seen_at", "proposed_at"], nulls_last=False)

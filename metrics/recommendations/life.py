@@ -288,11 +288,10 @@ def recommendation_life(
     """
     settings = proposed_settings(recommendations)
     when = "proposed_at" if "proposed_at" in recommendations.columns else "window_start"
+    cols = ["id", *dict.fromkeys((when, "window_start"))]
     start = {
-        str(r["id"]): r[when] if r[when] is not None else r.get("window_start")
-        for r in recommendations.select(
-            "id", *dict.fromkeys((when, "window_start"))
-        ).iter_rows(named=True)
+        str(r["id"]): r[when] if r[when] is not None else r["window_start"]
+        for r in recommendations.select(cols).iter_rows(named=True)
     }
     by_place: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for c in changes.sort("changed_at").iter_rows(named=True):

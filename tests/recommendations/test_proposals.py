@@ -45,10 +45,11 @@ def _run1() -> pl.DataFrame:
 def _ledger() -> pl.DataFrame:
     """bf_min_age_reserve set to 3600 twice: on 03-05 (inside run 1's evidence window but
     before its proposal) and on 03-12 (after it)."""
+    early, late = dt.datetime(2026, 3, 5, tzinfo=UTC), dt.datetime(2026, 3, 12, tzinfo=UTC)
     return _changes(
-        ("chg-early", "c1", "slurm.conf", KEY, "57600", "3600", dt.datetime(2026, 3, 5, tzinfo=UTC)),
-        ("chg-late", "c1", "slurm.conf", KEY, "7200", "3600", dt.datetime(2026, 3, 12, tzinfo=UTC)),
-    )  # fmt: skip
+        ("chg-early", "c1", "slurm.conf", KEY, "57600", "3600", early),
+        ("chg-late", "c1", "slurm.conf", KEY, "7200", "3600", late),
+    )
 
 
 def _stored(tmp_path: Path, record: pl.DataFrame) -> pl.DataFrame:
@@ -150,5 +151,7 @@ def test_history_files_are_read_as_earlier_proposals(tmp_path: Path) -> None:
     ]
     del doc["recommendations"][1]["rule"]
     (folder / "proposals_2026-03-10.json").write_text(json.dumps(doc))
-    with pytest.raises(ValueError, match=r"proposals_2026-03-10.json: recommendations\[1\]: field rule"):
+    with pytest.raises(
+        ValueError, match=r"proposals_2026-03-10.json: recommendations\[1\]: field rule"
+    ):
         read_proposal_history(cfg)

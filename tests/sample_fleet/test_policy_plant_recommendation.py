@@ -45,7 +45,9 @@ def test_the_planted_change_applies_the_earlier_proposal(tmp_path: Path) -> None
     assert [r["id"] for r in doc["recommendations"]] == [REC_ID]
     assert doc["recommendations"][0]["patch"]["content"].endswith("bf_min_age_reserve=30960")
 
-    cfg = load_config(write_config(tmp_path, days_dir=data, clusters=(("slurm-p", "slurm", "UTC"),)))
+    cfg = load_config(
+        write_config(tmp_path, days_dir=data, clusters=(("slurm-p", "slurm", "UTC"),))
+    )
     with connect(cfg.warehouse_path) as con:
         init_warehouse(con)
         opts = IngestOptions(cluster="slurm-p")
@@ -54,10 +56,10 @@ def test_the_planted_change_applies_the_earlier_proposal(tmp_path: Path) -> None
         for f in sorted((data / "inputs" / "slurm-p" / "slurm_state").glob("*.txt")):
             ingest_file(con, "slurm-state", f, opts)
         rebuild(con, cfg)
-        (change_id,) = con.sql(
+        ((change_id,),) = con.sql(
             "SELECT change_id FROM policy_changes "
             "WHERE key = 'SchedulerParameters:bf_min_age_reserve' AND new = '30960'"
-        ).fetchone() or (None,)
+        ).fetchall()
         records = []
         for _ in range(2):
             inputs = read_inputs(con, cfg)
@@ -70,19 +72,18 @@ def test_the_planted_change_applies_the_earlier_proposal(tmp_path: Path) -> None
                     "WHERE cluster = 'slurm-p' ORDER BY id"
                 ).fetchall()
             )
-        row = con.sql(
+        rows = con.execute(
             "SELECT status, change_id, proposed_at, is_current, patch_content "
             "FROM recommendations WHERE id = ?",
-            params=[REC_ID],
-        ).fetchone()
-        verdict = con.sql(
+            [REC_ID],
+        ).fetchall()
+        verdict = con.execute(
             "SELECT verdict FROM policy_change_impact "
             "WHERE change_id = ? AND kpi = 'wait_p90_h[64-255]' AND method = 'its'",
-            params=[change_id],
-        ).fetchone()
-    assert change_id is not None and verdict == ("improved",)
-    assert row is not None
-    status, cid, proposed_at, is_current, patch = row
+            [change_id],
+        ).fetchall()
+    assert verdict == [("improved",)]
+    ((status, cid, proposed_at, is_current, patch),) = rows
     assert (status, cid) == ("confirmed", change_id)
     assert proposed_at == dt.datetime(2026, 11, 4, tzinfo=dt.UTC)
     assert patch.endswith("bf_min_age_reserve=30960")
