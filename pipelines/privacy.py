@@ -116,6 +116,7 @@ FREE_TEXT_COLUMNS: dict[str, tuple[str, ...]] = {
     "analytics.data_quality": ("detail",),
     "analytics.gpu_activity": ("job_group",),
     "analytics.recommendations": ("scope", "evidence", "change_text", "patch_content"),
+    "analytics.recommendation_proposals": ("scope", "change_text", "patch_content"),
     "analytics.registry_drift": ("objects",),
     "analytics.scheduler_fairshare": ("object",),
     "analytics.policy_changes": ("object", "old", "new"),

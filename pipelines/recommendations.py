@@ -86,14 +86,22 @@ from pipelines.warehouse.sql import load_sql
 __all__ = [
     "ACTIVITY_METRIC",
     "OUTPUT_FILES",
+    "PROPOSAL_HISTORY_GLOB",
+    "PROPOSAL_SCHEMA",
     "RULES",
     "RecommendationInputs",
     "evidence_user_names",
+    "merge_proposals",
+    "proposal_record",
+    "proposals_of",
     "read_inputs",
+    "read_proposal_history",
     "recommendations_frame",
     "run_recommendations",
+    "with_history",
     "with_status",
     "write_outputs",
+    "write_proposals",
     "write_recommendations_table",
 ]
 
@@ -133,6 +141,20 @@ _LEDGER: dict[str, pl.DataType] = {
 }  # fmt: skip
 
 
+#: ``analytics.recommendation_proposals``: every recommendation ever proposed, one row per id
+#: (sql/README.md): its rule, cluster, scope, patch and text as last proposed, ``proposed_at``
+#: the data cut-off of the first run that proposed it, ``last_seen_at`` of the latest.
+PROPOSAL_SCHEMA: dict[str, pl.DataType] = {
+    "id": pl.String(), "rule": pl.String(), "cluster": pl.String(), "scope": pl.String(),
+    "patch_kind": pl.String(), "patch_content": pl.String(), "change_text": pl.String(),
+    "proposed_at": UTC_DATETIME, "last_seen_at": UTC_DATETIME,
+}  # fmt: skip
+
+#: Earlier runs' proposal records, under each cluster's input folder: files in the shape of
+#: ``latest.json`` (``as_of`` and ``recommendations``), e.g. a copy of an earlier run's.
+PROPOSAL_HISTORY_GLOB = "recommendations/*.json"
+
+
 @dataclass(frozen=True)
 class RecommendationInputs:
     """Everything the rules read, as frames (and the Kueue objects as read from the API).
@@ -168,6 +190,9 @@ class RecommendationInputs:
             healthy_nodes, healthy_gpus, nodes_list``; empty without the views).
         segment_efficiency: mean segment-capacity efficiency per cluster and segment size in
             the window (``cluster, segment_size, efficiency, domain_size, healthy_gpu_h``).
+        proposals: the proposal record so far (:data:`PROPOSAL_SCHEMA`): the stored
+            ``analytics.recommendation_proposals`` merged with the history files
+            (:func:`read_proposal_history`); empty before the first run.
     """
 
     as_of: dt.datetime
@@ -194,6 +219,7 @@ class RecommendationInputs:
     wait_causes: pl.DataFrame = field(default_factory=pl.DataFrame)
     gang_domains: pl.DataFrame = field(default_factory=pl.DataFrame)
     segment_efficiency: pl.DataFrame = field(default_factory=pl.DataFrame)
+    proposals: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=PROPOSAL_SCHEMA))
 
 
 def _query(
@@ -304,7 +330,133 @@ def read_inputs(
             if table_exists(con, "segment_capacity_hourly")
             else pl.DataFrame()
         ),
+        proposals=merge_proposals(
+            _query(con, "proposals")
+            if table_exists(con, "analytics.recommendation_proposals")
+            else pl.DataFrame(schema=PROPOSAL_SCHEMA),
+            read_proposal_history(cfg),
+        ),
     )
+
+
+def _utc(value: object, where: str) -> dt.datetime:
+    if isinstance(value, dt.datetime):
+        ts = value
+    elif isinstance(value, str):
+        try:
+            ts = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError as err:
+            raise ValueError(f"{where}: not an ISO 8601 time: {value!r}") from err
+    else:
+        raise ValueError(f"{where}: missing or not a time: {value!r}")
+    return ts.replace(tzinfo=dt.UTC) if ts.tzinfo is None else ts.astimezone(dt.UTC)
+
+
+def read_proposal_history(cfg: Config) -> pl.DataFrame:
+    """Earlier runs' proposals from ``<inputs>/<cluster>/`` :data:`PROPOSAL_HISTORY_GLOB`.
+
+    Each file has ``latest.json``'s shape: ``as_of`` and ``recommendations`` (each with ``id,
+    rule, cluster, scope, change_text`` and ``patch: {kind, content} | null``; an optional
+    ``proposed_at`` overrides ``as_of`` as its first proposal time). A record is a proposal
+    as that run made it; ``last_seen_at`` is the file's ``as_of``.
+
+    Returns:
+        :data:`PROPOSAL_SCHEMA` rows, one per record (ids may repeat across files: see
+        :func:`merge_proposals`).
+
+    Raises:
+        ValueError: a file that is not JSON, or a record without ``id``, ``rule`` or
+            ``cluster``, naming the file, the record's index and the field.
+    """
+    rows = []
+    for folder in cfg.cluster_input_dirs().values():
+        for path in sorted(folder.glob(PROPOSAL_HISTORY_GLOB)) if folder.is_dir() else ():
+            try:
+                doc = json.loads(path.read_text(encoding="utf-8"))
+            except ValueError as err:
+                raise ValueError(f"{path}: not a JSON proposal record: {err}") from err
+            if not isinstance(doc, dict):
+                raise ValueError(f"{path}: expected an object with as_of and recommendations")
+            as_of = _utc(doc.get("as_of"), f"{path}: field as_of")
+            for i, rec in enumerate(doc.get("recommendations") or []):
+                where = f"{path}: recommendations[{i}]"
+                for f in ("id", "rule", "cluster"):
+                    if not isinstance(rec, dict) or not rec.get(f):
+                        raise ValueError(f"{where}: field {f} is missing")
+                patch = rec.get("patch") or {}
+                first = rec.get("proposed_at")
+                rows.append(
+                    (str(rec["id"]), str(rec["rule"]), str(rec["cluster"]), rec.get("scope"),
+                     patch.get("kind"), patch.get("content"), rec.get("change_text"),
+                     _utc(first, f"{where}: field proposed_at") if first else as_of, as_of)
+                )  # fmt: skip
+    return pl.DataFrame(rows, schema=PROPOSAL_SCHEMA, orient="row")
+
+
+def proposals_of(frame: pl.DataFrame, as_of: dt.datetime) -> pl.DataFrame:
+    """``frame``'s recommendations (RECOMMENDATION_SCHEMA) as proposals of a run with data
+    cut-off ``as_of`` (:data:`PROPOSAL_SCHEMA`: ``proposed_at`` = ``last_seen_at`` = as_of)."""
+    ts = _utc(as_of, "as_of")
+    return frame.select(
+        *(pl.col(c).cast(t) for c, t in PROPOSAL_SCHEMA.items() if c in RECOMMENDATION_SCHEMA),
+        pl.lit(ts).cast(UTC_DATETIME).alias("proposed_at"),
+        pl.lit(ts).cast(UTC_DATETIME).alias("last_seen_at"),
+    )
+
+
+def merge_proposals(*frames: pl.DataFrame) -> pl.DataFrame:
+    """Proposal records merged, one row per ``id``: ``proposed_at`` the earliest,
+    ``last_seen_at`` the latest, the other fields as last seen (the row with the latest
+    ``last_seen_at``). Merging a record with itself changes nothing (appending is idempotent).
+
+    Returns:
+        :data:`PROPOSAL_SCHEMA`, sorted by ``proposed_at`` then ``id``.
+    """
+    parts = [
+        f.select(pl.col(c).cast(t) for c, t in PROPOSAL_SCHEMA.items()) for f in frames if f.height
+    ]
+    if not parts:
+        return pl.DataFrame(schema=PROPOSAL_SCHEMA)
+    both = pl.concat(parts).sort(["last_seen_at", "proposed_at"], nulls_last=False)
+    last = [c for c in PROPOSAL_SCHEMA if c not in ("id", "proposed_at", "last_seen_at")]
+    return (
+        both.group_by("id", maintain_order=True)
+        .agg(
+            *(pl.col(c).last() for c in last),
+            pl.col("proposed_at").min(),
+            pl.col("last_seen_at").max(),
+        )
+        .select(list(PROPOSAL_SCHEMA))
+        .sort(["proposed_at", "id"])
+    )
+
+
+def proposal_record(inputs: RecommendationInputs, frame: pl.DataFrame) -> pl.DataFrame:
+    """The proposal record after this run: ``inputs.proposals`` merged with the run's current
+    recommendations (``frame`` rows with ``is_current`` true, all rows without that column)."""
+    cur = frame.filter(pl.col("is_current")) if "is_current" in frame.columns else frame
+    return merge_proposals(inputs.proposals, proposals_of(cur, inputs.as_of))
+
+
+def _past_rows(record: pl.DataFrame) -> pl.DataFrame:
+    """Proposals the run no longer makes, in the recommendations' shape (severity ``info``,
+    window = first proposed → last seen, no gain figures)."""
+    rows = []
+    for r in record.iter_rows(named=True):
+        evidence = {
+            "proposal": {"proposed_at": _iso(r["proposed_at"]),
+                         "last_seen_at": _iso(r["last_seen_at"])},
+            "note": "no longer proposed: its finding is absent from the latest data",
+        }  # fmt: skip
+        rows.append(
+            {**{c: r[c] for c in PROPOSAL_SCHEMA if c in RECOMMENDATION_SCHEMA},
+             "severity": "info", "window_start": r["proposed_at"],
+             "window_end": r["last_seen_at"], "evidence": json.dumps(evidence, sort_keys=True),
+             "expected_gain_gpu_h_per_week": None, "expected_wait_reduction_s": None,
+             "confidence": None, "proposed_at": r["proposed_at"], "is_current": False}
+        )  # fmt: skip
+    schema = {**RECOMMENDATION_SCHEMA, "proposed_at": UTC_DATETIME, "is_current": pl.Boolean()}
+    return pl.DataFrame(rows, schema=schema)
 
 
 def recommendations_frame(
@@ -325,9 +477,12 @@ def recommendations_frame(
         idle_activity: θ for idle GPUs (config ``thresholds.idle_activity``).
 
     Returns:
-        :data:`~metrics.recommendations.RECOMMENDATION_SCHEMA` plus ``status``, ``change_id``
-        (:func:`with_status`) and ``as_of``, sorted by severity, then expected GPU-hour gain,
-        then id.
+        :data:`~metrics.recommendations.RECOMMENDATION_SCHEMA` plus ``proposed_at`` (first
+        proposal time, from ``inputs.proposals``; this run's cut-off for a new one),
+        ``is_current`` (this run proposes it), ``status``, ``change_id`` (:func:`with_status`)
+        and ``as_of``: this run's recommendations, then earlier proposals that are no longer
+        made but were applied (status other than ``proposed``); sorted by ``is_current``
+        (current first), severity, expected GPU-hour gain, id.
     """
     opt = {name: dict((options or {}).get(name, {})) for name in RULES}
     w = inputs.window
@@ -418,21 +573,70 @@ def recommendations_frame(
         else pl.DataFrame(schema=RECOMMENDATION_SCHEMA)
     )
     out = dedupe_findings(out)
-    out = with_status(out, inputs.policy_changes, inputs.impact)
-    out = annotate_merges(out, merged_patches(out, inputs.cluster_queues))
     as_of = inputs.as_of if inputs.as_of.tzinfo else inputs.as_of.replace(tzinfo=dt.UTC)
+    both = with_history(out, inputs.proposals, as_of, inputs.policy_changes, inputs.impact)
+    both = annotate_merges(both, merged_patches(_published(both), inputs.cluster_queues))
     return (
-        out.with_columns(
+        both.with_columns(
             pl.col("severity").replace_strict(_SEVERITY_ORDER, return_dtype=pl.Int8).alias("_o"),
             pl.lit(as_of).cast(UTC_DATETIME).alias("as_of"),
         )
         .sort(
-            ["_o", "expected_gain_gpu_h_per_week", "id"],
-            descending=[False, True, False],
+            ["is_current", "_o", "expected_gain_gpu_h_per_week", "id"],
+            descending=[True, False, True, False],
             nulls_last=True,
         )
         .drop("_o")
     )
+
+
+def with_history(
+    current: pl.DataFrame,
+    proposals: pl.DataFrame,
+    as_of: dt.datetime,
+    changes: pl.DataFrame,
+    impact: pl.DataFrame | None,
+) -> pl.DataFrame:
+    """This run's recommendations and the earlier proposals that were applied, with status.
+
+    The proposal record (``proposals`` merged with ``current`` as proposed at ``as_of``,
+    :func:`merge_proposals`) gives each recommendation its first ``proposed_at``; the status
+    (:func:`with_status`) is matched from that time on. Earlier proposals that ``current`` no
+    longer holds are kept when applied (status other than ``proposed``), in the
+    recommendations' shape (:func:`_past_rows`).
+
+    Args:
+        current: this run's recommendations (RECOMMENDATION_SCHEMA).
+        proposals: the proposal record before this run (:data:`PROPOSAL_SCHEMA`).
+        as_of: this run's data cut-off.
+        changes: ``policy_changes`` rows (``change_id, cluster, object, key, old, new,
+            changed_at``).
+        impact: ``policy_change_impact`` rows (``change_id, kpi, verdict``), or None.
+
+    Returns:
+        ``current``'s columns plus ``proposed_at``, ``is_current``, ``status``, ``change_id``;
+        current rows first, in their order.
+    """
+    record = merge_proposals(proposals, proposals_of(current, as_of))
+    out = current.join(
+        record.select("id", "proposed_at"), on="id", how="left", maintain_order="left"
+    ).with_columns(pl.lit(True).alias("is_current"))
+    past = _past_rows(record.filter(~pl.col("id").is_in(out["id"].implode())))
+    both = pl.concat([out, past.select(out.columns)], how="vertical")
+    return with_status(both, changes, impact).filter(
+        pl.col("is_current") | (pl.col("status") != "proposed")
+    )
+
+
+def _published(frame: pl.DataFrame) -> pl.DataFrame:
+    """The rows whose patches go to the patch files: current ones, and past ones that propose
+    their rollback (regressed)."""
+    if "is_current" not in frame.columns:
+        return frame
+    keep = pl.col("is_current")
+    if "status" in frame.columns:
+        keep = keep | (pl.col("status") == "regressed")
+    return frame.filter(keep)
 
 
 def with_status(
@@ -665,6 +869,8 @@ def write_outputs(
                 else None,
                 "status": r.get("status") or "proposed",
                 "change_id": r.get("change_id"),
+                "proposed_at": _iso(r["proposed_at"]) if r.get("proposed_at") else None,
+                "is_current": r.get("is_current", True),
             }
             for r in recs
         ],
@@ -672,6 +878,7 @@ def write_outputs(
     written = {"latest.json": out / "latest.json"}
     _atomic_write(written["latest.json"], json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     header = f"generated by goodput from data up to {_iso(as_of)}; review before applying"
+    frame = _published(frame)
     merged = merged_patches(frame, cluster_queues)
     info = {str(r["id"]): r for r in recs}
     for r in companion_rows(frame.select(list(RECOMMENDATION_SCHEMA))).to_dicts() if recs else []:
@@ -725,6 +932,21 @@ def write_recommendations_table(con: duckdb.DuckDBPyConnection, frame: pl.DataFr
     con.execute(load_sql("recommendations/recommendations_view"))
     del _recommendations
     return frame.height
+
+
+def write_proposals(con: duckdb.DuckDBPyConnection, record: pl.DataFrame) -> int:
+    """Replace ``analytics.recommendation_proposals`` with ``record`` (:func:`proposal_record`:
+    the stored record merged with this run's proposals, so the table only grows and a rerun on
+    the same data leaves it as it was).
+
+    Returns:
+        Rows written.
+    """
+    _proposals = record.select(list(PROPOSAL_SCHEMA))
+    con.execute("CREATE SCHEMA IF NOT EXISTS analytics")
+    con.execute(load_sql("recommendations/create_proposals"))
+    del _proposals
+    return record.height
 
 
 def run_recommendations(

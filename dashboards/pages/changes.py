@@ -38,7 +38,8 @@ else:
             "One row per change; changes estimated together (a bundle: same cluster, close in "
             "time) are one row listing each member. Slurm records no actor and no time for "
             "`scontrol reconfigure`, sshare or Kueue snapshots: the change lies between two "
-            "snapshots. Recommendation: the recommendation the change applied and its status. "
+            "snapshots. Recommendation: the recommendation the change applied and its life so far "
+            "(applied → measured → confirmed or regressed). "
             "Newest first."
         ),
     )

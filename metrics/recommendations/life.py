@@ -265,16 +265,19 @@ def recommendation_life(
 
     A recommendation is **applied** when a ``changes`` row on its cluster, object and key
     (keys compared without case; ``shares`` also matches ``sshare``'s ``RawShares``) sets the
-    proposed value (:func:`values_equal`) with ``changed_at`` at or after the proposal time,
-    ``window_start`` (the start of the evidence; the recommendations are recomputed from the
-    data each run and keep no earlier proposal time). Of several matches the earliest counts.
+    proposed value (:func:`values_equal`) with ``changed_at`` at or after the proposal time:
+    ``proposed_at`` (the data cut-off of the run that first proposed it, from the proposal
+    record ``analytics.recommendation_proposals``) where the frame has that column and it is
+    set, else ``window_start`` (the start of the evidence). Of several matches the earliest
+    counts.
     It is **measured** when ``impact`` has a row for that ``change_id``; **confirmed** when the
     verdicts of those rows on its target KPI (:data:`RULE_KPIS`) include ``improved`` and not
     ``regressed``, **regressed** when the reverse, and stays *measured* when the verdicts are
     mixed, ``no detectable effect``, ``too little data``, or the rule has no target.
 
     Args:
-        recommendations: ``id, rule, cluster, window_start, patch_kind, patch_content``.
+        recommendations: ``id, rule, cluster, window_start, patch_kind, patch_content`` and
+            optionally ``proposed_at``.
         changes: ``policy_changes`` rows (``change_id, cluster, object, key, new,
             changed_at``).
         impact: ``policy_change_impact`` rows (``change_id, kpi, verdict``); None when the
@@ -284,9 +287,11 @@ def recommendation_life(
         :data:`LIFE_SCHEMA`, one row per recommendation (``change_id`` NULL while proposed).
     """
     settings = proposed_settings(recommendations)
+    when = "proposed_at" if "proposed_at" in recommendations.columns else "window_start"
+    cols = ["id", *dict.fromkeys((when, "window_start"))]
     start = {
-        str(r["id"]): r["window_start"]
-        for r in recommendations.select("id", "window_start").iter_rows(named=True)
+        str(r["id"]): r[when] if r[when] is not None else r["window_start"]
+        for r in recommendations.select(cols).iter_rows(named=True)
     }
     by_place: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for c in changes.sort("changed_at").iter_rows(named=True):

@@ -194,11 +194,15 @@ def recommendations(
 ) -> dg.MaterializeResult[Any]:
     """Scheduler tuning recommendations: one row per finding (rule, scope, evidence, expected
     gain, the change as text and as a patch), also written to ``data/recommendations/``
-    (``latest.json`` and per-scheduler patch files). Ids are stable while a finding persists."""
+    (``latest.json`` and per-scheduler patch files). Ids are stable while a finding persists.
+    Every proposal is also appended to ``analytics.recommendation_proposals`` (first proposal
+    time kept), so a later ledger change can be matched to a recommendation no longer made."""
     from pipelines.recommendations import (
+        proposal_record,
         read_inputs,
         recommendations_frame,
         write_outputs,
+        write_proposals,
         write_recommendations_table,
     )
 
@@ -209,9 +213,14 @@ def recommendations(
             inputs, large_job_gpus=cfg.large_job_gpus, idle_activity=cfg.idle_activity
         )
         rows = write_recommendations_table(con, frame)
+        proposals = write_proposals(con, proposal_record(inputs, frame))
     files = write_outputs(frame, cfg.warehouse_path.parent / "recommendations", inputs.as_of)
     return dg.MaterializeResult(
-        metadata={"row_count": rows, "files": [str(p) for p in files.values()]}
+        metadata={
+            "row_count": rows,
+            "proposals": proposals,
+            "files": [str(p) for p in files.values()],
+        }
     )
 
 

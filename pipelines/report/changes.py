@@ -26,6 +26,7 @@ __all__ = [
     "effects_table",
     "enough_text",
     "ledger_table",
+    "life_text",
     "value_change_text",
     "week_changes",
     "what_text",
@@ -249,13 +250,28 @@ def ledger_table(
         cols.append("Recommendation")
         applied: dict[str, list[str]] = {}
         for r in recommendations.iter_rows(named=True):
-            applied.setdefault(str(r["change_id"]), []).append(f"{r['id']} ({r['status']})")
+            applied.setdefault(str(r["change_id"]), []).append(
+                f"{r['id']} ({life_text(r['status'])})"
+            )
         for row, members in zip(out, groups.values(), strict=True):
             row["Recommendation"] = ", ".join(
                 x for m in members for x in applied.get(str(m["change_id"]), [])
             )
     frame = pl.DataFrame(out).sort("_at", descending=True, nulls_last=True).drop("_at")
     return frame.select(cols)
+
+
+def life_text(status: object) -> str:
+    """A recommendation's life up to ``status`` (METRICS.md "Recommendation status"), for a
+    reader: ``applied`` → "applied", ``measured`` → "applied → measured", ``confirmed`` →
+    "applied → measured → confirmed", ``regressed`` → "applied → measured → regressed";
+    ``proposed`` or anything else as is."""
+    path = {"applied": 1, "measured": 2, "confirmed": 3, "regressed": 3}
+    text = str(status)
+    if text not in path:
+        return text
+    steps = ["applied", "measured", text][: path[text]]
+    return " → ".join(steps)
 
 
 def effects_table(effects: pl.DataFrame | None, ledger: pl.DataFrame) -> pl.DataFrame | None:

@@ -20,6 +20,7 @@ fraction in the large jobs' p90 wait (the realised fraction is in ``planted.json
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 import random
 import re
@@ -30,6 +31,7 @@ import polars as pl
 
 from metrics import occupancy_hourly
 from metrics.policy_impact import daily_kpis
+from metrics.recommendations import recommendation_id, scope_key
 from pipelines.sample_fleet._model import TEAMS, ClusterSpec, NodeSpec
 from pipelines.sample_fleet._slurm_sim import (
     _BF_MAX_JOB_TEST,
@@ -63,6 +65,7 @@ __all__ = [
     "simulate_plant",
     "write_config_snapshots",
     "write_plant_inputs",
+    "write_proposal_record",
 ]
 
 HOUR = 3600
@@ -513,7 +516,7 @@ def plant_bundled(
         ``(files written, the planted finding or None)``.
     """
     if days < BUNDLED_MIN_DAYS:
-        for sub in ("sacct", "slurm_state"):
+        for sub in ("sacct", "slurm_state", "recommendations"):
             folder = out / "inputs" / PLANT_CLUSTER / sub
             for p in folder.glob("*") if folder.is_dir() else ():
                 p.unlink()
@@ -526,4 +529,59 @@ def plant_bundled(
     total = BUNDLED_HISTORY_DAYS + days
     run = simulate_plant(spec, seed=seed, start=first, days=total)
     twin = simulate_plant(spec, seed=seed, start=first, days=total, apply=False)
-    return write_plant_inputs(out, run), planted_change_finding(run, twin)
+    files = write_plant_inputs(out, run) + 1
+    write_proposal_record(out, run)
+    return files, planted_change_finding(run, twin)
+
+
+#: The rule and partition of the proposal the planted change applies.
+PROPOSAL_RULE = "backfill_tuning"
+PROPOSAL_PARTITION = "gpu"
+
+
+def write_proposal_record(out: Path, run: PlantRun) -> Path:
+    """The proposal the planted change applies, as an earlier run's record:
+    ``inputs/<cluster>/recommendations/proposals_<day>.json`` in ``latest.json``'s shape
+    (``pipelines.recommendations.read_proposal_history``), ``as_of`` the change day's midnight
+    UTC (a run on the data before the change), one ``backfill_tuning`` recommendation on
+    partition ``gpu`` whose patch sets ``bf_min_age_reserve`` to the value the change then
+    set. The record is written by the generator, not computed: the backfill rule does not
+    propose ``bf_min_age_reserve`` (it tunes ``bf_window``, ``bf_resolution``,
+    ``bf_max_job_test``, ``bf_continue``); the file says so in its ``note``.
+
+    Returns:
+        The file written (an earlier one of another day is removed).
+    """
+    assert run.change_at is not None
+    folder = out / "inputs" / run.cluster.name / "recommendations"
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("proposals_*.json"):
+        old.unlink()
+    as_of = dt.datetime.fromtimestamp(run.win_start + run.spec.day * DAY, dt.UTC)
+    scope = scope_key(cluster=run.cluster.name, partition=PROPOSAL_PARTITION)
+    new = run.spec.age_after
+    line = f"SchedulerParameters=bf_interval=30,bf_window=2880,bf_min_age_reserve={new}"
+    rec = {
+        "id": recommendation_id(PROPOSAL_RULE, scope),
+        "rule": PROPOSAL_RULE,
+        "cluster": run.cluster.name,
+        "scope": scope,
+        "severity": "warning",
+        "change_text": (
+            f"Large jobs ({PLANT_LARGE_GPUS} GPUs) in partition {PROPOSAL_PARTITION} wait about "
+            f"{(AGE_BEFORE + DRAIN) / HOUR:.1f} h: backfill reserves nothing for a pending job "
+            f"until it has been eligible bf_min_age_reserve = {AGE_BEFORE} s. Set {line}."
+        ),
+        "patch": {"kind": "slurm.conf", "content": line},
+        "status": "proposed",
+        "change_id": None,
+    }
+    doc = {
+        "as_of": as_of.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "note": "sample fleet: the proposal record of a run before the planted change, written "
+        "by the generator (the backfill rule does not propose bf_min_age_reserve)",
+        "recommendations": [rec],
+    }
+    path = folder / f"proposals_{as_of.date().isoformat()}.json"
+    path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    return path

@@ -53,7 +53,7 @@ def test_ledger_rows_bundles_and_effects(tmp_path: Path, monkeypatch: pytest.Mon
          "no effect measured for it", ""),
         ("2026-03-05 10:00 UTC", "slurm-a", "association", "account=speech shares", "8 → 3",
          "alice", "sacctmgr list transactions", "1", "1 improved (of 1 estimates)",
-         "rec-000000000001 (confirmed)"),
+         "rec-000000000001 (applied → measured → confirmed)"),
     ]  # fmt: skip
 
 
@@ -129,3 +129,20 @@ def test_actors_are_pseudonyms_in_the_published_copy(
     with duckdb.connect(str(warehouse), read_only=True) as con:
         kept = con.execute("SELECT actor FROM policy_changes WHERE change_id = 'c1'").fetchall()
     assert kept == [("alice",)]
+
+
+@pytest.mark.parametrize(
+    ("status", "text"),
+    [
+        ("applied", "applied"),
+        ("measured", "applied → measured"),
+        ("confirmed", "applied → measured → confirmed"),
+        ("regressed", "applied → measured → regressed"),
+        ("proposed", "proposed"),
+    ],
+)
+def test_a_recommendations_life_reads_as_its_steps(status: str, text: str) -> None:
+    """Each status reads as the steps of its life so far (METRICS.md "Recommendation status")."""
+    from pipelines.report.changes import life_text
+
+    assert life_text(status) == text

@@ -24,6 +24,7 @@ from tests.conftest import Materialized
 FIELDS = {
     "id", "rule", "cluster", "scope", "severity", "evidence", "expected_gain_gpu_h_per_week",
     "expected_wait_reduction_s", "confidence", "change_text", "patch", "status", "change_id",
+    "proposed_at", "is_current",
 }  # fmt: skip
 
 
@@ -233,9 +234,11 @@ def test_a_change_to_the_proposed_value_applies_and_a_regressed_one_rolls_back(
     materialized: Materialized, tmp_path: Path
 ) -> None:
     """On a copy of the fleet's serving copy: without ``policy_change_impact`` speech's drift
-    finding (fairshare=8) is proposed. A ledger row setting speech's shares 3 → 8 one hour into
-    the evidence window applies it; with an impact row for that change saying jain (the rule's
-    target KPI) regressed, it is regressed, and its patch puts fairshare 3 back."""
+    finding (fairshare=8) is proposed, first at the run's cut-off (``proposed_at`` = as_of). A
+    ledger row setting speech's shares 3 → 8 one hour into the evidence window, before that
+    proposal, does not apply it; one an hour after the proposal does; with an impact row for
+    that change saying jain (the rule's target KPI) regressed, it is regressed, and its patch
+    puts fairshare 3 back."""
     import shutil
 
     copy = tmp_path / "serving.duckdb"
@@ -253,23 +256,29 @@ def test_a_change_to_the_proposed_value_applies_and_a_regressed_one_rolls_back(
 
     before = drift()
     assert (before["status"], before["change_id"]) == ("proposed", None)
+    assert before["proposed_at"] == before["as_of"]
+    insert = (
+        "INSERT INTO analytics.policy_changes (change_id, cluster, scheduler, object, key, old,"
+        " new, actor, changed_at, source, scope) VALUES (?, 'slurm-a', 'slurm',"
+        " 'account=speech', 'shares', '3', '8', 'root', ?, 'sacctmgr list transactions',"
+        " 'account')"
+    )
     with duckdb.connect(str(copy)) as con:
-        con.execute(
-            "INSERT INTO analytics.policy_changes (change_id, cluster, scheduler, object, key, old,"
-            " new, actor, changed_at, source, scope) VALUES ('planted', 'slurm-a', 'slurm',"
-            " 'account=speech', 'shares', '3', '8', 'root', ?, 'sacctmgr list transactions',"
-            " 'account')",
-            [before["window_start"] + dt.timedelta(hours=1)],
-        )
+        con.execute(insert, ["early", before["window_start"] + dt.timedelta(hours=1)])
+    early = drift()
+    assert (early["status"], early["change_id"]) == ("proposed", None)
+    with duckdb.connect(str(copy)) as con:
+        con.execute(insert, ["planted", before["proposed_at"] + dt.timedelta(hours=1)])
     applied = drift()
     assert (applied["status"], applied["change_id"]) == ("applied", "planted")
     with duckdb.connect(str(copy)) as con:
         con.execute(
-            "CREATE TABLE analytics.policy_change_impact AS SELECT 'planted' AS change_id,"
-            " 'jain' AS kpi, 'its' AS method, 'regressed' AS verdict"
+            "CREATE OR REPLACE TABLE analytics.policy_change_impact AS"
+            " SELECT 'planted' AS change_id, 'jain' AS kpi, 'its' AS method, 'regressed' AS verdict"
         )
         con.execute(
-            "CREATE VIEW policy_change_impact AS SELECT * FROM analytics.policy_change_impact"
+            "CREATE OR REPLACE VIEW policy_change_impact AS "
+            "SELECT * FROM analytics.policy_change_impact"
         )
     regressed = drift()
     assert (regressed["status"], regressed["change_id"]) == ("regressed", "planted")
