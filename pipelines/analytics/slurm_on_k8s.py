@@ -19,6 +19,7 @@ from pipelines.core.slurm_on_k8s import (
     sacct_notes,
     slurm_on_k8s_findings,
     slurm_on_k8s_hourly,
+    slurmd_job_keys,
 )
 from pipelines.warehouse import read_table, table_exists
 
@@ -31,15 +32,37 @@ _COMMENTS = {
     "nodeset": pl.String(),
 }  # fmt: skip
 
+#: The map pieces :class:`SlurmOnK8sTables` keeps (the telemetry attribution reads them).
+_PIECES = {
+    "cluster": pl.String(), "job_id": pl.String(), "attempt": pl.Int64(),
+    "slurm_node": pl.String(), "k8s_node": pl.String(),
+    "start_at": pl.Datetime("us", "UTC"), "end_at": pl.Datetime("us", "UTC"),
+}  # fmt: skip
+
 
 class SlurmOnK8sTables:
-    """What :func:`slurm_on_k8s_tables` returns: the two tables (without ``as_of``) and the
-    findings (``data_quality`` rows)."""
+    """What :func:`slurm_on_k8s_tables` returns: the two tables (without ``as_of``), the
+    findings (``data_quality`` rows), the slurmd pods' Kubernetes jobs (``cluster, job_id``,
+    :func:`~pipelines.core.slurm_on_k8s.slurmd_job_keys`) and the map pieces of every Slurm
+    attempt (``cluster, job_id, attempt, slurm_node, k8s_node, start_at, end_at``)."""
 
-    def __init__(self, node_map: pl.DataFrame, hourly: pl.DataFrame, findings: pl.DataFrame):
+    def __init__(
+        self,
+        node_map: pl.DataFrame,
+        hourly: pl.DataFrame,
+        findings: pl.DataFrame,
+        slurmd_jobs: pl.DataFrame | None = None,
+        pieces: pl.DataFrame | None = None,
+    ):
         self.node_map = node_map
         self.hourly = hourly
         self.findings = findings
+        self.slurmd_jobs = (
+            slurmd_jobs
+            if slurmd_jobs is not None
+            else pl.DataFrame(schema={"cluster": pl.String(), "job_id": pl.String()})
+        )
+        self.pieces = pieces if pieces is not None else pl.DataFrame(schema=_PIECES)
 
 
 def _settings(cfg: Config) -> list[SlurmOnK8s]:
@@ -70,7 +93,7 @@ def slurm_on_k8s_tables(
         else pl.DataFrame(schema=_COMMENTS)
     )
     cuts = dict(core.as_of.drop_nulls("as_of").iter_rows())
-    maps, hours, found = [], [], []
+    maps, hours, found, keys, kept = [], [], [], [], []
     for s in settings:
         as_of = max(
             (cuts[c] for c in (s.cluster, s.k8s_cluster) if c in cuts),
@@ -88,6 +111,13 @@ def slurm_on_k8s_tables(
         maps.append(node_map)
         hours.append(hourly)
         found.append(slurm_on_k8s_findings(s.cluster, hourly, pieces, mirrors))
+        keys.append(slurmd_job_keys(core.k8s_pods, core.pod_jobs, s.k8s_cluster))
+        kept.append(
+            pieces.filter(~pl.col("mirror"))
+            .with_columns(pl.lit(s.cluster).alias("cluster"))
+            .select(list(_PIECES))
+            .cast(_PIECES)  # type: ignore[arg-type]
+        )
     return SlurmOnK8sTables(
         node_map=pl.concat(maps) if maps else pl.DataFrame(schema=NODE_MAP_SCHEMA),
         hourly=pl.concat(hours) if hours else pl.DataFrame(schema=HOURLY_SCHEMA),
@@ -96,4 +126,6 @@ def slurm_on_k8s_tables(
             if found
             else pl.DataFrame(schema=DATA_QUALITY_SCHEMA)
         ),
+        slurmd_jobs=pl.concat(keys).unique() if keys else None,
+        pieces=pl.concat(kept) if kept else None,
     )
