@@ -165,3 +165,45 @@ def test_existing_clusters_keep_their_bytes(
         or a in ("inventory/k8s-c.csv", "planted_slurm_on_k8s.json")
         for a in added
     ), added
+
+
+def test_fleet_tables_count_each_gpu_second_once(
+    built: tuple[dict, duckdb.DuckDBPyConnection],
+) -> None:
+    """occupancy_hourly: in every hour of k8s-c, capacity(sok-c) + capacity(k8s-c) = the 4
+    machines × 8 GPUs × 3 600 = 115 200 GPU-s; from the first day's 00:00 the slurmd pods hold
+    8 + 6 + 8 = 22 GPUs, so k8s-c keeps 10 × 3 600 = 36 000 and sok-c has 22 × 3 600 = 79 200
+    (at 23:00 of the second day the pods end at 23:50: 22 × 3 000 = 66 000 lent, 115 200 −
+    66 000 = 49 200 left). The slurmd pods are not k8s-c's allocation (its allocated never
+    exceeds its 36 000) and the waterfall's leaves sum to each cluster's capacity in every
+    cluster-hour. The double-count rate is untouched (the last test)."""
+    _planted, con = built
+    occ = _q(con, "SELECT cluster, hour, capacity_gpu_s, allocated_gpu_s, capacity_source "
+                  "FROM occupancy_hourly WHERE cluster IN ('sok-c', 'k8s-c')")  # fmt: skip
+    occ = occ.with_columns(pl.col("hour").dt.convert_time_zone("UTC"))
+    k8s_hours = occ.filter(pl.col("cluster") == K8S_CLUSTER)["hour"]
+    assert k8s_hours.len() == 48
+    per_hour = occ.group_by("hour").agg(pl.col("capacity_gpu_s").sum())
+    assert per_hour.height == 48
+    assert per_hour["capacity_gpu_s"].to_list() == [115200.0] * 48
+    first = occ.filter(pl.col("hour") == dt.datetime(2026, 11, 2, tzinfo=dt.UTC))
+    assert dict(first.select("cluster", "capacity_gpu_s").rows()) == {
+        K8S_CLUSTER: 36000.0, SOK_CLUSTER: 79200.0,
+    }  # fmt: skip
+    last = occ.filter(pl.col("hour") == dt.datetime(2026, 11, 3, 23, tzinfo=dt.UTC))
+    assert dict(last.select("cluster", "capacity_gpu_s").rows()) == {
+        K8S_CLUSTER: 49200.0, SOK_CLUSTER: 66000.0,
+    }  # fmt: skip
+    assert set(occ.filter(pl.col("cluster") == SOK_CLUSTER)["capacity_source"]) == {
+        "lent_by_kubernetes"
+    }
+    k8s = occ.filter(pl.col("cluster") == K8S_CLUSTER)
+    assert (k8s["allocated_gpu_s"] <= k8s["capacity_gpu_s"]).all()
+    # first hour: native pod ml/serve-0 (2 GPUs) only: 2 × 3 600 = 7 200
+    assert first.filter(pl.col("cluster") == K8S_CLUSTER)["allocated_gpu_s"].item() == 7200.0
+    wf = _q(con, "SELECT cluster, hour, sum(gpu_s) AS leaves, max(capacity_gpu_s) AS cap "
+                 "FROM gpu_waterfall_hourly WHERE cluster IN ('sok-c', 'k8s-c') "
+                 "GROUP BY ALL")  # fmt: skip
+    assert wf.height == 48 + 48
+    assert (wf["leaves"] - wf["cap"]).abs().max() <= 1e-6
+    assert wf.group_by("hour").agg(pl.col("cap").sum())["cap"].to_list() == [115200.0] * 48
