@@ -276,7 +276,8 @@ def rebuild(
         con, cfg, registry_path=path, jobs=core.jobs, pending=core.pending, occupancy=occ,
         nodes=core.nodes, as_of=core.as_of, full=full,
     )  # fmt: skip
-    written, job_keys = _tables(con, cfg, core, registry, occ, dq, plan, sok.slurmd_jobs)
+    plan = _pair_days(plan, sok.slurmd_maps)
+    written, job_keys = _tables(con, cfg, core, registry, occ, dq, plan, sok)
     written["analytics.slurm_node_map"] = sok.node_map
     written["analytics.slurm_on_k8s_hourly"] = sok.hourly
     written = {t: _stored(t, f) for t, f in written.items()}
@@ -355,6 +356,21 @@ def _occupancy(core: CoreFrames, sok: SlurmOnK8sTables) -> pl.DataFrame:
     return lend_capacity(occ, sok.hourly).join(as_of, on="cluster", how="left")
 
 
+def _pair_days(plan: BuildPlan, maps: pl.DataFrame) -> BuildPlan:
+    """An incremental plan whose Slurm-on-Kubernetes pairs rewrite the same days: a day of the
+    Kubernetes cluster (new telemetry of a slurmd pod) is also a day of its Slurm cluster (that
+    telemetry's owner), and the other way round."""
+    if plan.full or maps.is_empty():
+        return plan
+    days = {c: set(d) for c, d in plan.days.items()}
+    for c, k in maps.select("cluster", "k8s_cluster").unique().iter_rows():
+        both = days.get(c, set()) | days.get(k, set())
+        for name in (c, k):
+            if both or name in days:
+                days[name] = set(both)
+    return replace(plan, days=days)
+
+
 def _without_slurmd(jobs: pl.DataFrame, slurmd_jobs: pl.DataFrame) -> pl.DataFrame:
     """``jobs`` without the slurmd pods' Kubernetes jobs (their GPUs are Slurm's capacity)."""
     if slurmd_jobs.is_empty():
@@ -370,19 +386,20 @@ def _tables(
     occ: pl.DataFrame,
     dq: pl.DataFrame,
     plan: BuildPlan,
-    slurmd_jobs: pl.DataFrame,
+    sok: SlurmOnK8sTables,
 ) -> tuple[dict[str, pl.DataFrame], pl.DataFrame | None]:
     """Every table to write, by name: the core frames, the metric engine's and the scheduler
     views' tables, and the time-keyed tables of the plan's cluster-days (every day in a full
     build, :func:`pipelines.analytics.windows.window_tables`); with the job keys whose
     ``job_gpu_summary`` rows an incremental build rewrites (None in a full build). The
-    time-keyed tables leave the slurmd pods' jobs out (``slurmd_jobs``: their GPUs are lent to
-    Slurm, METRICS.md "Slurm on Kubernetes")."""
+    time-keyed tables leave the slurmd pods' jobs out (their GPUs are lent to Slurm, METRICS.md
+    "Slurm on Kubernetes") and attribute the pods' telemetry through the Slurm node map."""
     jobs, as_of = core.jobs, core.as_of
     windows = window_tables(
-        con, jobs=_without_slurmd(jobs, slurmd_jobs), pending=core.pending, occupancy=occ, as_of=as_of,
-        pod_jobs=core.pod_jobs, nodes=core.nodes, idle_threshold=cfg.idle_activity,
+        con, jobs=_without_slurmd(jobs, sok.slurmd_jobs), pending=core.pending, occupancy=occ,
+        as_of=as_of, pod_jobs=core.pod_jobs, nodes=core.nodes, idle_threshold=cfg.idle_activity,
         days=None if plan.full else plan.days, changed_keys=plan.changed_keys,
+        slurmd_maps=sok.slurmd_maps if sok.slurmd_maps.height else None,
     )  # fmt: skip
     engine = build_metric_tables(
         con,

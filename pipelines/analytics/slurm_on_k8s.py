@@ -15,6 +15,7 @@ from pipelines.core import CoreFrames
 from pipelines.core.slurm_on_k8s import (
     HOURLY_SCHEMA,
     NODE_MAP_SCHEMA,
+    SLURMD_MAP_COLUMNS,
     SlurmOnK8s,
     sacct_notes,
     slurm_on_k8s_findings,
@@ -32,19 +33,15 @@ _COMMENTS = {
     "nodeset": pl.String(),
 }  # fmt: skip
 
-#: The map pieces :class:`SlurmOnK8sTables` keeps (the telemetry attribution reads them).
-_PIECES = {
-    "cluster": pl.String(), "job_id": pl.String(), "attempt": pl.Int64(),
-    "slurm_node": pl.String(), "k8s_node": pl.String(),
-    "start_at": pl.Datetime("us", "UTC"), "end_at": pl.Datetime("us", "UTC"),
-}  # fmt: skip
+_MAPS = {**NODE_MAP_SCHEMA, "k8s_cluster": pl.String()}
 
 
 class SlurmOnK8sTables:
     """What :func:`slurm_on_k8s_tables` returns: the two tables (without ``as_of``), the
     findings (``data_quality`` rows), the slurmd pods' Kubernetes jobs (``cluster, job_id``,
-    :func:`~pipelines.core.slurm_on_k8s.slurmd_job_keys`) and the map pieces of every Slurm
-    attempt (``cluster, job_id, attempt, slurm_node, k8s_node, start_at, end_at``)."""
+    :func:`~pipelines.core.slurm_on_k8s.slurmd_job_keys`) and the node maps with their
+    Kubernetes cluster (:data:`~pipelines.core.slurm_on_k8s.SLURMD_MAP_COLUMNS`, what
+    :func:`~pipelines.core.slurm_on_k8s.rehome_slurmd_dcgm` reads)."""
 
     def __init__(
         self,
@@ -52,7 +49,7 @@ class SlurmOnK8sTables:
         hourly: pl.DataFrame,
         findings: pl.DataFrame,
         slurmd_jobs: pl.DataFrame | None = None,
-        pieces: pl.DataFrame | None = None,
+        slurmd_maps: pl.DataFrame | None = None,
     ):
         self.node_map = node_map
         self.hourly = hourly
@@ -62,7 +59,11 @@ class SlurmOnK8sTables:
             if slurmd_jobs is not None
             else pl.DataFrame(schema={"cluster": pl.String(), "job_id": pl.String()})
         )
-        self.pieces = pieces if pieces is not None else pl.DataFrame(schema=_PIECES)
+        self.slurmd_maps = (
+            slurmd_maps
+            if slurmd_maps is not None
+            else pl.DataFrame(schema={c: _MAPS[c] for c in SLURMD_MAP_COLUMNS})
+        )
 
 
 def _settings(cfg: Config) -> list[SlurmOnK8s]:
@@ -113,10 +114,9 @@ def slurm_on_k8s_tables(
         found.append(slurm_on_k8s_findings(s.cluster, hourly, pieces, mirrors))
         keys.append(slurmd_job_keys(core.k8s_pods, core.pod_jobs, s.k8s_cluster))
         kept.append(
-            pieces.filter(~pl.col("mirror"))
-            .with_columns(pl.lit(s.cluster).alias("cluster"))
-            .select(list(_PIECES))
-            .cast(_PIECES)  # type: ignore[arg-type]
+            node_map.with_columns(pl.lit(s.k8s_cluster).alias("k8s_cluster")).select(
+                SLURMD_MAP_COLUMNS
+            )
         )
     return SlurmOnK8sTables(
         node_map=pl.concat(maps) if maps else pl.DataFrame(schema=NODE_MAP_SCHEMA),
@@ -127,5 +127,5 @@ def slurm_on_k8s_tables(
             else pl.DataFrame(schema=DATA_QUALITY_SCHEMA)
         ),
         slurmd_jobs=pl.concat(keys).unique() if keys else None,
-        pieces=pl.concat(kept) if kept else None,
+        slurmd_maps=pl.concat(kept) if kept else None,
     )

@@ -32,7 +32,8 @@ not name a label, so an unlabelled SUNK placeholder is not recognised (METRICS.m
 Functions: :func:`slurmd_pods`, :func:`slurm_node_map`, :func:`map_attempt_nodes`,
 :func:`mirror_jobs`, :func:`slurm_on_k8s_hourly`, :func:`slurm_on_k8s_findings`,
 :func:`double_count_rate`, :func:`attribute_slurmd_dcgm` (telemetry of slurmd pods),
-:func:`slurmd_job_keys` and :func:`lend_capacity` (the lent GPUs in the fleet-wide tables).
+:func:`slurmd_job_keys` and :func:`lend_capacity` (the lent GPUs in the fleet-wide tables),
+:func:`rehome_slurmd_dcgm` (slurmd pods' telemetry moved to the Slurm node before attribution).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ __all__ = [
     "HOURLY_SCHEMA",
     "NODE_MAP_SCHEMA",
     "PATTERNS",
+    "SLURMD_MAP_COLUMNS",
     "POD_HOSTNAME_LABEL",
     "SLURM_JOBID_LABEL",
     "SlurmOnK8s",
@@ -55,6 +57,7 @@ __all__ = [
     "attribute_slurmd_dcgm",
     "double_count_rate",
     "lend_capacity",
+    "rehome_slurmd_dcgm",
     "map_attempt_nodes",
     "mirror_jobs",
     "sacct_notes",
@@ -952,4 +955,70 @@ def lend_capacity(occupancy: pl.DataFrame, hourly: pl.DataFrame) -> pl.DataFrame
             .alias("occupancy")
         )
         .sort("cluster", "hour")
+    )
+
+
+#: The columns of the slurmd node maps :func:`rehome_slurmd_dcgm` reads: the Slurm cluster's
+#: :data:`NODE_MAP_SCHEMA` rows with the Kubernetes cluster they were read from.
+SLURMD_MAP_COLUMNS: Final = (
+    "cluster", "k8s_cluster", "slurm_node", "valid_from", "valid_to", "namespace", "pod",
+)  # fmt: skip
+
+
+def rehome_slurmd_dcgm(samples: pl.DataFrame, maps: pl.DataFrame) -> pl.DataFrame:
+    """DCGM rows of slurmd pods moved to the Slurm node they ran as, so the Slurm attribution
+    (GPU index map, whole node, node group: :func:`metrics.attribution.attribute_samples`)
+    decides their job, never a Kubernetes workload (METRICS.md "Slurm on Kubernetes",
+    telemetry).
+
+    A row of a Kubernetes cluster whose ``namespace``/``pod`` is a slurmd pod that the map
+    places on a Slurm node at the row's ``ts`` (:func:`attribute_slurmd_dcgm`) gets ``cluster``
+    = the Slurm cluster and ``host`` = the Slurm node name; a slurmd pod's row the map does not
+    place stays on its Kubernetes host. Either way its ``pod`` and ``namespace`` are cleared.
+    Every other row is returned unchanged, in the input order.
+
+    Args:
+        samples: DCGM rows (samples or 5-minute buckets): ``cluster, host, namespace, pod, ts``
+            and any other columns (kept).
+        maps: :data:`SLURMD_MAP_COLUMNS` rows (``cluster`` the Slurm cluster); empty: nothing
+            moves.
+
+    Returns:
+        ``samples`` with the same columns and rows.
+    """
+    if maps.is_empty() or samples.is_empty():
+        return samples
+    cols = samples.columns
+    ts_t = samples.schema["ts"]
+    tagged = samples.with_row_index("_sample")
+    moved = []
+    for (c, k), m in maps.group_by("cluster", "k8s_cluster", maintain_order=True):
+        own = attribute_slurmd_dcgm(
+            tagged.filter(pl.col("cluster") == k).with_columns(
+                pl.col("ts").dt.convert_time_zone("UTC").dt.cast_time_unit("us")
+            ),
+            str(c),
+            m,
+            pl.DataFrame(schema={"job_id": pl.String(), "attempt": pl.Int64(),
+                                 "slurm_node": pl.String(), "start_at": _UTC, "end_at": _UTC}),
+        )  # fmt: skip
+        moved.append(own.select("_sample", pl.col("slurm_cluster").alias("_c"),
+                                pl.col("slurm_node").alias("_h")))  # fmt: skip
+    pods = maps.select(
+        pl.col("k8s_cluster").alias("cluster"), "namespace", "pod", pl.lit(True).alias("_slurmd")
+    ).unique()
+    return (
+        tagged.join(pl.concat(moved).unique("_sample"), on="_sample", how="left")
+        .join(pods, on=["cluster", "namespace", "pod"], how="left")
+        .with_columns(
+            pl.coalesce("_c", "cluster").alias("cluster"),
+            pl.coalesce("_h", "host").alias("host"),
+            *[
+                pl.when(pl.col("_slurmd")).then(None).otherwise(pl.col(n)).alias(n)
+                for n in ("namespace", "pod")
+            ],
+        )
+        .sort("_sample")
+        .select(cols)
+        .with_columns(pl.col("ts").cast(ts_t))
     )

@@ -115,3 +115,92 @@ def test_slurmd_job_keys_are_the_jobs_of_labelled_pods() -> None:
     assert slurmd_job_keys(pods, pod_jobs, "kc").rows() == [
         ("kc", "slurm/sok-0"), ("kc", "slurm/sok-1"),
     ]  # fmt: skip
+
+
+def _maps() -> pl.DataFrame:
+    """sok-0 ran as pod slurm/sok-0 on kn1 from 00:00 until 01:00, then (StatefulSet migration)
+    as the same pod name on kn2 from 01:00, still open."""
+    return pl.DataFrame(
+        {
+            "cluster": ["sc", "sc"], "k8s_cluster": ["kc", "kc"],
+            "slurm_node": ["sok-0", "sok-0"], "valid_from": [H0, H1], "valid_to": [H1, None],
+            "namespace": ["slurm", "slurm"], "pod": ["sok-0", "sok-0"],
+        },
+        schema_overrides={"valid_from": pl.Datetime("us", "UTC"),
+                          "valid_to": pl.Datetime("us", "UTC")},
+    )  # fmt: skip
+
+
+def test_slurmd_telemetry_moves_to_the_slurm_node() -> None:
+    """Four DCGM rows: (1) slurmd pod sok-0 on kn1 at 00:30 → sc/sok-0, pod cleared; (2) the same
+    pod on kn2 at 01:30 → sc/sok-0; (3) native pod ml/train on kn1 → unchanged; (4) a row of
+    another cluster with the same namespace/pod → unchanged (not kc's)."""
+    from pipelines.core.slurm_on_k8s import rehome_slurmd_dcgm
+
+    m30 = dt.timedelta(minutes=30)
+    samples = pl.DataFrame(
+        {
+            "cluster": ["kc", "kc", "kc", "other"], "host": ["kn1", "kn2", "kn1", "x1"],
+            "namespace": ["slurm", "slurm", "ml", "slurm"],
+            "pod": ["sok-0", "sok-0", "train", "sok-0"],
+            "ts": [H0 + m30, H1 + m30, H0 + m30, H0 + m30], "gr_sum": [0.9, 0.8, 0.5, 0.1],
+        },
+        schema_overrides={"ts": pl.Datetime("us", "UTC")},
+    )  # fmt: skip
+    out = rehome_slurmd_dcgm(samples, _maps())
+    assert out.columns == samples.columns
+    assert out.select("cluster", "host", "namespace", "pod", "gr_sum").rows() == [
+        ("sc", "sok-0", None, None, 0.9),
+        ("sc", "sok-0", None, None, 0.8),
+        ("kc", "kn1", "ml", "train", 0.5),
+        ("other", "x1", "slurm", "sok-0", 0.1),
+    ]
+    assert rehome_slurmd_dcgm(samples, _maps().clear()).equals(samples)
+
+
+def test_slurmd_telemetry_goes_to_the_slurm_job_never_the_pod() -> None:
+    """Attribution after the move (:func:`metrics.attribution.attribute_samples`): Slurm job
+    101 (sc, 8 GPUs = the whole of node sok-0, 00:00–02:00) gets both slurmd rows by the
+    whole-node rule; the slurmd pod's Kubernetes job (kc, slurm/sok-0) gets none (it is left out
+    of the jobs, as the build does); the native pod keeps its own job ml/train by its labels."""
+    from metrics.attribution import attribute_samples
+    from pipelines.core.slurm_on_k8s import rehome_slurmd_dcgm
+
+    m30 = dt.timedelta(minutes=30)
+    samples = pl.DataFrame(
+        {
+            "cluster": ["kc", "kc", "kc"], "host": ["kn1", "kn2", "kn1"],
+            "gpu_uuid": ["GPU-a", "GPU-b", "GPU-c"], "gpu_index": ["0", "0", "1"],
+            "device": ["nvidia0", "nvidia0", "nvidia1"], "mig_profile": [None, None, None],
+            "mig_instance": [None, None, None], "hpc_job": [None, None, None],
+            "namespace": ["slurm", "slurm", "ml"], "pod": ["sok-0", "sok-0", "train"],
+            "ts": [H0 + m30, H1 + m30, H0 + m30],
+        },
+        schema_overrides={"ts": pl.Datetime("us", "UTC"), "mig_profile": pl.String(),
+                          "mig_instance": pl.String(), "hpc_job": pl.String()},
+    )  # fmt: skip
+    jobs = pl.DataFrame(
+        {
+            "source": ["slurm", "kubernetes"], "cluster": ["sc", "kc"],
+            "job_id": ["101", "ml/train"], "job_id_raw": ["101", None], "attempt": [0, 0],
+            "team": ["physics", "ml"], "gpus": [8.0, 1.0], "start_at": [H0, H0],
+            "end_at": [H2, H2], "node_list": [["sok-0"], ["kn1"]],
+        },
+        schema_overrides={"start_at": pl.Datetime("us", "UTC"),
+                          "end_at": pl.Datetime("us", "UTC"), "job_id_raw": pl.String()},
+    )  # fmt: skip
+    pod_jobs = pl.DataFrame({
+        "cluster": ["kc", "kc"], "namespace": ["slurm", "ml"], "pod": ["sok-0", "train"],
+        "job_id": ["slurm/sok-0", "ml/train"],
+    })  # fmt: skip
+    nodes = pl.DataFrame({"cluster": ["sc", "kc"], "host": ["sok-0", "kn1"], "gpus": [8.0, 8.0]})
+    att = attribute_samples(
+        rehome_slurmd_dcgm(samples, _maps()).lazy(), jobs.lazy(), pod_jobs=pod_jobs.lazy(),
+        nodes=nodes.lazy(),
+    ).collect()  # fmt: skip
+    assert att.select("cluster", "host", "job_id", "attempt", "team", "attribution").rows() == [
+        ("sc", "sok-0", "101", 0, "physics", "whole_node"),
+        ("sc", "sok-0", "101", 0, "physics", "whole_node"),
+        ("kc", "kn1", "ml/train", 0, "ml", "pod"),
+    ]
+    assert "slurm/sok-0" not in att["job_id"].to_list()

@@ -48,12 +48,40 @@ def built(
         ("sacct", SOK_CLUSTER, sorted((s_in / "sacct").glob("*.psv"))),
         ("slurm-state", SOK_CLUSTER, sorted((s_in / "slurm_state").glob("*.txt"))),
         ("k8s-pods", K8S_CLUSTER, sorted((k_in / "k8s").glob("pods_*.json"))),
+        ("dcgm", K8S_CLUSTER, [_write_dcgm(out / "dcgm_k8s-c.prom")]),
     ):
         for f in files:
             ingest_file(con, kind, f, IngestOptions(cluster=cluster))
     rebuild(con, cfg, full=True)
     yield planted, con
     con.close()
+
+
+#: The DCGM samples the pair's fixture adds (dcgm-exporter text, as k8s-c's exporter writes it):
+#: kc-node-01's 8 GPUs, owned by slurmd pod slurm/slurm-worker-sok-0 (Slurm node sok-0), at
+#: 2026-11-03 13:00 and 13:05 UTC (Slurm job 5008 holds all 8 GPUs of sok-0 12:08–15:31), gr
+#: engine active 0.75; and GPU 0 of kc-node-04 owned by native pod ml/serve-16 at 11:00 (0.5).
+_T13 = int(dt.datetime(2026, 11, 3, 13, tzinfo=dt.UTC).timestamp() * 1000)
+_T11 = int(dt.datetime(2026, 11, 3, 11, tzinfo=dt.UTC).timestamp() * 1000)
+
+
+def _write_dcgm(path: Path) -> Path:
+    metric = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+    lines = [f"# HELP {metric} Ratio of time the graphics engine is active.",
+             f"# TYPE {metric} gauge"]  # fmt: skip
+
+    def line(host: str, g: int, ns: str, pod: str, value: float, ms: int) -> str:
+        return (
+            f'{metric}{{gpu="{g}",UUID="GPU-{host}-{g}",device="nvidia{g}",'
+            f'modelName="NVIDIA H100 80GB HBM3",Hostname="{host}",container="c",'
+            f'namespace="{ns}",pod="{pod}"}} {value} {ms}'
+        )
+
+    for ms in (_T13, _T13 + 300_000):
+        lines += [line("kc-node-01", g, "slurm", "slurm-worker-sok-0", 0.75, ms) for g in range(8)]
+    lines.append(line("kc-node-04", 0, "ml", "serve-16", 0.5, _T11))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
 
 
 def _q(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
@@ -207,3 +235,35 @@ def test_fleet_tables_count_each_gpu_second_once(
     assert wf.height == 48 + 48
     assert (wf["leaves"] - wf["cap"]).abs().max() <= 1e-6
     assert wf.group_by("hour").agg(pl.col("cap").sum())["cap"].to_list() == [115200.0] * 48
+
+
+def test_slurmd_telemetry_is_the_slurm_jobs(
+    built: tuple[dict, duckdb.DuckDBPyConnection],
+) -> None:
+    """The slurmd pod's samples (kc-node-01, pod slurm-worker-sok-0) belong to Slurm node sok-0
+    and, by the whole-node rule, to job 5008 (8 GPUs = all of sok-0): 8 GPUs × 2 five-minute
+    buckets; its summary observes min(8 seen, 8 allocated) × 300 s × 2 buckets = 4 800 GPU-s at
+    mean activity 0.75. No k8s-c row names a slurmd pod's job; the native pod's sample stays
+    k8s-c's ml/serve-16 (1 bucket × 1 GPU × 300 s = 300 GPU-s, activity 0.5)."""
+    _planted, con = built
+    ga = _q(con, "SELECT cluster, host, job_id, attempt, attribution, activity "
+                 "FROM gpu_activity")  # fmt: skip
+    sok = ga.filter(pl.col("cluster") == SOK_CLUSTER)
+    assert sok.height == 16
+    assert set(sok.select("host", "job_id", "attempt", "attribution").rows()) == {
+        ("sok-0", "5008", 0, "whole_node")
+    }
+    assert sok["activity"].to_list() == [0.75] * 16
+    k8s = ga.filter(pl.col("cluster") == K8S_CLUSTER)
+    assert k8s.select("host", "job_id", "attribution", "activity").rows() == [
+        ("kc-node-04", "ml/serve-16", "pod", 0.5)
+    ]
+    assert not k8s["job_id"].str.starts_with("slurm/").any()
+    summ = _q(con, "SELECT cluster, job_id, observed_gpu_s, mean_activity FROM job_gpu_summary "
+                   "WHERE observed_gpu_s > 0 ORDER BY cluster, job_id")  # fmt: skip
+    assert summ.rows() == [
+        (K8S_CLUSTER, "ml/serve-16", 300.0, 0.5),
+        (SOK_CLUSTER, "5008", 4800.0, 0.75),
+    ]
+    slurmd_jobs = _q(con, "SELECT job_id FROM job_gpu_summary WHERE job_id LIKE 'slurm/%'")
+    assert slurmd_jobs.height == 0
