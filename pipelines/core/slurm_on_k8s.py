@@ -47,19 +47,19 @@ import polars as pl
 
 __all__ = [
     "HOURLY_SCHEMA",
+    "LENT_CAPACITY_SOURCE",
     "NODE_MAP_SCHEMA",
     "PATTERNS",
-    "SLURMD_MAP_COLUMNS",
     "POD_HOSTNAME_LABEL",
+    "SLURMD_MAP_COLUMNS",
     "SLURM_JOBID_LABEL",
     "SlurmOnK8s",
-    "LENT_CAPACITY_SOURCE",
     "attribute_slurmd_dcgm",
     "double_count_rate",
     "lend_capacity",
-    "rehome_slurmd_dcgm",
     "map_attempt_nodes",
     "mirror_jobs",
+    "rehome_slurmd_dcgm",
     "sacct_notes",
     "slurm_node_map",
     "slurm_on_k8s_findings",
@@ -937,13 +937,10 @@ def lend_capacity(occupancy: pl.DataFrame, hourly: pl.DataFrame) -> pl.DataFrame
         (pl.col("capacity_gpu_s") - pl.col("_lent").fill_null(0.0)).alias("capacity_gpu_s")
     )
     own = occupancy.filter(pl.col("cluster").is_in(sorted(slurm)))
-    own = (
-        own.join(lent_s, on=["cluster", "hour"], how="full", coalesce=True)
-        .with_columns(
-            pl.col("_lent").fill_null(0.0).alias("capacity_gpu_s"),
-            *[pl.col(c).fill_null(0.0) for c in _OCC_NUMS if c != "capacity_gpu_s"],
-            pl.lit(LENT_CAPACITY_SOURCE).alias("capacity_source"),
-        )
+    own = own.join(lent_s, on=["cluster", "hour"], how="full", coalesce=True).with_columns(
+        pl.col("_lent").fill_null(0.0).alias("capacity_gpu_s"),
+        *[pl.col(c).fill_null(0.0) for c in _OCC_NUMS if c != "capacity_gpu_s"],
+        pl.lit(LENT_CAPACITY_SOURCE).alias("capacity_source"),
     )
     avail = pl.col("capacity_gpu_s") - pl.col("down_gpu_s") - pl.col("planned_down_gpu_s")
     return (
