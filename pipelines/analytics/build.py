@@ -318,12 +318,13 @@ def _read_raw(con: duckdb.DuckDBPyConnection) -> RawFrames:
     )
 
 
-def _occupancy(core: CoreFrames, sok: SlurmOnK8sTables) -> pl.DataFrame:
+def _occupancy(core: CoreFrames, sok: SlurmOnK8sTables | None = None) -> pl.DataFrame:
     """``analytics.occupancy_hourly``: per cluster, up to its cut-off (``as_of`` joined in
     for the build's planning; it is not stored). Where Slurm runs in slurmd pods, the pods'
     jobs define the Kubernetes cluster's hours but are not its allocation, and the GPUs they
     hold move to the Slurm cluster (:func:`pipelines.core.slurm_on_k8s.lend_capacity`)."""
     jobs, nodes, as_of = core.jobs, core.nodes, core.as_of
+    sok = sok or SlurmOnK8sTables.empty()
     native = _without_slurmd(jobs, sok.slurmd_jobs)
     lenders = set(sok.slurmd_jobs["cluster"].to_list())
     occ_parts = []

@@ -65,6 +65,15 @@ class SlurmOnK8sTables:
             else pl.DataFrame(schema={c: _MAPS[c] for c in SLURMD_MAP_COLUMNS})
         )
 
+    @classmethod
+    def empty(cls) -> SlurmOnK8sTables:
+        """No Slurm-on-Kubernetes cluster: every frame empty."""
+        return cls(
+            pl.DataFrame(schema=NODE_MAP_SCHEMA),
+            pl.DataFrame(schema=HOURLY_SCHEMA),
+            pl.DataFrame(schema=DATA_QUALITY_SCHEMA),
+        )
+
 
 def _settings(cfg: Config) -> list[SlurmOnK8s]:
     return [

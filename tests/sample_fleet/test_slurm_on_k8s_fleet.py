@@ -267,3 +267,48 @@ def test_slurmd_telemetry_is_the_slurm_jobs(
     ]
     slurmd_jobs = _q(con, "SELECT job_id FROM job_gpu_summary WHERE job_id LIKE 'slurm/%'")
     assert slurmd_jobs.height == 0
+
+
+def test_the_pair_by_explicit_days_equals_the_full_build(
+    built: tuple[dict, duckdb.DuckDBPyConnection],
+) -> None:
+    """The incremental window path (each cluster's own telemetry window; sok-c's also reads
+    k8s-c's samples, each window keeps its own cluster's rows) asked for every day gives the
+    full build's four time-keyed tables, row for row, with the slurmd pods' telemetry on sok-c."""
+    from pipelines.analytics.build import (
+        _known_inventory,
+        _occupancy,
+        _read_raw,
+        _read_registry,
+        _without_slurmd,
+    )
+    from pipelines.analytics.slurm_on_k8s import slurm_on_k8s_tables
+    from pipelines.analytics.windows import WINDOW_TABLES, window_tables
+    from pipelines.core import BuildUnit, build_core
+    from tests.pipelines.test_incremental import _assert_frames_close
+
+    _planted, con = built
+    cfg_path = Path(con.execute("PRAGMA database_list").fetchall()[0][2]).parent / "goodput.toml"
+    cfg = load_config(cfg_path)
+    raw = _read_raw(con)
+    core = build_core(raw, _read_registry(cfg.registry_path), _known_inventory(cfg, raw),
+                      BuildUnit.everything())  # fmt: skip
+    sok = slurm_on_k8s_tables(con, cfg, core)
+    occ = _occupancy(core, sok)
+    args = dict(
+        jobs=_without_slurmd(core.jobs, sok.slurmd_jobs), pending=core.pending, occupancy=occ,
+        as_of=core.as_of, pod_jobs=core.pod_jobs, nodes=core.nodes,
+        idle_threshold=cfg.idle_activity, slurmd_maps=sok.slurmd_maps,
+    )  # fmt: skip
+    every = window_tables(con, **args)  # type: ignore[arg-type]
+    days: dict[str, set] = {}
+    for c, d in occ.select("cluster", pl.col("hour").dt.date().alias("d")).unique().rows():
+        days.setdefault(c, set()).add(d)
+    explicit = window_tables(con, **args, days=days)  # type: ignore[arg-type]
+    for t in WINDOW_TABLES:
+        a = every.tables[t]
+        b = explicit.tables[t].select(a.columns)
+        assert a.height > 0, t
+        _assert_frames_close(a, b, t)
+    act = explicit.tables["analytics.gpu_activity"]
+    assert act.filter(pl.col("cluster") == SOK_CLUSTER).height == 16
