@@ -268,9 +268,15 @@ def rebuild(
     # attempts are freed before the metric engine (the rebuild's peak memory).
     sok = slurm_on_k8s_tables(con, cfg, core)
     occ = _occupancy(core, sok)
-    dq = pl.concat(
-        [_data_quality(con, core.slurm_attempts, core.nodes, core.jobs), sok.findings]
-    ).sort("cluster", "check", "day", "partition", nulls_last=True)
+    # A Slurm cluster run in slurmd pods has the pods' GPUs as capacity, not its observed nodes.
+    lent = sorted(set(sok.hourly["cluster"].to_list()))
+    dq = (
+        pl.concat([_data_quality(con, core.slurm_attempts, core.nodes, core.jobs), sok.findings])
+        .filter(
+            ~((pl.col("check") == "capacity_from_observed_nodes") & pl.col("cluster").is_in(lent))
+        )
+        .sort("cluster", "check", "day", "partition", nulls_last=True)
+    )
     core = replace(core, slurm_attempts=core.slurm_attempts.clear())
     plan = plan_build(
         con, cfg, registry_path=path, jobs=core.jobs, pending=core.pending, occupancy=occ,

@@ -122,11 +122,18 @@ def telemetry_window(
     the window. ``partners``: Kubernetes clusters whose samples (slurmd pods' GPUs, moved to
     ``cluster``'s Slurm nodes by :func:`pipelines.core.slurm_on_k8s.rehome_slurmd_dcgm`) are read
     with ``cluster``'s."""
-    frame: pl.DataFrame = con.sql(
-        "SELECT * FROM raw.dcgm_samples WHERE list_contains($cs, cluster) "
-        "AND ts >= $lo AND ts < $hi",
-        params={"cs": [cluster, *partners], "lo": lo - margin, "hi": hi},
-    ).arrow()
+    frame: pl.DataFrame = (
+        con.sql(
+            "SELECT * FROM raw.dcgm_samples WHERE list_contains($cs, cluster) "
+            "AND ts >= $lo AND ts < $hi",
+            params={"cs": [cluster, *partners], "lo": lo - margin, "hi": hi},
+        ).arrow()
+        if partners
+        else con.sql(
+            "SELECT * FROM raw.dcgm_samples WHERE cluster = $c AND ts >= $lo AND ts < $hi",
+            params={"c": cluster, "lo": lo - margin, "hi": hi},
+        ).arrow()
+    )
     mem = duckdb.connect()
     mem.execute("SET TimeZone = 'UTC'")
     mem.execute("CREATE SCHEMA raw")

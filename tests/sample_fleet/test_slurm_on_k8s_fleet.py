@@ -128,10 +128,11 @@ def test_every_planted_finding_is_detected(built: tuple[dict, duckdb.DuckDBPyCon
     )
     assert held["slurmd_held_idle_gpu_s"].to_list() == [28800.0] * 4
     assert held["slurm_idle_gpu_s"].to_list() == [28800.0] * 4
-    # no Slurm-on-Kubernetes finding the generator did not plant (sok-c has no inventory of its
-    # own: its capacity is what the pods lend, flagged as capacity_from_observed_nodes)
+    # no Slurm-on-Kubernetes finding the generator did not plant; sok-c has no inventory of its
+    # own, but its capacity is what the pods lend, not its observed nodes (no such finding)
     sok = {c for c in dq["check"] if c.startswith("sok_")}
     assert sok == {"sok_gres_mismatch", "sok_node_migration"}
+    assert "capacity_from_observed_nodes" not in set(dq["check"])
 
 
 def test_fleet_gpu_hours_are_the_same_whichever_way_summed(
