@@ -16,6 +16,7 @@ import duckdb
 import polars as pl
 
 from metrics import (
+    allocated_gpu_seconds_hourly,
     fragmentation_hourly,
     job_placement,
     naive_wait_percentiles,
@@ -39,7 +40,7 @@ from pipelines.analytics.metrics_build import build_metric_tables
 from pipelines.analytics.policy_impact import policy_impact_tables
 from pipelines.analytics.policy_ledger import policy_change_tables
 from pipelines.analytics.scheduler_views import scheduler_tables
-from pipelines.analytics.slurm_on_k8s import slurm_on_k8s_tables
+from pipelines.analytics.slurm_on_k8s import SlurmOnK8sTables, slurm_on_k8s_tables
 from pipelines.analytics.windows import WINDOW_TABLES, window_tables
 from pipelines.config import Config
 from pipelines.core import (
@@ -53,6 +54,7 @@ from pipelines.core import (
     load_registry_history,
     shares_at_window_start,
 )
+from pipelines.core.slurm_on_k8s import lend_capacity
 from pipelines.warehouse import (
     count_rows,
     diff_replace,
@@ -262,19 +264,26 @@ def rebuild(
     raw = _read_raw(con)
     core = build_core(raw, registry, _known_inventory(cfg, raw), BuildUnit.everything())
     del raw
-    occ = _occupancy(core)
     # The data-quality findings are the last use of the Slurm attempts: computed here, the
     # attempts are freed before the metric engine (the rebuild's peak memory).
     sok = slurm_on_k8s_tables(con, cfg, core)
-    dq = pl.concat(
-        [_data_quality(con, core.slurm_attempts, core.nodes, core.jobs), sok.findings]
-    ).sort("cluster", "check", "day", "partition", nulls_last=True)
+    occ = _occupancy(core, sok)
+    # A Slurm cluster run in slurmd pods has the pods' GPUs as capacity, not its observed nodes.
+    lent = sorted(set(sok.hourly["cluster"].to_list()))
+    dq = (
+        pl.concat([_data_quality(con, core.slurm_attempts, core.nodes, core.jobs), sok.findings])
+        .filter(
+            ~((pl.col("check") == "capacity_from_observed_nodes") & pl.col("cluster").is_in(lent))
+        )
+        .sort("cluster", "check", "day", "partition", nulls_last=True)
+    )
     core = replace(core, slurm_attempts=core.slurm_attempts.clear())
     plan = plan_build(
         con, cfg, registry_path=path, jobs=core.jobs, pending=core.pending, occupancy=occ,
         nodes=core.nodes, as_of=core.as_of, full=full,
     )  # fmt: skip
-    written, job_keys = _tables(con, cfg, core, registry, occ, dq, plan)
+    plan = _pair_days(plan, sok.slurmd_maps)
+    written, job_keys = _tables(con, cfg, core, registry, occ, dq, plan, sok)
     written["analytics.slurm_node_map"] = sok.node_map
     written["analytics.slurm_on_k8s_hourly"] = sok.hourly
     written = {t: _stored(t, f) for t, f in written.items()}
@@ -315,28 +324,65 @@ def _read_raw(con: duckdb.DuckDBPyConnection) -> RawFrames:
     )
 
 
-def _occupancy(core: CoreFrames) -> pl.DataFrame:
+def _occupancy(core: CoreFrames, sok: SlurmOnK8sTables | None = None) -> pl.DataFrame:
     """``analytics.occupancy_hourly``: per cluster, up to its cut-off (``as_of`` joined in
-    for the build's planning; it is not stored)."""
+    for the build's planning; it is not stored). Where Slurm runs in slurmd pods, the pods'
+    jobs define the Kubernetes cluster's hours but are not its allocation, and the GPUs they
+    hold move to the Slurm cluster (:func:`pipelines.core.slurm_on_k8s.lend_capacity`)."""
     jobs, nodes, as_of = core.jobs, core.nodes, core.as_of
+    sok = sok or SlurmOnK8sTables.empty()
+    native = _without_slurmd(jobs, sok.slurmd_jobs)
+    lenders = set(sok.slurmd_jobs["cluster"].to_list())
     occ_parts = []
     for row in as_of.filter(pl.col("as_of").is_not_null()).iter_rows(named=True):
         c, cut = row["cluster"], row["as_of"]
         reg_c = core.registered.filter(pl.col("cluster") == c)
-        occ_parts.append(
-            occupancy_hourly(
-                jobs.filter(pl.col("cluster") == c).lazy(),
-                nodes.filter(pl.col("cluster") == c).lazy(),
-                cut,
-                down=core.down.filter(pl.col("cluster") == c).lazy(),
-                registered=reg_c.lazy() if reg_c.height else None,
+        occ_c = occupancy_hourly(
+            jobs.filter(pl.col("cluster") == c).lazy(),
+            nodes.filter(pl.col("cluster") == c).lazy(),
+            cut,
+            down=core.down.filter(pl.col("cluster") == c).lazy(),
+            registered=reg_c.lazy() if reg_c.height else None,
+        ).collect()
+        if c in lenders:
+            alloc = allocated_gpu_seconds_hourly(
+                native.filter(pl.col("cluster") == c).lazy(), cut
             ).collect()
-        )
-    return (
+            occ_c = (
+                occ_c.drop("allocated_gpu_s")
+                .join(alloc, on=["cluster", "hour"], how="left")
+                .with_columns(pl.col("allocated_gpu_s").fill_null(0.0))
+                .select(occ_c.columns)
+            )
+        occ_parts.append(occ_c)
+    occ = (
         pl.concat(occ_parts)
         if occ_parts
         else occupancy_hourly(jobs.clear().lazy(), nodes.lazy(), dt.datetime.now(dt.UTC)).collect()
-    ).join(as_of, on="cluster", how="left")
+    )
+    return lend_capacity(occ, sok.hourly).join(as_of, on="cluster", how="left")
+
+
+def _pair_days(plan: BuildPlan, maps: pl.DataFrame) -> BuildPlan:
+    """An incremental plan whose Slurm-on-Kubernetes pairs rewrite the same days: a day of the
+    Kubernetes cluster (new telemetry of a slurmd pod) is also a day of its Slurm cluster (that
+    telemetry's owner), and the other way round."""
+    if plan.full or maps.is_empty():
+        return plan
+    days = {c: set(d) for c, d in plan.days.items()}
+    for c, k in maps.select("cluster", "k8s_cluster").unique().iter_rows():
+        both = days.get(c, set()) | days.get(k, set())
+        for name in (c, k):
+            if both or name in days:
+                days[name] = set(both)
+    return replace(plan, days=days)
+
+
+def _without_slurmd(jobs: pl.DataFrame, slurmd_jobs: pl.DataFrame) -> pl.DataFrame:
+    """``jobs`` without the slurmd pods' Kubernetes jobs (their GPUs are Slurm's capacity)."""
+    if slurmd_jobs.is_empty():
+        return jobs
+    return jobs.join(slurmd_jobs, on=["cluster", "job_id"], how="anti")
 
 
 def _tables(
@@ -347,16 +393,20 @@ def _tables(
     occ: pl.DataFrame,
     dq: pl.DataFrame,
     plan: BuildPlan,
+    sok: SlurmOnK8sTables,
 ) -> tuple[dict[str, pl.DataFrame], pl.DataFrame | None]:
     """Every table to write, by name: the core frames, the metric engine's and the scheduler
     views' tables, and the time-keyed tables of the plan's cluster-days (every day in a full
     build, :func:`pipelines.analytics.windows.window_tables`); with the job keys whose
-    ``job_gpu_summary`` rows an incremental build rewrites (None in a full build)."""
+    ``job_gpu_summary`` rows an incremental build rewrites (None in a full build). The
+    time-keyed tables leave the slurmd pods' jobs out (their GPUs are lent to Slurm, METRICS.md
+    "Slurm on Kubernetes") and attribute the pods' telemetry through the Slurm node map."""
     jobs, as_of = core.jobs, core.as_of
     windows = window_tables(
-        con, jobs=jobs, pending=core.pending, occupancy=occ, as_of=as_of,
-        pod_jobs=core.pod_jobs, nodes=core.nodes, idle_threshold=cfg.idle_activity,
+        con, jobs=_without_slurmd(jobs, sok.slurmd_jobs), pending=core.pending, occupancy=occ,
+        as_of=as_of, pod_jobs=core.pod_jobs, nodes=core.nodes, idle_threshold=cfg.idle_activity,
         days=None if plan.full else plan.days, changed_keys=plan.changed_keys,
+        slurmd_maps=sok.slurmd_maps if sok.slurmd_maps.height else None,
     )  # fmt: skip
     engine = build_metric_tables(
         con,

@@ -24,6 +24,7 @@ from metrics import (
     wait_spells,
 )
 from metrics.attribution import attribute_samples
+from pipelines.core.slurm_on_k8s import rehome_slurmd_dcgm
 from pipelines.warehouse import table_exists
 from pipelines.warehouse.sql import load_sql
 
@@ -71,8 +72,13 @@ def attributed_gpu_buckets(
     jobs: pl.DataFrame,
     pod_jobs: pl.DataFrame,
     nodes: pl.DataFrame | None = None,
+    slurmd_maps: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Per GPU (or MIG instance), 5-minute bucket and allocation: the bucket's DCGM sums.
+
+    With ``slurmd_maps`` (Slurm run in slurmd pods), a bucket whose pod is a slurmd pod is first
+    moved to the Slurm node the pod ran as, its pod cleared
+    (:func:`pipelines.core.slurm_on_k8s.rehome_slurmd_dcgm`): the Slurm rules below attribute it.
 
     Samples are grouped per GPU, label set and bucket (``sql/analytics/dcgm_gpu_buckets.sql``),
     each group attributed at the middle of its samples' times through the identity table
@@ -88,6 +94,8 @@ def attributed_gpu_buckets(
         nodes = con.sql(load_sql("analytics/node_gpus")).pl()
     raw: pl.DataFrame = con.sql(load_sql("analytics/dcgm_gpu_buckets")).pl()
     raw = raw.with_columns(pl.col("bucket", "ts").dt.convert_time_zone("UTC"))
+    if slurmd_maps is not None:
+        raw = rehome_slurmd_dcgm(raw, slurmd_maps)
     if raw.height == 0:
         # No 5-minute samples (hourly aggregates only): nothing to attribute. The identity
         # table is built from every job before samples filter it (past 14 GB for 2.15M jobs),

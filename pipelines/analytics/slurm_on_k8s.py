@@ -15,10 +15,12 @@ from pipelines.core import CoreFrames
 from pipelines.core.slurm_on_k8s import (
     HOURLY_SCHEMA,
     NODE_MAP_SCHEMA,
+    SLURMD_MAP_COLUMNS,
     SlurmOnK8s,
     sacct_notes,
     slurm_on_k8s_findings,
     slurm_on_k8s_hourly,
+    slurmd_job_keys,
 )
 from pipelines.warehouse import read_table, table_exists
 
@@ -31,15 +33,46 @@ _COMMENTS = {
     "nodeset": pl.String(),
 }  # fmt: skip
 
+_MAPS = {**NODE_MAP_SCHEMA, "k8s_cluster": pl.String()}
+
 
 class SlurmOnK8sTables:
-    """What :func:`slurm_on_k8s_tables` returns: the two tables (without ``as_of``) and the
-    findings (``data_quality`` rows)."""
+    """What :func:`slurm_on_k8s_tables` returns: the two tables (without ``as_of``), the
+    findings (``data_quality`` rows), the slurmd pods' Kubernetes jobs (``cluster, job_id``,
+    :func:`~pipelines.core.slurm_on_k8s.slurmd_job_keys`) and the node maps with their
+    Kubernetes cluster (:data:`~pipelines.core.slurm_on_k8s.SLURMD_MAP_COLUMNS`, what
+    :func:`~pipelines.core.slurm_on_k8s.rehome_slurmd_dcgm` reads)."""
 
-    def __init__(self, node_map: pl.DataFrame, hourly: pl.DataFrame, findings: pl.DataFrame):
+    def __init__(
+        self,
+        node_map: pl.DataFrame,
+        hourly: pl.DataFrame,
+        findings: pl.DataFrame,
+        slurmd_jobs: pl.DataFrame | None = None,
+        slurmd_maps: pl.DataFrame | None = None,
+    ):
         self.node_map = node_map
         self.hourly = hourly
         self.findings = findings
+        self.slurmd_jobs = (
+            slurmd_jobs
+            if slurmd_jobs is not None
+            else pl.DataFrame(schema={"cluster": pl.String(), "job_id": pl.String()})
+        )
+        self.slurmd_maps = (
+            slurmd_maps
+            if slurmd_maps is not None
+            else pl.DataFrame(schema={c: _MAPS[c] for c in SLURMD_MAP_COLUMNS})
+        )
+
+    @classmethod
+    def empty(cls) -> SlurmOnK8sTables:
+        """No Slurm-on-Kubernetes cluster: every frame empty."""
+        return cls(
+            pl.DataFrame(schema=NODE_MAP_SCHEMA),
+            pl.DataFrame(schema=HOURLY_SCHEMA),
+            pl.DataFrame(schema=DATA_QUALITY_SCHEMA),
+        )
 
 
 def _settings(cfg: Config) -> list[SlurmOnK8s]:
@@ -70,7 +103,7 @@ def slurm_on_k8s_tables(
         else pl.DataFrame(schema=_COMMENTS)
     )
     cuts = dict(core.as_of.drop_nulls("as_of").iter_rows())
-    maps, hours, found = [], [], []
+    maps, hours, found, keys, kept = [], [], [], [], []
     for s in settings:
         as_of = max(
             (cuts[c] for c in (s.cluster, s.k8s_cluster) if c in cuts),
@@ -88,6 +121,12 @@ def slurm_on_k8s_tables(
         maps.append(node_map)
         hours.append(hourly)
         found.append(slurm_on_k8s_findings(s.cluster, hourly, pieces, mirrors))
+        keys.append(slurmd_job_keys(core.k8s_pods, core.pod_jobs, s.k8s_cluster))
+        kept.append(
+            node_map.with_columns(pl.lit(s.k8s_cluster).alias("k8s_cluster")).select(
+                SLURMD_MAP_COLUMNS
+            )
+        )
     return SlurmOnK8sTables(
         node_map=pl.concat(maps) if maps else pl.DataFrame(schema=NODE_MAP_SCHEMA),
         hourly=pl.concat(hours) if hours else pl.DataFrame(schema=HOURLY_SCHEMA),
@@ -96,4 +135,6 @@ def slurm_on_k8s_tables(
             if found
             else pl.DataFrame(schema=DATA_QUALITY_SCHEMA)
         ),
+        slurmd_jobs=pl.concat(keys).unique() if keys else None,
+        slurmd_maps=pl.concat(kept) if kept else None,
     )

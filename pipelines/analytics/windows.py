@@ -111,6 +111,7 @@ def telemetry_window(
     hi: dt.datetime,
     *,
     margin: dt.timedelta = _DAY,
+    partners: tuple[str, ...] = (),
 ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB whose ``raw.dcgm_samples`` holds one cluster's samples in
     [lo − margin, hi), and whose ``raw.dcgm_hourly`` (when the warehouse has it) holds the
@@ -118,11 +119,21 @@ def telemetry_window(
     functions of :mod:`pipelines.analytics.metrics_build` and
     :func:`pipelines.analytics.dcgm_hourly_metrics.hourly_activity` read, cut to a window. The
     margin gives the XID change detection (``lag`` over each GPU's samples) the sample before
-    the window."""
-    frame: pl.DataFrame = con.sql(
-        "SELECT * FROM raw.dcgm_samples WHERE cluster = $c AND ts >= $lo AND ts < $hi",
-        params={"c": cluster, "lo": lo - margin, "hi": hi},
-    ).arrow()
+    the window. ``partners``: Kubernetes clusters whose samples (slurmd pods' GPUs, moved to
+    ``cluster``'s Slurm nodes by :func:`pipelines.core.slurm_on_k8s.rehome_slurmd_dcgm`) are read
+    with ``cluster``'s."""
+    frame: pl.DataFrame = (
+        con.sql(
+            "SELECT * FROM raw.dcgm_samples WHERE list_contains($cs, cluster) "
+            "AND ts >= $lo AND ts < $hi",
+            params={"cs": [cluster, *partners], "lo": lo - margin, "hi": hi},
+        ).arrow()
+        if partners
+        else con.sql(
+            "SELECT * FROM raw.dcgm_samples WHERE cluster = $c AND ts >= $lo AND ts < $hi",
+            params={"c": cluster, "lo": lo - margin, "hi": hi},
+        ).arrow()
+    )
     mem = duckdb.connect()
     mem.execute("SET TimeZone = 'UTC'")
     mem.execute("CREATE SCHEMA raw")
@@ -225,6 +236,7 @@ def _cluster_scope(
     jobs: pl.DataFrame,
     nodes: pl.DataFrame,
     changed_keys: pl.DataFrame | None,
+    partners: tuple[str, ...] = (),
 ) -> _Scope:
     """One cluster's affected ``days``: its telemetry cut to the window the days and the
     attempts overlapping them (and the changed jobs) cover."""
@@ -247,7 +259,7 @@ def _cluster_scope(
     t_lo = min(w0, lo.replace(minute=0, second=0, microsecond=0)) if lo else w0
     t_hi = max(w1, hi + dt.timedelta(minutes=5)) if hi else w1
     return _Scope(
-        telemetry_window(con, c, t_lo, t_hi),
+        telemetry_window(con, c, t_lo, t_hi, partners=partners),
         [(c, cut, days)],
         jobs_c,
         nodes.filter(pl.col("cluster") == c),
@@ -268,6 +280,7 @@ def window_tables(
     idle_threshold: float,
     days: Mapping[str, set[dt.date]] | None = None,
     changed_keys: pl.DataFrame | None = None,
+    slurmd_maps: pl.DataFrame | None = None,
 ) -> WindowFrames:
     """The time-keyed tables (:data:`WINDOW_TABLES`) of the given cluster-days.
 
@@ -294,6 +307,11 @@ def window_tables(
         idle_threshold: θ for ``allocated_idle`` and ``idle_gpu_s``.
         days: cluster → UTC days; None: every day of every cluster (a full build).
         changed_keys: ``cluster, job_id`` whose summary rows are recomputed whatever their days.
+        slurmd_maps: the slurmd node maps of Slurm clusters run in Kubernetes pods
+            (:data:`pipelines.core.slurm_on_k8s.SLURMD_MAP_COLUMNS`): their pods' telemetry is
+            the Slurm cluster's (a Slurm cluster's window also reads its Kubernetes cluster's
+            samples; only rows of the window's own cluster are kept). ``jobs`` should not hold
+            the slurmd pods' own Kubernetes jobs.
 
     Returns:
         The frames by table, and the job keys the summary covers (None for a full build).
@@ -305,8 +323,12 @@ def window_tables(
     else:
         placeholder = False
         cuts = {c: a for c, a in as_of.iter_rows() if a is not None}
+        partners: dict[str, tuple[str, ...]] = {}
+        if slurmd_maps is not None and slurmd_maps.height:
+            for c, k in slurmd_maps.select("cluster", "k8s_cluster").unique().iter_rows():
+                partners[c] = (*partners.get(c, ()), k)
         scopes = (
-            _cluster_scope(con, c, ds, cuts[c], jobs, nodes, changed_keys)
+            _cluster_scope(con, c, ds, cuts[c], jobs, nodes, changed_keys, partners.get(c, ()))
             for c, ds in sorted(days.items())
             if c in cuts and ds
         )
@@ -314,7 +336,11 @@ def window_tables(
     for scope in scopes:
         mem = scope.telemetry
         try:
-            buckets = attributed_gpu_buckets(mem, scope.jobs, pod_jobs, scope.nodes)
+            buckets = attributed_gpu_buckets(
+                mem, scope.jobs, pod_jobs, scope.nodes, slurmd_maps=slurmd_maps
+            )
+            if days is not None:  # a window holds its own cluster's rows only
+                buckets = buckets.filter(pl.col("cluster") == scope.clusters[0][0])
             activity = _activity(mem, scope.jobs, pod_jobs, buckets=buckets)
             xid = _xid_events(mem)
             for c, cut, cdays in scope.clusters:

@@ -31,7 +31,9 @@ not name a label, so an unlabelled SUNK placeholder is not recognised (METRICS.m
 
 Functions: :func:`slurmd_pods`, :func:`slurm_node_map`, :func:`map_attempt_nodes`,
 :func:`mirror_jobs`, :func:`slurm_on_k8s_hourly`, :func:`slurm_on_k8s_findings`,
-:func:`double_count_rate`, :func:`attribute_slurmd_dcgm` (telemetry of slurmd pods).
+:func:`double_count_rate`, :func:`attribute_slurmd_dcgm` (telemetry of slurmd pods),
+:func:`slurmd_job_keys` and :func:`lend_capacity` (the lent GPUs in the fleet-wide tables),
+:func:`rehome_slurmd_dcgm` (slurmd pods' telemetry moved to the Slurm node before attribution).
 """
 
 from __future__ import annotations
@@ -45,19 +47,24 @@ import polars as pl
 
 __all__ = [
     "HOURLY_SCHEMA",
+    "LENT_CAPACITY_SOURCE",
     "NODE_MAP_SCHEMA",
     "PATTERNS",
     "POD_HOSTNAME_LABEL",
+    "SLURMD_MAP_COLUMNS",
     "SLURM_JOBID_LABEL",
     "SlurmOnK8s",
     "attribute_slurmd_dcgm",
     "double_count_rate",
+    "lend_capacity",
     "map_attempt_nodes",
     "mirror_jobs",
+    "rehome_slurmd_dcgm",
     "sacct_notes",
     "slurm_node_map",
     "slurm_on_k8s_findings",
     "slurm_on_k8s_hourly",
+    "slurmd_job_keys",
     "slurmd_pods",
 ]
 
@@ -858,4 +865,157 @@ def attribute_slurmd_dcgm(
         )
         .sort("_row")
         .drop("_row")
+    )
+
+
+#: ``occupancy_hourly.capacity_source`` of a Slurm cluster whose capacity is what its slurmd
+#: pods hold (:func:`lend_capacity`).
+LENT_CAPACITY_SOURCE: Final = "lent_by_kubernetes"
+
+_OCC_NUMS = ("capacity_gpu_s", "down_gpu_s", "planned_down_gpu_s", "allocated_gpu_s")
+
+
+def slurmd_job_keys(pods: pl.DataFrame, pod_jobs: pl.DataFrame, k8s_cluster: str) -> pl.DataFrame:
+    """The Kubernetes jobs that are slurmd pods: jobs of ``k8s_cluster`` that ran a pod labelled
+    :data:`POD_HOSTNAME_LABEL` (their GPUs are lent to Slurm, never Kubernetes allocated).
+
+    Args:
+        pods: ``core.k8s_pods`` rows (``cluster, namespace, name, labels``).
+        pod_jobs: ``core.pod_jobs`` (``cluster, namespace, pod, job_id``).
+        k8s_cluster: the Kubernetes cluster.
+
+    Returns:
+        ``cluster, job_id``, unique.
+    """
+    slurmd = pods.filter(
+        (pl.col("cluster") == k8s_cluster) & _label(POD_HOSTNAME_LABEL).is_not_null()
+    ).select("cluster", "namespace", pl.col("name").alias("pod"))
+    return (
+        pod_jobs.join(slurmd, on=["cluster", "namespace", "pod"], how="semi")
+        .select("cluster", "job_id")
+        .unique()
+        .sort("cluster", "job_id")
+    )
+
+
+def lend_capacity(occupancy: pl.DataFrame, hourly: pl.DataFrame) -> pl.DataFrame:
+    """``occupancy_hourly`` with the GPUs slurmd pods hold moved from the Kubernetes cluster to
+    the Slurm cluster, so the fleet counts each GPU-second once (METRICS.md "Slurm on
+    Kubernetes", layer ownership).
+
+    Per hour, ``lent`` = Σ ``lent_to_slurm_gpu_s`` of ``slurm_on_k8s_hourly`` over the
+    Kubernetes nodes. The Kubernetes cluster's ``capacity_gpu_s`` loses ``lent``; the Slurm
+    cluster's ``capacity_gpu_s`` *is* ``lent`` (``capacity_source`` =
+    :data:`LENT_CAPACITY_SOURCE`; 0 in an hour no slurmd pod ran), with a row added (nothing
+    allocated or down) for an hour with ``lent > 0`` outside its allocation hours. The
+    Kubernetes cluster's ``allocated_gpu_s`` must already leave the slurmd pods out
+    (:func:`slurmd_job_keys`). ``occupancy`` = allocated ÷ (capacity − down − planned_down) is
+    recomputed (NULL where that is not positive). Clusters of no pair are returned unchanged.
+
+    Args:
+        occupancy: ``cluster, hour, capacity_gpu_s, down_gpu_s, planned_down_gpu_s,
+            allocated_gpu_s, occupancy, capacity_source`` (GPU-seconds).
+        hourly: :data:`HOURLY_SCHEMA` rows (``cluster`` the Slurm cluster, ``k8s_cluster``).
+
+    Returns:
+        The same columns, sorted by ``cluster, hour``.
+    """
+    if hourly.is_empty():
+        return occupancy
+    cols = occupancy.columns
+    lent = hourly.group_by("cluster", "k8s_cluster", "hour").agg(
+        pl.col("lent_to_slurm_gpu_s").sum().alias("_lent")
+    )
+    slurm = set(lent["cluster"].to_list())
+    k8s = lent.group_by(pl.col("k8s_cluster").alias("cluster"), "hour").agg(pl.col("_lent").sum())
+    hour_t = occupancy.schema["hour"]
+    k8s = k8s.with_columns(pl.col("hour").cast(hour_t))
+    lent_s = lent.group_by("cluster", "hour").agg(pl.col("_lent").sum())
+    lent_s = lent_s.with_columns(pl.col("hour").cast(hour_t))
+    rest = occupancy.filter(~pl.col("cluster").is_in(sorted(slurm)))
+    rest = rest.join(k8s, on=["cluster", "hour"], how="left").with_columns(
+        (pl.col("capacity_gpu_s") - pl.col("_lent").fill_null(0.0)).alias("capacity_gpu_s")
+    )
+    own = occupancy.filter(pl.col("cluster").is_in(sorted(slurm)))
+    own = own.join(lent_s, on=["cluster", "hour"], how="full", coalesce=True).with_columns(
+        pl.col("_lent").fill_null(0.0).alias("capacity_gpu_s"),
+        *[pl.col(c).fill_null(0.0) for c in _OCC_NUMS if c != "capacity_gpu_s"],
+        pl.lit(LENT_CAPACITY_SOURCE).alias("capacity_source"),
+    )
+    avail = pl.col("capacity_gpu_s") - pl.col("down_gpu_s") - pl.col("planned_down_gpu_s")
+    return (
+        pl.concat([rest.select(cols), own.select(cols)])
+        .with_columns(
+            pl.when(avail > 0)
+            .then(pl.col("allocated_gpu_s") / avail)
+            .otherwise(None)
+            .alias("occupancy")
+        )
+        .sort("cluster", "hour")
+    )
+
+
+#: The columns of the slurmd node maps :func:`rehome_slurmd_dcgm` reads: the Slurm cluster's
+#: :data:`NODE_MAP_SCHEMA` rows with the Kubernetes cluster they were read from.
+SLURMD_MAP_COLUMNS: Final = (
+    "cluster", "k8s_cluster", "slurm_node", "valid_from", "valid_to", "namespace", "pod",
+)  # fmt: skip
+
+
+def rehome_slurmd_dcgm(samples: pl.DataFrame, maps: pl.DataFrame) -> pl.DataFrame:
+    """DCGM rows of slurmd pods moved to the Slurm node they ran as, so the Slurm attribution
+    (GPU index map, whole node, node group: :func:`metrics.attribution.attribute_samples`)
+    decides their job, never a Kubernetes workload (METRICS.md "Slurm on Kubernetes",
+    telemetry).
+
+    A row of a Kubernetes cluster whose ``namespace``/``pod`` is a slurmd pod that the map
+    places on a Slurm node at the row's ``ts`` (:func:`attribute_slurmd_dcgm`) gets ``cluster``
+    = the Slurm cluster and ``host`` = the Slurm node name; a slurmd pod's row the map does not
+    place stays on its Kubernetes host. Either way its ``pod`` and ``namespace`` are cleared.
+    Every other row is returned unchanged, in the input order.
+
+    Args:
+        samples: DCGM rows (samples or 5-minute buckets): ``cluster, host, namespace, pod, ts``
+            and any other columns (kept).
+        maps: :data:`SLURMD_MAP_COLUMNS` rows (``cluster`` the Slurm cluster); empty: nothing
+            moves.
+
+    Returns:
+        ``samples`` with the same columns and rows.
+    """
+    if maps.is_empty() or samples.is_empty():
+        return samples
+    cols = samples.columns
+    ts_t = samples.schema["ts"]
+    tagged = samples.with_row_index("_sample")
+    moved = []
+    for (c, k), m in maps.group_by("cluster", "k8s_cluster", maintain_order=True):
+        own = attribute_slurmd_dcgm(
+            tagged.filter(pl.col("cluster") == k).with_columns(
+                pl.col("ts").dt.convert_time_zone("UTC").dt.cast_time_unit("us")
+            ),
+            str(c),
+            m,
+            pl.DataFrame(schema={"job_id": pl.String(), "attempt": pl.Int64(),
+                                 "slurm_node": pl.String(), "start_at": _UTC, "end_at": _UTC}),
+        )  # fmt: skip
+        moved.append(own.select("_sample", pl.col("slurm_cluster").alias("_c"),
+                                pl.col("slurm_node").alias("_h")))  # fmt: skip
+    pods = maps.select(
+        pl.col("k8s_cluster").alias("cluster"), "namespace", "pod", pl.lit(True).alias("_slurmd")
+    ).unique()
+    return (
+        tagged.join(pl.concat(moved).unique("_sample"), on="_sample", how="left")
+        .join(pods, on=["cluster", "namespace", "pod"], how="left")
+        .with_columns(
+            pl.coalesce("_c", "cluster").alias("cluster"),
+            pl.coalesce("_h", "host").alias("host"),
+            *[
+                pl.when(pl.col("_slurmd")).then(None).otherwise(pl.col(n)).alias(n)
+                for n in ("namespace", "pod")
+            ],
+        )
+        .sort("_sample")
+        .select(cols)
+        .with_columns(pl.col("ts").cast(ts_t))
     )

@@ -48,12 +48,40 @@ def built(
         ("sacct", SOK_CLUSTER, sorted((s_in / "sacct").glob("*.psv"))),
         ("slurm-state", SOK_CLUSTER, sorted((s_in / "slurm_state").glob("*.txt"))),
         ("k8s-pods", K8S_CLUSTER, sorted((k_in / "k8s").glob("pods_*.json"))),
+        ("dcgm", K8S_CLUSTER, [_write_dcgm(out / "dcgm_k8s-c.prom")]),
     ):
         for f in files:
             ingest_file(con, kind, f, IngestOptions(cluster=cluster))
     rebuild(con, cfg, full=True)
     yield planted, con
     con.close()
+
+
+#: The DCGM samples the pair's fixture adds (dcgm-exporter text, as k8s-c's exporter writes it):
+#: kc-node-01's 8 GPUs, owned by slurmd pod slurm/slurm-worker-sok-0 (Slurm node sok-0), at
+#: 2026-11-03 13:00 and 13:05 UTC (Slurm job 5008 holds all 8 GPUs of sok-0 12:08–15:31), gr
+#: engine active 0.75; and GPU 0 of kc-node-04 owned by native pod ml/serve-16 at 11:00 (0.5).
+_T13 = int(dt.datetime(2026, 11, 3, 13, tzinfo=dt.UTC).timestamp() * 1000)
+_T11 = int(dt.datetime(2026, 11, 3, 11, tzinfo=dt.UTC).timestamp() * 1000)
+
+
+def _write_dcgm(path: Path) -> Path:
+    metric = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+    lines = [f"# HELP {metric} Ratio of time the graphics engine is active.",
+             f"# TYPE {metric} gauge"]  # fmt: skip
+
+    def line(host: str, g: int, ns: str, pod: str, value: float, ms: int) -> str:
+        return (
+            f'{metric}{{gpu="{g}",UUID="GPU-{host}-{g}",device="nvidia{g}",'
+            f'modelName="NVIDIA H100 80GB HBM3",Hostname="{host}",container="c",'
+            f'namespace="{ns}",pod="{pod}"}} {value} {ms}'
+        )
+
+    for ms in (_T13, _T13 + 300_000):
+        lines += [line("kc-node-01", g, "slurm", "slurm-worker-sok-0", 0.75, ms) for g in range(8)]
+    lines.append(line("kc-node-04", 0, "ml", "serve-16", 0.5, _T11))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
 
 
 def _q(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
@@ -100,10 +128,11 @@ def test_every_planted_finding_is_detected(built: tuple[dict, duckdb.DuckDBPyCon
     )
     assert held["slurmd_held_idle_gpu_s"].to_list() == [28800.0] * 4
     assert held["slurm_idle_gpu_s"].to_list() == [28800.0] * 4
-    # no Slurm-on-Kubernetes finding the generator did not plant (sok-c has no inventory of its
-    # own: its capacity is what the pods lend, flagged as capacity_from_observed_nodes)
+    # no Slurm-on-Kubernetes finding the generator did not plant; sok-c has no inventory of its
+    # own, but its capacity is what the pods lend, not its observed nodes (no such finding)
     sok = {c for c in dq["check"] if c.startswith("sok_")}
     assert sok == {"sok_gres_mismatch", "sok_node_migration"}
+    assert "capacity_from_observed_nodes" not in set(dq["check"])
 
 
 def test_fleet_gpu_hours_are_the_same_whichever_way_summed(
@@ -165,3 +194,122 @@ def test_existing_clusters_keep_their_bytes(
         or a in ("inventory/k8s-c.csv", "planted_slurm_on_k8s.json")
         for a in added
     ), added
+
+
+def test_fleet_tables_count_each_gpu_second_once(
+    built: tuple[dict, duckdb.DuckDBPyConnection],
+) -> None:
+    """occupancy_hourly: in every hour of k8s-c, capacity(sok-c) + capacity(k8s-c) = the 4
+    machines × 8 GPUs × 3 600 = 115 200 GPU-s; from the first day's 00:00 the slurmd pods hold
+    8 + 6 + 8 = 22 GPUs, so k8s-c keeps 10 × 3 600 = 36 000 and sok-c has 22 × 3 600 = 79 200
+    (at 23:00 of the second day the pods end at 23:50: 22 × 3 000 = 66 000 lent, 115 200 −
+    66 000 = 49 200 left). The slurmd pods are not k8s-c's allocation (its allocated never
+    exceeds its 36 000) and the waterfall's leaves sum to each cluster's capacity in every
+    cluster-hour. The double-count rate is untouched (the last test)."""
+    _planted, con = built
+    occ = _q(con, "SELECT cluster, hour, capacity_gpu_s, allocated_gpu_s, capacity_source "
+                  "FROM occupancy_hourly WHERE cluster IN ('sok-c', 'k8s-c')")  # fmt: skip
+    occ = occ.with_columns(pl.col("hour").dt.convert_time_zone("UTC"))
+    k8s_hours = occ.filter(pl.col("cluster") == K8S_CLUSTER)["hour"]
+    assert k8s_hours.len() == 48
+    per_hour = occ.group_by("hour").agg(pl.col("capacity_gpu_s").sum())
+    assert per_hour.height == 48
+    assert per_hour["capacity_gpu_s"].to_list() == [115200.0] * 48
+    first = occ.filter(pl.col("hour") == dt.datetime(2026, 11, 2, tzinfo=dt.UTC))
+    assert dict(first.select("cluster", "capacity_gpu_s").rows()) == {
+        K8S_CLUSTER: 36000.0, SOK_CLUSTER: 79200.0,
+    }  # fmt: skip
+    last = occ.filter(pl.col("hour") == dt.datetime(2026, 11, 3, 23, tzinfo=dt.UTC))
+    assert dict(last.select("cluster", "capacity_gpu_s").rows()) == {
+        K8S_CLUSTER: 49200.0, SOK_CLUSTER: 66000.0,
+    }  # fmt: skip
+    assert set(occ.filter(pl.col("cluster") == SOK_CLUSTER)["capacity_source"]) == {
+        "lent_by_kubernetes"
+    }
+    k8s = occ.filter(pl.col("cluster") == K8S_CLUSTER)
+    assert (k8s["allocated_gpu_s"] <= k8s["capacity_gpu_s"]).all()
+    # first hour: native pod ml/serve-0 (2 GPUs) only: 2 × 3 600 = 7 200
+    assert first.filter(pl.col("cluster") == K8S_CLUSTER)["allocated_gpu_s"].item() == 7200.0
+    wf = _q(con, "SELECT cluster, hour, sum(gpu_s) AS leaves, max(capacity_gpu_s) AS cap "
+                 "FROM gpu_waterfall_hourly WHERE cluster IN ('sok-c', 'k8s-c') "
+                 "GROUP BY ALL")  # fmt: skip
+    assert wf.height == 48 + 48
+    assert (wf["leaves"] - wf["cap"]).abs().max() <= 1e-6
+    assert wf.group_by("hour").agg(pl.col("cap").sum())["cap"].to_list() == [115200.0] * 48
+
+
+def test_slurmd_telemetry_is_the_slurm_jobs(
+    built: tuple[dict, duckdb.DuckDBPyConnection],
+) -> None:
+    """The slurmd pod's samples (kc-node-01, pod slurm-worker-sok-0) belong to Slurm node sok-0
+    and, by the whole-node rule, to job 5008 (8 GPUs = all of sok-0): 8 GPUs × 2 five-minute
+    buckets; its summary observes min(8 seen, 8 allocated) × 300 s × 2 buckets = 4 800 GPU-s at
+    mean activity 0.75. No k8s-c row names a slurmd pod's job; the native pod's sample stays
+    k8s-c's ml/serve-16 (1 bucket × 1 GPU × 300 s = 300 GPU-s, activity 0.5)."""
+    _planted, con = built
+    ga = _q(con, "SELECT cluster, host, job_id, attempt, attribution, activity "
+                 "FROM gpu_activity")  # fmt: skip
+    sok = ga.filter(pl.col("cluster") == SOK_CLUSTER)
+    assert sok.height == 16
+    assert set(sok.select("host", "job_id", "attempt", "attribution").rows()) == {
+        ("sok-0", "5008", 0, "whole_node")
+    }
+    assert sok["activity"].to_list() == [0.75] * 16
+    k8s = ga.filter(pl.col("cluster") == K8S_CLUSTER)
+    assert k8s.select("host", "job_id", "attribution", "activity").rows() == [
+        ("kc-node-04", "ml/serve-16", "pod", 0.5)
+    ]
+    assert not k8s["job_id"].str.starts_with("slurm/").any()
+    summ = _q(con, "SELECT cluster, job_id, observed_gpu_s, mean_activity FROM job_gpu_summary "
+                   "WHERE observed_gpu_s > 0 ORDER BY cluster, job_id")  # fmt: skip
+    assert summ.rows() == [
+        (K8S_CLUSTER, "ml/serve-16", 300.0, 0.5),
+        (SOK_CLUSTER, "5008", 4800.0, 0.75),
+    ]
+    slurmd_jobs = _q(con, "SELECT job_id FROM job_gpu_summary WHERE job_id LIKE 'slurm/%'")
+    assert slurmd_jobs.height == 0
+
+
+def test_the_pair_by_explicit_days_equals_the_full_build(
+    built: tuple[dict, duckdb.DuckDBPyConnection],
+) -> None:
+    """The incremental window path (each cluster's own telemetry window; sok-c's also reads
+    k8s-c's samples, each window keeps its own cluster's rows) asked for every day gives the
+    full build's four time-keyed tables, row for row, with the slurmd pods' telemetry on sok-c."""
+    from pipelines.analytics.build import (
+        _known_inventory,
+        _occupancy,
+        _read_raw,
+        _read_registry,
+        _without_slurmd,
+    )
+    from pipelines.analytics.slurm_on_k8s import slurm_on_k8s_tables
+    from pipelines.analytics.windows import WINDOW_TABLES, window_tables
+    from pipelines.core import BuildUnit, build_core
+    from tests.pipelines.test_incremental import _assert_frames_close
+
+    _planted, con = built
+    cfg_path = Path(con.execute("PRAGMA database_list").fetchall()[0][2]).parent / "goodput.toml"
+    cfg = load_config(cfg_path)
+    raw = _read_raw(con)
+    core = build_core(raw, _read_registry(cfg.registry_path), _known_inventory(cfg, raw),
+                      BuildUnit.everything())  # fmt: skip
+    sok = slurm_on_k8s_tables(con, cfg, core)
+    occ = _occupancy(core, sok)
+    args = dict(
+        jobs=_without_slurmd(core.jobs, sok.slurmd_jobs), pending=core.pending, occupancy=occ,
+        as_of=core.as_of, pod_jobs=core.pod_jobs, nodes=core.nodes,
+        idle_threshold=cfg.idle_activity, slurmd_maps=sok.slurmd_maps,
+    )  # fmt: skip
+    every = window_tables(con, **args)  # type: ignore[arg-type]
+    days: dict[str, set] = {}
+    for c, d in occ.select("cluster", pl.col("hour").dt.date().alias("d")).unique().rows():
+        days.setdefault(c, set()).add(d)
+    explicit = window_tables(con, **args, days=days)  # type: ignore[arg-type]
+    for t in WINDOW_TABLES:
+        a = every.tables[t]
+        b = explicit.tables[t].select(a.columns)
+        assert a.height > 0, t
+        _assert_frames_close(a, b, t)
+    act = explicit.tables["analytics.gpu_activity"]
+    assert act.filter(pl.col("cluster") == SOK_CLUSTER).height == 16
