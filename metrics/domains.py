@@ -581,6 +581,9 @@ def _team_held(jobs: pl.LazyFrame, hours: pl.LazyFrame) -> pl.LazyFrame:
 #: (Slurm's ``Resources``: 22.05 gives it to a gang held by ``--switches`` too). Its spells are
 #: split by the rules at each poll instant (counterfactual), not read as a stated cause.
 RESOURCES_REASON: Final = "Resources"
+#: Pending reasons that state nothing yet (Slurm's ``None``: the scheduler has not looked at the
+#: job since it was submitted): their seconds take the hour-start rules.
+_UNSTATED_REASONS: Final = ("None",)
 
 
 def _poll_state(
@@ -793,9 +796,9 @@ def large_job_wait_causes(
     (:func:`_poll_state`: running attempts' own nodes at that instant, health and quota at the
     hour start), so a wait shorter than an hour is seen at the polls' resolution; the rest of
     each piece takes the rules at the hour start, with 3 read as other when the job has a spell
-    with a stated reason (not :data:`RESOURCES_REASON`). ``basis`` is ``exact`` where the job
-    has such a stated spell and no fragmentation came from its ``Resources`` spells; else
-    ``counterfactual``.
+    with a stated reason (not :data:`RESOURCES_REASON` nor Slurm's ``None``). ``basis`` is
+    ``exact`` where the job has such a stated spell and no fragmentation came from its
+    ``Resources`` spells; else ``counterfactual``.
 
     Args:
         capacity: :func:`domain_capacity_hourly` rows.
@@ -894,7 +897,7 @@ def large_job_wait_causes(
             pl.col("spell_end").cast(UTC_DATETIME).alias("_se"),
         )
         stated = (
-            spells.filter(pl.col("reason") != RESOURCES_REASON)
+            spells.filter(~pl.col("reason").is_in([RESOURCES_REASON, *_UNSTATED_REASONS]))
             .select(*keys)
             .unique()
             .with_columns(pl.lit(value=True).alias("_exact"))

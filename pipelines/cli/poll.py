@@ -46,6 +46,10 @@ def poll_slurm_cmd(
     spool: Annotated[
         Path | None, typer.Option(help="Spool root (default: the configured inputs folder)")
     ] = None,
+    clock_offset_s: Annotated[
+        float,
+        typer.Option(help="Seconds the cluster's clock runs ahead of this host's (normally 0)"),
+    ] = 0.0,
 ) -> None:
     """Poll ``squeue`` (and node comments) of one cluster once and spool it."""
     from pipelines.config import ConfigError, load_config
@@ -60,7 +64,7 @@ def poll_slurm_cmd(
     try:
         files = poll_slurm(
             spool or cfg.inputs_dir, cluster, chosen or poll_kinds(cfg.cluster(cluster)),
-            slurm_conf=slurm_conf, bin_dir=bin_dir,
+            slurm_conf=slurm_conf, bin_dir=bin_dir, clock_offset_s=clock_offset_s,
         )  # fmt: skip
     except (ValueError, RuntimeError) as exc:
         typer.echo(f"goodput: error: {exc}", err=True)
