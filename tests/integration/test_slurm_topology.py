@@ -35,7 +35,7 @@ slurmdbd with NNodes 2 but a NodeList of one node; the jobs here sleep 5 s, and 
 NNodes against the expanded NodeList.
 
 The module starts a cluster of its own (about 30 s; jobs submitted on the session's cluster
-would enter the day ``test_slurm_pipeline.py`` compares with sreport). In all it took 86 s on
+would enter the day ``test_slurm_pipeline.py`` compares with sreport). In all it took 88 s on
 the 2-core machine (cluster start and hour alignment ~35 s, the jobs and polls ~45 s, the
 ingest and rebuild a few seconds).
 """
@@ -173,15 +173,15 @@ def run(topo_cluster: SlurmTestCluster, tmp_path_factory: pytest.TempPathFactory
     # -p gpu: with -N sinfo lists a node once per partition (gpu-00[1-2] are in debug too)
     free = cluster.run(["sinfo", "-h", "-N", "-p", "gpu", "-t", "idle", "-o", "%N"]).stdout.split()
     gang = cluster.sbatch(
-        "sleep 2", user="carol", job_name="gang", nodes=2, gpus_per_node=GPUS_PER_NODE,
+        "sleep 5", user="carol", job_name="gang", nodes=2, gpus_per_node=GPUS_PER_NODE,
         extra=["--switches=1"],
     )  # fmt: skip
     source = SlurmStateCliSource(
         spool_dir=str(spool), slurm_conf=str(cluster.slurm_conf), env=cluster.env(),
         kinds=["squeue"], clock_offset_s=cluster.clock_offset_s,
     )  # fmt: skip
-    for i in range(3):  # the backfill scheduler runs every 5 s (bf_interval=5)
-        time.sleep(4)
+    for i in range(3):  # the backfill scheduler (expected start times) runs every 5 s
+        time.sleep(5.5)
         if i == 0:  # the first poll through the CLI, as cron runs it (in process: Python must
             # not run under the faked clock, only the Slurm clients it starts)
             cli = CliRunner().invoke(
@@ -196,6 +196,7 @@ def run(topo_cluster: SlurmTestCluster, tmp_path_factory: pytest.TempPathFactory
         (spooled,) = source.fetch(CLUSTER_NAME, day)
     cluster.run(["scancel", *holders])
     cluster.wait_for_state(gang, ["RUNNING", "COMPLETING", "COMPLETED"], timeout=60)
+    time.sleep(1.1)  # a poll time of its own (polls are stamped to the second)
     (spooled,) = source.fetch(CLUSTER_NAME, day)
     cluster.wait_all_done(timeout=90)
     gang_nodes, _ = _sacct_row(cluster, gang)
