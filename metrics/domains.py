@@ -35,6 +35,7 @@ from metrics.schema import (
 
 __all__ = [
     "DOMAIN_CAPACITY_SCHEMA",
+    "RESOURCES_REASON",
     "SEGMENT_CAPACITY_SCHEMA",
     "SEGMENT_SIZES",
     "STRANDED_SCHEMA",
@@ -576,6 +577,190 @@ def _team_held(jobs: pl.LazyFrame, hours: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+#: The pending reason a scheduler gives when it found no resources, whatever the cause
+#: (Slurm's ``Resources``: 22.05 gives it to a gang held by ``--switches`` too). Its spells are
+#: split by the rules at each poll instant (counterfactual), not read as a stated cause.
+RESOURCES_REASON: Final = "Resources"
+#: Pending reasons that state nothing yet (Slurm's ``None``: the scheduler has not looked at the
+#: job since it was submitted): their seconds take the hour-start rules.
+_UNSTATED_REASONS: Final = ("None",)
+
+
+def _poll_state(
+    at: pl.LazyFrame,
+    jobs: pl.LazyFrame,
+    topology: pl.LazyFrame,
+    level: pl.LazyFrame,
+    capacity: pl.LazyFrame,
+) -> pl.LazyFrame:
+    """``cluster, _at, _k, _pfree, _ptop``: the state at poll instants ``_at`` (rows of ``at``:
+    ``cluster, _at, _k``), from the attempts' own allocations rather than an hour's snapshot.
+
+    ``_pfree`` = the healthy GPUs of the gang level's domains at the instant's hour start minus
+    the GPUs of attempts running at ``_at`` (``start_at ≤ _at < end_at``; an open end runs on);
+    ``_ptop`` = the whole free nodes of the ``_k`` domains with the most of them, a domain's
+    whole free nodes being its nodes (map in force at ``_at``) that no running attempt holds,
+    less its unhealthy nodes at the hour start (a down node holds no attempt), at least 0.
+    """
+    instants = at.select(CLUSTER, pl.col("_at").cast(UTC_DATETIME)).unique()
+    inst_hours = instants.select(CLUSTER, pl.col("_at").dt.truncate("1h").alias(HOUR)).unique()
+    far = pl.lit(dt.datetime(9999, 1, 1, tzinfo=dt.UTC)).cast(UTC_DATETIME)
+    running = (
+        jobs.filter(pl.col(START_AT).is_not_null())
+        .select(
+            CLUSTER,
+            JOB_ID,
+            ATTEMPT,
+            pl.col(GPUS).cast(pl.Float64),
+            "node_list",
+            pl.col(START_AT).cast(UTC_DATETIME).alias("_s"),
+            pl.col(END_AT).cast(UTC_DATETIME).fill_null(far).alias("_e"),
+        )
+        .join(
+            inst_hours.group_by(CLUSTER).agg(
+                pl.col(HOUR).min().alias("_h0"), pl.col(HOUR).max().alias("_h1")
+            ),
+            on=CLUSTER,
+        )
+        .filter((pl.col("_e") > pl.col("_h0")) & (pl.col("_s") < pl.col("_h1") + _HOUR))
+        .with_columns(
+            pl.datetime_ranges(
+                pl.max_horizontal(pl.col("_s").dt.truncate("1h"), "_h0"),
+                pl.min_horizontal("_e", pl.col("_h1") + _HOUR),
+                "1h",
+                closed="left",
+            ).alias(HOUR)
+        )
+        .explode(HOUR)
+        .join(inst_hours, on=[CLUSTER, HOUR], how="semi")
+    )
+    busy = (
+        instants.with_columns(pl.col("_at").dt.truncate("1h").alias(HOUR))
+        .join(running, on=[CLUSTER, HOUR])
+        .filter((pl.col("_s") <= pl.col("_at")) & (pl.col("_at") < pl.col("_e")))
+        .unique([CLUSTER, "_at", JOB_ID, ATTEMPT])
+    )
+    busy_gpus = busy.group_by(CLUSTER, "_at").agg(pl.col(GPUS).sum().alias("_busy"))
+    busy_nodes = (
+        busy.select(CLUSTER, "_at", pl.col("node_list").alias(NODE))
+        .explode(NODE)
+        .unique()
+        .with_columns(pl.lit(value=True).alias("_held"))
+    )
+    maps = _maps(topology).join(level, on=[CLUSTER, LEVEL])
+    per_domain = (
+        instants.join(maps, on=CLUSTER)
+        .filter(
+            (pl.col(VALID_FROM) <= pl.col("_at"))
+            & (pl.col(VALID_TO).is_null() | (pl.col("_at") < pl.col(VALID_TO)))
+        )
+        .join(busy_nodes, on=[CLUSTER, "_at", NODE], how="left")
+        .group_by(CLUSTER, "_at", LEVEL, DOMAIN)
+        .agg((pl.len() - pl.col("_held").fill_null(value=False).sum()).alias("_unheld"))
+        .with_columns(pl.col("_at").dt.truncate("1h").alias(HOUR))
+        .join(
+            capacity.select(CLUSTER, HOUR, LEVEL, DOMAIN, "nodes", "healthy_nodes", "healthy_gpus"),
+            on=[CLUSTER, HOUR, LEVEL, DOMAIN],
+        )
+        .with_columns(
+            (pl.col("_unheld").cast(pl.Int64) - (pl.col("nodes") - pl.col("healthy_nodes")))
+            .clip(lower_bound=0)
+            .alias("_wf")
+        )
+        .with_columns(
+            pl.col("_wf").rank("ordinal", descending=True).over(CLUSTER, "_at").alias("_rank")
+        )
+    )
+    healthy = per_domain.group_by(CLUSTER, "_at").agg(pl.col("healthy_gpus").sum().alias("_hg"))
+    top = (
+        at.select(CLUSTER, pl.col("_at").cast(UTC_DATETIME), "_k")
+        .unique()
+        .join(per_domain, on=[CLUSTER, "_at"])
+        .group_by(CLUSTER, "_at", "_k")
+        .agg(pl.col("_wf").filter(pl.col("_rank") <= pl.col("_k")).sum().alias("_ptop"))
+    )
+    return (
+        top.join(healthy, on=[CLUSTER, "_at"])
+        .join(busy_gpus, on=[CLUSTER, "_at"], how="left")
+        .select(
+            CLUSTER,
+            "_at",
+            "_k",
+            (pl.col("_hg") - pl.col("_busy").fill_null(0.0)).clip(lower_bound=0.0).alias("_pfree"),
+            "_ptop",
+        )
+    )
+
+
+def _resource_spells(
+    state: pl.LazyFrame,
+    spells: pl.LazyFrame,
+    jobs: pl.LazyFrame,
+    topology: pl.LazyFrame,
+    level: pl.LazyFrame,
+    capacity: pl.LazyFrame,
+) -> pl.LazyFrame:
+    """``state`` with ``_res`` (seconds of each piece under :data:`RESOURCES_REASON` spells)
+    split into ``_rquota`` (the team over its entitlement at the hour start), ``_rprio``,
+    ``_rfrag`` and ``_rother`` by the rules at each spell's first instant in the piece
+    (:func:`_poll_state`), and ``_ridle`` = free GPUs × the fragmentation seconds."""
+    keys = [CLUSTER, JOB_ID, ATTEMPT, HOUR]
+    res = (
+        state.select(*keys, "_from", "_to", "_n", "_k", "_q", REQ_GPUS)
+        .join(spells.filter(pl.col("reason") == RESOURCES_REASON), on=[CLUSTER, JOB_ID])
+        .with_columns(pl.max_horizontal(HOUR, "_from", "_ss").alias("_at"))
+        .with_columns(
+            (
+                (
+                    pl.min_horizontal(
+                        pl.col(HOUR) + _HOUR, "_to", pl.col("_se").fill_null(pl.col("_to"))
+                    )
+                    - pl.col("_at")
+                ).dt.total_microseconds()
+                / 1e6
+            ).alias("_t")
+        )
+        .filter(pl.col("_t") > 0)
+    )
+    poll = _poll_state(res.select(CLUSTER, "_at", "_k"), jobs, topology, level, capacity)
+    rule = (
+        pl.when(pl.col("_q"))
+        .then(pl.lit("quota"))
+        .when(pl.col("_pfree").is_null())
+        .then(pl.lit("other"))
+        .when(pl.col("_pfree") < pl.col(REQ_GPUS))
+        .then(pl.lit("priority"))
+        .when(pl.col("_ptop") < pl.col("_n"))
+        .then(pl.lit("fragmentation"))
+        .otherwise(pl.lit("other"))
+    )
+
+    def spent(name: str) -> pl.Expr:
+        return pl.when(pl.col("_rc") == name).then(pl.col("_t")).otherwise(0.0).sum()
+
+    split = (
+        res.join(poll, on=[CLUSTER, "_at", "_k"], how="left")
+        .with_columns(rule.alias("_rc"))
+        .group_by(keys)
+        .agg(
+            pl.col("_t").sum().alias("_res"),
+            spent("fragmentation").alias("_rfrag"),
+            spent("quota").alias("_rquota"),
+            spent("priority").alias("_rprio"),
+            spent("other").alias("_rother"),
+            pl.when(pl.col("_rc") == "fragmentation")
+            .then(pl.col("_pfree") * pl.col("_t"))
+            .otherwise(0.0)
+            .sum()
+            .alias("_ridle"),
+        )
+    )
+    cols = ("_res", "_rquota", "_rfrag", "_rprio", "_rother", "_ridle")
+    return state.join(split, on=keys, how="left", nulls_equal=True).with_columns(
+        pl.col(c).fill_null(0.0) for c in cols
+    )
+
+
 def large_job_wait_causes(
     capacity: pl.LazyFrame,
     jobs: pl.LazyFrame,
@@ -604,10 +789,16 @@ def large_job_wait_causes(
     4. **other**: it would have fit (scheduler cycle, backfill, reservation), or no capacity
        snapshot covers the hour.
 
-    ``basis`` is ``exact`` where ``reasons`` (``pending_reason_spells``) hold a spell of the
-    job: then fragmentation is the seconds of its spells whose reason states a topology cause
-    (:func:`topology_reason`), and the rest of each piece takes the rule above with 3 read as
-    other; else ``counterfactual`` (the rules alone).
+    With ``reasons`` (``pending_reason_spells``): the seconds of the job's spells whose reason
+    states a topology cause (:func:`topology_reason`) are fragmentation; the seconds of its
+    :data:`RESOURCES_REASON` spells (a reason that names no cause: Slurm 22.05 gives it to a
+    gang held by ``--switches``) take the rules at the spell's first instant in each piece
+    (:func:`_poll_state`: running attempts' own nodes at that instant, health and quota at the
+    hour start), so a wait shorter than an hour is seen at the polls' resolution; the rest of
+    each piece takes the rules at the hour start, with 3 read as other when the job has a spell
+    with a stated reason (not :data:`RESOURCES_REASON` nor Slurm's ``None``). ``basis`` is
+    ``exact`` where the job has such a stated spell and no fragmentation came from its
+    ``Resources`` spells; else ``counterfactual``.
 
     Args:
         capacity: :func:`domain_capacity_hourly` rows.
@@ -619,7 +810,8 @@ def large_job_wait_causes(
         pending: never-started rows ``cluster, job_id, team, req_gpus, eligible_at, end_at``.
         shares: ``team, pool, share, valid_from`` (pool = cluster; the latest row at or before
             the hour applies).
-        reasons: ``cluster, job_id, reason, spell_start, spell_end``.
+        reasons: ``cluster, job_id, reason, spell_start, spell_end``; ``jobs`` then also needs
+            ``node_list`` (list of hosts) for the state at poll instants.
         min_gpus: a job is large when it asks for at least this many GPUs.
 
     Returns:
@@ -692,7 +884,9 @@ def large_job_wait_causes(
         .then(pl.lit("fragmentation"))
         .otherwise(pl.lit("other"))
     )
-    state = state.with_columns(cause.alias("_cause"), pl.lit(0.0).alias("_topo"))
+    state = state.with_columns(
+        cause.alias("_cause"), over_quota.alias("_q"), pl.lit(0.0).alias("_topo")
+    )
     keys = [CLUSTER, JOB_ID]
     if reasons is not None:
         spells = reasons.select(
@@ -702,7 +896,12 @@ def large_job_wait_causes(
             pl.col("spell_start").cast(UTC_DATETIME).alias("_ss"),
             pl.col("spell_end").cast(UTC_DATETIME).alias("_se"),
         )
-        stated = spells.select(*keys).unique().with_columns(pl.lit(value=True).alias("_exact"))
+        stated = (
+            spells.filter(~pl.col("reason").is_in([RESOURCES_REASON, *_UNSTATED_REASONS]))
+            .select(*keys)
+            .unique()
+            .with_columns(pl.lit(value=True).alias("_exact"))
+        )
         topo = (
             state.select(*keys, ATTEMPT, HOUR, "_from", "_to")
             .join(spells.filter(topology_reason(pl.col("reason"))), on=keys)
@@ -737,9 +936,16 @@ def large_job_wait_causes(
                 .alias("_cause")
             )
         )
+        state = _resource_spells(state, spells, jobs, topology, level, capacity)
     else:
-        state = state.with_columns(pl.lit(value=False).alias("_exact"))
-    rest = pl.col("_sec") - pl.col("_topo")
+        state = state.with_columns(
+            pl.lit(value=False).alias("_exact"),
+            *(
+                pl.lit(0.0).alias(c)
+                for c in ("_res", "_rquota", "_rfrag", "_rprio", "_rother", "_ridle")
+            ),
+        )
+    rest = pl.col("_sec") - pl.col("_topo") - pl.col("_res")
 
     def part(name: str) -> pl.Expr:
         return pl.when(pl.col("_cause") == name).then(rest).otherwise(0.0).sum()
@@ -748,18 +954,22 @@ def large_job_wait_causes(
         state.group_by(*keys, ATTEMPT, TEAM, REQ_GPUS, "_n", "_from", START_AT)
         .agg(
             pl.col("_sec").sum().alias("wait_s"),
-            part("quota").alias("quota_s"),
-            part("priority").alias("priority_s"),
-            (part("fragmentation") + pl.col("_topo").sum()).alias("fragmentation_s"),
-            part("other").alias("other_s"),
-            pl.when(pl.col("_cause") == "fragmentation")
-            .then(pl.col("_free") * rest)
-            .when(pl.col("_exact"))
-            .then(pl.col("_free") * pl.col("_topo"))
-            .otherwise(0.0)
+            (part("quota") + pl.col("_rquota").sum()).alias("quota_s"),
+            (part("priority") + pl.col("_rprio").sum()).alias("priority_s"),
+            (part("fragmentation") + pl.col("_topo").sum() + pl.col("_rfrag").sum()).alias(
+                "fragmentation_s"
+            ),
+            (part("other") + pl.col("_rother").sum()).alias("other_s"),
+            (
+                pl.when(pl.col("_cause") == "fragmentation")
+                .then(pl.col("_free") * rest)
+                .otherwise(0.0)
+                + pl.when(pl.col("_exact")).then(pl.col("_free") * pl.col("_topo")).otherwise(0.0)
+                + pl.col("_ridle")
+            )
             .sum()
             .alias("blocked_idle_gpu_s"),
-            pl.col("_exact").any().alias("_exact"),
+            (pl.col("_exact").any() & (pl.col("_rfrag").sum() == 0)).alias("_exact"),
         )
         .select(
             *keys,

@@ -1,4 +1,5 @@
-"""Schedules and sensors: a daily run per cluster, and a sensor that loads new input files."""
+"""Schedules and sensors: a daily run per cluster, a sensor that loads new input files, and the
+frequent poll of live Slurm state."""
 
 from __future__ import annotations
 
@@ -11,8 +12,19 @@ import dagster as dg
 
 from pipelines._file_source import KIND_GLOBS, _day_of, _files
 from pipelines.config import Config
+from pipelines.poll_job import poll_slurm_state
+from pipelines.slurm.poll import POLL_CRON, live_poll_clusters, poll_kinds
 
-__all__ = ["build_daily_schedules", "build_new_files_sensor", "input_fingerprints"]
+__all__ = [
+    "SLURM_POLL_JOB",
+    "build_daily_schedules",
+    "build_new_files_sensor",
+    "build_slurm_poll",
+    "input_fingerprints",
+]
+
+#: The job the ``slurm_live_poll`` schedule runs.
+SLURM_POLL_JOB = "slurm_live_poll_job"
 
 
 def input_fingerprints(cluster_dirs: Mapping[str, Path]) -> dict[str, list[object]]:
@@ -100,3 +112,50 @@ def build_daily_schedules(
         description="Recompute core and analytics and publish the serving copy.",
     )
     return [_daily, refresh]
+
+
+def build_slurm_poll(
+    cfg: Config,
+) -> tuple[dg.JobDefinition, dg.ScheduleDefinition] | None:
+    """The job and schedule that poll live Slurm state (``squeue``; ``node_comments`` on Slurm
+    run on Kubernetes) every two minutes (:data:`~pipelines.slurm.poll.POLL_CRON`), one run
+    per live Slurm cluster, spooled into the inputs folder as the live source does.
+
+    Returns:
+        ``(job, schedule)``, or None where no cluster's source is live (``[sources] sacct`` is
+        not ``cli``): exported files carry no live state to poll. The schedule starts running
+        (``DefaultScheduleStatus.RUNNING``) since it is defined only where it can work.
+    """
+    clusters = live_poll_clusters(cfg)
+    if not clusters:
+        return None
+    spool = str(cfg.inputs_dir)
+
+    @dg.job(name=SLURM_POLL_JOB, description="Poll live Slurm state (squeue, node comments).")
+    def _job() -> None:
+        poll_slurm_state()
+
+    @dg.schedule(
+        name="slurm_live_poll",
+        cron_schedule=POLL_CRON,
+        execution_timezone="UTC",
+        job=_job,
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+        description="Poll squeue (and node comments) of every live Slurm cluster.",
+    )
+    def _schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
+        stamp = context.scheduled_execution_time.isoformat()
+        return [
+            dg.RunRequest(
+                run_key=f"poll|{c.name}|{stamp}",
+                run_config={
+                    "ops": {"poll_slurm_state": {"config": {
+                        "spool_dir": spool, "cluster": c.name, "kinds": poll_kinds(c),
+                    }}}
+                },
+                tags={"cluster": c.name},
+            )
+            for c in clusters
+        ]  # fmt: skip
+
+    return _job, _schedule

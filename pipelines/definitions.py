@@ -11,7 +11,11 @@ from dagster_duckdb import DuckDBResource
 from pipelines._raw_assets import SettingsResource, build_raw_assets
 from pipelines._sources import InputSource
 from pipelines.analytics.assets import core_and_analytics, recommendations, serving_copy
-from pipelines.automation import build_daily_schedules, build_new_files_sensor
+from pipelines.automation import (
+    build_daily_schedules,
+    build_new_files_sensor,
+    build_slurm_poll,
+)
 from pipelines.config import Config, load_config
 from pipelines.dcgm.resources import (
     DcgmFileSource,
@@ -104,6 +108,8 @@ def build_defs(cfg: Config | None = None) -> dg.Definitions:
         description="Recompute core + analytics; publish the serving copy.",
     )
     freshness_checks = build_freshness_checks(cfg, raw_assets)
+    poll = build_slurm_poll(cfg)
+    poll_jobs, poll_schedules = ([poll[0]], [poll[1]]) if poll is not None else ([], [])
     return dg.Definitions(
         asset_checks=freshness_checks,
         assets=[
@@ -114,10 +120,11 @@ def build_defs(cfg: Config | None = None) -> dg.Definitions:
             lake_export,
             weekly_report,
         ],
-        jobs=[raw_job, analytics_job, weekly_report_job, lake_raw_job],
+        jobs=[raw_job, analytics_job, weekly_report_job, lake_raw_job, *poll_jobs],
         schedules=[
             *build_daily_schedules(cfg, RAW_JOB, ANALYTICS_JOB),
             weekly_report_schedule(cfg),
+            *poll_schedules,
         ],
         sensors=[
             build_new_files_sensor(cfg, raw_job, analytics_job),

@@ -491,8 +491,12 @@ def _fragmentation(core: CoreFrames, occ: pl.DataFrame) -> pl.DataFrame:
 _REASON_SPELL_TABLES = ("core.pending_reason_spells", "analytics.pending_reason_spells")
 
 
-def _reason_spells(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
-    """The polled pending-reason spells, where some build wrote them; else None."""
+def _reason_spells(con: duckdb.DuckDBPyConnection, current: pl.DataFrame) -> pl.DataFrame | None:
+    """The polled pending-reason spells: this build's (``current``, from ``raw.slurm_squeue``)
+    when it has any, else a table an earlier build wrote; else None. (The tables hold the last
+    build's spells: read alone, a fresh warehouse's first build would see none.)"""
+    if current.height:
+        return current
     for table in _REASON_SPELL_TABLES:
         if table_exists(con, table):
             return read_table(con, table)
@@ -512,7 +516,7 @@ def _domain_tables(
     capacity = domain_capacity_hourly(
         topo, jobs, hours, nodes, down=down, segment_sizes=cfg.segment_sizes
     ).collect()
-    spells = _reason_spells(con)
+    spells = _reason_spells(con, core.pending_spells)
     causes = large_job_wait_causes(
         capacity.lazy(), jobs, nodes, as_of, topology=topo, pending=pending,
         shares=core.shares.lazy() if core.shares.height else None,

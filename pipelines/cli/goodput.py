@@ -18,6 +18,7 @@ from polars.exceptions import PanicException
 from pipelines._parse_result import InputFormatError
 from pipelines._progress import progress_bar
 from pipelines.cli.k8s_watch import watch_app
+from pipelines.cli.poll import poll_app
 from pipelines.cli.report import report_app
 from pipelines.config import ConfigError, load_config, repo_root
 from pipelines.kinds import input_kinds
@@ -33,6 +34,7 @@ app = typer.Typer(
 
 app.add_typer(report_app)
 app.add_typer(watch_app)  # goodput watch k8s
+app.add_typer(poll_app)  # goodput poll slurm
 
 #: The ``goodput ingest`` words (the kinds registry).
 _SOURCES = tuple(k.name for k in input_kinds())

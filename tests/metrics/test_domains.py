@@ -218,8 +218,10 @@ def test_wait_causes_exact_where_a_topology_reason_is_stated() -> None:
     """P1's spell "… allows to fit only 2 out of 3" from h0 + 15 min to h1 + 15 min: h0 piece
     2700 s and h1 piece 900 s are fragmentation (3600 s); the rest (900 + 2700) is other
     (a counterfactual fragmentation reads as other); idle while blocked 18 × 2700 + 24 × 900
-    = 70,200 GPU-s. Q's spell says Resources: exact, no topology seconds, quota 1800 as
-    before. R has no spell: counterfactual."""
+    = 70,200 GPU-s. Q's spell says Resources, which states no cause: its seconds take the
+    rules at the spell's first instant in each piece: h0 (t2 over its share at the hour start)
+    1800 s quota; h1 at h1: only A runs (n1, n2), 32 − 8 = 24 free ≥ 12 and d2 has 4 whole
+    free nodes ≥ 3 → 1800 s other; counterfactual. R has no spell: counterfactual."""
     reasons = pl.LazyFrame(
         {"cluster": ["c", "c"], "job_id": ["P1", "Q"],
          "reason": ["Topology allows to fit only 2 out of 3", "Resources"],
@@ -230,8 +232,36 @@ def test_wait_causes_exact_where_a_topology_reason_is_stated() -> None:
     assert got.select("job_id", "quota_s", "priority_s", "fragmentation_s", "other_s",
                       "blocked_idle_gpu_s", "basis").rows() == [
         ("P1", 0.0, 0.0, 3600.0, 3600.0, 70_200.0, "exact"),
-        ("Q", 1800.0, 0.0, 0.0, 1800.0, 0.0, "exact"),
+        ("Q", 1800.0, 0.0, 0.0, 1800.0, 0.0, "counterfactual"),
         ("R", 0.0, 3600.0, 0.0, 0.0, 0.0, "counterfactual"),
+    ]  # fmt: skip
+
+
+def test_resources_spells_take_the_rules_at_the_poll_instant() -> None:
+    """P1 seen pending for Resources (no cause stated, as Slurm 22.05 says of a gang held by
+    ``--switches``) in two polled spells; each spell's seconds take the rules at its first
+    instant in the piece, from the attempts running then:
+
+    * h0 + 35 min – h0 + 40 min (300 s): A (n1, n2, 8 GPUs) and P2 (n6, 4 GPUs) run; healthy
+      at h0: 28 GPUs (n8 down) → 28 − 12 = 16 free ≥ 12; whole free nodes d1 = n3, n4 → 2,
+      d2 = 4 − 1 held − 1 down = 2; n = 3, k = 1, best 2 < 3 → fragmentation 300 s, idle
+      16 × 300 = 4,800 GPU-s;
+    * h0 + 55 min – h1 + 10 min: at h0 + 55 only A runs (B ended h0 + 30, P2 h0 + 50):
+      28 − 8 = 20 free, d2 = 4 − 1 down = 3 ≥ 3 → other 300 s; at h1 (n8 healthy again) A
+      runs: 24 free, d2 = 4 → other 600 s.
+
+    The rest takes the hour-start rules as before: h0 3600 − 600 = 3000 s fragmentation (idle
+    18 × 3000 = 54,000), h1 3000 s other. P1: fragmentation 300 + 3000 = 3300, other 300 + 600
+    + 3000 = 3900, idle 58,800; no stated reason → counterfactual."""
+    reasons = pl.LazyFrame(
+        {"cluster": ["c", "c"], "job_id": ["P1", "P1"], "reason": ["Resources", "Resources"],
+         "spell_start": [H0 + 35 * M, H0 + 55 * M], "spell_end": [H0 + 40 * M, H1 + 10 * M]},
+        schema_overrides={"spell_start": T, "spell_end": T},
+    )  # fmt: skip
+    got = _causes(reasons).filter(pl.col("job_id") == "P1")
+    assert got.select("wait_s", "quota_s", "priority_s", "fragmentation_s", "other_s",
+                      "blocked_idle_gpu_s", "basis").rows() == [
+        (7200.0, 0.0, 0.0, 3300.0, 3900.0, 58_800.0, "counterfactual"),
     ]  # fmt: skip
 
 
