@@ -7,7 +7,9 @@ its mtime, inode or size changed). Opening the file costs 0.1–0.3 s (its catal
 blocks), which a page of twenty queries paid twenty times. Holding it blocks no writer: the
 pipeline writes the warehouse and publishes the serving copy by renaming a new file over it
 (:func:`pipelines.warehouse.publish_serving_copy`), which an open reader of the old file does
-not stop. The SQL page's ad hoc statements keep their own locked-down, bounded connection
+not stop. (So the dashboard reads the serving copy, never the warehouse: a reader held on
+the warehouse would block the pipeline's writer.) The SQL page's ad hoc statements keep their
+own locked-down, bounded connection
 (:mod:`pipelines.warehouse.safe_sql`). Every query is a file in ``sql/dashboard/``; the
 filters (:class:`Filters`) reach it as bound ``$start``, ``$end``, ``$cluster`` and ``$team``
 parameters.
