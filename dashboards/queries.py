@@ -194,7 +194,9 @@ class _SharedReader:
     Each query takes a cursor (:func:`pipelines.warehouse.reader_cursor`). When the file's
     ``(mtime_ns, inode, size)`` changes (a publish renamed a new copy over it), the next query
     opens the new file; the old attachment is closed once its last cursor is (a query in flight
-    finishes on the copy it started on).
+    finishes on the copy it started on). Rows already in the data cache are served until their
+    TTL (60 s) runs out, as before. While the file is held, nothing else in this process may
+    open it read-write (DuckDB refuses: "Unique file handle conflict"); the dashboard never does.
     """
 
     path: str
