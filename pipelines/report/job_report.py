@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import hostlist
 import polars as pl
 
@@ -24,6 +25,7 @@ __all__ = [
     "fmt_hours",
     "format_job_report",
     "job_report",
+    "job_report_on",
     "job_waterfall",
     "outcome",
 ]
@@ -89,13 +91,23 @@ def job_report(
     """
     con = open_readonly(serving_db)
     try:
-        params = {"job_id": job_id, "cluster": cluster}
-        attempts = query(
-            con, "job_attempts", idle_below=idle_below, mig_pattern=MIG_PATTERN, **params
-        )
-        never = query(con, "job_never_started", **params)
+        return job_report_on(con, job_id, cluster=cluster, idle_below=idle_below)
     finally:
         con.close()
+
+
+def job_report_on(
+    con: duckdb.DuckDBPyConnection,
+    job_id: str,
+    *,
+    cluster: str | None = None,
+    idle_below: float = 0.05,
+) -> JobReport:
+    """:func:`job_report` on a connection already open on the serving copy (read-only, zone
+    UTC): the dashboard's shared reader. Same arguments otherwise."""
+    params = {"job_id": job_id, "cluster": cluster}
+    attempts = query(con, "job_attempts", idle_below=idle_below, mig_pattern=MIG_PATTERN, **params)
+    never = query(con, "job_never_started", **params)
     return JobReport(job_id, attempts, never, idle_below)
 
 

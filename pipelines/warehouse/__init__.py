@@ -14,11 +14,14 @@ files of ``sql/`` (:mod:`pipelines.warehouse.sql`), the table helpers and the na
 from __future__ import annotations
 
 from pipelines.warehouse._connection import (
+    ATTACHED_AS,
     LOCK_WAIT_S,
     WarehouseLocked,
+    attach_read_only,
     connect,
     lock_holder,
     pid_alive,
+    reader_cursor,
 )
 from pipelines.warehouse._loading import (
     RAW_TABLES,
@@ -54,6 +57,7 @@ from pipelines.warehouse.tables import (
 )
 
 __all__ = [
+    "ATTACHED_AS",
     "LOCK_WAIT_S",
     "PRIVACY_TABLE",
     "RAW_TABLES",
@@ -62,6 +66,7 @@ __all__ = [
     "IngestStats",
     "WarehouseLocked",
     "as_utc",
+    "attach_read_only",
     "connect",
     "count_rows",
     "diff_replace",
@@ -76,6 +81,7 @@ __all__ = [
     "publish_serving_copy",
     "raw_table_schemas",
     "read_table",
+    "reader_cursor",
     "refresh_as_of",
     "remove_stale_copies",
     "replace_days",

@@ -11,6 +11,9 @@ from pathlib import Path
 
 import duckdb
 
+#: The catalog name under which :func:`attach_read_only` attaches a file.
+ATTACHED_AS = "served"
+
 
 class WarehouseLocked(RuntimeError):
     """Another process holds the DuckDB file's write lock past the wait (the message names the
@@ -80,6 +83,63 @@ def connect(
         yield con
     finally:
         con.close()
+
+
+def attach_read_only(path: str | Path) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with the file ``path`` attached read-only, for one process's readers
+    to share: each query takes its own :func:`reader_cursor` (DuckDB connections are not shared
+    between threads; cursors of one connection may run at once).
+
+    Why not ``duckdb.connect(path, read_only=True)`` held open: DuckDB's Python client hands every
+    connect of one path in a process the same cached database instance, so a held connection
+    would (a) keep answering for the old file after a publish renames a new copy over the path,
+    and (b) make any connect of that path with other settings fail ("different configuration
+    than existing connections"): the SQL page's locked-down connections, say. An in-memory
+    database is never cached, and it opens the attached file itself.
+
+    Locked down like :func:`pipelines.warehouse.safe_sql.open_readonly`: attached ``READ_ONLY``,
+    external access (files, ``ATTACH``, extensions) off once attached, session zone UTC for
+    every cursor, configuration locked (DuckDB still lets a query read the attached file itself
+    and its spill folder as files, and attach it again read-only: nothing beyond the copy). A
+    spill folder beside the file (``<path>.tmp``), as a read-only connect of the file would use.
+
+    Raises:
+        FileNotFoundError: no such file.
+        duckdb.IOException: the file cannot be opened (a writer holds it, say).
+    """
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no such database")
+    con = duckdb.connect(
+        ":memory:",
+        config={
+            "autoinstall_known_extensions": "false",
+            "autoload_known_extensions": "false",
+            "temp_directory": f"{p}.tmp",
+        },
+    )
+    try:
+        quoted = str(p).replace("'", "''")
+        con.execute(f"ATTACH '{quoted}' AS {ATTACHED_AS} (READ_ONLY)")
+        con.execute("SET enable_external_access = false")
+        con.execute("SET GLOBAL TimeZone = 'UTC'")
+        con.execute("SET lock_configuration = true")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def reader_cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """A new cursor of an :func:`attach_read_only` connection, reading the attached file by
+    default (``USE``; each cursor is a session of its own). Close it when done."""
+    cur = con.cursor()
+    try:
+        cur.execute(f"USE {ATTACHED_AS}")
+    except BaseException:
+        cur.close()
+        raise
+    return cur
 
 
 def pid_alive(pid: int) -> bool:
