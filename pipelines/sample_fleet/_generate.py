@@ -41,7 +41,7 @@ from pipelines.sample_fleet._rackscale import (
     build_rackscale_cluster,
     generate_rackscale,
 )
-from pipelines.sample_fleet._slurm_on_k8s import SOK_FILES, write_slurm_on_k8s
+from pipelines.sample_fleet._slurm_on_k8s import sok_files, write_slurm_on_k8s
 from pipelines.sample_fleet._slurm_sim import SlurmResult, simulate_slurm
 from pipelines.sample_fleet._writers import (
     LocalTime,
@@ -588,8 +588,8 @@ def generate_sample_fleet(
     write_planted(out / "planted.json", planted)
     files += 1
     # Slurm on Kubernetes (sok-c in NodeSet pods on k8s-c): its own RNG stream and files
-    write_slurm_on_k8s(out, seed=seed, start=start)
-    files += SOK_FILES
+    write_slurm_on_k8s(out, seed=seed, start=start, days=days)
+    files += sok_files(days)
 
     s0, s1 = fleet.slurm_window
     k0, k1 = fleet.k8s_window

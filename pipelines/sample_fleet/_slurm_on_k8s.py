@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["K8S_CLUSTER", "SOK_CLUSTER", "SOK_FILES", "write_slurm_on_k8s"]
+__all__ = ["K8S_CLUSTER", "SOK_CLUSTER", "sok_files", "write_slurm_on_k8s"]
 
 SOK_CLUSTER = "sok-c"
 K8S_CLUSTER = "k8s-c"
@@ -39,10 +39,16 @@ _NODESET = "slurm-worker-sok"
 _NODESET_UID = str(uuid.uuid5(_NS, _NODESET))
 _K8S_NODES = ("kc-node-01", "kc-node-02", "kc-node-03", "kc-node-04")
 _GPUS = 8
-_DAYS = 2
-#: Files :func:`write_slurm_on_k8s` writes: the inventory, per day the pods, sacct and 4 polls,
-#: and the planted file.
-SOK_FILES = 1 + _DAYS * (1 + 1 + 4) + 1
+#: The fewest days the pair simulates: its planted findings lie on its first two days.
+MIN_DAYS = 2
+
+
+def sok_files(days: int) -> int:
+    """Files :func:`write_slurm_on_k8s` writes for a ``days``-day window: the inventory, per
+    day (at least :data:`MIN_DAYS`) the pods, sacct and 4 polls, and the planted file."""
+    return 1 + max(days, MIN_DAYS) * (1 + 1 + 4) + 1
+
+
 _SACCT_FIELDS = (
     "JobID",
     "JobIDRaw",
@@ -163,10 +169,10 @@ def _slurmd(name: str, node: str, gpus: int, start: int, end: int) -> _Pod:
     return _Pod("slurm", name, node, gpus, start - 60, start, end, labels)
 
 
-def _simulate(seed: int, t0: int) -> tuple[list[_Pod], list[_Job], dict[str, Any]]:
+def _simulate(seed: int, t0: int, days: int) -> tuple[list[_Pod], list[_Job], dict[str, Any]]:
     rng = random.Random(f"goodput-sample/{seed}/slurm-on-k8s")
     # the slurmd pods stop 10 minutes before the last snapshot, so every span is closed in it
-    t1 = t0 + _DAYS * 86400 - 600
+    t1 = t0 + days * 86400 - 600
     mig = t0 + 86400 + 12 * 3600  # sok-2's pod is recreated on kc-node-04 then
     pods = [
         _slurmd(f"{_NODESET}-0", "kc-node-01", 8, t0, t1),
@@ -285,13 +291,17 @@ def _sacct_day(jobs: list[_Job], a: int, b: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_slurm_on_k8s(out_dir: str | Path, *, seed: int, start: dt.date) -> dict[str, Any]:
-    """Write the ``sok-c`` / ``k8s-c`` inputs (module docstring) for ``_DAYS`` UTC days.
+def write_slurm_on_k8s(
+    out_dir: str | Path, *, seed: int, start: dt.date, days: int = MIN_DAYS
+) -> dict[str, Any]:
+    """Write the ``sok-c`` / ``k8s-c`` inputs (module docstring) for ``days`` UTC days (at
+    least :data:`MIN_DAYS`), so the pair covers the fleet's window like its other clusters.
 
     Args:
         out_dir: the sample fleet's folder.
         seed: the fleet's seed (this pair draws from its own stream of it).
         start: the first UTC day.
+        days: the fleet's window in days.
 
     Returns:
         The planted findings with the naive and reconciled GPU-seconds (also written to
@@ -299,7 +309,8 @@ def write_slurm_on_k8s(out_dir: str | Path, *, seed: int, start: dt.date) -> dic
     """
     out = Path(out_dir)
     t0 = int(dt.datetime.combine(start, dt.time(), dt.UTC).timestamp())
-    pods, jobs, planted = _simulate(seed, t0)
+    days = max(days, MIN_DAYS)
+    pods, jobs, planted = _simulate(seed, t0, days)
     k_dir, s_dir = out / "inputs" / K8S_CLUSTER / "k8s", out / "inputs" / SOK_CLUSTER
     for folder in (out / "inventory", k_dir, s_dir / "sacct", s_dir / "slurm_state"):
         folder.mkdir(parents=True, exist_ok=True)
@@ -308,7 +319,7 @@ def write_slurm_on_k8s(out_dir: str | Path, *, seed: int, start: dt.date) -> dic
         + "".join(f"{n},{_GPUS},h100,default,rack-1\n" for n in _K8S_NODES),
         encoding="utf-8",
     )
-    for d in range(_DAYS):
+    for d in range(days):
         a, b = t0 + d * 86400, t0 + (d + 1) * 86400
         day = (start + dt.timedelta(days=d)).isoformat()
         items = [

@@ -201,12 +201,14 @@ def test_layout_and_summary(fleet: tuple[Path, FleetSummary]) -> None:
     # on its third day (tests/sample_fleet/test_policy_plant.py)
     history = [(START + dt.timedelta(days=i)).isoformat() for i in range(-28, DAYS)]
     expected |= {"inventory/slurm-p.csv"} | {f"inputs/slurm-p/sacct/sacct_{d}.psv" for d in history}
+    # and the proposal an earlier run made before the change (test_policy_plant_recommendation.py)
+    expected |= {"inputs/slurm-p/recommendations/proposals_2026-11-04.json"}
     expected |= {
         f"inputs/slurm-p/slurm_state/scontrol_config_{d}.txt"
         for d in ((START + dt.timedelta(days=i)).isoformat() for i in (2, 3))
     }
-    # the Slurm-on-Kubernetes pair (sok-c on k8s-c) writes two UTC days whatever DAYS is
-    sok_days = [(START + dt.timedelta(days=i)).isoformat() for i in range(2)]
+    # the Slurm-on-Kubernetes pair (sok-c on k8s-c) covers the window's DAYS UTC days
+    sok_days = [(START + dt.timedelta(days=i)).isoformat() for i in range(DAYS)]
     expected |= {"planted_slurm_on_k8s.json", "inventory/k8s-c.csv"}
     for d in sok_days:
         expected |= {f"inputs/k8s-c/k8s/pods_{d}.json", f"inputs/sok-c/sacct/sacct_{d}.psv"}
@@ -214,7 +216,7 @@ def test_layout_and_summary(fleet: tuple[Path, FleetSummary]) -> None:
                      for h in (0, 6, 12, 18)}  # fmt: skip
     written = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
     assert written == expected
-    assert summary.files_written == len(expected) == 13 + 11 * DAYS + 3 + 28 + DAYS + 14
+    assert summary.files_written == len(expected) == 13 + 11 * DAYS + 3 + 28 + DAYS + 1 + 2 + 6 * DAYS
     assert summary.gpus == {"slurm-a": 192, "k8s-b": 64, "slurm-nvl": 288}
     assert summary.jobs["slurm-a"] > 1500
     assert summary.jobs["k8s-b"] > 400
