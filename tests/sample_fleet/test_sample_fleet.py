@@ -216,7 +216,10 @@ def test_layout_and_summary(fleet: tuple[Path, FleetSummary]) -> None:
                      for h in (0, 6, 12, 18)}  # fmt: skip
     written = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
     assert written == expected
-    assert summary.files_written == len(expected) == 13 + 11 * DAYS + 3 + 28 + DAYS + 1 + 2 + 6 * DAYS
+    # slurm-a, k8s-b and slurm-nvl: 13 + 11 per day; slurm-p: 3 + 28 days of history + DAYS
+    # + its earlier proposal; the Slurm-on-Kubernetes pair: 2 + 6 per day
+    plant_files = 3 + 28 + DAYS + 1
+    assert summary.files_written == len(expected) == 13 + 11 * DAYS + plant_files + 2 + 6 * DAYS
     assert summary.gpus == {"slurm-a": 192, "k8s-b": 64, "slurm-nvl": 288}
     assert summary.jobs["slurm-a"] > 1500
     assert summary.jobs["k8s-b"] > 400
