@@ -51,7 +51,7 @@ fuzz: install
 	GOODPUT_FUZZ_N=4000 GOODPUT_CRASH_KILLS=20 $(BIN)/python -m pytest -q tests/fuzz tests/pipelines/test_crash_safety.py
 
 pytest: install
-	GOODPUT_REQUIRE_SLURM=1 GOODPUT_REQUIRE_PROMETHEUS=1 GOODPUT_REQUIRE_BROWSER=1 GOODPUT_REQUIRE_MOTO=1 $(BIN)/python -m pytest
+	GOODPUT_REQUIRE_SLURM=1 GOODPUT_REQUIRE_PROMETHEUS=1 GOODPUT_REQUIRE_BROWSER=1 GOODPUT_REQUIRE_MOTO=1 $(BIN)/python -m pytest --durations=25
 
 test: install system-deps lint typecheck pytest
 

@@ -148,6 +148,28 @@ def _find_binary(name: str) -> str | None:
     return shutil.which(name, path=f"{os.environ.get('PATH', '')}:{_SBIN_PATH}")
 
 
+def _remove_stale_faketime_ipc(shm_dir: Path = Path("/dev/shm")) -> int:
+    """Remove libfaketime's per-process semaphores and shared memory whose process is gone.
+
+    libfaketime names them after the creating pid (``sem.faketime_sem_<pid>``,
+    ``faketime_shm_<pid>``) and removes them at a normal exit; a killed daemon or job leaves
+    them behind, and a later process given the same pid can then fail to start. Files of live
+    pids (another cluster's, another test run's) are kept.
+
+    Returns:
+        How many files were removed.
+    """
+    removed = 0
+    for path in shm_dir.glob("*faketime_*_*"):
+        pid = path.name.rsplit("_", 1)[-1]
+        if not pid.isdigit() or Path(f"/proc/{pid}").exists():
+            continue
+        with contextlib.suppress(OSError):
+            path.unlink()
+            removed += 1
+    return removed
+
+
 def _find_library(key: str) -> Path | None:
     pattern = _LIB_GLOBS[key]
     matches = sorted(Path("/").glob(pattern.lstrip("/")))
@@ -393,6 +415,12 @@ class SlurmTestCluster:
             "sbatch", "--parsable", f"--job-name={job_name}", f"--nodes={nodes}",
             f"--cpus-per-task={cpus_per_task}", f"--time={time_limit}",
             f"--output={self.job_out_dir}/job-%j.out", "--chdir=/tmp",
+            # The job's own processes run without libfaketime: they would inherit sbatch's
+            # FAKETIME_SHARED, naming a semaphore sbatch removed when it exited, and
+            # libfaketime 0.9.10 then sometimes exits 1 before the script runs ("sem_open
+            # failed and recreation attempts failed"), a job FAILED at launch. Slurm's
+            # records keep the faked clock: slurmd and slurmstepd still run under it.
+            f"--export=ALL,LD_PRELOAD={self._libs['libnss_wrapper']}",
         ]  # fmt: skip
         if account is not None:
             argv.append(f"--account={account}")
@@ -581,6 +609,7 @@ class SlurmTestCluster:
             )
         self._libs = {key: p for key in _LIB_GLOBS if (p := _find_library(key)) is not None}
         try:
+            _remove_stale_faketime_ipc()
             self._prepare_files()
             self._start_munged()
             self._start_mariadb()
@@ -602,7 +631,8 @@ class SlurmTestCluster:
         self.startup_s = time.monotonic() - began
 
     def stop(self) -> None:
-        """Cancel remaining jobs, stop the daemons (newest first), kill any straggler."""
+        """Cancel remaining jobs, stop the daemons (newest first), kill any straggler, and
+        remove the libfaketime semaphores and shared memory that killed processes left."""
         if "slurmctld" in self._daemons and self._daemons["slurmctld"].alive():
             with contextlib.suppress(Exception):
                 self._cancel_everything(timeout=20)
@@ -617,6 +647,7 @@ class SlurmTestCluster:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             time.sleep(0.25)
+        _remove_stale_faketime_ipc()
 
     # ------------------------------------------------------------------ internals
 
