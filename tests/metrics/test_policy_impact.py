@@ -263,9 +263,9 @@ def test_daily_kpis_wait_percentiles_occupancy_and_offered_load() -> None:
     assert out["capacity_gpu_h"].unique().to_list() == [128.0]
 
 
-def test_daily_kpis_of_no_jobs_is_an_empty_frame() -> None:
-    """No jobs and no occupancy hours: no KPI rows (not an error)."""
-    jobs = pl.DataFrame(
+def _no_jobs() -> pl.DataFrame:
+    """An empty ``jobs`` frame with the columns daily_kpis reads."""
+    return pl.DataFrame(
         schema={
             "cluster": pl.String(), "team": pl.String(), "gpus": pl.Float64(),
             "req_gpus": pl.Float64(), "eligible_at": pl.Datetime("us", "UTC"),
@@ -273,6 +273,11 @@ def test_daily_kpis_of_no_jobs_is_an_empty_frame() -> None:
             "run_s": pl.Float64(), "timelimit_s": pl.Float64(),
         }
     )  # fmt: skip
+
+
+def test_daily_kpis_of_no_jobs_is_an_empty_frame() -> None:
+    """No jobs and no occupancy hours: no KPI rows (not an error)."""
+    jobs = _no_jobs()
     occ = pl.DataFrame(
         schema={
             "cluster": pl.String(), "hour": pl.Datetime("us", "UTC"),
@@ -348,14 +353,7 @@ def test_daily_kpis_from_the_waterfall_the_stranded_split_and_fair_shares() -> N
             "fair_gpu_s": [7200.0, 3600.0, 0.0, 1800.0],
         }
     ).with_columns(pl.col("hour").dt.cast_time_unit("us"))  # fmt: skip
-    jobs = pl.DataFrame(
-        schema={
-            "cluster": pl.String(), "team": pl.String(), "gpus": pl.Float64(),
-            "req_gpus": pl.Float64(), "eligible_at": pl.Datetime("us", "UTC"),
-            "start_at": pl.Datetime("us", "UTC"), "end_at": pl.Datetime("us", "UTC"),
-            "run_s": pl.Float64(), "timelimit_s": pl.Float64(),
-        }
-    )  # fmt: skip
+    jobs = _no_jobs()
     occ = pl.DataFrame(
         {
             "cluster": ["c", "c"], "hour": [h0, h1], "capacity_gpu_s": [14400.0, 14400.0],
@@ -364,9 +362,7 @@ def test_daily_kpis_from_the_waterfall_the_stranded_split_and_fair_shares() -> N
         }
     ).with_columns(pl.col("hour").dt.cast_time_unit("us"))  # fmt: skip
     as_of = pl.DataFrame({"cluster": ["c"], "as_of": [D0 + dt.timedelta(days=1)]})
-    out = daily_kpis(
-        jobs, occ, as_of, waterfall=waterfall, stranded=stranded, fair_hourly=fair
-    )
+    out = daily_kpis(jobs, occ, as_of, waterfall=waterfall, stranded=stranded, fair_hourly=fair)
     got = {k: (u, v) for k, u, v in out.select("kpi", "unit", "value").iter_rows()}
     assert got == {
         "occupancy": ("ratio", pytest.approx(18000 / 28800)),
