@@ -145,7 +145,8 @@ def daily_kpis(
         ``held_for_gangs_gpu_h`` (GPU-hours, :func:`_held_for_gangs_kpi`),
         ``entitlement_ratio_min`` (ratio, :func:`_entitlement_kpi`), ``preemption_loss_gpu_h``
         (GPU-hours, :func:`_preemption_loss_kpi`), ``goodput_ratio`` (ratio,
-        :func:`_goodput_ratio_kpi`). ``offered_load`` is
+        :func:`_goodput_ratio_kpi`). A KPI with the same value on every day of a cluster (of
+        two days or more) is left out: it can show no effect. ``offered_load`` is
         the GPU-hours of the attempts that became eligible that day (GPUs × run time, the time
         limit while unfinished) ÷ available GPU-hours; ``capacity_gpu_h`` the available
         GPU-hours (capacity − down − planned down).
@@ -192,8 +193,13 @@ def daily_kpis(
     if not parts:
         return pl.DataFrame(schema=_KPI_SCHEMA)
     long = pl.concat(parts, how="vertical_relaxed")
+    # A KPI that never varies on a cluster (no preemption ever, goodput ratio 1 without
+    # telemetry or failures) can show no effect: it is left out rather than reported as
+    # "no detectable effect" with a zero interval.
+    varies = (pl.col("value").max() > pl.col("value").min()).over("cluster", "kpi")
     return (
-        long.join(cov, on=["cluster", "day"], how="inner")
+        long.filter(varies | (pl.len().over("cluster", "kpi") == 1))
+        .join(cov, on=["cluster", "day"], how="inner")
         .select(list(_KPI_SCHEMA))
         .cast(_KPI_SCHEMA)  # type: ignore[arg-type]
         .sort("cluster", "kpi", "day")

@@ -385,3 +385,23 @@ def test_new_kpis_have_a_direction() -> None:
         "held_for_gangs_gpu_h": -1, "preemption_loss_gpu_h": -1,
         "entitlement_ratio_min": 1, "goodput_ratio": 1,
     }  # fmt: skip
+
+
+def test_a_kpi_that_never_varies_on_a_cluster_is_left_out() -> None:
+    """Two days, goodput 3,600 GPU-s each day and no preempted work: the goodput ratio is 1.0 on
+    both days and preemption loss 0.0 on both, so neither has rows; occupancy (3,600 ÷ 14,400 =
+    0.25 on day 0, 7,200 ÷ 14,400 = 0.5 on day 1) varies and stays."""
+    days = [D0, D0 + dt.timedelta(days=1)]
+    waterfall = pl.DataFrame(
+        {"cluster": ["c", "c"], "hour": days, "bucket": ["goodput"] * 2, "gpu_s": [3600.0] * 2}
+    ).with_columns(pl.col("hour").dt.cast_time_unit("us"))
+    occ = pl.DataFrame(
+        {
+            "cluster": ["c", "c"], "hour": days, "capacity_gpu_s": [14400.0] * 2,
+            "down_gpu_s": [0.0] * 2, "planned_down_gpu_s": [0.0] * 2,
+            "allocated_gpu_s": [3600.0, 7200.0],
+        }
+    ).with_columns(pl.col("hour").dt.cast_time_unit("us"))  # fmt: skip
+    as_of = pl.DataFrame({"cluster": ["c"], "as_of": [D0 + dt.timedelta(days=2)]})
+    out = daily_kpis(_no_jobs(), occ, as_of, waterfall=waterfall)
+    assert out.select("kpi", "value").rows() == [("occupancy", 0.25), ("occupancy", 0.5)]
