@@ -31,6 +31,7 @@ import polars as pl
 import statsmodels.api as sm
 from scipy import stats
 
+from metrics.schema import ALLOCATED_LEAVES, WATERFALL_LEAVES
 from metrics.survival import wait_percentiles_km, wait_spells
 
 __all__ = [
@@ -86,7 +87,11 @@ MIN_DAYS: Final = 7
 #: Changes on one cluster less than this many days apart are one bundle.
 BUNDLE_DAYS: Final = 7
 #: +1: higher is better; −1: lower is better (by KPI name prefix).
-KPI_DIRECTION: dict[str, int] = {"wait_p50_h": -1, "wait_p90_h": -1, "occupancy": 1, "jain": 1}
+KPI_DIRECTION: dict[str, int] = {
+    "wait_p50_h": -1, "wait_p90_h": -1, "occupancy": 1, "jain": 1,
+    "held_for_gangs_gpu_h": -1, "entitlement_ratio_min": 1, "preemption_loss_gpu_h": -1,
+    "goodput_ratio": 1,
+}  # fmt: skip
 #: Ledger keys whose effect goes through fair-share usage (a washout of one half-life).
 FAIR_SHARE_KEYS: Final = re.compile(
     r"(?i)(rawshares|fairshare|priorityweightfairshare|prioritydecayhalflife|fairSharing)"
@@ -106,6 +111,9 @@ def daily_kpis(
     shares: pl.DataFrame | None = None,
     *,
     pending: pl.DataFrame | None = None,
+    waterfall: pl.DataFrame | None = None,
+    stranded: pl.DataFrame | None = None,
+    fair_hourly: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The KPIs a policy change can move, per cluster and UTC day, with the covariates.
 
@@ -119,13 +127,26 @@ def daily_kpis(
             them; without, no ``jain`` rows.
         pending: optional never-started jobs (``cluster, eligible_at, end_at, req_gpus``), the
             censored spells of the wait percentiles (:func:`metrics.survival.wait_spells`).
+        waterfall: optional ``gpu_waterfall_hourly`` rows (``cluster, hour, bucket, gpu_s``):
+            ``preemption_loss_gpu_h`` and ``goodput_ratio`` need it, and with ``stranded``
+            ``held_for_gangs_gpu_h``.
+        stranded: optional ``topology_stranded_hourly`` rows (``cluster, hour,
+            gang_pending_gpu_s``; clusters with a gang level only).
+        fair_hourly: optional :func:`metrics.fairness.fair_share_hourly` rows (``pool, hour,
+            team, usage_gpu_s, demand_gpu_s, fair_gpu_s``; pool = cluster):
+            ``entitlement_ratio_min`` needs them.
 
     Returns:
         ``cluster, day, kpi, unit, value, offered_load, capacity_gpu_h``, one row per cluster,
         day and KPI with a value: ``wait_p50_h[<bucket>]``/``wait_p90_h[<bucket>]`` (hours,
         Kaplan–Meier over the spells eligible that day, censored at ``as_of``; NULL
         percentiles left out), ``occupancy`` (allocated ÷ available GPU-seconds), ``jain``
-        (Jain's index of usage ÷ share over the teams that ran that day). ``offered_load`` is
+        (Jain's index of usage ÷ share over the teams that ran that day),
+        ``held_for_gangs_gpu_h`` (GPU-hours, :func:`_held_for_gangs_kpi`),
+        ``entitlement_ratio_min`` (ratio, :func:`_entitlement_kpi`), ``preemption_loss_gpu_h``
+        (GPU-hours, :func:`_preemption_loss_kpi`), ``goodput_ratio`` (ratio,
+        :func:`_goodput_ratio_kpi`). A KPI with the same value on every day of a cluster (of
+        two days or more) is left out: it can show no effect. ``offered_load`` is
         the GPU-hours of the attempts that became eligible that day (GPUs × run time, the time
         limit while unfinished) ÷ available GPU-hours; ``capacity_gpu_h`` the available
         GPU-hours (capacity − down − planned down).
@@ -162,12 +183,23 @@ def daily_kpis(
     parts = [_wait_kpis(jobs, as_of, pending), _occupancy_kpi(cap)]
     if shares is not None and shares.height:
         parts.append(_jain_kpi(jobs, shares))
+    if waterfall is not None and waterfall.height:
+        parts += [_preemption_loss_kpi(waterfall), _goodput_ratio_kpi(waterfall)]
+        if stranded is not None and stranded.height:
+            parts.append(_held_for_gangs_kpi(waterfall, stranded))
+    if fair_hourly is not None and fair_hourly.height:
+        parts.append(_entitlement_kpi(fair_hourly))
     parts = [p for p in parts if p.height]
     if not parts:
         return pl.DataFrame(schema=_KPI_SCHEMA)
     long = pl.concat(parts, how="vertical_relaxed")
+    # A KPI that never varies on a cluster (no preemption ever, goodput ratio 1 without
+    # telemetry or failures) can show no effect: it is left out rather than reported as
+    # "no detectable effect" with a zero interval.
+    varies = (pl.col("value").max() > pl.col("value").min()).over("cluster", "kpi")
     return (
-        long.join(cov, on=["cluster", "day"], how="inner")
+        long.filter(varies | (pl.len().over("cluster", "kpi") == 1))
+        .join(cov, on=["cluster", "day"], how="inner")
         .select(list(_KPI_SCHEMA))
         .cast(_KPI_SCHEMA)  # type: ignore[arg-type]
         .sort("cluster", "kpi", "day")
@@ -248,6 +280,94 @@ def _jain_kpi(jobs: pl.DataFrame, shares: pl.DataFrame) -> pl.DataFrame:
         .agg(((v.sum() ** 2) / (v.len() * (v * v).sum())).alias("value"))
         .select(
             "cluster", "day", pl.lit("jain").alias("kpi"), pl.lit("index").alias("unit"), "value"
+        )
+    )  # fmt: skip
+
+
+def _leaves_daily(waterfall: pl.DataFrame) -> pl.DataFrame:
+    """``cluster, day, <leaf>…``: the waterfall's GPU-seconds per UTC day, one column per leaf
+    (0 where a leaf has no row)."""
+    return (
+        waterfall.with_columns(
+            pl.col("hour").cast(UTC_US).dt.truncate("1d").alias("day"),
+            pl.col("bucket").cast(pl.String),
+        )
+        .group_by("cluster", "day")
+        .agg(
+            pl.col("gpu_s").filter(pl.col("bucket") == leaf).sum().alias(leaf)
+            for leaf in WATERFALL_LEAVES
+        )
+    )
+
+
+def _preemption_loss_kpi(waterfall: pl.DataFrame) -> pl.DataFrame:
+    """``preemption_loss_gpu_h``: the ``preempted_work`` leaf of the day in GPU-hours (the
+    allocated time of attempts ended by preemption; under the ``checkpoint`` loss policy only
+    their lost part), METRICS.md waterfall rule 5."""
+    return _leaves_daily(waterfall).select(
+        "cluster", "day", pl.lit("preemption_loss_gpu_h").alias("kpi"),
+        pl.lit("GPU-h").alias("unit"), (pl.col("preempted_work") / 3600).alias("value"),
+    )  # fmt: skip
+
+
+def _goodput_ratio_kpi(waterfall: pl.DataFrame) -> pl.DataFrame:
+    """``goodput_ratio``: the day's ``goodput`` leaf ÷ its allocated leaves (3–9), days with
+    allocated time only."""
+    alloc = pl.sum_horizontal(ALLOCATED_LEAVES)
+    return (
+        _leaves_daily(waterfall)
+        .filter(alloc > 0)
+        .select(
+            "cluster", "day", pl.lit("goodput_ratio").alias("kpi"),
+            pl.lit("ratio").alias("unit"), (pl.col("goodput") / alloc).alias("value"),
+        )
+    )  # fmt: skip
+
+
+def _held_for_gangs_kpi(waterfall: pl.DataFrame, stranded: pl.DataFrame) -> pl.DataFrame:
+    """``held_for_gangs_gpu_h``: Σ over the day's hours of min(held, pending GPU-seconds of
+    jobs wider than one node) in GPU-hours, the ``held_for_gangs`` split of
+    ``stranded_gpu_hourly`` (METRICS.md "Domain capacity"); clusters with a gang level only
+    (the hours of ``stranded``)."""
+    held = (
+        waterfall.filter(pl.col("bucket").cast(pl.String) == "held")
+        .group_by("cluster", pl.col("hour").cast(UTC_US))
+        .agg(pl.col("gpu_s").sum().alias("_held"))
+    )
+    return (
+        stranded.select("cluster", pl.col("hour").cast(UTC_US), "gang_pending_gpu_s")
+        .join(held, on=["cluster", "hour"], how="left")
+        .group_by("cluster", pl.col("hour").dt.truncate("1d").alias("day"))
+        .agg((
+            pl.min_horizontal(
+                pl.col("_held").fill_null(0.0), pl.col("gang_pending_gpu_s").fill_null(0.0)
+            ).sum()
+            / 3600
+        ).alias("value"))
+        .select(
+            "cluster", "day", pl.lit("held_for_gangs_gpu_h").alias("kpi"),
+            pl.lit("GPU-h").alias("unit"), "value",
+        )
+    )  # fmt: skip
+
+
+def _entitlement_kpi(fair_hourly: pl.DataFrame) -> pl.DataFrame:
+    """``entitlement_ratio_min``: the lowest entitlement ratio U_t ÷ F_t of the day over the
+    teams with demand and a fair allocation that day (the worst-served team; usage, demand and
+    fair GPU-seconds summed over the day's hours of the cluster, METRICS.md "Fairness")."""
+    return (
+        fair_hourly.group_by(
+            pl.col("pool").alias("cluster"),
+            pl.col("hour").cast(UTC_US).dt.truncate("1d").alias("day"),
+            "team",
+        )
+        .agg(pl.col("usage_gpu_s", "demand_gpu_s", "fair_gpu_s").sum())
+        .filter((pl.col("demand_gpu_s") > 0) & (pl.col("fair_gpu_s") > 0))
+        .group_by("cluster", "day")
+        .agg((pl.col("usage_gpu_s") / pl.col("fair_gpu_s")).min().alias("value"))
+        .select(
+            "cluster", "day", pl.lit("entitlement_ratio_min").alias("kpi"),
+            pl.lit("ratio").alias("unit"), "value",
         )
     )  # fmt: skip
 

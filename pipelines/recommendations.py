@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Mapping
@@ -69,6 +70,7 @@ from metrics.recommendations.merge import (
 )
 from metrics.recommendations.slurm_config import parse_scontrol_config, priority_settings
 from metrics.scheduler_model import SchedulerSettings
+from pipelines._parse_result import REJECTED_SCHEMA, InputFormatError, ParseResult
 from pipelines.config import Config
 from pipelines.core import load_registry
 from pipelines.privacy import (
@@ -80,23 +82,34 @@ from pipelines.privacy import (
     show_user_names,
     user_names_of,
 )
-from pipelines.warehouse import UTC_DATETIME, connect, run_named, table_exists
+from pipelines.warehouse import (
+    UTC_DATETIME,
+    connect,
+    init_warehouse,
+    record_rejected,
+    run_named,
+    table_exists,
+)
 from pipelines.warehouse.sql import load_sql
 
 __all__ = [
     "ACTIVITY_METRIC",
     "OUTPUT_FILES",
     "PROPOSAL_HISTORY_GLOB",
+    "PROPOSAL_HISTORY_SOURCE",
     "PROPOSAL_SCHEMA",
     "RULES",
     "RecommendationInputs",
     "evidence_user_names",
     "merge_proposals",
+    "parse_proposal_history",
+    "proposal_history_files",
     "proposal_record",
     "proposals_of",
     "read_inputs",
     "read_proposal_history",
     "recommendations_frame",
+    "record_proposal_rejects",
     "run_recommendations",
     "with_history",
     "with_status",
@@ -131,6 +144,8 @@ OUTPUT_FILES: dict[str, str] = {
     "scontrol": "scontrol.sh",
     "kubernetes-merge-patch": "kueue-patches.yaml",
 }
+
+log = logging.getLogger(__name__)
 
 _SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 
@@ -352,45 +367,137 @@ def _utc(value: object, where: str) -> dt.datetime:
     return ts.replace(tzinfo=dt.UTC) if ts.tzinfo is None else ts.astimezone(dt.UTC)
 
 
-def read_proposal_history(cfg: Config) -> pl.DataFrame:
-    """Earlier runs' proposals from ``<inputs>/<cluster>/`` :data:`PROPOSAL_HISTORY_GLOB`.
+def parse_proposal_history(path: Path) -> ParseResult:
+    """One earlier run's proposal record (:data:`PROPOSAL_HISTORY_GLOB`), record by record.
 
-    Each file has ``latest.json``'s shape: ``as_of`` and ``recommendations`` (each with ``id,
+    The file has ``latest.json``'s shape: ``as_of`` and ``recommendations`` (each with ``id,
     rule, cluster, scope, change_text`` and ``patch: {kind, content} | null``; an optional
-    ``proposed_at`` overrides ``as_of`` as its first proposal time). A record is a proposal
-    as that run made it; ``last_seen_at`` is the file's ``as_of``.
+    ``proposed_at`` overrides ``as_of`` as its first proposal time). A record is a proposal as
+    that run made it; ``last_seen_at`` is the file's ``as_of``.
+
+    Returns:
+        ``rows``: :data:`PROPOSAL_SCHEMA`, one per good record; ``rejected``: the records
+        without ``id``, ``rule`` or ``cluster`` (or not an object), or with a ``proposed_at``
+        or ``patch`` that cannot be read, with the record as JSON text (``raw``), ``line_no`` /
+        ``line_end`` the record's index in ``recommendations``, ``field`` (e.g.
+        ``recommendations[1].rule``) and the reason; the other records are still read.
+
+    Raises:
+        InputFormatError: a file of the wrong kind: not JSON, not an object, no readable
+            ``as_of``, or ``recommendations`` not a list (naming the file and field).
+    """
+    name = str(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as err:
+        raise InputFormatError(name, f"not a JSON proposal record: {err}") from err
+    if not isinstance(doc, dict):
+        raise InputFormatError(name, "expected an object with as_of and recommendations")
+    try:
+        as_of = _utc(doc.get("as_of"), "as_of")
+    except ValueError as err:
+        raise InputFormatError(name, str(err).removeprefix("as_of: "), field="as_of") from err
+    recs = doc.get("recommendations")
+    recs = [] if recs is None else recs
+    if not isinstance(recs, list):
+        raise InputFormatError(name, "not a list", field="recommendations")
+    rows, rejected = [], []
+    for i, rec in enumerate(recs):
+        where = f"recommendations[{i}]"
+        try:
+            if not isinstance(rec, dict):
+                raise _BadRecord(where, "not an object")
+            for f in ("id", "rule", "cluster"):
+                if not rec.get(f):
+                    raise _BadRecord(f"{where}.{f}", "missing")
+            patch = rec.get("patch") or {}
+            if not isinstance(patch, dict):
+                raise _BadRecord(f"{where}.patch", "not an object with kind and content")
+            first = rec.get("proposed_at")
+            try:
+                proposed = _utc(first, f"{where}.proposed_at") if first else as_of
+            except ValueError as err:
+                raise _BadRecord(f"{where}.proposed_at", str(err)) from err
+        except _BadRecord as bad:
+            raw = json.dumps(rec, sort_keys=True, default=str)
+            rejected.append((name, i, i, bad.field, raw, str(bad)))
+            log.warning("%s: %s (record left out, see raw.rejected_rows)", name, bad)
+            continue
+        rows.append(
+            (str(rec["id"]), str(rec["rule"]), str(rec["cluster"]), rec.get("scope"),
+             patch.get("kind"), patch.get("content"), rec.get("change_text"), proposed, as_of)
+        )  # fmt: skip
+    return ParseResult(
+        rows=pl.DataFrame(rows, schema=PROPOSAL_SCHEMA, orient="row"),
+        rejected=pl.DataFrame(rejected, schema=REJECTED_SCHEMA, orient="row"),
+        info={"records": len(recs)},
+    )
+
+
+class _BadRecord(Exception):
+    """A proposal record that cannot be read: its field and the reason (``field: why``)."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(reason if reason.startswith(f"{field}:") else f"{field}: {reason}")
+        self.field = field
+
+
+def proposal_history_files(cfg: Config) -> list[tuple[str, Path, ParseResult]]:
+    """Every cluster's :data:`PROPOSAL_HISTORY_GLOB` files, parsed
+    (:func:`parse_proposal_history`): ``(cluster, path, result)`` in cluster and name order.
+
+    Raises:
+        InputFormatError: a file of the wrong kind.
+    """
+    out = []
+    for cluster, folder in cfg.cluster_input_dirs().items():
+        for path in sorted(folder.glob(PROPOSAL_HISTORY_GLOB)) if folder.is_dir() else ():
+            out.append((cluster, path, parse_proposal_history(path)))
+    return out
+
+
+def read_proposal_history(cfg: Config) -> pl.DataFrame:
+    """Earlier runs' proposals from ``<inputs>/<cluster>/`` :data:`PROPOSAL_HISTORY_GLOB`: the
+    good records of every file (:func:`parse_proposal_history`; a bad record is logged and
+    left out, :func:`record_proposal_rejects` stores it in ``raw.rejected_rows``).
 
     Returns:
         :data:`PROPOSAL_SCHEMA` rows, one per record (ids may repeat across files: see
         :func:`merge_proposals`).
 
     Raises:
-        ValueError: a file that is not JSON, or a record without ``id``, ``rule`` or
-            ``cluster``, naming the file, the record's index and the field.
+        InputFormatError: a file of the wrong kind (not JSON, not an object, no ``as_of``),
+            naming the file and the field.
     """
-    rows = []
-    for folder in cfg.cluster_input_dirs().values():
-        for path in sorted(folder.glob(PROPOSAL_HISTORY_GLOB)) if folder.is_dir() else ():
-            try:
-                doc = json.loads(path.read_text(encoding="utf-8"))
-            except ValueError as err:
-                raise ValueError(f"{path}: not a JSON proposal record: {err}") from err
-            if not isinstance(doc, dict):
-                raise ValueError(f"{path}: expected an object with as_of and recommendations")
-            as_of = _utc(doc.get("as_of"), f"{path}: field as_of")
-            for i, rec in enumerate(doc.get("recommendations") or []):
-                where = f"{path}: recommendations[{i}]"
-                for f in ("id", "rule", "cluster"):
-                    if not isinstance(rec, dict) or not rec.get(f):
-                        raise ValueError(f"{where}: field {f} is missing")
-                patch = rec.get("patch") or {}
-                first = rec.get("proposed_at")
-                rows.append(
-                    (str(rec["id"]), str(rec["rule"]), str(rec["cluster"]), rec.get("scope"),
-                     patch.get("kind"), patch.get("content"), rec.get("change_text"),
-                     _utc(first, f"{where}: field proposed_at") if first else as_of, as_of)
-                )  # fmt: skip
-    return pl.DataFrame(rows, schema=PROPOSAL_SCHEMA, orient="row")
+    parts = [r.rows for _, _, r in proposal_history_files(cfg)]
+    return pl.concat(parts) if parts else pl.DataFrame(schema=PROPOSAL_SCHEMA)
+
+
+#: ``raw.ingests.source`` / ``raw.rejected_rows.source`` of the proposal history files.
+PROPOSAL_HISTORY_SOURCE = "recommendation-history"
+
+
+def record_proposal_rejects(con: duckdb.DuckDBPyConnection, cfg: Config) -> int:
+    """Store each proposal history file's rejected records in ``raw.rejected_rows`` (one
+    ``raw.ingests`` row per file, source :data:`PROPOSAL_HISTORY_SOURCE`), replacing the file's
+    earlier record; an unchanged file is not recorded again (idempotent).
+
+    Returns:
+        The rejected records of the files recorded now.
+
+    Raises:
+        InputFormatError: a file of the wrong kind.
+    """
+    if not table_exists(con, "raw.rejected_rows"):
+        init_warehouse(con)
+    n = 0
+    for cluster, path, result in proposal_history_files(cfg):
+        if record_rejected(
+            con, source=PROPOSAL_HISTORY_SOURCE, cluster=cluster, file=path,
+            rows_loaded=result.rows.height, rejected=result.rejected,
+        ) is not None:  # fmt: skip
+            n += result.rejected.height
+    return n
 
 
 def proposals_of(frame: pl.DataFrame, as_of: dt.datetime) -> pl.DataFrame:

@@ -57,8 +57,8 @@ RULE_KPIS: dict[str, str] = {
     "kueue_borrowing": "occupancy",
     "idle_allocations": "occupancy",
     "reservation_idle": "occupancy",
-    "preempt_exempt_time": "occupancy",
-    "preemption_grace_time": "occupancy",
+    "preempt_exempt_time": "preemption_loss_gpu_h",
+    "preemption_grace_time": "preemption_loss_gpu_h",
 }
 
 #: Columns :func:`recommendation_life` returns.

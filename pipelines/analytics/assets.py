@@ -196,11 +196,14 @@ def recommendations(
     gain, the change as text and as a patch), also written to ``data/recommendations/``
     (``latest.json`` and per-scheduler patch files). Ids are stable while a finding persists.
     Every proposal is also appended to ``analytics.recommendation_proposals`` (first proposal
-    time kept), so a later ledger change can be matched to a recommendation no longer made."""
+    time kept), so a later ledger change can be matched to a recommendation no longer made.
+    A bad record of an earlier run's proposal file (``inputs/<cluster>/recommendations/``) goes
+    to ``raw.rejected_rows`` (source ``recommendation-history``)."""
     from pipelines.recommendations import (
         proposal_record,
         read_inputs,
         recommendations_frame,
+        record_proposal_rejects,
         write_outputs,
         write_proposals,
         write_recommendations_table,
@@ -209,6 +212,7 @@ def recommendations(
     cfg = load_config(settings.config_path)
     with duckdb.get_connection() as con:
         inputs = read_inputs(con, cfg)
+        rejected = record_proposal_rejects(con, cfg)
         frame = recommendations_frame(
             inputs, large_job_gpus=cfg.large_job_gpus, idle_activity=cfg.idle_activity
         )
@@ -219,6 +223,7 @@ def recommendations(
         metadata={
             "row_count": rows,
             "proposals": proposals,
+            "proposal_records_rejected": rejected,
             "files": [str(p) for p in files.values()],
         }
     )

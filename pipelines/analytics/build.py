@@ -418,6 +418,7 @@ def _tables(
         as_of=as_of,
     )  # fmt: skip
     km = engine.pop("analytics.time_to_start_km")
+    fair_hourly = engine.pop("fair_share_hourly")
     tts = _tts_summary(km) if km.width else naive_wait_percentiles(jobs.lazy()).collect()
     fair = engine["analytics.fairness_weekly"]
     if fair.width:
@@ -430,10 +431,14 @@ def _tables(
         tolerance=cfg.registry_drift_tolerance,
     )  # fmt: skip
     ledger = policy_change_tables(con)
+    domains = _domain_tables(con, cfg, core, occ)
     impact = policy_impact_tables(
         con, changes=ledger["analytics.policy_changes"], jobs=jobs, pending=core.pending,
         occupancy=occ, as_of=as_of,
         shares=core.shares,
+        waterfall=windows.tables["analytics.gpu_waterfall_hourly"],
+        waterfall_days=None if plan.full else plan.days,
+        stranded=domains["analytics.topology_stranded_hourly"], fair_hourly=fair_hourly,
     )  # fmt: skip
     return {
         CUTOFF_TABLE: as_of.cast(_CUTOFF_SCHEMA).sort("cluster"),  # type: ignore[arg-type]
@@ -450,7 +455,7 @@ def _tables(
         "core.pending_reason_spells": core.pending_spells,
         "analytics.job_placement": _placement(core),
         "analytics.topology_fragmentation_hourly": _fragmentation(core, occ),
-        **_domain_tables(con, cfg, core, occ),
+        **domains,
         **schedulers,
         **ledger,
         **impact,

@@ -286,6 +286,8 @@ def plan_build(
     # hourly DCGM aggregates: the days its hours cover.
     new = con.execute(load_sql("analytics/ingests_since"), {"mark": mark}).fetchall()
     for ingest_id, source, cluster, file in new:
+        if source not in raw_sources():  # a file recorded for its rejects only (no raw rows)
+            continue
         if source in _TELEMETRY_SPANS:
             table, time_col = _TELEMETRY_SPANS[source]
             for c, lo, hi in ingest_time_ranges(con, table, time_col, ingest_id):

@@ -312,7 +312,9 @@ def build_metric_tables(
     Returns:
         Frames by table name: ``analytics.time_to_start_jobs``,
         ``analytics.time_to_start_km``, ``analytics.fairness_weekly``,
-        ``analytics.fairness_summary_weekly``, ``analytics.node_reliability``.
+        ``analytics.fairness_summary_weekly``, ``analytics.node_reliability``; and
+        ``fair_share_hourly`` (not a table: the :func:`metrics.fairness.fair_share_hourly` rows
+        behind the fairness tables, which the policy-impact KPIs read).
     """
     xid = _xid_events(con)
     down = _down_intervals(con)
@@ -398,6 +400,7 @@ def build_metric_tables(
     out["analytics.fairness_weekly"] = _concat(weekly)
     out["analytics.fairness_summary_weekly"] = _concat(summary)
     out["analytics.node_reliability"] = _concat(rel)
+    out["fair_share_hourly"] = fh
     if placeholder:
         out = {table: frame.clear() for table, frame in out.items()}
     return out

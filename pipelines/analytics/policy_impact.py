@@ -9,13 +9,49 @@ hourly occupancy, the cut-offs and the registry's shares, and each cluster's
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Mapping
+
 import duckdb
 import polars as pl
 
 from metrics.policy_impact import change_impact, daily_kpis, slurm_duration_days
 from pipelines.warehouse import read_table, table_exists
 
-__all__ = ["half_lives", "policy_impact_tables"]
+UTC_US = pl.Datetime("us", "UTC")
+
+__all__ = ["half_lives", "policy_impact_tables", "whole_waterfall"]
+
+_WATERFALL = "analytics.gpu_waterfall_hourly"
+
+
+def whole_waterfall(
+    con: duckdb.DuckDBPyConnection,
+    fresh: pl.DataFrame,
+    days: Mapping[str, set[dt.date]] | None,
+) -> pl.DataFrame:
+    """Every day's waterfall rows (``cluster, hour, bucket, gpu_s``; bucket as text): ``fresh``
+    where a full build computed every day (``days`` None, or nothing stored yet); in an
+    incremental build the stored rows of the days outside ``days`` and ``fresh`` for those
+    inside (the rows the build is about to write)."""
+    cols = [pl.col("cluster"), pl.col("hour").cast(UTC_US), pl.col("bucket").cast(pl.String),
+            pl.col("gpu_s").cast(pl.Float64)]  # fmt: skip
+    new = fresh.select(cols)
+    if days is None or not table_exists(con, _WATERFALL):
+        return new
+    rewritten = pl.DataFrame(
+        [(c, d) for c, ds in days.items() for d in ds],
+        schema={"cluster": pl.String(), "_d": pl.Date()},
+        orient="row",
+    )
+    kept = (
+        read_table(con, _WATERFALL)
+        .select(cols)
+        .with_columns(pl.col("hour").dt.date().alias("_d"))
+        .join(rewritten, on=["cluster", "_d"], how="anti")
+        .drop("_d")
+    )
+    return pl.concat([kept, new])
 
 
 def half_lives(con: duckdb.DuckDBPyConnection) -> dict[str, float]:
@@ -46,6 +82,10 @@ def policy_impact_tables(
     occupancy: pl.DataFrame,
     as_of: pl.DataFrame,
     shares: pl.DataFrame,
+    waterfall: pl.DataFrame | None = None,
+    waterfall_days: Mapping[str, set[dt.date]] | None = None,
+    stranded: pl.DataFrame | None = None,
+    fair_hourly: pl.DataFrame | None = None,
 ) -> dict[str, pl.DataFrame]:
     """``analytics.policy_change_impact`` (columns in sql/README.md), by table name.
 
@@ -57,10 +97,21 @@ def policy_impact_tables(
         occupancy: ``analytics.occupancy_hourly`` rows of this build.
         as_of: ``cluster, as_of``.
         shares: the registry's shares per cluster (``team, pool, share, valid_from``).
+        waterfall: ``analytics.gpu_waterfall_hourly`` rows of this build (preemption loss,
+            goodput ratio, held for gangs).
+        waterfall_days: the cluster-days ``waterfall`` covers in an incremental build (None: a
+            full build, every day): the other days are read from the stored table.
+        stranded: ``analytics.topology_stranded_hourly`` rows of this build.
+        fair_hourly: :func:`metrics.fairness.fair_share_hourly` rows of this build.
     """
     if changes.height == 0:
         return {"analytics.policy_change_impact": change_impact(changes, pl.DataFrame())}
-    kpis = daily_kpis(jobs, occupancy, as_of, shares, pending=pending)
+    if waterfall is not None:
+        waterfall = whole_waterfall(con, waterfall, waterfall_days)
+    kpis = daily_kpis(
+        jobs, occupancy, as_of, shares, pending=pending, waterfall=waterfall, stranded=stranded,
+        fair_hourly=fair_hourly,
+    )  # fmt: skip
     return {
         "analytics.policy_change_impact": change_impact(
             changes, kpis, half_life_days=half_lives(con)

@@ -25,6 +25,7 @@ __all__ = [
     "effect_text",
     "effects_table",
     "enough_text",
+    "kpi_label",
     "ledger_table",
     "life_text",
     "value_change_text",
@@ -45,6 +46,31 @@ _NO_ACTOR: Final = {
 }
 #: Verdict order for a bundle's or a change's summary.
 _VERDICTS: Final = ("improved", "regressed", "no detectable effect", "too little data")
+
+
+#: A ``policy_change_impact`` KPI for a reader, by its name (the part before ``[bucket]``);
+#: METRICS.md "Policy change impact" defines each.
+_KPI_LABELS: Final = {
+    "wait_p50_h": "p50 time to start",
+    "wait_p90_h": "p90 time to start",
+    "occupancy": "occupancy",
+    "jain": "Jain's index of usage ÷ share",
+    "held_for_gangs_gpu_h": "GPU-hours held for gangs",
+    "entitlement_ratio_min": "lowest team entitlement ratio",
+    "preemption_loss_gpu_h": "preemption loss",
+    "goodput_ratio": "goodput ÷ allocated",
+}
+
+
+def kpi_label(kpi: str | None) -> str:
+    """A KPI's name for a reader: ``wait_p90_h[64+]`` → "p90 time to start, 64+ GPUs",
+    ``preemption_loss_gpu_h`` → "preemption loss"; an unknown name as is."""
+    name, _, bucket = str(kpi).partition("[")
+    label = _KPI_LABELS.get(name, str(kpi))
+    if not bucket or name not in _KPI_LABELS:
+        return label
+    size = bucket.rstrip("]")
+    return f"{label}, {size} GPU{'' if size in ('1', '<1') else 's'}"
 
 
 def actor_text(actor: str | None, scheduler: str | None) -> str:
@@ -93,7 +119,8 @@ def _num(value: float | None, unit: str | None, signed: bool = False, suffix: bo
 
 
 def effect_text(row: Mapping[str, Any]) -> str:
-    """One effect: ``wait_p90_h[64+]: -1.20 h (95 % CI -2.00 to -0.40), improved``."""
+    """One effect: ``p90 time to start, 64+ GPUs: -1.20 h (95 % CI -2.00 to -0.40), improved``
+    (the KPI as :func:`kpi_label` names it)."""
     unit = row.get("unit")
     est = _num(row.get("estimate"), unit, signed=True)
     if row.get("ci_low") is not None and row.get("ci_high") is not None:
@@ -101,7 +128,7 @@ def effect_text(row: Mapping[str, Any]) -> str:
             f" (95 % CI {_num(row['ci_low'], unit, signed=True, suffix=False)} to "
             f"{_num(row['ci_high'], unit, signed=True, suffix=False)})"
         )
-    return f"{row.get('kpi')}: {est}, {row.get('verdict')}"
+    return f"{kpi_label(row.get('kpi'))}: {est}, {row.get('verdict')}"
 
 
 def _post_days(row: Mapping[str, Any], changed_at: dt.datetime | None) -> int | None:
@@ -315,7 +342,7 @@ def effects_table(effects: pl.DataFrame | None, ledger: pl.DataFrame) -> pl.Data
                     for c in changes
                 )
                 or ", ".join(ids),
-                "KPI": r["kpi"],
+                "KPI": kpi_label(r["kpi"]),
                 "Method": r["method"],
                 "Before": _num(r["before"], r["unit"]),
                 "After": _num(r["after"], r["unit"]),

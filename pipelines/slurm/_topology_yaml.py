@@ -13,6 +13,7 @@ field; the others load.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,26 @@ def _line(item: object, default: int) -> int:
     return int(item.get(_LINE, default)) if isinstance(item, dict) else default
 
 
+def _named(
+    out: Collected, entry: object, key: str, default_line: int, seen: Mapping[str, object]
+) -> tuple[int, str, str] | None:
+    """A switch or block entry's line, raw text (without the line marker) and name (its
+    ``key``), or None after rejecting an entry without a name or with one already ``seen``."""
+    no = _line(entry, default_line)
+    if not isinstance(entry, dict):
+        out.reject(no, str(entry), f"a {key} without a name", field_name=key)
+        return None
+    raw = str({k: v for k, v in entry.items() if k != _LINE})
+    name = _text(entry.get(key))
+    if name is None:
+        out.reject(no, raw, f"a {key} without a name", field_name=key)
+        return None
+    if name in seen:
+        out.reject(no, raw, f"{name!r} is named twice", field_name=key)
+        return None
+    return no, raw, name
+
+
 def _tree(out: Collected, topo: dict[str, Any], cluster: str, when: dt.datetime,
           prefix: str) -> None:  # fmt: skip
     tree = topo.get("tree")
@@ -73,19 +94,10 @@ def _tree(out: Collected, topo: dict[str, Any], cluster: str, when: dt.datetime,
         return
     switches: dict[str, Switch] = {}
     for entry in entries:
-        no = _line(entry, _line(topo, 1))
-        raw = (
-            str({k: v for k, v in entry.items() if k != _LINE})
-            if isinstance(entry, dict)
-            else str(entry)
-        )
-        name = _text(entry.get("switch")) if isinstance(entry, dict) else None
-        if not isinstance(entry, dict) or name is None:
-            out.reject(no, raw, "a switch without a name", field_name="switch")
+        named = _named(out, entry, "switch", _line(topo, 1), switches)
+        if named is None:
             continue
-        if name in switches:
-            out.reject(no, raw, f"{name!r} is named twice", field_name="switch")
-            continue
+        no, raw, name = named
         try:
             nodes = hosts(str(entry["nodes"])) if entry.get("nodes") else []
         except ValueError as err:
@@ -113,19 +125,10 @@ def _block(out: Collected, topo: dict[str, Any], cluster: str, when: dt.datetime
         return None
     blocks: dict[str, tuple[int, list[str]]] = {}
     for entry in entries:
-        no = _line(entry, _line(block, 1))
-        raw = (
-            str({k: v for k, v in entry.items() if k != _LINE})
-            if isinstance(entry, dict)
-            else str(entry)
-        )
-        name = _text(entry.get("block")) if isinstance(entry, dict) else None
-        if not isinstance(entry, dict) or name is None:
-            out.reject(no, raw, "a block without a name", field_name="block")
+        named = _named(out, entry, "block", _line(block, 1), blocks)
+        if named is None:
             continue
-        if name in blocks:
-            out.reject(no, raw, f"{name!r} is named twice", field_name="block")
-            continue
+        no, raw, name = named
         try:
             nodes = hosts(str(entry.get("nodes") or ""))
         except ValueError as err:

@@ -32,6 +32,7 @@ from pipelines.warehouse._loading import (
     load_parse_results,
     newest_data_time,
     raw_table_schemas,
+    record_rejected,
 )
 from pipelines.warehouse._serving import (
     PRIVACY_TABLE,
@@ -82,6 +83,7 @@ __all__ = [
     "raw_table_schemas",
     "read_table",
     "reader_cursor",
+    "record_rejected",
     "refresh_as_of",
     "remove_stale_copies",
     "replace_days",

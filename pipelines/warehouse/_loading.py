@@ -271,3 +271,73 @@ def _merge_info(merged: dict[str, object], info: dict[str, object]) -> None:
             merged[key] = before + value
         else:
             merged[key] = value
+
+
+def record_rejected(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    source: str,
+    cluster: str | None,
+    file: str | Path,
+    rows_loaded: int,
+    rejected: pl.DataFrame,
+    loaded_at: dt.datetime | None = None,
+) -> int | None:
+    """Record a file read outside the raw tables (its rows live elsewhere): one ``raw.ingests``
+    row with its counts and its rejected rows in ``raw.rejected_rows``, replacing earlier
+    records of the same file and source, in one transaction.
+
+    Idempotent: a file whose content (sha256) was recorded already is left as it is (no new
+    ingest id, so an incremental build does not see it as new). ``source`` need not be a raw
+    table's kind.
+
+    Args:
+        con: a read-write connection to an initialised warehouse.
+        source: the reader's name (``raw.ingests.source``, ``raw.rejected_rows.source``).
+        cluster: the cluster the file belongs to.
+        file: the file's path (its absolute form identifies it).
+        rows_loaded: records read from it.
+        rejected: its rejected records, :data:`pipelines._parse_result.REJECTED_SCHEMA`.
+        loaded_at: record time (UTC); default now.
+
+    Returns:
+        The new ingest id, or None when the same content was recorded already.
+    """
+    file_key = str(Path(file).resolve())
+    sha = _sha256(Path(file_key))
+    params = {"source": source, "file": file_key}
+    seen = [r[0] for r in con.execute(load_sql("raw/ingest_sha_of_file"), params).fetchall()]
+    if seen and sha is not None and all(s == sha for s in seen):
+        return None
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for old in [
+            r[0] for r in con.execute(load_sql("raw/previous_ingests_of_file"), params).fetchall()
+        ]:
+            con.execute(load_sql("raw/delete_ingest_rejected"), {"ingest_id": old})
+            con.execute(load_sql("raw/delete_ingest"), {"ingest_id": old})
+        rows_next = con.execute(load_sql("raw/next_ingest_id")).fetchall()
+        ingest_id = int(rows_next[0][0]) if rows_next else 1
+        _rej = rejected.with_columns(
+            pl.lit(source).alias("source"), pl.lit(ingest_id, dtype=pl.Int64()).alias("ingest_id")
+        )
+        if _rej.height:
+            con.execute("INSERT INTO raw.rejected_rows BY NAME SELECT * FROM _rej")
+        con.execute(
+            load_sql("raw/insert_ingest"),
+            {
+                **params,
+                "ingest_id": ingest_id,
+                "cluster": cluster,
+                "sha256": sha,
+                "loaded_at": loaded_at or dt.datetime.now(dt.UTC),
+                "rows_loaded": rows_loaded,
+                "rows_rejected": _rej.height,
+                "info": json.dumps({"recorded_only": True}),
+            },
+        )
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return ingest_id

@@ -71,10 +71,11 @@ def test_effects_with_interval_placebo_mde_and_enough(
     assert effects.select(
         "Change", "KPI", "Effect (95 % CI)", "Verdict", "Placebo p", "MDE", "Enough data?"
     ).rows() == [
-        ("account=speech shares: 8 → 3", "jain", "+0.050 (95 % CI +0.020 to +0.080)",
-         "improved", 0.03, "0.030", "a week is enough to tell"),
-        (bundle, "wait_p90_h[64+]", "-3.00 h (95 % CI -5.00 to -1.00)", "improved", 0.02,
-         "2.00 h", "a week is enough to tell"),
+        ("account=speech shares: 8 → 3", "Jain's index of usage ÷ share",
+         "+0.050 (95 % CI +0.020 to +0.080)", "improved", 0.03, "0.030",
+         "a week is enough to tell"),
+        (bundle, "p90 time to start, 64+ GPUs", "-3.00 h (95 % CI -5.00 to -1.00)", "improved",
+         0.02, "2.00 h", "a week is enough to tell"),
         (bundle, "occupancy", "+0.010 (95 % CI -0.020 to +0.040)", "no detectable effect", 0.6,
          "0.050", "a week is not enough to tell: effects under 0.050 go unseen"),
     ]  # fmt: skip

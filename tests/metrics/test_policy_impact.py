@@ -11,6 +11,7 @@ import statsmodels.api as sm
 from scipy import stats
 
 from metrics.policy_impact import (
+    KPI_DIRECTION,
     MDE_FACTOR,
     bundle_changes,
     change_impact,
@@ -262,9 +263,9 @@ def test_daily_kpis_wait_percentiles_occupancy_and_offered_load() -> None:
     assert out["capacity_gpu_h"].unique().to_list() == [128.0]
 
 
-def test_daily_kpis_of_no_jobs_is_an_empty_frame() -> None:
-    """No jobs and no occupancy hours: no KPI rows (not an error)."""
-    jobs = pl.DataFrame(
+def _no_jobs() -> pl.DataFrame:
+    """An empty ``jobs`` frame with the columns daily_kpis reads."""
+    return pl.DataFrame(
         schema={
             "cluster": pl.String(), "team": pl.String(), "gpus": pl.Float64(),
             "req_gpus": pl.Float64(), "eligible_at": pl.Datetime("us", "UTC"),
@@ -272,6 +273,11 @@ def test_daily_kpis_of_no_jobs_is_an_empty_frame() -> None:
             "run_s": pl.Float64(), "timelimit_s": pl.Float64(),
         }
     )  # fmt: skip
+
+
+def test_daily_kpis_of_no_jobs_is_an_empty_frame() -> None:
+    """No jobs and no occupancy hours: no KPI rows (not an error)."""
+    jobs = _no_jobs()
     occ = pl.DataFrame(
         schema={
             "cluster": pl.String(), "hour": pl.Datetime("us", "UTC"),
@@ -307,3 +313,95 @@ def test_change_impact_publishes_did_when_the_leads_show_no_pre_trend() -> None:
     assert did["estimate"] == pytest.approx(4.0, abs=1e-9)
     assert (did["n_pre"], did["n_post"], did["verdict"]) == (28, 14, "regressed")
     assert did["placebo_p"] is None
+
+
+def test_daily_kpis_from_the_waterfall_the_stranded_split_and_fair_shares() -> None:
+    """One day of cluster c, two hours (GPU-seconds):
+
+    - waterfall h0: goodput 7,200, preempted_work 3,600, allocated_idle 1,800,
+      failed_work_user 1,800, held 7,200, idle 1,000; h1: goodput 3,600, held 3,600.
+    - gang pending GPU-s (jobs wider than a node): h0 5,400, h1 7,200.
+    - fair shares: team a U 3,600 + 3,600, F 7,200 + 1,800; team b U 7,200, F 3,600; team z
+      no demand.
+
+    held_for_gangs = min(7,200, 5,400) + min(3,600, 7,200) = 9,000 GPU-s = 2.5 GPU-h;
+    preemption loss = 3,600 GPU-s = 1.0 GPU-h; goodput ratio = (7,200 + 3,600) ÷ (7,200 +
+    3,600 + 1,800 + 1,800 + 3,600) = 10,800 ÷ 18,000 = 0.6; entitlement ratios a = 7,200 ÷
+    9,000 = 0.8, b = 7,200 ÷ 3,600 = 2.0 (z left out: no demand) → min 0.8."""
+    h0, h1 = D0, D0 + dt.timedelta(hours=1)
+    leaves = [
+        (h0, "goodput", 7200.0), (h0, "preempted_work", 3600.0), (h0, "allocated_idle", 1800.0),
+        (h0, "failed_work_user", 1800.0), (h0, "held", 7200.0), (h0, "idle", 1000.0),
+        (h1, "goodput", 3600.0), (h1, "held", 3600.0),
+    ]  # fmt: skip
+    waterfall = pl.DataFrame(
+        {
+            "cluster": ["c"] * len(leaves),
+            "hour": [x[0] for x in leaves],
+            "bucket": [x[1] for x in leaves],
+            "gpu_s": [x[2] for x in leaves],
+        }
+    ).with_columns(pl.col("hour").dt.cast_time_unit("us"))
+    stranded = pl.DataFrame(
+        {"cluster": ["c", "c"], "hour": [h0, h1], "gang_pending_gpu_s": [5400.0, 7200.0]}
+    ).with_columns(pl.col("hour").dt.cast_time_unit("us"))
+    fair = pl.DataFrame(
+        {
+            "pool": ["c"] * 4, "hour": [h0, h0, h0, h1], "team": ["a", "b", "z", "a"],
+            "usage_gpu_s": [3600.0, 7200.0, 0.0, 3600.0],
+            "demand_gpu_s": [7200.0, 7200.0, 0.0, 3600.0],
+            "fair_gpu_s": [7200.0, 3600.0, 0.0, 1800.0],
+        }
+    ).with_columns(pl.col("hour").dt.cast_time_unit("us"))  # fmt: skip
+    jobs = _no_jobs()
+    occ = pl.DataFrame(
+        {
+            "cluster": ["c", "c"], "hour": [h0, h1], "capacity_gpu_s": [14400.0, 14400.0],
+            "down_gpu_s": [0.0, 0.0], "planned_down_gpu_s": [0.0, 0.0],
+            "allocated_gpu_s": [14400.0, 3600.0],
+        }
+    ).with_columns(pl.col("hour").dt.cast_time_unit("us"))  # fmt: skip
+    as_of = pl.DataFrame({"cluster": ["c"], "as_of": [D0 + dt.timedelta(days=1)]})
+    out = daily_kpis(jobs, occ, as_of, waterfall=waterfall, stranded=stranded, fair_hourly=fair)
+    got = {k: (u, v) for k, u, v in out.select("kpi", "unit", "value").iter_rows()}
+    assert got == {
+        "occupancy": ("ratio", pytest.approx(18000 / 28800)),
+        "held_for_gangs_gpu_h": ("GPU-h", pytest.approx(2.5)),
+        "preemption_loss_gpu_h": ("GPU-h", pytest.approx(1.0)),
+        "goodput_ratio": ("ratio", pytest.approx(0.6)),
+        "entitlement_ratio_min": ("ratio", pytest.approx(0.8)),
+    }
+    # Without a gang level (no stranded rows) there is no held-for-gangs figure, not a 0.
+    bare = daily_kpis(jobs, occ, as_of, waterfall=waterfall)
+    assert "held_for_gangs_gpu_h" not in bare["kpi"].to_list()
+
+
+def test_new_kpis_have_a_direction() -> None:
+    """Lower held-for-gangs GPU-hours and preemption loss are better; a higher worst-served
+    team's entitlement ratio and goodput ratio are better."""
+    assert {k: KPI_DIRECTION[k] for k in (
+        "held_for_gangs_gpu_h", "preemption_loss_gpu_h", "entitlement_ratio_min", "goodput_ratio"
+    )} == {
+        "held_for_gangs_gpu_h": -1, "preemption_loss_gpu_h": -1,
+        "entitlement_ratio_min": 1, "goodput_ratio": 1,
+    }  # fmt: skip
+
+
+def test_a_kpi_that_never_varies_on_a_cluster_is_left_out() -> None:
+    """Two days, goodput 3,600 GPU-s each day and no preempted work: the goodput ratio is 1.0 on
+    both days and preemption loss 0.0 on both, so neither has rows; occupancy (3,600 ÷ 14,400 =
+    0.25 on day 0, 7,200 ÷ 14,400 = 0.5 on day 1) varies and stays."""
+    days = [D0, D0 + dt.timedelta(days=1)]
+    waterfall = pl.DataFrame(
+        {"cluster": ["c", "c"], "hour": days, "bucket": ["goodput"] * 2, "gpu_s": [3600.0] * 2}
+    ).with_columns(pl.col("hour").dt.cast_time_unit("us"))
+    occ = pl.DataFrame(
+        {
+            "cluster": ["c", "c"], "hour": days, "capacity_gpu_s": [14400.0] * 2,
+            "down_gpu_s": [0.0] * 2, "planned_down_gpu_s": [0.0] * 2,
+            "allocated_gpu_s": [3600.0, 7200.0],
+        }
+    ).with_columns(pl.col("hour").dt.cast_time_unit("us"))  # fmt: skip
+    as_of = pl.DataFrame({"cluster": ["c"], "as_of": [D0 + dt.timedelta(days=2)]})
+    out = daily_kpis(_no_jobs(), occ, as_of, waterfall=waterfall)
+    assert out.select("kpi", "value").rows() == [("occupancy", 0.25), ("occupancy", 0.5)]

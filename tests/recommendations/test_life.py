@@ -214,3 +214,16 @@ def test_rollback_patches_per_kind() -> None:
     res = doc["spec"]["resourceGroups"][0]["flavors"][0]
     assert res == {"name": "h100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "24"}]}
     assert rollback_patch(ch("slurm.conf", "PriorityWeightAge", None)) is None
+
+
+def test_a_preemption_rule_is_judged_on_preemption_loss() -> None:
+    """preemption_grace_time's target is preemption_loss_gpu_h: its change improved preemption
+    loss and regressed occupancy (not its target) → confirmed."""
+    t = dt.datetime(2026, 3, 5, tzinfo=UTC)
+    recs = _recs(
+        ("r1", "preemption_grace_time", "a", "sacctmgr",
+         "sacctmgr -i modify qos name=low set GraceTime=300"),
+    )  # fmt: skip
+    changes = _changes(("c1", "a", "qos=low", "grace_time", "0", "300", t))
+    impact = _impact(("c1", "preemption_loss_gpu_h", "improved"), ("c1", "occupancy", "regressed"))
+    assert _status(recommendation_life(recs, changes, impact)) == {"r1": ("confirmed", "c1")}

@@ -11,12 +11,16 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines.config import load_config
+from pipelines._parse_result import InputFormatError
+from pipelines.config import Config, load_config
 from pipelines.recommendations import (
+    PROPOSAL_HISTORY_SOURCE,
     PROPOSAL_SCHEMA,
     merge_proposals,
+    proposal_history_files,
     proposals_of,
     read_proposal_history,
+    record_proposal_rejects,
     with_history,
     write_outputs,
     write_proposals,
@@ -131,8 +135,7 @@ def test_past_proposals_stay_out_of_the_patch_files(tmp_path: Path) -> None:
 
 def test_history_files_are_read_as_earlier_proposals(tmp_path: Path) -> None:
     """A latest.json-shaped file under <inputs>/c1/recommendations/ gives its records with
-    proposed_at = its as_of (or the record's own proposed_at) and last_seen_at = as_of; a
-    record without a rule is refused naming file, record and field."""
+    proposed_at = its as_of (or the record's own proposed_at) and last_seen_at = as_of."""
     cfg = load_config(
         write_config(tmp_path, days_dir=tmp_path / "data", clusters=(("c1", "slurm", "UTC"),))
     )
@@ -149,9 +152,100 @@ def test_history_files_are_read_as_earlier_proposals(tmp_path: Path) -> None:
         ("rec-bf", AGE, T1, T1),
         ("rec-x", None, dt.datetime(2026, 3, 2, tzinfo=UTC), T1),
     ]
-    del doc["recommendations"][1]["rule"]
-    (folder / "proposals_2026-03-10.json").write_text(json.dumps(doc))
-    with pytest.raises(
-        ValueError, match=r"proposals_2026-03-10.json: recommendations\[1\]: field rule"
-    ):
+
+
+def _history(tmp_path: Path, doc: object) -> tuple[Config, Path]:
+    cfg = load_config(
+        write_config(tmp_path, days_dir=tmp_path / "data", clusters=(("c1", "slurm", "UTC"),))
+    )
+    folder = cfg.cluster_input_dir("c1") / "recommendations"
+    folder.mkdir(parents=True)
+    path = folder / "proposals_2026-03-10.json"
+    path.write_text(doc if isinstance(doc, str) else json.dumps(doc), encoding="utf-8")
+    return cfg, path
+
+
+def _bad_history_doc() -> dict[str, object]:
+    """Three records: rec-bf good; [1] without its rule; [2] with a proposed_at that is no
+    time."""
+    rec = {"id": "rec-bf", "rule": "backfill_tuning", "cluster": "c1", "scope": "cluster=c1",
+           "change_text": "t", "patch": {"kind": "slurm.conf", "content": AGE}}  # fmt: skip
+    no_rule = {k: v for k, v in rec.items() if k != "rule"} | {"id": "rec-x"}
+    bad_time = rec | {"id": "rec-y", "proposed_at": "last tuesday"}
+    return {"as_of": "2026-03-10T00:00:00Z", "recommendations": [rec, no_rule, bad_time]}
+
+
+def test_a_bad_history_record_is_rejected_and_the_rest_still_read(tmp_path: Path) -> None:
+    """Record [1] lacks its rule and [2]'s proposed_at is no time: both are rejected with the
+    file, the record index (line_no = line_end = index), the field, the record's JSON and the
+    reason; rec-bf is still read."""
+    cfg, path = _history(tmp_path, _bad_history_doc())
+    assert read_proposal_history(cfg)["id"].to_list() == ["rec-bf"]
+    [(cluster, got_path, result)] = proposal_history_files(cfg)
+    assert (cluster, got_path) == ("c1", path)
+    rej = result.rejected
+    assert rej.select("file", "line_no", "line_end", "field").rows() == [
+        (str(path), 1, 1, "recommendations[1].rule"),
+        (str(path), 2, 2, "recommendations[2].proposed_at"),
+    ]
+    assert rej["reason"].to_list() == [
+        "recommendations[1].rule: missing",
+        "recommendations[2].proposed_at: not an ISO 8601 time: 'last tuesday'",
+    ]
+    assert json.loads(rej["raw"][0])["id"] == "rec-x"
+
+
+def test_history_rejects_are_stored_once_per_file_content(tmp_path: Path) -> None:
+    """record_proposal_rejects writes the 2 rejected records to raw.rejected_rows under one
+    ingest (rows_loaded 1, rows_rejected 2); run again on the same file it adds nothing (same
+    ingest id, still 2 rows); after the file is fixed its rejects are replaced (0 rows)."""
+    cfg, path = _history(tmp_path, _bad_history_doc())
+    with connect(tmp_path / "w.duckdb") as con:
+        assert record_proposal_rejects(con, cfg) == 2
+        first = con.execute(
+            "SELECT ingest_id, source, rows_loaded, rows_rejected FROM raw.ingests"
+        ).fetchall()
+        assert [r[1:] for r in first] == [(PROPOSAL_HISTORY_SOURCE, 1, 2)]
+        assert record_proposal_rejects(con, cfg) == 0
+        again = con.execute(
+            "SELECT ingest_id, source, rows_loaded, rows_rejected FROM raw.ingests"
+        ).fetchall()
+        assert again == first
+        assert con.execute(
+            "SELECT field, source FROM raw.rejected_rows ORDER BY line_no"
+        ).fetchall() == [
+            ("recommendations[1].rule", PROPOSAL_HISTORY_SOURCE),
+            ("recommendations[2].proposed_at", PROPOSAL_HISTORY_SOURCE),
+        ]
+        doc = _bad_history_doc()
+        doc["recommendations"] = doc["recommendations"][:1]  # type: ignore[index]
+        path.write_text(json.dumps(doc), encoding="utf-8")
+        assert record_proposal_rejects(con, cfg) == 0
+        assert con.execute("SELECT count(*) FROM raw.rejected_rows").fetchall() == [(0,)]
+        assert con.execute("SELECT rows_loaded, rows_rejected FROM raw.ingests").fetchall() == [
+            (1, 0)
+        ]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not json", r"proposals_2026-03-10.json: not a JSON proposal record"),
+        ("[1, 2]", r"proposals_2026-03-10.json: expected an object with as_of"),
+        (
+            '{"recommendations": []}',
+            r"proposals_2026-03-10.json \(field as_of\): missing or not a time",
+        ),
+        (
+            '{"as_of": "2026-03-10T00:00:00Z", "recommendations": {}}',
+            r"proposals_2026-03-10.json \(field recommendations\): not a list",
+        ),
+    ],
+)
+def test_a_history_file_of_the_wrong_kind_is_refused(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    """A file that is not a proposal record at all is refused whole, naming file and field."""
+    cfg, _ = _history(tmp_path, text)
+    with pytest.raises(InputFormatError, match=message):
         read_proposal_history(cfg)

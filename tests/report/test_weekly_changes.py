@@ -46,7 +46,8 @@ def test_the_weeks_changes_and_the_effects_measured_in_it() -> None:
          "60 → 2880; 1000 → 10000", "unknown (Slurm does not record it)", "2"),
     ]  # fmt: skip
     assert got["effects"] == [
-        {"cluster": "slurm-a", "change": "account=speech shares: 8 → 3", "kpi": "jain",
+        {"cluster": "slurm-a", "change": "account=speech shares: 8 → 3",
+         "kpi": "Jain's index of usage ÷ share",
          "method": "its", "before": "0.800", "after": "0.850",
          "effect": "+0.050 (95 % CI +0.020 to +0.080)", "verdict": "improved",
          "placebo_p": 0.03, "mde": "0.030", "enough": "a week is enough to tell"},
@@ -59,7 +60,7 @@ def test_a_week_without_changes_still_reports_effects() -> None:
     got = week_changes(_ledger(), _effects(), MONDAY + WEEK, MONDAY + 2 * WEEK)
     assert got["changes"] == [] and got["note"] == "No scheduler setting changed this week."
     assert [(e["kpi"], e["effect"], e["verdict"]) for e in got["effects"]] == [
-        ("wait_p90_h[64+]", "-3.00 h (95 % CI -5.00 to -1.00)", "improved"),
+        ("p90 time to start, 64+ GPUs", "-3.00 h (95 % CI -5.00 to -1.00)", "improved"),
         ("occupancy", "+0.010 (95 % CI -0.020 to +0.040)", "no detectable effect"),
     ]
 
@@ -116,7 +117,11 @@ def test_the_fleet_report_lists_its_changes_and_a_measured_effect(
     listed = sum(int(c["changes"]) for c in doc["changes"])
     assert listed == len(week)
     assert [(e["kpi"], e["effect"], e["verdict"]) for e in doc["effects"]] == [
-        ("jain", "+0.020 (95 % CI -0.010 to +0.050)", "no detectable effect")
+        (
+            "Jain's index of usage ÷ share",
+            "+0.020 (95 % CI -0.010 to +0.050)",
+            "no detectable effect",
+        )
     ]
     assert doc["effects"][0]["change"].startswith(f"{first[2]} {first[3]}: ")
     page = paths.html.read_text()
@@ -132,3 +137,16 @@ def test_the_fleet_report_lists_its_changes_and_a_measured_effect(
     doc = json.loads(plain.json.read_text())["policy_changes"]
     assert doc["note"] == "Effects not measured yet." and not doc["measured"]
     assert {c["effects"] for c in doc["changes"]} == {"effects not measured yet"}
+
+
+def test_kpi_labels_name_each_kpi_for_a_reader() -> None:
+    """Each KPI of policy_change_impact has a label; a size bucket reads as GPUs."""
+    from pipelines.report.changes import kpi_label
+
+    assert [kpi_label(k) for k in (
+        "wait_p50_h[1]", "held_for_gangs_gpu_h", "entitlement_ratio_min",
+        "preemption_loss_gpu_h", "goodput_ratio", "something_else",
+    )] == [
+        "p50 time to start, 1 GPU", "GPU-hours held for gangs", "lowest team entitlement ratio",
+        "preemption loss", "goodput ÷ allocated", "something_else",
+    ]  # fmt: skip

@@ -173,3 +173,35 @@ def test_a_yaml_file_that_is_no_topology_list_is_refused() -> None:
     """A mapping at the top, not a list of ``- topology:`` items."""
     with pytest.raises(InputFormatError, match=r"not a topology\.yaml"):
         parse_topology_yaml("t.yaml", text="switches: []\n", valid_from=DAY)
+
+
+def test_topology_yaml_entries_named_twice_or_not_a_mapping_are_rejected() -> None:
+    """Switch s0 named again at line 7 and block b1 again at line 14 are rejected ("named
+    twice", field switch / block); a bare string among the blocks has no line of its own and
+    takes its block mapping's (line 11, its first key), "a block without a name"; the first
+    s0 and b1 load."""
+    text = (
+        "- topology: t\n"  # 1
+        "  cluster_default: true\n"
+        "  tree:\n"
+        "    switches:\n"
+        "      - switch: s0\n"  # 5
+        "        nodes: n[1-2]\n"
+        "      - switch: s0\n"  # 7
+        "        nodes: n[3-4]\n"
+        "- topology: u\n"  # 9
+        "  block:\n"  # 10
+        "    blocks:\n"
+        "      - block: b1\n"  # 12
+        "        nodes: m[1-2]\n"
+        "      - block: b1\n"  # 14
+        "        nodes: m[3-4]\n"
+        "      - just-a-string\n"
+    )
+    res = parse_topology_yaml("t.yaml", cluster="c", text=text, valid_from=DAY)
+    assert sorted(res.rejected.select("line_no", "field", "reason").rows()) == [
+        (7, "switch", "'s0' is named twice"),
+        (11, "block", "a block without a name"),
+        (14, "block", "'b1' is named twice"),
+    ]
+    assert _sizes(res.rows) == {("switch-1", "s0"): 2, ("u/block", "b1"): 2}

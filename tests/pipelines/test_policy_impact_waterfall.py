@@ -1,0 +1,38 @@
+"""The policy-impact KPIs read every day's waterfall, in an incremental build as in a full one."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+import polars as pl
+
+from pipelines.analytics.policy_impact import whole_waterfall
+from pipelines.warehouse import replace_table
+
+D0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+
+def _wf(rows: list[tuple[str, dt.datetime, str, float]]) -> pl.DataFrame:
+    return pl.DataFrame(
+        rows, schema=["cluster", "hour", "bucket", "gpu_s"], orient="row"
+    ).with_columns(pl.col("hour").dt.cast_time_unit("us"))
+
+
+def test_incremental_build_takes_stored_days_and_the_fresh_rewritten_days() -> None:
+    """Stored: c day 0 and day 1 (goodput 100 and 200 GPU-s), k day 1 (50). The build rewrites
+    c day 1 (fresh goodput 999): the result is c day 0 = 100 (stored), c day 1 = 999 (fresh,
+    the stored 200 dropped) and k day 1 = 50 (another cluster's day, stored)."""
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA analytics")
+    d1 = D0 + dt.timedelta(days=1)
+    replace_table(
+        con,
+        "analytics.gpu_waterfall_hourly",
+        _wf([("c", D0, "goodput", 100.0), ("c", d1, "goodput", 200.0), ("k", d1, "goodput", 50.0)]),
+    )
+    fresh = _wf([("c", d1, "goodput", 999.0)])
+    out = whole_waterfall(con, fresh, {"c": {d1.date()}}).sort("cluster", "hour")
+    assert out.select("cluster", "gpu_s").rows() == [("c", 100.0), ("c", 999.0), ("k", 50.0)]
+    # A full build (days None) uses only the fresh rows.
+    assert whole_waterfall(con, fresh, None)["gpu_s"].to_list() == [999.0]
