@@ -47,6 +47,7 @@ from metrics.recommendations import (
     Window,
     backfill_tuning,
     cluster_queue_usage_hourly,
+    defrag_candidates,
     fairness_drift,
     gang_window,
     idle_allocations,
@@ -122,6 +123,7 @@ RULES: tuple[str, ...] = (
     "reservations_idle",
     "gang_window",
     "segment_sizes",
+    "defrag_candidates",
 )
 
 #: Files written by :func:`write_outputs`, by patch kind (``latest.json`` for all).
@@ -190,6 +192,10 @@ class RecommendationInputs:
             healthy_nodes, healthy_gpus, nodes_list``; empty without the views).
         segment_efficiency: mean segment-capacity efficiency per cluster and segment size in
             the window (``cluster, segment_size, efficiency, domain_size, healthy_gpu_h``).
+        gang_capacity: ``domain_capacity_hourly`` at the gang level in the window (``cluster,
+            hour, domain, healthy_nodes, free_nodes, free_gpus``; empty without the views).
+        gang_topology: the gang level's dated map (``cluster, domain, node, valid_from,
+            valid_to``; empty without the views).
         proposals: the proposal record so far (:data:`PROPOSAL_SCHEMA`): the stored
             ``analytics.recommendation_proposals`` merged with the history files
             (:func:`read_proposal_history`); empty before the first run.
@@ -219,6 +225,8 @@ class RecommendationInputs:
     wait_causes: pl.DataFrame = field(default_factory=pl.DataFrame)
     gang_domains: pl.DataFrame = field(default_factory=pl.DataFrame)
     segment_efficiency: pl.DataFrame = field(default_factory=pl.DataFrame)
+    gang_capacity: pl.DataFrame = field(default_factory=pl.DataFrame)
+    gang_topology: pl.DataFrame = field(default_factory=pl.DataFrame)
     proposals: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=PROPOSAL_SCHEMA))
 
 
@@ -328,6 +336,16 @@ def read_inputs(
         segment_efficiency=(
             _query(con, "segment_efficiency", params)
             if table_exists(con, "segment_capacity_hourly")
+            else pl.DataFrame()
+        ),
+        gang_capacity=(
+            _query(con, "gang_capacity", params)
+            if table_exists(con, "stranded_gpu_hourly")
+            else pl.DataFrame()
+        ),
+        gang_topology=(
+            _query(con, "gang_topology")
+            if table_exists(con, "stranded_gpu_hourly")
             else pl.DataFrame()
         ),
         proposals=merge_proposals(
@@ -532,6 +550,14 @@ def recommendations_frame(
             gang_window(
                 inputs.wait_causes, inputs.gang_domains, w, inputs.schedulers,
                 **opt["gang_window"],
+            )
+        )  # fmt: skip
+    if inputs.wait_causes.height and inputs.gang_capacity.height and inputs.gang_topology.height:
+        frames.append(
+            defrag_candidates(
+                inputs.wait_causes, inputs.gang_capacity, inputs.gang_topology, jobs,
+                inputs.nodes, w, inputs.schedulers, as_of=inputs.as_of,
+                **{"large_gpus": large_job_gpus, **opt["defrag_candidates"]},
             )
         )  # fmt: skip
     if inputs.segment_efficiency.height:

@@ -27,6 +27,7 @@ from metrics.recommendations._model import (
     to_frame,
 )
 from metrics.recommendations.backfill import backfill_tuning, max_queue_depth
+from metrics.recommendations.defrag import defrag_candidates
 from metrics.recommendations.fairness_drift import fairness_drift
 from metrics.recommendations.gang_window import gang_window
 from metrics.recommendations.idle import idle_allocations
@@ -47,6 +48,7 @@ __all__ = [
     "apply_merge_patch",
     "backfill_tuning",
     "cluster_queue_usage_hourly",
+    "defrag_candidates",
     "empty_recommendations",
     "fairness_drift",
     "gang_window",
