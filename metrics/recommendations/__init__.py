@@ -38,6 +38,7 @@ from metrics.recommendations.registry_drift import kueue_quota_drift, slurm_fair
 from metrics.recommendations.reservations import reservation_usage, reservations_idle
 from metrics.recommendations.segments import segment_sizes
 from metrics.recommendations.time_limits import time_limits
+from metrics.recommendations.topology_levels import topology_levels
 
 __all__ = [
     "PATCH_KINDS",
@@ -68,4 +69,5 @@ __all__ = [
     "slurm_fairshare_drift",
     "time_limits",
     "to_frame",
+    "topology_levels",
 ]
