@@ -160,9 +160,9 @@ st.subheader("NVLink co-location (Kubernetes)")
 nvlink = queries.topology_nvlink(path, f)
 if nvlink.height:
     gangs, colocated = int(nvlink["gangs"].sum()), int(nvlink["colocated"].sum())
-    cols = st.columns(2)
-    cols[0].metric("Gangs that fit one clique", f"{gangs:,}")
-    cols[1].metric("Ran inside one clique", f"{colocated / gangs:.1%}" if gangs else "n/a")
+    n_cols = st.columns(2)
+    n_cols[0].metric("Gangs that fit one clique", f"{gangs:,}")
+    n_cols[1].metric("Ran inside one clique", f"{colocated / gangs:.1%}" if gangs else "n/a")
     shown_n = nvlink.select(
         "cluster", "week", "gangs", "colocated",
         pl.col("colocation_share").alias("co-location share"),

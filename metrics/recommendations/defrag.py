@@ -232,7 +232,7 @@ def defrag_candidates(
     recs = []
     for cluster in sorted(set(blocked["cluster"].to_list())):
         ccap = cap.filter(pl.col("cluster") == cluster)
-        biggest = int(ccap["healthy_nodes"].max() or 0)
+        biggest = int(ccap.select(pl.col("healthy_nodes").max().fill_null(0)).item())
         ctopo = topo.filter(pl.col("cluster") == cluster)
         node_gpus = {
             str(h): float(g or 0)
@@ -250,7 +250,7 @@ def defrag_candidates(
                 if (
                     at.height
                     and float(at["free_gpus"].sum()) >= float(b["req_gpus"])
-                    and int(at["free_nodes"].max() or 0) < n
+                    and int(at.select(pl.col("free_nodes").max()).item()) < n
                 ):
                     valid = ctopo.filter(
                         (pl.col("valid_from").is_null() | (pl.col("valid_from") <= h))

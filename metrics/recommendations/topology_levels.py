@@ -53,7 +53,7 @@ RULE = "topology_level"
 
 def _aggregate(h: int, n: int) -> int:
     """The smallest power-of-two multiple of ``h`` holding ``n`` nodes."""
-    return h * 2 ** max(0, math.ceil(math.log2(max(1.0, n / h))))
+    return int(h * 2 ** max(0, math.ceil(math.log2(max(1.0, n / h)))))
 
 
 def topology_levels(
