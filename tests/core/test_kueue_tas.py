@@ -5,14 +5,20 @@ stranded GPUs and large-job waits")."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 
 import polars as pl
 
 from metrics.domains import large_job_wait_causes, topology_reason
+from pipelines.analytics.build import rebuild
+from pipelines.config import load_config
 from pipelines.core.kueue_tas import kueue_topology_spells, tas_not_fit
+from pipelines.ingest import IngestOptions, ingest_file
 from pipelines.kubernetes import parse_k8s_events
 from pipelines.kubernetes._workloads_parse import parse_k8s_workloads
+from pipelines.warehouse import connect, init_warehouse
+from tests.conftest import write_config
 from tests.metrics.test_domains import (
     H0,
     H1,
@@ -112,3 +118,33 @@ def test_kueue_statement_gives_exact_fragmentation_delay() -> None:
                       "blocked_idle_gpu_s", "basis").rows() == [
         (7200.0, 0.0, 0.0, 3900.0, 3300.0, 77_400.0, "exact")
     ]  # fmt: skip
+
+
+def test_the_build_publishes_kueue_spells_in_pending_reason_spells(
+    fleet_dir: Path, tmp_path: Path
+) -> None:
+    """End to end for k8s-b: the fixture's events (k8s-events) and the two Workload snapshots
+    (k8s-objects, file times 00:45 and 01:20 UTC as their snapshot times) loaded, built: the
+    pending_reason_spells view holds ml/p1's two spells as computed above."""
+    cfg = load_config(write_config(tmp_path, days_dir=fleet_dir))
+    opts = IngestOptions(cluster="k8s-b")
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        ingest_file(con, "k8s-events", FIX / "events.json", opts)
+        for name, at in (
+            ("workloads_0045.json", H0 + 45 * M),
+            ("workloads_0120.json", H1 + 20 * M),
+        ):
+            copy = tmp_path / name
+            copy.write_bytes((FIX / name).read_bytes())
+            os.utime(copy, (at.timestamp(), at.timestamp()))
+            ingest_file(con, "k8s-objects", copy, opts)
+        rebuild(con, cfg)
+        rows = con.sql(
+            "SELECT job_id, spell_start, spell_end, seconds, polls FROM pending_reason_spells"
+            " WHERE cluster = 'k8s-b' ORDER BY spell_start"
+        ).fetchall()
+    assert rows == [
+        ("ml/p1", H0 + 10 * M, H0 + 40 * M, 1800, 4),
+        ("ml/p1", H0 + 45 * M, H1 + 20 * M, 2100, 3),
+    ]
