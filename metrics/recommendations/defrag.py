@@ -238,6 +238,8 @@ def defrag_candidates(
             str(h): float(g or 0)
             for h, g in inv.filter(pl.col("cluster") == cluster).select("host", "gpus").iter_rows()
         }
+        cj = j.filter(pl.col("cluster") == cluster)
+        state: dict[dt.datetime, tuple[dict[str, list[str]], list[dict[str, Any]]]] = {}
         found: list[dict[str, Any]] = []
         for b in blocked.filter(pl.col("cluster") == cluster).iter_rows(named=True):
             n = int(b["req_nodes"])
@@ -252,16 +254,19 @@ def defrag_candidates(
                     and float(at["free_gpus"].sum()) >= float(b["req_gpus"])
                     and int(at.select(pl.col("free_nodes").max()).item()) < n
                 ):
-                    valid = ctopo.filter(
-                        (pl.col("valid_from").is_null() | (pl.col("valid_from") <= h))
-                        & (pl.col("valid_to").is_null() | (pl.col("valid_to") > h))
-                    )
-                    domain_nodes: dict[str, list[str]] = {}
-                    for d, node in valid.select("domain", "node").sort("node").iter_rows():
-                        domain_nodes.setdefault(str(d), []).append(str(node))
+                    if h not in state:  # the map and running attempts, once an hour
+                        valid = ctopo.filter(
+                            (pl.col("valid_from").is_null() | (pl.col("valid_from") <= h))
+                            & (pl.col("valid_to").is_null() | (pl.col("valid_to") > h))
+                        )
+                        nodes_of: dict[str, list[str]] = {}
+                        for d, node in valid.select("domain", "node").sort("node").iter_rows():
+                            nodes_of.setdefault(str(d), []).append(str(node))
+                        state[h] = (nodes_of, _running(cj, cluster, h))
+                    domain_nodes, running = state[h]
                     for cand in _candidate(
                         n=n, hour=h, cap=at, domain_nodes=domain_nodes, node_gpus=node_gpus,
-                        running=_running(j, cluster, h), large_gpus=large_gpus,
+                        running=running, large_gpus=large_gpus,
                         max_moves=max_moves,
                     ):  # fmt: skip
                         left = (end - max(h, b["eligible_at"])).total_seconds()
