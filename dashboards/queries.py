@@ -101,6 +101,7 @@ __all__ = [
     "top_recommendations",
     "topology_degraded",
     "topology_hours",
+    "topology_nvlink",
     "topology_placement_by_team",
     "topology_rack_grid",
     "topology_segment_slots",
@@ -1097,6 +1098,14 @@ def topology_wait_causes(path: str, f: Filters) -> pl.DataFrame:
     """Per team, large jobs eligible in the window: ``team, jobs, wait_h, quota_h, priority_h,
     fragmentation_h, other_h, blocked_idle_gpu_h, exact_jobs`` (``large_job_wait_causes``)."""
     return _frame_if_view(path, "topology_wait_causes", f)
+
+
+@st.cache_data(ttl=_TTL)
+def topology_nvlink(path: str, f: Filters) -> pl.DataFrame:
+    """Per cluster and UTC week overlapping the window: ``cluster, week, gangs, colocated,
+    colocation_share`` (``nvlink_colocation_weekly``: multi-node gangs that fit one NVLink clique
+    and how many ran inside one; cluster filter, no team filter)."""
+    return _frame_if_view(path, "topology_nvlink", f)
 
 
 @st.cache_data(ttl=_TTL)

@@ -48,6 +48,7 @@ from metrics.recommendations import (
     Window,
     backfill_tuning,
     cluster_queue_usage_hourly,
+    defrag_candidates,
     fairness_drift,
     gang_window,
     idle_allocations,
@@ -59,6 +60,7 @@ from metrics.recommendations import (
     segment_sizes,
     slurm_fairshare_drift,
     time_limits,
+    topology_levels,
 )
 from metrics.recommendations.life import recommendation_life, rollback_patch
 from metrics.recommendations.merge import (
@@ -82,6 +84,7 @@ from pipelines.privacy import (
     show_user_names,
     user_names_of,
 )
+from pipelines.slurm import topology_config
 from pipelines.warehouse import (
     UTC_DATETIME,
     connect,
@@ -135,6 +138,8 @@ RULES: tuple[str, ...] = (
     "reservations_idle",
     "gang_window",
     "segment_sizes",
+    "defrag_candidates",
+    "topology_levels",
 )
 
 #: Files written by :func:`write_outputs`, by patch kind (``latest.json`` for all).
@@ -205,6 +210,14 @@ class RecommendationInputs:
             healthy_nodes, healthy_gpus, nodes_list``; empty without the views).
         segment_efficiency: mean segment-capacity efficiency per cluster and segment size in
             the window (``cluster, segment_size, efficiency, domain_size, healthy_gpu_h``).
+        gang_capacity: ``domain_capacity_hourly`` at the gang level in the window (``cluster,
+            hour, domain, healthy_nodes, free_nodes, free_gpus``; empty without the views).
+        gang_topology: the gang level's dated map (``cluster, domain, node, valid_from,
+            valid_to``; empty without the views).
+        placement: ``job_placement`` rows of attempts started in the window (empty without
+            the view).
+        topology_config: cluster → the Slurm topology configuration in force (``form``,
+            ``block_sizes``) from its latest ``topology*.conf`` input; absent = unknown.
         proposals: the proposal record so far (:data:`PROPOSAL_SCHEMA`): the stored
             ``analytics.recommendation_proposals`` merged with the history files
             (:func:`read_proposal_history`); empty before the first run.
@@ -234,6 +247,10 @@ class RecommendationInputs:
     wait_causes: pl.DataFrame = field(default_factory=pl.DataFrame)
     gang_domains: pl.DataFrame = field(default_factory=pl.DataFrame)
     segment_efficiency: pl.DataFrame = field(default_factory=pl.DataFrame)
+    gang_capacity: pl.DataFrame = field(default_factory=pl.DataFrame)
+    gang_topology: pl.DataFrame = field(default_factory=pl.DataFrame)
+    placement: pl.DataFrame = field(default_factory=pl.DataFrame)
+    topology_config: dict[str, dict[str, Any]] = field(default_factory=dict)
     proposals: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=PROPOSAL_SCHEMA))
 
 
@@ -282,9 +299,12 @@ def read_inputs(
     )  # fmt: skip
     capacity = _query(con, "available_capacity", params)
     teams, mapping = load_registry(cfg.registry_path)
-    cqs, lqs, confs = {}, {}, {}
+    cqs, lqs, confs, topo_confs = {}, {}, {}, {}
     for c in cfg.clusters:
         if c.scheduler == "slurm":
+            topo = topology_config(cfg.cluster_input_dir(c.name) / "topology")
+            if topo is not None:
+                topo_confs[c.name] = topo
             state = cfg.cluster_input_dir(c.name) / "slurm_state"
             found = sorted(state.glob("scontrol_config*.txt")) if state.is_dir() else []
             if found:
@@ -345,6 +365,22 @@ def read_inputs(
             if table_exists(con, "segment_capacity_hourly")
             else pl.DataFrame()
         ),
+        gang_capacity=(
+            _query(con, "gang_capacity", params)
+            if table_exists(con, "stranded_gpu_hourly")
+            else pl.DataFrame()
+        ),
+        gang_topology=(
+            _query(con, "gang_topology")
+            if table_exists(con, "stranded_gpu_hourly")
+            else pl.DataFrame()
+        ),
+        placement=(
+            _query(con, "placement_in_window", params)
+            if table_exists(con, "job_placement")
+            else pl.DataFrame()
+        ),
+        topology_config=topo_confs,
         proposals=merge_proposals(
             _query(con, "proposals")
             if table_exists(con, "analytics.recommendation_proposals")
@@ -639,6 +675,21 @@ def recommendations_frame(
             gang_window(
                 inputs.wait_causes, inputs.gang_domains, w, inputs.schedulers,
                 **opt["gang_window"],
+            )
+        )  # fmt: skip
+    if inputs.wait_causes.height and inputs.gang_capacity.height and inputs.gang_topology.height:
+        frames.append(
+            defrag_candidates(
+                inputs.wait_causes, inputs.gang_capacity, inputs.gang_topology, jobs,
+                inputs.nodes, w, inputs.schedulers, as_of=inputs.as_of,
+                **{"large_gpus": large_job_gpus, **opt["defrag_candidates"]},
+            )
+        )  # fmt: skip
+    if inputs.placement.height:
+        frames.append(
+            topology_levels(
+                inputs.placement, jobs, w, inputs.schedulers, config=inputs.topology_config,
+                **opt["topology_levels"],
             )
         )  # fmt: skip
     if inputs.segment_efficiency.height:

@@ -1,7 +1,7 @@
 """Topology: where gangs fit. A rack grid per hour (free healthy trays, largest placeable
 segment, trays out), slots of s trays over time, stranded GPU-hours, large-job placement quality
-by team, why large jobs waited, and the degraded racks (METRICS.md "Domain capacity, stranded
-GPUs and large-job waits")."""
+by team, Kubernetes NVLink co-location, why large jobs waited, and the degraded racks
+(METRICS.md "Domain capacity, stranded GPUs and large-job waits")."""
 
 from __future__ import annotations
 
@@ -154,6 +154,28 @@ if placement.height:
     )
 else:
     st.info("No multi-node gangs in this selection.")
+
+# --- NVLink co-location ----------------------------------------------------------------------
+st.subheader("NVLink co-location (Kubernetes)")
+nvlink = queries.topology_nvlink(path, f)
+if nvlink.height:
+    gangs, colocated = int(nvlink["gangs"].sum()), int(nvlink["colocated"].sum())
+    n_cols = st.columns(2)
+    n_cols[0].metric("Gangs that fit one clique", f"{gangs:,}")
+    n_cols[1].metric("Ran inside one clique", f"{colocated / gangs:.1%}" if gangs else "n/a")
+    shown_n = nvlink.select(
+        "cluster", "week", "gangs", "colocated",
+        pl.col("colocation_share").alias("co-location share"),
+    )  # fmt: skip
+    st.dataframe(shown_n, key="topology_nvlink_table", hide_index=True,
+                 height=_charts.table_height(shown_n.height))  # fmt: skip
+    st.caption(
+        "Multi-node gangs (pods of one workload) started in the week whose size fits one NVLink "
+        "clique (`nvidia.com/gpu.clique`); co-located = all their nodes in one clique "
+        "(`nvlink_colocation_weekly`; no team filter)."
+    )
+else:
+    st.info("No gang on nodes labelled with an NVLink clique in this selection.")
 
 # --- wait decomposition ----------------------------------------------------------------------
 st.subheader("Why large jobs waited")

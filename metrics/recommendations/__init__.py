@@ -27,6 +27,7 @@ from metrics.recommendations._model import (
     to_frame,
 )
 from metrics.recommendations.backfill import backfill_tuning, max_queue_depth
+from metrics.recommendations.defrag import defrag_candidates
 from metrics.recommendations.fairness_drift import fairness_drift
 from metrics.recommendations.gang_window import gang_window
 from metrics.recommendations.idle import idle_allocations
@@ -37,6 +38,7 @@ from metrics.recommendations.registry_drift import kueue_quota_drift, slurm_fair
 from metrics.recommendations.reservations import reservation_usage, reservations_idle
 from metrics.recommendations.segments import segment_sizes
 from metrics.recommendations.time_limits import time_limits
+from metrics.recommendations.topology_levels import topology_levels
 
 __all__ = [
     "PATCH_KINDS",
@@ -47,6 +49,7 @@ __all__ = [
     "apply_merge_patch",
     "backfill_tuning",
     "cluster_queue_usage_hourly",
+    "defrag_candidates",
     "empty_recommendations",
     "fairness_drift",
     "gang_window",
@@ -66,4 +69,5 @@ __all__ = [
     "slurm_fairshare_drift",
     "time_limits",
     "to_frame",
+    "topology_levels",
 ]

@@ -110,7 +110,10 @@ _DESCRIPTIONS = {
     "core.topology": "Node → domain per topology level, with the time each map was in force.",
     "analytics.job_placement": "Per attempt and topology level: domains used against the fewest.",
     "analytics.topology_fragmentation_hourly": "Whole-domain gang slots vs unfragmented, hourly.",
-    "core.pending_reason_spells": "Per Slurm job: each pending reason's spell from squeue polls.",
+    "core.pending_reason_spells": (
+        "Per Slurm job: each pending reason's spell from squeue polls; per Kueue Workload: "
+        "its topology not-fit spells."
+    ),
     "analytics.domain_capacity_hourly": "Per domain and hour: healthy, held, free trays and GPUs.",
     "analytics.segment_capacity_hourly": "Per segment size and hour: slots, capacity efficiency.",
     "analytics.topology_stranded_hourly": "Free GPUs no pending job shape can use, per hour.",

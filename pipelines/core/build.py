@@ -28,6 +28,7 @@ from pipelines.core.k8s_attempts import (
     workload_attempts,
 )
 from pipelines.core.k8s_timings import k8s_pending_reasons, k8s_workload_timings
+from pipelines.core.kueue_tas import kueue_topology_spells
 from pipelines.core.node_states import (
     node_event_gpu_seconds_hourly,
     registered_gpu_seconds_hourly,
@@ -137,7 +138,8 @@ class CoreFrames:
             gave each Workload (:func:`metrics.assignment_node_lists`); None without
             ``raw.kueue_workload_topology``.
         pending_spells: ``pending_reason_spells`` rows (:func:`pipelines.core.pending_spells.
-            pending_reason_spells`) from polled ``squeue``; empty without ``raw.slurm_squeue``.
+            pending_reason_spells`) from polled ``squeue``, then Kueue Workloads' topology
+            not-fit spells (:func:`pipelines.core.kueue_tas.kueue_topology_spells`).
     """
 
     slurm_jobs: pl.DataFrame
@@ -488,10 +490,23 @@ def build_core(
         kueue_nodes=None
         if raw.kueue_workload_topology is None
         else assignment_node_lists(_latest_snapshot(raw.kueue_workload_topology).lazy()).collect(),
-        pending_spells=pl.DataFrame(schema=SPELL_SCHEMA)
-        if raw.slurm_squeue is None
-        else pending_reason_spells(raw.slurm_squeue.sort("ingest_id").lazy()).collect(),
+        pending_spells=_pending_spells(raw, events),
     )
+
+
+def _pending_spells(raw: RawFrames, events: pl.DataFrame) -> pl.DataFrame:
+    """The pending-reason spells: Slurm's from polled ``squeue``, then Kueue's topology
+    not-fit statements (:func:`kueue_topology_spells`) from Workload conditions and events."""
+    slurm = (
+        pl.DataFrame(schema=SPELL_SCHEMA)
+        if raw.slurm_squeue is None
+        else pending_reason_spells(raw.slurm_squeue.sort("ingest_id").lazy()).collect()
+    )
+    kueue = kueue_topology_spells(
+        raw.k8s_workloads.lazy() if raw.k8s_workloads.height else None,
+        events.lazy() if events.height else None,
+    ).collect()
+    return pl.concat([slurm, kueue]) if kueue.height else slurm
 
 
 def _topology(raw: RawFrames, nodes: pl.DataFrame) -> pl.DataFrame:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from pipelines._parse_result import ParseResult
 from pipelines.kinds import IngestOptions, InputKind, RawSource, route_by_prefix
@@ -56,7 +57,20 @@ __all__ = [
     "STATE_PREFIXES",
     "TOPOLOGY",
     "job_view_gaps",
+    "topology_config",
 ]
+
+
+def topology_config(folder: Path) -> dict[str, Any] | None:
+    """The topology configuration in force from the latest ``topology*.conf`` in ``folder``:
+    ``form`` (``tree`` | ``block``) and ``block_sizes`` (node counts, None when not given);
+    None when the folder holds none (:func:`parse_topology_conf`'s ``info``)."""
+    found = sorted(folder.glob("topology*.conf")) if folder.is_dir() else []
+    if not found:
+        return None
+    info = parse_topology_conf(found[-1]).info
+    return {"form": info.get("form"), "block_sizes": info.get("block_sizes")}
+
 
 #: Bytes of a sacct text file parsed at a time (bounds the ingest's memory).
 SACCT_CHUNK_BYTES = 64 << 20

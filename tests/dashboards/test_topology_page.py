@@ -5,22 +5,43 @@ agents, nlp, vision and multimodal."""
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import polars as pl
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from pipelines.warehouse import connect
 from tests.dashboards.test_pages import _table
 from tests.rackscale import build_rackscale_warehouse
+
+#: Hand-made placements at level ``nvlink`` (cliques of 4 nodes): (job, start, nodes, cliques
+#: used). Week of 2026-11-02: g1 2 nodes in 1 clique, g2 3 in 2, g3 4 in 1, g4 6 nodes (does not
+#: fit one clique: left out), g5 1 node (not a gang: left out); week of 2026-11-09: g6 2 in 2.
+NVLINK = [
+    ("g1", dt.datetime(2026, 11, 3, 10, tzinfo=dt.UTC), 2, 1),
+    ("g2", dt.datetime(2026, 11, 4, 10, tzinfo=dt.UTC), 3, 2),
+    ("g3", dt.datetime(2026, 11, 5, 10, tzinfo=dt.UTC), 4, 1),
+    ("g4", dt.datetime(2026, 11, 5, 11, tzinfo=dt.UTC), 6, 2),
+    ("g5", dt.datetime(2026, 11, 6, 10, tzinfo=dt.UTC), 1, 1),
+    ("g6", dt.datetime(2026, 11, 9, 10, tzinfo=dt.UTC), 2, 2),
+]
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboards" / "app.py")
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
-    """(warehouse path, config path) of nine built days of slurm-nvl."""
+    """(warehouse path, config path) of nine built days of slurm-nvl, with the NVLink
+    placements of :data:`NVLINK` added (slurm-nvl has no clique labels of its own)."""
     cfg = build_rackscale_warehouse(tmp_path_factory.mktemp("nvl-page"))
+    with connect(cfg.warehouse_path) as con:
+        con.executemany(
+            "INSERT INTO analytics.job_placement VALUES"
+            " ('slurm-nvl', ?, 0, 'nvlink', ?, ?, 4, ?, ceil(? / 4), ? - ceil(? / 4))",
+            [(j, at, n, used, n, used, n) for j, at, n, used in NVLINK],
+        )
     return str(cfg.warehouse_path), str(cfg.path)
 
 
@@ -82,3 +103,17 @@ def test_placement_and_wait_tables(page: AppTest) -> None:
     waits = _table(page, "team", "jobs", "fragmentation h", "exact (polled reasons)")
     assert set(waits["team"]) <= {"agents", "nlp", "vision", "multimodal"}
     assert waits["exact (polled reasons)"].sum() == 0
+
+
+def test_nvlink_colocation_table_and_tiles(page: AppTest) -> None:
+    """From NVLINK: week 2026-11-02: gangs that fit one clique g1, g2, g3 = 3, in one clique
+    g1, g3 = 2, share 2/3; week 2026-11-09: g6 alone, 0 of 1. Tiles: 3 + 1 = 4 gangs, 2 of 4
+    = 50.0 % ran inside one clique."""
+    got = _table(page, "week", "gangs", "colocated", "co-location share")
+    assert got.select(pl.col("week").dt.date().cast(pl.String), "gangs", "colocated").rows() == [
+        ("2026-11-02", 3, 2), ("2026-11-09", 1, 0),
+    ]  # fmt: skip
+    assert got["co-location share"].to_list() == pytest.approx([2 / 3, 0.0])
+    tiles = {m.label: m.value for m in page.metric}
+    assert tiles["Gangs that fit one clique"] == "4"
+    assert tiles["Ran inside one clique"] == "50.0%"

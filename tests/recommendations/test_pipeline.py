@@ -68,6 +68,8 @@ def test_planted_findings_of_two_days_are_found(written: dict[str, Path]) -> Non
     assert (drift["status"], drift["change_id"]) == ("proposed", None)
     idle = by_scope[("idle_allocations", "cluster=slurm-a/team=recsys")]
     assert idle["evidence"]["idle_share"] > 0.8
+    # Controls: defragmentation candidates only where gangs wait on rack-scale topology.
+    assert {r["cluster"] for r in recs if r["rule"] == "defrag_candidates"} <= {"slurm-nvl"}
 
 
 def test_patch_files_hold_each_patch(written: dict[str, Path]) -> None:
