@@ -433,7 +433,7 @@ def _tables(
     impact = policy_impact_tables(
         con, changes=ledger["analytics.policy_changes"], jobs=jobs, pending=core.pending,
         occupancy=occ, as_of=as_of,
-        shares=core.shares,
+        shares=core.shares, nodes=core.nodes,
     )  # fmt: skip
     return {
         CUTOFF_TABLE: as_of.cast(_CUTOFF_SCHEMA).sort("cluster"),  # type: ignore[arg-type]

@@ -7,8 +7,8 @@ changes how it schedules: the backfill setting ``SchedulerParameters:bf_min_age_
 drops, so the large jobs (32 GPUs, four whole nodes) get their reservation sooner instead of
 being overtaken by small jobs. The scheduler is :mod:`pipelines.sample_fleet._slurm_sim`'s
 priority FIFO + EASY backfill with its ``bf_min_age_reserve`` setting, so the effect is the
-schedule's, not painted on the output. The ledger sees the change in a pair of ``scontrol show config``
-snapshots around it.
+schedule's, not painted on the output. The ledger sees the change in a pair of
+``scontrol show config`` snapshots around it.
 
 The effect that is known is the *realised* one: the same seed simulated again without the
 change (the twin: same jobs, same random draws) gives the counterfactual, and the effect on a
