@@ -59,3 +59,44 @@ def test_the_planted_change_gets_a_replay_row_covering_its_effect(tmp_path: Path
     assert (small["estimate"], small["verdict"]) == (
         pytest.approx(0.446, abs=1e-3), "no detectable effect",
     )  # fmt: skip
+
+
+def _generator_starts(steps: list[tuple[int, int]]) -> list[float]:
+    """The sample fleet's Slurm scheduler on two 8-GPU nodes: A (8 GPUs, 10 h) at 0, B (16
+    GPUs, 5 h) at 1 h, C (8 GPUs, 20 h) at 2 h, each with a limit of its run + 60 s (the job
+    factory cuts a run to limit − 60 s); the attempts' starts in hours from 0."""
+    import random
+
+    from pipelines.sample_fleet._model import TEAMS, ClusterSpec, NodeSpec
+    from pipelines.sample_fleet._slurm_sim import _JobFactory, _Scheduler
+
+    h = 3600
+    nodes = tuple(NodeSpec(f"n{i}", 8, "a100", "gpu", "r1", 128, i - 1) for i in (1, 2))
+    rng = random.Random("bf_min_age_reserve")
+    uids = {u: 1001 + i for i, u in enumerate(u for t in TEAMS for u in t.users)}
+    factory = _JobFactory(rng, uids, first_id=1)
+    t0 = 1_800_000_000 // h * h
+    done = ("COMPLETED", 0, 0, None, "", 0.0, 0)
+    jobs = [
+        factory.gpu_job(t0 + at, TEAMS[0], "gpu", gpus, run, qos="normal", limit=run + 60,
+                        outcome=(*done[:2], run, *done[3:]))  # type: ignore[arg-type]
+        for at, gpus, run in ((0, 8, 10 * h), (h, 16, 5 * h), (2 * h, 8, 20 * h))
+    ]  # fmt: skip
+    sched = _Scheduler(
+        rng, ClusterSpec("t", "slurm", "UTC", nodes), t0, t0 + 3 * 86400,
+        bf_min_age_reserve=[(t0 + since, age) for since, age in steps],
+    )  # fmt: skip
+    sched.run(jobs, [], [])
+    return [(j.attempts[0].start - t0) / h for j in jobs if j.attempts[0].start is not None]
+
+
+def test_the_generators_bf_min_age_reserve_setting_on_a_hand_worked_schedule() -> None:
+    """No setting (Slurm's 0): B is blocked at 1 h and reserved at once, C (2 h + 20 h > A's
+    end) may not pass it: A 0 h, B 10 h (A ends), C 15 h (B ends). bf_min_age_reserve = 6 h
+    from 0: B gets no reservation before 7 h, C starts on the free node at 2 h and B waits for
+    both nodes until C ends at 22 h. Set to 6 h only from 3 h on: at 1–2 h the setting is 0,
+    so B is reserved when C arrives: the first schedule again (the setting applies from its
+    time on, as the planted change uses it)."""
+    assert _generator_starts([]) == [0.0, 10.0, 15.0]
+    assert _generator_starts([(0, 6 * 3600)]) == [0.0, 22.0, 2.0]
+    assert _generator_starts([(0, 0), (3 * 3600, 6 * 3600)]) == [0.0, 10.0, 15.0]
