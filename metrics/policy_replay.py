@@ -307,17 +307,20 @@ def _bundle_rows(
         frame = pl.concat([frame, never], how="diagonal_relaxed")
     if frame.height == 0 or not node_list:
         return []
-    frame = frame.with_columns(pl.col("job_id").cast(pl.String))
+    # one replayed job per job id and attempt (the model refuses a duplicate id)
+    frame = (
+        frame.with_columns(pl.col("job_id").cast(pl.String), pl.col("attempt").fill_null(0))
+        if "attempt" in frame.columns
+        else frame.with_columns(pl.col("job_id").cast(pl.String), pl.lit(0).alias("attempt"))
+    ).unique(["job_id", "attempt"], keep="first", maintain_order=True)
     sim = jobs_from_frame(frame, w1)
     # jobs_from_frame sorts by eligible time, job id, attempt: align the frame with it
     order = pl.DataFrame({"_key": [j.job_id for j in sim], "_pos": list(range(len(sim)))})
     keyed = frame.with_columns(
-        pl.when(pl.col("attempt").fill_null(0) > 0)
+        pl.when(pl.col("attempt") > 0)
         .then(pl.format("{}#{}", "job_id", "attempt"))
         .otherwise(pl.col("job_id"))
         .alias("_key")
-        if "attempt" in frame.columns
-        else pl.col("job_id").alias("_key")
     )
     keyed = keyed.join(order, on="_key", how="inner").sort("_pos").drop("_key", "_pos")
     horizon = w1.timestamp()

@@ -130,6 +130,19 @@ def test_the_replay_row_is_observed_minus_replayed_under_the_old_setting() -> No
     )  # fmt: skip
 
 
+def test_a_job_listed_twice_is_replayed_once() -> None:
+    """The same attempt twice in the input (job 2, attempt 0): replayed once, so the large
+    bucket's row is the one of the hand-worked case (−12 h)."""
+    jobs, nodes, as_of = _recorded()
+    twice = pl.concat([jobs, jobs.filter(pl.col("job_id") == "2")])
+    rows = replay_impact(
+        _change("SchedulerParameters:bf_min_age_reserve", "21600", "0"), twice, nodes, as_of,
+        configs={"c": {"SchedulerParameters": "bf_resolution=1"}},
+    )  # fmt: skip
+    row = rows.filter(pl.col("kpi") == "wait_p90_h[9-63]").row(0, named=True)
+    assert row["estimate"] == pytest.approx(-12.0)
+
+
 def test_a_change_the_model_cannot_represent_gets_no_replay_row() -> None:
     """PriorityWeightFairShare: the model orders jobs by QOS only, so no row."""
     jobs, nodes, as_of = _recorded()
