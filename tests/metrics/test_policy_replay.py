@@ -148,3 +148,22 @@ def test_a_change_the_model_cannot_represent_gets_no_replay_row() -> None:
     jobs, nodes, as_of = _recorded()
     rows = replay_impact(_change("PriorityWeightFairShare", "10000", "5000"), jobs, nodes, as_of)
     assert rows.height == 0
+
+
+def test_the_floor_is_the_documented_start_error_at_least_an_hour() -> None:
+    """START_ERROR_FLOOR_H = max(median |start error| of the bucket in docs/scheduler-model.md's
+    ``generator`` rows, 1 h): 1 → max(0.0 min, 60) = 1 h, 2-8 → max(12.4, 60) = 1 h, 9-63 →
+    183.3 / 60 = 3.055 h, 64-255 → 256.8 / 60 = 4.28 h; read from the table, so a rerun of the
+    validation that changes it shows here."""
+    from metrics.policy_replay import START_ERROR_FLOOR_H
+    from tests.conftest import REPO
+
+    table = {}
+    for line in (REPO / "docs" / "scheduler-model.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) > 5 and cells[0] == "generator" and cells[1] != "all":
+            table[cells[1]] = float(cells[4])  # settings, GPUs, jobs, started, median
+    assert table == {"1": 0.0, "2-8": 12.4, "9-63": 183.3, "64-255": 256.8}
+    for bucket, minutes in table.items():
+        assert START_ERROR_FLOOR_H[bucket] == pytest.approx(max(minutes, 60.0) / 60)
+    assert START_ERROR_FLOOR_H["64-255"] == pytest.approx(4.28)
