@@ -20,6 +20,9 @@ Policy, per partition (nodes belong to one partition; overlapping partitions are
   reservation (Slurm's backfill plans only that far [slurm.conf(5), SchedulerParameters
   ``bf_window``]); every later job may then start wherever it fits, which is how large jobs starve
   when time limits exceed the window.
+- **bf_min_age_reserve**: a blocked job younger than ``bf_min_age_reserve_s`` gets no
+  reservation; jobs behind it start wherever they fit, and the first blocked job old enough
+  gets the reservation (a pass is run when a young blocked job comes of age).
 - **bf_resolution**: time limits and running jobs' ends are rounded up to multiples of
   ``bf_resolution_s`` when backfill compares them (Slurm's backfill time slots).
 - **Recurring reservation** (optional): ``nodes`` nodes of a partition, during each occurrence of
@@ -151,6 +154,10 @@ class SchedulerSettings:
         bf_continue: kept for the proposal text; the model tests the whole queue in one pass, so
             it has no effect here.
         reservations: recurring large-job reservations.
+        bf_min_age_reserve_s: no reservation for a blocked job until it has been eligible this
+            long (Slurm default 0); the first blocked job old enough gets it, and the jobs
+            behind a younger one start wherever they fit [slurm.conf(5), SchedulerParameters
+            ``bf_min_age_reserve``].
     """
 
     backfill: bool = True
@@ -159,6 +166,7 @@ class SchedulerSettings:
     bf_max_job_test: int = 500
     bf_continue: bool = False
     reservations: tuple[RecurringReservation, ...] = ()
+    bf_min_age_reserve_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -343,6 +351,7 @@ class _Sim:
         self.outcomes: dict[str, JobOutcome] = {}
         self.reservations: list[ReservationRecord] = []
         self.held = 0.0
+        self.woken: set[str] = set()
 
     def push(self, t: float, kind: int, job_id: str) -> None:
         self.seq += 1
@@ -467,21 +476,44 @@ class _Sim:
     def _backfill(self, part: _Partition, head: SimJob, now: float) -> set[str]:
         s = self.settings
         started: set[str] = set()
-        plan = part.shadow(head, now)
-        if plan is not None and plan[0] - now > s.bf_window_s:
-            plan = None  # beyond the backfill window: the head gets no reservation
-        if plan is not None:
-            self.reservations.append(
-                ReservationRecord(now, head.job_id, plan[0], tuple(sorted(plan[1])))
-            )
-        behind = False
+        queue = [job for _, job in part.queue]
+        k = queue.index(head)
         tested = 0
         free_total = sum(n.free for n in part.nodes)
-        for _, job in part.queue:
-            if job is head:
-                behind = True
-                continue
-            if not behind or free_total <= 0:
+        # bf_min_age_reserve: blocked jobs younger than it get no reservation; the jobs behind
+        # them start wherever they fit until the first blocked job old enough (0: the head).
+        resv: SimJob | None = None
+        while k < len(queue):
+            job = queue[k]
+            k += 1
+            if job is not head:
+                tested += 1
+                if tested > s.bf_max_job_test:
+                    return started
+                fit = part.fit(job, now) if 0 < job.gpus <= free_total else None
+                if fit is not None:
+                    self._start(part, job, fit, now, True)
+                    started.add(job.job_id)
+                    free_total -= fit[1] * len(fit[0])
+                    continue
+            age = s.bf_min_age_reserve_s
+            if now - job.eligible_s >= age:
+                resv = job
+                break
+            if job.job_id not in self.woken:  # a pass when it comes of age
+                self.woken.add(job.job_id)
+                self.push(job.eligible_s + age, _EV_BOUNDARY, part.name)
+        if resv is None:
+            return started
+        plan = part.shadow(resv, now)
+        if plan is not None and plan[0] - now > s.bf_window_s:
+            plan = None  # beyond the backfill window: the job gets no reservation
+        if plan is not None:
+            self.reservations.append(
+                ReservationRecord(now, resv.job_id, plan[0], tuple(sorted(plan[1])))
+            )
+        for job in queue[k:]:
+            if free_total <= 0:
                 continue
             tested += 1
             if tested > s.bf_max_job_test:

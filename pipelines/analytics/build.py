@@ -435,7 +435,7 @@ def _tables(
     impact = policy_impact_tables(
         con, changes=ledger["analytics.policy_changes"], jobs=jobs, pending=core.pending,
         occupancy=occ, as_of=as_of,
-        shares=core.shares,
+        shares=core.shares, nodes=core.nodes,
         waterfall=windows.tables["analytics.gpu_waterfall_hourly"],
         waterfall_days=None if plan.full else plan.days,
         stranded=domains["analytics.topology_stranded_hourly"], fair_hourly=fair_hourly,

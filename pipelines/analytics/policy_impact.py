@@ -2,9 +2,10 @@
 
 Reads the ledger computed in the same build (``analytics.policy_changes``), the core jobs, the
 hourly occupancy, the cut-offs and the registry's shares, and each cluster's
-``PriorityDecayHalfLife`` from its latest ``scontrol show config`` snapshot
-(``raw.slurm_config``; Slurm's default of 7 days where none was loaded); the estimation is
-:mod:`metrics.policy_impact`.
+``PriorityDecayHalfLife`` and ``SchedulerParameters`` from its latest ``scontrol show config``
+snapshot (``raw.slurm_config``; Slurm's defaults where none was loaded); the estimation is
+:mod:`metrics.policy_impact` (``its``, ``did``) and :mod:`metrics.policy_replay` (``replay``,
+on the cluster's nodes).
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from collections.abc import Mapping
 import duckdb
 import polars as pl
 
-from metrics.policy_impact import change_impact, daily_kpis, slurm_duration_days
+from metrics.policy_impact import IMPACT_SCHEMA, change_impact, daily_kpis, slurm_duration_days
+from metrics.policy_replay import replay_impact
 from pipelines.warehouse import read_table, table_exists
 
 UTC_US = pl.Datetime("us", "UTC")
 
-__all__ = ["half_lives", "policy_impact_tables", "whole_waterfall"]
+__all__ = ["half_lives", "latest_configs", "policy_impact_tables", "whole_waterfall"]
 
 _WATERFALL = "analytics.gpu_waterfall_hourly"
 
@@ -52,6 +54,19 @@ def whole_waterfall(
         .drop("_d")
     )
     return pl.concat([kept, new])
+
+
+def latest_configs(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, str]]:
+    """Each cluster's latest ``scontrol show config`` snapshot: name → value."""
+    if not table_exists(con, "raw.slurm_config"):
+        return {}
+    raw = read_table(con, "raw.slurm_config").filter(pl.col("snapshot_at").is_not_null())
+    last = raw.group_by("cluster").agg(pl.col("snapshot_at").max().alias("_last"))
+    rows = raw.join(last, on="cluster").filter(pl.col("snapshot_at") == pl.col("_last"))
+    out: dict[str, dict[str, str]] = {}
+    for r in rows.sort("cluster", "key").iter_rows(named=True):
+        out.setdefault(r["cluster"], {})[r["key"]] = r["value"]
+    return out
 
 
 def half_lives(con: duckdb.DuckDBPyConnection) -> dict[str, float]:
@@ -86,6 +101,7 @@ def policy_impact_tables(
     waterfall_days: Mapping[str, set[dt.date]] | None = None,
     stranded: pl.DataFrame | None = None,
     fair_hourly: pl.DataFrame | None = None,
+    nodes: pl.DataFrame | None = None,
 ) -> dict[str, pl.DataFrame]:
     """``analytics.policy_change_impact`` (columns in sql/README.md), by table name.
 
@@ -103,6 +119,8 @@ def policy_impact_tables(
             full build, every day): the other days are read from the stored table.
         stranded: ``analytics.topology_stranded_hourly`` rows of this build.
         fair_hourly: :func:`metrics.fairness.fair_share_hourly` rows of this build.
+        nodes: ``core.nodes`` (``cluster, host, partition, gpus``): the replay's nodes; None:
+            no ``replay`` rows.
     """
     if changes.height == 0:
         return {"analytics.policy_change_impact": change_impact(changes, pl.DataFrame())}
@@ -112,8 +130,15 @@ def policy_impact_tables(
         jobs, occupancy, as_of, shares, pending=pending, waterfall=waterfall, stranded=stranded,
         fair_hourly=fair_hourly,
     )  # fmt: skip
-    return {
-        "analytics.policy_change_impact": change_impact(
-            changes, kpis, half_life_days=half_lives(con)
+    impact = change_impact(changes, kpis, half_life_days=half_lives(con))
+    if nodes is not None and nodes.height:
+        replay = replay_impact(
+            changes, jobs, nodes, as_of, configs=latest_configs(con), pending=pending
         )
-    }
+        if replay.height:
+            impact = (
+                pl.concat([impact, replay])
+                .cast(IMPACT_SCHEMA)  # type: ignore[arg-type]
+                .sort("cluster", "window_start", "change_id", "kpi", "method")
+            )
+    return {"analytics.policy_change_impact": impact}

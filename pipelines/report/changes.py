@@ -146,10 +146,15 @@ def enough_text(row: Mapping[str, Any], changed_at: dt.datetime | None = None) -
     change time); 7 days read "a week". It *is enough to tell* when the verdict is not ``too
     little data`` and the minimum detectable effect (``mde``, 80 % power at 5 %) is at most the
     estimate's size; otherwise it *is not*, and the text gives the MDE (an effect smaller than
-    it would likely go unseen).
+    it would likely go unseen). A ``replay`` row has no MDE (its interval is the scheduler
+    model's error bound, METRICS.md "Policy change impact"): the text gives that bound.
     """
     days = _post_days(row, changed_at)
     span = "a week" if days == ENOUGH_DAYS else ("the data" if days is None else f"{days} days")
+    if row.get("method") == "replay" and row.get("estimate") is not None:
+        # a replay's interval is the model's error bound, not a sampling interval: no MDE
+        half = (float(row["ci_high"]) - float(row["ci_low"])) / 2
+        return f"replay over {span}: model error ± {_num(half, row.get('unit'))}"
     mde, est = row.get("mde"), row.get("estimate")
     if row.get("verdict") == "too little data" or mde is None or est is None:
         return f"{span} is not enough to tell"
@@ -307,8 +312,10 @@ def effects_table(effects: pl.DataFrame | None, ledger: pl.DataFrame) -> pl.Data
     Returns:
         Columns ``Cluster, Change, KPI, Method, Before, After, Effect (95 % CI), Verdict,
         Placebo p, MDE, Enough data?`` (text but the p-value), one row per change or bundle ×
-        KPI × method, regressed and improved first. ``Change`` is the change's what and old →
-        new (a bundle's members joined by ``; ``).
+        KPI × method, regressed and improved first (a change's methods on one KPI side by side,
+        ranked by the most telling verdict among them: the ``replay`` row beside the ``its``
+        one). ``Change`` is the change's what and old → new (a bundle's members joined by
+        ``; ``).
     """
     cols = ["Cluster", "Change", "KPI", "Method", "Before", "After", "Effect (95 % CI)",
             "Verdict", "Placebo p", "MDE", "Enough data?"]  # fmt: skip
@@ -354,7 +361,10 @@ def effects_table(effects: pl.DataFrame | None, ledger: pl.DataFrame) -> pl.Data
                 "_o": _VERDICTS.index(r["verdict"]) if r["verdict"] in _VERDICTS else 9,
             }
         )
-    return pl.DataFrame(out).sort("_o", "Cluster", "Change", "KPI", "Method").drop("_o")
+    # a change's methods on one KPI stay side by side (its, then did and replay), ranked by the
+    # most telling verdict among them
+    frame = pl.DataFrame(out).with_columns(pl.col("_o").min().over("Cluster", "Change", "KPI"))
+    return frame.sort("_o", "Cluster", "Change", "KPI", "Method").drop("_o")
 
 
 #: ``ledger_table`` / ``effects_table`` columns → the report's JSON keys.

@@ -6,9 +6,9 @@ changes how it schedules: the backfill setting ``SchedulerParameters:bf_min_age_
 (Slurm: no resources are reserved for a pending job until it has been eligible that long)
 drops, so the large jobs (32 GPUs, four whole nodes) get their reservation sooner instead of
 being overtaken by small jobs. The scheduler is :mod:`pipelines.sample_fleet._slurm_sim`'s
-priority FIFO + EASY backfill with that one rule added, so the effect is the schedule's, not
-painted on the output. The ledger sees the change in a pair of ``scontrol show config``
-snapshots around it.
+priority FIFO + EASY backfill with its ``bf_min_age_reserve`` setting, so the effect is the
+schedule's, not painted on the output. The ledger sees the change in a pair of
+``scontrol show config`` snapshots around it.
 
 The effect that is known is the *realised* one: the same seed simulated again without the
 change (the twin: same jobs, same random draws) gives the counterfactual, and the effect on a
@@ -33,13 +33,7 @@ from metrics import occupancy_hourly
 from metrics.policy_impact import daily_kpis
 from metrics.recommendations import recommendation_id, scope_key
 from pipelines.sample_fleet._model import TEAMS, ClusterSpec, NodeSpec
-from pipelines.sample_fleet._slurm_sim import (
-    _BF_MAX_JOB_TEST,
-    _EV_NODE,
-    SlurmJob,
-    _JobFactory,
-    _Scheduler,
-)
+from pipelines.sample_fleet._slurm_sim import SlurmJob, _JobFactory, _Scheduler
 from pipelines.sample_fleet._writers import (
     LocalTime,
     write_inventory,
@@ -144,69 +138,6 @@ def plant_cluster(name: str = PLANT_CLUSTER) -> ClusterSpec:
     return ClusterSpec(name, "slurm", "UTC", nodes)
 
 
-class _AgeReserveScheduler(_Scheduler):
-    """:class:`_Scheduler` with Slurm's ``bf_min_age_reserve``: a blocked job gets its EASY
-    reservation only once it has been eligible that long; until then later jobs start freely
-    (and a whole-cluster job waits for a lull that rarely comes). The setting is ``before``
-    until ``change_at`` and ``after`` from then on."""
-
-    def __init__(
-        self,
-        rng: random.Random,
-        cluster: ClusterSpec,
-        win_start: int,
-        win_end: int,
-        *,
-        before: int,
-        after: int,
-        change_at: int | None,
-    ) -> None:
-        super().__init__(rng, cluster, win_start, win_end)
-        self.age_before, self.age_after, self.change_at = before, after, change_at
-        self.woken: set[int] = set()
-        self.any_host = cluster.nodes[0].host
-
-    def min_age(self, now: int) -> int:
-        if self.change_at is not None and now >= self.change_at:
-            return self.age_after
-        return self.age_before
-
-    def schedule(self, part_name: str, now: int) -> None:
-        self.now = now
-        part = self.parts[part_name]
-        queue = self.queue[part_name]
-        if not queue:
-            return
-        res: tuple[int, set[str]] | None = None
-        tested = 0
-        age = self.min_age(now)
-        for _, att in list(queue):
-            job = att.job
-            if res is None:
-                f = self.fit(job, part, set())
-                if f is not None:
-                    self.start(att, f, now)
-                    continue
-                assert att.eligible is not None
-                if now - att.eligible < age:
-                    # too young for a reservation: later jobs may pass it; look again when it
-                    # comes of age
-                    if id(att) not in self.woken:
-                        self.woken.add(id(att))
-                        self.push(att.eligible + age, _EV_NODE, ("wake", self.any_host, 0, 0, 0))
-                    continue
-                res = self.reservation(job, part, now)
-                continue
-            tested += 1
-            if tested > _BF_MAX_JOB_TEST:
-                break
-            f = self.fit(job, part, res[1])
-            if f is None and now + job.time_limit <= res[0]:
-                f = self.fit(job, part, set())
-            if f is not None:
-                self.start(att, f, now)
-
-
 @dataclass(frozen=True)
 class PlantRun:
     """One simulation of the small cluster.
@@ -300,10 +231,8 @@ def simulate_plant(
     rng = random.Random(f"goodput-plant/{seed}")
     jobs = _draw(rng, w0 - 2 * DAY, w1)
     change_at = w0 + spec.day * DAY + 10 * HOUR
-    sched = _AgeReserveScheduler(
-        rng, cl, w0, w1, before=AGE_BEFORE, after=spec.age_after,
-        change_at=change_at if apply else None,
-    )  # fmt: skip
+    steps = [(w0 - 2 * DAY, AGE_BEFORE)] + ([(change_at, spec.age_after)] if apply else [])
+    sched = _Scheduler(rng, cl, w0, w1, bf_min_age_reserve=steps)
     sched.run(jobs, [], [])
     return PlantRun(spec, cl, jobs, w0, w1, change_at if apply else None)
 

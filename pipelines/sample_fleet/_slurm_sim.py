@@ -23,6 +23,7 @@ import heapq
 import math
 import random
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from zoneinfo import ZoneInfo
@@ -614,12 +615,30 @@ class _Fit:
 
 
 class _Scheduler:
-    """Priority FIFO + EASY backfill over whole GPUs and whole nodes, per partition."""
+    """Priority FIFO + EASY backfill over whole GPUs and whole nodes, per partition.
+
+    ``bf_min_age_reserve`` is Slurm's ``SchedulerParameters`` setting of that name
+    [slurm.conf(5)]: a blocked job gets its EASY reservation only once it has been eligible
+    that many seconds; until then later jobs start wherever they fit, and the first blocked job
+    old enough takes the reservation. It is given as ``(from, seconds)`` steps in time order,
+    so a setting changed mid-run applies from its time on; none (the default) is Slurm's
+    default of 0, and the pass is then the plain EASY backfill.
+    """
 
     def __init__(
-        self, rng: random.Random, cluster: ClusterSpec, win_start: int, win_end: int
+        self,
+        rng: random.Random,
+        cluster: ClusterSpec,
+        win_start: int,
+        win_end: int,
+        *,
+        bf_min_age_reserve: Sequence[tuple[int, int]] = (),
     ) -> None:
         self.rng = rng
+        self.age_steps = tuple(bf_min_age_reserve)
+        #: attempts already given a pass at the time they come of age
+        self.woken: set[int] = set()
+        self.any_host = cluster.nodes[0].host
         self.nodes = {n.host: _Node(n) for n in cluster.nodes}
         self.parts: dict[str, list[_Node]] = {}
         for node in self.nodes.values():
@@ -916,8 +935,17 @@ class _Scheduler:
                 node.avail = False
             elif what == "up":
                 node.avail = True
+            # "wake": a pending job comes of age for its reservation (bf_min_age_reserve)
             for part in self.parts:
                 dirty.add(part)
+
+    def min_age_reserve(self, now: int) -> int:
+        """``bf_min_age_reserve`` (s) in force at ``now``: the last step at or before it."""
+        age = 0
+        for since, value in self.age_steps:
+            if now >= since:
+                age = value
+        return age
 
     def schedule(self, part_name: str, now: int) -> None:
         self.now = now
@@ -927,6 +955,7 @@ class _Scheduler:
             return
         res: tuple[int, set[str]] | None = None
         tested = 0
+        age = self.min_age_reserve(now)
         for _, att in list(queue):
             job = att.job
             if job.gpus == 0:
@@ -938,6 +967,14 @@ class _Scheduler:
                 f = self.fit(job, part, set())
                 if f is not None:
                     self.start(att, f, now)
+                    continue
+                assert att.eligible is not None
+                if age and now - att.eligible < age:
+                    # too young for a reservation: later jobs may pass it; look again when it
+                    # comes of age
+                    if id(att) not in self.woken:
+                        self.woken.add(id(att))
+                        self.push(att.eligible + age, _EV_NODE, ("wake", self.any_host, 0, 0, 0))
                     continue
                 res = self.reservation(job, part, now)
                 continue
