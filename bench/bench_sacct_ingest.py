@@ -1,4 +1,5 @@
-"""Benchmark: ingest of a generated sacct file against DuckDB's own read_csv of the same file.
+"""Benchmark: ingest of a generated sacct file against DuckDB's own read_csv and polars' string
+read of the same file.
 
 Writes a ``sacct --parsable2 --duplicates`` file with N allocations, each followed by its
 ``.batch`` and ``.extern`` steps (3N lines), every time in the past (the last allocation ends at
@@ -9,16 +10,24 @@ is each one's own; the file is written by a process of its own too, because on L
 ``ru_maxrss`` starts at its parent's peak):
 
 - floor: DuckDB ``read_csv(all_varchar)`` of the file into a table of strings;
+- polars: ``pl.read_csv(infer_schema=False)`` of the file into a frame of strings, in memory
+  (the yardstick of issue 19: parse and load aims at 2× it);
 - ours: ``ingest_file``: ``iter_parse_sacct`` (every value typed, identities, GPUs, hostlists;
   the file streamed in blocks of 64 MiB) plus the load of each block into the warehouse's raw
-  table, in one transaction (``load_parse_results``).
+  table, in one transaction (``load_parse_results``). Its time includes closing the connection
+  (DuckDB's checkpoint);
+- ahead: the same with ``load_parse_results(prefetch=True)``: the next block parsed in a worker
+  thread while the current one is stored.
 
-Each side states the rows it loaded and rejected: the floor keeps every line as strings (it
-rejects none); ``ingest_file`` reports ``rows_loaded`` and ``rows_rejected`` (rejected rows go to
-``raw.rejected_rows``), so equal work means both load 3N rows and ours rejects none.
+Each side states the rows it loaded and rejected: the floor and polars keep every line as
+strings (they reject none); ``ingest_file`` reports ``rows_loaded`` and ``rows_rejected``
+(rejected rows go to ``raw.rejected_rows``), so equal work means every side loads 3N rows and
+ours rejects none.
 
-Usage: ``python bench/bench_sacct_ingest.py [--allocations 1000000] [--end 2026-12-01]``. Prints
-one JSON line.
+Usage: ``python bench/bench_sacct_ingest.py [--allocations 1000000] [--end 2026-12-01]
+[--sides floor,polars,ours,ahead] [--repeat 1]``. Prints one JSON line; with ``--repeat``, each
+side's figures are lists (the sides alternate, so a change of the shared machine's load falls on
+all of them).
 """
 
 from __future__ import annotations
@@ -118,6 +127,22 @@ def _child(kind: str, path: str, db: str) -> None:
             )
             rows = con.execute("SELECT count(*) FROM t").fetchall()[0][0]
         rejected = 0  # every line is kept as strings: nothing is checked, nothing rejected
+    elif kind == "polars":
+        df = pl.read_csv(path, separator="|", infer_schema=False, quote_char=None)
+        rows, rejected = df.height, 0  # strings, as read: nothing checked, nothing rejected
+    elif kind == "ahead":
+        from pipelines.kinds import IngestOptions, input_kind
+        from pipelines.warehouse import connect, init_warehouse, load_parse_results
+
+        chunked = input_kind("sacct").chunked
+        assert chunked is not None
+        with connect(db) as con:
+            init_warehouse(con)
+            stats = load_parse_results(
+                con, source="sacct", cluster="bench", file=Path(path), prefetch=True,
+                results=chunked(Path(path), IngestOptions(cluster="bench", tz="UTC")),
+            )  # fmt: skip
+            rows, rejected = stats.rows_loaded, stats.rows_rejected
     else:
         from pipelines.ingest import IngestOptions, ingest_file
         from pipelines.warehouse import connect, init_warehouse
@@ -138,6 +163,8 @@ def main() -> None:
     ap.add_argument("--allocations", type=int, default=1_000_000)
     ap.add_argument("--child", nargs=3, metavar=("KIND", "PATH", "DB"))
     ap.add_argument("--generate", metavar="PATH")
+    ap.add_argument("--sides", default="floor,polars,ours,ahead")
+    ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument(
         "--end", type=dt.datetime.fromisoformat, default=None,
         help="naive UTC end of the last allocation (default: the start of yesterday)",
@@ -160,15 +187,31 @@ def main() -> None:
         out = {"allocations": args.allocations, "lines": 3 * args.allocations,
                "last_end": end.isoformat(), "file_mb": f.stat().st_size / 1e6,
                "generate_s": gen_s}  # fmt: skip
-        for kind in ("floor", "ours"):
-            db = str(Path(tmp) / f"{kind}.duckdb")
-            out[kind] = run_side(__file__, "--child", kind, str(f), db)
-        out["ratio_to_floor"] = out["ours"]["seconds"] / out["floor"]["seconds"]
-        out["rows_per_s"] = out["ours"]["rows"] / out["ours"]["seconds"]
-        # Equal work: both sides hold every line (ours rejects none of the generated rows).
-        out["equal_work"] = (
-            out["ours"]["rows"] == out["floor"]["rows"] and out["ours"]["rejected"] == 0
-        )
+        sides = args.sides.split(",")
+        runs: dict[str, list[dict[str, float]]] = {k: [] for k in sides}
+        for _ in range(args.repeat):
+            for kind in sides:
+                db = Path(tmp) / f"{kind}.duckdb"
+                for old in (db, Path(f"{db}.wal")):
+                    old.unlink(missing_ok=True)
+                runs[kind].append(run_side(__file__, "--child", kind, str(f), str(db)))
+        for kind, got in runs.items():
+            out[kind] = got[0] if args.repeat == 1 else {
+                k: [g[k] for g in got] for k in got[0] if k != "kind"
+            }  # fmt: skip
+        # Paired ratios (each round's sides ran one after the other): ours and ahead against
+        # each baseline, and ahead against ours.
+        for top, base in (("ours", "floor"), ("ours", "polars"), ("ahead", "polars"),
+                          ("ahead", "ours")):  # fmt: skip
+            if top in runs and base in runs:
+                out[f"{top}_ratio_to_{base}"] = [
+                    o["seconds"] / b["seconds"] for o, b in zip(runs[top], runs[base], strict=True)
+                ]
+        # Equal work: every side holds every line (ours rejects none of the generated rows).
+        out["equal_work"] = all(
+            g["rows"] == 3 * args.allocations and g["rejected"] == 0
+            for got in runs.values() for g in got
+        )  # fmt: skip
         print(json.dumps(out))
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,14 +129,19 @@ def load_parse_results(
     file: str | Path,
     results: Iterable[ParseResult],
     loaded_at: dt.datetime | None = None,
+    prefetch: bool = False,
 ) -> IngestStats:
     """Load one file parsed in pieces into its raw table, replacing any earlier load of it.
 
-    The earlier loads of the file are deleted first; then each result is inserted as it comes
-    (so only one piece is in memory at a time when ``results`` is a generator, such as
-    :func:`pipelines.slurm._sacct_parse.iter_parse_sacct`), all under one ingest id, in one
-    transaction: re-running an ingest is idempotent, and a failure (also one raised by
-    ``results``) leaves the previous load in place.
+    The earlier loads of the file are deleted first; then each result is inserted as it comes,
+    all under one ingest id, in one transaction: re-running an ingest is idempotent, and a
+    failure (also one raised by ``results``) leaves the previous load in place. Only one piece
+    is in memory at a time when ``results`` is a generator, such as
+    :func:`pipelines.slurm._sacct_parse.iter_parse_sacct`. With ``prefetch``, the next piece
+    is parsed in a worker thread while DuckDB stores the current one (polars and DuckDB both
+    release the GIL), two pieces in memory: off by default, since on the shared 2-core machine
+    it measured no faster and about 90 MB larger (BENCHMARKS.md, "sacct parse and load against
+    polars' string read"); it can pay where a core is idle.
 
     The ingest's ``rows_loaded`` and ``rows_rejected`` are the pieces' sums; its ``info`` merges
     the pieces' ``info``: ``int`` values (counts) are summed, any other value is the last
@@ -147,6 +154,7 @@ def load_parse_results(
         file: the input's path; its absolute form identifies the load.
         results: the parser's results for the file, in file order.
         loaded_at: load time (UTC); default now.
+        prefetch: parse the next piece while the current one is stored.
 
     Returns:
         The load's statistics.
@@ -162,6 +170,7 @@ def load_parse_results(
     rows_loaded = 0
     rows_rejected = 0
     info: dict[str, object] = {}
+    pieces: Iterator[ParseResult] | None = None
     con.execute("BEGIN TRANSACTION")
     try:
         previous = [
@@ -181,7 +190,8 @@ def load_parse_results(
         ingest_id = int(rows_next[0][0]) if rows_next else 1
         time_columns = raw_sources()[source].data_time_columns
         newest: dt.datetime | None = None
-        for result in results:
+        pieces = _prefetched(results) if prefetch else iter(results)
+        for result in pieces:
             newest = _later(newest, newest_data_time(result.rows, time_columns, loaded_at))
             _rows = result.rows.with_columns(pl.lit(ingest_id, dtype=pl.Int64()).alias("ingest_id"))
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _rows")
@@ -214,6 +224,8 @@ def load_parse_results(
         )
         con.execute("COMMIT")
     except BaseException:
+        if pieces is not None and isinstance(pieces, Generator):
+            pieces.close()  # waits for a piece being parsed ahead: no thread outlives the call
         con.execute("ROLLBACK")
         raise
     return IngestStats(
@@ -225,6 +237,37 @@ def load_parse_results(
         replaced_ingests=len(previous),
         warnings=tuple(str(w) for w in _as_list(info.get("warnings"))),
     )
+
+
+def _prefetched(results: Iterable[ParseResult]) -> Iterator[ParseResult]:
+    """``results`` in order, the next one computed in a worker thread while the caller works on
+    the current one. One ``next`` at a time is asked of the underlying iterator (never two at
+    once). An exception it raises is raised here, in order; when the caller stops early (an
+    insert fails), the piece in flight is waited for and dropped, and a generator is closed, so
+    no thread outlives the call."""
+    it = iter(results)
+    done = object()
+
+    def step() -> object:
+        return next(it, done)
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="parse-ahead") as pool:
+        ahead: Future[object] = pool.submit(step)
+        try:
+            while True:
+                item = ahead.result()
+                if item is done:
+                    return
+                ahead = pool.submit(step)
+                yield item  # type: ignore[misc]
+        finally:
+            ahead.cancel()
+            # the piece in flight is dropped: the first error, or the caller's, is raised
+            with contextlib.suppress(BaseException):
+                ahead.result()
+            close = getattr(it, "close", None)
+            if close is not None:
+                close()
 
 
 def _later(a: dt.datetime | None, b: dt.datetime | None) -> dt.datetime | None:

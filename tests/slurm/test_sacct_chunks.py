@@ -408,3 +408,66 @@ def test_failure_midway_keeps_the_earlier_load(tmp_path: Path) -> None:
     ingests = _table(db, "SELECT ingest_id, rows_loaded FROM raw.ingests")
     assert ingests.rows() == [(first.ingest_id, 7)]
     assert _table(db, "SELECT count(*) AS n FROM raw.slurm_rows")["n"].item() == 7
+
+
+def test_prefetch_loads_what_a_serial_load_loads(tmp_path: Path) -> None:
+    """Parsing the next block while the current one is stored (the default) changes no stored
+    value: rows, rejects and the ingest record equal a serial load's (7 rows, 3 rejects, the
+    file's counts from ``_submit_line_file``)."""
+    path, _ = _submit_line_file(tmp_path)
+    serial, ahead = tmp_path / "serial.duckdb", tmp_path / "ahead.duckdb"
+    stats = []
+    for db, prefetch in ((serial, False), (ahead, True)):
+        with connect(db) as con:
+            init_warehouse(con)
+            results = iter_parse_sacct(path, chunk_bytes=30)
+            stats.append(
+                load_parse_results(
+                    con, source="sacct", cluster="c", file=path, results=results, prefetch=prefetch
+                )
+            )
+    assert [(s.rows_loaded, s.rows_rejected) for s in stats] == [(7, 3), (7, 3)]
+    for sql in (
+        "SELECT * EXCLUDE (ingest_id) FROM raw.slurm_rows ORDER BY line_no",
+        "SELECT * EXCLUDE (ingest_id) FROM raw.rejected_rows ORDER BY line_no",
+        "SELECT rows_loaded, rows_rejected, info FROM raw.ingests",
+    ):
+        assert _table(serial, sql).equals(_table(ahead, sql))
+
+
+def test_prefetch_closes_the_parser_when_an_insert_fails(tmp_path: Path) -> None:
+    """An insert that fails (a piece with a column the raw table lacks) while the next piece is
+    parsed ahead: the piece in flight is waited for, the parser closed, the transaction rolled
+    back, and the earlier load (7 rows) stays."""
+    path, _ = _submit_line_file(tmp_path)
+    pieces = list(iter_parse_sacct(path, chunk_bytes=30))
+    assert len(pieces) >= 4
+    events: list[str] = []
+
+    def parser() -> Iterator[ParseResult]:
+        try:
+            for i, piece in enumerate(pieces):
+                events.append(f"yield {i}")
+                if i == 1:  # the second piece cannot be inserted: no such column
+                    piece = ParseResult(
+                        piece.rows.with_columns(pl.lit(1).alias("no_such_column")),
+                        piece.rejected,
+                        piece.info,
+                    )
+                yield piece
+        finally:
+            events.append("closed")
+
+    db = tmp_path / "w.duckdb"
+    with connect(db) as con:
+        init_warehouse(con)
+        first = ingest_file(con, "sacct", path, IngestOptions(cluster="c"))
+        with pytest.raises(Exception, match="no_such_column"):
+            load_parse_results(
+                con, source="sacct", cluster="c", file=path, results=parser(), prefetch=True
+            )
+    # piece 0 inserted, piece 1 failed; piece 2 was parsed ahead, then the parser was closed
+    assert events == ["yield 0", "yield 1", "yield 2", "closed"]
+    ingests = _table(db, "SELECT ingest_id, rows_loaded FROM raw.ingests")
+    assert ingests.rows() == [(first.ingest_id, 7)]
+    assert _table(db, "SELECT count(*) AS n FROM raw.slurm_rows")["n"].item() == 7
