@@ -54,13 +54,14 @@ def _hovers(fig: object) -> list[str]:
 def test_a_change_in_the_window_is_marked_one_outside_is_not() -> None:
     """A daily chart of 03-01 … 03-06 covers up to 03-07 00:00: c1 (03-05 10:00) is marked at
     its time, c4 (03-07 12:00), c2 and c3 (03-10) are not. The hover names what, who, when and
-    the effect: jain +0.050 (95 % CI +0.020 to +0.080), improved."""
+    the effect, the KPI by its label: Jain's index +0.050 (95 % CI +0.020 to +0.080), improved."""
     fig = _charts.annotate_changes(_daily(1, 6), _ledger(), _effects())
     assert _shapes(fig) == {"change c1": "2026-03-05 10:00:00"}
     hover = _hovers(fig)
     assert list(hover) == [
         "<b>account=speech shares</b>: 8 → 3<br>who: alice<br>when: 2026-03-05 10:00 UTC<br>"
-        "effect: jain: +0.050 (95 % CI +0.020 to +0.080), improved (its)"
+        "effect: Jain's index of usage ÷ share: +0.050 (95 % CI +0.020 to +0.080), improved "
+        "(its)"
     ]
 
 
