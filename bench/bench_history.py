@@ -9,7 +9,8 @@ memory is that step's own, ``VmHWM``):
   into a fresh warehouse (rows loaded and rejected; the state file is written once for the whole
   window and loaded whole at every length). With ``--reuse-ingested DB`` the longest history
   copies that ingested warehouse instead (it must hold the same N days, e.g. ``bench_scale.py
-  --hold-last-day``'s ``work/warehouse.duckdb``);
+  --hold-last-day``'s ``work/warehouse.duckdb``) and loads the Slurm state files into it (that
+  option holds them too: they are named for the last day);
 - ``full``: ``rebuild(full=True)``: wall and CPU seconds, peak memory, rows written;
 - ``new_day``: the ``goodput ingest`` of the window's last day (the same new day at every
   length): its sacct file and its hourly DCGM file loaded with ``ingest_file`` (seconds, rows
