@@ -44,8 +44,10 @@ PAGES = {
     "fairness": "Fairness",
     "time_to_start": "Time to start",
     "queue": "Queue now",
+    "topology": "Topology",
     "jobs": "Jobs",
     "recommendations": "Recommendations",
+    "changes": "Changes",
     "reports": "Reports",
     "sql_query": "SQL",
 }
@@ -65,8 +67,8 @@ VIEWS = (
 #: The heading each page draws first (checked after the timed rerun).
 HEADINGS = {
     "overview": "GPU fleet overview", "waste": "Waste", "fairness": "Fairness",
-    "time_to_start": "Time to start", "queue": "Queue now", "jobs": "Jobs",
-    "recommendations": "Recommendations",
+    "time_to_start": "Time to start", "queue": "Queue now", "topology": "Topology",
+    "jobs": "Jobs", "recommendations": "Recommendations", "changes": "Changes",
     "reports": "Weekly reports", "sql_query": "SQL",
 }  # fmt: skip
 EMPTY_PAGE = 'import streamlit as st\n\nst.title("empty")\n'
