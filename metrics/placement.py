@@ -247,9 +247,15 @@ def topology_requests(assignments: pl.LazyFrame) -> pl.LazyFrame:
     Kueue copies a pod template's ``kueue.x-k8s.io/podset-required-topology``,
     ``podset-preferred-topology`` and ``podset-slice-required-topology`` annotations into the
     Workload's ``spec.podSets[].topologyRequest`` (``required``, ``preferred``,
-    ``podSetSliceRequiredTopology``; https://kueue.sigs.k8s.io/docs/tasks/run/topology_aware_scheduling/),
-    so the Workload is where every form of the request is read. ``unconstrained: true`` (TAS
-    with no level) is no domain constraint.
+    ``podSetSliceRequiredTopology``; Kueue's "Run Workloads with Topology-Aware Scheduling",
+    https://kueue.sigs.k8s.io/docs/tasks/run/topology_aware_scheduling/, and KEP-2724,
+    kubernetes-sigs/kueue ``keps/2724-topology-aware-scheduling/README.md``), so the Workload
+    is where every form of the request is read. ``unconstrained: true``
+    (``kueue.x-k8s.io/podset-unconstrained-topology``: TAS with no level) is no domain
+    constraint. Not seen here: a pod's node affinity on ``nvidia.com/gpu.clique`` and a
+    ComputeDomain's IMEX-channel resource claim (NVIDIA DRA Driver for GPUs,
+    https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/dra-cds.html): the pod
+    parser keeps neither.
 
     Args:
         assignments: ``raw.kueue_workload_topology`` rows of one snapshot: ``cluster,
