@@ -102,6 +102,7 @@ __all__ = [
     "topology_degraded",
     "topology_hours",
     "topology_nvlink",
+    "topology_nvlink_unconstrained",
     "topology_placement_by_team",
     "topology_rack_grid",
     "topology_segment_slots",
@@ -1103,9 +1104,19 @@ def topology_wait_causes(path: str, f: Filters) -> pl.DataFrame:
 @st.cache_data(ttl=_TTL)
 def topology_nvlink(path: str, f: Filters) -> pl.DataFrame:
     """Per cluster and UTC week overlapping the window: ``cluster, week, gangs, colocated,
-    colocation_share`` (``nvlink_colocation_weekly``: multi-node gangs that fit one NVLink clique
-    and how many ran inside one; cluster filter, no team filter)."""
+    colocation_share, multi_node_gangs, unconstrained, unconstrained_share``
+    (``nvlink_colocation_weekly``: multi-node gangs that fit one NVLink clique and how many ran
+    inside one; multi-node gangs on clique nodes and how many had no topology request; cluster
+    filter, no team filter)."""
     return _frame_if_view(path, "topology_nvlink", f)
+
+
+@st.cache_data(ttl=_TTL)
+def topology_nvlink_unconstrained(path: str, f: Filters) -> pl.DataFrame:
+    """Multi-node gangs on NVLink clique nodes started in the window with no topology request:
+    ``cluster, job_id, start_at, nodes, domain_size, domains_used`` (``job_placement`` at level
+    ``nvlink`` with ``topology_request`` NULL; cluster filter, no team filter)."""
+    return _frame_if_view(path, "topology_nvlink_unconstrained", f)
 
 
 @st.cache_data(ttl=_TTL)

@@ -24,6 +24,7 @@ from metrics.placement import (
     domains_min,
     fragmentation_hourly,
     job_placement,
+    topology_requests,
     with_assignment_nodes,
 )
 from metrics.reliability import (
@@ -75,6 +76,7 @@ __all__ = [
     "rack_reliability",
     "seconds_between",
     "size_bucket",
+    "topology_requests",
     "wait_fairness",
     "wait_percentiles_km",
     "wait_spells",

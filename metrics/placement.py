@@ -30,6 +30,7 @@ __all__ = [
     "domains_min",
     "fragmentation_hourly",
     "job_placement",
+    "topology_requests",
     "with_assignment_nodes",
 ]
 
@@ -237,6 +238,54 @@ def assignment_node_lists(assignments: pl.LazyFrame) -> pl.LazyFrame:
         assignments.filter(pl.col("levels").list.last() == HOSTNAME_LABEL)
         .group_by(CLUSTER, pl.format("{}/{}", "namespace", "name").alias(JOB_ID))
         .agg(pl.col("values").list.last().unique().sort().alias("node_list"))
+    )
+
+
+def topology_requests(assignments: pl.LazyFrame) -> pl.LazyFrame:
+    """The topology constraint each Kueue Workload asked for, per job.
+
+    Kueue copies a pod template's ``kueue.x-k8s.io/podset-required-topology``,
+    ``podset-preferred-topology`` and ``podset-slice-required-topology`` annotations into the
+    Workload's ``spec.podSets[].topologyRequest`` (``required``, ``preferred``,
+    ``podSetSliceRequiredTopology``; Kueue's "Run Workloads with Topology-Aware Scheduling",
+    https://kueue.sigs.k8s.io/docs/tasks/run/topology_aware_scheduling/, and KEP-2724,
+    kubernetes-sigs/kueue ``keps/2724-topology-aware-scheduling/README.md``), so the Workload
+    is where every form of the request is read. ``unconstrained: true``
+    (``kueue.x-k8s.io/podset-unconstrained-topology``: TAS with no level) is no domain
+    constraint. Not seen here: a pod's node affinity on ``nvidia.com/gpu.clique`` and a
+    ComputeDomain's IMEX-channel resource claim (NVIDIA DRA Driver for GPUs,
+    https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/dra-cds.html): the pod
+    parser keeps neither.
+
+    Args:
+        assignments: ``raw.kueue_workload_topology`` rows of one snapshot: ``cluster,
+            namespace, name, pod_set, required, preferred, slice_required``.
+
+    Returns:
+        ``cluster, job_id, topology_request``: one row per Workload with at least one pod set
+        that names a level; ``topology_request`` = ``required: <level>`` (else
+        ``slice-required: <level>``, else ``preferred: <level>``) of its first such pod set
+        by name. ``job_id`` = ``<namespace>/<name>`` (the ``jobs`` key).
+    """
+    request = (
+        pl.when(pl.col("required").is_not_null())
+        .then(pl.format("required: {}", "required"))
+        .when(pl.col("slice_required").is_not_null())
+        .then(pl.format("slice-required: {}", "slice_required"))
+        .when(pl.col("preferred").is_not_null())
+        .then(pl.format("preferred: {}", "preferred"))
+    )
+    return (
+        assignments.select(
+            CLUSTER,
+            pl.format("{}/{}", "namespace", "name").alias(JOB_ID),
+            "pod_set",
+            request.alias("topology_request"),
+        )
+        .filter(pl.col("topology_request").is_not_null())
+        .sort(CLUSTER, JOB_ID, "pod_set")
+        .group_by(CLUSTER, JOB_ID, maintain_order=True)
+        .agg(pl.col("topology_request").first())
     )
 
 

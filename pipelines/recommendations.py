@@ -34,6 +34,7 @@ import datetime as dt
 import json
 import logging
 import os
+import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -75,6 +76,7 @@ from metrics.scheduler_model import SchedulerSettings
 from pipelines._parse_result import REJECTED_SCHEMA, InputFormatError, ParseResult
 from pipelines.config import Config
 from pipelines.core import load_registry
+from pipelines.core.topology import LABEL_LEVELS
 from pipelines.privacy import (
     PSEUDONYM,
     SALT_FILE,
@@ -216,8 +218,11 @@ class RecommendationInputs:
             valid_to``; empty without the views).
         placement: ``job_placement`` rows of attempts started in the window (empty without
             the view).
-        topology_config: cluster → the Slurm topology configuration in force (``form``,
-            ``block_sizes``) from its latest ``topology*.conf`` input; absent = unknown.
+        topology_config: cluster → the topology configuration in force: Slurm's (``form``,
+            ``block_sizes``) from its latest ``topology*.conf`` or ``topology*.yaml`` input;
+            Kubernetes' (``form`` ``kueue``, ``levels``: the node labels of its Kueue
+            ``Topology`` objects' ``spec.levels``, highest first, ``level_labels``: topology
+            level → node label) from ``raw.kueue_topologies``; absent = unknown.
         proposals: the proposal record so far (:data:`PROPOSAL_SCHEMA`): the stored
             ``analytics.recommendation_proposals`` merged with the history files
             (:func:`read_proposal_history`); empty before the first run.
@@ -269,6 +274,22 @@ def _kueue_objects(folder: Path, prefix: str) -> list[dict[str, Any]]:
     return [i for i in items if isinstance(i, dict)]
 
 
+def _kueue_topology_config(levels: pl.DataFrame) -> dict[str, Any]:
+    """``form`` ``kueue``, ``levels`` (node labels of the cluster's Kueue Topologies, highest
+    first, each once) and ``level_labels`` (the topology level name ``job_placement`` uses →
+    its node label: :data:`pipelines.core.topology.LABEL_LEVELS`, ``tier-N`` for
+    ``fabric.topograph.run/tier-N``, else the label itself)."""
+    labels = list(dict.fromkeys(levels.sort("name", "level_index")["node_label"].to_list()))
+    named = {v: k for k, v in LABEL_LEVELS.items()}
+    level_labels: dict[str, str] = {}
+    for label in labels:
+        tier = re.fullmatch(r"fabric\.topograph\.run/(tier-\d+)", label)
+        level_labels[tier.group(1) if tier else LABEL_LEVELS.get(label, label)] = label
+    for level, label in named.items():
+        level_labels.setdefault(level, label)
+    return {"form": "kueue", "levels": labels, "level_labels": level_labels}
+
+
 def read_inputs(
     con: duckdb.DuckDBPyConnection, cfg: Config, *, window_days: int = 28
 ) -> RecommendationInputs:
@@ -300,6 +321,12 @@ def read_inputs(
     capacity = _query(con, "available_capacity", params)
     teams, mapping = load_registry(cfg.registry_path)
     cqs, lqs, confs, topo_confs = {}, {}, {}, {}
+    kueue_levels = (
+        _query(con, "kueue_topology_levels")
+        if table_exists(con, "raw.kueue_topologies")
+        else pl.DataFrame(schema={"cluster": pl.String(), "name": pl.String(),
+                                  "level_index": pl.Int64(), "node_label": pl.String()})
+    )  # fmt: skip
     for c in cfg.clusters:
         if c.scheduler == "slurm":
             topo = topology_config(cfg.cluster_input_dir(c.name) / "topology")
@@ -310,6 +337,9 @@ def read_inputs(
             if found:
                 confs[c.name] = parse_scontrol_config(found[-1].read_text(encoding="utf-8"))
         if c.scheduler == "kubernetes":
+            levels = kueue_levels.filter(pl.col("cluster") == c.name)
+            if levels.height:
+                topo_confs[c.name] = _kueue_topology_config(levels)
             folder = cfg.cluster_input_dir(c.name) / "k8s"
             cqs[c.name] = _kueue_objects(folder, "clusterqueues")
             lqs[c.name] = _kueue_objects(folder, "localqueues")

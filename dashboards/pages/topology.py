@@ -160,20 +160,33 @@ st.subheader("NVLink co-location (Kubernetes)")
 nvlink = queries.topology_nvlink(path, f)
 if nvlink.height:
     gangs, colocated = int(nvlink["gangs"].sum()), int(nvlink["colocated"].sum())
-    n_cols = st.columns(2)
+    multi, loose = int(nvlink["multi_node_gangs"].sum()), int(nvlink["unconstrained"].sum())
+    n_cols = st.columns(3)
     n_cols[0].metric("Gangs that fit one clique", f"{gangs:,}")
     n_cols[1].metric("Ran inside one clique", f"{colocated / gangs:.1%}" if gangs else "n/a")
+    n_cols[2].metric("Multi-node gangs with no topology constraint",
+                     f"{loose:,} of {multi:,}")  # fmt: skip
     shown_n = nvlink.select(
         "cluster", "week", "gangs", "colocated",
         pl.col("colocation_share").alias("co-location share"),
+        pl.col("multi_node_gangs").alias("multi-node gangs"),
+        "unconstrained",
+        pl.col("unconstrained_share").alias("unconstrained share"),
     )  # fmt: skip
     st.dataframe(shown_n, key="topology_nvlink_table", hide_index=True,
                  height=_charts.table_height(shown_n.height))  # fmt: skip
     st.caption(
         "Multi-node gangs (pods of one workload) started in the week whose size fits one NVLink "
         "clique (`nvidia.com/gpu.clique`); co-located = all their nodes in one clique "
-        "(`nvlink_colocation_weekly`; no team filter)."
+        "(`nvlink_colocation_weekly`; no team filter). Unconstrained = multi-node gangs on clique "
+        "nodes whose Kueue Workload named no topology level (no `podset-required-topology`, "
+        "`podset-preferred-topology` or `podset-slice-required-topology`): nothing kept their "
+        "pods in one NVLink domain."
     )
+    loose_gangs = queries.topology_nvlink_unconstrained(path, f)
+    if loose_gangs.height:
+        st.dataframe(loose_gangs, key="topology_nvlink_unconstrained_table", hide_index=True,
+                     height=_charts.table_height(loose_gangs.height))  # fmt: skip
 else:
     st.info("No gang on nodes labelled with an NVLink clique in this selection.")
 

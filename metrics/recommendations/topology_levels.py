@@ -13,13 +13,19 @@ relative to the configuration in force:
   planning size that holds it: ``BlockSizes`` gains the power-of-two aggregate H·2^k ≥ N
   (Slurm's aggregates are power-of-two multiples of the base block) when the sizes in force lack
   it; if they have it, ``--segment=H`` keeps each block's share whole.
-- **Slurm ``topology/tree``**: ``TopologyPlugin=topology/block`` (a ``slurm.conf`` patch) with
+- **Slurm ``topology/tree``** (or a ``topology.yaml`` default topology that is ``flat``):
+  ``TopologyPlugin=topology/block`` (a ``slurm.conf`` patch) with
   one block per gang domain and ``BlockSizes`` = H, 2H, … up to the class (tree keeps a job
   under one switch only with ``--switches``, which waits at most ``max_switch_wait``).
 - **Kubernetes (Kueue TAS)**: the class's pod sets get the annotation
-  ``kueue.x-k8s.io/podset-required-topology: <gang level>`` (N ≤ H), or
-  ``kueue.x-k8s.io/podset-slice-required-topology: <gang level>`` with
-  ``kueue.x-k8s.io/podset-slice-size: H`` (N > H, whole domains per slice).
+  ``kueue.x-k8s.io/podset-required-topology: <gang level's node label>`` (N ≤ H), or
+  ``kueue.x-k8s.io/podset-slice-required-topology: <label>`` with
+  ``kueue.x-k8s.io/podset-slice-size: H`` (N > H, whole domains per slice). With the cluster's
+  Kueue ``Topology`` levels known (``spec.levels[].nodeLabel``), the annotation names the node
+  label of the gang level (``nvlink`` → ``nvidia.com/gpu.clique``); when no Topology has that
+  label as a level (TAS only places at a level that exists), the proposal first adds it to
+  ``spec.levels`` [Kueue "Run Workloads with Topology-Aware Scheduling",
+  https://kueue.sigs.k8s.io/docs/tasks/run/topology_aware_scheduling/].
 - **Unknown configuration**: what to collect (``topology.conf`` or ``scontrol show topology``
   and ``slurm.conf``'s ``TopologyPlugin``; Kueue ``Topology`` objects and the Workloads'
   ``spec.podSets[].topologyRequest``).
@@ -75,7 +81,10 @@ def topology_levels(
         window: the period measured.
         schedulers: cluster → ``slurm`` | ``kubernetes``.
         config: cluster → the topology configuration in force: ``form`` (``block`` |
-            ``tree``) and ``block_sizes`` (list of node counts) for Slurm; absent = unknown.
+            ``tree``, from ``topology.conf`` or ``topology.yaml``) and ``block_sizes`` (list
+            of node counts) for Slurm; ``form`` ``kueue``, ``levels`` (the Kueue Topology
+            levels' node labels, highest first) and ``level_labels`` (``job_placement`` level
+            → node label) for Kubernetes; absent = unknown.
         max_optimal_share: the class fires under this share of optimally placed attempts.
         min_attempts: attempts of the class in the window, at least.
 
@@ -130,16 +139,24 @@ def topology_levels(
         patch_kind = patch = None
         in_force: str
         if schedulers.get(cluster) == "kubernetes":
-            in_force = "unknown (collect the Kueue Topology object and the Workloads' "
-            in_force += "spec.podSets[].topologyRequest)"
+            levels: Sequence[str] = list(conf.get("levels") or [])
+            label = str((conf.get("level_labels") or {}).get(level, level))
+            if form == "kueue":
+                in_force = f"Kueue Topology levels {', '.join(levels)}"
+            else:
+                in_force = "unknown (collect the Kueue Topology object and the Workloads' "
+                in_force += "spec.podSets[].topologyRequest)"
+                label = level
             if n <= h:
-                change = f"kueue.x-k8s.io/podset-required-topology: {level}"
+                change = f"kueue.x-k8s.io/podset-required-topology: {label}"
             else:
                 change = (
-                    f"kueue.x-k8s.io/podset-slice-required-topology: {level} and "
+                    f"kueue.x-k8s.io/podset-slice-required-topology: {label} and "
                     f"kueue.x-k8s.io/podset-slice-size: {h}"
                 )
             change = f"annotate the pod sets of {team}'s {n}-node jobs with {change}"
+            if form == "kueue" and label not in levels:
+                change = f"add nodeLabel {label} to the Kueue Topology's spec.levels, then {change}"
         elif form == "block":
             want = _aggregate(h, n)
             in_force = f"topology/block, BlockSizes={','.join(map(str, sizes)) or 'unset'}"
@@ -150,10 +167,10 @@ def topology_levels(
                 change = f"set BlockSizes={','.join(map(str, new))} in topology.conf"
             else:
                 change = f"submit {team}'s {n}-node jobs with --segment={h} (whole blocks)"
-        elif form == "tree":
+        elif form in ("tree", "flat"):
             want = _aggregate(h, n)
             new = [h * 2**k for k in range(int(math.log2(want // h)) + 1)]
-            in_force = "topology/tree"
+            in_force = "topology/tree" if form == "tree" else "topology/flat (no topology)"
             change = (
                 "switch to topology/block (TopologyPlugin=topology/block; one BlockName per "
                 f"{level} domain, BlockSizes={','.join(map(str, new))})"

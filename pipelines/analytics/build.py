@@ -475,11 +475,21 @@ def _placement(core: CoreFrames) -> pl.DataFrame:
     """``analytics.job_placement``: every started attempt against the map in force at its
     start, domain sizes counting only nodes up then (:func:`metrics.job_placement`); a
     Kubernetes job whose pods were not seen is placed on the nodes of its Workload's topology
-    assignment (:func:`metrics.with_assignment_nodes`)."""
+    assignment (:func:`metrics.with_assignment_nodes`). ``topology_request``: the level its
+    Kueue Workload's topology request names (:func:`metrics.topology_requests`; NULL: none, and
+    for every Slurm job)."""
     jobs = core.jobs.lazy()
     if core.kueue_nodes is not None:
         jobs = with_assignment_nodes(jobs, core.kueue_nodes.lazy())
-    return job_placement(jobs, core.topology.lazy(), down=core.node_down.lazy()).collect()
+    placed = job_placement(jobs, core.topology.lazy(), down=core.node_down.lazy())
+    requests = (
+        core.kueue_requests.lazy()
+        if core.kueue_requests is not None
+        else pl.LazyFrame(
+            schema={"cluster": pl.String(), "job_id": pl.String(), "topology_request": pl.String()}
+        )
+    )
+    return placed.join(requests, on=["cluster", "job_id"], how="left").collect()
 
 
 def _fragmentation(core: CoreFrames, occ: pl.DataFrame) -> pl.DataFrame:

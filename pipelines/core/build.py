@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from metrics.k8s_node_states import K8S_NODE_STATE_COLUMNS, k8s_node_states_hourly
-from metrics.placement import assignment_node_lists
+from metrics.placement import assignment_node_lists, topology_requests
 from pipelines.core.k8s_attempts import (
     K8sAttempts,
     k8s_attempts,
@@ -137,6 +137,9 @@ class CoreFrames:
         kueue_nodes: ``cluster, job_id, node_list``: the nodes Kueue's topology assignments
             gave each Workload (:func:`metrics.assignment_node_lists`); None without
             ``raw.kueue_workload_topology``.
+        kueue_requests: ``cluster, job_id, topology_request``: the level each Workload's
+            topology request names (:func:`metrics.topology_requests`); None without
+            ``raw.kueue_workload_topology``.
         pending_spells: ``pending_reason_spells`` rows (:func:`pipelines.core.pending_spells.
             pending_reason_spells`) from polled ``squeue``, then Kueue Workloads' topology
             not-fit spells (:func:`pipelines.core.kueue_tas.kueue_topology_spells`).
@@ -162,6 +165,7 @@ class CoreFrames:
     topology: pl.DataFrame
     node_down: pl.DataFrame
     kueue_nodes: pl.DataFrame | None = None
+    kueue_requests: pl.DataFrame | None = None
     pending_spells: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=SPELL_SCHEMA))
 
 
@@ -490,6 +494,9 @@ def build_core(
         kueue_nodes=None
         if raw.kueue_workload_topology is None
         else assignment_node_lists(_latest_snapshot(raw.kueue_workload_topology).lazy()).collect(),
+        kueue_requests=None
+        if raw.kueue_workload_topology is None
+        else topology_requests(_latest_snapshot(raw.kueue_workload_topology).lazy()).collect(),
         pending_spells=_pending_spells(raw, events),
     )
 

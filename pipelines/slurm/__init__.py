@@ -23,7 +23,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pipelines._parse_result import ParseResult
 from pipelines.kinds import IngestOptions, InputKind, RawSource, route_by_prefix
@@ -62,14 +62,32 @@ __all__ = [
 
 
 def topology_config(folder: Path) -> dict[str, Any] | None:
-    """The topology configuration in force from the latest ``topology*.conf`` in ``folder``:
-    ``form`` (``tree`` | ``block``) and ``block_sizes`` (node counts, None when not given);
-    None when the folder holds none (:func:`parse_topology_conf`'s ``info``)."""
-    found = sorted(folder.glob("topology*.conf")) if folder.is_dir() else []
+    """The topology configuration in force from the latest ``topology*.conf`` or
+    ``topology*.yaml``/``.yml`` in ``folder`` (by file name, so dated names order by day):
+    ``form`` (``tree`` | ``block`` | ``flat``), ``block_sizes`` (node counts, None when not
+    given) and ``file``; None when the folder holds none.
+
+    A ``topology.yaml`` (Slurm 25.05+, topology.yaml(5)) may list several topologies; the one
+    in force for jobs that name none is its ``cluster_default: true`` topology, else its first
+    (:func:`parse_topology_yaml`'s ``info``)."""
+    suffixes = {".conf", ".yaml", ".yml"}
+    found = (
+        sorted(p for p in folder.glob("topology*") if p.suffix.lower() in suffixes)
+        if folder.is_dir()
+        else []
+    )
     if not found:
         return None
-    info = parse_topology_conf(found[-1]).info
-    return {"form": info.get("form"), "block_sizes": info.get("block_sizes")}
+    latest = found[-1]
+    if latest.suffix.lower() == ".conf":
+        info = parse_topology_conf(latest).info
+        return {"form": info.get("form"), "block_sizes": info.get("block_sizes"),
+                "file": latest.name}  # fmt: skip
+    info = parse_topology_yaml(latest).info
+    kinds = cast("dict[str, str]", info.get("topologies") or {})
+    name = cast("str | None", info.get("default")) or next(iter(kinds), "")
+    sizes = cast("dict[str, list[int]]", info.get("block_sizes") or {}).get(name)
+    return {"form": kinds.get(name), "block_sizes": sizes, "file": latest.name}
 
 
 #: Bytes of a sacct text file parsed at a time (bounds the ingest's memory).

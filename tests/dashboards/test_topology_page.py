@@ -17,15 +17,17 @@ from tests.dashboards.test_pages import _table
 from tests.rackscale import build_rackscale_warehouse
 
 #: Hand-made placements at level ``nvlink`` (cliques of 4 nodes): (job, start, nodes, cliques
-#: used). Week of 2026-11-02: g1 2 nodes in 1 clique, g2 3 in 2, g3 4 in 1, g4 6 nodes (does not
-#: fit one clique: left out), g5 1 node (not a gang: left out); week of 2026-11-09: g6 2 in 2.
+#: used, the Workload's topology request). Week of 2026-11-02: g1 2 nodes in 1 clique, g2 3 in 2,
+#: g3 4 in 1, g4 6 nodes (does not fit one clique: left out of the co-location share), g5 1 node
+#: (not a gang: left out); week of 2026-11-09: g6 2 in 2. g1 and g3 asked for a level; g2, g4,
+#: g5 and g6 asked for none.
 NVLINK = [
-    ("g1", dt.datetime(2026, 11, 3, 10, tzinfo=dt.UTC), 2, 1),
-    ("g2", dt.datetime(2026, 11, 4, 10, tzinfo=dt.UTC), 3, 2),
-    ("g3", dt.datetime(2026, 11, 5, 10, tzinfo=dt.UTC), 4, 1),
-    ("g4", dt.datetime(2026, 11, 5, 11, tzinfo=dt.UTC), 6, 2),
-    ("g5", dt.datetime(2026, 11, 6, 10, tzinfo=dt.UTC), 1, 1),
-    ("g6", dt.datetime(2026, 11, 9, 10, tzinfo=dt.UTC), 2, 2),
+    ("g1", dt.datetime(2026, 11, 3, 10, tzinfo=dt.UTC), 2, 1, "required: nvidia.com/gpu.clique"),
+    ("g2", dt.datetime(2026, 11, 4, 10, tzinfo=dt.UTC), 3, 2, None),
+    ("g3", dt.datetime(2026, 11, 5, 10, tzinfo=dt.UTC), 4, 1, "preferred: nvidia.com/gpu.clique"),
+    ("g4", dt.datetime(2026, 11, 5, 11, tzinfo=dt.UTC), 6, 2, None),
+    ("g5", dt.datetime(2026, 11, 6, 10, tzinfo=dt.UTC), 1, 1, None),
+    ("g6", dt.datetime(2026, 11, 9, 10, tzinfo=dt.UTC), 2, 2, None),
 ]
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboards" / "app.py")
@@ -39,8 +41,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     with connect(cfg.warehouse_path) as con:
         con.executemany(
             "INSERT INTO analytics.job_placement VALUES"
-            " ('slurm-nvl', ?, 0, 'nvlink', ?, ?, 4, ?, ceil(? / 4), ? - ceil(? / 4))",
-            [(j, at, n, used, n, used, n) for j, at, n, used in NVLINK],
+            " ('slurm-nvl', ?, 0, 'nvlink', ?, ?, 4, ?, ceil(? / 4), ? - ceil(? / 4), ?)",
+            [(j, at, n, used, n, used, n, req) for j, at, n, used, req in NVLINK],
         )
     return str(cfg.warehouse_path), str(cfg.path)
 
@@ -117,3 +119,18 @@ def test_nvlink_colocation_table_and_tiles(page: AppTest) -> None:
     tiles = {m.label: m.value for m in page.metric}
     assert tiles["Gangs that fit one clique"] == "4"
     assert tiles["Ran inside one clique"] == "50.0%"
+
+
+def test_nvlink_unconstrained_gangs_are_counted_and_listed(page: AppTest) -> None:
+    """From NVLINK: multi-node gangs week 2026-11-02 g1, g2, g3, g4 = 4, unconstrained g2, g4 =
+    2, share 1/2; week 2026-11-09 g6 = 1 of 1. Tile: 2 + 1 = 3 of 4 + 1 = 5. Listed, most nodes
+    first: g4 (6 nodes), g2 (3), g6 (2); g5 (one node) and g1, g3 (asked for a level) not."""
+    got = _table(page, "week", "multi-node gangs", "unconstrained", "unconstrained share")
+    assert got.select("multi-node gangs", "unconstrained").rows() == [(4, 2), (1, 1)]
+    assert got["unconstrained share"].to_list() == pytest.approx([0.5, 1.0])
+    tiles = {m.label: m.value for m in page.metric}
+    assert tiles["Multi-node gangs with no topology constraint"] == "3 of 5"
+    listed = _table(page, "job_id", "start_at", "nodes", "domains_used")
+    assert listed.select("job_id", "nodes", "domains_used").rows() == [
+        ("g4", 6, 2), ("g2", 3, 2), ("g6", 2, 2),
+    ]  # fmt: skip

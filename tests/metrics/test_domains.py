@@ -303,11 +303,9 @@ def test_wait_with_no_capacity_snapshot_counts_as_other() -> None:
     ]
 
 
-def test_nvlink_colocation_counts_gangs_that_fit_one_clique() -> None:
-    """``nvlink_colocation_weekly`` over a hand-made ``analytics.job_placement``: at level
-    nvlink, g1 (2 nodes, clique of 3, 1 clique used) and g2 (3 nodes, 2 used) fit one clique;
-    g3 (4 nodes > 3) cannot and s1 (1 node) is no gang; a rack-level row does not count. Week
-    of 2026-11-02: gangs 2, co-located 1, share 1/2."""
+def _nvlink_view_rows(columns: str) -> list[tuple[object, ...]]:
+    """``columns`` of ``nvlink_colocation_weekly`` over the hand-made ``analytics.job_placement``
+    of the two tests below."""
     import duckdb
 
     from pipelines.warehouse.sql import load_sql
@@ -317,12 +315,14 @@ def test_nvlink_colocation_counts_gangs_that_fit_one_clique() -> None:
         con.execute("CREATE SCHEMA analytics")
         con.execute(
             "CREATE TABLE analytics.job_placement AS SELECT * FROM (VALUES"
-            " ('k', 'g1', 'nvlink', TIMESTAMPTZ '2026-11-03 10:00:00+00', 2, 3, 1),"
-            " ('k', 'g2', 'nvlink', TIMESTAMPTZ '2026-11-04 10:00:00+00', 3, 3, 2),"
-            " ('k', 'g3', 'nvlink', TIMESTAMPTZ '2026-11-04 11:00:00+00', 4, 3, 2),"
-            " ('k', 's1', 'nvlink', TIMESTAMPTZ '2026-11-04 12:00:00+00', 1, 3, 1),"
-            " ('k', 'g1', 'rack', TIMESTAMPTZ '2026-11-03 10:00:00+00', 2, 8, 2))"
-            " AS t(cluster, job_id, level, start_at, nodes, domain_size, domains_used)"
+            " ('k', 'g1', 'nvlink', TIMESTAMPTZ '2026-11-03 10:00:00+00', 2, 3, 1,"
+            "  'required: nvidia.com/gpu.clique'),"
+            " ('k', 'g2', 'nvlink', TIMESTAMPTZ '2026-11-04 10:00:00+00', 3, 3, 2, NULL),"
+            " ('k', 'g3', 'nvlink', TIMESTAMPTZ '2026-11-04 11:00:00+00', 4, 3, 2, NULL),"
+            " ('k', 's1', 'nvlink', TIMESTAMPTZ '2026-11-04 12:00:00+00', 1, 3, 1, NULL),"
+            " ('k', 'g1', 'rack', TIMESTAMPTZ '2026-11-03 10:00:00+00', 2, 8, 2, NULL))"
+            " AS t(cluster, job_id, level, start_at, nodes, domain_size, domains_used,"
+            " topology_request)"
         )
         # the cut-off is stored once per cluster, not in the rows
         con.execute(
@@ -330,7 +330,46 @@ def test_nvlink_colocation_counts_gangs_that_fit_one_clique() -> None:
             "SELECT 'k' AS cluster, TIMESTAMPTZ '2026-11-08 00:00:00+00' AS as_of"
         )
         con.execute(load_sql("views/nvlink_colocation_weekly"))
-        rows = con.execute(
-            "SELECT cluster, week, gangs, colocated, colocation_share FROM nvlink_colocation_weekly"
-        ).fetchall()
+        return con.execute(f"SELECT {columns} FROM nvlink_colocation_weekly").fetchall()
+
+
+def test_nvlink_colocation_counts_gangs_that_fit_one_clique() -> None:
+    """``nvlink_colocation_weekly`` over a hand-made ``analytics.job_placement``: at level
+    nvlink, g1 (2 nodes, clique of 3, 1 clique used) and g2 (3 nodes, 2 used) fit one clique;
+    g3 (4 nodes > 3) cannot and s1 (1 node) is no gang; a rack-level row does not count. Week
+    of 2026-11-02: gangs 2, co-located 1, share 1/2."""
+    rows = _nvlink_view_rows("cluster, week, gangs, colocated, colocation_share")
     assert rows == [("k", dt.date(2026, 11, 2), 2, 1, 0.5)]
+
+
+def test_nvlink_unconstrained_counts_multi_node_gangs_without_a_topology_request() -> None:
+    """Same rows: the multi-node gangs on clique nodes are g1, g2, g3 (s1 has one node; the
+    rack row is another level), whatever their fit. g1's Workload asked for
+    ``required: nvidia.com/gpu.clique``; g2 and g3 asked for nothing: unconstrained 2 of 3,
+    share 2/3."""
+    rows = _nvlink_view_rows("week, multi_node_gangs, unconstrained, unconstrained_share")
+    assert rows == [(dt.date(2026, 11, 2), 3, 2, 2 / 3)]
+
+
+def test_topology_requests_take_the_first_named_level_per_workload() -> None:
+    """Workload ns/w1: pod set ``leader`` preferred rack, ``worker`` required clique → the
+    first pod set by name (leader): ``preferred: rack``. ns/w2: slice-required block. ns/w3:
+    ``unconstrained: true`` only (no level) → no row. Keys ``<namespace>/<name>``."""
+    from metrics.placement import topology_requests
+
+    rows = pl.LazyFrame(
+        {
+            "cluster": ["k"] * 4,
+            "namespace": ["ns"] * 4,
+            "name": ["w1", "w1", "w2", "w3"],
+            "pod_set": ["worker", "leader", "main", "main"],
+            "required": ["nvidia.com/gpu.clique", None, None, None],
+            "preferred": [None, "rack", None, None],
+            "slice_required": [None, None, "block", None],
+        }
+    )
+    got = topology_requests(rows).collect().sort("job_id")
+    assert got.rows() == [
+        ("k", "ns/w1", "preferred: rack"),
+        ("k", "ns/w2", "slice-required: block"),
+    ]

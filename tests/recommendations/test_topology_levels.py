@@ -122,3 +122,110 @@ def test_the_rackscale_fleet_flags_the_spread_team_only(tmp_path: Path) -> None:
     assert (ev["attempts"], ev["optimal_attempts"]) == (4, 0)
     assert ev["config_in_force"] == "topology/block, BlockSizes=18,36"
     assert "--segment=16" in got["change_text"][0]
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm_topology"
+
+
+def test_topology_yaml_is_the_configuration_in_force(tmp_path: Path) -> None:
+    """Slurm's topology.yaml(5) example (tests/fixtures/slurm_topology): its
+    ``cluster_default: true`` topology topo1 is a tree → form tree, no BlockSizes. With topo2
+    (block, block_sizes 4, 16) made the default instead → form block, [4, 16]. A dated
+    ``topology_2026-11-05.yaml`` is in force over ``topology_2026-11-01.conf`` (the latest by
+    name)."""
+    from pipelines.slurm import topology_config
+
+    text = (FIXTURES / "topology.yaml").read_text(encoding="utf-8")
+    (tmp_path / "topology.yaml").write_text(text, encoding="utf-8")
+    assert topology_config(tmp_path) == {"form": "tree", "block_sizes": None,
+                                         "file": "topology.yaml"}  # fmt: skip
+    swapped = tmp_path / "swapped"
+    swapped.mkdir()
+    (swapped / "topology_2026-11-01.conf").write_text(
+        (FIXTURES / "topology_tree.conf").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    block_default = text.replace("cluster_default: true", "cluster_default: x").replace(
+        "topology: topo2\n  cluster_default: false", "topology: topo2\n  cluster_default: true"
+    )
+    (swapped / "topology_2026-11-05.yaml").write_text(block_default, encoding="utf-8")
+    assert topology_config(swapped) == {"form": "block", "block_sizes": [4, 16],
+                                        "file": "topology_2026-11-05.yaml"}  # fmt: skip
+
+
+def test_a_block_topology_yaml_drives_the_slurm_proposal(tmp_path: Path) -> None:
+    """A topology.yaml whose default topology is a block topology with block_sizes [18]
+    (topo2 of the example, its sizes set to 18): same proposals as topology.conf with
+    BlockSizes=18: a/36 → BlockSizes=18,36; a/16 → --segment=16."""
+    from pipelines.slurm import topology_config
+
+    text = (FIXTURES / "topology.yaml").read_text(encoding="utf-8")
+    text = (
+        text.replace("cluster_default: true", "cluster_default: x")
+        .replace(
+            "topology: topo2\n  cluster_default: false", "topology: topo2\n  cluster_default: true"
+        )
+        .replace("      - 4\n      - 16\n", "      - 18\n")
+    )
+    (tmp_path / "topology.yaml").write_text(text, encoding="utf-8")
+    got = _run({"c": topology_config(tmp_path) or {}})
+    assert "Proposed: set BlockSizes=18,36 in topology.conf." in got["change_text"][1]
+    assert "--segment=16" in got["change_text"][0]
+    assert json.loads(got["evidence"][0])["config_in_force"] == "topology/block, BlockSizes=18"
+
+
+def _nvlink_run(levels: list[str]) -> pl.DataFrame:
+    """The literal classes at level nvlink (cliques of 18) on a Kubernetes cluster whose Kueue
+    Topologies have ``levels`` (read back through the recommendations' SQL from a
+    ``raw.kueue_topologies`` with an older snapshot that had only the hostname level)."""
+    import duckdb
+
+    from pipelines.recommendations import _kueue_topology_config, _query
+
+    with duckdb.connect() as con:
+        con.execute(
+            "CREATE SCHEMA raw; CREATE TABLE raw.kueue_topologies (cluster VARCHAR, name VARCHAR,"
+            " uid VARCHAR, level_index BIGINT, node_label VARCHAR, snapshot_at TIMESTAMPTZ)"
+        )
+        con.execute(
+            "INSERT INTO raw.kueue_topologies VALUES ('c', 'old', 'u0', 0,"
+            " 'kubernetes.io/hostname', TIMESTAMPTZ '2026-10-01 00:00:00+00')"
+        )
+        con.executemany(
+            "INSERT INTO raw.kueue_topologies VALUES ('c', 'default', 'u1', ?, ?,"
+            " TIMESTAMPTZ '2026-11-01 00:00:00+00')",
+            list(enumerate(levels)),
+        )
+        conf = _kueue_topology_config(_query(con, "kueue_topology_levels"))
+    placement = _placement().with_columns(pl.col("level").replace("block", "nvlink"))
+    return topology_levels(placement, _jobs(), W, {"c": "kubernetes"}, config={"c": conf})
+
+
+def test_kueue_topology_levels_name_the_annotation_label() -> None:
+    """Topology levels block label, clique label, hostname (latest snapshot only): the gang
+    level nvlink is the node label nvidia.com/gpu.clique, a level that exists → a/16:
+    podset-required-topology: nvidia.com/gpu.clique; a/36: slice-required at the clique label
+    with slice size 18. In force names the three levels."""
+    levels = ["cloud.provider.com/topology-block", "nvidia.com/gpu.clique",
+              "kubernetes.io/hostname"]  # fmt: skip
+    got = _nvlink_run(levels)
+    assert (
+        "Proposed: annotate the pod sets of a's 16-node jobs with "
+        "kueue.x-k8s.io/podset-required-topology: nvidia.com/gpu.clique." in got["change_text"][0]
+    )
+    assert (
+        "kueue.x-k8s.io/podset-slice-required-topology: nvidia.com/gpu.clique and "
+        "kueue.x-k8s.io/podset-slice-size: 18" in got["change_text"][1]
+    )
+    ev = json.loads(got["evidence"][0])
+    assert ev["config_in_force"] == "Kueue Topology levels " + ", ".join(levels)
+
+
+def test_a_missing_kueue_level_is_added_first() -> None:
+    """Topology levels block label and hostname only: TAS cannot place at the clique label, so
+    the proposal adds nodeLabel nvidia.com/gpu.clique to spec.levels before annotating."""
+    got = _nvlink_run(["cloud.provider.com/topology-block", "kubernetes.io/hostname"])
+    assert (
+        "Proposed: add nodeLabel nvidia.com/gpu.clique to the Kueue Topology's spec.levels, "
+        "then annotate the pod sets of a's 16-node jobs with "
+        "kueue.x-k8s.io/podset-required-topology: nvidia.com/gpu.clique." in got["change_text"][0]
+    )
