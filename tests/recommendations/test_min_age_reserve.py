@@ -47,7 +47,7 @@ from metrics.recommendations.min_age_reserve import (
 )
 from tests.recommendations._frames import H, at, job, jobs, pending, window
 
-O = H  # the workload's 0:00 is T0 + 1 h
+ZERO = H  # the workload's 0:00 is T0 + 1 h
 CONFIG = {"SchedulerParameters": "bf_interval=30,bf_window=2880,bf_min_age_reserve=7200"}
 NODES = pl.DataFrame(
     {
@@ -62,14 +62,14 @@ NODES = pl.DataFrame(
 def _recorded() -> pl.DataFrame:
     m = 60.0
     rows = [
-        job("R1", eligible=O - H, start=O - H, run=1.5 * H, limit=1.5 * H),
-        job("R2", eligible=O - 0.5 * H, start=O - 0.5 * H, run=1.5 * H, limit=1.5 * H),
-        job("L", eligible=O, start=O + 2.5 * H, run=H, limit=H, gpus=16),
-        job("S1", eligible=O + 5 * m, start=O + 0.5 * H, run=H, limit=H),
-        job("S2", eligible=O + 35 * m, start=O + H, run=H, limit=H),
-        job("S3", eligible=O + 65 * m, start=O + 1.5 * H, run=H, limit=H),
-        job("S4", eligible=O + 95 * m, start=O + 3.5 * H, run=H, limit=H),
-        job("S5", eligible=O + 125 * m, start=O + 3.5 * H, run=H, limit=H),
+        job("R1", eligible=ZERO - H, start=ZERO - H, run=1.5 * H, limit=1.5 * H),
+        job("R2", eligible=ZERO - 0.5 * H, start=ZERO - 0.5 * H, run=1.5 * H, limit=1.5 * H),
+        job("L", eligible=ZERO, start=ZERO + 2.5 * H, run=H, limit=H, gpus=16),
+        job("S1", eligible=ZERO + 5 * m, start=ZERO + 0.5 * H, run=H, limit=H),
+        job("S2", eligible=ZERO + 35 * m, start=ZERO + H, run=H, limit=H),
+        job("S3", eligible=ZERO + 65 * m, start=ZERO + 1.5 * H, run=H, limit=H),
+        job("S4", eligible=ZERO + 95 * m, start=ZERO + 3.5 * H, run=H, limit=H),
+        job("S5", eligible=ZERO + 125 * m, start=ZERO + 3.5 * H, run=H, limit=H),
     ]
     return jobs(rows)
 
