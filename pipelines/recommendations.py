@@ -71,6 +71,7 @@ from metrics.recommendations.merge import (
     dedupe_findings,
     merge_patches_by_object,
 )
+from metrics.recommendations.min_age_reserve import min_age_reserve
 from metrics.recommendations.slurm_config import parse_scontrol_config, priority_settings
 from metrics.scheduler_model import SchedulerSettings
 from pipelines._parse_result import REJECTED_SCHEMA, InputFormatError, ParseResult
@@ -131,6 +132,7 @@ RULES: tuple[str, ...] = (
     "idle_allocations",
     "time_limits",
     "backfill_tuning",
+    "backfill_min_age_reserve",
     "fairness_drift",
     "slurm_fairshare_drift",
     "kueue_quota_drift",
@@ -739,6 +741,17 @@ def recommendations_frame(
                 current=(current_settings or {}).get(cluster),
                 timezones=inputs.timezones,
                 **{"large_gpus": large_job_gpus, **opt["backfill_tuning"]},
+            )
+        )
+        frames.append(
+            min_age_reserve(
+                jobs.filter(pl.col("cluster") == cluster),
+                inputs.pending.filter(pl.col("cluster") == cluster),
+                inputs.nodes,
+                w,
+                cluster_config=inputs.slurm_config.get(cluster),
+                current=(current_settings or {}).get(cluster),
+                **{"large_gpus": large_job_gpus, **opt["backfill_min_age_reserve"]},
             )
         )
     for cluster, cqs in inputs.cluster_queues.items():

@@ -33,6 +33,7 @@ from metrics.recommendations.gang_window import gang_window
 from metrics.recommendations.idle import idle_allocations
 from metrics.recommendations.kueue_borrowing import cluster_queue_usage_hourly, kueue_borrowing
 from metrics.recommendations.lemon import lemon_nodes
+from metrics.recommendations.min_age_reserve import min_age_reserve
 from metrics.recommendations.preemption import preemption_churn
 from metrics.recommendations.registry_drift import kueue_quota_drift, slurm_fairshare_drift
 from metrics.recommendations.reservations import reservation_usage, reservations_idle
@@ -59,6 +60,7 @@ __all__ = [
     "kueue_quota_drift",
     "lemon_nodes",
     "max_queue_depth",
+    "min_age_reserve",
     "parse_quantity",
     "preemption_churn",
     "recommendation_id",

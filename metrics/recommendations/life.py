@@ -49,6 +49,7 @@ STATUSES: tuple[str, ...] = ("proposed", "applied", "measured", "confirmed", "re
 #: target: its applied changes stop at *measured*.
 RULE_KPIS: dict[str, str] = {
     "backfill_tuning": "wait_p90_h",
+    "backfill_min_age_reserve": "wait_p90_h",
     "large_job_reservation": "wait_p90_h",
     "time_limits": "wait_p50_h",
     "fairness_drift": "jain",

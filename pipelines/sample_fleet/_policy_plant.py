@@ -474,9 +474,11 @@ def write_proposal_record(out: Path, run: PlantRun) -> Path:
     (``pipelines.recommendations.read_proposal_history``), ``as_of`` the change day's midnight
     UTC (a run on the data before the change), one ``backfill_tuning`` recommendation on
     partition ``gpu`` whose patch sets ``bf_min_age_reserve`` to the value the change then
-    set. The record is written by the generator, not computed: the backfill rule does not
-    propose ``bf_min_age_reserve`` (it tunes ``bf_window``, ``bf_resolution``,
-    ``bf_max_job_test``, ``bf_continue``); the file says so in its ``note``.
+    set. The record is written by the generator, not computed: the ``backfill_tuning`` rule
+    does not propose ``bf_min_age_reserve``; the ``backfill_min_age_reserve`` rule does, on
+    these pre-change days (:func:`pipelines.sample_fleet._plant_proposal.rule_proposal`), but
+    0 s rather than the value planted, which the ledger would not match; the file says it is
+    generator-written in its ``note``.
 
     Returns:
         The file written (an earlier one of another day is removed).
