@@ -416,6 +416,7 @@ def _tables(
         shares=core.shares,
         nodes=core.nodes,
         as_of=as_of,
+        slurmd_maps=sok.slurmd_maps if sok.slurmd_maps.height else None,
     )  # fmt: skip
     km = engine.pop("analytics.time_to_start_km")
     fair_hourly = engine.pop("fair_share_hourly")

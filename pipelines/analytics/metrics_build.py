@@ -161,11 +161,20 @@ def _activity(
     )
 
 
-def _xid_events(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+def _xid_events(
+    con: duckdb.DuckDBPyConnection, slurmd_maps: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """XID events: each change of ``DCGM_FI_DEV_XID_ERRORS`` to a non-zero value (it holds the
-    last XID, not a count), plus non-zero ``DCGM_EXP_XID_ERRORS_COUNT`` samples."""
+    last XID, not a count), plus non-zero ``DCGM_EXP_XID_ERRORS_COUNT`` samples:
+    ``cluster, host, ts`` (UTC), ``xid, gpu_uuid, namespace, pod``.
+
+    With ``slurmd_maps`` an XID on a GPU a slurmd pod holds is moved to the Slurm cluster and
+    the Slurm node the pod ran as at ``ts``, its pod cleared — the same rule as the pods'
+    telemetry (:func:`pipelines.core.slurm_on_k8s.rehome_slurmd_dcgm`, METRICS.md "Slurm on
+    Kubernetes", telemetry and XID events); the change is detected on the physical GPU first."""
     df: pl.DataFrame = con.sql(load_sql("analytics/xid_events")).pl()
-    return df.with_columns(pl.col("ts").dt.convert_time_zone("UTC"))
+    df = df.with_columns(pl.col("ts").dt.convert_time_zone("UTC"))
+    return rehome_slurmd_dcgm(df, slurmd_maps) if slurmd_maps is not None else df
 
 
 def _down_intervals(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
@@ -293,6 +302,7 @@ def build_metric_tables(
     shares: pl.DataFrame,
     nodes: pl.DataFrame,
     as_of: pl.DataFrame,
+    slurmd_maps: pl.DataFrame | None = None,
 ) -> dict[str, pl.DataFrame]:
     """Compute the metric-engine tables that are not time-keyed, for every cluster with data.
 
@@ -308,6 +318,9 @@ def build_metric_tables(
         shares: registry ``team, share``.
         nodes: ``core.nodes`` (for racks).
         as_of: ``cluster, as_of``.
+        slurmd_maps: the slurmd node maps (:data:`pipelines.core.slurm_on_k8s.SLURMD_MAP_COLUMNS`)
+            of Slurm clusters run in Kubernetes pods: an XID on a slurmd pod's GPU counts on
+            the mapped Slurm node (:func:`_xid_events`), never on the Kubernetes host.
 
     Returns:
         Frames by table name: ``analytics.time_to_start_jobs``,
@@ -316,7 +329,7 @@ def build_metric_tables(
         ``fair_share_hourly`` (not a table: the :func:`metrics.fairness.fair_share_hourly` rows
         behind the fairness tables, which the policy-impact KPIs read).
     """
-    xid = _xid_events(con)
+    xid = _xid_events(con, slurmd_maps)
     down = _down_intervals(con)
     spells, tts, fair_hourly, rel = [], [], [], []
     cuts = [

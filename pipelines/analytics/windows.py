@@ -342,7 +342,7 @@ def window_tables(
             if days is not None:  # a window holds its own cluster's rows only
                 buckets = buckets.filter(pl.col("cluster") == scope.clusters[0][0])
             activity = _activity(mem, scope.jobs, pod_jobs, buckets=buckets)
-            xid = _xid_events(mem)
+            xid = _xid_events(mem, slurmd_maps)
             for c, cut, cdays in scope.clusters:
                 occ_c = occupancy.filter(pl.col("cluster") == c)
                 jobs_c = scope.jobs.filter(pl.col("cluster") == c)

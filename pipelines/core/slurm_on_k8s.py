@@ -972,11 +972,14 @@ def rehome_slurmd_dcgm(samples: pl.DataFrame, maps: pl.DataFrame) -> pl.DataFram
     places on a Slurm node at the row's ``ts`` (:func:`attribute_slurmd_dcgm`) gets ``cluster``
     = the Slurm cluster and ``host`` = the Slurm node name; a slurmd pod's row the map does not
     place stays on its Kubernetes host. Either way its ``pod`` and ``namespace`` are cleared.
-    Every other row is returned unchanged, in the input order.
+    Every other row is returned unchanged, in the input order. The one re-homing rule for
+    everything read per GPU from DCGM: samples, 5-minute buckets and XID events
+    (``sql/analytics/xid_events.sql``, so the reliability tables count a slurmd pod's XID on
+    the Slurm node and job).
 
     Args:
-        samples: DCGM rows (samples or 5-minute buckets): ``cluster, host, namespace, pod, ts``
-            and any other columns (kept).
+        samples: DCGM rows (samples, 5-minute buckets or XID events): ``cluster, host,
+            namespace, pod, ts`` and any other columns (kept).
         maps: :data:`SLURMD_MAP_COLUMNS` rows (``cluster`` the Slurm cluster); empty: nothing
             moves.
 

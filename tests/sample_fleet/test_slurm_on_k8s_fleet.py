@@ -61,6 +61,8 @@ def built(
 #: kc-node-01's 8 GPUs, owned by slurmd pod slurm/slurm-worker-sok-0 (Slurm node sok-0), at
 #: 2026-11-03 13:00 and 13:05 UTC (Slurm job 5008 holds all 8 GPUs of sok-0 12:08–15:31), gr
 #: engine active 0.75; and GPU 0 of kc-node-04 owned by native pod ml/serve-16 at 11:00 (0.5).
+#: GPU 3 of kc-node-01 also reports ``DCGM_FI_DEV_XID_ERRORS`` 0 at 13:00 and 79 at 13:05 (one
+#: XID event on a slurmd-held GPU: the bundled pair itself writes no DCGM).
 _T13 = int(dt.datetime(2026, 11, 3, 13, tzinfo=dt.UTC).timestamp() * 1000)
 _T11 = int(dt.datetime(2026, 11, 3, 11, tzinfo=dt.UTC).timestamp() * 1000)
 
@@ -80,6 +82,12 @@ def _write_dcgm(path: Path) -> Path:
     for ms in (_T13, _T13 + 300_000):
         lines += [line("kc-node-01", g, "slurm", "slurm-worker-sok-0", 0.75, ms) for g in range(8)]
     lines.append(line("kc-node-04", 0, "ml", "serve-16", 0.5, _T11))
+    # GPU 3 of kc-node-01 (slurmd pod slurm-worker-sok-0) reports XID 79 from 13:05: one event.
+    xid = "DCGM_FI_DEV_XID_ERRORS"
+    lines += [f"# HELP {xid} Value of the last XID error encountered.", f"# TYPE {xid} gauge"]
+    for ms, value in ((_T13, 0), (_T13 + 300_000, 79)):
+        lines.append(line("kc-node-01", 3, "slurm", "slurm-worker-sok-0", value, ms).replace(
+            metric, xid, 1))  # fmt: skip
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -313,3 +321,19 @@ def test_the_pair_by_explicit_days_equals_the_full_build(
         _assert_frames_close(a, b, t)
     act = explicit.tables["analytics.gpu_activity"]
     assert act.filter(pl.col("cluster") == SOK_CLUSTER).height == 16
+
+
+def test_slurmd_xid_is_the_slurm_node_and_job(
+    built: tuple[dict, duckdb.DuckDBPyConnection],
+) -> None:
+    """The XID on kc-node-01's GPU 3 (slurmd pod slurm-worker-sok-0, i.e. Slurm node sok-0, at
+    13:05 while job 5008 holds all 8 GPUs of sok-0) counts once, on the Slurm side: the lemon
+    table gives sok-0 1 event (code 79) and no k8s-c node any; job 5008's summary has 1 XID
+    event (whole-node rule) and no other job has one."""
+    _planted, con = built
+    rel = _q(con, "SELECT cluster, host, xid_events, xid_codes FROM node_reliability "
+                  "WHERE xid_events > 0")  # fmt: skip
+    assert rel.rows() == [(SOK_CLUSTER, "sok-0", 1, [79])]
+    summ = _q(con, "SELECT cluster, job_id, xid_events FROM job_gpu_summary "
+                   "WHERE xid_events > 0")  # fmt: skip
+    assert summ.rows() == [(SOK_CLUSTER, "5008", 1)]
