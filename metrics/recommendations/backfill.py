@@ -67,7 +67,13 @@ from metrics.scheduler_model import (
 )
 from metrics.waterfall import _hour_pieces, _utc_lit
 
-__all__ = ["BACKFILL_RULE", "RESERVATION_RULE", "backfill_tuning", "max_queue_depth"]
+__all__ = [
+    "BACKFILL_RULE",
+    "RESERVATION_RULE",
+    "backfill_tuning",
+    "max_queue_depth",
+    "replay_workload",
+]
 
 BACKFILL_RULE = "backfill_tuning"
 RESERVATION_RULE = "large_job_reservation"
@@ -249,6 +255,48 @@ def _scheduler_parameters(s: SchedulerSettings) -> str:
     return "SchedulerParameters=" + ",".join(parts)
 
 
+def replay_workload(
+    att: pl.DataFrame,
+    pend: pl.DataFrame,
+    nodes: pl.DataFrame,
+    cluster: str,
+    partition: str,
+    end: dt.datetime,
+) -> tuple[list[Node], list[SimJob]]:
+    """The scheduler model's input for one partition's replay: its nodes, and its GPU attempts
+    plus the never-started jobs (ids prefixed ``pending:``, their GPUs from the request, no
+    start or end), all as :func:`metrics.scheduler_model.jobs_from_frame` reads them up to
+    ``end``.
+
+    Args:
+        att: attempts (``core.jobs`` columns the model reads; ``gpus`` null or 0 are left out).
+        pend: never-started jobs (``core.pending`` columns).
+        nodes: ``core.nodes`` (``cluster, host, partition, gpus``).
+        cluster: the cluster.
+        partition: the partition whose nodes are replayed.
+        end: the replay's horizon (running jobs end there at the latest).
+
+    Returns:
+        ``(nodes, jobs)`` for :func:`metrics.scheduler_model.simulate`.
+    """
+    sim_nodes = nodes_from_frame(
+        nodes.filter((pl.col("cluster") == cluster) & (pl.col("partition") == partition))
+    )
+    gpu_att = att.filter(pl.col("gpus").fill_null(0) > 0)
+    jobs = jobs_from_frame(gpu_att, end) + [
+        replace(j, job_id=f"pending:{j.job_id}")
+        for j in jobs_from_frame(
+            pend.with_columns(
+                pl.lit(None, dtype=pl.Float64).alias("gpus"),
+                pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("start_at"),
+                pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("end_at"),
+            ),
+            end,
+        )
+    ]
+    return sim_nodes, jobs
+
+
 def _propose(
     cluster: str,
     partition: str,
@@ -278,21 +326,8 @@ def _propose(
         bf_max_job_test=max(cur.bf_max_job_test, int(ceil_to(max(depth, 1), 100))),
         bf_continue=True,
     )
-    sim_nodes = nodes_from_frame(
-        nodes.filter((pl.col("cluster") == cluster) & (pl.col("partition") == partition))
-    )
+    sim_nodes, jobs = replay_workload(att, pend, nodes, cluster, partition, window.end)
     gpu_att = att.filter(pl.col("gpus").fill_null(0) > 0)
-    jobs = jobs_from_frame(gpu_att, window.end) + [
-        replace(j, job_id=f"pending:{j.job_id}")
-        for j in jobs_from_frame(
-            pend.with_columns(
-                pl.lit(None, dtype=pl.Float64).alias("gpus"),
-                pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("start_at"),
-                pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("end_at"),
-            ),
-            window.end,
-        )
-    ]
     if not sim_nodes or not jobs:
         return []
     large = int(large_gpus)

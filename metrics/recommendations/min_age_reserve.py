@@ -58,9 +58,10 @@ from metrics.recommendations.backfill import (
     _replay,
     _replay_dict,
     _trade_text,
+    replay_workload,
     trade_off,
 )
-from metrics.scheduler_model import SchedulerSettings, jobs_from_frame, nodes_from_frame
+from metrics.scheduler_model import SchedulerSettings
 
 __all__ = ["MIN_AGE_RESERVE_RULE", "age_reserve_passes", "min_age_reserve", "parse_age_reserve"]
 
@@ -269,21 +270,8 @@ def _propose(
     min_gain_s: float,
     harm: tuple[float, float],
 ) -> Recommendation | None:
-    sim_nodes = nodes_from_frame(
-        nodes.filter((pl.col("cluster") == cluster) & (pl.col("partition") == partition))
-    )
+    sim_nodes, jobs = replay_workload(att, pend, nodes, cluster, partition, window.end)
     gpu_att = att.filter(pl.col("gpus").fill_null(0) > 0)
-    jobs = jobs_from_frame(gpu_att, window.end) + [
-        replace(j, job_id=f"pending:{j.job_id}")
-        for j in jobs_from_frame(
-            pend.with_columns(
-                pl.lit(None, dtype=pl.Float64).alias("gpus"),
-                pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("start_at"),
-                pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("end_at"),
-            ),
-            window.end,
-        )
-    ]
     if not sim_nodes or not jobs:
         return None
     large = int(large_gpus)
