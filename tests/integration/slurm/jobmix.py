@@ -226,6 +226,10 @@ def run_job_mix(cluster: SlurmTestCluster, timeout: float = 300.0) -> JobMix:
     time.sleep(5)
     cluster.run(["scontrol", "requeue", requeue])
     cluster.wait_for_state(requeue, ["PENDING"], timeout=30)
+    # slurmd refuses a launch credential created in the same second as the requeue that revoked
+    # the job's old one ("Killing non-startable batch JobId=…: Job credential revoked", the second
+    # attempt FAILED with exit 1; seen on an idle machine): start it in a later second.
+    time.sleep(1.1)
     cluster.run(["scontrol", "update", f"JobId={requeue}", "StartTime=now"])
 
     cluster.wait_all_done(timeout=timeout)
