@@ -267,6 +267,20 @@ def _query(
     return run_named(con, f"recommendations/{name}", params)
 
 
+def _query_where(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    name: str,
+    params: Mapping[str, Any] | None = None,
+    empty: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """``sql/recommendations/<name>.sql`` where ``table`` exists (a warehouse built before that
+    table, or without its inputs); ``empty`` (an empty frame by default) otherwise."""
+    if table_exists(con, table):
+        return _query(con, name, params)
+    return pl.DataFrame() if empty is None else empty
+
+
 def _kueue_objects(folder: Path, prefix: str) -> list[dict[str, Any]]:
     files = sorted(folder.glob(f"{prefix}*.json")) if folder.is_dir() else []
     if not files:
@@ -365,53 +379,25 @@ def read_inputs(
             for r in capacity.iter_rows(named=True)
         },
         cluster_queues=cqs,
-        reservations=(
-            _query(con, "reservations_in_window", params)
-            if table_exists(con, "raw.slurm_reservations")
-            else pl.DataFrame()
-        ),
+        reservations=_query_where(con, "raw.slurm_reservations", "reservations_in_window", params),
         local_queues=lqs,
         slurm_config=confs,
-        policy_changes=(
-            _query(con, "policy_changes")
-            if table_exists(con, "policy_changes")
-            else pl.DataFrame(schema=_LEDGER)
+        policy_changes=_query_where(
+            con, "policy_changes", "policy_changes", None, pl.DataFrame(schema=_LEDGER)
         ),
         impact=(
             _query(con, "policy_change_impact")
             if table_exists(con, "policy_change_impact")
             else None
         ),
-        wait_causes=(
-            _query(con, "large_job_wait_causes", params)
-            if table_exists(con, "large_job_wait_causes")
-            else pl.DataFrame()
+        wait_causes=_query_where(con, "large_job_wait_causes", "large_job_wait_causes", params),
+        gang_domains=_query_where(con, "stranded_gpu_hourly", "gang_domains"),
+        segment_efficiency=_query_where(
+            con, "segment_capacity_hourly", "segment_efficiency", params
         ),
-        gang_domains=(
-            _query(con, "gang_domains")
-            if table_exists(con, "stranded_gpu_hourly")
-            else pl.DataFrame()
-        ),
-        segment_efficiency=(
-            _query(con, "segment_efficiency", params)
-            if table_exists(con, "segment_capacity_hourly")
-            else pl.DataFrame()
-        ),
-        gang_capacity=(
-            _query(con, "gang_capacity", params)
-            if table_exists(con, "stranded_gpu_hourly")
-            else pl.DataFrame()
-        ),
-        gang_topology=(
-            _query(con, "gang_topology")
-            if table_exists(con, "stranded_gpu_hourly")
-            else pl.DataFrame()
-        ),
-        placement=(
-            _query(con, "placement_in_window", params)
-            if table_exists(con, "job_placement")
-            else pl.DataFrame()
-        ),
+        gang_capacity=_query_where(con, "stranded_gpu_hourly", "gang_capacity", params),
+        gang_topology=_query_where(con, "stranded_gpu_hourly", "gang_topology"),
+        placement=_query_where(con, "job_placement", "placement_in_window", params),
         topology_config=topo_confs,
         proposals=merge_proposals(
             _query(con, "proposals")
