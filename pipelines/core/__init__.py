@@ -26,6 +26,7 @@ from pipelines.core.build import (
     RawFrames,
     RegistryFrames,
     build_core,
+    resolve_slurm_parts,
     with_as_of,
 )
 from pipelines.core.k8s_attempts import (
@@ -92,6 +93,7 @@ __all__ = [
     "RegistryError",
     "RegistryFrames",
     "build_core",
+    "resolve_slurm_parts",
     "cluster_queue_changes",
     "cluster_shares",
     "config_changes",

@@ -9,12 +9,15 @@ cut-off per cluster. Reading the warehouse and writing the tables is the caller'
 (:func:`pipelines.analytics.build.rebuild`).
 
 A :class:`BuildUnit` names the part of the history to build; today the whole history is one
-unit (:meth:`BuildUnit.everything`).
+unit (:meth:`BuildUnit.everything`). Within it the Slurm rows, the largest raw table, may arrive
+in parts (:attr:`RawFrames.slurm_parts`: ranges of job identities read one at a time), so the
+whole history's raw rows are never in memory at once.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -45,6 +48,7 @@ __all__ = [
     "RawFrames",
     "RegistryFrames",
     "build_core",
+    "resolve_slurm_parts",
     "with_as_of",
 ]
 
@@ -55,6 +59,11 @@ JOBS_COLUMNS = [
     "start_at", "end_at", "wait_s", "submit_wait_s", "run_s", "gpu_s", "node_list", "timelimit_s",
     "exit_code",
 ]  # fmt: skip
+
+#: The columns of :attr:`CoreFrames.slurm_attempts`: what ``jobs``, the observed nodes, the
+#: data-quality findings and the Slurm-on-Kubernetes map read (a narrow copy: the attempts are
+#: nearly every row of ``slurm_jobs``, whose 56 columns would double the build's memory).
+_ATTEMPT_COLUMNS = [*JOBS_COLUMNS, "job_key", "extra"]
 
 _PENDING_COLUMNS = ["cluster", "source", "job_id", "partition", "team", "req_gpus", "submit_at",
                     "eligible_at", "end_at", "state"]  # fmt: skip
@@ -83,6 +92,14 @@ class RawFrames:
     it has no ``raw.topology``, ``kueue_topologies`` when it has no ``raw.kueue_topologies``,
     ``kueue_workload_topology`` when it has no ``raw.kueue_workload_topology``, ``slurm_squeue``
     when it has no ``raw.slurm_squeue``.
+
+    ``slurm_parts``, when given, replaces ``slurm_rows`` (which then holds no rows, only the
+    schema): a function returning the Slurm rows as an iterable of frames, each holding every
+    row of the ``(cluster, job_key)`` identities it contains (:func:`pipelines.core.
+    slurm_identity.resolve_slurm_jobs`' key), in ascending ranges of ``(cluster, job_key)``.
+    Each part is resolved alone and dropped before the next is read
+    (:func:`resolve_slurm_parts`); the result equals resolving all rows at once, row for row and
+    in the same order.
     """
 
     slurm_rows: pl.DataFrame
@@ -96,6 +113,7 @@ class RawFrames:
     kueue_topologies: pl.DataFrame | None = None
     kueue_workload_topology: pl.DataFrame | None = None
     slurm_squeue: pl.DataFrame | None = None
+    slurm_parts: Callable[[], Iterable[pl.DataFrame]] | None = None
 
 
 @dataclass(frozen=True)
@@ -113,7 +131,8 @@ class CoreFrames:
 
     Attributes:
         slurm_jobs: every Slurm row once, identity-resolved (:func:`resolve_slurm_jobs`).
-        slurm_attempts: the started Slurm allocations (:func:`slurm_attempts`).
+        slurm_attempts: the started Slurm allocations (:func:`slurm_attempts`), with the
+            columns later steps read: :data:`JOBS_COLUMNS`, ``job_key`` and ``extra``.
         k8s_pods: the latest snapshot of each pod.
         k8s_events: the latest record of each Event.
         k8s_attempts: the Kubernetes workload attempts (:func:`k8s_attempts`).
@@ -364,9 +383,11 @@ def _in_unit(
     def one(frame: pl.DataFrame) -> pl.DataFrame:
         return frame.filter(pl.col("cluster") == unit.cluster)
 
+    parts = raw.slurm_parts
     return (
         RawFrames(
             slurm_rows=one(raw.slurm_rows),
+            slurm_parts=None if parts is None else (lambda: (one(p) for p in parts())),
             slurm_events=one(raw.slurm_events),
             k8s_pods=one(raw.k8s_pods),
             k8s_events=one(raw.k8s_events),
@@ -403,12 +424,8 @@ def build_core(
     ns_teams = mapping.filter(pl.col("kind") == "k8s_namespace")
     lq_teams = mapping.filter(pl.col("kind") == "k8s_local_queue")
 
-    # engine="in-memory": polars 2.1's default (streaming) engine panics on this plan with
-    # "assertion failed: i < self.len()" (in a string expression of its select node) when the
-    # raw frame arrives from DuckDB in 20 chunks (2.36M rows, a year of 10k GPUs); the same
-    # rows in one chunk, or in 17, do not. The in-memory engine is also the faster here.
-    slurm = resolve_slurm_jobs(raw.slurm_rows.lazy(), account_teams.lazy()).collect(
-        engine="in-memory"
+    slurm = resolve_slurm_parts(
+        raw.slurm_parts() if raw.slurm_parts is not None else [raw.slurm_rows], account_teams
     )
     pods = _latest(raw.k8s_pods, "ingest_id")
     events = raw.k8s_events.sort("count", "last_seen", "ingest_id", nulls_last=False).unique(
@@ -430,7 +447,7 @@ def build_core(
         k8s_att, events.lazy(), ns_teams.lazy(), lq_teams.lazy()
     ).collect()
     k8s_reasons = k8s_pending_reasons(k8s_att, events.lazy()).collect()
-    s_att = slurm_attempts(slurm.lazy()).collect()
+    s_att = slurm_attempts(slurm.lazy()).select(*_ATTEMPT_COLUMNS).collect()
 
     as_of = _as_of(
         [
@@ -499,6 +516,35 @@ def build_core(
         else topology_requests(_latest_snapshot(raw.kueue_workload_topology).lazy()).collect(),
         pending_spells=_pending_spells(raw, events),
     )
+
+
+def resolve_slurm_parts(parts: Iterable[pl.DataFrame], account_teams: pl.DataFrame) -> pl.DataFrame:
+    """:func:`resolve_slurm_jobs` of every part in turn, concatenated.
+
+    Args:
+        parts: raw Slurm rows (``raw.slurm_rows`` columns), each part holding every row of the
+            ``(cluster, job_key)`` identities it contains, the parts in ascending ranges of
+            ``(cluster, job_key)``; each is dropped once resolved (a generator's parts are never
+            all in memory).
+        account_teams: ``key`` (Slurm account) → ``team`` from the allocation registry.
+
+    Returns:
+        The ``slurm_jobs`` rows of all parts: resolution is per identity (dedup, supersession
+        and attempts never look across two ``(cluster, job_key)``), and its output is sorted by
+        ``cluster, job_key, start_at, step``, so parts in ascending key ranges concatenate to
+        the same frame, in the same order, as one resolution of all rows.
+    """
+    teams = account_teams.lazy()
+    # engine="in-memory": polars 2.1's default (streaming) engine panics on this plan with
+    # "assertion failed: i < self.len()" (in a string expression of its select node) when the
+    # raw frame arrives from DuckDB in 20 chunks (2.36M rows, a year of 10k GPUs); the same
+    # rows in one chunk, or in 17, do not. The in-memory engine is also the faster here.
+    out = [resolve_slurm_jobs(p.lazy(), teams).collect(engine="in-memory") for p in parts]
+    if len(out) == 1:
+        return out[0]
+    if not out:
+        raise ValueError("resolve_slurm_parts: no parts (an empty table is one empty part)")
+    return pl.concat(out, how="vertical_relaxed", rechunk=False)
 
 
 def _pending_spells(raw: RawFrames, events: pl.DataFrame) -> pl.DataFrame:
