@@ -57,6 +57,7 @@ from pipelines.core import (
 )
 from pipelines.core.slurm_on_k8s import lend_capacity
 from pipelines.warehouse import (
+    append_rows,
     count_rows,
     diff_replace,
     read_table,
@@ -268,8 +269,43 @@ def rebuild(
     """
     path = registry_path or cfg.registry_path
     registry = _read_registry(path)
-    raw = _read_raw(con, slurm_part_rows)
-    core = build_core(raw, registry, _known_inventory(cfg, raw, con), BuildUnit.everything())
+    # One transaction throughout: each large table is written as soon as it is computed and
+    # its frame released (no later step reads one of them back), so the build never holds every
+    # output table at once; a failure anywhere rolls every write back.
+    con.execute("BEGIN TRANSACTION")
+    try:
+        counts, windows = _build(con, cfg, registry, path, full=full, part_rows=slurm_part_rows)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    for table in windows:
+        counts[table] = count_rows(con, table)
+    return counts
+
+
+def _build(
+    con: duckdb.DuckDBPyConnection,
+    cfg: Config,
+    registry: RegistryFrames,
+    path: Path,
+    *,
+    full: bool,
+    part_rows: int | None,
+) -> tuple[dict[str, int], list[str]]:
+    """The body of :func:`rebuild`, inside its transaction: returns the row counts of the
+    tables written and the time-keyed tables an incremental build wrote by day (counted after
+    the commit).
+
+    A full build hands each part of the resolved Slurm rows to ``core.slurm_jobs`` as it is
+    resolved (:class:`_PartWriter`); otherwise whether the build is incremental is known only
+    once the core is built (:func:`pipelines.analytics.incremental.plan_build` compares it with
+    the last build), and ``core.slurm_jobs`` is written whole, as a row diff."""
+    parts = _PartWriter(con, "core.slurm_jobs") if full else None
+    raw = _read_raw(con, part_rows)
+    core = build_core(
+        raw, registry, _known_inventory(cfg, raw, con), BuildUnit.everything(), slurm_sink=parts
+    )
     del raw
     # The data-quality findings are the last use of the Slurm attempts: computed here, the
     # attempts are freed before the metric engine (the rebuild's peak memory).
@@ -290,27 +326,36 @@ def rebuild(
         nodes=core.nodes, as_of=core.as_of, full=full,
     )  # fmt: skip
     plan = _pair_days(plan, sok.slurmd_maps)
-    # One transaction from here: each large table is written as soon as it is computed and its
-    # frame released (the steps after it read none of them back), so the build never holds
-    # every output table at once; a failure anywhere rolls every write back.
-    con.execute("BEGIN TRANSACTION")
-    try:
-        write = _TableWriter(con, plan)
+    write = _TableWriter(con, plan)
+    if parts is None:
         write("core.slurm_jobs", core.slurm_jobs)
         core = replace(core, slurm_jobs=core.slurm_jobs.clear())
-        job_keys = _tables(con, cfg, core, registry, occ, dq, plan, sok, write)
-        write("analytics.slurm_node_map", sok.node_map)
-        write("analytics.slurm_on_k8s_hourly", sok.hourly)
-        pending, as_of = core.pending, core.as_of
-        del core, occ, sok
-        write.finish(job_keys, pending=pending, as_of=as_of)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    for table in write.windows_written:
-        write.counts[table] = count_rows(con, table)
-    return write.counts
+    else:
+        write.written("core.slurm_jobs", parts.rows)
+    job_keys = _tables(con, cfg, core, registry, occ, dq, plan, sok, write)
+    write("analytics.slurm_node_map", sok.node_map)
+    write("analytics.slurm_on_k8s_hourly", sok.hourly)
+    pending, as_of = core.pending, core.as_of
+    del core, occ, sok
+    write.finish(job_keys, pending=pending, as_of=as_of)
+    return write.counts, write.windows_written
+
+
+class _PartWriter:
+    """Writes a table part by part (``write(frame)``): the first part replaces the table, the
+    others are appended; ``rows`` counts the rows written. A table that receives no part is
+    not touched."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, table: str) -> None:
+        self.con, self.table, self.rows, self.parts = con, table, 0, 0
+
+    def __call__(self, frame: pl.DataFrame) -> None:
+        if self.parts == 0:
+            replace_table(self.con, self.table, frame)
+        else:
+            append_rows(self.con, self.table, frame)
+        self.parts += 1
+        self.rows += frame.height
 
 
 def _read_registry(path: Path) -> RegistryFrames:
@@ -647,6 +692,11 @@ class _TableWriter:
             self.log.append((table, "full", None, frame.height))
         else:
             self.log.append((table, "rows", *diff))
+
+    def written(self, table: str, rows: int) -> None:
+        """Record ``table`` as written whole elsewhere (:class:`_PartWriter`), ``rows`` rows."""
+        self.counts[table] = rows
+        self.log.append((table, "full", None, rows))
 
     def finish(
         self, job_keys: pl.DataFrame | None, *, pending: pl.DataFrame, as_of: pl.DataFrame

@@ -17,7 +17,7 @@ whole history's raw rows are never in memory at once.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -406,7 +406,12 @@ def _in_unit(
 
 
 def build_core(
-    raw: RawFrames, registry: RegistryFrames, inventory: pl.DataFrame, unit: BuildUnit
+    raw: RawFrames,
+    registry: RegistryFrames,
+    inventory: pl.DataFrame,
+    unit: BuildUnit,
+    *,
+    slurm_sink: Callable[[pl.DataFrame], None] | None = None,
 ) -> CoreFrames:
     """Every core frame of ``unit`` from the raw frames (see :class:`CoreFrames`).
 
@@ -417,6 +422,11 @@ def build_core(
             inventory files); a cluster without inventory gets the nodes seen in the data.
         unit: the part of the history to build (:meth:`BuildUnit.everything`: all of it; a
             unit bounded in days raises :class:`NotImplementedError`).
+        slurm_sink: when given, each part's resolved Slurm rows are handed to it (the caller
+            stores them, e.g. appends them to ``core.slurm_jobs``) instead of being kept:
+            ``CoreFrames.slurm_jobs`` is then empty (its schema only), and the whole history's
+            resolved rows are never in memory at once. The attempts, never-started jobs and
+            cut-offs are taken from each part first.
     """
     raw, inventory = _in_unit(raw, inventory, unit)
     mapping = registry.mapping
@@ -424,9 +434,7 @@ def build_core(
     ns_teams = mapping.filter(pl.col("kind") == "k8s_namespace")
     lq_teams = mapping.filter(pl.col("kind") == "k8s_local_queue")
 
-    slurm = resolve_slurm_parts(
-        raw.slurm_parts() if raw.slurm_parts is not None else [raw.slurm_rows], account_teams
-    )
+    slurm, s_att, slurm_pending, slurm_cuts = _slurm_frames(raw, account_teams, slurm_sink)
     pods = _latest(raw.k8s_pods, "ingest_id")
     events = raw.k8s_events.sort("count", "last_seen", "ingest_id", nulls_last=False).unique(
         ["cluster", "uid"], keep="last", maintain_order=True
@@ -447,11 +455,10 @@ def build_core(
         k8s_att, events.lazy(), ns_teams.lazy(), lq_teams.lazy()
     ).collect()
     k8s_reasons = k8s_pending_reasons(k8s_att, events.lazy()).collect()
-    s_att = slurm_attempts(slurm.lazy()).select(*_ATTEMPT_COLUMNS).collect()
 
     as_of = _as_of(
         [
-            (slurm, ["submit_at", "eligible_at", "start_at", "end_at"]),
+            (slurm_cuts, ["as_of"]),
             (pods, ["created_at", "scheduled_at", "started_at", "finished_at", "deleted_at"]),
         ]
     )
@@ -473,9 +480,7 @@ def build_core(
     registered, down = _node_states(raw, nodes, as_of, jobs)
     pending = pl.concat(
         [
-            slurm.filter(pl.col("is_allocation") & pl.col("start_at").is_null())
-            .with_columns(pl.coalesce("req_gpus", "gpus").alias("req_gpus"))
-            .select(_PENDING_COLUMNS),
+            slurm_pending,
             k8s_pending.select(_PENDING_COLUMNS),
         ],
         how="vertical_relaxed",
@@ -518,6 +523,51 @@ def build_core(
     )
 
 
+def _slurm_frames(
+    raw: RawFrames, account_teams: pl.DataFrame, sink: Callable[[pl.DataFrame], None] | None
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """The Slurm side of the core, part by part (:func:`resolve_slurm_parts`): the resolved
+    rows (empty, schema only, when ``sink`` takes each part), the attempts (narrow:
+    :data:`_ATTEMPT_COLUMNS`), the never-started allocations (:data:`_PENDING_COLUMNS`) and
+    ``cluster, as_of``: each part's latest submit, eligible, start or end time per cluster."""
+    parts = raw.slurm_parts() if raw.slurm_parts is not None else [raw.slurm_rows]
+    kept, attempts, pending, cuts = [], [], [], []
+    times = ["submit_at", "eligible_at", "start_at", "end_at"]
+    schema: pl.DataFrame | None = None
+    for slurm in _resolved(parts, account_teams):
+        attempts.append(slurm_attempts(slurm.lazy()).select(*_ATTEMPT_COLUMNS).collect())
+        pending.append(
+            slurm.filter(pl.col("is_allocation") & pl.col("start_at").is_null())
+            .with_columns(pl.coalesce("req_gpus", "gpus").alias("req_gpus"))
+            .select(_PENDING_COLUMNS)
+        )
+        cuts.append(_as_of([(slurm.select("cluster", *times), times)]))
+        schema = slurm.clear() if schema is None else schema
+        if sink is None:
+            kept.append(slurm)
+        else:
+            sink(slurm)
+        del slurm
+    if schema is None:
+        raise ValueError("build_core: no Slurm parts (an empty table is one empty part)")
+
+    def cat(frames: list[pl.DataFrame]) -> pl.DataFrame:
+        return frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical_relaxed")
+
+    return cat(kept) if kept else schema, cat(attempts), cat(pending), cat(cuts)
+
+
+def _resolved(parts: Iterable[pl.DataFrame], account_teams: pl.DataFrame) -> Iterator[pl.DataFrame]:
+    """:func:`resolve_slurm_jobs` of each part in turn (see :func:`resolve_slurm_parts`)."""
+    teams = account_teams.lazy()
+    # engine="in-memory": polars 2.1's default (streaming) engine panics on this plan with
+    # "assertion failed: i < self.len()" (in a string expression of its select node) when the
+    # raw frame arrives from DuckDB in 20 chunks (2.36M rows, a year of 10k GPUs); the same
+    # rows in one chunk, or in 17, do not. The in-memory engine is also the faster here.
+    for part in parts:
+        yield resolve_slurm_jobs(part.lazy(), teams).collect(engine="in-memory")
+
+
 def resolve_slurm_parts(parts: Iterable[pl.DataFrame], account_teams: pl.DataFrame) -> pl.DataFrame:
     """:func:`resolve_slurm_jobs` of every part in turn, concatenated.
 
@@ -534,17 +584,10 @@ def resolve_slurm_parts(parts: Iterable[pl.DataFrame], account_teams: pl.DataFra
         ``cluster, job_key, start_at, step``, so parts in ascending key ranges concatenate to
         the same frame, in the same order, as one resolution of all rows.
     """
-    teams = account_teams.lazy()
-    # engine="in-memory": polars 2.1's default (streaming) engine panics on this plan with
-    # "assertion failed: i < self.len()" (in a string expression of its select node) when the
-    # raw frame arrives from DuckDB in 20 chunks (2.36M rows, a year of 10k GPUs); the same
-    # rows in one chunk, or in 17, do not. The in-memory engine is also the faster here.
-    out = [resolve_slurm_jobs(p.lazy(), teams).collect(engine="in-memory") for p in parts]
-    if len(out) == 1:
-        return out[0]
+    out = list(_resolved(parts, account_teams))
     if not out:
         raise ValueError("resolve_slurm_parts: no parts (an empty table is one empty part)")
-    return pl.concat(out, how="vertical_relaxed", rechunk=False)
+    return out[0] if len(out) == 1 else pl.concat(out, how="vertical_relaxed", rechunk=False)
 
 
 def _pending_spells(raw: RawFrames, events: pl.DataFrame) -> pl.DataFrame:

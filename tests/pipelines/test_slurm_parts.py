@@ -71,26 +71,40 @@ def test_parts_hold_whole_identities_in_key_order(loaded: tuple[Config, Path]) -
 def test_the_build_in_parts_equals_the_build_whole(
     loaded: tuple[Config, Path], tmp_path: Path
 ) -> None:
-    """A full rebuild reading the Slurm rows 40 at a time writes every core and analytics
-    table as the rebuild reading them in one part does, row for row."""
+    """A full rebuild reading the Slurm rows 40 at a time, each part written to
+    ``core.slurm_jobs`` as it is resolved, writes every core and analytics table as the first
+    build of the warehouse does (full by its plan, the rows in one part, ``core.slurm_jobs``
+    written whole from memory), row for row; the build log counts the parted table's rows."""
     cfg, db = loaded
     parted = tmp_path / "parted.duckdb"
     shutil.copyfile(db, parted)
     whole = tmp_path / "whole.duckdb"
     shutil.copyfile(db, whole)
     with connect(whole) as con:
-        rebuild(con, cfg, full=True, slurm_part_rows=10**9)
+        rebuild(con, cfg, slurm_part_rows=10**9)
     with connect(parted) as con:
         rebuild(con, cfg, full=True, slurm_part_rows=40)
     with connect(whole, read_only=True) as a, connect(parted, read_only=True) as b:
         tables = _tables(a)
         assert tables == _tables(b) and "core.slurm_jobs" in tables
         assert a.execute("SELECT count(*) FROM core.slurm_jobs").fetchall()[0][0] > 500
+        logged = b.execute(
+            "SELECT mode, rows_inserted FROM analytics.build_log"
+            " WHERE table_name = 'core.slurm_jobs'"
+        ).fetchall()
+        assert logged == [
+            ("full", a.execute("SELECT count(*) FROM core.slurm_jobs").fetchall()[0][0])
+        ]
         for t in tables:
-            _assert_frames_close(a.sql(f"SELECT * FROM {t}").pl(), b.sql(f"SELECT * FROM {t}").pl(), t)
+            _assert_frames_close(
+                a.sql(f"SELECT * FROM {t}").pl(), b.sql(f"SELECT * FROM {t}").pl(), t
+            )
 
 
 def test_part_rows_must_be_positive(loaded: tuple[Config, Path]) -> None:
     _cfg, db = loaded
-    with duckdb.connect(str(db), read_only=True) as con, pytest.raises(ValueError, match="positive"):
+    with (
+        duckdb.connect(str(db), read_only=True) as con,
+        pytest.raises(ValueError, match="positive"),
+    ):
         _read_raw(con, -1)
