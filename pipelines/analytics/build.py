@@ -516,6 +516,9 @@ def _tables(
         days=None if plan.full else plan.days, changed_keys=plan.changed_keys,
         slurmd_maps=sok.slurmd_maps if sok.slurmd_maps.height else None,
     )  # fmt: skip
+    waterfall = windows.tables.pop("analytics.gpu_waterfall_hourly")
+    for table in list(windows.tables):  # the policy impact reads only the waterfall
+        write(table, windows.tables.pop(table))
     engine = build_metric_tables(
         con,
         jobs=jobs,
@@ -550,12 +553,12 @@ def _tables(
         con, changes=ledger["analytics.policy_changes"], jobs=jobs, pending=core.pending,
         occupancy=occ, as_of=as_of,
         shares=core.shares, nodes=core.nodes,
-        waterfall=windows.tables["analytics.gpu_waterfall_hourly"],
+        waterfall=waterfall,
         waterfall_days=None if plan.full else plan.days,
         stranded=domains["analytics.topology_stranded_hourly"], fair_hourly=fair_hourly,
     )  # fmt: skip
-    for table in list(windows.tables):
-        write(table, windows.tables.pop(table))
+    write("analytics.gpu_waterfall_hourly", waterfall)
+    del waterfall
     rest = {
         CUTOFF_TABLE: as_of.cast(_CUTOFF_SCHEMA).sort("cluster"),  # type: ignore[arg-type]
         "core.k8s_pods": core.k8s_pods,
