@@ -9,6 +9,7 @@ themselves live in :mod:`metrics`.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -56,6 +57,7 @@ from pipelines.core import (
 )
 from pipelines.core.slurm_on_k8s import lend_capacity
 from pipelines.warehouse import (
+    append_rows,
     count_rows,
     diff_replace,
     read_table,
@@ -118,14 +120,16 @@ def _inventory(cfg: Config) -> pl.DataFrame:
     return pl.concat(frames)
 
 
-def _known_inventory(cfg: Config, raw: RawFrames) -> pl.DataFrame:
+def _known_inventory(cfg: Config, raw: RawFrames, con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """The inventory files of configured clusters and of clusters the raw tables name: a file
     of a cluster that is neither (the sample fleet's ``k8s-c`` under a configuration of other
-    clusters) adds no nodes. With no cluster configured, every file counts."""
+    clusters) adds no nodes. With no cluster configured, every file counts. (The Slurm rows'
+    clusters are asked of ``raw.slurm_rows``: ``raw`` reads them in parts.)"""
     inventory = _inventory(cfg)
     if not cfg.clusters:
         return inventory
     known = {c.name for c in cfg.clusters}
+    known |= set(run_named(con, "analytics/slurm_row_clusters")["cluster"].to_list())
     for frame in (raw.slurm_rows, raw.k8s_pods):
         if "cluster" in frame.columns:
             known |= set(frame["cluster"].drop_nulls().unique().to_list())
@@ -242,6 +246,7 @@ def rebuild(
     registry_path: Path | None = None,
     *,
     full: bool = False,
+    slurm_part_rows: int | None = None,
 ) -> dict[str, int]:
     """Recompute core and analytics tables from the raw tables, then create the views.
 
@@ -255,14 +260,52 @@ def rebuild(
         cfg: configuration (inventory folder, registry, thresholds).
         registry_path: overrides the configured allocation registry.
         full: rewrite every table from all history.
+        slurm_part_rows: raw Slurm rows per part of the identity resolution (None:
+            :data:`SLURM_PART_ROWS`): the history's sacct rows are read and resolved a part at
+            a time (:func:`_read_raw`), never all at once.
 
     Returns:
         Row counts of the tables written, by table name.
     """
     path = registry_path or cfg.registry_path
     registry = _read_registry(path)
-    raw = _read_raw(con)
-    core = build_core(raw, registry, _known_inventory(cfg, raw), BuildUnit.everything())
+    # One transaction throughout: each large table is written as soon as it is computed and
+    # its frame released (no later step reads one of them back), so the build never holds every
+    # output table at once; a failure anywhere rolls every write back.
+    con.execute("BEGIN TRANSACTION")
+    try:
+        counts, windows = _build(con, cfg, registry, path, full=full, part_rows=slurm_part_rows)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    for table in windows:
+        counts[table] = count_rows(con, table)
+    return counts
+
+
+def _build(
+    con: duckdb.DuckDBPyConnection,
+    cfg: Config,
+    registry: RegistryFrames,
+    path: Path,
+    *,
+    full: bool,
+    part_rows: int | None,
+) -> tuple[dict[str, int], list[str]]:
+    """The body of :func:`rebuild`, inside its transaction: returns the row counts of the
+    tables written and the time-keyed tables an incremental build wrote by day (counted after
+    the commit).
+
+    A full build hands each part of the resolved Slurm rows to ``core.slurm_jobs`` as it is
+    resolved (:class:`_PartWriter`); otherwise whether the build is incremental is known only
+    once the core is built (:func:`pipelines.analytics.incremental.plan_build` compares it with
+    the last build), and ``core.slurm_jobs`` is written whole, as a row diff."""
+    parts = _PartWriter(con, "core.slurm_jobs") if full else None
+    raw = _read_raw(con, part_rows)
+    core = build_core(
+        raw, registry, _known_inventory(cfg, raw, con), BuildUnit.everything(), slurm_sink=parts
+    )
     del raw
     # The data-quality findings are the last use of the Slurm attempts: computed here, the
     # attempts are freed before the metric engine (the rebuild's peak memory).
@@ -283,16 +326,36 @@ def rebuild(
         nodes=core.nodes, as_of=core.as_of, full=full,
     )  # fmt: skip
     plan = _pair_days(plan, sok.slurmd_maps)
-    written, job_keys = _tables(con, cfg, core, registry, occ, dq, plan, sok)
-    written["analytics.slurm_node_map"] = sok.node_map
-    written["analytics.slurm_on_k8s_hourly"] = sok.hourly
-    written = {t: _stored(t, f) for t, f in written.items()}
+    write = _TableWriter(con, plan)
+    if parts is None:
+        write("core.slurm_jobs", core.slurm_jobs)
+        core = replace(core, slurm_jobs=core.slurm_jobs.clear())
+    else:
+        write.written("core.slurm_jobs", parts.rows)
+    job_keys = _tables(con, cfg, core, registry, occ, dq, plan, sok, write)
+    write("analytics.slurm_node_map", sok.node_map)
+    write("analytics.slurm_on_k8s_hourly", sok.hourly)
     pending, as_of = core.pending, core.as_of
-    # Each frame is dropped once written (the write converts it for DuckDB, a transient copy):
-    # with the core frames released, core.slurm_jobs and the per-job analytics tables do not
-    # all stay in memory through the writes.
-    del core, occ
-    return _write(con, plan, written, job_keys, pending=pending, as_of=as_of)
+    del core, occ, sok
+    write.finish(job_keys, pending=pending, as_of=as_of)
+    return write.counts, write.windows_written
+
+
+class _PartWriter:
+    """Writes a table part by part (``write(frame)``): the first part replaces the table, the
+    others are appended; ``rows`` counts the rows written. A table that receives no part is
+    not touched."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, table: str) -> None:
+        self.con, self.table, self.rows, self.parts = con, table, 0, 0
+
+    def __call__(self, frame: pl.DataFrame) -> None:
+        if self.parts == 0:
+            replace_table(self.con, self.table, frame)
+        else:
+            append_rows(self.con, self.table, frame)
+        self.parts += 1
+        self.rows += frame.height
 
 
 def _read_registry(path: Path) -> RegistryFrames:
@@ -301,10 +364,48 @@ def _read_registry(path: Path) -> RegistryFrames:
     return RegistryFrames(mapping=mapping, history=load_registry_history(path))
 
 
-def _read_raw(con: duckdb.DuckDBPyConnection) -> RawFrames:
-    """The raw tables the core layer reads (``raw.k8s_nodes`` only where the table exists)."""
+#: Raw Slurm rows per part of the core layer's identity resolution: the build reads
+#: ``raw.slurm_rows`` in ranges of job identity of about this many rows
+#: (:attr:`pipelines.core.RawFrames.slurm_parts`). A year of 10,000 GPUs holds about 2.4M rows,
+#: 10 parts; BENCHMARKS.md "The Slurm rows in parts" measures the peak memory this saves.
+SLURM_PART_ROWS = 250_000
+
+
+def _slurm_parts(
+    con: duckdb.DuckDBPyConnection, part_rows: int
+) -> Callable[[], Iterator[pl.DataFrame]]:
+    """The rows of ``raw.slurm_rows`` in ascending ranges of ``(cluster, job_key)`` of about
+    ``part_rows`` rows each (``sql/analytics/slurm_row_bounds.sql``: quantiles of the key; one
+    identity's rows never straddle two ranges), read one range at a time when iterated.
+
+    Raises:
+        ValueError: ``part_rows`` is not positive.
+    """
+    if part_rows < 1:
+        raise ValueError(f"slurm_part_rows must be positive, got {part_rows}")
+    n = -(-count_rows(con, "raw.slurm_rows") // part_rows)
+    if n <= 1:
+        return lambda: iter([read_table(con, "raw.slurm_rows")])
+    fractions = [i / n for i in range(1, n)]
+    bounds = run_named(con, "analytics/slurm_row_bounds", {"fractions": fractions})
+    cuts = [b for b in bounds["bound"].to_list() if b]
+    ranges = list(zip(["", *cuts], [*cuts, ""], strict=True))
+
+    def parts() -> Iterator[pl.DataFrame]:
+        for i, (lo, hi) in enumerate(ranges):
+            last = i == len(ranges) - 1
+            yield run_named(con, "analytics/slurm_rows_part", {"lo": lo, "hi": hi, "last": last})
+
+    return parts
+
+
+def _read_raw(con: duckdb.DuckDBPyConnection, slurm_part_rows: int | None = None) -> RawFrames:
+    """The raw tables the core layer reads (``raw.k8s_nodes`` only where the table exists);
+    the Slurm rows as parts of about ``slurm_part_rows`` rows (None: :data:`SLURM_PART_ROWS`),
+    read when the core layer iterates them (``slurm_rows`` keeps only the schema)."""
     return RawFrames(
-        slurm_rows=read_table(con, "raw.slurm_rows"),
+        slurm_rows=run_named(con, "analytics/slurm_rows_part", {"lo": "", "hi": "", "last": False}),
+        slurm_parts=_slurm_parts(con, slurm_part_rows or SLURM_PART_ROWS),
         slurm_events=read_table(con, "raw.slurm_events"),
         k8s_pods=read_table(con, "raw.k8s_pods"),
         k8s_events=read_table(con, "raw.k8s_events"),
@@ -394,13 +495,20 @@ def _tables(
     dq: pl.DataFrame,
     plan: BuildPlan,
     sok: SlurmOnK8sTables,
-) -> tuple[dict[str, pl.DataFrame], pl.DataFrame | None]:
-    """Every table to write, by name: the core frames, the metric engine's and the scheduler
-    views' tables, and the time-keyed tables of the plan's cluster-days (every day in a full
-    build, :func:`pipelines.analytics.windows.window_tables`); with the job keys whose
+    write: _TableWriter,
+) -> pl.DataFrame | None:
+    """Compute and ``write`` every table: the core frames, the metric engine's and the
+    scheduler views' tables, and the time-keyed tables of the plan's cluster-days (every day in
+    a full build, :func:`pipelines.analytics.windows.window_tables`); returns the job keys whose
     ``job_gpu_summary`` rows an incremental build rewrites (None in a full build). The
     time-keyed tables leave the slurmd pods' jobs out (their GPUs are lent to Slurm, METRICS.md
-    "Slurm on Kubernetes") and attribute the pods' telemetry through the Slurm node map."""
+    "Slurm on Kubernetes") and attribute the pods' telemetry through the Slurm node map.
+
+    Each large table is written as soon as it is computed (the later steps read none of them
+    from the warehouse: the policy impact reads the waterfall's frame, and in an incremental
+    build the stored waterfall of the days outside the plan, which ``write`` keeps until
+    :meth:`_TableWriter.finish`); the core tables, which the pending-reason spells of
+    :func:`_domain_tables` may read back from an earlier build, are written last."""
     jobs, as_of = core.jobs, core.as_of
     windows = window_tables(
         con, jobs=_without_slurmd(jobs, sok.slurmd_jobs), pending=core.pending, occupancy=occ,
@@ -408,6 +516,9 @@ def _tables(
         days=None if plan.full else plan.days, changed_keys=plan.changed_keys,
         slurmd_maps=sok.slurmd_maps if sok.slurmd_maps.height else None,
     )  # fmt: skip
+    waterfall = windows.tables.pop("analytics.gpu_waterfall_hourly")
+    for table in list(windows.tables):  # the policy impact reads only the waterfall
+        write(table, windows.tables.pop(table))
     engine = build_metric_tables(
         con,
         jobs=jobs,
@@ -421,12 +532,17 @@ def _tables(
     km = engine.pop("analytics.time_to_start_km")
     fair_hourly = engine.pop("fair_share_hourly")
     tts = _tts_summary(km) if km.width else naive_wait_percentiles(jobs.lazy()).collect()
+    write("analytics.time_to_start_summary", tts)
+    del km, tts
     fair = engine["analytics.fairness_weekly"]
     if fair.width:
         engine["analytics.fairness_weekly"] = shares_at_window_start(
             fair, core.shares, registry.history
         )
-
+    for table in list(engine):
+        write(table, engine.pop(table))
+    write("analytics.job_placement", _placement(core))
+    write("analytics.topology_fragmentation_hourly", _fragmentation(core, occ))
     schedulers = scheduler_tables(
         con, registry.history, registry.mapping, core.nodes, as_of,
         tolerance=cfg.registry_drift_tolerance,
@@ -437,32 +553,31 @@ def _tables(
         con, changes=ledger["analytics.policy_changes"], jobs=jobs, pending=core.pending,
         occupancy=occ, as_of=as_of,
         shares=core.shares, nodes=core.nodes,
-        waterfall=windows.tables["analytics.gpu_waterfall_hourly"],
+        waterfall=waterfall,
         waterfall_days=None if plan.full else plan.days,
         stranded=domains["analytics.topology_stranded_hourly"], fair_hourly=fair_hourly,
     )  # fmt: skip
-    return {
+    write("analytics.gpu_waterfall_hourly", waterfall)
+    del waterfall
+    rest = {
         CUTOFF_TABLE: as_of.cast(_CUTOFF_SCHEMA).sort("cluster"),  # type: ignore[arg-type]
-        "core.slurm_jobs": core.slurm_jobs,
         "core.k8s_pods": core.k8s_pods,
         "core.k8s_events": core.k8s_events,
         "core.jobs": jobs,
         "core.nodes": core.nodes,
-        "analytics.time_to_start_summary": tts,
         "analytics.data_quality": dq,
         "core.k8s_workloads": core.k8s_timings,
         "core.k8s_pending_reasons": core.k8s_pending_reasons,
         "core.topology": core.topology,
         "core.pending_reason_spells": core.pending_spells,
-        "analytics.job_placement": _placement(core),
-        "analytics.topology_fragmentation_hourly": _fragmentation(core, occ),
         **domains,
         **schedulers,
         **ledger,
         **impact,
-        **engine,
-        **windows.tables,
-    }, windows.job_keys
+    }
+    for table, frame in rest.items():
+        write(table, frame)
+    return windows.job_keys
 
 
 def _stored(table: str, frame: pl.DataFrame) -> pl.DataFrame:
@@ -549,45 +664,52 @@ def _domain_tables(
     }
 
 
-def _write(
-    con: duckdb.DuckDBPyConnection,
-    plan: BuildPlan,
-    written: dict[str, pl.DataFrame],
-    job_keys: pl.DataFrame | None,
-    *,
-    pending: pl.DataFrame,
-    as_of: pl.DataFrame,
-) -> dict[str, int]:
-    """Write ``written`` (emptied as it goes; in an incremental build the time-keyed tables
-    only for the plan's cluster-days), record the build and create the views, in one
-    transaction. Returns the row counts by table."""
-    kept = set() if plan.full else set(WINDOW_TABLES)
-    counts = {t: f.height for t, f in written.items() if t not in kept}
-    windows = {t: written.pop(t) for t in kept}
-    con.execute("BEGIN TRANSACTION")
-    try:
-        log: list[tuple[str, str, int | None, int]] = []
-        for table in list(written):
-            frame = written.pop(table)
-            # Incremental builds rewrite only the rows that changed (a window whose values
-            # moved); a table whose columns changed, or a full build, is replaced whole.
-            diff = None if plan.full else diff_replace(con, table, frame)
-            if diff is None:
-                replace_table(con, table, frame)
-                log.append((table, "full", None, frame.height))
-            else:
-                log.append((table, "rows", *diff))
-            del frame
-        if not plan.full:
+class _TableWriter:
+    """Writes a build's tables as they are computed, inside the caller's transaction.
+
+    Called as ``write(table, frame)``: the frame is stored without the cut-off ``as_of``
+    (:func:`_stored`); a full build replaces the table; an incremental build rewrites only the
+    rows that changed (:func:`pipelines.warehouse.diff_replace`; a table whose columns changed
+    is replaced whole), except the time-keyed :data:`WINDOW_TABLES`, which it keeps until
+    :meth:`finish` writes the plan's cluster-days of them
+    (:func:`pipelines.analytics.incremental.write_window_tables`). ``counts`` holds the row
+    count of each table written, ``log`` the build-log rows.
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, plan: BuildPlan) -> None:
+        self.con, self.plan = con, plan
+        self.log: list[tuple[str, str, int | None, int]] = []
+        self.counts: dict[str, int] = {}
+        self.windows: dict[str, pl.DataFrame] = {}
+        self.windows_written: list[str] = []
+
+    def __call__(self, table: str, frame: pl.DataFrame) -> None:
+        frame = _stored(table, frame)
+        if not self.plan.full and table in WINDOW_TABLES:
+            self.windows[table] = frame
+            return
+        self.counts[table] = frame.height
+        diff = None if self.plan.full else diff_replace(self.con, table, frame)
+        if diff is None:
+            replace_table(self.con, table, frame)
+            self.log.append((table, "full", None, frame.height))
+        else:
+            self.log.append((table, "rows", *diff))
+
+    def written(self, table: str, rows: int) -> None:
+        """Record ``table`` as written whole elsewhere (:class:`_PartWriter`), ``rows`` rows."""
+        self.counts[table] = rows
+        self.log.append((table, "full", None, rows))
+
+    def finish(
+        self, job_keys: pl.DataFrame | None, *, pending: pl.DataFrame, as_of: pl.DataFrame
+    ) -> None:
+        """Write an incremental build's time-keyed tables, record the build and create the
+        views (still inside the caller's transaction)."""
+        if not self.plan.full:
             assert job_keys is not None
-            log += write_window_tables(con, plan, windows, job_keys)
-        del windows
-        record_build(con, plan, as_of, pending, log)
-        create_views(con)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    for table in kept:
-        counts[table] = count_rows(con, table)
-    return counts
+            self.log += write_window_tables(self.con, self.plan, self.windows, job_keys)
+            self.windows_written = list(self.windows)
+            self.windows.clear()
+        record_build(self.con, self.plan, as_of, pending, self.log)
+        create_views(self.con)

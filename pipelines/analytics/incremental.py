@@ -7,7 +7,8 @@ themselves are computed by the one function a full build uses too,
 written here by :func:`write_window_tables`.
 
 The rebuild (:func:`pipelines.analytics.build.rebuild`) resolves the core layer (jobs, pending
-jobs, nodes, hourly capacity) in memory every time; what this module keeps from growing with
+jobs, nodes, hourly capacity) every time (the Slurm rows a part at a time); what this module
+keeps from growing with
 history is the telemetry work (billions of DCGM samples) and the writes of the large
 time-keyed tables:
 

@@ -26,6 +26,7 @@ from pipelines.core.build import (
     RawFrames,
     RegistryFrames,
     build_core,
+    resolve_slurm_parts,
     with_as_of,
 )
 from pipelines.core.k8s_attempts import (
@@ -109,6 +110,7 @@ __all__ = [
     "policy_changes",
     "registered_gpu_seconds_hourly",
     "resolve_slurm_jobs",
+    "resolve_slurm_parts",
     "share_changes",
     "share_in_effect",
     "shares_at_window_start",

@@ -9,12 +9,15 @@ cut-off per cluster. Reading the warehouse and writing the tables is the caller'
 (:func:`pipelines.analytics.build.rebuild`).
 
 A :class:`BuildUnit` names the part of the history to build; today the whole history is one
-unit (:meth:`BuildUnit.everything`).
+unit (:meth:`BuildUnit.everything`). Within it the Slurm rows, the largest raw table, may arrive
+in parts (:attr:`RawFrames.slurm_parts`: ranges of job identities read one at a time), so the
+whole history's raw rows are never in memory at once.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -45,6 +48,7 @@ __all__ = [
     "RawFrames",
     "RegistryFrames",
     "build_core",
+    "resolve_slurm_parts",
     "with_as_of",
 ]
 
@@ -55,6 +59,11 @@ JOBS_COLUMNS = [
     "start_at", "end_at", "wait_s", "submit_wait_s", "run_s", "gpu_s", "node_list", "timelimit_s",
     "exit_code",
 ]  # fmt: skip
+
+#: The columns of :attr:`CoreFrames.slurm_attempts`: what ``jobs``, the observed nodes, the
+#: data-quality findings and the Slurm-on-Kubernetes map read (a narrow copy: the attempts are
+#: nearly every row of ``slurm_jobs``, whose 56 columns would double the build's memory).
+_ATTEMPT_COLUMNS = [*JOBS_COLUMNS, "job_key", "extra"]
 
 _PENDING_COLUMNS = ["cluster", "source", "job_id", "partition", "team", "req_gpus", "submit_at",
                     "eligible_at", "end_at", "state"]  # fmt: skip
@@ -83,6 +92,14 @@ class RawFrames:
     it has no ``raw.topology``, ``kueue_topologies`` when it has no ``raw.kueue_topologies``,
     ``kueue_workload_topology`` when it has no ``raw.kueue_workload_topology``, ``slurm_squeue``
     when it has no ``raw.slurm_squeue``.
+
+    ``slurm_parts``, when given, replaces ``slurm_rows`` (which then holds no rows, only the
+    schema): a function returning the Slurm rows as an iterable of frames, each holding every
+    row of the ``(cluster, job_key)`` identities it contains (:func:`pipelines.core.
+    slurm_identity.resolve_slurm_jobs`' key), in ascending ranges of ``(cluster, job_key)``.
+    Each part is resolved alone and dropped before the next is read
+    (:func:`resolve_slurm_parts`); the result equals resolving all rows at once, row for row and
+    in the same order.
     """
 
     slurm_rows: pl.DataFrame
@@ -96,6 +113,7 @@ class RawFrames:
     kueue_topologies: pl.DataFrame | None = None
     kueue_workload_topology: pl.DataFrame | None = None
     slurm_squeue: pl.DataFrame | None = None
+    slurm_parts: Callable[[], Iterable[pl.DataFrame]] | None = None
 
 
 @dataclass(frozen=True)
@@ -113,7 +131,8 @@ class CoreFrames:
 
     Attributes:
         slurm_jobs: every Slurm row once, identity-resolved (:func:`resolve_slurm_jobs`).
-        slurm_attempts: the started Slurm allocations (:func:`slurm_attempts`).
+        slurm_attempts: the started Slurm allocations (:func:`slurm_attempts`), with the
+            columns later steps read: :data:`JOBS_COLUMNS`, ``job_key`` and ``extra``.
         k8s_pods: the latest snapshot of each pod.
         k8s_events: the latest record of each Event.
         k8s_attempts: the Kubernetes workload attempts (:func:`k8s_attempts`).
@@ -364,9 +383,11 @@ def _in_unit(
     def one(frame: pl.DataFrame) -> pl.DataFrame:
         return frame.filter(pl.col("cluster") == unit.cluster)
 
+    parts = raw.slurm_parts
     return (
         RawFrames(
             slurm_rows=one(raw.slurm_rows),
+            slurm_parts=None if parts is None else (lambda: (one(p) for p in parts())),
             slurm_events=one(raw.slurm_events),
             k8s_pods=one(raw.k8s_pods),
             k8s_events=one(raw.k8s_events),
@@ -385,7 +406,12 @@ def _in_unit(
 
 
 def build_core(
-    raw: RawFrames, registry: RegistryFrames, inventory: pl.DataFrame, unit: BuildUnit
+    raw: RawFrames,
+    registry: RegistryFrames,
+    inventory: pl.DataFrame,
+    unit: BuildUnit,
+    *,
+    slurm_sink: Callable[[pl.DataFrame], None] | None = None,
 ) -> CoreFrames:
     """Every core frame of ``unit`` from the raw frames (see :class:`CoreFrames`).
 
@@ -396,6 +422,11 @@ def build_core(
             inventory files); a cluster without inventory gets the nodes seen in the data.
         unit: the part of the history to build (:meth:`BuildUnit.everything`: all of it; a
             unit bounded in days raises :class:`NotImplementedError`).
+        slurm_sink: when given, each part's resolved Slurm rows are handed to it (the caller
+            stores them, e.g. appends them to ``core.slurm_jobs``) instead of being kept:
+            ``CoreFrames.slurm_jobs`` is then empty (its schema only), and the whole history's
+            resolved rows are never in memory at once. The attempts, never-started jobs and
+            cut-offs are taken from each part first.
     """
     raw, inventory = _in_unit(raw, inventory, unit)
     mapping = registry.mapping
@@ -403,13 +434,7 @@ def build_core(
     ns_teams = mapping.filter(pl.col("kind") == "k8s_namespace")
     lq_teams = mapping.filter(pl.col("kind") == "k8s_local_queue")
 
-    # engine="in-memory": polars 2.1's default (streaming) engine panics on this plan with
-    # "assertion failed: i < self.len()" (in a string expression of its select node) when the
-    # raw frame arrives from DuckDB in 20 chunks (2.36M rows, a year of 10k GPUs); the same
-    # rows in one chunk, or in 17, do not. The in-memory engine is also the faster here.
-    slurm = resolve_slurm_jobs(raw.slurm_rows.lazy(), account_teams.lazy()).collect(
-        engine="in-memory"
-    )
+    slurm, s_att, slurm_pending, slurm_cuts = _slurm_frames(raw, account_teams, slurm_sink)
     pods = _latest(raw.k8s_pods, "ingest_id")
     events = raw.k8s_events.sort("count", "last_seen", "ingest_id", nulls_last=False).unique(
         ["cluster", "uid"], keep="last", maintain_order=True
@@ -430,11 +455,10 @@ def build_core(
         k8s_att, events.lazy(), ns_teams.lazy(), lq_teams.lazy()
     ).collect()
     k8s_reasons = k8s_pending_reasons(k8s_att, events.lazy()).collect()
-    s_att = slurm_attempts(slurm.lazy()).collect()
 
     as_of = _as_of(
         [
-            (slurm, ["submit_at", "eligible_at", "start_at", "end_at"]),
+            (slurm_cuts, ["as_of"]),
             (pods, ["created_at", "scheduled_at", "started_at", "finished_at", "deleted_at"]),
         ]
     )
@@ -456,9 +480,7 @@ def build_core(
     registered, down = _node_states(raw, nodes, as_of, jobs)
     pending = pl.concat(
         [
-            slurm.filter(pl.col("is_allocation") & pl.col("start_at").is_null())
-            .with_columns(pl.coalesce("req_gpus", "gpus").alias("req_gpus"))
-            .select(_PENDING_COLUMNS),
+            slurm_pending,
             k8s_pending.select(_PENDING_COLUMNS),
         ],
         how="vertical_relaxed",
@@ -499,6 +521,73 @@ def build_core(
         else topology_requests(_latest_snapshot(raw.kueue_workload_topology).lazy()).collect(),
         pending_spells=_pending_spells(raw, events),
     )
+
+
+def _slurm_frames(
+    raw: RawFrames, account_teams: pl.DataFrame, sink: Callable[[pl.DataFrame], None] | None
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """The Slurm side of the core, part by part (:func:`resolve_slurm_parts`): the resolved
+    rows (empty, schema only, when ``sink`` takes each part), the attempts (narrow:
+    :data:`_ATTEMPT_COLUMNS`), the never-started allocations (:data:`_PENDING_COLUMNS`) and
+    ``cluster, as_of``: each part's latest submit, eligible, start or end time per cluster."""
+    parts = raw.slurm_parts() if raw.slurm_parts is not None else [raw.slurm_rows]
+    kept, attempts, pending, cuts = [], [], [], []
+    times = ["submit_at", "eligible_at", "start_at", "end_at"]
+    schema: pl.DataFrame | None = None
+    for slurm in _resolved(parts, account_teams):
+        attempts.append(slurm_attempts(slurm.lazy()).select(*_ATTEMPT_COLUMNS).collect())
+        pending.append(
+            slurm.filter(pl.col("is_allocation") & pl.col("start_at").is_null())
+            .with_columns(pl.coalesce("req_gpus", "gpus").alias("req_gpus"))
+            .select(_PENDING_COLUMNS)
+        )
+        cuts.append(_as_of([(slurm.select("cluster", *times), times)]))
+        schema = slurm.clear() if schema is None else schema
+        if sink is None:
+            kept.append(slurm)
+        else:
+            sink(slurm)
+        del slurm
+    if schema is None:
+        raise ValueError("build_core: no Slurm parts (an empty table is one empty part)")
+
+    def cat(frames: list[pl.DataFrame]) -> pl.DataFrame:
+        return frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical_relaxed")
+
+    return cat(kept) if kept else schema, cat(attempts), cat(pending), cat(cuts)
+
+
+def _resolved(parts: Iterable[pl.DataFrame], account_teams: pl.DataFrame) -> Iterator[pl.DataFrame]:
+    """:func:`resolve_slurm_jobs` of each part in turn (see :func:`resolve_slurm_parts`)."""
+    teams = account_teams.lazy()
+    # engine="in-memory": polars 2.1's default (streaming) engine panics on this plan with
+    # "assertion failed: i < self.len()" (in a string expression of its select node) when the
+    # raw frame arrives from DuckDB in 20 chunks (2.36M rows, a year of 10k GPUs); the same
+    # rows in one chunk, or in 17, do not. The in-memory engine is also the faster here.
+    for part in parts:
+        yield resolve_slurm_jobs(part.lazy(), teams).collect(engine="in-memory")
+
+
+def resolve_slurm_parts(parts: Iterable[pl.DataFrame], account_teams: pl.DataFrame) -> pl.DataFrame:
+    """:func:`resolve_slurm_jobs` of every part in turn, concatenated.
+
+    Args:
+        parts: raw Slurm rows (``raw.slurm_rows`` columns), each part holding every row of the
+            ``(cluster, job_key)`` identities it contains, the parts in ascending ranges of
+            ``(cluster, job_key)``; each is dropped once resolved (a generator's parts are never
+            all in memory).
+        account_teams: ``key`` (Slurm account) → ``team`` from the allocation registry.
+
+    Returns:
+        The ``slurm_jobs`` rows of all parts: resolution is per identity (dedup, supersession
+        and attempts never look across two ``(cluster, job_key)``), and its output is sorted by
+        ``cluster, job_key, start_at, step``, so parts in ascending key ranges concatenate to
+        the same frame, in the same order, as one resolution of all rows.
+    """
+    out = list(_resolved(parts, account_teams))
+    if not out:
+        raise ValueError("resolve_slurm_parts: no parts (an empty table is one empty part)")
+    return out[0] if len(out) == 1 else pl.concat(out, how="vertical_relaxed", rechunk=False)
 
 
 def _pending_spells(raw: RawFrames, events: pl.DataFrame) -> pl.DataFrame:

@@ -42,6 +42,7 @@ from pipelines.warehouse._serving import (
 )
 from pipelines.warehouse.tables import (
     UTC_DATETIME,
+    append_rows,
     as_utc,
     count_rows,
     diff_replace,
@@ -66,6 +67,7 @@ __all__ = [
     "UTC_DATETIME",
     "IngestStats",
     "WarehouseLocked",
+    "append_rows",
     "as_utc",
     "attach_read_only",
     "connect",

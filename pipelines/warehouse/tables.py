@@ -116,6 +116,16 @@ def replace_table(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFram
     con.execute(f"CREATE OR REPLACE TABLE {_checked(table)} AS SELECT * FROM _f")
 
 
+def append_rows(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
+    """Insert ``frame``'s rows into the existing ``table``, columns matched by name.
+
+    Raises:
+        ValueError: ``table`` is not a plain identifier.
+        duckdb.Error: no such table, or a column the table lacks.
+    """
+    _insert(con, table, frame)
+
+
 def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
     if frame.height:
         _f = frame

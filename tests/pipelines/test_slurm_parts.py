@@ -1,0 +1,110 @@
+"""The build reads the Slurm rows in parts of job identity: the same core and analytics tables as
+reading them whole, with the raw rows of one part at a time in memory."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+from pipelines.analytics.build import _read_raw, rebuild
+from pipelines.config import Config, load_config
+from pipelines.core import resolve_slurm_parts
+from pipelines.core.slurm_identity import resolve_slurm_jobs
+from pipelines.ingest import IngestOptions, ingest_file
+from pipelines.warehouse import connect, init_warehouse, read_table
+from tests.conftest import write_config
+from tests.pipelines.test_incremental import _assert_frames_close, _days, _load_day, _tables
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+#: A real Slurm 22.05 export (arrays, requeues, steps): see its SOURCE.md.
+LAB = FIXTURES / "slurm-22.05-lab" / "sacct_all.psv"
+
+
+def _key(frame: pl.DataFrame) -> pl.DataFrame:
+    """``cluster, job_key`` of raw rows, as the core layer computes it."""
+    return resolve_slurm_jobs(frame.lazy(), pl.LazyFrame(schema={"key": pl.String(),
+                                                                "team": pl.String()})
+                              ).select("cluster", "job_key").unique().collect()  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def loaded(fleet_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Config, Path]:
+    """Day 1 of the bundled fleet and the real lab export in one warehouse, not yet built."""
+    work = tmp_path_factory.mktemp("slurm-parts")
+    cfg = load_config(write_config(work, days_dir=fleet_dir))
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        _load_day(con, cfg, _days(cfg)[0])
+        ingest_file(con, "sacct", LAB, IngestOptions(cluster="lab", tz="UTC"))
+    return cfg, cfg.warehouse_path
+
+
+def test_parts_hold_whole_identities_in_key_order(loaded: tuple[Config, Path]) -> None:
+    """With 50 rows a part, the rows come in ceil(n / 50) parts (the quantile cuts are
+    distinct here), every ``(cluster, job_key)`` in exactly one part, every row once, and the
+    parts resolved one by one give the frame of one resolution of all rows, in its order."""
+    _cfg, db = loaded
+    with duckdb.connect(str(db), read_only=True) as con:
+        whole = read_table(con, "raw.slurm_rows")
+        raw = _read_raw(con, 50)
+        assert raw.slurm_rows.height == 0 and raw.slurm_rows.schema == whole.schema
+        assert raw.slurm_parts is not None
+        parts = list(raw.slurm_parts())
+    n = whole.height
+    assert n > 500  # the fleet day plus the lab file: enough rows for several parts
+    assert len(parts) == -(-n // 50)
+    assert sum(p.height for p in parts) == n
+    keys = pl.concat([_key(p).with_columns(pl.lit(i).alias("part")) for i, p in
+                      enumerate(parts)])  # fmt: skip
+    assert keys.select("cluster", "job_key").is_duplicated().sum() == 0
+    assert keys.height == _key(whole).height
+    teams = pl.DataFrame({"key": ["team-c"], "team": ["vision"]})
+    one = resolve_slurm_jobs(whole.lazy(), teams.lazy()).collect()
+    assert resolve_slurm_parts(iter(parts), teams).equals(one)
+    assert "lab" in set(one["cluster"]) and one.filter(pl.col("team") == "vision").height > 0
+
+
+def test_the_build_in_parts_equals_the_build_whole(
+    loaded: tuple[Config, Path], tmp_path: Path
+) -> None:
+    """A full rebuild reading the Slurm rows 40 at a time, each part written to
+    ``core.slurm_jobs`` as it is resolved, writes every core and analytics table as the first
+    build of the warehouse does (full by its plan, the rows in one part, ``core.slurm_jobs``
+    written whole from memory), row for row; the build log counts the parted table's rows."""
+    cfg, db = loaded
+    parted = tmp_path / "parted.duckdb"
+    shutil.copyfile(db, parted)
+    whole = tmp_path / "whole.duckdb"
+    shutil.copyfile(db, whole)
+    with connect(whole) as con:
+        rebuild(con, cfg, slurm_part_rows=10**9)
+    with connect(parted) as con:
+        rebuild(con, cfg, full=True, slurm_part_rows=40)
+    with connect(whole, read_only=True) as a, connect(parted, read_only=True) as b:
+        tables = _tables(a)
+        assert tables == _tables(b) and "core.slurm_jobs" in tables
+        assert a.execute("SELECT count(*) FROM core.slurm_jobs").fetchall()[0][0] > 500
+        logged = b.execute(
+            "SELECT mode, rows_inserted FROM analytics.build_log"
+            " WHERE table_name = 'core.slurm_jobs'"
+        ).fetchall()
+        assert logged == [
+            ("full", a.execute("SELECT count(*) FROM core.slurm_jobs").fetchall()[0][0])
+        ]
+        for t in tables:
+            _assert_frames_close(
+                a.sql(f"SELECT * FROM {t}").pl(), b.sql(f"SELECT * FROM {t}").pl(), t
+            )
+
+
+def test_part_rows_must_be_positive(loaded: tuple[Config, Path]) -> None:
+    _cfg, db = loaded
+    with (
+        duckdb.connect(str(db), read_only=True) as con,
+        pytest.raises(ValueError, match="positive"),
+    ):
+        _read_raw(con, -1)
