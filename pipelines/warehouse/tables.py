@@ -30,6 +30,7 @@ __all__ = [
     "replace_days",
     "replace_job_rows",
     "replace_table",
+    "row_hashes",
     "row_keys",
     "run_named",
     "statement_params",
@@ -232,14 +233,33 @@ def ingest_time_ranges(
     return [(str(c), lo, hi) for c, lo, hi in rows]
 
 
-def row_keys(df: pl.DataFrame) -> pl.DataFrame:
-    """``_h`` (UInt64 row hash) and ``_k`` (occurrence of that hash, from 0) per row of ``df``:
-    a multiset key, one row per input row in order. Floats are hashed at 12 significant digits:
-    a sum recomputed in another order differs in its last bits, and such a row is not a
+def row_hashes(df: pl.DataFrame) -> pl.Series:
+    """One UInt64 hash per row of ``df``, in order (``_h``). Floats are hashed at 12 significant
+    digits: a sum recomputed in another order differs in its last bits, and such a row is not a
     change."""
     floats = [c for c, t in df.schema.items() if t in (pl.Float32, pl.Float64)]
-    h = df.with_columns(pl.col(floats).round_sig_figs(12)).hash_rows()
-    return pl.DataFrame({"_h": h}).with_columns(pl.int_range(pl.len()).over("_h").alias("_k"))
+    return df.with_columns(pl.col(floats).round_sig_figs(12)).hash_rows().alias("_h")
+
+
+def row_keys(df: pl.DataFrame) -> pl.DataFrame:
+    """``_h`` (UInt64 row hash, :func:`row_hashes`) and ``_k`` (occurrence of that hash, from 0)
+    per row of ``df``: a multiset key, one row per input row in order.
+
+    Only the rows whose hash occurs more than once are grouped to number their occurrences
+    (every other row's ``_k`` is 0): a grouping over every row of a table of distinct rows
+    (one group per row) cost several times the hashing itself."""
+    h = row_hashes(df)
+    dup = h.is_duplicated()
+    if not dup.any():
+        return pl.DataFrame({"_h": h, "_k": pl.zeros(len(h), pl.Int64, eager=True)})
+    idx = dup.arg_true()
+    occ = (
+        pl.DataFrame({"_h": h.gather(idx)})
+        .select(pl.int_range(pl.len(), dtype=pl.Int64).over("_h").alias("_k"))
+        .to_series()
+    )
+    k = pl.zeros(len(h), pl.Int64, eager=True).scatter(idx, occ)
+    return pl.DataFrame({"_h": h, "_k": k})
 
 
 def diff_replace(

@@ -21,6 +21,7 @@ from pipelines.warehouse import (
     replace_days,
     replace_job_rows,
     replace_table,
+    row_hashes,
     row_keys,
     run_named,
     statement_params,
@@ -189,3 +190,23 @@ def test_run_named_binds_the_named_parameters(con: duckdb.DuckDBPyConnection) ->
         run_named(con, "analytics/ingests_since")
     with pytest.raises(FileNotFoundError):
         run_named(con, "analytics/no_such_statement")
+
+
+def test_row_keys_number_only_repeated_rows() -> None:
+    """Rows a, b, a, c, a, b: a occurs at positions 0, 2, 4 (occurrences 0, 1, 2), b at 1 and 5
+    (0, 1), c once at 3 (0), so ``_k`` = [0, 0, 1, 0, 2, 1]; a frame of distinct rows gets
+    ``_k`` = 0 everywhere, the same keys the occurrence count over every row gives."""
+    df = pl.DataFrame({"v": ["a", "b", "a", "c", "a", "b"]})
+    keys = row_keys(df)
+    assert keys["_k"].to_list() == [0, 0, 1, 0, 2, 1]
+    assert keys["_h"].to_list() == row_hashes(df).to_list()
+    distinct = pl.DataFrame({"v": [3.0, 1.0, 2.0]})
+    assert row_keys(distinct)["_k"].to_list() == [0, 0, 0]
+    assert row_keys(distinct).dtypes == row_keys(df).dtypes == [pl.UInt64, pl.Int64]
+
+
+def test_row_hashes_ignore_float_noise_past_12_digits() -> None:
+    """2.0 and 2.0 + 1e-15 agree in 12 significant digits (the same hash); 2.0 and 2.000001
+    differ in the 7th (different hashes)."""
+    h = row_hashes(pl.DataFrame({"v": [2.0, 2.0 + 1e-15, 2.000001]})).to_list()
+    assert h[0] == h[1] != h[2]
