@@ -262,6 +262,36 @@ def row_keys(df: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame({"_h": h, "_k": k})
 
 
+def _quoted(column: str) -> str:
+    """``column`` as a quoted SQL identifier (a table's own column name, from ``DESCRIBE``)."""
+    return '"' + column.replace('"', '""') + '"'
+
+
+#: DuckDB types hashed at 12 significant digits by :func:`_row_hash_sql`.
+_FLOAT_TYPES = ("DOUBLE", "FLOAT")
+
+
+def _row_hash_sql(columns: list[tuple[str, str]]) -> str:
+    """A DuckDB expression hashing a row of ``columns`` (name, DuckDB type), floats rounded to
+    12 significant digits (as :func:`row_hashes` does in polars): ``round(x, 11 -
+    floor(log10(|x|)))``; zero, NaN and infinities are hashed as they are."""
+    parts = []
+    for name, typ in columns:
+        c = _quoted(name)
+        if typ in _FLOAT_TYPES:
+            c = (
+                f"CASE WHEN {c} = 0 OR NOT isfinite({c}) THEN {c}"
+                f" ELSE round({c}, 11 - CAST(floor(log10(abs({c}))) AS INTEGER)) END"
+            )
+        parts.append(c)
+    return f"hash({', '.join(parts)})"
+
+
+def _described(rows: list[tuple[object, ...]]) -> list[tuple[str, str]]:
+    """``(name, DuckDB type)`` of each column from a ``DESCRIBE``'s rows, in order."""
+    return [(str(r[0]), str(r[1])) for r in rows]
+
+
 def diff_replace(
     con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame
 ) -> tuple[int, int] | None:
@@ -270,28 +300,48 @@ def diff_replace(
     duplicates counted), so rows that did not change are not rewritten. Runs inside the
     caller's transaction.
 
+    The comparison runs in DuckDB, which scans the stored table where it lies: a hash per row
+    on both sides (:func:`_row_hash_sql`), each hash's occurrences numbered (a multiset key,
+    as :func:`row_keys`), and two anti-joins on (hash, occurrence). Only the row ids to delete
+    and the positions of ``frame``'s rows to insert come back to Python; the stored table is
+    never read into memory (reading and hashing it whole in polars was most of an incremental
+    build's writing time, growing with the history).
+
     Returns:
         (rows deleted, rows inserted), or None when ``frame`` has no columns, the table is
-        missing, or its columns or types differ from ``frame``'s (the caller then replaces the
-        table).
+        missing, or its column names or DuckDB types differ from ``frame``'s (the caller then
+        replaces the table).
 
     Raises:
         ValueError: ``table`` is not a plain identifier.
     """
     if frame.width == 0 or not table_exists(con, table):
         return None
-    old = read_table(con, table, with_rowid=True)
-    if old.columns[1:] != frame.columns:
+    cols = _described(con.execute(f"DESCRIBE {_checked(table)}").fetchall())
+    _f = frame.with_row_index("_pos")
+    if cols != _described(con.execute("DESCRIBE SELECT * EXCLUDE (_pos) FROM _f").fetchall()):
         return None
-    try:
-        old_rows = old.drop("_rowid").cast(frame.schema, strict=True)  # type: ignore[arg-type]
-    except (pl.exceptions.PolarsError, TypeError):
-        return None
-    ko, kn = row_keys(old_rows), row_keys(frame)
-    gone = old.select("_rowid").with_columns(ko).join(kn, on=["_h", "_k"], how="anti")
-    new_rows = frame.with_columns(kn).join(ko, on=["_h", "_k"], how="anti").drop("_h", "_k")
+    h = _row_hash_sql(cols)
+    rows = con.sql(
+        f"""
+        WITH o AS MATERIALIZED (
+            SELECT rowid AS _id, {h} AS _h FROM {table}
+        ), n AS MATERIALIZED (
+            SELECT _pos AS _id, {h} AS _h FROM _f
+        ), ok AS (
+            SELECT _id, _h, row_number() OVER (PARTITION BY _h ORDER BY _id) AS _k FROM o
+        ), nk AS (
+            SELECT _id, _h, row_number() OVER (PARTITION BY _h ORDER BY _id) AS _k FROM n
+        )
+        SELECT false AS _new, _id FROM ok ANTI JOIN nk USING (_h, _k)
+        UNION ALL
+        SELECT true AS _new, _id FROM nk ANTI JOIN ok USING (_h, _k)
+        """
+    ).pl()
+    gone = rows.filter(~pl.col("_new")).select(pl.col("_id").cast(pl.Int64).alias("_rowid"))
+    new_rows = frame[rows.filter(pl.col("_new"))["_id"].sort()]
     if gone.height:
-        _g = gone.select("_rowid")
+        _g = gone
         con.execute(f"DELETE FROM {table} WHERE rowid IN (SELECT _rowid FROM _g)")
     _insert(con, table, new_rows)
     return gone.height, new_rows.height
