@@ -318,7 +318,8 @@ def diff_replace(
     if frame.width == 0 or not table_exists(con, table):
         return None
     cols = _described(con.execute(f"DESCRIBE {_checked(table)}").fetchall())
-    _f = frame.with_row_index("_pos")
+    # Scanned as Arrow: DuckDB hashes an Arrow table faster than it scans the polars frame.
+    _f = frame.with_row_index("_pos").to_arrow()
     if cols != _described(con.execute("DESCRIBE SELECT * EXCLUDE (_pos) FROM _f").fetchall()):
         return None
     h = _row_hash_sql(cols)
