@@ -128,15 +128,21 @@ def _step(step: str, data: Path, work: Path, new_day: str, reuse: str | None) ->
                 )
             out["sacct_rows"] = n
         else:
+            # The N days only: the new day's files are loaded by the ``new_day`` step (the
+            # subset folder holds them too, so that step finds them).
+            sacct = [f for f in (inputs / "sacct").glob("*.psv") if f.stem[-10:] != new_day]
+            hourly = [
+                f
+                for f in (inputs / "dcgm_hourly").glob("date=*/*.parquet")
+                if f.parent.name != f"date={new_day}"
+            ]
             with connect(db) as con:
                 init_warehouse(con)
-                out["sacct"] = _load(con, "sacct", sorted((inputs / "sacct").glob("*.psv")))
+                out["sacct"] = _load(con, "sacct", sorted(sacct))
                 out["slurm_state"] = _load(
                     con, "slurm-state", sorted((inputs / "slurm_state").glob("*.psv"))
                 )
-                out["dcgm_hourly"] = _load(
-                    con, "dcgm-hourly", sorted((inputs / "dcgm_hourly").glob("date=*/*.parquet"))
-                )
+                out["dcgm_hourly"] = _load(con, "dcgm-hourly", sorted(hourly))
     elif step == "full":
         cfg = load_config(write_bench_config(work, data, CLUSTER, "2025-01-01"))
         with connect(db) as con:

@@ -54,7 +54,7 @@ from pipelines.warehouse import (
     replace_days,
     replace_job_rows,
     replace_table,
-    row_keys,
+    row_hashes,
     table_exists,
 )
 from pipelines.warehouse.sql import load_sql
@@ -224,7 +224,7 @@ def _changed_rows(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
         return new
     o = old.select(cols).cast(new.select(cols).schema, strict=False)  # type: ignore[arg-type]
     n = new.select(cols)
-    ho, hn = row_keys(o)["_h"], row_keys(n)["_h"]
+    ho, hn = row_hashes(o), row_hashes(n)
     return pl.concat([n.filter(~hn.is_in(ho.implode())), o.filter(~ho.is_in(hn.implode()))])
 
 

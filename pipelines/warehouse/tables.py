@@ -30,6 +30,7 @@ __all__ = [
     "replace_days",
     "replace_job_rows",
     "replace_table",
+    "row_hashes",
     "row_keys",
     "run_named",
     "statement_params",
@@ -242,14 +243,63 @@ def ingest_time_ranges(
     return [(str(c), lo, hi) for c, lo, hi in rows]
 
 
-def row_keys(df: pl.DataFrame) -> pl.DataFrame:
-    """``_h`` (UInt64 row hash) and ``_k`` (occurrence of that hash, from 0) per row of ``df``:
-    a multiset key, one row per input row in order. Floats are hashed at 12 significant digits:
-    a sum recomputed in another order differs in its last bits, and such a row is not a
+def row_hashes(df: pl.DataFrame) -> pl.Series:
+    """One UInt64 hash per row of ``df``, in order (``_h``). Floats are hashed at 12 significant
+    digits: a sum recomputed in another order differs in its last bits, and such a row is not a
     change."""
     floats = [c for c, t in df.schema.items() if t in (pl.Float32, pl.Float64)]
-    h = df.with_columns(pl.col(floats).round_sig_figs(12)).hash_rows()
-    return pl.DataFrame({"_h": h}).with_columns(pl.int_range(pl.len()).over("_h").alias("_k"))
+    return df.with_columns(pl.col(floats).round_sig_figs(12)).hash_rows().alias("_h")
+
+
+def row_keys(df: pl.DataFrame) -> pl.DataFrame:
+    """``_h`` (UInt64 row hash, :func:`row_hashes`) and ``_k`` (occurrence of that hash, from 0)
+    per row of ``df``: a multiset key, one row per input row in order.
+
+    Only the rows whose hash occurs more than once are grouped to number their occurrences
+    (every other row's ``_k`` is 0): a grouping over every row of a table of distinct rows
+    (one group per row) cost several times the hashing itself."""
+    h = row_hashes(df)
+    dup = h.is_duplicated()
+    if not dup.any():
+        return pl.DataFrame({"_h": h, "_k": pl.zeros(len(h), pl.Int64, eager=True)})
+    idx = dup.arg_true()
+    occ = (
+        pl.DataFrame({"_h": h.gather(idx)})
+        .select(pl.int_range(pl.len(), dtype=pl.Int64).over("_h").alias("_k"))
+        .to_series()
+    )
+    k = pl.zeros(len(h), pl.Int64, eager=True).scatter(idx, occ)
+    return pl.DataFrame({"_h": h, "_k": k})
+
+
+def _quoted(column: str) -> str:
+    """``column`` as a quoted SQL identifier (a table's own column name, from ``DESCRIBE``)."""
+    return '"' + column.replace('"', '""') + '"'
+
+
+#: DuckDB types hashed at 12 significant digits by :func:`_row_hash_sql`.
+_FLOAT_TYPES = ("DOUBLE", "FLOAT")
+
+
+def _row_hash_sql(columns: list[tuple[str, str]]) -> str:
+    """A DuckDB expression hashing a row of ``columns`` (name, DuckDB type), floats rounded to
+    12 significant digits (as :func:`row_hashes` does in polars): ``round(x, 11 -
+    floor(log10(|x|)))``; zero, NaN and infinities are hashed as they are."""
+    parts = []
+    for name, typ in columns:
+        c = _quoted(name)
+        if typ in _FLOAT_TYPES:
+            c = (
+                f"CASE WHEN {c} = 0 OR NOT isfinite({c}) THEN {c}"
+                f" ELSE round({c}, 11 - CAST(floor(log10(abs({c}))) AS INTEGER)) END"
+            )
+        parts.append(c)
+    return f"hash({', '.join(parts)})"
+
+
+def _described(rows: list[tuple[object, ...]]) -> list[tuple[str, str]]:
+    """``(name, DuckDB type)`` of each column from a ``DESCRIBE``'s rows, in order."""
+    return [(str(r[0]), str(r[1])) for r in rows]
 
 
 def diff_replace(
@@ -260,28 +310,49 @@ def diff_replace(
     duplicates counted), so rows that did not change are not rewritten. Runs inside the
     caller's transaction.
 
+    The comparison runs in DuckDB, which scans the stored table where it lies: a hash per row
+    on both sides (:func:`_row_hash_sql`), each hash's occurrences numbered (a multiset key,
+    as :func:`row_keys`), and two anti-joins on (hash, occurrence). Only the row ids to delete
+    and the positions of ``frame``'s rows to insert come back to Python; the stored table is
+    never read into memory (reading and hashing it whole in polars was most of an incremental
+    build's writing time, growing with the history).
+
     Returns:
         (rows deleted, rows inserted), or None when ``frame`` has no columns, the table is
-        missing, or its columns or types differ from ``frame``'s (the caller then replaces the
-        table).
+        missing, or its column names or DuckDB types differ from ``frame``'s (the caller then
+        replaces the table).
 
     Raises:
         ValueError: ``table`` is not a plain identifier.
     """
     if frame.width == 0 or not table_exists(con, table):
         return None
-    old = read_table(con, table, with_rowid=True)
-    if old.columns[1:] != frame.columns:
+    cols = _described(con.execute(f"DESCRIBE {_checked(table)}").fetchall())
+    # Scanned as Arrow: DuckDB hashes an Arrow table faster than it scans the polars frame.
+    _f = frame.with_row_index("_pos").to_arrow()
+    if cols != _described(con.execute("DESCRIBE SELECT * EXCLUDE (_pos) FROM _f").fetchall()):
         return None
-    try:
-        old_rows = old.drop("_rowid").cast(frame.schema, strict=True)  # type: ignore[arg-type]
-    except (pl.exceptions.PolarsError, TypeError):
-        return None
-    ko, kn = row_keys(old_rows), row_keys(frame)
-    gone = old.select("_rowid").with_columns(ko).join(kn, on=["_h", "_k"], how="anti")
-    new_rows = frame.with_columns(kn).join(ko, on=["_h", "_k"], how="anti").drop("_h", "_k")
+    h = _row_hash_sql(cols)
+    rows = con.sql(
+        f"""
+        WITH o AS MATERIALIZED (
+            SELECT rowid AS _id, {h} AS _h FROM {table}
+        ), n AS MATERIALIZED (
+            SELECT _pos AS _id, {h} AS _h FROM _f
+        ), ok AS (
+            SELECT _id, _h, row_number() OVER (PARTITION BY _h ORDER BY _id) AS _k FROM o
+        ), nk AS (
+            SELECT _id, _h, row_number() OVER (PARTITION BY _h ORDER BY _id) AS _k FROM n
+        )
+        SELECT false AS _new, _id FROM ok ANTI JOIN nk USING (_h, _k)
+        UNION ALL
+        SELECT true AS _new, _id FROM nk ANTI JOIN ok USING (_h, _k)
+        """
+    ).pl()
+    gone = rows.filter(~pl.col("_new")).select(pl.col("_id").cast(pl.Int64).alias("_rowid"))
+    new_rows = frame[rows.filter(pl.col("_new"))["_id"].sort()]
     if gone.height:
-        _g = gone.select("_rowid")
+        _g = gone
         con.execute(f"DELETE FROM {table} WHERE rowid IN (SELECT _rowid FROM _g)")
     _insert(con, table, new_rows)
     return gone.height, new_rows.height

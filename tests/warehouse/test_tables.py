@@ -21,6 +21,7 @@ from pipelines.warehouse import (
     replace_days,
     replace_job_rows,
     replace_table,
+    row_hashes,
     row_keys,
     run_named,
     statement_params,
@@ -189,3 +190,59 @@ def test_run_named_binds_the_named_parameters(con: duckdb.DuckDBPyConnection) ->
         run_named(con, "analytics/ingests_since")
     with pytest.raises(FileNotFoundError):
         run_named(con, "analytics/no_such_statement")
+
+
+def test_row_keys_number_only_repeated_rows() -> None:
+    """Rows a, b, a, c, a, b: a occurs at positions 0, 2, 4 (occurrences 0, 1, 2), b at 1 and 5
+    (0, 1), c once at 3 (0), so ``_k`` = [0, 0, 1, 0, 2, 1]; a frame of distinct rows gets
+    ``_k`` = 0 everywhere, the same keys the occurrence count over every row gives."""
+    df = pl.DataFrame({"v": ["a", "b", "a", "c", "a", "b"]})
+    keys = row_keys(df)
+    assert keys["_k"].to_list() == [0, 0, 1, 0, 2, 1]
+    assert keys["_h"].to_list() == row_hashes(df).to_list()
+    distinct = pl.DataFrame({"v": [3.0, 1.0, 2.0]})
+    assert row_keys(distinct)["_k"].to_list() == [0, 0, 0]
+    assert row_keys(distinct).dtypes == row_keys(df).dtypes == [pl.UInt64, pl.Int64]
+
+
+def test_row_hashes_ignore_float_noise_past_12_digits() -> None:
+    """2.0 and 2.0 + 1e-15 agree in 12 significant digits (the same hash); 2.0 and 2.000001
+    differ in the 7th (different hashes)."""
+    h = row_hashes(pl.DataFrame({"v": [2.0, 2.0 + 1e-15, 2.000001]})).to_list()
+    assert h[0] == h[1] != h[2]
+
+
+def test_diff_replace_counts_duplicates_nulls_and_instants(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    """Stored rows (session zone Berlin): (x, 1.0, T0) three times, (y, NULL, T0), (z, 5.0, T0).
+    New rows: (x, 1.0, T0) once, (y, NULL, T0), (z, 5.0 + 1e-13, T0) and (z, 6.0, T0 + H).
+
+    Hand count: x occurs 3 times stored and once new → 2 deleted; (y, NULL) is the same row
+    (NULLs compare equal) → kept; 5.0 + 1e-13 agrees with 5.0 in 12 significant digits → kept
+    (the stored 5.0 stays); (z, 6.0) is new → 1 inserted. So (2, 1), and the table holds x once,
+    y, z 5.0 and z 6.0. The same instant read in another zone is the same row."""
+    ts = pl.Series([T0] * 5, dtype=UTC_DATETIME)
+    replace_table(
+        con,
+        "a.m",
+        pl.DataFrame({"k": ["x", "x", "x", "y", "z"], "v": [1.0, 1.0, 1.0, None, 5.0], "t": ts}),
+    )
+    new = pl.DataFrame(
+        {"k": ["x", "y", "z", "z"], "v": [1.0, None, 5.0 + 1e-13, 6.0],
+         "t": pl.Series([T0, T0, T0, T0 + H], dtype=UTC_DATETIME)}
+    )  # fmt: skip
+    assert diff_replace(con, "a.m", new) == (2, 1)
+    got = read_table(con, "a.m").sort("k", "v", nulls_last=True)
+    assert got.select("k", "v").rows() == [("x", 1.0), ("y", None), ("z", 5.0), ("z", 6.0)]
+    assert got["t"].to_list() == [T0, T0, T0, T0 + H]
+    # Nothing changed: nothing is deleted or inserted.
+    assert diff_replace(con, "a.m", got) == (0, 0)
+
+
+def test_diff_replace_gives_none_for_other_column_types(con: duckdb.DuckDBPyConnection) -> None:
+    """The same column names with another type (INTEGER stored, BIGINT new) are not diffed:
+    None, and the table is left as it was (the caller replaces it)."""
+    replace_table(con, "a.i", pl.DataFrame({"n": pl.Series([1, 2], dtype=pl.Int32)}))
+    assert diff_replace(con, "a.i", pl.DataFrame({"n": pl.Series([1, 3], dtype=pl.Int64)})) is None
+    assert sorted(read_table(con, "a.i")["n"].to_list()) == [1, 2]
