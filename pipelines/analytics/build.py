@@ -402,7 +402,9 @@ def _slurm_parts(
 def _read_raw(con: duckdb.DuckDBPyConnection, slurm_part_rows: int | None = None) -> RawFrames:
     """The raw tables the core layer reads (``raw.k8s_nodes`` only where the table exists);
     the Slurm rows as parts of about ``slurm_part_rows`` rows (None: :data:`SLURM_PART_ROWS`),
-    read when the core layer iterates them (``slurm_rows`` keeps only the schema)."""
+    read when the core layer iterates them (``slurm_rows`` keeps only the schema; the parts are
+    read through the connection's temporary view ``slurm_rows_keyed``, created here)."""
+    con.execute(load_sql("analytics/create_slurm_rows_keyed"))
     return RawFrames(
         slurm_rows=run_named(con, "analytics/slurm_rows_part", {"lo": "", "hi": "", "last": False}),
         slurm_parts=_slurm_parts(con, slurm_part_rows or SLURM_PART_ROWS),
