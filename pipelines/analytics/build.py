@@ -60,8 +60,11 @@ from pipelines.warehouse import (
     append_rows,
     count_rows,
     diff_replace,
+    diff_replace_from,
+    drop_table,
     read_table,
     replace_table,
+    replace_table_from,
     run_named,
     table_exists,
 )
@@ -297,11 +300,13 @@ def _build(
     tables written and the time-keyed tables an incremental build wrote by day (counted after
     the commit).
 
-    A full build hands each part of the resolved Slurm rows to ``core.slurm_jobs`` as it is
-    resolved (:class:`_PartWriter`); otherwise whether the build is incremental is known only
-    once the core is built (:func:`pipelines.analytics.incremental.plan_build` compares it with
-    the last build), and ``core.slurm_jobs`` is written whole, as a row diff."""
-    parts = _PartWriter(con, "core.slurm_jobs") if full else None
+    Each part of the resolved Slurm rows is written as it is resolved (:class:`_PartWriter`): a
+    full build (``full``) writes ``core.slurm_jobs`` itself; otherwise whether the build is
+    incremental is known only once the core is built (:func:`pipelines.analytics.incremental.
+    plan_build` compares it with the last build), so the parts go to :data:`_STAGED_SLURM_JOBS`
+    first, which then replaces ``core.slurm_jobs`` (a full plan) or is diffed into it
+    (:func:`pipelines.warehouse.diff_replace_from`), and is dropped."""
+    parts = _PartWriter(con, "core.slurm_jobs" if full else _STAGED_SLURM_JOBS)
     raw = _read_raw(con, part_rows)
     core = build_core(
         raw, registry, _known_inventory(cfg, raw, con), BuildUnit.everything(), slurm_sink=parts
@@ -327,11 +332,7 @@ def _build(
     )  # fmt: skip
     plan = _pair_days(plan, sok.slurmd_maps)
     write = _TableWriter(con, plan)
-    if parts is None:
-        write("core.slurm_jobs", core.slurm_jobs)
-        core = replace(core, slurm_jobs=core.slurm_jobs.clear())
-    else:
-        write.written("core.slurm_jobs", parts.rows)
+    write.staged("core.slurm_jobs", parts)
     job_keys = _tables(con, cfg, core, registry, occ, dq, plan, sok, write)
     write("analytics.slurm_node_map", sok.node_map)
     write("analytics.slurm_on_k8s_hourly", sok.hourly)
@@ -339,6 +340,12 @@ def _build(
     del core, occ, sok
     write.finish(job_keys, pending=pending, as_of=as_of)
     return write.counts, write.windows_written
+
+
+#: Where a build that is not known to be full stages the resolved Slurm rows, part by part,
+#: before its plan decides how ``core.slurm_jobs`` is written (inside the build's transaction:
+#: never seen outside it, dropped before it commits).
+_STAGED_SLURM_JOBS = "core.slurm_jobs_staged"
 
 
 class _PartWriter:
@@ -698,10 +705,22 @@ class _TableWriter:
         else:
             self.log.append((table, "rows", *diff))
 
-    def written(self, table: str, rows: int) -> None:
-        """Record ``table`` as written whole elsewhere (:class:`_PartWriter`), ``rows`` rows."""
-        self.counts[table] = rows
-        self.log.append((table, "full", None, rows))
+    def staged(self, table: str, parts: _PartWriter) -> None:
+        """Write ``table`` from the rows ``parts`` wrote: nothing to do when they went to
+        ``table`` itself; else a full plan replaces ``table`` with them and an incremental one
+        rewrites only the rows that changed (a table whose columns changed is replaced whole),
+        and the staged table is dropped."""
+        self.counts[table] = parts.rows
+        if parts.table == table:
+            self.log.append((table, "full", None, parts.rows))
+            return
+        diff = None if self.plan.full else diff_replace_from(self.con, table, parts.table)
+        if diff is None:
+            replace_table_from(self.con, table, parts.table)
+            self.log.append((table, "full", None, parts.rows))
+        else:
+            self.log.append((table, "rows", *diff))
+        drop_table(self.con, parts.table)
 
     def finish(
         self, job_keys: pl.DataFrame | None, *, pending: pl.DataFrame, as_of: pl.DataFrame

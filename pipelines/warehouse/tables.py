@@ -117,6 +117,24 @@ def replace_table(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFram
     con.execute(f"CREATE OR REPLACE TABLE {_checked(table)} AS SELECT * FROM _f")
 
 
+def replace_table_from(con: duckdb.DuckDBPyConnection, table: str, source: str) -> None:
+    """Create or replace ``table`` with every row and column of the table ``source``.
+
+    Raises:
+        ValueError: ``table`` or ``source`` is not a plain identifier.
+    """
+    con.execute(f"CREATE OR REPLACE TABLE {_checked(table)} AS SELECT * FROM {_checked(source)}")
+
+
+def drop_table(con: duckdb.DuckDBPyConnection, table: str) -> None:
+    """Drop ``table`` if it exists.
+
+    Raises:
+        ValueError: ``table`` is not a plain identifier.
+    """
+    con.execute(f"DROP TABLE IF EXISTS {_checked(table)}")
+
+
 def append_rows(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
     """Insert ``frame``'s rows into the existing ``table``, columns matched by name.
 
@@ -327,10 +345,59 @@ def diff_replace(
     """
     if frame.width == 0 or not table_exists(con, table):
         return None
-    cols = _described(con.execute(f"DESCRIBE {_checked(table)}").fetchall())
     # Scanned as Arrow: DuckDB hashes an Arrow table faster than it scans the polars frame.
-    _f = frame.with_row_index("_pos").to_arrow()
-    if cols != _described(con.execute("DESCRIBE SELECT * EXCLUDE (_pos) FROM _f").fetchall()):
+    con.register("_diff_new", frame.with_row_index("_pos").to_arrow())
+    try:
+        diff = _diff(con, table, "_diff_new", "_pos")
+    finally:
+        con.unregister("_diff_new")
+    if diff is None:
+        return None
+    gone, new_ids = diff
+    _insert(con, table, frame[new_ids])
+    return gone, new_ids.len()
+
+
+def diff_replace_from(
+    con: duckdb.DuckDBPyConnection, table: str, source: str
+) -> tuple[int, int] | None:
+    """:func:`diff_replace` with the new rows in the table ``source`` (e.g. rows staged part by
+    part, never in memory together) instead of a frame. Runs inside the caller's transaction;
+    ``source`` is left as it is.
+
+    Returns:
+        (rows deleted, rows inserted), or None when ``table`` is missing or its column names
+        or DuckDB types differ from ``source``'s.
+
+    Raises:
+        ValueError: ``table`` or ``source`` is not a plain identifier.
+    """
+    src = _checked(source)
+    if not table_exists(con, table):
+        return None
+    diff = _diff(con, table, src, "rowid")
+    if diff is None:
+        return None
+    gone, new_ids = diff
+    if new_ids.len():
+        _ids = pl.DataFrame({"_id": new_ids})
+        con.execute(
+            f"INSERT INTO {_checked(table)} BY NAME SELECT * FROM {src}"
+            " WHERE rowid IN (SELECT _id FROM _ids)"
+        )
+    return gone, new_ids.len()
+
+
+def _diff(
+    con: duckdb.DuckDBPyConnection, table: str, new: str, new_id: str
+) -> tuple[int, pl.Series] | None:
+    """Delete the rows of ``table`` that the relation ``new`` lacks (rows compared as
+    :func:`diff_replace` says) and return how many, with the ``new_id`` values of ``new``'s rows
+    that ``table`` lacks (ascending; the caller inserts them). None, with nothing deleted,
+    when the column names or DuckDB types differ (``new_id`` is not a compared column)."""
+    cols = _described(con.execute(f"DESCRIBE {_checked(table)}").fetchall())
+    shape = f"SELECT * EXCLUDE ({new_id}) FROM {new}" if new_id != "rowid" else new
+    if cols != _described(con.execute(f"DESCRIBE {shape}").fetchall()):
         return None
     h = _row_hash_sql(cols)
     rows = con.sql(
@@ -338,7 +405,7 @@ def diff_replace(
         WITH o AS MATERIALIZED (
             SELECT rowid AS _id, {h} AS _h FROM {table}
         ), n AS MATERIALIZED (
-            SELECT _pos AS _id, {h} AS _h FROM _f
+            SELECT {new_id} AS _id, {h} AS _h FROM {new}
         ), ok AS (
             SELECT _id, _h, row_number() OVER (PARTITION BY _h ORDER BY _id) AS _k FROM o
         ), nk AS (
@@ -350,12 +417,10 @@ def diff_replace(
         """
     ).pl()
     gone = rows.filter(~pl.col("_new")).select(pl.col("_id").cast(pl.Int64).alias("_rowid"))
-    new_rows = frame[rows.filter(pl.col("_new"))["_id"].sort()]
     if gone.height:
         _g = gone
         con.execute(f"DELETE FROM {table} WHERE rowid IN (SELECT _rowid FROM _g)")
-    _insert(con, table, new_rows)
-    return gone.height, new_rows.height
+    return gone.height, rows.filter(pl.col("_new"))["_id"].cast(pl.Int64).sort()
 
 
 def statement_params(sql: str) -> set[str]:

@@ -108,3 +108,44 @@ def test_part_rows_must_be_positive(loaded: tuple[Config, Path]) -> None:
         pytest.raises(ValueError, match="positive"),
     ):
         _read_raw(con, -1)
+
+
+def test_an_incremental_build_diffs_the_staged_parts_into_core_slurm_jobs(
+    fleet_dir: Path, tmp_path: Path
+) -> None:
+    """Day 1 built (its first build: a full plan, the staged parts replace the table), then day
+    2 built incrementally with 40 rows a part: ``core.slurm_jobs`` is written as a row diff of
+    the staged parts (build log mode ``rows``), deleting exactly the day-1 rows absent from the
+    day-2 table and inserting the day-2 rows absent from the day-1 table (anti-joins counted
+    here; fewer than a quarter of the day-1 rows deleted), the staging table is gone, and the
+    table equals a full rebuild of a copy, row for row."""
+    cfg = load_config(write_config(tmp_path, days_dir=fleet_dir))
+    first, second = _days(cfg)[:2]
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        _load_day(con, cfg, first)
+        rebuild(con, cfg, slurm_part_rows=40)
+        old = con.sql("SELECT * FROM core.slurm_jobs").pl()
+        _load_day(con, cfg, second)
+        rebuild(con, cfg, slurm_part_rows=40)
+        new = con.sql("SELECT * FROM core.slurm_jobs").pl()
+        log = con.execute(
+            "SELECT build_id, mode, rows_deleted, rows_inserted FROM analytics.build_log"
+            " WHERE table_name = 'core.slurm_jobs' ORDER BY build_id"
+        ).fetchall()
+        staged = con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'slurm_jobs_staged'"
+        ).fetchall()[0][0]
+    keys = [c for c, t in old.schema.items() if not isinstance(t, pl.List)]
+    gone = old.join(new, on=keys, how="anti", nulls_equal=True)
+    added = new.join(old, on=keys, how="anti", nulls_equal=True)
+    assert [(m, d, i) for _b, m, d, i in log] == [
+        ("full", None, old.height),
+        ("rows", gone.height, added.height),
+    ]
+    assert 0 < gone.height < old.height // 4 and added.height > 0 and staged == 0
+    full = tmp_path / "full.duckdb"
+    shutil.copyfile(cfg.warehouse_path, full)
+    with connect(full) as con:
+        rebuild(con, cfg, full=True)
+        _assert_frames_close(new, con.sql("SELECT * FROM core.slurm_jobs").pl(), "core.slurm_jobs")
