@@ -413,7 +413,7 @@ def _read_raw(con: duckdb.DuckDBPyConnection, slurm_part_rows: int | None = None
     read through the connection's temporary view ``slurm_rows_keyed``, created here)."""
     con.execute(load_sql("analytics/create_slurm_rows_keyed"))
     return RawFrames(
-        slurm_rows=run_named(con, "analytics/slurm_rows_part", {"lo": "", "hi": "", "last": False}),
+        slurm_rows=run_named(con, "analytics/slurm_rows_empty"),
         slurm_parts=_slurm_parts(con, slurm_part_rows or SLURM_PART_ROWS),
         slurm_events=read_table(con, "raw.slurm_events"),
         k8s_pods=read_table(con, "raw.k8s_pods"),
@@ -697,30 +697,44 @@ class _TableWriter:
         if not self.plan.full and table in WINDOW_TABLES:
             self.windows[table] = frame
             return
-        self.counts[table] = frame.height
-        diff = None if self.plan.full else diff_replace(self.con, table, frame)
-        if diff is None:
-            replace_table(self.con, table, frame)
-            self.log.append((table, "full", None, frame.height))
-        else:
-            self.log.append((table, "rows", *diff))
+        self._put(
+            table, frame.height,
+            lambda: diff_replace(self.con, table, frame),
+            lambda: replace_table(self.con, table, frame),
+        )  # fmt: skip
 
     def staged(self, table: str, parts: _PartWriter) -> None:
         """Write ``table`` from the rows ``parts`` wrote: nothing to do when they went to
         ``table`` itself; else a full plan replaces ``table`` with them and an incremental one
         rewrites only the rows that changed (a table whose columns changed is replaced whole),
         and the staged table is dropped."""
-        self.counts[table] = parts.rows
         if parts.table == table:
+            self.counts[table] = parts.rows
             self.log.append((table, "full", None, parts.rows))
             return
-        diff = None if self.plan.full else diff_replace_from(self.con, table, parts.table)
-        if diff is None:
-            replace_table_from(self.con, table, parts.table)
-            self.log.append((table, "full", None, parts.rows))
-        else:
-            self.log.append((table, "rows", *diff))
+        self._put(
+            table, parts.rows,
+            lambda: diff_replace_from(self.con, table, parts.table),
+            lambda: replace_table_from(self.con, table, parts.table),
+        )  # fmt: skip
         drop_table(self.con, parts.table)
+
+    def _put(
+        self,
+        table: str,
+        rows: int,
+        diff: Callable[[], tuple[int, int] | None],
+        replace: Callable[[], None],
+    ) -> None:
+        """Write ``table`` (``rows`` rows): an incremental build tries the row ``diff``; a full
+        build, or a diff that cannot apply (columns changed), ``replace``s the table whole."""
+        self.counts[table] = rows
+        done = None if self.plan.full else diff()
+        if done is None:
+            replace()
+            self.log.append((table, "full", None, rows))
+        else:
+            self.log.append((table, "rows", *done))
 
     def finish(
         self, job_keys: pl.DataFrame | None, *, pending: pl.DataFrame, as_of: pl.DataFrame
