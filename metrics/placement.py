@@ -100,12 +100,28 @@ def _healthy_size(maps: pl.LazyFrame, sizes: pl.LazyFrame, down: pl.LazyFrame) -
             ends.select(*_MAP_KEYS, pl.col("_e").alias("at")),
         ]
     ).unique()
-    down_then = (pl.col("_s") <= pl.col("at")) & (
-        pl.col("_e").is_null() | (pl.col("at") < pl.col("_e"))
-    )
+    # Each interval meets the points `_s <= at < _e` of its map: with the map's points numbered
+    # in time order, the run from the index of `_s` to the index of `_e` (every start and end is
+    # a point; no end: to the map's last point). Only the pairs that meet are formed, not every
+    # point with every interval of the map (which grows with the square of the history).
+    numbered = points.filter(pl.col("at").is_not_null()).sort(*_MAP_KEYS, "at")
+    numbered = numbered.with_row_index("_i").with_columns(pl.col("_i").cast(pl.Int64))
+    last = numbered.group_by(_MAP_KEYS).agg((pl.col("_i").max() + 1).alias("_last"))
+    first_at = numbered.rename({"at": "_s", "_i": "_lo"})
+    end_at = numbered.rename({"at": "_e", "_i": "_hi"})
     hit = (
-        points.join(down_nodes, on=_MAP_KEYS)
-        .filter(down_then)
+        down_nodes.join(first_at, on=[*_MAP_KEYS, "_s"])
+        .join(end_at, on=[*_MAP_KEYS, "_e"], how="left")
+        .join(last, on=_MAP_KEYS)
+        .select(
+            *_MAP_KEYS,
+            DOMAIN,
+            NODE,
+            pl.int_ranges("_lo", pl.col("_hi").fill_null(pl.col("_last"))).alias("_i"),
+        )
+        .explode("_i")
+        .drop_nulls("_i")
+        .join(numbered.select("_i", "at"), on="_i")
         .group_by(*_MAP_KEYS, "at", DOMAIN)
         .agg(pl.col(NODE).n_unique().alias("_down"))
     )

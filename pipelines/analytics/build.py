@@ -31,6 +31,13 @@ from metrics.domains import (
     segment_capacity_hourly,
     stranded_hourly,
 )
+from pipelines.analytics.chunks import (
+    BUILD_CHUNK,
+    ROW_CHUNK,
+    by_hour_chunks,
+    by_row_chunks,
+    touching,
+)
 from pipelines.analytics.incremental import (
     BuildPlan,
     plan_build,
@@ -250,6 +257,8 @@ def rebuild(
     *,
     full: bool = False,
     slurm_part_rows: int | None = None,
+    chunk: str = BUILD_CHUNK,
+    chunk_rows: int = ROW_CHUNK,
 ) -> dict[str, int]:
     """Recompute core and analytics tables from the raw tables, then create the views.
 
@@ -266,6 +275,9 @@ def rebuild(
         slurm_part_rows: raw Slurm rows per part of the identity resolution (None:
             :data:`SLURM_PART_ROWS`): the history's sacct rows are read and resolved a part at
             a time (:func:`_read_raw`), never all at once.
+        chunk: the unit of hours the hour-keyed topology tables are computed in, a polars
+            duration (:data:`pipelines.analytics.chunks.BUILD_CHUNK`: one cluster-month).
+        chunk_rows: attempts per unit of the per-attempt placement table.
 
     Returns:
         Row counts of the tables written, by table name.
@@ -277,7 +289,10 @@ def rebuild(
     # output table at once; a failure anywhere rolls every write back.
     con.execute("BEGIN TRANSACTION")
     try:
-        counts, windows = _build(con, cfg, registry, path, full=full, part_rows=slurm_part_rows)
+        counts, windows = _build(
+            con, cfg, registry, path, full=full, part_rows=slurm_part_rows,
+            units=(chunk, chunk_rows),
+        )  # fmt: skip
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -295,6 +310,7 @@ def _build(
     *,
     full: bool,
     part_rows: int | None,
+    units: tuple[str, int] = (BUILD_CHUNK, ROW_CHUNK),
 ) -> tuple[dict[str, int], list[str]]:
     """The body of :func:`rebuild`, inside its transaction: returns the row counts of the
     tables written and the time-keyed tables an incremental build wrote by day (counted after
@@ -333,7 +349,7 @@ def _build(
     plan = _pair_days(plan, sok.slurmd_maps)
     write = _TableWriter(con, plan)
     write.staged("core.slurm_jobs", parts)
-    job_keys = _tables(con, cfg, core, registry, occ, dq, plan, sok, write)
+    job_keys = _tables(con, cfg, core, registry, occ, dq, plan, sok, write, units)
     write("analytics.slurm_node_map", sok.node_map)
     write("analytics.slurm_on_k8s_hourly", sok.hourly)
     pending, as_of = core.pending, core.as_of
@@ -505,6 +521,7 @@ def _tables(
     plan: BuildPlan,
     sok: SlurmOnK8sTables,
     write: _TableWriter,
+    units: tuple[str, int] = (BUILD_CHUNK, ROW_CHUNK),
 ) -> pl.DataFrame | None:
     """Compute and ``write`` every table: the core frames, the metric engine's and the
     scheduler views' tables, and the time-keyed tables of the plan's cluster-days (every day in
@@ -537,6 +554,7 @@ def _tables(
         nodes=core.nodes,
         as_of=as_of,
         slurmd_maps=sok.slurmd_maps if sok.slurmd_maps.height else None,
+        every=units[0],
     )  # fmt: skip
     km = engine.pop("analytics.time_to_start_km")
     fair_hourly = engine.pop("fair_share_hourly")
@@ -550,14 +568,15 @@ def _tables(
         )
     for table in list(engine):
         write(table, engine.pop(table))
-    write("analytics.job_placement", _placement(core))
-    write("analytics.topology_fragmentation_hourly", _fragmentation(core, occ))
+    every, rows = units
+    write("analytics.job_placement", _placement(core, rows))
+    write("analytics.topology_fragmentation_hourly", _fragmentation(core, occ, every))
     schedulers = scheduler_tables(
         con, registry.history, registry.mapping, core.nodes, as_of,
         tolerance=cfg.registry_drift_tolerance,
     )  # fmt: skip
     ledger = policy_change_tables(con)
-    domains = _domain_tables(con, cfg, core, occ)
+    domains = _domain_tables(con, cfg, core, occ, every)
     impact = policy_impact_tables(
         con, changes=ledger["analytics.policy_changes"], jobs=jobs, pending=core.pending,
         occupancy=occ, as_of=as_of,
@@ -596,17 +615,23 @@ def _stored(table: str, frame: pl.DataFrame) -> pl.DataFrame:
     return frame if table == CUTOFF_TABLE else frame.drop("as_of", strict=False)
 
 
-def _placement(core: CoreFrames) -> pl.DataFrame:
+def _placement(core: CoreFrames, rows: int = ROW_CHUNK) -> pl.DataFrame:
     """``analytics.job_placement``: every started attempt against the map in force at its
-    start, domain sizes counting only nodes up then (:func:`metrics.job_placement`); a
-    Kubernetes job whose pods were not seen is placed on the nodes of its Workload's topology
-    assignment (:func:`metrics.with_assignment_nodes`). ``topology_request``: the level its
-    Kueue Workload's topology request names (:func:`metrics.topology_requests`; NULL: none, and
-    for every Slurm job)."""
-    jobs = core.jobs.lazy()
+    start, domain sizes counting only nodes up then (:func:`metrics.job_placement`), computed
+    ``rows`` attempts at a time (:func:`pipelines.analytics.chunks.by_row_chunks`: each row
+    depends on its attempt alone); a Kubernetes job whose pods were not seen is placed on the
+    nodes of its Workload's topology assignment (:func:`metrics.with_assignment_nodes`, over
+    every attempt first: it picks each job's latest attempt). ``topology_request``: the level
+    its Kueue Workload's topology request names (:func:`metrics.topology_requests`; NULL: none,
+    and for every Slurm job)."""
+    cols = ["cluster", "job_id", "attempt", "start_at", "node_list"]
+    attempts = core.jobs.select(*cols, *(c for c in ("segment_size",) if c in core.jobs.columns))
     if core.kueue_nodes is not None:
-        jobs = with_assignment_nodes(jobs, core.kueue_nodes.lazy())
-    placed = job_placement(jobs, core.topology.lazy(), down=core.node_down.lazy())
+        attempts = with_assignment_nodes(attempts.lazy(), core.kueue_nodes.lazy()).collect()
+    topo, down = core.topology.lazy(), core.node_down.lazy()
+    placed = by_row_chunks(
+        attempts, lambda part: job_placement(part.lazy(), topo, down=down).collect(), rows
+    ).sort("cluster", "job_id", "attempt", "level")
     requests = (
         core.kueue_requests.lazy()
         if core.kueue_requests is not None
@@ -614,17 +639,23 @@ def _placement(core: CoreFrames) -> pl.DataFrame:
             schema={"cluster": pl.String(), "job_id": pl.String(), "topology_request": pl.String()}
         )
     )
-    return placed.join(requests, on=["cluster", "job_id"], how="left").collect()
+    return placed.lazy().join(requests, on=["cluster", "job_id"], how="left").collect()
 
 
-def _fragmentation(core: CoreFrames, occ: pl.DataFrame) -> pl.DataFrame:
+def _fragmentation(core: CoreFrames, occ: pl.DataFrame, every: str = BUILD_CHUNK) -> pl.DataFrame:
     """``analytics.topology_fragmentation_hourly``: every hour of ``occupancy_hourly``, free
     whole nodes per domain against the same nodes unfragmented
-    (:func:`metrics.fragmentation_hourly`, gangs of :data:`metrics.GANG_NODES` nodes)."""
-    return fragmentation_hourly(
-        core.topology.lazy(), core.jobs.lazy(), occ.select("cluster", "hour").lazy(),
-        down=core.node_down.lazy(),
-    ).collect()  # fmt: skip
+    (:func:`metrics.fragmentation_hourly`, gangs of :data:`metrics.GANG_NODES` nodes), one
+    cluster-month at a time (:func:`pipelines.analytics.chunks.by_hour_chunks`, the attempts
+    touching each)."""
+    topo, jobs, down = core.topology.lazy(), core.jobs.lazy(), core.node_down.lazy()
+    return by_hour_chunks(
+        occ.select("cluster", "hour"),
+        lambda hours, c, lo, hi: fragmentation_hourly(
+            topo, touching(jobs, c, lo, hi), hours.lazy(), down=down
+        ).collect(),
+        every,
+    )
 
 
 #: Where a pending-reason spell table may live (the ``pending_reason_spells`` view's source).
@@ -644,31 +675,60 @@ def _reason_spells(con: duckdb.DuckDBPyConnection, current: pl.DataFrame) -> pl.
 
 
 def _domain_tables(
-    con: duckdb.DuckDBPyConnection, cfg: Config, core: CoreFrames, occ: pl.DataFrame
+    con: duckdb.DuckDBPyConnection,
+    cfg: Config,
+    core: CoreFrames,
+    occ: pl.DataFrame,
+    every: str = BUILD_CHUNK,
 ) -> dict[str, pl.DataFrame]:
     """``analytics.domain_capacity_hourly``, ``segment_capacity_hourly``,
     ``topology_stranded_hourly`` and ``large_job_wait_causes`` (:mod:`metrics.domains`), every
-    hour of ``occupancy_hourly``, segment sizes from ``[topology] segment_sizes``."""
-    hours = occ.select("cluster", "hour").lazy()
+    hour of ``occupancy_hourly``, segment sizes from ``[topology] segment_sizes``. The three
+    hourly tables are computed one cluster-month at a time
+    (:func:`pipelines.analytics.chunks.by_hour_chunks`: each hour reads only the attempts and
+    waits that touch it)."""
     topo, jobs, nodes = core.topology.lazy(), core.jobs.lazy(), core.nodes.lazy()
     down, pending = core.node_down.lazy(), core.pending.lazy()
     as_of = core.as_of.filter(pl.col("as_of").is_not_null()).lazy()
-    capacity = domain_capacity_hourly(
-        topo, jobs, hours, nodes, down=down, segment_sizes=cfg.segment_sizes
-    ).collect()
+    sizes = cfg.segment_sizes
+
+    def capacity_unit(
+        hours: pl.DataFrame, c: str, lo: dt.datetime, hi: dt.datetime
+    ) -> pl.DataFrame:
+        return domain_capacity_hourly(
+            topo, touching(jobs, c, lo, hi), hours.lazy(), nodes, down=down, segment_sizes=sizes
+        ).collect()
+
+    def stranded_unit(
+        hours: pl.DataFrame, c: str, lo: dt.datetime, hi: dt.datetime
+    ) -> pl.DataFrame:
+        return stranded_hourly(
+            topo, touching(jobs, c, lo, hi), hours.lazy(), nodes, as_of,
+            pending=touching(pending, c, lo, hi), down=down,
+        ).collect()  # fmt: skip
+
+    hours = occ.select("cluster", "hour")
+    capacity = by_hour_chunks(hours, capacity_unit, every)
+    segments = by_hour_chunks(
+        hours,
+        lambda _h, c, lo, hi: segment_capacity_hourly(
+            capacity.lazy().filter(
+                (pl.col("cluster") == c) & (pl.col("hour") >= lo) & (pl.col("hour") < hi)
+            ),
+            sizes,
+        ).collect(),
+        every,
+    )
     spells = _reason_spells(con, core.pending_spells)
     causes = large_job_wait_causes(
         capacity.lazy(), jobs, nodes, as_of, topology=topo, pending=pending,
         shares=core.shares.lazy() if core.shares.height else None,
         reasons=spells.lazy() if spells is not None else None, min_gpus=cfg.large_job_gpus,
     ).collect()  # fmt: skip
-    stranded = stranded_hourly(topo, jobs, hours, nodes, as_of, pending=pending, down=down)
     return {
         "analytics.domain_capacity_hourly": capacity,
-        "analytics.segment_capacity_hourly": segment_capacity_hourly(
-            capacity.lazy(), cfg.segment_sizes
-        ).collect(),
-        "analytics.topology_stranded_hourly": stranded.collect(),
+        "analytics.segment_capacity_hourly": segments,
+        "analytics.topology_stranded_hourly": by_hour_chunks(hours, stranded_unit, every),
         "analytics.large_job_wait_causes": causes,
     }
 

@@ -24,6 +24,7 @@ from metrics import (
     wait_spells,
 )
 from metrics.attribution import attribute_samples
+from pipelines.analytics.chunks import BUILD_CHUNK, by_hour_chunks, touching
 from pipelines.core.slurm_on_k8s import rehome_slurmd_dcgm
 from pipelines.warehouse import table_exists
 from pipelines.warehouse.sql import load_sql
@@ -293,6 +294,30 @@ def _concat(parts: list[pl.DataFrame]) -> pl.DataFrame:
     return pl.concat(parts, how="diagonal_relaxed") if parts else pl.DataFrame()
 
 
+def _fair_share_hourly(
+    jobs: pl.LazyFrame,
+    pending: pl.LazyFrame,
+    capacity: pl.DataFrame,
+    shares: pl.DataFrame,
+    cut: dt.datetime,
+    every: str,
+) -> pl.DataFrame:
+    """:func:`metrics.fair_share_hourly` of one cluster, one unit of its capacity hours at a
+    time (each hour's water-filling reads only the attempts and waits touching it, and its
+    output hours are the capacity's)."""
+    return by_hour_chunks(
+        capacity,
+        lambda hours, c, lo, hi: fair_share_hourly(
+            touching(jobs, c, lo, hi),
+            hours.lazy(),
+            shares.lazy(),
+            cut,
+            pending=touching(pending, c, lo, hi),
+        ).collect(),
+        every,
+    )
+
+
 def build_metric_tables(
     con: duckdb.DuckDBPyConnection,
     *,
@@ -303,6 +328,7 @@ def build_metric_tables(
     nodes: pl.DataFrame,
     as_of: pl.DataFrame,
     slurmd_maps: pl.DataFrame | None = None,
+    every: str = BUILD_CHUNK,
 ) -> dict[str, pl.DataFrame]:
     """Compute the metric-engine tables that are not time-keyed, for every cluster with data.
 
@@ -321,6 +347,8 @@ def build_metric_tables(
         slurmd_maps: the slurmd node maps (:data:`pipelines.core.slurm_on_k8s.SLURMD_MAP_COLUMNS`)
             of Slurm clusters run in Kubernetes pods: an XID on a slurmd pod's GPU counts on
             the mapped Slurm node (:func:`_xid_events`), never on the Kubernetes host.
+        every: the unit of hours the hourly fair shares are computed in
+            (:func:`pipelines.analytics.chunks.by_hour_chunks`; default one cluster-month).
 
     Returns:
         Frames by table name: ``analytics.time_to_start_jobs``,
@@ -348,14 +376,15 @@ def build_metric_tables(
         ).with_columns(pl.col("hour").dt.cast_time_unit("us"))  # fmt: skip
     for c, cut in cuts:
         assert isinstance(cut, dt.datetime)
-        j = jobs.filter(pl.col("cluster") == c)
-        p = pending.filter(pl.col("cluster") == c)
+        # Lazy filters: no copy of the cluster's attempts is held beside ``jobs``.
+        j = jobs.lazy().filter(pl.col("cluster") == c)
+        p = pending.lazy().filter(pl.col("cluster") == c)
         cap = occupancy.filter(pl.col("cluster") == c).select(
             "cluster", "hour", "capacity_gpu_s", "down_gpu_s", "planned_down_gpu_s"
         )
         if cap.height == 0:
             continue
-        sp = wait_spells(j.lazy(), cut, pending=p.lazy()).collect()
+        sp = wait_spells(j, cut, pending=p).collect()
         spells.append(sp.with_columns(pl.lit(cut).alias("as_of")))
         for by in _TTS_GROUPS:
             # A NULL partition or team is its own group, labelled, so that NULL keeps meaning
@@ -366,12 +395,10 @@ def build_metric_tables(
                 if c in ("partition", "team")
             )
             tts.append(wait_percentiles_km(labelled.lazy(), by=by).collect())
-        fair_hourly.append(
-            fair_share_hourly(j.lazy(), cap.lazy(), shares.lazy(), cut, pending=p.lazy()).collect()
-        )
+        fair_hourly.append(_fair_share_hourly(j, p, cap, shares, cut, every))
         rel.append(
             node_reliability(
-                j.lazy(), cut,
+                j, cut,
                 xid_events=xid.filter(pl.col("cluster") == c).lazy(),
                 down_intervals=down.filter(pl.col("cluster") == c).lazy(),
                 nodes=nodes.filter(pl.col("cluster") == c).select("cluster", "host", "rack").lazy(),

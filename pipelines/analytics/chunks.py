@@ -1,0 +1,125 @@
+"""The build's units of work for tables keyed by hour or by attempt: cluster-months of hours,
+and ranges of attempts, computed one at a time so that a table's intermediate rows (attempts
+exploded into node-hours, waits into pending hours) are those of one unit, not of the whole
+history.
+
+An hour-keyed table whose every hour depends only on the attempts and waits that overlap that
+hour (the topology tables of :mod:`metrics.domains` and :func:`metrics.fragmentation_hourly`)
+is the concatenation of the same function over the units, each given its unit's hours and the
+rows that touch them (:func:`touching`); a table with one row per attempt
+(:func:`metrics.job_placement`) is the concatenation over ranges of attempts. The build's tests
+compare both against one computation over everything, row for row.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+
+import polars as pl
+
+__all__ = ["BUILD_CHUNK", "ROW_CHUNK", "by_hour_chunks", "by_row_chunks", "hour_chunks", "touching"]
+
+#: The build's unit of hours, as a polars duration (``dt.truncate``): one cluster-month.
+BUILD_CHUNK = "1mo"
+
+#: Attempts per unit of a per-attempt table.
+ROW_CHUNK = 250_000
+
+_HOUR = dt.timedelta(hours=1)
+
+#: The columns a row's life may start at (submitted, eligible, started), the earliest counting.
+_STARTS = ("submit_at", "eligible_at", "start_at")
+
+
+def hour_chunks(
+    hours: pl.DataFrame, every: str = BUILD_CHUNK
+) -> list[tuple[str, dt.datetime, dt.datetime, pl.DataFrame]]:
+    """``hours`` cut into units of one cluster and one period of length ``every``.
+
+    Args:
+        hours: ``cluster, hour`` (UTC hour starts), other columns kept.
+        every: a polars duration (``"1mo"``, ``"1d"``, ``"6h"``): hours whose ``hour``
+            truncates to the same period form one unit.
+
+    Returns:
+        ``(cluster, lo, hi, rows)`` per unit, in ascending (cluster, period) order: ``rows`` the
+        unit's rows in their order within ``hours``, ``lo`` its first hour, ``hi`` its last
+        hour + 1 h (the unit covers [lo, hi)). Empty ``hours``: no unit.
+
+    Raises:
+        polars.exceptions.InvalidOperationError: ``every`` is not a duration.
+    """
+    if hours.is_empty():
+        return []
+    tagged = hours.with_columns(pl.col("hour").dt.truncate(every).alias("_unit"))
+    units = tagged.select("cluster", "_unit").unique().sort("cluster", "_unit")
+    out = []
+    for c, unit in units.iter_rows():
+        rows = tagged.filter((pl.col("cluster") == c) & (pl.col("_unit") == unit)).drop("_unit")
+        lo, last = rows.select(pl.col("hour").min().alias("lo"), pl.col("hour").max()).row(0)
+        out.append((str(c), lo, last + _HOUR, rows))
+    return out
+
+
+def touching(frame: pl.LazyFrame, cluster: str, lo: dt.datetime, hi: dt.datetime) -> pl.LazyFrame:
+    """The rows of ``cluster`` whose life can touch [lo, hi): begun (the earliest of
+    ``submit_at``, ``eligible_at``, ``start_at`` it has) before ``hi`` and not ended
+    (``end_at``) before ``lo``. A row with no start or no end is kept (open at that side).
+
+    Args:
+        frame: ``cluster``, ``end_at`` and any of ``submit_at, eligible_at, start_at``
+            (UTC datetimes): attempts or never-started rows.
+        cluster: the unit's cluster.
+        lo, hi: the unit's hours [lo, hi) (UTC).
+
+    Returns:
+        The same columns, the rows kept (a superset of those any hour of the unit reads: a
+        function of the unit's hours alone gives the same rows on it as on ``frame``).
+    """
+    names = frame.collect_schema().names()
+    starts = [c for c in _STARTS if c in names]
+    begun = pl.min_horizontal(*starts) if starts else pl.lit(None, pl.Datetime("us", "UTC"))
+    return frame.filter(
+        (pl.col("cluster") == cluster)
+        & (begun.is_null() | (begun < hi))
+        & (pl.col("end_at").is_null() | (pl.col("end_at") >= lo))
+    )
+
+
+def by_hour_chunks(
+    hours: pl.DataFrame,
+    compute: Callable[[pl.DataFrame, str, dt.datetime, dt.datetime], pl.DataFrame],
+    every: str = BUILD_CHUNK,
+) -> pl.DataFrame:
+    """An hour-keyed table computed one unit of :func:`hour_chunks` at a time:
+    ``compute(rows, cluster, lo, hi)`` for each unit, concatenated in unit order (with no
+    hour, ``compute`` of the empty ``hours`` on an empty hour range, for its columns).
+
+    ``compute`` must return only rows of its unit's hours, sorted with ``cluster`` then
+    ``hour`` leading, for the result to equal one computation over all hours.
+    """
+    units = hour_chunks(hours, every)
+    if not units:
+        epoch = dt.datetime(2000, 1, 3, tzinfo=dt.UTC)
+        return compute(hours, "", epoch, epoch)
+    return pl.concat([compute(rows, c, lo, hi) for c, lo, hi, rows in units])
+
+
+def by_row_chunks(
+    rows: pl.DataFrame,
+    compute: Callable[[pl.DataFrame], pl.DataFrame],
+    size: int = ROW_CHUNK,
+) -> pl.DataFrame:
+    """A per-row table computed ``size`` rows of ``rows`` at a time (slices, not copies),
+    concatenated in order (no row: ``compute`` of the empty frame, for its columns). For a
+    function whose output rows each depend on one input row alone.
+
+    Raises:
+        ValueError: ``size`` is not positive.
+    """
+    if size < 1:
+        raise ValueError(f"chunk size must be positive, got {size}")
+    if rows.height <= size:
+        return compute(rows)
+    return pl.concat([compute(rows.slice(offset, size)) for offset in range(0, rows.height, size)])

@@ -1,0 +1,127 @@
+"""The hour-keyed topology and fair-share tables are computed one cluster-month at a time and the
+placement table a range of attempts at a time: the same tables as one computation over all
+hours and attempts."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipelines.analytics.build import rebuild
+from pipelines.analytics.chunks import by_hour_chunks, by_row_chunks, hour_chunks, touching
+from pipelines.config import load_config
+from pipelines.warehouse import connect, init_warehouse
+from tests.conftest import write_config
+from tests.pipelines.test_incremental import _assert_frames_close, _days, _load_day, _tables
+
+UTC = dt.UTC
+
+
+def _t(day: int, hour: int) -> dt.datetime:
+    return dt.datetime(2026, 3, day, hour, tzinfo=UTC)
+
+
+def test_hour_chunks_cut_per_cluster_and_period() -> None:
+    """Hours 22:00–01:00 across two days of cluster a and one hour of b, cut by day: three
+    units, a's first [22:00, 00:00) of day 1 (two hours), then [00:00, 02:00) of day 2 (two
+    hours: 00:00, 01:00), then b's one hour [05:00, 06:00)."""
+    hours = pl.DataFrame(
+        {
+            "cluster": ["a", "a", "b", "a", "a"],
+            "hour": [_t(1, 22), _t(1, 23), _t(2, 5), _t(2, 0), _t(2, 1)],
+        }
+    ).with_columns(pl.col("hour").dt.cast_time_unit("us"))
+    units = hour_chunks(hours, "1d")
+    assert [(c, lo, hi, rows.height) for c, lo, hi, rows in units] == [
+        ("a", _t(1, 22), _t(2, 0), 2),
+        ("a", _t(2, 0), _t(2, 2), 2),
+        ("b", _t(2, 5), _t(2, 6), 1),
+    ]
+    assert hour_chunks(hours.clear(), "1d") == []
+
+
+def test_touching_keeps_rows_whose_life_meets_the_unit() -> None:
+    """Unit [10:00, 12:00) of cluster a. Kept: submitted 09:00 and started 13:00 (waiting in
+    the unit); running 08:00–10:00 (ends at lo: kept, the boundary is closed at lo); still
+    running (no end); no start at all. Left out: ended 09:59; submitted at hi (12:00); another
+    cluster."""
+    rows = pl.DataFrame(
+        {
+            "cluster": ["a", "a", "a", "a", "a", "a", "b"],
+            "job_id": ["wait", "edge", "open", "nostart", "before", "after", "other"],
+            "submit_at": [_t(1, 9), _t(1, 7), _t(1, 1), None, _t(1, 8), _t(1, 12), _t(1, 9)],
+            "start_at": [_t(1, 13), _t(1, 8), _t(1, 2), None, _t(1, 9), _t(1, 12), _t(1, 10)],
+            "end_at": [
+                _t(1, 14), _t(1, 10), None, _t(1, 11),
+                dt.datetime(2026, 3, 1, 9, 59, tzinfo=UTC), _t(1, 13), _t(1, 11),
+            ],
+        }
+    )  # fmt: skip
+    kept = touching(rows.lazy(), "a", _t(1, 10), _t(1, 12)).collect()
+    assert kept["job_id"].to_list() == ["wait", "edge", "open", "nostart"]
+
+
+def test_by_hour_chunks_and_by_row_chunks_concatenate_in_order() -> None:
+    """A compute that reports its unit: three units give three rows in unit order; with no
+    hour, the compute runs once on the empty frame. Rows in slices of 2 of 5: 3 slices, the
+    rows in their order; a non-positive size raises."""
+    hours = pl.DataFrame(
+        {"cluster": ["a", "a", "b"], "hour": [_t(1, 0), _t(3, 0), _t(1, 0)]}
+    ).with_columns(pl.col("hour").dt.cast_time_unit("us"))
+
+    def unit(rows: pl.DataFrame, c: str, lo: dt.datetime, hi: dt.datetime) -> pl.DataFrame:
+        return pl.DataFrame({"cluster": [c], "lo": [lo], "n": [rows.height]})
+
+    out = by_hour_chunks(hours, unit, "1d")
+    assert out.rows() == [("a", _t(1, 0), 1), ("a", _t(3, 0), 1), ("b", _t(1, 0), 1)]
+    assert by_hour_chunks(hours.clear(), unit, "1d")["n"].to_list() == [0]
+    seen: list[int] = []
+
+    def per_row(part: pl.DataFrame) -> pl.DataFrame:
+        seen.append(part.height)
+        return part.with_columns(pl.col("x") * 10)
+
+    frame = pl.DataFrame({"x": [1, 2, 3, 4, 5]})
+    assert by_row_chunks(frame, per_row, 2)["x"].to_list() == [10, 20, 30, 40, 50]
+    assert seen == [2, 2, 1]
+    with pytest.raises(ValueError, match="positive"):
+        by_row_chunks(frame, per_row, 0)
+
+
+def test_the_build_in_units_equals_the_build_whole(fleet_dir: Path, tmp_path: Path) -> None:
+    """Two days of the bundled fleet, fully rebuilt twice: with every hour in one unit and
+    every attempt in one range, and with units of 3 hours and ranges of 7 attempts (so that
+    attempts and waits straddle units). Every core and analytics table is the same, row for
+    row; the unit-computed tables have rows."""
+    cfg = load_config(write_config(tmp_path, days_dir=fleet_dir))
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        for day in _days(cfg)[:2]:
+            _load_day(con, cfg, day)
+    parted = tmp_path / "units.duckdb"
+    shutil.copyfile(cfg.warehouse_path, parted)
+    with connect(cfg.warehouse_path) as con:
+        rebuild(con, cfg, full=True, chunk="100y", chunk_rows=10**9)
+    with connect(parted) as con:
+        rebuild(con, cfg, full=True, chunk="3h", chunk_rows=7)
+    with connect(cfg.warehouse_path, read_only=True) as a, connect(parted, read_only=True) as b:
+        tables = _tables(a)
+        assert tables == _tables(b)
+        for t in (
+            "analytics.domain_capacity_hourly",
+            "analytics.segment_capacity_hourly",
+            "analytics.topology_stranded_hourly",
+            "analytics.topology_fragmentation_hourly",
+            "analytics.job_placement",
+            "analytics.fairness_weekly",
+        ):
+            n = a.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
+            assert n > 7, (t, n)
+        for t in tables:
+            _assert_frames_close(
+                a.sql(f"SELECT * FROM {t}").pl(), b.sql(f"SELECT * FROM {t}").pl(), t
+            )
