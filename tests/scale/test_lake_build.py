@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import dagster as dg
 import duckdb
 import polars as pl
 import pytest
@@ -31,11 +32,13 @@ from pipelines.config import Config, load_config
 from pipelines.ingest import ingest_configured
 from pipelines.kinds import input_kinds
 from pipelines.lake_assets import commit_raw_partition
-from pipelines.warehouse import connect, init_warehouse, read_table
-from pipelines.warehouse.delta import delta_table_url
+from pipelines.warehouse import connect, init_warehouse, lake_load, read_table
+from pipelines.warehouse.delta import commit_partition, delta_table_url
 from pipelines.warehouse.lake import DEFAULT_DELTA_TABLES, export_delta, read_lake
 from pipelines.warehouse.lake_load import LakeLoad, load_raw_from_lake
 from tests.conftest import write_config
+from tests.scale.test_delta_lake import BUCKET as S3_BUCKET
+from tests.scale.test_delta_lake import S3, s3  # noqa: F401 - the moto S3 fixture
 
 DAYS = ("2026-11-02", "2026-11-03")
 CLUSTERS = ("slurm-a", "k8s-b")
@@ -256,3 +259,239 @@ def test_delta_export_of_one_partition_replaces_only_it(built: Built, tmp_path: 
     assert len(history) == 2
     with pytest.raises(ValueError, match="raw tables are committed by the partition runs"):
         export_delta(built.from_lake, root, tables=["raw.k8s_events"])
+
+
+# A lake made by hand: raw.ingests and raw.slurm_tres of three cluster-days.
+
+_T0 = dt.datetime(2024, 1, 5, tzinfo=dt.UTC)
+
+
+def _ingests(ids: list[int], cluster: str, day: str) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "ingest_id": ids,
+            "source": ["slurm-tres"] * len(ids),
+            "cluster": [cluster] * len(ids),
+            "file": [f"/in/{cluster}/tres_{day}_{i}.txt" for i in ids],
+            "sha256": [None] * len(ids),
+            "loaded_at": [_T0] * len(ids),
+            "rows_loaded": [1] * len(ids),
+            "rows_rejected": [0] * len(ids),
+            "info": ["{}"] * len(ids),
+        },
+        schema={
+            "ingest_id": pl.Int64(), "source": pl.String(), "cluster": pl.String(),
+            "file": pl.String(), "sha256": pl.String(), "loaded_at": pl.Datetime("us", "UTC"),
+            "rows_loaded": pl.Int64(), "rows_rejected": pl.Int64(), "info": pl.String(),
+        },
+    )  # fmt: skip
+
+
+def _tres(rows: list[tuple[int, str, int]], cluster: str) -> pl.DataFrame:
+    """(tres_id, tres_name, ingest_id) rows of raw.slurm_tres."""
+    return pl.DataFrame(
+        [(cluster, tid, "gres", name, f"gres/{name}", "f", 1, i) for tid, name, i in rows],
+        schema={
+            "cluster": pl.String(), "tres_id": pl.Int64(), "tres_type": pl.String(),
+            "tres_name": pl.String(), "tres": pl.String(), "file": pl.String(),
+            "line_no": pl.Int64(), "ingest_id": pl.Int64(),
+        },
+        orient="row",
+    )  # fmt: skip
+
+
+def _commit(root: str, cluster: str, day: str, tres: list[tuple[int, str, int]]) -> None:
+    ids = sorted({i for _t, _n, i in tres})
+    commit_partition(root, "raw.ingests", _ingests(ids, cluster, day), cluster=cluster, day=day)
+    commit_partition(root, "raw.slurm_tres", _tres(tres, cluster), cluster=cluster, day=day)
+
+
+def _ids(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[object, ...]]:
+    return con.execute(sql).fetchall()
+
+
+@pytest.fixture
+def small_lake(tmp_path: Path) -> tuple[str, Path]:
+    """(lake root, warehouse): c1/2024-01-01 of two files, c1/2024-01-02 and c2/2024-01-01 of
+    one; the warehouse holds a straight load of a slurm-tres file (ingest 1) and the
+    recommendation history's rejects (ingest 2, not an input file)."""
+    root = str(tmp_path / "lake")
+    _commit(root, "c1", "2024-01-01", [(1, "a100", 1), (2, "h100", 2)])
+    _commit(root, "c1", "2024-01-02", [(1, "a100", 1)])
+    _commit(root, "c2", "2024-01-01", [(7, "b200", 1)])
+    db = tmp_path / "w.duckdb"
+    with connect(db) as con:
+        init_warehouse(con)
+        straight = _ingests([1], "c1", "2023-12-31")
+        history = _ingests([2], "c1", "x").with_columns(source=pl.lit("recommendation-history"))
+        _rows = pl.concat([straight, history])
+        con.execute("INSERT INTO raw.ingests BY NAME SELECT * FROM _rows")
+        _tres_rows = _tres([(9, "old", 1)], "c1")
+        con.execute("INSERT INTO raw.slurm_tres BY NAME SELECT * FROM _tres_rows")
+        con.execute(
+            "INSERT INTO raw.rejected_rows (source, file, reason, ingest_id)"
+            " VALUES ('recommendation-history', 'x', 'bad', 2)"
+        )
+    return root, db
+
+
+def test_load_numbers_ingests_in_blocks_and_replaces_straight_loads(
+    small_lake: tuple[str, Path],
+) -> None:
+    """Hand count: ids 1 and 2 are taken, so blocks start at 3, in (day, cluster) order:
+    c1/01-01 (two files) → 3..4, c2/01-01 → 5..5, c1/01-02 → 6..6. The straight load (ingest 1,
+    tres 9) is replaced; the recommendation history's load and reject (ingest 2) stay."""
+    root, db = small_lake
+    with connect(db) as con:
+        load = load_raw_from_lake(con, root)
+        blocks = _ids(
+            con,
+            "SELECT cluster, partition_date::VARCHAR, ingest_lo, ingest_hi"
+            " FROM raw.lake_partitions ORDER BY ingest_lo",
+        )
+        tres = _ids(con, "SELECT cluster, tres_id, ingest_id FROM raw.slurm_tres ORDER BY 3, 2")
+        ingests = _ids(con, "SELECT ingest_id, source FROM raw.ingests ORDER BY 1")
+        rejected = _ids(con, "SELECT ingest_id FROM raw.rejected_rows")
+    assert blocks == [
+        ("c1", "2024-01-01", 3, 4),
+        ("c2", "2024-01-01", 5, 5),
+        ("c1", "2024-01-02", 6, 6),
+    ]
+    assert tres == [("c1", 1, 3), ("c1", 2, 4), ("c2", 7, 5), ("c1", 1, 6)]
+    assert ingests == [(2, "recommendation-history")] + [(i, "slurm-tres") for i in (3, 4, 5, 6)]
+    assert rejected == [(2,)]
+    assert load.foreign_ingests == 1
+    assert load.rows == {"raw.slurm_tres": 4, "raw.ingests": 4}
+
+
+def test_a_partition_gone_from_the_lake_is_deleted(small_lake: tuple[str, Path]) -> None:
+    """Emptying c2/2024-01-01 in the lake (empty commits) deletes its rows (ingest 5) at the
+    next load; c1's days keep ids 3, 4 and 6."""
+    root, db = small_lake
+    with connect(db) as con:
+        load_raw_from_lake(con, root)
+    _commit(root, "c2", "2024-01-01", [])
+    with connect(db) as con:
+        load = load_raw_from_lake(con, root)
+        tres = _ids(con, "SELECT cluster, tres_id, ingest_id FROM raw.slurm_tres ORDER BY 3")
+        parts = _ids(con, "SELECT cluster FROM raw.lake_partitions ORDER BY ingest_lo")
+    assert load.removed == [("c2", dt.date(2024, 1, 1))] and load.loaded == []
+    assert load.unchanged == 2
+    assert tres == [("c1", 1, 3), ("c1", 2, 4), ("c1", 1, 6)]
+    assert parts == [("c1",), ("c1",)]
+
+
+def test_a_failed_load_leaves_the_warehouse_as_it_was(
+    small_lake: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A load that fails after its deletes (the second table's read raises) rolls back: the
+    rows, ids and recorded partitions are those of the previous load; the next load does it."""
+    root, db = small_lake
+    with connect(db) as con:
+        load_raw_from_lake(con, root)
+    before = _snapshot(db, ("raw",))
+    _commit(root, "c1", "2024-01-02", [(1, "a100", 1), (3, "gb200", 1)])
+    real = lake_load._scan
+    calls: list[str] = []
+
+    def failing(root_url: str, table: str, version: int, opts: object) -> pl.LazyFrame:
+        calls.append(table)
+        if table == "raw.slurm_tres" and calls.count(table) > 1:
+            raise OSError("connection reset")
+        return real(root_url, table, version, opts)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(lake_load, "_scan", failing)
+    with connect(db) as con, pytest.raises(OSError, match="connection reset"):
+        load_raw_from_lake(con, root)
+    _assert_same(_snapshot(db, ("raw",)), before)
+    monkeypatch.setattr(lake_load, "_scan", real)
+    with connect(db) as con:
+        load = load_raw_from_lake(con, root)
+        tres = _ids(con, "SELECT tres_id, ingest_id FROM raw.slurm_tres WHERE ingest_id >= 7")
+    assert load.loaded == [("c1", dt.date(2024, 1, 2))]
+    assert sorted(tres) == [(1, 7), (3, 7)]  # the day's one file, in the next block: 7
+
+
+def test_no_raw_table_in_the_lake_leaves_the_warehouse_alone(
+    small_lake: tuple[str, Path], tmp_path: Path
+) -> None:
+    """A lake URL with nothing committed under it yet skips the load (a new deployment)."""
+    _root, db = small_lake
+    before = _snapshot(db, ("raw",))
+    with connect(db) as con:
+        load = load_raw_from_lake(con, str(tmp_path / "empty"))
+    assert load.skipped is not None and "no raw Delta table" in load.skipped
+    _assert_same(_snapshot(db, ("raw",)), before)
+
+
+def test_the_build_asset_loads_the_lake_and_the_export_asset_commits_core_tables(
+    built: Built, fleet_dir: Path, tmp_path: Path
+) -> None:
+    """``core_and_analytics`` with a lake URL loads the lake into an empty warehouse before the
+    build: its core.jobs equal the lake build's above; ``lake_export`` then commits the core
+    tables to Delta, which read back as that warehouse holds them."""
+    from dagster_duckdb import DuckDBResource
+
+    from pipelines._raw_assets import SettingsResource
+    from pipelines.analytics.assets import core_and_analytics
+    from pipelines.lake_assets import LakeResource, lake_export
+
+    cfg = load_config(write_config(tmp_path, days_dir=fleet_dir))
+    lake = tmp_path / "lake"
+    shutil.copytree(built.lake, lake)
+    resources = {
+        "duckdb": DuckDBResource(database=str(cfg.warehouse_path)),
+        "settings": SettingsResource(config_path=str(cfg.path)),
+        "lake": LakeResource(root_url=str(lake)),
+    }
+    with dg.instance_for_test() as instance:
+        result = dg.materialize([core_and_analytics], resources=resources, instance=instance)
+        assert result.success
+        exported = dg.materialize([lake_export], resources=resources, instance=instance)
+        assert exported.success
+    got = _snapshot(cfg.warehouse_path, ("core",))
+    want = _snapshot(built.from_lake, ("core",))
+    assert_frame_equal(got["core.jobs"], want["core.jobs"])
+    meta = exported.asset_materializations_for_node("analytics__lake_export")[0].metadata
+    assert meta["tables"].value == len(meta["versions"].value) >= 4  # type: ignore[attr-defined]
+    jobs = read_lake(str(lake), "core.jobs").collect().drop("date")
+    assert_frame_equal(_sorted(jobs), want["core.jobs"], check_column_order=False)
+
+
+def test_the_export_asset_skips_without_a_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``GOODPUT_LAKE_URL`` unset the export succeeds, writes nothing and says why."""
+    from pipelines._raw_assets import SettingsResource
+    from pipelines.lake_assets import LAKE_URL_ENV, LakeResource, lake_export
+
+    monkeypatch.delenv(LAKE_URL_ENV, raising=False)
+    result = lake_export(settings=SettingsResource(), lake=LakeResource())
+    assert result.metadata is not None
+    assert result.metadata["tables"] == 0 and LAKE_URL_ENV in str(result.metadata["skipped"])
+
+
+def test_load_from_moto_s3(s3: S3, tmp_path: Path) -> None:  # noqa: F811 - the fixture
+    """The hand-made lake on ``s3://`` (moto, tests/scale/test_delta_lake.py's server): the same
+    blocks as on a folder, c1/01-01 → 1..2, c2/01-01 → 3, c1/01-02 → 4, into an empty
+    warehouse; a second load changes nothing."""
+    opts = {"aws_endpoint_url": s3.endpoint, "aws_region": "us-east-1", "aws_allow_http": "true"}
+    root = f"s3://{S3_BUCKET}/lake"
+    rows = {
+        ("c1", "2024-01-01"): [(1, "a100", 1), (2, "h100", 2)],
+        ("c1", "2024-01-02"): [(1, "a100", 1)],
+        ("c2", "2024-01-01"): [(7, "b200", 1)],
+    }
+    for (cluster, day), tres in rows.items():
+        ids = sorted({i for _t, _n, i in tres})
+        for table, frame in (
+            ("raw.ingests", _ingests(ids, cluster, day)),
+            ("raw.slurm_tres", _tres(tres, cluster)),
+        ):
+            commit_partition(root, table, frame, cluster=cluster, day=day, storage_options=opts)
+    db = tmp_path / "w.duckdb"
+    with connect(db) as con:
+        init_warehouse(con)
+        first = load_raw_from_lake(con, root, storage_options=opts)
+        again = load_raw_from_lake(con, root, storage_options=opts)
+        tres_ids = _ids(con, "SELECT cluster, tres_id, ingest_id FROM raw.slurm_tres ORDER BY 3, 2")
+    assert len(first.loaded) == 3 and again.loaded == [] and again.unchanged == 3
+    assert tres_ids == [("c1", 1, 1), ("c1", 2, 2), ("c2", 7, 3), ("c1", 1, 4)]
