@@ -124,9 +124,10 @@ class PartitionCommit:
         cluster: the partition's cluster.
         day: the partition's UTC day (YYYY-MM-DD).
         files: input files parsed.
-        rows: raw table → rows committed (every raw table of the registry, 0 included).
+        rows: table → rows committed (every raw table of the registry, ``raw.ingests`` and
+            ``raw.rejected_rows``; 0 included).
         rejected: input rows rejected by the parsers.
-        versions: raw table → the Delta version its commit created (-1: nothing to remove).
+        versions: table → the Delta version its commit created (-1: nothing to remove).
     """
 
     cluster: str
