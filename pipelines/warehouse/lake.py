@@ -40,7 +40,6 @@ from pipelines.warehouse import connect, table_exists
 from pipelines.warehouse.delta import (
     COMMIT_ATTEMPTS,
     checked_cluster,
-    delta_table_exists,
     delta_table_url,
     storage_options_for,
 )
@@ -310,11 +309,14 @@ def read_lake(
             as ``pl.Date``, the others as strings (ignored for a Delta table).
         storage_options: object_store options, as for :func:`export_lake`.
     """
-    if delta_table_exists(root_url, table, storage_options=storage_options):
+    lake = _open_lake(root_url, storage_options)
+    # A Delta log is looked for through fsspec, not deltalake: its calls hold the GIL while
+    # they wait on the store, which an in-process S3 stand-in cannot answer.
+    lake.fs.invalidate_cache()
+    if lake.fs.exists(f"{lake.root}/{table}/_delta_log"):
         return pl.scan_delta(
             delta_table_url(root_url, table), storage_options=storage_options_for(storage_options)
         )
-    lake = _open_lake(root_url, storage_options)
     hive_schema = {c: (pl.Date() if c == _DATE else pl.String()) for c in partition_cols}
     return pl.scan_parquet(
         lake.url(f"{lake.root}/{table}/"),
