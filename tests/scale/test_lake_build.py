@@ -495,3 +495,32 @@ def test_load_from_moto_s3(s3: S3, tmp_path: Path) -> None:  # noqa: F811 - the 
         tres_ids = _ids(con, "SELECT cluster, tres_id, ingest_id FROM raw.slurm_tres ORDER BY 3, 2")
     assert len(first.loaded) == 3 and again.loaded == [] and again.unchanged == 3
     assert tres_ids == [("c1", 1, 1), ("c1", 2, 2), ("c2", 7, 3), ("c1", 1, 4)]
+
+
+def test_incremental_build_after_a_lake_reload_equals_a_full_build(
+    built: Built, tmp_path: Path
+) -> None:
+    """A re-committed cluster-day, loaded, takes the incremental path (its files' new ingest
+    ids mark its day affected), and the incremental build equals a full one, row for row."""
+    lake = tmp_path / "lake"
+    shutil.copytree(built.lake, lake)
+    db = _copy(built.from_lake, tmp_path / "inc.duckdb")
+    commit_raw_partition(built.cfg, "k8s-b", DAYS[1], str(lake))
+    with connect(db) as con:
+        assert load_raw_from_lake(con, str(lake)).loaded == [
+            ("k8s-b", dt.date.fromisoformat(DAYS[1]))
+        ]
+        rebuild(con, built.cfg)
+        mode = con.execute(
+            "SELECT mode FROM analytics.build_state ORDER BY build_id DESC LIMIT 1"
+        ).fetchall()
+        days = con.execute(
+            "SELECT days FROM analytics.build_log WHERE table_name = 'analytics.occupancy_hourly'"
+            " ORDER BY build_id DESC LIMIT 1"
+        ).fetchall()
+    assert mode == [("incremental",)]
+    assert f'"k8s-b": ["{DAYS[1]}"' in str(days[0][0])
+    full = _copy(db, tmp_path / "full.duckdb")
+    with connect(full) as con:
+        rebuild(con, built.cfg, full=True)
+    _assert_same(_snapshot(db, ("core", "analytics")), _snapshot(full, ("core", "analytics")))
