@@ -143,6 +143,17 @@ def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
     return [r[0] for r in rows]
 
 
+def _spans(ids: list[int]) -> list[tuple[int, int]]:
+    """Sorted ids as runs of consecutive ones, ``(first, last)`` each."""
+    out: list[tuple[int, int]] = []
+    for i in ids:
+        if out and out[-1][1] == i - 1:
+            out[-1] = (out[-1][0], i)
+        else:
+            out.append((i, i))
+    return out
+
+
 def _chunks(days: list[dt.date], size: int) -> list[list[dt.date]]:
     return [days[i : i + size] for i in range(0, len(days), size)]
 
@@ -220,7 +231,7 @@ def load_raw_from_lake(
         for k in (*changed, *removed):
             if k in old:
                 dropped.update(range(old[k][1], old[k][2] + 1))
-        _drop_ids = pl.DataFrame({"ingest_id": sorted(dropped)}, schema={"ingest_id": pl.Int64()})
+        spans = _spans(sorted(dropped))
         blocks: dict[_Key, tuple[int, int]] = {}
         for key in changed:
             n = counts.get(key, 0)
@@ -234,9 +245,10 @@ def load_raw_from_lake(
         for table in LAKE_RAW_TABLES:
             if not table_exists(con, table):
                 continue
-            if _drop_ids.height:
+            for lo, hi in spans:
+                # a range, not a list: DuckDB skips the row groups outside it (min/max)
                 con.execute(
-                    f"DELETE FROM {table} WHERE ingest_id IN (SELECT ingest_id FROM _drop_ids)"
+                    f"DELETE FROM {table} WHERE ingest_id BETWEEN $lo AND $hi", {"lo": lo, "hi": hi}
                 )
             if table not in snap.versions or not changed:
                 continue

@@ -124,6 +124,7 @@ def built(fleet_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     yield Built(cfg, lake, from_lake, straight, load)
 
 
+@pytest.mark.slow
 def test_build_from_the_lake_equals_the_build_from_the_files(built: Built) -> None:
     """Every raw, core and analytics table is equal, row for row; only the loads' times differ
     (``raw.ingests.loaded_at``: when each file was parsed)."""
@@ -179,6 +180,7 @@ def test_a_second_load_changes_nothing(built: Built, tmp_path: Path) -> None:
     _assert_same(_snapshot(db, ("raw",)), before)
 
 
+@pytest.mark.slow
 def test_a_recommitted_partition_is_the_only_one_reloaded(built: Built, tmp_path: Path) -> None:
     """Re-committing one cluster-day (its files parsed again) reloads it alone, with ingest ids
     above every earlier load (as a re-ingested file gets); the other days keep their rows and
@@ -424,6 +426,7 @@ def test_no_raw_table_in_the_lake_leaves_the_warehouse_alone(
     _assert_same(_snapshot(db, ("raw",)), before)
 
 
+@pytest.mark.slow
 def test_the_build_asset_loads_the_lake_and_the_export_asset_commits_core_tables(
     built: Built, fleet_dir: Path, tmp_path: Path
 ) -> None:
@@ -497,6 +500,7 @@ def test_load_from_moto_s3(s3: S3, tmp_path: Path) -> None:  # noqa: F811 - the 
     assert tres_ids == [("c1", 1, 1), ("c1", 2, 2), ("c2", 7, 3), ("c1", 1, 4)]
 
 
+@pytest.mark.slow
 def test_incremental_build_after_a_lake_reload_equals_a_full_build(
     built: Built, tmp_path: Path
 ) -> None:
