@@ -1,10 +1,12 @@
-"""The lake: the Delta partition commits (raw tables, one cluster-day at a time) and the Parquet
-export of the serving copy, with their resource.
+"""The lake: the Delta partition commits (raw tables, one cluster-day at a time) and the Delta
+export of the core tables, with their resource.
 
 With a lake URL set, raw tables reach the lake's Delta tables (:mod:`pipelines.warehouse.delta`)
 through :func:`commit_raw_partition`, one cluster-day at a time: ``lake_raw_job``
 (:mod:`pipelines.lake_job`) runs one step per partition, and steps share nothing but the lake,
-so they commit at once.
+so they commit at once. The aggregate build (``core_and_analytics``) loads them into the
+warehouse first (:func:`pipelines.warehouse.lake_load.load_raw_from_lake`), and
+:func:`lake_export` commits the core tables it built back to the lake.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ from pipelines._raw_assets import SettingsResource
 from pipelines.config import Config, load_config
 from pipelines.ingest import ingest_configured
 from pipelines.kinds import input_kinds
-from pipelines.warehouse import RAW_TABLES, init_warehouse
+from pipelines.warehouse import init_warehouse
 from pipelines.warehouse.delta import commit_partition
-from pipelines.warehouse.lake import DEFAULT_LAKE_TABLES, export_lake
+from pipelines.warehouse.lake import DEFAULT_DELTA_TABLES, export_delta
+from pipelines.warehouse.lake_load import LAKE_RAW_TABLES
 from pipelines.warehouse.tables import read_table, table_exists
 
 __all__ = [
@@ -78,24 +81,28 @@ class LakeResource(dg.ConfigurableResource):  # type: ignore[type-arg]  # Dagste
     deps=[dg.AssetKey(["analytics", "serving_copy"])],
     group_name="analytics",
     pool="duckdb",
-    kinds={"parquet", "polars", "s3"},
+    kinds={"delta", "polars", "s3"},
 )
 def lake_export(settings: SettingsResource, lake: LakeResource) -> dg.MaterializeResult[Any]:
-    """The raw and core tables as hive-partitioned Parquet (cluster × UTC day), one file each.
+    """The core tables as Delta tables in the lake, partitioned by cluster × UTC day, one commit
+    per table replacing the partitions of the clusters the warehouse holds
+    (:func:`~pipelines.warehouse.lake.export_delta`).
 
-    Read from the published serving copy (read-only, so the writer is never blocked); skipped,
-    with ``skipped`` metadata, when no lake URL is configured.
+    Read from the warehouse (read-only; the asset runs in the ``duckdb`` pool, after the build
+    and the serving copy), so the lake holds every row with its real names, like the raw tables
+    the partition runs commit; skipped, with ``skipped`` metadata, when no lake URL is
+    configured.
     """
     root_url = lake.resolved_root_url()
     if root_url is None:
         return dg.MaterializeResult(
-            metadata={"skipped": f"{lake.root_url_env} is not set", "files": 0}
+            metadata={"skipped": f"{lake.root_url_env} is not set", "tables": 0}
         )
     cfg = load_config(settings.config_path)
-    files = export_lake(
-        cfg.serving_path,
+    versions = export_delta(
+        cfg.warehouse_path,
         root_url,
-        tables=DEFAULT_LAKE_TABLES,
+        tables=DEFAULT_DELTA_TABLES,
         storage_options=lake.storage_options(),
     )
     return dg.MaterializeResult(
@@ -103,8 +110,8 @@ def lake_export(settings: SettingsResource, lake: LakeResource) -> dg.Materializ
             "root_url": dg.MetadataValue.url(root_url)
             if "://" in root_url
             else dg.MetadataValue.path(root_url),
-            "files": len(files),
-            "tables": dg.MetadataValue.json(list(DEFAULT_LAKE_TABLES)),
+            "tables": len(versions),
+            "versions": dg.MetadataValue.json(versions),
         }
     )
 
@@ -117,9 +124,10 @@ class PartitionCommit:
         cluster: the partition's cluster.
         day: the partition's UTC day (YYYY-MM-DD).
         files: input files parsed.
-        rows: raw table → rows committed (every raw table of the registry, 0 included).
+        rows: table → rows committed (every raw table of the registry, ``raw.ingests`` and
+            ``raw.rejected_rows``; 0 included).
         rejected: input rows rejected by the parsers.
-        versions: raw table → the Delta version its commit created (-1: nothing to remove).
+        versions: table → the Delta version its commit created (-1: nothing to remove).
     """
 
     cluster: str
@@ -145,7 +153,10 @@ def commit_raw_partition(
     scheduler matches the cluster's, loaded in registry and file order into an in-memory DuckDB
     that only this call sees; then each raw table of the registry is committed with
     :func:`~pipelines.warehouse.delta.commit_partition`, replacing that cluster-day's rows
-    (an empty table removes them). ``ingest_id`` counts this partition's files from 1.
+    (an empty table removes them); ``raw.ingests`` (one row per file) and ``raw.rejected_rows``
+    are committed the same way, so a warehouse loaded from the lake
+    (:func:`pipelines.warehouse.lake_load.load_raw_from_lake`) has the same loads and rejects as
+    one the files were ingested into. ``ingest_id`` counts this partition's files from 1.
 
     Args:
         cfg: configuration (clusters, zones, input folders).
@@ -170,7 +181,7 @@ def commit_raw_partition(
                 stats = ingest_configured(con, cfg, kind.name, path, cluster=cluster)
                 files += 1
                 rejected += stats.rows_rejected
-        for table in sorted(set(RAW_TABLES.values())):
+        for table in LAKE_RAW_TABLES:
             if table_exists(con, table):
                 frames[table] = read_table(con, table)
     rows: dict[str, int] = {}

@@ -29,7 +29,9 @@ from pipelines.analytics.checks import (
     waterfall_conserves_capacity,
 )
 from pipelines.config import load_config
+from pipelines.lake_assets import LakeResource
 from pipelines.warehouse import init_warehouse, publish_serving_copy
+from pipelines.warehouse.lake_load import load_raw_from_lake
 
 __all__ = [
     "CORE_ANALYTICS_KEYS",
@@ -164,13 +166,33 @@ def core_and_analytics(
     config: RebuildConfig,
     duckdb: DuckDBResource,
     settings: SettingsResource,
+    lake: LakeResource,
 ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetCheckResult]:
     """Recompute the core and analytics tables (incremental: the days affected since the last
-    build, see :mod:`pipelines.analytics.incremental`; ``full`` rewrites all), then the views."""
+    build, see :mod:`pipelines.analytics.incremental`; ``full`` rewrites all), then the views.
+
+    With a lake URL set, the raw tables are first loaded from the lake's Delta tables (the
+    cluster-days committed since the last load, :func:`pipelines.warehouse.lake_load.
+    load_raw_from_lake`); a lake that holds no raw table yet leaves the warehouse's as they are.
+    A load that removed a cluster-day (no longer in the lake) makes the build a full one.
+    """
     cfg = load_config(settings.config_path)
     with duckdb.get_connection() as con:
         init_warehouse(con)
-        counts = rebuild(con, cfg, full=config.full)
+        root_url = lake.resolved_root_url()
+        full = config.full
+        if root_url is not None:
+            loaded = load_raw_from_lake(con, root_url, storage_options=lake.storage_options())
+            context.log.info(
+                loaded.skipped
+                or f"lake: {len(loaded.loaded)} cluster-days loaded, {len(loaded.removed)} "
+                f"removed, {loaded.unchanged} unchanged, {loaded.foreign_ingests} loads made "
+                "outside the lake replaced"
+            )
+            # A cluster-day gone from the lake leaves no new load behind to mark its days as
+            # affected (a reloaded one does: its files' new ingest ids): rebuild it all.
+            full = full or bool(loaded.removed)
+        counts = rebuild(con, cfg, full=full)
         checks = [
             end_not_before_start(con),
             unique_attempt_keys(con),

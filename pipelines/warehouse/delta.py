@@ -35,12 +35,15 @@ from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
 __all__ = [
+    "COMMIT_ATTEMPTS",
     "DELTA_PARTITION_COLS",
     "PARTITION_DATE",
+    "checked_cluster",
     "commit_partition",
     "delta_table_exists",
     "delta_table_url",
     "read_delta",
+    "storage_options_for",
 ]
 
 #: The column holding the cluster-day partition that committed a row.
@@ -67,8 +70,9 @@ def delta_table_url(root_url: str, table: str) -> str:
     return f"{root_url.rstrip('/')}/{table}"
 
 
-def _options(storage_options: Mapping[str, Any] | None) -> dict[str, str] | None:
-    """object_store options as deltalake takes them (string values)."""
+def storage_options_for(storage_options: Mapping[str, Any] | None) -> dict[str, str] | None:
+    """object_store options as deltalake takes them (string values; booleans as
+    ``true``/``false``), or None for none."""
     if not storage_options:
         return None
     return {
@@ -76,10 +80,19 @@ def _options(storage_options: Mapping[str, Any] | None) -> dict[str, str] | None
     }
 
 
-def _predicate(cluster: str, day: dt.date) -> str:
+def checked_cluster(cluster: str) -> str:
+    """``cluster``, when it can be a partition value inside a Delta predicate's quotes.
+
+    Raises:
+        ValueError: not letters, digits and ``._-`` (starting with a letter or digit).
+    """
     if not _CLUSTER_RE.match(cluster):
         raise ValueError(f"cluster name {cluster!r} cannot be a Delta partition value")
-    return f"cluster = '{cluster}' AND {PARTITION_DATE} = '{day.isoformat()}'"
+    return cluster
+
+
+def _predicate(cluster: str, day: dt.date) -> str:
+    return f"cluster = '{checked_cluster(cluster)}' AND {PARTITION_DATE} = '{day.isoformat()}'"
 
 
 def commit_partition(
@@ -117,7 +130,7 @@ def commit_partition(
     url = delta_table_url(root_url, table)
     day = dt.date.fromisoformat(day) if isinstance(day, str) else day
     predicate = _predicate(cluster, day)
-    opts = _options(storage_options)
+    opts = storage_options_for(storage_options)
     rows = frame.with_columns(
         pl.lit(cluster, pl.String()).alias("cluster"),
         pl.lit(day, pl.Date()).alias(PARTITION_DATE),
@@ -158,7 +171,7 @@ def delta_table_exists(
         ValueError: a bad table name.
     """
     url = delta_table_url(root_url, table)
-    return bool(DeltaTable.is_deltatable(url, storage_options=_options(storage_options)))
+    return bool(DeltaTable.is_deltatable(url, storage_options=storage_options_for(storage_options)))
 
 
 def read_delta(
@@ -175,5 +188,5 @@ def read_delta(
         ValueError: a bad table name.
     """
     return pl.scan_delta(
-        delta_table_url(root_url, table), storage_options=_options(storage_options)
+        delta_table_url(root_url, table), storage_options=storage_options_for(storage_options)
     )

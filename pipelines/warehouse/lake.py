@@ -1,7 +1,15 @@
-"""The Parquet lake: raw and core warehouse tables as hive-partitioned files, locally or on S3.
+"""The lake's exported tables: core (and, without Delta, raw) warehouse tables, locally or on S3.
 
-Layout: ``<root>/<schema>.<table>/cluster=<cluster>/date=<YYYY-MM-DD>/part-0.parquet``, one file
-per partition. ``date`` is the UTC day of the table's natural time column (the first non-null of
+Two layouts. With Delta (:func:`export_delta`, what the ``lake_export`` asset writes): each
+table is a Delta table at ``<root>/<schema>.<table>``, partitioned by ``cluster`` and ``date``
+(below), written in one commit per table that replaces the partitions it covers; the raw
+tables' Delta tables there are the partition runs' (:mod:`pipelines.warehouse.delta`), so
+:func:`export_delta` writes core and analytics tables only. :func:`read_lake` reads either
+layout.
+
+Hive-layout Parquet (:func:`export_lake`, kept for readers that want plain files):
+``<root>/<schema>.<table>/cluster=<cluster>/date=<YYYY-MM-DD>/part-0.parquet``, one file per
+partition. ``date`` is the UTC day of the table's natural time column (the first non-null of
 the columns in :data:`LAKE_TIME_COLUMNS`); rows without one, and tables without a time column
 (node inventories), go to ``date=__HIVE_DEFAULT_PARTITION__``, which polars and DuckDB read back as
 NULL. Partition columns live in the path only, not in the files.
@@ -17,6 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,14 +33,24 @@ from typing import Any
 
 import fsspec  # type: ignore[import-untyped]  # fsspec ships no type stubs
 import polars as pl
+from deltalake import DeltaTable, write_deltalake
+from deltalake.exceptions import CommitFailedError
 
 from pipelines.warehouse import connect, table_exists
+from pipelines.warehouse.delta import (
+    COMMIT_ATTEMPTS,
+    checked_cluster,
+    delta_table_url,
+    storage_options_for,
+)
 
 __all__ = [
+    "DEFAULT_DELTA_TABLES",
     "DEFAULT_LAKE_TABLES",
     "HIVE_NULL",
     "LAKE_TIME_COLUMNS",
     "PART_FILE",
+    "export_delta",
     "export_lake",
     "read_lake",
 ]
@@ -79,6 +98,10 @@ LAKE_TIME_COLUMNS: dict[str, tuple[str, ...]] = {
 DEFAULT_LAKE_TABLES: tuple[str, ...] = tuple(
     t for t in LAKE_TIME_COLUMNS if t.startswith(("raw.", "core."))
 )
+
+#: What :func:`export_delta` writes by default: every core table (the raw tables' Delta tables
+#: are committed by the partition runs, :func:`pipelines.warehouse.delta.commit_partition`).
+DEFAULT_DELTA_TABLES: tuple[str, ...] = tuple(t for t in LAKE_TIME_COLUMNS if t.startswith("core."))
 
 #: The one file name of each partition (re-exports overwrite it).
 PART_FILE = "part-0.parquet"
@@ -272,16 +295,28 @@ def read_lake(
     partition_cols: tuple[str, ...] = ("cluster", _DATE),
     storage_options: Mapping[str, Any] | None = None,
 ) -> pl.LazyFrame:
-    """One lake table as a lazy frame, partition columns (``cluster``, ``date``) included.
+    """One lake table as a lazy frame, partition columns included.
+
+    A Delta table (a ``_delta_log`` under ``<root>/<table>``) is read at its latest version,
+    with its own partition columns: ``cluster`` and ``date`` for :func:`export_delta`'s tables,
+    ``cluster`` and ``partition_date`` for the partition runs' raw tables. Otherwise the hive
+    layout of :func:`export_lake` is read.
 
     Args:
-        root_url: the root given to :func:`export_lake`.
+        root_url: the lake root.
         table: ``schema.table``.
-        partition_cols: the hive columns it was written with; ``date`` reads as ``pl.Date``,
-            the others as strings.
+        partition_cols: the hive columns a hive-layout table was written with; ``date`` reads
+            as ``pl.Date``, the others as strings (ignored for a Delta table).
         storage_options: object_store options, as for :func:`export_lake`.
     """
     lake = _open_lake(root_url, storage_options)
+    # A Delta log is looked for through fsspec, not deltalake: its calls hold the GIL while
+    # they wait on the store, which an in-process S3 stand-in cannot answer.
+    lake.fs.invalidate_cache()
+    if lake.fs.exists(f"{lake.root}/{table}/_delta_log"):
+        return pl.scan_delta(
+            delta_table_url(root_url, table), storage_options=storage_options_for(storage_options)
+        )
     hive_schema = {c: (pl.Date() if c == _DATE else pl.String()) for c in partition_cols}
     return pl.scan_parquet(
         lake.url(f"{lake.root}/{table}/"),
@@ -289,3 +324,96 @@ def read_lake(
         hive_schema=hive_schema,
         storage_options=lake.storage_options,
     )
+
+
+def _delta_predicate(frame: pl.DataFrame, partition: tuple[str, dt.date] | None) -> str:
+    """The partitions a commit of ``frame`` replaces: the one cluster-day, or every partition
+    of the clusters ``frame`` holds (cluster names validated before they reach the text)."""
+    if partition is not None:
+        return f"cluster = '{checked_cluster(partition[0])}' AND {_DATE} = '{partition[1]}'"
+    names = sorted(set(frame["cluster"].drop_nulls().to_list()))
+    quoted = ", ".join(f"'{checked_cluster(c)}'" for c in names)
+    return f"cluster IN ({quoted})"
+
+
+def export_delta(
+    warehouse_db: str | Path,
+    root_url: str,
+    *,
+    tables: Iterable[str] = DEFAULT_DELTA_TABLES,
+    partition: tuple[str, str] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> dict[str, int]:
+    """Write warehouse tables to the lake as Delta tables, one commit per table.
+
+    Each table lives at ``<root>/<schema>.<table>``, partitioned by ``cluster`` and ``date``
+    (the UTC day of its first non-null time column, :data:`LAKE_TIME_COLUMNS`; NULL for a
+    table without one). A commit is ``mode="overwrite"`` with a predicate, so the partitions it
+    replaces are swapped in one transaction (readers see the old table or the new one) and a
+    concurrent export of other clusters does not conflict: without ``partition`` it replaces
+    every partition of the clusters the warehouse table holds (a cluster the table no longer
+    holds keeps its rows in the lake); with ``partition`` only that cluster-day, removed when
+    it has no rows. Re-exports are idempotent (same rows, a new version).
+
+    Args:
+        warehouse_db: the DuckDB file (opened read-only; the serving copy works too).
+        root_url: a folder, ``file://`` URL or ``s3://bucket/prefix``.
+        tables: ``schema.table`` names, keys of :data:`LAKE_TIME_COLUMNS` outside ``raw.``;
+            tables missing from the warehouse, or empty there (without ``partition``), are
+            skipped.
+        partition: ``(cluster, YYYY-MM-DD)`` to export one cluster-day only.
+        storage_options: object_store options (``aws_endpoint_url``, ``aws_region``,
+            ``aws_allow_http``...); credentials otherwise from ``AWS_*`` variables.
+
+    Returns:
+        Table → the Delta version its commit created.
+
+    Raises:
+        ValueError: an unknown or raw table (raw tables are the partition runs' to commit), or
+            a cluster name that cannot be a partition value.
+        deltalake.exceptions.CommitFailedError: a commit still conflicted after
+            :data:`~pipelines.warehouse.delta.COMMIT_ATTEMPTS` tries.
+    """
+    tables = tuple(tables)
+    bad = [t for t in tables if t not in LAKE_TIME_COLUMNS or t.startswith("raw.")]
+    if bad:
+        raise ValueError(
+            f"not Delta export tables: {bad}; raw tables are committed by the partition runs"
+            " (lake_raw_job), the others must be keys of LAKE_TIME_COLUMNS"
+        )
+    part = None if partition is None else (partition[0], dt.date.fromisoformat(partition[1]))
+    opts = storage_options_for(storage_options)
+    versions: dict[str, int] = {}
+    for table in tables:
+        frame = _read_table(warehouse_db, table, part[0] if part else None)
+        if frame is None or (frame.height == 0 and part is None):
+            continue
+        frame = _with_partition_cols(frame, table, ("cluster", _DATE))
+        if part is not None:
+            frame = frame.filter(pl.col(_DATE) == part[1])
+        url = delta_table_url(root_url, table)
+        predicate = _delta_predicate(frame, part)
+        for attempt in range(COMMIT_ATTEMPTS):
+            try:
+                if frame.height == 0:
+                    if not DeltaTable.is_deltatable(url, storage_options=opts):
+                        break
+                    target = DeltaTable(url, storage_options=opts)
+                    target.delete(predicate)
+                    versions[table] = int(target.version())
+                    break
+                write_deltalake(
+                    url,
+                    frame.to_arrow(),
+                    mode="overwrite",
+                    predicate=predicate,
+                    partition_by=["cluster", _DATE],
+                    storage_options=opts,
+                )
+                versions[table] = int(DeltaTable(url, storage_options=opts).version())
+                break
+            except CommitFailedError:
+                if attempt == COMMIT_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.05 * 2**attempt)
+    return versions

@@ -1,4 +1,5 @@
-"""The Parquet lake: local and S3 round trips of the materialized warehouse, idempotent re-exports.
+"""The hive-layout Parquet export: local and S3 round trips of the materialized warehouse,
+idempotent re-exports; and the ``lake_export`` asset, which writes Delta tables instead.
 
 The object-storage tests run against moto's S3 server (``moto.server.ThreadedMotoServer``) on
 127.0.0.1: moto is a stand-in because no real S3-compatible server (MinIO, Ceph RGW) installs
@@ -22,6 +23,7 @@ import pytest
 
 from pipelines.warehouse import RAW_TABLES, connect
 from pipelines.warehouse.lake import (
+    DEFAULT_DELTA_TABLES,
     DEFAULT_LAKE_TABLES,
     HIVE_NULL,
     LAKE_TIME_COLUMNS,
@@ -225,21 +227,12 @@ def test_s3_re_export_is_idempotent(materialized: Materialized, s3: S3) -> None:
     assert len({k.rsplit("/", 1)[0] for k in keys}) == len(keys) == len(first)
 
 
-def test_lake_export_asset_skips_without_a_url(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With ``GOODPUT_LAKE_URL`` unset the asset succeeds, writes nothing and says why."""
-    from pipelines._raw_assets import SettingsResource
-    from pipelines.lake_assets import LAKE_URL_ENV, LakeResource, lake_export
-
-    monkeypatch.delenv(LAKE_URL_ENV, raising=False)
-    result = lake_export(settings=SettingsResource(), lake=LakeResource())
-    assert result.metadata is not None
-    assert result.metadata["files"] == 0 and LAKE_URL_ENV in str(result.metadata["skipped"])
-
-
 def test_lake_export_asset_reads_the_url_from_the_env(
     materialized: Materialized, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The asset exports the serving copy to the folder named by ``GOODPUT_LAKE_URL``."""
+    """The asset commits the warehouse's core tables as Delta tables to the folder named by
+    ``GOODPUT_LAKE_URL`` (one commit each, no hive files), with the warehouse's row counts.
+    (Without the variable it skips: tests/scale/test_lake_build.py.)"""
     from pipelines._raw_assets import SettingsResource
     from pipelines.lake_assets import LAKE_URL_ENV, LakeResource, lake_export
 
@@ -247,5 +240,10 @@ def test_lake_export_asset_reads_the_url_from_the_env(
     settings = SettingsResource(config_path=str(materialized.cfg.path))
     result = lake_export(settings=settings, lake=LakeResource())
     assert result.metadata is not None
-    files = list(tmp_path.rglob(PART_FILE))
-    assert files and result.metadata["files"] == len(files)
+    assert not list(tmp_path.rglob(PART_FILE))
+    counts = _counts(materialized.cfg.warehouse_path, DEFAULT_DELTA_TABLES)
+    exported = {t for t, n in counts.items() if n}
+    assert "core.jobs" in exported and result.metadata["tables"] == len(exported)
+    for table in exported:
+        assert (tmp_path / table / "_delta_log").is_dir(), table
+        assert read_lake(str(tmp_path), table).collect().height == counts[table], table
