@@ -540,7 +540,7 @@ def _tables(
         con, jobs=_without_slurmd(jobs, sok.slurmd_jobs), pending=core.pending, occupancy=occ,
         as_of=as_of, pod_jobs=core.pod_jobs, nodes=core.nodes, idle_threshold=cfg.idle_activity,
         days=None if plan.full else plan.days, changed_keys=plan.changed_keys,
-        slurmd_maps=sok.slurmd_maps if sok.slurmd_maps.height else None,
+        slurmd_maps=sok.slurmd_maps if sok.slurmd_maps.height else None, every=units[0],
     )  # fmt: skip
     waterfall = windows.tables.pop("analytics.gpu_waterfall_hourly")
     for table in list(windows.tables):  # the policy impact reads only the waterfall

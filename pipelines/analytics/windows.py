@@ -20,6 +20,7 @@ import duckdb
 import polars as pl
 
 from metrics import gpu_waterfall_hourly
+from pipelines.analytics.chunks import BUILD_CHUNK, by_hour_chunks, touching
 from pipelines.analytics.dcgm_hourly_metrics import hourly_activity
 from pipelines.analytics.metrics_build import (
     _ONE_JOB,
@@ -268,6 +269,40 @@ def _cluster_scope(
     )
 
 
+def _waterfall(
+    jobs: pl.LazyFrame,
+    occupancy: pl.DataFrame,
+    cut: dt.datetime,
+    *,
+    pending: pl.LazyFrame,
+    activity: pl.LazyFrame,
+    bucket_s: float,
+    xid: pl.LazyFrame,
+    idle_threshold: float,
+    every: str,
+) -> pl.DataFrame:
+    """:func:`metrics.gpu_waterfall_hourly` of one cluster's ``occupancy`` hours, one unit of
+    hours at a time (:func:`pipelines.analytics.chunks.by_hour_chunks`): the waterfall of a
+    window is computed from its capacity rows, the attempts and waits touching it and the
+    activity buckets inside it (each attempt's outcome depends on that attempt alone)."""
+
+    def unit(hours: pl.DataFrame, c: str, lo: dt.datetime, hi: dt.datetime) -> pl.DataFrame:
+        return gpu_waterfall_hourly(
+            touching(jobs, c, lo, hi),
+            hours.select(
+                "cluster", "hour", "capacity_gpu_s", "down_gpu_s", "planned_down_gpu_s"
+            ).lazy(),
+            cut,
+            pending=touching(pending, c, lo, hi),
+            activity=activity.filter((pl.col("bucket") >= lo) & (pl.col("bucket") < hi)),
+            activity_bucket_s=bucket_s,
+            xid_events=xid,
+            idle_threshold=idle_threshold,
+        ).collect()
+
+    return by_hour_chunks(occupancy, unit, every)
+
+
 def window_tables(
     con: duckdb.DuckDBPyConnection,
     *,
@@ -281,6 +316,7 @@ def window_tables(
     days: Mapping[str, set[dt.date]] | None = None,
     changed_keys: pl.DataFrame | None = None,
     slurmd_maps: pl.DataFrame | None = None,
+    every: str = BUILD_CHUNK,
 ) -> WindowFrames:
     """The time-keyed tables (:data:`WINDOW_TABLES`) of the given cluster-days.
 
@@ -312,6 +348,8 @@ def window_tables(
             the Slurm cluster's (a Slurm cluster's window also reads its Kubernetes cluster's
             samples; only rows of the window's own cluster are kept). ``jobs`` should not hold
             the slurmd pods' own Kubernetes jobs.
+        every: the unit of hours the waterfall is computed in, one at a time
+            (:func:`pipelines.analytics.chunks.by_hour_chunks`; default one cluster-month).
 
     Returns:
         The frames by table, and the job keys the summary covers (None for a full build).
@@ -345,11 +383,12 @@ def window_tables(
             xid = _xid_events(mem, slurmd_maps)
             for c, cut, cdays in scope.clusters:
                 occ_c = occupancy.filter(pl.col("cluster") == c)
-                jobs_c = scope.jobs.filter(pl.col("cluster") == c)
+                # Lazy: no copy of the cluster's attempts is held beside ``jobs``.
+                jobs_c = scope.jobs.lazy().filter(pl.col("cluster") == c)
                 j = jobs_c
                 if cdays is not None:
                     occ_c = occ_c.filter(in_days("hour", cdays))
-                    j = _overlapping(jobs_c, cdays, cut, from_col="wait")
+                    j = _overlapping(jobs_c.collect(), cdays, cut, from_col="wait").lazy()
                 occ_parts.append(occ_c)
                 wf_activity, bucket_s = activity.filter(pl.col("cluster") == c), 300.0
                 # The one hourly-DCGM rule: hourly aggregates for a cluster whose attributed
@@ -357,20 +396,18 @@ def window_tables(
                 if wf_activity.height == 0 and (
                     cdays is None or not attributed_activity_elsewhere(con, c, cdays)
                 ):
-                    hourly = hourly_activity(mem, jobs_c).filter(pl.col("cluster") == c)
+                    starts = jobs_c.select("cluster", "job_id", "attempt", "start_at").collect()
+                    hourly = hourly_activity(mem, starts).filter(pl.col("cluster") == c)
                     if hourly.height:
                         wf_activity, bucket_s = hourly, 3600.0
                 if occ_c.height:
                     wf_parts.append(
-                        gpu_waterfall_hourly(
-                            j.lazy(),
-                            occ_c.select("cluster", "hour", "capacity_gpu_s", "down_gpu_s",
-                                         "planned_down_gpu_s").lazy(),
-                            cut, pending=pending.filter(pl.col("cluster") == c).lazy(),
-                            activity=wf_activity.lazy(), activity_bucket_s=bucket_s,
-                            xid_events=xid.filter(pl.col("cluster") == c).lazy(),
-                            idle_threshold=idle_threshold,
-                        ).collect()
+                        _waterfall(
+                            j, occ_c, cut, pending=pending.lazy().filter(pl.col("cluster") == c),
+                            activity=wf_activity.lazy(), bucket_s=bucket_s,
+                            xid=xid.filter(pl.col("cluster") == c).lazy(),
+                            idle_threshold=idle_threshold, every=every,
+                        )
                     )  # fmt: skip
             ga = gpu_activity(mem, scope.jobs, pod_jobs, buckets=buckets)
             if scope.clusters[0][2] is not None:

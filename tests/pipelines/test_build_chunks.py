@@ -1,5 +1,5 @@
-"""The hour-keyed topology and fair-share tables are computed one cluster-month at a time and the
-placement table a range of attempts at a time: the same tables as one computation over all
+"""The hour-keyed waterfall, topology and fair-share tables are computed one cluster-month at a time
+and the placement table a range of attempts at a time: the same tables as one computation over all
 hours and attempts."""
 
 from __future__ import annotations
@@ -118,6 +118,7 @@ def test_the_build_in_units_equals_the_build_whole(fleet_dir: Path, tmp_path: Pa
             "analytics.topology_fragmentation_hourly",
             "analytics.job_placement",
             "analytics.fairness_weekly",
+            "analytics.gpu_waterfall_hourly",
         ):
             n = a.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
             assert n > 7, (t, n)
