@@ -8,19 +8,39 @@ buckets (``activity_bucket_s = 3600`` in :func:`metrics.waterfall.gpu_waterfall_
 
 from __future__ import annotations
 
+import datetime as dt
+
 import duckdb
 import polars as pl
 
-from pipelines.warehouse import table_exists
+from pipelines.warehouse import run_named, table_exists
 from pipelines.warehouse.sql import load_sql
 
-__all__ = ["HOURLY_QUERY_MEMORY", "hourly_activity"]
+__all__ = ["HOURLY_QUERY_MEMORY", "hourly_activity", "labelled_hours"]
 
 #: DuckDB memory limit while the hourly aggregates are scanned and grouped.
 HOURLY_QUERY_MEMORY = "1GB"
 
 
-def hourly_activity(con: duckdb.DuckDBPyConnection, jobs: pl.DataFrame) -> pl.DataFrame:
+#: The hours of all time (the window :func:`hourly_activity` reads without one).
+_ALL_TIME = (dt.datetime(1, 1, 2, tzinfo=dt.UTC), dt.datetime(9999, 12, 30, tzinfo=dt.UTC))
+
+
+def labelled_hours(con: duckdb.DuckDBPyConnection, cluster: str) -> bool:
+    """Whether ``raw.dcgm_hourly`` (when ``con`` has it) holds a labelled row with samples for
+    ``cluster``: the rows :func:`hourly_activity` reads."""
+    if not table_exists(con, "raw.dcgm_hourly"):
+        return False
+    return bool(run_named(con, "analytics/dcgm_hourly_labelled", {"cluster": cluster})["found"][0])
+
+
+def hourly_activity(
+    con: duckdb.DuckDBPyConnection,
+    jobs: pl.DataFrame,
+    *,
+    cluster: str | None = None,
+    window: tuple[dt.datetime, dt.datetime] | None = None,
+) -> pl.DataFrame:
     """Mean activity per allocation attempt and UTC hour from ``raw.dcgm_hourly``.
 
     For each (cluster, ``hpc_job``, hour): ``activity`` = Σ samples × ``gr_engine_active_avg`` ÷
@@ -33,7 +53,11 @@ def hourly_activity(con: duckdb.DuckDBPyConnection, jobs: pl.DataFrame) -> pl.Da
 
     Args:
         con: warehouse connection holding ``raw.dcgm_hourly``.
-        jobs: ``core.jobs`` rows (``cluster, job_id, attempt, start_at``).
+        jobs: ``core.jobs`` rows (``cluster, job_id, attempt, start_at``): every attempt of the
+            jobs, also outside ``window`` (the hour's attempt is the latest started before it).
+        cluster: only this cluster's hours (None: every cluster's).
+        window: only the hours in [lo, hi) (UTC; None: all), so that a build reading the
+            history a unit of hours at a time holds one unit's rows.
 
     Returns:
         ``cluster, job_id, attempt (Int64), bucket (hour start, UTC), activity (0–1), gpus``;
@@ -55,7 +79,11 @@ def hourly_activity(con: duckdb.DuckDBPyConnection, jobs: pl.DataFrame) -> pl.Da
     limit = con.sql("SELECT current_setting('memory_limit')").fetchall()[0][0]
     con.execute(f"SET memory_limit = '{HOURLY_QUERY_MEMORY}'")
     try:
-        per = con.sql(load_sql("analytics/dcgm_hourly_activity")).pl()
+        lo, hi = window or _ALL_TIME
+        per = con.sql(
+            load_sql("analytics/dcgm_hourly_activity"),
+            params={"cluster": cluster, "lo": lo, "hi": hi},
+        ).pl()
     finally:
         con.execute(f"SET memory_limit = '{limit}'")
     if per.height == 0:

@@ -48,6 +48,8 @@ _TTS_GROUPS: tuple[tuple[str, ...], ...] = (
     ("source", "cluster", "team", "bucket"),
 )
 _TTS_COLS = ["week", "source", "cluster", "partition", "team", "bucket"]
+#: The spell columns the Kaplan–Meier percentiles read.
+_TTS_KM_COLS = (*_TTS_COLS, "duration_s", "started")
 
 
 def _empty_gres() -> pl.DataFrame:
@@ -384,17 +386,20 @@ def build_metric_tables(
         )
         if cap.height == 0:
             continue
-        sp = wait_spells(j, cut, pending=p).collect()
-        spells.append(sp.with_columns(pl.lit(cut).alias("as_of")))
+        # The percentiles read the spells' group keys, duration and event flag only: collected
+        # narrow first (the wide spells, every attempt column, are collected last, so both are
+        # never in memory with the percentiles' working rows).
+        narrow = wait_spells(j, cut, pending=p).select(*_TTS_KM_COLS).collect()
         for by in _TTS_GROUPS:
             # A NULL partition or team is its own group, labelled, so that NULL keeps meaning
             # "all" in the summary.
-            labelled = sp.with_columns(
+            labelled = narrow.with_columns(
                 pl.col(c).cast(pl.String).fill_null("(none)")
                 for c in by
                 if c in ("partition", "team")
             )
             tts.append(wait_percentiles_km(labelled.lazy(), by=by).collect())
+        del narrow, labelled
         fair_hourly.append(_fair_share_hourly(j, p, cap, shares, cut, every))
         rel.append(
             node_reliability(
@@ -404,6 +409,8 @@ def build_metric_tables(
                 nodes=nodes.filter(pl.col("cluster") == c).select("cluster", "host", "rack").lazy(),
             ).collect()
         )  # fmt: skip
+        sp = wait_spells(j, cut, pending=p).collect()
+        spells.append(sp.with_columns(pl.lit(cut).alias("as_of")))
     out: dict[str, pl.DataFrame] = {}
     out["analytics.time_to_start_jobs"] = _concat(spells)
     km = _concat(tts)

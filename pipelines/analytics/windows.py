@@ -13,7 +13,7 @@ per-GPU activity, and the per-attempt telemetry summary.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import duckdb
@@ -21,7 +21,7 @@ import polars as pl
 
 from metrics import gpu_waterfall_hourly
 from pipelines.analytics.chunks import BUILD_CHUNK, by_hour_chunks, touching
-from pipelines.analytics.dcgm_hourly_metrics import hourly_activity
+from pipelines.analytics.dcgm_hourly_metrics import hourly_activity, labelled_hours
 from pipelines.analytics.metrics_build import (
     _ONE_JOB,
     _activity,
@@ -269,13 +269,28 @@ def _cluster_scope(
     )
 
 
+#: The activity buckets in [lo, hi) the waterfall of that window reads.
+_Activity = Callable[[dt.datetime, dt.datetime], pl.LazyFrame]
+
+
+def _in_window(activity: pl.DataFrame) -> _Activity:
+    """``activity``'s buckets in a window."""
+    return lambda lo, hi: activity.lazy().filter((pl.col("bucket") >= lo) & (pl.col("bucket") < hi))
+
+
+def _hourly_in_window(con: duckdb.DuckDBPyConnection, starts: pl.DataFrame, c: str) -> _Activity:
+    """Cluster ``c``'s hourly-aggregate activity in a window, read from ``con`` when asked
+    (:func:`~pipelines.analytics.dcgm_hourly_metrics.hourly_activity`)."""
+    return lambda lo, hi: hourly_activity(con, starts, cluster=c, window=(lo, hi)).lazy()
+
+
 def _waterfall(
     jobs: pl.LazyFrame,
     occupancy: pl.DataFrame,
     cut: dt.datetime,
     *,
     pending: pl.LazyFrame,
-    activity: pl.LazyFrame,
+    activity: _Activity,
     bucket_s: float,
     xid: pl.LazyFrame,
     idle_threshold: float,
@@ -294,7 +309,7 @@ def _waterfall(
             ).lazy(),
             cut,
             pending=touching(pending, c, lo, hi),
-            activity=activity.filter((pl.col("bucket") >= lo) & (pl.col("bucket") < hi)),
+            activity=activity(lo, hi),
             activity_bucket_s=bucket_s,
             xid_events=xid,
             idle_threshold=idle_threshold,
@@ -390,21 +405,26 @@ def window_tables(
                     occ_c = occ_c.filter(in_days("hour", cdays))
                     j = _overlapping(jobs_c.collect(), cdays, cut, from_col="wait").lazy()
                 occ_parts.append(occ_c)
-                wf_activity, bucket_s = activity.filter(pl.col("cluster") == c), 300.0
+                five = activity.filter(pl.col("cluster") == c)
+                wf_activity = _in_window(five)
+                bucket_s = 300.0
                 # The one hourly-DCGM rule: hourly aggregates for a cluster whose attributed
-                # 5-minute activity is empty over all time (the window's and the other days').
-                if wf_activity.height == 0 and (
-                    cdays is None or not attributed_activity_elsewhere(con, c, cdays)
+                # 5-minute activity is empty over all time (the window's and the other days'),
+                # read a unit of hours at a time. (A cluster whose labelled hourly rows match no
+                # attempt has no activity either way: its waterfall is the same.)
+                if (
+                    five.height == 0
+                    and (cdays is None or not attributed_activity_elsewhere(con, c, cdays))
+                    and labelled_hours(mem, c)
                 ):
                     starts = jobs_c.select("cluster", "job_id", "attempt", "start_at").collect()
-                    hourly = hourly_activity(mem, starts).filter(pl.col("cluster") == c)
-                    if hourly.height:
-                        wf_activity, bucket_s = hourly, 3600.0
+                    wf_activity = _hourly_in_window(mem, starts, c)
+                    bucket_s = 3600.0
                 if occ_c.height:
                     wf_parts.append(
                         _waterfall(
                             j, occ_c, cut, pending=pending.lazy().filter(pl.col("cluster") == c),
-                            activity=wf_activity.lazy(), bucket_s=bucket_s,
+                            activity=wf_activity, bucket_s=bucket_s,
                             xid=xid.filter(pl.col("cluster") == c).lazy(),
                             idle_threshold=idle_threshold, every=every,
                         )
