@@ -13,7 +13,7 @@ import datetime as dt
 import duckdb
 import polars as pl
 
-from pipelines.warehouse import run_named, table_exists
+from pipelines.warehouse import memory_limit, run_named, table_exists
 from pipelines.warehouse.sql import load_sql
 
 __all__ = ["HOURLY_QUERY_MEMORY", "hourly_activity", "labelled_hours"]
@@ -76,16 +76,12 @@ def hourly_activity(
     # evicts, or spills the aggregate), and the connection's own limit is restored after.
     if not table_exists(con, "raw.dcgm_hourly"):
         return pl.DataFrame(schema=schema)
-    limit = con.sql("SELECT current_setting('memory_limit')").fetchall()[0][0]
-    con.execute(f"SET memory_limit = '{HOURLY_QUERY_MEMORY}'")
-    try:
-        lo, hi = window or _ALL_TIME
+    lo, hi = window or _ALL_TIME
+    with memory_limit(con, HOURLY_QUERY_MEMORY):
         per = con.sql(
             load_sql("analytics/dcgm_hourly_activity"),
             params={"cluster": cluster, "lo": lo, "hi": hi},
         ).pl()
-    finally:
-        con.execute(f"SET memory_limit = '{limit}'")
     if per.height == 0:
         return pl.DataFrame(schema=schema)
     per = per.with_columns(

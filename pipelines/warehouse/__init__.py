@@ -20,6 +20,7 @@ from pipelines.warehouse._connection import (
     attach_read_only,
     connect,
     lock_holder,
+    memory_limit,
     pid_alive,
     reader_cursor,
 )
@@ -85,6 +86,7 @@ __all__ = [
     "load_parse_result",
     "load_parse_results",
     "lock_holder",
+    "memory_limit",
     "newest_data_time",
     "pid_alive",
     "publish_serving_copy",

@@ -151,3 +151,39 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+_MEMORY_RE = re.compile(r"^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$")
+
+
+@contextmanager
+def memory_limit(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[None]:
+    """DuckDB's ``memory_limit`` set to ``limit`` (e.g. ``"1GB"``) for the block, the
+    connection's own limit restored after. Under it DuckDB evicts cached blocks of the file and
+    spills its own operators to the temporary directory instead of growing: a build that reads
+    and writes the whole warehouse would otherwise keep what it touched in DuckDB's buffer cache
+    (2.3 GB of a year of 10,000 GPUs; BENCHMARKS.md).
+
+    The connection's default limit is restored exactly; a limit its caller had set comes back
+    as DuckDB reports it (rounded to 0.1 of its unit: ``3GB`` is reported, and so restored, as
+    2.7 GiB).
+
+    Raises:
+        ValueError: ``limit`` is not a size (digits and a unit: B, KB, MB, GB, TB, KiB … TiB).
+    """
+    if not _MEMORY_RE.match(limit):
+        raise ValueError(f"memory limit must be a size such as '1GB', got {limit!r}")
+    before = _memory_limit(con)
+    con.execute(f"SET memory_limit = '{limit}'")
+    try:
+        yield
+    finally:
+        # DuckDB reports the limit rounded to 0.1 of its unit: the default comes back exactly
+        # (RESET), a limit the caller had set comes back as DuckDB printed it.
+        con.execute("RESET memory_limit")
+        if _memory_limit(con) != before:
+            con.execute(f"SET memory_limit = '{before}'")
+
+
+def _memory_limit(con: duckdb.DuckDBPyConnection) -> str:
+    return str(con.sql("SELECT current_setting('memory_limit')").fetchall()[0][0])
