@@ -9,6 +9,7 @@ themselves live in :mod:`metrics`.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -79,6 +80,8 @@ from pipelines.warehouse import (
 from pipelines.warehouse.sql import load_sql
 
 __all__ = ["CUTOFF_TABLE", "JOBS_COLUMNS", "VIEWS", "create_views", "rebuild"]
+
+log = logging.getLogger(__name__)
 
 #: The one stored home of the data cut-off: ``cluster, as_of`` per cluster of the last build.
 #: No other core or analytics table stores ``as_of``: the views join it in by ``cluster``, so a
@@ -301,9 +304,21 @@ def rebuild(
         except BaseException:
             con.execute("ROLLBACK")
             raise
+        _checkpoint(con)
     for table in windows:
         counts[table] = count_rows(con, table)
     return counts
+
+
+def _checkpoint(con: duckdb.DuckDBPyConnection) -> None:
+    """Write what the build committed into the database file now, under the build's memory
+    limit (DuckDB would otherwise do it at close, outside the limit: at 92 days of 10,000 GPUs
+    1.84 GB there against 1.07 GB here). Skipped, and left to DuckDB's own checkpoint, while
+    another transaction of the database runs (``CHECKPOINT`` then fails)."""
+    try:
+        con.execute("CHECKPOINT")
+    except duckdb.Error as exc:
+        log.info("checkpoint after the build left to DuckDB: %s", exc)
 
 
 def _build(
@@ -638,9 +653,6 @@ def _placement(core: CoreFrames, rows: int = ROW_CHUNK) -> pl.DataFrame:
     if core.kueue_nodes is not None:
         attempts = with_assignment_nodes(attempts.lazy(), core.kueue_nodes.lazy()).collect()
     topo, down = core.topology.lazy(), core.node_down.lazy()
-    placed = by_row_chunks(
-        attempts, lambda part: job_placement(part.lazy(), topo, down=down).collect(), rows
-    ).sort("cluster", "job_id", "attempt", "level")
     requests = (
         core.kueue_requests.lazy()
         if core.kueue_requests is not None
@@ -648,7 +660,18 @@ def _placement(core: CoreFrames, rows: int = ROW_CHUNK) -> pl.DataFrame:
             schema={"cluster": pl.String(), "job_id": pl.String(), "topology_request": pl.String()}
         )
     )
-    return placed.lazy().join(requests, on=["cluster", "job_id"], how="left").collect()
+    # Units in (cluster, job_id, attempt) order, each placed and sorted by those keys and
+    # level: the result comes sorted as one call's would, without sorting it whole.
+    return by_row_chunks(
+        attempts,
+        lambda part: (
+            job_placement(part.lazy(), topo, down=down)
+            .join(requests, on=["cluster", "job_id"], how="left", maintain_order="left")
+            .collect()
+        ),
+        rows,
+        order=("cluster", "job_id", "attempt"),
+    )
 
 
 def _fragmentation(core: CoreFrames, occ: pl.DataFrame, every: str = BUILD_CHUNK) -> pl.DataFrame:

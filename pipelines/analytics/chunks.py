@@ -14,7 +14,7 @@ compare both against one computation over everything, row for row.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import polars as pl
 
@@ -110,10 +110,14 @@ def by_row_chunks(
     rows: pl.DataFrame,
     compute: Callable[[pl.DataFrame], pl.DataFrame],
     size: int = ROW_CHUNK,
+    *,
+    order: Sequence[str] = (),
 ) -> pl.DataFrame:
-    """A per-row table computed ``size`` rows of ``rows`` at a time (slices, not copies),
-    concatenated in order (no row: ``compute`` of the empty frame, for its columns). For a
-    function whose output rows each depend on one input row alone.
+    """A per-row table computed ``size`` rows of ``rows`` at a time, concatenated in order (no
+    row: ``compute`` of the empty frame, for its columns). For a function whose output rows
+    each depend on one input row alone. With ``order`` (columns), the rows are taken in that
+    order (each unit gathered by index, the whole frame never sorted): a ``compute`` whose output
+    is sorted by those columns first then gives a result sorted by them throughout.
 
     Raises:
         ValueError: ``size`` is not positive.
@@ -122,4 +126,9 @@ def by_row_chunks(
         raise ValueError(f"chunk size must be positive, got {size}")
     if rows.height <= size:
         return compute(rows)
-    return pl.concat([compute(rows.slice(offset, size)) for offset in range(0, rows.height, size)])
+    index = rows.select(pl.arg_sort_by(list(order)))[:, 0] if order else None
+    parts = []
+    for offset in range(0, rows.height, size):
+        part = rows.slice(offset, size) if index is None else rows[index.slice(offset, size)]
+        parts.append(compute(part))
+    return pl.concat(parts)

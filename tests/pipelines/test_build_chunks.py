@@ -68,7 +68,7 @@ def test_touching_keeps_rows_whose_life_meets_the_unit() -> None:
 def test_by_hour_chunks_and_by_row_chunks_concatenate_in_order() -> None:
     """A compute that reports its unit: three units give three rows in unit order; with no
     hour, the compute runs once on the empty frame. Rows in slices of 2 of 5: 3 slices, the
-    rows in their order; a non-positive size raises."""
+    rows in their order; a non-positive size raises; with an order, the units are taken in it."""
     hours = pl.DataFrame(
         {"cluster": ["a", "a", "b"], "hour": [_t(1, 0), _t(3, 0), _t(1, 0)]}
     ).with_columns(pl.col("hour").dt.cast_time_unit("us"))
@@ -90,6 +90,11 @@ def test_by_hour_chunks_and_by_row_chunks_concatenate_in_order() -> None:
     assert seen == [2, 2, 1]
     with pytest.raises(ValueError, match="positive"):
         by_row_chunks(frame, per_row, 0)
+    # In key order: units {k=1: x=3, 1}, {k=2: x=5, 4}, {k=3: x=2}, each sorted by (k, x)
+    # inside, concatenate to the whole frame sorted by (k, x).
+    keyed = pl.DataFrame({"k": [2, 3, 1, 2, 1], "x": [5, 2, 3, 4, 1]})
+    ordered = by_row_chunks(keyed, lambda part: part.sort("k", "x"), 2, order=("k",))
+    assert ordered.rows() == [(1, 1), (1, 3), (2, 4), (2, 5), (3, 2)]
 
 
 def test_the_build_in_units_equals_the_build_whole(fleet_dir: Path, tmp_path: Path) -> None:
@@ -126,3 +131,31 @@ def test_the_build_in_units_equals_the_build_whole(fleet_dir: Path, tmp_path: Pa
             _assert_frames_close(
                 a.sql(f"SELECT * FROM {t}").pl(), b.sql(f"SELECT * FROM {t}").pl(), t
             )
+
+
+def test_the_build_checkpoints_under_its_memory_limit(
+    fleet_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """After a rebuild the write-ahead log is empty (the build checkpointed what it committed,
+    under its memory limit) and the connection's default memory limit is back; with another
+    transaction of the database open, the checkpoint is left to DuckDB (logged) and the build
+    still commits: its tables are there and the log holds the WAL's rows until that
+    transaction ends."""
+    cfg = load_config(write_config(tmp_path, days_dir=fleet_dir))
+    wal = Path(f"{cfg.warehouse_path}.wal")
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        _load_day(con, cfg, _days(cfg)[0])
+        default = con.sql("SELECT current_setting('memory_limit')").fetchall()[0][0]
+        rebuild(con, cfg, full=True)
+        assert not wal.exists() or wal.stat().st_size == 0
+        assert con.sql("SELECT current_setting('memory_limit')").fetchall()[0][0] == default
+        other = con.cursor()
+        other.execute("BEGIN TRANSACTION")
+        other.execute("SELECT count(*) FROM core.jobs").fetchall()
+        with caplog.at_level("INFO", logger="pipelines.analytics.build"):
+            rebuild(con, cfg, full=True)
+        assert "checkpoint after the build left to DuckDB" in caplog.text
+        assert wal.stat().st_size > 0
+        other.execute("ROLLBACK")
+        assert con.execute("SELECT count(*) FROM core.jobs").fetchall()[0][0] > 100
