@@ -842,7 +842,8 @@ def _node_lists(df: pl.DataFrame) -> pl.DataFrame:
         {"node_list_raw": ["None assigned"], "node_list": [[]], "error": [None]},
         schema=expanded.schema,
     )
-    mapping = pl.concat([expanded, none_assigned])
+    # one chunk: a join against a right side in several chunks measured 9× slower
+    mapping = pl.concat([expanded, none_assigned], rechunk=True)
     # join one column, not the whole frame (a join gathers every column it carries)
     looked_up = df.select("node_list_raw").join(
         mapping, on="node_list_raw", how="left", maintain_order="left"
@@ -1481,7 +1482,9 @@ def _fast_parse(
             checks.append((pl.col(split.columns[-1]) != "").any())
         if any(split.select(checks).row(0)):
             return None
-        split = split.select(split.columns[: len(names)])
+        # one chunk per column: polars' reader returns one per thread's piece, and every
+        # later eager step on a frame of unevenly chunked columns would copy it whole first
+        split = split.select(split.columns[: len(names)]).rechunk()
         split.columns = names
         fields = split.select(
             line_no=pl.int_range(line_no, line_no + pl.len(), dtype=pl.Int64),

@@ -171,63 +171,66 @@ def load_parse_results(
     rows_rejected = 0
     info: dict[str, object] = {}
     pieces: Iterator[ParseResult] | None = None
-    con.execute("BEGIN TRANSACTION")
-    try:
-        previous = [
-            r[0]
-            for r in con.execute(
-                load_sql("raw/previous_ingests_of_file"), {"source": source, "file": file_key}
-            ).fetchall()
-        ]
-        for old in previous:
+    with _one_store_thread(con):
+        con.execute("BEGIN TRANSACTION")
+        try:
+            previous = [
+                r[0]
+                for r in con.execute(
+                    load_sql("raw/previous_ingests_of_file"), {"source": source, "file": file_key}
+                ).fetchall()
+            ]
+            for old in previous:
+                con.execute(
+                    load_sql("raw/delete_rows_of_ingest").format(table=table), {"ingest_id": old}
+                )
+                con.execute(load_sql("raw/delete_ingest_rejected"), {"ingest_id": old})
+                con.execute(load_sql("raw/delete_ingest"), {"ingest_id": old})
+            # fetchall, not fetchone: DuckDB 2 keeps a half-read result open on the connection.
+            rows_next = con.execute(load_sql("raw/next_ingest_id")).fetchall()
+            ingest_id = int(rows_next[0][0]) if rows_next else 1
+            time_columns = raw_sources()[source].data_time_columns
+            newest: dt.datetime | None = None
+            pieces = _prefetched(results) if prefetch else iter(results)
+            for result in pieces:
+                newest = _later(newest, newest_data_time(result.rows, time_columns, loaded_at))
+                _rows = result.rows.with_columns(
+                    pl.lit(ingest_id, dtype=pl.Int64()).alias("ingest_id")
+                )
+                con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _rows")
+                _rej = result.rejected.with_columns(
+                    pl.lit(source).alias("source"),
+                    pl.lit(ingest_id, dtype=pl.Int64()).alias("ingest_id"),
+                )
+                if _rej.height:
+                    con.execute("INSERT INTO raw.rejected_rows BY NAME SELECT * FROM _rej")
+                rows_loaded += _rows.height
+                rows_rejected += _rej.height
+                _merge_info(info, result.info)
+                # free this piece before the next is parsed
+                del _rows, _rej, result
+            if newest is not None:
+                info["newest_data_at"] = newest.isoformat()
             con.execute(
-                load_sql("raw/delete_rows_of_ingest").format(table=table), {"ingest_id": old}
+                load_sql("raw/insert_ingest"),
+                {
+                    "ingest_id": ingest_id,
+                    "source": source,
+                    "cluster": cluster,
+                    "file": file_key,
+                    "sha256": _sha256(Path(file_key)),
+                    "loaded_at": loaded_at,
+                    "rows_loaded": rows_loaded,
+                    "rows_rejected": rows_rejected,
+                    "info": json.dumps(info, default=str, sort_keys=True),
+                },
             )
-            con.execute(load_sql("raw/delete_ingest_rejected"), {"ingest_id": old})
-            con.execute(load_sql("raw/delete_ingest"), {"ingest_id": old})
-        # fetchall, not fetchone: DuckDB 2 keeps a half-read result open on the connection.
-        rows_next = con.execute(load_sql("raw/next_ingest_id")).fetchall()
-        ingest_id = int(rows_next[0][0]) if rows_next else 1
-        time_columns = raw_sources()[source].data_time_columns
-        newest: dt.datetime | None = None
-        pieces = _prefetched(results) if prefetch else iter(results)
-        for result in pieces:
-            newest = _later(newest, newest_data_time(result.rows, time_columns, loaded_at))
-            _rows = result.rows.with_columns(pl.lit(ingest_id, dtype=pl.Int64()).alias("ingest_id"))
-            con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _rows")
-            _rej = result.rejected.with_columns(
-                pl.lit(source).alias("source"),
-                pl.lit(ingest_id, dtype=pl.Int64()).alias("ingest_id"),
-            )
-            if _rej.height:
-                con.execute("INSERT INTO raw.rejected_rows BY NAME SELECT * FROM _rej")
-            rows_loaded += _rows.height
-            rows_rejected += _rej.height
-            _merge_info(info, result.info)
-            # free this piece before the next is parsed
-            del _rows, _rej, result
-        if newest is not None:
-            info["newest_data_at"] = newest.isoformat()
-        con.execute(
-            load_sql("raw/insert_ingest"),
-            {
-                "ingest_id": ingest_id,
-                "source": source,
-                "cluster": cluster,
-                "file": file_key,
-                "sha256": _sha256(Path(file_key)),
-                "loaded_at": loaded_at,
-                "rows_loaded": rows_loaded,
-                "rows_rejected": rows_rejected,
-                "info": json.dumps(info, default=str, sort_keys=True),
-            },
-        )
-        con.execute("COMMIT")
-    except BaseException:
-        if pieces is not None and isinstance(pieces, Generator):
-            pieces.close()  # waits for a piece being parsed ahead: no thread outlives the call
-        con.execute("ROLLBACK")
-        raise
+            con.execute("COMMIT")
+        except BaseException:
+            if pieces is not None and isinstance(pieces, Generator):
+                pieces.close()  # waits for a piece being parsed ahead: no thread outlives the call
+            con.execute("ROLLBACK")
+            raise
     return IngestStats(
         ingest_id=ingest_id,
         source=source,
@@ -237,6 +240,25 @@ def load_parse_results(
         replaced_ingests=len(previous),
         warnings=tuple(str(w) for w in _as_list(info.get("warnings"))),
     )
+
+
+@contextlib.contextmanager
+def _one_store_thread(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Run DuckDB on one thread for the block, then restore its ``threads`` setting.
+
+    Why: with more threads, each insert of a piece is split between them, and each thread leaves
+    a partly filled row group (122,880 rows) behind; the checkpoint at the close then rewrites
+    those row groups to merge them (DuckDB's vacuum), which measured a quarter of the storing
+    time. On one thread the pieces fill the row groups in turn and the checkpoint has nothing
+    to merge; rows keep their file order (BENCHMARKS.md, "sacct parse and load against polars'
+    string read"). Polars' parse of the next piece still has the other cores (``prefetch``).
+    """
+    before = int(con.execute("SELECT current_setting('threads')").fetchall()[0][0])
+    con.execute("SET threads = 1")
+    try:
+        yield
+    finally:
+        con.execute(f"SET threads = {before}")
 
 
 def _prefetched(results: Iterable[ParseResult]) -> Iterator[ParseResult]:
