@@ -171,7 +171,10 @@ def load_parse_results(
     rows_rejected = 0
     info: dict[str, object] = {}
     pieces: Iterator[ParseResult] | None = None
-    with _one_store_thread(con):
+    # the file's sha256 (the idempotency record) is read in a thread of its own while the
+    # pieces are parsed and stored: hashlib releases the GIL, and DuckDB stores on one thread
+    with _one_store_thread(con), ThreadPoolExecutor(1, thread_name_prefix="sha256") as hasher:
+        sha256 = hasher.submit(_sha256, Path(file_key))
         con.execute("BEGIN TRANSACTION")
         try:
             previous = [
@@ -218,7 +221,7 @@ def load_parse_results(
                     "source": source,
                     "cluster": cluster,
                     "file": file_key,
-                    "sha256": _sha256(Path(file_key)),
+                    "sha256": sha256.result(),
                     "loaded_at": loaded_at,
                     "rows_loaded": rows_loaded,
                     "rows_rejected": rows_rejected,
