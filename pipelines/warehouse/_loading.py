@@ -139,9 +139,11 @@ def load_parse_results(
     is in memory at a time when ``results`` is a generator, such as
     :func:`pipelines.slurm._sacct_parse.iter_parse_sacct`. With ``prefetch``, the next piece
     is parsed in a worker thread while DuckDB stores the current one (polars and DuckDB both
-    release the GIL), two pieces in memory: off by default, since on the shared 2-core machine
-    it measured no faster and about 90 MB larger (BENCHMARKS.md, "sacct parse and load against
-    polars' string read"); it can pay where a core is idle.
+    release the GIL), two pieces in memory. Off by default here;
+    :func:`pipelines.ingest.ingest_file` turns it on: DuckDB stores on one thread (see
+    :func:`_one_store_thread`), which leaves a core to the parse, and it measured 0.89–0.92 of
+    the serial time, about 80 MB larger (BENCHMARKS.md, "sacct parse and load against polars'
+    string read").
 
     The ingest's ``rows_loaded`` and ``rows_rejected`` are the pieces' sums; its ``info`` merges
     the pieces' ``info``: ``int`` values (counts) are summed, any other value is the last
