@@ -247,23 +247,36 @@ def load_parse_results(
     )
 
 
+#: DuckDB settings while a file's pieces are stored (see :func:`_one_store_thread`).
+_STORE_SETTINGS = {"threads": 1, "write_buffer_row_group_count": 1}
+
+
 @contextlib.contextmanager
 def _one_store_thread(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """Run DuckDB on one thread for the block, then restore its ``threads`` setting.
+    """Run DuckDB on one thread for the block, writing each row group as it fills, then restore
+    both settings.
 
-    Why: with more threads, each insert of a piece is split between them, and each thread leaves
-    a partly filled row group (122,880 rows) behind; the checkpoint at the close then rewrites
-    those row groups to merge them (DuckDB's vacuum), which measured a quarter of the storing
-    time. On one thread the pieces fill the row groups in turn and the checkpoint has nothing
-    to merge; rows keep their file order (BENCHMARKS.md, "sacct parse and load against polars'
-    string read"). Polars' parse of the next piece still has the other cores (``prefetch``).
+    Why one thread: with more, each insert of a piece is split between them, and each thread
+    leaves a partly filled row group (122,880 rows) behind; the checkpoint at the close then
+    rewrites those row groups to merge them (DuckDB's vacuum), which measured a quarter of the
+    storing time. On one thread the pieces fill the row groups in turn and the checkpoint has
+    nothing to merge; rows keep their file order. Why each row group written as it fills
+    (``write_buffer_row_group_count`` 1, default 5): one thread otherwise holds five row groups
+    of the file in memory before writing them, about 150 MB more at the peak for no gain in
+    time (BENCHMARKS.md, "sacct parse and load against polars' string read"). Polars' parse of
+    the next piece has the other cores (``prefetch``).
     """
-    before = int(con.execute("SELECT current_setting('threads')").fetchall()[0][0])
-    con.execute("SET threads = 1")
+    before = {
+        name: con.execute("SELECT current_setting(?)", [name]).fetchall()[0][0]
+        for name in _STORE_SETTINGS
+    }
+    for name, value in _STORE_SETTINGS.items():
+        con.execute(f"SET {name} = {int(value)}")
     try:
         yield
     finally:
-        con.execute(f"SET threads = {before}")
+        for name, value in before.items():
+            con.execute(f"SET {name} = {int(value)}")
 
 
 def _prefetched(results: Iterable[ParseResult]) -> Iterator[ParseResult]:
