@@ -140,10 +140,9 @@ def load_parse_results(
     :func:`pipelines.slurm._sacct_parse.iter_parse_sacct`. With ``prefetch``, the next piece
     is parsed in a worker thread while DuckDB stores the current one (polars and DuckDB both
     release the GIL), two pieces in memory. Off by default here;
-    :func:`pipelines.ingest.ingest_file` turns it on: DuckDB stores on one thread (see
-    :func:`_one_store_thread`), which leaves a core to the parse, and it measured 0.89–0.92 of
-    the serial time, about 80 MB larger (BENCHMARKS.md, "sacct parse and load against polars'
-    string read").
+    :func:`pipelines.ingest.ingest_file` turns it on for a file of :data:`LARGE_FILE_BYTES` or
+    more: DuckDB stores such a file on one thread (see :func:`_one_store_thread`), which leaves
+    a core to the parse (BENCHMARKS.md, "sacct parse and load against polars' string read").
 
     The ingest's ``rows_loaded`` and ``rows_rejected`` are the pieces' sums; its ``info`` merges
     the pieces' ``info``: ``int`` values (counts) are summed, any other value is the last
@@ -174,9 +173,16 @@ def load_parse_results(
     info: dict[str, object] = {}
     pieces: Iterator[ParseResult] | None = None
     # the file's sha256 (the idempotency record) is read in a thread of its own while the
-    # pieces are parsed and stored: hashlib releases the GIL, and DuckDB stores on one thread
-    with _one_store_thread(con), ThreadPoolExecutor(1, thread_name_prefix="sha256") as hasher:
-        sha256 = hasher.submit(_sha256, Path(file_key))
+    # pieces are parsed and stored: hashlib releases the GIL, and DuckDB stores a large file
+    # on one thread
+    path = Path(file_key)
+    large = path.is_file() and path.stat().st_size >= LARGE_FILE_BYTES
+    with contextlib.ExitStack() as stack:
+        sha256: Future[str | None] | None = None
+        if large:
+            stack.enter_context(_one_store_thread(con))
+            hasher = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="sha256"))
+            sha256 = hasher.submit(_sha256, path)
         con.execute("BEGIN TRANSACTION")
         try:
             previous = [
@@ -223,7 +229,7 @@ def load_parse_results(
                     "source": source,
                     "cluster": cluster,
                     "file": file_key,
-                    "sha256": sha256.result(),
+                    "sha256": _sha256(path) if sha256 is None else sha256.result(),
                     "loaded_at": loaded_at,
                     "rows_loaded": rows_loaded,
                     "rows_rejected": rows_rejected,
@@ -247,7 +253,13 @@ def load_parse_results(
     )
 
 
-#: DuckDB settings while a file's pieces are stored (see :func:`_one_store_thread`).
+#: Files of at least this many bytes are stored on one DuckDB thread (:func:`_one_store_thread`)
+#: and parsed ahead by :func:`pipelines.ingest.ingest_file`. Smaller files fit one block and one
+#: row group per thread, where neither pays: the settings' round trip and the threads cost more
+#: than they save (96 hourly DCGM files measured 5–10 % slower with them).
+LARGE_FILE_BYTES = 8 << 20
+
+#: DuckDB settings while a large file's pieces are stored (see :func:`_one_store_thread`).
 _STORE_SETTINGS = {"threads": 1, "write_buffer_row_group_count": 1}
 
 
