@@ -14,10 +14,11 @@ is each one's own; the file is written by a process of its own too, because on L
   (the yardstick of issue 19: parse and load aims at 2× it);
 - ours: ``ingest_file``: ``iter_parse_sacct`` (every value typed, identities, GPUs, hostlists;
   the file streamed in blocks of 64 MiB) plus the load of each block into the warehouse's raw
-  table, in one transaction (``load_parse_results``). Its time includes closing the connection
-  (DuckDB's checkpoint);
-- ahead: the same with ``load_parse_results(prefetch=True)``: the next block parsed in a worker
-  thread while the current one is stored.
+  table, in one transaction (``load_parse_results``), the next block parsed in a worker thread
+  while DuckDB stores the current one. Its time includes closing the connection (DuckDB's
+  checkpoint);
+- serial: the same with ``load_parse_results(prefetch=False)``: each block parsed, then
+  stored (what ``ingest_file`` did before the parse-ahead).
 
 Each side states the rows it loaded and rejected: the floor and polars keep every line as
 strings (they reject none); ``ingest_file`` reports ``rows_loaded`` and ``rows_rejected``
@@ -25,7 +26,7 @@ strings (they reject none); ``ingest_file`` reports ``rows_loaded`` and ``rows_r
 ours rejects none.
 
 Usage: ``python bench/bench_sacct_ingest.py [--allocations 1000000] [--end 2026-12-01]
-[--sides floor,polars,ours,ahead] [--repeat 1]``. Prints one JSON line; with ``--repeat``, each
+[--sides floor,polars,ours,serial] [--repeat 1]``. Prints one JSON line; with ``--repeat``, each
 side's figures are lists (the sides alternate, so a change of the shared machine's load falls on
 all of them).
 """
@@ -130,7 +131,7 @@ def _child(kind: str, path: str, db: str) -> None:
     elif kind == "polars":
         df = pl.read_csv(path, separator="|", infer_schema=False, quote_char=None)
         rows, rejected = df.height, 0  # strings, as read: nothing checked, nothing rejected
-    elif kind == "ahead":
+    elif kind == "serial":
         from pipelines.kinds import IngestOptions, input_kind
         from pipelines.warehouse import connect, init_warehouse, load_parse_results
 
@@ -139,7 +140,7 @@ def _child(kind: str, path: str, db: str) -> None:
         with connect(db) as con:
             init_warehouse(con)
             stats = load_parse_results(
-                con, source="sacct", cluster="bench", file=Path(path), prefetch=True,
+                con, source="sacct", cluster="bench", file=Path(path), prefetch=False,
                 results=chunked(Path(path), IngestOptions(cluster="bench", tz="UTC")),
             )  # fmt: skip
             rows, rejected = stats.rows_loaded, stats.rows_rejected
@@ -163,7 +164,7 @@ def main() -> None:
     ap.add_argument("--allocations", type=int, default=1_000_000)
     ap.add_argument("--child", nargs=3, metavar=("KIND", "PATH", "DB"))
     ap.add_argument("--generate", metavar="PATH")
-    ap.add_argument("--sides", default="floor,polars,ours,ahead")
+    ap.add_argument("--sides", default="floor,polars,ours,serial")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument(
         "--end", type=dt.datetime.fromisoformat, default=None,
@@ -199,10 +200,10 @@ def main() -> None:
             out[kind] = got[0] if args.repeat == 1 else {
                 k: [g[k] for g in got] for k in got[0] if k != "kind"
             }  # fmt: skip
-        # Paired ratios (each round's sides ran one after the other): ours and ahead against
-        # each baseline, and ahead against ours.
-        for top, base in (("ours", "floor"), ("ours", "polars"), ("ahead", "polars"),
-                          ("ahead", "ours")):  # fmt: skip
+        # Paired ratios (each round's sides ran one after the other): ours and serial against
+        # each baseline, and ours (parse-ahead) against serial.
+        for top, base in (("ours", "floor"), ("ours", "polars"), ("serial", "polars"),
+                          ("ours", "serial")):  # fmt: skip
             if top in runs and base in runs:
                 out[f"{top}_ratio_to_{base}"] = [
                     o["seconds"] / b["seconds"] for o, b in zip(runs[top], runs[base], strict=True)

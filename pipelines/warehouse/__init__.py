@@ -25,6 +25,7 @@ from pipelines.warehouse._connection import (
     reader_cursor,
 )
 from pipelines.warehouse._loading import (
+    LARGE_FILE_BYTES,
     RAW_TABLES,
     IngestStats,
     ensure_raw_tables,
@@ -65,6 +66,7 @@ from pipelines.warehouse.tables import (
 
 __all__ = [
     "ATTACHED_AS",
+    "LARGE_FILE_BYTES",
     "LOCK_WAIT_S",
     "PRIVACY_TABLE",
     "RAW_TABLES",

@@ -139,9 +139,10 @@ def load_parse_results(
     is in memory at a time when ``results`` is a generator, such as
     :func:`pipelines.slurm._sacct_parse.iter_parse_sacct`. With ``prefetch``, the next piece
     is parsed in a worker thread while DuckDB stores the current one (polars and DuckDB both
-    release the GIL), two pieces in memory: off by default, since on the shared 2-core machine
-    it measured no faster and about 90 MB larger (BENCHMARKS.md, "sacct parse and load against
-    polars' string read"); it can pay where a core is idle.
+    release the GIL), two pieces in memory. Off by default here;
+    :func:`pipelines.ingest.ingest_file` turns it on for a file of :data:`LARGE_FILE_BYTES` or
+    more: DuckDB stores such a file on one thread (see :func:`_one_store_thread`), which leaves
+    a core to the parse (BENCHMARKS.md, "sacct parse and load against polars' string read").
 
     The ingest's ``rows_loaded`` and ``rows_rejected`` are the pieces' sums; its ``info`` merges
     the pieces' ``info``: ``int`` values (counts) are summed, any other value is the last
@@ -171,63 +172,76 @@ def load_parse_results(
     rows_rejected = 0
     info: dict[str, object] = {}
     pieces: Iterator[ParseResult] | None = None
-    con.execute("BEGIN TRANSACTION")
-    try:
-        previous = [
-            r[0]
-            for r in con.execute(
-                load_sql("raw/previous_ingests_of_file"), {"source": source, "file": file_key}
-            ).fetchall()
-        ]
-        for old in previous:
+    # the file's sha256 (the idempotency record) is read in a thread of its own while the
+    # pieces are parsed and stored: hashlib releases the GIL, and DuckDB stores a large file
+    # on one thread
+    path = Path(file_key)
+    large = path.is_file() and path.stat().st_size >= LARGE_FILE_BYTES
+    with contextlib.ExitStack() as stack:
+        sha256: Future[str | None] | None = None
+        if large:
+            stack.enter_context(_one_store_thread(con))
+            hasher = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="sha256"))
+            sha256 = hasher.submit(_sha256, path)
+        con.execute("BEGIN TRANSACTION")
+        try:
+            previous = [
+                r[0]
+                for r in con.execute(
+                    load_sql("raw/previous_ingests_of_file"), {"source": source, "file": file_key}
+                ).fetchall()
+            ]
+            for old in previous:
+                con.execute(
+                    load_sql("raw/delete_rows_of_ingest").format(table=table), {"ingest_id": old}
+                )
+                con.execute(load_sql("raw/delete_ingest_rejected"), {"ingest_id": old})
+                con.execute(load_sql("raw/delete_ingest"), {"ingest_id": old})
+            # fetchall, not fetchone: DuckDB 2 keeps a half-read result open on the connection.
+            rows_next = con.execute(load_sql("raw/next_ingest_id")).fetchall()
+            ingest_id = int(rows_next[0][0]) if rows_next else 1
+            time_columns = raw_sources()[source].data_time_columns
+            newest: dt.datetime | None = None
+            pieces = _prefetched(results) if prefetch else iter(results)
+            for result in pieces:
+                newest = _later(newest, newest_data_time(result.rows, time_columns, loaded_at))
+                _rows = result.rows.with_columns(
+                    pl.lit(ingest_id, dtype=pl.Int64()).alias("ingest_id")
+                )
+                con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _rows")
+                _rej = result.rejected.with_columns(
+                    pl.lit(source).alias("source"),
+                    pl.lit(ingest_id, dtype=pl.Int64()).alias("ingest_id"),
+                )
+                if _rej.height:
+                    con.execute("INSERT INTO raw.rejected_rows BY NAME SELECT * FROM _rej")
+                rows_loaded += _rows.height
+                rows_rejected += _rej.height
+                _merge_info(info, result.info)
+                # free this piece before the next is parsed
+                del _rows, _rej, result
+            if newest is not None:
+                info["newest_data_at"] = newest.isoformat()
             con.execute(
-                load_sql("raw/delete_rows_of_ingest").format(table=table), {"ingest_id": old}
+                load_sql("raw/insert_ingest"),
+                {
+                    "ingest_id": ingest_id,
+                    "source": source,
+                    "cluster": cluster,
+                    "file": file_key,
+                    "sha256": _sha256(path) if sha256 is None else sha256.result(),
+                    "loaded_at": loaded_at,
+                    "rows_loaded": rows_loaded,
+                    "rows_rejected": rows_rejected,
+                    "info": json.dumps(info, default=str, sort_keys=True),
+                },
             )
-            con.execute(load_sql("raw/delete_ingest_rejected"), {"ingest_id": old})
-            con.execute(load_sql("raw/delete_ingest"), {"ingest_id": old})
-        # fetchall, not fetchone: DuckDB 2 keeps a half-read result open on the connection.
-        rows_next = con.execute(load_sql("raw/next_ingest_id")).fetchall()
-        ingest_id = int(rows_next[0][0]) if rows_next else 1
-        time_columns = raw_sources()[source].data_time_columns
-        newest: dt.datetime | None = None
-        pieces = _prefetched(results) if prefetch else iter(results)
-        for result in pieces:
-            newest = _later(newest, newest_data_time(result.rows, time_columns, loaded_at))
-            _rows = result.rows.with_columns(pl.lit(ingest_id, dtype=pl.Int64()).alias("ingest_id"))
-            con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _rows")
-            _rej = result.rejected.with_columns(
-                pl.lit(source).alias("source"),
-                pl.lit(ingest_id, dtype=pl.Int64()).alias("ingest_id"),
-            )
-            if _rej.height:
-                con.execute("INSERT INTO raw.rejected_rows BY NAME SELECT * FROM _rej")
-            rows_loaded += _rows.height
-            rows_rejected += _rej.height
-            _merge_info(info, result.info)
-            # free this piece before the next is parsed
-            del _rows, _rej, result
-        if newest is not None:
-            info["newest_data_at"] = newest.isoformat()
-        con.execute(
-            load_sql("raw/insert_ingest"),
-            {
-                "ingest_id": ingest_id,
-                "source": source,
-                "cluster": cluster,
-                "file": file_key,
-                "sha256": _sha256(Path(file_key)),
-                "loaded_at": loaded_at,
-                "rows_loaded": rows_loaded,
-                "rows_rejected": rows_rejected,
-                "info": json.dumps(info, default=str, sort_keys=True),
-            },
-        )
-        con.execute("COMMIT")
-    except BaseException:
-        if pieces is not None and isinstance(pieces, Generator):
-            pieces.close()  # waits for a piece being parsed ahead: no thread outlives the call
-        con.execute("ROLLBACK")
-        raise
+            con.execute("COMMIT")
+        except BaseException:
+            if pieces is not None and isinstance(pieces, Generator):
+                pieces.close()  # waits for a piece being parsed ahead: no thread outlives the call
+            con.execute("ROLLBACK")
+            raise
     return IngestStats(
         ingest_id=ingest_id,
         source=source,
@@ -237,6 +251,44 @@ def load_parse_results(
         replaced_ingests=len(previous),
         warnings=tuple(str(w) for w in _as_list(info.get("warnings"))),
     )
+
+
+#: Files of at least this many bytes are stored on one DuckDB thread (:func:`_one_store_thread`)
+#: and parsed ahead by :func:`pipelines.ingest.ingest_file`. Smaller files fit one block and one
+#: row group per thread, where neither pays: the settings' round trip and the threads cost more
+#: than they save (96 hourly DCGM files measured 5–10 % slower with them).
+LARGE_FILE_BYTES = 8 << 20
+
+#: DuckDB settings while a large file's pieces are stored (see :func:`_one_store_thread`).
+_STORE_SETTINGS = {"threads": 1, "write_buffer_row_group_count": 1}
+
+
+@contextlib.contextmanager
+def _one_store_thread(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Run DuckDB on one thread for the block, writing each row group as it fills, then restore
+    both settings.
+
+    Why one thread: with more, each insert of a piece is split between them, and each thread
+    leaves a partly filled row group (122,880 rows) behind; the checkpoint at the close then
+    rewrites those row groups to merge them (DuckDB's vacuum), which measured a quarter of the
+    storing time. On one thread the pieces fill the row groups in turn and the checkpoint has
+    nothing to merge; rows keep their file order. Why each row group written as it fills
+    (``write_buffer_row_group_count`` 1, default 5): one thread otherwise holds five row groups
+    of the file in memory before writing them, about 150 MB more at the peak for no gain in
+    time (BENCHMARKS.md, "sacct parse and load against polars' string read"). Polars' parse of
+    the next piece has the other cores (``prefetch``).
+    """
+    before = {
+        name: con.execute("SELECT current_setting(?)", [name]).fetchall()[0][0]
+        for name in _STORE_SETTINGS
+    }
+    for name, value in _STORE_SETTINGS.items():
+        con.execute(f"SET {name} = {int(value)}")
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            con.execute(f"SET {name} = {int(value)}")
 
 
 def _prefetched(results: Iterable[ParseResult]) -> Iterator[ParseResult]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -433,6 +434,61 @@ def test_prefetch_loads_what_a_serial_load_loads(tmp_path: Path) -> None:
         "SELECT rows_loaded, rows_rejected, info FROM raw.ingests",
     ):
         assert _table(serial, sql).equals(_table(ahead, sql))
+
+
+def test_a_large_file_is_stored_on_one_thread_and_keeps_its_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file of ``LARGE_FILE_BYTES`` or more (lowered to 1 byte here) is stored with DuckDB on
+    one thread, each row group written as it fills, its sha256 read in a thread of its own and
+    (through ``ingest_file``) its next block parsed ahead. Stored values equal a small file's
+    path: the same 7 rows, 3 rejects and ingest record; the sha256 is the file's; both DuckDB
+    settings are 1 while the blocks are stored and back to their values (2 and 5) afterwards,
+    and untouched for a small file."""
+    path, _ = _submit_line_file(tmp_path)
+    settings_sql = (
+        "SELECT current_setting('threads')::INT, "
+        "current_setting('write_buffer_row_group_count')::INT"
+    )
+
+    def load(db: Path) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """Ingest the file, then load it again in 30-byte blocks; returns the settings seen
+        while the blocks were stored, and before and after the loads."""
+        seen: list[tuple[int, int]] = []
+        with connect(db) as con:
+            init_warehouse(con)
+            con.execute("SET threads = 2")
+            around = con.execute(settings_sql).fetchall()
+            ingest_file(con, "sacct", path, IngestOptions(cluster="c"))
+
+            def blocks() -> Iterator[ParseResult]:
+                for result in iter_parse_sacct(path, cluster="c", chunk_bytes=30):
+                    seen.extend(con.execute(settings_sql).fetchall())
+                    yield result
+
+            again = load_parse_results(
+                con, source="sacct", cluster="c", file=path, results=blocks()
+            )
+            around += con.execute(settings_sql).fetchall()
+        assert (again.rows_loaded, again.rows_rejected, again.replaced_ingests) == (7, 3, 1)
+        return seen, around
+
+    small, large = tmp_path / "small.duckdb", tmp_path / "large.duckdb"
+    seen_small, around_small = load(small)
+    monkeypatch.setattr("pipelines.warehouse._loading.LARGE_FILE_BYTES", 1)
+    monkeypatch.setattr("pipelines.ingest.LARGE_FILE_BYTES", 1)
+    seen_large, around_large = load(large)
+    assert set(seen_small) == {(2, 5)}
+    assert seen_large and set(seen_large) == {(1, 1)}
+    assert around_small == around_large == [(2, 5), (2, 5)]
+    for sql in (
+        "SELECT * EXCLUDE (ingest_id) FROM raw.slurm_rows ORDER BY line_no",
+        "SELECT * EXCLUDE (ingest_id) FROM raw.rejected_rows ORDER BY line_no",
+        "SELECT rows_loaded, rows_rejected, info, sha256 FROM raw.ingests",
+    ):
+        assert _table(small, sql).equals(_table(large, sql))
+    sha = _table(large, "SELECT sha256 FROM raw.ingests")["sha256"].item()
+    assert sha == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_prefetch_closes_the_parser_when_an_insert_fails(tmp_path: Path) -> None:
