@@ -31,7 +31,6 @@ __all__ = [
     "replace_job_rows",
     "replace_table",
     "row_hashes",
-    "row_keys",
     "run_named",
     "statement_params",
     "table_exists",
@@ -269,27 +268,6 @@ def row_hashes(df: pl.DataFrame) -> pl.Series:
     return df.with_columns(pl.col(floats).round_sig_figs(12)).hash_rows().alias("_h")
 
 
-def row_keys(df: pl.DataFrame) -> pl.DataFrame:
-    """``_h`` (UInt64 row hash, :func:`row_hashes`) and ``_k`` (occurrence of that hash, from 0)
-    per row of ``df``: a multiset key, one row per input row in order.
-
-    Only the rows whose hash occurs more than once are grouped to number their occurrences
-    (every other row's ``_k`` is 0): a grouping over every row of a table of distinct rows
-    (one group per row) cost several times the hashing itself."""
-    h = row_hashes(df)
-    dup = h.is_duplicated()
-    if not dup.any():
-        return pl.DataFrame({"_h": h, "_k": pl.zeros(len(h), pl.Int64, eager=True)})
-    idx = dup.arg_true()
-    occ = (
-        pl.DataFrame({"_h": h.gather(idx)})
-        .select(pl.int_range(pl.len(), dtype=pl.Int64).over("_h").alias("_k"))
-        .to_series()
-    )
-    k = pl.zeros(len(h), pl.Int64, eager=True).scatter(idx, occ)
-    return pl.DataFrame({"_h": h, "_k": k})
-
-
 def _quoted(column: str) -> str:
     """``column`` as a quoted SQL identifier (a table's own column name, from ``DESCRIBE``)."""
     return '"' + column.replace('"', '""') + '"'
@@ -329,8 +307,8 @@ def diff_replace(
     caller's transaction.
 
     The comparison runs in DuckDB, which scans the stored table where it lies: a hash per row
-    on both sides (:func:`_row_hash_sql`), each hash's occurrences numbered (a multiset key,
-    as :func:`row_keys`), and two anti-joins on (hash, occurrence). Only the row ids to delete
+    on both sides (:func:`_row_hash_sql`), each hash's occurrences numbered (a multiset key: two
+    equal rows are two keys), and two anti-joins on (hash, occurrence). Only the row ids to delete
     and the positions of ``frame``'s rows to insert come back to Python; the stored table is
     never read into memory (reading and hashing it whole in polars was most of an incremental
     build's writing time, growing with the history).

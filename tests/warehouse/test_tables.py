@@ -22,7 +22,6 @@ from pipelines.warehouse import (
     replace_job_rows,
     replace_table,
     row_hashes,
-    row_keys,
     run_named,
     statement_params,
     table_exists,
@@ -146,13 +145,6 @@ def test_diff_replace_rewrites_only_changed_rows(con: duckdb.DuckDBPyConnection)
     assert diff_replace(con, "a.missing", new) is None
 
 
-def test_row_keys_count_duplicates() -> None:
-    """Two equal rows share a hash and get occurrences 0 and 1."""
-    keys = row_keys(pl.DataFrame({"v": [1.0, 1.0, 2.0]}))
-    assert keys["_k"].to_list() == [0, 1, 0]
-    assert keys["_h"][0] == keys["_h"][1] != keys["_h"][2]
-
-
 def test_ingest_time_ranges_per_cluster(con: duckdb.DuckDBPyConnection) -> None:
     """Ingest 7's rows span 23:00-01:00 for x; ingest 8's rows are not counted."""
     replace_table(
@@ -190,19 +182,6 @@ def test_run_named_binds_the_named_parameters(con: duckdb.DuckDBPyConnection) ->
         run_named(con, "analytics/ingests_since")
     with pytest.raises(FileNotFoundError):
         run_named(con, "analytics/no_such_statement")
-
-
-def test_row_keys_number_only_repeated_rows() -> None:
-    """Rows a, b, a, c, a, b: a occurs at positions 0, 2, 4 (occurrences 0, 1, 2), b at 1 and 5
-    (0, 1), c once at 3 (0), so ``_k`` = [0, 0, 1, 0, 2, 1]; a frame of distinct rows gets
-    ``_k`` = 0 everywhere, the same keys the occurrence count over every row gives."""
-    df = pl.DataFrame({"v": ["a", "b", "a", "c", "a", "b"]})
-    keys = row_keys(df)
-    assert keys["_k"].to_list() == [0, 0, 1, 0, 2, 1]
-    assert keys["_h"].to_list() == row_hashes(df).to_list()
-    distinct = pl.DataFrame({"v": [3.0, 1.0, 2.0]})
-    assert row_keys(distinct)["_k"].to_list() == [0, 0, 0]
-    assert row_keys(distinct).dtypes == row_keys(df).dtypes == [pl.UInt64, pl.Int64]
 
 
 def test_row_hashes_ignore_float_noise_past_12_digits() -> None:
