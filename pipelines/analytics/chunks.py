@@ -64,8 +64,10 @@ def hour_chunks(
 
 def touching(frame: pl.LazyFrame, cluster: str, lo: dt.datetime, hi: dt.datetime) -> pl.LazyFrame:
     """The rows of ``cluster`` whose life can touch [lo, hi): begun (the earliest of
-    ``submit_at``, ``eligible_at``, ``start_at`` it has) before ``hi`` and not ended
-    (``end_at``) before ``lo``. A row with no start or no end is kept (open at that side).
+    ``submit_at``, ``eligible_at``, ``start_at`` it has) before ``hi`` and not over before
+    ``lo`` (the later of ``end_at`` and ``start_at``: an attempt recorded as ending before it
+    started still waited until its start). A row with no start or no end is kept (open at that
+    side).
 
     Args:
         frame: ``cluster``, ``end_at`` and any of ``submit_at, eligible_at, start_at``
@@ -80,10 +82,11 @@ def touching(frame: pl.LazyFrame, cluster: str, lo: dt.datetime, hi: dt.datetime
     names = frame.collect_schema().names()
     starts = [c for c in _STARTS if c in names]
     begun = pl.min_horizontal(*starts) if starts else pl.lit(None, pl.Datetime("us", "UTC"))
+    over = pl.max_horizontal("end_at", *(c for c in ("start_at",) if c in names))
     return frame.filter(
         (pl.col("cluster") == cluster)
         & (begun.is_null() | (begun < hi))
-        & (pl.col("end_at").is_null() | (pl.col("end_at") >= lo))
+        & (pl.col("end_at").is_null() | (over >= lo))
     )
 
 

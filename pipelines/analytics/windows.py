@@ -162,10 +162,14 @@ def telemetry_window(
 def _overlapping(
     jobs: pl.DataFrame, days: set[dt.date], cut: dt.datetime, *, from_col: str
 ) -> pl.DataFrame:
-    """Rows whose span [from_col (or earlier waits), end or ``cut``] touches one of ``days``."""
+    """Rows whose span [from_col (or earlier waits), end or ``cut``] touches one of ``days``
+    (the span's end no earlier than ``start_at``: an attempt recorded as ending before it
+    started still waited until its start)."""
     starts = [c for c in ("submit_at", "eligible_at", "start_at") if c in jobs.columns]
     lo = pl.min_horizontal(*starts) if from_col == "wait" else pl.col(from_col)
     hi = pl.coalesce(pl.col("end_at"), pl.lit(cut))
+    if "start_at" in jobs.columns:
+        hi = pl.max_horizontal(hi, "start_at")
     tagged = jobs.with_columns(lo.alias("_lo"), hi.alias("_hi")).drop_nulls(["_lo", "_hi"])
     spans = (
         tagged.select(

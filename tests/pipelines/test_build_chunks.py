@@ -47,22 +47,27 @@ def test_hour_chunks_cut_per_cluster_and_period() -> None:
 def test_touching_keeps_rows_whose_life_meets_the_unit() -> None:
     """Unit [10:00, 12:00) of cluster a. Kept: submitted 09:00 and started 13:00 (waiting in
     the unit); running 08:00–10:00 (ends at lo: kept, the boundary is closed at lo); still
-    running (no end); no start at all. Left out: ended 09:59; submitted at hi (12:00); another
-    cluster."""
+    running (no end); no start at all; submitted 08:00, started 11:00 but recorded as ending
+    at 08:30, before its start (it waited through 10:00–11:00). Left out: ended 09:59;
+    submitted at hi (12:00); another cluster."""
     rows = pl.DataFrame(
         {
-            "cluster": ["a", "a", "a", "a", "a", "a", "b"],
-            "job_id": ["wait", "edge", "open", "nostart", "before", "after", "other"],
-            "submit_at": [_t(1, 9), _t(1, 7), _t(1, 1), None, _t(1, 8), _t(1, 12), _t(1, 9)],
-            "start_at": [_t(1, 13), _t(1, 8), _t(1, 2), None, _t(1, 9), _t(1, 12), _t(1, 10)],
+            "cluster": ["a", "a", "a", "a", "a", "a", "a", "b"],
+            "job_id": ["wait", "edge", "open", "nostart", "backwards", "before", "after",
+                       "other"],
+            "submit_at": [_t(1, 9), _t(1, 7), _t(1, 1), None, _t(1, 8), _t(1, 8), _t(1, 12),
+                          _t(1, 9)],
+            "start_at": [_t(1, 13), _t(1, 8), _t(1, 2), None, _t(1, 11), _t(1, 9), _t(1, 12),
+                         _t(1, 10)],
             "end_at": [
                 _t(1, 14), _t(1, 10), None, _t(1, 11),
+                dt.datetime(2026, 3, 1, 8, 30, tzinfo=UTC),
                 dt.datetime(2026, 3, 1, 9, 59, tzinfo=UTC), _t(1, 13), _t(1, 11),
             ],
         }
     )  # fmt: skip
     kept = touching(rows.lazy(), "a", _t(1, 10), _t(1, 12)).collect()
-    assert kept["job_id"].to_list() == ["wait", "edge", "open", "nostart"]
+    assert kept["job_id"].to_list() == ["wait", "edge", "open", "nostart", "backwards"]
 
 
 def test_by_hour_chunks_and_by_row_chunks_concatenate_in_order() -> None:
@@ -159,3 +164,43 @@ def test_the_build_checkpoints_under_its_memory_limit(
         assert wal.stat().st_size > 0
         other.execute("ROLLBACK")
         assert con.execute("SELECT count(*) FROM core.jobs").fetchall()[0][0] > 100
+
+
+def test_a_wait_recorded_as_ending_before_its_start_counts_in_every_unit_it_spans() -> None:
+    """One 8-GPU attempt eligible 2026-02-28 23:00, started 2026-03-01 02:00, its end recorded
+    at 02-28 23:30 (before its start); 16 GPUs of capacity from 02-28 22:00 to 03-01 03:00. Its
+    wait is pending demand 8 GPUs × 3600 s = 28,800 GPU-s in each of the hours 23:00, 00:00 and
+    01:00, so ``held`` is 28,800 there in the waterfall computed one month at a time as in the
+    waterfall computed whole (the March unit must keep the attempt, though it "ended" in
+    February)."""
+    from metrics import gpu_waterfall_hourly
+
+    def at(day: int, hour: int) -> dt.datetime:
+        return dt.datetime(2026, 2, 28, hour, tzinfo=UTC) + dt.timedelta(days=day)
+
+    attempts = pl.DataFrame(
+        {"cluster": ["c"], "job_id": ["1"], "attempt": [0], "partition": ["gpu"], "team": ["t"],
+         "state": ["COMPLETED"], "gpus": [8.0], "req_gpus": [8.0],
+         "submit_at": [at(0, 23)], "eligible_at": [at(0, 23)], "start_at": [at(1, 2)],
+         "end_at": [at(0, 23) + dt.timedelta(minutes=30)], "node_list": [["n1"]]},
+        schema_overrides={c: pl.Datetime("us", "UTC")
+                          for c in ("submit_at", "eligible_at", "start_at", "end_at")},
+    )  # fmt: skip
+    hours = [at(0, 22) + dt.timedelta(hours=i) for i in range(6)]
+    capacity = pl.DataFrame(
+        {"cluster": ["c"] * 6, "hour": hours, "capacity_gpu_s": [16 * 3600.0] * 6,
+         "down_gpu_s": [0.0] * 6, "planned_down_gpu_s": [0.0] * 6},
+        schema_overrides={"hour": pl.Datetime("us", "UTC")},
+    )  # fmt: skip
+    cut = at(2, 0)
+    whole = gpu_waterfall_hourly(attempts.lazy(), capacity.lazy(), cut).collect()
+    units = by_hour_chunks(
+        capacity,
+        lambda h, c, lo, hi: gpu_waterfall_hourly(
+            touching(attempts.lazy(), c, lo, hi), h.lazy(), cut
+        ).collect(),
+        "1mo",
+    )
+    held = units.filter(pl.col("leaf") == "held").sort("hour")["gpu_s"].to_list()
+    assert held == [0.0, 28_800.0, 28_800.0, 28_800.0, 0.0, 0.0]
+    assert units.equals(whole)
