@@ -211,10 +211,10 @@ def _healthy_size_by_brute_force(topology: pl.DataFrame, down: pl.DataFrame) -> 
 
 
 def test_healthy_size_equals_a_direct_count_on_random_outages() -> None:
-    """200 random down intervals (some still open, some overlapping on one node) on blocks of
-    18, 18 and 12 nodes: the healthy size at every start and end equals a direct count of the
-    nodes up in each block at that time, maximised over blocks (so the pairs of times and
-    intervals that meet are all formed, and only those count)."""
+    """200 random down intervals (some still open, some of zero length, some overlapping on one
+    node) on blocks of 18, 18 and 12 nodes: the healthy size at every start and end equals a
+    direct count of the nodes up in each block at that time, maximised over blocks (so the
+    pairs of times and intervals that meet are all formed, and only those count)."""
     rng = random.Random(19)
     topo = _blocks(18, 18, 12)
     starts = [T0 + dt.timedelta(minutes=rng.randrange(0, 2000)) for _ in range(200)]
@@ -222,7 +222,9 @@ def test_healthy_size_equals_a_direct_count_on_random_outages() -> None:
         {"cluster": ["c"] * 200,
          "node": [f"n{rng.randrange(1, 49)}" for _ in range(200)],
          "start_at": starts,
-         "end_at": [None if rng.random() < 0.05 else s + dt.timedelta(minutes=rng.randrange(1, 600))
+         "end_at": [None if rng.random() < 0.05
+                    else s if rng.random() < 0.05  # zero-length: down at no instant
+                    else s + dt.timedelta(minutes=rng.randrange(1, 600))
                     for s in starts]},
         schema_overrides={"start_at": _TS, "end_at": _TS},
     )  # fmt: skip
