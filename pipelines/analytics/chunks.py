@@ -53,12 +53,11 @@ def hour_chunks(
     if hours.is_empty():
         return []
     tagged = hours.with_columns(pl.col("hour").dt.truncate(every).alias("_unit"))
-    units = tagged.select("cluster", "_unit").unique().sort("cluster", "_unit")
+    units = tagged.partition_by("cluster", "_unit", maintain_order=True, as_dict=True)
     out = []
-    for c, unit in units.iter_rows():
-        rows = tagged.filter((pl.col("cluster") == c) & (pl.col("_unit") == unit)).drop("_unit")
+    for (c, _unit), rows in sorted(units.items(), key=lambda kv: kv[0]):
         lo, last = rows.select(pl.col("hour").min().alias("lo"), pl.col("hour").max()).row(0)
-        out.append((str(c), lo, last + _HOUR, rows))
+        out.append((str(c), lo, last + _HOUR, rows.drop("_unit")))
     return out
 
 
@@ -82,7 +81,7 @@ def touching(frame: pl.LazyFrame, cluster: str, lo: dt.datetime, hi: dt.datetime
     names = frame.collect_schema().names()
     starts = [c for c in _STARTS if c in names]
     begun = pl.min_horizontal(*starts) if starts else pl.lit(None, pl.Datetime("us", "UTC"))
-    over = pl.max_horizontal("end_at", *(c for c in ("start_at",) if c in names))
+    over = pl.max_horizontal("end_at", "start_at") if "start_at" in names else pl.col("end_at")
     return frame.filter(
         (pl.col("cluster") == cluster)
         & (begun.is_null() | (begun < hi))
