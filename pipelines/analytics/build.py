@@ -36,7 +36,7 @@ from pipelines.analytics.chunks import (
     BUILD_CHUNK,
     ROW_CHUNK,
     by_hour_chunks,
-    by_row_chunks,
+    row_chunks,
     touching,
 )
 from pipelines.analytics.incremental import (
@@ -389,14 +389,15 @@ _STAGED_SLURM_JOBS = "core.slurm_jobs_staged"
 
 
 class _PartWriter:
-    """Writes a table part by part (``write(frame)``): the first part replaces the table, the
-    others are appended; ``rows`` counts the rows written. A table that receives no part is
-    not touched."""
+    """Writes a table part by part (``write(frame)``), each as stored (:func:`_stored`: without
+    the cut-off ``as_of``): the first part replaces the table, the others are appended;
+    ``rows`` counts the rows written. A table that receives no part is not touched."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, table: str) -> None:
         self.con, self.table, self.rows, self.parts = con, table, 0, 0
 
     def __call__(self, frame: pl.DataFrame) -> None:
+        frame = _stored(self.table, frame)
         if self.parts == 0:
             replace_table(self.con, self.table, frame)
         else:
@@ -569,6 +570,9 @@ def _tables(
     waterfall = windows.tables.pop("analytics.gpu_waterfall_hourly")
     for table in list(windows.tables):  # the policy impact reads only the waterfall
         write(table, windows.tables.pop(table))
+    # The per-attempt tables (a row per wait spell, a row per placed attempt and level) are
+    # written a range of attempts at a time, never held whole.
+    spells = write.parts("analytics.time_to_start_jobs")
     engine = build_metric_tables(
         con,
         jobs=jobs,
@@ -579,7 +583,10 @@ def _tables(
         as_of=as_of,
         slurmd_maps=sok.slurmd_maps if sok.slurmd_maps.height else None,
         every=units[0],
+        rows=units[1],
+        spells=spells,
     )  # fmt: skip
+    write.staged("analytics.time_to_start_jobs", spells)
     km = engine.pop("analytics.time_to_start_km")
     fair_hourly = engine.pop("fair_share_hourly")
     tts = _tts_summary(km) if km.width else naive_wait_percentiles(jobs.lazy()).collect()
@@ -593,7 +600,10 @@ def _tables(
     for table in list(engine):
         write(table, engine.pop(table))
     every, rows = units
-    write("analytics.job_placement", _placement(core, rows))
+    placed = write.parts("analytics.job_placement")
+    for part in _placement(core, rows):
+        placed(part)
+    write.staged("analytics.job_placement", placed)
     write("analytics.topology_fragmentation_hourly", _fragmentation(core, occ, every))
     schedulers = scheduler_tables(
         con, registry.history, registry.mapping, core.nodes, as_of,
@@ -639,13 +649,16 @@ def _stored(table: str, frame: pl.DataFrame) -> pl.DataFrame:
     return frame if table == CUTOFF_TABLE else frame.drop("as_of", strict=False)
 
 
-def _placement(core: CoreFrames, rows: int = ROW_CHUNK) -> pl.DataFrame:
+def _placement(core: CoreFrames, rows: int = ROW_CHUNK) -> Iterator[pl.DataFrame]:
     """``analytics.job_placement``: every started attempt against the map in force at its
     start, domain sizes counting only nodes up then (:func:`metrics.job_placement`), computed
-    ``rows`` attempts at a time (:func:`pipelines.analytics.chunks.by_row_chunks`: each row
-    depends on its attempt alone); a Kubernetes job whose pods were not seen is placed on the
-    nodes of its Workload's topology assignment (:func:`metrics.with_assignment_nodes`, over
-    every attempt first: it picks each job's latest attempt). ``topology_request``: the level
+    ``rows`` attempts at a time (:func:`pipelines.analytics.chunks.row_chunks`: each row
+    depends on its attempt alone) and yielded a range at a time, in (cluster, job_id, attempt)
+    order, so that the caller writes each before the next is computed (the concatenation is
+    the table, sorted as one call's would be); a Kubernetes job whose pods were not seen is
+    placed on the nodes of its Workload's topology assignment
+    (:func:`metrics.with_assignment_nodes`, over every attempt first: it picks each job's
+    latest attempt). ``topology_request``: the level
     its Kueue Workload's topology request names (:func:`metrics.topology_requests`; NULL: none,
     and for every Slurm job)."""
     cols = ["cluster", "job_id", "attempt", "start_at", "node_list"]
@@ -661,17 +674,13 @@ def _placement(core: CoreFrames, rows: int = ROW_CHUNK) -> pl.DataFrame:
         )
     )
     # Units in (cluster, job_id, attempt) order, each placed and sorted by those keys and
-    # level: the result comes sorted as one call's would, without sorting it whole.
-    return by_row_chunks(
-        attempts,
-        lambda part: (
+    # level: the parts come sorted as one call's result would, without sorting it whole.
+    for part in row_chunks(attempts, rows, order=("cluster", "job_id", "attempt")):
+        yield (
             job_placement(part.lazy(), topo, down=down)
             .join(requests, on=["cluster", "job_id"], how="left", maintain_order="left")
             .collect()
-        ),
-        rows,
-        order=("cluster", "job_id", "attempt"),
-    )
+        )
 
 
 def _fragmentation(core: CoreFrames, occ: pl.DataFrame, every: str = BUILD_CHUNK) -> pl.DataFrame:
@@ -794,6 +803,12 @@ class _TableWriter:
             lambda: diff_replace(self.con, table, frame),
             lambda: replace_table(self.con, table, frame),
         )  # fmt: skip
+
+    def parts(self, table: str) -> _PartWriter:
+        """A writer of ``table`` part by part, for :meth:`staged` to finish: a full build
+        writes the parts into ``table`` itself; an incremental one stages them in
+        ``<table>_staged`` (inside the build's transaction, dropped by :meth:`staged`)."""
+        return _PartWriter(self.con, table if self.plan.full else f"{table}_staged")
 
     def staged(self, table: str, parts: _PartWriter) -> None:
         """Write ``table`` from the rows ``parts`` wrote: nothing to do when they went to

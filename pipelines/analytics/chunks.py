@@ -14,11 +14,14 @@ compare both against one computation over everything, row for row.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import polars as pl
 
-__all__ = ["BUILD_CHUNK", "ROW_CHUNK", "by_hour_chunks", "by_row_chunks", "hour_chunks", "touching"]
+__all__ = [
+    "BUILD_CHUNK", "ROW_CHUNK", "by_hour_chunks", "by_row_chunks", "hour_chunks", "row_chunks",
+    "touching",
+]  # fmt: skip
 
 #: The build's unit of hours, as a polars duration (``dt.truncate``): one cluster-month.
 BUILD_CHUNK = "1mo"
@@ -108,6 +111,27 @@ def by_hour_chunks(
     return pl.concat([compute(rows, c, lo, hi) for c, lo, hi, rows in units])
 
 
+def row_chunks(
+    rows: pl.DataFrame, size: int = ROW_CHUNK, *, order: Sequence[str] = ()
+) -> Iterator[pl.DataFrame]:
+    """``rows`` in consecutive ranges of ``size`` rows (the last may be shorter; no row: one
+    empty range, so a caller still sees the columns), yielded one at a time. With ``order``
+    (columns), the rows are taken in that order, each range gathered by index: the whole frame
+    is never sorted or copied.
+
+    Raises:
+        ValueError: ``size`` is not positive (when iteration starts).
+    """
+    if size < 1:
+        raise ValueError(f"chunk size must be positive, got {size}")
+    if rows.height <= size:
+        yield rows
+        return
+    index = rows.select(pl.arg_sort_by(list(order)))[:, 0] if order else None
+    for offset in range(0, rows.height, size):
+        yield rows.slice(offset, size) if index is None else rows[index.slice(offset, size)]
+
+
 def by_row_chunks(
     rows: pl.DataFrame,
     compute: Callable[[pl.DataFrame], pl.DataFrame],
@@ -115,22 +139,13 @@ def by_row_chunks(
     *,
     order: Sequence[str] = (),
 ) -> pl.DataFrame:
-    """A per-row table computed ``size`` rows of ``rows`` at a time, concatenated in order (no
-    row: ``compute`` of the empty frame, for its columns). For a function whose output rows
-    each depend on one input row alone. With ``order`` (columns), the rows are taken in that
-    order (each unit gathered by index, the whole frame never sorted): a ``compute`` whose output
-    is sorted by those columns first then gives a result sorted by them throughout.
+    """A per-row table computed ``size`` rows of ``rows`` at a time (:func:`row_chunks`),
+    concatenated in order (no row: ``compute`` of the empty frame, for its columns). For a
+    function whose output rows each depend on one input row alone. With ``order`` (columns), a
+    ``compute`` whose output is sorted by those columns first gives a result sorted by them
+    throughout.
 
     Raises:
         ValueError: ``size`` is not positive.
     """
-    if size < 1:
-        raise ValueError(f"chunk size must be positive, got {size}")
-    if rows.height <= size:
-        return compute(rows)
-    index = rows.select(pl.arg_sort_by(list(order)))[:, 0] if order else None
-    parts = []
-    for offset in range(0, rows.height, size):
-        part = rows.slice(offset, size) if index is None else rows[index.slice(offset, size)]
-        parts.append(compute(part))
-    return pl.concat(parts)
+    return pl.concat([compute(part) for part in row_chunks(rows, size, order=order)])

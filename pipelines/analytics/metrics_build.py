@@ -11,6 +11,7 @@ the node's jobs as a flagged group).
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 
 import duckdb
 import polars as pl
@@ -24,7 +25,7 @@ from metrics import (
     wait_spells,
 )
 from metrics.attribution import attribute_samples
-from pipelines.analytics.chunks import BUILD_CHUNK, by_hour_chunks, touching
+from pipelines.analytics.chunks import BUILD_CHUNK, ROW_CHUNK, by_hour_chunks, row_chunks, touching
 from pipelines.core.slurm_on_k8s import rehome_slurmd_dcgm
 from pipelines.warehouse import table_exists
 from pipelines.warehouse.sql import load_sql
@@ -331,6 +332,8 @@ def build_metric_tables(
     as_of: pl.DataFrame,
     slurmd_maps: pl.DataFrame | None = None,
     every: str = BUILD_CHUNK,
+    rows: int = ROW_CHUNK,
+    spells: Callable[[pl.DataFrame], None] | None = None,
 ) -> dict[str, pl.DataFrame]:
     """Compute the metric-engine tables that are not time-keyed, for every cluster with data.
 
@@ -351,9 +354,15 @@ def build_metric_tables(
             the mapped Slurm node (:func:`_xid_events`), never on the Kubernetes host.
         every: the unit of hours the hourly fair shares are computed in
             (:func:`pipelines.analytics.chunks.by_hour_chunks`; default one cluster-month).
+        rows: attempts per part of ``analytics.time_to_start_jobs`` (one wait spell per
+            attempt, :func:`metrics.wait_spells`: each spell depends on its own row alone).
+        spells: where the parts of ``analytics.time_to_start_jobs`` go, in table order (per
+            cluster: its attempts' spells ``rows`` attempts at a time, then its never-started
+            jobs' spells), each as soon as it is computed; the rows are then not returned.
+            None: they are concatenated and returned.
 
     Returns:
-        Frames by table name: ``analytics.time_to_start_jobs``,
+        Frames by table name: ``analytics.time_to_start_jobs`` (unless ``spells`` is given),
         ``analytics.time_to_start_km``, ``analytics.fairness_weekly``,
         ``analytics.fairness_summary_weekly``, ``analytics.node_reliability``; and
         ``fair_share_hourly`` (not a table: the :func:`metrics.fairness.fair_share_hourly` rows
@@ -361,7 +370,9 @@ def build_metric_tables(
     """
     xid = _xid_events(con, slurmd_maps)
     down = _down_intervals(con)
-    spells, tts, fair_hourly, rel = [], [], [], []
+    spell_parts: list[pl.DataFrame] = []
+    emit = spells or spell_parts.append
+    tts, fair_hourly, rel = [], [], []
     cuts = [
         (str(r["cluster"]), r["as_of"])
         for r in as_of.filter(pl.col("as_of").is_not_null()).iter_rows(named=True)
@@ -409,10 +420,19 @@ def build_metric_tables(
                 nodes=nodes.filter(pl.col("cluster") == c).select("cluster", "host", "rack").lazy(),
             ).collect()
         )  # fmt: skip
-        sp = wait_spells(j, cut, pending=p).collect()
-        spells.append(sp.with_columns(pl.lit(cut).alias("as_of")))
+        # The spells row for row as ``wait_spells(j, cut, pending=p)`` gives them (the
+        # attempts' in order, then the never-started jobs'), a range at a time: an empty frame
+        # of the other kind keeps every part's columns and types those of the whole.
+        for part in row_chunks(jobs, rows):
+            emit(
+                wait_spells(
+                    part.lazy().filter(pl.col("cluster") == c), cut, pending=p.clear()
+                ).collect()
+            )
+        emit(wait_spells(j.clear(), cut, pending=p).collect())
     out: dict[str, pl.DataFrame] = {}
-    out["analytics.time_to_start_jobs"] = _concat(spells)
+    if spells is None:
+        out["analytics.time_to_start_jobs"] = _concat(spell_parts)
     km = _concat(tts)
     for col in _TTS_COLS:
         if col not in km.columns and km.width:
