@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -91,6 +91,20 @@ def _fetch(cluster: SlurmTestCluster, spool: Path) -> tuple[ParseResult, ParseRe
     )
 
 
+def _later_start(cluster: SlurmTestCluster) -> datetime:
+    """A start for ``alice-later``: an hour from now, but inside the cluster's current UTC day,
+    since the history is fetched for one day (``sacctmgr show reservation Start=<day>
+    End=<next day>``) and a reservation starting the next day is not in it. Within three
+    minutes of midnight, it waits for the new day first."""
+    now = cluster.now().replace(microsecond=0)
+    midnight = datetime.combine(now.date() + timedelta(days=1), datetime.min.time(), now.tzinfo)
+    if midnight - now < timedelta(minutes=3):
+        time.sleep((midnight - now).total_seconds() + 1)
+        now = cluster.now().replace(microsecond=0)
+        midnight += timedelta(days=1)
+    return min(now + timedelta(hours=1), midnight - timedelta(minutes=1))
+
+
 @pytest.fixture(scope="module")
 def reservations(
     resv_cluster: SlurmTestCluster, tmp_path_factory: pytest.TempPathFactory
@@ -99,7 +113,7 @@ def reservations(
     cluster = resv_cluster
     spool = tmp_path_factory.mktemp("resv-spool")
     idle, _ = _fetch(cluster, spool / "idle")
-    later_start = cluster.now().replace(microsecond=0) + timedelta(hours=1)
+    later_start = _later_start(cluster)
     created_from = cluster.now().replace(microsecond=0)
     cluster.run([
         "scontrol", "create", "reservation", "ReservationName=maint-now", "StartTime=now",
@@ -194,3 +208,21 @@ def test_after_deletion(reservations: Reservations) -> None:
     assert isinstance(end, datetime)
     assert reservations.created_from <= end <= reservations.deleted_at + timedelta(seconds=1)
     assert (row["nodes"], row["maint"]) == (["gpu-001", "gpu-002"], True)
+
+
+def test_later_start_stays_inside_the_day() -> None:
+    """The history is one day's: an hour from 23:00:01 would start the next day (the CI run of
+    2026-12-03 23:00 UTC lost ``alice-later`` so), so the start is held at 23:59:00; at 10:00
+    it is an hour on. (A stand-in clock: only ``now`` is read.)"""
+
+    class Clock:
+        def __init__(self, at: datetime) -> None:
+            self.at = at
+
+        def now(self) -> datetime:
+            return self.at
+
+    late = datetime(2026, 12, 3, 23, 0, 1, 500, tzinfo=UTC)
+    assert _later_start(Clock(late)) == datetime(2026, 12, 3, 23, 59, tzinfo=UTC)  # type: ignore[arg-type]
+    morning = datetime(2026, 12, 3, 10, 0, 0, tzinfo=UTC)
+    assert _later_start(Clock(morning)) == datetime(2026, 12, 3, 11, 0, tzinfo=UTC)  # type: ignore[arg-type]
