@@ -18,10 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import polars as pl
 
-__all__ = [
-    "BUILD_CHUNK", "ROW_CHUNK", "by_hour_chunks", "by_row_chunks", "hour_chunks", "row_chunks",
-    "touching",
-]  # fmt: skip
+__all__ = ["BUILD_CHUNK", "ROW_CHUNK", "by_hour_chunks", "hour_chunks", "row_chunks", "touching"]
 
 #: The build's unit of hours, as a polars duration (``dt.truncate``): one cluster-month.
 BUILD_CHUNK = "1mo"
@@ -116,8 +113,10 @@ def row_chunks(
 ) -> Iterator[pl.DataFrame]:
     """``rows`` in consecutive ranges of ``size`` rows (the last may be shorter; no row: one
     empty range, so a caller still sees the columns), yielded one at a time. With ``order``
-    (columns), the rows are taken in that order, each range gathered by index: the whole frame
-    is never sorted or copied.
+    (columns) and more than one range, the ranges follow that order, each gathered by index
+    (the whole frame is never sorted or copied); one range is ``rows`` as given. A per-row
+    function applied to each range and sorted by those columns inside it, concatenated, is
+    then sorted by them throughout.
 
     Raises:
         ValueError: ``size`` is not positive (when iteration starts).
@@ -130,22 +129,3 @@ def row_chunks(
     index = rows.select(pl.arg_sort_by(list(order)))[:, 0] if order else None
     for offset in range(0, rows.height, size):
         yield rows.slice(offset, size) if index is None else rows[index.slice(offset, size)]
-
-
-def by_row_chunks(
-    rows: pl.DataFrame,
-    compute: Callable[[pl.DataFrame], pl.DataFrame],
-    size: int = ROW_CHUNK,
-    *,
-    order: Sequence[str] = (),
-) -> pl.DataFrame:
-    """A per-row table computed ``size`` rows of ``rows`` at a time (:func:`row_chunks`),
-    concatenated in order (no row: ``compute`` of the empty frame, for its columns). For a
-    function whose output rows each depend on one input row alone. With ``order`` (columns), a
-    ``compute`` whose output is sorted by those columns first gives a result sorted by them
-    throughout.
-
-    Raises:
-        ValueError: ``size`` is not positive.
-    """
-    return pl.concat([compute(part) for part in row_chunks(rows, size, order=order)])

@@ -422,13 +422,13 @@ def build_metric_tables(
         )  # fmt: skip
         # The spells row for row as ``wait_spells(j, cut, pending=p)`` gives them (the
         # attempts' in order, then the never-started jobs'), a range at a time: an empty frame
-        # of the other kind keeps every part's columns and types those of the whole.
+        # of the other kind keeps every part's columns and types those of the whole. A range
+        # with none of this cluster's spells is not emitted (the last part always is).
         for part in row_chunks(jobs, rows):
-            emit(
-                wait_spells(
-                    part.lazy().filter(pl.col("cluster") == c), cut, pending=p.clear()
-                ).collect()
-            )
+            own = part.lazy().filter(pl.col("cluster") == c)
+            sp = wait_spells(own, cut, pending=p.clear()).collect()
+            if sp.height:
+                emit(sp)
         emit(wait_spells(j.clear(), cut, pending=p).collect())
     out: dict[str, pl.DataFrame] = {}
     if spells is None:

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import datetime as dt
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 from pipelines.analytics.build import rebuild
-from pipelines.analytics.chunks import by_hour_chunks, by_row_chunks, hour_chunks, touching
+from pipelines.analytics.chunks import by_hour_chunks, hour_chunks, row_chunks, touching
 from pipelines.config import load_config
 from pipelines.warehouse import connect, init_warehouse
 from tests.conftest import write_config
@@ -70,7 +71,17 @@ def test_touching_keeps_rows_whose_life_meets_the_unit() -> None:
     assert kept["job_id"].to_list() == ["wait", "edge", "open", "nostart", "backwards"]
 
 
-def test_by_hour_chunks_and_by_row_chunks_concatenate_in_order() -> None:
+def _by_rows(
+    frame: pl.DataFrame,
+    compute: Callable[[pl.DataFrame], pl.DataFrame],
+    size: int,
+    order: tuple[str, ...] = (),
+) -> pl.DataFrame:
+    """``compute`` over :func:`row_chunks`, concatenated, as the build writes its parts."""
+    return pl.concat([compute(part) for part in row_chunks(frame, size, order=order)])
+
+
+def test_by_hour_chunks_and_row_chunks_concatenate_in_order() -> None:
     """A compute that reports its unit: three units give three rows in unit order; with no
     hour, the compute runs once on the empty frame. Rows in slices of 2 of 5: 3 slices, the
     rows in their order; a non-positive size raises; with an order, the units are taken in it."""
@@ -91,14 +102,14 @@ def test_by_hour_chunks_and_by_row_chunks_concatenate_in_order() -> None:
         return part.with_columns(pl.col("x") * 10)
 
     frame = pl.DataFrame({"x": [1, 2, 3, 4, 5]})
-    assert by_row_chunks(frame, per_row, 2)["x"].to_list() == [10, 20, 30, 40, 50]
+    assert _by_rows(frame, per_row, 2)["x"].to_list() == [10, 20, 30, 40, 50]
     assert seen == [2, 2, 1]
     with pytest.raises(ValueError, match="positive"):
-        by_row_chunks(frame, per_row, 0)
+        _by_rows(frame, per_row, 0)
     # In key order: units {k=1: x=3, 1}, {k=2: x=5, 4}, {k=3: x=2}, each sorted by (k, x)
     # inside, concatenate to the whole frame sorted by (k, x).
     keyed = pl.DataFrame({"k": [2, 3, 1, 2, 1], "x": [5, 2, 3, 4, 1]})
-    ordered = by_row_chunks(keyed, lambda part: part.sort("k", "x"), 2, order=("k",))
+    ordered = _by_rows(keyed, lambda part: part.sort("k", "x"), 2, order=("k",))
     assert ordered.rows() == [(1, 1), (1, 3), (2, 4), (2, 5), (3, 2)]
 
 
