@@ -33,7 +33,13 @@ from metrics.reliability import (
     node_reliability,
     rack_reliability,
 )
-from metrics.survival import kaplan_meier, wait_percentiles_km, wait_spells
+from metrics.survival import (
+    SPELLS_N,
+    kaplan_meier,
+    wait_percentiles_km,
+    wait_spell_counts,
+    wait_spells,
+)
 from metrics.time_to_start import naive_wait_percentiles
 from metrics.waterfall import (
     LEAF_DTYPE,
@@ -50,6 +56,7 @@ __all__ = [
     "GANG_NODES",
     "LEAF_DTYPE",
     "PLACEMENT_SCHEMA",
+    "SPELLS_N",
     "LossPolicy",
     "allocated_gpu_seconds_hourly",
     "assignment_node_lists",
@@ -79,6 +86,7 @@ __all__ = [
     "topology_requests",
     "wait_fairness",
     "wait_percentiles_km",
+    "wait_spell_counts",
     "wait_spells",
     "water_fill",
     "with_assignment_nodes",

@@ -18,9 +18,11 @@ from metrics.schema import BUCKET, ELIGIBLE_AT, END_AT, GPUS, REQ_GPUS, START_AT
 
 __all__ = [
     "DURATION_S",
+    "SPELLS_N",
     "STARTED",
     "kaplan_meier",
     "wait_percentiles_km",
+    "wait_spell_counts",
     "wait_spells",
 ]
 
@@ -30,6 +32,8 @@ DURATION_S = "duration_s"
 STARTED = "started"
 #: GPUs that place a spell in its size bucket: allocated GPUs if started, else requested.
 SIZE_GPUS = "size_gpus"
+#: How many spells a row of :func:`wait_spell_counts` stands for.
+SPELLS_N = "n"
 
 #: Slack when comparing S(t) with 1 − p: S is a product of fractions, so an exact 0.5 can come
 #: out as 0.5000000000000001.
@@ -119,7 +123,44 @@ def _keys(spells: pl.LazyFrame, by: Sequence[str]) -> tuple[pl.LazyFrame, list[s
     return spells.with_columns(pl.lit(0).alias("_all")), ["_all"]
 
 
-def kaplan_meier(spells: pl.LazyFrame, by: Sequence[str] = ()) -> pl.LazyFrame:
+def _weight(weight: str | None) -> pl.Expr:
+    """How many spells each row counts for: the ``weight`` column, else 1."""
+    return pl.col(weight).cast(pl.Int64) if weight else pl.lit(1, dtype=pl.Int64)
+
+
+def _sum_where(cond: pl.Expr, w: pl.Expr) -> pl.Expr:
+    return pl.when(cond).then(w).otherwise(0).sum().cast(pl.Int64)
+
+
+def wait_spell_counts(spells: pl.LazyFrame, by: Sequence[str]) -> pl.LazyFrame:
+    """Spells collapsed to one row per group, duration and outcome: the compact input of
+    :func:`kaplan_meier` and :func:`wait_percentiles_km` (``weight=SPELLS_N``), which give
+    from it exactly what they give from the spells themselves (both count spells per group and
+    distinct duration, nothing else).
+
+    The counts add up: counts of the parts of a set of spells, concatenated and passed here
+    again, are the counts of the whole (rows that already carry :data:`SPELLS_N` are summed,
+    others count 1), so a window's percentiles can be computed from parts of its spells
+    taken in turn, never all of them at once.
+
+    Args:
+        spells: :func:`wait_spells` output (``duration_s``, ``started``), or counts from this
+            function (with :data:`SPELLS_N`).
+        by: the group columns to keep (every grouping later asked of the counts must be a
+            subset of them).
+
+    Returns:
+        ``by…, duration_s, started, n`` (``n`` Int64; excluded spells have ``duration_s`` and
+        ``started`` NULL), in no particular order.
+    """
+    cols = spells.collect_schema().names()
+    n = pl.col(SPELLS_N).sum() if SPELLS_N in cols else pl.len()
+    return spells.group_by(*by, DURATION_S, STARTED).agg(n.cast(pl.Int64).alias(SPELLS_N))
+
+
+def kaplan_meier(
+    spells: pl.LazyFrame, by: Sequence[str] = (), *, weight: str | None = None
+) -> pl.LazyFrame:
     """The Kaplan–Meier (product-limit) survival curve of waits, per group.
 
     S(t) = Π_{tᵢ ≤ t} (1 − dᵢ / nᵢ), where dᵢ starts happen at tᵢ and nᵢ spells are still waiting
@@ -130,19 +171,19 @@ def kaplan_meier(spells: pl.LazyFrame, by: Sequence[str] = ()) -> pl.LazyFrame:
         spells: :func:`wait_spells` output (``duration_s``, ``started``); excluded spells
             (``started`` NULL) are ignored.
         by: group columns (e.g. ``cluster, bucket``); ``()`` for one curve.
+        weight: a column giving how many spells each row stands for (:func:`wait_spell_counts`'
+            :data:`SPELLS_N`); None: each row is one spell.
 
     Returns:
         ``by…, duration_s, at_risk, events, censored, survival``: one row per group and distinct
         duration, ascending; ``survival`` = S(t) just after that duration.
     """
     lf, keys = _keys(spells, by)
+    started, w = pl.col(STARTED), _weight(weight)
     per_t = (
-        lf.filter(pl.col(STARTED).is_not_null())
+        lf.filter(started.is_not_null())
         .group_by(*keys, DURATION_S)
-        .agg(
-            pl.col(STARTED).sum().cast(pl.Int64).alias("events"),
-            (~pl.col(STARTED)).sum().cast(pl.Int64).alias("censored"),
-        )
+        .agg(_sum_where(started, w).alias("events"), _sum_where(~started, w).alias("censored"))
     )
     left = pl.col("events") + pl.col("censored")
     # Sorted once by group and duration, so the running sums follow the frame order (a window
@@ -166,6 +207,8 @@ def wait_percentiles_km(
     spells: pl.LazyFrame,
     by: Sequence[str] = (),
     quantiles: Sequence[float] = (0.5, 0.9, 0.99),
+    *,
+    weight: str | None = None,
 ) -> pl.LazyFrame:
     """Kaplan–Meier wait percentiles per group, with the naive percentiles beside them.
 
@@ -179,6 +222,8 @@ def wait_percentiles_km(
         by: group columns, e.g. ``("cluster", "bucket")``, ``("partition",)``, ``("team",
             "week")``; ``()`` for one row.
         quantiles: the p values, each in (0, 1).
+        weight: a column giving how many spells each row stands for (the compact counts of
+            :func:`wait_spell_counts`: ``weight=SPELLS_N``); None: each row is one spell.
 
     Returns:
         ``by…, spells, events, censored, excluded`` (never-eligible spells, counted not used),
@@ -192,37 +237,32 @@ def wait_percentiles_km(
         if not 0.0 < q < 1.0:
             raise ValueError(f"quantile {q} is not in (0, 1)")
     lf, keys = _keys(spells, by)
-    curve = kaplan_meier(lf, keys)
-    km_aggs: list[pl.Expr] = [pl.col("survival").min().alias("_smin")]
+    # The curve has one row per group and distinct duration, sorted: the running count of
+    # starts along it gives the naive (started-only) nearest-rank percentile as well: the
+    # smallest duration whose running count reaches ⌈p·starts⌉ (at least the first).
+    curve = kaplan_meier(lf, keys, weight=weight).with_columns(
+        pl.col("events").cum_sum().over(keys).alias("_cum"),
+        pl.col("events").sum().over(keys).alias("_tot"),
+    )
+    aggs: list[pl.Expr] = [pl.col("survival").min().alias("_smin")]
     for q in quantiles:
-        km_aggs.append(
+        aggs.append(
             pl.col(DURATION_S)
             .filter(pl.col("survival") <= 1.0 - q + _EPS)
             .min()
             .alias(f"km_{_label(q)}_s")
         )
-    km = curve.group_by(keys).agg(km_aggs)
-    started = pl.col(STARTED)
-    # Naive: the nearest-rank percentiles (``nearest_rank``) of the started waits, taken from
-    # one sorted list per group instead of one sort per percentile.
-    waits = pl.col("_naive")
-    counts = (
-        lf.group_by(keys)
-        .agg(
-            started.is_not_null().sum().cast(pl.Int64).alias("spells"),
-            started.fill_null(False).sum().cast(pl.Int64).alias("events"),
-            (~started).fill_null(False).sum().cast(pl.Int64).alias("censored"),
-            started.is_null().sum().cast(pl.Int64).alias("excluded"),
-            pl.col(DURATION_S).filter(started.fill_null(False)).drop_nulls().sort().alias("_naive"),
+        rank = (pl.lit(q) * pl.col("_tot")).ceil().clip(1, None)
+        aggs.append(
+            pl.col(DURATION_S).filter(pl.col("_cum") >= rank).min().alias(f"naive_{_label(q)}_s")
         )
-        .with_columns(
-            waits.list.get(
-                ((pl.lit(q) * waits.list.len()).ceil().cast(pl.Int64) - 1).clip(0, None),
-                null_on_oob=True,
-            ).alias(f"naive_{_label(q)}_s")
-            for q in quantiles
-        )
-        .drop("_naive")
+    km = curve.group_by(keys).agg(aggs)
+    started, w = pl.col(STARTED), _weight(weight)
+    counts = lf.group_by(keys).agg(
+        _sum_where(started.is_not_null(), w).alias("spells"),
+        _sum_where(started.fill_null(False), w).alias("events"),
+        _sum_where((~started).fill_null(False), w).alias("censored"),
+        _sum_where(started.is_null(), w).alias("excluded"),
     )
     out = counts.join(km, on=keys, how="left", nulls_equal=True)
     reasons = []

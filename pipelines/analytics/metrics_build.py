@@ -17,11 +17,13 @@ import duckdb
 import polars as pl
 
 from metrics import (
+    SPELLS_N,
     entitlement,
     fair_share_hourly,
     fairness_summary,
     node_reliability,
     wait_percentiles_km,
+    wait_spell_counts,
     wait_spells,
 )
 from metrics.attribution import attribute_samples
@@ -49,8 +51,6 @@ _TTS_GROUPS: tuple[tuple[str, ...], ...] = (
     ("source", "cluster", "team", "bucket"),
 )
 _TTS_COLS = ["week", "source", "cluster", "partition", "team", "bucket"]
-#: The spell columns the Kaplan–Meier percentiles read.
-_TTS_KM_COLS = (*_TTS_COLS, "duration_s", "started")
 
 
 def _empty_gres() -> pl.DataFrame:
@@ -397,20 +397,6 @@ def build_metric_tables(
         )
         if cap.height == 0:
             continue
-        # The percentiles read the spells' group keys, duration and event flag only: collected
-        # narrow first (the wide spells, every attempt column, are collected last, so both are
-        # never in memory with the percentiles' working rows).
-        narrow = wait_spells(j, cut, pending=p).select(*_TTS_KM_COLS).collect()
-        for by in _TTS_GROUPS:
-            # A NULL partition or team is its own group, labelled, so that NULL keeps meaning
-            # "all" in the summary.
-            labelled = narrow.with_columns(
-                pl.col(c).cast(pl.String).fill_null("(none)")
-                for c in by
-                if c in ("partition", "team")
-            )
-            tts.append(wait_percentiles_km(labelled.lazy(), by=by).collect())
-        del narrow, labelled
         fair_hourly.append(_fair_share_hourly(j, p, cap, shares, cut, every))
         rel.append(
             node_reliability(
@@ -423,13 +409,33 @@ def build_metric_tables(
         # The spells row for row as ``wait_spells(j, cut, pending=p)`` gives them (the
         # attempts' in order, then the never-started jobs'), a range at a time: an empty frame
         # of the other kind keeps every part's columns and types those of the whole. A range
-        # with none of this cluster's spells is not emitted (the last part always is).
+        # with none of this cluster's spells is not emitted (the last part always is). The
+        # Kaplan–Meier percentiles read each part's spell counts only
+        # (:func:`metrics.survival.wait_spell_counts`, which add up over the parts): the
+        # cluster's spells are never held at once.
+        counts = []
         for part in row_chunks(jobs, rows):
             own = part.lazy().filter(pl.col("cluster") == c)
             sp = wait_spells(own, cut, pending=p.clear()).collect()
             if sp.height:
                 emit(sp)
-        emit(wait_spells(j.clear(), cut, pending=p).collect())
+                counts.append(wait_spell_counts(sp.lazy(), _TTS_COLS).collect())
+        sp = wait_spells(j.clear(), cut, pending=p).collect()
+        emit(sp)
+        counts.append(wait_spell_counts(sp.lazy(), _TTS_COLS).collect())
+        del sp
+        compact = wait_spell_counts(pl.concat(counts).lazy(), _TTS_COLS).collect()
+        del counts
+        for by in _TTS_GROUPS:
+            # A NULL partition or team is its own group, labelled, so that NULL keeps meaning
+            # "all" in the summary.
+            labelled = compact.lazy().with_columns(
+                pl.col(c).cast(pl.String).fill_null("(none)")
+                for c in by
+                if c in ("partition", "team")
+            )
+            tts.append(wait_percentiles_km(labelled, by=by, weight=SPELLS_N).collect())
+        del compact
     out: dict[str, pl.DataFrame] = {}
     if spells is None:
         out["analytics.time_to_start_jobs"] = _concat(spell_parts)

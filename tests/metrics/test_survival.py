@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from metrics import kaplan_meier, wait_percentiles_km, wait_spells
+from metrics import SPELLS_N, kaplan_meier, wait_percentiles_km, wait_spell_counts, wait_spells
 
 UTC = dt.UTC
 TS = pl.Datetime("us", "UTC")
@@ -132,3 +132,39 @@ def test_quantiles_must_lie_strictly_between_0_and_1() -> None:
     """p = 1 has no smallest t with S(t) ≤ 0 in general: refused with a ValueError."""
     with pytest.raises(ValueError, match="not in"):
         wait_percentiles_km(_spells([1.0], [True]), quantiles=(1.0,))
+
+
+def test_counts_of_parts_give_the_same_curve_and_percentiles_as_the_spells() -> None:
+    """The six spells of the product-limit test above, split into two parts of three
+    (10 ✓, 20 ✓, 20 ✗ | 20 ✓, 40 ✓, 30 ✗), counted per part and the counts counted again:
+    (10, ✓) 1, (20, ✓) 2, (20, ✗) 1, (30, ✗) 1, (40, ✓) 1. Weighted by those counts, the curve
+    is the one computed by hand there (S = 5/6, 1/2, 1/2, 0) and the percentiles are those of the
+    spells: KM p50 = 20 s (S(20) = 1/2 ≤ 0.5); naive over the starts 10, 20, 20, 40: p50 = ⌈2⌉ =
+    2nd = 20 s, p90 = ⌈3.6⌉ = 4th = 40 s. A seventh, excluded spell (NULL) is counted apart."""
+    spells = _spells([10.0, 20.0, 20.0, 20.0, 40.0, 30.0], [True, True, False, True, True, False])
+    excluded = pl.DataFrame(
+        {"team": ["g"], "duration_s": [None], "started": [None]},
+        schema={"team": pl.String, "duration_s": pl.Float64, "started": pl.Boolean},
+    ).lazy()
+    parts = [spells.slice(0, 3), pl.concat([spells.slice(3, 3), excluded])]
+    counts = wait_spell_counts(
+        pl.concat([wait_spell_counts(p, ["team"]).collect() for p in parts]).lazy(), ["team"]
+    ).collect()
+    assert sorted(counts.rows(), key=lambda r: (r[1] is None, r[1] or 0, bool(r[2]))) == [
+        ("g", 10.0, True, 1),
+        ("g", 20.0, False, 1),
+        ("g", 20.0, True, 2),
+        ("g", 30.0, False, 1),
+        ("g", 40.0, True, 1),
+        ("g", None, None, 1),
+    ]
+    curve = kaplan_meier(counts.lazy(), weight=SPELLS_N).collect()
+    assert curve["survival"].to_list() == [5 / 6, 0.5, 0.5, 0.0]
+    assert curve["at_risk"].to_list() == [6, 5, 2, 1]
+    whole = pl.concat([spells, excluded])
+    for frame, weight in ((whole, None), (counts.lazy(), SPELLS_N)):
+        r = wait_percentiles_km(frame, by=["team"], quantiles=(0.5, 0.9), weight=weight)
+        row = r.collect().row(0, named=True)
+        assert (row["spells"], row["events"], row["censored"], row["excluded"]) == (6, 4, 2, 1)
+        assert (row["km_p50_s"], row["naive_p50_s"], row["naive_p90_s"]) == (20.0, 20.0, 40.0)
+        assert row["km_p90_s"] == 40.0
