@@ -561,12 +561,17 @@ def _tables(
     :meth:`_TableWriter.finish`); the core tables, which the pending-reason spells of
     :func:`_domain_tables` may read back from an earlier build, are written last."""
     jobs, as_of = core.jobs, core.as_of
+    # A full build writes the per-attempt GPU summary a range of attempts at a time.
+    summary = write.parts("analytics.job_gpu_summary") if plan.full else None
     windows = window_tables(
         con, jobs=_without_slurmd(jobs, sok.slurmd_jobs), pending=core.pending, occupancy=occ,
         as_of=as_of, pod_jobs=core.pod_jobs, nodes=core.nodes, idle_threshold=cfg.idle_activity,
         days=None if plan.full else plan.days, changed_keys=plan.changed_keys,
         slurmd_maps=sok.slurmd_maps if sok.slurmd_maps.height else None, every=units[0],
+        rows=units[1], summary=summary,
     )  # fmt: skip
+    if summary is not None:
+        write.staged("analytics.job_gpu_summary", summary)
     waterfall = windows.tables.pop("analytics.gpu_waterfall_hourly")
     for table in list(windows.tables):  # the policy impact reads only the waterfall
         write(table, windows.tables.pop(table))

@@ -11,7 +11,7 @@ the node's jobs as a flagged group).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import duckdb
 import polars as pl
@@ -38,6 +38,7 @@ __all__ = [
     "build_metric_tables",
     "gpu_activity",
     "job_gpu_summary",
+    "job_gpu_summary_ranges",
 ]
 
 #: The GPU activity signal (METRICS.md), 0–1.
@@ -212,7 +213,7 @@ def job_gpu_summary(
     activity < θ; ``peak_fb_used_mib`` = max ``DCGM_FI_DEV_FB_USED``; ``xid_events`` = XID
     changes on the attempt's GPUs. Only samples attributed to the attempt itself count (labels,
     GPU map, whole node; not ``node_group``). Attempts without telemetry have 0 observed
-    GPU-seconds and NULL activity.
+    GPU-seconds and NULL activity. The whole of :func:`job_gpu_summary_ranges` in one range.
 
     Args:
         con: connection holding ``raw.dcgm_samples`` (read unless ``buckets`` is given).
@@ -223,6 +224,36 @@ def job_gpu_summary(
         bucket_s: bucket length, s.
         nodes: ``cluster, host, gpus`` for the whole-node rule.
         buckets: :func:`attributed_gpu_buckets` rows already computed.
+    """
+    (whole,) = job_gpu_summary_ranges(
+        con, jobs, activity, pod_jobs, idle_threshold=idle_threshold, rows=max(jobs.height, 1),
+        bucket_s=bucket_s, nodes=nodes, buckets=buckets,
+    )  # fmt: skip
+    return whole
+
+
+def job_gpu_summary_ranges(
+    con: duckdb.DuckDBPyConnection,
+    jobs: pl.DataFrame,
+    activity: pl.DataFrame,
+    pod_jobs: pl.DataFrame,
+    *,
+    idle_threshold: float,
+    rows: int = ROW_CHUNK,
+    bucket_s: float = 300.0,
+    nodes: pl.DataFrame | None = None,
+    buckets: pl.DataFrame | None = None,
+) -> Iterator[pl.DataFrame]:
+    """:func:`job_gpu_summary` ``rows`` attempts of ``jobs`` at a time
+    (:func:`pipelines.analytics.chunks.row_chunks`, in ``jobs``' order), yielded one range at a
+    time so that the caller writes each before the next is computed: the per-attempt telemetry
+    aggregates (one row per attempt with telemetry) are computed once, over all of ``activity``
+    and ``buckets``, and each range of attempts is joined to them (a row depends on its attempt
+    alone, so the ranges concatenate to the whole). Arguments as :func:`job_gpu_summary`; no
+    attempt: one empty range with the columns.
+
+    Raises:
+        ValueError: ``rows`` is not positive (when iteration starts).
     """
     if buckets is None:
         buckets = attributed_gpu_buckets(con, jobs, pod_jobs, nodes)
@@ -243,6 +274,7 @@ def job_gpu_summary(
             pl.col("_obs").filter(pl.col("activity") < idle_threshold).sum().alias("idle_gpu_s"),
         )
     )  # fmt: skip
+    del alloc
     hw = (
         buckets.filter(pl.col("attribution").is_in(_ONE_JOB) & pl.col("attempt").is_not_null())
         .group_by("cluster", "job_id", "attempt")
@@ -252,18 +284,21 @@ def job_gpu_summary(
         )
         .with_columns(pl.col("attempt").cast(pl.Int64))
     )
-    base = jobs.filter(pl.col("gpus") > 0).select(
-        "source", "cluster", "job_id", pl.col("attempt").cast(pl.Int64), "team", "gpus", "gpu_s"
-    )
-    return (
-        base.join(per, on=["cluster", "job_id", "attempt"], how="left")
-        .join(hw, on=["cluster", "job_id", "attempt"], how="left")
-        .with_columns(
-            pl.col("observed_gpu_s").fill_null(0.0),
-            pl.col("idle_gpu_s").fill_null(0.0),
-            pl.col("xid_events").fill_null(0).cast(pl.Int64),
+    keys = ["cluster", "job_id", "attempt"]
+    for part in row_chunks(jobs, rows):
+        base = part.filter(pl.col("gpus") > 0).select(
+            "source", "cluster", "job_id", pl.col("attempt").cast(pl.Int64), "team", "gpus",
+            "gpu_s",
+        )  # fmt: skip
+        yield (
+            base.join(per, on=keys, how="left", maintain_order="left")
+            .join(hw, on=keys, how="left", maintain_order="left")
+            .with_columns(
+                pl.col("observed_gpu_s").fill_null(0.0),
+                pl.col("idle_gpu_s").fill_null(0.0),
+                pl.col("xid_events").fill_null(0).cast(pl.Int64),
+            )
         )
-    )
 
 
 def gpu_activity(

@@ -20,7 +20,7 @@ import duckdb
 import polars as pl
 
 from metrics import gpu_waterfall_hourly
-from pipelines.analytics.chunks import BUILD_CHUNK, by_hour_chunks, touching
+from pipelines.analytics.chunks import BUILD_CHUNK, ROW_CHUNK, by_hour_chunks, touching
 from pipelines.analytics.dcgm_hourly_metrics import hourly_activity, labelled_hours
 from pipelines.analytics.metrics_build import (
     _ONE_JOB,
@@ -29,6 +29,7 @@ from pipelines.analytics.metrics_build import (
     attributed_gpu_buckets,
     gpu_activity,
     job_gpu_summary,
+    job_gpu_summary_ranges,
 )
 from pipelines.core import with_as_of
 from pipelines.warehouse import run_named, table_exists
@@ -336,6 +337,8 @@ def window_tables(
     changed_keys: pl.DataFrame | None = None,
     slurmd_maps: pl.DataFrame | None = None,
     every: str = BUILD_CHUNK,
+    rows: int = ROW_CHUNK,
+    summary: Callable[[pl.DataFrame], None] | None = None,
 ) -> WindowFrames:
     """The time-keyed tables (:data:`WINDOW_TABLES`) of the given cluster-days.
 
@@ -369,6 +372,11 @@ def window_tables(
             the slurmd pods' own Kubernetes jobs.
         every: the unit of hours the waterfall is computed in, one at a time
             (:func:`pipelines.analytics.chunks.by_hour_chunks`; default one cluster-month).
+        rows: attempts per range of ``job_gpu_summary`` when ``summary`` is given.
+        summary: in a full build (``days`` None), receives ``job_gpu_summary`` ``rows``
+            attempts at a time (:func:`~pipelines.analytics.metrics_build.job_gpu_summary_ranges`,
+            without ``as_of``), each range before the next is computed, and the returned tables
+            leave that table out; ignored with ``days``.
 
     Returns:
         The frames by table, and the job keys the summary covers (None for a full build).
@@ -389,6 +397,7 @@ def window_tables(
             for c, ds in sorted(days.items())
             if c in cuts and ds
         )
+    ranged = summary if days is None else None
     occ_parts, wf_parts, act_parts, sum_parts, key_parts = [], [], [], [], []
     for scope in scopes:
         mem = scope.telemetry
@@ -437,10 +446,19 @@ def window_tables(
             if scope.clusters[0][2] is not None:
                 ga = ga.filter(in_days("bucket", scope.clusters[0][2]))
             act_parts.append(ga)
-            sum_parts.append(
-                job_gpu_summary(mem, scope.summary_jobs, activity, pod_jobs,
-                                idle_threshold=idle_threshold, buckets=buckets)
-            )  # fmt: skip
+            if ranged is not None:
+                # A placeholder scope's rows are cleared: write the columns only.
+                summary_jobs = scope.summary_jobs.clear() if placeholder else scope.summary_jobs
+                for part in job_gpu_summary_ranges(
+                    mem, summary_jobs, activity, pod_jobs, idle_threshold=idle_threshold,
+                    rows=rows, buckets=buckets,
+                ):  # fmt: skip
+                    ranged(part)
+            else:
+                sum_parts.append(
+                    job_gpu_summary(mem, scope.summary_jobs, activity, pod_jobs,
+                                    idle_threshold=idle_threshold, buckets=buckets)
+                )  # fmt: skip
             if scope.keys is not None:
                 key_parts.append(scope.keys)
         finally:
@@ -459,8 +477,9 @@ def window_tables(
         "analytics.occupancy_hourly": all_hours if days is None else _concat(occ_parts),
         "analytics.gpu_waterfall_hourly": wf,
         "analytics.gpu_activity": _with_as_of(act_parts),
-        "analytics.job_gpu_summary": _with_as_of(sum_parts),
     }
+    if ranged is None:
+        tables["analytics.job_gpu_summary"] = _with_as_of(sum_parts)
     if placeholder:
         tables = {t: f if f is all_hours else f.clear() for t, f in tables.items()}
     keys = None

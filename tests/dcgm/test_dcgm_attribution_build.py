@@ -24,6 +24,7 @@ from pipelines.analytics.metrics_build import (
     attributed_gpu_buckets,
     gpu_activity,
     job_gpu_summary,
+    job_gpu_summary_ranges,
 )
 from pipelines.dcgm._dcgm_parse import DCGM_SAMPLE_SCHEMA
 from pipelines.slurm._scontrol_jobs import SCONTROL_JOB_SCHEMA
@@ -183,3 +184,37 @@ def test_no_samples_gives_empty_typed_tables(tables: dict[str, pl.DataFrame]) ->
     assert summary["observed_gpu_s"].to_list() == [0.0] * 3
     assert summary["mean_activity"].null_count() == 3
     assert summary["xid_events"].to_list() == [0] * 3
+
+
+def test_job_gpu_summary_in_ranges_of_one_attempt(tables: dict[str, pl.DataFrame]) -> None:
+    """The summary one attempt at a time (as a full build writes it): three ranges of one row
+    each, in the attempts' order (101, 201, 202), with the hand values of
+    :func:`test_job_gpu_summary` (101: 2400 GPU-s at 0.41, 1 XID; 202: 257.14 GPU-s, all
+    idle), and together the whole summary, row for row; no attempt: one empty range with the
+    summary's columns and types; a range of 0 attempts raises."""
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    init_warehouse(con)
+    buckets, activity = tables["buckets"], tables["activity"]
+    parts = list(
+        job_gpu_summary_ranges(
+            con, JOBS, activity, POD_JOBS, idle_threshold=0.05, rows=1, buckets=buckets
+        )
+    )
+    assert [p["job_id"].to_list() for p in parts] == [["101"], ["201"], ["202"]]
+    assert parts[0]["observed_gpu_s"][0] == pytest.approx(2400.0)
+    assert parts[0]["mean_activity"][0] == pytest.approx(0.41)
+    assert parts[0]["xid_events"][0] == 1
+    assert parts[2]["idle_gpu_s"][0] == pytest.approx(6 * 1 / 7 * 300)
+    assert pl.concat(parts).equals(tables["summary"])
+    (empty,) = job_gpu_summary_ranges(
+        con, JOBS.clear(), activity, POD_JOBS, idle_threshold=0.05, rows=1, buckets=buckets
+    )
+    assert empty.height == 0 and empty.schema == tables["summary"].schema
+    with pytest.raises(ValueError, match="positive"):
+        next(
+            job_gpu_summary_ranges(
+                con, JOBS, activity, POD_JOBS, idle_threshold=0.05, rows=0, buckets=buckets
+            )
+        )
+    con.close()
