@@ -379,8 +379,10 @@ def _build(
 
 #: DuckDB's memory limit while :func:`rebuild` runs (its buffer cache and operators; polars'
 #: frames are apart). Without it a year of 10,000 GPUs left 2.3 GB of warehouse blocks resident
-#: after the build, the year's peak 3.76 GB against 3.45 GB with it (BENCHMARKS.md).
-BUILD_QUERY_MEMORY = "1GB"
+#: after the build, the year's peak 3.76 GB against 3.45 GB with a 1 GB cap; 512 MB took the
+#: year's peak from 2.68 to 2.21 GB for 2 % more wall time, 256 MB only to 2.09 GB for 10 % more
+#: (BENCHMARKS.md, "Time to start from counts").
+BUILD_QUERY_MEMORY = "512MB"
 
 #: Where a build that is not known to be full stages the resolved Slurm rows, part by part,
 #: before its plan decides how ``core.slurm_jobs`` is written (inside the build's transaction:
