@@ -49,6 +49,8 @@ from pipelines.config import Config
 from pipelines.ingest import file_day
 from pipelines.kinds import raw_sources
 from pipelines.warehouse import (
+    as_utc,
+    changed_rows,
     ingest_time_ranges,
     read_table,
     replace_days,
@@ -228,6 +230,46 @@ def _changed_rows(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([n.filter(~hn.is_in(ho.implode())), o.filter(~ho.is_in(hn.implode()))])
 
 
+def _changed_jobs(con: duckdb.DuckDBPyConnection, jobs: pl.DataFrame) -> pl.DataFrame:
+    """:func:`_changed_rows` of the stored ``core.jobs`` and ``jobs``, compared in DuckDB
+    (:func:`pipelines.warehouse.changed_rows`: only the rows that differ come back); where the
+    stored columns or types differ from ``jobs``', the stored table is read and compared in
+    polars."""
+    new = jobs.drop("as_of", strict=False)
+    found = changed_rows(con, "core.jobs", new)
+    return found if found is not None else _changed_rows(read_table(con, "core.jobs"), jobs)
+
+
+def _stable_waits(
+    con: duckdb.DuckDBPyConnection,
+    changed: tuple[pl.DataFrame, ...],
+    old_pending: pl.DataFrame,
+    new: tuple[pl.DataFrame, ...],
+) -> pl.DataFrame:
+    """The wait keys (:data:`_WAIT_KEY`) of the ``changed`` rows that both builds hold: among
+    the stored attempts (``core.jobs``, looked up in DuckDB, ``sql/analytics/
+    stored_wait_keys.sql``) or ``old_pending``, and among the ``new`` frames (nulls equal). Only
+    the changed rows' keys are looked up: :func:`_span_days` reads no other."""
+    schema = new[0].select(_WAIT_KEY).schema
+    frames = [f.select(_WAIT_KEY).cast(schema) for f in changed if set(_WAIT_KEY) <= set(f.columns)]
+    keys = pl.concat(frames).unique() if frames else pl.DataFrame(schema=schema)
+    if keys.height == 0:
+        return keys
+
+    def semi(frame: pl.DataFrame) -> pl.DataFrame:
+        return keys.join(frame.select(_WAIT_KEY), on=_WAIT_KEY, how="semi", nulls_equal=True)
+
+    con.register("_wait_keys", keys.to_arrow())
+    try:
+        stored = as_utc(con.sql(load_sql("analytics/stored_wait_keys")).pl()).cast(schema)
+    finally:
+        con.unregister("_wait_keys")
+    if set(_WAIT_KEY) <= set(old_pending.columns):
+        stored = pl.concat([stored, semi(old_pending.cast(schema, strict=False))])
+    in_new = pl.concat([semi(f) for f in new if set(_WAIT_KEY) <= set(f.columns)])
+    return stored.unique().join(in_new.unique(), on=_WAIT_KEY, how="semi", nulls_equal=True)
+
+
 def plan_build(
     con: duckdb.DuckDBPyConnection,
     cfg: Config,
@@ -300,23 +342,16 @@ def plan_build(
         add({cluster: {dt.date.fromisoformat(day)}})
 
     # 2. Jobs and never-started jobs that changed: every day of their span (old and new rows).
-    old_jobs = read_table(con, "core.jobs")
+    # The stored attempts are compared in DuckDB, never read whole (:func:`_changed_jobs`).
     old_as_of = pl.DataFrame(
         [(c, dt.datetime.fromisoformat(a)) for c, a in json.loads(old_as_of_json).items()],
         schema={"cluster": pl.String(), "as_of": pl.Datetime("us", "UTC")},
         orient="row",
     )
     old_pending = read_table(con, "analytics.build_pending")
-    changed_jobs = _changed_rows(old_jobs, jobs)
+    changed_jobs = _changed_jobs(con, jobs)
     changed_pending = _changed_rows(old_pending, pending)
-    waits = {
-        side: pl.concat(
-            [f.select(_WAIT_KEY).cast(jobs.select(_WAIT_KEY).schema)  # type: ignore[arg-type]
-             for f in frames if set(_WAIT_KEY) <= set(f.columns)]
-        ).unique()
-        for side, frames in (("old", (old_jobs, old_pending)), ("new", (jobs, pending)))
-    }  # fmt: skip
-    stable = waits["old"].join(waits["new"], on=_WAIT_KEY, how="semi", nulls_equal=True)
+    stable = _stable_waits(con, (changed_jobs, changed_pending), old_pending, (jobs, pending))
     for changed in (changed_jobs, changed_pending):
         add(_span_days(changed, as_of, stable))
         add(_span_days(changed, old_as_of, stable))

@@ -22,6 +22,7 @@ from pipelines.warehouse.sql import load_sql
 __all__ = [
     "UTC_DATETIME",
     "as_utc",
+    "changed_rows",
     "count_rows",
     "diff_replace",
     "ingest_time_ranges",
@@ -334,6 +335,61 @@ def diff_replace(
     gone, new_ids = diff
     _insert(con, table, frame[new_ids])
     return gone, new_ids.len()
+
+
+def changed_rows(
+    con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame
+) -> pl.DataFrame | None:
+    """The rows of ``frame`` that ``table`` lacks, then the rows of ``table`` that ``frame``
+    lacks, as ``frame``'s columns and types; nothing is written. Rows are compared whole by
+    their hash, floats at 12 significant digits (:func:`_row_hash_sql`, as :func:`diff_replace`
+    compares them); a row counts as present when an equal row is, however many times.
+
+    The comparison runs in DuckDB, which scans the stored table where it lies (under the
+    connection's memory limit, spilling past it): only the positions of the rows that differ
+    come back, then the stored rows among them, so the table is never read into memory whole.
+
+    Returns:
+        The differing rows (``frame``'s first), or None when ``frame`` has no columns, the
+        table is missing, or its column names or DuckDB types differ from ``frame``'s (the
+        caller then compares otherwise).
+
+    Raises:
+        ValueError: ``table`` is not a plain identifier.
+    """
+    if frame.width == 0 or not table_exists(con, table):
+        return None
+    table = _checked(table)
+    con.register("_changed_new", frame.with_row_index("_pos").to_arrow())
+    try:
+        cols = _described(con.execute(f"DESCRIBE {table}").fetchall())
+        shape = "SELECT * EXCLUDE (_pos) FROM _changed_new"
+        if cols != _described(con.execute(f"DESCRIBE {shape}").fetchall()):
+            return None
+        h = _row_hash_sql(cols)
+        ids = con.sql(
+            f"""
+            WITH o AS MATERIALIZED (
+                SELECT rowid AS _id, {h} AS _h FROM {table}
+            ), n AS MATERIALIZED (
+                SELECT _pos AS _id, {h} AS _h FROM _changed_new
+            )
+            SELECT true AS _new, _id FROM n ANTI JOIN o USING (_h)
+            UNION ALL
+            SELECT false AS _new, _id FROM o ANTI JOIN n USING (_h)
+            """
+        ).pl()
+    finally:
+        con.unregister("_changed_new")
+    added = frame[ids.filter(pl.col("_new"))["_id"].cast(pl.Int64).sort()]
+    _gone = ids.filter(~pl.col("_new")).select(pl.col("_id").cast(pl.Int64).alias("_rowid"))
+    gone = as_utc(
+        con.sql(
+            f"SELECT * FROM {table} WHERE rowid IN (SELECT _rowid FROM _gone) ORDER BY rowid"
+        ).pl()
+    )
+    out: pl.DataFrame = pl.concat([added, gone.cast(frame.schema, strict=False)])
+    return out
 
 
 def diff_replace_from(

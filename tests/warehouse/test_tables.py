@@ -13,6 +13,7 @@ from polars.testing import assert_frame_equal
 
 from pipelines.warehouse import (
     UTC_DATETIME,
+    changed_rows,
     count_rows,
     diff_replace,
     ingest_time_ranges,
@@ -225,3 +226,42 @@ def test_diff_replace_gives_none_for_other_column_types(con: duckdb.DuckDBPyConn
     replace_table(con, "a.i", pl.DataFrame({"n": pl.Series([1, 2], dtype=pl.Int32)}))
     assert diff_replace(con, "a.i", pl.DataFrame({"n": pl.Series([1, 3], dtype=pl.Int64)})) is None
     assert sorted(read_table(con, "a.i")["n"].to_list()) == [1, 2]
+
+
+def test_changed_rows_compares_in_duckdb_and_writes_nothing(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    """Stored rows: (x, 1.0, [n1], T0) twice, (y, NULL, [n2], T0), (z, 5.0, [n3], T0). New rows:
+    (x, 1.0, [n1], T0) once, (y, NULL, [n2], T0), (z, 5.0 + 1e-13, [n3], T0), (w, 2.0, [n1, n2],
+    T0 + H).
+
+    Hand result: x is present on both sides (how many times does not matter), (y, NULL) is the
+    same row (NULLs equal), 5.0 + 1e-13 agrees with 5.0 in 12 significant digits; so only w
+    (new) differs, first and alone. With z's stored value 5.5 instead, the new z row and the
+    stored one both differ: new rows first, then the stored one, with the frame's types (the
+    timestamps zoned UTC). The table keeps its 4 rows; other columns or a missing table: None."""
+    ts = pl.Series([T0] * 4, dtype=UTC_DATETIME)
+    stored = pl.DataFrame(
+        {"k": ["x", "x", "y", "z"], "v": [1.0, 1.0, None, 5.0],
+         "nodes": [["n1"], ["n1"], ["n2"], ["n3"]], "t": ts}
+    )  # fmt: skip
+    replace_table(con, "a.c", stored)
+    new = pl.DataFrame(
+        {"k": ["x", "y", "z", "w"], "v": [1.0, None, 5.0 + 1e-13, 2.0],
+         "nodes": [["n1"], ["n2"], ["n3"], ["n1", "n2"]],
+         "t": pl.Series([T0, T0, T0, T0 + H], dtype=UTC_DATETIME)}
+    )  # fmt: skip
+    got = changed_rows(con, "a.c", new)
+    assert got is not None
+    assert got.rows() == [("w", 2.0, ["n1", "n2"], T0 + H)]
+    replace_table(con, "a.c", stored.with_columns(pl.Series("v", [1.0, 1.0, None, 5.5])))
+    got = changed_rows(con, "a.c", new)
+    assert got is not None and got.schema == new.schema
+    assert got.rows() == [
+        ("z", 5.0 + 1e-13, ["n3"], T0),
+        ("w", 2.0, ["n1", "n2"], T0 + H),
+        ("z", 5.5, ["n3"], T0),
+    ]
+    assert count_rows(con, "a.c") == 4
+    assert changed_rows(con, "a.c", pl.DataFrame({"other": [1]})) is None
+    assert changed_rows(con, "a.missing", new) is None
