@@ -121,7 +121,7 @@ def _step(step: str, data: Path, work: Path, new_day: str, reuse: str | None) ->
             shutil.copyfile(reuse, db)
             out.update(copied_from=reuse, s=round(time.perf_counter() - t, 2))
             with connect(db) as con:
-                (n,) = con.execute("SELECT count(*) FROM raw.sacct").fetchone() or (0,)
+                (n,) = con.execute("SELECT count(*) FROM raw.slurm_rows").fetchone() or (0,)
                 # bench_scale's --hold-last-day also holds the state files (named for that day)
                 out["slurm_state"] = _load(
                     con, "slurm-state", sorted((inputs / "slurm_state").glob("*.psv"))
