@@ -165,32 +165,27 @@ def _overlapping(
 ) -> pl.DataFrame:
     """Rows whose span [from_col (or earlier waits), end or ``cut``] touches one of ``days``
     (the span's end no earlier than ``start_at``: an attempt recorded as ending before it
-    started still waited until its start)."""
+    started still waited until its start), in ``jobs``' order.
+
+    A span [lo, hi] (UTC dates) touches a day when the first of ``days`` on or after lo is no
+    later than hi: one binary search per row over the sorted days, so no row's days are listed
+    (a year of attempts spans tens of millions of days) and only the rows kept are copied."""
     starts = [c for c in ("submit_at", "eligible_at", "start_at") if c in jobs.columns]
     lo = pl.min_horizontal(*starts) if from_col == "wait" else pl.col(from_col)
     hi = pl.coalesce(pl.col("end_at"), pl.lit(cut))
     if "start_at" in jobs.columns:
         hi = pl.max_horizontal(hi, "start_at")
-    tagged = jobs.with_columns(lo.alias("_lo"), hi.alias("_hi")).drop_nulls(["_lo", "_hi"])
-    spans = (
-        tagged.select(
-            pl.int_range(pl.len()).alias("_row"),
-            pl.date_ranges(
-                pl.col("_lo").dt.convert_time_zone("UTC").dt.date(),
-                pl.col("_hi").dt.convert_time_zone("UTC").dt.date(),
-                interval="1d",
-            ).alias("_day"),
-        )
-        .explode("_day")
-        .filter(pl.col("_day").is_in(sorted(days)))
-        .select("_row")
-        .unique()
+    ordered = pl.Series("_day", sorted(days), dtype=pl.Date())
+    if ordered.len() == 0:
+        return jobs.clear()
+    span = jobs.select(
+        lo.dt.convert_time_zone("UTC").dt.date().alias("_lo"),
+        hi.dt.convert_time_zone("UTC").dt.date().alias("_hi"),
     )
-    return (
-        tagged.with_row_index("_row")
-        .join(spans.with_columns(pl.col("_row").cast(pl.UInt32)), on="_row", how="semi")
-        .drop("_row", "_lo", "_hi")
-    )
+    at = ordered.search_sorted(span["_lo"], side="left")
+    first = ordered.gather(at.clip(upper_bound=ordered.len() - 1))
+    touches = span["_lo"].is_not_null() & (at < ordered.len()) & (first <= span["_hi"])
+    return jobs.filter(touches.fill_null(False))
 
 
 @dataclass

@@ -49,3 +49,41 @@ def test_every_day_explicitly_equals_the_full_build(request: pytest.FixtureReque
         b = explicit.tables[t].select(a.columns)
         assert a.height > 0, t
         _assert_frames_close(a, b, t)
+
+
+def test_overlapping_keeps_rows_whose_span_touches_a_day() -> None:
+    """Days {03-02, 03-05}, cut-off 03-06 12:00. Rows, by span [earliest of submit, eligible and
+    start; end, or the cut-off while open, but no earlier than the start]:
+
+    - a: submitted 03-01 10:00, ended 03-03 → touches 03-02: kept;
+    - b: 03-03 → 03-04: between the days: left out;
+    - c: started 03-05 23:00, ended 03-05 23:30 → on 03-05: kept;
+    - d: no time at all: left out;
+    - e: started 03-04, end recorded at 03-01 (before its start) → [03-04, 03-04]: left out;
+    - f: submitted 03-04, still open → [03-04, 03-06]: touches 03-05: kept;
+    - g: submitted 02-20, started 03-03, ended 03-03 → touches 03-02 while waiting: kept, but
+      not when the span starts at the start (``from_col="start_at"``), which also drops d.
+
+    Kept rows keep their order; no day: nothing kept."""
+    import datetime as dt
+
+    from pipelines.analytics.windows import _overlapping
+
+    def t(m: int, d: int, h: int = 0, mi: int = 0) -> dt.datetime:
+        return dt.datetime(2026, m, d, h, mi, tzinfo=dt.UTC)
+
+    ts = pl.Datetime("us", "UTC")
+    jobs = pl.DataFrame(
+        {
+            "id": list("abcdefg"),
+            "submit_at": [t(3, 1, 10), t(3, 3), t(3, 5, 22), None, t(3, 4), t(3, 4), t(2, 20)],
+            "start_at": [t(3, 1, 11), t(3, 3), t(3, 5, 23), None, t(3, 4), None, t(3, 3)],
+            "end_at": [t(3, 3), t(3, 4), t(3, 5, 23, 30), None, t(3, 1), None, t(3, 3, 5)],
+        },
+        schema_overrides={"submit_at": ts, "start_at": ts, "end_at": ts},
+    )
+    days = {dt.date(2026, 3, 2), dt.date(2026, 3, 5)}
+    cut = t(3, 6, 12)
+    assert _overlapping(jobs, days, cut, from_col="wait")["id"].to_list() == ["a", "c", "f", "g"]
+    assert _overlapping(jobs, days, cut, from_col="start_at")["id"].to_list() == ["a", "c"]
+    assert _overlapping(jobs, set(), cut, from_col="wait").height == 0
