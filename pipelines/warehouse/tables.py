@@ -374,18 +374,12 @@ def changed_rows(
     table = _checked(table)
     con.register("_changed_new", _with_positions(frame))
     try:
-        cols = _described(con.execute(f"DESCRIBE {table}").fetchall())
-        shape = "SELECT * EXCLUDE (_pos) FROM _changed_new"
-        if cols != _described(con.execute(f"DESCRIBE {shape}").fetchall()):
+        hashes = _row_hashes_sql(con, table, "_changed_new", "_pos")
+        if hashes is None:
             return None
-        h = _row_hash_sql(cols)
         ids = con.sql(
             f"""
-            WITH o AS MATERIALIZED (
-                SELECT rowid AS _id, {h} AS _h FROM {table}
-            ), n AS MATERIALIZED (
-                SELECT _pos AS _id, {h} AS _h FROM _changed_new
-            )
+            {hashes}
             SELECT true AS _new, _id FROM n ANTI JOIN o USING (_h)
             UNION ALL
             SELECT false AS _new, _id FROM o ANTI JOIN n USING (_h)
@@ -434,6 +428,25 @@ def diff_replace_from(
     return gone, new_ids.len()
 
 
+def _row_hashes_sql(
+    con: duckdb.DuckDBPyConnection, table: str, new: str, new_id: str
+) -> str | None:
+    """``WITH o AS (…), n AS (…)``: each row's id (``table``'s ``rowid``, ``new``'s ``new_id``)
+    as ``_id`` and its :func:`_row_hash_sql` as ``_h``, both materialized, for the statements
+    that compare the two; None when the relation ``new`` (less ``new_id``, unless that is
+    ``rowid``) has other column names or DuckDB types than ``table``, in order."""
+    table = _checked(table)
+    cols = _described(con.execute(f"DESCRIBE {table}").fetchall())
+    shape = f"SELECT * EXCLUDE ({new_id}) FROM {new}" if new_id != "rowid" else new
+    if cols != _described(con.execute(f"DESCRIBE {shape}").fetchall()):
+        return None
+    h = _row_hash_sql(cols)
+    return (
+        f"WITH o AS MATERIALIZED (SELECT rowid AS _id, {h} AS _h FROM {table}),"
+        f" n AS MATERIALIZED (SELECT {new_id} AS _id, {h} AS _h FROM {new})"
+    )
+
+
 def _diff(
     con: duckdb.DuckDBPyConnection, table: str, new: str, new_id: str
 ) -> tuple[int, pl.Series] | None:
@@ -441,18 +454,12 @@ def _diff(
     :func:`diff_replace` says) and return how many, with the ``new_id`` values of ``new``'s rows
     that ``table`` lacks (ascending; the caller inserts them). None, with nothing deleted,
     when the column names or DuckDB types differ (``new_id`` is not a compared column)."""
-    cols = _described(con.execute(f"DESCRIBE {_checked(table)}").fetchall())
-    shape = f"SELECT * EXCLUDE ({new_id}) FROM {new}" if new_id != "rowid" else new
-    if cols != _described(con.execute(f"DESCRIBE {shape}").fetchall()):
+    hashes = _row_hashes_sql(con, table, new, new_id)
+    if hashes is None:
         return None
-    h = _row_hash_sql(cols)
     rows = con.sql(
         f"""
-        WITH o AS MATERIALIZED (
-            SELECT rowid AS _id, {h} AS _h FROM {table}
-        ), n AS MATERIALIZED (
-            SELECT {new_id} AS _id, {h} AS _h FROM {new}
-        ), ok AS (
+        {hashes}, ok AS (
             SELECT _id, _h, row_number() OVER (PARTITION BY _h ORDER BY _id) AS _k FROM o
         ), nk AS (
             SELECT _id, _h, row_number() OVER (PARTITION BY _h ORDER BY _id) AS _k FROM n
