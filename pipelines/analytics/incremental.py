@@ -257,7 +257,8 @@ def _stable_waits(
         return keys
 
     def semi(frame: pl.DataFrame) -> pl.DataFrame:
-        return keys.join(frame.select(_WAIT_KEY), on=_WAIT_KEY, how="semi", nulls_equal=True)
+        found = frame.select(_WAIT_KEY).cast(schema, strict=False)  # type: ignore[arg-type]
+        return keys.join(found, on=_WAIT_KEY, how="semi", nulls_equal=True)
 
     con.register("_wait_keys", keys.to_arrow())
     try:
@@ -265,7 +266,7 @@ def _stable_waits(
     finally:
         con.unregister("_wait_keys")
     if set(_WAIT_KEY) <= set(old_pending.columns):
-        stored = pl.concat([stored, semi(old_pending.cast(schema, strict=False))])
+        stored = pl.concat([stored, semi(old_pending)])
     in_new = pl.concat([semi(f) for f in new if set(_WAIT_KEY) <= set(f.columns)])
     return stored.unique().join(in_new.unique(), on=_WAIT_KEY, how="semi", nulls_equal=True)
 

@@ -279,10 +279,18 @@ def _quoted(column: str) -> str:
 _FLOAT_TYPES = ("DOUBLE", "FLOAT")
 
 
+def _nested(typ: str) -> bool:
+    """Whether a DuckDB type is a list, array, struct, map or union."""
+    return typ.endswith("]") or typ.startswith(("STRUCT", "MAP", "UNION"))
+
+
 def _row_hash_sql(columns: list[tuple[str, str]]) -> str:
     """A DuckDB expression hashing a row of ``columns`` (name, DuckDB type), floats rounded to
     12 significant digits (as :func:`row_hashes` does in polars): ``round(x, 11 -
-    floor(log10(|x|)))``; zero, NaN and infinities are hashed as they are."""
+    floor(log10(|x|)))``; zero, NaN and infinities are hashed as they are. A nested column is
+    hashed with whether it is NULL, since DuckDB's ``hash`` gives an empty list and NULL (or a
+    struct of NULL fields and a NULL struct) the same value, and polars tells them apart (an
+    attempt with no nodes, ``[]``, against one whose node list is unknown)."""
     parts = []
     for name, typ in columns:
         c = _quoted(name)
@@ -291,6 +299,8 @@ def _row_hash_sql(columns: list[tuple[str, str]]) -> str:
                 f"CASE WHEN {c} = 0 OR NOT isfinite({c}) THEN {c}"
                 f" ELSE round({c}, 11 - CAST(floor(log10(abs({c}))) AS INTEGER)) END"
             )
+        elif _nested(typ):
+            c = f"{c}, {c} IS NULL"
         parts.append(c)
     return f"hash({', '.join(parts)})"
 

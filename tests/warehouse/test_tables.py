@@ -265,3 +265,20 @@ def test_changed_rows_compares_in_duckdb_and_writes_nothing(
     assert count_rows(con, "a.c") == 4
     assert changed_rows(con, "a.c", pl.DataFrame({"other": [1]})) is None
     assert changed_rows(con, "a.missing", new) is None
+
+
+def test_an_empty_list_is_not_a_null_list(con: duckdb.DuckDBPyConnection) -> None:
+    """DuckDB's ``hash`` gives ``[]`` and a NULL list the same value; the row comparisons do
+    not. Stored: (a, NULL), (b, [n1]); new: (a, []), (b, [n1]). ``changed_rows``: the new
+    (a, []) then the stored (a, NULL); ``diff_replace``: 1 deleted, 1 inserted, and the table
+    then holds (a, [])."""
+    nodes = pl.List(pl.String())
+    stored = pl.DataFrame(
+        {"k": ["a", "b"], "nodes": [None, ["n1"]]}, schema={"k": pl.String(), "nodes": nodes}
+    )
+    replace_table(con, "a.e", stored)
+    new = stored.with_columns(pl.Series("nodes", [[], ["n1"]], dtype=nodes))
+    got = changed_rows(con, "a.e", new)
+    assert got is not None and got.rows() == [("a", []), ("a", None)]
+    assert diff_replace(con, "a.e", new) == (1, 1)
+    assert sorted(read_table(con, "a.e").rows()) == [("a", []), ("b", ["n1"])]
