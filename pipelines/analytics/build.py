@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -36,13 +36,16 @@ from pipelines.analytics.chunks import (
     BUILD_CHUNK,
     ROW_CHUNK,
     by_hour_chunks,
+    on_days,
     row_chunks,
     touching,
 )
 from pipelines.analytics.incremental import (
+    INCREMENTAL_TABLES,
     BuildPlan,
     plan_build,
     record_build,
+    with_stored_days,
     write_window_tables,
 )
 from pipelines.analytics.metrics_build import build_metric_tables
@@ -363,7 +366,8 @@ def _build(
     core = replace(core, slurm_attempts=core.slurm_attempts.clear())
     plan = plan_build(
         con, cfg, registry_path=path, jobs=core.jobs, pending=core.pending, occupancy=occ,
-        nodes=core.nodes, as_of=core.as_of, full=full,
+        nodes=core.nodes, as_of=core.as_of, topology=core.topology, node_down=core.node_down,
+        full=full,
     )  # fmt: skip
     plan = _pair_days(plan, sok.slurmd_maps)
     write = _TableWriter(con, plan)
@@ -371,9 +375,9 @@ def _build(
     job_keys = _tables(con, cfg, core, registry, occ, dq, plan, sok, write, units)
     write("analytics.slurm_node_map", sok.node_map)
     write("analytics.slurm_on_k8s_hourly", sok.hourly)
-    pending, as_of = core.pending, core.as_of
+    pending, as_of, node_down = core.pending, core.as_of, core.node_down
     del core, occ, sok
-    write.finish(job_keys, pending=pending, as_of=as_of)
+    write.finish(job_keys, pending=pending, as_of=as_of, node_down=node_down)
     return write.counts, write.windows_written
 
 
@@ -611,19 +615,19 @@ def _tables(
     for part in _placement(core, rows):
         placed(part)
     write.staged("analytics.job_placement", placed)
-    write("analytics.topology_fragmentation_hourly", _fragmentation(core, occ, every))
+    days = None if plan.full else plan.days
+    write("analytics.topology_fragmentation_hourly", _fragmentation(core, occ, every, days))
     schedulers = scheduler_tables(
         con, registry.history, registry.mapping, core.nodes, as_of,
         tolerance=cfg.registry_drift_tolerance,
     )  # fmt: skip
     ledger = policy_change_tables(con)
-    domains = _domain_tables(con, cfg, core, occ, every)
+    domains = _domain_tables(con, cfg, core, occ, every, days)
     impact = policy_impact_tables(
         con, changes=ledger["analytics.policy_changes"], jobs=jobs, pending=core.pending,
         occupancy=occ, as_of=as_of,
         shares=core.shares, nodes=core.nodes,
-        waterfall=waterfall,
-        waterfall_days=None if plan.full else plan.days,
+        waterfall=waterfall, days=days,
         stranded=domains["analytics.topology_stranded_hourly"], fair_hourly=fair_hourly,
     )  # fmt: skip
     write("analytics.gpu_waterfall_hourly", waterfall)
@@ -690,15 +694,20 @@ def _placement(core: CoreFrames, rows: int = ROW_CHUNK) -> Iterator[pl.DataFrame
         )
 
 
-def _fragmentation(core: CoreFrames, occ: pl.DataFrame, every: str = BUILD_CHUNK) -> pl.DataFrame:
-    """``analytics.topology_fragmentation_hourly``: every hour of ``occupancy_hourly``, free
-    whole nodes per domain against the same nodes unfragmented
-    (:func:`metrics.fragmentation_hourly`, gangs of :data:`metrics.GANG_NODES` nodes), one
-    cluster-month at a time (:func:`pipelines.analytics.chunks.by_hour_chunks`, the attempts
-    touching each)."""
+def _fragmentation(
+    core: CoreFrames,
+    occ: pl.DataFrame,
+    every: str = BUILD_CHUNK,
+    days: Mapping[str, set[dt.date]] | None = None,
+) -> pl.DataFrame:
+    """``analytics.topology_fragmentation_hourly``: every hour of ``occupancy_hourly`` (with
+    ``days``, an incremental plan's: the hours on those cluster-days), free whole nodes per
+    domain against the same nodes unfragmented (:func:`metrics.fragmentation_hourly`, gangs of
+    :data:`metrics.GANG_NODES` nodes), one cluster-month at a time
+    (:func:`pipelines.analytics.chunks.by_hour_chunks`, the attempts touching each)."""
     topo, jobs, down = core.topology.lazy(), core.jobs.lazy(), core.node_down.lazy()
     return by_hour_chunks(
-        occ.select("cluster", "hour"),
+        on_days(occ.select("cluster", "hour"), days),
         lambda hours, c, lo, hi: fragmentation_hourly(
             topo, touching(jobs, c, lo, hi), hours.lazy(), down=down
         ).collect(),
@@ -728,13 +737,17 @@ def _domain_tables(
     core: CoreFrames,
     occ: pl.DataFrame,
     every: str = BUILD_CHUNK,
+    days: Mapping[str, set[dt.date]] | None = None,
 ) -> dict[str, pl.DataFrame]:
     """``analytics.domain_capacity_hourly``, ``segment_capacity_hourly``,
     ``topology_stranded_hourly`` and ``large_job_wait_causes`` (:mod:`metrics.domains`), every
     hour of ``occupancy_hourly``, segment sizes from ``[topology] segment_sizes``. The three
     hourly tables are computed one cluster-month at a time
     (:func:`pipelines.analytics.chunks.by_hour_chunks`: each hour reads only the attempts and
-    waits that touch it)."""
+    waits that touch it); with ``days`` (an incremental plan's cluster-days) only for the hours
+    on those days. The large-job wait causes read every hour's domain capacity: with ``days``,
+    the stored rows of the other days and this build's of those
+    (:func:`pipelines.analytics.incremental.with_stored_days`)."""
     topo, jobs, nodes = core.topology.lazy(), core.jobs.lazy(), core.nodes.lazy()
     down, pending = core.node_down.lazy(), core.pending.lazy()
     as_of = core.as_of.filter(pl.col("as_of").is_not_null()).lazy()
@@ -755,7 +768,7 @@ def _domain_tables(
             pending=touching(pending, c, lo, hi), down=down,
         ).collect()  # fmt: skip
 
-    hours = occ.select("cluster", "hour")
+    hours = on_days(occ.select("cluster", "hour"), days)
     capacity = by_hour_chunks(hours, capacity_unit, every)
     segments = by_hour_chunks(
         hours,
@@ -768,8 +781,12 @@ def _domain_tables(
         every,
     )
     spells = _reason_spells(con, core.pending_spells)
+    every_hour = with_stored_days(
+        con, "analytics.domain_capacity_hourly", capacity, days,
+        order=("cluster", "hour", "level", "domain"),
+    )  # fmt: skip
     causes = large_job_wait_causes(
-        capacity.lazy(), jobs, nodes, as_of, topology=topo, pending=pending,
+        every_hour.lazy(), jobs, nodes, as_of, topology=topo, pending=pending,
         shares=core.shares.lazy() if core.shares.height else None,
         reasons=spells.lazy() if spells is not None else None, min_gpus=cfg.large_job_gpus,
     ).collect()  # fmt: skip
@@ -787,8 +804,9 @@ class _TableWriter:
     Called as ``write(table, frame)``: the frame is stored without the cut-off ``as_of``
     (:func:`_stored`); a full build replaces the table; an incremental build rewrites only the
     rows that changed (:func:`pipelines.warehouse.diff_replace`; a table whose columns changed
-    is replaced whole), except the time-keyed :data:`WINDOW_TABLES`, which it keeps until
-    :meth:`finish` writes the plan's cluster-days of them
+    is replaced whole), except the time-keyed :data:`WINDOW_TABLES` and
+    :data:`~pipelines.analytics.incremental.INCREMENTAL_TABLES` (computed for the plan's days
+    only), which it keeps until :meth:`finish` writes the plan's cluster-days of them
     (:func:`pipelines.analytics.incremental.write_window_tables`). ``counts`` holds the row
     count of each table written, ``log`` the build-log rows.
     """
@@ -802,7 +820,7 @@ class _TableWriter:
 
     def __call__(self, table: str, frame: pl.DataFrame) -> None:
         frame = _stored(table, frame)
-        if not self.plan.full and table in WINDOW_TABLES:
+        if not self.plan.full and (table in WINDOW_TABLES or table in INCREMENTAL_TABLES):
             self.windows[table] = frame
             return
         self._put(
@@ -851,7 +869,12 @@ class _TableWriter:
             self.log.append((table, "rows", *done))
 
     def finish(
-        self, job_keys: pl.DataFrame | None, *, pending: pl.DataFrame, as_of: pl.DataFrame
+        self,
+        job_keys: pl.DataFrame | None,
+        *,
+        pending: pl.DataFrame,
+        as_of: pl.DataFrame,
+        node_down: pl.DataFrame,
     ) -> None:
         """Write an incremental build's time-keyed tables, record the build and create the
         views (still inside the caller's transaction)."""
@@ -860,5 +883,5 @@ class _TableWriter:
             self.log += write_window_tables(self.con, self.plan, self.windows, job_keys)
             self.windows_written = list(self.windows)
             self.windows.clear()
-        record_build(self.con, self.plan, as_of, pending, self.log)
+        record_build(self.con, self.plan, as_of, pending, self.log, node_down)
         create_views(self.con)

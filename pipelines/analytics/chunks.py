@@ -14,11 +14,20 @@ compare both against one computation over everything, row for row.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import polars as pl
 
-__all__ = ["BUILD_CHUNK", "ROW_CHUNK", "by_hour_chunks", "hour_chunks", "row_chunks", "touching"]
+__all__ = [
+    "BUILD_CHUNK",
+    "ROW_CHUNK",
+    "by_hour_chunks",
+    "cluster_days",
+    "hour_chunks",
+    "on_days",
+    "row_chunks",
+    "touching",
+]
 
 #: The build's unit of hours, as a polars duration (``dt.truncate``): one cluster-month.
 BUILD_CHUNK = "1mo"
@@ -59,6 +68,31 @@ def hour_chunks(
         lo, last = rows.select(pl.col("hour").min().alias("lo"), pl.col("hour").max()).row(0)
         out.append((str(c), lo, last + _HOUR, rows.drop("_unit")))
     return out
+
+
+def cluster_days(days: Mapping[str, set[dt.date]]) -> pl.DataFrame:
+    """``days`` (cluster → UTC days) as rows ``cluster, _day`` (String, Date)."""
+    return pl.DataFrame(
+        [(c, d) for c, ds in sorted(days.items()) for d in sorted(ds)],
+        schema={"cluster": pl.String(), "_day": pl.Date()},
+        orient="row",
+    )
+
+
+def on_days(
+    frame: pl.DataFrame, days: Mapping[str, set[dt.date]] | None, *, col: str = "hour"
+) -> pl.DataFrame:
+    """``frame``'s rows whose ``col`` (a UTC datetime) falls on one of its cluster's ``days``
+    (UTC dates), in ``frame``'s order; every row when ``days`` is None (a full build). An
+    hour-keyed table restricted to an incremental plan's days is :func:`by_hour_chunks` over
+    ``on_days(hours, days)``: its units then hold those hours alone."""
+    if days is None:
+        return frame
+    return (
+        frame.with_columns(pl.col(col).dt.convert_time_zone("UTC").dt.date().alias("_day"))
+        .join(cluster_days(days), on=["cluster", "_day"], how="semi", maintain_order="left")
+        .drop("_day")
+    )
 
 
 def touching(frame: pl.LazyFrame, cluster: str, lo: dt.datetime, hi: dt.datetime) -> pl.LazyFrame:

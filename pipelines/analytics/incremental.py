@@ -13,24 +13,27 @@ history is the telemetry work (billions of DCGM samples) and the writes of the l
 time-keyed tables:
 
 * ``analytics.occupancy_hourly``, ``analytics.gpu_waterfall_hourly`` (one row per cluster-hour
-  or cluster-hour-leaf) and ``analytics.gpu_activity`` (one row per GPU and 5-minute bucket) are
-  deleted and re-inserted only for the *affected* cluster-days;
+  or cluster-hour-leaf), ``analytics.gpu_activity`` (one row per GPU and 5-minute bucket) and
+  the hourly topology tables (fragmentation, domain and segment capacity, stranded GPUs) are
+  computed, deleted and re-inserted only for the *affected* cluster-days;
 * ``analytics.job_gpu_summary`` only for the attempts of jobs that overlap an affected day.
 
 A cluster-day is affected when (see :func:`plan_build`): an input file of that day was loaded
 since the last build (``raw.ingests``; DCGM loads count the days their samples cover); a job or
 never-started job overlapping it changed (its span from submit to end, or to ``as_of`` while
-open); its hourly capacity, down or allocated GPU-seconds changed; or it lies between the
-previous and the new data cut-off ``as_of`` (running jobs and pending demand extend to it).
+open); a topology map or a node's down/drain interval covering it changed; its hourly
+capacity, down or allocated GPU-seconds changed; or it lies between the previous and the new
+data cut-off ``as_of`` (running jobs and pending demand extend to it).
 
 A full rebuild runs instead when nothing was built before, when asked (``full=True``,
 ``goodput materialize --full``), when the registry, the inventory or its derived nodes, the
-thresholds or the code computing the tables (:data:`BUILD_CODE_DIRS`: ``metrics/``,
-``pipelines/core/``, ``pipelines/analytics/``, the warehouse's table writers and the SQL they
-read; not the CLI, pages, report or parsers) changed, or when a loaded file names no day. Hourly
-DCGM aggregates (``raw.dcgm_hourly``) take the incremental path like 5-minute samples: a loaded
-file affects the days its hours cover, and the waterfall of a cluster whose attributed 5-minute
-activity is empty over all time uses the hourly buckets, one rule for both builds
+thresholds, the segment sizes, a topology map or node interval with no start time, or the code
+computing the tables (:data:`BUILD_CODE_DIRS`: ``metrics/``, ``pipelines/core/``,
+``pipelines/analytics/``, the warehouse's table writers and the SQL they read; not the CLI,
+pages, report or parsers) changed, or when a loaded file names no day. Hourly DCGM aggregates
+(``raw.dcgm_hourly``) take the incremental path like 5-minute samples: a loaded file affects
+the days its hours cover, and the waterfall of a cluster whose attributed 5-minute activity is
+empty over all time uses the hourly buckets, one rule for both builds
 (:func:`pipelines.analytics.windows.attributed_activity_elsewhere`).
 """
 
@@ -39,12 +42,14 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
+from pipelines.analytics.chunks import cluster_days
 from pipelines.config import Config
 from pipelines.ingest import file_day
 from pipelines.kinds import raw_sources
@@ -63,18 +68,31 @@ from pipelines.warehouse.sql import load_sql
 
 __all__ = [
     "INCREMENTAL_TABLES",
+    "NODE_DOWN_TABLE",
     "BuildPlan",
     "plan_build",
     "record_build",
+    "with_stored_days",
     "write_window_tables",
 ]
 
-#: Time-keyed tables rewritten per affected cluster-day: table → its time column.
+#: Time-keyed tables rewritten per affected cluster-day: table → its time column. The four
+#: topology tables are hour-keyed and each hour depends only on the attempts, waits, map and node
+#: states of that hour (:mod:`pipelines.analytics.chunks`), so an incremental build computes
+#: them for the plan's days alone.
 INCREMENTAL_TABLES: dict[str, str] = {
     "analytics.occupancy_hourly": "hour",
     "analytics.gpu_waterfall_hourly": "hour",
     "analytics.gpu_activity": "bucket",
+    "analytics.topology_fragmentation_hourly": "hour",
+    "analytics.domain_capacity_hourly": "hour",
+    "analytics.segment_capacity_hourly": "hour",
+    "analytics.topology_stranded_hourly": "hour",
 }
+
+#: Bookkeeping: the node down/drain intervals of the last build (``core`` does not store them),
+#: compared with the new build's to find the days whose topology tables they change.
+NODE_DOWN_TABLE = "analytics.build_node_down"
 
 _DAY = dt.timedelta(days=1)
 
@@ -139,9 +157,9 @@ def build_code_files(root: Path | None = None) -> list[Path]:
 
 def _fingerprint(cfg: Config, registry_path: Path, nodes: pl.DataFrame) -> str:
     """A hash of everything whose change invalidates every row: the registry file, the inventory
-    files, the nodes derived from them (or observed), the thresholds, and the code and SQL that
-    compute the tables (:func:`build_code_files`: a changed definition or column must not leave
-    stale rows behind)."""
+    files, the nodes derived from them (or observed), the thresholds and segment sizes, and the
+    code and SQL that compute the tables (:func:`build_code_files`: a changed definition or
+    column must not leave stale rows behind)."""
     h = hashlib.sha256()
     root = Path(__file__).resolve().parents[2]
     for f in build_code_files(root):
@@ -153,7 +171,7 @@ def _fingerprint(cfg: Config, registry_path: Path, nodes: pl.DataFrame) -> str:
     for f in files:
         h.update(str(f).encode())
         h.update(f.read_bytes() if f.is_file() else b"-")
-    h.update(repr((cfg.idle_activity, cfg.large_job_gpus)).encode())
+    h.update(repr((cfg.idle_activity, cfg.large_job_gpus, cfg.segment_sizes)).encode())
     h.update(nodes.sort(nodes.columns).write_csv().encode())
     return h.hexdigest()
 
@@ -178,9 +196,8 @@ def _span_days(
     cluster's ``as_of`` while open). A row whose wait is ``stable`` (the same job, submit and
     eligible times before and after) changed only from its start — or, never started, from its
     end or ``as_of`` — on: its waiting demand before then is the same in both builds."""
-    out: dict[str, set[dt.date]] = {}
     if rows.height == 0:
-        return out
+        return {}
     starts = [c for c in ("submit_at", "eligible_at", "start_at") if c in rows.columns]
     rows = rows.drop("as_of", strict=False).join(as_of, on="cluster", how="left")
     if "start_at" not in rows.columns:  # never-started rows
@@ -197,14 +214,17 @@ def _span_days(
         .then(pl.coalesce("start_at", pl.min_horizontal("end_at", "as_of")))
         .otherwise(pl.min_horizontal(*starts))
     )
-    spans = (
-        rows.select(
-            "cluster",
-            lo.alias("_lo"),
-            pl.coalesce("end_at", "as_of").alias("_hi"),
-        )
-        .with_columns(pl.coalesce("_lo", "_hi").alias("_lo"), pl.coalesce("_hi", "_lo"))
-        .drop_nulls()
+    spans = rows.select(
+        "cluster", lo.alias("_lo"), pl.coalesce("end_at", "as_of").alias("_hi")
+    ).with_columns(pl.coalesce("_lo", "_hi").alias("_lo"), pl.coalesce("_hi", "_lo"))
+    return _days_of_spans(spans)
+
+
+def _days_of_spans(spans: pl.DataFrame) -> dict[str, set[dt.date]]:
+    """Per cluster, the UTC days of the spans ``cluster, _lo, _hi`` (UTC datetimes; a span
+    with a NULL side, or ending before it starts, touches none)."""
+    days = (
+        spans.drop_nulls()
         .with_columns(
             pl.col("_lo").dt.convert_time_zone("UTC").dt.date(),
             pl.col("_hi").dt.convert_time_zone("UTC").dt.date(),
@@ -214,9 +234,31 @@ def _span_days(
         .explode("day")
         .unique()
     )
-    for c, d in spans.iter_rows():
+    out: dict[str, set[dt.date]] = {}
+    for c, d in days.iter_rows():
         out.setdefault(c, set()).add(d)
     return out
+
+
+def _interval_days(
+    rows: pl.DataFrame, start: str, end: str, as_of: pl.DataFrame
+) -> dict[str, set[dt.date]] | None:
+    """Per cluster, the UTC days of each row's interval [``start``, ``end``] (an open end
+    reaches the cluster's ``as_of``; with none, the start's day alone). None when a row has no
+    start: it holds since before any day, so every day may change."""
+    if rows.height == 0:
+        return {}
+    if rows[start].null_count():
+        return None
+    return _days_of_spans(
+        rows.select("cluster", start, end)
+        .join(as_of.select("cluster", "as_of"), on="cluster", how="left")
+        .select(
+            "cluster",
+            pl.col(start).alias("_lo"),
+            pl.coalesce(end, "as_of", start).alias("_hi"),
+        )
+    )
 
 
 def _changed_rows(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
@@ -281,19 +323,23 @@ def plan_build(
     occupancy: pl.DataFrame,
     nodes: pl.DataFrame,
     as_of: pl.DataFrame,
+    topology: pl.DataFrame,
+    node_down: pl.DataFrame,
     full: bool = False,
 ) -> BuildPlan:
     """Decide between a full and an incremental rebuild, and the affected cluster-days.
 
     Args:
         con: the warehouse (read: ``raw.ingests``, ``raw.dcgm_samples``, the previous
-            ``core.jobs``, ``analytics.build_pending``, ``analytics.occupancy_hourly`` and
+            ``core.jobs``, ``core.topology``, ``analytics.build_pending``,
+            :data:`NODE_DOWN_TABLE`, ``analytics.occupancy_hourly`` and
             ``analytics.build_state``).
         cfg: configuration (registry, inventory, thresholds).
         registry_path: the allocation registry in use.
         jobs: the new ``core.jobs`` frame (attempts); pending: the new never-started rows;
         occupancy: the new ``occupancy_hourly`` frame; nodes: the new ``core.nodes``;
-        as_of: ``cluster, as_of`` (new cut-offs).
+        as_of: ``cluster, as_of`` (new cut-offs); topology: the new ``core.topology``;
+        node_down: the new node down/drain intervals (``cluster, node, start_at, end_at``).
         full: force a full rebuild.
 
     Returns:
@@ -313,8 +359,8 @@ def plan_build(
         return _full("requested")
     if not state:
         return _full("nothing built before")
-    needed = ("core.jobs", "analytics.build_pending", *INCREMENTAL_TABLES,
-              "analytics.job_gpu_summary")  # fmt: skip
+    needed = ("core.jobs", "core.topology", "analytics.build_pending", NODE_DOWN_TABLE,
+              *INCREMENTAL_TABLES, "analytics.job_gpu_summary")  # fmt: skip
     if not all(table_exists(con, t) for t in needed):
         return _full("a table is missing")
     _bid, mark, old_fp, old_as_of_json = state[0]
@@ -357,6 +403,19 @@ def plan_build(
         add(_span_days(changed, as_of, stable))
         add(_span_days(changed, old_as_of, stable))
 
+    # 2b. Topology maps and node down/drain intervals that changed (old and new rows): every
+    # day of their intervals, whose topology tables read them node by node.
+    for what, table, new_rows, (start, end) in (
+        ("topology map", "core.topology", topology, ("valid_from", "valid_to")),
+        ("node down interval", NODE_DOWN_TABLE, node_down, ("start_at", "end_at")),
+    ):
+        moved = _changed_rows(read_table(con, table), new_rows)
+        for cut in (as_of, old_as_of):
+            found = _interval_days(moved, start, end, cut)
+            if found is None:
+                return _full(f"a {what} without a start changed")
+            add(found)
+
     # 3. Hours whose capacity, down time or allocation changed (node events, inventory).
     occ_cols = ["cluster", "hour", "capacity_gpu_s", "down_gpu_s", "planned_down_gpu_s",
                 "allocated_gpu_s", "capacity_source"]  # fmt: skip
@@ -383,9 +442,11 @@ def record_build(
     as_of: pl.DataFrame,
     pending: pl.DataFrame,
     log: list[tuple[str, str, int | None, int]],
+    node_down: pl.DataFrame,
 ) -> None:
-    """Store the build's watermark, fingerprint, cut-offs and never-started rows, and one
-    ``analytics.build_log`` row per table written: (table, mode, deleted, inserted)."""
+    """Store the build's watermark, fingerprint, cut-offs, never-started rows and node
+    down/drain intervals (:data:`NODE_DOWN_TABLE`), and one ``analytics.build_log`` row per
+    table written: (table, mode, deleted, inserted)."""
     _ensure_state(con)
     cuts = {c: a.isoformat() for c, a in as_of.iter_rows() if a is not None}
     con.execute(
@@ -405,6 +466,47 @@ def record_build(
              "days": days if mode == "days" else None},
         )  # fmt: skip
     replace_table(con, "analytics.build_pending", pending)
+    replace_table(con, NODE_DOWN_TABLE, node_down)
+
+
+def with_stored_days(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    fresh: pl.DataFrame,
+    days: Mapping[str, set[dt.date]] | None,
+    *,
+    time_col: str = "hour",
+    order: Sequence[str] = (),
+) -> pl.DataFrame:
+    """Every day's rows of an :data:`INCREMENTAL_TABLES` table as a build that computed only
+    ``days`` sees them before it writes: the stored rows of the other cluster-days (read with
+    ``fresh``'s columns and types) and ``fresh`` (the rows of ``days`` about to be written).
+
+    Args:
+        con: the warehouse (``table`` is read).
+        table: ``schema.name`` with ``cluster`` and ``time_col`` (UTC timestamps).
+        fresh: the build's rows of ``days``.
+        days: cluster → UTC days the build computed; None: a full build (``fresh`` is every
+            day and is returned as it is, as it is when ``table`` does not exist yet).
+        time_col: the column whose UTC day places a row.
+        order: columns the result is sorted by (a full build's frame sorted by them is the same
+            frame); empty: the stored rows, then ``fresh``.
+
+    Returns:
+        ``fresh``'s columns.
+    """
+    if days is None or not table_exists(con, table):
+        return fresh
+    kept = (
+        read_table(con, table)
+        .select(fresh.columns)
+        .cast(fresh.schema, strict=False)  # type: ignore[arg-type]
+        .with_columns(pl.col(time_col).dt.convert_time_zone("UTC").dt.date().alias("_day"))
+        .join(cluster_days(days), on=["cluster", "_day"], how="anti")
+        .drop("_day")
+    )
+    whole = pl.concat([kept, fresh])
+    return whole.sort(order) if order else whole
 
 
 def write_window_tables(

@@ -18,6 +18,7 @@ import polars as pl
 
 from metrics.policy_impact import IMPACT_SCHEMA, change_impact, daily_kpis, slurm_duration_days
 from metrics.policy_replay import replay_impact
+from pipelines.analytics.incremental import with_stored_days
 from pipelines.warehouse import read_table, table_exists
 
 UTC_US = pl.Datetime("us", "UTC")
@@ -38,22 +39,7 @@ def whole_waterfall(
     inside (the rows the build is about to write)."""
     cols = [pl.col("cluster"), pl.col("hour").cast(UTC_US), pl.col("bucket").cast(pl.String),
             pl.col("gpu_s").cast(pl.Float64)]  # fmt: skip
-    new = fresh.select(cols)
-    if days is None or not table_exists(con, _WATERFALL):
-        return new
-    rewritten = pl.DataFrame(
-        [(c, d) for c, ds in days.items() for d in ds],
-        schema={"cluster": pl.String(), "_d": pl.Date()},
-        orient="row",
-    )
-    kept = (
-        read_table(con, _WATERFALL)
-        .select(cols)
-        .with_columns(pl.col("hour").dt.date().alias("_d"))
-        .join(rewritten, on=["cluster", "_d"], how="anti")
-        .drop("_d")
-    )
-    return pl.concat([kept, new])
+    return with_stored_days(con, _WATERFALL, fresh.select(cols), days)
 
 
 def latest_configs(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, str]]:
@@ -98,7 +84,7 @@ def policy_impact_tables(
     as_of: pl.DataFrame,
     shares: pl.DataFrame,
     waterfall: pl.DataFrame | None = None,
-    waterfall_days: Mapping[str, set[dt.date]] | None = None,
+    days: Mapping[str, set[dt.date]] | None = None,
     stranded: pl.DataFrame | None = None,
     fair_hourly: pl.DataFrame | None = None,
     nodes: pl.DataFrame | None = None,
@@ -115,8 +101,9 @@ def policy_impact_tables(
         shares: the registry's shares per cluster (``team, pool, share, valid_from``).
         waterfall: ``analytics.gpu_waterfall_hourly`` rows of this build (preemption loss,
             goodput ratio, held for gangs).
-        waterfall_days: the cluster-days ``waterfall`` covers in an incremental build (None: a
-            full build, every day): the other days are read from the stored table.
+        days: the cluster-days ``waterfall`` and ``stranded`` cover in an incremental build
+            (None: a full build, every day): the other days are read from the stored tables
+            (:func:`pipelines.analytics.incremental.with_stored_days`).
         stranded: ``analytics.topology_stranded_hourly`` rows of this build.
         fair_hourly: :func:`metrics.fairness.fair_share_hourly` rows of this build.
         nodes: ``core.nodes`` (``cluster, host, partition, gpus``): the replay's nodes; None:
@@ -125,7 +112,12 @@ def policy_impact_tables(
     if changes.height == 0:
         return {"analytics.policy_change_impact": change_impact(changes, pl.DataFrame())}
     if waterfall is not None:
-        waterfall = whole_waterfall(con, waterfall, waterfall_days)
+        waterfall = whole_waterfall(con, waterfall, days)
+    if stranded is not None:
+        stranded = with_stored_days(
+            con, "analytics.topology_stranded_hourly", stranded, days,
+            order=("cluster", "hour", "level"),
+        )  # fmt: skip
     kpis = daily_kpis(
         jobs, occupancy, as_of, shares, pending=pending, waterfall=waterfall, stranded=stranded,
         fair_hourly=fair_hourly,

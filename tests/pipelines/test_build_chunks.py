@@ -13,7 +13,13 @@ import polars as pl
 import pytest
 
 from pipelines.analytics.build import rebuild
-from pipelines.analytics.chunks import by_hour_chunks, hour_chunks, row_chunks, touching
+from pipelines.analytics.chunks import (
+    by_hour_chunks,
+    hour_chunks,
+    on_days,
+    row_chunks,
+    touching,
+)
 from pipelines.config import load_config
 from pipelines.warehouse import connect, init_warehouse
 from tests.conftest import write_config
@@ -43,6 +49,23 @@ def test_hour_chunks_cut_per_cluster_and_period() -> None:
         ("b", _t(2, 5), _t(2, 6), 1),
     ]
     assert hour_chunks(hours.clear(), "1d") == []
+
+
+def test_on_days_keeps_the_hours_of_each_clusters_days_in_order() -> None:
+    """The hours of the test above (a: day 1 22:00, 23:00, day 2 00:00, 01:00; b: day 2 05:00,
+    in the frame's order a, a, b, a, a) on the days {a: day 2, b: day 1}: a's two hours of day
+    2 (b has no hour on day 1), in the frame's order; every row without days; none with no
+    day."""
+    hours = pl.DataFrame(
+        {
+            "cluster": ["a", "a", "b", "a", "a"],
+            "hour": [_t(1, 22), _t(1, 23), _t(2, 5), _t(2, 1), _t(2, 0)],
+        }
+    ).with_columns(pl.col("hour").dt.cast_time_unit("us"))
+    kept = on_days(hours, {"a": {_t(2, 0).date()}, "b": {_t(1, 0).date()}})
+    assert kept.rows() == [("a", _t(2, 1)), ("a", _t(2, 0))]
+    assert on_days(hours, None) is hours
+    assert on_days(hours, {}).height == 0
 
 
 def test_touching_keeps_rows_whose_life_meets_the_unit() -> None:

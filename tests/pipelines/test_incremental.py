@@ -13,9 +13,10 @@ import pytest
 
 from pipelines._file_source import files_for_day, partitions_with_input
 from pipelines.analytics.build import rebuild
+from pipelines.analytics.incremental import BuildPlan, plan_build
 from pipelines.config import Config, load_config
 from pipelines.ingest import IngestOptions, ingest_file
-from pipelines.warehouse import connect, init_warehouse
+from pipelines.warehouse import connect, init_warehouse, read_table
 from tests.conftest import write_config
 
 pytestmark = pytest.mark.slow
@@ -120,8 +121,13 @@ def test_rerunning_one_day_touches_only_that_days_rows(two_builds: tuple[Config,
 
     Hand count: k8s-b runs in UTC, so its day D is 24 hours → 24 ``occupancy_hourly`` rows and
     24 × 11 leaves = 264 ``gpu_waterfall_hourly`` rows, deleted and inserted; ``gpu_activity``
-    rewrites its rows whose bucket falls on D (n, counted before the re-run); no other cluster
-    or day is touched (the plan's days are exactly {k8s-b: [D]}).
+    rewrites its rows whose bucket falls on D (n, counted before the re-run); the hourly
+    topology tables are computed and rewritten for D alone: k8s-b's map has two racks (r11,
+    r12) and the rack is its gang level, so 24 × 2 ``domain_capacity_hourly`` rows, 24 × 6
+    segment sizes ``segment_capacity_hourly`` rows, 24 ``topology_stranded_hourly`` rows and
+    24 × 4 gang sizes (2, 4, 8 and 16 nodes, :data:`metrics.GANG_NODES`)
+    ``topology_fragmentation_hourly`` rows; no other cluster or day is touched (the plan's
+    days are exactly {k8s-b: [D]}).
     """
     cfg, _full = two_builds
     day = _days(cfg)[1]
@@ -134,6 +140,15 @@ def test_rerunning_one_day_touches_only_that_days_rows(two_builds: tuple[Config,
             {"d": day},
         ).fetchall()[0][0]
         assert n_act > 0
+        n_topology = {
+            t: con.execute(
+                f"SELECT count(*) FROM analytics.{t} WHERE cluster = 'k8s-b'"
+                " AND CAST(hour AS DATE) = $d",
+                {"d": day},
+            ).fetchall()[0][0]
+            for t in ("topology_fragmentation_hourly", "domain_capacity_hourly",
+                      "segment_capacity_hourly", "topology_stranded_hourly")
+        }  # fmt: skip
         for kind in _KINDS:
             for f in files_for_day(cfg.inputs_dir / "k8s-b", kind, day):
                 ingest_file(con, kind, f, IngestOptions(cluster="k8s-b", tz=k8s.timezone))
@@ -154,6 +169,11 @@ def test_rerunning_one_day_touches_only_that_days_rows(two_builds: tuple[Config,
         assert log["analytics.gpu_waterfall_hourly"][:3] == ("days", 264, 264)
         assert log["analytics.gpu_activity"][:3] == ("days", n_act, n_act)
         assert json.loads(log["analytics.occupancy_hourly"][3]) == {"k8s-b": [day]}
+        hand = {"topology_fragmentation_hourly": 24 * 4, "domain_capacity_hourly": 24 * 2,
+                "segment_capacity_hourly": 24 * 6, "topology_stranded_hourly": 24}  # fmt: skip
+        for t, n in hand.items():
+            assert n_topology[t] == n, (t, n_topology[t])
+            assert log[f"analytics.{t}"][:3] == ("days", n, n), (t, log[f"analytics.{t}"])
         # Window and all-time tables are recomputed in memory but written as a row diff: the
         # same files give the same rows, so none is rewritten.
         for t in ("core.jobs", "analytics.fairness_weekly", "analytics.fairness_summary_weekly",
@@ -334,3 +354,67 @@ def test_a_new_day_rewrites_only_the_rows_that_changed(
     assert (deleted, inserted) == (gone.height, added.height)
     assert 0 < deleted < old.height // 4
     assert view == sorted(cuts.items())
+
+
+def test_a_moved_node_interval_or_map_row_plans_its_days(
+    two_builds: tuple[Config, Path], tmp_path: Path
+) -> None:
+    """The topology tables read node down intervals and the map node by node, so the plan
+    compares them row by row (``core.topology``, ``analytics.build_node_down``):
+
+    * the stored frames again: nothing to rewrite (no day);
+    * slurm-a's node a100-013 down 2026-11-02 16:15:07–16:36:07 moved to a100-014 (the same
+      GPUs: no cluster-hour's down GPU-seconds changes): both intervals' day, 2026-11-02;
+    * a new ``topology.conf`` row valid from 2026-11-03 10:00 and open: its days to slurm-a's
+      cut-off 2026-11-04 04:56:02, i.e. 2026-11-03 and 2026-11-04;
+    * an inventory rack row (no start: it holds since before any day) moved to another rack: a
+      full build.
+    """
+    cfg, _full = two_builds
+    db = tmp_path / "plan.duckdb"
+    shutil.copyfile(cfg.warehouse_path, db)
+    utc = dt.UTC
+    with connect(db) as con:
+        stored = {
+            t: read_table(con, t)
+            for t in ("core.jobs", "analytics.build_pending", "analytics.occupancy_hourly",
+                      "core.nodes", "core.build_cutoffs", "core.topology",
+                      "analytics.build_node_down")
+        }  # fmt: skip
+
+        def plan(**changed: pl.DataFrame) -> BuildPlan:
+            frames = {
+                "jobs": stored["core.jobs"], "pending": stored["analytics.build_pending"],
+                "occupancy": stored["analytics.occupancy_hourly"], "nodes": stored["core.nodes"],
+                "as_of": stored["core.build_cutoffs"], "topology": stored["core.topology"],
+                "node_down": stored["analytics.build_node_down"], **changed,
+            }  # fmt: skip
+            return plan_build(con, cfg, registry_path=cfg.registry_path, **frames)
+
+        same = plan()
+        assert (same.full, same.days) == (False, {})
+
+        down = stored["analytics.build_node_down"]
+        moved = pl.col("start_at") == dt.datetime(2026, 11, 2, 16, 15, 7, tzinfo=utc)
+        assert down.filter(moved)["node"].to_list() == ["a100-013"]
+        swapped = plan(
+            node_down=down.with_columns(
+                pl.when(moved).then(pl.lit("a100-014")).otherwise(pl.col("node")).alias("node")
+            )
+        )
+        assert (swapped.full, swapped.days) == (False, {"slurm-a": {dt.date(2026, 11, 2)}})
+
+        topo = stored["core.topology"]
+        row = topo.head(1).with_columns(
+            pl.lit("slurm-a").alias("cluster"),
+            pl.lit("r99").alias("domain"),
+            pl.lit(dt.datetime(2026, 11, 3, 10, tzinfo=utc)).alias("valid_from"),
+            pl.lit("topology.conf").alias("source"),
+        )
+        added = plan(topology=pl.concat([topo, row]))
+        assert (added.full, added.days) == (
+            False,
+            {"slurm-a": {dt.date(2026, 11, 3), dt.date(2026, 11, 4)}},
+        )
+        rack = plan(topology=topo.with_columns(pl.lit("r99").alias("domain")))
+        assert (rack.full, rack.reason) == (True, "a topology map without a start changed")
