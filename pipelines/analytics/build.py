@@ -75,6 +75,7 @@ from pipelines.warehouse import (
     drop_table,
     memory_limit,
     read_table,
+    replace_job_rows,
     replace_table,
     replace_table_from,
     run_named,
@@ -611,11 +612,15 @@ def _tables(
     for table in list(engine):
         write(table, engine.pop(table))
     every, rows = units
-    placed = write.parts("analytics.job_placement")
-    for part in _placement(core, rows):
-        placed(part)
-    write.staged("analytics.job_placement", placed)
     days = None if plan.full else plan.days
+    if plan.full:
+        placed = write.parts("analytics.job_placement")
+        for part in _placement(core, rows):
+            placed(part)
+        write.staged("analytics.job_placement", placed)
+    else:
+        keys = _placement_keys(core.jobs, plan, core.kueue_nodes, core.kueue_requests)
+        write.jobs("analytics.job_placement", pl.concat(_placement(core, rows, keys)), keys)
     write("analytics.topology_fragmentation_hourly", _fragmentation(core, occ, every, days))
     schedulers = scheduler_tables(
         con, registry.history, registry.mapping, core.nodes, as_of,
@@ -660,8 +665,33 @@ def _stored(table: str, frame: pl.DataFrame) -> pl.DataFrame:
     return frame if table == CUTOFF_TABLE else frame.drop("as_of", strict=False)
 
 
-def _placement(core: CoreFrames, rows: int = ROW_CHUNK) -> Iterator[pl.DataFrame]:
-    """``analytics.job_placement``: every started attempt against the map in force at its
+def _placement_keys(
+    jobs: pl.DataFrame, plan: BuildPlan, *kueue: pl.DataFrame | None
+) -> pl.DataFrame:
+    """``cluster, job_id`` of the jobs whose ``analytics.job_placement`` rows an incremental
+    build recomputes. A placement reads its attempt's row and the map and node states at its
+    start, so: the jobs whose rows changed (``plan.changed_keys``, old rows and new), those
+    with an attempt (of ``jobs``: ``cluster, job_id, start_at``) starting on one of the plan's
+    days (the days where the map or a node interval changed are among them,
+    :func:`pipelines.analytics.incremental.plan_build`), and every job of the ``kueue`` frames
+    (``cluster, job_id``: Kueue topology assignments and requests, which the plan does not
+    compare between builds)."""
+    schema = {"cluster": pl.String(), "job_id": pl.String()}
+    parts = [
+        on_days(jobs.select("cluster", "job_id", "start_at"), plan.days, col="start_at"),
+        plan.changed_keys,
+        *kueue,
+    ]
+    return pl.concat(
+        [p.select(pl.col(c).cast(t) for c, t in schema.items()) for p in parts if p is not None]
+    ).unique()
+
+
+def _placement(
+    core: CoreFrames, rows: int = ROW_CHUNK, jobs: pl.DataFrame | None = None
+) -> Iterator[pl.DataFrame]:
+    """``analytics.job_placement``: every started attempt (with ``jobs``, ``cluster, job_id``:
+    every started attempt of those jobs) against the map in force at its
     start, domain sizes counting only nodes up then (:func:`metrics.job_placement`), computed
     ``rows`` attempts at a time (:func:`pipelines.analytics.chunks.row_chunks`: each row
     depends on its attempt alone) and yielded a range at a time, in (cluster, job_id, attempt)
@@ -676,6 +706,8 @@ def _placement(core: CoreFrames, rows: int = ROW_CHUNK) -> Iterator[pl.DataFrame
     attempts = core.jobs.select(*cols, *(c for c in ("segment_size",) if c in core.jobs.columns))
     if core.kueue_nodes is not None:
         attempts = with_assignment_nodes(attempts.lazy(), core.kueue_nodes.lazy()).collect()
+    if jobs is not None:
+        attempts = attempts.join(jobs, on=["cluster", "job_id"], how="semi", maintain_order="left")
     topo, down = core.topology.lazy(), core.node_down.lazy()
     requests = (
         core.kueue_requests.lazy()
@@ -828,6 +860,14 @@ class _TableWriter:
             lambda: diff_replace(self.con, table, frame),
             lambda: replace_table(self.con, table, frame),
         )  # fmt: skip
+
+    def jobs(self, table: str, frame: pl.DataFrame, keys: pl.DataFrame) -> None:
+        """Write an incremental build's rows of the jobs ``keys`` (``cluster, job_id``) of a
+        per-attempt ``table``: their stored rows are deleted and ``frame``'s inserted
+        (:func:`pipelines.warehouse.replace_job_rows`)."""
+        d, i = replace_job_rows(self.con, table, _stored(table, frame), keys)
+        self.counts[table] = count_rows(self.con, table)
+        self.log.append((table, "jobs", d, i))
 
     def parts(self, table: str) -> _PartWriter:
         """A writer of ``table`` part by part, for :meth:`staged` to finish: a full build

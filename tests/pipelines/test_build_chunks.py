@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines.analytics.build import rebuild
+from pipelines.analytics.build import _placement_keys, rebuild
 from pipelines.analytics.chunks import (
     by_hour_chunks,
     hour_chunks,
@@ -20,6 +20,7 @@ from pipelines.analytics.chunks import (
     row_chunks,
     touching,
 )
+from pipelines.analytics.incremental import BuildPlan
 from pipelines.config import load_config
 from pipelines.warehouse import connect, init_warehouse
 from tests.conftest import write_config
@@ -238,3 +239,23 @@ def test_a_wait_recorded_as_ending_before_its_start_counts_in_every_unit_it_span
     held = units.filter(pl.col("leaf") == "held").sort("hour")["gpu_s"].to_list()
     assert held == [0.0, 28_800.0, 28_800.0, 28_800.0, 0.0, 0.0]
     assert units.equals(whole)
+
+
+def test_an_incremental_build_places_the_jobs_its_days_and_changes_reach() -> None:
+    """The jobs whose placements an incremental build recomputes, on the plan {a: day 2}: a's
+    job 1 (an attempt starting day 2 10:00; its other attempt started day 1), not a's job 2
+    (started day 1 only) nor b's job 3 (started day 2, but b has no day), nor a's never-started
+    job 4; the changed job a/5 (its rows changed: old and new keys) and the Kueue-assigned job
+    b/6 whatever their days. Each key once."""
+    jobs = pl.DataFrame(
+        {
+            "cluster": ["a", "a", "a", "b", "a"],
+            "job_id": ["1", "1", "2", "3", "4"],
+            "start_at": [_t(1, 9), _t(2, 10), _t(1, 23), _t(2, 3), None],
+        }
+    ).with_columns(pl.col("start_at").dt.cast_time_unit("us"))
+    changed = pl.DataFrame({"cluster": ["a", "a"], "job_id": ["5", "5"]})
+    plan = BuildPlan(False, "incremental", {"a": {_t(2, 0).date()}}, changed_keys=changed)
+    kueue = pl.DataFrame({"cluster": ["b"], "job_id": ["6"], "node_list": [["n1"]]})
+    keys = _placement_keys(jobs, plan, kueue, None)
+    assert sorted(keys.rows()) == [("a", "1"), ("a", "5"), ("b", "6")]
