@@ -339,14 +339,18 @@ def _build(
     tables written and the time-keyed tables an incremental build wrote by day (counted after
     the commit).
 
-    Each part of the resolved Slurm rows is written as it is resolved (:class:`_PartWriter`): a
-    full build (``full``) writes ``core.slurm_jobs`` itself; otherwise whether the build is
-    incremental is known only once the core is built (:func:`pipelines.analytics.incremental.
-    plan_build` compares it with the last build), so the parts go to :data:`_STAGED_SLURM_JOBS`
-    first, which then replaces ``core.slurm_jobs`` (a full plan) or is diffed into it
-    (:func:`pipelines.warehouse.diff_replace_from`), and is dropped."""
-    parts = _PartWriter(con, "core.slurm_jobs" if full else _STAGED_SLURM_JOBS)
+    Each part of the resolved Slurm rows is written as it is resolved: a requested full build
+    (``full``) writes ``core.slurm_jobs`` itself (:class:`_PartWriter`); otherwise each part is
+    diffed into the stored rows of its range of identities (:class:`_RangeDiffWriter`: the
+    resolution of the same raw rows is the same whether the plan turns out full or incremental,
+    so only the rows that changed are written), or, where ``core.slurm_jobs`` is missing or its
+    columns differ, staged in :data:`_STAGED_SLURM_JOBS`, which then replaces it."""
     raw = _read_raw(con, part_rows)
+    parts = (
+        _PartWriter(con, "core.slurm_jobs")
+        if full
+        else _RangeDiffWriter(con, "core.slurm_jobs", _STAGED_SLURM_JOBS, raw.slurm_parts)
+    )
     core = build_core(
         raw, registry, _known_inventory(cfg, raw, con), BuildUnit.everything(), slurm_sink=parts
     )
@@ -413,6 +417,52 @@ class _PartWriter:
         self.rows += frame.height
 
 
+class _RangeDiffWriter(_PartWriter):
+    """Writes ``table`` part by part, each part the resolved rows of one range of identities
+    (``ranges.current``, :class:`_SlurmParts`): the stored rows of that range that the part
+    lacks are deleted and the part's rows the table lacks are inserted
+    (:func:`pipelines.warehouse.diff_replace` with ``sql/analytics/slurm_jobs_in_range.sql``),
+    so a build whose history barely changed rewrites only the changed rows, not every resolved
+    row. Where the first part cannot be diffed (``table`` missing, its columns changed) every
+    part goes to ``staged`` instead (:attr:`table` is then ``staged``, for
+    :meth:`_TableWriter.staged`). ``deleted``/``inserted`` count the rows the diffs wrote."""
+
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        table: str,
+        staged: str,
+        ranges: object,
+    ) -> None:
+        super().__init__(con, table)
+        self.target, self.staged_table = table, staged
+        self.ranges = ranges if isinstance(ranges, _SlurmParts) else None
+        self.deleted = self.inserted = 0
+        self.diffed = self.ranges is not None
+
+    def __call__(self, frame: pl.DataFrame) -> None:
+        if self.diffed:
+            assert self.ranges is not None
+            lo, hi, last = self.ranges.current
+            done = diff_replace(
+                self.con, self.target, _stored(self.target, frame),
+                where=load_sql("analytics/slurm_jobs_in_range"),
+                params={"lo": lo, "hi": hi, "last": last},
+            )  # fmt: skip
+            if done is not None:
+                self.deleted += done[0]
+                self.inserted += done[1]
+                self.parts += 1
+                self.rows += frame.height
+                return
+            if self.parts:
+                raise RuntimeError(f"{self.target}: a later part's columns differ from the first's")
+            self.diffed, self.table = False, self.staged_table
+        elif self.parts == 0:
+            self.table = self.staged_table
+        super().__call__(frame)
+
+
 def _read_registry(path: Path) -> RegistryFrames:
     """The allocation registry file as frames (its team mapping and share history)."""
     _teams, mapping = load_registry(path)
@@ -426,9 +476,31 @@ def _read_registry(path: Path) -> RegistryFrames:
 SLURM_PART_ROWS = 250_000
 
 
-def _slurm_parts(
-    con: duckdb.DuckDBPyConnection, part_rows: int
-) -> Callable[[], Iterator[pl.DataFrame]]:
+class _SlurmParts:
+    """The rows of ``raw.slurm_rows`` in ranges of ``(cluster, job_key)``, read one range at a
+    time when called and iterated (``sql/analytics/slurm_rows_part.sql``); ``current`` is the
+    range ``(lo, hi, last)`` of the part last yielded (``last``: no upper end; one range
+    ``("", "", True)`` is every row)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, cuts: list[str]) -> None:
+        self.con = con
+        self.ranges = [
+            (lo, hi, i == len(cuts))
+            for i, (lo, hi) in enumerate(zip(["", *cuts], [*cuts, ""], strict=True))
+        ]
+        self.current: tuple[str, str, bool] = self.ranges[0]
+
+    def __call__(self) -> Iterator[pl.DataFrame]:
+        for lo, hi, last in self.ranges:
+            self.current = (lo, hi, last)
+            if len(self.ranges) == 1:
+                yield read_table(self.con, "raw.slurm_rows")
+            else:
+                params = {"lo": lo, "hi": hi, "last": last}
+                yield run_named(self.con, "analytics/slurm_rows_part", params)
+
+
+def _slurm_parts(con: duckdb.DuckDBPyConnection, part_rows: int) -> _SlurmParts:
     """The rows of ``raw.slurm_rows`` in ascending ranges of ``(cluster, job_key)`` of about
     ``part_rows`` rows each (``sql/analytics/slurm_row_bounds.sql``: quantiles of the key; one
     identity's rows never straddle two ranges), read one range at a time when iterated.
@@ -440,18 +512,10 @@ def _slurm_parts(
         raise ValueError(f"slurm_part_rows must be positive, got {part_rows}")
     n = -(-count_rows(con, "raw.slurm_rows") // part_rows)
     if n <= 1:
-        return lambda: iter([read_table(con, "raw.slurm_rows")])
+        return _SlurmParts(con, [])
     fractions = [i / n for i in range(1, n)]
     bounds = run_named(con, "analytics/slurm_row_bounds", {"fractions": fractions})
-    cuts = [b for b in bounds["bound"].to_list() if b]
-    ranges = list(zip(["", *cuts], [*cuts, ""], strict=True))
-
-    def parts() -> Iterator[pl.DataFrame]:
-        for i, (lo, hi) in enumerate(ranges):
-            last = i == len(ranges) - 1
-            yield run_named(con, "analytics/slurm_rows_part", {"lo": lo, "hi": hi, "last": last})
-
-    return parts
+    return _SlurmParts(con, [b for b in bounds["bound"].to_list() if b])
 
 
 def _read_raw(con: duckdb.DuckDBPyConnection, slurm_part_rows: int | None = None) -> RawFrames:
@@ -880,6 +944,10 @@ class _TableWriter:
         ``table`` itself; else a full plan replaces ``table`` with them and an incremental one
         rewrites only the rows that changed (a table whose columns changed is replaced whole),
         and the staged table is dropped."""
+        if isinstance(parts, _RangeDiffWriter) and parts.diffed:
+            self.counts[table] = count_rows(self.con, table)
+            self.log.append((table, "rows", parts.deleted, parts.inserted))
+            return
         if parts.table == table:
             self.counts[table] = parts.rows
             self.log.append((table, "full", None, parts.rows))

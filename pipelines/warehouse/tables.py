@@ -322,12 +322,22 @@ def _with_positions(frame: pl.DataFrame) -> pa.Table:
 
 
 def diff_replace(
-    con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    frame: pl.DataFrame,
+    *,
+    where: str = "",
+    params: Mapping[str, object] | None = None,
 ) -> tuple[int, int] | None:
     """Make ``table`` hold exactly ``frame``'s rows by deleting the rows ``frame`` lacks and
     inserting the rows the table lacks (rows compared whole, floats at 12 significant digits,
     duplicates counted), so rows that did not change are not rewritten. Runs inside the
     caller's transaction.
+
+    With ``where`` (a ``WHERE`` clause over ``table``'s columns, from ``sql/``, its ``$``
+    parameters bound from ``params``), only the stored rows it selects are compared and may be
+    deleted: ``frame`` then holds exactly the new rows of that slice of the table (a table
+    rewritten one range of keys at a time).
 
     The comparison runs in DuckDB, which scans the stored table where it lies: a hash per row
     on both sides (:func:`_row_hash_sql`), each hash's occurrences numbered (a multiset key: two
@@ -347,11 +357,8 @@ def diff_replace(
     if frame.width == 0 or not table_exists(con, table):
         return None
     # Scanned as Arrow: DuckDB hashes an Arrow table faster than it scans the polars frame.
-    con.register("_diff_new", _with_positions(frame))
-    try:
-        diff = _diff(con, table, "_diff_new", "_pos")
-    finally:
-        con.unregister("_diff_new")
+    diff = _diff(con, table, _NEW_ROWS, "_pos", where=where, params=params,
+                 rows=_with_positions(frame))  # fmt: skip
     if diff is None:
         return None
     gone, new_ids = diff
@@ -382,21 +389,19 @@ def changed_rows(
     if frame.width == 0 or not table_exists(con, table):
         return None
     table = _checked(table)
-    con.register("_changed_new", _with_positions(frame))
-    try:
-        hashes = _row_hashes_sql(con, table, "_changed_new", "_pos")
-        if hashes is None:
-            return None
-        ids = con.sql(
-            f"""
-            {hashes}
-            SELECT true AS _new, _id FROM n ANTI JOIN o USING (_h)
-            UNION ALL
-            SELECT false AS _new, _id FROM o ANTI JOIN n USING (_h)
-            """
-        ).pl()
-    finally:
-        con.unregister("_changed_new")
+    _new_rows = _with_positions(frame)  # scanned by name (see _NEW_ROWS)
+    hashes = _row_hashes_sql(con, table, _NEW_ROWS, "_pos", rows=_new_rows)
+    if hashes is None:
+        return None
+    ids = con.sql(
+        f"""
+        {hashes}
+        SELECT true AS _new, _id FROM n ANTI JOIN o USING (_h)
+        UNION ALL
+        SELECT false AS _new, _id FROM o ANTI JOIN n USING (_h)
+        """
+    ).pl()
+    del _new_rows
     added = frame[ids.filter(pl.col("_new"))["_id"].cast(pl.Int64).sort()]
     _gone = ids.filter(~pl.col("_new")).select(pl.col("_id").cast(pl.Int64).alias("_rowid"))
     gone = as_utc(
@@ -438,13 +443,30 @@ def diff_replace_from(
     return gone, new_ids.len()
 
 
+#: The name a frame's Arrow table is scanned by in the row comparisons: a local variable of the
+#: function running the statement (DuckDB's replacement scan), not ``con.register``: a view
+#: registered and unregistered inside the build's transaction keeps its Arrow table alive until
+#: the transaction ends (a catalog entry dropped in a transaction lives as long as it), so each
+#: table diffed kept a copy of its frame: 300 MB a part of the year's resolved Slurm rows.
+_NEW_ROWS = "_new_rows"
+
+
 def _row_hashes_sql(
-    con: duckdb.DuckDBPyConnection, table: str, new: str, new_id: str
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    new: str,
+    new_id: str,
+    where: str = "",
+    *,
+    rows: object = None,
 ) -> str | None:
     """``WITH o AS (…), n AS (…)``: each row's id (``table``'s ``rowid``, ``new``'s ``new_id``)
     as ``_id`` and its :func:`_row_hash_sql` as ``_h``, both materialized, for the statements
-    that compare the two; None when the relation ``new`` (less ``new_id``, unless that is
-    ``rowid``) has other column names or DuckDB types than ``table``, in order."""
+    that compare the two (``o``: the rows of ``table`` that ``where`` selects, every row without
+    one); None when the relation ``new`` (less ``new_id``, unless that is ``rowid``) has other
+    column names or DuckDB types than ``table``, in order. ``rows``: the Arrow table scanned as
+    :data:`_NEW_ROWS` (``new``), when ``new`` is not a table."""
+    _new_rows = rows  # scanned by name by the DESCRIBE below when new is _NEW_ROWS
     table = _checked(table)
     cols = _described(con.execute(f"DESCRIBE {table}").fetchall())
     shape = f"SELECT * EXCLUDE ({new_id}) FROM {new}" if new_id != "rowid" else new
@@ -452,22 +474,31 @@ def _row_hashes_sql(
         return None
     h = _row_hash_sql(cols)
     return (
-        f"WITH o AS MATERIALIZED (SELECT rowid AS _id, {h} AS _h FROM {table}),"
+        f"WITH o AS MATERIALIZED (SELECT rowid AS _id, {h} AS _h FROM {table} {where}),"
         f" n AS MATERIALIZED (SELECT {new_id} AS _id, {h} AS _h FROM {new})"
     )
 
 
 def _diff(
-    con: duckdb.DuckDBPyConnection, table: str, new: str, new_id: str
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    new: str,
+    new_id: str,
+    *,
+    where: str = "",
+    params: Mapping[str, object] | None = None,
+    rows: object = None,
 ) -> tuple[int, pl.Series] | None:
-    """Delete the rows of ``table`` that the relation ``new`` lacks (rows compared as
-    :func:`diff_replace` says) and return how many, with the ``new_id`` values of ``new``'s rows
-    that ``table`` lacks (ascending; the caller inserts them). None, with nothing deleted,
-    when the column names or DuckDB types differ (``new_id`` is not a compared column)."""
-    hashes = _row_hashes_sql(con, table, new, new_id)
+    """Delete the rows of ``table`` (those ``where`` selects, with ``params``) that the relation
+    ``new`` lacks (rows compared as :func:`diff_replace` says) and return how many, with the
+    ``new_id`` values of ``new``'s rows that ``table`` lacks (ascending; the caller inserts
+    them). None, with nothing deleted, when the column names or DuckDB types differ (``new_id``
+    is not a compared column). ``rows``: the Arrow table scanned as :data:`_NEW_ROWS`."""
+    _new_rows = rows  # scanned by name by the statement below when new is _NEW_ROWS
+    hashes = _row_hashes_sql(con, table, new, new_id, where, rows=rows)
     if hashes is None:
         return None
-    rows = con.sql(
+    found = con.sql(
         f"""
         {hashes}, ok AS (
             SELECT _id, _h, row_number() OVER (PARTITION BY _h ORDER BY _id) AS _k FROM o
@@ -477,13 +508,15 @@ def _diff(
         SELECT false AS _new, _id FROM ok ANTI JOIN nk USING (_h, _k)
         UNION ALL
         SELECT true AS _new, _id FROM nk ANTI JOIN ok USING (_h, _k)
-        """
+        """,
+        params=dict(params) if params else None,
     ).pl()
-    gone = rows.filter(~pl.col("_new")).select(pl.col("_id").cast(pl.Int64).alias("_rowid"))
+    del _new_rows
+    gone = found.filter(~pl.col("_new")).select(pl.col("_id").cast(pl.Int64).alias("_rowid"))
     if gone.height:
         _g = gone
         con.execute(f"DELETE FROM {table} WHERE rowid IN (SELECT _rowid FROM _g)")
-    return gone.height, rows.filter(pl.col("_new"))["_id"].cast(pl.Int64).sort()
+    return gone.height, found.filter(pl.col("_new"))["_id"].cast(pl.Int64).sort()
 
 
 def statement_params(sql: str) -> set[str]:

@@ -176,7 +176,8 @@ def test_rerunning_one_day_touches_only_that_days_rows(two_builds: tuple[Config,
             assert log[f"analytics.{t}"][:3] == ("days", n, n), (t, log[f"analytics.{t}"])
         # Window and all-time tables are recomputed in memory but written as a row diff: the
         # same files give the same rows, so none is rewritten.
-        for t in ("core.jobs", "analytics.fairness_weekly", "analytics.fairness_summary_weekly",
+        for t in ("core.jobs", "core.slurm_jobs", "analytics.fairness_weekly",
+                  "analytics.fairness_summary_weekly",
                   "analytics.time_to_start_summary", "analytics.time_to_start_jobs",
                   "analytics.node_reliability"):  # fmt: skip
             assert log[t][:3] == ("rows", 0, 0), (t, log[t])

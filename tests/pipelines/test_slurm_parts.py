@@ -110,12 +110,13 @@ def test_part_rows_must_be_positive(loaded: tuple[Config, Path]) -> None:
         _read_raw(con, -1)
 
 
-def test_an_incremental_build_diffs_the_staged_parts_into_core_slurm_jobs(
+def test_an_incremental_build_diffs_each_part_into_core_slurm_jobs(
     fleet_dir: Path, tmp_path: Path
 ) -> None:
     """Day 1 built (its first build: a full plan, the staged parts replace the table), then day
-    2 built incrementally with 40 rows a part: ``core.slurm_jobs`` is written as a row diff of
-    the staged parts (build log mode ``rows``), deleting exactly the day-1 rows absent from the
+    2 built incrementally with 40 rows a part: each part is diffed into the stored rows of its
+    range of identities (build log mode ``rows``, the deletions and insertions summed),
+    deleting exactly the day-1 rows absent from the
     day-2 table and inserting the day-2 rows absent from the day-1 table (anti-joins counted
     here; fewer than a quarter of the day-1 rows deleted), the staging table is gone, and the
     table equals a full rebuild of a copy, row for row."""
@@ -146,6 +147,66 @@ def test_an_incremental_build_diffs_the_staged_parts_into_core_slurm_jobs(
     assert 0 < gone.height < old.height // 4 and added.height > 0 and staged == 0
     full = tmp_path / "full.duckdb"
     shutil.copyfile(cfg.warehouse_path, full)
+    with connect(full) as con:
+        rebuild(con, cfg, full=True)
+        _assert_frames_close(new, con.sql("SELECT * FROM core.slurm_jobs").pl(), "core.slurm_jobs")
+
+
+def test_identities_gone_from_the_raw_rows_leave_core_slurm_jobs(
+    loaded: tuple[Config, Path], tmp_path: Path
+) -> None:
+    """The fleet's day 1 and the lab export built with 40 raw rows a part; then the raw rows of
+    the first and the last identity in key order (the open ends of the first and last range)
+    and of one identity in the middle are deleted, and the warehouse rebuilt (incrementally, 40
+    rows a part): those identities' resolved rows are gone from ``core.slurm_jobs`` (the
+    range diffs delete what no part holds any more), no other row is rewritten (deleted =
+    their stored row count, inserted = 0), and the table equals a full rebuild of a copy."""
+    cfg, db = loaded
+    work = tmp_path / "w.duckdb"
+    shutil.copyfile(db, work)
+    with connect(work) as con:
+        rebuild(con, cfg, slurm_part_rows=40)
+        keys = con.sql(
+            "SELECT DISTINCT cluster, job_key FROM core.slurm_jobs"
+            " ORDER BY cluster || chr(0) || job_key"
+        ).fetchall()
+        dropped = [keys[0], keys[len(keys) // 2], keys[-1]]
+        (stored,) = con.execute(
+            "SELECT count(*) FROM core.slurm_jobs WHERE (cluster, job_key) IN"
+            " (SELECT unnest($c), unnest($k))",
+            {"c": [c for c, _ in dropped], "k": [k for _, k in dropped]},
+        ).fetchall()[0]
+        raw = con.sql("SELECT * FROM raw.slurm_rows").pl()
+        gone = _key(raw).join(
+            pl.DataFrame(dropped, schema=["cluster", "job_key"], orient="row"),
+            on=["cluster", "job_key"], how="semi",
+        )  # fmt: skip
+        assert gone.height == 3
+        with_keys = resolve_slurm_jobs(raw.lazy(), pl.LazyFrame(
+            schema={"key": pl.String(), "team": pl.String()})).collect()  # fmt: skip
+        lines = with_keys.join(gone, on=["cluster", "job_key"], how="semi").select(
+            "ingest_id", "line_no"
+        )
+        con.execute(
+            "DELETE FROM raw.slurm_rows WHERE (ingest_id, line_no) IN"
+            " (SELECT unnest($i), unnest($l))",
+            {"i": lines["ingest_id"].to_list(), "l": lines["line_no"].to_list()},
+        )
+        rebuild(con, cfg, slurm_part_rows=40)
+        left = con.execute(
+            "SELECT count(*) FROM core.slurm_jobs WHERE (cluster, job_key) IN"
+            " (SELECT unnest($c), unnest($k))",
+            {"c": [c for c, _ in dropped], "k": [k for _, k in dropped]},
+        ).fetchall()[0][0]
+        log = con.execute(
+            "SELECT mode, rows_deleted, rows_inserted FROM analytics.build_log"
+            " WHERE table_name = 'core.slurm_jobs' ORDER BY build_id DESC LIMIT 1"
+        ).fetchall()[0]
+        new = con.sql("SELECT * FROM core.slurm_jobs").pl()
+    assert stored >= 3 and left == 0
+    assert log == ("rows", stored, 0)
+    full = tmp_path / "full.duckdb"
+    shutil.copyfile(work, full)
     with connect(full) as con:
         rebuild(con, cfg, full=True)
         _assert_frames_close(new, con.sql("SELECT * FROM core.slurm_jobs").pl(), "core.slurm_jobs")
