@@ -47,6 +47,7 @@ __all__ = [
     "CoreFrames",
     "RawFrames",
     "RegistryFrames",
+    "ResolvedPart",
     "build_core",
     "resolve_slurm_parts",
     "with_as_of",
@@ -99,7 +100,8 @@ class RawFrames:
     slurm_identity.resolve_slurm_jobs`' key), in ascending ranges of ``(cluster, job_key)``.
     Each part is resolved alone and dropped before the next is read
     (:func:`resolve_slurm_parts`); the result equals resolving all rows at once, row for row and
-    in the same order.
+    in the same order. A part may come already resolved (:class:`ResolvedPart`: the stored
+    resolution of identities whose raw rows did not change), and is then taken as it is.
     """
 
     slurm_rows: pl.DataFrame
@@ -113,7 +115,16 @@ class RawFrames:
     kueue_topologies: pl.DataFrame | None = None
     kueue_workload_topology: pl.DataFrame | None = None
     slurm_squeue: pl.DataFrame | None = None
-    slurm_parts: Callable[[], Iterable[pl.DataFrame]] | None = None
+    slurm_parts: Callable[[], Iterable[pl.DataFrame | ResolvedPart]] | None = None
+
+
+@dataclass(frozen=True)
+class ResolvedPart:
+    """A part of the Slurm rows already resolved: :func:`pipelines.core.slurm_identity.
+    resolve_slurm_jobs`' rows of whole identities, sorted as it sorts them (``cluster,
+    job_key, start_at, step``, nulls last), with its columns and types."""
+
+    frame: pl.DataFrame
 
 
 @dataclass(frozen=True)
@@ -383,11 +394,14 @@ def _in_unit(
     def one(frame: pl.DataFrame) -> pl.DataFrame:
         return frame.filter(pl.col("cluster") == unit.cluster)
 
+    def one_part(part: pl.DataFrame | ResolvedPart) -> pl.DataFrame | ResolvedPart:
+        return ResolvedPart(one(part.frame)) if isinstance(part, ResolvedPart) else one(part)
+
     parts = raw.slurm_parts
     return (
         RawFrames(
             slurm_rows=one(raw.slurm_rows),
-            slurm_parts=None if parts is None else (lambda: (one(p) for p in parts())),
+            slurm_parts=None if parts is None else (lambda: (one_part(p) for p in parts())),
             slurm_events=one(raw.slurm_events),
             k8s_pods=one(raw.k8s_pods),
             k8s_events=one(raw.k8s_events),
@@ -557,18 +571,26 @@ def _slurm_frames(
     return cat(kept) if kept else schema, cat(attempts), cat(pending), cat(cuts)
 
 
-def _resolved(parts: Iterable[pl.DataFrame], account_teams: pl.DataFrame) -> Iterator[pl.DataFrame]:
-    """:func:`resolve_slurm_jobs` of each part in turn (see :func:`resolve_slurm_parts`)."""
+def _resolved(
+    parts: Iterable[pl.DataFrame | ResolvedPart], account_teams: pl.DataFrame
+) -> Iterator[pl.DataFrame]:
+    """:func:`resolve_slurm_jobs` of each part in turn (see :func:`resolve_slurm_parts`); a
+    :class:`ResolvedPart` as it is."""
     teams = account_teams.lazy()
     # engine="in-memory": polars 2.1's default (streaming) engine panics on this plan with
     # "assertion failed: i < self.len()" (in a string expression of its select node) when the
     # raw frame arrives from DuckDB in 20 chunks (2.36M rows, a year of 10k GPUs); the same
     # rows in one chunk, or in 17, do not. The in-memory engine is also the faster here.
     for part in parts:
-        yield resolve_slurm_jobs(part.lazy(), teams).collect(engine="in-memory")
+        if isinstance(part, ResolvedPart):
+            yield part.frame
+        else:
+            yield resolve_slurm_jobs(part.lazy(), teams).collect(engine="in-memory")
 
 
-def resolve_slurm_parts(parts: Iterable[pl.DataFrame], account_teams: pl.DataFrame) -> pl.DataFrame:
+def resolve_slurm_parts(
+    parts: Iterable[pl.DataFrame | ResolvedPart], account_teams: pl.DataFrame
+) -> pl.DataFrame:
     """:func:`resolve_slurm_jobs` of every part in turn, concatenated.
 
     Args:

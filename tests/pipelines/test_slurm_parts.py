@@ -210,3 +210,55 @@ def test_identities_gone_from_the_raw_rows_leave_core_slurm_jobs(
     with connect(full) as con:
         rebuild(con, cfg, full=True)
         _assert_frames_close(new, con.sql("SELECT * FROM core.slurm_jobs").pl(), "core.slurm_jobs")
+
+
+def test_only_the_parts_whose_identities_changed_are_resolved_again(
+    loaded: tuple[Config, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fleet's day 1 and the lab export built with 40 raw rows a part (the first build
+    resolves every part). Built again with no new row: no part is resolved again (each comes
+    from the stored ``core.slurm_jobs``) and nothing is written to it. Then a second copy of the
+    lab export is loaded (an overlapping export: the same lines under a new ingest id): only the
+    parts of cluster ``lab``'s identities (sorted first: ``lab`` < ``slurm-a``) are resolved
+    again, and every table equals a full rebuild of a copy."""
+    import pipelines.core.build as core_build
+
+    cfg, db = loaded
+    work = tmp_path / "w.duckdb"
+    shutil.copyfile(db, work)
+    resolved: list[int] = []
+    real = core_build.resolve_slurm_jobs
+
+    def counted(rows: pl.LazyFrame, teams: pl.LazyFrame) -> pl.LazyFrame:
+        resolved.append(rows.select(pl.len()).collect().item())
+        return real(rows, teams)
+
+    monkeypatch.setattr(core_build, "resolve_slurm_jobs", counted)
+    with connect(work) as con:
+        rebuild(con, cfg, slurm_part_rows=40)
+        first, resolved[:] = list(resolved), []
+        (lab_rows,) = con.execute(
+            "SELECT count(*) FROM raw.slurm_rows WHERE cluster = 'lab'"
+        ).fetchall()[0]
+        rebuild(con, cfg, slurm_part_rows=40)
+        again, resolved[:] = list(resolved), []
+        log = con.execute(
+            "SELECT mode, rows_deleted, rows_inserted FROM analytics.build_log"
+            " WHERE table_name = 'core.slurm_jobs' ORDER BY build_id DESC LIMIT 1"
+        ).fetchall()[0]
+        again_lab = tmp_path / "sacct_all_again.psv"
+        shutil.copyfile(LAB, again_lab)
+        ingest_file(con, "sacct", again_lab, IngestOptions(cluster="lab", tz="UTC"))
+        rebuild(con, cfg, slurm_part_rows=40)
+        relabelled = list(resolved)
+    assert len(first) > 3 and sum(first) > lab_rows
+    assert again == [] and log == ("rows", 0, 0)
+    assert 0 < len(relabelled) < len(first)
+    assert lab_rows <= sum(relabelled) < sum(first)
+    full = tmp_path / "full.duckdb"
+    shutil.copyfile(work, full)
+    with connect(work, read_only=True) as inc, connect(full) as ful:
+        rebuild(ful, cfg, full=True)
+        for t in _tables(inc):
+            _assert_frames_close(inc.sql(f"SELECT * FROM {t}").pl(),
+                                 ful.sql(f"SELECT * FROM {t}").pl(), t)  # fmt: skip
