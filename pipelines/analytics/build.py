@@ -60,6 +60,7 @@ from pipelines.analytics.windows import WINDOW_TABLES, window_tables
 from pipelines.config import Config
 from pipelines.core import (
     JOBS_COLUMNS,
+    RESOLVED_PART_COLUMNS,
     BuildUnit,
     CoreFrames,
     RawFrames,
@@ -494,9 +495,9 @@ class _SlurmParts:
 
     With ``dirty`` (the sorted sort keys whose resolution may have changed, ``sql/analytics/
     slurm_dirty_keys.sql``), a range holding none of them is not read from the raw rows nor
-    resolved again: its stored ``core.slurm_jobs`` rows (``sql/analytics/slurm_jobs_part.sql``,
-    as ``schema``, sorted as the resolution sorts them) come as a
-    :class:`pipelines.core.ResolvedPart`."""
+    resolved again: its stored ``core.slurm_jobs`` rows (``sql/analytics/slurm_jobs_part.sql``:
+    the :data:`pipelines.core.RESOLVED_PART_COLUMNS`, typed as ``schema`` types them, sorted as
+    the resolution sorts them) come as a :class:`pipelines.core.ResolvedPart`."""
 
     def __init__(
         self,
@@ -527,8 +528,8 @@ class _SlurmParts:
                 assert self.schema is not None
                 stored = run_named(self.con, "analytics/slurm_jobs_part", params)
                 yield ResolvedPart(
-                    stored.select(self.schema.names())
-                    .cast(self.schema)  # type: ignore[arg-type]
+                    stored.select(RESOLVED_PART_COLUMNS)
+                    .cast({c: self.schema[c] for c in RESOLVED_PART_COLUMNS})
                     .sort("cluster", "job_key", "start_at", "step", nulls_last=True)
                 )
             elif len(self.ranges) == 1:

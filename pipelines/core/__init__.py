@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from pipelines.core.build import (
     JOBS_COLUMNS,
+    RESOLVED_PART_COLUMNS,
     BuildUnit,
     CoreFrames,
     RawFrames,
@@ -84,6 +85,7 @@ __all__ = [
     "K8S_WORKLOAD_TIMING_SCHEMA",
     "KUEUE_PENDING_REASONS",
     "POLICY_CHANGE_SCHEMA",
+    "RESOLVED_PART_COLUMNS",
     "SCHEDULER_PENDING_REASONS",
     "TOPOLOGY_COLUMNS",
     "UNATTRIBUTED",

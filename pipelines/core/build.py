@@ -43,6 +43,7 @@ from pipelines.core.topology import k8s_label_topology, topology_intervals
 
 __all__ = [
     "JOBS_COLUMNS",
+    "RESOLVED_PART_COLUMNS",
     "BuildUnit",
     "CoreFrames",
     "RawFrames",
@@ -68,6 +69,12 @@ _ATTEMPT_COLUMNS = [*JOBS_COLUMNS, "job_key", "extra"]
 
 _PENDING_COLUMNS = ["cluster", "source", "job_id", "partition", "team", "req_gpus", "submit_at",
                     "eligible_at", "end_at", "state"]  # fmt: skip
+
+#: The columns the core layer reads from each resolved part of the Slurm rows (the attempts, the
+#: never-started allocations and the cut-offs): all a :class:`ResolvedPart` needs to hold.
+RESOLVED_PART_COLUMNS = list(
+    dict.fromkeys([*_ATTEMPT_COLUMNS, *_PENDING_COLUMNS, "is_allocation", "step"])
+)
 
 
 @dataclass(frozen=True)
@@ -122,7 +129,8 @@ class RawFrames:
 class ResolvedPart:
     """A part of the Slurm rows already resolved: :func:`pipelines.core.slurm_identity.
     resolve_slurm_jobs`' rows of whole identities, sorted as it sorts them (``cluster,
-    job_key, start_at, step``, nulls last), with its columns and types."""
+    job_key, start_at, step``, nulls last), with its types; only :data:`RESOLVED_PART_COLUMNS`
+    are read (a part that needs no writing can leave the others out)."""
 
     frame: pl.DataFrame
 
@@ -556,8 +564,14 @@ def _slurm_frames(
             .select(_PENDING_COLUMNS)
         )
         cuts.append(_as_of([(slurm.select("cluster", *times), times)]))
-        schema = slurm.clear() if schema is None else schema
+        if schema is None:
+            # The resolution's columns, whatever the first part holds (a ResolvedPart may be
+            # narrow: RESOLVED_PART_COLUMNS).
+            empty = resolve_slurm_jobs(raw.slurm_rows.clear().lazy(), account_teams.lazy())
+            schema = empty.collect(engine="in-memory")
         if sink is None:
+            if slurm.columns != schema.columns:
+                raise ValueError("build_core: a resolved part without every column to keep")
             kept.append(slurm)
         else:
             sink(slurm)
