@@ -8,7 +8,6 @@ themselves live in :mod:`metrics`.
 
 from __future__ import annotations
 
-import bisect
 import datetime as dt
 import logging
 from collections.abc import Callable, Iterator, Mapping
@@ -46,8 +45,6 @@ from pipelines.analytics.incremental import (
     BuildPlan,
     plan_build,
     record_build,
-    resolution_key,
-    reusable_resolution,
     with_stored_days,
     write_window_tables,
 )
@@ -60,16 +57,13 @@ from pipelines.analytics.windows import WINDOW_TABLES, window_tables
 from pipelines.config import Config
 from pipelines.core import (
     JOBS_COLUMNS,
-    RESOLVED_PART_COLUMNS,
     BuildUnit,
     CoreFrames,
     RawFrames,
     RegistryFrames,
-    ResolvedPart,
     build_core,
     load_registry,
     load_registry_history,
-    resolve_slurm_jobs,
     shares_at_window_start,
 )
 from pipelines.core.slurm_on_k8s import lend_capacity
@@ -351,8 +345,7 @@ def _build(
     resolution of the same raw rows is the same whether the plan turns out full or incremental,
     so only the rows that changed are written), or, where ``core.slurm_jobs`` is missing or its
     columns differ, staged in :data:`_STAGED_SLURM_JOBS`, which then replaces it."""
-    key = resolution_key(path)
-    raw = _read_raw(con, part_rows, reuse=None if full else reusable_resolution(con, key))
+    raw = _read_raw(con, part_rows)
     parts = (
         _PartWriter(con, "core.slurm_jobs")
         if full
@@ -389,7 +382,7 @@ def _build(
     write("analytics.slurm_on_k8s_hourly", sok.hourly)
     pending, as_of, node_down = core.pending, core.as_of, core.node_down
     del core, occ, sok
-    write.finish(job_keys, pending=pending, as_of=as_of, node_down=node_down, resolution=key)
+    write.finish(job_keys, pending=pending, as_of=as_of, node_down=node_down)
     return write.counts, write.windows_written
 
 
@@ -448,10 +441,6 @@ class _RangeDiffWriter(_PartWriter):
         self.diffed = self.ranges is not None
 
     def __call__(self, frame: pl.DataFrame) -> None:
-        if self.diffed and self.ranges is not None and self.ranges.clean:
-            self.parts += 1  # the stored rows themselves: nothing to write
-            self.rows += frame.height
-            return
         if self.diffed:
             assert self.ranges is not None
             lo, hi, last = self.ranges.current
@@ -491,96 +480,53 @@ class _SlurmParts:
     """The rows of ``raw.slurm_rows`` in ranges of ``(cluster, job_key)``, read one range at a
     time when called and iterated (``sql/analytics/slurm_rows_part.sql``); ``current`` is the
     range ``(lo, hi, last)`` of the part last yielded (``last``: no upper end; one range
-    ``("", "", True)`` is every row) and ``clean`` whether that part was the stored resolution.
+    ``("", "", True)`` is every row)."""
 
-    With ``dirty`` (the sorted sort keys whose resolution may have changed, ``sql/analytics/
-    slurm_dirty_keys.sql``), a range holding none of them is not read from the raw rows nor
-    resolved again: its stored ``core.slurm_jobs`` rows (``sql/analytics/slurm_jobs_part.sql``:
-    the :data:`pipelines.core.RESOLVED_PART_COLUMNS`, typed as ``schema`` types them, sorted as
-    the resolution sorts them) come as a :class:`pipelines.core.ResolvedPart`."""
-
-    def __init__(
-        self,
-        con: duckdb.DuckDBPyConnection,
-        cuts: list[str],
-        dirty: list[str] | None = None,
-        schema: pl.Schema | None = None,
-    ) -> None:
-        self.con, self.dirty, self.schema = con, dirty, schema
+    def __init__(self, con: duckdb.DuckDBPyConnection, cuts: list[str]) -> None:
+        self.con = con
         self.ranges = [
             (lo, hi, i == len(cuts))
             for i, (lo, hi) in enumerate(zip(["", *cuts], [*cuts, ""], strict=True))
         ]
         self.current: tuple[str, str, bool] = self.ranges[0]
-        self.clean = False
 
-    def _is_clean(self, lo: str, hi: str, last: bool) -> bool:
-        if self.dirty is None:
-            return False
-        at = bisect.bisect_left(self.dirty, lo)
-        return at == len(self.dirty) or (not last and self.dirty[at] >= hi)
-
-    def __call__(self) -> Iterator[pl.DataFrame | ResolvedPart]:
+    def __call__(self) -> Iterator[pl.DataFrame]:
         for lo, hi, last in self.ranges:
-            self.current, self.clean = (lo, hi, last), self._is_clean(lo, hi, last)
-            params = {"lo": lo, "hi": hi, "last": last}
-            if self.clean:
-                assert self.schema is not None
-                stored = run_named(self.con, "analytics/slurm_jobs_part", params)
-                yield ResolvedPart(
-                    stored.select(RESOLVED_PART_COLUMNS)
-                    .cast({c: self.schema[c] for c in RESOLVED_PART_COLUMNS})
-                    .sort("cluster", "job_key", "start_at", "step", nulls_last=True)
-                )
-            elif len(self.ranges) == 1:
+            self.current = (lo, hi, last)
+            if len(self.ranges) == 1:
                 yield read_table(self.con, "raw.slurm_rows")
             else:
+                params = {"lo": lo, "hi": hi, "last": last}
                 yield run_named(self.con, "analytics/slurm_rows_part", params)
 
 
-def _slurm_parts(
-    con: duckdb.DuckDBPyConnection, part_rows: int, reuse: int | None = None
-) -> _SlurmParts:
+def _slurm_parts(con: duckdb.DuckDBPyConnection, part_rows: int) -> _SlurmParts:
     """The rows of ``raw.slurm_rows`` in ascending ranges of ``(cluster, job_key)`` of about
     ``part_rows`` rows each (``sql/analytics/slurm_row_bounds.sql``: quantiles of the key; one
-    identity's rows never straddle two ranges), read one range at a time when iterated. With
-    ``reuse`` (the last build's ingest watermark, :func:`pipelines.analytics.incremental.
-    reusable_resolution`), the ranges none of whose identities changed since then come from the
-    stored resolution (:class:`_SlurmParts`).
+    identity's rows never straddle two ranges), read one range at a time when iterated.
 
     Raises:
         ValueError: ``part_rows`` is not positive.
     """
     if part_rows < 1:
         raise ValueError(f"slurm_part_rows must be positive, got {part_rows}")
-    dirty, schema = None, None
-    if reuse is not None:
-        dirty = run_named(con, "analytics/slurm_dirty_keys", {"mark": reuse})["k"].to_list()
-        empty = run_named(con, "analytics/slurm_rows_empty")
-        schema = resolve_slurm_jobs(
-            empty.lazy(), pl.LazyFrame(schema={"key": pl.String(), "team": pl.String()})
-        ).collect_schema()
     n = -(-count_rows(con, "raw.slurm_rows") // part_rows)
     if n <= 1:
-        return _SlurmParts(con, [], dirty, schema)
+        return _SlurmParts(con, [])
     fractions = [i / n for i in range(1, n)]
     bounds = run_named(con, "analytics/slurm_row_bounds", {"fractions": fractions})
-    return _SlurmParts(con, [b for b in bounds["bound"].to_list() if b], dirty, schema)
+    return _SlurmParts(con, [b for b in bounds["bound"].to_list() if b])
 
 
-def _read_raw(
-    con: duckdb.DuckDBPyConnection, slurm_part_rows: int | None = None, reuse: int | None = None
-) -> RawFrames:
+def _read_raw(con: duckdb.DuckDBPyConnection, slurm_part_rows: int | None = None) -> RawFrames:
     """The raw tables the core layer reads (``raw.k8s_nodes`` only where the table exists);
     the Slurm rows as parts of about ``slurm_part_rows`` rows (None: :data:`SLURM_PART_ROWS`),
     read when the core layer iterates them (``slurm_rows`` keeps only the schema; the parts are
-    read through the connection's temporary view ``slurm_rows_keyed``, created here); with
-    ``reuse``, the parts whose identities did not change since that ingest watermark come from
-    the stored resolution (:func:`_slurm_parts`)."""
+    read through the connection's temporary view ``slurm_rows_keyed``, created here)."""
     con.execute(load_sql("analytics/create_slurm_rows_keyed"))
     return RawFrames(
         slurm_rows=run_named(con, "analytics/slurm_rows_empty"),
-        slurm_parts=_slurm_parts(con, slurm_part_rows or SLURM_PART_ROWS, reuse),
+        slurm_parts=_slurm_parts(con, slurm_part_rows or SLURM_PART_ROWS),
         slurm_events=read_table(con, "raw.slurm_events"),
         k8s_pods=read_table(con, "raw.k8s_pods"),
         k8s_events=read_table(con, "raw.k8s_events"),
@@ -1037,7 +983,6 @@ class _TableWriter:
         pending: pl.DataFrame,
         as_of: pl.DataFrame,
         node_down: pl.DataFrame,
-        resolution: str,
     ) -> None:
         """Write an incremental build's time-keyed tables, record the build and create the
         views (still inside the caller's transaction)."""
@@ -1046,5 +991,5 @@ class _TableWriter:
             self.log += write_window_tables(self.con, self.plan, self.windows, job_keys)
             self.windows_written = list(self.windows)
             self.windows.clear()
-        record_build(self.con, self.plan, as_of, pending, self.log, node_down, resolution)
+        record_build(self.con, self.plan, as_of, pending, self.log, node_down)
         create_views(self.con)

@@ -21,12 +21,10 @@ from __future__ import annotations
 
 from pipelines.core.build import (
     JOBS_COLUMNS,
-    RESOLVED_PART_COLUMNS,
     BuildUnit,
     CoreFrames,
     RawFrames,
     RegistryFrames,
-    ResolvedPart,
     build_core,
     resolve_slurm_parts,
     with_as_of,
@@ -85,7 +83,6 @@ __all__ = [
     "K8S_WORKLOAD_TIMING_SCHEMA",
     "KUEUE_PENDING_REASONS",
     "POLICY_CHANGE_SCHEMA",
-    "RESOLVED_PART_COLUMNS",
     "SCHEDULER_PENDING_REASONS",
     "TOPOLOGY_COLUMNS",
     "UNATTRIBUTED",
@@ -95,7 +92,6 @@ __all__ = [
     "RawFrames",
     "RegistryError",
     "RegistryFrames",
-    "ResolvedPart",
     "build_core",
     "cluster_queue_changes",
     "cluster_shares",

@@ -43,12 +43,10 @@ from pipelines.core.topology import k8s_label_topology, topology_intervals
 
 __all__ = [
     "JOBS_COLUMNS",
-    "RESOLVED_PART_COLUMNS",
     "BuildUnit",
     "CoreFrames",
     "RawFrames",
     "RegistryFrames",
-    "ResolvedPart",
     "build_core",
     "resolve_slurm_parts",
     "with_as_of",
@@ -69,12 +67,6 @@ _ATTEMPT_COLUMNS = [*JOBS_COLUMNS, "job_key", "extra"]
 
 _PENDING_COLUMNS = ["cluster", "source", "job_id", "partition", "team", "req_gpus", "submit_at",
                     "eligible_at", "end_at", "state"]  # fmt: skip
-
-#: The columns the core layer reads from each resolved part of the Slurm rows (the attempts, the
-#: never-started allocations and the cut-offs): all a :class:`ResolvedPart` needs to hold.
-RESOLVED_PART_COLUMNS = list(
-    dict.fromkeys([*_ATTEMPT_COLUMNS, *_PENDING_COLUMNS, "is_allocation", "step"])
-)
 
 
 @dataclass(frozen=True)
@@ -107,8 +99,7 @@ class RawFrames:
     slurm_identity.resolve_slurm_jobs`' key), in ascending ranges of ``(cluster, job_key)``.
     Each part is resolved alone and dropped before the next is read
     (:func:`resolve_slurm_parts`); the result equals resolving all rows at once, row for row and
-    in the same order. A part may come already resolved (:class:`ResolvedPart`: the stored
-    resolution of identities whose raw rows did not change), and is then taken as it is.
+    in the same order.
     """
 
     slurm_rows: pl.DataFrame
@@ -122,17 +113,7 @@ class RawFrames:
     kueue_topologies: pl.DataFrame | None = None
     kueue_workload_topology: pl.DataFrame | None = None
     slurm_squeue: pl.DataFrame | None = None
-    slurm_parts: Callable[[], Iterable[pl.DataFrame | ResolvedPart]] | None = None
-
-
-@dataclass(frozen=True)
-class ResolvedPart:
-    """A part of the Slurm rows already resolved: :func:`pipelines.core.slurm_identity.
-    resolve_slurm_jobs`' rows of whole identities, sorted as it sorts them (``cluster,
-    job_key, start_at, step``, nulls last), with its types; only :data:`RESOLVED_PART_COLUMNS`
-    are read (a part that needs no writing can leave the others out)."""
-
-    frame: pl.DataFrame
+    slurm_parts: Callable[[], Iterable[pl.DataFrame]] | None = None
 
 
 @dataclass(frozen=True)
@@ -402,14 +383,11 @@ def _in_unit(
     def one(frame: pl.DataFrame) -> pl.DataFrame:
         return frame.filter(pl.col("cluster") == unit.cluster)
 
-    def one_part(part: pl.DataFrame | ResolvedPart) -> pl.DataFrame | ResolvedPart:
-        return ResolvedPart(one(part.frame)) if isinstance(part, ResolvedPart) else one(part)
-
     parts = raw.slurm_parts
     return (
         RawFrames(
             slurm_rows=one(raw.slurm_rows),
-            slurm_parts=None if parts is None else (lambda: (one_part(p) for p in parts())),
+            slurm_parts=None if parts is None else (lambda: (one(p) for p in parts())),
             slurm_events=one(raw.slurm_events),
             k8s_pods=one(raw.k8s_pods),
             k8s_events=one(raw.k8s_events),
@@ -564,14 +542,8 @@ def _slurm_frames(
             .select(_PENDING_COLUMNS)
         )
         cuts.append(_as_of([(slurm.select("cluster", *times), times)]))
-        if schema is None:
-            # The resolution's columns, whatever the first part holds (a ResolvedPart may be
-            # narrow: RESOLVED_PART_COLUMNS).
-            empty = resolve_slurm_jobs(raw.slurm_rows.clear().lazy(), account_teams.lazy())
-            schema = empty.collect(engine="in-memory")
+        schema = slurm.clear() if schema is None else schema
         if sink is None:
-            if slurm.columns != schema.columns:
-                raise ValueError("build_core: a resolved part without every column to keep")
             kept.append(slurm)
         else:
             sink(slurm)
@@ -585,26 +557,18 @@ def _slurm_frames(
     return cat(kept) if kept else schema, cat(attempts), cat(pending), cat(cuts)
 
 
-def _resolved(
-    parts: Iterable[pl.DataFrame | ResolvedPart], account_teams: pl.DataFrame
-) -> Iterator[pl.DataFrame]:
-    """:func:`resolve_slurm_jobs` of each part in turn (see :func:`resolve_slurm_parts`); a
-    :class:`ResolvedPart` as it is."""
+def _resolved(parts: Iterable[pl.DataFrame], account_teams: pl.DataFrame) -> Iterator[pl.DataFrame]:
+    """:func:`resolve_slurm_jobs` of each part in turn (see :func:`resolve_slurm_parts`)."""
     teams = account_teams.lazy()
     # engine="in-memory": polars 2.1's default (streaming) engine panics on this plan with
     # "assertion failed: i < self.len()" (in a string expression of its select node) when the
     # raw frame arrives from DuckDB in 20 chunks (2.36M rows, a year of 10k GPUs); the same
     # rows in one chunk, or in 17, do not. The in-memory engine is also the faster here.
     for part in parts:
-        if isinstance(part, ResolvedPart):
-            yield part.frame
-        else:
-            yield resolve_slurm_jobs(part.lazy(), teams).collect(engine="in-memory")
+        yield resolve_slurm_jobs(part.lazy(), teams).collect(engine="in-memory")
 
 
-def resolve_slurm_parts(
-    parts: Iterable[pl.DataFrame | ResolvedPart], account_teams: pl.DataFrame
-) -> pl.DataFrame:
+def resolve_slurm_parts(parts: Iterable[pl.DataFrame], account_teams: pl.DataFrame) -> pl.DataFrame:
     """:func:`resolve_slurm_jobs` of every part in turn, concatenated.
 
     Args:
