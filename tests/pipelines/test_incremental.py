@@ -76,6 +76,21 @@ def _assert_frames_close(a: pl.DataFrame, b: pl.DataFrame, table: str) -> None:
         assert diff is None or diff <= 1e-9, (table, c, diff)
 
 
+def assert_equals_full_rebuild(cfg: Config, tmp_path: Path) -> None:
+    """``cfg``'s warehouse, as built, equals a full rebuild of a copy of it: the same core and
+    analytics tables, each row for row (:func:`_assert_frames_close`)."""
+    full = tmp_path / "full.duckdb"
+    shutil.copyfile(cfg.warehouse_path, full)
+    with connect(full) as con:
+        rebuild(con, cfg, full=True)
+    with connect(cfg.warehouse_path, read_only=True) as inc, connect(full, read_only=True) as ful:
+        tables = _tables(inc)
+        assert tables == _tables(ful)
+        for t in tables:
+            _assert_frames_close(inc.sql(f"SELECT * FROM {t}").pl(),
+                                 ful.sql(f"SELECT * FROM {t}").pl(), t)  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def two_builds(fleet_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Config, Path]:
     """Day 1 loaded and built (full), then day 2 loaded and built incrementally; the same
@@ -292,16 +307,7 @@ def test_incremental_with_hourly_telemetry_equals_full_rebuild(
             " WHERE CAST(hour AS DATE) = DATE '2026-03-04'"
         ).fetchall()[0][0]
         assert observed and observed > 0
-    full = tmp_path / "full.duckdb"
-    shutil.copyfile(cfg.warehouse_path, full)
-    with connect(full) as con:
-        rebuild(con, cfg, full=True)
-    with connect(cfg.warehouse_path, read_only=True) as inc, connect(full, read_only=True) as ful:
-        tables = _tables(inc)
-        assert tables == _tables(ful)
-        for t in tables:
-            _assert_frames_close(inc.sql(f"SELECT * FROM {t}").pl(),
-                                 ful.sql(f"SELECT * FROM {t}").pl(), t)  # fmt: skip
+    assert_equals_full_rebuild(cfg, tmp_path)
 
 
 def test_a_new_day_rewrites_only_the_rows_that_changed(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import shutil
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,7 @@ from pipelines.sample_fleet._writers import write_registry
 from pipelines.warehouse import connect, init_warehouse
 from pipelines.warehouse.sql import load_sql
 from tests.conftest import write_config
-from tests.pipelines.test_incremental import _assert_frames_close, _tables
+from tests.pipelines.test_incremental import assert_equals_full_rebuild
 from tests.rackscale import KINDS, START, build_rackscale_warehouse
 
 FRAG_FROM = dt.datetime.combine(START, dt.time(), dt.UTC) + dt.timedelta(days=FRAGMENT_DAYS[0])
@@ -201,13 +200,4 @@ def test_the_last_day_built_incrementally_equals_a_full_build(tmp_path: Path) ->
         "job_placement": "jobs",
     }
     assert levels == [("block",)]
-    full = tmp_path / "full.duckdb"
-    shutil.copyfile(cfg.warehouse_path, full)
-    with connect(full) as con:
-        rebuild(con, cfg, full=True)
-    with connect(cfg.warehouse_path, read_only=True) as inc, connect(full, read_only=True) as ful:
-        tables = _tables(inc)
-        assert tables == _tables(ful)
-        for t in tables:
-            _assert_frames_close(inc.sql(f"SELECT * FROM {t}").pl(),
-                                 ful.sql(f"SELECT * FROM {t}").pl(), t)  # fmt: skip
+    assert_equals_full_rebuild(cfg, tmp_path)
