@@ -76,9 +76,10 @@ def _assert_frames_close(a: pl.DataFrame, b: pl.DataFrame, table: str) -> None:
         assert diff is None or diff <= 1e-9, (table, c, diff)
 
 
-def assert_equals_full_rebuild(cfg: Config, tmp_path: Path) -> None:
-    """``cfg``'s warehouse, as built, equals a full rebuild of a copy of it: the same core and
-    analytics tables, each row for row (:func:`_assert_frames_close`)."""
+def assert_equals_full_rebuild(cfg: Config, tmp_path: Path) -> int:
+    """``cfg``'s warehouse, as built, equals a full rebuild of a copy of it (``full.duckdb`` in
+    ``tmp_path``): the same core and analytics tables, each row for row
+    (:func:`_assert_frames_close`). Returns how many tables were compared."""
     full = tmp_path / "full.duckdb"
     shutil.copyfile(cfg.warehouse_path, full)
     with connect(full) as con:
@@ -89,6 +90,7 @@ def assert_equals_full_rebuild(cfg: Config, tmp_path: Path) -> None:
         for t in tables:
             _assert_frames_close(inc.sql(f"SELECT * FROM {t}").pl(),
                                  ful.sql(f"SELECT * FROM {t}").pl(), t)  # fmt: skip
+    return len(tables)
 
 
 @pytest.fixture(scope="module")
