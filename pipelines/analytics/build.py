@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -432,7 +432,7 @@ class _RangeDiffWriter(_PartWriter):
         con: duckdb.DuckDBPyConnection,
         table: str,
         staged: str,
-        ranges: object,
+        ranges: Callable[[], Iterable[pl.DataFrame]] | None,
     ) -> None:
         super().__init__(con, table)
         self.target, self.staged_table = table, staged

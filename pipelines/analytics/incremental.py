@@ -302,11 +302,11 @@ def _stable_waits(
         found = frame.select(_WAIT_KEY).cast(schema, strict=False)  # type: ignore[arg-type]
         return keys.join(found, on=_WAIT_KEY, how="semi", nulls_equal=True)
 
-    con.register("_wait_keys", keys.to_arrow())
-    try:
-        stored = as_utc(con.sql(load_sql("analytics/stored_wait_keys")).pl()).cast(schema)
-    finally:
-        con.unregister("_wait_keys")
+    # Scanned by name (DuckDB's replacement scan), not registered: a view dropped inside the
+    # build's transaction keeps its Arrow table until the commit (pipelines.warehouse.tables).
+    _wait_keys = keys.to_arrow()
+    stored = as_utc(con.sql(load_sql("analytics/stored_wait_keys")).pl()).cast(schema)
+    del _wait_keys
     if set(_WAIT_KEY) <= set(old_pending.columns):
         stored = pl.concat([stored, semi(old_pending)])
     in_new = pl.concat([semi(f) for f in new if set(_WAIT_KEY) <= set(f.columns)])

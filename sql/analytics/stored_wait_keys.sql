@@ -1,5 +1,5 @@
--- The wait keys of the registered relation _wait_keys (cluster, job_id, submit_at,
--- eligible_at) that a stored attempt of core.jobs has, NULLs equal
+-- The wait keys (cluster, job_id, submit_at, eligible_at) of the frame _wait_keys (a local of the
+-- caller, scanned by name) that a stored attempt of core.jobs has, NULLs equal
 -- (pipelines.analytics.incremental._stable_waits: is a changed job's wait the same in both builds?).
 SELECT DISTINCT k.cluster, k.job_id, k.submit_at, k.eligible_at
 FROM _wait_keys AS k
