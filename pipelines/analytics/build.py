@@ -8,7 +8,9 @@ themselves live in :mod:`metrics`.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
+import itertools
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
@@ -45,6 +47,8 @@ from pipelines.analytics.incremental import (
     BuildPlan,
     plan_build,
     record_build,
+    resolution_key,
+    reusable_resolution,
     with_stored_days,
     write_window_tables,
 )
@@ -61,9 +65,11 @@ from pipelines.core import (
     CoreFrames,
     RawFrames,
     RegistryFrames,
+    StoredPart,
     build_core,
     load_registry,
     load_registry_history,
+    resolved_slurm_schema,
     shares_at_window_start,
 )
 from pipelines.core.slurm_on_k8s import lend_capacity
@@ -345,7 +351,8 @@ def _build(
     resolution of the same raw rows is the same whether the plan turns out full or incremental,
     so only the rows that changed are written), or, where ``core.slurm_jobs`` is missing or its
     columns differ, staged in :data:`_STAGED_SLURM_JOBS`, which then replaces it."""
-    raw = _read_raw(con, part_rows)
+    key = resolution_key(path)
+    raw = _read_raw(con, part_rows, reuse=not full and reusable_resolution(con, key))
     parts = (
         _PartWriter(con, "core.slurm_jobs")
         if full
@@ -382,7 +389,7 @@ def _build(
     write("analytics.slurm_on_k8s_hourly", sok.hourly)
     pending, as_of, node_down = core.pending, core.as_of, core.node_down
     del core, occ, sok
-    write.finish(job_keys, pending=pending, as_of=as_of, node_down=node_down)
+    write.finish(job_keys, pending=pending, as_of=as_of, node_down=node_down, resolution=key)
     return write.counts, write.windows_written
 
 
@@ -432,7 +439,7 @@ class _RangeDiffWriter(_PartWriter):
         con: duckdb.DuckDBPyConnection,
         table: str,
         staged: str,
-        ranges: Callable[[], Iterable[pl.DataFrame]] | None,
+        ranges: Callable[[], Iterable[pl.DataFrame | StoredPart]] | None,
     ) -> None:
         super().__init__(con, table)
         self.target, self.staged_table = table, staged
@@ -480,30 +487,76 @@ class _SlurmParts:
     """The rows of ``raw.slurm_rows`` in ranges of ``(cluster, job_key)``, read one range at a
     time when called and iterated (``sql/analytics/slurm_rows_part.sql``); ``current`` is the
     range ``(lo, hi, last)`` of the part last yielded (``last``: no upper end; one range
-    ``("", "", True)`` is every row)."""
+    ``("", "", True)`` is every row) and ``stored`` counts the parts taken as stored.
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, cuts: list[str]) -> None:
-        self.con = con
+    With ``dirty`` (the sorted sort keys whose resolution may have changed, ``sql/analytics/
+    slurm_dirty_keys.sql``), a range holding none of them is neither read from the raw rows nor
+    resolved again: what the core layer takes from its stored resolution in ``core.slurm_jobs``
+    (``sql/analytics/stored_part_*.sql``, typed as the resolution types them by ``schema``)
+    comes as a :class:`pipelines.core.StoredPart`, and ``core.slurm_jobs`` keeps its rows."""
+
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        cuts: list[str],
+        dirty: list[str] | None = None,
+        schema: pl.Schema | None = None,
+    ) -> None:
+        self.con, self.dirty, self.schema = con, dirty, schema
         self.ranges = [
             (lo, hi, i == len(cuts))
             for i, (lo, hi) in enumerate(zip(["", *cuts], [*cuts, ""], strict=True))
         ]
         self.current: tuple[str, str, bool] = self.ranges[0]
+        self.stored = 0
 
-    def __call__(self) -> Iterator[pl.DataFrame]:
+    def _is_clean(self, lo: str, hi: str, last: bool) -> bool:
+        if self.dirty is None:
+            return False
+        at = bisect.bisect_left(self.dirty, lo)
+        return at == len(self.dirty) or (not last and self.dirty[at] >= hi)
+
+    def _stored_part(self, lo: str, hi: str, last: bool) -> StoredPart:
+        assert self.schema is not None
+        lo_cluster, _, lo_key = lo.partition("\0")
+        hi_cluster, _, hi_key = hi.partition("\0")
+        params = {"lo_cluster": lo_cluster, "lo_job_key": lo_key, "hi_cluster": hi_cluster,
+                  "hi_job_key": hi_key, "last": last}  # fmt: skip
+
+        def read(name: str) -> pl.DataFrame:
+            frame = run_named(self.con, f"analytics/stored_part_{name}", params)
+            # rechunk: one chunk per column (as a resolved part's), and the strings copied out
+            # of the buffers DuckDB handed over, which hold more than these rows' strings
+            # (10 parts of a year's attempts: 1,123 MB resident, against 1,434 MB kept as read)
+            return frame.cast({c: self.schema[c] for c in frame.columns}).rechunk()  # type: ignore[index]
+
+        self.stored += 1
+        return StoredPart(attempts=read("attempts"), pending=read("pending"), cuts=read("cutoffs"))
+
+    def __call__(self) -> Iterator[pl.DataFrame | StoredPart]:
+        self.stored = 0
         for lo, hi, last in self.ranges:
             self.current = (lo, hi, last)
-            if len(self.ranges) == 1:
+            if self._is_clean(lo, hi, last):
+                yield self._stored_part(lo, hi, last)
+            elif len(self.ranges) == 1:
                 yield read_table(self.con, "raw.slurm_rows")
             else:
-                params = {"lo": lo, "hi": hi, "last": last}
-                yield run_named(self.con, "analytics/slurm_rows_part", params)
+                yield run_named(
+                    self.con, "analytics/slurm_rows_part", {"lo": lo, "hi": hi, "last": last}
+                )
 
 
-def _slurm_parts(con: duckdb.DuckDBPyConnection, part_rows: int) -> _SlurmParts:
+def _slurm_parts(
+    con: duckdb.DuckDBPyConnection, part_rows: int, reuse: bool = False
+) -> _SlurmParts:
     """The rows of ``raw.slurm_rows`` in ascending ranges of ``(cluster, job_key)`` of about
     ``part_rows`` rows each (``sql/analytics/slurm_row_bounds.sql``: quantiles of the key; one
-    identity's rows never straddle two ranges), read one range at a time when iterated.
+    identity's rows never straddle two ranges), read one range at a time when iterated. With
+    ``reuse`` (the stored resolution was made by today's code and registry:
+    :func:`pipelines.analytics.incremental.reusable_resolution`), each range is also cut
+    around the identities that changed since (:func:`_around_dirty`), and the ranges none of
+    whose identities changed come from the stored resolution (:class:`_SlurmParts`).
 
     Raises:
         ValueError: ``part_rows`` is not positive.
@@ -511,22 +564,50 @@ def _slurm_parts(con: duckdb.DuckDBPyConnection, part_rows: int) -> _SlurmParts:
     if part_rows < 1:
         raise ValueError(f"slurm_part_rows must be positive, got {part_rows}")
     n = -(-count_rows(con, "raw.slurm_rows") // part_rows)
-    if n <= 1:
-        return _SlurmParts(con, [])
-    fractions = [i / n for i in range(1, n)]
-    bounds = run_named(con, "analytics/slurm_row_bounds", {"fractions": fractions})
-    return _SlurmParts(con, [b for b in bounds["bound"].to_list() if b])
+    cuts: list[str] = []
+    if n > 1:
+        fractions = [i / n for i in range(1, n)]
+        bounds = run_named(con, "analytics/slurm_row_bounds", {"fractions": fractions})
+        cuts = [b for b in bounds["bound"].to_list() if b]
+    if not reuse:
+        return _SlurmParts(con, cuts)
+    dirty = run_named(con, "analytics/slurm_dirty_keys")["k"].to_list()
+    schema = resolved_slurm_schema(run_named(con, "analytics/slurm_rows_empty"))
+    return _SlurmParts(con, _around_dirty(cuts, dirty), dirty, schema)
 
 
-def _read_raw(con: duckdb.DuckDBPyConnection, slurm_part_rows: int | None = None) -> RawFrames:
+def _around_dirty(cuts: list[str], dirty: list[str]) -> list[str]:
+    """``cuts`` (ascending sort keys: the ranges ``[cut_i, cut_i+1)`` of :class:`_SlurmParts`)
+    with each range that holds changed keys (``dirty``, ascending) cut again at its first
+    changed key and just after its last (the key followed by a NUL byte, which no key holds):
+    a day's changed identities are resolved again in one range as narrow as they allow, and the
+    identities of the range on either side of them come from the stored resolution (cuts
+    ``c, g`` and changed keys ``d, e, h`` give ``c, d, e+NUL, g, h, h+NUL``).
+    """
+    edges: list[str | None] = ["", *cuts, None]
+    out = set(cuts)
+    for lo, hi in itertools.pairwise(edges):
+        assert lo is not None
+        first = bisect.bisect_left(dirty, lo)
+        end = len(dirty) if hi is None else bisect.bisect_left(dirty, hi)
+        if first < end:
+            out.update((dirty[first], dirty[end - 1] + "\0"))
+    return sorted(c for c in out if c)
+
+
+def _read_raw(
+    con: duckdb.DuckDBPyConnection, slurm_part_rows: int | None = None, reuse: bool = False
+) -> RawFrames:
     """The raw tables the core layer reads (``raw.k8s_nodes`` only where the table exists);
     the Slurm rows as parts of about ``slurm_part_rows`` rows (None: :data:`SLURM_PART_ROWS`),
     read when the core layer iterates them (``slurm_rows`` keeps only the schema; the parts are
-    read through the connection's temporary view ``slurm_rows_keyed``, created here)."""
+    read through the connection's temporary view ``slurm_rows_keyed``, created here); with
+    ``reuse``, the parts whose identities did not change since the stored resolution come from
+    it (:func:`_slurm_parts`)."""
     con.execute(load_sql("analytics/create_slurm_rows_keyed"))
     return RawFrames(
         slurm_rows=run_named(con, "analytics/slurm_rows_empty"),
-        slurm_parts=_slurm_parts(con, slurm_part_rows or SLURM_PART_ROWS),
+        slurm_parts=_slurm_parts(con, slurm_part_rows or SLURM_PART_ROWS, reuse),
         slurm_events=read_table(con, "raw.slurm_events"),
         k8s_pods=read_table(con, "raw.k8s_pods"),
         k8s_events=read_table(con, "raw.k8s_events"),
@@ -983,6 +1064,7 @@ class _TableWriter:
         pending: pl.DataFrame,
         as_of: pl.DataFrame,
         node_down: pl.DataFrame,
+        resolution: str,
     ) -> None:
         """Write an incremental build's time-keyed tables, record the build and create the
         views (still inside the caller's transaction)."""
@@ -991,5 +1073,5 @@ class _TableWriter:
             self.log += write_window_tables(self.con, self.plan, self.windows, job_keys)
             self.windows_written = list(self.windows)
             self.windows.clear()
-        record_build(self.con, self.plan, as_of, pending, self.log, node_down)
+        record_build(self.con, self.plan, as_of, pending, self.log, node_down, resolution)
         create_views(self.con)

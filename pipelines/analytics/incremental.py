@@ -62,6 +62,7 @@ from pipelines.warehouse import (
     replace_job_rows,
     replace_table,
     row_hashes,
+    run_named,
     table_exists,
 )
 from pipelines.warehouse.sql import load_sql
@@ -69,9 +70,13 @@ from pipelines.warehouse.sql import load_sql
 __all__ = [
     "INCREMENTAL_TABLES",
     "NODE_DOWN_TABLE",
+    "RESOLUTION_TABLE",
+    "SLURM_INGESTS_TABLE",
     "BuildPlan",
     "plan_build",
     "record_build",
+    "resolution_key",
+    "reusable_resolution",
     "with_stored_days",
     "write_window_tables",
 ]
@@ -89,6 +94,15 @@ INCREMENTAL_TABLES: dict[str, str] = {
     "analytics.segment_capacity_hourly": "hour",
     "analytics.topology_stranded_hourly": "hour",
 }
+
+#: Bookkeeping: the build whose resolved Slurm rows ``core.slurm_jobs`` holds, and the hash of the
+#: code and registry that resolved them (:func:`resolution_key`).
+RESOLUTION_TABLE = "analytics.build_resolution"
+
+#: Bookkeeping: raw Slurm rows per ingest, with the ingest's file hash and load time, when
+#: ``core.slurm_jobs`` was last resolved (an ingest new or changed since marks its identities
+#: for resolution again: ``sql/analytics/slurm_dirty_keys.sql``).
+SLURM_INGESTS_TABLE = "analytics.build_slurm_ingests"
 
 #: Bookkeeping: the node down/drain intervals of the last build (``core`` does not store them),
 #: compared with the new build's to find the days whose topology tables they change.
@@ -160,11 +174,7 @@ def _fingerprint(cfg: Config, registry_path: Path, nodes: pl.DataFrame) -> str:
     files, the nodes derived from them (or observed), the thresholds and segment sizes, and the
     code and SQL that compute the tables (:func:`build_code_files`: a changed definition or
     column must not leave stale rows behind)."""
-    h = hashlib.sha256()
-    root = Path(__file__).resolve().parents[2]
-    for f in build_code_files(root):
-        h.update(str(f.relative_to(root)).encode())
-        h.update(f.read_bytes())
+    h = _code_hash()
     files = [registry_path]
     if cfg.inventory_dir.is_dir():
         files += sorted(cfg.inventory_dir.glob("*.csv"))
@@ -174,6 +184,40 @@ def _fingerprint(cfg: Config, registry_path: Path, nodes: pl.DataFrame) -> str:
     h.update(repr((cfg.idle_activity, cfg.large_job_gpus, cfg.segment_sizes)).encode())
     h.update(nodes.sort(nodes.columns).write_csv().encode())
     return h.hexdigest()
+
+
+def _code_hash() -> hashlib._Hash:
+    """A sha256 fed with every :func:`build_code_files` file, path and bytes."""
+    h = hashlib.sha256()
+    root = Path(__file__).resolve().parents[2]
+    for f in build_code_files(root):
+        h.update(str(f.relative_to(root)).encode())
+        h.update(f.read_bytes())
+    return h
+
+
+def resolution_key(registry_path: Path) -> str:
+    """A hash of what the Slurm identity resolution reads besides the raw rows: the code and
+    SQL of :data:`BUILD_CODE_DIRS` and the registry file (its account → team mapping)."""
+    h = _code_hash()
+    h.update(registry_path.read_bytes() if registry_path.is_file() else b"-")
+    return h.hexdigest()
+
+
+def reusable_resolution(con: duckdb.DuckDBPyConnection, key: str) -> bool:
+    """Whether the stored ``core.slurm_jobs`` was resolved under ``key`` (:func:`resolution_key`:
+    today's code and registry) by a build that recorded its raw Slurm rows per ingest
+    (:data:`SLURM_INGESTS_TABLE`): then an identity none of whose raw rows changed since
+    (``sql/analytics/slurm_dirty_keys.sql``) keeps its stored resolution. False: resolve every
+    row.
+    """
+    if not (
+        table_exists(con, "core.slurm_jobs")
+        and table_exists(con, RESOLUTION_TABLE)
+        and table_exists(con, SLURM_INGESTS_TABLE)
+    ):
+        return False
+    return read_table(con, RESOLUTION_TABLE)["resolution_key"].to_list() == [key]
 
 
 def _days(lo: dt.datetime, hi: dt.datetime) -> set[dt.date]:
@@ -443,10 +487,13 @@ def record_build(
     pending: pl.DataFrame,
     log: list[tuple[str, str, int | None, int]],
     node_down: pl.DataFrame,
+    resolution: str,
 ) -> None:
     """Store the build's watermark, fingerprint, cut-offs, never-started rows and node
-    down/drain intervals (:data:`NODE_DOWN_TABLE`), and one ``analytics.build_log`` row per
-    table written: (table, mode, deleted, inserted)."""
+    down/drain intervals (:data:`NODE_DOWN_TABLE`), the key of the resolution
+    ``core.slurm_jobs`` now holds (``resolution``, :data:`RESOLUTION_TABLE`) with the raw Slurm
+    rows per ingest it was resolved from (:data:`SLURM_INGESTS_TABLE`), and one
+    ``analytics.build_log`` row per table written: (table, mode, deleted, inserted)."""
     _ensure_state(con)
     cuts = {c: a.isoformat() for c, a in as_of.iter_rows() if a is not None}
     con.execute(
@@ -467,6 +514,15 @@ def record_build(
         )  # fmt: skip
     replace_table(con, "analytics.build_pending", pending)
     replace_table(con, NODE_DOWN_TABLE, node_down)
+    replace_table(
+        con,
+        RESOLUTION_TABLE,
+        pl.DataFrame(
+            {"build_id": [plan.build_id], "resolution_key": [resolution]},
+            schema={"build_id": pl.Int64(), "resolution_key": pl.String()},
+        ),
+    )
+    replace_table(con, SLURM_INGESTS_TABLE, run_named(con, "analytics/slurm_ingest_rows"))
 
 
 def with_stored_days(

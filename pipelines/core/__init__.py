@@ -25,8 +25,10 @@ from pipelines.core.build import (
     CoreFrames,
     RawFrames,
     RegistryFrames,
+    StoredPart,
     build_core,
     resolve_slurm_parts,
+    resolved_slurm_schema,
     with_as_of,
 )
 from pipelines.core.k8s_attempts import (
@@ -92,6 +94,7 @@ __all__ = [
     "RawFrames",
     "RegistryError",
     "RegistryFrames",
+    "StoredPart",
     "build_core",
     "cluster_queue_changes",
     "cluster_shares",
@@ -111,6 +114,7 @@ __all__ = [
     "registered_gpu_seconds_hourly",
     "resolve_slurm_jobs",
     "resolve_slurm_parts",
+    "resolved_slurm_schema",
     "share_changes",
     "share_in_effect",
     "shares_at_window_start",

@@ -17,7 +17,7 @@ whole history's raw rows are never in memory at once.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -47,8 +47,10 @@ __all__ = [
     "CoreFrames",
     "RawFrames",
     "RegistryFrames",
+    "StoredPart",
     "build_core",
     "resolve_slurm_parts",
+    "resolved_slurm_schema",
     "with_as_of",
 ]
 
@@ -67,6 +69,9 @@ _ATTEMPT_COLUMNS = [*JOBS_COLUMNS, "job_key", "extra"]
 
 _PENDING_COLUMNS = ["cluster", "source", "job_id", "partition", "team", "req_gpus", "submit_at",
                     "eligible_at", "end_at", "state"]  # fmt: skip
+
+#: The Slurm time columns whose latest value per cluster is that part's cut-off (:func:`_as_of`).
+_CUT_COLUMNS = ["submit_at", "eligible_at", "start_at", "end_at"]
 
 
 @dataclass(frozen=True)
@@ -99,7 +104,9 @@ class RawFrames:
     slurm_identity.resolve_slurm_jobs`' key), in ascending ranges of ``(cluster, job_key)``.
     Each part is resolved alone and dropped before the next is read
     (:func:`resolve_slurm_parts`); the result equals resolving all rows at once, row for row and
-    in the same order.
+    in the same order. A part may instead be the stored result of an earlier resolution of the
+    same raw rows (:class:`StoredPart`: identities none of whose raw rows changed since), taken
+    as it is; it needs ``build_core``'s ``slurm_sink`` (its resolved rows are already stored).
     """
 
     slurm_rows: pl.DataFrame
@@ -113,7 +120,27 @@ class RawFrames:
     kueue_topologies: pl.DataFrame | None = None
     kueue_workload_topology: pl.DataFrame | None = None
     slurm_squeue: pl.DataFrame | None = None
-    slurm_parts: Callable[[], Iterable[pl.DataFrame]] | None = None
+    slurm_parts: Callable[[], Iterable[pl.DataFrame | StoredPart]] | None = None
+
+
+@dataclass(frozen=True)
+class StoredPart:
+    """One part of the Slurm identities whose resolution is already stored (its raw rows did
+    not change since it was resolved): what the core layer takes from a resolved part, read
+    back instead of resolved again. Each frame in the resolution's order (``cluster, job_key,
+    start_at, step``, nulls last) and with its types.
+
+    Attributes:
+        attempts: the started allocations (:func:`slurm_attempts`), :data:`_ATTEMPT_COLUMNS`.
+        pending: the never-started allocations, :data:`_PENDING_COLUMNS` (``req_gpus``
+            falling back to ``gpus``).
+        cuts: ``cluster, submit_at, eligible_at, start_at, end_at``: each column's latest
+            value per cluster (the part's contribution to the data cut-off, :func:`_as_of`).
+    """
+
+    attempts: pl.DataFrame
+    pending: pl.DataFrame
+    cuts: pl.DataFrame
 
 
 @dataclass(frozen=True)
@@ -215,10 +242,13 @@ def _latest_snapshot(frame: pl.DataFrame) -> pl.DataFrame:
     return newest.filter(pl.col("ingest_id") == pl.col("ingest_id").max().over(key))
 
 
-def _observed_nodes(slurm_attempts_df: pl.DataFrame, pods: pl.DataFrame) -> pl.DataFrame:
-    """Nodes seen in the data, each with the most GPUs any one attempt held on it."""
-    slurm = (
-        slurm_attempts_df.filter((pl.col("gpus") > 0) & (pl.col("node_list").list.len() > 0))
+def _observed_hosts(attempts: pl.DataFrame) -> pl.DataFrame:
+    """``cluster, host, gpus, gpu_type, partition`` of the hosts some Slurm attempts ran on
+    (one part's: :func:`_slurm_frames`): per host, the most GPUs one attempt held on it and the
+    first GPU type and partition named, in the attempts' order (per host and part, so the
+    history's attempts are never exploded into hosts at once)."""
+    return (
+        attempts.filter((pl.col("gpus") > 0) & (pl.col("node_list").list.len() > 0))
         .select(
             "cluster",
             pl.col("node_list").alias("host"),
@@ -227,7 +257,18 @@ def _observed_nodes(slurm_attempts_df: pl.DataFrame, pods: pl.DataFrame) -> pl.D
             "partition",
         )
         .explode("host")
+        .group_by("cluster", "host", maintain_order=True)
+        .agg(
+            pl.col("gpus").max(),
+            pl.col("gpu_type").drop_nulls().first(),
+            pl.col("partition").drop_nulls().first(),
+        )
     )
+
+
+def _observed_nodes(slurm_hosts: pl.DataFrame, pods: pl.DataFrame) -> pl.DataFrame:
+    """Nodes seen in the data, each with the most GPUs any one attempt held on it (the Slurm
+    parts' :func:`_observed_hosts`, in part order, then the pods')."""
     k8s = pods.filter(pl.col("node_name").is_not_null() & (pl.col("gpus") > 0)).select(
         "cluster",
         pl.col("node_name").alias("host"),
@@ -235,7 +276,7 @@ def _observed_nodes(slurm_attempts_df: pl.DataFrame, pods: pl.DataFrame) -> pl.D
         pl.lit(None, dtype=pl.String()).alias("gpu_type"),
         pl.lit(None, dtype=pl.String()).alias("partition"),
     )
-    both = pl.concat([slurm, k8s])
+    both = pl.concat([slurm_hosts, k8s], how="vertical_relaxed")
     return both.group_by("cluster", "host").agg(
         pl.col("gpus").max(),
         pl.col("gpu_type").drop_nulls().first(),
@@ -383,11 +424,16 @@ def _in_unit(
     def one(frame: pl.DataFrame) -> pl.DataFrame:
         return frame.filter(pl.col("cluster") == unit.cluster)
 
+    def one_part(part: pl.DataFrame | StoredPart) -> pl.DataFrame | StoredPart:
+        if isinstance(part, StoredPart):
+            return StoredPart(one(part.attempts), one(part.pending), one(part.cuts))
+        return one(part)
+
     parts = raw.slurm_parts
     return (
         RawFrames(
             slurm_rows=one(raw.slurm_rows),
-            slurm_parts=None if parts is None else (lambda: (one(p) for p in parts())),
+            slurm_parts=None if parts is None else (lambda: (one_part(p) for p in parts())),
             slurm_events=one(raw.slurm_events),
             k8s_pods=one(raw.k8s_pods),
             k8s_events=one(raw.k8s_events),
@@ -434,7 +480,7 @@ def build_core(
     ns_teams = mapping.filter(pl.col("kind") == "k8s_namespace")
     lq_teams = mapping.filter(pl.col("kind") == "k8s_local_queue")
 
-    slurm, s_att, slurm_pending, slurm_cuts = _slurm_frames(raw, account_teams, slurm_sink)
+    slurm, s_att, slurm_pending, slurm_cuts, hosts = _slurm_frames(raw, account_teams, slurm_sink)
     pods = _latest(raw.k8s_pods, "ingest_id")
     events = raw.k8s_events.sort("count", "last_seen", "ingest_id", nulls_last=False).unique(
         ["cluster", "uid"], keep="last", maintain_order=True
@@ -462,12 +508,13 @@ def build_core(
             (pods, ["created_at", "scheduled_at", "started_at", "finished_at", "deleted_at"]),
         ]
     )
-    jobs = pl.concat(
-        [s_att.select(JOBS_COLUMNS), k8s_jobs.select(JOBS_COLUMNS)], how="vertical_relaxed"
+    jobs = pl.concat(  # evenly chunked columns in, evenly chunked out (see _slurm_frames)
+        [s_att.select(JOBS_COLUMNS), k8s_jobs.select(JOBS_COLUMNS).rechunk()],
+        how="vertical_relaxed",
     ).with_columns(pl.col("team").fill_null(UNATTRIBUTED))
     jobs = with_as_of(jobs, as_of)
 
-    observed = _observed_nodes(s_att, pods)
+    observed = _observed_nodes(hosts, pods)
     nodes = pl.concat(
         [
             inventory,
@@ -525,47 +572,67 @@ def build_core(
 
 def _slurm_frames(
     raw: RawFrames, account_teams: pl.DataFrame, sink: Callable[[pl.DataFrame], None] | None
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """The Slurm side of the core, part by part (:func:`resolve_slurm_parts`): the resolved
     rows (empty, schema only, when ``sink`` takes each part), the attempts (narrow:
-    :data:`_ATTEMPT_COLUMNS`), the never-started allocations (:data:`_PENDING_COLUMNS`) and
-    ``cluster, as_of``: each part's latest submit, eligible, start or end time per cluster."""
+    :data:`_ATTEMPT_COLUMNS`), the never-started allocations (:data:`_PENDING_COLUMNS`),
+    ``cluster, as_of``: each part's latest submit, eligible, start or end time per cluster, and
+    each part's :func:`_observed_hosts`. A :class:`StoredPart` gives its frames as they are."""
     parts = raw.slurm_parts() if raw.slurm_parts is not None else [raw.slurm_rows]
-    kept, attempts, pending, cuts = [], [], [], []
-    times = ["submit_at", "eligible_at", "start_at", "end_at"]
-    schema: pl.DataFrame | None = None
-    for slurm in _resolved(parts, account_teams):
-        attempts.append(slurm_attempts(slurm.lazy()).select(*_ATTEMPT_COLUMNS).collect())
+    kept, attempts, pending, cuts, hosts = [], [], [], [], []
+    teams = account_teams.lazy()
+    for part in parts:
+        if isinstance(part, StoredPart):
+            if sink is None:
+                raise ValueError("build_core: a stored Slurm part needs a slurm_sink")
+            attempts.append(part.attempts)
+            pending.append(part.pending)
+            cuts.append(_as_of([(part.cuts, _CUT_COLUMNS)]))
+            hosts.append(_observed_hosts(part.attempts))
+            continue
+        slurm = _resolve(part, teams)
+        # One chunk per column: the resolution's columns come in different chunkings (a
+        # literal in one, the raw read's in others), and polars copies a whole frame whose
+        # columns are chunked unevenly at its next filter or select (600 MB on a year's
+        # attempts); a part is copied once here instead.
+        attempts.append(slurm_attempts(slurm.lazy()).select(*_ATTEMPT_COLUMNS).collect().rechunk())
+        hosts.append(_observed_hosts(attempts[-1]))
         pending.append(
             slurm.filter(pl.col("is_allocation") & pl.col("start_at").is_null())
             .with_columns(pl.coalesce("req_gpus", "gpus").alias("req_gpus"))
             .select(_PENDING_COLUMNS)
         )
-        cuts.append(_as_of([(slurm.select("cluster", *times), times)]))
-        schema = slurm.clear() if schema is None else schema
+        cuts.append(_as_of([(slurm.select("cluster", *_CUT_COLUMNS), _CUT_COLUMNS)]))
         if sink is None:
             kept.append(slurm)
         else:
             sink(slurm)
         del slurm
-    if schema is None:
+    if not attempts:
         raise ValueError("build_core: no Slurm parts (an empty table is one empty part)")
+    schema = pl.DataFrame(schema=resolved_slurm_schema(raw.slurm_rows))  # every part may be stored
 
     def cat(frames: list[pl.DataFrame]) -> pl.DataFrame:
         return frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical_relaxed")
 
-    return cat(kept) if kept else schema, cat(attempts), cat(pending), cat(cuts)
+    return cat(kept) if kept else schema, cat(attempts), cat(pending), cat(cuts), cat(hosts)
 
 
-def _resolved(parts: Iterable[pl.DataFrame], account_teams: pl.DataFrame) -> Iterator[pl.DataFrame]:
-    """:func:`resolve_slurm_jobs` of each part in turn (see :func:`resolve_slurm_parts`)."""
-    teams = account_teams.lazy()
+def _resolve(part: pl.DataFrame, teams: pl.LazyFrame) -> pl.DataFrame:
+    """:func:`resolve_slurm_jobs` of one part of the raw Slurm rows (see
+    :func:`resolve_slurm_parts`)."""
     # engine="in-memory": polars 2.1's default (streaming) engine panics on this plan with
     # "assertion failed: i < self.len()" (in a string expression of its select node) when the
     # raw frame arrives from DuckDB in 20 chunks (2.36M rows, a year of 10k GPUs); the same
     # rows in one chunk, or in 17, do not. The in-memory engine is also the faster here.
-    for part in parts:
-        yield resolve_slurm_jobs(part.lazy(), teams).collect(engine="in-memory")
+    return resolve_slurm_jobs(part.lazy(), teams).collect(engine="in-memory")
+
+
+def resolved_slurm_schema(raw_rows: pl.DataFrame) -> pl.Schema:
+    """The columns and types of :func:`resolve_slurm_jobs`' rows for raw rows of
+    ``raw_rows``' schema (its rows are not read)."""
+    teams = pl.LazyFrame(schema={"key": pl.String(), "team": pl.String()})
+    return resolve_slurm_jobs(raw_rows.clear().lazy(), teams).collect_schema()
 
 
 def resolve_slurm_parts(parts: Iterable[pl.DataFrame], account_teams: pl.DataFrame) -> pl.DataFrame:
@@ -584,7 +651,8 @@ def resolve_slurm_parts(parts: Iterable[pl.DataFrame], account_teams: pl.DataFra
         ``cluster, job_key, start_at, step``, so parts in ascending key ranges concatenate to
         the same frame, in the same order, as one resolution of all rows.
     """
-    out = list(_resolved(parts, account_teams))
+    teams = account_teams.lazy()
+    out = [_resolve(part, teams) for part in parts]
     if not out:
         raise ValueError("resolve_slurm_parts: no parts (an empty table is one empty part)")
     return out[0] if len(out) == 1 else pl.concat(out, how="vertical_relaxed", rechunk=False)

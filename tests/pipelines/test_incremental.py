@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 _KINDS = ("sacct", "slurm-state", "k8s-events", "k8s-pods", "dcgm")
 
 #: Bookkeeping tables whose rows differ by construction between two builds.
-_BOOKKEEPING = {"build_state", "build_log", "build_pending"}
+_BOOKKEEPING = {"build_state", "build_log", "build_pending", "build_resolution"}
 
 
 def _load_day(con: duckdb.DuckDBPyConnection, cfg: Config, day: str) -> int:

@@ -210,3 +210,113 @@ def test_identities_gone_from_the_raw_rows_leave_core_slurm_jobs(
     with connect(full) as con:
         rebuild(con, cfg, full=True)
         _assert_frames_close(new, con.sql("SELECT * FROM core.slurm_jobs").pl(), "core.slurm_jobs")
+
+
+def test_only_the_parts_whose_identities_changed_are_resolved_again(
+    loaded: tuple[Config, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fleet's day 1 and the lab export built with 40 raw rows a part (the first build
+    resolves every part). Built again with no new row: no part is resolved again (each comes
+    from the stored ``core.slurm_jobs``) and nothing is written to it. Then a second copy of the
+    lab export is loaded (an overlapping export: the same lines under a new ingest id): only the
+    parts of cluster ``lab``'s identities (sorted first: ``lab`` < ``slurm-a``) are resolved
+    again, and every table equals a full rebuild of a copy."""
+    import pipelines.core.build as core_build
+
+    cfg, db = loaded
+    work = tmp_path / "w.duckdb"
+    shutil.copyfile(db, work)
+    resolved: list[int] = []
+    real = core_build.resolve_slurm_jobs
+
+    def counted(rows: pl.LazyFrame, teams: pl.LazyFrame) -> pl.LazyFrame:
+        n = rows.select(pl.len()).collect().item()
+        if n:  # (the empty frame the core layer resolves for the columns is not a part)
+            resolved.append(n)
+        return real(rows, teams)
+
+    monkeypatch.setattr(core_build, "resolve_slurm_jobs", counted)
+    with connect(work) as con:
+        rebuild(con, cfg, slurm_part_rows=40)
+        first, resolved[:] = list(resolved), []
+        (lab_rows,) = con.execute(
+            "SELECT count(*) FROM raw.slurm_rows WHERE cluster = 'lab'"
+        ).fetchall()[0]
+        rebuild(con, cfg, slurm_part_rows=40)
+        again, resolved[:] = list(resolved), []
+        log = con.execute(
+            "SELECT mode, rows_deleted, rows_inserted FROM analytics.build_log"
+            " WHERE table_name = 'core.slurm_jobs' ORDER BY build_id DESC LIMIT 1"
+        ).fetchall()[0]
+        again_lab = tmp_path / "sacct_all_again.psv"
+        shutil.copyfile(LAB, again_lab)
+        ingest_file(con, "sacct", again_lab, IngestOptions(cluster="lab", tz="UTC"))
+        rebuild(con, cfg, slurm_part_rows=40)
+        relabelled = list(resolved)
+    assert len(first) > 3 and sum(first) > lab_rows
+    assert again == [] and log == ("rows", 0, 0)
+    assert 0 < len(relabelled) < len(first)
+    assert lab_rows <= sum(relabelled) < sum(first)
+    full = tmp_path / "full.duckdb"
+    shutil.copyfile(work, full)
+    with connect(work, read_only=True) as inc, connect(full) as ful:
+        rebuild(ful, cfg, full=True)
+        for t in _tables(inc):
+            _assert_frames_close(inc.sql(f"SELECT * FROM {t}").pl(),
+                                 ful.sql(f"SELECT * FROM {t}").pl(), t)  # fmt: skip
+
+
+def test_a_load_under_an_old_ingest_id_is_resolved_again(
+    loaded: tuple[Config, Path], tmp_path: Path
+) -> None:
+    """A copy of the lab export loaded last and built (40 raw rows a part); then that load is
+    deleted (its rows and its ``raw.ingests`` row, as a lake load drops loads it does not own)
+    and the same file, with job 4's allocation now FAILED (same line count), loaded: the new
+    load takes the freed ingest id, with the same row count. Its file hash and load time mark
+    it changed: job 4's stored row says FAILED after the incremental build, and every table
+    equals a full rebuild of a copy."""
+    cfg, db = loaded
+    work = tmp_path / "w.duckdb"
+    shutil.copyfile(db, work)
+    again = tmp_path / "sacct_all_again.psv"
+    lines = LAB.read_text().splitlines(keepends=True)
+    again.write_text("".join(lines))
+    state = (
+        "SELECT state FROM core.slurm_jobs"
+        " WHERE cluster = 'lab' AND job_key = '4' AND is_allocation"
+    )
+    with connect(work) as con:
+        first = ingest_file(con, "sacct", again, IngestOptions(cluster="lab", tz="UTC"))
+        rebuild(con, cfg, slurm_part_rows=40)
+        before = con.execute(state).fetchall()
+        for sql in ("DELETE FROM raw.slurm_rows WHERE ingest_id = $i",
+                    "DELETE FROM raw.ingests WHERE ingest_id = $i"):  # fmt: skip
+            con.execute(sql, {"i": first.ingest_id})
+        assert lines[7].count("|COMPLETED|") == 1
+        lines[7] = lines[7].replace("|COMPLETED|", "|FAILED|")
+        again.write_text("".join(lines))
+        second = ingest_file(con, "sacct", again, IngestOptions(cluster="lab", tz="UTC"))
+        rebuild(con, cfg, slurm_part_rows=40)
+        after = con.execute(state).fetchall()
+    assert second.ingest_id == first.ingest_id and second.rows_loaded == first.rows_loaded
+    assert before == [("COMPLETED",)] and after == [("FAILED",)]
+    full = tmp_path / "full.duckdb"
+    shutil.copyfile(work, full)
+    with connect(work, read_only=True) as inc, connect(full) as ful:
+        rebuild(ful, cfg, full=True)
+        for t in _tables(inc):
+            _assert_frames_close(inc.sql(f"SELECT * FROM {t}").pl(),
+                                 ful.sql(f"SELECT * FROM {t}").pl(), t)  # fmt: skip
+
+
+def test_ranges_are_cut_tight_around_the_changed_identities() -> None:
+    """Cuts ``c, g`` (ranges ``["", c)``, ``[c, g)``, ``[g, …)``) and changed keys ``d, e``
+    (in the middle range) and ``h`` (in the last): the middle range is cut at ``d`` and just
+    after ``e`` (``e`` + NUL, the next key in byte order), the last at ``h`` and after it; the
+    first range, with no changed key, is left whole. No changed key: the cuts as they are."""
+    from pipelines.analytics.build import _around_dirty
+
+    assert _around_dirty(["c", "g"], ["d", "e", "h"]) == ["c", "d", "e\0", "g", "h", "h\0"]
+    assert _around_dirty(["c", "g"], []) == ["c", "g"]
+    assert _around_dirty([], ["b"]) == ["b", "b\0"]
+    assert _around_dirty(["c"], ["c", "c"]) == ["c", "c\0"]

@@ -1,0 +1,14 @@
+-- The started allocations (the core layer's Slurm attempts) of the stored resolution
+-- (core.slurm_jobs) of one part of the identities: (cluster, job key) from ($lo_cluster,
+-- $lo_job_key) inclusive to ($hi_cluster, $hi_job_key) exclusive ($last: no upper end), the
+-- order of the sort key of analytics/create_slurm_rows_keyed.sql. The columns of
+-- pipelines.core.StoredPart.attempts, sorted as the resolution sorts its rows.
+SELECT
+    source, cluster, job_id, job_id_raw, attempt, team, account, user_name, partition, qos,
+    state, gpus, req_gpus, gpu_type, submit_at, eligible_at, start_at, end_at, wait_s,
+    submit_wait_s, run_s, gpu_s, node_list, timelimit_s, exit_code, job_key, extra
+FROM core.slurm_jobs
+WHERE (coalesce(cluster, ''), coalesce(job_key, '')) >= ($lo_cluster, $lo_job_key)
+    AND ($last OR (coalesce(cluster, ''), coalesce(job_key, '')) < ($hi_cluster, $hi_job_key))
+    AND is_allocation AND start_at IS NOT NULL
+ORDER BY cluster NULLS LAST, job_key NULLS LAST, start_at NULLS LAST, step NULLS LAST
