@@ -191,15 +191,17 @@ def load_parse_results(
                     load_sql("raw/previous_ingests_of_file"), {"source": source, "file": file_key}
                 ).fetchall()
             ]
+            # The id is taken before the earlier loads are deleted, so a file loaded again gets
+            # an id above every earlier one (the incremental build finds new loads by their ids).
+            # fetchall, not fetchone: DuckDB 2 keeps a half-read result open on the connection.
+            rows_next = con.execute(load_sql("raw/next_ingest_id")).fetchall()
+            ingest_id = int(rows_next[0][0]) if rows_next else 1
             for old in previous:
                 con.execute(
                     load_sql("raw/delete_rows_of_ingest").format(table=table), {"ingest_id": old}
                 )
                 con.execute(load_sql("raw/delete_ingest_rejected"), {"ingest_id": old})
                 con.execute(load_sql("raw/delete_ingest"), {"ingest_id": old})
-            # fetchall, not fetchone: DuckDB 2 keeps a half-read result open on the connection.
-            rows_next = con.execute(load_sql("raw/next_ingest_id")).fetchall()
-            ingest_id = int(rows_next[0][0]) if rows_next else 1
             time_columns = raw_sources()[source].data_time_columns
             newest: dt.datetime | None = None
             pieces = _prefetched(results) if prefetch else iter(results)
@@ -406,13 +408,13 @@ def record_rejected(
         return None
     con.execute("BEGIN TRANSACTION")
     try:
+        rows_next = con.execute(load_sql("raw/next_ingest_id")).fetchall()  # before the deletes
+        ingest_id = int(rows_next[0][0]) if rows_next else 1
         for old in [
             r[0] for r in con.execute(load_sql("raw/previous_ingests_of_file"), params).fetchall()
         ]:
             con.execute(load_sql("raw/delete_ingest_rejected"), {"ingest_id": old})
             con.execute(load_sql("raw/delete_ingest"), {"ingest_id": old})
-        rows_next = con.execute(load_sql("raw/next_ingest_id")).fetchall()
-        ingest_id = int(rows_next[0][0]) if rows_next else 1
         _rej = rejected.with_columns(
             pl.lit(source).alias("source"), pl.lit(ingest_id, dtype=pl.Int64()).alias("ingest_id")
         )

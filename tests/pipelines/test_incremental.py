@@ -427,3 +427,57 @@ def test_a_moved_node_interval_or_map_row_plans_its_days(
         )
         rack = plan(topology=topo.with_columns(pl.lit("r99").alias("domain")))
         assert (rack.full, rack.reason) == (True, "a topology map without a start changed")
+
+
+def test_a_file_loaded_again_with_other_values_plans_its_day(
+    fleet_dir: Path, tmp_path: Path
+) -> None:
+    """Day 1 of the fleet built, the Slurm cluster's DCGM file of that day loaded last (from a
+    copy), then the same file loaded again with every sample's value halved (as many lines):
+    its earlier load is deleted first, and the new load gets a new ingest id, above every id
+    the last build saw (ids are never given twice, so the plan's "loaded since the last build"
+    finds it). The incremental build plans that cluster-day, halves its GPU activity
+    (``gpu_activity`` summed over the day), and equals a full rebuild of a copy, row for row."""
+    import gzip
+
+    cfg = load_config(write_config(tmp_path, days_dir=fleet_dir))
+    day = _days(cfg)[0]
+    (dcgm,) = files_for_day(cfg.inputs_dir / "slurm-a", "dcgm", day)
+    copy = tmp_path / dcgm.name
+    shutil.copyfile(dcgm, copy)
+    opts = IngestOptions(cluster="slurm-a", tz="UTC")
+    activity = (
+        "SELECT sum(activity) FROM analytics.gpu_activity"
+        " WHERE cluster = 'slurm-a' AND CAST(bucket AS DATE) = $d"
+    )
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        for c in cfg.clusters:
+            for kind in _KINDS:
+                for f in files_for_day(cfg.inputs_dir / c.name, kind, day):
+                    if f != dcgm:
+                        ingest_file(con, kind, f, IngestOptions(cluster=c.name, tz=c.timezone,
+                                    fields=c.sacct_fields or None, delimiter=None))  # fmt: skip
+        first = ingest_file(con, "dcgm", copy, opts)
+        rebuild(con, cfg)
+        (before,) = con.execute(activity, {"d": day}).fetchall()[0]
+        lines = gzip.decompress(copy.read_bytes()).decode().splitlines()
+        halved = [
+            line if line.startswith("#") or not line else
+            " ".join([*line.rsplit(" ", 2)[:1], str(float(line.rsplit(" ", 2)[1]) / 2),
+                      line.rsplit(" ", 2)[2]])
+            for line in lines
+        ]  # fmt: skip
+        copy.write_bytes(gzip.compress(("\n".join(halved) + "\n").encode()))
+        second = ingest_file(con, "dcgm", copy, opts)
+        rebuild(con, cfg)
+        (after,) = con.execute(activity, {"d": day}).fetchall()[0]
+        (days,) = con.execute(
+            "SELECT days FROM analytics.build_log WHERE build_id = 2"
+            " AND table_name = 'analytics.gpu_waterfall_hourly'"
+        ).fetchall()[0]
+    assert second.rows_loaded == first.rows_loaded > 0 and second.replaced_ingests == 1
+    assert before > 0 and after == pytest.approx(before / 2, rel=1e-9)
+    assert day in json.loads(days)["slurm-a"]
+    assert second.ingest_id > first.ingest_id
+    assert_equals_full_rebuild(cfg, tmp_path)
