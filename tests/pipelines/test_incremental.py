@@ -76,15 +76,16 @@ def _assert_frames_close(a: pl.DataFrame, b: pl.DataFrame, table: str) -> None:
         assert diff is None or diff <= 1e-9, (table, c, diff)
 
 
-def assert_equals_full_rebuild(cfg: Config, tmp_path: Path) -> int:
-    """``cfg``'s warehouse, as built, equals a full rebuild of a copy of it (``full.duckdb`` in
-    ``tmp_path``): the same core and analytics tables, each row for row
-    (:func:`_assert_frames_close`). Returns how many tables were compared."""
+def assert_equals_full_rebuild(cfg: Config, tmp_path: Path, db: Path | None = None) -> int:
+    """``cfg``'s warehouse (or the warehouse ``db``), as built, equals a full rebuild of a copy
+    of it (``full.duckdb`` in ``tmp_path``): the same core and analytics tables, each row for
+    row (:func:`_assert_frames_close`). Returns how many tables were compared."""
+    built = cfg.warehouse_path if db is None else db
     full = tmp_path / "full.duckdb"
-    shutil.copyfile(cfg.warehouse_path, full)
+    shutil.copyfile(built, full)
     with connect(full) as con:
         rebuild(con, cfg, full=True)
-    with connect(cfg.warehouse_path, read_only=True) as inc, connect(full, read_only=True) as ful:
+    with connect(built, read_only=True) as inc, connect(full, read_only=True) as ful:
         tables = _tables(inc)
         assert tables == _tables(ful)
         for t in tables:
