@@ -75,6 +75,7 @@ from pipelines.core import (
 from pipelines.core.slurm_on_k8s import lend_capacity
 from pipelines.warehouse import (
     append_rows,
+    columns_match,
     count_rows,
     diff_replace,
     diff_replace_from,
@@ -462,8 +463,11 @@ class _RangeDiffWriter(_PartWriter):
                 self.parts += 1
                 self.rows += frame.height
                 return
-            if self.parts:
-                raise RuntimeError(f"{self.target}: a later part's columns differ from the first's")
+            if self.parts or (self.ranges is not None and self.ranges.stored):
+                raise RuntimeError(
+                    f"{self.target}: a part's columns differ from the stored rows', which earlier"
+                    " parts were diffed into or taken from"
+                )
             self.diffed, self.table = False, self.staged_table
         elif self.parts == 0:
             self.table = self.staged_table
@@ -571,8 +575,13 @@ def _slurm_parts(
         cuts = [b for b in bounds["bound"].to_list() if b]
     if not reuse:
         return _SlurmParts(con, cuts)
-    dirty = run_named(con, "analytics/slurm_dirty_keys")["k"].to_list()
     schema = resolved_slurm_schema(run_named(con, "analytics/slurm_rows_empty"))
+    stored = _stored("core.slurm_jobs", pl.DataFrame(schema=schema))
+    if not columns_match(con, "core.slurm_jobs", stored):
+        # A resolved part could not be diffed into the stored rows: the table is staged and
+        # replaced whole, so every part must be resolved (a stored part would be lost).
+        return _SlurmParts(con, cuts)
+    dirty = run_named(con, "analytics/slurm_dirty_keys")["k"].to_list()
     return _SlurmParts(con, _around_dirty(cuts, dirty), dirty, schema)
 
 

@@ -198,26 +198,37 @@ def _code_hash() -> hashlib._Hash:
 
 def resolution_key(registry_path: Path) -> str:
     """A hash of what the Slurm identity resolution reads besides the raw rows: the code and
-    SQL of :data:`BUILD_CODE_DIRS` and the registry file (its account → team mapping)."""
+    SQL of :data:`BUILD_CODE_DIRS`, the registry file (its account → team mapping) and the
+    versions of polars and DuckDB, which compute and store it."""
     h = _code_hash()
     h.update(registry_path.read_bytes() if registry_path.is_file() else b"-")
+    h.update(f"polars {pl.__version__} duckdb {duckdb.__version__}".encode())
     return h.hexdigest()
 
 
 def reusable_resolution(con: duckdb.DuckDBPyConnection, key: str) -> bool:
     """Whether the stored ``core.slurm_jobs`` was resolved under ``key`` (:func:`resolution_key`:
-    today's code and registry) by a build that recorded its raw Slurm rows per ingest
-    (:data:`SLURM_INGESTS_TABLE`): then an identity none of whose raw rows changed since
-    (``sql/analytics/slurm_dirty_keys.sql``) keeps its stored resolution. False: resolve every
-    row.
+    today's code, registry and libraries) by the last build, which recorded its raw Slurm rows
+    per ingest (:data:`SLURM_INGESTS_TABLE`): then an identity none of whose raw rows changed
+    since (``sql/analytics/slurm_dirty_keys.sql``) keeps its stored resolution. False: resolve
+    every row.
     """
     if not (
         table_exists(con, "core.slurm_jobs")
         and table_exists(con, RESOLUTION_TABLE)
         and table_exists(con, SLURM_INGESTS_TABLE)
+        and table_exists(con, "analytics.build_state")
     ):
         return False
-    return read_table(con, RESOLUTION_TABLE)["resolution_key"].to_list() == [key]
+    last = con.execute(load_sql("analytics/latest_build_state")).fetchall()
+    recorded = read_table(con, RESOLUTION_TABLE)
+    # recorded by the last build (one that did not record it, e.g. by older code, may have
+    # rewritten core.slurm_jobs since)
+    return (
+        bool(last)
+        and recorded["build_id"].to_list() == [last[0][0]]
+        and recorded["resolution_key"].to_list() == [key]
+    )
 
 
 def _days(lo: dt.datetime, hi: dt.datetime) -> set[dt.date]:

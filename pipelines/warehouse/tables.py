@@ -24,6 +24,7 @@ __all__ = [
     "UTC_DATETIME",
     "as_utc",
     "changed_rows",
+    "columns_match",
     "count_rows",
     "diff_replace",
     "ingest_time_ranges",
@@ -303,6 +304,21 @@ def _row_hash_sql(columns: list[tuple[str, str]]) -> str:
             c = f"{c}, {c} IS NULL"
         parts.append(c)
     return f"hash({', '.join(parts)})"
+
+
+def columns_match(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> bool:
+    """Whether ``table`` exists with ``frame``'s column names and DuckDB types, in order: the
+    condition under which :func:`diff_replace` and :func:`changed_rows` compare the two (they
+    give None otherwise).
+
+    Raises:
+        ValueError: ``table`` is not a plain identifier.
+    """
+    if not table_exists(con, table):
+        return False
+    _new_rows = frame.clear().to_arrow(compat_level=pl.CompatLevel.newest())  # as diffed
+    stored = _described(con.execute(f"DESCRIBE {_checked(table)}").fetchall())
+    return stored == _described(con.execute(f"DESCRIBE SELECT * FROM {_NEW_ROWS}").fetchall())
 
 
 def _described(rows: list[tuple[object, ...]]) -> list[tuple[str, str]]:

@@ -314,3 +314,56 @@ def test_ranges_are_cut_tight_around_the_changed_identities() -> None:
     assert _around_dirty(["c", "g"], []) == ["c", "g"]
     assert _around_dirty([], ["b"]) == ["b", "b\0"]
     assert _around_dirty(["c"], ["c", "c"]) == ["c", "c\0"]
+
+
+def test_stored_rows_of_other_types_are_resolved_again_not_lost(
+    loaded: tuple[Config, Path], tmp_path: Path
+) -> None:
+    """Built (40 raw rows a part), then ``core.slurm_jobs.timelimit_s`` changed to DOUBLE (as a
+    library upgrade could map a column otherwise), then a copy of the lab export loaded: the
+    resolved parts cannot be diffed into the stored rows, so the table is staged and replaced
+    whole, and no part may come from the stored rows (it would be lost): every part is
+    resolved again, ``core.slurm_jobs`` is back to BIGINT with every identity, and every table
+    equals a full rebuild of a copy."""
+    cfg, db = loaded
+    work = tmp_path / "w.duckdb"
+    shutil.copyfile(db, work)
+    with connect(work) as con:
+        rebuild(con, cfg, slurm_part_rows=40)
+        (n_before,) = con.execute("SELECT count(*) FROM core.slurm_jobs").fetchall()[0]
+        con.execute("ALTER TABLE core.slurm_jobs ALTER timelimit_s TYPE DOUBLE")
+        again = tmp_path / "sacct_all_again.psv"
+        shutil.copyfile(LAB, again)
+        ingest_file(con, "sacct", again, IngestOptions(cluster="lab", tz="UTC"))
+        rebuild(con, cfg, slurm_part_rows=40)
+        (n_after,) = con.execute("SELECT count(*) FROM core.slurm_jobs").fetchall()[0]
+        (kind,) = con.execute(
+            "SELECT data_type FROM duckdb_columns()"
+            " WHERE table_name = 'slurm_jobs' AND column_name = 'timelimit_s'"
+        ).fetchall()[0]
+    assert n_after == n_before > 500 and kind == "BIGINT"
+    assert assert_equals_full_rebuild(cfg, tmp_path, work) > 20
+
+
+def test_the_stored_resolution_is_reused_only_after_the_build_that_recorded_it(
+    loaded: tuple[Config, Path], tmp_path: Path
+) -> None:
+    """After a build, its resolution is reusable under today's key and not under another
+    (other code, registry or libraries); once a later build is on record that did not record
+    a resolution (older code, which may have rewritten ``core.slurm_jobs``), it is not."""
+    from pipelines.analytics.incremental import resolution_key, reusable_resolution
+
+    cfg, db = loaded
+    work = tmp_path / "w.duckdb"
+    shutil.copyfile(db, work)
+    key = resolution_key(cfg.registry_path)
+    with connect(work) as con:
+        rebuild(con, cfg, slurm_part_rows=40)
+        assert reusable_resolution(con, key)
+        assert not reusable_resolution(con, "another key")
+        con.execute(
+            "INSERT INTO analytics.build_state SELECT build_id + 1, now(), mode,"
+            " max_ingest_id, fingerprint, as_of_json FROM analytics.build_state"
+            " ORDER BY build_id DESC LIMIT 1"
+        )
+        assert not reusable_resolution(con, key)
