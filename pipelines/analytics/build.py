@@ -49,6 +49,7 @@ from pipelines.analytics.incremental import (
     record_build,
     resolution_key,
     reusable_resolution,
+    unchanged_slurm_ingests,
     with_stored_days,
     write_window_tables,
 )
@@ -581,7 +582,8 @@ def _slurm_parts(
         # A resolved part could not be diffed into the stored rows: the table is staged and
         # replaced whole, so every part must be resolved (a stored part would be lost).
         return _SlurmParts(con, cuts)
-    dirty = run_named(con, "analytics/slurm_dirty_keys")["k"].to_list()
+    unchanged = unchanged_slurm_ingests(con)
+    dirty = run_named(con, "analytics/slurm_dirty_keys", {"unchanged": unchanged})["k"].to_list()
     return _SlurmParts(con, _around_dirty(cuts, dirty), dirty, schema)
 
 

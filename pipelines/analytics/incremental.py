@@ -77,6 +77,7 @@ __all__ = [
     "record_build",
     "resolution_key",
     "reusable_resolution",
+    "unchanged_slurm_ingests",
     "with_stored_days",
     "write_window_tables",
 ]
@@ -229,6 +230,17 @@ def reusable_resolution(con: duckdb.DuckDBPyConnection, key: str) -> bool:
         and recorded["build_id"].to_list() == [last[0][0]]
         and recorded["resolution_key"].to_list() == [key]
     )
+
+
+def unchanged_slurm_ingests(con: duckdb.DuckDBPyConnection) -> list[int]:
+    """The ingest ids whose raw Slurm rows the last build resolved as they are now: the same
+    row count, file hash and load time in ``sql/analytics/slurm_ingest_rows.sql`` as in
+    :data:`SLURM_INGESTS_TABLE` (nulls equal). Their identities keep their stored resolution
+    unless another ingest touches them (``sql/analytics/slurm_dirty_keys.sql``)."""
+    now = run_named(con, "analytics/slurm_ingest_rows")
+    before = read_table(con, SLURM_INGESTS_TABLE)
+    same = now.join(before, on=now.columns, how="semi", nulls_equal=True)
+    return [int(i) for i in same["ingest_id"]]
 
 
 def _days(lo: dt.datetime, hi: dt.datetime) -> set[dt.date]:
