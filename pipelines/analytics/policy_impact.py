@@ -26,6 +26,8 @@ UTC_US = pl.Datetime("us", "UTC")
 __all__ = ["half_lives", "latest_configs", "policy_impact_tables", "whole_waterfall"]
 
 _WATERFALL = "analytics.gpu_waterfall_hourly"
+_WATERFALL_SCHEMA = {"cluster": pl.String(), "hour": UTC_US, "bucket": pl.String(),
+                     "gpu_s": pl.Float64()}  # fmt: skip
 
 
 def whole_waterfall(
@@ -39,6 +41,8 @@ def whole_waterfall(
     inside (the rows the build is about to write)."""
     cols = [pl.col("cluster"), pl.col("hour").cast(UTC_US), pl.col("bucket").cast(pl.String),
             pl.col("gpu_s").cast(pl.Float64)]  # fmt: skip
+    if not fresh.width:  # an incremental build with no day to rewrite computes no frame
+        fresh = pl.DataFrame(schema=_WATERFALL_SCHEMA)
     return with_stored_days(con, _WATERFALL, fresh.select(cols), days)
 
 

@@ -132,6 +132,31 @@ def test_incremental_equals_full_rebuild_after_adding_a_day(
             _assert_frames_close(a, b, t)
 
 
+def test_a_build_with_nothing_new_writes_no_row(
+    two_builds: tuple[Config, Path], tmp_path: Path
+) -> None:
+    """A rebuild of the two-day warehouse (a copy) with nothing loaded since plans no day and
+    writes no row of any table, though its policy change ledger is not empty (the policy impact
+    reads the whole waterfall, which an incremental build with no day computes no frame of)."""
+    cfg, _full = two_builds
+    copy = tmp_path / "again.duckdb"
+    shutil.copyfile(cfg.warehouse_path, copy)
+    with connect(copy) as con:
+        (changes,) = con.execute("SELECT count(*) FROM analytics.policy_changes").fetchall()[0]
+        rebuild(con, cfg)
+        ((build_id, mode),) = con.execute(
+            "SELECT build_id, mode FROM analytics.build_state ORDER BY build_id DESC LIMIT 1"
+        ).fetchall()
+        written = con.execute(
+            "SELECT count(*), sum(rows_deleted), sum(rows_inserted), max(days)"
+            " FROM analytics.build_log WHERE build_id = $b",
+            {"b": build_id},
+        ).fetchall()[0]
+    assert changes > 0 and mode == "incremental"
+    assert written[0] > 20 and written[1:3] == (0, 0)
+    assert written[3] in (None, "{}")
+
+
 def test_rerunning_one_day_touches_only_that_days_rows(two_builds: tuple[Config, Path]) -> None:
     """Re-loading the Kubernetes cluster's last day (same files) and rebuilding rewrites exactly
     that cluster-day in the time-keyed tables, rewrites no row of the window tables, and leaves
