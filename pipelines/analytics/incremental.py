@@ -18,8 +18,10 @@ time-keyed tables:
   computed, deleted and re-inserted only for the *affected* cluster-days;
 * ``analytics.job_gpu_summary`` only for the attempts of jobs that overlap an affected day.
 
-A cluster-day is affected when (see :func:`plan_build`): an input file of that day was loaded
-since the last build (``raw.ingests``; DCGM loads count the days their samples cover); a job or
+A cluster-day is affected when (see :func:`plan_build`): an input file of that day was loaded,
+re-loaded or deleted since the last build (each ``raw.ingests`` row compared with the last
+build's copy, :data:`INGESTS_TABLE`; DCGM loads count the days their samples cover, or covered:
+:data:`TELEMETRY_SPANS_TABLE`); a job or
 never-started job overlapping it changed (its span from submit to end, or to ``as_of`` while
 open); a topology map or a node's down/drain interval covering it changed; its hourly
 capacity, down or allocated GPU-seconds changed; or it lies between the previous and the new
@@ -56,7 +58,7 @@ from pipelines.kinds import raw_sources
 from pipelines.warehouse import (
     as_utc,
     changed_rows,
-    ingest_time_ranges,
+    ingest_time_spans,
     read_table,
     replace_days,
     replace_job_rows,
@@ -69,9 +71,11 @@ from pipelines.warehouse.sql import load_sql
 
 __all__ = [
     "INCREMENTAL_TABLES",
+    "INGESTS_TABLE",
     "NODE_DOWN_TABLE",
     "RESOLUTION_TABLE",
     "SLURM_INGESTS_TABLE",
+    "TELEMETRY_SPANS_TABLE",
     "BuildPlan",
     "plan_build",
     "record_build",
@@ -105,6 +109,22 @@ RESOLUTION_TABLE = "analytics.build_resolution"
 #: for resolution again: ``sql/analytics/slurm_dirty_keys.sql``).
 SLURM_INGESTS_TABLE = "analytics.build_slurm_ingests"
 
+#: Bookkeeping: every load (``raw.ingests``: id, source, cluster, file, hash, load time) as the
+#: last build saw it. A load new or changed since, and one deleted since, affects its days
+#: (:func:`plan_build`), whatever its id: the id of a deleted load can be given again.
+INGESTS_TABLE = "analytics.build_ingests"
+
+#: Bookkeeping: per telemetry load and cluster, the first and last sample time it loaded
+#: (``ingest_id, cluster, lo, hi``), kept so that the days of a load deleted since (its rows gone
+#: from the raw table) can still be planned.
+TELEMETRY_SPANS_TABLE = "analytics.build_telemetry_spans"
+
+#: The columns that identify one load in ``raw.ingests`` (``sql/analytics/ingest_identities.sql``).
+_LOAD_COLUMNS = ["ingest_id", "source", "cluster", "file", "sha256", "loaded_at"]
+
+_SPANS_SCHEMA = {"ingest_id": pl.Int64(), "cluster": pl.String(),
+                 "lo": pl.Datetime("us", "UTC"), "hi": pl.Datetime("us", "UTC")}  # fmt: skip
+
 #: Bookkeeping: the node down/drain intervals of the last build (``core`` does not store them),
 #: compared with the new build's to find the days whose topology tables they change.
 NODE_DOWN_TABLE = "analytics.build_node_down"
@@ -125,6 +145,9 @@ class BuildPlan:
 
     ``full``: rewrite every table (``reason`` says why). Else ``days`` maps each cluster to the
     UTC days to rewrite in :data:`INCREMENTAL_TABLES` (an empty map: nothing time-keyed changed).
+    ``ingests``: every load as the plan read it (:data:`INGESTS_TABLE`'s columns); ``spans``:
+    the telemetry loads' spans among them (:data:`TELEMETRY_SPANS_TABLE`), None when the build
+    reads them all (a full plan); both are kept by :func:`record_build`.
     """
 
     full: bool
@@ -134,6 +157,8 @@ class BuildPlan:
     max_ingest_id: int = 0
     fingerprint: str = ""
     changed_keys: pl.DataFrame | None = None
+    ingests: pl.DataFrame | None = None
+    spans: pl.DataFrame | None = None
 
 
 def _ensure_state(con: duckdb.DuckDBPyConnection) -> None:
@@ -419,18 +444,21 @@ def plan_build(
     state = con.execute(load_sql("analytics/latest_build_state")).fetchall()
     build_id = state[0][0] + 1 if state else 1
 
+    loads = run_named(con, "analytics/ingest_identities")
+
     def _full(reason: str) -> BuildPlan:
-        return BuildPlan(True, reason, {}, build_id, int(top), fp)
+        return BuildPlan(True, reason, {}, build_id, int(top), fp, ingests=loads)
 
     if full:
         return _full("requested")
     if not state:
         return _full("nothing built before")
     needed = ("core.jobs", "core.topology", "analytics.build_pending", NODE_DOWN_TABLE,
-              *INCREMENTAL_TABLES, "analytics.job_gpu_summary")  # fmt: skip
+              INGESTS_TABLE, TELEMETRY_SPANS_TABLE, *INCREMENTAL_TABLES,
+              "analytics.job_gpu_summary")  # fmt: skip
     if not all(table_exists(con, t) for t in needed):
         return _full("a table is missing")
-    _bid, mark, old_fp, old_as_of_json = state[0]
+    _bid, _mark, old_fp, old_as_of_json = state[0]
     if old_fp != fp:
         return _full("registry, inventory, nodes, thresholds or code changed")
     days: dict[str, set[dt.date]] = {}
@@ -439,21 +467,32 @@ def plan_build(
         for c, ds in found.items():
             days.setdefault(c, set()).update(ds)
 
-    # 1. Files loaded since the last build: the day each names; DCGM: the days its samples cover;
-    # hourly DCGM aggregates: the days its hours cover.
-    new = con.execute(load_sql("analytics/ingests_since"), {"mark": mark}).fetchall()
-    for ingest_id, source, cluster, file in new:
-        if source not in raw_sources():  # a file recorded for its rejects only (no raw rows)
-            continue
-        if source in _TELEMETRY_SPANS:
-            table, time_col = _TELEMETRY_SPANS[source]
-            for c, lo, hi in ingest_time_ranges(con, table, time_col, ingest_id):
-                add({c: _days(lo, hi)})
-            continue
-        day = file_day(Path(file))
-        if day is None or cluster is None:
-            return _full(f"{file}: loaded file names no day or cluster")
-        add({cluster: {dt.date.fromisoformat(day)}})
+    # 1. Loads new or changed since the last build, and loads deleted since (each compared
+    # whole with the last build's copy, not by a watermark on ids: a deleted load's id can be
+    # given again): the day each file names; DCGM: the days its samples cover; hourly DCGM
+    # aggregates: the days its hours cover (a deleted load's: as the last build kept them).
+    seen = read_table(con, INGESTS_TABLE)
+    old_spans = read_table(con, TELEMETRY_SPANS_TABLE)
+    new = loads.join(seen, on=_LOAD_COLUMNS, how="anti", nulls_equal=True)
+    gone = seen.join(loads, on=_LOAD_COLUMNS, how="anti", nulls_equal=True)
+    kept = loads.join(seen, on=_LOAD_COLUMNS, how="semi", nulls_equal=True)
+    new_spans = _new_spans(con, new)
+    for loaded, spans in ((new, new_spans), (gone, old_spans)):
+        for ingest_id, source, cluster, file in loaded.select(_LOAD_COLUMNS[:4]).iter_rows():
+            if source not in raw_sources():  # a file recorded for its rejects only (no raw rows)
+                continue
+            if source in _TELEMETRY_SPANS:
+                own = spans.filter(pl.col("ingest_id") == ingest_id)
+                for c, lo, hi in own.select("cluster", "lo", "hi").iter_rows():
+                    add({c: _days(lo, hi)})
+                continue
+            day = file_day(Path(file))
+            if day is None or cluster is None:
+                return _full(f"{file}: loaded file names no day or cluster")
+            add({cluster: {dt.date.fromisoformat(day)}})
+    spans_now = pl.concat(
+        [old_spans.join(kept.select("ingest_id"), on="ingest_id", how="semi"), new_spans]
+    ).sort("ingest_id", "cluster")
 
     # 2. Jobs and never-started jobs that changed: every day of their span (old and new rows).
     # The stored attempts are compared in DuckDB, never read whole (:func:`_changed_jobs`).
@@ -500,7 +539,25 @@ def plan_build(
         if prev != cut:
             add({c: _days(min(prev, cut) if prev else cut, max(prev, cut) if prev else cut)})
     keys = changed_jobs.select("cluster", "job_id").unique()
-    return BuildPlan(False, "incremental", days, build_id, int(top), fp, keys)
+    return BuildPlan(
+        False, "incremental", days, build_id, int(top), fp, keys, ingests=loads, spans=spans_now
+    )
+
+
+def _new_spans(con: duckdb.DuckDBPyConnection, loads: pl.DataFrame | None) -> pl.DataFrame:
+    """:data:`TELEMETRY_SPANS_TABLE` rows of the telemetry loads among ``loads`` (``ingest_id,
+    source``; None: every telemetry load in the warehouse), read from their raw tables."""
+    parts = [pl.DataFrame(schema=_SPANS_SCHEMA)]
+    for source, (table, time_col) in _TELEMETRY_SPANS.items():
+        if not table_exists(con, table):
+            continue
+        ids = None
+        if loads is not None:
+            ids = loads.filter(pl.col("source") == source)["ingest_id"].to_list()
+            if not ids:
+                continue
+        parts.append(ingest_time_spans(con, table, time_col, ids).cast(_SPANS_SCHEMA))  # type: ignore[arg-type]
+    return pl.concat(parts).sort("ingest_id", "cluster")
 
 
 def record_build(
@@ -513,7 +570,8 @@ def record_build(
     resolution: str,
 ) -> None:
     """Store the build's watermark, fingerprint, cut-offs, never-started rows and node
-    down/drain intervals (:data:`NODE_DOWN_TABLE`), the key of the resolution
+    down/drain intervals (:data:`NODE_DOWN_TABLE`), the loads it read (:data:`INGESTS_TABLE`,
+    :data:`TELEMETRY_SPANS_TABLE`), the key of the resolution
     ``core.slurm_jobs`` now holds (``resolution``, :data:`RESOLUTION_TABLE`) with the raw Slurm
     rows per ingest it was resolved from (:data:`SLURM_INGESTS_TABLE`), and one
     ``analytics.build_log`` row per table written: (table, mode, deleted, inserted)."""
@@ -546,6 +604,13 @@ def record_build(
         ),
     )
     replace_table(con, SLURM_INGESTS_TABLE, run_named(con, "analytics/slurm_ingest_rows"))
+    loads = (
+        plan.ingests if plan.ingests is not None else run_named(con, "analytics/ingest_identities")
+    )
+    replace_table(con, INGESTS_TABLE, loads)
+    replace_table(
+        con, TELEMETRY_SPANS_TABLE, plan.spans if plan.spans is not None else _new_spans(con, None)
+    )
 
 
 def with_stored_days(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import duckdb
 import polars as pl
@@ -27,7 +27,7 @@ __all__ = [
     "columns_match",
     "count_rows",
     "diff_replace",
-    "ingest_time_ranges",
+    "ingest_time_spans",
     "read_table",
     "refresh_as_of",
     "replace_days",
@@ -241,13 +241,18 @@ def refresh_as_of(con: duckdb.DuckDBPyConnection, table: str, as_of: pl.DataFram
     return total
 
 
-def ingest_time_ranges(
-    con: duckdb.DuckDBPyConnection, table: str, time_col: str, ingest_id: int
-) -> list[tuple[str, dt.datetime, dt.datetime]]:
-    """Per cluster, the first and last ``time_col`` of the rows one ingest loaded into ``table``.
+def ingest_time_spans(
+    con: duckdb.DuckDBPyConnection, table: str, time_col: str, ids: Sequence[int] | None = None
+) -> pl.DataFrame:
+    """Per ingest and cluster, the first and last ``time_col`` of the rows the ingest loaded
+    into ``table``.
+
+    Args:
+        ids: the ingests to read (None: every ingest in ``table``).
 
     Returns:
-        ``(cluster, min, max)`` tuples (instants as DuckDB returns them, zoned).
+        ``ingest_id`` (Int64), ``cluster`` (String), ``lo``, ``hi`` (UTC datetimes, µs), sorted
+        by ingest and cluster.
 
     Raises:
         ValueError: ``table`` or ``time_col`` is not a plain identifier.
@@ -255,12 +260,15 @@ def ingest_time_ranges(
     _checked(table)
     if not _IDENTIFIER.fullmatch(time_col) or "." in time_col:
         raise ValueError(f"not a column name: {time_col!r}")
-    rows = con.execute(
-        f"SELECT cluster, min({time_col}), max({time_col}) FROM {table}"
-        " WHERE ingest_id = $i GROUP BY cluster",
-        {"i": ingest_id},
-    ).fetchall()
-    return [(str(c), lo, hi) for c, lo, hi in rows]
+    where = "" if ids is None else " WHERE ingest_id IN (SELECT unnest($ids))"
+    rel = con.sql(
+        f"SELECT ingest_id, cluster, min({time_col}) AS lo, max({time_col}) AS hi FROM {table}"
+        f"{where} GROUP BY ingest_id, cluster ORDER BY ingest_id, cluster",
+        params=None if ids is None else {"ids": [int(i) for i in ids]},
+    ).pl()
+    return as_utc(rel).with_columns(
+        pl.col("ingest_id").cast(pl.Int64()), pl.col("cluster").cast(pl.String())
+    )
 
 
 def row_hashes(df: pl.DataFrame) -> pl.Series:

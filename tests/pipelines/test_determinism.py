@@ -42,6 +42,7 @@ WALL_CLOCK = {
     ("raw", "ingests"): {"loaded_at"},
     ("analytics", "build_state"): {"built_at"},
     ("analytics", "build_slurm_ingests"): {"loaded_at"},  # raw.ingests' own, per ingest
+    ("analytics", "build_ingests"): {"loaded_at"},  # raw.ingests' own, per ingest
 }
 
 

@@ -226,9 +226,12 @@ def test_rerunning_one_day_touches_only_that_days_rows(two_builds: tuple[Config,
             assert log[t][:3] == ("rows", 0, 0), (t, log[t])
         after = {t: con.sql(f"SELECT * FROM {t}").pl() for t in _tables(con)}
     assert after.keys() == before.keys()
-    for t in before:  # the re-loaded files have new ingest ids; everything else is unchanged
+    # the re-loaded files have new ingest ids (and in the build's copy of the loads, new load
+    # times); everything else is unchanged
+    for t in before:
+        moved = ["ingest_id", *(["loaded_at"] if t == "analytics.build_ingests" else [])]
         _assert_frames_close(
-            after[t].drop("ingest_id", strict=False), before[t].drop("ingest_id", strict=False), t
+            after[t].drop(moved, strict=False), before[t].drop(moved, strict=False), t
         )
 
 
@@ -506,4 +509,94 @@ def test_a_file_loaded_again_with_other_values_plans_its_day(
     assert before > 0 and after == pytest.approx(before / 2, rel=1e-9)
     assert day in json.loads(days)["slurm-a"]
     assert second.ingest_id > first.ingest_id
+    assert_equals_full_rebuild(cfg, tmp_path)
+
+
+def _both_days_loaded_but(cfg: Config, con: duckdb.DuckDBPyConnection, *skip: Path) -> None:
+    """Every input file of the fleet's two days loaded, except ``skip``."""
+    for day in _days(cfg)[:2]:
+        for c in cfg.clusters:
+            for kind in _KINDS:
+                for f in files_for_day(cfg.inputs_dir / c.name, kind, day):
+                    if f not in skip:
+                        ingest_file(con, kind, f, IngestOptions(cluster=c.name, tz=c.timezone,
+                                    fields=c.sacct_fields or None, delimiter=None))  # fmt: skip
+
+
+_DAY_ACTIVITY = (
+    "SELECT count(*) FROM analytics.gpu_activity"
+    " WHERE cluster = 'slurm-a' AND CAST(bucket AS DATE) = $d"
+)
+
+
+def test_a_file_loaded_again_over_fewer_days_plans_the_days_it_left(
+    fleet_dir: Path, tmp_path: Path
+) -> None:
+    """The Slurm cluster's DCGM samples of both fleet days loaded from one file and built; then
+    the same file loaded again with day 2's samples only. Its earlier load is deleted, so day 1
+    has no samples of that cluster any more: the incremental build plans day 1 (the days the
+    replaced load covered, kept per load by the last build), not only day 2 (the days the new
+    load covers), leaves day 1 without activity rows and equals a full rebuild, row for row."""
+    import gzip
+
+    cfg = load_config(write_config(tmp_path, days_dir=fleet_dir))
+    first, second = _days(cfg)[:2]
+    (one,) = files_for_day(cfg.inputs_dir / "slurm-a", "dcgm", first)
+    (two,) = files_for_day(cfg.inputs_dir / "slurm-a", "dcgm", second)
+    copy = tmp_path / one.name
+    both = gzip.decompress(one.read_bytes()) + gzip.decompress(two.read_bytes())
+    copy.write_bytes(gzip.compress(both))
+    opts = IngestOptions(cluster="slurm-a", tz="UTC")
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        _both_days_loaded_but(cfg, con, one, two)
+        ingest_file(con, "dcgm", copy, opts)
+        rebuild(con, cfg)
+        (before,) = con.execute(_DAY_ACTIVITY, {"d": first}).fetchall()[0]
+        shutil.copyfile(two, copy)
+        ingest_file(con, "dcgm", copy, opts)
+        rebuild(con, cfg)
+        (after,) = con.execute(_DAY_ACTIVITY, {"d": first}).fetchall()[0]
+        (days,) = con.execute(
+            "SELECT days FROM analytics.build_log WHERE build_id = 2"
+            " AND table_name = 'analytics.gpu_waterfall_hourly'"
+        ).fetchall()[0]
+    assert before > 0 and after == 0
+    assert {first, second} <= set(json.loads(days)["slurm-a"])
+    assert_equals_full_rebuild(cfg, tmp_path)
+
+
+def test_a_deleted_load_and_a_load_under_its_freed_id_plan_both_loads_days(
+    fleet_dir: Path, tmp_path: Path
+) -> None:
+    """Both fleet days loaded and built, the Slurm cluster's day-1 DCGM file loaded last. Its
+    load is then deleted outside a re-load (as a lake load drops loads it does not own), and
+    the next file, day 2's samples from a copy, takes the freed id: ``raw.ingests``' highest id
+    is what the last build saw, so a watermark on ids would see nothing new. The incremental
+    build compares every load with the last build's copy, plans day 1 (the deleted load's
+    days) and day 2 (the new load's) and equals a full rebuild, row for row."""
+    cfg = load_config(write_config(tmp_path, days_dir=fleet_dir))
+    first, second = _days(cfg)[:2]
+    (one,) = files_for_day(cfg.inputs_dir / "slurm-a", "dcgm", first)
+    (two,) = files_for_day(cfg.inputs_dir / "slurm-a", "dcgm", second)
+    copy = tmp_path / f"copy-{two.name}"
+    shutil.copyfile(two, copy)
+    opts = IngestOptions(cluster="slurm-a", tz="UTC")
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        _both_days_loaded_but(cfg, con, one)
+        last = ingest_file(con, "dcgm", one, opts)
+        rebuild(con, cfg)
+        con.execute("DELETE FROM raw.dcgm_samples WHERE ingest_id = $i", {"i": last.ingest_id})
+        con.execute("DELETE FROM raw.ingests WHERE ingest_id = $i", {"i": last.ingest_id})
+        again = ingest_file(con, "dcgm", copy, opts)
+        rebuild(con, cfg)
+        (after,) = con.execute(_DAY_ACTIVITY, {"d": first}).fetchall()[0]
+        (days,) = con.execute(
+            "SELECT days FROM analytics.build_log WHERE build_id = 2"
+            " AND table_name = 'analytics.gpu_waterfall_hourly'"
+        ).fetchall()[0]
+    assert again.ingest_id == last.ingest_id
+    assert {first, second} <= set(json.loads(days)["slurm-a"])
+    assert after == 0
     assert_equals_full_rebuild(cfg, tmp_path)

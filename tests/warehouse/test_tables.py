@@ -16,7 +16,7 @@ from pipelines.warehouse import (
     changed_rows,
     count_rows,
     diff_replace,
-    ingest_time_ranges,
+    ingest_time_spans,
     read_table,
     refresh_as_of,
     replace_days,
@@ -146,16 +146,27 @@ def test_diff_replace_rewrites_only_changed_rows(con: duckdb.DuckDBPyConnection)
     assert diff_replace(con, "a.missing", new) is None
 
 
-def test_ingest_time_ranges_per_cluster(con: duckdb.DuckDBPyConnection) -> None:
-    """Ingest 7's rows span 23:00-01:00 for x; ingest 8's rows are not counted."""
+def test_ingest_time_spans_per_ingest_and_cluster(con: duckdb.DuckDBPyConnection) -> None:
+    """Ingest 7's rows span 23:00-01:00 for x and 23:00 for y; ingest 8's rows 08:00; asked for
+    ingest 7 only, ingest 8 is left out; a bad time column is refused."""
     replace_table(
         con,
         "a.r",
-        pl.DataFrame({"cluster": ["x", "x", "x"], "ingest_id": [7, 7, 8],
-                      "ts": [T0, T0 + 2 * H, T0 + 9 * H]}),
+        pl.DataFrame({"cluster": ["x", "x", "y", "x"], "ingest_id": [7, 7, 7, 8],
+                      "ts": [T0, T0 + 2 * H, T0, T0 + 9 * H]}),
     )  # fmt: skip
-    [(c, lo, hi)] = ingest_time_ranges(con, "a.r", "ts", 7)
-    assert (c, lo, hi) == ("x", T0, T0 + 2 * H)
+    every = ingest_time_spans(con, "a.r", "ts")
+    assert every.columns == ["ingest_id", "cluster", "lo", "hi"]
+    assert every.schema["lo"] == pl.Datetime("us", "UTC")
+    assert every.rows() == [
+        (7, "x", T0, T0 + 2 * H),
+        (7, "y", T0, T0),
+        (8, "x", T0 + 9 * H, T0 + 9 * H),
+    ]
+    assert ingest_time_spans(con, "a.r", "ts", [7]).rows() == every.rows()[:2]
+    assert ingest_time_spans(con, "a.r", "ts", []).height == 0
+    with pytest.raises(ValueError, match="not a column name"):
+        ingest_time_spans(con, "a.r", "ts; DROP TABLE a.r")
 
 
 def test_statement_params_ignore_comments() -> None:
@@ -173,14 +184,10 @@ def test_run_named_binds_the_named_parameters(con: duckdb.DuckDBPyConnection) ->
         pl.DataFrame({"ingest_id": [1, 2, 3], "source": ["s"] * 3, "cluster": ["x"] * 3,
                       "file": ["f1", "f2", "f3"]}),
     )  # fmt: skip
-    got = run_named(con, "analytics/ingests_since", {"mark": 1, "unused": 5})
-    assert_frame_equal(
-        got,
-        pl.DataFrame({"ingest_id": [2, 3], "source": ["s"] * 2, "cluster": ["x"] * 2,
-                      "file": ["f2", "f3"]}),
-    )  # fmt: skip
-    with pytest.raises(KeyError, match="mark"):
-        run_named(con, "analytics/ingests_since")
+    got = run_named(con, "raw/previous_ingests_of_file", {"source": "s", "file": "f2", "unused": 5})
+    assert_frame_equal(got, pl.DataFrame({"ingest_id": [2]}))
+    with pytest.raises(KeyError, match="file"):
+        run_named(con, "raw/previous_ingests_of_file", {"source": "s"})
     with pytest.raises(FileNotFoundError):
         run_named(con, "analytics/no_such_statement")
 
