@@ -237,7 +237,7 @@ def reusable_resolution(con: duckdb.DuckDBPyConnection, key: str) -> bool:
     today's code, registry and libraries) by the last build, which recorded its raw Slurm rows
     per ingest (:data:`SLURM_INGESTS_TABLE`): then an identity none of whose raw rows changed
     since (``sql/analytics/slurm_dirty_keys.sql``) keeps its stored resolution. False: resolve
-    every row.
+    every row (also where a raw Slurm row's cluster name holds a NUL byte).
     """
     if not (
         table_exists(con, "core.slurm_jobs")
@@ -248,12 +248,17 @@ def reusable_resolution(con: duckdb.DuckDBPyConnection, key: str) -> bool:
         return False
     last = con.execute(load_sql("analytics/latest_build_state")).fetchall()
     recorded = read_table(con, RESOLUTION_TABLE)
+    # A cluster name with a NUL byte: the ranges of identities are cut on "cluster NUL job key"
+    # (sql/analytics/create_slurm_rows_keyed.sql), which then no longer sorts as the (cluster,
+    # job key) pairs the stored parts are read by.
+    clusters = run_named(con, "analytics/slurm_row_clusters")["cluster"]
     # recorded by the last build (one that did not record it, e.g. by older code, may have
     # rewritten core.slurm_jobs since)
     return (
         bool(last)
         and recorded["build_id"].to_list() == [last[0][0]]
         and recorded["resolution_key"].to_list() == [key]
+        and not clusters.str.contains("\x00", literal=True).any()
     )
 
 

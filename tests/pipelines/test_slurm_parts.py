@@ -350,7 +350,8 @@ def test_the_stored_resolution_is_reused_only_after_the_build_that_recorded_it(
 ) -> None:
     """After a build, its resolution is reusable under today's key and not under another
     (other code, registry or libraries); once a later build is on record that did not record
-    a resolution (older code, which may have rewritten ``core.slurm_jobs``), it is not."""
+    a resolution (older code, which may have rewritten ``core.slurm_jobs``), it is not; nor
+    where a raw Slurm row names a cluster with a NUL byte."""
     from pipelines.analytics.incremental import resolution_key, reusable_resolution
 
     cfg, db = loaded
@@ -365,5 +366,14 @@ def test_the_stored_resolution_is_reused_only_after_the_build_that_recorded_it(
             "INSERT INTO analytics.build_state SELECT build_id + 1, now(), mode,"
             " max_ingest_id, fingerprint, as_of_json FROM analytics.build_state"
             " ORDER BY build_id DESC LIMIT 1"
+        )
+        assert not reusable_resolution(con, key)
+        rebuild(con, cfg, slurm_part_rows=40)
+        assert reusable_resolution(con, key)
+        # a cluster name with a NUL byte sorts otherwise as a range key than as a pair
+        con.execute(
+            "INSERT INTO raw.slurm_rows BY NAME"
+            " SELECT * REPLACE (cluster || chr(0) || 'x' AS cluster)"
+            " FROM raw.slurm_rows LIMIT 1"
         )
         assert not reusable_resolution(con, key)
