@@ -58,7 +58,7 @@ from pipelines.analytics.policy_impact import policy_impact_tables
 from pipelines.analytics.policy_ledger import policy_change_tables
 from pipelines.analytics.scheduler_views import scheduler_tables
 from pipelines.analytics.slurm_on_k8s import SlurmOnK8sTables, slurm_on_k8s_tables
-from pipelines.analytics.windows import WINDOW_TABLES, window_tables
+from pipelines.analytics.windows import WINDOW_TABLES, window_tables, with_hourly_rule_days
 from pipelines.config import Config
 from pipelines.core import (
     JOBS_COLUMNS,
@@ -384,6 +384,14 @@ def _build(
         full=full,
     )  # fmt: skip
     plan = _pair_days(plan, sok.slurmd_maps)
+    if not plan.full and plan.days:
+        partners: dict[str, tuple[str, ...]] = {}
+        if sok.slurmd_maps.height:
+            pairs = sok.slurmd_maps.select("cluster", "k8s_cluster").unique().sort("*")
+            for c, k in pairs.iter_rows():
+                partners[c] = (*partners.get(c, ()), k)
+        days = with_hourly_rule_days(con, plan.days, occ, partners)
+        plan = _pair_days(replace(plan, days=days), sok.slurmd_maps)
     write = _TableWriter(con, plan)
     write.staged("core.slurm_jobs", parts)
     job_keys = _tables(con, cfg, core, registry, occ, dq, plan, sok, write, units)

@@ -122,6 +122,10 @@ TELEMETRY_SPANS_TABLE = "analytics.build_telemetry_spans"
 #: The columns that identify one load in ``raw.ingests`` (``sql/analytics/ingest_identities.sql``).
 _LOAD_COLUMNS = ["ingest_id", "source", "cluster", "file", "sha256", "loaded_at"]
 
+#: The raw table whose samples the XID events are found in (a change of a GPU's XID value from
+#: one sample to the next, ``sql/analytics/xid_events.sql``).
+_XID_TABLE = "raw.dcgm_samples"
+
 _SPANS_SCHEMA = {"ingest_id": pl.Int64(), "cluster": pl.String(),
                  "lo": pl.Datetime("us", "UTC"), "hi": pl.Datetime("us", "UTC")}  # fmt: skip
 
@@ -248,18 +252,19 @@ def reusable_resolution(con: duckdb.DuckDBPyConnection, key: str) -> bool:
         return False
     last = con.execute(load_sql("analytics/latest_build_state")).fetchall()
     recorded = read_table(con, RESOLUTION_TABLE)
+    # recorded by the last build (one that did not record it, e.g. by older code, may have
+    # rewritten core.slurm_jobs since)
+    if not (
+        bool(last)
+        and recorded["build_id"].to_list() == [last[0][0]]
+        and recorded["resolution_key"].to_list() == [key]
+    ):
+        return False
     # A cluster name with a NUL byte: the ranges of identities are cut on "cluster NUL job key"
     # (sql/analytics/create_slurm_rows_keyed.sql), which then no longer sorts as the (cluster,
     # job key) pairs the stored parts are read by.
     clusters = run_named(con, "analytics/slurm_row_clusters")["cluster"]
-    # recorded by the last build (one that did not record it, e.g. by older code, may have
-    # rewritten core.slurm_jobs since)
-    return (
-        bool(last)
-        and recorded["build_id"].to_list() == [last[0][0]]
-        and recorded["resolution_key"].to_list() == [key]
-        and not clusters.str.contains("\x00", literal=True).any()
-    )
+    return not clusters.str.contains("\x00", literal=True).any()
 
 
 def unchanged_slurm_ingests(con: duckdb.DuckDBPyConnection) -> list[int]:
@@ -427,10 +432,11 @@ def plan_build(
     """Decide between a full and an incremental rebuild, and the affected cluster-days.
 
     Args:
-        con: the warehouse (read: ``raw.ingests``, ``raw.dcgm_samples``, the previous
-            ``core.jobs``, ``core.topology``, ``analytics.build_pending``,
-            :data:`NODE_DOWN_TABLE`, ``analytics.occupancy_hourly`` and
-            ``analytics.build_state``).
+        con: the warehouse (read: ``raw.ingests``, the telemetry tables ``raw.dcgm_samples``
+            and ``raw.dcgm_hourly`` (the spans of new loads), the previous ``core.jobs``,
+            ``core.topology``, ``analytics.build_pending``, :data:`NODE_DOWN_TABLE`,
+            :data:`INGESTS_TABLE`, :data:`TELEMETRY_SPANS_TABLE`,
+            ``analytics.occupancy_hourly`` and ``analytics.build_state``).
         cfg: configuration (registry, inventory, thresholds).
         registry_path: the allocation registry in use.
         jobs: the new ``core.jobs`` frame (attempts); pending: the new never-started rows;
@@ -474,7 +480,8 @@ def plan_build(
 
     # 1. Loads new or changed since the last build, and loads deleted since (each compared
     # whole with the last build's copy, not by a watermark on ids: a deleted load's id can be
-    # given again): the day each file names; DCGM: the days its samples cover; hourly DCGM
+    # given again): the day each file names; DCGM: the days its samples cover, and the day after
+    # (whose XID events compare its first samples with the last ones before it); hourly DCGM
     # aggregates: the days its hours cover (a deleted load's: as the last build kept them).
     seen = read_table(con, INGESTS_TABLE)
     old_spans = read_table(con, TELEMETRY_SPANS_TABLE)
@@ -482,15 +489,14 @@ def plan_build(
     gone = seen.join(loads, on=_LOAD_COLUMNS, how="anti", nulls_equal=True)
     kept = loads.join(seen, on=_LOAD_COLUMNS, how="semi", nulls_equal=True)
     new_spans = _new_spans(con, new)
+    telemetry = pl.col("source").is_in(list(_TELEMETRY_SPANS))
     for loaded, spans in ((new, new_spans), (gone, old_spans)):
-        for ingest_id, source, cluster, file in loaded.select(_LOAD_COLUMNS[:4]).iter_rows():
-            if source not in raw_sources():  # a file recorded for its rejects only (no raw rows)
-                continue
-            if source in _TELEMETRY_SPANS:
-                own = spans.filter(pl.col("ingest_id") == ingest_id)
-                for c, lo, hi in own.select("cluster", "lo", "hi").iter_rows():
-                    add({c: _days(lo, hi)})
-                continue
+        # a load of a kind without raw rows (a file recorded for its rejects only) is left out
+        loaded = loaded.filter(pl.col("source").is_in(list(raw_sources())))
+        covered = spans.join(loaded.filter(telemetry).select("ingest_id", "source"), on="ingest_id")
+        for c, lo, hi, source in covered.select("cluster", "lo", "hi", "source").iter_rows():
+            add({c: _days(lo, hi + _DAY if _TELEMETRY_SPANS[source][0] == _XID_TABLE else hi)})
+        for file, cluster in loaded.filter(~telemetry).select("file", "cluster").iter_rows():
             day = file_day(Path(file))
             if day is None or cluster is None:
                 return _full(f"{file}: loaded file names no day or cluster")
@@ -574,12 +580,13 @@ def record_build(
     node_down: pl.DataFrame,
     resolution: str,
 ) -> None:
-    """Store the build's watermark, fingerprint, cut-offs, never-started rows and node
-    down/drain intervals (:data:`NODE_DOWN_TABLE`), the loads it read (:data:`INGESTS_TABLE`,
-    :data:`TELEMETRY_SPANS_TABLE`), the key of the resolution
-    ``core.slurm_jobs`` now holds (``resolution``, :data:`RESOLUTION_TABLE`) with the raw Slurm
-    rows per ingest it was resolved from (:data:`SLURM_INGESTS_TABLE`), and one
-    ``analytics.build_log`` row per table written: (table, mode, deleted, inserted)."""
+    """Store the build's highest ingest id (for the record: the next plan compares loads whole),
+    fingerprint, cut-offs, never-started rows and node down/drain intervals
+    (:data:`NODE_DOWN_TABLE`), the loads it read (:data:`INGESTS_TABLE`,
+    :data:`TELEMETRY_SPANS_TABLE`), the key of the resolution ``core.slurm_jobs`` now holds
+    (``resolution``, :data:`RESOLUTION_TABLE`) with the raw Slurm rows per ingest it was
+    resolved from (:data:`SLURM_INGESTS_TABLE`), and one ``analytics.build_log`` row per table
+    written: (table, mode, deleted, inserted)."""
     _ensure_state(con)
     cuts = {c: a.isoformat() for c, a in as_of.iter_rows() if a is not None}
     con.execute(

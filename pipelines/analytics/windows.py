@@ -42,6 +42,7 @@ __all__ = [
     "in_days",
     "telemetry_window",
     "window_tables",
+    "with_hourly_rule_days",
 ]
 
 #: The time-keyed tables, in the order :func:`window_tables` returns them.
@@ -99,6 +100,47 @@ def attributed_activity_elsewhere(
         {"cluster": cluster, "one_job": list(_ONE_JOB), "days": sorted(days)},
     )
     return bool(found["n"][0])
+
+
+def with_hourly_rule_days(
+    con: duckdb.DuckDBPyConnection,
+    days: Mapping[str, set[dt.date]],
+    occupancy: pl.DataFrame,
+    partners: Mapping[str, tuple[str, ...]],
+) -> dict[str, set[dt.date]]:
+    """An incremental build's cluster-days (``days``), with every day of ``occupancy`` (``cluster,
+    hour``) of each cluster whose hourly-DCGM rule may turn over.
+
+    The rule (:func:`window_tables`) takes a cluster's hourly aggregates for its waterfall where
+    its attributed 5-minute activity is empty over all time, so it holds for all of the
+    cluster's days at once: where the stored activity of the days outside ``days`` is empty
+    (:func:`attributed_activity_elsewhere`), what the build computes for ``days`` decides it for
+    every day. It may then turn over when the cluster has labelled hourly rows and either the
+    stored activity inside ``days`` is not empty (it may be gone now: a deleted or re-loaded
+    5-minute load, a job no longer there to attribute it to) or 5-minute samples of the cluster
+    (or of its ``partners``, the Kubernetes clusters whose slurmd pods' samples are its) lie in
+    the days' window (activity may be attributed now where there was none). Such a cluster's
+    every day is rewritten; the waterfall of a day outside ``days`` is otherwise left as stored.
+    """
+    out = {c: set(ds) for c, ds in days.items()}
+    for c, ds in days.items():
+        if not ds or not labelled_hours(con, c) or attributed_activity_elsewhere(con, c, ds):
+            continue
+        lo, hi = affected_window(ds)
+        turns = attributed_activity_elsewhere(con, c, set()) or (
+            table_exists(con, "raw.dcgm_samples")
+            and bool(
+                run_named(
+                    con,
+                    "analytics/dcgm_samples_in_window",
+                    {"clusters": [c, *partners.get(c, ())], "lo": lo, "hi": hi},
+                )["found"][0]
+            )
+        )
+        if turns:
+            hours = occupancy.filter(pl.col("cluster") == c)["hour"]
+            out[c] |= set(hours.dt.convert_time_zone("UTC").dt.date().unique().to_list())
+    return out
 
 
 def in_days(col: str, days: set[dt.date]) -> pl.Expr:

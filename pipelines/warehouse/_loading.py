@@ -192,7 +192,8 @@ def load_parse_results(
                 ).fetchall()
             ]
             # The id is taken before the earlier loads are deleted, so a file loaded again gets
-            # an id above every earlier one (the incremental build finds new loads by their ids).
+            # an id above every earlier one (ids then grow with load order; the incremental
+            # build compares loads whole, so it does not rely on it).
             # fetchall, not fetchone: DuckDB 2 keeps a half-read result open on the connection.
             rows_next = con.execute(load_sql("raw/next_ingest_id")).fetchall()
             ingest_id = int(rows_next[0][0]) if rows_next else 1

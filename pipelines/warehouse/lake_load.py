@@ -17,7 +17,8 @@ Ingest ids: each partition numbers its files from 1. The load gives a (re)loaded
 the next free block of warehouse ids, blocks taken in (day, cluster) order, so within a cluster
 the ids grow with the day and the file order, as when the files are ingested one day after
 another, and a re-committed day gets ids above every earlier load, as a re-ingested file does
-(the incremental build, :mod:`pipelines.analytics.incremental`, finds it through them).
+(the incremental build, :mod:`pipelines.analytics.incremental`, sees its loads as new and the
+replaced ones as deleted, comparing every load with the last build's copy).
 
 Loads of input files made straight into the warehouse (``raw.ingests`` rows of a raw source
 outside every recorded block) are deleted with their rows by the next load: the lake owns

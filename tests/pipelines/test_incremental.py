@@ -169,8 +169,10 @@ def test_rerunning_one_day_touches_only_that_days_rows(two_builds: tuple[Config,
     r12) and the rack is its gang level, so 24 × 2 ``domain_capacity_hourly`` rows, 24 × 6
     segment sizes ``segment_capacity_hourly`` rows, 24 ``topology_stranded_hourly`` rows and
     24 × 4 gang sizes (2, 4, 8 and 16 nodes, :data:`metrics.GANG_NODES`)
-    ``topology_fragmentation_hourly`` rows; no other cluster or day is touched (the plan's
-    days are exactly {k8s-b: [D]}).
+    ``topology_fragmentation_hourly`` rows; no other cluster or day is touched. The plan's
+    days are exactly {k8s-b: [D, D + 1]}: the day after a DCGM load's samples is planned too
+    (its XID events compare its first samples with the last ones before it), and k8s-b, whose
+    data end on D, has no hour on it, so it adds no row to the counts above.
     """
     cfg, _full = two_builds
     day = _days(cfg)[1]
@@ -211,7 +213,8 @@ def test_rerunning_one_day_touches_only_that_days_rows(two_builds: tuple[Config,
         assert log["analytics.occupancy_hourly"][:3] == ("days", 24, 24)
         assert log["analytics.gpu_waterfall_hourly"][:3] == ("days", 264, 264)
         assert log["analytics.gpu_activity"][:3] == ("days", n_act, n_act)
-        assert json.loads(log["analytics.occupancy_hourly"][3]) == {"k8s-b": [day]}
+        after_day = (dt.date.fromisoformat(day) + dt.timedelta(days=1)).isoformat()
+        assert json.loads(log["analytics.occupancy_hourly"][3]) == {"k8s-b": [day, after_day]}
         hand = {"topology_fragmentation_hourly": 24 * 4, "domain_capacity_hourly": 24 * 2,
                 "segment_capacity_hourly": 24 * 6, "topology_stranded_hourly": 24}  # fmt: skip
         for t, n in hand.items():
@@ -599,4 +602,58 @@ def test_a_deleted_load_and_a_load_under_its_freed_id_plan_both_loads_days(
     assert again.ingest_id == last.ingest_id
     assert {first, second} <= set(json.loads(days)["slurm-a"])
     assert after == 0
+    assert_equals_full_rebuild(cfg, tmp_path)
+
+
+@pytest.mark.parametrize("change", ["added", "deleted"])
+def test_a_5_minute_load_that_turns_the_hourly_rule_over_plans_every_day(
+    change: str, tmp_path: Path
+) -> None:
+    """A cluster with hourly aggregates on three days and 5-minute samples on the last only.
+    ``added``: built from the hourly aggregates, then the 5-minute file loaded; ``deleted``:
+    built with it, then its load deleted (as a lake load drops a load it does not own). Either
+    way the cluster's attributed 5-minute activity turns from empty to not (or back), so the
+    hourly-DCGM rule, which holds for all of a cluster's days at once, turns over: the plan
+    rewrites every day of the cluster, not only the load's, and the build equals a full rebuild,
+    row for row (planning the load's day alone left the other days' waterfall on the old rule)."""
+    from pipelines.sample_fleet._scale import ScaleConfig, generate_scale_fleet
+
+    out = tmp_path / "fleet"
+    generate_scale_fleet(
+        out,
+        ScaleConfig(gpus=16, days=3, seed=3, start=dt.date(2026, 3, 2), dcgm_5min_days=1),
+        progress=False,
+    )
+    base = out / "inputs" / "scale-a"
+    cfg = load_config(write_config(tmp_path, days_dir=out, clusters=(("scale-a", "slurm", "UTC"),)))
+    opts = IngestOptions(cluster="scale-a", tz="UTC")
+    (five,) = sorted(base.glob("dcgm/*.prom.gz"))
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        for kind, pattern in (("sacct", "sacct/*.psv"), ("slurm-state", "slurm_state/*.psv"),
+                              ("dcgm-hourly", "dcgm_hourly/date=*/*.parquet")):  # fmt: skip
+            for f in sorted(base.glob(pattern)):
+                ingest_file(con, kind, f, opts)
+        if change == "deleted":
+            loaded = ingest_file(con, "dcgm", five, opts)
+        rebuild(con, cfg)
+        if change == "added":
+            ingest_file(con, "dcgm", five, opts)
+        else:
+            con.execute(
+                "DELETE FROM raw.dcgm_samples WHERE ingest_id = $i", {"i": loaded.ingest_id}
+            )
+            con.execute("DELETE FROM raw.ingests WHERE ingest_id = $i", {"i": loaded.ingest_id})
+        rebuild(con, cfg)
+        (days,) = con.execute(
+            "SELECT days FROM analytics.build_log WHERE build_id = 2"
+            " AND table_name = 'analytics.gpu_waterfall_hourly'"
+        ).fetchall()[0]
+        every = con.execute(
+            "SELECT DISTINCT CAST(hour AS DATE)::VARCHAR FROM analytics.occupancy_hourly ORDER BY 1"
+        ).fetchall()
+    assert len(every) >= 3 and every[-1] == ("2026-03-04",)
+    # every day of the cluster, and the day after the 5-minute samples (its XID events compare
+    # its first samples with the last ones before it)
+    assert json.loads(days) == {"scale-a": [*(d for (d,) in every), "2026-03-05"]}
     assert_equals_full_rebuild(cfg, tmp_path)
