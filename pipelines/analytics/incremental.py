@@ -21,11 +21,13 @@ time-keyed tables:
 A cluster-day is affected when (see :func:`plan_build`): an input file of that day was loaded,
 re-loaded or deleted since the last build (each ``raw.ingests`` row compared with the last
 build's copy, :data:`INGESTS_TABLE`; DCGM loads count the days their samples cover, or covered:
-:data:`TELEMETRY_SPANS_TABLE`); a job or
+:data:`TELEMETRY_SPANS_TABLE`, and the day after, whose XID events read them); a job or
 never-started job overlapping it changed (its span from submit to end, or to ``as_of`` while
 open); a topology map or a node's down/drain interval covering it changed; its hourly
 capacity, down or allocated GPU-seconds changed; or it lies between the previous and the new
-data cut-off ``as_of`` (running jobs and pending demand extend to it).
+data cut-off ``as_of`` (running jobs and pending demand extend to it). The build then adds every
+day of a cluster whose hourly-DCGM rule may turn over
+(:func:`pipelines.analytics.windows.with_hourly_rule_days`).
 
 A full rebuild runs instead when nothing was built before, when asked (``full=True``,
 ``goodput materialize --full``), when the registry, the inventory or its derived nodes, the
