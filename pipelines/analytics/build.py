@@ -76,6 +76,7 @@ from pipelines.core import (
 from pipelines.core.slurm_on_k8s import lend_capacity
 from pipelines.warehouse import (
     append_rows,
+    apply_row_diff,
     columns_match,
     count_rows,
     diff_replace,
@@ -1019,9 +1020,12 @@ class _TableWriter:
         if not self.plan.full and (table in WINDOW_TABLES or table in INCREMENTAL_TABLES):
             self.windows[table] = frame
             return
+        # core.jobs: the plan compared these attempts with the stored ones already
+        found = self.plan.jobs_diff if table == "core.jobs" else None
         self._put(
             table, frame.height,
-            lambda: diff_replace(self.con, table, frame),
+            (lambda: diff_replace(self.con, table, frame)) if found is None
+            else (lambda: apply_row_diff(self.con, frame, found)),
             lambda: replace_table(self.con, table, frame),
         )  # fmt: skip
 

@@ -58,13 +58,14 @@ from pipelines.config import Config
 from pipelines.ingest import file_day
 from pipelines.kinds import raw_sources
 from pipelines.warehouse import (
+    RowDiff,
     as_utc,
-    changed_rows,
     ingest_time_spans,
     read_table,
     replace_days,
     replace_job_rows,
     replace_table,
+    row_diff,
     row_hashes,
     run_named,
     table_exists,
@@ -153,7 +154,9 @@ class BuildPlan:
     UTC days to rewrite in :data:`INCREMENTAL_TABLES` (an empty map: nothing time-keyed changed).
     ``ingests``: every load as the plan read it (:data:`INGESTS_TABLE`'s columns); ``spans``:
     the telemetry loads' spans among them (:data:`TELEMETRY_SPANS_TABLE`), None when the build
-    reads them all (a full plan); both are kept by :func:`record_build`.
+    reads them all (a full plan); both are kept by :func:`record_build`. ``jobs_diff``: how the
+    stored ``core.jobs`` differs from the new attempts, found by the plan and written by the
+    build (None: the build compares them itself).
     """
 
     full: bool
@@ -165,6 +168,7 @@ class BuildPlan:
     changed_keys: pl.DataFrame | None = None
     ingests: pl.DataFrame | None = None
     spans: pl.DataFrame | None = None
+    jobs_diff: RowDiff | None = None
 
 
 def _ensure_state(con: duckdb.DuckDBPyConnection) -> None:
@@ -376,14 +380,18 @@ def _changed_rows(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([n.filter(~hn.is_in(ho.implode())), o.filter(~ho.is_in(hn.implode()))])
 
 
-def _changed_jobs(con: duckdb.DuckDBPyConnection, jobs: pl.DataFrame) -> pl.DataFrame:
-    """:func:`_changed_rows` of the stored ``core.jobs`` and ``jobs``, compared in DuckDB
-    (:func:`pipelines.warehouse.changed_rows`: only the rows that differ come back); where the
-    stored columns or types differ from ``jobs``', the stored table is read and compared in
-    polars."""
-    new = jobs.drop("as_of", strict=False)
-    found = changed_rows(con, "core.jobs", new)
-    return found if found is not None else _changed_rows(read_table(con, "core.jobs"), jobs)
+def _changed_jobs(
+    con: duckdb.DuckDBPyConnection, jobs: pl.DataFrame
+) -> tuple[pl.DataFrame, RowDiff | None]:
+    """The rows of the stored ``core.jobs`` and of ``jobs`` (``as_of`` left out) that the other
+    lacks, compared in DuckDB (:func:`pipelines.warehouse.row_diff`: only the rows that differ
+    come back), with that difference, which the build then writes without comparing again;
+    where the stored columns or types differ from ``jobs``', the stored table is read and
+    compared in polars (:func:`_changed_rows`), and there is no difference to write."""
+    found = row_diff(con, "core.jobs", jobs.drop("as_of", strict=False))
+    if found is None:
+        return _changed_rows(read_table(con, "core.jobs"), jobs), None
+    return found.rows, found
 
 
 def _stable_waits(
@@ -515,7 +523,7 @@ def plan_build(
         orient="row",
     )
     old_pending = read_table(con, "analytics.build_pending")
-    changed_jobs = _changed_jobs(con, jobs)
+    changed_jobs, jobs_diff = _changed_jobs(con, jobs)
     changed_pending = _changed_rows(old_pending, pending)
     stable = _stable_waits(con, (changed_jobs, changed_pending), old_pending, (jobs, pending))
     for changed in (changed_jobs, changed_pending):
@@ -553,8 +561,9 @@ def plan_build(
             add({c: _days(min(prev, cut) if prev else cut, max(prev, cut) if prev else cut)})
     keys = changed_jobs.select("cluster", "job_id").unique()
     return BuildPlan(
-        False, "incremental", days, build_id, int(top), fp, keys, ingests=loads, spans=spans_now
-    )
+        False, "incremental", days, build_id, int(top), fp, keys, ingests=loads, spans=spans_now,
+        jobs_diff=jobs_diff,
+    )  # fmt: skip
 
 
 def _new_spans(con: duckdb.DuckDBPyConnection, loads: pl.DataFrame | None) -> pl.DataFrame:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import duckdb
 import polars as pl
@@ -22,8 +23,9 @@ from pipelines.warehouse.sql import load_sql
 
 __all__ = [
     "UTC_DATETIME",
+    "RowDiff",
+    "apply_row_diff",
     "as_utc",
-    "changed_rows",
     "columns_match",
     "count_rows",
     "diff_replace",
@@ -33,6 +35,7 @@ __all__ = [
     "replace_days",
     "replace_job_rows",
     "replace_table",
+    "row_diff",
     "row_hashes",
     "run_named",
     "statement_params",
@@ -390,22 +393,41 @@ def diff_replace(
     return gone, new_ids.len()
 
 
-def changed_rows(
-    con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame
-) -> pl.DataFrame | None:
-    """The rows of ``frame`` that ``table`` lacks, then the rows of ``table`` that ``frame``
-    lacks, as ``frame``'s columns and types; nothing is written. Rows are compared whole by
-    their hash, floats at 12 significant digits (:func:`_row_hash_sql`, as :func:`diff_replace`
-    compares them); a row counts as present when an equal row is, however many times.
+@dataclass(frozen=True)
+class RowDiff:
+    """What makes a table hold exactly a frame's rows (:func:`row_diff`), compared once and
+    applied later (:func:`apply_row_diff`) in the same transaction.
+
+    Attributes:
+        table: the stored table.
+        height: the frame's row count when compared.
+        gone: ``rowid``s of the stored rows the frame lacks (Int64, ascending).
+        added: positions of the frame's rows the table lacks (Int64, ascending).
+        rows: those rows, the frame's first (its columns and types), then the stored ones.
+    """
+
+    table: str
+    height: int
+    gone: pl.Series
+    added: pl.Series
+    rows: pl.DataFrame
+
+
+def row_diff(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> RowDiff | None:
+    """The rows of ``frame`` that ``table`` lacks and the rows of ``table`` that ``frame``
+    lacks, compared as :func:`diff_replace` compares them (whole rows by their hash, floats at
+    12 significant digits, duplicates counted: two equal rows are two); nothing is written.
 
     The comparison runs in DuckDB, which scans the stored table where it lies (under the
     connection's memory limit, spilling past it): only the positions of the rows that differ
     come back, then the stored rows among them, so the table is never read into memory whole.
+    :func:`apply_row_diff` then writes the difference without comparing again, as long as
+    nothing else writes ``table`` in between.
 
     Returns:
-        The differing rows (``frame``'s first), or None when ``frame`` has no columns, the
-        table is missing, or its column names or DuckDB types differ from ``frame``'s (the
-        caller then compares otherwise).
+        The difference, or None when ``frame`` has no columns, the table is missing, or its
+        column names or DuckDB types differ from ``frame``'s (the caller then compares
+        otherwise).
 
     Raises:
         ValueError: ``table`` is not a plain identifier.
@@ -417,24 +439,42 @@ def changed_rows(
     hashes = _row_hashes_sql(con, table, _NEW_ROWS, "_pos", rows=_new_rows)
     if hashes is None:
         return None
-    ids = con.sql(
-        f"""
-        {hashes}
-        SELECT true AS _new, _id FROM n ANTI JOIN o USING (_h)
-        UNION ALL
-        SELECT false AS _new, _id FROM o ANTI JOIN n USING (_h)
-        """
-    ).pl()
+    ids = con.sql(_MULTISET_DIFF.format(hashes=hashes)).pl()
     del _new_rows
-    added = frame[ids.filter(pl.col("_new"))["_id"].cast(pl.Int64).sort()]
+    added = ids.filter(pl.col("_new"))["_id"].cast(pl.Int64).sort()
     _gone = ids.filter(~pl.col("_new")).select(pl.col("_id").cast(pl.Int64).alias("_rowid"))
     gone = as_utc(
         con.sql(
             f"SELECT * FROM {table} WHERE rowid IN (SELECT _rowid FROM _gone) ORDER BY rowid"
         ).pl()
     )
-    out: pl.DataFrame = pl.concat([added, gone.cast(frame.schema, strict=False)])
-    return out
+    rows: pl.DataFrame = pl.concat([frame[added], gone.cast(frame.schema, strict=False)])
+    return RowDiff(table, frame.height, _gone["_rowid"].sort(), added, rows)
+
+
+def apply_row_diff(
+    con: duckdb.DuckDBPyConnection, frame: pl.DataFrame, diff: RowDiff
+) -> tuple[int, int]:
+    """Make ``diff.table`` hold exactly ``frame``'s rows by the difference :func:`row_diff`
+    found for this same frame: its stored rows deleted by ``rowid``, ``frame``'s rows at its
+    positions inserted. Runs inside the caller's transaction.
+
+    Returns:
+        (rows deleted, rows inserted).
+
+    Raises:
+        ValueError: ``frame`` has another row count than the one compared.
+    """
+    if frame.height != diff.height:
+        raise ValueError(
+            f"{diff.table}: the frame has {frame.height} rows, the difference was found for"
+            f" {diff.height}"
+        )
+    if diff.gone.len():
+        _g = diff.gone.to_frame("_rowid")
+        con.execute(f"DELETE FROM {_checked(diff.table)} WHERE rowid IN (SELECT _rowid FROM _g)")
+    _insert(con, diff.table, frame[diff.added])
+    return diff.gone.len(), diff.added.len()
 
 
 def diff_replace_from(
@@ -473,6 +513,20 @@ def diff_replace_from(
 #: the transaction ends (a catalog entry dropped in a transaction lives as long as it), so each
 #: table diffed kept a copy of its frame: 300 MB a part of the year's resolved Slurm rows.
 _NEW_ROWS = "_new_rows"
+
+
+#: The rows of ``o`` that ``n`` lacks (``_new`` false) and of ``n`` that ``o`` lacks (true), by
+#: their ``_id``: each hash's occurrences numbered, so two equal rows are two keys.
+_MULTISET_DIFF = """
+{hashes}, ok AS (
+    SELECT _id, _h, row_number() OVER (PARTITION BY _h ORDER BY _id) AS _k FROM o
+), nk AS (
+    SELECT _id, _h, row_number() OVER (PARTITION BY _h ORDER BY _id) AS _k FROM n
+)
+SELECT false AS _new, _id FROM ok ANTI JOIN nk USING (_h, _k)
+UNION ALL
+SELECT true AS _new, _id FROM nk ANTI JOIN ok USING (_h, _k)
+"""
 
 
 def _row_hashes_sql(
@@ -523,17 +577,7 @@ def _diff(
     if hashes is None:
         return None
     found = con.sql(
-        f"""
-        {hashes}, ok AS (
-            SELECT _id, _h, row_number() OVER (PARTITION BY _h ORDER BY _id) AS _k FROM o
-        ), nk AS (
-            SELECT _id, _h, row_number() OVER (PARTITION BY _h ORDER BY _id) AS _k FROM n
-        )
-        SELECT false AS _new, _id FROM ok ANTI JOIN nk USING (_h, _k)
-        UNION ALL
-        SELECT true AS _new, _id FROM nk ANTI JOIN ok USING (_h, _k)
-        """,
-        params=dict(params) if params else None,
+        _MULTISET_DIFF.format(hashes=hashes), params=dict(params) if params else None
     ).pl()
     del _new_rows
     gone = found.filter(~pl.col("_new")).select(pl.col("_id").cast(pl.Int64).alias("_rowid"))

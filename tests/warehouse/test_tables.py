@@ -13,7 +13,7 @@ from polars.testing import assert_frame_equal
 
 from pipelines.warehouse import (
     UTC_DATETIME,
-    changed_rows,
+    apply_row_diff,
     count_rows,
     diff_replace,
     ingest_time_spans,
@@ -22,6 +22,7 @@ from pipelines.warehouse import (
     replace_days,
     replace_job_rows,
     replace_table,
+    row_diff,
     row_hashes,
     run_named,
     statement_params,
@@ -235,18 +236,20 @@ def test_diff_replace_gives_none_for_other_column_types(con: duckdb.DuckDBPyConn
     assert sorted(read_table(con, "a.i")["n"].to_list()) == [1, 2]
 
 
-def test_changed_rows_compares_in_duckdb_and_writes_nothing(
+def test_row_diff_compares_in_duckdb_then_applies_without_comparing_again(
     con: duckdb.DuckDBPyConnection,
 ) -> None:
     """Stored rows: (x, 1.0, [n1], T0) twice, (y, NULL, [n2], T0), (z, 5.0, [n3], T0). New rows:
     (x, 1.0, [n1], T0) once, (y, NULL, [n2], T0), (z, 5.0 + 1e-13, [n3], T0), (w, 2.0, [n1, n2],
     T0 + H).
 
-    Hand result: x is present on both sides (how many times does not matter), (y, NULL) is the
-    same row (NULLs equal), 5.0 + 1e-13 agrees with 5.0 in 12 significant digits; so only w
-    (new) differs, first and alone. With z's stored value 5.5 instead, the new z row and the
-    stored one both differ: new rows first, then the stored one, with the frame's types (the
-    timestamps zoned UTC). The table keeps its 4 rows; other columns or a missing table: None."""
+    Hand result, duplicates counted as :func:`diff_replace` counts them: one stored x is matched,
+    the other (rowid 1) is gone; (y, NULL) is the same row (NULLs equal); 5.0 + 1e-13 agrees with
+    5.0 in 12 significant digits; w (position 3) is added. Rows: w, then the stored x. Nothing is
+    written. With z's stored value 5.5 instead: added positions 2 and 3 (z, w), gone rowids 1 and
+    3 (x, z), the rows new first then stored, with the frame's types (timestamps zoned UTC);
+    applied, the table holds exactly the new rows (2 deleted, 2 inserted). A frame of another
+    height is refused; other columns or a missing table: None."""
     ts = pl.Series([T0] * 4, dtype=UTC_DATETIME)
     stored = pl.DataFrame(
         {"k": ["x", "x", "y", "z"], "v": [1.0, 1.0, None, 5.0],
@@ -258,25 +261,33 @@ def test_changed_rows_compares_in_duckdb_and_writes_nothing(
          "nodes": [["n1"], ["n2"], ["n3"], ["n1", "n2"]],
          "t": pl.Series([T0, T0, T0, T0 + H], dtype=UTC_DATETIME)}
     )  # fmt: skip
-    got = changed_rows(con, "a.c", new)
+    got = row_diff(con, "a.c", new)
     assert got is not None
-    assert got.rows() == [("w", 2.0, ["n1", "n2"], T0 + H)]
+    assert (got.gone.to_list(), got.added.to_list(), got.height) == ([1], [3], 4)
+    assert got.rows.rows() == [("w", 2.0, ["n1", "n2"], T0 + H), ("x", 1.0, ["n1"], T0)]
+    assert count_rows(con, "a.c") == 4
     replace_table(con, "a.c", stored.with_columns(pl.Series("v", [1.0, 1.0, None, 5.5])))
-    got = changed_rows(con, "a.c", new)
-    assert got is not None and got.schema == new.schema
-    assert got.rows() == [
+    got = row_diff(con, "a.c", new)
+    assert got is not None and got.rows.schema == new.schema
+    assert (got.gone.to_list(), got.added.to_list()) == ([1, 3], [2, 3])
+    assert got.rows.rows() == [
         ("z", 5.0 + 1e-13, ["n3"], T0),
         ("w", 2.0, ["n1", "n2"], T0 + H),
+        ("x", 1.0, ["n1"], T0),
         ("z", 5.5, ["n3"], T0),
     ]
     assert count_rows(con, "a.c") == 4
-    assert changed_rows(con, "a.c", pl.DataFrame({"other": [1]})) is None
-    assert changed_rows(con, "a.missing", new) is None
+    with pytest.raises(ValueError, match="3 rows, the difference was found for 4"):
+        apply_row_diff(con, new.head(3), got)
+    assert apply_row_diff(con, new, got) == (2, 2)
+    assert read_table(con, "a.c").sort("k").rows() == new.sort("k").rows()
+    assert row_diff(con, "a.c", pl.DataFrame({"other": [1]})) is None
+    assert row_diff(con, "a.missing", new) is None
 
 
 def test_an_empty_list_is_not_a_null_list(con: duckdb.DuckDBPyConnection) -> None:
     """DuckDB's ``hash`` gives ``[]`` and a NULL list the same value; the row comparisons do
-    not. Stored: (a, NULL), (b, [n1]); new: (a, []), (b, [n1]). ``changed_rows``: the new
+    not. Stored: (a, NULL), (b, [n1]); new: (a, []), (b, [n1]). ``row_diff``: the new
     (a, []) then the stored (a, NULL); ``diff_replace``: 1 deleted, 1 inserted, and the table
     then holds (a, [])."""
     nodes = pl.List(pl.String())
@@ -285,7 +296,7 @@ def test_an_empty_list_is_not_a_null_list(con: duckdb.DuckDBPyConnection) -> Non
     )
     replace_table(con, "a.e", stored)
     new = stored.with_columns(pl.Series("nodes", [[], ["n1"]], dtype=nodes))
-    got = changed_rows(con, "a.e", new)
-    assert got is not None and got.rows() == [("a", []), ("a", None)]
+    got = row_diff(con, "a.e", new)
+    assert got is not None and got.rows.rows() == [("a", []), ("a", None)]
     assert diff_replace(con, "a.e", new) == (1, 1)
     assert sorted(read_table(con, "a.e").rows()) == [("a", []), ("b", ["n1"])]
