@@ -54,8 +54,10 @@ from metrics.schema import (
 
 __all__ = [
     "LEAF_DTYPE",
+    "XID_WINDOW_S",
     "LossPolicy",
     "attempt_outcomes",
+    "base_state",
     "check_conservation",
     "gpu_waterfall_hourly",
     "headline_ratios",
@@ -72,6 +74,10 @@ LOST_FROM_AT = "lost_from_at"
 RUNTIME_S = "runtime_s"
 LOST_S = "lost_s"
 INFRA_EVENT = "infra_event"
+
+#: How long before a FAILED attempt's end an XID / health event on one of its nodes makes it an
+#: infrastructure failure (METRICS.md: 10 minutes), seconds.
+XID_WINDOW_S = 600.0
 
 _FIVE_MIN = pl.duration(minutes=5)
 _ONE_HOUR = pl.duration(hours=1)
@@ -148,7 +154,7 @@ def _hour_pieces(spans: pl.LazyFrame, start: str, end: str) -> pl.LazyFrame:
     )
 
 
-def _base_state() -> pl.Expr:
+def base_state() -> pl.Expr:
     """The Slurm base state: first word, upper case (``CANCELLED by 123`` → ``CANCELLED``)."""
     return pl.col(STATE).str.strip_chars().str.split(" ").list.first().str.to_uppercase()
 
@@ -159,7 +165,7 @@ def attempt_outcomes(
     *,
     xid_events: pl.LazyFrame | None = None,
     policy: LossPolicy | None = None,
-    xid_window_s: float = 600.0,
+    xid_window_s: float = XID_WINDOW_S,
 ) -> pl.LazyFrame:
     """Each started GPU attempt with its waterfall leaf and the part of its runtime that is lost.
 
@@ -188,7 +194,7 @@ def attempt_outcomes(
     """
     policy = policy or LossPolicy()
     cut = _utc_lit(as_of)
-    state = _base_state()
+    state = base_state()
     base = (
         attempts.filter(
             pl.col(START_AT).is_not_null() & (pl.col(START_AT) <= cut) & (pl.col(GPUS) > 0)

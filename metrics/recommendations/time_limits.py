@@ -44,14 +44,11 @@ from metrics.scheduler_model import (
     simulate,
     wait_summary,
 )
+from metrics.waterfall import base_state
 
 __all__ = ["RULE", "time_limits"]
 
 RULE = "time_limits"
-
-
-def _base_state() -> pl.Expr:
-    return pl.col("state").str.strip_chars().str.split(" ").list.first().str.to_uppercase()
 
 
 def time_limits(
@@ -92,7 +89,7 @@ def time_limits(
         & (pl.col("gpus").fill_null(0) > 0)
         & (pl.col("timelimit_s").fill_null(0) > 0)
         & pl.col("run_s").is_not_null()
-        & (_base_state() == "COMPLETED")
+        & (base_state() == "COMPLETED")
     ).with_columns(
         (pl.col("run_s") / pl.col("timelimit_s")).alias("_ratio"),
         (pl.col("gpus") * (pl.col("timelimit_s") - pl.col("run_s")).clip(lower_bound=0.0)).alias(
@@ -228,7 +225,7 @@ def _replay_gain(
         return None
     recorded = jobs_from_frame(gpu_jobs, window.end)
     completed = set(
-        gpu_jobs.filter(_base_state() == "COMPLETED")
+        gpu_jobs.filter(base_state() == "COMPLETED")
         .select(
             pl.when(pl.col("attempt").fill_null(0) > 0)
             .then(pl.col("job_id") + "#" + pl.col("attempt").cast(pl.String))

@@ -53,6 +53,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from metrics.waterfall import XID_WINDOW_S, base_state
 from pipelines.analytics.chunks import cluster_days
 from pipelines.config import Config
 from pipelines.ingest import file_day
@@ -387,7 +388,8 @@ def _changed_jobs(
     lacks, compared in DuckDB (:func:`pipelines.warehouse.row_diff`: only the rows that differ
     come back), with that difference, which the build then writes without comparing again;
     where the stored columns or types differ from ``jobs``', the stored table is read and
-    compared in polars (:func:`_changed_rows`), and there is no difference to write."""
+    compared in polars (:func:`_changed_rows`, duplicates not counted: at most it plans days a
+    counted comparison would not), and there is no difference to write."""
     found = row_diff(con, "core.jobs", jobs.drop("as_of", strict=False))
     if found is None:
         return _changed_rows(read_table(con, "core.jobs"), jobs), None
@@ -500,17 +502,23 @@ def plan_build(
     kept = loads.join(seen, on=_LOAD_COLUMNS, how="semi", nulls_equal=True)
     new_spans = _new_spans(con, new)
     telemetry = pl.col("source").is_in(list(_TELEMETRY_SPANS))
+    xid_sources = [s for s, (table, _t) in _TELEMETRY_SPANS.items() if table == _XID_TABLE]
+    xid_spans = [pl.DataFrame(schema=_SPANS_SCHEMA)]
     for loaded, spans in ((new, new_spans), (gone, old_spans)):
         # a load of a kind without raw rows (a file recorded for its rejects only) is left out
         loaded = loaded.filter(pl.col("source").is_in(list(raw_sources())))
         covered = spans.join(loaded.filter(telemetry).select("ingest_id", "source"), on="ingest_id")
         for c, lo, hi, source in covered.select("cluster", "lo", "hi", "source").iter_rows():
-            add({c: _days(lo, hi + _DAY if _TELEMETRY_SPANS[source][0] == _XID_TABLE else hi)})
+            add({c: _days(lo, hi + _DAY if source in xid_sources else hi)})
+        xid_spans.append(covered.filter(pl.col("source").is_in(xid_sources)).drop("source"))
         for file, cluster in loaded.filter(~telemetry).select("file", "cluster").iter_rows():
             day = file_day(Path(file))
             if day is None or cluster is None:
                 return _full(f"{file}: loaded file names no day or cluster")
             add({cluster: {dt.date.fromisoformat(day)}})
+    # 1b. An XID event in those samples (new, or gone) may turn a FAILED attempt ending within
+    # the XID window after it into an infrastructure failure, a leaf all its hours take.
+    add(_xid_attempt_days(jobs, pl.concat(xid_spans)))
     spans_now = pl.concat(
         [old_spans.join(kept.select("ingest_id"), on="ingest_id", how="semi"), new_spans]
     ).sort("ingest_id", "cluster")
@@ -564,6 +572,32 @@ def plan_build(
         False, "incremental", days, build_id, int(top), fp, keys, ingests=loads, spans=spans_now,
         jobs_diff=jobs_diff,
     )  # fmt: skip
+
+
+def _xid_attempt_days(jobs: pl.DataFrame, spans: pl.DataFrame) -> dict[str, set[dt.date]]:
+    """Per cluster, the UTC days (start to end) of the FAILED attempts of ``jobs`` whose
+    infrastructure-failure leaf an XID event among samples of ``spans`` (``cluster, lo, hi``:
+    5-minute DCGM loads new or deleted since the last build) may decide: those ending within
+    :data:`metrics.waterfall.XID_WINDOW_S` after a time in [lo, hi]. The leaf
+    (``failed_work_infra`` or ``failed_work_user``, :func:`metrics.waterfall.attempt_outcomes`)
+    is the attempt's over every hour it ran, not only the hours of the samples' days."""
+    if spans.is_empty() or jobs.is_empty():
+        return {}
+    window = dt.timedelta(seconds=XID_WINDOW_S)
+    failed = jobs.lazy().filter(
+        (base_state() == "FAILED")
+        & pl.col("start_at").is_not_null()
+        & pl.col("end_at").is_not_null()
+    )
+    hit = (
+        failed.select("cluster", "start_at", "end_at")
+        .join(spans.lazy().select("cluster", "lo", "hi"), on="cluster")
+        .filter((pl.col("end_at") >= pl.col("lo")) & (pl.col("end_at") <= pl.col("hi") + window))
+        .select("cluster", pl.col("start_at").alias("_lo"), pl.col("end_at").alias("_hi"))
+        .unique()
+        .collect()
+    )
+    return _days_of_spans(hit)
 
 
 def _new_spans(con: duckdb.DuckDBPyConnection, loads: pl.DataFrame | None) -> pl.DataFrame:

@@ -238,6 +238,23 @@ def test_rerunning_one_day_touches_only_that_days_rows(two_builds: tuple[Config,
         )
 
 
+def _scale_cluster(tmp_path: Path, *, dcgm_5min_days: int) -> tuple[Config, Path]:
+    """One Slurm cluster of the scale fleet (16 GPUs, UTC, 2026-03-02 to 03-04, hourly DCGM
+    aggregates every day, 5-minute samples on the last ``dcgm_5min_days``): its configuration
+    and its input folder."""
+    from pipelines.sample_fleet._scale import ScaleConfig, generate_scale_fleet
+
+    out = tmp_path / "fleet"
+    generate_scale_fleet(
+        out,
+        ScaleConfig(gpus=16, days=3, seed=3, start=dt.date(2026, 3, 2),
+                    dcgm_5min_days=dcgm_5min_days),
+        progress=False,
+    )  # fmt: skip
+    toml = write_config(tmp_path, days_dir=out, clusters=(("scale-a", "slurm", "UTC"),))
+    return load_config(toml), out / "inputs" / "scale-a"
+
+
 @pytest.mark.parametrize("unattributed_sample", [False, True])
 def test_incremental_with_hourly_telemetry_equals_full_rebuild(
     tmp_path: Path, unattributed_sample: bool
@@ -257,20 +274,9 @@ def test_incremental_with_hourly_telemetry_equals_full_rebuild(
     ``occupancy_hourly`` rows, deleted and inserted; the waterfall rewrites the rows whose hour
     falls on the planned days (counted before and after), and its rows on the other days are
     unchanged."""
-    import datetime as dt
-
     from pipelines.ingest import file_day
-    from pipelines.sample_fleet._scale import ScaleConfig, generate_scale_fleet
 
-    out = tmp_path / "fleet"
-    generate_scale_fleet(
-        out,
-        ScaleConfig(gpus=16, days=3, seed=3, start=dt.date(2026, 3, 2), dcgm_5min_days=0),
-        progress=False,
-    )
-    base = out / "inputs" / "scale-a"
-    toml = write_config(tmp_path, days_dir=out, clusters=(("scale-a", "slurm", "UTC"),))
-    cfg = load_config(toml)
+    cfg, base = _scale_cluster(tmp_path, dcgm_5min_days=0)
     kinds = (("sacct", "sacct/*.psv"), ("slurm-state", "slurm_state/*.psv"),
              ("dcgm-hourly", "dcgm_hourly/date=*/*.parquet"))  # fmt: skip
     assert not list(base.glob("dcgm/**/*.*"))  # hourly telemetry only
@@ -504,13 +510,10 @@ def test_a_file_loaded_again_with_other_values_plans_its_day(
         second = ingest_file(con, "dcgm", copy, opts)
         rebuild(con, cfg)
         (after,) = con.execute(activity, {"d": day}).fetchall()[0]
-        (days,) = con.execute(
-            "SELECT days FROM analytics.build_log WHERE build_id = 2"
-            " AND table_name = 'analytics.gpu_waterfall_hourly'"
-        ).fetchall()[0]
+        days = _planned_days(con)
     assert second.rows_loaded == first.rows_loaded > 0 and second.replaced_ingests == 1
     assert before > 0 and after == pytest.approx(before / 2, rel=1e-9)
-    assert day in json.loads(days)["slurm-a"]
+    assert day in days["slurm-a"]
     assert second.ingest_id > first.ingest_id
     assert_equals_full_rebuild(cfg, tmp_path)
 
@@ -524,6 +527,24 @@ def _both_days_loaded_but(cfg: Config, con: duckdb.DuckDBPyConnection, *skip: Pa
                     if f not in skip:
                         ingest_file(con, kind, f, IngestOptions(cluster=c.name, tz=c.timezone,
                                     fields=c.sacct_fields or None, delimiter=None))  # fmt: skip
+
+
+def _planned_days(con: duckdb.DuckDBPyConnection, build_id: int = 2) -> dict[str, list[str]]:
+    """The cluster-days build ``build_id`` rewrote in the waterfall (its ``build_log`` row)."""
+    (days,) = con.execute(
+        "SELECT days FROM analytics.build_log WHERE build_id = $b"
+        " AND table_name = 'analytics.gpu_waterfall_hourly'",
+        {"b": build_id},
+    ).fetchall()[0]
+    out: dict[str, list[str]] = json.loads(days)
+    return out
+
+
+def _delete_dcgm_load(con: duckdb.DuckDBPyConnection, ingest_id: int) -> None:
+    """Delete one 5-minute DCGM load outside a re-load (as a lake load drops a load it does not
+    own): its samples and its ``raw.ingests`` row."""
+    con.execute("DELETE FROM raw.dcgm_samples WHERE ingest_id = $i", {"i": ingest_id})
+    con.execute("DELETE FROM raw.ingests WHERE ingest_id = $i", {"i": ingest_id})
 
 
 _DAY_ACTIVITY = (
@@ -560,12 +581,9 @@ def test_a_file_loaded_again_over_fewer_days_plans_the_days_it_left(
         ingest_file(con, "dcgm", copy, opts)
         rebuild(con, cfg)
         (after,) = con.execute(_DAY_ACTIVITY, {"d": first}).fetchall()[0]
-        (days,) = con.execute(
-            "SELECT days FROM analytics.build_log WHERE build_id = 2"
-            " AND table_name = 'analytics.gpu_waterfall_hourly'"
-        ).fetchall()[0]
+        days = _planned_days(con)
     assert before > 0 and after == 0
-    assert {first, second} <= set(json.loads(days)["slurm-a"])
+    assert {first, second} <= set(days["slurm-a"])
     assert_equals_full_rebuild(cfg, tmp_path)
 
 
@@ -590,17 +608,13 @@ def test_a_deleted_load_and_a_load_under_its_freed_id_plan_both_loads_days(
         _both_days_loaded_but(cfg, con, one)
         last = ingest_file(con, "dcgm", one, opts)
         rebuild(con, cfg)
-        con.execute("DELETE FROM raw.dcgm_samples WHERE ingest_id = $i", {"i": last.ingest_id})
-        con.execute("DELETE FROM raw.ingests WHERE ingest_id = $i", {"i": last.ingest_id})
+        _delete_dcgm_load(con, last.ingest_id)
         again = ingest_file(con, "dcgm", copy, opts)
         rebuild(con, cfg)
         (after,) = con.execute(_DAY_ACTIVITY, {"d": first}).fetchall()[0]
-        (days,) = con.execute(
-            "SELECT days FROM analytics.build_log WHERE build_id = 2"
-            " AND table_name = 'analytics.gpu_waterfall_hourly'"
-        ).fetchall()[0]
+        days = _planned_days(con)
     assert again.ingest_id == last.ingest_id
-    assert {first, second} <= set(json.loads(days)["slurm-a"])
+    assert {first, second} <= set(days["slurm-a"])
     assert after == 0
     assert_equals_full_rebuild(cfg, tmp_path)
 
@@ -616,16 +630,7 @@ def test_a_5_minute_load_that_turns_the_hourly_rule_over_plans_every_day(
     hourly-DCGM rule, which holds for all of a cluster's days at once, turns over: the plan
     rewrites every day of the cluster, not only the load's, and the build equals a full rebuild,
     row for row (planning the load's day alone left the other days' waterfall on the old rule)."""
-    from pipelines.sample_fleet._scale import ScaleConfig, generate_scale_fleet
-
-    out = tmp_path / "fleet"
-    generate_scale_fleet(
-        out,
-        ScaleConfig(gpus=16, days=3, seed=3, start=dt.date(2026, 3, 2), dcgm_5min_days=1),
-        progress=False,
-    )
-    base = out / "inputs" / "scale-a"
-    cfg = load_config(write_config(tmp_path, days_dir=out, clusters=(("scale-a", "slurm", "UTC"),)))
+    cfg, base = _scale_cluster(tmp_path, dcgm_5min_days=1)
     opts = IngestOptions(cluster="scale-a", tz="UTC")
     (five,) = sorted(base.glob("dcgm/*.prom.gz"))
     with connect(cfg.warehouse_path) as con:
@@ -640,20 +645,65 @@ def test_a_5_minute_load_that_turns_the_hourly_rule_over_plans_every_day(
         if change == "added":
             ingest_file(con, "dcgm", five, opts)
         else:
-            con.execute(
-                "DELETE FROM raw.dcgm_samples WHERE ingest_id = $i", {"i": loaded.ingest_id}
-            )
-            con.execute("DELETE FROM raw.ingests WHERE ingest_id = $i", {"i": loaded.ingest_id})
+            _delete_dcgm_load(con, loaded.ingest_id)
         rebuild(con, cfg)
-        (days,) = con.execute(
-            "SELECT days FROM analytics.build_log WHERE build_id = 2"
-            " AND table_name = 'analytics.gpu_waterfall_hourly'"
-        ).fetchall()[0]
+        days = _planned_days(con)
         every = con.execute(
             "SELECT DISTINCT CAST(hour AS DATE)::VARCHAR FROM analytics.occupancy_hourly ORDER BY 1"
         ).fetchall()
     assert len(every) >= 3 and every[-1] == ("2026-03-04",)
     # every day of the cluster, and the day after the 5-minute samples (its XID events compare
     # its first samples with the last ones before it)
-    assert json.loads(days) == {"scale-a": [*(d for (d,) in every), "2026-03-05"]}
+    assert days == {"scale-a": [*(d for (d,) in every), "2026-03-05"]}
+    assert_equals_full_rebuild(cfg, tmp_path)
+
+
+def test_an_xid_load_turns_a_failed_attempt_of_the_day_before_into_infrastructure(
+    tmp_path: Path,
+) -> None:
+    """The scale cluster with 5-minute samples on its last two days, built; then a DCGM file
+    with one XID 79 on n00001 at 2026-03-04 00:01:00 UTC. Job 1131 FAILED on n00001, 1 GPU,
+    2026-03-03 23:26:58 → 2026-03-04 00:03:42: the XID lies within the 10 minutes before its end,
+    so the attempt is an infrastructure failure over every hour it ran (METRICS.md waterfall
+    leaf 3, ``failed_work_infra``), not only on the XID's day. The plan covers 2026-03-03 too
+    (the failed attempts ending within the window after the load's samples: their days from
+    start to end).
+
+    Hand count: hour 2026-03-03 23:00 holds 23:26:58 → 24:00:00 of it, 33 min 2 s = 1,982
+    GPU-seconds, which move from ``failed_work_user`` to ``failed_work_infra``; hour 00:00 holds
+    the other 222 s (to 00:03:42). The build equals a full rebuild, row for row."""
+    cfg, base = _scale_cluster(tmp_path, dcgm_5min_days=2)
+    opts = IngestOptions(cluster="scale-a", tz="UTC")
+    xid = tmp_path / "xid" / "dcgm_2026-03-04.prom"
+    xid.parent.mkdir()
+    xid.write_text(
+        "# TYPE DCGM_FI_DEV_XID_ERRORS gauge\n"
+        'DCGM_FI_DEV_XID_ERRORS{gpu="7",UUID="GPU-xid-test",Hostname="n00001"} 79 1772582460000\n'
+    )
+    leaf_s = (
+        "SELECT bucket, sum(gpu_s) FROM analytics.gpu_waterfall_hourly WHERE hour = $h"
+        " AND bucket IN ('failed_work_user', 'failed_work_infra') GROUP BY 1 ORDER BY 1"
+    )
+    hour = dt.datetime(2026, 3, 3, 23, tzinfo=dt.UTC)
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        for kind, pattern in (("sacct", "sacct/*.psv"), ("slurm-state", "slurm_state/*.psv"),
+                              ("dcgm-hourly", "dcgm_hourly/date=*/*.parquet"),
+                              ("dcgm", "dcgm/*.prom.gz")):  # fmt: skip
+            for f in sorted(base.glob(pattern)):
+                ingest_file(con, kind, f, opts)
+        rebuild(con, cfg)
+        job = con.execute(
+            "SELECT state, gpus, start_at, end_at, node_list FROM core.jobs WHERE job_id = '1131'"
+        ).fetchall()
+        before = dict(con.execute(leaf_s, {"h": hour}).fetchall())
+        ingest_file(con, "dcgm", xid, opts)
+        rebuild(con, cfg)
+        after = dict(con.execute(leaf_s, {"h": hour}).fetchall())
+        days = _planned_days(con)
+    assert job == [("FAILED", 1, dt.datetime(2026, 3, 3, 23, 26, 58, tzinfo=dt.UTC),
+                    dt.datetime(2026, 3, 4, 0, 3, 42, tzinfo=dt.UTC), ["n00001"])]  # fmt: skip
+    assert "2026-03-03" in days["scale-a"]
+    assert after.get("failed_work_infra", 0.0) - before.get("failed_work_infra", 0.0) == 1982.0
+    assert before["failed_work_user"] - after.get("failed_work_user", 0.0) == 1982.0
     assert_equals_full_rebuild(cfg, tmp_path)
