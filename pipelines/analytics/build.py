@@ -1000,7 +1000,8 @@ class _TableWriter:
 
     Called as ``write(table, frame)``: the frame is stored without the cut-off ``as_of``
     (:func:`_stored`); a full build replaces the table; an incremental build rewrites only the
-    rows that changed (:func:`pipelines.warehouse.diff_replace`; a table whose columns changed
+    rows that changed (:func:`pipelines.warehouse.diff_replace`; ``core.jobs`` by the difference
+    the plan found, :func:`pipelines.warehouse.apply_row_diff`; a table whose columns changed
     is replaced whole), except the time-keyed :data:`WINDOW_TABLES` and
     :data:`~pipelines.analytics.incremental.INCREMENTAL_TABLES` (computed for the plan's days
     only), which it keeps until :meth:`finish` writes the plan's cluster-days of them

@@ -319,7 +319,7 @@ def _row_hash_sql(columns: list[tuple[str, str]]) -> str:
 
 def columns_match(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> bool:
     """Whether ``table`` exists with ``frame``'s column names and DuckDB types, in order: the
-    condition under which :func:`diff_replace` and :func:`changed_rows` compare the two (they
+    condition under which :func:`diff_replace` and :func:`row_diff` compare the two (they
     give None otherwise).
 
     Raises:
