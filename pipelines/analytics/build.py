@@ -382,7 +382,8 @@ def _build(
     plan = plan_build(
         con, cfg, registry_path=path, jobs=core.jobs, pending=core.pending, occupancy=occ,
         nodes=core.nodes, as_of=core.as_of, topology=core.topology, node_down=core.node_down,
-        full=full,
+        full=full, slurmd_pairs=sok.slurmd_maps.select("cluster", "k8s_cluster")
+        if sok.slurmd_maps.height else None,
     )  # fmt: skip
     plan = _pair_days(plan, sok.slurmd_maps)
     if not plan.full and plan.days:

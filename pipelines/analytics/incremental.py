@@ -21,7 +21,8 @@ time-keyed tables:
 A cluster-day is affected when (see :func:`plan_build`): an input file of that day was loaded,
 re-loaded or deleted since the last build (each ``raw.ingests`` row compared with the last
 build's copy, :data:`INGESTS_TABLE`; DCGM loads count the days their samples cover, or covered:
-:data:`TELEMETRY_SPANS_TABLE`, and the day after, whose XID events read them); a job or
+:data:`TELEMETRY_SPANS_TABLE`, and the day after, whose XID events read them, with the days of
+the FAILED attempts their XID events may decide); a job or
 never-started job overlapping it changed (its span from submit to end, or to ``as_of`` while
 open); a topology map or a node's down/drain interval covering it changed; its hourly
 capacity, down or allocated GPU-seconds changed; or it lies between the previous and the new
@@ -440,6 +441,7 @@ def plan_build(
     topology: pl.DataFrame,
     node_down: pl.DataFrame,
     full: bool = False,
+    slurmd_pairs: pl.DataFrame | None = None,
 ) -> BuildPlan:
     """Decide between a full and an incremental rebuild, and the affected cluster-days.
 
@@ -456,6 +458,8 @@ def plan_build(
         as_of: ``cluster, as_of`` (new cut-offs); topology: the new ``core.topology``;
         node_down: the new node down/drain intervals (``cluster, node, start_at, end_at``).
         full: force a full rebuild.
+        slurmd_pairs: ``cluster, k8s_cluster`` of the Slurm clusters whose slurmd pods run on a
+            Kubernetes cluster (their GPUs' XID events are the Slurm cluster's).
 
     Returns:
         The plan; ``days`` holds every cluster-day whose time-keyed rows may differ from the
@@ -516,9 +520,10 @@ def plan_build(
             if day is None or cluster is None:
                 return _full(f"{file}: loaded file names no day or cluster")
             add({cluster: {dt.date.fromisoformat(day)}})
-    # 1b. An XID event in those samples (new, or gone) may turn a FAILED attempt ending within
-    # the XID window after it into an infrastructure failure, a leaf all its hours take.
-    add(_xid_attempt_days(jobs, pl.concat(xid_spans)))
+    # 1b. An XID event in those samples (new, or gone), or at the next sample after them, may
+    # turn a FAILED attempt ending within the XID window after it into an infrastructure
+    # failure, a leaf all its hours take.
+    add(_xid_attempt_days(jobs, pl.concat(xid_spans), slurmd_pairs))
     spans_now = pl.concat(
         [old_spans.join(kept.select("ingest_id"), on="ingest_id", how="semi"), new_spans]
     ).sort("ingest_id", "cluster")
@@ -574,16 +579,34 @@ def plan_build(
     )  # fmt: skip
 
 
-def _xid_attempt_days(jobs: pl.DataFrame, spans: pl.DataFrame) -> dict[str, set[dt.date]]:
+def _xid_attempt_days(
+    jobs: pl.DataFrame, spans: pl.DataFrame, slurmd_pairs: pl.DataFrame | None = None
+) -> dict[str, set[dt.date]]:
     """Per cluster, the UTC days (start to end) of the FAILED attempts of ``jobs`` whose
-    infrastructure-failure leaf an XID event among samples of ``spans`` (``cluster, lo, hi``:
-    5-minute DCGM loads new or deleted since the last build) may decide: those ending within
-    :data:`metrics.waterfall.XID_WINDOW_S` after a time in [lo, hi]. The leaf
-    (``failed_work_infra`` or ``failed_work_user``, :func:`metrics.waterfall.attempt_outcomes`)
-    is the attempt's over every hour it ran, not only the hours of the samples' days."""
+    infrastructure-failure leaf an XID event of ``spans`` (``cluster, lo, hi``: the samples of
+    5-minute DCGM loads new or deleted since the last build) may decide.
+
+    An XID event is a change of a GPU's value from its previous sample
+    (``sql/analytics/xid_events.sql``), so such a load changes the events among its own samples
+    and the one at the next sample after them, taken as within a day (the day after a load is
+    planned on the same grounds). An event at t decides the FAILED attempts on its node ending
+    in [t, t + :data:`metrics.waterfall.XID_WINDOW_S`], and their leaf (``failed_work_infra`` or
+    ``failed_work_user``, :func:`metrics.waterfall.attempt_outcomes`) holds over every hour they
+    ran: so the attempts of the span's cluster ending in [lo, hi + 1 day + the window]. A span
+    of a Kubernetes cluster counts for the Slurm clusters its slurmd pods run (``slurmd_pairs``:
+    ``cluster, k8s_cluster``), to which their GPUs' XIDs are moved
+    (:func:`pipelines.core.slurm_on_k8s.rehome_slurmd_dcgm`)."""
     if spans.is_empty() or jobs.is_empty():
         return {}
-    window = dt.timedelta(seconds=XID_WINDOW_S)
+    if slurmd_pairs is not None and slurmd_pairs.height:
+        lent = spans.join(
+            slurmd_pairs.select(
+                pl.col("k8s_cluster").alias("cluster"), pl.col("cluster").alias("_to")
+            ).unique(),
+            on="cluster",
+        )
+        spans = pl.concat([spans, lent.select(pl.col("_to").alias("cluster"), "lo", "hi")])
+    window = _DAY + dt.timedelta(seconds=XID_WINDOW_S)
     failed = jobs.lazy().filter(
         (base_state() == "FAILED")
         & pl.col("start_at").is_not_null()

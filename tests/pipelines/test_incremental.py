@@ -658,6 +658,27 @@ def test_a_5_minute_load_that_turns_the_hourly_rule_over_plans_every_day(
     assert_equals_full_rebuild(cfg, tmp_path)
 
 
+def _load_scale_cluster(con: duckdb.DuckDBPyConnection, base: Path) -> None:
+    """Every input file of :func:`_scale_cluster`'s folder ``base``, 5-minute samples included."""
+    for kind, pattern in (("sacct", "sacct/*.psv"), ("slurm-state", "slurm_state/*.psv"),
+                          ("dcgm-hourly", "dcgm_hourly/date=*/*.parquet"),
+                          ("dcgm", "dcgm/*.prom.gz")):  # fmt: skip
+        for f in sorted(base.glob(pattern)):
+            ingest_file(con, kind, f, IngestOptions(cluster="scale-a", tz="UTC"))
+
+
+def _xid_file(folder: Path, at: dt.datetime) -> Path:
+    """A DCGM scrape with one sample: XID 79 on n00001's GPU 7 at ``at``."""
+    folder.mkdir()
+    path = folder / f"dcgm_{at.date().isoformat()}.prom"
+    ms = int(at.timestamp() * 1000)
+    path.write_text(
+        "# TYPE DCGM_FI_DEV_XID_ERRORS gauge\n"
+        f'DCGM_FI_DEV_XID_ERRORS{{gpu="7",UUID="GPU-xid-test",Hostname="n00001"}} 79 {ms}\n'
+    )
+    return path
+
+
 def test_an_xid_load_turns_a_failed_attempt_of_the_day_before_into_infrastructure(
     tmp_path: Path,
 ) -> None:
@@ -674,12 +695,7 @@ def test_an_xid_load_turns_a_failed_attempt_of_the_day_before_into_infrastructur
     the other 222 s (to 00:03:42). The build equals a full rebuild, row for row."""
     cfg, base = _scale_cluster(tmp_path, dcgm_5min_days=2)
     opts = IngestOptions(cluster="scale-a", tz="UTC")
-    xid = tmp_path / "xid" / "dcgm_2026-03-04.prom"
-    xid.parent.mkdir()
-    xid.write_text(
-        "# TYPE DCGM_FI_DEV_XID_ERRORS gauge\n"
-        'DCGM_FI_DEV_XID_ERRORS{gpu="7",UUID="GPU-xid-test",Hostname="n00001"} 79 1772582460000\n'
-    )
+    xid = _xid_file(tmp_path / "xid", dt.datetime(2026, 3, 4, 0, 1, tzinfo=dt.UTC))
     leaf_s = (
         "SELECT bucket, sum(gpu_s) FROM analytics.gpu_waterfall_hourly WHERE hour = $h"
         " AND bucket IN ('failed_work_user', 'failed_work_infra') GROUP BY 1 ORDER BY 1"
@@ -687,11 +703,7 @@ def test_an_xid_load_turns_a_failed_attempt_of_the_day_before_into_infrastructur
     hour = dt.datetime(2026, 3, 3, 23, tzinfo=dt.UTC)
     with connect(cfg.warehouse_path) as con:
         init_warehouse(con)
-        for kind, pattern in (("sacct", "sacct/*.psv"), ("slurm-state", "slurm_state/*.psv"),
-                              ("dcgm-hourly", "dcgm_hourly/date=*/*.parquet"),
-                              ("dcgm", "dcgm/*.prom.gz")):  # fmt: skip
-            for f in sorted(base.glob(pattern)):
-                ingest_file(con, kind, f, opts)
+        _load_scale_cluster(con, base)
         rebuild(con, cfg)
         job = con.execute(
             "SELECT state, gpus, start_at, end_at, node_list FROM core.jobs WHERE job_id = '1131'"
@@ -707,3 +719,70 @@ def test_an_xid_load_turns_a_failed_attempt_of_the_day_before_into_infrastructur
     assert after.get("failed_work_infra", 0.0) - before.get("failed_work_infra", 0.0) == 1982.0
     assert before["failed_work_user"] - after.get("failed_work_user", 0.0) == 1982.0
     assert_equals_full_rebuild(cfg, tmp_path)
+
+
+def test_an_xid_load_that_moves_the_next_samples_event_plans_its_attempts_days(
+    tmp_path: Path,
+) -> None:
+    """An XID event is a change of a GPU's value from its previous sample, so a load changes
+    the event at the next sample after its own too. Job 1034 FAILED on n00001, 1 GPU,
+    2026-03-01 12:44:16 → 2026-03-02 10:01:17. Built with a scrape holding XID 79 at 03-02 09:55
+    (an event within 10 minutes before the end: infrastructure failure); then a scrape of 79 on
+    the same GPU at 09:40 loaded: the event is at 09:40 now, 09:55 repeats the value, and no
+    event lies in [09:51:17, 10:01:17]: the attempt is a user failure over all its hours. The
+    plan covers 03-01 (the attempts ending within a day and the XID window after the load).
+
+    Hand count: 2026-03-01 holds 12:44:16 → 24:00:00 of it, 11 h 15 min 44 s = 40,544
+    GPU-seconds, which move from ``failed_work_infra`` to ``failed_work_user``. The build equals
+    a full rebuild, row for row."""
+    cfg, base = _scale_cluster(tmp_path, dcgm_5min_days=2)
+    later = _xid_file(tmp_path / "y", dt.datetime(2026, 3, 2, 9, 55, tzinfo=dt.UTC))
+    earlier = _xid_file(tmp_path / "x", dt.datetime(2026, 3, 2, 9, 40, tzinfo=dt.UTC))
+    opts = IngestOptions(cluster="scale-a", tz="UTC")
+    leaf_s = (
+        "SELECT bucket, sum(gpu_s) FROM analytics.gpu_waterfall_hourly"
+        " WHERE CAST(hour AS DATE) = DATE '2026-03-01'"
+        " AND bucket IN ('failed_work_user', 'failed_work_infra') GROUP BY 1 ORDER BY 1"
+    )
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        _load_scale_cluster(con, base)
+        ingest_file(con, "dcgm", later, opts)
+        rebuild(con, cfg)
+        job = con.execute(
+            "SELECT state, gpus, start_at, end_at, node_list FROM core.jobs WHERE job_id = '1034'"
+        ).fetchall()
+        before = dict(con.execute(leaf_s).fetchall())
+        ingest_file(con, "dcgm", earlier, opts)
+        rebuild(con, cfg)
+        after = dict(con.execute(leaf_s).fetchall())
+        days = _planned_days(con)
+    assert job == [("FAILED", 1, dt.datetime(2026, 3, 1, 12, 44, 16, tzinfo=dt.UTC),
+                    dt.datetime(2026, 3, 2, 10, 1, 17, tzinfo=dt.UTC), ["n00001"])]  # fmt: skip
+    assert "2026-03-01" in days["scale-a"]
+    assert before["failed_work_infra"] - after.get("failed_work_infra", 0.0) == 40544.0
+    assert after["failed_work_user"] - before.get("failed_work_user", 0.0) == 40544.0
+    assert_equals_full_rebuild(cfg, tmp_path)
+
+
+def test_a_slurmd_pods_xid_plans_the_slurm_clusters_failed_attempts() -> None:
+    """The XID attempt rule by hand. Attempts: slurm-x FAILED 03-01 22:00 → 03-02 01:00 (ends
+    within the window after k8s-x's span 03-02 00:50–00:55), slurm-x COMPLETED at the same times
+    (not FAILED), slurm-x FAILED 03-01 10:00 → 03-01 12:00 (ends before the span). A span of
+    k8s-x, whose slurmd pods run slurm-x (their XIDs are slurm-x's): slurm-x's days 03-01 and
+    03-02; without the pair, nothing (no attempt of k8s-x)."""
+    from pipelines.analytics.incremental import _xid_attempt_days
+
+    def t(day: int, h: int, m: int = 0) -> dt.datetime:
+        return dt.datetime(2026, 3, day, h, m, tzinfo=dt.UTC)
+
+    jobs = pl.DataFrame(
+        {"cluster": ["slurm-x"] * 3, "state": ["FAILED", "COMPLETED", "failed "],
+         "start_at": [t(1, 22), t(1, 22), t(1, 10)], "end_at": [t(2, 1), t(2, 1), t(1, 12)]}
+    )  # fmt: skip
+    spans = pl.DataFrame({"cluster": ["k8s-x"], "lo": [t(2, 0, 50)], "hi": [t(2, 0, 55)]})
+    pairs = pl.DataFrame({"cluster": ["slurm-x"], "k8s_cluster": ["k8s-x"]})
+    assert _xid_attempt_days(jobs, spans) == {}
+    assert _xid_attempt_days(jobs, spans, pairs) == {
+        "slurm-x": {dt.date(2026, 3, 1), dt.date(2026, 3, 2)}
+    }
