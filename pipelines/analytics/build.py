@@ -387,12 +387,7 @@ def _build(
     )  # fmt: skip
     plan = _pair_days(plan, sok.slurmd_maps)
     if not plan.full and plan.days:
-        partners: dict[str, tuple[str, ...]] = {}
-        if sok.slurmd_maps.height:
-            pairs = sok.slurmd_maps.select("cluster", "k8s_cluster").unique().sort("*")
-            for c, k in pairs.iter_rows():
-                partners[c] = (*partners.get(c, ()), k)
-        days = with_hourly_rule_days(con, plan.days, occ, partners)
+        days = with_hourly_rule_days(con, plan.days, occ, sok.slurmd_maps)
         plan = _pair_days(replace(plan, days=days), sok.slurmd_maps)
     write = _TableWriter(con, plan)
     write.staged("core.slurm_jobs", parts)

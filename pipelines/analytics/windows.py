@@ -102,11 +102,22 @@ def attributed_activity_elsewhere(
     return bool(found["n"][0])
 
 
+def _partners(slurmd_maps: pl.DataFrame | None) -> dict[str, tuple[str, ...]]:
+    """Slurm cluster → the Kubernetes clusters whose slurmd pods run it (their GPUs' samples
+    are the Slurm cluster's), from the slurmd maps (``cluster, k8s_cluster``)."""
+    out: dict[str, tuple[str, ...]] = {}
+    if slurmd_maps is not None and slurmd_maps.height:
+        pairs = slurmd_maps.select("cluster", "k8s_cluster").unique().sort("cluster", "k8s_cluster")
+        for c, k in pairs.iter_rows():
+            out[c] = (*out.get(c, ()), k)
+    return out
+
+
 def with_hourly_rule_days(
     con: duckdb.DuckDBPyConnection,
     days: Mapping[str, set[dt.date]],
     occupancy: pl.DataFrame,
-    partners: Mapping[str, tuple[str, ...]],
+    slurmd_maps: pl.DataFrame | None = None,
 ) -> dict[str, set[dt.date]]:
     """An incremental build's cluster-days (``days``), with every day of ``occupancy`` (``cluster,
     hour``) of each cluster whose hourly-DCGM rule may turn over.
@@ -118,11 +129,12 @@ def with_hourly_rule_days(
     every day. It may then turn over when the cluster has labelled hourly rows and either the
     stored activity inside ``days`` is not empty (it may be gone now: a deleted or re-loaded
     5-minute load, a job no longer there to attribute it to) or 5-minute samples of the cluster
-    (or of its ``partners``, the Kubernetes clusters whose slurmd pods' samples are its) lie in
-    the days' window (activity may be attributed now where there was none). Such a cluster's
+    (or of the Kubernetes clusters whose slurmd pods run it, ``slurmd_maps``) lie in the days'
+    window (activity may be attributed now where there was none). Such a cluster's
     every day is rewritten; the waterfall of a day outside ``days`` is otherwise left as stored.
     """
     out = {c: set(ds) for c, ds in days.items()}
+    partners = _partners(slurmd_maps)
     for c, ds in days.items():
         if not ds or not labelled_hours(con, c) or attributed_activity_elsewhere(con, c, ds):
             continue
@@ -425,10 +437,7 @@ def window_tables(
     else:
         placeholder = False
         cuts = {c: a for c, a in as_of.iter_rows() if a is not None}
-        partners: dict[str, tuple[str, ...]] = {}
-        if slurmd_maps is not None and slurmd_maps.height:
-            for c, k in slurmd_maps.select("cluster", "k8s_cluster").unique().iter_rows():
-                partners[c] = (*partners.get(c, ()), k)
+        partners = _partners(slurmd_maps)
         scopes = (
             _cluster_scope(con, c, ds, cuts[c], jobs, nodes, changed_keys, partners.get(c, ()))
             for c, ds in sorted(days.items())
