@@ -996,8 +996,8 @@ class _TableWriter:
 
     Called as ``write(table, frame)``: the frame is stored without the cut-off ``as_of``
     (:func:`_stored`); a full build replaces the table; an incremental build rewrites only the
-    rows that changed (:func:`pipelines.warehouse.diff_replace`; ``core.jobs`` by the difference
-    the plan found, :func:`pipelines.warehouse.apply_row_diff`; a table whose columns changed
+    rows that changed (:func:`pipelines.warehouse.diff_replace`, or the difference the plan
+    found, ``plan.diffs``: :func:`pipelines.warehouse.apply_row_diff`; a table whose columns changed
     is replaced whole), except the time-keyed :data:`WINDOW_TABLES` and
     :data:`~pipelines.analytics.incremental.INCREMENTAL_TABLES` (computed for the plan's days
     only), which it keeps until :meth:`finish` writes the plan's cluster-days of them
@@ -1017,8 +1017,7 @@ class _TableWriter:
         if not self.plan.full and (table in WINDOW_TABLES or table in INCREMENTAL_TABLES):
             self.windows[table] = frame
             return
-        # core.jobs: the plan compared these attempts with the stored ones already
-        found = self.plan.jobs_diff if table == "core.jobs" else None
+        found = self.plan.diffs.get(table)  # compared by the plan already
         self._put(
             table, frame.height,
             (lambda: diff_replace(self.con, table, frame)) if found is None

@@ -156,9 +156,10 @@ class BuildPlan:
     UTC days to rewrite in :data:`INCREMENTAL_TABLES` (an empty map: nothing time-keyed changed).
     ``ingests``: every load as the plan read it (:data:`INGESTS_TABLE`'s columns); ``spans``:
     the telemetry loads' spans among them (:data:`TELEMETRY_SPANS_TABLE`), None when the build
-    reads them all (a full plan); both are kept by :func:`record_build`. ``jobs_diff``: how the
-    stored ``core.jobs`` differs from the new attempts, found by the plan and written by the
-    build (None: the build compares them itself).
+    reads them all (a full plan); both are kept by :func:`record_build`. ``diffs``: by table, how
+    the stored rows differ from the frame the build writes, found by the plan (``core.jobs``,
+    compared with the new attempts) and written by the build without comparing again; a table
+    not in it is compared when written.
     """
 
     full: bool
@@ -170,7 +171,7 @@ class BuildPlan:
     changed_keys: pl.DataFrame | None = None
     ingests: pl.DataFrame | None = None
     spans: pl.DataFrame | None = None
-    jobs_diff: RowDiff | None = None
+    diffs: dict[str, RowDiff] = field(default_factory=dict)
 
 
 def _ensure_state(con: duckdb.DuckDBPyConnection) -> None:
@@ -575,7 +576,7 @@ def plan_build(
     keys = changed_jobs.select("cluster", "job_id").unique()
     return BuildPlan(
         False, "incremental", days, build_id, int(top), fp, keys, ingests=loads, spans=spans_now,
-        jobs_diff=jobs_diff,
+        diffs={} if jobs_diff is None else {"core.jobs": jobs_diff},
     )  # fmt: skip
 
 
