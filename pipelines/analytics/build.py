@@ -503,7 +503,8 @@ class _SlurmParts:
     slurm_dirty_keys.sql``), a range holding none of them is neither read from the raw rows nor
     resolved again: what the core layer takes from its stored resolution in ``core.slurm_jobs``
     (``sql/analytics/stored_part_*.sql``, typed as the resolution types them by ``schema``)
-    comes as a :class:`pipelines.core.StoredPart`, and ``core.slurm_jobs`` keeps its rows."""
+    comes as a :class:`pipelines.core.StoredPart`, one for each run of consecutive such
+    ranges, and ``core.slurm_jobs`` keeps its rows."""
 
     def __init__(
         self,
@@ -545,16 +546,24 @@ class _SlurmParts:
 
     def __call__(self) -> Iterator[pl.DataFrame | StoredPart]:
         self.stored = 0
-        for lo, hi, last in self.ranges:
-            self.current = (lo, hi, last)
-            if self._is_clean(lo, hi, last):
+        for clean, group in itertools.groupby(self.ranges, key=lambda r: self._is_clean(*r)):
+            run = list(group)
+            if clean:
+                # Consecutive clean ranges are one stored part: one read of the stored rows
+                # per run, not per range (each read costs a pass over core.slurm_jobs'
+                # zone maps at least), in the same order as the ranges' parts would come.
+                lo, (_, hi, last) = run[0][0], run[-1]
+                self.current = (lo, hi, last)
                 yield self._stored_part(lo, hi, last)
-            elif len(self.ranges) == 1:
-                yield read_table(self.con, "raw.slurm_rows")
-            else:
-                yield run_named(
-                    self.con, "analytics/slurm_rows_part", {"lo": lo, "hi": hi, "last": last}
-                )
+                continue
+            for lo, hi, last in run:
+                self.current = (lo, hi, last)
+                if len(self.ranges) == 1:
+                    yield read_table(self.con, "raw.slurm_rows")
+                else:
+                    yield run_named(
+                        self.con, "analytics/slurm_rows_part", {"lo": lo, "hi": hi, "last": last}
+                    )
 
 
 def _slurm_parts(

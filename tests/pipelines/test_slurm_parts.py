@@ -3,6 +3,7 @@ reading them whole, with the raw rows of one part at a time in memory."""
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from pathlib import Path
 
@@ -377,3 +378,54 @@ def test_the_stored_resolution_is_reused_only_after_the_build_that_recorded_it(
             " FROM raw.slurm_rows LIMIT 1"
         )
         assert not reusable_resolution(con, key)
+
+
+def test_stored_parts_come_one_per_run_of_unchanged_ranges_with_the_range_rows(
+    loaded: tuple[Config, Path], tmp_path: Path
+) -> None:
+    """Built once (the lab export sorts before ``slurm-a``), the stored resolution is read
+    through :class:`_SlurmParts` with cuts at every 7th identity and two changed keys: the
+    ranges holding neither come as one :class:`StoredPart` per run of consecutive such
+    ranges (here 3 runs around the 2 changed ranges), and each stored part's attempts,
+    never-started allocations and per-cluster latest times are exactly those of
+    ``core.slurm_jobs`` in its range of ``(cluster, job_key)``, computed here by polars on the
+    whole table: ranges within one cluster, across the two clusters, the first and the last."""
+    from pipelines.analytics.build import _SlurmParts
+    from pipelines.core import StoredPart
+    from pipelines.core.build import resolved_slurm_schema
+
+    cfg, db = loaded
+    work = tmp_path / "w.duckdb"
+    shutil.copyfile(db, work)
+    with connect(work) as con:
+        rebuild(con, cfg, slurm_part_rows=40)
+        jobs = con.sql("SELECT * FROM core.slurm_jobs").pl()
+        schema = resolved_slurm_schema(read_table(con, "raw.slurm_rows").clear())
+        keys = sorted({f"{c}\0{k}" for c, k in jobs.select("cluster", "job_key").iter_rows()})
+        cuts = keys[7::7]
+        dirty = [keys[len(keys) // 3], keys[2 * len(keys) // 3]]
+        parts = _SlurmParts(con, cuts, dirty, schema)
+        got = list(parts())
+        stored = [p for p in got if isinstance(p, StoredPart)]
+    assert len(cuts) > 10 and {"lab", "slurm-a"} <= set(jobs["cluster"])
+    assert len(got) == 5 and len(stored) == 3 == parts.stored
+    assert [isinstance(p, StoredPart) for p in got] == [True, False, True, False, True]
+    key = pl.concat_str(pl.col("cluster"), pl.lit("\0"), pl.col("job_key"))
+    ranges = list(itertools.pairwise(["", *cuts, None]))
+    clean = [not any(lo <= d and (hi is None or d < hi) for d in dirty) for lo, hi in ranges]
+    assert clean.count(False) == 2
+    grouped = itertools.groupby(zip(clean, ranges, strict=True), key=lambda r: r[0])
+    runs = [(g[0][1][0], g[-1][1][1]) for g in (list(run) for _, run in grouped) if g[0][0]]
+    assert [r[0].split("\0")[0] for r in runs] == ["", "slurm-a", "slurm-a"]
+    assert runs[0][1].startswith("lab\0") is False and runs[-1][1] is None
+    allocs = jobs.filter(pl.col("is_allocation"))
+    for part, (lo, hi) in zip(stored, runs, strict=True):
+        in_range = (key >= lo) & ((key < hi) if hi is not None else pl.lit(True))
+        want = allocs.filter(in_range & pl.col("start_at").is_not_null())
+        assert part.attempts.height == want.height > 0
+        assert part.attempts["job_key"].to_list() == want["job_key"].to_list()
+        assert part.attempts["gpu_s"].to_list() == want["gpu_s"].to_list()
+        pending = allocs.filter(in_range & pl.col("start_at").is_null())
+        assert sorted(part.pending["job_id"].to_list()) == sorted(pending["job_id"].to_list())
+        latest = jobs.filter(in_range).group_by("cluster").agg(pl.col("end_at").max())
+        assert part.cuts.select("cluster", "end_at").equals(latest.sort("cluster"))
