@@ -753,8 +753,11 @@ def _tables(
     for table in list(windows.tables):  # the policy impact reads only the waterfall
         write(table, windows.tables.pop(table))
     # The per-attempt tables (a row per wait spell, a row per placed attempt and level) are
-    # written a range of attempts at a time, never held whole.
-    spells = write.parts("analytics.time_to_start_jobs")
+    # written a range of attempts at a time by a full build, never held whole. An incremental
+    # build holds the spells and compares them with the stored rows where they lie
+    # (diff_replace): storing every spell in a staged table to compare it there was 4 of a
+    # year's new day's 16 s, against 1.3 s (BENCHMARKS.md "Stored parts read as runs").
+    spells = write.parts("analytics.time_to_start_jobs") if plan.full else None
     engine = build_metric_tables(
         con,
         jobs=jobs,
@@ -768,7 +771,10 @@ def _tables(
         rows=units[1],
         spells=spells,
     )  # fmt: skip
-    write.staged("analytics.time_to_start_jobs", spells)
+    if spells is None:
+        write("analytics.time_to_start_jobs", engine.pop("analytics.time_to_start_jobs"))
+    else:
+        write.staged("analytics.time_to_start_jobs", spells)
     km = engine.pop("analytics.time_to_start_km")
     fair_hourly = engine.pop("fair_share_hourly")
     tts = _tts_summary(km) if km.width else naive_wait_percentiles(jobs.lazy()).collect()
