@@ -570,8 +570,9 @@ def _slurm_parts(
     con: duckdb.DuckDBPyConnection, part_rows: int, reuse: bool = False
 ) -> _SlurmParts:
     """The rows of ``raw.slurm_rows`` in ascending ranges of ``(cluster, job_key)`` of about
-    ``part_rows`` rows each (``sql/analytics/slurm_row_bounds.sql``: quantiles of the key; one
-    identity's rows never straddle two ranges), read one range at a time when iterated. With
+    ``part_rows`` rows each (``sql/analytics/slurm_row_bounds.sql``: quantiles of a sample of
+    the key; one identity's rows never straddle two ranges), read one range at a time when
+    iterated. With
     ``reuse`` (the stored resolution was made by today's code and registry:
     :func:`pipelines.analytics.incremental.reusable_resolution`), each range is also cut
     around the identities that changed since (:func:`_around_dirty`), and the ranges none of

@@ -429,3 +429,38 @@ def test_stored_parts_come_one_per_run_of_unchanged_ranges_with_the_range_rows(
         assert sorted(part.pending["job_id"].to_list()) == sorted(pending["job_id"].to_list())
         latest = jobs.filter(in_range).group_by("cluster").agg(pl.col("end_at").max())
         assert part.cuts.select("cluster", "end_at").equals(latest.sort("cluster"))
+
+
+def test_parts_of_more_keys_than_the_sample_hold_whole_identities_and_about_equal_rows(
+    tmp_path: Path,
+) -> None:
+    """150,000 raw rows of 50,000 identities (three rows each, in two clusters), more keys than
+    the 100,000 the range bounds are sampled from (``sql/analytics/slurm_row_bounds.sql``), cut
+    into parts of about 10,000 rows under a 64 MB DuckDB limit: every row comes in exactly one
+    part, every identity whole in one part, in ascending key order, 13 to 17 parts (15 exactly
+    at equal cuts) of 6,000 to 14,000 rows (a sampled quantile is off by a few hundred rows)."""
+    from pipelines.warehouse import memory_limit
+
+    with connect(tmp_path / "w.duckdb") as con:
+        init_warehouse(con)
+        con.execute(
+            "INSERT INTO raw.slurm_rows BY NAME"
+            " SELECT CASE WHEN i // 3 % 2 = 0 THEN 'alpha' ELSE 'beta' END AS cluster,"
+            " CAST(i // 3 AS VARCHAR) AS job_id, CAST(i // 3 AS VARCHAR) AS job_id_raw,"
+            " CASE i % 3 WHEN 0 THEN NULL WHEN 1 THEN 'batch' ELSE '0' END AS step,"
+            " i % 3 = 0 AS is_allocation, 'f.psv' AS file, i AS line_no, 1 AS ingest_id"
+            " FROM range(150000) r(i)"
+        )
+        with memory_limit(con, "64MB"):
+            raw = _read_raw(con, 10_000)
+            assert raw.slurm_parts is not None
+            parts = [p.select("cluster", "job_id") for p in raw.slurm_parts()]
+    sizes = [p.height for p in parts]
+    assert sum(sizes) == 150_000 and 13 <= len(parts) <= 17
+    assert min(sizes) >= 6_000 and max(sizes) <= 14_000
+    ids = [p.unique() for p in parts]
+    assert sum(i.height for i in ids) == 50_000  # no identity in two parts
+    assert all(i.height * 3 == p.height for i, p in zip(ids, parts, strict=True))
+    firsts = [(p["cluster"][0], p["job_id"].min()) for p in parts]
+    assert firsts[0][0] == "alpha" and firsts[-1][0] == "beta"
+    assert [f[0] for f in firsts] == sorted(f[0] for f in firsts)
