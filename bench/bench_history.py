@@ -17,7 +17,8 @@ memory is that step's own, ``VmHWM``):
 - ``new_day``: the ``goodput ingest`` of the window's last day (the same new day at every
   length): its sacct file and its hourly DCGM file loaded with ``ingest_file`` (seconds, rows
   loaded and rejected, peak memory once loaded), then the incremental ``rebuild`` that
-  ``goodput ingest`` runs after loading, then ``publish_serving_copy``; each part timed, the
+  ``goodput ingest`` runs after loading, then ``publish_serving_copy`` as it publishes (detail
+  of ``serving_detail_days``, 35 by default); each part timed, the
   peak memory after the load and after the rebuild, and the incremental rebuild as a ratio to
   the ``full`` step of the same length (the baseline, same command, wall and CPU seconds).
 
@@ -178,7 +179,8 @@ def _step(step: str, data: Path, work: Path, new_day: str, reuse: str | None) ->
             out["build_mode"] = mode
         out["peak_after_rebuild_mb"] = round(peak_rss_mb(), 1)
         t = time.perf_counter()
-        publish_serving_copy(db, work / "serving.duckdb")
+        # as ``goodput ingest`` publishes: aggregates whole, detail of the configured window
+        publish_serving_copy(db, work / "serving.duckdb", detail_days=cfg.serving_detail_days)
         out["publish_s"] = round(time.perf_counter() - t, 2)
         out["serving_mb"] = _mb(work / "serving.duckdb")
     else:

@@ -85,6 +85,33 @@ def test_recent_detail_keeps_aggregates_whole_and_cuts_detail(
         _count(out, f"SELECT count(*) FROM {v}")
 
 
+def test_raw_hourly_telemetry_is_cut_to_the_detail_window(warehouse: Path, tmp_path: Path) -> None:
+    """The hourly per-GPU DCGM aggregates are raw telemetry, cut like the 5-minute samples: a
+    copy of the warehouse with three hourly rows (2 h before the cut-off, at it, 1 h after;
+    cutoff = max(as_of) − 1 day) publishes only the last two; ``detail_days`` = 0 all three."""
+    import shutil
+
+    work = tmp_path / "w.duckdb"
+    shutil.copyfile(warehouse, work)
+    with connect(work) as con:
+        (cut,) = con.execute("SELECT max(as_of) FROM jobs").fetchall()[0]
+        cutoff = cut - dt.timedelta(days=1)
+        con.execute("DELETE FROM raw.dcgm_hourly")
+        for hour in (cutoff - dt.timedelta(hours=2), cutoff, cutoff + dt.timedelta(hours=1)):
+            con.execute(
+                "INSERT INTO raw.dcgm_hourly (cluster, hostname, gpu, uuid, hour, samples,"
+                " ingest_id) VALUES ('slurm-a', 'n1', 0, 'GPU-1', $h, 12, 1)",
+                {"h": hour},
+            )
+    out = publish(work, tmp_path / "s.duckdb", detail_days=1)
+    hours = "SELECT list(hour ORDER BY hour) FROM raw.dcgm_hourly"
+    with connect(out, read_only=True) as con:
+        kept = con.execute(hours).fetchall()[0][0]
+    assert kept == [cutoff, cutoff + dt.timedelta(hours=1)]
+    whole = publish(work, tmp_path / "all.duckdb", detail_days=0)
+    assert _count(whole, "SELECT count(*) FROM raw.dcgm_hourly") == 3
+
+
 def test_every_detail_filter_names_a_table_of_the_warehouse(warehouse: Path) -> None:
     """A renamed table would silently be copied whole: each filtered table must exist."""
     with connect(warehouse, read_only=True) as con:
