@@ -572,8 +572,7 @@ def _slurm_parts(
     """The rows of ``raw.slurm_rows`` in ascending ranges of ``(cluster, job_key)`` of about
     ``part_rows`` rows each (``sql/analytics/slurm_row_bounds.sql``: quantiles of a sample of
     the key; one identity's rows never straddle two ranges), read one range at a time when
-    iterated. With
-    ``reuse`` (the stored resolution was made by today's code and registry:
+    iterated. With ``reuse`` (the stored resolution was made by today's code and registry:
     :func:`pipelines.analytics.incremental.reusable_resolution`), each range is also cut
     around the identities that changed since (:func:`_around_dirty`), and the ranges none of
     whose identities changed come from the stored resolution (:class:`_SlurmParts`).
@@ -756,8 +755,9 @@ def _tables(
     # The per-attempt tables (a row per wait spell, a row per placed attempt and level) are
     # written a range of attempts at a time by a full build, never held whole. An incremental
     # build holds the spells and compares them with the stored rows where they lie
-    # (diff_replace): storing every spell in a staged table to compare it there was 4 of a
-    # year's new day's 16 s, against 1.3 s (BENCHMARKS.md "Stored parts read as runs").
+    # (diff_replace): storing every spell in a staged table to compare it there took about 4 s
+    # of a year's 16 s new day, comparing the held spells 1.4 s (BENCHMARKS.md "Stored parts
+    # read as runs").
     spells = write.parts("analytics.time_to_start_jobs") if plan.full else None
     engine = build_metric_tables(
         con,
