@@ -6,7 +6,8 @@
 -- fewer, so a small table is cut exactly): a range needs whole identities, not exactly equal
 -- rows (a 100,000-key sample puts about 1,000 sampled keys in each of a hundred ranges), and the
 -- exact quantiles hold every key at once: 23.5 million keys, a year of 100,000 GPUs, ran out of
--- the build's 512 MB (BENCHMARKS.md "Stored parts read as runs"). Seeded, so the cuts repeat.
+-- the build's 512 MB (BENCHMARKS.md "Stored parts read as runs"). Seeded, so the cuts repeat on
+-- one thread; DuckDB does not promise it on several, and no table depends on where they fall.
 SELECT DISTINCT unnest(quantile_disc(_part_key, $fractions)) AS bound
 FROM (SELECT _part_key FROM slurm_rows_keyed USING SAMPLE reservoir(100000 ROWS) REPEATABLE (7))
 ORDER BY bound
