@@ -79,8 +79,10 @@ from pipelines.warehouse import (
     apply_row_diff,
     columns_match,
     count_rows,
+    diff_job_rows,
     diff_replace,
     diff_replace_from,
+    diff_replace_keys,
     drop_table,
     memory_limit,
     read_table,
@@ -384,6 +386,7 @@ def _build(
         nodes=core.nodes, as_of=core.as_of, topology=core.topology, node_down=core.node_down,
         full=full, slurmd_pairs=sok.slurmd_maps.select("cluster", "k8s_cluster")
         if sok.slurmd_maps.height else None,
+        slurm_changed=parts.changed_jobs() if isinstance(parts, _RangeDiffWriter) else None,
     )  # fmt: skip
     plan = _pair_days(plan, sok.slurmd_maps)
     if not plan.full and plan.days:
@@ -431,6 +434,10 @@ class _PartWriter:
         self.rows += frame.height
 
 
+#: The columns that name a job in the per-attempt tables.
+_JOB = ("cluster", "job_id")
+
+
 class _RangeDiffWriter(_PartWriter):
     """Writes ``table`` part by part, each part the resolved rows of one range of identities
     (``ranges.current``, :class:`_SlurmParts`): the stored rows of that range that the part
@@ -439,7 +446,8 @@ class _RangeDiffWriter(_PartWriter):
     so a build whose history barely changed rewrites only the changed rows, not every resolved
     row. Where the first part cannot be diffed (``table`` missing, its columns changed) every
     part goes to ``staged`` instead (:attr:`table` is then ``staged``, for
-    :meth:`_TableWriter.staged`). ``deleted``/``inserted`` count the rows the diffs wrote."""
+    :meth:`_TableWriter.staged`). ``deleted``/``inserted`` count the rows the diffs wrote, and
+    :meth:`changed_jobs` names the jobs they belong to."""
 
     def __init__(
         self,
@@ -453,19 +461,31 @@ class _RangeDiffWriter(_PartWriter):
         self.ranges = ranges if isinstance(ranges, _SlurmParts) else None
         self.deleted = self.inserted = 0
         self.diffed = self.ranges is not None
+        self.changed: list[pl.DataFrame] = []
+
+    def changed_jobs(self) -> pl.DataFrame | None:
+        """``cluster, job_id`` of every row the diffs deleted or inserted (the resolved rows
+        of every other job are the stored ones), or None when the parts were not all diffed
+        (staged: any job may have changed)."""
+        if not self.diffed:
+            return None
+        if not self.changed:
+            return pl.DataFrame(schema={"cluster": pl.String(), "job_id": pl.String()})
+        return pl.concat(self.changed, how="vertical_relaxed").unique()
 
     def __call__(self, frame: pl.DataFrame) -> None:
         if self.diffed:
             assert self.ranges is not None
-            lo, hi, last = self.ranges.current
-            done = diff_replace(
-                self.con, self.target, _stored(self.target, frame),
+            done = diff_replace_keys(
+                self.con, self.target, _stored(self.target, frame), _JOB,
                 where=load_sql("analytics/slurm_jobs_in_range"),
-                params={"lo": lo, "hi": hi, "last": last},
+                params=_range_params(*self.ranges.current),
             )  # fmt: skip
             if done is not None:
                 self.deleted += done[0]
                 self.inserted += done[1]
+                if done[2].height:
+                    self.changed.append(done[2].cast(pl.String()))
                 self.parts += 1
                 self.rows += frame.height
                 return
@@ -491,6 +511,17 @@ def _read_registry(path: Path) -> RegistryFrames:
 #: (:attr:`pipelines.core.RawFrames.slurm_parts`). A year of 10,000 GPUs holds about 2.4M rows,
 #: 10 parts; BENCHMARKS.md "The Slurm rows in parts" measures the peak memory this saves.
 SLURM_PART_ROWS = 250_000
+
+
+def _range_params(lo: str, hi: str, last: bool) -> dict[str, object]:
+    """The parameters of the statements that select one range ``[lo, hi)`` of ``(cluster, job
+    key)`` sort keys (``last``: no upper end): the keys themselves and each split at its NUL
+    byte into cluster and job key (``sql/analytics/slurm_jobs_in_range.sql``,
+    ``stored_part_*.sql``; each statement binds those it names)."""
+    lo_cluster, _, lo_key = lo.partition("\0")
+    hi_cluster, _, hi_key = hi.partition("\0")
+    return {"lo": lo, "hi": hi, "last": last, "lo_cluster": lo_cluster, "lo_job_key": lo_key,
+            "hi_cluster": hi_cluster, "hi_job_key": hi_key}  # fmt: skip
 
 
 class _SlurmParts:
@@ -529,10 +560,7 @@ class _SlurmParts:
 
     def _stored_part(self, lo: str, hi: str, last: bool) -> StoredPart:
         assert self.schema is not None
-        lo_cluster, _, lo_key = lo.partition("\0")
-        hi_cluster, _, hi_key = hi.partition("\0")
-        params = {"lo_cluster": lo_cluster, "lo_job_key": lo_key, "hi_cluster": hi_cluster,
-                  "hi_job_key": hi_key, "last": last}  # fmt: skip
+        params = _range_params(lo, hi, last)
 
         def read(name: str) -> pl.DataFrame:
             frame = run_named(self.con, f"analytics/stored_part_{name}", params)
@@ -754,11 +782,11 @@ def _tables(
         write(table, windows.tables.pop(table))
     # The per-attempt tables (a row per wait spell, a row per placed attempt and level) are
     # written a range of attempts at a time by a full build, never held whole. An incremental
-    # build holds the spells and compares them with the stored rows where they lie
-    # (diff_replace): storing every spell in a staged table to compare it there took about 4 s
-    # of a year's 16 s new day, comparing the held spells 1.4 s (BENCHMARKS.md "Stored parts
-    # read as runs").
-    spells = write.parts("analytics.time_to_start_jobs") if plan.full else None
+    # build keeps only the spells of the jobs whose spells may differ (``plan.wait_keys``) and
+    # rewrites those jobs' rows: comparing every held spell with the stored rows took 1.4 s of
+    # a year's 12 s new day (BENCHMARKS.md "Stored parts read as runs").
+    kept = _KeyedSpells(plan.wait_keys) if not plan.full and plan.wait_keys is not None else None
+    spells = write.parts("analytics.time_to_start_jobs") if plan.full else kept
     engine = build_metric_tables(
         con,
         jobs=jobs,
@@ -772,10 +800,12 @@ def _tables(
         rows=units[1],
         spells=spells,
     )  # fmt: skip
-    if spells is None:
-        write("analytics.time_to_start_jobs", engine.pop("analytics.time_to_start_jobs"))
-    else:
+    if kept is not None:
+        write.job_rows("analytics.time_to_start_jobs", kept.frame(), kept.keys)
+    elif isinstance(spells, _PartWriter):
         write.staged("analytics.time_to_start_jobs", spells)
+    else:
+        write("analytics.time_to_start_jobs", engine.pop("analytics.time_to_start_jobs"))
     km = engine.pop("analytics.time_to_start_km")
     fair_hourly = engine.pop("fair_share_hourly")
     tts = _tts_summary(km) if km.width else naive_wait_percentiles(jobs.lazy()).collect()
@@ -833,6 +863,29 @@ def _tables(
     for table, frame in rest.items():
         write(table, frame)
     return windows.job_keys
+
+
+class _KeyedSpells:
+    """Takes the wait spells part by part (``spells`` of :func:`build_metric_tables`) and keeps
+    the rows of the jobs ``keys`` (``cluster, job_id``) only; :meth:`frame` is them, in the
+    order they came."""
+
+    def __init__(self, keys: pl.DataFrame) -> None:
+        self.keys = keys.select(pl.col("cluster", "job_id").cast(pl.String()))
+        self.parts: list[pl.DataFrame] = []
+
+    def __call__(self, part: pl.DataFrame) -> None:
+        self.parts.append(part.join(self.keys, on=["cluster", "job_id"], how="semi"))
+
+    def frame(self) -> pl.DataFrame:
+        """The kept spells (:func:`build_metric_tables` emits at least one part, empty or not,
+        for every cluster, and for a placeholder one when there is none).
+
+        Raises:
+            ValueError: no part came."""
+        if not self.parts:
+            raise ValueError("no wait spells were emitted (not even an empty part)")
+        return pl.concat(self.parts, how="vertical_relaxed")
 
 
 def _stored(table: str, frame: pl.DataFrame) -> pl.DataFrame:
@@ -1048,6 +1101,19 @@ class _TableWriter:
         d, i = replace_job_rows(self.con, table, _stored(table, frame), keys)
         self.counts[table] = count_rows(self.con, table)
         self.log.append((table, "jobs", d, i))
+
+    def job_rows(self, table: str, frame: pl.DataFrame, keys: pl.DataFrame) -> None:
+        """Write an incremental build's rows of the jobs ``keys`` (``cluster, job_id``) of a
+        per-attempt ``table``, ``frame`` holding every new row of those jobs and no other:
+        only the rows that differ from those jobs' stored rows are written
+        (:func:`pipelines.warehouse.diff_job_rows`); where the stored columns differ, the
+        jobs' rows are deleted and ``frame`` inserted by column name, as :meth:`jobs` does."""
+        frame = _stored(table, frame)
+        done = diff_job_rows(self.con, table, frame, keys)
+        if done is None:
+            done = replace_job_rows(self.con, table, frame, keys)
+        self.counts[table] = count_rows(self.con, table)
+        self.log.append((table, "rows", *done))
 
     def parts(self, table: str) -> _PartWriter:
         """A writer of ``table`` part by part, for :meth:`staged` to finish: a full build

@@ -159,7 +159,10 @@ class BuildPlan:
     reads them all (a full plan); both are kept by :func:`record_build`. ``diffs``: by table, how
     the stored rows differ from the frame the build writes, found by the plan (``core.jobs``,
     compared with the new attempts) and written by the build without comparing again; a table
-    not in it is compared when written.
+    not in it is compared when written. ``changed_keys``: ``cluster, job_id`` of the attempts
+    that changed (old rows and new); ``wait_keys``: those whose wait spells
+    (``analytics.time_to_start_jobs``) may differ from the stored ones (:func:`wait_keys`),
+    which an incremental build rewrites by key instead of comparing every spell.
     """
 
     full: bool
@@ -169,6 +172,7 @@ class BuildPlan:
     max_ingest_id: int = 0
     fingerprint: str = ""
     changed_keys: pl.DataFrame | None = None
+    wait_keys: pl.DataFrame | None = None
     ingests: pl.DataFrame | None = None
     spans: pl.DataFrame | None = None
     diffs: dict[str, RowDiff] = field(default_factory=dict)
@@ -384,18 +388,92 @@ def _changed_rows(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
 
 
 def _changed_jobs(
-    con: duckdb.DuckDBPyConnection, jobs: pl.DataFrame
+    con: duckdb.DuckDBPyConnection, jobs: pl.DataFrame, slurm_changed: pl.DataFrame | None = None
 ) -> tuple[pl.DataFrame, RowDiff | None]:
     """The rows of the stored ``core.jobs`` and of ``jobs`` (``as_of`` left out) that the other
     lacks, compared in DuckDB (:func:`pipelines.warehouse.row_diff`: only the rows that differ
     come back), with that difference, which the build then writes without comparing again;
     where the stored columns or types differ from ``jobs``', the stored table is read and
     compared in polars (:func:`_changed_rows`, duplicates not counted: at most it plans days a
-    counted comparison would not), and there is no difference to write."""
-    found = row_diff(con, "core.jobs", jobs.drop("as_of", strict=False))
+    counted comparison would not), and there is no difference to write.
+
+    With ``slurm_changed`` (``cluster, job_id`` of the jobs whose resolved Slurm rows changed
+    since the stored build: every other Slurm attempt is its stored row), only the rows of
+    ``sql/analytics/jobs_in_diff_scope.sql`` are compared on both sides: a year's new day
+    compared about 7,000 jobs' attempts, not 2.1 M (BENCHMARKS.md)."""
+    new = jobs.drop("as_of", strict=False)
+    if slurm_changed is None:
+        found = row_diff(con, "core.jobs", new)
+    else:
+        _k = slurm_changed.select(pl.col("cluster", "job_id").cast(pl.String())).unique()
+        marked = _k.with_columns(pl.lit(True).alias("_in"))
+        scope = new.select("cluster", "job_id").join(
+            marked, on=["cluster", "job_id"], how="left", maintain_order="left"
+        ).select(
+            pl.col("_in").fill_null(False)
+            | pl.col("cluster").is_null()
+            | pl.col("job_id").is_null()
+        ).to_series() | new["source"].ne_missing("slurm")
+        con.execute("CREATE OR REPLACE TEMP TABLE _diff_job_keys AS SELECT * FROM _k")
+        try:
+            found = row_diff(
+                con, "core.jobs", new, where=load_sql("analytics/jobs_in_diff_scope"), scope=scope
+            )
+        finally:
+            con.execute("DROP TABLE IF EXISTS temp._diff_job_keys")
     if found is None:
         return _changed_rows(read_table(con, "core.jobs"), jobs), None
     return found.rows, found
+
+
+def wait_keys(
+    changed: tuple[pl.DataFrame, ...],
+    frames: tuple[pl.DataFrame, ...],
+    as_of: pl.DataFrame,
+    old_as_of: pl.DataFrame,
+) -> pl.DataFrame:
+    """``cluster, job_id`` of every wait spell (:func:`metrics.wait_spells`, one per attempt
+    and per never-started job) that may differ between the stored build and this one.
+
+    A spell is a function of its own row and its cluster's cut-off alone: an attempt started by
+    the cut-off waits from eligible to start; otherwise the spell is censored at the cut-off
+    (or ends at its cancel time), and a row eligible after the cut-off has none. So a spell
+    differs only where its row changed (``changed``: the rows either build lacks, old and new)
+    or where it reads the cut-off: a row of ``frames`` (the new attempts and never-started
+    rows; an unchanged row is the same in both builds) with no start, a start, end or eligible
+    time after the earlier of the two cut-offs, or a cluster without a cut-off in either build.
+
+    Args:
+        changed: frames with ``cluster, job_id`` (the rows that changed, either side).
+        frames: the new frames with ``cluster, job_id, eligible_at, end_at`` and, for attempts,
+            ``start_at`` (a frame without it is never-started rows).
+        as_of, old_as_of: ``cluster, as_of``, the new and the stored cut-offs.
+
+    Returns:
+        The distinct keys, ``cluster`` and ``job_id`` (String).
+    """
+    cut = (
+        as_of.join(old_as_of, on="cluster", how="full", coalesce=True, suffix="_old")
+        .select(
+            "cluster",
+            pl.when(pl.col("as_of").is_null() | pl.col("as_of_old").is_null())
+            .then(None)
+            .otherwise(pl.min_horizontal("as_of", "as_of_old"))
+            .alias("_cut"),
+        )
+        .unique("cluster")
+    )
+    keys = [f.select(pl.col("cluster", "job_id").cast(pl.String())) for f in changed if f.height]
+    after = pl.col("_cut").is_null()
+    for f in frames:
+        rows = f.drop("as_of", strict=False).join(cut, on="cluster", how="left")
+        times = [c for c in ("eligible_at", "start_at", "end_at") if c in rows.columns]
+        open_ = pl.col("start_at" if "start_at" in rows.columns else "end_at").is_null()
+        reads = after | open_ | pl.any_horizontal(pl.col(c) > pl.col("_cut") for c in times)
+        keys.append(rows.filter(reads).select(pl.col("cluster", "job_id").cast(pl.String())))
+    if not keys:
+        return pl.DataFrame(schema={"cluster": pl.String(), "job_id": pl.String()})
+    return pl.concat(keys).unique()
 
 
 def _stable_waits(
@@ -443,6 +521,7 @@ def plan_build(
     node_down: pl.DataFrame,
     full: bool = False,
     slurmd_pairs: pl.DataFrame | None = None,
+    slurm_changed: pl.DataFrame | None = None,
 ) -> BuildPlan:
     """Decide between a full and an incremental rebuild, and the affected cluster-days.
 
@@ -461,6 +540,8 @@ def plan_build(
         full: force a full rebuild.
         slurmd_pairs: ``cluster, k8s_cluster`` of the Slurm clusters whose slurmd pods run on a
             Kubernetes cluster (their GPUs' XID events are the Slurm cluster's).
+        slurm_changed: ``cluster, job_id`` of the jobs whose resolved Slurm rows the build
+            changed in ``core.slurm_jobs`` (None: unknown, every attempt is compared).
 
     Returns:
         The plan; ``days`` holds every cluster-day whose time-keyed rows may differ from the
@@ -537,7 +618,7 @@ def plan_build(
         orient="row",
     )
     old_pending = read_table(con, "analytics.build_pending")
-    changed_jobs, jobs_diff = _changed_jobs(con, jobs)
+    changed_jobs, jobs_diff = _changed_jobs(con, jobs, slurm_changed)
     changed_pending = _changed_rows(old_pending, pending)
     stable = _stable_waits(con, (changed_jobs, changed_pending), old_pending, (jobs, pending))
     for changed in (changed_jobs, changed_pending):
@@ -574,9 +655,10 @@ def plan_build(
         if prev != cut:
             add({c: _days(min(prev, cut) if prev else cut, max(prev, cut) if prev else cut)})
     keys = changed_jobs.select("cluster", "job_id").unique()
+    waits = wait_keys((changed_jobs, changed_pending), (jobs, pending), as_of, old_as_of)
     return BuildPlan(
-        False, "incremental", days, build_id, int(top), fp, keys, ingests=loads, spans=spans_now,
-        diffs={} if jobs_diff is None else {"core.jobs": jobs_diff},
+        False, "incremental", days, build_id, int(top), fp, keys, waits, ingests=loads,
+        spans=spans_now, diffs={} if jobs_diff is None else {"core.jobs": jobs_diff},
     )  # fmt: skip
 
 

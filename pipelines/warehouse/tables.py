@@ -219,6 +219,31 @@ def replace_job_rows(
     return (int(n[0][0]) if n else 0), frame.height
 
 
+def diff_job_rows(
+    con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame, keys: pl.DataFrame
+) -> tuple[int, int] | None:
+    """Make the rows of ``table`` whose ``(cluster, job_id)`` is in ``keys`` hold exactly
+    ``frame``'s rows, writing only the rows that differ: :func:`diff_replace` under
+    ``sql/analytics/rows_of_job_keys.sql`` (the keys in a temporary table for the statement's
+    length). ``frame`` must hold every new row of those jobs and no other; a stored row of
+    another job is neither compared nor touched. Runs inside the caller's transaction.
+
+    Returns:
+        (rows deleted, rows inserted), or None when ``frame`` has no columns, the table is
+        missing, or its columns differ from ``frame``'s (nothing is written; the caller then
+        replaces the jobs' rows or the table).
+
+    Raises:
+        ValueError: ``table`` is not a plain identifier.
+    """
+    _k = keys.select(pl.col("cluster", "job_id").cast(pl.String())).unique()
+    con.execute("CREATE OR REPLACE TEMP TABLE _diff_job_keys AS SELECT * FROM _k")
+    try:
+        return diff_replace(con, table, frame, where=load_sql("analytics/rows_of_job_keys"))
+    finally:
+        con.execute("DROP TABLE IF EXISTS temp._diff_job_keys")
+
+
 def refresh_as_of(con: duckdb.DuckDBPyConnection, table: str, as_of: pl.DataFrame) -> int:
     """Set ``as_of`` on the rows of ``table`` whose cluster's cut-off moved.
 
@@ -381,16 +406,48 @@ def diff_replace(
     Raises:
         ValueError: ``table`` is not a plain identifier.
     """
+    done = diff_replace_keys(con, table, frame, (), where=where, params=params)
+    return None if done is None else done[:2]
+
+
+def diff_replace_keys(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    frame: pl.DataFrame,
+    keys: Sequence[str],
+    *,
+    where: str = "",
+    params: Mapping[str, object] | None = None,
+) -> tuple[int, int, pl.DataFrame] | None:
+    """:func:`diff_replace`, also returning which keys the rows written hold: the distinct
+    values of the ``keys`` columns of the rows deleted and of the rows inserted (e.g. ``cluster,
+    job_id``: the jobs whose rows changed), ``frame``'s types (no columns when ``keys`` is
+    empty). The deleted rows' keys are read by row id before they are deleted.
+
+    Returns:
+        (rows deleted, rows inserted, keys), or None as :func:`diff_replace` says.
+
+    Raises:
+        ValueError: ``table`` is not a plain identifier.
+    """
     if frame.width == 0 or not table_exists(con, table):
         return None
     # Scanned as Arrow: DuckDB hashes an Arrow table faster than it scans the polars frame.
     diff = _diff(con, table, _NEW_ROWS, "_pos", where=where, params=params,
-                 rows=_with_positions(frame))  # fmt: skip
+                 rows=_with_positions(frame), keys=keys)  # fmt: skip
     if diff is None:
         return None
-    gone, new_ids = diff
-    _insert(con, table, frame[new_ids])
-    return gone, new_ids.len()
+    gone, new_ids, gone_keys = diff
+    added = frame[new_ids]
+    _insert(con, table, added)
+    found = pl.DataFrame()
+    if keys:
+        cols = list(keys)
+        parts = [added.select(cols)]
+        if gone_keys.width:
+            parts.append(gone_keys.cast(frame.select(cols).schema, strict=False))  # type: ignore[arg-type]
+        found = pl.concat(parts).unique(maintain_order=True)
+    return gone, new_ids.len(), found
 
 
 @dataclass(frozen=True)
@@ -413,10 +470,25 @@ class RowDiff:
     rows: pl.DataFrame
 
 
-def row_diff(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> RowDiff | None:
+def row_diff(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    frame: pl.DataFrame,
+    *,
+    where: str = "",
+    params: Mapping[str, object] | None = None,
+    scope: pl.Series | None = None,
+) -> RowDiff | None:
     """The rows of ``frame`` that ``table`` lacks and the rows of ``table`` that ``frame``
     lacks, compared as :func:`diff_replace` compares them (whole rows by their hash, floats at
     12 significant digits, duplicates counted: two equal rows are two); nothing is written.
+
+    With ``where`` (a ``WHERE`` clause over ``table``'s columns, from ``sql/``, its ``$``
+    parameters bound from ``params``) and ``scope`` (a Boolean mask over ``frame``'s rows),
+    only the stored rows ``where`` selects are compared with the rows of ``frame`` that
+    ``scope`` selects: the caller knows every other row to be the same on both sides (e.g. the
+    rows of jobs that did not change), and the two must select the same slice of the table.
+    The difference is still one of the whole ``frame``: :func:`apply_row_diff` writes it.
 
     The comparison runs in DuckDB, which scans the stored table where it lies (under the
     connection's memory limit, spilling past it): only the positions of the rows that differ
@@ -430,16 +502,26 @@ def row_diff(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) ->
         otherwise).
 
     Raises:
-        ValueError: ``table`` is not a plain identifier.
+        ValueError: ``table`` is not a plain identifier, or ``scope`` is not one value per row
+            of ``frame``.
     """
+    if scope is not None and scope.len() != frame.height:
+        raise ValueError(f"{table}: a scope of {scope.len()} rows for {frame.height} rows")
     if frame.width == 0 or not table_exists(con, table):
         return None
     table = _checked(table)
-    _new_rows = _with_positions(frame)  # scanned by name (see _NEW_ROWS)
-    hashes = _row_hashes_sql(con, table, _NEW_ROWS, "_pos", rows=_new_rows)
+    if scope is None:
+        _new_rows = _with_positions(frame)  # scanned by name (see _NEW_ROWS)
+    else:  # the rows in scope only (a gather), each with its position in the whole frame
+        at = scope.fill_null(False).arg_true().cast(pl.UInt32())
+        _new_rows = frame[at].to_arrow(compat_level=pl.CompatLevel.newest())
+        _new_rows = _new_rows.append_column("_pos", at.to_arrow())
+    hashes = _row_hashes_sql(con, table, _NEW_ROWS, "_pos", where, rows=_new_rows)
     if hashes is None:
         return None
-    ids = con.sql(_MULTISET_DIFF.format(hashes=hashes)).pl()
+    ids = con.sql(
+        _MULTISET_DIFF.format(hashes=hashes), params=dict(params) if params else None
+    ).pl()
     del _new_rows
     added = ids.filter(pl.col("_new"))["_id"].cast(pl.Int64).sort()
     _gone = ids.filter(~pl.col("_new")).select(pl.col("_id").cast(pl.Int64).alias("_rowid"))
@@ -497,7 +579,7 @@ def diff_replace_from(
     diff = _diff(con, table, src, "rowid")
     if diff is None:
         return None
-    gone, new_ids = diff
+    gone, new_ids, _keys = diff
     if new_ids.len():
         _ids = pl.DataFrame({"_id": new_ids})
         con.execute(
@@ -566,12 +648,14 @@ def _diff(
     where: str = "",
     params: Mapping[str, object] | None = None,
     rows: object = None,
-) -> tuple[int, pl.Series] | None:
+    keys: Sequence[str] = (),
+) -> tuple[int, pl.Series, pl.DataFrame] | None:
     """Delete the rows of ``table`` (those ``where`` selects, with ``params``) that the relation
     ``new`` lacks (rows compared as :func:`diff_replace` says) and return how many, with the
     ``new_id`` values of ``new``'s rows that ``table`` lacks (ascending; the caller inserts
-    them). None, with nothing deleted, when the column names or DuckDB types differ (``new_id``
-    is not a compared column). ``rows``: the Arrow table scanned as :data:`_NEW_ROWS`."""
+    them) and the distinct ``keys`` columns of the deleted rows (no columns without ``keys``).
+    None, with nothing deleted, when the column names or DuckDB types differ (``new_id`` is not
+    a compared column). ``rows``: the Arrow table scanned as :data:`_NEW_ROWS`."""
     _new_rows = rows  # scanned by name by the statement below when new is _NEW_ROWS
     hashes = _row_hashes_sql(con, table, new, new_id, where, rows=rows)
     if hashes is None:
@@ -581,10 +665,18 @@ def _diff(
     ).pl()
     del _new_rows
     gone = found.filter(~pl.col("_new")).select(pl.col("_id").cast(pl.Int64).alias("_rowid"))
+    gone_keys = pl.DataFrame()
     if gone.height:
         _g = gone
+        if keys:
+            cols = ", ".join(_checked(k) for k in keys)
+            gone_keys = as_utc(
+                con.sql(
+                    f"SELECT DISTINCT {cols} FROM {table} WHERE rowid IN (SELECT _rowid FROM _g)"
+                ).pl()
+            )
         con.execute(f"DELETE FROM {table} WHERE rowid IN (SELECT _rowid FROM _g)")
-    return gone.height, found.filter(pl.col("_new"))["_id"].cast(pl.Int64).sort()
+    return gone.height, found.filter(pl.col("_new"))["_id"].cast(pl.Int64).sort(), gone_keys
 
 
 def statement_params(sql: str) -> set[str]:

@@ -15,7 +15,9 @@ from pipelines.warehouse import (
     UTC_DATETIME,
     apply_row_diff,
     count_rows,
+    diff_job_rows,
     diff_replace,
+    diff_replace_keys,
     ingest_time_spans,
     read_table,
     refresh_as_of,
@@ -283,6 +285,70 @@ def test_row_diff_compares_in_duckdb_then_applies_without_comparing_again(
     assert read_table(con, "a.c").sort("k").rows() == new.sort("k").rows()
     assert row_diff(con, "a.c", pl.DataFrame({"other": [1]})) is None
     assert row_diff(con, "a.missing", new) is None
+
+
+def test_row_diff_in_a_scope_compares_only_that_slice_and_keeps_whole_frame_positions(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    """Stored (k, v): (a, 1), (b, 2), (c, 3), (d, 4); new: (a, 1), (b, 20), (c, 30), (d, 4),
+    (e, 5). Scoped to k in {b, e} on both sides (``WHERE k IN ('b', 'e')``, the mask over the
+    new rows), c's change is outside the scope and not seen: gone is b's stored row (rowid 1),
+    added are positions 1 (b) and 4 (e) of the whole frame, so applied the table holds a, b=20,
+    c=3, d, e (the caller vouches for the rows outside the scope). Unscoped, c is seen too. A
+    mask of another length is refused."""
+    replace_table(con, "a.s", pl.DataFrame({"k": ["a", "b", "c", "d"], "v": [1, 2, 3, 4]}))
+    new = pl.DataFrame({"k": ["a", "b", "c", "d", "e"], "v": [1, 20, 30, 4, 5]})
+    scope = new["k"].is_in(["b", "e"])
+    got = row_diff(con, "a.s", new, where="WHERE k IN ('b', 'e')", scope=scope)
+    assert got is not None
+    assert (got.gone.to_list(), got.added.to_list(), got.height) == ([1], [1, 4], 5)
+    assert got.rows.rows() == [("b", 20), ("e", 5), ("b", 2)]
+    whole = row_diff(con, "a.s", new)
+    assert whole is not None and whole.added.to_list() == [1, 2, 4]
+    assert apply_row_diff(con, new, got) == (1, 2)
+    assert read_table(con, "a.s").sort("k").rows() == [
+        ("a", 1), ("b", 20), ("c", 3), ("d", 4), ("e", 5)
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="a scope of 2 rows for 5 rows"):
+        row_diff(con, "a.s", new, scope=scope.head(2))
+
+
+def test_diff_replace_keys_names_the_jobs_of_the_rows_written(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    """Stored (cluster, job_id, v): (x, 1, 1.0), (x, 2, 2.0), (y, 1, 3.0). New: (x, 1, 1.0),
+    (x, 2, 2.5), (y, 3, 4.0). Written: x/2's row replaced, y/1's deleted, y/3's inserted:
+    (2 deleted, 2 inserted) and the jobs x/2 (both sides), y/3 (inserted), y/1 (deleted);
+    x/1 is not named. Without keys: no key columns."""
+    stored = pl.DataFrame({"cluster": ["x", "x", "y"], "job_id": ["1", "2", "1"],
+                           "v": [1.0, 2.0, 3.0]})  # fmt: skip
+    replace_table(con, "a.j", stored)
+    new = pl.DataFrame({"cluster": ["x", "x", "y"], "job_id": ["1", "2", "3"],
+                        "v": [1.0, 2.5, 4.0]})  # fmt: skip
+    got = diff_replace_keys(con, "a.j", new, ("cluster", "job_id"))
+    assert got is not None and got[:2] == (2, 2)
+    assert sorted(got[2].rows()) == [("x", "2"), ("y", "1"), ("y", "3")]
+    assert read_table(con, "a.j").sort("cluster", "job_id").rows() == new.rows()
+    again = diff_replace_keys(con, "a.j", new, ())
+    assert again is not None and again[:2] == (0, 0) and again[2].width == 0
+
+
+def test_diff_job_rows_writes_only_the_differing_rows_of_the_named_jobs(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    """Stored (cluster, job_id, v): (x, 1, 1), (x, 2, 2), (x, 3, 3). Jobs x/1 and x/2 named,
+    their new rows (x, 1, 1), (x, 2, 20): only x/2's row is rewritten (1 deleted, 1 inserted),
+    x/3's row (not named) stays though the frame lacks it, and the temporary key table is gone
+    after. Named again with the same rows: nothing written."""
+    replace_table(con, "a.k", pl.DataFrame({"cluster": ["x"] * 3, "job_id": ["1", "2", "3"],
+                                            "v": [1, 2, 3]}))  # fmt: skip
+    keys = pl.DataFrame({"cluster": ["x", "x"], "job_id": ["1", "2"]})
+    new = pl.DataFrame({"cluster": ["x", "x"], "job_id": ["1", "2"], "v": [1, 20]})
+    assert diff_job_rows(con, "a.k", new, keys) == (1, 1)
+    assert read_table(con, "a.k").sort("job_id")["v"].to_list() == [1, 20, 3]
+    left = "SELECT count(*) FROM duckdb_tables() WHERE table_name = '_diff_job_keys'"
+    assert con.execute(left).fetchall() == [(0,)]
+    assert diff_job_rows(con, "a.k", new, keys) == (0, 0)
 
 
 def test_an_empty_list_is_not_a_null_list(con: duckdb.DuckDBPyConnection) -> None:
