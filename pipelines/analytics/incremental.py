@@ -406,14 +406,25 @@ def _changed_jobs(
         found = row_diff(con, "core.jobs", new)
     else:
         _k = slurm_changed.select(pl.col("cluster", "job_id").cast(pl.String())).unique()
-        marked = _k.with_columns(pl.lit(True).alias("_in"))
-        scope = new.select("cluster", "job_id").join(
-            marked, on=["cluster", "job_id"], how="left", maintain_order="left"
-        ).select(
-            pl.col("_in").fill_null(False)
-            | pl.col("cluster").is_null()
-            | pl.col("job_id").is_null()
-        ).to_series() | new["source"].ne_missing("slurm")
+        # The positions of the rows in scope, from the narrow key columns only (a join of
+        # the whole frame would copy it).
+        marked = _k.with_columns(pl.lit(True).alias("_in")).lazy()
+        at = (
+            new.lazy()
+            .select("cluster", "job_id", "source")
+            .with_row_index("_at")
+            .join(marked, on=["cluster", "job_id"], how="left")
+            .filter(
+                pl.col("_in").fill_null(False)
+                | pl.col("cluster").is_null()
+                | pl.col("job_id").is_null()
+                | pl.col("source").ne_missing("slurm")
+            )
+            .select("_at")
+            .collect()
+            .to_series()
+        )
+        scope = pl.zeros(new.height, dtype=pl.Boolean(), eager=True).scatter(at, True)
         con.execute("CREATE OR REPLACE TEMP TABLE _diff_job_keys AS SELECT * FROM _k")
         try:
             found = row_diff(
@@ -466,11 +477,17 @@ def wait_keys(
     keys = [f.select(pl.col("cluster", "job_id").cast(pl.String())) for f in changed if f.height]
     after = pl.col("_cut").is_null()
     for f in frames:
-        rows = f.drop("as_of", strict=False).join(cut, on="cluster", how="left")
-        times = [c for c in ("eligible_at", "start_at", "end_at") if c in rows.columns]
-        open_ = pl.col("start_at" if "start_at" in rows.columns else "end_at").is_null()
+        times = [c for c in ("eligible_at", "start_at", "end_at") if c in f.columns]
+        open_ = pl.col("start_at" if "start_at" in f.columns else "end_at").is_null()
         reads = after | open_ | pl.any_horizontal(pl.col(c) > pl.col("_cut") for c in times)
-        keys.append(rows.filter(reads).select(pl.col("cluster", "job_id").cast(pl.String())))
+        keys.append(  # lazy: only these columns of the attempts are read, none copied whole
+            f.lazy()
+            .select("cluster", "job_id", *times)
+            .join(cut.lazy(), on="cluster", how="left")
+            .filter(reads)
+            .select(pl.col("cluster", "job_id").cast(pl.String()))
+            .collect()
+        )
     if not keys:
         return pl.DataFrame(schema={"cluster": pl.String(), "job_id": pl.String()})
     return pl.concat(keys).unique()
