@@ -799,6 +799,7 @@ def _tables(
         every=units[0],
         rows=units[1],
         spells=spells,
+        days=None if plan.full else plan.days,
     )  # fmt: skip
     if kept is not None:
         write.job_rows("analytics.time_to_start_jobs", kept.frame(), kept.keys)

@@ -92,8 +92,9 @@ __all__ = [
 ]
 
 #: Time-keyed tables rewritten per affected cluster-day: table → its time column. The four
-#: topology tables are hour-keyed and each hour depends only on the attempts, waits, map and node
-#: states of that hour (:mod:`pipelines.analytics.chunks`), so an incremental build computes
+#: topology tables and the hourly fair shares are hour-keyed and each hour depends only on the
+#: attempts, waits, map, node states and capacity of that hour (and the cut-off, whose moves
+#: the plan's days cover: :mod:`pipelines.analytics.chunks`), so an incremental build computes
 #: them for the plan's days alone.
 INCREMENTAL_TABLES: dict[str, str] = {
     "analytics.occupancy_hourly": "hour",
@@ -103,6 +104,7 @@ INCREMENTAL_TABLES: dict[str, str] = {
     "analytics.domain_capacity_hourly": "hour",
     "analytics.segment_capacity_hourly": "hour",
     "analytics.topology_stranded_hourly": "hour",
+    "analytics.fair_share_hourly": "hour",
 }
 
 #: Bookkeeping: the build whose resolved Slurm rows ``core.slurm_jobs`` holds, and the hash of the

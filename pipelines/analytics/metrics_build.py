@@ -11,7 +11,7 @@ the node's jobs as a flagged group).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 import duckdb
 import polars as pl
@@ -27,7 +27,15 @@ from metrics import (
     wait_spells,
 )
 from metrics.attribution import attribute_samples
-from pipelines.analytics.chunks import BUILD_CHUNK, ROW_CHUNK, by_hour_chunks, row_chunks, touching
+from pipelines.analytics.chunks import (
+    BUILD_CHUNK,
+    ROW_CHUNK,
+    by_hour_chunks,
+    on_days,
+    row_chunks,
+    touching,
+)
+from pipelines.analytics.incremental import with_stored_days
 from pipelines.core.slurm_on_k8s import rehome_slurmd_dcgm
 from pipelines.warehouse import table_exists
 from pipelines.warehouse.sql import load_sql
@@ -356,6 +364,15 @@ def _fair_share_hourly(
     )
 
 
+#: The hourly fair shares as stored: :func:`metrics.fair_share_hourly`'s rows of each cluster
+#: (its pool), ``pool`` named ``cluster``, sorted by ``cluster, hour, team``. Time-keyed: an
+#: incremental build computes the hours of its plan's days only and reads the others back for
+#: the weekly and rolling windows (:data:`pipelines.analytics.incremental.INCREMENTAL_TABLES`).
+FAIR_SHARE_TABLE = "analytics.fair_share_hourly"
+
+_FAIR_ORDER = ("cluster", "hour", "team")
+
+
 def build_metric_tables(
     con: duckdb.DuckDBPyConnection,
     *,
@@ -369,6 +386,7 @@ def build_metric_tables(
     every: str = BUILD_CHUNK,
     rows: int = ROW_CHUNK,
     spells: Callable[[pl.DataFrame], None] | None = None,
+    days: Mapping[str, set[dt.date]] | None = None,
 ) -> dict[str, pl.DataFrame]:
     """Compute the metric-engine tables that are not time-keyed, for every cluster with data.
 
@@ -395,13 +413,20 @@ def build_metric_tables(
             cluster: its attempts' spells ``rows`` attempts at a time, then its never-started
             jobs' spells), each as soon as it is computed; the rows are then not returned.
             None: they are concatenated and returned.
+        days: an incremental plan's cluster-days (None: a full build): the hourly fair shares
+            (water-filling, hour by hour) are computed for the hours on those days only, and
+            the stored rows of every other day are read back (:data:`FAIR_SHARE_TABLE`): each
+            hour's shares read only the attempts and waits touching it and the cut-off, and
+            the plan's days hold every hour where any of them changed.
 
     Returns:
         Frames by table name: ``analytics.time_to_start_jobs`` (unless ``spells`` is given),
         ``analytics.time_to_start_km``, ``analytics.fairness_weekly``,
-        ``analytics.fairness_summary_weekly``, ``analytics.node_reliability``; and
+        ``analytics.fairness_summary_weekly``, ``analytics.node_reliability``,
+        :data:`FAIR_SHARE_TABLE` (the hours computed: every hour, or those on ``days``); and
         ``fair_share_hourly`` (not a table: the :func:`metrics.fairness.fair_share_hourly` rows
-        behind the fairness tables, which the policy-impact KPIs read).
+        of every hour, ``pool`` keyed, behind the fairness tables, which the policy-impact KPIs
+        read).
     """
     xid = _xid_events(con, slurmd_maps)
     down = _down_intervals(con)
@@ -432,7 +457,7 @@ def build_metric_tables(
         )
         if cap.height == 0:
             continue
-        fair_hourly.append(_fair_share_hourly(j, p, cap, shares, cut, every))
+        fair_hourly.append(_fair_share_hourly(j, p, on_days(cap, days), shares, cut, every))
         rel.append(
             node_reliability(
                 j, cut,
@@ -479,7 +504,13 @@ def build_metric_tables(
         if col not in km.columns and km.width:
             km = km.with_columns(pl.lit(None).alias(col))
     out["analytics.time_to_start_km"] = km
-    fh = _concat(fair_hourly)
+    fresh = _concat(fair_hourly)
+    if fresh.width:
+        fresh = fresh.rename({"pool": "cluster"}).sort(_FAIR_ORDER)
+    out[FAIR_SHARE_TABLE] = fresh
+    fh = with_stored_days(con, FAIR_SHARE_TABLE, fresh, days, order=_FAIR_ORDER)
+    if fh.width:
+        fh = fh.rename({"cluster": "pool"})
     weekly, summary = [], []
     if fh.width:
         for window in ("week", "rolling_28d"):

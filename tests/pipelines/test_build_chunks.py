@@ -163,6 +163,7 @@ def test_the_build_in_units_equals_the_build_whole(fleet_dir: Path, tmp_path: Pa
             "analytics.topology_fragmentation_hourly",
             "analytics.job_placement",
             "analytics.fairness_weekly",
+            "analytics.fair_share_hourly",
             "analytics.gpu_waterfall_hourly",
         ):
             n = a.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]

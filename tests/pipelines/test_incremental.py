@@ -164,7 +164,9 @@ def test_rerunning_one_day_touches_only_that_days_rows(two_builds: tuple[Config,
 
     Hand count: k8s-b runs in UTC, so its day D is 24 hours → 24 ``occupancy_hourly`` rows and
     24 × 11 leaves = 264 ``gpu_waterfall_hourly`` rows, deleted and inserted; ``gpu_activity``
-    rewrites its rows whose bucket falls on D (n, counted before the re-run); the hourly
+    rewrites its rows whose bucket falls on D (n, counted before the re-run), and
+    ``fair_share_hourly`` its rows of D (a row per team with demand in an hour, counted
+    before); the hourly
     topology tables are computed and rewritten for D alone: k8s-b's map has two racks (r11,
     r12) and the rack is its gang level, so 24 × 2 ``domain_capacity_hourly`` rows, 24 × 6
     segment sizes ``segment_capacity_hourly`` rows, 24 ``topology_stranded_hourly`` rows and
@@ -185,6 +187,12 @@ def test_rerunning_one_day_touches_only_that_days_rows(two_builds: tuple[Config,
             {"d": day},
         ).fetchall()[0][0]
         assert n_act > 0
+        n_fair = con.execute(
+            "SELECT count(*) FROM analytics.fair_share_hourly WHERE cluster = 'k8s-b'"
+            " AND CAST(hour AS DATE) = $d",
+            {"d": day},
+        ).fetchall()[0][0]
+        assert n_fair > 0
         n_topology = {
             t: con.execute(
                 f"SELECT count(*) FROM analytics.{t} WHERE cluster = 'k8s-b'"
@@ -213,6 +221,7 @@ def test_rerunning_one_day_touches_only_that_days_rows(two_builds: tuple[Config,
         assert log["analytics.occupancy_hourly"][:3] == ("days", 24, 24)
         assert log["analytics.gpu_waterfall_hourly"][:3] == ("days", 264, 264)
         assert log["analytics.gpu_activity"][:3] == ("days", n_act, n_act)
+        assert log["analytics.fair_share_hourly"][:3] == ("days", n_fair, n_fair)
         after_day = (dt.date.fromisoformat(day) + dt.timedelta(days=1)).isoformat()
         assert json.loads(log["analytics.occupancy_hourly"][3]) == {"k8s-b": [day, after_day]}
         hand = {"topology_fragmentation_hourly": 24 * 4, "domain_capacity_hourly": 24 * 2,
