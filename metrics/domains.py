@@ -554,14 +554,25 @@ def topology_reason(reason: pl.Expr) -> pl.Expr:
 
 
 def _team_held(jobs: pl.LazyFrame, hours: pl.LazyFrame) -> pl.LazyFrame:
-    """``cluster, hour, team, _team_gpus``: GPUs each team's attempts hold at each hour start."""
-    horizon = hours.group_by(CLUSTER).agg((pl.col(HOUR).max() + _HOUR).alias("_horizon"))
+    """``cluster, hour, team, _team_gpus``: GPUs each team's attempts hold at each hour start,
+    for the ``hours`` (``cluster, hour``) given only: the attempts that end after a cluster's
+    first such hour and start before its last one ends are cut into hours, and the hours not
+    asked for are dropped (a year of attempts cut into every hour was most of the wait causes'
+    time, though only the hours of large jobs' waits are read)."""
+    wanted = hours.select(CLUSTER, pl.col(HOUR).cast(UTC_DATETIME))
+    bounds = hours.group_by(CLUSTER).agg(
+        pl.col(HOUR).min().alias("_lo"), (pl.col(HOUR).max() + _HOUR).alias("_horizon")
+    )
     start = pl.col(START_AT)
     first = start.dt.truncate("1h")
     first = pl.when(first == start).then(first).otherwise(first + _HOUR)
     return (
         jobs.filter(start.is_not_null())
-        .join(horizon, on=CLUSTER)
+        .join(bounds, on=CLUSTER)
+        .filter(
+            (start < pl.col("_horizon"))
+            & (pl.col(END_AT).is_null() | (pl.col(END_AT) > pl.col("_lo")))
+        )
         .select(
             CLUSTER,
             TEAM,
@@ -572,6 +583,7 @@ def _team_held(jobs: pl.LazyFrame, hours: pl.LazyFrame) -> pl.LazyFrame:
         )
         .explode(HOUR)
         .filter(pl.col(HOUR).is_not_null())
+        .join(wanted, on=[CLUSTER, HOUR], how="semi")
         .group_by(CLUSTER, HOUR, TEAM)
         .agg(pl.col(GPUS).sum().alias("_team_gpus"))
     )
@@ -772,6 +784,7 @@ def large_job_wait_causes(
     shares: pl.LazyFrame | None = None,
     reasons: pl.LazyFrame | None = None,
     min_gpus: float = 64.0,
+    only: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
     """Per large job: its eligible wait split into fair-share/quota, priority, fragmentation
     and other delay (after Jeon et al., "Analysis of Large-Scale Multi-Tenant GPU Clusters for
@@ -813,6 +826,9 @@ def large_job_wait_causes(
         reasons: ``cluster, job_id, reason, spell_start, spell_end``; ``jobs`` then also needs
             ``node_list`` (list of hosts) for the state at poll instants.
         min_gpus: a job is large when it asks for at least this many GPUs.
+        only: ``cluster, job_id``: the waits of these jobs only (an incremental build's jobs
+            whose waits touch its affected days); ``jobs`` still gives every attempt for the
+            teams' held GPUs and the state at poll instants. None: every large job.
 
     Returns:
         :data:`WAIT_CAUSES_SCHEMA` rows; ``quota_s + priority_s + fragmentation_s + other_s =
@@ -823,6 +839,9 @@ def large_job_wait_causes(
     gpn = _node_gpus(nodes)
     size = _domain_size(topology, level)
     waits = _waits(jobs, pending, as_of).filter(pl.col(REQ_GPUS) >= min_gpus)
+    if only is not None:
+        named = only.select(CLUSTER, pl.col(JOB_ID).cast(pl.String)).unique()
+        waits = waits.join(named, on=[CLUSTER, JOB_ID], how="semi")
     pieces = _pieces(waits).join(gpn, on=CLUSTER).join(size, on=CLUSTER)
     cap = capacity.join(level, on=[CLUSTER, LEVEL])
     ranked = cap.select(
@@ -851,7 +870,7 @@ def large_job_wait_causes(
         .with_columns(pl.col("_free", "_top").fill_null(0))
     )
     cluster_gpus = nodes.group_by(CLUSTER).agg(pl.col(GPUS).cast(pl.Float64).sum().alias("_cap"))
-    held = _team_held(jobs, capacity.select(CLUSTER, HOUR).unique())
+    held = _team_held(jobs, state.select(CLUSTER, HOUR).unique())
     state = state.join(held, on=[CLUSTER, HOUR, TEAM], how="left").join(cluster_gpus, on=CLUSTER)
     if shares is not None:
         sh = shares.select(

@@ -38,6 +38,7 @@ from pipelines.analytics.chunks import (
     BUILD_CHUNK,
     ROW_CHUNK,
     by_hour_chunks,
+    cluster_days,
     on_days,
     row_chunks,
     touching,
@@ -835,7 +836,13 @@ def _tables(
         tolerance=cfg.registry_drift_tolerance,
     )  # fmt: skip
     ledger = policy_change_tables(con)
-    domains = _domain_tables(con, cfg, core, occ, every, days)
+    causes = None if plan.full else _large_waits_on_days(core, plan, cfg.large_job_gpus)
+    domains = _domain_tables(con, cfg, core, occ, every, days, causes)
+    if causes is not None:  # the wait causes of those jobs only: their rows are rewritten
+        write.job_rows(
+            "analytics.large_job_wait_causes", domains.pop("analytics.large_job_wait_causes"),
+            causes,
+        )  # fmt: skip
     impact = policy_impact_tables(
         con, changes=ledger["analytics.policy_changes"], jobs=jobs, pending=core.pending,
         occupancy=occ, as_of=as_of,
@@ -994,6 +1001,52 @@ def _reason_spells(con: duckdb.DuckDBPyConnection, current: pl.DataFrame) -> pl.
     return None
 
 
+def _large_waits_on_days(core: CoreFrames, plan: BuildPlan, min_gpus: float) -> pl.DataFrame:
+    """``cluster, job_id`` of the jobs whose large-job wait causes an incremental build
+    recomputes: those asking for at least ``min_gpus`` GPUs (requested or allocated) whose
+    eligible wait (to the start, or to the end or cut-off while never started: the wait as far
+    as it can reach) touches one of the plan's days, and the jobs whose waits may differ
+    (``plan.wait_keys``: changed rows, old and new, and rows reading a cut-off that moved).
+
+    A job's causes read its own wait and, at each hour of it, the domain capacity, its team's
+    held GPUs, the running attempts' nodes and its pending-reason spells; the plan's days hold
+    every hour where any of those changed, so no other job's causes can differ."""
+    cut = core.as_of.select("cluster", pl.col("as_of").alias("_cut")).lazy()
+    planned = cluster_days(plan.days).lazy()
+
+    def day(col: pl.Expr) -> pl.Expr:
+        return col.dt.convert_time_zone("UTC").dt.date()
+
+    parts = []
+    for frame, asked, to in (
+        (core.jobs,
+         pl.max_horizontal(pl.col("req_gpus").fill_null(0), pl.col("gpus").fill_null(0)),
+         pl.coalesce("start_at", "_cut")),
+        (core.pending, pl.col("req_gpus").fill_null(0), pl.coalesce("end_at", "_cut")),
+    ):  # fmt: skip
+        elig = pl.col("eligible_at")
+        to = to.fill_null(elig)
+        parts.append(
+            frame.lazy()  # lazy: only the columns read here are taken from the attempts
+            .join(cut, on="cluster", how="left")
+            .filter((asked >= min_gpus) & elig.is_not_null())
+            .select(
+                "cluster",
+                pl.col("job_id").cast(pl.String()),
+                pl.date_ranges(
+                    day(pl.min_horizontal(elig, to)), day(pl.max_horizontal(elig, to))
+                ).alias("_day"),
+            )
+            .explode("_day")
+            .join(planned, on=["cluster", "_day"], how="semi")
+            .select("cluster", "job_id")
+            .collect()
+        )
+    if plan.wait_keys is not None:
+        parts.append(plan.wait_keys.select(pl.col("cluster", "job_id").cast(pl.String())))
+    return pl.concat(parts).unique()
+
+
 def _domain_tables(
     con: duckdb.DuckDBPyConnection,
     cfg: Config,
@@ -1001,6 +1054,7 @@ def _domain_tables(
     occ: pl.DataFrame,
     every: str = BUILD_CHUNK,
     days: Mapping[str, set[dt.date]] | None = None,
+    causes_of: pl.DataFrame | None = None,
 ) -> dict[str, pl.DataFrame]:
     """``analytics.domain_capacity_hourly``, ``segment_capacity_hourly``,
     ``topology_stranded_hourly`` and ``large_job_wait_causes`` (:mod:`metrics.domains`), every
@@ -1010,7 +1064,8 @@ def _domain_tables(
     waits that touch it); with ``days`` (an incremental plan's cluster-days) only for the hours
     on those days. The large-job wait causes read every hour's domain capacity: with ``days``,
     the stored rows of the other days and this build's of those
-    (:func:`pipelines.analytics.incremental.with_stored_days`)."""
+    (:func:`pipelines.analytics.incremental.with_stored_days`); with ``causes_of`` (``cluster,
+    job_id``, :func:`_large_waits_on_days`) they are computed for those jobs only."""
     topo, jobs, nodes = core.topology.lazy(), core.jobs.lazy(), core.nodes.lazy()
     down, pending = core.node_down.lazy(), core.pending.lazy()
     as_of = core.as_of.filter(pl.col("as_of").is_not_null()).lazy()
@@ -1052,6 +1107,7 @@ def _domain_tables(
         every_hour.lazy(), jobs, nodes, as_of, topology=topo, pending=pending,
         shares=core.shares.lazy() if core.shares.height else None,
         reasons=spells.lazy() if spells is not None else None, min_gpus=cfg.large_job_gpus,
+        only=None if causes_of is None else causes_of.lazy(),
     ).collect()  # fmt: skip
     return {
         "analytics.domain_capacity_hourly": capacity,

@@ -283,6 +283,21 @@ def test_topology_reasons() -> None:
     assert got.to_list() == [False, False, True, True, True]
 
 
+def test_wait_causes_of_named_jobs_only_are_their_rows_of_all() -> None:
+    """``only`` names Q (an attempt) and R (never started): their rows are exactly those of
+    the whole computation (Q's quota piece still reads t2's GPUs held by B, an attempt not
+    named), and P1's wait is not computed."""
+    whole = _causes()
+    only = pl.LazyFrame({"cluster": ["c", "c"], "job_id": ["Q", "R"]})
+    got = large_job_wait_causes(
+        _capacity(), _jobs(), _inventory(), _as_of(), topology=_topology(), pending=_pending(),
+        shares=_shares(), min_gpus=12, only=only,
+    ).collect()  # fmt: skip
+    assert got["job_id"].to_list() == ["Q", "R"]
+    assert_frame_equal(got, whole.filter(pl.col("job_id").is_in(["Q", "R"])))
+    assert got.filter(pl.col("job_id") == "Q")["quota_s"].to_list() == [1800.0]
+
+
 def test_wait_with_no_capacity_snapshot_counts_as_other() -> None:
     """R's wait moved two hours earlier (h0 − 2 h to h0 − 1 h): no capacity row covers that
     hour, so its 3600 s are other, not priority."""
