@@ -556,9 +556,10 @@ def topology_reason(reason: pl.Expr) -> pl.Expr:
 def _team_held(jobs: pl.LazyFrame, hours: pl.LazyFrame) -> pl.LazyFrame:
     """``cluster, hour, team, _team_gpus``: GPUs each team's attempts hold at each hour start,
     for the ``hours`` (``cluster, hour``) given only: the attempts that end after a cluster's
-    first such hour and start before its last one ends are cut into hours, and the hours not
-    asked for are dropped (a year of attempts cut into every hour was most of the wait causes'
-    time, though only the hours of large jobs' waits are read)."""
+    first such hour and start before its last one ends are cut into hours, summed, and the
+    hours not asked for dropped (a year of attempts cut into every hour was most of an
+    incremental build's wait causes, though only the hours of the day's large waits are read;
+    summed first, the hours are never held twice)."""
     wanted = hours.select(CLUSTER, pl.col(HOUR).cast(UTC_DATETIME))
     bounds = hours.group_by(CLUSTER).agg(
         pl.col(HOUR).min().alias("_lo"), (pl.col(HOUR).max() + _HOUR).alias("_horizon")
@@ -583,9 +584,9 @@ def _team_held(jobs: pl.LazyFrame, hours: pl.LazyFrame) -> pl.LazyFrame:
         )
         .explode(HOUR)
         .filter(pl.col(HOUR).is_not_null())
-        .join(wanted, on=[CLUSTER, HOUR], how="semi")
         .group_by(CLUSTER, HOUR, TEAM)
         .agg(pl.col(GPUS).sum().alias("_team_gpus"))
+        .join(wanted, on=[CLUSTER, HOUR], how="semi")
     )
 
 
