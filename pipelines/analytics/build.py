@@ -480,7 +480,7 @@ class _RangeDiffWriter(_PartWriter):
             done = diff_replace_keys(
                 self.con, self.target, _stored(self.target, frame), _JOB,
                 where=load_sql("analytics/slurm_jobs_in_range"),
-                params=_range_params(*self.ranges.current),
+                params=_range_params(*self.ranges.current, split=self.ranges.split),
             )  # fmt: skip
             if done is not None:
                 self.deleted += done[0]
@@ -514,11 +514,17 @@ def _read_registry(path: Path) -> RegistryFrames:
 SLURM_PART_ROWS = 250_000
 
 
-def _range_params(lo: str, hi: str, last: bool) -> dict[str, object]:
+def _range_params(lo: str, hi: str, last: bool, split: bool = True) -> dict[str, object]:
     """The parameters of the statements that select one range ``[lo, hi)`` of ``(cluster, job
-    key)`` sort keys (``last``: no upper end): the keys themselves and each split at its NUL
-    byte into cluster and job key (``sql/analytics/slurm_jobs_in_range.sql``,
-    ``stored_part_*.sql``; each statement binds those it names)."""
+    key)`` sort keys (``last``: no upper end): the keys themselves and each split at its first
+    NUL byte into cluster and job key (``sql/analytics/slurm_jobs_in_range.sql``,
+    ``stored_part_*.sql``; each statement binds those it names). Without ``split`` (a cluster
+    name holds a NUL byte, so the first one need not end it) the split parts are empty, which
+    turns off the conjuncts ``slurm_jobs_in_range.sql`` pushes into the scan (the range test
+    on the whole key stays)."""
+    if not split:
+        return {"lo": lo, "hi": hi, "last": last, "lo_cluster": "", "lo_job_key": "",
+                "hi_cluster": "", "hi_job_key": ""}  # fmt: skip
     lo_cluster, _, lo_key = lo.partition("\0")
     hi_cluster, _, hi_key = hi.partition("\0")
     return {"lo": lo, "hi": hi, "last": last, "lo_cluster": lo_cluster, "lo_job_key": lo_key,
@@ -544,8 +550,9 @@ class _SlurmParts:
         cuts: list[str],
         dirty: list[str] | None = None,
         schema: pl.Schema | None = None,
+        split: bool = True,
     ) -> None:
-        self.con, self.dirty, self.schema = con, dirty, schema
+        self.con, self.dirty, self.schema, self.split = con, dirty, schema, split
         self.ranges = [
             (lo, hi, i == len(cuts))
             for i, (lo, hi) in enumerate(zip(["", *cuts], [*cuts, ""], strict=True))
@@ -618,7 +625,11 @@ def _slurm_parts(
         bounds = run_named(con, "analytics/slurm_row_bounds", {"fractions": fractions})
         cuts = [b for b in bounds["bound"].to_list() if b]
     if not reuse:
-        return _SlurmParts(con, cuts)
+        # A cluster name with a NUL byte: the range keys cannot be split into cluster and job
+        # key (reuse is then never granted: pipelines.analytics.incremental.reusable_resolution).
+        clusters = run_named(con, "analytics/slurm_row_clusters")["cluster"]
+        nul = bool(clusters.str.contains("\x00", literal=True).any())
+        return _SlurmParts(con, cuts, split=not nul)
     schema = resolved_slurm_schema(run_named(con, "analytics/slurm_rows_empty"))
     stored = _stored("core.slurm_jobs", pl.DataFrame(schema=schema))
     if not columns_match(con, "core.slurm_jobs", stored):

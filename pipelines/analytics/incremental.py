@@ -311,8 +311,9 @@ def _span_days(
 ) -> dict[str, set[dt.date]]:
     """Per cluster, the days spanned by rows from min(submit, eligible, start) to end (or the
     cluster's ``as_of`` while open). A row whose wait is ``stable`` (the same job, submit and
-    eligible times before and after) changed only from its start — or, never started, from its
-    end or ``as_of`` — on: its waiting demand before then is the same in both builds."""
+    eligible times before and after: ``stable`` holds its :data:`_WAIT_KEY` and ``_from``, the
+    earliest instant any version of it stops waiting, :func:`_divergence`) changed only from
+    ``_from`` on: until then every version of the job waits, the same demand in both builds."""
     if rows.height == 0:
         return {}
     starts = [c for c in ("submit_at", "eligible_at", "start_at") if c in rows.columns]
@@ -321,14 +322,17 @@ def _span_days(
         rows = rows.with_columns(pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("start_at"))
     if stable is not None and stable.height:
         rows = rows.join(
-            stable.with_columns(pl.lit(True).alias("_stable")), on=_WAIT_KEY, how="left",
-            nulls_equal=True,
+            stable.select(*_WAIT_KEY, "_from").with_columns(pl.lit(True).alias("_stable")),
+            on=_WAIT_KEY, how="left", nulls_equal=True,
         )  # fmt: skip
     else:
-        rows = rows.with_columns(pl.lit(None, dtype=pl.Boolean()).alias("_stable"))
+        rows = rows.with_columns(
+            pl.lit(None, dtype=pl.Boolean()).alias("_stable"),
+            pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("_from"),
+        )
     lo = (
         pl.when(pl.col("_stable"))
-        .then(pl.coalesce("start_at", pl.min_horizontal("end_at", "as_of")))
+        .then(pl.coalesce("_from", "start_at", pl.min_horizontal("end_at", "as_of")))
         .otherwise(pl.min_horizontal(*starts))
     )
     spans = rows.select(
@@ -495,6 +499,50 @@ def wait_keys(
     return pl.concat(keys).unique()
 
 
+def _divergence(
+    stable: pl.DataFrame, frames: tuple[pl.DataFrame, ...], cuts: tuple[pl.DataFrame, ...]
+) -> pl.DataFrame:
+    """``stable`` (wait keys, :data:`_WAIT_KEY`) with ``_from``: the earliest instant any
+    version of the wait (a row of ``frames``, the changed rows old and new, under either
+    cut-off of ``cuts``) stops waiting: its start, else its end or the cut-off, whichever is
+    first. Until then every version waits, so the two builds' demand is the same; from then on
+    it may differ (a job pending to the old cut-off that a late file shows started earlier
+    changed from that start, not from the old cut-off)."""
+    if stable.height == 0:
+        return stable.with_columns(pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("_from"))
+    parts = []
+    for f in frames:
+        if not set(_WAIT_KEY) <= set(f.columns):
+            continue
+        start = (
+            pl.col("start_at")
+            if "start_at" in f.columns
+            else pl.lit(None, pl.Datetime("us", "UTC"))
+        )
+        for cut in cuts:
+            parts.append(
+                f.drop("as_of", strict=False)
+                .select(*_WAIT_KEY, "end_at", start.alias("_start"))
+                .cast({k: t for k, t in stable.schema.items()}, strict=False)  # type: ignore[arg-type]
+                .join(cut, on="cluster", how="left")
+                .select(
+                    *_WAIT_KEY,
+                    pl.coalesce("_start", pl.min_horizontal("end_at", "as_of"))
+                    .cast(pl.Datetime("us", "UTC"))
+                    .alias("_from"),
+                )
+            )
+    if not parts:
+        return stable.with_columns(pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("_from"))
+    first = (
+        pl.concat(parts)
+        .join(stable, on=_WAIT_KEY, how="semi", nulls_equal=True)
+        .group_by(_WAIT_KEY)
+        .agg(pl.col("_from").min())
+    )
+    return stable.join(first, on=_WAIT_KEY, how="left", nulls_equal=True)
+
+
 def _stable_waits(
     con: duckdb.DuckDBPyConnection,
     changed: tuple[pl.DataFrame, ...],
@@ -640,6 +688,7 @@ def plan_build(
     changed_jobs, jobs_diff = _changed_jobs(con, jobs, slurm_changed)
     changed_pending = _changed_rows(old_pending, pending)
     stable = _stable_waits(con, (changed_jobs, changed_pending), old_pending, (jobs, pending))
+    stable = _divergence(stable, (changed_jobs, changed_pending), (as_of, old_as_of))
     for changed in (changed_jobs, changed_pending):
         add(_span_days(changed, as_of, stable))
         add(_span_days(changed, old_as_of, stable))

@@ -505,3 +505,25 @@ def test_the_range_diff_selects_exactly_the_stored_rows_of_its_range(
         assert rows == want, (lo, hi, last)
         nonempty += bool(want)
     assert nonempty > 30
+
+
+def test_the_range_diff_of_a_cluster_name_with_a_nul_byte_keeps_every_row_of_its_range() -> None:
+    """A cluster named ``a NUL b``: its sort keys hold two NUL bytes, so splitting a bound at
+    the first one gives cluster ``a``, and the pushed-down conjuncts would drop both of its rows
+    from the range ``a NUL b NUL k1`` … ``a NUL b NUL k9``. Unsplit (what :func:`_slurm_parts`
+    passes when a raw cluster name holds a NUL byte) the range test on the whole key selects
+    them; split, they are lost (the case the flag exists for)."""
+    from pipelines.analytics.build import _range_params
+    from pipelines.warehouse.sql import load_sql
+
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE t AS SELECT * FROM (VALUES ('a' || chr(0) || 'b', 'k1'),"
+        " ('a' || chr(0) || 'b', 'k5'), ('z', 'k1')) v(cluster, job_key)"
+    )
+    where = load_sql("analytics/slurm_jobs_in_range")
+    bounds = ("a\0b\0k1", "a\0b\0k9", False)
+    unsplit = con.execute(f"SELECT * FROM t {where}", _range_params(*bounds, split=False))
+    assert unsplit.fetchall() == [("a\0b", "k1"), ("a\0b", "k5")]
+    split = con.execute(f"SELECT * FROM t {where}", _range_params(*bounds))
+    assert split.fetchall() == []

@@ -201,3 +201,53 @@ def test_the_last_day_built_incrementally_equals_a_full_build(tmp_path: Path) ->
     }
     assert levels == [("block",)]
     assert_equals_full_rebuild(cfg, tmp_path)
+
+
+def test_a_late_file_showing_a_pending_job_started_equals_a_full_build(tmp_path: Path) -> None:
+    """slurm-nvl's nine days loaded, but job 700596 (64 GPUs, pending in day 2's snapshot) left
+    out of day 3's sacct file, so the first build sees it waiting to the cut-off (day 8). Then
+    a second file named for day 3 holds only its row: it started on day 3 and ended that day.
+    The incremental build equals a full one: the job's wait is the same key (submit and
+    eligible unchanged), so the plan takes its days from the earliest instant any version of
+    it stopped waiting (its new start), not from the old row's cut-off; planned from there,
+    the stale pending demand of days 4–8 leaves the hourly fair shares, the fairness windows,
+    the waterfall and the stranded capacity. Without it those five tables differ (found by a
+    review, with the reproduction this test keeps)."""
+    data = tmp_path / "nvl"
+    generate_rackscale(data, seed=7, start=START, days=9)
+    write_registry(data / "registry.yaml")
+    cfg = load_config(
+        write_config(data, days_dir=data, clusters=((RACKSCALE_CLUSTER, "slurm", "UTC"),))
+    )
+    base = data / "inputs" / RACKSCALE_CLUSTER
+    opts = IngestOptions(cluster=RACKSCALE_CLUSTER, tz="UTC")
+    files = [(kind, f) for kind, pattern in KINDS for f in sorted(base.glob(pattern))]
+    day3 = (START + dt.timedelta(days=3)).isoformat()
+    (f3,) = [f for _k, f in files if day3 in f.name and "sacct" in f.name]
+    lines = f3.read_text().splitlines(keepends=True)
+    (row,) = [line for line in lines if line.startswith("700596|")]
+    assert "|64|" in row or "gres/gpu=64" in row
+    for sub, text in (("a", "".join(x for x in lines if not x.startswith("700596|"))),
+                      ("b", lines[0] + row)):  # fmt: skip
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / f3.name).write_text(text)
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        for kind, f in files:
+            if f != f3:
+                ingest_file(con, kind, f, opts)
+        ingest_file(con, "sacct", tmp_path / "a" / f3.name, opts)
+        rebuild(con, cfg)
+        pending = con.execute(
+            "SELECT count(*) FROM analytics.build_pending WHERE job_id = '700596'"
+        ).fetchall()
+        ingest_file(con, "sacct", tmp_path / "b" / f3.name, opts)
+        rebuild(con, cfg)
+        ((mode,),) = con.execute(
+            "SELECT mode FROM analytics.build_state ORDER BY build_id DESC LIMIT 1"
+        ).fetchall()
+        started = con.execute(
+            "SELECT count(*) FROM core.jobs WHERE job_id = '700596' AND start_at IS NOT NULL"
+        ).fetchall()
+    assert pending == [(1,)] and started == [(1,)] and mode == "incremental"
+    assert_equals_full_rebuild(cfg, tmp_path)
