@@ -157,6 +157,17 @@ def test_a_build_with_nothing_new_writes_no_row(
     assert written[3] in (None, "{}")
 
 
+def _k8s_b_rows_on(con: duckdb.DuckDBPyConnection, table: str, col: str, day: str) -> int:
+    """The rows of ``analytics.<table>`` of cluster k8s-b whose ``col`` falls on ``day``."""
+    return int(
+        con.execute(
+            f"SELECT count(*) FROM analytics.{table} WHERE cluster = 'k8s-b'"
+            f" AND CAST({col} AS DATE) = $d",
+            {"d": day},
+        ).fetchall()[0][0]
+    )
+
+
 def test_rerunning_one_day_touches_only_that_days_rows(two_builds: tuple[Config, Path]) -> None:
     """Re-loading the Kubernetes cluster's last day (same files) and rebuilding rewrites exactly
     that cluster-day in the time-keyed tables, rewrites no row of the window tables, and leaves
@@ -181,24 +192,11 @@ def test_rerunning_one_day_touches_only_that_days_rows(two_builds: tuple[Config,
     k8s = next(c for c in cfg.clusters if c.name == "k8s-b")
     with connect(cfg.warehouse_path) as con:
         before = {t: con.sql(f"SELECT * FROM {t}").pl() for t in _tables(con)}
-        n_act = con.execute(
-            "SELECT count(*) FROM analytics.gpu_activity WHERE cluster = 'k8s-b'"
-            " AND CAST(bucket AS DATE) = $d",
-            {"d": day},
-        ).fetchall()[0][0]
-        assert n_act > 0
-        n_fair = con.execute(
-            "SELECT count(*) FROM analytics.fair_share_hourly WHERE cluster = 'k8s-b'"
-            " AND CAST(hour AS DATE) = $d",
-            {"d": day},
-        ).fetchall()[0][0]
-        assert n_fair > 0
+        n_act = _k8s_b_rows_on(con, "gpu_activity", "bucket", day)
+        n_fair = _k8s_b_rows_on(con, "fair_share_hourly", "hour", day)
+        assert n_act > 0 and n_fair > 0
         n_topology = {
-            t: con.execute(
-                f"SELECT count(*) FROM analytics.{t} WHERE cluster = 'k8s-b'"
-                " AND CAST(hour AS DATE) = $d",
-                {"d": day},
-            ).fetchall()[0][0]
+            t: _k8s_b_rows_on(con, t, "hour", day)
             for t in ("topology_fragmentation_hourly", "domain_capacity_hourly",
                       "segment_capacity_hourly", "topology_stranded_hourly")
         }  # fmt: skip

@@ -3,8 +3,10 @@ reading them whole, with the raw rows of one part at a time in memory."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -380,6 +382,20 @@ def test_the_stored_resolution_is_reused_only_after_the_build_that_recorded_it(
         assert not reusable_resolution(con, key)
 
 
+@contextlib.contextmanager
+def _built_in_parts(
+    loaded: tuple[Config, Path], tmp_path: Path
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection to a copy of the loaded warehouse just built in full in parts of 40 raw
+    rows (the build's temporary views, e.g. the keyed raw rows, still there)."""
+    cfg, db = loaded
+    work = tmp_path / "w.duckdb"
+    shutil.copyfile(db, work)
+    with connect(work) as con:
+        rebuild(con, cfg, slurm_part_rows=40)
+        yield con
+
+
 def test_stored_parts_come_one_per_run_of_unchanged_ranges_with_the_range_rows(
     loaded: tuple[Config, Path], tmp_path: Path
 ) -> None:
@@ -394,11 +410,7 @@ def test_stored_parts_come_one_per_run_of_unchanged_ranges_with_the_range_rows(
     from pipelines.core import StoredPart
     from pipelines.core.build import resolved_slurm_schema
 
-    cfg, db = loaded
-    work = tmp_path / "w.duckdb"
-    shutil.copyfile(db, work)
-    with connect(work) as con:
-        rebuild(con, cfg, slurm_part_rows=40)
+    with _built_in_parts(loaded, tmp_path) as con:
         jobs = con.sql("SELECT * FROM core.slurm_jobs").pl()
         schema = resolved_slurm_schema(read_table(con, "raw.slurm_rows").clear())
         keys = sorted({f"{c}\0{k}" for c, k in jobs.select("cluster", "job_key").iter_rows()})
@@ -479,11 +491,7 @@ def test_the_range_diff_selects_exactly_the_stored_rows_of_its_range(
     from pipelines.analytics.build import _range_params
     from pipelines.warehouse.sql import load_sql
 
-    cfg, db = loaded
-    work = tmp_path / "w.duckdb"
-    shutil.copyfile(db, work)
-    with connect(work) as con:
-        rebuild(con, cfg, slurm_part_rows=40)
+    with _built_in_parts(loaded, tmp_path) as con:
         jobs = con.sql("SELECT rowid AS r, cluster, job_key FROM core.slurm_jobs").pl()
         keys = sorted({f"{c}\0{k}" for c, k in jobs.select("cluster", "job_key").iter_rows()})
         bounds = sorted({"", *keys[::5], *(k + "\0" for k in keys[2::9])})

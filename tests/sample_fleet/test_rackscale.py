@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.analytics.build import rebuild
-from pipelines.config import load_config
+from pipelines.config import Config, load_config
 from pipelines.ingest import IngestOptions, ingest_file
 from pipelines.sample_fleet import generate_sample_fleet
 from pipelines.sample_fleet._rackscale import (
@@ -155,13 +155,9 @@ def test_slurm_nvl_files_are_the_same_for_the_same_seed(tmp_path: Path) -> None:
     assert (tmp_path / "a" / day).read_bytes() != (tmp_path / "c" / day).read_bytes()
 
 
-def test_the_last_day_built_incrementally_equals_a_full_build(tmp_path: Path) -> None:
-    """slurm-nvl's first eight days built, then its last day's files (sacct, hourly DCGM and the
-    node events file, named for that day, which holds the failed trays' intervals of day 3)
-    loaded and built incrementally: every core and analytics table equals a full build of the
-    same rows (floats within 1e-9 relative). The map, node intervals and Kueue-free placements
-    of the rack-scale cluster take the incremental path of the topology tables: those tables
-    are written by day and hold the block level, and the placements by job."""
+def _nine_days(tmp_path: Path) -> tuple[Config, list[tuple[str, Path]], IngestOptions]:
+    """slurm-nvl's nine days generated under ``tmp_path``: the config, its input files by kind
+    (``tests.rackscale.KINDS`` order) and their ingest options (none loaded)."""
     data = tmp_path / "nvl"
     generate_rackscale(data, seed=7, start=START, days=9)
     write_registry(data / "registry.yaml")
@@ -169,9 +165,19 @@ def test_the_last_day_built_incrementally_equals_a_full_build(tmp_path: Path) ->
         write_config(data, days_dir=data, clusters=((RACKSCALE_CLUSTER, "slurm", "UTC"),))
     )
     base = data / "inputs" / RACKSCALE_CLUSTER
-    last = (START + dt.timedelta(days=8)).isoformat()
-    opts = IngestOptions(cluster=RACKSCALE_CLUSTER, tz="UTC")
     files = [(kind, f) for kind, pattern in KINDS for f in sorted(base.glob(pattern))]
+    return cfg, files, IngestOptions(cluster=RACKSCALE_CLUSTER, tz="UTC")
+
+
+def test_the_last_day_built_incrementally_equals_a_full_build(tmp_path: Path) -> None:
+    """slurm-nvl's first eight days built, then its last day's files (sacct, hourly DCGM and the
+    node events file, named for that day, which holds the failed trays' intervals of day 3)
+    loaded and built incrementally: every core and analytics table equals a full build of the
+    same rows (floats within 1e-9 relative). The map, node intervals and Kueue-free placements
+    of the rack-scale cluster take the incremental path of the topology tables: those tables
+    are written by day and hold the block level, and the placements by job."""
+    cfg, files, opts = _nine_days(tmp_path)
+    last = (START + dt.timedelta(days=8)).isoformat()
     with connect(cfg.warehouse_path) as con:
         init_warehouse(con)
         for kind, f in files:
@@ -213,15 +219,7 @@ def test_a_late_file_showing_a_pending_job_started_equals_a_full_build(tmp_path:
     the stale pending demand of days 4–8 leaves the hourly fair shares, the fairness windows,
     the waterfall and the stranded capacity. Without it those five tables differ (found by a
     review, with the reproduction this test keeps)."""
-    data = tmp_path / "nvl"
-    generate_rackscale(data, seed=7, start=START, days=9)
-    write_registry(data / "registry.yaml")
-    cfg = load_config(
-        write_config(data, days_dir=data, clusters=((RACKSCALE_CLUSTER, "slurm", "UTC"),))
-    )
-    base = data / "inputs" / RACKSCALE_CLUSTER
-    opts = IngestOptions(cluster=RACKSCALE_CLUSTER, tz="UTC")
-    files = [(kind, f) for kind, pattern in KINDS for f in sorted(base.glob(pattern))]
+    cfg, files, opts = _nine_days(tmp_path)
     day3 = (START + dt.timedelta(days=3)).isoformat()
     (f3,) = [f for _k, f in files if day3 in f.name and "sacct" in f.name]
     lines = f3.read_text().splitlines(keepends=True)
