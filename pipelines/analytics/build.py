@@ -46,6 +46,7 @@ from pipelines.analytics.chunks import (
 from pipelines.analytics.incremental import (
     INCREMENTAL_TABLES,
     BuildPlan,
+    nul_in_cluster_names,
     plan_build,
     record_build,
     resolution_key,
@@ -625,11 +626,7 @@ def _slurm_parts(
         bounds = run_named(con, "analytics/slurm_row_bounds", {"fractions": fractions})
         cuts = [b for b in bounds["bound"].to_list() if b]
     if not reuse:
-        # A cluster name with a NUL byte: the range keys cannot be split into cluster and job
-        # key (reuse is then never granted: pipelines.analytics.incremental.reusable_resolution).
-        clusters = run_named(con, "analytics/slurm_row_clusters")["cluster"]
-        nul = bool(clusters.str.contains("\x00", literal=True).any())
-        return _SlurmParts(con, cuts, split=not nul)
+        return _SlurmParts(con, cuts, split=not nul_in_cluster_names(con))
     schema = resolved_slurm_schema(run_named(con, "analytics/slurm_rows_empty"))
     stored = _stored("core.slurm_jobs", pl.DataFrame(schema=schema))
     if not columns_match(con, "core.slurm_jobs", stored):

@@ -63,6 +63,7 @@ from pipelines.warehouse import (
     RowDiff,
     as_utc,
     ingest_time_spans,
+    job_keys_table,
     read_table,
     replace_days,
     replace_job_rows,
@@ -82,6 +83,7 @@ __all__ = [
     "SLURM_INGESTS_TABLE",
     "TELEMETRY_SPANS_TABLE",
     "BuildPlan",
+    "nul_in_cluster_names",
     "plan_build",
     "record_build",
     "resolution_key",
@@ -275,11 +277,17 @@ def reusable_resolution(con: duckdb.DuckDBPyConnection, key: str) -> bool:
         and recorded["resolution_key"].to_list() == [key]
     ):
         return False
-    # A cluster name with a NUL byte: the ranges of identities are cut on "cluster NUL job key"
-    # (sql/analytics/create_slurm_rows_keyed.sql), which then no longer sorts as the (cluster,
-    # job key) pairs the stored parts are read by.
+    return not nul_in_cluster_names(con)
+
+
+def nul_in_cluster_names(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether a raw Slurm row's cluster name holds a NUL byte. The ranges of identities are
+    cut on "cluster NUL job key" (``sql/analytics/create_slurm_rows_keyed.sql``), which then
+    no longer sorts as the (cluster, job key) pairs the stored parts are read by, nor splits
+    at its first NUL into cluster and job key: no stored resolution is reused, and no range is
+    pushed into the scan split (``pipelines.analytics.build._range_params``)."""
     clusters = run_named(con, "analytics/slurm_row_clusters")["cluster"]
-    return not clusters.str.contains("\x00", literal=True).any()
+    return bool(clusters.str.contains("\x00", literal=True).any())
 
 
 def unchanged_slurm_ingests(con: duckdb.DuckDBPyConnection) -> list[int]:
@@ -431,13 +439,10 @@ def _changed_jobs(
             .to_series()
         )
         scope = pl.zeros(new.height, dtype=pl.Boolean(), eager=True).scatter(at, True)
-        con.execute("CREATE OR REPLACE TEMP TABLE _diff_job_keys AS SELECT * FROM _k")
-        try:
+        with job_keys_table(con, _k):
             found = row_diff(
                 con, "core.jobs", new, where=load_sql("analytics/jobs_in_diff_scope"), scope=scope
             )
-        finally:
-            con.execute("DROP TABLE IF EXISTS temp._diff_job_keys")
     if found is None:
         return _changed_rows(read_table(con, "core.jobs"), jobs), None
     return found.rows, found

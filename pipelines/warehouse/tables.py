@@ -9,9 +9,10 @@ parameters: the dashboard, the report and the recommendations read through it al
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import duckdb
@@ -236,10 +237,20 @@ def diff_job_rows(
     Raises:
         ValueError: ``table`` is not a plain identifier.
     """
+    with job_keys_table(con, keys):
+        return diff_replace(con, table, frame, where=load_sql("analytics/rows_of_job_keys"))
+
+
+@contextlib.contextmanager
+def job_keys_table(con: duckdb.DuckDBPyConnection, keys: pl.DataFrame) -> Iterator[None]:
+    """The distinct ``cluster, job_id`` of ``keys`` (as strings) in the temporary table
+    ``temp._diff_job_keys`` while the block runs, dropped after it: the statements that select
+    some jobs' stored rows read it (``sql/analytics/rows_of_job_keys.sql``,
+    ``jobs_in_diff_scope.sql``)."""
     _k = keys.select(pl.col("cluster", "job_id").cast(pl.String())).unique()
     con.execute("CREATE OR REPLACE TEMP TABLE _diff_job_keys AS SELECT * FROM _k")
     try:
-        return diff_replace(con, table, frame, where=load_sql("analytics/rows_of_job_keys"))
+        yield
     finally:
         con.execute("DROP TABLE IF EXISTS temp._diff_job_keys")
 
