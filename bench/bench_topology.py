@@ -2,11 +2,11 @@
 
 Runs ``pipelines.analytics.build.rebuild(full=True)`` on a warehouse the scale benchmark has
 ingested (``bench/bench_scale.py --keep --stages ingest_sacct,ingest_state,ingest_dcgm_hourly``)
-with timers around the three topology steps of the build: ``_placement`` (``job_placement``),
-``_fragmentation`` (``topology_fragmentation_hourly``) and ``_domain_tables``
-(``domain_capacity_hourly``, ``segment_capacity_hourly``, ``topology_stranded_hourly``,
-``large_job_wait_causes``). Prints one JSON object: the rebuild's wall time, each step's, the
-topology total and its ratio to the rest of the same rebuild, and the peak RSS.
+with timers around the two topology steps of the build: ``_placement`` (``job_placement``) and
+``_domain_tables`` (``domain_capacity_hourly``, ``segment_capacity_hourly``,
+``topology_stranded_hourly``, ``topology_fragmentation_hourly``, ``large_job_wait_causes``).
+Prints one JSON object: the rebuild's wall time, each step's, the topology total and its ratio
+to the rest of the same rebuild, and the peak RSS.
 
 Usage: ``flock /tmp/goodput-big.lock .venv/bin/python bench/bench_topology.py --root
 /tmp/goodput-scale --size 1000x365``, or ``--config goodput.toml`` for the warehouse a
@@ -31,7 +31,7 @@ if str(REPO) not in sys.path:
 from bench._harness import peak_rss_mb, write_bench_config  # noqa: E402 (after sys.path above)
 
 CLUSTER = "scale-a"
-STEPS = ("_placement", "_fragmentation", "_domain_tables")
+STEPS = ("_placement", "_domain_tables")
 
 
 def _timed(fn: Callable[..., Any], into: dict[str, float], name: str) -> Callable[..., Any]:

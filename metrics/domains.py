@@ -194,15 +194,27 @@ def _down_per_node(down: pl.LazyFrame, hours: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def _node_hours(
+def hourly_node_states(
     topology: pl.LazyFrame,
     jobs: pl.LazyFrame,
     hours: pl.LazyFrame,
     nodes: pl.LazyFrame,
-    down: pl.LazyFrame | None,
+    down: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
-    """``cluster, hour, level, domain, node, _gpus, _healthy, _held, _free``: each mapped node
-    at each hour start (``_free``: free GPUs of a healthy node; 0 on a node down)."""
+    """Each mapped node at each hour start, at every level of the map in force: what
+    :func:`domain_capacity_hourly` and :func:`stranded_hourly` both read. A caller computing
+    both for the same hours computes these once and passes them to each as ``states``.
+
+    Args:
+        topology, jobs, hours, nodes, down: as :func:`domain_capacity_hourly`.
+
+    Returns:
+        ``cluster, hour, level, domain, node, _gpus, _healthy, _held, _attempts, _free``:
+        ``_gpus`` the node's GPUs (0 when the inventory lacks it), ``_healthy`` not down or
+        drained, ``_held`` GPUs attempts hold on it (an attempt holds ``gpus / distinct
+        nodes`` on each of its nodes), ``_attempts`` how many, ``_free`` free GPUs of a healthy
+        node (0 on a node down).
+    """
     hours = hours.select(CLUSTER, pl.col(HOUR).cast(UTC_DATETIME)).unique()
     placed = (
         hours.join(_maps(topology), on=CLUSTER)
@@ -245,6 +257,7 @@ def domain_capacity_hourly(
     *,
     down: pl.LazyFrame | None = None,
     segment_sizes: Sequence[int] = SEGMENT_SIZES,
+    states: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
     """Per cluster, hour, level and domain: healthy, allocated and free nodes (trays) and GPUs,
     and the largest gang that still fits in the domain.
@@ -257,6 +270,8 @@ def domain_capacity_hourly(
         down: ``cluster, node, start_at, end_at``: node down or drained intervals.
         segment_sizes: the segment sizes s (nodes); ``largest_segment`` is the largest s with
             s <= the domain's whole free nodes.
+        states: :func:`hourly_node_states` of the same arguments, when the caller has them
+            (None: computed here).
 
     Returns:
         :data:`DOMAIN_CAPACITY_SCHEMA` rows, one per hour, level and domain of the map in force.
@@ -266,7 +281,7 @@ def domain_capacity_hourly(
         the free GPUs of partly held nodes too); ``largest_gang_nodes`` = ``free_nodes``;
         ``largest_segment``: NULL when not even the smallest s fits.
     """
-    nh = _node_hours(topology, jobs, hours, nodes, down)
+    nh = states if states is not None else hourly_node_states(topology, jobs, hours, nodes, down)
     healthy = pl.col("_healthy")
     per = nh.group_by(CLUSTER, HOUR, LEVEL, DOMAIN).agg(
         pl.len().cast(pl.Int64).alias("nodes"),
@@ -402,6 +417,7 @@ def stranded_hourly(
     *,
     pending: pl.LazyFrame | None = None,
     down: pl.LazyFrame | None = None,
+    states: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
     """Per cluster and hour: free GPUs no pending job shape can use, at the gang level.
 
@@ -424,6 +440,8 @@ def stranded_hourly(
             with ``job_id, attempt, team, req_gpus, eligible_at``.
         as_of: ``cluster, as_of``: the data cut-off (pending rows end there).
         pending: never-started rows ``cluster, job_id, team, req_gpus, eligible_at, end_at``.
+        states: :func:`hourly_node_states` of the same arguments, when the caller has them
+            (None: computed here).
 
     Returns:
         :data:`STRANDED_SCHEMA` rows, one per cluster and hour with a gang level;
@@ -431,7 +449,13 @@ def stranded_hourly(
         one node (what ``held`` can be held for).
     """
     level = gang_level(topology)
-    nh = _node_hours(topology, jobs, hours, nodes, down).join(level, on=[CLUSTER, LEVEL])
+    # The node states are read four times below (free GPUs per node, partly held, whole free
+    # per domain, free per level). Left lazy, polars computed them once per read: on a month of
+    # a 10,000-GPU cluster, 0.76 s against 0.13 s computed once (BENCHMARKS.md, "The topology
+    # tables' node-hour states computed once").
+    if states is None:
+        states = hourly_node_states(topology, jobs, hours, nodes, down)
+    nh = states.join(level, on=[CLUSTER, LEVEL]).collect().lazy()
     gpn = _node_gpus(nodes)
     size = _domain_size(topology, level)
     waits = _waits(jobs, pending, as_of)

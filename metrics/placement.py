@@ -373,6 +373,7 @@ def fragmentation_hourly(
     *,
     down: pl.LazyFrame | None = None,
     gang_nodes: tuple[int, ...] = GANG_NODES,
+    states: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
     """Per cluster, hour and level: whole-domain slots for a gang of G free nodes, against the
     slots the same free nodes would give unfragmented (METRICS.md, "Fragmentation").
@@ -388,24 +389,31 @@ def fragmentation_hourly(
         hours: ``cluster, hour``: the hour starts to compute.
         down: ``cluster, node, start_at, end_at``: node down or drained intervals.
         gang_nodes: the gang sizes G.
+        states: :func:`metrics.domains.hourly_node_states` of the same arguments, when the
+            caller has them: a node is free where it is healthy and no attempt holds it
+            (``_healthy`` and ``_attempts == 0``), the same rule (None: computed here).
 
     Returns:
         :data:`FRAGMENTATION_SCHEMA` rows, one per hour, level of the map in force and G.
     """
-    maps = _maps(topology)
-    hours = hours.select(CLUSTER, pl.col("hour").cast(UTC_DATETIME)).unique()
-    horizon = hours.group_by(CLUSTER).agg((pl.col("hour").max() + _HOUR).alias("_horizon"))
-    placed = hours.join(maps, on=CLUSTER).filter(
-        (pl.col(VALID_FROM) <= pl.col("hour"))
-        & (pl.col(VALID_TO).is_null() | (pl.col("hour") < pl.col(VALID_TO)))
-    )
-    held = jobs.filter(pl.col(START_AT).is_not_null()).select(
-        CLUSTER, START_AT, "end_at", pl.col("node_list").alias(NODE)
-    ).explode(NODE)  # fmt: skip
-    busy = [_hours_covered(held, horizon, START_AT, "end_at")]
-    if down is not None:
-        busy.append(_hours_covered(down, horizon, "start_at", "end_at"))
-    free = placed.join(pl.concat(busy).unique(), on=[CLUSTER, NODE, "hour"], how="anti")
+    if states is not None:
+        placed = states.select(CLUSTER, "hour", LEVEL, DOMAIN, NODE)
+        free = states.filter(pl.col("_healthy") & (pl.col("_attempts") == 0))
+    else:
+        maps = _maps(topology)
+        hours = hours.select(CLUSTER, pl.col("hour").cast(UTC_DATETIME)).unique()
+        horizon = hours.group_by(CLUSTER).agg((pl.col("hour").max() + _HOUR).alias("_horizon"))
+        placed = hours.join(maps, on=CLUSTER).filter(
+            (pl.col(VALID_FROM) <= pl.col("hour"))
+            & (pl.col(VALID_TO).is_null() | (pl.col("hour") < pl.col(VALID_TO)))
+        )
+        held = jobs.filter(pl.col(START_AT).is_not_null()).select(
+            CLUSTER, START_AT, "end_at", pl.col("node_list").alias(NODE)
+        ).explode(NODE)  # fmt: skip
+        busy = [_hours_covered(held, horizon, START_AT, "end_at")]
+        if down is not None:
+            busy.append(_hours_covered(down, horizon, "start_at", "end_at"))
+        free = placed.join(pl.concat(busy).unique(), on=[CLUSTER, NODE, "hour"], how="anti")
     per_domain = free.group_by(CLUSTER, "hour", LEVEL, DOMAIN).agg(
         pl.len().cast(pl.Int64).alias("_free")
     )

@@ -30,6 +30,7 @@ from metrics import (
 from metrics.data_quality import DATA_QUALITY_SCHEMA, admitted_without_pods, gpu_tracking_gaps
 from metrics.domains import (
     domain_capacity_hourly,
+    hourly_node_states,
     large_job_wait_causes,
     segment_capacity_hourly,
     stranded_hourly,
@@ -838,7 +839,6 @@ def _tables(
     else:
         keys = _placement_keys(core.jobs, plan, core.kueue_nodes, core.kueue_requests)
         write.jobs("analytics.job_placement", pl.concat(_placement(core, rows, keys)), keys)
-    write("analytics.topology_fragmentation_hourly", _fragmentation(core, occ, every, days))
     schedulers = scheduler_tables(
         con, registry.history, registry.mapping, core.nodes, as_of,
         tolerance=cfg.registry_drift_tolerance,
@@ -972,27 +972,6 @@ def _placement(
         )
 
 
-def _fragmentation(
-    core: CoreFrames,
-    occ: pl.DataFrame,
-    every: str = BUILD_CHUNK,
-    days: Mapping[str, set[dt.date]] | None = None,
-) -> pl.DataFrame:
-    """``analytics.topology_fragmentation_hourly``: every hour of ``occupancy_hourly`` (with
-    ``days``, an incremental plan's: the hours on those cluster-days), free whole nodes per
-    domain against the same nodes unfragmented (:func:`metrics.fragmentation_hourly`, gangs of
-    :data:`metrics.GANG_NODES` nodes), one cluster-month at a time
-    (:func:`pipelines.analytics.chunks.by_hour_chunks`, the attempts touching each)."""
-    topo, jobs, down = core.topology.lazy(), core.jobs.lazy(), core.node_down.lazy()
-    return by_hour_chunks(
-        on_days(occ.select("cluster", "hour"), days),
-        lambda hours, c, lo, hi: fragmentation_hourly(
-            topo, touching(jobs, c, lo, hi), hours.lazy(), down=down
-        ).collect(),
-        every,
-    )
-
-
 #: Where a pending-reason spell table may live (the ``pending_reason_spells`` view's source).
 _REASON_SPELL_TABLES = ("core.pending_reason_spells", "analytics.pending_reason_spells")
 
@@ -1065,37 +1044,47 @@ def _domain_tables(
     causes_of: pl.DataFrame | None = None,
 ) -> dict[str, pl.DataFrame]:
     """``analytics.domain_capacity_hourly``, ``segment_capacity_hourly``,
-    ``topology_stranded_hourly`` and ``large_job_wait_causes`` (:mod:`metrics.domains`), every
-    hour of ``occupancy_hourly``, segment sizes from ``[topology] segment_sizes``. The three
-    hourly tables are computed one cluster-month at a time
-    (:func:`pipelines.analytics.chunks.by_hour_chunks`: each hour reads only the attempts and
-    waits that touch it); with ``days`` (an incremental plan's cluster-days) only for the hours
-    on those days. The large-job wait causes read every hour's domain capacity: with ``days``,
-    the stored rows of the other days and this build's of those
-    (:func:`pipelines.analytics.incremental.with_stored_days`); with ``causes_of`` (``cluster,
-    job_id``, :func:`_large_waits_on_days`) they are computed for those jobs only."""
+    ``topology_stranded_hourly``, ``large_job_wait_causes`` (:mod:`metrics.domains`) and
+    ``topology_fragmentation_hourly`` (:func:`metrics.fragmentation_hourly`, gangs of
+    :data:`metrics.GANG_NODES` nodes), every hour of ``occupancy_hourly``, segment sizes from
+    ``[topology] segment_sizes``. The four hourly tables are computed one cluster-month at a
+    time (:func:`pipelines.analytics.chunks.by_hour_chunks`: each hour reads only the attempts
+    and waits that touch it; the capacity, the stranded GPUs and the fragmentation read the
+    unit's :func:`metrics.domains.hourly_node_states`, computed once); with ``days`` (an
+    incremental plan's cluster-days) only for the hours on those days. The large-job wait
+    causes read every hour's domain capacity: with ``days``, the stored rows of the other days
+    and this build's of those (:func:`pipelines.analytics.incremental.with_stored_days`); with
+    ``causes_of`` (``cluster, job_id``, :func:`_large_waits_on_days`) they are computed for
+    those jobs only."""
     topo, jobs, nodes = core.topology.lazy(), core.jobs.lazy(), core.nodes.lazy()
     down, pending = core.node_down.lazy(), core.pending.lazy()
     as_of = core.as_of.filter(pl.col("as_of").is_not_null()).lazy()
     sizes = cfg.segment_sizes
 
-    def capacity_unit(
-        hours: pl.DataFrame, c: str, lo: dt.datetime, hi: dt.datetime
-    ) -> pl.DataFrame:
+    stranded: list[pl.DataFrame] = []
+    fragmentation: list[pl.DataFrame] = []
+
+    def unit(hours: pl.DataFrame, c: str, lo: dt.datetime, hi: dt.datetime) -> pl.DataFrame:
+        """The unit's domain capacity; its stranded GPUs and fragmentation go to ``stranded``
+        and ``fragmentation`` (all three read the same node states, computed once:
+        BENCHMARKS.md "The topology tables' node-hour states computed once")."""
+        held, at = touching(jobs, c, lo, hi), hours.lazy()
+        states = hourly_node_states(topo, held, at, nodes, down).collect().lazy()
+        fragmentation.append(
+            fragmentation_hourly(topo, held, at, down=down, states=states).collect()
+        )
+        stranded.append(
+            stranded_hourly(
+                topo, held, at, nodes, as_of, pending=touching(pending, c, lo, hi), down=down,
+                states=states,
+            ).collect()
+        )  # fmt: skip
         return domain_capacity_hourly(
-            topo, touching(jobs, c, lo, hi), hours.lazy(), nodes, down=down, segment_sizes=sizes
+            topo, held, at, nodes, down=down, segment_sizes=sizes, states=states
         ).collect()
 
-    def stranded_unit(
-        hours: pl.DataFrame, c: str, lo: dt.datetime, hi: dt.datetime
-    ) -> pl.DataFrame:
-        return stranded_hourly(
-            topo, touching(jobs, c, lo, hi), hours.lazy(), nodes, as_of,
-            pending=touching(pending, c, lo, hi), down=down,
-        ).collect()  # fmt: skip
-
     hours = on_days(occ.select("cluster", "hour"), days)
-    capacity = by_hour_chunks(hours, capacity_unit, every)
+    capacity = by_hour_chunks(hours, unit, every)
     segments = by_hour_chunks(
         hours,
         lambda _h, c, lo, hi: segment_capacity_hourly(
@@ -1120,7 +1109,8 @@ def _domain_tables(
     return {
         "analytics.domain_capacity_hourly": capacity,
         "analytics.segment_capacity_hourly": segments,
-        "analytics.topology_stranded_hourly": by_hour_chunks(hours, stranded_unit, every),
+        "analytics.topology_stranded_hourly": pl.concat(stranded),
+        "analytics.topology_fragmentation_hourly": pl.concat(fragmentation),
         "analytics.large_job_wait_causes": causes,
     }
 

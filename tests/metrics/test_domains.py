@@ -23,6 +23,7 @@ from polars.testing import assert_frame_equal
 from metrics.domains import (
     domain_capacity_hourly,
     gang_level,
+    hourly_node_states,
     large_job_wait_causes,
     segment_capacity_hourly,
     stranded_hourly,
@@ -388,3 +389,35 @@ def test_topology_requests_take_the_first_named_level_per_workload() -> None:
         ("k", "ns/w1", "preferred: rack"),
         ("k", "ns/w2", "slice-required: block"),
     ]
+
+
+def test_hourly_node_states_at_h0_and_the_tables_read_from_them() -> None:
+    """At h0: n1 and n2 each hold 4 of A's 8 GPUs (8 / 2 nodes), 0 free; n5 holds B's 2 of
+    4, 2 free; n8 is down: not healthy, 0 free; n3 holds nothing, 4 free. The capacity and the
+    stranded GPUs computed from these states, passed in, are the tables computed without them."""
+    states = hourly_node_states(_topology(), _jobs(), _hours(), _inventory(), _down()).collect()
+    at_h0 = states.filter(pl.col("hour") == H0).sort("node")
+    assert at_h0.select("node", "_gpus", "_healthy", "_held", "_attempts", "_free").rows() == [
+        ("n1", 4.0, True, 4.0, 1, 0.0), ("n2", 4.0, True, 4.0, 1, 0.0),
+        ("n3", 4.0, True, 0.0, 0, 4.0), ("n4", 4.0, True, 0.0, 0, 4.0),
+        ("n5", 4.0, True, 2.0, 1, 2.0), ("n6", 4.0, True, 0.0, 0, 4.0),
+        ("n7", 4.0, True, 0.0, 0, 4.0), ("n8", 4.0, False, 0.0, 0, 0.0),
+    ]  # fmt: skip
+    given = states.lazy()
+    assert_frame_equal(
+        domain_capacity_hourly(
+            _topology(), _jobs(), _hours(), _inventory(), down=_down(), segment_sizes=(1, 2, 4),
+            states=given,
+        ).collect(),
+        _capacity().collect(),
+    )  # fmt: skip
+    assert_frame_equal(
+        stranded_hourly(
+            _topology(), _jobs(), _hours(), _inventory(), _as_of(), pending=_pending(),
+            down=_down(), states=given,
+        ).collect(),
+        stranded_hourly(
+            _topology(), _jobs(), _hours(), _inventory(), _as_of(), pending=_pending(),
+            down=_down(),
+        ).collect(),
+    )  # fmt: skip
