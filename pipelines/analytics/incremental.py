@@ -634,9 +634,12 @@ def plan_build(
         return _full("requested")
     if not state:
         return _full("nothing built before")
+    # The per-job tables too: an incremental build rewrites some jobs' rows of each and reads
+    # the others' back (the Kaplan-Meier counts read the stored wait spells).
     needed = ("core.jobs", "core.topology", "analytics.build_pending", NODE_DOWN_TABLE,
               INGESTS_TABLE, TELEMETRY_SPANS_TABLE, *INCREMENTAL_TABLES,
-              "analytics.job_gpu_summary")  # fmt: skip
+              "analytics.job_gpu_summary", "analytics.time_to_start_jobs",
+              "analytics.job_placement", "analytics.large_job_wait_causes")  # fmt: skip
     if not all(table_exists(con, t) for t in needed):
         return _full("a table is missing")
     _bid, _mark, old_fp, old_as_of_json = state[0]
