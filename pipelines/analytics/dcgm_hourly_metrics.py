@@ -87,8 +87,13 @@ def hourly_activity(
     per = per.with_columns(
         pl.col("bucket").dt.convert_time_zone("UTC").dt.cast_time_unit("us")
     ).sort("bucket")
+    # Only the attempts of the jobs the rows name can match (the join is by job): a window's
+    # rows name a few of a year's jobs, and sorting every attempt for each window was most of
+    # a new day's waterfall (BENCHMARKS.md "The hourly labels matched among their own jobs").
+    labelled = per.select("cluster", "job_id").unique()
     att = (
-        jobs.filter(pl.col("start_at").is_not_null())
+        jobs.lazy()
+        .filter(pl.col("start_at").is_not_null())
         .select(
             "cluster",
             pl.col("job_id").cast(pl.String),
@@ -100,7 +105,9 @@ def hourly_activity(
                 .dt.truncate("1h")
             ).alias("_start_hour"),
         )
-        .sort("_start_hour")
+        .join(labelled.lazy(), on=["cluster", "job_id"], how="semi")
+        .sort("_start_hour", "attempt")  # two attempts started in one hour: the later counts
+        .collect()
     )
     out = per.join_asof(
         att,

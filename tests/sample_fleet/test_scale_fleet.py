@@ -270,6 +270,35 @@ def test_hourly_activity_hand_computed(tmp_path: Path) -> None:
     assert abs(row["activity"] - 0.4) < 1e-12
 
 
+def test_hourly_activity_takes_the_later_of_two_attempts_started_in_one_hour() -> None:
+    """Job 9's attempts 1 (09:10) and 2 (09:40) both start in hour 09:00, so both are the
+    latest started before hour 10:00 ends by the hour; the later, attempt 2, is the one
+    running. Attempts of jobs no row names (job 5) are never matched: the result is the same
+    with them left out."""
+    import duckdb
+
+    from pipelines.analytics.dcgm_hourly_metrics import hourly_activity
+
+    h = dt.datetime(2026, 1, 1, 10, tzinfo=dt.UTC)
+    raw = pl.DataFrame(
+        {"cluster": ["c"], "hostname": ["n1"], "gpu": [0], "hour": [h], "hpc_job": ["9"],
+         "samples": [12], "gr_engine_active_avg": [0.3]}
+    )  # fmt: skip
+    con = duckdb.connect()
+    con.execute("create schema raw")
+    con.register("hourly_rows", raw)
+    con.execute("create table raw.dcgm_hourly as select * from hourly_rows")
+    jobs = pl.DataFrame(
+        {"cluster": ["c"] * 4, "job_id": ["9", "9", "5", "5"], "attempt": [2, 1, 1, 2],
+         "start_at": [h.replace(hour=9, minute=40), h.replace(hour=9, minute=10),
+                      h.replace(hour=9), h.replace(hour=9, minute=59)]}
+    )  # fmt: skip
+    out = hourly_activity(con, jobs)
+    assert out.select("job_id", "attempt", "gpus").rows() == [("9", 2, 1.0)]
+    assert abs(out["activity"][0] - 0.3) < 1e-12
+    assert hourly_activity(con, jobs.filter(pl.col("job_id") == "9")).equals(out)
+
+
 def test_rebuild_from_hourly_aggregates(fleet: tuple[Path, Any], tmp_path: Path) -> None:
     """Only hourly aggregates (no 5-minute samples): the waterfall observes the allocated time
     (coverage > 0.99 on window days: every allocated GPU-hour has its labelled row) and
