@@ -731,11 +731,25 @@ def plan_build(
         if prev != cut:
             add({c: _days(min(prev, cut) if prev else cut, max(prev, cut) if prev else cut)})
     keys = changed_jobs.select("cluster", "job_id").unique()
-    waits = wait_keys((changed_jobs, changed_pending), (jobs, pending), as_of, old_as_of)
+    waits = wait_keys(
+        (changed_jobs, changed_pending),
+        (jobs, pending),
+        _with_spells(as_of, occupancy),
+        _with_spells(old_as_of, old_occ),
+    )
     return BuildPlan(
         False, "incremental", days, build_id, int(top), fp, keys, waits, ingests=loads,
         spans=spans_now, diffs={} if jobs_diff is None else {"core.jobs": jobs_diff},
     )  # fmt: skip
+
+
+def _with_spells(as_of: pl.DataFrame, occupancy: pl.DataFrame) -> pl.DataFrame:
+    """The cut-offs (``cluster, as_of``) of the clusters whose wait spells a build computes:
+    those with occupancy hours (:func:`pipelines.analytics.metrics_build.build_metric_tables`
+    skips the others). A cluster left out reads to :func:`wait_keys` as one without a cut-off,
+    so every job of it is named: a cluster with a cut-off but no occupancy hour (a first file of
+    queued jobs only) had no spell stored, and one that lost its hours keeps none."""
+    return as_of.join(occupancy.select("cluster").unique(), on="cluster", how="semi")
 
 
 def _xid_attempt_days(

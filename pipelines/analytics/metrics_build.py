@@ -436,7 +436,9 @@ def build_metric_tables(
             the Kaplan–Meier percentiles add the counts of every other job's stored spell
             (``sql/analytics/stored_spell_counts.sql``, read before the build rewrites the
             table): a spell depends on its own row and the cut-off alone, so the stored spell
-            of a job outside ``spell_keys`` is the one this build would compute.
+            of a job outside ``spell_keys`` is the one this build would compute (the plan
+            names every job of a cluster whose spells either build did not compute: one
+            without occupancy hours).
 
     Returns:
         Frames by table name: ``analytics.time_to_start_jobs`` (unless ``spells`` is given),
