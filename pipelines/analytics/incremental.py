@@ -634,8 +634,8 @@ def plan_build(
         return _full("requested")
     if not state:
         return _full("nothing built before")
-    # The per-job tables too: an incremental build rewrites some jobs' rows of each and reads
-    # the others' back (the Kaplan-Meier counts read the stored wait spells).
+    # The per-job tables too: an incremental build rewrites only some jobs' rows of each, and
+    # keeps the others' stored rows as they are.
     needed = ("core.jobs", "core.topology", "analytics.build_pending", NODE_DOWN_TABLE,
               INGESTS_TABLE, TELEMETRY_SPANS_TABLE, *INCREMENTAL_TABLES,
               "analytics.job_gpu_summary", "analytics.time_to_start_jobs",

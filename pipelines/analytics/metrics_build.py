@@ -37,7 +37,7 @@ from pipelines.analytics.chunks import (
 )
 from pipelines.analytics.incremental import with_stored_days
 from pipelines.core.slurm_on_k8s import rehome_slurmd_dcgm
-from pipelines.warehouse import job_keys_table, run_named, table_exists
+from pipelines.warehouse import table_exists
 from pipelines.warehouse.sql import load_sql
 
 __all__ = [
@@ -373,17 +373,6 @@ FAIR_SHARE_TABLE = "analytics.fair_share_hourly"
 _FAIR_ORDER = ("cluster", "hour", "team")
 
 
-def _stored_spell_counts(
-    con: duckdb.DuckDBPyConnection, cluster: str, keys: pl.DataFrame, schema: pl.Schema
-) -> pl.DataFrame:
-    """:func:`metrics.survival.wait_spell_counts` (over :data:`_TTS_COLS`) of ``cluster``'s
-    stored wait spells (``analytics.time_to_start_jobs``) but those of the jobs ``keys``
-    (``cluster, job_id``), typed as ``schema`` (the counts of the spells computed now)."""
-    with job_keys_table(con, keys):
-        stored = run_named(con, "analytics/stored_spell_counts", {"cluster": cluster})
-    return stored.select(schema.names()).cast(schema)  # type: ignore[arg-type]
-
-
 def build_metric_tables(
     con: duckdb.DuckDBPyConnection,
     *,
@@ -398,7 +387,6 @@ def build_metric_tables(
     rows: int = ROW_CHUNK,
     spells: Callable[[pl.DataFrame], None] | None = None,
     days: Mapping[str, set[dt.date]] | None = None,
-    spell_keys: pl.DataFrame | None = None,
 ) -> dict[str, pl.DataFrame]:
     """Compute the metric-engine tables that are not time-keyed, for every cluster with data.
 
@@ -430,15 +418,6 @@ def build_metric_tables(
             the stored rows of every other day are read back (:data:`FAIR_SHARE_TABLE`): each
             hour's shares read only the attempts and waits touching it and the cut-off, and
             the plan's days hold every hour where any of them changed.
-        spell_keys: ``cluster, job_id``: an incremental build's jobs whose wait spells may
-            differ from the stored ones (:func:`pipelines.analytics.incremental.wait_keys`;
-            None: every job's). Only those jobs' spells are computed and given to ``spells``;
-            the Kaplan–Meier percentiles add the counts of every other job's stored spell
-            (``sql/analytics/stored_spell_counts.sql``, read before the build rewrites the
-            table): a spell depends on its own row and the cut-off alone, so the stored spell
-            of a job outside ``spell_keys`` is the one this build would compute (the plan
-            names every job of a cluster whose spells either build did not compute: one
-            without occupancy hours).
 
     Returns:
         Frames by table name: ``analytics.time_to_start_jobs`` (unless ``spells`` is given),
@@ -495,32 +474,15 @@ def build_metric_tables(
         # (:func:`metrics.survival.wait_spell_counts`, which add up over the parts): the
         # cluster's spells are never held at once.
         counts = []
-        if spell_keys is None:
-            for part in row_chunks(jobs, rows):
-                own = part.lazy().filter(pl.col("cluster") == c)
-                sp = wait_spells(own, cut, pending=p.clear()).collect()
-                if sp.height:
-                    emit(sp)
-                    counts.append(wait_spell_counts(sp.lazy(), _TTS_COLS).collect())
-            sp = wait_spells(j.clear(), cut, pending=p).collect()
-            emit(sp)
-            counts.append(wait_spell_counts(sp.lazy(), _TTS_COLS).collect())
-        else:
-            # Computed for the named jobs only: over every attempt, the spells were 1.1 s of a
-            # year's 9.5 s new day (BENCHMARKS.md "The new day's wait spells of the named
-            # jobs only").
-            named = spell_keys.filter(pl.col("cluster") == c).select(
-                pl.col("cluster", "job_id").cast(pl.String())
-            )
-            keyed = ["cluster", "job_id"]
-            sp = wait_spells(
-                j.join(named.lazy(), on=keyed, how="semi", maintain_order="left"),
-                cut,
-                pending=p.join(named.lazy(), on=keyed, how="semi", maintain_order="left"),
-            ).collect()
-            emit(sp)
-            fresh_counts = wait_spell_counts(sp.lazy(), _TTS_COLS).collect()
-            counts += [fresh_counts, _stored_spell_counts(con, c, named, fresh_counts.schema)]
+        for part in row_chunks(jobs, rows):
+            own = part.lazy().filter(pl.col("cluster") == c)
+            sp = wait_spells(own, cut, pending=p.clear()).collect()
+            if sp.height:
+                emit(sp)
+                counts.append(wait_spell_counts(sp.lazy(), _TTS_COLS).collect())
+        sp = wait_spells(j.clear(), cut, pending=p).collect()
+        emit(sp)
+        counts.append(wait_spell_counts(sp.lazy(), _TTS_COLS).collect())
         del sp
         compact = wait_spell_counts(pl.concat(counts).lazy(), _TTS_COLS).collect()
         del counts

@@ -1,13 +1,12 @@
 """Incremental = full for the wait spells of a cluster whose spells a build does not compute.
 
 The metric engine computes wait spells only for clusters with occupancy hours; an incremental
-build recomputes only the spells that may differ and takes the Kaplan-Meier counts of the rest
-from the stored spells. A second Slurm cluster, ``slurm-z`` (two 8-GPU nodes, UTC), is added to
+build rewrites only the spells that may differ (``wait_keys``) and keeps the others' stored
+rows. A second Slurm cluster, ``slurm-z`` (two 8-GPU nodes, UTC), is added to
 the two-day sample fleet with hand-written sacct files: once with a first file of queued jobs
 only (a cut-off but no occupancy hour, so no spell stored), once losing its only started job
 (its occupancy hours gone, its stored spells stale). Both cases were found by a review; before
-the fix the incremental build missed a spell (``time_to_start_jobs``) and its percentiles
-(``time_to_start_summary``), or kept a stale one.
+the fix the incremental build missed a spell (``time_to_start_jobs``), or kept stale ones.
 """
 
 from __future__ import annotations

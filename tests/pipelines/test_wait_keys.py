@@ -1,18 +1,15 @@
 """Which jobs' wait spells an incremental build recomputes (``wait_keys``): a spell reads its
 own row and its cluster's cut-off alone, so only changed rows and rows that read a cut-off
-that moved are named; the Kaplan-Meier counts of every other job come from its stored spells.
-Hand-built rows, each case named by its job id."""
+that moved are named. Hand-built rows, each case named by its job id."""
 
 from __future__ import annotations
 
 import datetime as dt
 
-import duckdb
 import polars as pl
 
-from metrics.survival import wait_spell_counts, wait_spells
+from metrics.survival import wait_spells
 from pipelines.analytics.incremental import wait_keys
-from pipelines.analytics.metrics_build import _TTS_COLS, _stored_spell_counts
 
 UTC = dt.UTC
 OLD_CUT = dt.datetime(2026, 1, 5, 4, tzinfo=UTC)
@@ -85,30 +82,3 @@ def test_the_spells_not_named_are_the_same_under_either_cut_off() -> None:
     assert same == {"done", "late_start", "cancelled", "changed"}
     assert named == {"late_eligible", "waiting"} and not (same & named)
     assert got.filter(pl.col("cluster") == "b")["job_id"].to_list() == ["new_cluster"]
-
-
-def test_stored_spell_counts_leave_out_the_named_jobs_and_keep_a_null_key_harmless() -> None:
-    """Stored spells of cluster a: jobs x (two spells of 60 s, started), y (60 s, started), z
-    (120 s, censored) and one of cluster b. Naming x and a key with a NULL job id leaves y and
-    z: (60 s, started) 1 and (120 s, censored) 1; b's spell is another cluster's. (With NOT IN,
-    the NULL key would leave nothing.)"""
-    week = _at(5)
-    stored = pl.DataFrame(
-        {"source": ["slurm"] * 5, "cluster": ["a", "a", "a", "a", "b"],
-         "job_id": ["x", "x", "y", "z", "x"], "partition": ["p"] * 5, "team": ["t"] * 5,
-         "bucket": ["1-8"] * 5, "week": [week] * 5,
-         "duration_s": [60.0, 60.0, 60.0, 120.0, 60.0],
-         "started": [True, True, True, False, True]},
-        schema_overrides={"week": _T},
-    )  # fmt: skip
-    schema = wait_spell_counts(stored.lazy(), _TTS_COLS).collect_schema()
-    con = duckdb.connect()
-    con.execute("CREATE SCHEMA analytics")
-    con.execute("CREATE TABLE analytics.time_to_start_jobs AS SELECT * FROM stored")
-    keys = pl.DataFrame({"cluster": ["a", "a"], "job_id": ["x", None]})
-    got = _stored_spell_counts(con, "a", keys, schema).sort("duration_s")
-    assert got.select("cluster", "duration_s", "started", "n").rows() == [
-        ("a", 60.0, True, 1), ("a", 120.0, False, 1),
-    ]  # fmt: skip
-    assert got.schema == schema
-    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchone() == (0,)
