@@ -202,8 +202,9 @@ def hourly_node_states(
     down: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
     """Each mapped node at each hour start, at every level of the map in force: what
-    :func:`domain_capacity_hourly` and :func:`stranded_hourly` both read. A caller computing
-    both for the same hours computes these once and passes them to each as ``states``.
+    :func:`domain_capacity_hourly`, :func:`stranded_hourly` and
+    :func:`metrics.placement.fragmentation_hourly` all read. A caller computing them for the
+    same hours computes these once and passes them to each as ``states``.
 
     Args:
         topology, jobs, hours, nodes, down: as :func:`domain_capacity_hourly`.

@@ -88,8 +88,10 @@ def hourly_activity(
         pl.col("bucket").dt.convert_time_zone("UTC").dt.cast_time_unit("us")
     ).sort("bucket")
     # Only the attempts of the jobs the rows name can match (the join is by job): a window's
-    # rows name a few of a year's jobs, and sorting every attempt for each window was most of
-    # a new day's waterfall (BENCHMARKS.md "The hourly labels matched among their own jobs").
+    # rows name a few of a year's jobs, and every attempt of the cluster was sorted for each
+    # window (the new day's peak, at its waterfall, fell 7-10 % without it: BENCHMARKS.md "The
+    # topology tables' node-hour states computed once, and hourly labels matched among their
+    # own jobs").
     labelled = per.select("cluster", "job_id").unique()
     att = (
         jobs.lazy()
