@@ -89,6 +89,7 @@ __all__ = [
     "resolution_key",
     "reusable_resolution",
     "unchanged_slurm_ingests",
+    "with_spells",
     "with_stored_days",
     "write_window_tables",
 ]
@@ -734,8 +735,8 @@ def plan_build(
     waits = wait_keys(
         (changed_jobs, changed_pending),
         (jobs, pending),
-        _with_spells(as_of, occupancy),
-        _with_spells(old_as_of, old_occ),
+        with_spells(as_of, occupancy),
+        with_spells(old_as_of, old_occ),
     )
     return BuildPlan(
         False, "incremental", days, build_id, int(top), fp, keys, waits, ingests=loads,
@@ -743,13 +744,18 @@ def plan_build(
     )  # fmt: skip
 
 
-def _with_spells(as_of: pl.DataFrame, occupancy: pl.DataFrame) -> pl.DataFrame:
-    """The cut-offs (``cluster, as_of``) of the clusters whose wait spells a build computes:
-    those with occupancy hours (:func:`pipelines.analytics.metrics_build.build_metric_tables`
-    skips the others). A cluster left out reads to :func:`wait_keys` as one without a cut-off,
-    so every job of it is named: a cluster with a cut-off but no occupancy hour (a first file of
-    queued jobs only) had no spell stored, and one that lost its hours keeps none."""
-    return as_of.join(occupancy.select("cluster").unique(), on="cluster", how="semi")
+def with_spells(as_of: pl.DataFrame, occupancy: pl.DataFrame) -> pl.DataFrame:
+    """The cut-offs (``cluster, as_of``, in ``as_of``'s order) of the clusters whose wait
+    spells and other metric-engine tables a build computes: a cut-off and occupancy hours
+    (``cluster`` rows of ``occupancy``). The one rule for
+    :func:`pipelines.analytics.metrics_build.build_metric_tables`, which computes these
+    clusters only, and for the plan: a cluster left out reads to :func:`wait_keys` as one
+    without a cut-off, so every job of it is named (a cluster with a cut-off but no occupancy
+    hour, such as one whose first file holds queued jobs only, has no spell stored; one that
+    lost its hours keeps none)."""
+    return as_of.filter(pl.col("as_of").is_not_null()).join(
+        occupancy.select("cluster").unique(), on="cluster", how="semi", maintain_order="left"
+    )
 
 
 def _xid_attempt_days(

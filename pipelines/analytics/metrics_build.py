@@ -35,7 +35,7 @@ from pipelines.analytics.chunks import (
     row_chunks,
     touching,
 )
-from pipelines.analytics.incremental import with_stored_days
+from pipelines.analytics.incremental import with_spells, with_stored_days
 from pipelines.core.slurm_on_k8s import rehome_slurmd_dcgm
 from pipelines.warehouse import table_exists
 from pipelines.warehouse.sql import load_sql
@@ -434,9 +434,8 @@ def build_metric_tables(
     emit = spells or spell_parts.append
     tts, fair_hourly, rel = [], [], []
     cuts = [
-        (str(r["cluster"]), r["as_of"])
-        for r in as_of.filter(pl.col("as_of").is_not_null()).iter_rows(named=True)
-        if occupancy.filter(pl.col("cluster") == r["cluster"]).height
+        (str(c), cut)
+        for c, cut in with_spells(as_of, occupancy).select("cluster", "as_of").iter_rows()
     ]
     placeholder = not cuts
     if placeholder:
