@@ -77,6 +77,7 @@ from pipelines.core import (
     shares_at_window_start,
 )
 from pipelines.core.slurm_on_k8s import lend_capacity
+from pipelines.inventory import read_inventory_folder
 from pipelines.warehouse import (
     append_rows,
     apply_row_diff,
@@ -124,55 +125,72 @@ VIEWS = (
     "large_job_wait_causes", "nvlink_colocation_weekly", "slurm_node_map", "slurm_on_k8s_hourly",
 )  # fmt: skip
 
-_INVENTORY_SCHEMA = {
-    "host": pl.String(), "gpus": pl.Float64(), "gpu_type": pl.String(),
-    "partition": pl.String(), "rack": pl.String(),
-}  # fmt: skip
+
+def _inventory(cfg: Config) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The inventory files' nodes and rejected rows (:func:`pipelines.inventory.
+    read_inventory_folder`); each rejected row is logged with its file, line and field."""
+    nodes, rejected = read_inventory_folder(cfg.inventory_dir)
+    for r in rejected.iter_rows(named=True):
+        where = f"{r['file']}:{r['line_no']}" + (f" (field {r['field']})" if r["field"] else "")
+        log.warning("inventory row rejected: %s: %s", where, r["reason"])
+    return nodes, rejected
 
 
-def _inventory(cfg: Config) -> pl.DataFrame:
-    frames = []
-    if cfg.inventory_dir.is_dir():
-        for f in sorted(cfg.inventory_dir.glob("*.csv")):
-            df = pl.read_csv(f, schema_overrides=_INVENTORY_SCHEMA)
-            for col, dtype in _INVENTORY_SCHEMA.items():
-                if col not in df.columns:
-                    df = df.with_columns(pl.lit(None, dtype=dtype).alias(col))
-            frames.append(
-                df.select(
-                    pl.lit(f.stem).alias("cluster"),
-                    *_INVENTORY_SCHEMA,
-                    pl.lit("inventory").alias("capacity_source"),
-                )
-            )
-    if not frames:
-        return pl.DataFrame(
-            schema={"cluster": pl.String(), **_INVENTORY_SCHEMA, "capacity_source": pl.String()}
-        )
-    return pl.concat(frames)
-
-
-def _known_inventory(cfg: Config, raw: RawFrames, con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """The inventory files of configured clusters and of clusters the raw tables name: a file
-    of a cluster that is neither (the sample fleet's ``k8s-c`` under a configuration of other
-    clusters) adds no nodes. With no cluster configured, every file counts. (The Slurm rows'
-    clusters are asked of ``raw.slurm_rows``: ``raw`` reads them in parts.)"""
-    inventory = _inventory(cfg)
+def _known_inventory(
+    cfg: Config, raw: RawFrames, con: duckdb.DuckDBPyConnection
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The inventory files of configured clusters and of clusters the raw tables name, and
+    their rejected rows: a file of a cluster that is neither (the sample fleet's ``k8s-c``
+    under a configuration of other clusters) adds no nodes. With no cluster configured, every
+    file counts. (The Slurm rows' clusters are asked of ``raw.slurm_rows``: ``raw`` reads them
+    in parts.)"""
+    inventory, rejected = _inventory(cfg)
     if not cfg.clusters:
-        return inventory
+        return inventory, rejected
     known = {c.name for c in cfg.clusters}
     known |= set(run_named(con, "analytics/slurm_row_clusters")["cluster"].to_list())
     for frame in (raw.slurm_rows, raw.k8s_pods):
         if "cluster" in frame.columns:
             known |= set(frame["cluster"].drop_nulls().unique().to_list())
-    return inventory.filter(pl.col("cluster").is_in(sorted(known)))
+    mine = pl.col("cluster").is_in(sorted(known))
+    return inventory.filter(mine), rejected.filter(mine)
+
+
+def _inventory_rejects(rejected: pl.DataFrame) -> pl.DataFrame:
+    """The data-quality findings of rejected inventory rows: per cluster and field, check
+    ``rejected_rows``, the count, and the file's base name with the first row's line and
+    reason (the rows themselves are logged by :func:`_inventory`)."""
+    return (
+        rejected.with_row_index("_i")
+        .group_by("cluster", "field")
+        .agg(pl.len().cast(pl.Float64).alias("value"), pl.all().sort_by("_i").first())
+        .select(
+            "cluster",
+            pl.lit(None, dtype=pl.Date()).alias("day"),
+            pl.lit(None, dtype=pl.String()).alias("partition"),
+            pl.lit("rejected_rows").alias("check"),
+            "value",
+            pl.format(
+                "inventory {}: rows rejected ({}), first line {}: {}",
+                pl.col("file").str.split("/").list.last(),
+                pl.col("field").fill_null("fields"),
+                pl.col("line_no"),
+                pl.col("reason"),
+            ).alias("detail"),
+        )
+    )
 
 
 def _data_quality(
-    con: duckdb.DuckDBPyConnection, s_att: pl.DataFrame, nodes: pl.DataFrame, jobs: pl.DataFrame
+    con: duckdb.DuckDBPyConnection,
+    s_att: pl.DataFrame,
+    nodes: pl.DataFrame,
+    jobs: pl.DataFrame,
+    inventory_rejected: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Every data-quality finding: GPU tracking gaps, Kueue admissions without pods, DST
-    repairs, rejects, observed capacity."""
+    repairs, rejects (of the raw tables, and ``inventory_rejected``: :func:`_inventory`'s),
+    observed capacity."""
     gpu_parts = (
         pl.concat(
             [
@@ -223,6 +241,8 @@ def _data_quality(
                 pl.format("{}: {}", pl.col("source"), pl.col("reason")).alias("detail"),
             )
         )
+    if inventory_rejected is not None and inventory_rejected.height:
+        parts.append(_inventory_rejects(inventory_rejected))
     observed = nodes.filter(pl.col("capacity_source") == "observed")
     if observed.height:
         parts.append(
@@ -366,9 +386,8 @@ def _build(
         if full
         else _RangeDiffWriter(con, "core.slurm_jobs", _STAGED_SLURM_JOBS, raw.slurm_parts)
     )
-    core = build_core(
-        raw, registry, _known_inventory(cfg, raw, con), BuildUnit.everything(), slurm_sink=parts
-    )
+    inventory, inventory_rejected = _known_inventory(cfg, raw, con)
+    core = build_core(raw, registry, inventory, BuildUnit.everything(), slurm_sink=parts)
     del raw
     # The data-quality findings are the last use of the Slurm attempts: computed here, the
     # attempts are freed before the metric engine (the rebuild's peak memory).
@@ -377,7 +396,12 @@ def _build(
     # A Slurm cluster run in slurmd pods has the pods' GPUs as capacity, not its observed nodes.
     lent = sorted(set(sok.hourly["cluster"].to_list()))
     dq = (
-        pl.concat([_data_quality(con, core.slurm_attempts, core.nodes, core.jobs), sok.findings])
+        pl.concat(
+            [
+                _data_quality(con, core.slurm_attempts, core.nodes, core.jobs, inventory_rejected),
+                sok.findings,
+            ]
+        )
         .filter(
             ~((pl.col("check") == "capacity_from_observed_nodes") & pl.col("cluster").is_in(lent))
         )

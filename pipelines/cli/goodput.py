@@ -21,6 +21,7 @@ from pipelines.cli.k8s_watch import watch_app
 from pipelines.cli.poll import poll_app
 from pipelines.cli.report import report_app
 from pipelines.config import ConfigError, load_config, repo_root
+from pipelines.core.registry import RegistryError
 from pipelines.kinds import input_kinds
 
 __all__ = ["app", "main"]
@@ -149,6 +150,8 @@ def ingest(
             rebuild(con, cfg)
     except WarehouseLocked as exc:  # another writer holds the file past the wait
         raise _fail(str(exc)) from exc
+    except (InputFormatError, RegistryError) as exc:  # the loads stand; the build refused
+        raise _fail(f"the files are loaded, but the warehouse was not rebuilt: {exc}") from exc
     if db is None:
         publish_serving_copy(target, cfg.serving_path, detail_days=cfg.serving_detail_days)
     if errors:

@@ -7,6 +7,7 @@ import io
 import json
 from pathlib import Path
 
+import duckdb
 import pytest
 from typer.testing import CliRunner
 
@@ -327,3 +328,28 @@ def test_usage_errors_exit_2(args: list[str], tmp_path: Path) -> None:
     result = runner.invoke(app, [*args, "--db", str(tmp_path / "x.duckdb")])
     assert result.exit_code == 2, result.output
     assert result.stderr.count("goodput: error:") == 1
+
+
+def test_an_inventory_that_is_not_one_stops_the_build_not_the_loads(
+    tmp_path: Path, isolated_config: Path
+) -> None:
+    """The inventory is read by the build after the files are loaded: an inventory file whose
+    header names no ``gpus`` column fails the command (exit 1) with the file, line and field,
+    and the loaded rows stay loaded (the warehouse is not rebuilt)."""
+    inventory = tmp_path / "inventory"
+    inventory.mkdir()
+    (inventory / "lab.csv").write_text("host,gpu_type\nn1,H100\n", encoding="utf-8")
+    f = tmp_path / "sacct.psv"
+    f.write_text(
+        "JobID|JobIDRaw|State|Start|End|AllocTRES\n"
+        "10|10|COMPLETED|2026-11-02T10:00:00|2026-11-02T11:00:00|gres/gpu=2\n",
+        encoding="utf-8",
+    )
+    db = tmp_path / "x.duckdb"
+    result = runner.invoke(app, ["ingest", "sacct", str(f), "--db", str(db), "--tz", "UTC"])
+    assert result.exit_code == 1
+    assert "1 rows loaded, 0 rejected" in result.output
+    assert "not rebuilt" in result.output
+    assert "lab.csv:1 (field gpus): the header names no 'gpus' column" in result.output
+    with duckdb.connect(str(db), read_only=True) as con:  # no views: no build has run
+        assert con.execute("SELECT count(*) FROM raw.slurm_rows").fetchall() == [(1,)]
