@@ -126,13 +126,24 @@ VIEWS = (
 )  # fmt: skip
 
 
-def _inventory(cfg: Config) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The inventory files' nodes and rejected rows (:func:`pipelines.inventory.
-    read_inventory_folder`); each rejected row is logged with its file, line and field."""
-    nodes, rejected = read_inventory_folder(cfg.inventory_dir)
-    for r in rejected.iter_rows(named=True):
-        where = f"{r['file']}:{r['line_no']}" + (f" (field {r['field']})" if r["field"] else "")
-        log.warning("inventory row rejected: %s: %s", where, r["reason"])
+#: Rejected inventory rows logged one by one per file; the rest are counted in one line (a file
+#: whose GPU column is wrong throughout would otherwise log every host).
+_LOGGED_REJECTS = 20
+
+
+def _inventory(
+    cfg: Config, clusters: Iterable[str] | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The nodes and rejected rows of the inventory files of ``clusters`` (None: every file;
+    :func:`pipelines.inventory.read_inventory_folder`); the first :data:`_LOGGED_REJECTS`
+    rejected rows of each file are logged with their file, line and field, the rest counted."""
+    nodes, rejected = read_inventory_folder(cfg.inventory_dir, clusters)
+    for (file,), rows in rejected.group_by("file", maintain_order=True):
+        for r in rows.head(_LOGGED_REJECTS).iter_rows(named=True):
+            where = f"{file}:{r['line_no']}" + (f" (field {r['field']})" if r["field"] else "")
+            log.warning("inventory row rejected: %s: %s", where, r["reason"])
+        if rows.height > _LOGGED_REJECTS:
+            log.warning("%s: %d more inventory rows rejected", file, rows.height - _LOGGED_REJECTS)
     return nodes, rejected
 
 
@@ -141,19 +152,17 @@ def _known_inventory(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The inventory files of configured clusters and of clusters the raw tables name, and
     their rejected rows: a file of a cluster that is neither (the sample fleet's ``k8s-c``
-    under a configuration of other clusters) adds no nodes. With no cluster configured, every
+    under a configuration of other clusters) is not read. With no cluster configured, every
     file counts. (The Slurm rows' clusters are asked of ``raw.slurm_rows``: ``raw`` reads them
     in parts.)"""
-    inventory, rejected = _inventory(cfg)
     if not cfg.clusters:
-        return inventory, rejected
+        return _inventory(cfg)
     known = {c.name for c in cfg.clusters}
     known |= set(run_named(con, "analytics/slurm_row_clusters")["cluster"].to_list())
     for frame in (raw.slurm_rows, raw.k8s_pods):
         if "cluster" in frame.columns:
             known |= set(frame["cluster"].drop_nulls().unique().to_list())
-    mine = pl.col("cluster").is_in(sorted(known))
-    return inventory.filter(mine), rejected.filter(mine)
+    return _inventory(cfg, sorted(known))
 
 
 def _inventory_rejects(rejected: pl.DataFrame) -> pl.DataFrame:

@@ -338,7 +338,7 @@ def test_an_inventory_that_is_not_one_stops_the_build_not_the_loads(
     and the loaded rows stay loaded (the warehouse is not rebuilt)."""
     inventory = tmp_path / "inventory"
     inventory.mkdir()
-    (inventory / "lab.csv").write_text("host,gpu_type\nn1,H100\n", encoding="utf-8")
+    (inventory / "slurm-a.csv").write_text("host,gpu_type\nn1,H100\n", encoding="utf-8")
     f = tmp_path / "sacct.psv"
     f.write_text(
         "JobID|JobIDRaw|State|Start|End|AllocTRES\n"
@@ -350,6 +350,6 @@ def test_an_inventory_that_is_not_one_stops_the_build_not_the_loads(
     assert result.exit_code == 1
     assert "1 rows loaded, 0 rejected" in result.output
     assert "not rebuilt" in result.output
-    assert "lab.csv:1 (field gpus): the header names no 'gpus' column" in result.output
+    assert "slurm-a.csv:1 (field gpus): the header names no 'gpus' column" in result.output
     with duckdb.connect(str(db), read_only=True) as con:  # no views: no build has run
         assert con.execute("SELECT count(*) FROM raw.slurm_rows").fetchall() == [(1,)]

@@ -60,10 +60,10 @@ def test_each_bad_row_is_rejected_with_its_line_field_and_reason(tmp_path: Path)
         {"host": "n3", "gpus": 4.0, "gpu_type": None, "partition": None, "rack": None},
         {"host": "n8", "gpus": 0.0, "gpu_type": None, "partition": "cpu", "rack": "r3"},
     ]
-    not_a_count = "is not a number of GPUs (negative or not finite)"
+    not_a_count = "is not a whole number of GPUs from 0 to 1024"
     got = read.rejected.select("line_no", "line_end", "field", "raw", "reason").rows()
     assert got == [
-        (3, 3, "gpus", "n2,eight,H100,gpu,r1", "'eight' is not a number of GPUs"),
+        (3, 3, "gpus", "n2,eight,H100,gpu,r1", f"'eight' {not_a_count}"),
         (6, 6, "host", "n1,4,H100,debug,r1", "host 'n1' already listed on line 2"),
         (7, 7, "host", ",8,H100,gpu,r1", "no host name"),
         (8, 8, "gpus", "n4,-8,H100,gpu,r2", f"'-8' {not_a_count}"),
@@ -73,6 +73,41 @@ def test_each_bad_row_is_rejected_with_its_line_field_and_reason(tmp_path: Path)
     ]  # fmt: skip
     assert set(read.rejected["file"]) == {str(f)}
     assert read.info == {"rows": 3, "rejected": 7}
+
+
+@pytest.mark.parametrize(
+    ("gpus", "kept"),
+    [("8", 8.0), ("8.0", 8.0), ("0", 0.0), ("1024", 1024.0), ("8.5", None), ("1e3", None),
+     ("1_000", None), ("\uff18", None), ("1e308", None), ("1025", None), ("-0", None),
+     ("inf", None), ("0x8", None), ("True", None)],
+)  # fmt: skip
+def test_a_gpu_count_is_a_whole_number_in_ascii_digits(
+    tmp_path: Path, gpus: str, kept: float | None
+) -> None:
+    """Python's float() reads ``1e308`` (an infinite capacity once summed), ``1_000`` and
+    full-width digits; a GPU count is none of those."""
+    read = read_inventory(_write(tmp_path / "c.csv", f"host,gpus\nn1,{gpus}\n"))
+    assert read.rows["gpus"].to_list() == ([] if kept is None else [kept])
+    assert read.rejected["field"].to_list() == ([] if kept is not None else ["gpus"])
+
+
+def test_each_line_is_one_record(tmp_path: Path) -> None:
+    """A stray quote rejects its own line only (read as CSV, it swallowed every later host into
+    one field, silently); a form feed inside a field stays in it (no extra line, later line
+    numbers right); CRLF and CR line ends count as line ends; a quoted comma is one field."""
+    f = tmp_path / "c.csv"
+    f.write_bytes(
+        b"host,gpus,gpu_type\r\n"
+        b'n1,8,"H100\r\n'  # line 2: unbalanced quote
+        b"n2,8,a\x0cb\r"  # line 3: a form feed inside a field, then a lone CR
+        b'n3,8,"H100, SXM"\n'  # line 4
+        b"n4,x,H100\n"  # line 5
+    )
+    read = read_inventory(f)
+    assert read.rows.select("host", "gpu_type").rows() == [("n2", "a\x0cb"), ("n3", "H100, SXM")]
+    got = read.rejected.select("line_no", "field", "raw").rows()
+    assert got == [(2, None, 'n1,8,"H100'), (5, "gpus", "n4,x,H100")]
+    assert read.rejected["reason"][0].startswith("not one CSV record")
 
 
 def test_only_host_and_gpus_are_required_in_any_order_and_case(tmp_path: Path) -> None:
@@ -114,6 +149,11 @@ def test_the_folder_names_each_file_for_its_cluster(tmp_path: Path) -> None:
         ("b", "b1", 8.0, "inventory"),
     ]
     assert rejected.select("cluster", "line_no", "field").rows() == [("b", 3, "host")]
+    _write(tmp_path / "z.csv", "name,gpus\nz1,8\n")  # not an inventory: refused when read
+    with pytest.raises(InputFormatError, match=r"z\.csv:1 \(field host\)"):
+        read_inventory_folder(tmp_path)
+    only, _ = read_inventory_folder(tmp_path, clusters=["a", "y"])  # z.csv is not opened
+    assert only["host"].to_list() == ["a1"]
     empty_nodes, empty_rejected = read_inventory_folder(tmp_path / "missing")
     assert (empty_nodes.height, empty_rejected.height) == (0, 0)
     assert empty_nodes.columns == nodes.columns
@@ -135,7 +175,8 @@ def test_a_host_listed_twice_counts_once_in_the_capacity(fleet_dir: Path, tmp_pa
     GPU count is not a number. The cluster's capacity (no TRES registration events: the
     inventory) is 8 + 8 = 16 GPUs, 57,600 GPU-seconds an hour (before: 8 + 4 + 8 = 20 GPUs,
     or no build at all with the bad row); the job's 8 GPUs over 10:00–12:00 are half of it at
-    10:00 and 11:00. The build's data-quality findings count the two rejected rows by field."""
+    10:00 and 11:00. The build's data-quality findings count the two rejected rows by field. A
+    file of an unknown cluster that is not an inventory stops nothing (it is not read)."""
     data = tmp_path / "data"
     data.mkdir()
     shutil.copy(fleet_dir / "registry.yaml", data / "registry.yaml")
@@ -144,6 +185,8 @@ def test_a_host_listed_twice_counts_once_in_the_capacity(fleet_dir: Path, tmp_pa
         f"{_HEADER}\nz-001,8,a100,gpu,z1\nz-001,4,a100,gpu,z1\nz-002,8,a100,gpu,z1\n"
         "z-003,eight,a100,gpu,z1\n",
     )
+    # Not an inventory, but of a cluster that is neither configured nor in the data: not read.
+    _write(data / "inventory" / "other.csv", "name,gpus\nx1,8\n")
     sacct = _write(data / "inputs" / "slurm-z" / "sacct" / "2026-11-02.txt", _SACCT)
     cfg = load_config(
         write_config(tmp_path, days_dir=data, clusters=(("slurm-z", "slurm", "UTC"),))
@@ -169,7 +212,7 @@ def test_a_host_listed_twice_counts_once_in_the_capacity(fleet_dir: Path, tmp_pa
     assert [(h.hour, a) for h, _, a in hours if a > 0] == [(10, 28_800.0), (11, 28_800.0)]
     assert findings == [
         (1.0, "inventory slurm-z.csv: rows rejected (gpus), first line 5: "
-              "'eight' is not a number of GPUs"),
+              "'eight' is not a whole number of GPUs from 0 to 1024"),
         (1.0, "inventory slurm-z.csv: rows rejected (host), first line 3: "
               "host 'z-001' already listed on line 2"),
     ]  # fmt: skip
