@@ -39,6 +39,7 @@ from pipelines.warehouse._loading import (
 from pipelines.warehouse._serving import (
     PRIVACY_TABLE,
     SERVING_DETAIL_FILTERS,
+    SERVING_LEFT_OUT,
     publish_serving_copy,
     remove_stale_copies,
 )
@@ -77,6 +78,7 @@ __all__ = [
     "PRIVACY_TABLE",
     "RAW_TABLES",
     "SERVING_DETAIL_FILTERS",
+    "SERVING_LEFT_OUT",
     "UTC_DATETIME",
     "IngestStats",
     "RowDiff",

@@ -29,12 +29,7 @@ PRIVACY_TABLE = "meta.privacy"
 #: per-attempt summaries' keys) is copied whole.
 SERVING_DETAIL_FILTERS: dict[str, str] = {
     "raw.dcgm_samples": "ts >= $cutoff",
-    # The hourly per-GPU aggregates are raw telemetry too (no page or view reads them; the
-    # build does, in the warehouse): copied whole they were 99M of a year's rows, and its
-    # publish took 27.7 s with them, 7.6 s without (BENCHMARKS.md "Stored parts read as runs").
-    "raw.dcgm_hourly": "hour >= $cutoff",
     "analytics.gpu_activity": "bucket >= $cutoff",
-    "raw.slurm_rows": "end_at IS NULL OR end_at >= $cutoff",
     "core.slurm_jobs": "end_at IS NULL OR end_at >= $cutoff",
     "core.jobs": "end_at IS NULL OR end_at >= $cutoff",
     "analytics.time_to_start_jobs": "end_at IS NULL OR end_at >= $cutoff",
@@ -56,9 +51,20 @@ SERVING_DETAIL_FILTERS: dict[str, str] = {
 }
 
 
+#: Raw inputs the recent serving copy (``detail_days`` > 0) leaves out: no view, page, report
+#: or recommendation reads them (``tests/pipelines/test_serving.py`` checks every published
+#: reader's SQL and code), only the build, in the warehouse, whose resolved forms are published
+#: (``core.slurm_jobs`` behind ``slurm_jobs``; the hourly per-GPU aggregates behind the
+#: waterfall and the telemetry tables). Copied, their recent rows were the copy's largest
+#: table (9.5 M of a year's hourly rows, 35 days) and the slowest part of a day's publish
+#: (BENCHMARKS.md "The serving copy without the raw rows no reader reads").
+SERVING_LEFT_OUT: frozenset[str] = frozenset({"raw.dcgm_hourly", "raw.slurm_rows"})
+
+
 def _copy_recent(src: Path, tmp: str, detail_days: int) -> None:
-    """Write ``tmp`` as a new DuckDB: every table of ``src`` (detail tables cut to rows at most
-    ``detail_days`` before the latest data cut-off), then every view."""
+    """Write ``tmp`` as a new DuckDB: every table of ``src`` but :data:`SERVING_LEFT_OUT`
+    (detail tables cut to rows at most ``detail_days`` before the latest data cut-off), then
+    every view."""
     with connect(tmp) as out:
         quoted = str(src).replace("'", "''")
         out.execute(f"ATTACH '{quoted}' AS src (READ_ONLY)")
@@ -83,6 +89,8 @@ def _copy_recent(src: Path, tmp: str, detail_days: int) -> None:
         for schema, table in tables:
             name = f"{schema}.{table}"
             out.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+            if name in SERVING_LEFT_OUT:
+                continue
             cond = SERVING_DETAIL_FILTERS.get(name)
             if cond is None or cutoff is None:
                 out.execute(f"CREATE TABLE {name} AS SELECT * FROM src.{name}")
@@ -167,7 +175,8 @@ def publish_serving_copy(
     samples, events, per-bucket activity, rejected rows), which keep the rows of the last
     ``detail_days`` days before the latest data cut-off (``core.build_cutoffs``' ``as_of`` of the
     clusters with jobs) —
-    jobs still running or pending are always kept. Every view is recreated over the copy.
+    jobs still running or pending are always kept, and the raw inputs no reader reads
+    (:data:`SERVING_LEFT_OUT`), which it leaves out. Every view is recreated over the copy.
 
     User names are pseudonymised in the copy (:func:`pipelines.privacy.pseudonymise_database`,
     with the salt of :func:`pipelines.privacy.load_salt` and the warehouse's user names), so

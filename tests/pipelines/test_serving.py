@@ -9,7 +9,12 @@ import pytest
 
 from pipelines.analytics.build import rebuild
 from pipelines.config import load_config
-from pipelines.warehouse import SERVING_DETAIL_FILTERS, connect, init_warehouse
+from pipelines.warehouse import (
+    SERVING_DETAIL_FILTERS,
+    SERVING_LEFT_OUT,
+    connect,
+    init_warehouse,
+)
 from pipelines.warehouse import publish_serving_copy as publish
 from tests.conftest import write_config
 from tests.pipelines.test_incremental import _days, _load_day
@@ -85,31 +90,55 @@ def test_recent_detail_keeps_aggregates_whole_and_cuts_detail(
         _count(out, f"SELECT count(*) FROM {v}")
 
 
-def test_raw_hourly_telemetry_is_cut_to_the_detail_window(warehouse: Path, tmp_path: Path) -> None:
-    """The hourly per-GPU DCGM aggregates are raw telemetry, cut like the 5-minute samples: a
-    copy of the warehouse with three hourly rows (2 h before the cut-off, at it, 1 h after;
-    cutoff = max(as_of) − 1 day) publishes only the last two; ``detail_days`` = 0 all three."""
+def test_raw_inputs_no_reader_reads_are_left_out(warehouse: Path, tmp_path: Path) -> None:
+    """The recent copy holds no ``raw.slurm_rows`` or ``raw.dcgm_hourly`` (a copy of the
+    warehouse with an hourly row at the cut-off: rows of both, recent ones too), while every
+    view answers (the test above); ``detail_days`` = 0 is the whole file, both tables with
+    every row."""
     import shutil
 
     work = tmp_path / "w.duckdb"
     shutil.copyfile(warehouse, work)
     with connect(work) as con:
         (cut,) = con.execute("SELECT max(as_of) FROM jobs").fetchall()[0]
-        cutoff = cut - dt.timedelta(days=1)
-        con.execute("DELETE FROM raw.dcgm_hourly")
-        for hour in (cutoff - dt.timedelta(hours=2), cutoff, cutoff + dt.timedelta(hours=1)):
-            con.execute(
-                "INSERT INTO raw.dcgm_hourly (cluster, hostname, gpu, uuid, hour, samples,"
-                " ingest_id) VALUES ('slurm-a', 'n1', 0, 'GPU-1', $h, 12, 1)",
-                {"h": hour},
-            )
-    out = publish(work, tmp_path / "s.duckdb", detail_days=1)
-    hours = "SELECT list(hour ORDER BY hour) FROM raw.dcgm_hourly"
-    with connect(out, read_only=True) as con:
-        kept = con.execute(hours).fetchall()[0][0]
-    assert kept == [cutoff, cutoff + dt.timedelta(hours=1)]
+        con.execute(
+            "INSERT INTO raw.dcgm_hourly (cluster, hostname, gpu, uuid, hour, samples,"
+            " ingest_id) VALUES ('slurm-a', 'n1', 0, 'GPU-1', $h, 12, 1)",
+            {"h": cut},
+        )
+    recent = publish(work, tmp_path / "s.duckdb", detail_days=1)
     whole = publish(work, tmp_path / "all.duckdb", detail_days=0)
-    assert _count(whole, "SELECT count(*) FROM raw.dcgm_hourly") == 3
+    tables = (
+        "SELECT count(*) FROM duckdb_tables() WHERE schema_name || '.' || table_name"
+        " IN ('raw.slurm_rows', 'raw.dcgm_hourly')"
+    )
+    assert _count(recent, tables) == 0
+    assert _count(whole, tables) == 2
+    for table in sorted(SERVING_LEFT_OUT):
+        q = f"SELECT count(*) FROM {table}"
+        assert _count(whole, q) == _count(work, q) > 0, table
+
+
+#: Every reader of the serving copy: the views, the pages and their SQL, the report, the
+#: recommendations and the command line (``goodput sql`` reads views only).
+_READERS = ("sql/views", "sql/dashboard", "sql/report", "sql/recommendations", "dashboards",
+            "pipelines/report", "pipelines/recommendations.py", "pipelines/cli")  # fmt: skip
+
+
+def test_no_reader_of_the_serving_copy_names_a_table_it_leaves_out() -> None:
+    """A view, page, report or recommendation that read a left-out table would find it missing
+    in the published copy: none names one (by its table name, with or without the schema)."""
+    root = Path(__file__).resolve().parents[2]
+    names = {t.split(".", 1)[1] for t in SERVING_LEFT_OUT}
+    files = [
+        f
+        for r in _READERS
+        for f in ([root / r] if (root / r).is_file() else sorted((root / r).rglob("*")))
+        if f.suffix in (".py", ".sql")
+    ]
+    assert len(files) > 100
+    found = [(str(f.relative_to(root)), n) for f in files for n in names if n in f.read_text()]
+    assert found == []
 
 
 def test_every_detail_filter_names_a_table_of_the_warehouse(warehouse: Path) -> None:
