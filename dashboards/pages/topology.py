@@ -181,7 +181,8 @@ if nvlink.height:
         "(`nvlink_colocation_weekly`; no team filter). Unconstrained = multi-node gangs on clique "
         "nodes whose Kueue Workload named no topology level (no `podset-required-topology`, "
         "`podset-preferred-topology` or `podset-slice-required-topology`): nothing kept their "
-        "pods in one NVLink domain."
+        "pods in one NVLink domain. The list below names them, from the placements of the "
+        "published recent detail (`[warehouse] serving_detail_days`)."
     )
     loose_gangs = queries.topology_nvlink_unconstrained(path, f)
     if loose_gangs.height:

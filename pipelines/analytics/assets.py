@@ -80,6 +80,7 @@ CORE_ANALYTICS_KEYS = {
     "analytics.gpu_activity": dg.AssetKey(["analytics", "gpu_activity"]),
     "core.topology": dg.AssetKey(["core", "topology"]),
     "analytics.job_placement": dg.AssetKey(["analytics", "job_placement"]),
+    "analytics.nvlink_colocation_weekly": dg.AssetKey(["analytics", "nvlink_colocation_weekly"]),
     "analytics.topology_fragmentation_hourly": dg.AssetKey(
         ["analytics", "topology_fragmentation_hourly"]
     ),
@@ -113,6 +114,7 @@ _DESCRIPTIONS = {
     "analytics.gpu_activity": "Per GPU and 5-minute bucket: activity, signal used, job, team.",
     "core.topology": "Node → domain per topology level, with the time each map was in force.",
     "analytics.job_placement": "Per attempt and topology level: domains used against the fewest.",
+    "analytics.nvlink_colocation_weekly": "Per week: multi-node gangs inside one NVLink clique.",
     "analytics.topology_fragmentation_hourly": "Whole-domain gang slots vs unfragmented, hourly.",
     "core.pending_reason_spells": (
         "Per Slurm job: each pending reason's spell from squeue polls; per Kueue Workload: "

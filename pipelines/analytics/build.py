@@ -102,6 +102,10 @@ __all__ = ["CUTOFF_TABLE", "JOBS_COLUMNS", "VIEWS", "create_views", "rebuild"]
 
 log = logging.getLogger(__name__)
 
+#: The weekly NVLink co-location of multi-node gangs (``sql/analytics/nvlink_colocation_weekly
+#: .sql``), stored by the build behind the view of the same name.
+NVLINK_WEEKLY = "analytics.nvlink_colocation_weekly"
+
 #: The one stored home of the data cut-off: ``cluster, as_of`` per cluster of the last build.
 #: No other core or analytics table stores ``as_of``: the views join it in by ``cluster``, so a
 #: new day that moves the cut-off does not rewrite every stored row (the row diff of an
@@ -872,6 +876,9 @@ def _tables(
     else:
         keys = _placement_keys(core.jobs, plan, core.kueue_nodes, core.kueue_requests)
         write.jobs("analytics.job_placement", pl.concat(_placement(core, rows, keys)), keys)
+    # Every week's NVLink co-location, from the placements just written (the serving copy cuts
+    # job_placement to its recent rows and keeps this whole).
+    write(NVLINK_WEEKLY, run_named(con, "analytics/nvlink_colocation_weekly"))
     schedulers = scheduler_tables(
         con, registry.history, registry.mapping, core.nodes, as_of,
         tolerance=cfg.registry_drift_tolerance,

@@ -24,6 +24,13 @@ from pipelines.warehouse._connection import connect, pid_alive
 #: ``user_names`` = ``pseudonymised`` | ``shown``.
 PRIVACY_TABLE = "meta.privacy"
 
+#: A per-attempt row is kept when its attempt is (``core.jobs``' condition below).
+_WITH_ITS_ATTEMPT = (
+    "EXISTS (SELECT 1 FROM src.core.jobs j WHERE"
+    " j.cluster = t.cluster AND j.job_id = t.job_id AND j.attempt = t.attempt"
+    " AND (j.end_at IS NULL OR j.end_at >= $cutoff))"
+)
+
 #: Detail tables the serving copy cuts to recent rows: table → SQL condition on the row (the
 #: row is kept when it holds for ``$cutoff``). Every other table (aggregates, state, the
 #: per-attempt summaries' keys) is copied whole.
@@ -41,9 +48,9 @@ SERVING_DETAIL_FILTERS: dict[str, str] = {
     "raw.k8s_events": "last_seen IS NULL OR last_seen >= $cutoff",
     "core.k8s_events": "last_seen IS NULL OR last_seen >= $cutoff",
     # Per attempt: kept with its attempt.
-    "analytics.job_gpu_summary": "EXISTS (SELECT 1 FROM src.core.jobs j WHERE"
-    " j.cluster = t.cluster AND j.job_id = t.job_id AND j.attempt = t.attempt"
-    " AND (j.end_at IS NULL OR j.end_at >= $cutoff))",
+    "analytics.job_gpu_summary": _WITH_ITS_ATTEMPT,
+    # (every week of nvlink_colocation_weekly, which read it, is stored apart and kept whole)
+    "analytics.job_placement": _WITH_ITS_ATTEMPT,
     # Rejected rows of files whose name carries a day before the cut-off are dropped.
     "raw.rejected_rows": "ingest_id NOT IN (SELECT ingest_id FROM src.raw.ingests WHERE"
     " try_strptime(regexp_extract(file, '(\\d{4}-\\d{2}-\\d{2})', 1), '%Y-%m-%d')"

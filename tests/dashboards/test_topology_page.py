@@ -13,6 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pipelines.warehouse import connect
+from pipelines.warehouse.sql import load_sql
 from tests.dashboards.test_pages import _table
 from tests.rackscale import build_rackscale_warehouse
 
@@ -43,6 +44,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
             "INSERT INTO analytics.job_placement VALUES"
             " ('slurm-nvl', ?, 0, 'nvlink', ?, ?, 4, ?, ceil(? / 4), ? - ceil(? / 4), ?)",
             [(j, at, n, used, n, used, n, req) for j, at, n, used, req in NVLINK],
+        )
+        # the weekly counts the build stores from the placements, again with these
+        con.execute(
+            "CREATE OR REPLACE TABLE analytics.nvlink_colocation_weekly AS "
+            + load_sql("analytics/nvlink_colocation_weekly")
         )
     return str(cfg.warehouse_path), str(cfg.path)
 

@@ -321,7 +321,7 @@ def test_wait_with_no_capacity_snapshot_counts_as_other() -> None:
 
 def _nvlink_view_rows(columns: str) -> list[tuple[object, ...]]:
     """``columns`` of ``nvlink_colocation_weekly`` over the hand-made ``analytics.job_placement``
-    of the two tests below."""
+    of the two tests below (through the build's ``analytics.nvlink_colocation_weekly``)."""
     import duckdb
 
     from pipelines.warehouse.sql import load_sql
@@ -344,6 +344,11 @@ def _nvlink_view_rows(columns: str) -> list[tuple[object, ...]]:
         con.execute(
             "CREATE SCHEMA core; CREATE TABLE core.build_cutoffs AS "
             "SELECT 'k' AS cluster, TIMESTAMPTZ '2026-11-08 00:00:00+00' AS as_of"
+        )
+        # the build stores the weekly counts from the placements; the view adds the cut-off
+        con.execute(
+            "CREATE TABLE analytics.nvlink_colocation_weekly AS "
+            + load_sql("analytics/nvlink_colocation_weekly")
         )
         con.execute(load_sql("views/nvlink_colocation_weekly"))
         return con.execute(f"SELECT {columns} FROM nvlink_colocation_weekly").fetchall()

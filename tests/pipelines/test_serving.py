@@ -16,6 +16,7 @@ from pipelines.warehouse import (
     init_warehouse,
 )
 from pipelines.warehouse import publish_serving_copy as publish
+from pipelines.warehouse.sql import load_sql
 from tests.conftest import write_config
 from tests.pipelines.test_incremental import _days, _load_day
 
@@ -139,6 +140,51 @@ def test_no_reader_of_the_serving_copy_names_a_table_it_leaves_out() -> None:
     assert len(files) > 100
     found = [(str(f.relative_to(root)), n) for f in files for n in names if n in f.read_text()]
     assert found == []
+
+
+def test_placements_go_with_their_attempts_and_every_week_stays(
+    warehouse: Path, tmp_path: Path
+) -> None:
+    """``job_placement`` in the recent copy holds exactly the rows whose attempt the copy's
+    ``jobs`` holds (at least one row dropped, one kept), and ``nvlink_colocation_weekly``, which
+    counted every placement, equals the warehouse's, row for row: a copy of the warehouse with
+    two NVLink gangs, one on an attempt that ended before the cut-off and one running at it."""
+    import shutil
+
+    work = tmp_path / "w.duckdb"
+    shutil.copyfile(warehouse, work)
+    cut_sql = "SELECT max(as_of) - INTERVAL 1 DAY FROM jobs"
+    with connect(work) as con:
+        (cutoff,) = con.execute(cut_sql).fetchall()[0]
+        old = con.execute(
+            "SELECT cluster, job_id, attempt, start_at FROM jobs WHERE end_at < $c"
+            " ORDER BY end_at LIMIT 1",
+            {"c": cutoff},
+        ).fetchall()
+        new = con.execute(
+            "SELECT cluster, job_id, attempt, start_at FROM jobs WHERE end_at IS NULL"
+            " ORDER BY start_at LIMIT 1"
+        ).fetchall()
+        con.executemany(
+            "INSERT INTO analytics.job_placement VALUES"
+            " (?, ?, ?, 'nvlink', ?, 2, 4, 1, 1, 0, NULL)",
+            [list(r) for r in old + new],
+        )
+        con.execute(
+            "CREATE OR REPLACE TABLE analytics.nvlink_colocation_weekly AS "
+            + load_sql("analytics/nvlink_colocation_weekly")
+        )
+    out = publish(work, tmp_path / "s.duckdb", detail_days=1)
+    placed = "SELECT count(*) FROM job_placement"
+    with_attempt = placed + " p WHERE EXISTS (SELECT 1 FROM jobs j WHERE j.cluster = p.cluster"
+    with_attempt += " AND j.job_id = p.job_id AND j.attempt = p.attempt)"
+    assert _count(out, placed) == _count(out, with_attempt) < _count(work, placed)
+    nvlink = "SELECT count(*) FROM job_placement WHERE level = 'nvlink'"
+    assert (_count(work, nvlink), _count(out, nvlink)) == (2, 1)
+    weeks = "SELECT * FROM nvlink_colocation_weekly ORDER BY ALL"
+    with connect(work, read_only=True) as a, connect(out, read_only=True) as b:
+        assert a.execute(weeks).fetchall() == b.execute(weeks).fetchall()
+        assert sum(r[5] for r in a.execute(weeks).fetchall()) == 2  # multi_node_gangs
 
 
 def test_every_detail_filter_names_a_table_of_the_warehouse(warehouse: Path) -> None:
