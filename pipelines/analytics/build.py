@@ -169,28 +169,42 @@ def _known_inventory(
     return _inventory(cfg, sorted(known))
 
 
+def _cluster_findings(
+    frame: pl.DataFrame, check: str, value: pl.Expr, detail: pl.Expr
+) -> pl.DataFrame:
+    """One data-quality finding per row of ``frame`` (which has ``cluster``): ``check``, the
+    ``value`` and ``detail`` expressions over the row, no day and no partition (findings about a
+    whole cluster or file)."""
+    return frame.select(
+        "cluster",
+        pl.lit(None, dtype=pl.Date()).alias("day"),
+        pl.lit(None, dtype=pl.String()).alias("partition"),
+        pl.lit(check).alias("check"),
+        value.alias("value"),
+        detail.alias("detail"),
+    )
+
+
 def _inventory_rejects(rejected: pl.DataFrame) -> pl.DataFrame:
     """The data-quality findings of rejected inventory rows: per cluster and field, check
     ``rejected_rows``, the count, and the file's base name with the first row's line and
     reason (the rows themselves are logged by :func:`_inventory`)."""
-    return (
+    per_field = (
         rejected.with_row_index("_i")
         .group_by("cluster", "field")
-        .agg(pl.len().cast(pl.Float64).alias("value"), pl.all().sort_by("_i").first())
-        .select(
-            "cluster",
-            pl.lit(None, dtype=pl.Date()).alias("day"),
-            pl.lit(None, dtype=pl.String()).alias("partition"),
-            pl.lit("rejected_rows").alias("check"),
-            "value",
-            pl.format(
-                "inventory {}: rows rejected ({}), first line {}: {}",
-                pl.col("file").str.split("/").list.last(),
-                pl.col("field").fill_null("fields"),
-                pl.col("line_no"),
-                pl.col("reason"),
-            ).alias("detail"),
-        )
+        .agg(pl.len().cast(pl.Float64).alias("n"), pl.all().sort_by("_i").first())
+    )
+    return _cluster_findings(
+        per_field,
+        "rejected_rows",
+        pl.col("n"),
+        pl.format(
+            "inventory {}: rows rejected ({}), first line {}: {}",
+            pl.col("file").str.split("/").list.last(),
+            pl.col("field").fill_null("fields"),
+            pl.col("line_no"),
+            pl.col("reason"),
+        ),
     )
 
 
@@ -230,28 +244,22 @@ def _data_quality(
             ("non", "dst_nonexistent_times", "local times in a DST gap, shifted forward"),
         ):
             parts.append(
-                info.filter(pl.col(col) > 0).select(
-                    "cluster",
-                    pl.lit(None, dtype=pl.Date()).alias("day"),
-                    pl.lit(None, dtype=pl.String()).alias("partition"),
-                    pl.lit(check).alias("check"),
-                    pl.col(col).alias("value"),
+                _cluster_findings(
+                    info.filter(pl.col(col) > 0),
+                    check,
+                    pl.col(col),
                     # the file's base name: published views show no path of the machine
-                    pl.format(
-                        "{}: {}", pl.col("file").str.split("/").list.last(), pl.lit(what)
-                    ).alias("detail"),
+                    pl.format("{}: {}", pl.col("file").str.split("/").list.last(), pl.lit(what)),
                 )
             )
     rejected = run_named(con, "analytics/rejected_by_source")
     if rejected.height:
         parts.append(
-            rejected.select(
-                "cluster",
-                pl.lit(None, dtype=pl.Date()).alias("day"),
-                pl.lit(None, dtype=pl.String()).alias("partition"),
-                pl.lit("rejected_rows").alias("check"),
-                pl.col("n").cast(pl.Float64).alias("value"),
-                pl.format("{}: {}", pl.col("source"), pl.col("reason")).alias("detail"),
+            _cluster_findings(
+                rejected,
+                "rejected_rows",
+                pl.col("n").cast(pl.Float64),
+                pl.format("{}: {}", pl.col("source"), pl.col("reason")),
             )
         )
     if inventory_rejected is not None and inventory_rejected.height:
@@ -259,17 +267,11 @@ def _data_quality(
     observed = nodes.filter(pl.col("capacity_source") == "observed")
     if observed.height:
         parts.append(
-            observed.group_by("cluster")
-            .agg(pl.col("gpus").sum().alias("value"))
-            .select(
-                "cluster",
-                pl.lit(None, dtype=pl.Date()).alias("day"),
-                pl.lit(None, dtype=pl.String()).alias("partition"),
-                pl.lit("capacity_from_observed_nodes").alias("check"),
-                "value",
-                pl.lit(
-                    "no inventory: capacity is the GPUs seen in allocations (a lower bound)"
-                ).alias("detail"),
+            _cluster_findings(
+                observed.group_by("cluster").agg(pl.col("gpus").sum()),
+                "capacity_from_observed_nodes",
+                pl.col("gpus"),
+                pl.lit("no inventory: capacity is the GPUs seen in allocations (a lower bound)"),
             )
         )
     return pl.concat([p.cast(DATA_QUALITY_SCHEMA) for p in parts]).sort(  # type: ignore[arg-type]

@@ -29,7 +29,7 @@ def test_every_day_explicitly_equals_the_full_build(request: pytest.FixtureReque
         core = build_core(
             _read_raw(con),
             _read_registry(cfg.registry_path),
-            _inventory(cfg),
+            _inventory(cfg)[0],
             BuildUnit.everything(),
         )
         occ = _occupancy(core)

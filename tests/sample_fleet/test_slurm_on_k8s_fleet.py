@@ -300,7 +300,7 @@ def test_the_pair_by_explicit_days_equals_the_full_build(
     cfg_path = Path(con.execute("PRAGMA database_list").fetchall()[0][2]).parent / "goodput.toml"
     cfg = load_config(cfg_path)
     raw = _read_raw(con)
-    core = build_core(raw, _read_registry(cfg.registry_path), _known_inventory(cfg, raw, con),
+    core = build_core(raw, _read_registry(cfg.registry_path), _known_inventory(cfg, raw, con)[0],
                       BuildUnit.everything())  # fmt: skip
     sok = slurm_on_k8s_tables(con, cfg, core)
     occ = _occupancy(core, sok)
