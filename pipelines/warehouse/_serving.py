@@ -58,6 +58,11 @@ SERVING_DETAIL_FILTERS: dict[str, str] = {
 }
 
 
+#: Detail tables cut only where the warehouse stores what a view counted from all their rows:
+#: a warehouse last built by older code has an ``nvlink_colocation_weekly`` view over every
+#: placement (the copy takes each view's SQL from the warehouse), so its placements stay whole.
+_CUT_ONLY_WITH = {"analytics.job_placement": "analytics.nvlink_colocation_weekly"}
+
 #: Raw inputs the recent serving copy (``detail_days`` > 0) leaves out: no view, page, report
 #: or recommendation reads them (``tests/pipelines/test_serving.py`` checks every published
 #: reader's SQL and code), only the build, in the warehouse, whose resolved forms are published
@@ -99,6 +104,8 @@ def _copy_recent(src: Path, tmp: str, detail_days: int) -> None:
             if name in SERVING_LEFT_OUT:
                 continue
             cond = SERVING_DETAIL_FILTERS.get(name)
+            if _CUT_ONLY_WITH.get(name, name) not in names:
+                cond = None
             if cond is None or cutoff is None:
                 out.execute(f"CREATE TABLE {name} AS SELECT * FROM src.{name}")
             else:

@@ -187,6 +187,27 @@ def test_placements_go_with_their_attempts_and_every_week_stays(
         assert sum(r[5] for r in a.execute(weeks).fetchall()) == 2  # multi_node_gangs
 
 
+def test_placements_stay_whole_where_the_weekly_counts_are_not_stored(
+    warehouse: Path, tmp_path: Path
+) -> None:
+    """A warehouse last built by code that counted ``nvlink_colocation_weekly`` from every
+    placement (no ``analytics.nvlink_colocation_weekly`` table; the copy takes each view's SQL
+    from the warehouse): its recent copy keeps every placement, so that view's weeks stay whole
+    (a review found them counted from the recent rows only)."""
+    import shutil
+
+    work = tmp_path / "w.duckdb"
+    shutil.copyfile(warehouse, work)
+    with connect(work) as con:
+        con.execute("DROP VIEW nvlink_colocation_weekly")
+        con.execute("DROP TABLE analytics.nvlink_colocation_weekly")
+    out = publish(work, tmp_path / "s.duckdb", detail_days=1)
+    placed = "SELECT count(*) FROM analytics.job_placement"
+    assert _count(out, placed) == _count(work, placed)
+    cut = publish(warehouse, tmp_path / "cut.duckdb", detail_days=1)
+    assert _count(cut, placed) < _count(warehouse, placed)
+
+
 def test_every_detail_filter_names_a_table_of_the_warehouse(warehouse: Path) -> None:
     """A renamed table would silently be copied whole: each filtered table must exist."""
     with connect(warehouse, read_only=True) as con:
