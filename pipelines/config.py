@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import difflib
 import os
 import re
 import threading
@@ -114,6 +116,56 @@ class Config:
         return {name: self.cluster_input_dir(name) for name in names}
 
 
+#: Every key the file may hold, by table (``""``: the top level; ``clusters``: each
+#: ``[[clusters]]`` entry). Anything else is a typo that would otherwise fall back to a default
+#: silently (``time_zone`` read as UTC, ``idle_activty`` as 0.05): refused with the key named.
+_KEYS: dict[str, frozenset[str]] = {
+    "": frozenset({"default_cluster", "warehouse", "sources", "prometheus", "thresholds",
+                   "topology", "freshness", "dashboard", "sql", "clusters"}),
+    "warehouse": frozenset({"path", "serving_path", "inputs", "inventory", "registry",
+                            "partitions_start", "serving_detail_days"}),
+    "prometheus": frozenset({"url", "step_s", "auth"}),
+    "thresholds": frozenset({"large_job_gpus", "idle_activity", "registry_drift_tolerance"}),
+    "topology": frozenset({"segment_sizes"}),
+    "dashboard": frozenset({"auth"}),
+    "sql": frozenset({"time_limit_s", "memory_limit"}),
+    "clusters": frozenset({"name", "scheduler", "timezone", "sacct_fields", "input_dir",
+                           "slurm_on_k8s", "kubernetes_cluster"}),
+}  # fmt: skip
+
+
+def _check_keys(table: object, section: str, where: str) -> dict[str, object]:
+    """``table`` (a TOML table) whose keys are all known in ``section`` (:data:`_KEYS`).
+
+    Raises:
+        ConfigError: ``table`` is not a table, or holds a key the section does not know (named,
+            with the nearest known key when one is close).
+    """
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: must be a table, not {table!r}")
+    for key in table:
+        if key not in _KEYS[section]:
+            near = difflib.get_close_matches(key, sorted(_KEYS[section]), n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            known = ", ".join(sorted(_KEYS[section]))
+            raise ConfigError(f"{where}: unknown key {key!r}{hint}; known: {known}")
+    return table
+
+
+def _number(
+    table: dict[str, object], key: str, default: float, where: str, *, lo: float, hi: float
+) -> float:
+    """``table[key]`` (else ``default``): a number from ``lo`` to ``hi`` (inclusive).
+
+    Raises:
+        ConfigError: not a number, or outside the range (named with ``where``).
+    """
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
+        raise ConfigError(f"{where}.{key}: must be a number from {lo:g} to {hi:g}, not {value!r}")
+    return float(value)
+
+
 def _slurm_on_k8s(c: dict[str, object], sched: str, where: str) -> tuple[str | None, str | None]:
     """A cluster's ``slurm_on_k8s`` pattern and ``kubernetes_cluster`` partner, checked."""
     pattern, partner = c.get("slurm_on_k8s"), c.get("kubernetes_cluster")
@@ -194,8 +246,13 @@ def _read_config(cfg_path: Path, db_env: str | None) -> Config:
         raw = tomllib.loads(cfg_path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise ConfigError(f"{cfg_path}: configuration file not found") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{cfg_path}: not UTF-8 text ({exc.reason})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{cfg_path}: {exc}") from exc
+    _check_keys(raw, "", str(cfg_path))
+    for section in ("warehouse", "prometheus", "thresholds", "topology", "dashboard", "sql"):
+        _check_keys(raw.get(section, {}), section, f"{cfg_path}: [{section}]")
     base = cfg_path.parent
 
     def p(value: str) -> Path:
@@ -206,11 +263,19 @@ def _read_config(cfg_path: Path, db_env: str | None) -> Config:
     prom = raw.get("prometheus", {})
     th = raw.get("thresholds", {})
     inputs_dir = p(wh.get("inputs", "data/inputs"))
-    clusters = []
+    clusters: list[ClusterConfig] = []
+    if not isinstance(raw.get("clusters", []), list):
+        raise ConfigError(f"{cfg_path}: clusters must be an array of tables ([[clusters]])")
     for i, c in enumerate(raw.get("clusters", [])):
         where = f"{cfg_path}: clusters[{i}]"
+        _check_keys(c, "clusters", where)
         if "name" not in c:
             raise ConfigError(f"{where}: missing 'name'")
+        if any(k.name == str(c["name"]) for k in clusters):
+            raise ConfigError(f"{where}: cluster {c['name']!r} is listed twice")
+        fields = c.get("sacct_fields", [])
+        if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
+            raise ConfigError(f"{where}: sacct_fields must be a list of field names")
         sched = c.get("scheduler", "slurm")
         if sched not in ("slurm", "kubernetes"):
             raise ConfigError(f"{where}: scheduler must be 'slurm' or 'kubernetes', not {sched!r}")
@@ -227,6 +292,19 @@ def _read_config(cfg_path: Path, db_env: str | None) -> Config:
             )
         )
     default_cluster = str(raw.get("default_cluster") or "default")
+    names = {c.name: c.scheduler for c in clusters}
+    if names and "default_cluster" in raw and default_cluster not in names:
+        raise ConfigError(
+            f"{cfg_path}: default_cluster {default_cluster!r} is not a configured cluster"
+            f" ({', '.join(names)})"
+        )
+    for i, c in enumerate(clusters):
+        if c.kubernetes_cluster is not None and names.get(c.kubernetes_cluster) != "kubernetes":
+            k8s = ", ".join(n for n, kind in names.items() if kind == "kubernetes") or "none"
+            raise ConfigError(
+                f"{cfg_path}: clusters[{i}]: kubernetes_cluster {c.kubernetes_cluster!r} is not"
+                f" a configured Kubernetes cluster (configured: {k8s})"
+            )
     return Config(
         path=cfg_path,
         warehouse_path=Path(db_env).resolve()
@@ -236,12 +314,18 @@ def _read_config(cfg_path: Path, db_env: str | None) -> Config:
         inputs_dir=inputs_dir,
         inventory_dir=p(wh.get("inventory", "data/inventory")),
         registry_path=p(wh.get("registry", "data/registry.yaml")),
-        partitions_start=str(wh.get("partitions_start", "2024-01-01")),
+        partitions_start=_date(
+            wh.get("partitions_start", "2024-01-01"), f"{cfg_path}: [warehouse]"
+        ),
         prometheus_url=str(prom.get("url", "http://127.0.0.1:9090")),
-        prometheus_step_s=int(prom.get("step_s", 300)),
-        large_job_gpus=float(th.get("large_job_gpus", 64)),
-        idle_activity=float(th.get("idle_activity", 0.05)),
-        registry_drift_tolerance=float(th.get("registry_drift_tolerance", 0.2)),
+        prometheus_step_s=int(
+            _number(prom, "step_s", 300, f"{cfg_path}: [prometheus]", lo=1, hi=86_400)
+        ),
+        large_job_gpus=_number(th, "large_job_gpus", 64, f"{cfg_path}: [thresholds]", lo=1, hi=1e9),
+        idle_activity=_number(th, "idle_activity", 0.05, f"{cfg_path}: [thresholds]", lo=0, hi=1),
+        registry_drift_tolerance=_number(
+            th, "registry_drift_tolerance", 0.2, f"{cfg_path}: [thresholds]", lo=0, hi=1e9
+        ),
         default_cluster=default_cluster,
         clusters=tuple(clusters),
         sources=_sources(raw.get("sources", {}), cfg_path),
@@ -270,6 +354,18 @@ def _read_config(cfg_path: Path, db_env: str | None) -> Config:
             f"{cfg_path}: topology.segment_sizes",
         ),
     )
+
+
+def _date(value: object, where: str) -> str:
+    """``partitions_start``: a day written ``YYYY-MM-DD`` (a TOML date or a string)."""
+    text = str(value)
+    try:
+        dt.date.fromisoformat(text)
+    except ValueError:
+        text = ""
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        raise ConfigError(f"{where}.partitions_start: must be a day as YYYY-MM-DD, not {value!r}")
+    return text
 
 
 def _segment_sizes(value: object, where: str) -> tuple[int, ...]:

@@ -29,6 +29,12 @@ Share entries (``share:`` on the team, each item of ``shares:``, each item of ``
 The simple form (one ``share`` per team) is the same as one entry without ``valid_from`` in pool
 ``all``. Two entries of a team with the same pool and ``valid_from`` are an error.
 
+``slurm_accounts``, ``k8s_namespaces`` and ``k8s_local_queues`` are lists of names (one name
+may be written alone: ``slurm_accounts: research``). A name listed under two teams is an error
+(a job would count for one team and the registry's share for both), as is a key the format does
+not know (``slurm_account:`` would otherwise be ignored and leave the team's jobs
+``unattributed``).
+
 Which pool's history a cluster uses (:func:`cluster_shares`): the metric engine water-fills per
 cluster, so per team and cluster the most specific pool the team has entries for wins, for the
 team's whole history there: the cluster's name, else the cluster's GPU type (when all its GPU
@@ -38,6 +44,7 @@ nodes are of that one type), else ``all``.
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 from pathlib import Path
 from typing import Any
 
@@ -99,11 +106,49 @@ def _read_doc(p: Path) -> dict[str, Any] | None:
         return None
     try:
         doc = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError as exc:
+        raise RegistryError(f"{p}: not UTF-8 text ({exc.reason})") from exc
     except yaml.YAMLError as exc:
         raise RegistryError(f"{p}: not valid YAML: {exc}") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("teams"), list):
         raise RegistryError(f"{p}: expected a mapping with a 'teams' list")
+    _known_keys(doc, _DOC_KEYS, str(p))
     return doc
+
+
+#: The keys of the document, and of each entry of ``teams``: anything else is a typo that would
+#: otherwise be ignored (``slurm_account:`` leaving the team's jobs unattributed).
+_DOC_KEYS = frozenset({"teams", "history"})
+_TEAM_KEYS = frozenset(
+    {"team", "share", "shares", "slurm_accounts", "k8s_namespaces", "k8s_local_queues"}
+)
+
+
+def _known_keys(item: dict[Any, Any], known: frozenset[str], where: str) -> None:
+    """Raise :class:`RegistryError` for a key of ``item`` not in ``known`` (named, with the
+    nearest known key when one is close)."""
+    for key in item:
+        if key not in known:
+            near = difflib.get_close_matches(str(key), sorted(known), n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise RegistryError(f"{where}: unknown key {key!r}{hint}")
+
+
+def _names(value: object, where: str) -> list[str]:
+    """The names of an account, namespace or LocalQueue list: a YAML list of names, or one name
+    written alone (``slurm_accounts: research``; iterating the string would give its letters).
+
+    Raises:
+        RegistryError: a name is empty or not a scalar.
+    """
+    items = [value] if isinstance(value, str | int) and not isinstance(value, bool) else value
+    if value is None:
+        return []
+    if not isinstance(items, list) or not all(
+        isinstance(v, str | int) and not isinstance(v, bool) and str(v) for v in items
+    ):
+        raise RegistryError(f"{where}: must be a list of names, not {value!r}")
+    return [str(v) for v in items]
 
 
 def _share_value(value: object, where: str) -> float:
@@ -115,6 +160,8 @@ def _share_value(value: object, where: str) -> float:
         raise RegistryError(f"{where}: share is not a number") from exc
     if not share >= 0:  # also rejects NaN
         raise RegistryError(f"{where}: share must be >= 0")
+    if share == float("inf"):
+        raise RegistryError(f"{where}: share must be a finite number")
     return share
 
 
@@ -156,11 +203,15 @@ def _parse(p: Path, doc: dict[str, Any]) -> tuple[list[dict[str, object]], pl.Da
     entries: list[dict[str, object]] = []
     mapping: list[dict[str, object]] = []
     names: list[str] = []
+    owner: dict[tuple[str, str], str] = {}
     for i, item in enumerate(doc["teams"]):
         if not isinstance(item, dict) or "team" not in item:
             raise RegistryError(f"{p}: teams[{i}]: each entry needs a 'team'")
+        if item["team"] is None or str(item["team"]).strip() == "":
+            raise RegistryError(f"{p}: teams[{i}]: 'team' needs a name")
         team = str(item["team"])
         where = f"{p}: teams[{i}] ({team})"
+        _known_keys(item, _TEAM_KEYS, where)
         if team in names:
             raise RegistryError(f"{where}: team listed twice")
         names.append(team)
@@ -183,8 +234,14 @@ def _parse(p: Path, doc: dict[str, Any]) -> tuple[list[dict[str, object]], pl.Da
             ("k8s_namespace", "k8s_namespaces"),
             ("k8s_local_queue", "k8s_local_queues"),
         ):
-            for key in item.get(field, []) or []:
-                mapping.append({"kind": kind, "key": str(key), "team": team})
+            for name in _names(item.get(field), f"{where}: {field}"):
+                other = owner.setdefault((kind, name), team)
+                if other != team:
+                    raise RegistryError(
+                        f"{where}: {field}: {name!r} is also listed under team {other!r}"
+                        " (a job would count for one team, the registry's share for both)"
+                    )
+                mapping.append({"kind": kind, "key": name, "team": team})
     history = doc.get("history")
     if history is not None:
         if not isinstance(history, list):

@@ -129,6 +129,20 @@ teams:
             "teams:\n  - {team: x, share: 0.1, shares: [{share: 0.2}]}",
             "team x: two shares for pool all from since forever",
         ),
+        # Ignored before: the team's jobs went to `unattributed`, its share stayed.
+        (
+            "teams:\n  - {team: x, share: 0.1, slurm_account: [x]}",
+            "teams[0] (x): unknown key 'slurm_account' (did you mean 'slurm_accounts'?)",
+        ),
+        ("teams:\n  - {team: x, share: 0.1}\nhistroy: []", "unknown key 'histroy'"),
+        (
+            "teams:\n  - {team: a, slurm_accounts: [shared]}\n"
+            "  - {team: b, slurm_accounts: [shared]}",
+            "teams[1] (b): slurm_accounts: 'shared' is also listed under team 'a'",
+        ),
+        ("teams:\n  - {team: x, k8s_namespaces: {ns: 1}}", "k8s_namespaces: must be a list"),
+        ("teams:\n  - {team: , share: 0.1}", "teams[0]: 'team' needs a name"),
+        ("teams:\n  - {team: x, share: .inf}", "teams[0] (x): share must be a finite number"),
     ],
 )
 def test_malformed_entries_name_the_file_and_entry(tmp_path: Path, text: str, message: str) -> None:
@@ -138,6 +152,27 @@ def test_malformed_entries_name_the_file_and_entry(tmp_path: Path, text: str, me
         load_registry_history(path)
     assert str(path) in str(err.value)
     assert message in str(err.value)
+
+
+def test_one_account_written_alone_is_a_list_of_one(tmp_path: Path) -> None:
+    """``slurm_accounts: research`` is the account ``research`` (iterated as a string it was
+    the accounts r, e, s, …); the same account under two kinds is no conflict."""
+    path = _write(
+        tmp_path,
+        "teams:\n  - {team: r, slurm_accounts: research, k8s_namespaces: research}\n",
+    )
+    _, mapping = load_registry(path)
+    assert mapping.sort("kind").rows() == [
+        ("k8s_namespace", "research", "r"),
+        ("slurm_account", "research", "r"),
+    ]
+
+
+def test_a_registry_that_is_not_utf8_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "registry.yaml"
+    path.write_bytes("teams:\n  - {team: x}\n".encode("utf-16"))
+    with pytest.raises(RegistryError, match=r"registry\.yaml: not UTF-8 text"):
+        load_registry_history(path)
 
 
 def test_cluster_shares_picks_the_most_specific_pool() -> None:

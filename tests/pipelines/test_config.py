@@ -54,8 +54,28 @@ def test_default_cluster_is_default_when_unset(tmp_path: Path) -> None:
         ('[sources]\nsacct = "ftp"\n', "sources.sacct"),
         ("[warehouse\n", "g.toml"),
         ("[topology]\nsegment_sizes = [4, 0]\n", "topology.segment_sizes"),
+        # A misspelt key used to fall back to its default silently (UTC, 0.05, …).
+        ('[[clusters]]\nname = "a"\ntime_zone = "America/New_York"\n',
+         r"clusters\[0\]: unknown key 'time_zone' \(did you mean 'timezone'\?\)"),
+        ("[thresholds]\nidle_activty = 0.1\n",
+         r"\[thresholds\]: unknown key 'idle_activty' \(did you mean 'idle_activity'\?\)"),
+        ('defualt_cluster = "a"\n', r"unknown key 'defualt_cluster'"),
+        ("[report]\nweek = 1\n", r"unknown key 'report'"),
+        ("[thresholds]\nidle_activity = 5\n", r"idle_activity: must be a number from 0 to 1"),
+        ('[thresholds]\nidle_activity = "5%"\n', r"idle_activity: must be a number"),
+        ("[thresholds]\nlarge_job_gpus = 0\n", r"large_job_gpus: must be a number from 1"),
+        ("[thresholds]\nregistry_drift_tolerance = -1\n", r"registry_drift_tolerance: must be"),
+        ("[prometheus]\nstep_s = 0\n", r"step_s: must be a number from 1"),
+        ('[warehouse]\npartitions_start = "01/01/2024"\n', r"partitions_start: must be a day"),
+        ('default_cluster = "slurm-b"\n[[clusters]]\nname = "slurm-a"\n',
+         r"default_cluster 'slurm-b' is not a configured cluster \(slurm-a\)"),
+        ('[[clusters]]\nname = "a"\n[[clusters]]\nname = "a"\n', r"clusters\[1\]: cluster 'a'"),
+        ('[[clusters]]\nname = "a"\nsacct_fields = "JobID,State"\n', "sacct_fields must be a list"),
+        ('[[clusters]]\nname = "s"\nslurm_on_k8s = "A"\nkubernetes_cluster = "k8s-C"\n'
+         '[[clusters]]\nname = "k8s-c"\nscheduler = "kubernetes"\n',
+         r"kubernetes_cluster 'k8s-C' is not a configured Kubernetes cluster \(configured: k8s-c"),
     ],
-)
+)  # fmt: skip
 def test_invalid_values_name_the_file_and_key(tmp_path: Path, text: str, needle: str) -> None:
     """Each invalid setting raises ConfigError naming the file and the setting."""
     p = tmp_path / "g.toml"
@@ -63,6 +83,20 @@ def test_invalid_values_name_the_file_and_key(tmp_path: Path, text: str, needle:
     with pytest.raises(ConfigError, match=needle) as info:
         load_config(p)
     assert "g.toml" in str(info.value)
+
+
+def test_a_file_that_is_not_utf8_names_the_file(tmp_path: Path) -> None:
+    p = tmp_path / "g.toml"
+    p.write_bytes('default_cluster = "a"\n'.encode("utf-16"))
+    with pytest.raises(ConfigError, match=r"g\.toml: not UTF-8 text"):
+        load_config(p)
+
+
+def test_a_toml_date_is_a_partitions_start(tmp_path: Path) -> None:
+    """``partitions_start = 2025-01-01`` (a TOML date, unquoted) is the same day as the string."""
+    p = tmp_path / "g.toml"
+    p.write_text("[warehouse]\npartitions_start = 2025-01-01\n")
+    assert load_config(p).partitions_start == "2025-01-01"
 
 
 def test_live_sources_selected_by_config(tmp_path: Path) -> None:
