@@ -19,6 +19,7 @@ EXPECTED_ASSETS = {
     "analytics/gpu_activity", "analytics/weekly_report",
     "analytics/recommendations", "analytics/lake_export",
     "raw/topology", "core/topology", "analytics/job_placement",
+    "analytics/nvlink_colocation_weekly",
     "analytics/topology_fragmentation_hourly", "raw/slurm_squeue", "core/pending_reason_spells",
     "analytics/domain_capacity_hourly",
     "analytics/segment_capacity_hourly",
