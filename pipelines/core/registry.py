@@ -36,9 +36,10 @@ not know (``slurm_account:`` would otherwise be ignored and leave the team's job
 ``unattributed``).
 
 Which pool's history a cluster uses (:func:`cluster_shares`): the metric engine water-fills per
-cluster, so per team and cluster the most specific pool the team has entries for wins, for the
-team's whole history there: the cluster's name, else the cluster's GPU type (when all its GPU
-nodes are of that one type), else ``all``.
+cluster, so per team and cluster, at each instant, the most specific pool with an entry in effect
+wins: the cluster's name, else the cluster's GPU type (when all its GPU nodes are of that one
+type; without regard to case), else ``all``; before a more specific pool's first entry the less
+specific one holds.
 """
 
 from __future__ import annotations
@@ -358,9 +359,13 @@ def load_registry(
 def cluster_shares(history: pl.DataFrame, nodes: pl.DataFrame) -> pl.DataFrame:
     """The share history per cluster, for the metric engine's per-cluster water-filling.
 
-    Per team and cluster the most specific pool the team has entries for is used, for its whole
-    history: the cluster's name, else the cluster's GPU type (when every GPU node of the
-    cluster in ``nodes`` has that one ``gpu_type``), else ``all``.
+    Per team and cluster, at each instant the most specific pool with an entry in effect is
+    used: the cluster's name, else the cluster's GPU type (when every GPU node of the cluster in
+    ``nodes`` has that one ``gpu_type``; matched without regard to case, as ``H100`` and
+    ``h100`` name one GPU), else ``all``. Before a more specific pool's first entry the less
+    specific one holds (a team with ``all`` shares since forever and an ``h100`` share from
+    2026-11-01 has its ``all`` share on an h100 cluster until then, not none); from it on, the
+    more specific pool's entries hold, whatever ``all`` does later.
 
     Args:
         history: :func:`load_registry_history` output.
@@ -369,39 +374,48 @@ def cluster_shares(history: pl.DataFrame, nodes: pl.DataFrame) -> pl.DataFrame:
 
     Returns:
         ``team, pool, share, valid_from`` with ``pool`` = the cluster and ``valid_from`` a UTC
-        datetime (since forever = 1970-01-01): the ``shares`` argument of
-        :func:`metrics.fairness.fair_share_hourly`.
+        datetime (since forever = 1970-01-01), one row per change of the share: the ``shares``
+        argument of :func:`metrics.fairness.fair_share_hourly`.
     """
     if history.height == 0 or nodes.height == 0:
         return pl.DataFrame(schema=_ENGINE_SCHEMA)
     gpu_nodes = nodes.filter(pl.col("gpus").fill_null(1) > 0) if "gpus" in nodes.columns else nodes
     types = gpu_nodes.group_by("cluster").agg(
-        pl.when(pl.col("gpu_type").n_unique() == 1)
-        .then(pl.col("gpu_type").first())
+        pl.when(pl.col("gpu_type").str.to_lowercase().n_unique() == 1)
+        .then(pl.col("gpu_type").str.to_lowercase().first())
         .alias("gpu_type")
     )
     clusters = nodes.select("cluster").unique().join(types, on="cluster", how="left")
-    candidates = history.join(clusters, how="cross").with_columns(
-        pl.when(pl.col("pool") == pl.col("cluster"))
-        .then(3)
-        .when(pl.col("pool") == pl.col("gpu_type"))
-        .then(2)
-        .when(pl.col("pool") == ALL_POOLS)
-        .then(1)
-        .otherwise(0)
-        .alias("_rank")
-    )
-    best = candidates.filter(pl.col("_rank") > 0).with_columns(
-        pl.col("_rank").max().over("team", "cluster").alias("_best")
-    )
-    return (
-        best.filter(pl.col("_rank") == pl.col("_best"))
-        .select(
-            "team",
-            pl.col("cluster").alias("pool"),
-            "share",
+    candidates = (
+        history.join(clusters, how="cross")
+        .with_columns(
+            pl.when(pl.col("pool") == pl.col("cluster"))
+            .then(3)
+            .when(pl.col("pool").str.to_lowercase() == pl.col("gpu_type"))
+            .then(2)
+            .when(pl.col("pool") == ALL_POOLS)
+            .then(1)
+            .otherwise(0)
+            .alias("_rank"),
             pl.col("valid_from").fill_null(pl.lit(_EPOCH, dtype=_UTC)),
         )
+        .filter(pl.col("_rank") > 0)
+        .select("team", "cluster", "_rank", "valid_from", "share")
+    )
+    # Each instant a share may change (any candidate entry's start), with every entry in effect
+    # then; the most specific pool among them, and its latest entry, give the share.
+    at = candidates.select("team", "cluster", pl.col("valid_from").alias("_at")).unique()
+    team_cluster = ["team", "cluster", "_at"]
+    chosen = (
+        at.join(candidates, on=["team", "cluster"])
+        .filter(pl.col("valid_from") <= pl.col("_at"))
+        .filter(pl.col("_rank") == pl.col("_rank").max().over(team_cluster))
+        .filter(pl.col("valid_from") == pl.col("valid_from").max().over(team_cluster))
+        .sort("cluster", "team", "_at")
+    )
+    return (
+        chosen.filter(pl.col("share").ne_missing(pl.col("share").shift(1).over("cluster", "team")))
+        .select("team", pl.col("cluster").alias("pool"), "share", pl.col("_at").alias("valid_from"))
         .sort("pool", "team", "valid_from")
     )
 

@@ -176,8 +176,10 @@ def test_a_registry_that_is_not_utf8_names_the_file(tmp_path: Path) -> None:
 
 
 def test_cluster_shares_picks_the_most_specific_pool() -> None:
-    """Cluster gpu-h (all h100) uses a's h100 history; cluster mixed (a100 + h100) and cluster
-    k (no type) use pool all, except b in k: its own cluster entry wins there."""
+    """Cluster gpu-h (all h100) uses a's h100 history from its first entry (day 1) and a's
+    ``all`` share before it (not none: an h100 share from day 1 said nothing of the days
+    before); cluster mixed (a100 + h100) and cluster k (no type) use pool all, except b in k:
+    its own cluster entry wins there."""
     hist = pl.DataFrame(
         {
             "team": ["a", "a", "b", "b"],
@@ -198,12 +200,38 @@ def test_cluster_shares_picks_the_most_specific_pool() -> None:
     epoch = dt.datetime(1970, 1, 1, tzinfo=UTC)
     out = cluster_shares(hist, nodes)
     assert out.rows() == [
+        ("a", "gpu-h", 0.5, epoch),
         ("a", "gpu-h", 0.9, _d(1)),
         ("b", "gpu-h", 0.5, epoch),
         ("a", "k", 0.5, epoch),
         ("b", "k", 0.1, epoch),
         ("a", "mixed", 0.5, epoch),
         ("b", "mixed", 0.5, epoch),
+    ]
+
+
+def test_a_specific_pool_holds_from_its_first_entry_and_types_match_in_any_case() -> None:
+    """The registry module's own example for nlp: 0.10 since forever and 0.20 from day 16 in
+    every pool, 0.30 on h100 from day 1. On cluster gpu-h, whose inventory writes its GPU type
+    ``H100``: 0.10 until day 1, then 0.30 (the later change of ``all`` does not reach a pool
+    that has its own share); on cluster a (a100): 0.10, then 0.20 from day 16."""
+    hist = pl.DataFrame(
+        {
+            "team": ["nlp"] * 3,
+            "pool": ["all", "all", "h100"],
+            "share": [0.10, 0.20, 0.30],
+            "valid_from": [None, _d(16), _d(1)],
+            "valid_to": [None] * 3,
+        },
+        schema_overrides={"valid_from": TS, "valid_to": TS},
+    )
+    nodes = pl.DataFrame({"cluster": ["gpu-h", "a"], "gpu_type": ["H100", "a100"]})
+    epoch = dt.datetime(1970, 1, 1, tzinfo=UTC)
+    assert cluster_shares(hist, nodes).rows() == [
+        ("nlp", "a", 0.10, epoch),
+        ("nlp", "a", 0.20, _d(16)),
+        ("nlp", "gpu-h", 0.10, epoch),
+        ("nlp", "gpu-h", 0.30, _d(1)),
     ]
 
 
