@@ -195,14 +195,28 @@ def ingest_configured(
         cfg, kind, cluster, tz=tz, fields=fields, delimiter=delimiter, scrape_time=scrape_time
     )
     stats = ingest_file(con, kind, path, opts)
-    if tz is None and kind == "sacct":
+    if kind == "sacct":
         named = con.execute(
             load_sql("raw/clusters_of_ingest"), {"ingest_id": stats.ingest_id}
         ).fetchall()
-        own = cfg.cluster(named[0][0]).timezone if len(named) == 1 else opts.tz
-        if own != opts.tz:
-            again = ingest_file(con, kind, path, dataclasses.replace(opts, tz=own))
-            stats = dataclasses.replace(again, replaced_ingests=stats.replaced_ingests)
+        if tz is None:
+            own = cfg.cluster(named[0][0]).timezone if len(named) == 1 else opts.tz
+            if own != opts.tz:
+                again = ingest_file(con, kind, path, dataclasses.replace(opts, tz=own))
+                stats = dataclasses.replace(again, replaced_ingests=stats.replaced_ingests)
+        configured = {c.name for c in cfg.clusters}
+        unknown = sorted(str(c) for (c,) in named if c is not None and c not in configured)
+        if configured and unknown:
+            # Read in the zone of the cluster the file was loaded for: a misspelt or new
+            # cluster name would otherwise shift every time by its zone's offset, unsaid.
+            stats = dataclasses.replace(
+                stats,
+                warnings=(
+                    *stats.warnings,
+                    f"rows name cluster(s) {', '.join(unknown)} that goodput.toml does not"
+                    f" configure: their times were read as {tz or opts.tz}",
+                ),
+            )
     return stats
 
 

@@ -144,3 +144,23 @@ def test_tz_given_on_the_command_line_is_not_overridden(
     db = _cli(tmp_path, NAMED, "--tz", "UTC")
     assert seen == [IngestOptions(cluster="utc", tz="UTC")]
     assert _starts(db) == [("ny", "1", "10:00")]
+
+
+def test_a_file_naming_an_unconfigured_cluster_says_so(
+    cfg: Config, tmp_path: Path, seen: list[IngestOptions]
+) -> None:
+    """Rows whose Cluster column says ``nyc`` (not in goodput.toml: a misspelt ``ny``) are read
+    in the zone of the cluster they were loaded for, and the command says so (before, the load
+    said only "1 rows loaded, 0 rejected", every time 5 hours off)."""
+    f = tmp_path / "cli" / f"sacct_{DAY}.psv"
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(NAMED.replace("|ny|", "|nyc|"), encoding="utf-8")
+    db = tmp_path / "cli.duckdb"
+    result = CliRunner().invoke(app, ["ingest", "sacct", str(f), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    assert (
+        "rows name cluster(s) nyc that goodput.toml does not configure: their times were read"
+        " as UTC" in result.output
+    )
+    assert seen == [IngestOptions(cluster="utc", tz="UTC")]
+    assert _starts(db) == [("nyc", "1", "10:00")]
