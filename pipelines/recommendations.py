@@ -282,11 +282,24 @@ def _query_where(
 
 
 def _kueue_objects(folder: Path, prefix: str) -> list[dict[str, Any]]:
+    """The Kueue objects of the newest ``<prefix>*.json`` of ``folder`` (``kubectl get … -o
+    json``: a List's ``items``, one object, or a JSON array); [] without such a file.
+
+    Raises:
+        InputFormatError: the newest file is not JSON (empty, truncated, not UTF-8) or holds
+            no object list (named, with the reason).
+    """
     files = sorted(folder.glob(f"{prefix}*.json")) if folder.is_dir() else []
     if not files:
         return []
-    doc = json.loads(files[-1].read_text(encoding="utf-8"))
+    name = str(files[-1])
+    try:
+        doc = json.loads(files[-1].read_text(encoding="utf-8-sig"))
+    except ValueError as err:  # JSONDecodeError and UnicodeDecodeError both
+        raise InputFormatError(name, f"not a kubectl JSON dump: {err}") from err
     items = doc.get("items", [doc]) if isinstance(doc, dict) else doc
+    if not isinstance(items, list):
+        raise InputFormatError(name, f"'items' is not a list of objects: {items!r}"[:200])
     return [i for i in items if isinstance(i, dict)]
 
 
