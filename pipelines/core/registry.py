@@ -30,7 +30,8 @@ The simple form (one ``share`` per team) is the same as one entry without ``vali
 ``all``. Two entries of a team with the same pool and ``valid_from`` are an error.
 
 ``slurm_accounts``, ``k8s_namespaces`` and ``k8s_local_queues`` are lists of names (one name
-may be written alone: ``slurm_accounts: research``). A name listed under two teams is an error
+may be written alone: ``slurm_accounts: research``), read as written (``0123`` and ``no`` are
+names, not the numbers and booleans of YAML 1.1). A name listed under two teams is an error
 (a job would count for one team and the registry's share for both), as is a key the format does
 not know (``slurm_account:`` would otherwise be ignored and leave the team's jobs
 ``unattributed``).
@@ -102,11 +103,24 @@ def empty_registry() -> tuple[pl.DataFrame, pl.DataFrame]:
     return pl.DataFrame(schema=_TEAM_SCHEMA), pl.DataFrame(schema=_MAP_SCHEMA)
 
 
+class _NamesAsWritten(yaml.SafeLoader):
+    """YAML's safe loader with every plain scalar kept as written but null: an account
+    ``0123`` stays ``0123`` (YAML 1.1 reads it as the octal 83), a namespace ``no`` stays
+    ``no`` (not False), a team ``2024`` stays a name. Shares and dates are read from the text
+    by :func:`_share_value` and :func:`_valid_from`."""
+
+
+_NamesAsWritten.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag == "tag:yaml.org,2002:null"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
 def _read_doc(p: Path) -> dict[str, Any] | None:
     if not p.exists():
         return None
     try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        doc = yaml.load(p.read_text(encoding="utf-8"), Loader=_NamesAsWritten) or {}
     except UnicodeDecodeError as exc:
         raise RegistryError(f"{p}: not UTF-8 text ({exc.reason})") from exc
     except yaml.YAMLError as exc:

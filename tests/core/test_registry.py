@@ -142,7 +142,8 @@ teams:
         ),
         ("teams:\n  - {team: x, k8s_namespaces: {ns: 1}}", "k8s_namespaces: must be a list"),
         ("teams:\n  - {team: , share: 0.1}", "teams[0]: 'team' needs a name"),
-        ("teams:\n  - {team: x, share: .inf}", "teams[0] (x): share must be a finite number"),
+        ("teams:\n  - {team: x, share: inf}", "teams[0] (x): share must be a finite number"),
+        ("teams:\n  - {team: x, share: .inf}", "teams[0] (x): share is not a number"),
     ],
 )
 def test_malformed_entries_name_the_file_and_entry(tmp_path: Path, text: str, message: str) -> None:
@@ -166,6 +167,25 @@ def test_one_account_written_alone_is_a_list_of_one(tmp_path: Path) -> None:
         ("k8s_namespace", "research", "r"),
         ("slurm_account", "research", "r"),
     ]
+
+
+def test_names_are_read_as_written(tmp_path: Path) -> None:
+    """YAML 1.1 would read the account ``0123`` as the octal 83, the namespace ``no`` as False
+    and the team ``2024`` as a number: they stay as written, while shares and dates written as
+    numbers and dates are still read as such."""
+    path = _write(
+        tmp_path,
+        "teams:\n  - team: 2024\n    share: 1e-1\n    slurm_accounts: [0123, on]\n"
+        "    k8s_namespaces: [no]\n    shares:\n      - {valid_from: 2026-11-16, share: 0.2}\n",
+    )
+    teams, mapping = load_registry(path, at=_d(20))
+    assert teams.rows() == [("2024", pytest.approx(0.2))]
+    assert sorted(mapping.rows()) == [
+        ("k8s_namespace", "no", "2024"),
+        ("slurm_account", "0123", "2024"),
+        ("slurm_account", "on", "2024"),
+    ]
+    assert load_registry_history(path)["share"].to_list() == [pytest.approx(0.1), 0.2]
 
 
 def test_a_registry_that_is_not_utf8_names_the_file(tmp_path: Path) -> None:
