@@ -107,7 +107,19 @@ class _NamesAsWritten(yaml.SafeLoader):
     """YAML's safe loader with every plain scalar kept as written but null: an account
     ``0123`` stays ``0123`` (YAML 1.1 reads it as the octal 83), a namespace ``no`` stays
     ``no`` (not False), a team ``2024`` stays a name. Shares and dates are read from the text
-    by :func:`_share_value` and :func:`_valid_from`."""
+    by :func:`_share_value` and :func:`_valid_from`. A key written twice in one mapping (where
+    YAML keeps the last, silently) is an error naming its line."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[object] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"found the key {key!r} twice", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 _NamesAsWritten.yaml_implicit_resolvers = {

@@ -144,6 +144,8 @@ teams:
         ("teams:\n  - {team: , share: 0.1}", "teams[0]: 'team' needs a name"),
         ("teams:\n  - {team: x, share: inf}", "teams[0] (x): share must be a finite number"),
         ("teams:\n  - {team: x, share: .inf}", "teams[0] (x): share is not a number"),
+        # YAML keeps the last of two equal keys, silently
+        ("teams:\n  - team: x\n    share: 0.1\n    share: 0.2", "found the key 'share' twice"),
     ],
 )
 def test_malformed_entries_name_the_file_and_entry(tmp_path: Path, text: str, message: str) -> None:
