@@ -169,9 +169,10 @@ def ingest_configured(
     Dagster assets both load through here.
 
     The file is read with :func:`ingest_options`. Unless ``tz`` is given, a sacct file whose
-    rows all name one cluster (their Cluster column) is read in that cluster's configured zone:
-    when it is not the zone it was read in, the file is read again, the second load replacing
-    the first.
+    rows all name one cluster (their Cluster column) is read in that cluster's configured zone
+    (UTC for a cluster the configuration lacks): when it is not the zone it was read in, the
+    file is read again, the second load replacing the first. Rows naming a cluster the
+    configuration lacks are named in the stats' ``warnings``, with the zone they were read in.
 
     Args:
         con: warehouse connection (raw tables created).
@@ -199,22 +200,24 @@ def ingest_configured(
         named = con.execute(
             load_sql("raw/clusters_of_ingest"), {"ingest_id": stats.ingest_id}
         ).fetchall()
+        used = tz or opts.tz
         if tz is None:
             own = cfg.cluster(named[0][0]).timezone if len(named) == 1 else opts.tz
             if own != opts.tz:
                 again = ingest_file(con, kind, path, dataclasses.replace(opts, tz=own))
                 stats = dataclasses.replace(again, replaced_ingests=stats.replaced_ingests)
+                used = own
         configured = {c.name for c in cfg.clusters}
         unknown = sorted(str(c) for (c,) in named if c is not None and c not in configured)
         if configured and unknown:
-            # Read in the zone of the cluster the file was loaded for: a misspelt or new
-            # cluster name would otherwise shift every time by its zone's offset, unsaid.
+            # A cluster the configuration lacks has no zone of its own (one named alone is
+            # read as UTC): said, since a misspelt name shifts every time by the zone's offset.
             stats = dataclasses.replace(
                 stats,
                 warnings=(
                     *stats.warnings,
                     f"rows name cluster(s) {', '.join(unknown)} that goodput.toml does not"
-                    f" configure: their times were read as {tz or opts.tz}",
+                    f" configure: their times were read as {used}",
                 ),
             )
     return stats

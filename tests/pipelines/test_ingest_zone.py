@@ -150,8 +150,8 @@ def test_a_file_naming_an_unconfigured_cluster_says_so(
     cfg: Config, tmp_path: Path, seen: list[IngestOptions]
 ) -> None:
     """Rows whose Cluster column says ``nyc`` (not in goodput.toml: a misspelt ``ny``) are read
-    in the zone of the cluster they were loaded for, and the command says so (before, the load
-    said only "1 rows loaded, 0 rejected", every time 5 hours off)."""
+    in UTC, the zone of a cluster the configuration lacks, and the command now says so with the
+    zone (before, it said only "1 rows loaded, 0 rejected", every time 5 hours off)."""
     f = tmp_path / "cli" / f"sacct_{DAY}.psv"
     f.parent.mkdir(parents=True, exist_ok=True)
     f.write_text(NAMED.replace("|ny|", "|nyc|"), encoding="utf-8")
@@ -163,4 +163,14 @@ def test_a_file_naming_an_unconfigured_cluster_says_so(
         " as UTC" in result.output
     )
     assert seen == [IngestOptions(cluster="utc", tz="UTC")]
+    assert _starts(db) == [("nyc", "1", "10:00")]
+    # Loaded for ny: read again in UTC (an unknown cluster's zone), and said so.
+    seen.clear()
+    db = tmp_path / "cli-ny.duckdb"
+    args = ["ingest", "sacct", str(f), "--db", str(db), "--cluster", "ny"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "their times were read as UTC" in result.output
+    first = IngestOptions(cluster="ny", tz="America/New_York")
+    assert seen == [first, dataclasses.replace(first, tz="UTC")]
     assert _starts(db) == [("nyc", "1", "10:00")]
