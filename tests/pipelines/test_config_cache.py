@@ -28,7 +28,8 @@ def test_an_edited_file_is_read_again(tmp_path: Path) -> None:
     first = load_config(path)
     assert first.default_cluster == "slurm-a"
     text = path.read_text(encoding="utf-8")
-    path.write_text(text.replace('"slurm-a"', '"slurm-zz"', 1), encoding="utf-8")
+    # the cluster renamed everywhere (a default_cluster alone naming no cluster is refused)
+    path.write_text(text.replace('"slurm-a"', '"slurm-zz"'), encoding="utf-8")
     again = load_config(path)
     assert again is not first
     assert again.default_cluster == "slurm-zz"
@@ -40,7 +41,7 @@ def test_a_same_size_edit_with_a_new_mtime_is_read_again(tmp_path: Path) -> None
     first = load_config(path)
     text = path.read_text(encoding="utf-8")
     st = path.stat()
-    path.write_text(text.replace('"slurm-a"', '"slurm-b"', 1), encoding="utf-8")
+    path.write_text(text.replace('"slurm-a"', '"slurm-b"'), encoding="utf-8")
     # Coarse file-system clocks may give the rewrite the old mtime: move it on explicitly.
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
     assert path.stat().st_size == st.st_size
