@@ -90,6 +90,7 @@ FREE_TEXT_EVERYWHERE: frozenset[str] = frozenset(
 FREE_TEXT_COLUMNS: dict[str, tuple[str, ...]] = {
     "raw.ingests": ("info",),
     "raw.rejected_rows": ("raw", "reason"),
+    "core.inventory_rejected": ("raw", "reason"),
     "raw.slurm_rows": ("job_name", "extra", "reason", "group_name"),
     "raw.slurm_events": ("reason",),
     "raw.slurm_nodes": ("reason",),

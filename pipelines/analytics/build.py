@@ -102,6 +102,11 @@ __all__ = ["CUTOFF_TABLE", "JOBS_COLUMNS", "VIEWS", "create_views", "rebuild"]
 
 log = logging.getLogger(__name__)
 
+#: The inventory rows a build rejected (:func:`_inventory`): ``cluster`` and
+#: :data:`pipelines._parse_result.REJECTED_SCHEMA`; the ``rejected_rows`` view shows them with
+#: source ``inventory`` and no ingest (the inventory is read by each build, not loaded).
+INVENTORY_REJECTED = "core.inventory_rejected"
+
 #: The weekly NVLink co-location of multi-node gangs (``sql/analytics/nvlink_colocation_weekly
 #: .sql``), stored by the build behind the view of the same name.
 NVLINK_WEEKLY = "analytics.nvlink_colocation_weekly"
@@ -436,6 +441,8 @@ def _build(
         plan = _pair_days(replace(plan, days=days), sok.slurmd_maps)
     write = _TableWriter(con, plan)
     write.staged("core.slurm_jobs", parts)
+    # the rejected inventory rows, behind the rejected_rows view beside the ingests' rejects
+    write(INVENTORY_REJECTED, inventory_rejected)
     job_keys = _tables(con, cfg, core, registry, occ, dq, plan, sok, write, units)
     write("analytics.slurm_node_map", sok.node_map)
     write("analytics.slurm_on_k8s_hourly", sok.hourly)

@@ -175,7 +175,8 @@ def test_a_host_listed_twice_counts_once_in_the_capacity(fleet_dir: Path, tmp_pa
     GPU count is not a number. The cluster's capacity (no TRES registration events: the
     inventory) is 8 + 8 = 16 GPUs, 57,600 GPU-seconds an hour (before: 8 + 4 + 8 = 20 GPUs,
     or no build at all with the bad row); the job's 8 GPUs over 10:00–12:00 are half of it at
-    10:00 and 11:00. The build's data-quality findings count the two rejected rows by field. A
+    10:00 and 11:00. The two rejected rows are in ``rejected_rows`` (source ``inventory``, no
+    ingest), and the build's data-quality findings count them by field. A
     file of an unknown cluster that is not an inventory stops nothing (it is not read)."""
     data = tmp_path / "data"
     data.mkdir()
@@ -203,6 +204,10 @@ def test_a_host_listed_twice_counts_once_in_the_capacity(fleet_dir: Path, tmp_pa
             "SELECT hour, capacity_gpu_s, allocated_gpu_s FROM analytics.occupancy_hourly"
             " WHERE cluster = 'slurm-z' ORDER BY hour"
         ).fetchall()
+        rejected = con.execute(
+            "SELECT file, line_no, field, raw, reason, ingest_id FROM rejected_rows"
+            " WHERE source = 'inventory' ORDER BY line_no"
+        ).fetchall()
         findings = con.execute(
             "SELECT value, detail FROM analytics.data_quality"
             " WHERE cluster = 'slurm-z' AND \"check\" = 'rejected_rows' ORDER BY detail"
@@ -210,6 +215,12 @@ def test_a_host_listed_twice_counts_once_in_the_capacity(fleet_dir: Path, tmp_pa
     assert nodes == [("z-001", 8.0), ("z-002", 8.0)]
     assert {cap for _, cap, _ in hours} == {57_600.0}
     assert [(h.hour, a) for h, _, a in hours if a > 0] == [(10, 28_800.0), (11, 28_800.0)]
+    assert rejected == [
+        ("slurm-z.csv", 3, "host", "z-001,4,a100,gpu,z1", "host 'z-001' already listed on line 2",
+         None),
+        ("slurm-z.csv", 5, "gpus", "z-003,eight,a100,gpu,z1",
+         "'eight' is not a whole number of GPUs from 0 to 1024", None),
+    ]  # fmt: skip
     assert findings == [
         (1.0, "inventory slurm-z.csv: rows rejected (gpus), first line 5: "
               "'eight' is not a whole number of GPUs from 0 to 1024"),
