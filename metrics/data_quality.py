@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import polars as pl
 
-from metrics.schema import CLUSTER, GPUS, PARTITION, START_AT
+from metrics.schema import CLUSTER, GPU_S, GPUS, PARTITION, START_AT, TEAM
 
-__all__ = ["DATA_QUALITY_SCHEMA", "admitted_without_pods", "gpu_tracking_gaps"]
+__all__ = [
+    "DATA_QUALITY_SCHEMA",
+    "admitted_without_pods",
+    "gpu_tracking_gaps",
+    "unattributed_gpu_hours",
+]
 
 #: One row per finding: ``check`` names the rule, ``value`` its count or share.
 DATA_QUALITY_SCHEMA: dict[str, pl.DataType] = {
@@ -82,4 +87,68 @@ def admitted_without_pods(jobs: pl.LazyFrame) -> pl.LazyFrame:
                 "running (check the pod export)"
             ).alias("detail"),
         )
+    )
+
+
+#: How many accounts (or namespaces) an ``unattributed_gpu_hours`` finding names, largest first.
+UNATTRIBUTED_NAMED = 3
+
+
+def unattributed_gpu_hours(
+    jobs: pl.LazyFrame, *, unattributed: str, missing_registry: str | None = None
+) -> pl.LazyFrame:
+    """GPU-hours that count for no team: attempts whose account or namespace the allocation
+    registry does not map (team ``unattributed``), per cluster and UTC day of start.
+
+    Fairness, shares and every per-team number leave such work out of every team (it stays in
+    the fleet's totals), so a registry that misses an account, or no registry at all, changes
+    the split between teams without a word; this finding says it.
+
+    Args:
+        jobs: ``jobs`` rows with ``cluster, team, account, start_at, gpu_s`` (GPU-seconds).
+        unattributed: the team value of unmapped work
+            (:data:`pipelines.core.registry.UNATTRIBUTED`).
+        missing_registry: the registry file's base name when there is no such file (every
+            account is then unattributed, and the detail says so).
+
+    Returns:
+        :data:`DATA_QUALITY_SCHEMA` rows with ``check = 'unattributed_gpu_hours'``, one per
+        cluster and UTC day of ``start_at`` with unattributed GPU-seconds > 0, no partition,
+        ``value`` = sum(gpu_s) / 3600 (GPU-hours), ``detail`` = why: the registry file is
+        missing, or the :data:`UNATTRIBUTED_NAMED` accounts with most of those GPU-hours
+        (``account 12.0 h``, ties by name) and how many more.
+    """
+    per_account = (
+        jobs.filter((pl.col(TEAM) == unattributed) & (pl.col(GPU_S) > 0))
+        .filter(pl.col(START_AT).is_not_null())
+        .group_by(CLUSTER, pl.col(START_AT).dt.date().alias("day"), "account")
+        .agg((pl.col(GPU_S).sum() / 3600.0).alias("gpu_h"))
+    )
+    per_day = (
+        per_account.sort("gpu_h", "account", descending=[True, False], nulls_last=True)
+        .group_by(CLUSTER, "day")
+        .agg(
+            pl.col("gpu_h").sum().alias("value"),
+            pl.format("{} {} h", pl.col("account").fill_null("(none)"), pl.col("gpu_h").round(1))
+            .head(UNATTRIBUTED_NAMED)
+            .str.join(", ")
+            .alias("_top"),
+            (pl.len().cast(pl.Int64) - UNATTRIBUTED_NAMED).alias("_more"),
+        )
+    )
+    if missing_registry is not None:
+        detail = pl.lit(
+            f"no allocation registry ({missing_registry} not found): no GPU-hour counts for a team"
+        )
+    else:
+        detail = pl.format("not in the allocation registry: {}", pl.col("_top")) + pl.when(
+            pl.col("_more") > 0
+        ).then(pl.format(" and {} more", pl.col("_more"))).otherwise(pl.lit(""))
+    return per_day.select(
+        CLUSTER,
+        "day",
+        pl.lit(None, dtype=pl.String()).alias(PARTITION),
+        pl.lit("unattributed_gpu_hours").alias("check"),
+        "value",
+        detail.alias("detail"),
     )

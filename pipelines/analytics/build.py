@@ -27,7 +27,12 @@ from metrics import (
     occupancy_hourly,
     with_assignment_nodes,
 )
-from metrics.data_quality import DATA_QUALITY_SCHEMA, admitted_without_pods, gpu_tracking_gaps
+from metrics.data_quality import (
+    DATA_QUALITY_SCHEMA,
+    admitted_without_pods,
+    gpu_tracking_gaps,
+    unattributed_gpu_hours,
+)
 from metrics.domains import (
     domain_capacity_hourly,
     hourly_node_states,
@@ -65,6 +70,7 @@ from pipelines.analytics.windows import WINDOW_TABLES, window_tables, with_hourl
 from pipelines.config import Config
 from pipelines.core import (
     JOBS_COLUMNS,
+    UNATTRIBUTED,
     BuildUnit,
     CoreFrames,
     RawFrames,
@@ -75,6 +81,7 @@ from pipelines.core import (
     load_registry_history,
     resolved_slurm_schema,
     shares_at_window_start,
+    unmatched_pools,
 )
 from pipelines.core.slurm_on_k8s import lend_capacity
 from pipelines.inventory import read_inventory_folder
@@ -219,10 +226,13 @@ def _data_quality(
     nodes: pl.DataFrame,
     jobs: pl.DataFrame,
     inventory_rejected: pl.DataFrame | None = None,
+    registry: RegistryFrames | None = None,
+    registry_path: Path | None = None,
 ) -> pl.DataFrame:
     """Every data-quality finding: GPU tracking gaps, Kueue admissions without pods, DST
     repairs, rejects (of the raw tables, and ``inventory_rejected``: :func:`_inventory`'s),
-    observed capacity."""
+    observed capacity, GPU-hours no team counts (``registry_path`` missing, or accounts it does
+    not map) and ``registry`` pools that match no cluster."""
     gpu_parts = (
         pl.concat(
             [
@@ -269,6 +279,14 @@ def _data_quality(
         )
     if inventory_rejected is not None and inventory_rejected.height:
         parts.append(_inventory_rejects(inventory_rejected))
+    missing = None if registry_path is None or registry_path.is_file() else registry_path.name
+    parts.append(
+        unattributed_gpu_hours(
+            jobs.lazy(), unattributed=UNATTRIBUTED, missing_registry=missing
+        ).collect()
+    )
+    if registry is not None:
+        parts.append(unmatched_pools(registry.history, nodes))
     observed = nodes.filter(pl.col("capacity_source") == "observed")
     if observed.height:
         parts.append(
@@ -418,7 +436,15 @@ def _build(
     dq = (
         pl.concat(
             [
-                _data_quality(con, core.slurm_attempts, core.nodes, core.jobs, inventory_rejected),
+                _data_quality(
+                    con,
+                    core.slurm_attempts,
+                    core.nodes,
+                    core.jobs,
+                    inventory_rejected,
+                    registry,
+                    path,
+                ),
                 sok.findings,
             ]
         )

@@ -68,6 +68,7 @@ from pipelines.core.registry import (
     load_registry_history,
     share_in_effect,
     shares_at_window_start,
+    unmatched_pools,
 )
 from pipelines.core.slurm_identity import resolve_slurm_jobs, slurm_attempts
 from pipelines.core.topology import (
@@ -121,6 +122,7 @@ __all__ = [
     "slurm_attempts",
     "topology_intervals",
     "transaction_changes",
+    "unmatched_pools",
     "with_as_of",
     "workload_attempts",
 ]

@@ -53,6 +53,7 @@ from typing import Any
 import polars as pl
 import yaml
 
+from metrics.data_quality import DATA_QUALITY_SCHEMA
 from metrics.schema import UTC_DATETIME
 
 __all__ = [
@@ -66,6 +67,7 @@ __all__ = [
     "load_registry_history",
     "share_in_effect",
     "shares_at_window_start",
+    "unmatched_pools",
 ]
 
 #: Team of every account or namespace the registry does not name (METRICS.md: never dropped).
@@ -405,13 +407,7 @@ def cluster_shares(history: pl.DataFrame, nodes: pl.DataFrame) -> pl.DataFrame:
     """
     if history.height == 0 or nodes.height == 0:
         return pl.DataFrame(schema=_ENGINE_SCHEMA)
-    gpu_nodes = nodes.filter(pl.col("gpus").fill_null(1) > 0) if "gpus" in nodes.columns else nodes
-    types = gpu_nodes.group_by("cluster").agg(
-        pl.when(pl.col("gpu_type").str.to_lowercase().n_unique() == 1)
-        .then(pl.col("gpu_type").str.to_lowercase().first())
-        .alias("gpu_type")
-    )
-    clusters = nodes.select("cluster").unique().join(types, on="cluster", how="left")
+    clusters = _cluster_types(nodes)
     candidates = (
         history.join(clusters, how="cross")
         .with_columns(
@@ -443,6 +439,67 @@ def cluster_shares(history: pl.DataFrame, nodes: pl.DataFrame) -> pl.DataFrame:
         chosen.filter(pl.col("share").ne_missing(pl.col("share").shift(1).over("cluster", "team")))
         .select("team", pl.col("cluster").alias("pool"), "share", pl.col("_at").alias("valid_from"))
         .sort("pool", "team", "valid_from")
+    )
+
+
+def _cluster_types(nodes: pl.DataFrame) -> pl.DataFrame:
+    """``cluster, gpu_type``: every cluster of ``nodes``, with its GPU nodes' one type in lower
+    case (NULL where they have several, or none); GPU-less nodes are left out of the test."""
+    gpu_nodes = nodes.filter(pl.col("gpus").fill_null(1) > 0) if "gpus" in nodes.columns else nodes
+    types = gpu_nodes.group_by("cluster").agg(
+        pl.when(pl.col("gpu_type").str.to_lowercase().n_unique() == 1)
+        .then(pl.col("gpu_type").str.to_lowercase().first())
+        .alias("gpu_type")
+    )
+    return nodes.select("cluster").unique().join(types, on="cluster", how="left")
+
+
+def unmatched_pools(history: pl.DataFrame, nodes: pl.DataFrame) -> pl.DataFrame:
+    """The registry's pools that no cluster uses: shares that apply nowhere.
+
+    A pool other than ``all`` applies to a cluster of that name, or to a cluster whose GPU nodes
+    all have that ``gpu_type`` (without regard to case), as :func:`cluster_shares` uses them. A
+    misspelt pool (``h100x``), a GPU type no cluster has, or the type of a cluster whose nodes
+    have several types matches nothing, and the team falls back to its ``all`` share, or to
+    none, without a word; this says it.
+
+    Args:
+        history: :func:`load_registry_history` output.
+        nodes: ``cluster, gpu_type`` and optionally ``gpus`` (``core.nodes``).
+
+    Returns:
+        :data:`metrics.data_quality.DATA_QUALITY_SCHEMA` rows with ``check =
+        'registry_pool_unmatched'``, one per such pool (by name), no cluster (the registry is
+        the fleet's), no day, no partition, ``value`` = its share entries, ``detail`` naming
+        the pool and its teams; empty when ``nodes`` is (nothing to match yet).
+    """
+    if history.height == 0 or nodes.height == 0:
+        return pl.DataFrame(schema=DATA_QUALITY_SCHEMA)
+    clusters = _cluster_types(nodes)
+    names = set(clusters["cluster"].to_list())
+    types = {t for t in clusters["gpu_type"].to_list() if t is not None}
+    unmatched = history.filter(
+        (pl.col("pool") != ALL_POOLS)
+        & ~pl.col("pool").is_in(sorted(names))
+        & ~pl.col("pool").str.to_lowercase().is_in(sorted(types))
+    )
+    return (
+        unmatched.group_by("pool")
+        .agg(pl.len().cast(pl.Float64).alias("value"), pl.col("team").unique().sort())
+        .sort("pool")
+        .select(
+            pl.lit(None, dtype=pl.String()).alias("cluster"),
+            pl.lit(None, dtype=pl.Date()).alias("day"),
+            pl.lit(None, dtype=pl.String()).alias("partition"),
+            pl.lit("registry_pool_unmatched").alias("check"),
+            "value",
+            pl.format(
+                "registry pool {} (teams {}) names no cluster and no cluster's GPU type: "
+                "its shares apply nowhere",
+                pl.col("pool"),
+                pl.col("team").list.join(", "),
+            ).alias("detail"),
+        )
     )
 
 

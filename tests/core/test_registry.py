@@ -15,6 +15,7 @@ from pipelines.core.registry import (
     load_registry,
     load_registry_history,
     shares_at_window_start,
+    unmatched_pools,
 )
 
 UTC = dt.UTC
@@ -255,6 +256,45 @@ def test_a_specific_pool_holds_from_its_first_entry_and_types_match_in_any_case(
         ("nlp", "gpu-h", 0.10, epoch),
         ("nlp", "gpu-h", 0.30, _d(1)),
     ]
+
+
+def test_pools_that_match_no_cluster_are_findings() -> None:
+    """Pools ``h100`` (cluster gpu-h's one type, written ``H100``), ``gpu-h`` (a cluster) and
+    ``all`` match; ``h100x`` (a misspelling, 2 entries of teams a and b), ``a100`` (only in the
+    mixed cluster, whose nodes have two types: no cluster's one type) do not: two findings, no
+    cluster, value = the pool's share entries."""
+    hist = pl.DataFrame(
+        {
+            "team": ["a", "a", "b", "a", "b", "c"],
+            "pool": ["all", "h100x", "h100x", "H100", "a100", "gpu-h"],
+            "share": [0.5, 0.9, 0.1, 0.4, 0.2, 0.3],
+            "valid_from": [None, None, _d(3), None, None, None],
+            "valid_to": [None] * 6,
+        },
+        schema_overrides={"valid_from": TS, "valid_to": TS},
+    )
+    nodes = pl.DataFrame(
+        {
+            "cluster": ["gpu-h", "mixed", "mixed"],
+            "gpu_type": ["h100", "a100", "h100"],
+            "gpus": [8.0, 8.0, 8.0],
+        }
+    )
+    out = unmatched_pools(hist, nodes)
+    assert out.select("cluster", "day", "partition", "check", "value", "detail").rows() == [
+        (
+            None, None, None, "registry_pool_unmatched", 1.0,
+            "registry pool a100 (teams b) names no cluster and no cluster's GPU type: its shares"
+            " apply nowhere",
+        ),
+        (
+            None, None, None, "registry_pool_unmatched", 2.0,
+            "registry pool h100x (teams a, b) names no cluster and no cluster's GPU type: its"
+            " shares apply nowhere",
+        ),
+    ]  # fmt: skip
+    # no nodes yet: nothing to match against, no finding
+    assert unmatched_pools(hist, nodes.clear()).height == 0
 
 
 def test_a_registry_share_change_mid_week_is_honoured_per_hour(tmp_path: Path) -> None:
