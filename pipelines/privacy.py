@@ -2,13 +2,15 @@
 
 Real user names stay in the warehouse, for its admins. What readers see is the serving copy, and
 :func:`pipelines.warehouse.publish_serving_copy` runs :func:`pseudonymise_database` on it: every
-column of :data:`USER_NAME_COLUMNS` holds the name's pseudonym ``user-1a2b3c``, and in every
+column of :data:`USER_NAME_COLUMNS` holds the name's pseudonym ``user-1a2b3c4d5e6f``, and in every
 column of :data:`FREE_TEXT_COLUMNS` each known user name (whole word, case-sensitive, longest
 first) is replaced by its pseudonym. Pages, ``goodput sql``, the report and the patch files read
 the copy, so they show pseudonyms. ``GOODPUT_SHOW_USER_NAMES=1`` when the copy is published is the
 one opt-in that keeps the names.
 
-A pseudonym is ``user-`` and the first 6 hex digits of HMAC-SHA256(salt, name). The salt is
+A pseudonym is ``user-`` and the first 12 hex digits (48 bits) of HMAC-SHA256(salt, name): two
+of 100,000 names share one with a chance of about 1 in 56,000, and a publish where two known names
+do is refused (:class:`PseudonymCollision`) rather than merging them. The salt is
 ``$GOODPUT_PSEUDONYM_SALT`` or else a random one written on first use to ``.pseudonym_salt``
 beside the warehouse (mode 0600, kept out of git): the same salt gives the same pseudonyms in
 every publish, and nobody without it can hash a list of logins to reverse them.
@@ -22,6 +24,7 @@ import os
 import re
 import secrets
 import tempfile
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -34,12 +37,14 @@ __all__ = [
     "FREE_TEXT_EVERYWHERE",
     "NOT_PERSONAL_COLUMNS",
     "PSEUDONYM",
+    "PSEUDONYM_HEX",
     "SALT_ENV",
     "SALT_FILE",
     "SHOW_USER_NAMES_ENV",
     "SYSTEM_LOGINS",
     "USER_LIKE_COLUMN",
     "USER_NAME_COLUMNS",
+    "PseudonymCollision",
     "Pseudonyms",
     "known_user_names",
     "load_salt",
@@ -56,8 +61,11 @@ SHOW_USER_NAMES_ENV = "GOODPUT_SHOW_USER_NAMES"
 SALT_ENV = "GOODPUT_PSEUDONYM_SALT"
 #: The salt file's name, in the warehouse's folder (``data/.pseudonym_salt``).
 SALT_FILE = ".pseudonym_salt"
+#: Hex digits of the HMAC in a pseudonym (48 bits: 6 digits, 24 bits, merged two of 4,800 names
+#: with a chance of one half).
+PSEUDONYM_HEX = 12
 #: What a pseudonym looks like.
-PSEUDONYM = re.compile(r"user-[0-9a-f]{6}")
+PSEUDONYM = re.compile(rf"user-[0-9a-f]{{{PSEUDONYM_HEX}}}")
 
 #: Columns whose value is a user name (or, for ``VARCHAR[]`` columns, a list of them), by table:
 #: replaced by the pseudonym. Their values are also the known names that free text is scrubbed of.
@@ -147,14 +155,23 @@ def show_user_names() -> bool:
 
 
 def pseudonymise(name: str, *, salt: str) -> str:
-    """A stable pseudonym ``user-1a2b3c`` for a user name: HMAC-SHA256 keyed with ``salt``.
+    """A stable pseudonym ``user-1a2b3c4d5e6f`` for a user name: ``user-`` and the first
+    :data:`PSEUDONYM_HEX` hex digits of HMAC-SHA256 keyed with ``salt`` (RFC 2104).
 
     Args:
         name: the user name.
         salt: the site's secret salt (:func:`load_salt`).
     """
     digest = hmac.new(salt.encode("utf-8"), name.encode("utf-8"), hashlib.sha256).hexdigest()
-    return f"user-{digest[:6]}"
+    return f"user-{digest[:PSEUDONYM_HEX]}"
+
+
+class PseudonymCollision(ValueError):
+    """Two known user names have one pseudonym under the salt: publishing would merge them.
+
+    The message gives the pseudonym and how many names share it, never the names. A new salt
+    (``$GOODPUT_PSEUDONYM_SALT``, or a new ``.pseudonym_salt``) draws new pseudonyms.
+    """
 
 
 def salt_path(warehouse: str | Path) -> Path:
@@ -214,8 +231,21 @@ class Pseudonyms:
 
     @cached_property
     def mapping(self) -> dict[str, str]:
-        """Real name → pseudonym."""
-        return {n: pseudonymise(n, salt=self.salt) for n in sorted(self.names)}
+        """Real name → pseudonym.
+
+        Raises:
+            PseudonymCollision: two of the names have one pseudonym.
+        """
+        out = {n: pseudonymise(n, salt=self.salt) for n in sorted(self.names)}
+        if len(set(out.values())) < len(out):
+            seen = Counter(out.values())
+            alias, n = seen.most_common(1)[0]
+            raise PseudonymCollision(
+                f"{n} known user names share the pseudonym {alias}: publishing would merge"
+                f" them; set a new salt (${SALT_ENV}, or remove {SALT_FILE} beside the"
+                " warehouse) to draw new pseudonyms"
+            )
+        return out
 
     @cached_property
     def _alternation(self) -> str:

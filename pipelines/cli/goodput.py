@@ -23,6 +23,7 @@ from pipelines.cli.report import report_app
 from pipelines.config import ConfigError, load_config, repo_root
 from pipelines.core.registry import RegistryError
 from pipelines.kinds import input_kinds
+from pipelines.privacy import PseudonymCollision
 
 __all__ = ["app", "main"]
 
@@ -153,7 +154,12 @@ def ingest(
     except (InputFormatError, RegistryError) as exc:  # the loads stand; the build refused
         raise _fail(f"the files are loaded, but the warehouse was not rebuilt: {exc}") from exc
     if db is None:
-        publish_serving_copy(target, cfg.serving_path, detail_days=cfg.serving_detail_days)
+        try:
+            publish_serving_copy(target, cfg.serving_path, detail_days=cfg.serving_detail_days)
+        except PseudonymCollision as exc:  # the warehouse is built; the old copy stays
+            raise _fail(
+                f"the warehouse is rebuilt, but the serving copy was not published: {exc}"
+            ) from exc
     if errors:
         raise typer.Exit(1)
 

@@ -206,6 +206,10 @@ def publish_serving_copy(
 
     Returns:
         The serving copy's path.
+
+    Raises:
+        pipelines.privacy.PseudonymCollision: two of the warehouse's user names have one
+            pseudonym under the salt (the copy in place is left as it was).
     """
     src, dst = Path(warehouse), Path(serving)
     shown = show_user_names() if show_names is None else show_names
@@ -214,6 +218,8 @@ def publish_serving_copy(
         names = set() if shown else known_user_names(con)
     # The salt is read (or made) only when there are names to hide.
     pseudonyms = None if shown else Pseudonyms.of_names(load_salt(src) if names else "", names)
+    if pseudonyms is not None:
+        _ = pseudonyms.mapping  # two names with one pseudonym: refused before any copy is made
     dst.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_copies(dst)
     fd, tmp = tempfile.mkstemp(prefix=f"{dst.name}.{os.getpid()}.", suffix=".tmp", dir=dst.parent)

@@ -4,6 +4,8 @@ nothing published from it (tables, views, the weekly report, patch files, KPIs) 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import hmac
 import json
 import re
 import shutil
@@ -17,6 +19,7 @@ import pytest
 from plotly.offline import get_plotlyjs
 from typer.testing import CliRunner
 
+from pipelines import privacy
 from pipelines.cli.report import report_app
 from pipelines.privacy import (
     FREE_TEXT_COLUMNS,
@@ -25,6 +28,7 @@ from pipelines.privacy import (
     SYSTEM_LOGINS,
     USER_LIKE_COLUMN,
     USER_NAME_COLUMNS,
+    PseudonymCollision,
     Pseudonyms,
     known_user_names,
     load_salt,
@@ -123,12 +127,34 @@ def config_env(materialized: Materialized, monkeypatch: pytest.MonkeyPatch) -> M
 
 
 def test_pseudonym_is_stable_and_salted() -> None:
-    """Same name and salt → same ``user-xxxxxx``; another salt or name → another one."""
+    """Same name and salt → same ``user-`` + 12 hex digits of HMAC-SHA256(salt, name); another
+    salt or name → another one. HMAC-SHA256(key "s1", "alice") computed by hand with Python's
+    ``hmac`` module: fe0b6ee5191d."""
     a = pseudonymise("alice", salt="s1")
-    assert re.fullmatch(r"user-[0-9a-f]{6}", a)
+    assert re.fullmatch(r"user-[0-9a-f]{12}", a)
+    assert a == "user-fe0b6ee5191d"
+    assert a == "user-" + hmac.new(b"s1", b"alice", hashlib.sha256).hexdigest()[:12]
     assert pseudonymise("alice", salt="s1") == a
     assert pseudonymise("alice", salt="s2") != a
     assert pseudonymise("bob", salt="s1") != a
+
+
+def test_names_sharing_a_pseudonym_are_refused_not_merged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With 1 hex digit (16 pseudonyms) 17 names must share one: the mapping is refused with the
+    pseudonym and the count, never the names. With the real 12 digits the same names are 17
+    pseudonyms."""
+    names = [f"u{i}" for i in range(17)]
+    real = Pseudonyms.of_names("s", names).mapping
+    assert len(set(real.values())) == 17
+    monkeypatch.setattr(privacy, "PSEUDONYM_HEX", 1)
+    with pytest.raises(PseudonymCollision, match=r"known user names share the pseudonym user-"):
+        _ = Pseudonyms.of_names("s", names).mapping
+    try:
+        _ = Pseudonyms.of_names("s", names).mapping
+    except PseudonymCollision as err:
+        assert not any(re.search(rf"\b{n}\b", str(err)) for n in names)
 
 
 def test_scrub_replaces_whole_words_case_sensitive_longest_first() -> None:
@@ -271,8 +297,8 @@ def test_published_artefacts_name_no_user(config_env: Materialized, tmp_path: Pa
     report = json.loads(published["report.json"])
     assert report["user_names"] == "pseudonymised"
     assert report["longest_waits"]
-    assert all(re.fullmatch(r"user-[0-9a-f]{6}", w["user"]) for w in report["longest_waits"])
-    assert re.search(r"user-[0-9a-f]{6}", published["dagster recs/latest.json"])
+    assert all(re.fullmatch(r"user-[0-9a-f]{12}", w["user"]) for w in report["longest_waits"])
+    assert re.search(r"user-[0-9a-f]{12}", published["dagster recs/latest.json"])
 
 
 def _job_users(warehouse: Path) -> set[str]:
@@ -345,5 +371,5 @@ def test_names_in_free_text_are_scrubbed(
         ).fetchall()
         pods = con.execute("SELECT DISTINCT split_part(name, '-', 1) FROM k8s_pods").fetchall()
     assert rows and all(j == f"{u}_run" and e == f"workdir=/home/{u}/x" for u, j, e in rows)
-    assert all(re.fullmatch(r"user-[0-9a-f]{6}", u) for u, _, _ in rows)
+    assert all(re.fullmatch(r"user-[0-9a-f]{12}", u) for u, _, _ in rows)
     assert pods == [("user",)]

@@ -149,7 +149,7 @@ def test_user_names_are_pseudonymised(report: Path, materialized: Materialized) 
     page = (report / "report.html").read_text(encoding="utf-8")
     data = json.loads((report / "report.json").read_text(encoding="utf-8"))
     users = [w["user"] for w in data["longest_waits"]]
-    assert users and all(re.fullmatch(r"user-[0-9a-f]{6}", u) for u in users)
+    assert users and all(re.fullmatch(r"user-[0-9a-f]{12}", u) for u in users)
     assert data["user_names"] == "pseudonymised"
     names = {r[0] for r in Direct(materialized.cfg.warehouse_path).rows(
         "SELECT DISTINCT user_name FROM jobs") if r[0]}  # fmt: skip
