@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from metrics.schema import CLUSTER, GPU_S, GPUS, PARTITION, START_AT, TEAM
+from metrics.schema import CLUSTER, END_AT, GPUS, PARTITION, START_AT, TEAM
 
 __all__ = [
     "DATA_QUALITY_SCHEMA",
@@ -97,15 +97,21 @@ UNATTRIBUTED_NAMED = 3
 def unattributed_gpu_hours(
     jobs: pl.LazyFrame, *, unattributed: str, missing_registry: str | None = None
 ) -> pl.LazyFrame:
-    """GPU-hours that count for no team: attempts whose account or namespace the allocation
-    registry does not map (team ``unattributed``), per cluster and UTC day of start.
+    """GPU-hours that count for no team: allocated time of attempts whose account or namespace
+    the allocation registry does not map (team ``unattributed``), per cluster and UTC day.
 
     Fairness, shares and every per-team number leave such work out of every team (it stays in
     the fleet's totals), so a registry that misses an account, or no registry at all, changes
     the split between teams without a word; this finding says it.
 
+    Each attempt's allocated time [``start_at``, ``end_at``) is split at UTC midnights, as the
+    hourly occupancy splits it at hours: ``gpus`` × the seconds of it in each day. A running
+    attempt (``end_at`` NULL) counts up to the cluster's cut-off ``as_of``.
+
     Args:
-        jobs: ``jobs`` rows with ``cluster, team, account, start_at, gpu_s`` (GPU-seconds).
+        jobs: ``jobs`` rows with ``cluster, team, account, gpus, start_at, end_at, as_of``
+            (the slurmd pods of a Slurm cluster run on Kubernetes left out: their GPUs are the
+            Slurm cluster's capacity, not a team's work).
         unattributed: the team value of unmapped work
             (:data:`pipelines.core.registry.UNATTRIBUTED`).
         missing_registry: the registry file's base name when there is no such file (every
@@ -113,16 +119,33 @@ def unattributed_gpu_hours(
 
     Returns:
         :data:`DATA_QUALITY_SCHEMA` rows with ``check = 'unattributed_gpu_hours'``, one per
-        cluster and UTC day of ``start_at`` with unattributed GPU-seconds > 0, no partition,
-        ``value`` = sum(gpu_s) / 3600 (GPU-hours), ``detail`` = why: the registry file is
-        missing, or the :data:`UNATTRIBUTED_NAMED` accounts with most of those GPU-hours
-        (``account 12.0 h``, ties by name) and how many more.
+        cluster and UTC day with unattributed GPU-seconds > 0, no partition, ``value`` = those
+        GPU-seconds ÷ 3600 (GPU-hours), ``detail`` = why: the registry file is missing, or the
+        :data:`UNATTRIBUTED_NAMED` accounts with most of the day's GPU-hours (``account
+        12.0 h``, ties by name) and how many more.
     """
+    end = pl.coalesce(pl.col(END_AT), pl.col("as_of"))
+    spans = (
+        jobs.filter((pl.col(TEAM) == unattributed) & (pl.col(GPUS) > 0))
+        .select(CLUSTER, "account", GPUS, pl.col(START_AT).alias("_s"), end.alias("_e"))
+        .filter(pl.col("_s").is_not_null() & pl.col("_e").is_not_null())
+        .filter(pl.col("_e") > pl.col("_s"))
+        .with_columns(
+            pl.date_ranges(
+                pl.col("_s").dt.date(), (pl.col("_e") - pl.duration(microseconds=1)).dt.date()
+            ).alias("day")
+        )
+        .explode("day")
+    )
+    midnight = pl.col("day").cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
+    seconds = (
+        pl.min_horizontal(pl.col("_e"), midnight + pl.duration(days=1))
+        - pl.max_horizontal(pl.col("_s"), midnight)
+    ).dt.total_microseconds() / 1e6
     per_account = (
-        jobs.filter((pl.col(TEAM) == unattributed) & (pl.col(GPU_S) > 0))
-        .filter(pl.col(START_AT).is_not_null())
-        .group_by(CLUSTER, pl.col(START_AT).dt.date().alias("day"), "account")
-        .agg((pl.col(GPU_S).sum() / 3600.0).alias("gpu_h"))
+        spans.with_columns((pl.col(GPUS) * seconds).alias("_gpu_s"))
+        .group_by(CLUSTER, "day", "account")
+        .agg((pl.col("_gpu_s").sum() / 3600.0).alias("gpu_h"))
     )
     per_day = (
         per_account.sort("gpu_h", "account", descending=[True, False], nulls_last=True)

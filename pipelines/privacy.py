@@ -64,8 +64,9 @@ SALT_FILE = ".pseudonym_salt"
 #: Hex digits of the HMAC in a pseudonym (48 bits: 6 digits, 24 bits, merged two of 4,800 names
 #: with a chance of one half).
 PSEUDONYM_HEX = 12
-#: What a pseudonym looks like.
-PSEUDONYM = re.compile(rf"user-[0-9a-f]{{{PSEUDONYM_HEX}}}")
+#: What a pseudonym looks like: also the 6 digits of copies published before December 2026, so
+#: that a value of such a copy is not taken for a real name and pseudonymised again.
+PSEUDONYM = re.compile(rf"user-(?:[0-9a-f]{{{PSEUDONYM_HEX}}}|[0-9a-f]{{6}})")
 
 #: Columns whose value is a user name (or, for ``VARCHAR[]`` columns, a list of them), by table:
 #: replaced by the pseudonym. Their values are also the known names that free text is scrubbed of.

@@ -382,7 +382,8 @@ if total:
     st.progress(clean / total, text=f"Data-quality score: {clean} of {total} checks clean")
     st.caption(
         "Score = share of (cluster × check) pairs with no finding in the window; checks: GPUs "
-        "not tracked, DST repairs, rejected rows, capacity from observed nodes (data_quality)."
+        "not tracked, DST repairs, rejected rows, capacity from observed nodes, GPU-hours no "
+        "team counts, registry pools that match no cluster (data_quality)."
     )
 findings = queries.data_quality_findings(path, wf)
 if findings.height:

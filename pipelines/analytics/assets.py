@@ -101,7 +101,9 @@ _DESCRIPTIONS = {
     "core.nodes": "GPU nodes per cluster: inventory file, else nodes seen in the data (flagged).",
     "analytics.occupancy_hourly": "Allocated GPU-seconds against capacity per cluster and hour.",
     "analytics.time_to_start_summary": "Naive wait percentiles per cluster and size bucket.",
-    "analytics.data_quality": "Data-quality findings: GPUs not tracked, DST repairs, rejects.",
+    "analytics.data_quality": (
+        "Data-quality findings: GPUs not tracked, DST repairs, rejects, unattributed GPU-hours."
+    ),
     "analytics.gpu_waterfall_hourly": "GPU-time waterfall: 11 leaf buckets per cluster-hour.",
     "analytics.time_to_start_jobs": "One waiting spell per attempt or pending job (censored).",
     "analytics.fairness_weekly": "Entitlement, demand, fair allocation and debt per team.",

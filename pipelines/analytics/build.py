@@ -226,13 +226,10 @@ def _data_quality(
     nodes: pl.DataFrame,
     jobs: pl.DataFrame,
     inventory_rejected: pl.DataFrame | None = None,
-    registry: RegistryFrames | None = None,
-    registry_path: Path | None = None,
 ) -> pl.DataFrame:
-    """Every data-quality finding: GPU tracking gaps, Kueue admissions without pods, DST
-    repairs, rejects (of the raw tables, and ``inventory_rejected``: :func:`_inventory`'s),
-    observed capacity, GPU-hours no team counts (``registry_path`` missing, or accounts it does
-    not map) and ``registry`` pools that match no cluster."""
+    """The data-quality findings of the inputs: GPU tracking gaps, Kueue admissions without
+    pods, DST repairs, rejects (of the raw tables, and ``inventory_rejected``:
+    :func:`_inventory`'s), observed capacity."""
     gpu_parts = (
         pl.concat(
             [
@@ -279,14 +276,6 @@ def _data_quality(
         )
     if inventory_rejected is not None and inventory_rejected.height:
         parts.append(_inventory_rejects(inventory_rejected))
-    missing = None if registry_path is None or registry_path.is_file() else registry_path.name
-    parts.append(
-        unattributed_gpu_hours(
-            jobs.lazy(), unattributed=UNATTRIBUTED, missing_registry=missing
-        ).collect()
-    )
-    if registry is not None:
-        parts.append(unmatched_pools(registry.history, nodes))
     observed = nodes.filter(pl.col("capacity_source") == "observed")
     if observed.height:
         parts.append(
@@ -299,6 +288,21 @@ def _data_quality(
         )
     return pl.concat([p.cast(DATA_QUALITY_SCHEMA) for p in parts]).sort(  # type: ignore[arg-type]
         "cluster", "check", "day", "partition", nulls_last=True
+    )
+
+
+def _registry_findings(
+    jobs: pl.DataFrame, registry: RegistryFrames, path: Path, nodes: pl.DataFrame
+) -> pl.DataFrame:
+    """The data-quality findings of the allocation registry: GPU-hours no team counts
+    (``path`` missing, or accounts it does not map; ``jobs`` without the slurmd pods of Slurm
+    clusters run on Kubernetes) and pools that match no cluster of ``nodes``."""
+    missing = None if path.is_file() else path.name
+    unattributed = unattributed_gpu_hours(
+        jobs.lazy(), unattributed=UNATTRIBUTED, missing_registry=missing
+    ).collect()
+    return pl.concat(
+        [unattributed, unmatched_pools(registry.history, nodes)], how="vertical_relaxed"
     )
 
 
@@ -436,14 +440,9 @@ def _build(
     dq = (
         pl.concat(
             [
-                _data_quality(
-                    con,
-                    core.slurm_attempts,
-                    core.nodes,
-                    core.jobs,
-                    inventory_rejected,
-                    registry,
-                    path,
+                _data_quality(con, core.slurm_attempts, core.nodes, core.jobs, inventory_rejected),
+                _registry_findings(
+                    _without_slurmd(core.jobs, sok.slurmd_jobs), registry, path, core.nodes
                 ),
                 sok.findings,
             ]

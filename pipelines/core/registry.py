@@ -137,6 +137,8 @@ def _read_doc(p: Path) -> dict[str, Any] | None:
         doc = yaml.load(p.read_text(encoding="utf-8"), Loader=_NamesAsWritten) or {}
     except UnicodeDecodeError as exc:
         raise RegistryError(f"{p}: not UTF-8 text ({exc.reason})") from exc
+    except OSError as exc:  # a folder, or a file that cannot be read
+        raise RegistryError(f"{p}: cannot be read: {exc.strerror or exc}") from exc
     except yaml.YAMLError as exc:
         raise RegistryError(f"{p}: not valid YAML: {exc}") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("teams"), list):

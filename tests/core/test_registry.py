@@ -198,6 +198,15 @@ def test_a_registry_that_is_not_utf8_names_the_file(tmp_path: Path) -> None:
         load_registry_history(path)
 
 
+def test_a_registry_path_that_is_a_folder_is_refused_by_name(tmp_path: Path) -> None:
+    """A folder where the registry file should be: a RegistryError naming it, not a bare
+    IsADirectoryError (which ``goodput ingest`` showed as a traceback)."""
+    folder = tmp_path / "registry.yaml"
+    folder.mkdir()
+    with pytest.raises(RegistryError, match=r"registry\.yaml: cannot be read: Is a directory"):
+        load_registry_history(folder)
+
+
 def test_cluster_shares_picks_the_most_specific_pool() -> None:
     """Cluster gpu-h (all h100) uses a's h100 history from its first entry (day 1) and a's
     ``all`` share before it (not none: an h100 share from day 1 said nothing of the days

@@ -62,50 +62,64 @@ def test_admitted_without_pods_is_a_finding() -> None:
 
 
 def _jobs_for_attribution() -> pl.DataFrame:
-    """Cluster c, day 1: unattributed acct-x 2 GPUs × 3 h and 1 GPU × 2 h (8 GPU-h), acct-y 1 h,
-    acct-z 1 h, acct-w 0.5 h, a CPU job of acct-v (0 GPU-s), a pending one of acct-u; team t's
-    4 GPU-h are attributed. Day 2: acct-y 2 GPU-h."""
+    """Cluster c, cut-off 11-03 02:00 UTC. Unattributed: acct-x 2 GPUs 05:00-08:00 and 1 GPU
+    10:00-12:00 on 11-01 (8 GPU-h); acct-y and acct-z 1 GPU 05:00-06:00 (1 h each); acct-w 1
+    GPU 05:00-05:30 (0.5 h); acct-s 1 GPU 11-01 22:00 to 11-02 01:00 (2 h on 11-01, 1 h on
+    11-02); acct-y 2 GPUs from 11-02 23:00, still running (2 GPU-h on 11-02, 4 on 11-03 up to
+    the cut-off); a CPU job of acct-v and a pending one of acct-u (no GPU time). Team t's
+    4 GPU-h are attributed."""
     utc = dt.UTC
-    d1, d2 = dt.datetime(2026, 11, 1, 5, tzinfo=utc), dt.datetime(2026, 11, 2, 23, tzinfo=utc)
+
+    def at(day: int, hour: int, minute: int = 0) -> dt.datetime:
+        return dt.datetime(2026, 11, day, hour, minute, tzinfo=utc)
+
     rows = [
-        ("unattributed", "acct-x", d1, 6 * 3600.0),
-        ("unattributed", "acct-x", d1, 2 * 3600.0),
-        ("unattributed", "acct-y", d1, 3600.0),
-        ("unattributed", "acct-z", d1, 3600.0),
-        ("unattributed", "acct-w", d1, 1800.0),
-        ("unattributed", "acct-v", d1, 0.0),
-        ("unattributed", "acct-u", None, None),
-        ("t", "acct-t", d1, 4 * 3600.0),
-        ("unattributed", "acct-y", d2, 2 * 3600.0),
+        ("unattributed", "acct-x", 2.0, at(1, 5), at(1, 8)),
+        ("unattributed", "acct-x", 1.0, at(1, 10), at(1, 12)),
+        ("unattributed", "acct-y", 1.0, at(1, 5), at(1, 6)),
+        ("unattributed", "acct-z", 1.0, at(1, 5), at(1, 6)),
+        ("unattributed", "acct-w", 1.0, at(1, 5), at(1, 5, 30)),
+        ("unattributed", "acct-s", 1.0, at(1, 22), at(2, 1)),
+        ("unattributed", "acct-y", 2.0, at(2, 23), None),
+        ("unattributed", "acct-v", 0.0, at(1, 5), at(1, 9)),
+        ("unattributed", "acct-u", 8.0, None, None),
+        ("t", "acct-t", 4.0, at(1, 5), at(1, 6)),
     ]
     return pl.DataFrame(
-        [("c", *r) for r in rows],
+        [("c", *r, at(3, 2)) for r in rows],
         schema={
             "cluster": pl.String(),
             "team": pl.String(),
             "account": pl.String(),
+            "gpus": pl.Float64(),
             "start_at": pl.Datetime("us", "UTC"),
-            "gpu_s": pl.Float64(),
+            "end_at": pl.Datetime("us", "UTC"),
+            "as_of": pl.Datetime("us", "UTC"),
         },
         orient="row",
     )
 
 
 def test_unattributed_gpu_hours_per_cluster_day_name_the_largest_accounts() -> None:
-    """Day 1: 8 + 1 + 1 + 0.5 = 10.5 GPU-h unattributed; the three largest accounts named
-    (acct-y before acct-z at 1 h each: by name), one more; the CPU and pending jobs and team
-    t's hours are not counted. Day 2: 2 GPU-h of acct-y."""
+    """11-01: 8 + 2 + 1 + 1 + 0.5 = 12.5 GPU-h, the three largest accounts named (acct-y
+    before acct-z at 1 h each: by name), 2 more. 11-02: acct-y 2 + acct-s 1 = 3 GPU-h (the
+    running attempt and the one across midnight split at it). 11-03: the running attempt's 4
+    GPU-h up to the cut-off. The CPU and pending jobs and team t's hours are not counted."""
     out = unattributed_gpu_hours(
         _jobs_for_attribution().lazy(), unattributed="unattributed"
     ).collect()
     assert out.sort("day").rows() == [
         (
-            "c", dt.date(2026, 11, 1), None, "unattributed_gpu_hours", 10.5,
-            "not in the allocation registry: acct-x 8.0 h, acct-y 1.0 h, acct-z 1.0 h and 1 more",
+            "c", dt.date(2026, 11, 1), None, "unattributed_gpu_hours", 12.5,
+            "not in the allocation registry: acct-x 8.0 h, acct-s 2.0 h, acct-y 1.0 h and 2 more",
         ),
         (
-            "c", dt.date(2026, 11, 2), None, "unattributed_gpu_hours", 2.0,
-            "not in the allocation registry: acct-y 2.0 h",
+            "c", dt.date(2026, 11, 2), None, "unattributed_gpu_hours", 3.0,
+            "not in the allocation registry: acct-y 2.0 h, acct-s 1.0 h",
+        ),
+        (
+            "c", dt.date(2026, 11, 3), None, "unattributed_gpu_hours", 4.0,
+            "not in the allocation registry: acct-y 4.0 h",
         ),
     ]  # fmt: skip
     assert out.schema == pl.Schema(DATA_QUALITY_SCHEMA)
@@ -116,7 +130,9 @@ def test_unattributed_gpu_hours_without_a_registry_say_so() -> None:
     out = unattributed_gpu_hours(
         _jobs_for_attribution().lazy(), unattributed="unattributed", missing_registry="reg.yaml"
     ).collect()
+    missing = "no allocation registry (reg.yaml not found): no GPU-hour counts for a team"
     assert out.sort("day").select("value", "detail").rows() == [
-        (10.5, "no allocation registry (reg.yaml not found): no GPU-hour counts for a team"),
-        (2.0, "no allocation registry (reg.yaml not found): no GPU-hour counts for a team"),
+        (12.5, missing),
+        (3.0, missing),
+        (4.0, missing),
     ]

@@ -157,6 +157,13 @@ def test_names_sharing_a_pseudonym_are_refused_not_merged(
         assert not any(re.search(rf"\b{n}\b", str(err)) for n in names)
 
 
+def test_values_that_already_are_pseudonyms_are_not_renamed() -> None:
+    """A pseudonym (12 digits) and one of a copy published before December 2026 (6 digits)
+    are left out of the names to replace; ``user-abc`` is no pseudonym."""
+    p = Pseudonyms.of_names("s", ["user-0a1b2c3d4e5f", "user-0a1b2c", "user-abc", "alice"])
+    assert p.names == frozenset({"user-abc", "alice"})
+
+
 def test_scrub_replaces_whole_words_case_sensitive_longest_first() -> None:
     """``ann`` and ``ann.lee`` in text: whole words only (``annex``, ``Ann`` and ``joann`` are
     left), the longer name wins, ``_ - / .`` separate words."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -141,6 +142,14 @@ def test_every_planted_finding_is_detected(built: tuple[dict, duckdb.DuckDBPyCon
     sok = {c for c in dq["check"] if c.startswith("sok_")}
     assert sok == {"sok_gres_mismatch", "sok_node_migration"}
     assert "capacity_from_observed_nodes" not in set(dq["check"])
+    # The slurmd pods' GPU-hours are sok-c's capacity, counted by its own jobs: not a team's
+    # work the registry misses (mapping their namespace would count them twice).
+    lent = _q(
+        con,
+        "SELECT day, detail FROM data_quality WHERE \"check\" = 'unattributed_gpu_hours'"
+        f" AND cluster = '{K8S_CLUSTER}'",
+    )
+    assert not [d for d in lent["detail"] if re.search(r"\bslurm \d", d)]
 
 
 def test_fleet_gpu_hours_are_the_same_whichever_way_summed(
