@@ -18,17 +18,13 @@ from pipelines.config import load_config
 from pipelines.ingest import IngestOptions, ingest_file
 from pipelines.warehouse import connect, init_warehouse
 from tests.conftest import write_config
+from tests.pipelines.test_inventory import _SACCT as _INVENTORY_SACCT
 
-# Two jobs on 2026-11-02: account nlp, 8 GPUs 10:00-12:00 (16 GPU-hours), and account cv, 2 GPUs
-# 10:00-11:00 (2 GPU-hours).
+# Two jobs on 2026-11-02: the inventory test's job of account nlp, 8 GPUs 10:00-12:00 (16
+# GPU-hours), and one of account cv, 2 GPUs 10:00-11:00 (2 GPU-hours).
 _SACCT = (
-    "JobID|JobIDRaw|Cluster|Partition|QOS|Account|Group|User|UID|Submit|Eligible|Start|End|"
-    "Elapsed|ExitCode|State|NNodes|NCPUS|ReqTRES|AllocTRES|Timelimit|NodeList|JobName\n"
-    "910001|910001|slurm-z|gpu|normal|nlp|nlp|ivan|1009|2026-11-02T09:00:00|2026-11-02T09:00:00|"
-    "2026-11-02T10:00:00|2026-11-02T12:00:00|02:00:00|0:0|COMPLETED|1|8|"
-    "billing=8,cpu=8,gres/gpu=8,mem=1000M,node=1|"
-    "billing=8,cpu=8,gres/gpu:a100=8,gres/gpu=8,mem=1000M,node=1|2-00:00:00|z-001|a\n"
-    "910002|910002|slurm-z|gpu|normal|cv|cv|judy|1010|2026-11-02T09:00:00|2026-11-02T09:00:00|"
+    _INVENTORY_SACCT
+    + "910002|910002|slurm-z|gpu|normal|cv|cv|judy|1010|2026-11-02T09:00:00|2026-11-02T09:00:00|"
     "2026-11-02T10:00:00|2026-11-02T11:00:00|01:00:00|0:0|COMPLETED|1|2|"
     "billing=2,cpu=2,gres/gpu=2,mem=1000M,node=1|"
     "billing=2,cpu=2,gres/gpu:a100=2,gres/gpu=2,mem=1000M,node=1|2-00:00:00|z-002|b\n"
