@@ -104,9 +104,9 @@ def unattributed_gpu_hours(
     the fleet's totals), so a registry that misses an account, or no registry at all, changes
     the split between teams without a word; this finding says it.
 
-    Each attempt's allocated time [``start_at``, ``end_at``) is split at UTC midnights, as the
-    hourly occupancy splits it at hours: ``gpus`` × the seconds of it in each day. A running
-    attempt (``end_at`` NULL) counts up to the cluster's cut-off ``as_of``.
+    Each attempt's allocated time up to the cluster's cut-off, [``start_at``, min(``end_at``,
+    ``as_of``)) as the hourly occupancy counts it (a running attempt, ``end_at`` NULL, up to
+    ``as_of``), is split at UTC midnights: ``gpus`` × the seconds of it in each day.
 
     Args:
         jobs: ``jobs`` rows with ``cluster, team, account, gpus, start_at, end_at, as_of``
@@ -124,7 +124,8 @@ def unattributed_gpu_hours(
         :data:`UNATTRIBUTED_NAMED` accounts with most of the day's GPU-hours (``account
         12.0 h``, ties by name) and how many more.
     """
-    end = pl.coalesce(pl.col(END_AT), pl.col("as_of"))
+    # min_horizontal skips NULLs: the end, else the cut-off, and never past the cut-off
+    end = pl.min_horizontal(pl.col(END_AT), pl.col("as_of"))
     spans = (
         jobs.filter((pl.col(TEAM) == unattributed) & (pl.col(GPUS) > 0))
         .select(CLUSTER, "account", GPUS, pl.col(START_AT).alias("_s"), end.alias("_e"))

@@ -102,7 +102,9 @@ _DESCRIPTIONS = {
     "analytics.occupancy_hourly": "Allocated GPU-seconds against capacity per cluster and hour.",
     "analytics.time_to_start_summary": "Naive wait percentiles per cluster and size bucket.",
     "analytics.data_quality": (
-        "Data-quality findings: GPUs not tracked, DST repairs, rejects, unattributed GPU-hours."
+        "Data-quality findings: GPUs not tracked, DST repairs, rejects, observed capacity, "
+        "Kueue admissions without pods, unattributed GPU-hours, registry pools that match "
+        "nothing, Slurm-on-Kubernetes checks."
     ),
     "analytics.gpu_waterfall_hourly": "GPU-time waterfall: 11 leaf buckets per cluster-hour.",
     "analytics.time_to_start_jobs": "One waiting spell per attempt or pending job (censored).",

@@ -292,14 +292,23 @@ def _data_quality(
 
 
 def _registry_findings(
-    jobs: pl.DataFrame, registry: RegistryFrames, path: Path, nodes: pl.DataFrame
+    jobs: pl.DataFrame,
+    slurmd_jobs: pl.DataFrame,
+    registry: RegistryFrames,
+    path: Path,
+    nodes: pl.DataFrame,
 ) -> pl.DataFrame:
     """The data-quality findings of the allocation registry: GPU-hours no team counts
-    (``path`` missing, or accounts it does not map; ``jobs`` without the slurmd pods of Slurm
-    clusters run on Kubernetes) and pools that match no cluster of ``nodes``."""
+    (``path`` missing, or accounts it does not map; ``jobs`` less ``slurmd_jobs``, the slurmd
+    pods of Slurm clusters run on Kubernetes) and pools that match no cluster of ``nodes``."""
     missing = None if path.is_file() else path.name
+    # only the unattributed attempts' few columns are copied, not the whole jobs table
+    few = jobs.filter(pl.col("team") == UNATTRIBUTED).select(
+        "cluster", "job_id", "team", "account", "gpus", "start_at", "end_at", "as_of"
+    )
+    native = _without_slurmd(few, slurmd_jobs).lazy()
     unattributed = unattributed_gpu_hours(
-        jobs.lazy(), unattributed=UNATTRIBUTED, missing_registry=missing
+        native, unattributed=UNATTRIBUTED, missing_registry=missing
     ).collect()
     return pl.concat(
         [unattributed, unmatched_pools(registry.history, nodes)], how="vertical_relaxed"
@@ -441,9 +450,7 @@ def _build(
         pl.concat(
             [
                 _data_quality(con, core.slurm_attempts, core.nodes, core.jobs, inventory_rejected),
-                _registry_findings(
-                    _without_slurmd(core.jobs, sok.slurmd_jobs), registry, path, core.nodes
-                ),
+                _registry_findings(core.jobs, sok.slurmd_jobs, registry, path, core.nodes),
                 sok.findings,
             ]
         )

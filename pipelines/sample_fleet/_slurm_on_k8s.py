@@ -187,7 +187,14 @@ def _simulate(seed: int, t0: int, days: int) -> tuple[list[_Pod], list[_Job], di
         end = min(t + dur, mig)
         pods.append(
             _Pod(
-                "ml", f"serve-{i}", "kc-node-04", rng.choice((1, 2, 4)), t, t, end, {"app": "serve"}
+                "infra",
+                f"serve-{i}",
+                "kc-node-04",
+                rng.choice((1, 2, 4)),
+                t,
+                t,
+                end,
+                {"app": "serve"},
             )
         )
         t, i = end + rng.randrange(0, 1800, 300), i + 1
@@ -196,7 +203,7 @@ def _simulate(seed: int, t0: int, days: int) -> tuple[list[_Pod], list[_Job], di
     held_from, held_to = t0 + 10 * 3600, t0 + 14 * 3600
     for k in range(2):
         pods.append(
-            _Pod("ml", f"burst-{k}", "kc-node-04", 1, held_from, None, None, {"app": "burst"})
+            _Pod("infra", f"burst-{k}", "kc-node-04", 1, held_from, None, None, {"app": "burst"})
         )
     jobs: list[_Job] = []
     jid = 5000
@@ -212,19 +219,20 @@ def _simulate(seed: int, t0: int, days: int) -> tuple[list[_Pod], list[_Job], di
                 break
             gpus = rng.choice(tuple(g for g in (2, 4, 6, 8) if g <= cap))
             jid += 1
-            team = rng.choice((("research", "alice"), ("prod", "bob")))
+            # accounts of the registry's teams (the sample registry maps account = team)
+            team = rng.choice((("vision", "alice"), ("recsys", "zoe")))
             jobs.append(_Job(jid, node, gpus, t - rng.randrange(60, 1800, 60), t, t + dur, *team))
             t = t + dur + rng.randrange(0, 3600, 300)
     # planted GRES mismatch: 8 GPUs on sok-1 (pod holds 6), on the second day 02:00-04:00, with
     # sok-1's own jobs then moved out of the way
     g0, g1 = t0 + 86400 + 2 * 3600, t0 + 86400 + 4 * 3600
     jobs = [j for j in jobs if not (j.node == "sok-1" and j.start < g1 and j.end > g0)]
-    jobs.append(_Job(6001, "sok-1", 8, g0 - 300, g0, g1, "research", "alice"))
+    jobs.append(_Job(6001, "sok-1", 8, g0 - 300, g0, g1, "vision", "alice"))
     # planted migration: a job on sok-2 runs across the pod's move (11:00-13:00, second day)
     jobs = [
         j for j in jobs if not (j.node == "sok-2" and j.start < mig + 3600 and j.end > mig - 3600)
     ]
-    jobs.append(_Job(6002, "sok-2", 4, mig - 3900, mig - 3600, mig + 3600, "prod", "bob"))
+    jobs.append(_Job(6002, "sok-2", 4, mig - 3900, mig - 3600, mig + 3600, "recsys", "zoe"))
     jobs.sort(key=lambda j: (j.start, j.job_id))
     planted = {
         "slurmd_held_idle": {"k8s_node": "kc-node-01", "slurm_node": "sok-0",

@@ -481,8 +481,8 @@ def test_page(name: str, width: int, app_url: str, driver: Any, fleet: Fleet) ->
 
 
 def test_sql_page_shows_pseudonyms_only(app_url: str, driver: Any, fleet: Fleet) -> None:
-    """``SELECT user_name FROM jobs`` on the SQL page returns every job's pseudonym
-    (``user-xxxxxx``), never a real name: the serving copy was published with pseudonyms."""
+    """``SELECT user_name FROM jobs`` on the SQL page returns every job's pseudonym (``user-`` +
+    12 hex digits), never a real name: the serving copy was published with pseudonyms."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 

@@ -66,8 +66,9 @@ def _jobs_for_attribution() -> pl.DataFrame:
     10:00-12:00 on 11-01 (8 GPU-h); acct-y and acct-z 1 GPU 05:00-06:00 (1 h each); acct-w 1
     GPU 05:00-05:30 (0.5 h); acct-s 1 GPU 11-01 22:00 to 11-02 01:00 (2 h on 11-01, 1 h on
     11-02); acct-y 2 GPUs from 11-02 23:00, still running (2 GPU-h on 11-02, 4 on 11-03 up to
-    the cut-off); a CPU job of acct-v and a pending one of acct-u (no GPU time). Team t's
-    4 GPU-h are attributed."""
+    the cut-off); acct-q 1 GPU from 11-03 00:00, its end 11-04 05:00 past the cut-off (2 GPU-h
+    on 11-03, none after the cut-off); a CPU job of acct-v and a pending one of acct-u (no GPU
+    time). Team t's 4 GPU-h are attributed."""
     utc = dt.UTC
 
     def at(day: int, hour: int, minute: int = 0) -> dt.datetime:
@@ -81,6 +82,7 @@ def _jobs_for_attribution() -> pl.DataFrame:
         ("unattributed", "acct-w", 1.0, at(1, 5), at(1, 5, 30)),
         ("unattributed", "acct-s", 1.0, at(1, 22), at(2, 1)),
         ("unattributed", "acct-y", 2.0, at(2, 23), None),
+        ("unattributed", "acct-q", 1.0, at(3, 0), at(4, 5)),
         ("unattributed", "acct-v", 0.0, at(1, 5), at(1, 9)),
         ("unattributed", "acct-u", 8.0, None, None),
         ("t", "acct-t", 4.0, at(1, 5), at(1, 6)),
@@ -104,7 +106,8 @@ def test_unattributed_gpu_hours_per_cluster_day_name_the_largest_accounts() -> N
     """11-01: 8 + 2 + 1 + 1 + 0.5 = 12.5 GPU-h, the three largest accounts named (acct-y
     before acct-z at 1 h each: by name), 2 more. 11-02: acct-y 2 + acct-s 1 = 3 GPU-h (the
     running attempt and the one across midnight split at it). 11-03: the running attempt's 4
-    GPU-h up to the cut-off. The CPU and pending jobs and team t's hours are not counted."""
+    GPU-h and acct-q's 2 up to the cut-off, and no row for 11-04 (after it). The CPU and
+    pending jobs and team t's hours are not counted."""
     out = unattributed_gpu_hours(
         _jobs_for_attribution().lazy(), unattributed="unattributed"
     ).collect()
@@ -118,8 +121,8 @@ def test_unattributed_gpu_hours_per_cluster_day_name_the_largest_accounts() -> N
             "not in the allocation registry: acct-y 2.0 h, acct-s 1.0 h",
         ),
         (
-            "c", dt.date(2026, 11, 3), None, "unattributed_gpu_hours", 4.0,
-            "not in the allocation registry: acct-y 4.0 h",
+            "c", dt.date(2026, 11, 3), None, "unattributed_gpu_hours", 6.0,
+            "not in the allocation registry: acct-y 4.0 h, acct-q 2.0 h",
         ),
     ]  # fmt: skip
     assert out.schema == pl.Schema(DATA_QUALITY_SCHEMA)
@@ -134,5 +137,5 @@ def test_unattributed_gpu_hours_without_a_registry_say_so() -> None:
     assert out.sort("day").select("value", "detail").rows() == [
         (12.5, missing),
         (3.0, missing),
-        (4.0, missing),
+        (6.0, missing),
     ]

@@ -3,7 +3,7 @@
 A registry that does not map an account, or no registry file at all, leaves that work to no
 team: fairness and every per-team number change without a word. A pool that names no cluster
 and no cluster's GPU type (``h100x``) leaves its shares applying nowhere. Both are data-quality
-findings (METRICS.md, "Data quality").
+findings (METRICS.md, "Reconciliation").
 """
 
 from __future__ import annotations

@@ -144,8 +144,8 @@ def test_page_is_self_contained(report: Path) -> None:
 
 
 def test_user_names_are_pseudonymised(report: Path, materialized: Materialized) -> None:
-    """The longest-waits table shows ``user-xxxxxx`` pseudonyms, never the user names (those of
-    the warehouse: the serving copy holds pseudonyms)."""
+    """The longest-waits table shows pseudonyms (``user-`` + 12 hex digits), never the user
+    names (those of the warehouse: the serving copy holds pseudonyms)."""
     page = (report / "report.html").read_text(encoding="utf-8")
     data = json.loads((report / "report.json").read_text(encoding="utf-8"))
     users = [w["user"] for w in data["longest_waits"]]
