@@ -413,15 +413,7 @@ def cluster_shares(history: pl.DataFrame, nodes: pl.DataFrame) -> pl.DataFrame:
     candidates = (
         history.join(clusters, how="cross")
         .with_columns(
-            pl.when(pl.col("pool") == pl.col("cluster"))
-            .then(3)
-            .when(pl.col("pool").str.to_lowercase() == pl.col("gpu_type"))
-            .then(2)
-            .when(pl.col("pool") == ALL_POOLS)
-            .then(1)
-            .otherwise(0)
-            .alias("_rank"),
-            pl.col("valid_from").fill_null(pl.lit(_EPOCH, dtype=_UTC)),
+            _POOL_RANK.alias("_rank"), pl.col("valid_from").fill_null(pl.lit(_EPOCH, dtype=_UTC))
         )
         .filter(pl.col("_rank") > 0)
         .select("team", "cluster", "_rank", "valid_from", "share")
@@ -442,6 +434,20 @@ def cluster_shares(history: pl.DataFrame, nodes: pl.DataFrame) -> pl.DataFrame:
         .select("team", pl.col("cluster").alias("pool"), "share", pl.col("_at").alias("valid_from"))
         .sort("pool", "team", "valid_from")
     )
+
+
+#: How specifically an entry's ``pool`` names a row's ``cluster`` (with its lower-case
+#: ``gpu_type`` from :func:`_cluster_types`): 3 its name, 2 its GPU type (in any case), 1
+#: ``all``, 0 not at all. :func:`cluster_shares` and :func:`unmatched_pools` both match by it.
+_POOL_RANK = (
+    pl.when(pl.col("pool") == pl.col("cluster"))
+    .then(3)
+    .when(pl.col("pool").str.to_lowercase() == pl.col("gpu_type"))
+    .then(2)
+    .when(pl.col("pool") == ALL_POOLS)
+    .then(1)
+    .otherwise(0)
+)
 
 
 def _cluster_types(nodes: pl.DataFrame) -> pl.DataFrame:
@@ -477,14 +483,14 @@ def unmatched_pools(history: pl.DataFrame, nodes: pl.DataFrame) -> pl.DataFrame:
     """
     if history.height == 0 or nodes.height == 0:
         return pl.DataFrame(schema=DATA_QUALITY_SCHEMA)
-    clusters = _cluster_types(nodes)
-    names = set(clusters["cluster"].to_list())
-    types = {t for t in clusters["gpu_type"].to_list() if t is not None}
-    unmatched = history.filter(
-        (pl.col("pool") != ALL_POOLS)
-        & ~pl.col("pool").is_in(sorted(names))
-        & ~pl.col("pool").str.to_lowercase().is_in(sorted(types))
+    matched = (
+        history.select("pool")
+        .unique()
+        .join(_cluster_types(nodes), how="cross")
+        .filter(_POOL_RANK.fill_null(0) > 0)
+        .select("pool")
     )
+    unmatched = history.join(matched.unique(), on="pool", how="anti")
     return (
         unmatched.group_by("pool")
         .agg(pl.len().cast(pl.Float64).alias("value"), pl.col("team").unique().sort())
