@@ -354,12 +354,20 @@ def segment_capacity_hourly(
     )
 
 
-def _waits(jobs: pl.LazyFrame, pending: pl.LazyFrame | None, as_of: pl.LazyFrame) -> pl.LazyFrame:
+def _waits(
+    jobs: pl.LazyFrame,
+    pending: pl.LazyFrame | None,
+    as_of: pl.LazyFrame,
+    min_gpus: float | None = None,
+) -> pl.LazyFrame:
     """``cluster, job_id, attempt, team, req_gpus, _from, _to``: one eligible-pending span per
-    started attempt (eligible → start) and never-started row (eligible → end, else as_of)."""
+    started attempt (eligible → start) and never-started row (eligible → end, else as_of); with
+    ``min_gpus``, only those asking for at least that many GPUs, chosen before anything else is
+    computed (the large-job wait causes of a year read 18,000 of 2.1 M attempts)."""
     asked = pl.when(pl.col(REQ_GPUS) > 0).then(pl.col(REQ_GPUS)).otherwise(pl.col(GPUS))
+    large = pl.lit(value=True) if min_gpus is None else asked >= min_gpus
     parts = [
-        jobs.filter(pl.col(START_AT).is_not_null() & pl.col(ELIGIBLE_AT).is_not_null())
+        jobs.filter(pl.col(START_AT).is_not_null() & pl.col(ELIGIBLE_AT).is_not_null() & large)
         .join(as_of, on=CLUSTER)
         .select(
             CLUSTER,
@@ -374,7 +382,10 @@ def _waits(jobs: pl.LazyFrame, pending: pl.LazyFrame | None, as_of: pl.LazyFrame
     ]
     if pending is not None:
         parts.append(
-            pending.filter(pl.col(ELIGIBLE_AT).is_not_null())
+            pending.filter(
+                pl.col(ELIGIBLE_AT).is_not_null()
+                & (pl.lit(value=True) if min_gpus is None else pl.col(REQ_GPUS) >= min_gpus)
+            )
             .join(as_of, on=CLUSTER)
             .select(
                 CLUSTER,
@@ -578,40 +589,83 @@ def topology_reason(reason: pl.Expr) -> pl.Expr:
     return reason.str.contains(_TOPOLOGY_REASON)
 
 
-def _team_held(jobs: pl.LazyFrame, hours: pl.LazyFrame) -> pl.LazyFrame:
-    """``cluster, hour, team, _team_gpus``: GPUs each team's attempts hold at each hour start,
-    for the ``hours`` (``cluster, hour``) given only: the attempts that end after a cluster's
-    first such hour and start before its last one ends are cut into hours, summed, and the
-    hours not asked for dropped (a year of attempts cut into every hour was most of an
-    incremental build's wait causes, though only the hours of the day's large waits are read;
-    summed first, the hours are never held twice)."""
-    wanted = hours.select(CLUSTER, pl.col(HOUR).cast(UTC_DATETIME))
-    bounds = hours.group_by(CLUSTER).agg(
-        pl.col(HOUR).min().alias("_lo"), (pl.col(HOUR).max() + _HOUR).alias("_horizon")
+#: :func:`_team_held` sums GPUs in integer units of 2**-40 GPU, so its running sums are exact
+#: whatever their order: whole GPUs and halves or quarters (milli-quantities like ``500m``, the
+#: A30's MIG quarters) count exactly; a seventh (the other MIG products' slice) or a thousandth
+#: is rounded to the unit (under 1e-12 GPU each, below what a float sum of them keeps anyway).
+#: A power of two, so the division back is exact too (polars divides by a constant as a product
+#: with its reciprocal).
+_HELD_UNITS: Final = 2**40
+
+
+def _team_held(jobs: pl.LazyFrame, wanted: pl.DataFrame) -> pl.LazyFrame:
+    """``cluster, hour, team, _team_gpus``: GPUs the team's attempts hold at each hour start
+    ``h`` (Σ ``gpus`` of the attempts with ``start_at <= h < end_at``, a running attempt to the
+    end of time), for the ``wanted`` rows (``cluster, hour, team``) only.
+
+    A sweep, not a count per hour: each attempt adds its GPUs at the first hour start at or
+    after ``start_at`` and takes them away at the first at or after ``end_at``; the running sum
+    of those steps per cluster and team, read at each wanted hour (as-of join), is the held
+    GPUs there. The memory follows the attempts (two steps each), not the attempt-hours: a year
+    of 10,000 GPUs' 2.1 M attempts cut into the 4.5 M hours they span set the year's build peak
+    (BENCHMARKS.md, "The large-job wait causes' held GPUs by a sweep"). The steps are summed in
+    integer units (:data:`_HELD_UNITS`), so a sum does not depend on its order. A wanted row
+    whose team holds nothing has 0.0."""
+    start, end = pl.col(START_AT), pl.col(END_AT)
+
+    def hour_ceil(col: pl.Expr) -> pl.Expr:
+        floor = col.dt.truncate("1h")
+        return pl.when(floor == col).then(floor).otherwise(floor + _HOUR)
+
+    units = (pl.col(GPUS).cast(pl.Float64) * _HELD_UNITS).round(0).cast(pl.Int64)
+    # only the attempts that end after a cluster's first wanted hour and start before its last
+    # one ends take a step that counts (an incremental build wants a day's hours), chosen as
+    # they are read; one that spans no hour start (within one hour, or ending before it
+    # starts) holds none
+    meets = [
+        (pl.col(CLUSTER) == c) & (start < hi + _HOUR) & (end.is_null() | (end > lo))
+        for c, lo, hi in wanted.group_by(CLUSTER)
+        .agg(pl.col(HOUR).min(), pl.col(HOUR).max().alias("_hi"))
+        .iter_rows()
+    ]
+    spans = jobs.filter(
+        start.is_not_null()
+        & pl.any_horizontal(pl.lit(value=False), *meets)
+        & (end.is_null() | (hour_ceil(end) > hour_ceil(start)))
     )
-    start = pl.col(START_AT)
-    first = start.dt.truncate("1h")
-    first = pl.when(first == start).then(first).otherwise(first + _HOUR)
+    held = spans.select(
+        CLUSTER, TEAM, hour_ceil(start).cast(UTC_DATETIME).alias("_at"), units.alias("_d")
+    )
+    freed = spans.filter(end.is_not_null()).select(
+        CLUSTER, TEAM, hour_ceil(end).cast(UTC_DATETIME).alias("_at"), (-units).alias("_d")
+    )
+    steps = (
+        pl.concat([held, freed])
+        .group_by(CLUSTER, TEAM, "_at")
+        .agg(pl.col("_d").sum())
+        .sort(CLUSTER, TEAM, "_at")
+        .with_columns(pl.col("_d").cum_sum().over(CLUSTER, TEAM).alias("_held"))
+        .sort("_at")
+    )
     return (
-        jobs.filter(start.is_not_null())
-        .join(bounds, on=CLUSTER)
-        .filter(
-            (start < pl.col("_horizon"))
-            & (pl.col(END_AT).is_null() | (pl.col(END_AT) > pl.col("_lo")))
+        wanted.lazy()
+        .select(CLUSTER, pl.col(HOUR).cast(UTC_DATETIME), TEAM)
+        .unique()
+        .sort(HOUR)
+        .join_asof(
+            steps.select(CLUSTER, TEAM, "_at", "_held"),
+            left_on=HOUR,
+            right_on="_at",
+            by=[CLUSTER, TEAM],
+            strategy="backward",
+            check_sortedness=False,
         )
         .select(
             CLUSTER,
+            HOUR,
             TEAM,
-            pl.col(GPUS).cast(pl.Float64),
-            pl.datetime_ranges(
-                first, pl.col(END_AT).fill_null(pl.col("_horizon")), "1h", closed="left"
-            ).alias(HOUR),
+            (pl.col("_held").fill_null(0) / _HELD_UNITS).alias("_team_gpus"),
         )
-        .explode(HOUR)
-        .filter(pl.col(HOUR).is_not_null())
-        .group_by(CLUSTER, HOUR, TEAM)
-        .agg(pl.col(GPUS).sum().alias("_team_gpus"))
-        .join(wanted, on=[CLUSTER, HOUR], how="semi")
     )
 
 
@@ -864,7 +918,7 @@ def large_job_wait_causes(
     level = gang_level(topology)
     gpn = _node_gpus(nodes)
     size = _domain_size(topology, level)
-    waits = _waits(jobs, pending, as_of).filter(pl.col(REQ_GPUS) >= min_gpus)
+    waits = _waits(jobs, pending, as_of, min_gpus)
     if only is not None:
         named = only.select(CLUSTER, pl.col(JOB_ID).cast(pl.String)).unique()
         waits = waits.join(named, on=[CLUSTER, JOB_ID], how="semi")
@@ -890,13 +944,17 @@ def large_job_wait_causes(
             pl.col("free_nodes").filter(pl.col("_rank") <= pl.col("_k")).sum().alias("_top"),
         )
     )
+    # the waits' hour pieces, held (a year's large waits: 220,000 rows) so the GPUs their teams
+    # hold are summed over only the attempts that meet their hours
     state = (
         state.join(fit, on=[CLUSTER, HOUR, "_k"], how="left")
         .with_columns(pl.col("_free").is_not_null().alias("_seen"))
         .with_columns(pl.col("_free", "_top").fill_null(0))
+        .collect()
     )
     cluster_gpus = nodes.group_by(CLUSTER).agg(pl.col(GPUS).cast(pl.Float64).sum().alias("_cap"))
-    held = _team_held(jobs, state.select(CLUSTER, HOUR).unique())
+    held = _team_held(jobs, state.select(CLUSTER, HOUR, TEAM))
+    state = state.lazy()
     state = state.join(held, on=[CLUSTER, HOUR, TEAM], how="left").join(cluster_gpus, on=CLUSTER)
     if shares is not None:
         sh = shares.select(

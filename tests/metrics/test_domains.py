@@ -18,9 +18,11 @@ from __future__ import annotations
 import datetime as dt
 
 import polars as pl
+import pytest
 from polars.testing import assert_frame_equal
 
 from metrics.domains import (
+    _team_held,
     domain_capacity_hourly,
     gang_level,
     hourly_node_states,
@@ -297,6 +299,34 @@ def test_wait_causes_of_named_jobs_only_are_their_rows_of_all() -> None:
     assert got["job_id"].to_list() == ["Q", "R"]
     assert_frame_equal(got, whole.filter(pl.col("job_id").is_in(["Q", "R"])))
     assert got.filter(pl.col("job_id") == "Q")["quota_s"].to_list() == [1800.0]
+
+
+def test_team_held_gpus_at_hour_starts_sum_mig_slices_exactly() -> None:
+    """Held at an hour start h: Σ GPUs of the team's attempts with start <= h < end. Team t at
+    H0: a (3/7, a MIG slice) + b (4/7) + d (2, starting exactly at H0) = 3; c (within H0's
+    hour) and f (ends before it starts) hold none. At H1: a (ends after H1) + e (0.5, running)
+    = 13/14 (d ends exactly at H1, so not held). At H2: e alone, exactly 0.5. Team u: none."""
+    h2 = H1 + dt.timedelta(hours=1)
+    jobs = pl.LazyFrame(
+        {
+            "cluster": ["c"] * 6,
+            "team": ["t"] * 6,
+            "gpus": [3 / 7, 4 / 7, 1.0, 2.0, 0.5, 5.0],
+            "start_at": [H0 - 30 * M, H0 - 10 * M, H0 + 10 * M, H0, H0 + 30 * M, H1],
+            "end_at": [H1 + 10 * M, H0 + 20 * M, H0 + 50 * M, H1, None, H0],
+        },
+        schema_overrides={"start_at": T, "end_at": T},
+    )
+    wanted = pl.LazyFrame(
+        {"cluster": ["c"] * 4, "hour": [H0, H1, h2, H0], "team": ["t", "t", "t", "u"]},
+        schema_overrides={"hour": T},
+    )
+    got = _team_held(jobs, wanted.collect()).collect().sort("team", "hour")
+    assert got.select("team", "hour").rows() == [("t", H0), ("t", H1), ("t", h2), ("u", H0)]
+    held = got["_team_gpus"].to_list()
+    assert held[0] == pytest.approx(3.0, abs=1e-12)
+    assert held[1] == pytest.approx(13 / 14, abs=1e-12)
+    assert held[2:] == [0.5, 0.0]
 
 
 def test_wait_with_no_capacity_snapshot_counts_as_other() -> None:
