@@ -35,8 +35,8 @@ BUILD_CHUNK = "1mo"
 #: Attempts per unit of a per-attempt table: two of DuckDB's row groups (122,880 rows each), so
 #: the units written one after another fill whole row groups. With 250,000 each unit left a
 #: partial one behind (122,880 × 4 + 8,480 rows per two units), and the first checkpoint after
-#: a build merged the last ones again (0.45 s of a year's new day; BENCHMARKS.md "The large-job
-#: wait causes' held GPUs by a sweep").
+#: a build merged the last ones again (0.45–0.56 s on the year's built warehouse, paid by the
+#: next new day's commit; BENCHMARKS.md "The large-job wait causes' held GPUs by a sweep").
 ROW_CHUNK = 2 * 122_880
 
 _HOUR = dt.timedelta(hours=1)
