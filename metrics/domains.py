@@ -589,19 +589,23 @@ def topology_reason(reason: pl.Expr) -> pl.Expr:
     return reason.str.contains(_TOPOLOGY_REASON)
 
 
-#: :func:`_team_held` sums GPUs in integer units of 2**-40 GPU, so its running sums are exact
-#: whatever their order: whole GPUs and halves or quarters (milli-quantities like ``500m``, the
-#: A30's MIG quarters) count exactly; a seventh (the other MIG products' slice) or a thousandth
-#: is rounded to the unit (under 1e-12 GPU each, below what a float sum of them keeps anyway).
-#: A power of two, so the division back is exact too (polars divides by a constant as a product
-#: with its reciprocal).
-_HELD_UNITS: Final = 2**40
+#: :func:`_team_held` sums GPUs in integer units of 1/7,340,032,000 GPU (7,000 × 2**20), and the
+#: quota rule of :func:`large_job_wait_causes` compares held GPUs with a team's entitlement in
+#: those units. Every GPU count the inputs give is a whole number of units: whole GPUs,
+#: Kubernetes milli-quantities (``500m``, ``200m``), the MIG slices (sevenths, and the A30's
+#: quarters: :mod:`metrics.mig`). So the sums are exact whatever their order, and a team holding
+#: exactly its entitlement is over it, which a float sum decides by its rounding (five pods of
+#: 0.2 GPU sum to 1.0 as floats, ten of 0.1 to 0.9999999999999999). The largest sum it holds
+#: is 1.2 billion GPUs.
+_HELD_UNITS: Final = 7_000 * 2**20
 
 
 def _team_held(jobs: pl.LazyFrame, wanted: pl.DataFrame) -> pl.LazyFrame:
-    """``cluster, hour, team, _team_gpus``: GPUs the team's attempts hold at each hour start
-    ``h`` (Σ ``gpus`` of the attempts with ``start_at <= h < end_at``, a running attempt to the
-    end of time), for the ``wanted`` rows (``cluster, hour, team``) only.
+    """``cluster, hour, team, _held, _team_gpus``: GPUs the team's attempts hold at each hour
+    start ``h`` (Σ ``gpus`` of the attempts with ``start_at <= h < end_at``, a running attempt to
+    the end of time), for the ``wanted`` rows (``cluster, hour, team``) only: ``_held`` in
+    integer units of :data:`_HELD_UNITS` (what the quota rule compares), ``_team_gpus`` in GPUs
+    (the whole GPUs exact, the rest to within a rounding).
 
     A sweep, not a count per hour: each attempt adds its GPUs at the first hour start at or
     after ``start_at`` and takes them away at the first at or after ``end_at``; the running sum
@@ -609,15 +613,16 @@ def _team_held(jobs: pl.LazyFrame, wanted: pl.DataFrame) -> pl.LazyFrame:
     GPUs there. The memory follows the attempts (two steps each), not the attempt-hours: a year
     of 10,000 GPUs' 2.1 M attempts cut into the 4.5 M hours they span set the year's build peak
     (BENCHMARKS.md, "The large-job wait causes' held GPUs by a sweep"). The steps are summed in
-    integer units (:data:`_HELD_UNITS`), so a sum does not depend on its order. A wanted row
-    whose team holds nothing has 0.0."""
+    integer units (:data:`_HELD_UNITS`), so a sum is exact and does not depend on its order; a
+    GPU count that is not a finite number counts as none. A wanted row whose team holds nothing
+    has 0."""
     start, end = pl.col(START_AT), pl.col(END_AT)
 
     def hour_ceil(col: pl.Expr) -> pl.Expr:
         floor = col.dt.truncate("1h")
         return pl.when(floor == col).then(floor).otherwise(floor + _HOUR)
 
-    units = (pl.col(GPUS).cast(pl.Float64) * _HELD_UNITS).round(0).cast(pl.Int64)
+    units = _held_units(pl.col(GPUS).cast(pl.Float64)).fill_null(0)
     # only the attempts that end after a cluster's first wanted hour and start before its last
     # one ends take a step that counts (an incremental build wants a day's hours), chosen as
     # they are read; one that spans no hour start (within one hour, or ending before it
@@ -660,12 +665,28 @@ def _team_held(jobs: pl.LazyFrame, wanted: pl.DataFrame) -> pl.LazyFrame:
             strategy="backward",
             check_sortedness=False,
         )
-        .select(
-            CLUSTER,
-            HOUR,
-            TEAM,
-            (pl.col("_held").fill_null(0) / _HELD_UNITS).alias("_team_gpus"),
+        .with_columns(pl.col("_held").fill_null(0))
+        .with_columns(
+            # the whole GPUs apart: polars divides by a constant as a product with its
+            # reciprocal, which would read 500 GPUs as 499.99999999999994
+            (
+                (pl.col("_held") // _HELD_UNITS).cast(pl.Float64)
+                + (pl.col("_held") % _HELD_UNITS) / _HELD_UNITS
+            ).alias("_team_gpus")
         )
+        .select(CLUSTER, HOUR, TEAM, "_held", "_team_gpus")
+    )
+
+
+def _held_units(gpus: pl.Expr) -> pl.Expr:
+    """``gpus`` (GPUs, Float64) as an Int64 count of :data:`_HELD_UNITS`, rounded to the nearest
+    unit; NULL where it is not a finite number or is too large to count (over 600 million GPUs)."""
+    scaled = (gpus * _HELD_UNITS).round(0)
+    return (
+        pl.when(scaled.is_finite() & (scaled.abs() < 2.0**62))
+        .then(scaled)
+        .otherwise(None)
+        .cast(pl.Int64)
     )
 
 
@@ -944,18 +965,21 @@ def large_job_wait_causes(
             pl.col("free_nodes").filter(pl.col("_rank") <= pl.col("_k")).sum().alias("_top"),
         )
     )
-    # the waits' hour pieces, held (a year's large waits: 220,000 rows) so the GPUs their teams
+    # the waits' hour pieces, held (a year's large waits: PIECES rows) so the GPUs their teams
     # hold are summed over only the attempts that meet their hours
-    state = (
+    pieces_held = (
         state.join(fit, on=[CLUSTER, HOUR, "_k"], how="left")
         .with_columns(pl.col("_free").is_not_null().alias("_seen"))
         .with_columns(pl.col("_free", "_top").fill_null(0))
         .collect()
     )
     cluster_gpus = nodes.group_by(CLUSTER).agg(pl.col(GPUS).cast(pl.Float64).sum().alias("_cap"))
-    held = _team_held(jobs, state.select(CLUSTER, HOUR, TEAM))
-    state = state.lazy()
-    state = state.join(held, on=[CLUSTER, HOUR, TEAM], how="left").join(cluster_gpus, on=CLUSTER)
+    held = _team_held(jobs, pieces_held.select(CLUSTER, HOUR, TEAM))
+    state = (
+        pieces_held.lazy()
+        .join(held, on=[CLUSTER, HOUR, TEAM], how="left")
+        .join(cluster_gpus, on=CLUSTER)
+    )
     if shares is not None:
         sh = shares.select(
             pl.col("pool").alias(CLUSTER),
@@ -973,8 +997,10 @@ def large_job_wait_causes(
         )
     else:
         state = state.with_columns(pl.lit(None, pl.Float64).alias("share"))
+    # compared in whole units (_HELD_UNITS): a team holding exactly its entitlement is over it,
+    # whatever the rounding of the floats it is summed from
     over_quota = pl.col("share").is_not_null() & (
-        pl.col("_team_gpus").fill_null(0.0) >= pl.col("share") * pl.col("_cap")
+        pl.col("_held").fill_null(0) >= _held_units(pl.col("share") * pl.col("_cap"))
     )
     cause = (
         pl.when(~pl.col("_seen"))

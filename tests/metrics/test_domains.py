@@ -302,10 +302,11 @@ def test_wait_causes_of_named_jobs_only_are_their_rows_of_all() -> None:
 
 
 def test_team_held_gpus_at_hour_starts_sum_mig_slices_exactly() -> None:
-    """Held at an hour start h: Σ GPUs of the team's attempts with start <= h < end. Team t at
-    H0: a (3/7, a MIG slice) + b (4/7) + d (2, starting exactly at H0) = 3; c (within H0's
-    hour) and f (ends before it starts) hold none. At H1: a (ends after H1) + e (0.5, running)
-    = 13/14 (d ends exactly at H1, so not held). At H2: e alone, exactly 0.5. Team u: none."""
+    """Held at an hour start h: Σ GPUs of the team's attempts with start <= h < end, in units
+    of 1/7,340,032,000 GPU (U). Team t at H0: a (3/7, a MIG slice) + b (4/7) + d (2, starting
+    exactly at H0) = 3 GPUs = 3 U exactly; c (within H0's hour) and f (ends before it starts)
+    hold none. At H1: a (ends after H1) + e (0.5, running) = 13/14 GPU (d ends exactly at H1,
+    so is not held). At H2: e alone. Team u holds none."""
     h2 = H1 + dt.timedelta(hours=1)
     jobs = pl.LazyFrame(
         {
@@ -317,16 +318,47 @@ def test_team_held_gpus_at_hour_starts_sum_mig_slices_exactly() -> None:
         },
         schema_overrides={"start_at": T, "end_at": T},
     )
-    wanted = pl.LazyFrame(
+    wanted = pl.DataFrame(
         {"cluster": ["c"] * 4, "hour": [H0, H1, h2, H0], "team": ["t", "t", "t", "u"]},
         schema_overrides={"hour": T},
     )
-    got = _team_held(jobs, wanted.collect()).collect().sort("team", "hour")
+    got = _team_held(jobs, wanted).collect().sort("team", "hour")
     assert got.select("team", "hour").rows() == [("t", H0), ("t", H1), ("t", h2), ("u", H0)]
-    held = got["_team_gpus"].to_list()
-    assert held[0] == pytest.approx(3.0, abs=1e-12)
-    assert held[1] == pytest.approx(13 / 14, abs=1e-12)
-    assert held[2:] == [0.5, 0.0]
+    unit = 7_000 * 2**20
+    assert got["_held"].to_list() == [3 * unit, 13 * unit // 14, unit // 2, 0]
+    assert got["_team_gpus"].to_list()[0] == 3.0
+    assert got["_team_gpus"].to_list()[1:] == pytest.approx([13 / 14, 0.5, 0.0], abs=1e-12)
+
+
+def test_quota_when_a_team_holds_exactly_its_entitlement_in_tenths_of_a_gpu() -> None:
+    """Team t3 (share 1/32 of the 32 GPUs: entitled to 1 GPU) runs ten pods of 0.1 GPU through
+    H0; its 12-GPU job BIG waits from H0 to H1. At H0 t3 holds exactly its 1 GPU, so the hour is
+    quota (3600 s), though the ten tenths sum to 0.9999999999999999 as floats."""
+    tenths = pl.LazyFrame(
+        {"cluster": ["c"] * 10, "job_id": [f"X{i}" for i in range(10)], "attempt": [1] * 10,
+         "team": ["t3"] * 10, "gpus": [0.1] * 10, "req_gpus": [0.1] * 10,
+         "eligible_at": [H0 - 60 * M] * 10, "start_at": [H0 - 60 * M] * 10,
+         "end_at": [H1 + 120 * M] * 10, "node_list": [["n7"]] * 10},
+        schema_overrides={"eligible_at": T, "start_at": T, "end_at": T},
+    )  # fmt: skip
+    big = pl.LazyFrame(
+        {"cluster": ["c"], "job_id": ["BIG"], "team": ["t3"], "req_gpus": [12.0],
+         "eligible_at": [H0], "end_at": [H1]},
+        schema_overrides={"eligible_at": T, "end_at": T},
+    )  # fmt: skip
+    shares = pl.LazyFrame(
+        {"team": ["t3"], "pool": ["c"], "share": [1 / 32],
+         "valid_from": [dt.datetime(1970, 1, 1, tzinfo=dt.UTC)]},
+        schema_overrides={"valid_from": T},
+    )  # fmt: skip
+    jobs = pl.concat([_jobs(), tenths])
+    assert sum([0.1] * 10) < 1.0
+    causes = large_job_wait_causes(
+        _capacity(), jobs, _inventory(), _as_of(), topology=_topology(),
+        pending=pl.concat([_pending(), big]), shares=shares, min_gpus=12,
+    )  # fmt: skip
+    got = causes.collect().filter(pl.col("job_id") == "BIG")
+    assert got.select("wait_s", "quota_s").rows() == [(3600.0, 3600.0)]
 
 
 def test_wait_with_no_capacity_snapshot_counts_as_other() -> None:
