@@ -117,29 +117,35 @@ def node_reliability(
         lost; NULL when nothing was lost), lemon_score, lemon_rank`` (rank within the cluster).
     """
     out = attempt_outcomes(attempts, as_of, xid_events=xid_events, policy=policy)
+    # Each attempt's signals are reduced to numbers before its node list is exploded, so the
+    # explode copies four numeric columns per node-attempt, not the attempt's strings.
+    infra = pl.col(LEAF) == "failed_work_infra"
     per_node = (
         out.with_columns(pl.col(NODE_LIST).list.len().alias("_n"))
         .filter(pl.col("_n") > 0)
         .with_columns((pl.col(GPUS) / pl.col("_n") * pl.col(LOST_S)).alias("_lost"))
+        .select(
+            CLUSTER,
+            NODE_LIST,
+            pl.col(STATE)
+            .str.to_uppercase()
+            .str.starts_with("NODE_FAIL")
+            .cast(pl.Int64)
+            .alias("_node_fail"),
+            infra.cast(pl.Int64).alias("_infra"),
+            pl.when(pl.col(LEAF).is_in(LOSS_LEAVES)).then(pl.col("_lost")).alias("_lost"),
+            pl.when(infra).then(pl.col("_lost")).alias("_infra_lost"),
+        )
         .explode(NODE_LIST)
         .rename({NODE_LIST: HOST})
         .filter(pl.col(HOST).is_not_null())
         .group_by(_NODE)
         .agg(
             pl.len().cast(pl.Int64).alias("attempts"),
-            (pl.col(STATE).str.to_uppercase().str.starts_with("NODE_FAIL"))
-            .sum()
-            .cast(pl.Int64)
-            .alias("node_fail_attempts"),
-            (pl.col(LEAF) == "failed_work_infra")
-            .sum()
-            .cast(pl.Int64)
-            .alias("infra_failed_attempts"),
-            pl.col("_lost").filter(pl.col(LEAF).is_in(LOSS_LEAVES)).sum().alias("lost_gpu_s"),
-            pl.col("_lost")
-            .filter(pl.col(LEAF) == "failed_work_infra")
-            .sum()
-            .alias("infra_lost_gpu_s"),
+            pl.col("_node_fail").sum().alias("node_fail_attempts"),
+            pl.col("_infra").sum().alias("infra_failed_attempts"),
+            pl.col("_lost").sum().alias("lost_gpu_s"),
+            pl.col("_infra_lost").sum().alias("infra_lost_gpu_s"),
         )
     )
     frames = [per_node]
