@@ -33,10 +33,14 @@ __all__ = [
 BUILD_CHUNK = "1mo"
 
 #: Attempts per unit of a per-attempt table: two of DuckDB's row groups (122,880 rows each), so
-#: the units written one after another fill whole row groups. With 250,000 each unit left a
-#: partial one behind (122,880 × 4 + 8,480 rows per two units), and the first checkpoint after
-#: a build merged the last ones again (0.45–0.56 s on the year's built warehouse, paid by the
-#: next new day's commit; BENCHMARKS.md "The large-job wait causes' held GPUs by a sweep").
+#: where a unit writes a row per attempt, the units written one after another fill whole row
+#: groups. (A unit writes other counts where ``job_gpu_summary`` leaves out attempts without
+#: GPUs, ``time_to_start_jobs`` holds several clusters, or ``job_placement`` has several levels
+#: or a map lacking an attempt's node; it then leaves a partial row group, as before.) With
+#: 250,000 every unit left one behind (122,880 × 4 + 8,480 rows per two units), and the first
+#: checkpoint after a build merged the last ones again (0.45–0.56 s on the year's built
+#: warehouse, paid by the next new day's commit; BENCHMARKS.md "The large-job wait causes'
+#: held GPUs by a sweep").
 ROW_CHUNK = 2 * 122_880
 
 _HOUR = dt.timedelta(hours=1)
