@@ -965,7 +965,7 @@ def large_job_wait_causes(
             pl.col("free_nodes").filter(pl.col("_rank") <= pl.col("_k")).sum().alias("_top"),
         )
     )
-    # the waits' hour pieces, held (a year's large waits: PIECES rows) so the GPUs their teams
+    # the waits' hour pieces, held (a year's large waits: 237,579 rows) so the GPUs their teams
     # hold are summed over only the attempts that meet their hours
     pieces_held = (
         state.join(fit, on=[CLUSTER, HOUR, "_k"], how="left")
