@@ -14,6 +14,13 @@ def seconds_between(later: pl.Expr, earlier: pl.Expr) -> pl.Expr:
     return (later - earlier).dt.total_microseconds().cast(pl.Float64) / 1e6
 
 
+def hour_ceil(ts: pl.Expr) -> pl.Expr:
+    """The first hour start at or after ``ts`` (a datetime; ``ts`` itself when on the hour):
+    the first hour start an interval from ``ts`` covers, as the hourly tables count hours."""
+    floor = ts.dt.truncate("1h")
+    return pl.when(floor == ts).then(floor).otherwise(floor + pl.duration(hours=1))
+
+
 def size_bucket(gpus: pl.Expr) -> pl.Expr:
     """The METRICS.md size bucket label of a GPU count; NULL for 0 or NULL GPUs (CPU-only)."""
     expr: pl.Expr = pl.lit(None, dtype=pl.String())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from metrics._helpers import seconds_between
 from metrics.schema import CLUSTER, END_AT, GPUS, PARTITION, START_AT, TEAM
 
 __all__ = [
@@ -139,10 +140,10 @@ def unattributed_gpu_hours(
         .explode("day")
     )
     midnight = pl.col("day").cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
-    seconds = (
-        pl.min_horizontal(pl.col("_e"), midnight + pl.duration(days=1))
-        - pl.max_horizontal(pl.col("_s"), midnight)
-    ).dt.total_microseconds() / 1e6
+    seconds = seconds_between(
+        pl.min_horizontal(pl.col("_e"), midnight + pl.duration(days=1)),
+        pl.max_horizontal(pl.col("_s"), midnight),
+    )
     per_account = (
         spans.with_columns((pl.col(GPUS) * seconds).alias("_gpu_s"))
         .group_by(CLUSTER, "day", "account")

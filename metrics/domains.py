@@ -17,6 +17,7 @@ from typing import Final
 
 import polars as pl
 
+from metrics._helpers import hour_ceil
 from metrics.placement import DOMAIN, LEVEL, NODE, VALID_FROM, VALID_TO
 from metrics.schema import (
     ATTEMPT,
@@ -157,8 +158,7 @@ def _held_per_node(jobs: pl.LazyFrame, hours: pl.LazyFrame) -> pl.LazyFrame:
     start (an attempt holds ``gpus / distinct nodes`` on each of its nodes) and how many."""
     horizon = hours.group_by(CLUSTER).agg((pl.col(HOUR).max() + _HOUR).alias("_horizon"))
     start = pl.col(START_AT)
-    first = start.dt.truncate("1h")
-    first = pl.when(first == start).then(first).otherwise(first + _HOUR)
+    first = hour_ceil(start)
     spans = (
         jobs.filter(start.is_not_null() & (pl.col("node_list").list.len() > 0))
         .join(horizon, on=CLUSTER)
@@ -472,8 +472,7 @@ def stranded_hourly(
     size = _domain_size(topology, level)
     waits = _waits(jobs, pending, as_of)
     hrs = hours.select(CLUSTER, pl.col(HOUR).cast(UTC_DATETIME)).unique()
-    first = pl.col("_from").dt.truncate("1h")
-    first = pl.when(first == pl.col("_from")).then(first).otherwise(first + _HOUR)
+    first = hour_ceil(pl.col("_from"))
     snapshot = (
         waits.select(
             CLUSTER,
@@ -601,28 +600,20 @@ _HELD_UNITS: Final = 7_000 * 2**20
 
 
 def _team_held(jobs: pl.LazyFrame, wanted: pl.DataFrame) -> pl.LazyFrame:
-    """``cluster, hour, team, _held, _team_gpus``: GPUs the team's attempts hold at each hour
-    start ``h`` (Σ ``gpus`` of the attempts with ``start_at <= h < end_at``, a running attempt to
-    the end of time), for the ``wanted`` rows (``cluster, hour, team``) only: ``_held`` in
-    integer units of :data:`_HELD_UNITS` (what the quota rule compares), ``_team_gpus`` in GPUs
-    (the whole GPUs exact, the rest to within a rounding).
+    """``cluster, hour, team, _held``: GPUs the team's attempts hold at each hour start ``h``
+    (Σ ``gpus`` of the attempts with ``start_at <= h < end_at``, a running attempt to the end of
+    time), in integer units of :data:`_HELD_UNITS` (what the quota rule compares), for the
+    ``wanted`` rows (``cluster, hour, team``) only.
 
     A sweep, not a count per hour: each attempt adds its GPUs at the first hour start at or
     after ``start_at`` and takes them away at the first at or after ``end_at``; the running sum
     of those steps per cluster and team, read at each wanted hour (as-of join), is the held
     GPUs there. The memory follows the attempts (two steps each), not the attempt-hours: a year
     of 10,000 GPUs' 2.1 M attempts cut into the 4.5 M hours they span set the year's build peak
-    (BENCHMARKS.md, "The large-job wait causes' held GPUs by a sweep"). The steps are summed in
-    integer units (:data:`_HELD_UNITS`), so a sum is exact and does not depend on its order; a
-    GPU count that is not a finite number counts as none. A wanted row whose team holds nothing
-    has 0."""
+    (BENCHMARKS.md, "The large-job wait causes' held GPUs by a sweep"). Summed in integer
+    units, a sum is exact and does not depend on its order; a GPU count that is not a finite
+    number counts as none. A wanted row whose team holds nothing has 0."""
     start, end = pl.col(START_AT), pl.col(END_AT)
-
-    def hour_ceil(col: pl.Expr) -> pl.Expr:
-        floor = col.dt.truncate("1h")
-        return pl.when(floor == col).then(floor).otherwise(floor + _HOUR)
-
-    units = _held_units(pl.col(GPUS).cast(pl.Float64)).fill_null(0)
     # only the attempts that end after a cluster's first wanted hour and start before its last
     # one ends take a step that counts (an incremental build wants a day's hours), chosen as
     # they are read; one that spans no hour start (within one hour, or ending before it
@@ -633,19 +624,26 @@ def _team_held(jobs: pl.LazyFrame, wanted: pl.DataFrame) -> pl.LazyFrame:
         .agg(pl.col(HOUR).min(), pl.col(HOUR).max().alias("_hi"))
         .iter_rows()
     ]
-    spans = jobs.filter(
-        start.is_not_null()
-        & pl.any_horizontal(pl.lit(value=False), *meets)
-        & (end.is_null() | (hour_ceil(end) > hour_ceil(start)))
-    )
-    held = spans.select(
-        CLUSTER, TEAM, hour_ceil(start).cast(UTC_DATETIME).alias("_at"), units.alias("_d")
-    )
-    freed = spans.filter(end.is_not_null()).select(
-        CLUSTER, TEAM, hour_ceil(end).cast(UTC_DATETIME).alias("_at"), (-units).alias("_d")
+    spans = (
+        jobs.filter(start.is_not_null() & pl.any_horizontal(pl.lit(value=False), *meets))
+        .select(
+            CLUSTER,
+            TEAM,
+            _held_units(pl.col(GPUS).cast(pl.Float64)).fill_null(0).alias("_d"),
+            hour_ceil(start).cast(UTC_DATETIME).alias("_on"),
+            hour_ceil(end).cast(UTC_DATETIME).alias("_off"),
+        )
+        .filter(pl.col("_off").is_null() | (pl.col("_off") > pl.col("_on")))
     )
     steps = (
-        pl.concat([held, freed])
+        pl.concat(
+            [
+                spans.select(CLUSTER, TEAM, pl.col("_on").alias("_at"), "_d"),
+                spans.filter(pl.col("_off").is_not_null()).select(
+                    CLUSTER, TEAM, pl.col("_off").alias("_at"), -pl.col("_d")
+                ),
+            ]
+        )
         .group_by(CLUSTER, TEAM, "_at")
         .agg(pl.col("_d").sum())
         .sort(CLUSTER, TEAM, "_at")
@@ -665,16 +663,7 @@ def _team_held(jobs: pl.LazyFrame, wanted: pl.DataFrame) -> pl.LazyFrame:
             strategy="backward",
             check_sortedness=False,
         )
-        .with_columns(pl.col("_held").fill_null(0))
-        .with_columns(
-            # the whole GPUs apart: polars divides by a constant as a product with its
-            # reciprocal, which would read 500 GPUs as 499.99999999999994
-            (
-                (pl.col("_held") // _HELD_UNITS).cast(pl.Float64)
-                + (pl.col("_held") % _HELD_UNITS) / _HELD_UNITS
-            ).alias("_team_gpus")
-        )
-        .select(CLUSTER, HOUR, TEAM, "_held", "_team_gpus")
+        .select(CLUSTER, HOUR, TEAM, pl.col("_held").fill_null(0))
     )
 
 

@@ -19,6 +19,7 @@ from typing import Final
 
 import polars as pl
 
+from metrics._helpers import hour_ceil
 from metrics.schema import ATTEMPT, CLUSTER, JOB_ID, START_AT, UTC_DATETIME
 
 __all__ = [
@@ -350,8 +351,7 @@ def _hours_covered(
 ) -> pl.LazyFrame:
     """``cluster, node, hour``: the hour starts h with ``start <= h < end`` of each interval
     (an open end runs to the cluster's ``horizon``)."""
-    first = pl.col(start).dt.truncate("1h")
-    first = pl.when(first == pl.col(start)).then(first).otherwise(first + _HOUR)
+    first = hour_ceil(pl.col(start))
     return (
         intervals.join(horizon, on=CLUSTER)
         .select(
