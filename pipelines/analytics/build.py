@@ -592,6 +592,12 @@ def _read_registry(path: Path) -> RegistryFrames:
 #: (:attr:`pipelines.core.RawFrames.slurm_parts`). A year of 10,000 GPUs holds about 2.4M rows,
 #: 10 parts; BENCHMARKS.md "The Slurm rows in parts" measures the peak memory this saves.
 SLURM_PART_ROWS = 250_000
+#: Ranges of :data:`SLURM_PART_ROWS` raw rows an incremental build reads from the stored
+#: resolution at once, at most (:class:`_SlurmParts`): about two million rows, which DuckDB
+#: sorts within the build's memory limit on the threads it allows (a year of 10,000 GPUs' 2.1M
+#: stored attempts: on 8 threads under 512 MB, not on 16; BENCHMARKS.md), whatever the
+#: history's length. Each read costs a pass over ``core.slurm_jobs``, so runs are not cut finer.
+STORED_RUN_RANGES = 8
 
 
 def _range_params(lo: str, hi: str, last: bool, split: bool = True) -> dict[str, object]:
@@ -621,8 +627,13 @@ class _SlurmParts:
     slurm_dirty_keys.sql``), a range holding none of them is neither read from the raw rows nor
     resolved again: what the core layer takes from its stored resolution in ``core.slurm_jobs``
     (``sql/analytics/stored_part_*.sql``, typed as the resolution types them by ``schema``)
-    comes as a :class:`pipelines.core.StoredPart`, one for each run of consecutive such
-    ranges, and ``core.slurm_jobs`` keeps its rows."""
+    comes as a :class:`pipelines.core.StoredPart`, one for each run of at most ``run_ranges``
+    consecutive such ranges (:data:`STORED_RUN_RANGES`), and ``core.slurm_jobs`` keeps its
+    rows.
+
+    Raises:
+        ValueError: ``run_ranges`` is not positive.
+    """
 
     def __init__(
         self,
@@ -631,7 +642,11 @@ class _SlurmParts:
         dirty: list[str] | None = None,
         schema: pl.Schema | None = None,
         split: bool = True,
+        run_ranges: int | None = None,
     ) -> None:
+        self.run_ranges = STORED_RUN_RANGES if run_ranges is None else run_ranges
+        if self.run_ranges < 1:
+            raise ValueError(f"run_ranges must be positive, got {self.run_ranges}")
         self.con, self.dirty, self.schema, self.split = con, dirty, schema, split
         self.ranges = [
             (lo, hi, i == len(cuts))
@@ -667,10 +682,14 @@ class _SlurmParts:
             if clean:
                 # Consecutive clean ranges are one stored part: one read of the stored rows
                 # per run, not per range (each read costs a pass over core.slurm_jobs'
-                # zone maps at least), in the same order as the ranges' parts would come.
-                lo, (_, hi, last) = run[0][0], run[-1]
-                self.current = (lo, hi, last)
-                yield self._stored_part(lo, hi, last)
+                # zone maps at least), in the same order as the ranges' parts would come. A
+                # run holds at most run_ranges ranges: the read is sorted, and DuckDB's sort
+                # needs more memory the more rows it sorts, so a run as long as the history
+                # would outgrow the build's memory limit as the history grows.
+                for at in range(0, len(run), self.run_ranges):
+                    lo, (_, hi, last) = run[at][0], run[at : at + self.run_ranges][-1]
+                    self.current = (lo, hi, last)
+                    yield self._stored_part(lo, hi, last)
                 continue
             for lo, hi, last in run:
                 self.current = (lo, hi, last)

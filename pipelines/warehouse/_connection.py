@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
@@ -153,7 +154,48 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-_MEMORY_RE = re.compile(r"^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$")
+_MEMORY_RE = re.compile(r"^(?P<n>\d+(\.\d+)?)\s*(?P<unit>B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$")
+#: Bytes per unit as DuckDB reads a size (``KB`` … ``TB`` decimal, ``KiB`` … ``TiB`` binary:
+#: ``512MB`` is reported back as 488.2 MiB).
+_UNIT_BYTES = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+               "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}  # fmt: skip
+#: The memory DuckDB needs per thread at least ("a minimum of 125 MB of memory per thread",
+#: DuckDB's performance guide, "Environment"). Under less, a sort's merge pins more blocks than
+#: the limit holds: a year of 10,000 GPUs' stored resolution, read sorted under 512 MB, failed
+#: with "failed to pin block" on 16 threads and passed on 8 (BENCHMARKS.md).
+DUCKDB_MEMORY_PER_THREAD = 125 * 10**6
+
+
+def size_bytes(limit: str) -> int:
+    """The bytes of a DuckDB size (``"512MB"`` → 512,000,000; ``"1GiB"`` → 1,073,741,824).
+
+    Raises:
+        ValueError: ``limit`` is not a size (digits and a unit: B, KB, MB, GB, TB, KiB … TiB).
+    """
+    m = _MEMORY_RE.match(limit)
+    if m is None:
+        raise ValueError(f"memory limit must be a size such as '1GB', got {limit!r}")
+    return int(float(m["n"]) * _UNIT_BYTES[m["unit"]])
+
+
+@functools.cache
+def default_threads() -> int:
+    """The threads DuckDB gives a new connection on this machine (its cores, as DuckDB counts
+    them)."""
+    with duckdb.connect() as con:
+        return int(_setting(con, "threads"))
+
+
+def threads_within(limit: str, threads: int) -> int:
+    """How many of ``threads`` DuckDB may use under the memory ``limit``: at most one per
+    :data:`DUCKDB_MEMORY_PER_THREAD`, and at least one (``"512MB"`` allows 4 of 16 threads).
+
+    Raises:
+        ValueError: ``limit`` is not a size, or ``threads`` is below 1.
+    """
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1, got {threads}")
+    return max(1, min(threads, size_bytes(limit) // DUCKDB_MEMORY_PER_THREAD))
 
 
 @contextmanager
@@ -163,6 +205,10 @@ def memory_limit(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[None]:
     spills its own operators to the temporary directory instead of growing: a build that reads
     and writes the whole warehouse would otherwise keep what it touched in DuckDB's buffer cache
     (2.3 GB of a year of 10,000 GPUs; BENCHMARKS.md).
+
+    DuckDB's threads are cut for the block to those the limit gives DuckDB's minimum memory
+    each (:func:`threads_within`: 4 under 512 MB), and restored after: under less per thread, a
+    sort of a few million wide rows fails to pin its blocks where it would have spilled.
 
     The connection's default limit is restored exactly; a limit its caller had set comes back
     as DuckDB reports it (rounded to 0.1 of its unit: ``3GB`` is reported, and so restored, as
@@ -174,7 +220,11 @@ def memory_limit(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[None]:
     if not _MEMORY_RE.match(limit):
         raise ValueError(f"memory limit must be a size such as '1GB', got {limit!r}")
     before = _memory_limit(con)
+    threads = _setting(con, "threads")
     con.execute(f"SET memory_limit = '{limit}'")
+    # DuckDB's own minimum per thread: a limit below it is met with fewer threads, not with
+    # out-of-memory errors on machines with more cores.
+    con.execute(f"SET threads = {threads_within(limit, int(threads))}")
     try:
         yield
     finally:
@@ -183,7 +233,12 @@ def memory_limit(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[None]:
         con.execute("RESET memory_limit")
         if _memory_limit(con) != before:
             con.execute(f"SET memory_limit = '{before}'")
+        con.execute(f"SET threads = {int(threads)}")
 
 
 def _memory_limit(con: duckdb.DuckDBPyConnection) -> str:
-    return str(con.sql("SELECT current_setting('memory_limit')").fetchall()[0][0])
+    return _setting(con, "memory_limit")
+
+
+def _setting(con: duckdb.DuckDBPyConnection, name: str) -> str:
+    return str(con.sql("SELECT current_setting($name)", params={"name": name}).fetchall()[0][0])

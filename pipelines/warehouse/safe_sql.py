@@ -23,6 +23,8 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from pipelines.warehouse._connection import default_threads, threads_within
+
 __all__ = [
     "DEFAULT_MEMORY_LIMIT",
     "DEFAULT_ROW_LIMIT",
@@ -107,7 +109,9 @@ def open_readonly(
     Args:
         path: the DuckDB file.
         memory_limit: DuckDB ``memory_limit`` (``2GB``); with it, no temporary directory, so a
-            query neither spills to disk nor reaches a spill folder beside the file.
+            query neither spills to disk nor reaches a spill folder beside the file, and no more
+            threads than the limit gives DuckDB's minimum memory each
+            (:func:`pipelines.warehouse._connection.threads_within`).
 
     Raises:
         FileNotFoundError: no such database file.
@@ -118,7 +122,11 @@ def open_readonly(
         raise FileNotFoundError(f"{p}: no such database (run `goodput materialize` first)")
     config: dict[str, str | bool | int | float | list[str]] = dict(_LOCKED)
     if memory_limit is not None:
-        config.update(memory_limit=memory_limit, temp_directory="")
+        config.update(
+            memory_limit=memory_limit,
+            temp_directory="",
+            threads=threads_within(memory_limit, default_threads()),
+        )
     try:
         con = duckdb.connect(str(p), read_only=True, config=config)
     except duckdb.IOException as exc:

@@ -204,6 +204,40 @@ def test_the_build_checkpoints_under_its_memory_limit(
         assert con.execute("SELECT count(*) FROM core.jobs").fetchall()[0][0] > 100
 
 
+def test_the_build_runs_duckdb_on_the_threads_its_memory_limit_allows(
+    fleet_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a connection of 16 threads the build's DuckDB work runs on 4 (its 512MB limit ÷
+    DuckDB's 125 MB minimum per thread, read inside the build's transaction), and the
+    connection has its 16 threads and its own memory limit (3 GB) back after."""
+    import pipelines.analytics.build as build_mod
+
+    seen: list[tuple[int, str]] = []
+    inner = build_mod._build
+
+    def spy(con: duckdb.DuckDBPyConnection, *args: object, **kwargs: object) -> object:
+        setting = "SELECT current_setting('threads'), current_setting('memory_limit')"
+        threads, limit = con.sql(setting).fetchall()[0]
+        seen.append((int(threads), str(limit)))
+        return inner(con, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(build_mod, "_build", spy)
+    cfg = load_config(write_config(tmp_path, days_dir=fleet_dir))
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        _load_day(con, cfg, _days(cfg)[0])
+        con.execute("SET threads = 16")
+        con.execute("SET memory_limit = '3GB'")
+        rebuild(con, cfg, full=True)
+        after = con.sql("SELECT current_setting('threads'), current_setting('memory_limit')")
+        threads, limit = after.fetchall()[0]
+        # the caller's 3 GB (reported 2.7 GiB) back within DuckDB's printed precision, 0.1 GiB
+        assert int(threads) == 16 and limit.endswith(" GiB")
+        assert abs(float(limit.split()[0]) - 2.7) < 0.1 + 1e-9
+        assert con.execute("SELECT count(*) FROM core.jobs").fetchall()[0][0] > 100
+    assert seen == [(4, "488.2 MiB")] and build_mod.BUILD_QUERY_MEMORY == "512MB"
+
+
 def test_a_wait_recorded_as_ending_before_its_start_counts_in_every_unit_it_spans() -> None:
     """One 8-GPU attempt eligible 2026-02-28 23:00, started 2026-03-01 02:00, its end recorded
     at 02-28 23:30 (before its start); 16 GPUs of capacity from 02-28 22:00 to 03-01 03:00. Its

@@ -402,7 +402,8 @@ def test_stored_parts_come_one_per_run_of_unchanged_ranges_with_the_range_rows(
     """Built once (the lab export sorts before ``slurm-a``), the stored resolution is read
     through :class:`_SlurmParts` with cuts at every 7th identity and two changed keys: the
     ranges holding neither come as one :class:`StoredPart` per run of consecutive such
-    ranges (here 3 runs around the 2 changed ranges), and each stored part's attempts,
+    ranges (here 3 runs around the 2 changed ranges, the runs' length not capped), and each
+    stored part's attempts,
     never-started allocations and per-cluster latest times are exactly those of
     ``core.slurm_jobs`` in its range of ``(cluster, job_key)``, computed here by polars on the
     whole table: ranges within one cluster, across the two clusters, the first and the last."""
@@ -416,7 +417,7 @@ def test_stored_parts_come_one_per_run_of_unchanged_ranges_with_the_range_rows(
         keys = sorted({f"{c}\0{k}" for c, k in jobs.select("cluster", "job_key").iter_rows()})
         cuts = keys[7::7]
         dirty = [keys[len(keys) // 3], keys[2 * len(keys) // 3]]
-        parts = _SlurmParts(con, cuts, dirty, schema)
+        parts = _SlurmParts(con, cuts, dirty, schema, run_ranges=len(cuts) + 1)
         got = list(parts())
         stored = [p for p in got if isinstance(p, StoredPart)]
     assert len(cuts) > 10 and {"lab", "slurm-a"} <= set(jobs["cluster"])
@@ -441,6 +442,56 @@ def test_stored_parts_come_one_per_run_of_unchanged_ranges_with_the_range_rows(
         assert sorted(part.pending["job_id"].to_list()) == sorted(pending["job_id"].to_list())
         latest = jobs.filter(in_range).group_by("cluster").agg(pl.col("end_at").max())
         assert part.cuts.select("cluster", "end_at").equals(latest.sort("cluster"))
+
+
+def test_stored_runs_are_read_a_few_ranges_at_a_time_with_the_same_rows_in_the_same_order(
+    loaded: tuple[Config, Path], tmp_path: Path
+) -> None:
+    """The stored resolution of a run of unchanged ranges is read at most ``run_ranges``
+    ranges at a time (DuckDB sorts each read: one read of a run as long as the history needs
+    memory that grows with it). With cuts at every 5th identity and one changed key, the runs
+    of 2 ranges at most come as ⌈run length ÷ 2⌉ stored parts per run, each part's range
+    within its run, and together they hold the same attempts, never-started allocations and
+    latest times, in the same order, as the runs read whole. The default cap is
+    :data:`STORED_RUN_RANGES`."""
+    from pipelines.analytics.build import STORED_RUN_RANGES, _SlurmParts
+    from pipelines.core import StoredPart
+    from pipelines.core.build import resolved_slurm_schema
+
+    with _built_in_parts(loaded, tmp_path) as con:
+        jobs = con.sql("SELECT cluster, job_key FROM core.slurm_jobs").pl()
+        schema = resolved_slurm_schema(read_table(con, "raw.slurm_rows").clear())
+        keys = sorted({f"{c}\0{k}" for c, k in jobs.iter_rows()})
+        cuts = keys[5::5]
+        dirty = [keys[len(keys) // 2]]
+        whole_reader = _SlurmParts(con, cuts, dirty, schema, run_ranges=len(cuts) + 1)
+        whole = [p for p in whole_reader() if isinstance(p, StoredPart)]
+        capped = _SlurmParts(con, cuts, dirty, schema, run_ranges=2)
+        got, spans = [], []
+        for part in capped():
+            if isinstance(part, StoredPart):
+                got.append(part)
+                spans.append(capped.current)
+        assert _SlurmParts(con, cuts, dirty, schema).run_ranges == STORED_RUN_RANGES
+    ranges = list(itertools.pairwise(["", *cuts, None]))
+    clean = [not any(lo <= d and (hi is None or d < hi) for d in dirty) for lo, hi in ranges]
+    runs = [len(list(g)) for c, g in itertools.groupby(clean) if c]
+    assert len(cuts) > 10 and len(runs) == len(whole) == 2 and max(runs) > 2
+    assert len(got) == sum(-(-n // 2) for n in runs)
+    starts = {lo: i for i, (lo, _) in enumerate(ranges)}
+    for lo, hi, last in spans:  # each read spans at most 2 of the ranges
+        end = len(ranges) if last else starts[hi]
+        assert 1 <= end - starts[lo] <= 2
+    for field in ("attempts", "pending", "cuts"):
+        if field == "cuts":  # latest times per cluster: the whole run's are the parts' maxima
+            parts = [pl.concat([getattr(p, field) for p in got]).group_by("cluster").max()]
+            want = [pl.concat([getattr(p, field) for p in whole]).group_by("cluster").max()]
+            assert parts[0].sort("cluster").equals(want[0].sort("cluster"))
+            continue
+        assert pl.concat([getattr(p, field) for p in got]).equals(
+            pl.concat([getattr(p, field) for p in whole])
+        )
+    assert sum(p.attempts.height for p in got) > 50
 
 
 def test_parts_of_more_keys_than_the_sample_hold_whole_identities_and_about_equal_rows(

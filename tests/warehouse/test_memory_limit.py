@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import duckdb
 import pytest
 
@@ -39,3 +41,53 @@ def test_a_limit_that_is_not_a_size_is_refused(bad: str) -> None:
     con = duckdb.connect()
     with pytest.raises(ValueError, match="memory limit"), memory_limit(con, bad):
         pass
+
+
+def _threads(con: duckdb.DuckDBPyConnection) -> int:
+    return int(con.sql("SELECT current_setting('threads')").fetchall()[0][0])
+
+
+@pytest.mark.parametrize(
+    ("limit", "threads", "want"),
+    [("512MB", 16, 4), ("512MB", 2, 2), ("1GB", 16, 8), ("2GiB", 32, 17), ("64MB", 8, 1),
+     ("125MB", 3, 1), ("250MB", 3, 2)],
+)  # fmt: skip
+def test_threads_within_a_limit_give_each_duckdbs_minimum(
+    limit: str, threads: int, want: int
+) -> None:
+    """At most one thread per 125 MB (10⁶ bytes to the MB, 2³⁰ to the GiB: 2 GiB is
+    2,147,483,648 bytes, 17 times 125,000,000), never more than asked, never fewer than 1."""
+    from pipelines.warehouse._connection import threads_within
+
+    assert threads_within(limit, threads) == want
+
+
+def test_the_block_runs_on_the_threads_its_limit_allows_and_gives_them_back() -> None:
+    """16 threads under 512MB become 4 in the block (DuckDB's 125 MB each) and 16 again after,
+    also when the block raises; a nested block under a larger limit does not raise them."""
+    con = duckdb.connect()
+    con.execute("SET threads = 16")
+    with memory_limit(con, "512MB"):
+        assert _threads(con) == 4
+        with memory_limit(con, "4GB"):
+            assert _threads(con) == 4
+        assert _threads(con) == 4
+    assert _threads(con) == 16
+    with pytest.raises(RuntimeError), memory_limit(con, "250MB"):
+        assert _threads(con) == 2
+        raise RuntimeError("inside")
+    assert _threads(con) == 16
+
+
+def test_ad_hoc_sql_under_a_small_limit_runs_on_fewer_threads(tmp_path: Path) -> None:
+    """The read-only connection of ad hoc SQL under 200MB runs on 1 thread (DuckDB's 125 MB
+    each); without a limit, on DuckDB's default."""
+    from pipelines.warehouse._connection import default_threads
+    from pipelines.warehouse.safe_sql import open_readonly
+
+    path = tmp_path / "s.duckdb"
+    duckdb.connect(str(path)).close()
+    with open_readonly(path, memory_limit="200MB") as con:
+        assert _threads(con) == 1
+    with open_readonly(path) as con:
+        assert _threads(con) == default_threads()
