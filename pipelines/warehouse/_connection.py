@@ -220,12 +220,14 @@ def memory_limit(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[None]:
     if not _MEMORY_RE.match(limit):
         raise ValueError(f"memory limit must be a size such as '1GB', got {limit!r}")
     before = _memory_limit(con)
-    threads = _setting(con, "threads")
-    con.execute(f"SET memory_limit = '{limit}'")
+    threads = int(_setting(con, "threads"))
     # DuckDB's own minimum per thread: a limit below it is met with fewer threads, not with
-    # out-of-memory errors on machines with more cores.
-    con.execute(f"SET threads = {threads_within(limit, int(threads))}")
+    # out-of-memory errors on machines with more cores (never below the connection's external
+    # threads, which DuckDB refuses).
+    fewer = max(threads_within(limit, threads), int(_setting(con, "external_threads")))
     try:
+        con.execute(f"SET memory_limit = '{limit}'")
+        con.execute(f"SET threads = {fewer}")
         yield
     finally:
         # DuckDB reports the limit rounded to 0.1 of its unit: the default comes back exactly
@@ -233,7 +235,7 @@ def memory_limit(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[None]:
         con.execute("RESET memory_limit")
         if _memory_limit(con) != before:
             con.execute(f"SET memory_limit = '{before}'")
-        con.execute(f"SET threads = {int(threads)}")
+        con.execute(f"SET threads = {threads}")
 
 
 def _memory_limit(con: duckdb.DuckDBPyConnection) -> str:

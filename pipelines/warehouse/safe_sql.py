@@ -13,6 +13,7 @@ connection's locks (read-only, no external access, settings locked) stay underne
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Iterator
@@ -111,7 +112,8 @@ def open_readonly(
         memory_limit: DuckDB ``memory_limit`` (``2GB``); with it, no temporary directory, so a
             query neither spills to disk nor reaches a spill folder beside the file, and no more
             threads than the limit gives DuckDB's minimum memory each
-            (:func:`pipelines.warehouse._connection.threads_within`).
+            (:func:`pipelines.warehouse._connection.threads_within`; a size spelt otherwise
+            than it reads, such as ``1G`` or ``50%``, leaves DuckDB's threads as they are).
 
     Raises:
         FileNotFoundError: no such database file.
@@ -122,11 +124,10 @@ def open_readonly(
         raise FileNotFoundError(f"{p}: no such database (run `goodput materialize` first)")
     config: dict[str, str | bool | int | float | list[str]] = dict(_LOCKED)
     if memory_limit is not None:
-        config.update(
-            memory_limit=memory_limit,
-            temp_directory="",
-            threads=threads_within(memory_limit, default_threads()),
-        )
+        config.update(memory_limit=memory_limit, temp_directory="")
+        # a size DuckDB reads but threads_within does not ("1G", "50%") keeps DuckDB's threads
+        with contextlib.suppress(ValueError):
+            config["threads"] = threads_within(memory_limit, default_threads())
     try:
         con = duckdb.connect(str(p), read_only=True, config=config)
     except duckdb.IOException as exc:

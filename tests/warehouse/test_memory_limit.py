@@ -91,3 +91,30 @@ def test_ad_hoc_sql_under_a_small_limit_runs_on_fewer_threads(tmp_path: Path) ->
         assert _threads(con) == 1
     with open_readonly(path) as con:
         assert _threads(con) == default_threads()
+
+
+def test_a_limit_under_the_external_threads_keeps_them_and_everything_comes_back() -> None:
+    """A connection with 4 external threads (DuckDB refuses fewer threads than those) and 8
+    threads: under 256MB (2 threads by the rule) the block runs on 4, and after it the default
+    limit and the 8 threads are back."""
+    con = duckdb.connect(config={"external_threads": 4, "threads": 8})
+    default = _limit(con)
+    with memory_limit(con, "256MB"):
+        assert _threads(con) == 4 and _limit(con) == "244.1 MiB"
+    assert _threads(con) == 8 and _limit(con) == default
+
+
+@pytest.mark.parametrize("spelt", ["64mb", "1G", "50%"])
+def test_ad_hoc_sql_takes_a_limit_duckdb_reads_in_its_own_spelling(
+    tmp_path: Path, spelt: str
+) -> None:
+    """Sizes DuckDB reads but the thread rule does not parse still open a connection, on
+    DuckDB's threads."""
+    from pipelines.warehouse._connection import default_threads
+    from pipelines.warehouse.safe_sql import open_readonly
+
+    path = tmp_path / "s.duckdb"
+    duckdb.connect(str(path)).close()
+    with open_readonly(path, memory_limit=spelt) as con:
+        assert _threads(con) == default_threads()
+        assert con.sql("SELECT 41 + 1").fetchall() == [(42,)]
