@@ -225,8 +225,8 @@ def memory_limit(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[None]:
     # out-of-memory errors on machines with more cores (never below the connection's external
     # threads, which DuckDB refuses).
     fewer = max(threads_within(limit, threads), int(_setting(con, "external_threads")))
+    con.execute(f"SET memory_limit = '{limit}'")  # on failure nothing is changed yet
     try:
-        con.execute(f"SET memory_limit = '{limit}'")
         con.execute(f"SET threads = {fewer}")
         yield
     finally:
