@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -229,13 +230,24 @@ def memory_limit(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[None]:
     try:
         con.execute(f"SET threads = {fewer}")
         yield
-    finally:
-        # DuckDB reports the limit rounded to 0.1 of its unit: the default comes back exactly
-        # (RESET), a limit the caller had set comes back as DuckDB printed it.
-        con.execute("RESET memory_limit")
-        if _memory_limit(con) != before:
-            con.execute(f"SET memory_limit = '{before}'")
-        con.execute(f"SET threads = {threads}")
+    except BaseException:
+        # The block's own error comes out. In a transaction it aborted, DuckDB refuses the
+        # settings too ("Current transaction is aborted"), which must not hide it: they are
+        # then left to the caller, whose rollback and own block (the build's) restore them.
+        with contextlib.suppress(duckdb.Error):
+            _restore(con, before, threads)
+        raise
+    _restore(con, before, threads)
+
+
+def _restore(con: duckdb.DuckDBPyConnection, limit: str, threads: int) -> None:
+    """The memory limit and threads :func:`memory_limit` found, back. DuckDB reports a limit
+    rounded to 0.1 of its unit: the default comes back exactly (RESET), a limit the caller had
+    set comes back as DuckDB printed it."""
+    con.execute("RESET memory_limit")
+    if _memory_limit(con) != limit:
+        con.execute(f"SET memory_limit = '{limit}'")
+    con.execute(f"SET threads = {threads}")
 
 
 def _memory_limit(con: duckdb.DuckDBPyConnection) -> str:

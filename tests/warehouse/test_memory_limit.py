@@ -118,3 +118,21 @@ def test_ad_hoc_sql_takes_a_limit_duckdb_reads_in_its_own_spelling(
     with open_readonly(path, memory_limit=spelt) as con:
         assert _threads(con) == default_threads()
         assert con.sql("SELECT 41 + 1").fetchall() == [(42,)]
+
+
+def test_an_error_in_a_block_inside_a_transaction_comes_out_as_itself() -> None:
+    """A statement that fails inside a nested block (1GB within the build's 512MB, in a
+    transaction) aborts the transaction, and DuckDB then refuses the inner block's restore: the
+    error raised is the statement's own conversion error, not "transaction is aborted"; after
+    the rollback the outer block gives the connection its 8 threads and default limit back."""
+    con = duckdb.connect()
+    con.execute("SET threads = 8")
+    default = _limit(con)
+    with pytest.raises(duckdb.ConversionException), memory_limit(con, "512MB"):
+        con.execute("BEGIN TRANSACTION")
+        try:
+            with memory_limit(con, "1GB"):
+                con.execute("SELECT CAST('x' AS INTEGER)")
+        finally:
+            con.execute("ROLLBACK")
+    assert _threads(con) == 8 and _limit(con) == default
