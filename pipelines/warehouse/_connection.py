@@ -218,13 +218,12 @@ def memory_limit(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[None]:
     Raises:
         ValueError: ``limit`` is not a size (digits and a unit: B, KB, MB, GB, TB, KiB … TiB).
     """
-    if not _MEMORY_RE.match(limit):
-        raise ValueError(f"memory limit must be a size such as '1GB', got {limit!r}")
     before = _memory_limit(con)
     threads = int(_setting(con, "threads"))
     # DuckDB's own minimum per thread: a limit below it is met with fewer threads, not with
     # out-of-memory errors on machines with more cores (never below the connection's external
-    # threads, which DuckDB refuses).
+    # threads, which DuckDB refuses). A limit that is not a size is refused here, before any
+    # setting changes.
     fewer = max(threads_within(limit, threads), int(_setting(con, "external_threads")))
     con.execute(f"SET memory_limit = '{limit}'")  # on failure nothing is changed yet
     try:
