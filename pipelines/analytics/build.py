@@ -97,6 +97,7 @@ from pipelines.warehouse import (
     drop_table,
     memory_limit,
     read_table,
+    release_memory,
     replace_job_rows,
     replace_table,
     replace_table_from,
@@ -440,6 +441,7 @@ def _build(
     inventory, inventory_rejected = _known_inventory(cfg, raw, con)
     core = build_core(raw, registry, inventory, BuildUnit.everything(), slurm_sink=parts)
     del raw
+    release_memory(con)
     # The data-quality findings are the last use of the Slurm attempts: computed here, the
     # attempts are freed before the metric engine (the rebuild's peak memory).
     sok = slurm_on_k8s_tables(con, cfg, core)
@@ -471,7 +473,7 @@ def _build(
     if not plan.full and plan.days:
         days = with_hourly_rule_days(con, plan.days, occ, sok.slurmd_maps)
         plan = _pair_days(replace(plan, days=days), sok.slurmd_maps)
-    write = _TableWriter(con, plan)
+    write = _TableWriter(con, plan, units[1])
     write.staged("core.slurm_jobs", parts)
     # the rejected inventory rows, behind the rejected_rows view beside the ingests' rejects
     write(INVENTORY_REJECTED, inventory_rejected)
@@ -513,6 +515,7 @@ class _PartWriter:
             append_rows(self.con, self.table, frame)
         self.parts += 1
         self.rows += frame.height
+        release_memory(self.con)  # the written blocks are not kept cached while polars goes on
 
 
 #: The columns that name a job in the per-attempt tables.
@@ -689,16 +692,22 @@ class _SlurmParts:
                 for at in range(0, len(run), self.run_ranges):
                     lo, (_, hi, last) = run[at][0], run[at : at + self.run_ranges][-1]
                     self.current = (lo, hi, last)
-                    yield self._stored_part(lo, hi, last)
+                    part = self._stored_part(lo, hi, last)
+                    release_memory(self.con)
+                    yield part
                 continue
             for lo, hi, last in run:
                 self.current = (lo, hi, last)
                 if len(self.ranges) == 1:
-                    yield read_table(self.con, "raw.slurm_rows")
+                    rows = read_table(self.con, "raw.slurm_rows")
                 else:
-                    yield run_named(
+                    rows = run_named(
                         self.con, "analytics/slurm_rows_part", {"lo": lo, "hi": hi, "last": last}
                     )
+                # DuckDB's cache of the blocks just read (and of the last part's writes) is
+                # given back while polars resolves this part (release_memory)
+                release_memory(self.con)
+                yield rows
 
 
 def _slurm_parts(
@@ -884,6 +893,7 @@ def _tables(
     )  # fmt: skip
     if summary is not None:
         write.staged("analytics.job_gpu_summary", summary)
+    release_memory(con)
     waterfall = windows.tables.pop("analytics.gpu_waterfall_hourly")
     for table in list(windows.tables):  # the policy impact reads only the waterfall
         write(table, windows.tables.pop(table))
@@ -914,6 +924,7 @@ def _tables(
         write.staged("analytics.time_to_start_jobs", spells)
     else:
         write("analytics.time_to_start_jobs", engine.pop("analytics.time_to_start_jobs"))
+    release_memory(con)
     km = engine.pop("analytics.time_to_start_km")
     fair_hourly = engine.pop("fair_share_hourly")
     tts = _tts_summary(km) if km.width else naive_wait_percentiles(jobs.lazy()).collect()
@@ -936,6 +947,7 @@ def _tables(
     else:
         keys = _placement_keys(core.jobs, plan, core.kueue_nodes, core.kueue_requests)
         write.jobs("analytics.job_placement", pl.concat(_placement(core, rows, keys)), keys)
+    release_memory(con)
     # Every week's NVLink co-location, from the placements just written (the serving copy cuts
     # job_placement to its recent rows and keeps this whole).
     write(NVLINK_WEEKLY, run_named(con, "analytics/nvlink_colocation_weekly"))
@@ -946,6 +958,7 @@ def _tables(
     ledger = policy_change_tables(con)
     causes = None if plan.full else _large_waits_on_days(core, plan, cfg.large_job_gpus)
     domains = _domain_tables(con, cfg, core, occ, every, days, causes)
+    release_memory(con)
     if causes is not None:  # the wait causes of those jobs only: their rows are rewritten
         write.job_rows(
             "analytics.large_job_wait_causes", domains.pop("analytics.large_job_wait_causes"),
@@ -1225,12 +1238,15 @@ class _TableWriter:
     is replaced whole), except the time-keyed :data:`WINDOW_TABLES` and
     :data:`~pipelines.analytics.incremental.INCREMENTAL_TABLES` (computed for the plan's days
     only), which it keeps until :meth:`finish` writes the plan's cluster-days of them
-    (:func:`pipelines.analytics.incremental.write_window_tables`). ``counts`` holds the row
-    count of each table written, ``log`` the build-log rows.
+    (:func:`pipelines.analytics.incremental.write_window_tables`). A table replaced whole is
+    written ``rows`` rows at a time (:meth:`_replace`). ``counts`` holds the row count of each
+    table written, ``log`` the build-log rows.
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, plan: BuildPlan) -> None:
-        self.con, self.plan = con, plan
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, plan: BuildPlan, rows: int = ROW_CHUNK
+    ) -> None:
+        self.con, self.plan, self.rows = con, plan, rows
         self.log: list[tuple[str, str, int | None, int]] = []
         self.counts: dict[str, int] = {}
         self.windows: dict[str, pl.DataFrame] = {}
@@ -1246,8 +1262,21 @@ class _TableWriter:
             table, frame.height,
             (lambda: diff_replace(self.con, table, frame)) if found is None
             else (lambda: apply_row_diff(self.con, frame, found)),
-            lambda: replace_table(self.con, table, frame),
+            lambda: self._replace(table, frame),
         )  # fmt: skip
+        release_memory(self.con)
+
+    def _replace(self, table: str, frame: pl.DataFrame) -> None:
+        """Replace ``table`` with ``frame``, ``rows`` rows at a time (:data:`ROW_CHUNK`),
+        DuckDB's cache given back after each (:class:`_PartWriter`): DuckDB's copy of the
+        year's attempts (``core.jobs``) written whole took 350 MB above the build's floor
+        (BENCHMARKS.md, "The build gives DuckDB's cache back")."""
+        if frame.height <= self.rows:
+            replace_table(self.con, table, frame)
+            return
+        parts = _PartWriter(self.con, table)
+        for part in frame.iter_slices(self.rows):
+            parts(part)
 
     def jobs(self, table: str, frame: pl.DataFrame, keys: pl.DataFrame) -> None:
         """Write an incremental build's rows of the jobs ``keys`` (``cluster, job_id``) of a

@@ -32,7 +32,7 @@ from pipelines.analytics.metrics_build import (
     job_gpu_summary_ranges,
 )
 from pipelines.core import with_as_of
-from pipelines.warehouse import run_named, table_exists
+from pipelines.warehouse import release_memory, run_named, table_exists
 
 __all__ = [
     "WINDOW_TABLES",
@@ -335,7 +335,13 @@ def _in_window(activity: pl.DataFrame) -> _Activity:
 def _hourly_in_window(con: duckdb.DuckDBPyConnection, starts: pl.DataFrame, c: str) -> _Activity:
     """Cluster ``c``'s hourly-aggregate activity in a window, read from ``con`` when asked
     (:func:`~pipelines.analytics.dcgm_hourly_metrics.hourly_activity`)."""
-    return lambda lo, hi: hourly_activity(con, starts, cluster=c, window=(lo, hi)).lazy()
+
+    def read(lo: dt.datetime, hi: dt.datetime) -> pl.LazyFrame:
+        frame = hourly_activity(con, starts, cluster=c, window=(lo, hi))
+        release_memory(con)  # the blocks just read, not kept while polars computes the unit
+        return frame.lazy()
+
+    return read
 
 
 def _waterfall(

@@ -23,6 +23,7 @@ from pipelines.warehouse._connection import (
     memory_limit,
     pid_alive,
     reader_cursor,
+    release_memory,
 )
 from pipelines.warehouse._loading import (
     LARGE_FILE_BYTES,
@@ -111,6 +112,7 @@ __all__ = [
     "reader_cursor",
     "record_rejected",
     "refresh_as_of",
+    "release_memory",
     "remove_stale_copies",
     "replace_days",
     "replace_job_rows",

@@ -226,6 +226,8 @@ def memory_limit(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[None]:
     # setting changes.
     fewer = max(threads_within(limit, threads), int(_setting(con, "external_threads")))
     con.execute(f"SET memory_limit = '{limit}'")  # on failure nothing is changed yet
+    in_force = _LIMITS_IN_FORCE.setdefault(_database_path(con), [])
+    in_force.append(limit)
     try:
         con.execute(f"SET threads = {fewer}")
         yield
@@ -236,7 +238,71 @@ def memory_limit(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[None]:
         with contextlib.suppress(duckdb.Error):
             _restore(con, before, threads)
         raise
+    finally:
+        in_force.pop()
     _restore(con, before, threads)
+
+
+#: The limit :func:`release_memory` sets for an instant: DuckDB evicts its cached blocks until
+#: it holds less than this.
+RELEASE_TO = "16MB"
+#: The limits :func:`memory_limit` blocks have set, innermost last, by database file: DuckDB
+#: reports a limit rounded (``512MB`` as 488.2 MiB), so :func:`release_memory` restores the one
+#: in force from here, not as read back.
+_LIMITS_IN_FORCE: dict[str | None, list[str]] = {}
+
+
+def _database_path(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The file of ``con``'s current database (None: in memory)."""
+    rows = con.sql(
+        "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+    ).fetchall()
+    return str(rows[0][0]) if rows and rows[0][0] is not None else None
+
+
+def release_memory(con: duckdb.DuckDBPyConnection) -> bool:
+    """Give back the memory DuckDB holds for blocks it is done with: its memory limit is set to
+    :data:`RELEASE_TO` for an instant, and back.
+
+    DuckDB keeps the blocks it has written or read cached up to its memory limit, and a lower
+    limit evicts the unpinned ones (what a transaction wrote, to the file or the spill folder
+    first). In the build, up to 450 MB of the year of 10,000 GPUs' resident memory was DuckDB's
+    cache of blocks it had written or handed to polars, held while polars computed, and the
+    RSS fell by 0.5 GB when it was evicted (BENCHMARKS.md, "The build gives DuckDB's cache
+    back").
+
+    The settings are changed on a cursor of ``con``: a connection of its own to the same
+    database, outside ``con``'s transaction. The memory limit is the database's, so the
+    cursor's change is ``con``'s too, but a refusal does not abort ``con``'s transaction, as a
+    failed statement inside it would. DuckDB refuses when running statements pin more than the
+    instant's limit; nothing is changed then. An in-memory database is left alone (its tables
+    would be evicted to a spill folder in the working directory). Inside a
+    :func:`memory_limit` block the block's limit comes back exactly; outside one the default
+    comes back exactly, and a limit the caller set as DuckDB reports it (to 0.1 of its unit).
+
+    Returns:
+        Whether the cache was given back (False: an in-memory database, or DuckDB refused).
+
+    Raises:
+        duckdb.Error: the limit could not be read or restored.
+    """
+    cur = con.cursor()
+    try:
+        path = _database_path(cur)
+        if path is None:
+            return False
+        in_force = _LIMITS_IN_FORCE.get(path)
+        limit = in_force[-1] if in_force else _memory_limit(cur)
+        try:
+            cur.execute(f"SET memory_limit = '{RELEASE_TO}'")
+        except duckdb.OutOfMemoryException:
+            return False
+        cur.execute("RESET memory_limit")
+        if in_force or _memory_limit(cur) != limit:
+            cur.execute(f"SET memory_limit = '{limit}'")
+        return True
+    finally:
+        cur.close()
 
 
 def _restore(con: duckdb.DuckDBPyConnection, limit: str, threads: int) -> None:
