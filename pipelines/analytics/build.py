@@ -371,7 +371,8 @@ def rebuild(
             a time (:func:`_read_raw`), never all at once.
         chunk: the unit of hours the hour-keyed topology tables are computed in, a polars
             duration (:data:`pipelines.analytics.chunks.BUILD_CHUNK`: one cluster-month).
-        chunk_rows: attempts per unit of the per-attempt placement table.
+        chunk_rows: attempts per unit of the per-attempt tables (placement, wait spells, GPU
+            summary), and the rows written at a time of a table replaced whole.
 
     Returns:
         Row counts of the tables written, by table name.
@@ -572,6 +573,7 @@ class _RangeDiffWriter(_PartWriter):
                     self.changed.append(done[2].cast(pl.String()))
                 self.parts += 1
                 self.rows += frame.height
+                release_memory(self.con)
                 return
             if self.parts or (self.ranges is not None and self.ranges.stored):
                 raise RuntimeError(

@@ -211,9 +211,9 @@ def memory_limit(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[None]:
     each (:func:`threads_within`: 4 under 512 MB), and restored after: under less per thread, a
     sort of a few million wide rows fails to pin its blocks where it would have spilled.
 
-    The connection's default limit is restored exactly; a limit its caller had set comes back
-    as DuckDB reports it (rounded to 0.1 of its unit: ``3GB`` is reported, and so restored, as
-    2.7 GiB).
+    The connection's default limit is restored exactly, and so is an enclosing block's; a limit
+    its caller had set otherwise comes back as DuckDB reports it (rounded down to 0.1 of its
+    unit: ``3GB`` is reported, and so restored, as 2.7 GiB).
 
     Raises:
         ValueError: ``limit`` is not a size (digits and a unit: B, KB, MB, GB, TB, KiB … TiB).
@@ -225,9 +225,13 @@ def memory_limit(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[None]:
     # threads, which DuckDB refuses). A limit that is not a size is refused here, before any
     # setting changes.
     fewer = max(threads_within(limit, threads), int(_setting(con, "external_threads")))
+    in_force = _LIMITS_IN_FORCE.setdefault(_instance(con), [])
+    # an enclosing block's limit comes back as it was set, not as DuckDB reads it back
+    if in_force:
+        before = in_force[-1][1]
     con.execute(f"SET memory_limit = '{limit}'")  # on failure nothing is changed yet
-    in_force = _LIMITS_IN_FORCE.setdefault(_database_path(con), [])
-    in_force.append(limit)
+    entry = (object(), limit)
+    in_force.append(entry)
     try:
         con.execute(f"SET threads = {fewer}")
         yield
@@ -239,67 +243,74 @@ def memory_limit(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[None]:
             _restore(con, before, threads)
         raise
     finally:
-        in_force.pop()
+        in_force.remove(entry)  # this block's own entry, whatever order blocks end in
     _restore(con, before, threads)
 
 
 #: The limit :func:`release_memory` sets for an instant: DuckDB evicts its cached blocks until
 #: it holds less than this.
 RELEASE_TO = "16MB"
-#: The limits :func:`memory_limit` blocks have set, innermost last, by database file: DuckDB
-#: reports a limit rounded (``512MB`` as 488.2 MiB), so :func:`release_memory` restores the one
-#: in force from here, not as read back.
-_LIMITS_IN_FORCE: dict[str | None, list[str]] = {}
+#: The limits :func:`memory_limit` blocks have set, innermost last, by database instance
+#: (:func:`_instance`): DuckDB reports a limit rounded down (``512MB`` as 488.2 MiB), so
+#: :func:`release_memory` restores the one in force from here, never as read back.
+_LIMITS_IN_FORCE: dict[str | None, list[tuple[object, str]]] = {}
 
 
-def _database_path(con: duckdb.DuckDBPyConnection) -> str | None:
-    """The file of ``con``'s current database (None: in memory)."""
-    rows = con.sql(
-        "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
-    ).fetchall()
+def _instance(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The file of the database ``con``'s DuckDB instance opened (a new cursor's current
+    database, whatever ``con`` has ``USE``d since; None: in memory), naming the instance whose
+    memory limit ``con`` sets. DuckDB's Python client opens one instance per file in a process."""
+    cur = con.cursor()
+    try:
+        rows = cur.sql(
+            "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+        ).fetchall()
+    finally:
+        cur.close()
     return str(rows[0][0]) if rows and rows[0][0] is not None else None
 
 
 def release_memory(con: duckdb.DuckDBPyConnection) -> bool:
-    """Give back the memory DuckDB holds for blocks it is done with: its memory limit is set to
-    :data:`RELEASE_TO` for an instant, and back.
+    """Give back the memory DuckDB holds for blocks it is done with, inside a
+    :func:`memory_limit` block: the limit is set to :data:`RELEASE_TO` for an instant, then to
+    the block's again.
 
     DuckDB keeps the blocks it has written or read cached up to its memory limit, and a lower
     limit evicts the unpinned ones (what a transaction wrote, to the file or the spill folder
-    first). In the build, up to 450 MB of the year of 10,000 GPUs' resident memory was DuckDB's
-    cache of blocks it had written or handed to polars, held while polars computed, and the
-    RSS fell by 0.5 GB when it was evicted (BENCHMARKS.md, "The build gives DuckDB's cache
-    back").
+    first). In the build of a year of 10,000 GPUs, DuckDB held 300–450 MB of such blocks while
+    polars computed, and the process's resident memory fell by about 0.5 GB when they were
+    evicted after the core layer (BENCHMARKS.md, "The build gives DuckDB's cache back").
 
     The settings are changed on a cursor of ``con``: a connection of its own to the same
     database, outside ``con``'s transaction. The memory limit is the database's, so the
     cursor's change is ``con``'s too, but a refusal does not abort ``con``'s transaction, as a
     failed statement inside it would. DuckDB refuses when running statements pin more than the
-    instant's limit; nothing is changed then. An in-memory database is left alone (its tables
-    would be evicted to a spill folder in the working directory). Inside a
-    :func:`memory_limit` block the block's limit comes back exactly; outside one the default
-    comes back exactly, and a limit the caller set as DuckDB reports it (to 0.1 of its unit).
+    instant's limit, and then keeps the limit it had. Nothing is done outside a
+    :func:`memory_limit` block (a limit set otherwise is read back rounded down, and could not
+    be restored exactly), nor on an in-memory database (its tables would be evicted to a spill
+    folder in the working directory).
 
     Returns:
-        Whether the cache was given back (False: an in-memory database, or DuckDB refused).
+        Whether the cache was given back (False: outside a block, an in-memory database, or
+        DuckDB refused the instant's limit).
 
     Raises:
-        duckdb.Error: the limit could not be read or restored.
+        duckdb.Error: the block's limit could not be set again.
     """
+    key = _instance(con)
+    in_force = _LIMITS_IN_FORCE.get(key)
+    if key is None or not in_force:
+        return False
+    limit = in_force[-1][1]
     cur = con.cursor()
     try:
-        path = _database_path(cur)
-        if path is None:
-            return False
-        in_force = _LIMITS_IN_FORCE.get(path)
-        limit = in_force[-1] if in_force else _memory_limit(cur)
         try:
             cur.execute(f"SET memory_limit = '{RELEASE_TO}'")
-        except duckdb.OutOfMemoryException:
-            return False
-        cur.execute("RESET memory_limit")
-        if in_force or _memory_limit(cur) != limit:
+        except duckdb.Error:
+            # refused (pinned blocks), or failed while evicting: the block's limit, as it was
             cur.execute(f"SET memory_limit = '{limit}'")
+            return False
+        cur.execute(f"SET memory_limit = '{limit}'")
         return True
     finally:
         cur.close()

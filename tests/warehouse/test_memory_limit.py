@@ -146,7 +146,7 @@ def test_release_gives_back_duckdbs_cache_and_keeps_the_limit_in_force(tmp_path:
     keeps its blocks cached (over 30 MB). The release evicts them to under its instant's 16 MB,
     the rows read back whole (count and sum of 0 … 5,999,999 = 17,999,997,000,000) and commit;
     the limit in force is back exactly after 20 releases ('488.2 MiB', not read back rounded
-    each time), and the default exactly outside the block."""
+    each time), and the default after the block."""
     con = duckdb.connect(str(tmp_path / "w.duckdb"))
     default = _limit(con)
     with memory_limit(con, "512MB"):
@@ -161,9 +161,45 @@ def test_release_gives_back_duckdbs_cache_and_keeps_the_limit_in_force(tmp_path:
         for _ in range(20):
             assert release_memory(con)
         assert _limit(con) == "488.2 MiB"
-    assert release_memory(con)
     assert _limit(con) == default
     assert con.sql("SELECT count(*) FROM t").fetchall() == [(6_000_000,)]
+
+
+def test_release_inside_nested_blocks_and_after_use_keeps_each_blocks_limit(
+    tmp_path: Path,
+) -> None:
+    """The build's pattern: a 1GB block nested in the 512MB one. A release inside the inner
+    block restores 1GB ('953.6 MiB'); after three inner blocks the outer one's 512MB is back
+    exactly ('488.2 MiB', not read back rounded down each time: 488.2 → 488.1 → 488.0 MiB), and
+    a release there keeps it; so after the connection ``USE``s an attached database (the limit
+    is the instance's, found through the file it opened)."""
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    con.execute(f"ATTACH '{tmp_path / 'other.duckdb'}' AS other")
+    with memory_limit(con, "512MB"):
+        for _ in range(3):
+            with memory_limit(con, "1GB"):
+                assert release_memory(con)
+                assert _limit(con) == "953.6 MiB"
+        assert _limit(con) == "488.2 MiB"
+        assert release_memory(con)
+        assert _limit(con) == "488.2 MiB"
+        con.execute("USE other")
+        with memory_limit(con, "256MB"):
+            assert release_memory(con)
+            assert _limit(con) == "244.1 MiB"
+        assert release_memory(con)
+        assert _limit(con) == "488.2 MiB"
+
+
+def test_release_outside_a_block_does_nothing(tmp_path: Path) -> None:
+    """Outside any block the limit in force is known only as DuckDB reports it, rounded down
+    (2GB as '1.8 GiB'): five releases change nothing (setting it back as read would have
+    lowered it each time: 1.8, 1.7, 1.6 … GiB)."""
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    con.execute("SET memory_limit = '2GB'")
+    for _ in range(5):
+        assert not release_memory(con)
+    assert _limit(con) == "1.8 GiB"
 
 
 def test_a_refused_release_changes_nothing_and_leaves_the_transaction_alive(
