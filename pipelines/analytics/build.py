@@ -1271,7 +1271,7 @@ class _TableWriter:
     def _replace(self, table: str, frame: pl.DataFrame) -> None:
         """Replace ``table`` with ``frame``, ``rows`` rows at a time (:data:`ROW_CHUNK`),
         DuckDB's cache given back after each (:class:`_PartWriter`): DuckDB's copy of the
-        year's attempts (``core.jobs``) written whole took 350 MB above the build's floor
+        year's attempts (``core.jobs``) written whole rose about 290 MB above the build's floor
         (BENCHMARKS.md, "The build gives DuckDB's cache back")."""
         if frame.height <= self.rows:
             replace_table(self.con, table, frame)

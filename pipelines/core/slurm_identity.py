@@ -66,9 +66,9 @@ def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> p
     ).with_row_index(_ROW)
     # Which rows are kept, their attempts and their order are decided on the few columns that
     # decide them (each sort, de-duplication and join until ``kept`` copies only those); the
-    # rows' other columns are gathered once, in the final order. Every step copying every
-    # column, a part of 250,000 raw rows of a year of 10,000 GPUs rose 444 MB above its start,
-    # against 115 MB so (BENCHMARKS.md, "The build gives DuckDB's cache back").
+    # rows' other columns are gathered once, in the final order. When every step copied every
+    # column, resolving 250,000 raw rows of a year of 10,000 GPUs rose 439–444 MB above its
+    # start; this way, 109–120 MB (BENCHMARKS.md, "The build gives DuckDB's cache back").
     keys = rows.select(_ROW, *_KEY, "step", "start_at", "end_at", "eligible_at", "submit_at",
                        "is_allocation", "ingest_id", "line_no")  # fmt: skip
     started = (

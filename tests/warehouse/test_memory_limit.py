@@ -7,6 +7,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+import pipelines.warehouse._connection as connection
 from pipelines.warehouse import memory_limit, release_memory
 
 
@@ -141,23 +142,29 @@ def test_an_error_in_a_block_inside_a_transaction_comes_out_as_itself() -> None:
 _CACHED_MB = "SELECT sum(memory_usage_bytes) / 1e6 FROM duckdb_memory()"
 
 
-def test_release_gives_back_duckdbs_cache_and_keeps_the_limit_in_force(tmp_path: Path) -> None:
+def test_release_gives_back_duckdbs_cache_and_keeps_the_limit_in_force(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Inside a transaction under the build's 512MB, a table of 6,000,000 rows written: DuckDB
-    keeps its blocks cached (over 30 MB). The release evicts them to under its instant's 16 MB,
-    the rows read back whole (count and sum of 0 … 5,999,999 = 17,999,997,000,000) and commit;
-    the limit in force is back exactly after 20 releases ('488.2 MiB', not read back rounded
-    each time), and the default after the block."""
+    keeps its blocks cached (over 32 MB, the floor set for the test). The release evicts them to
+    under its instant's 16 MB, the rows read back whole (count and sum of 0 … 5,999,999 =
+    17,999,997,000,000) and commit. A second release finds DuckDB holding less than the floor
+    and does nothing. With no floor, the limit in force is back exactly after 20 releases
+    ('488.2 MiB', not read back rounded each time), and the default after the block."""
+    monkeypatch.setattr(connection, "RELEASE_ABOVE", "32MB")
     con = duckdb.connect(str(tmp_path / "w.duckdb"))
     default = _limit(con)
     with memory_limit(con, "512MB"):
         con.execute("BEGIN TRANSACTION")
         con.execute("CREATE TABLE t AS SELECT range AS a, 'row ' || range AS b FROM range(6000000)")
-        assert con.sql(_CACHED_MB).fetchall()[0][0] > 30
+        assert con.sql(_CACHED_MB).fetchall()[0][0] > 32
         assert release_memory(con)
         assert con.sql(_CACHED_MB).fetchall()[0][0] < 16
+        assert not release_memory(con)
         counted = con.sql("SELECT count(*), sum(a) FROM t").fetchall()
         assert counted == [(6_000_000, 17_999_997_000_000)]
         con.execute("COMMIT")
+        monkeypatch.setattr(connection, "RELEASE_ABOVE", "0B")
         for _ in range(20):
             assert release_memory(con)
         assert _limit(con) == "488.2 MiB"
@@ -166,13 +173,15 @@ def test_release_gives_back_duckdbs_cache_and_keeps_the_limit_in_force(tmp_path:
 
 
 def test_release_inside_nested_blocks_and_after_use_keeps_each_blocks_limit(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The build's pattern: a 1GB block nested in the 512MB one. A release inside the inner
     block restores 1GB ('953.6 MiB'); after three inner blocks the outer one's 512MB is back
     exactly ('488.2 MiB', not read back rounded down each time: 488.2 → 488.1 → 488.0 MiB), and
-    a release there keeps it; so after the connection ``USE``s an attached database (the limit
-    is the instance's, found through the file it opened)."""
+    a release there keeps it. The same holds after the connection ``USE``s an attached database
+    (the limit is the instance's, found through the file it was opened on). No floor on what
+    DuckDB must hold for a release to act."""
+    monkeypatch.setattr(connection, "RELEASE_ABOVE", "0B")
     con = duckdb.connect(str(tmp_path / "w.duckdb"))
     con.execute(f"ATTACH '{tmp_path / 'other.duckdb'}' AS other")
     with memory_limit(con, "512MB"):
@@ -191,10 +200,13 @@ def test_release_inside_nested_blocks_and_after_use_keeps_each_blocks_limit(
         assert _limit(con) == "488.2 MiB"
 
 
-def test_release_outside_a_block_does_nothing(tmp_path: Path) -> None:
+def test_release_outside_a_block_does_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Outside any block the limit in force is known only as DuckDB reports it, rounded down
     (2GB as '1.8 GiB'): five releases change nothing (setting it back as read would have
-    lowered it each time: 1.8, 1.7, 1.6 … GiB)."""
+    lowered it each time: 1.8, 1.7, 1.6 … GiB), whatever DuckDB holds."""
+    monkeypatch.setattr(connection, "RELEASE_ABOVE", "0B")
     con = duckdb.connect(str(tmp_path / "w.duckdb"))
     con.execute("SET memory_limit = '2GB'")
     for _ in range(5):
@@ -203,12 +215,13 @@ def test_release_outside_a_block_does_nothing(tmp_path: Path) -> None:
 
 
 def test_a_refused_release_changes_nothing_and_leaves_the_transaction_alive(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Another cursor's sorted read, partly fetched, pins more than 16 MB: DuckDB refuses the
-    instant's limit, so the release gives back nothing (False). The refusal is the cursor's:
+    instant's limit, and the release says so (False). The refusal is the cursor's:
     the connection's own transaction, which any failed statement inside it would abort, goes on
-    and commits, and the limit is the block's."""
+    and commits, and the limit is the block's. No floor on what DuckDB must hold to act."""
+    monkeypatch.setattr(connection, "RELEASE_ABOVE", "0B")
     con = duckdb.connect(str(tmp_path / "w.duckdb"))
     con.execute(
         "CREATE TABLE big AS SELECT range AS a, repeat('x', 50) || range AS b FROM range(3000000)"
