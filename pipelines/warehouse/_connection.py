@@ -267,11 +267,16 @@ def _instance(con: duckdb.DuckDBPyConnection) -> str | None:
     per file in a process."""
     cur = con.cursor()
     try:
-        rows = cur.sql(
-            "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
-        ).fetchall()
+        return _opened_file(cur)
     finally:
         cur.close()
+
+
+def _opened_file(cur: duckdb.DuckDBPyConnection) -> str | None:
+    """The file of a fresh cursor's current database (:func:`_instance`)."""
+    rows = cur.sql(
+        "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+    ).fetchall()
     return str(rows[0][0]) if rows and rows[0][0] is not None else None
 
 
@@ -304,13 +309,13 @@ def release_memory(con: duckdb.DuckDBPyConnection) -> bool:
     Raises:
         duckdb.Error: the block's limit could not be set again.
     """
-    key = _instance(con)
-    in_force = _LIMITS_IN_FORCE.get(key)
-    if key is None or not in_force:
-        return False
-    limit = in_force[-1][1]
-    cur = con.cursor()
+    cur = con.cursor()  # one cursor names the instance and changes its limit
     try:
+        key = _opened_file(cur)
+        in_force = _LIMITS_IN_FORCE.get(key)
+        if key is None or not in_force:
+            return False
+        limit = in_force[-1][1]
         held = cur.sql("SELECT sum(memory_usage_bytes) FROM duckdb_memory()").fetchall()[0][0]
         if (held or 0) < size_bytes(RELEASE_ABOVE):
             return False
