@@ -77,6 +77,7 @@ from pipelines.core import (
     RegistryFrames,
     StoredPart,
     build_core,
+    in_resolution_order,
     load_registry,
     load_registry_history,
     resolved_slurm_schema,
@@ -681,7 +682,10 @@ class _SlurmParts:
             return frame.cast({c: self.schema[c] for c in frame.columns}).rechunk()  # type: ignore[index]
 
         self.stored += 1
-        return StoredPart(attempts=read("attempts"), pending=read("pending"), cuts=read("cutoffs"))
+        # read in the table's order, sorted only where it is not the resolution's (after a
+        # rechunk, so that the sort gathers from the copied strings)
+        attempts = in_resolution_order(read("attempts")).drop("step")
+        return StoredPart(attempts=attempts, pending=read("pending"), cuts=read("cutoffs"))
 
     def __call__(self) -> Iterator[pl.DataFrame | StoredPart]:
         self.stored = 0

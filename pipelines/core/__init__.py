@@ -70,7 +70,12 @@ from pipelines.core.registry import (
     shares_at_window_start,
     unmatched_pools,
 )
-from pipelines.core.slurm_identity import resolve_slurm_jobs, slurm_attempts
+from pipelines.core.slurm_identity import (
+    RESOLUTION_ORDER,
+    in_resolution_order,
+    resolve_slurm_jobs,
+    slurm_attempts,
+)
 from pipelines.core.topology import (
     TOPOLOGY_COLUMNS,
     k8s_label_topology,
@@ -86,6 +91,7 @@ __all__ = [
     "K8S_WORKLOAD_TIMING_SCHEMA",
     "KUEUE_PENDING_REASONS",
     "POLICY_CHANGE_SCHEMA",
+    "RESOLUTION_ORDER",
     "SCHEDULER_PENDING_REASONS",
     "TOPOLOGY_COLUMNS",
     "UNATTRIBUTED",
@@ -102,6 +108,7 @@ __all__ = [
     "config_changes",
     "empty_registry",
     "image_pull_seconds",
+    "in_resolution_order",
     "k8s_attempts",
     "k8s_label_topology",
     "k8s_pending_reasons",

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-import polars as pl
+import datetime as dt
 
+import polars as pl
+import pytest
+
+from pipelines.core import in_resolution_order
 from pipelines.core.registry import empty_registry
 from pipelines.core.slurm_identity import resolve_slurm_jobs, slurm_attempts
 from pipelines.slurm._sacct_parse import parse_sacct
@@ -111,3 +115,49 @@ def test_array_tasks_keyed_by_array_and_task() -> None:
     )
     got = sorted(zip(out["job_key"].to_list(), out["state"].to_list(), strict=True))
     assert got == [("20_1", "PENDING"), ("20_2", "COMPLETED"), ("20_3", "PENDING")]
+
+
+def _ordered_rows() -> pl.DataFrame:
+    """Nine rows in the resolution's order, worked out by hand: cluster, then job key (strings
+    by bytes: ``"10"`` before ``"9"``), then start, then step, each column's NULLs last."""
+    t0 = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
+    t1 = dt.datetime(2025, 1, 2, tzinfo=dt.UTC)
+    return pl.DataFrame(
+        {
+            "row": list(range(9)),
+            "cluster": ["c1", "c1", "c1", "c1", "c1", "c1", "c1", "c2", None],
+            "job_key": ["10", "10", "10", "10", "10", "9", None, "1", "1"],
+            "start_at": [t0, t0, t0, t1, None, t0, t0, t0, t0],
+            "step": ["0", "batch", None, None, None, None, None, None, None],
+        }
+    )
+
+
+def test_rows_already_in_the_resolution_order_come_back_as_they_are() -> None:
+    rows = _ordered_rows()
+    assert in_resolution_order(rows) is rows
+    assert in_resolution_order(rows.head(1)).equals(rows.head(1))
+    assert in_resolution_order(rows.clear()).height == 0
+
+
+def test_rows_out_of_the_resolution_order_are_sorted_into_it() -> None:
+    """Reversed, and shuffled five ways, the rows come back in the hand-worked order; two rows
+    equal on all four keys (0 and its copy 9) keep the order they came in."""
+    rows = _ordered_rows()
+    assert in_resolution_order(rows.reverse())["row"].to_list() == list(range(9))
+    for seed in range(5):
+        shuffled = rows.sample(fraction=1.0, shuffle=True, seed=seed)
+        assert in_resolution_order(shuffled)["row"].to_list() == list(range(9))
+    twin = pl.concat(
+        [
+            rows.slice(4),
+            rows.head(1).with_columns(pl.lit(9, dtype=pl.Int64).alias("row")),
+            rows.head(4),
+        ]
+    )
+    assert in_resolution_order(twin)["row"].to_list() == [9, 0, 1, 2, 3, 4, 5, 6, 7, 8]
+
+
+def test_the_resolution_order_needs_its_four_columns() -> None:
+    with pytest.raises(pl.exceptions.ColumnNotFoundError):
+        in_resolution_order(_ordered_rows().drop("step").reverse())

@@ -19,6 +19,7 @@ from pipelines.core import resolve_slurm_parts
 from pipelines.core.slurm_identity import resolve_slurm_jobs
 from pipelines.ingest import IngestOptions, ingest_file
 from pipelines.warehouse import connect, init_warehouse, read_table
+from pipelines.warehouse.sql import load_sql
 from tests.conftest import write_config
 from tests.pipelines.test_incremental import (
     _assert_frames_close,
@@ -492,6 +493,62 @@ def test_stored_runs_are_read_a_few_ranges_at_a_time_with_the_same_rows_in_the_s
             pl.concat([getattr(p, field) for p in whole])
         )
     assert sum(p.attempts.height for p in got) > 50
+
+
+def test_stored_parts_come_in_the_resolution_order_when_the_stored_rows_do_not(
+    loaded: tuple[Config, Path], tmp_path: Path
+) -> None:
+    """The stored resolution is read in the table's own order (no ``ORDER BY``). After a full
+    build in parts that order is the resolution's. Here every third identity's rows are
+    deleted and appended again, as an incremental build's row diff does, so the stored rows
+    are out of order; read as stored parts (two ranges a read, no changed key), the attempts
+    still come exactly as ``ORDER BY cluster, job_key, start_at, step`` (NULLs last) gives
+    them, and with the same columns and types as before."""
+    from pipelines.analytics.build import _SlurmParts
+    from pipelines.core import StoredPart
+    from pipelines.core.build import resolved_slurm_schema
+
+    with _built_in_parts(loaded, tmp_path) as con:
+        schema = resolved_slurm_schema(read_table(con, "raw.slurm_rows").clear())
+        keys = sorted(
+            {
+                f"{c}\0{k}"
+                for c, k in con.sql("SELECT cluster, job_key FROM core.slurm_jobs").pl().iter_rows()
+            }
+        )
+        before = [p for p in _SlurmParts(con, keys[9::9], [], schema, run_ranges=2)()]
+        moved = [k.split("\0")[1] for k in keys[::3]]
+        con.execute("BEGIN TRANSACTION")
+        con.execute(
+            "CREATE TEMP TABLE moved AS"
+            " SELECT * FROM core.slurm_jobs WHERE list_contains($k, job_key)",
+            {"k": moved},
+        )
+        con.execute("DELETE FROM core.slurm_jobs WHERE list_contains($k, job_key)", {"k": moved})
+        con.execute("INSERT INTO core.slurm_jobs SELECT * FROM moved")
+        con.execute("COMMIT")
+        stored = con.sql(
+            "SELECT cluster, job_key FROM core.slurm_jobs"
+            " WHERE is_allocation AND start_at IS NOT NULL"
+        ).pl()
+        parts = _SlurmParts(con, keys[9::9], [], schema, run_ranges=2)
+        got = list(parts())
+        want = con.sql(
+            "SELECT * EXCLUDE (step) FROM (" + load_sql("analytics/stored_part_attempts") + ")"
+            " ORDER BY cluster NULLS LAST, job_key NULLS LAST, start_at NULLS LAST,"
+            " step NULLS LAST",
+            params={"last": True, "lo_cluster": "", "lo_job_key": "", "hi_cluster": "",
+                    "hi_job_key": ""},
+        ).pl()  # fmt: skip
+    assert all(isinstance(p, StoredPart) for p in got) and len(got) == parts.stored > 3
+    assert not stored.equals(stored.sort("cluster", "job_key", nulls_last=True))
+    attempts = pl.concat([p.attempts for p in got])
+    assert attempts.schema == pl.concat([p.attempts for p in before]).schema
+    assert attempts.height == want.height > 50
+    assert attempts.select("cluster", "job_key", "start_at", "gpu_s").equals(
+        want.select("cluster", "job_key", "start_at", "gpu_s")
+    )
+    assert attempts.equals(pl.concat([p.attempts for p in before]))
 
 
 def test_parts_of_more_keys_than_the_sample_hold_whole_identities_and_about_equal_rows(
