@@ -600,12 +600,12 @@ def _read_registry(path: Path) -> RegistryFrames:
 SLURM_PART_ROWS = 250_000
 #: Ranges of :data:`SLURM_PART_ROWS` raw rows an incremental build reads from the stored
 #: resolution at once, at most (:class:`_SlurmParts`): about 500,000 rows, whatever the
-#: history's length. A read's memory grows with its rows: DuckDB sorts them, hands them over
-#: and polars copies them out (on the year of 10,000 GPUs one read of its 2.1M stored attempts
-#: rose 1.7–2.2 GB above its start, for a frame that then holds 0.7 GB). At 8 ranges that read
-#: was the new day's peak, 1.92 GB, above the full build's; at 2 the new day peaks at 1.70–1.73
+#: history's length. A read's memory grows with its rows: DuckDB hands them over and polars
+#: copies them out (on the year of 10,000 GPUs one read of its 2.1M stored attempts rose
+#: 1.7–2.2 GB above its start, for a frame that then holds 0.7 GB). At 8 ranges that read was
+#: the new day's peak, 1.89–1.92 GB, above the full build's; at 2 the new day peaks at 1.67–1.71
 #: GB elsewhere, for 3 more reads (BENCHMARKS.md, "The stored resolution read 2 ranges at a
-#: time"). Each read costs a pass over ``core.slurm_jobs``' zone maps.
+#: time, in its own order"). Each read costs a pass over ``core.slurm_jobs``' zone maps.
 STORED_RUN_RANGES = 2
 
 

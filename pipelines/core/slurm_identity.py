@@ -161,7 +161,7 @@ def in_resolution_order(rows: pl.DataFrame) -> pl.DataFrame:
     appended some identities' rows, the rows of their range come out of order and are sorted
     here. Checking costs one pass over the four columns: on the year of 10,000 GPUs' 2.15M
     stored attempts 0.04 s, where DuckDB's ``ORDER BY`` cost 0.8 s of a 1.6 s read
-    (BENCHMARKS.md, "The stored resolution read 2 ranges at a time, in its stored order").
+    (BENCHMARKS.md, "The stored resolution read 2 ranges at a time, in its own order").
 
     Raises:
         polars.exceptions.ColumnNotFoundError: a column of :data:`RESOLUTION_ORDER` is missing.
