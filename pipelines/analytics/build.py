@@ -603,7 +603,7 @@ SLURM_PART_ROWS = 250_000
 #: history's length. A read's memory grows with its rows: DuckDB hands them over and polars
 #: copies them out (on the year of 10,000 GPUs one read of its 2.1M stored attempts rose
 #: 1.7–2.2 GB above its start, for a frame that then holds 0.7 GB). At 8 ranges that read was
-#: the new day's peak, 1.89–1.92 GB, above the full build's; at 2 the new day peaks at 1.67–1.71
+#: the new day's peak, 1.87–1.92 GB, above the full build's; at 2 the new day peaks at 1.62–1.72
 #: GB elsewhere, for 3 more reads (BENCHMARKS.md, "The stored resolution read 2 ranges at a
 #: time, in its own order"). Each read costs a pass over ``core.slurm_jobs``' zone maps.
 STORED_RUN_RANGES = 2
@@ -695,9 +695,9 @@ class _SlurmParts:
                 # Consecutive clean ranges are one stored part: one read of the stored rows
                 # per run, not per range (each read costs a pass over core.slurm_jobs'
                 # zone maps at least), in the same order as the ranges' parts would come. A
-                # run holds at most run_ranges ranges: the read is sorted, and DuckDB's sort
-                # needs more memory the more rows it sorts, so a run as long as the history
-                # would outgrow the build's memory limit as the history grows.
+                # run holds at most run_ranges ranges: the read's memory (DuckDB's result,
+                # the copy polars makes, a sort where the rows are out of order) grows with
+                # its rows, so a run as long as the history would outgrow any fixed memory.
                 for at in range(0, len(run), self.run_ranges):
                     lo, (_, hi, last) = run[at][0], run[at : at + self.run_ranges][-1]
                     self.current = (lo, hi, last)

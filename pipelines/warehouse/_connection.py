@@ -162,8 +162,8 @@ _UNIT_BYTES = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
                "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}  # fmt: skip
 #: The memory DuckDB needs per thread at least ("a minimum of 125 MB of memory per thread",
 #: DuckDB's performance guide, "Environment"). Under less, a sort's merge pins more blocks than
-#: the limit holds: a year of 10,000 GPUs' stored resolution, read sorted under 512 MB, failed
-#: with "failed to pin block" on 16 threads and passed on 8 (BENCHMARKS.md).
+#: the limit holds: a year of 10,000 GPUs' stored resolution, when it was read sorted by DuckDB
+#: under 512 MB, failed with "failed to pin block" on 16 threads and passed on 8 (BENCHMARKS.md).
 DUCKDB_MEMORY_PER_THREAD = 125 * 10**6
 
 

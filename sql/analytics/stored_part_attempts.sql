@@ -3,9 +3,12 @@
 -- $lo_job_key) inclusive to ($hi_cluster, $hi_job_key) exclusive ($last: no upper end), the
 -- order of the sort key of analytics/create_slurm_rows_keyed.sql. The columns of
 -- pipelines.core.StoredPart.attempts and step, in the table's own order: no ORDER BY (0.8 s of
--- a 1.6 s read of the year's attempts). The table is written a part at a time, each part in
--- the resolution's order, so most reads come in that order already; the caller checks, sorts
--- where they do not (pipelines.core.in_resolution_order, which needs step) and drops step.
+-- a 1.6 s read of the year's attempts). A full build writes the table a part at a time, each
+-- part in the resolution's order, so every read then comes in that order; each incremental
+-- build appends the rows of the identities it changed at the end, so more reads come out of
+-- order as builds follow one another. The caller checks the order, sorts where it is not the
+-- resolution's (pipelines.core.in_resolution_order, whose order names step: NULL on every
+-- attempt, an allocation row) and drops step.
 SELECT
     source, cluster, job_id, job_id_raw, attempt, team, account, user_name, partition, qos,
     state, gpus, req_gpus, gpu_type, submit_at, eligible_at, start_at, end_at, wait_s,

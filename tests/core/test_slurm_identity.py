@@ -158,6 +158,20 @@ def test_rows_out_of_the_resolution_order_are_sorted_into_it() -> None:
     assert in_resolution_order(twin)["row"].to_list() == [9, 0, 1, 2, 3, 4, 5, 6, 7, 8]
 
 
+def test_rows_out_of_order_on_one_later_key_only_are_sorted_too() -> None:
+    """Each pair of neighbouring rows swapped: the two rows differ on one key only, or first on
+    a later key (0↔1 the step, 1↔2 a NULL step, 2↔3 the start, 3↔4 a NULL start, 4↔5 the job
+    key ``"10"`` before ``"9"``, 5↔6 a NULL job key, 6↔7 the cluster, 7↔8 a NULL cluster), and
+    every swap is found and sorted back."""
+    rows = _ordered_rows()
+    for i in range(8):
+        order = list(range(9))
+        order[i], order[i + 1] = i + 1, i
+        swapped = rows[order]
+        assert swapped["row"].to_list() != list(range(9))
+        assert in_resolution_order(swapped)["row"].to_list() == list(range(9)), i
+
+
 def test_the_resolution_order_needs_its_four_columns() -> None:
     with pytest.raises(pl.exceptions.ColumnNotFoundError):
         in_resolution_order(_ordered_rows().drop("step").reverse())

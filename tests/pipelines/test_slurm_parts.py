@@ -449,11 +449,11 @@ def test_stored_runs_are_read_a_few_ranges_at_a_time_with_the_same_rows_in_the_s
     loaded: tuple[Config, Path], tmp_path: Path
 ) -> None:
     """The stored resolution of a run of unchanged ranges is read at most ``run_ranges``
-    ranges at a time (DuckDB sorts each read: one read of a run as long as the history needs
-    memory that grows with it). With cuts at every 5th identity and one changed key, the runs
-    of 2 ranges at most come as ⌈run length ÷ 2⌉ stored parts per run, each part's range
-    within its run, and together they hold the same attempts, never-started allocations and
-    latest times, in the same order, as the runs read whole. The default cap is
+    ranges at a time (a read's memory grows with its rows: one read of a run as long as the
+    history needs memory that grows with it). With cuts at every 5th identity and one changed
+    key, the runs of 2 ranges at most come as ⌈run length ÷ 2⌉ stored parts per run, each
+    part's range within its run, and together they hold the same attempts, never-started
+    allocations and latest times, in the same order, as the runs read whole. The default cap is
     :data:`STORED_RUN_RANGES`."""
     from pipelines.analytics.build import STORED_RUN_RANGES, _SlurmParts
     from pipelines.core import StoredPart
@@ -503,7 +503,7 @@ def test_stored_parts_come_in_the_resolution_order_when_the_stored_rows_do_not(
     deleted and appended again, as an incremental build's row diff does, so the stored rows
     are out of order; read as stored parts (two ranges a read, no changed key), the attempts
     still come exactly as ``ORDER BY cluster, job_key, start_at, step`` (NULLs last) gives
-    them, and with the same columns and types as before."""
+    them, and equal the parts read before the rows were moved (columns, types, order)."""
     from pipelines.analytics.build import _SlurmParts
     from pipelines.core import StoredPart
     from pipelines.core.build import resolved_slurm_schema
