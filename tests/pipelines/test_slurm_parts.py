@@ -551,6 +551,86 @@ def test_stored_parts_come_in_the_resolution_order_when_the_stored_rows_do_not(
     assert attempts.equals(pl.concat([p.attempts for p in before]))
 
 
+def test_changed_ranges_are_read_together_and_come_one_part_per_range_as_read_alone(
+    loaded: tuple[Config, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ranges holding changed keys are read from the raw rows in one pass while their rows
+    add up to ``batch_rows`` at most, and still come one part per range, in range order, each
+    with the rows ``sql/analytics/slurm_rows_part.sql`` reads for that range alone. Cuts at
+    every 5th raw identity, four changed keys spread over the key space, the ranges cut around
+    them as an incremental build cuts them (:func:`_around_dirty`): with room for every range,
+    one count and one read of the raw rows for the four changed ranges; with ``batch_rows=1``
+    one read per range (a range more than ``batch_rows`` is read alone); the stored parts
+    between them are the same either way."""
+    import pipelines.analytics.build as build
+    from pipelines.analytics.build import _around_dirty, _SlurmParts
+    from pipelines.core import StoredPart
+    from pipelines.core.build import resolved_slurm_schema
+
+    reads: list[str] = []
+    real = build.run_named
+
+    def counted(con: duckdb.DuckDBPyConnection, name: str, *args: object) -> pl.DataFrame:
+        reads.append(name)
+        return real(con, name, *args)  # type: ignore[arg-type]
+
+    with _built_in_parts(loaded, tmp_path) as con:
+        schema = resolved_slurm_schema(read_table(con, "raw.slurm_rows").clear())
+        keys = [k for (k,) in con.execute(
+            "SELECT DISTINCT _part_key FROM slurm_rows_keyed ORDER BY 1").fetchall()]  # fmt: skip
+        dirty = [keys[len(keys) * i // 5] for i in (1, 2, 3, 4)]
+        cuts = _around_dirty(keys[5::5], dirty)
+
+        def alone(lo: str, hi: str, last: bool) -> pl.DataFrame:
+            return real(con, "analytics/slurm_rows_part", {"lo": lo, "hi": hi, "last": last})
+
+        monkeypatch.setattr(build, "run_named", counted)
+        runs = {}
+        for batch_rows in (10**9, 1):
+            reads.clear()
+            parts = _SlurmParts(con, cuts, dirty, schema, run_ranges=2, batch_rows=batch_rows)
+            got = []
+            for part in parts():
+                got.append((parts.current, part))
+            runs[batch_rows] = (got, list(reads))
+        want = {span: alone(*span) for span, part in runs[1][0] if not isinstance(part, StoredPart)}
+    for batch_rows, (got, names) in runs.items():
+        raw = [(span, p) for span, p in got if not isinstance(p, StoredPart)]
+        assert [span for span, _ in raw] == list(want) and len(raw) == 4
+        for span, part in raw:
+            alone_rows = want[span]
+            assert part.schema == alone_rows.schema and part.height == alone_rows.height > 0
+            assert part.sort(part.columns).equals(alone_rows.sort(alone_rows.columns))
+        assert names.count("analytics/slurm_rows_part") == 0
+        assert names.count("analytics/slurm_rows_in_ranges_count") == 1
+        assert names.count("analytics/slurm_rows_in_ranges") == (1 if batch_rows > 1 else 4)
+    stored = [[p.attempts for _, p in got if isinstance(p, StoredPart)] for got, _ in runs.values()]
+    assert len(stored[0]) == len(stored[1]) > 3
+    assert all(a.equals(b) for a, b in zip(*stored, strict=True))
+
+
+def test_the_resolution_does_not_depend_on_the_order_of_the_raw_rows(
+    loaded: tuple[Config, Path],
+) -> None:
+    """The raw rows of the fleet's day 1 and the lab export, resolved as read, reversed and in
+    three shuffled orders, give the same resolution, row for row: dedup, supersession and
+    attempts decide by the rows' times, ingest ids and line numbers, never by where a row
+    comes (so ranges read in one pass need not keep the order each read alone gives)."""
+    _cfg, db = loaded
+    with duckdb.connect(str(db), read_only=True) as con:
+        whole = read_table(con, "raw.slurm_rows")
+    teams = pl.DataFrame({"key": ["team-c"], "team": ["vision"]}).lazy()
+    one = resolve_slurm_jobs(whole.lazy(), teams).collect()
+    orders = [
+        whole.reverse(),
+        *(whole.sample(fraction=1.0, shuffle=True, seed=s) for s in (1, 2, 3)),
+    ]
+    assert whole.height > 500 and one.height > 300
+    for rows in orders:
+        assert not rows.equals(whole)
+        assert resolve_slurm_jobs(rows.lazy(), teams).collect().equals(one)
+
+
 def test_parts_of_more_keys_than_the_sample_hold_whole_identities_and_about_equal_rows(
     tmp_path: Path,
 ) -> None:
