@@ -566,8 +566,11 @@ def _stable_waits(
         return keys
 
     def semi(frame: pl.DataFrame) -> pl.DataFrame:
+        # The frame's rows kept against the few keys, then made distinct: the other way round
+        # (the keys kept against the frame) hashes every row of the frame, a year's 2.1M
+        # attempts, 360 MB and 0.15 s, against 0.06 s here.
         found = frame.select(_WAIT_KEY).cast(schema, strict=False)  # type: ignore[arg-type]
-        return keys.join(found, on=_WAIT_KEY, how="semi", nulls_equal=True)
+        return found.join(keys, on=_WAIT_KEY, how="semi", nulls_equal=True).unique()
 
     # Scanned by name (DuckDB's replacement scan), not registered: a view dropped inside the
     # build's transaction keeps its Arrow table until the commit (pipelines.warehouse.tables).
