@@ -232,15 +232,18 @@ def _data_quality(
     """The data-quality findings of the inputs: GPU tracking gaps, Kueue admissions without
     pods, DST repairs, rejects (of the raw tables, and ``inventory_rejected``:
     :func:`_inventory`'s), observed capacity."""
+    # lazy: only the two columns are taken from the attempts (an eager filter of the whole
+    # frame first copied every column of a year's 2.1M attempts, 150 MB)
     gpu_parts = (
         pl.concat(
             [
-                nodes.filter(pl.col("gpus") > 0).select("cluster", "partition"),
-                jobs.filter(pl.col("gpus") > 0).select("cluster", "partition"),
+                frame.lazy().filter(pl.col("gpus") > 0).select("cluster", "partition")
+                for frame in (nodes, jobs)
             ]
         )
         .drop_nulls()
         .unique()
+        .collect()
     )
     parts = [gpu_tracking_gaps(s_att.lazy(), gpu_parts.lazy()).collect()]
     if "state" in jobs.columns and "eligible_at" in jobs.columns:
