@@ -610,6 +610,16 @@ SLURM_PART_ROWS = 250_000
 #: GB elsewhere, for 3 more reads (BENCHMARKS.md, "The stored resolution read 2 ranges at a
 #: time, in its own order"). Each read costs a pass over ``core.slurm_jobs``' zone maps.
 STORED_RUN_RANGES = 2
+#: Raw Slurm rows an incremental build reads at once for the ranges of changed identities, at
+#: most (:class:`_SlurmParts`: ranges read together while their rows add up to no more). The
+#: ranges after the first of a read wait in memory while the stored parts between them are
+#: read, so the budget is kept well under a part: about 60 MB of raw rows (about 600 bytes a
+#: row held). A year of 10,000 GPUs' new day changes 61,789 raw rows' ranges.
+CHANGED_BATCH_ROWS = 100_000
+#: Ranges of changed identities one count and one read of the raw rows take at most
+#: (:class:`_SlurmParts`): DuckDB joins the key of every raw row with each range (a nested
+#: loop: on the year of 10,000 GPUs, 0.15–0.19 s for 3 ranges, 1.05–1.16 s for 50).
+CHANGED_RANGES_PER_READ = 4
 
 
 def _range_params(lo: str, hi: str, last: bool, split: bool = True) -> dict[str, object]:
@@ -630,8 +640,8 @@ def _range_params(lo: str, hi: str, last: bool, split: bool = True) -> dict[str,
 
 
 class _SlurmParts:
-    """The rows of ``raw.slurm_rows`` in ranges of ``(cluster, job_key)``, read one range at a
-    time when called and iterated (``sql/analytics/slurm_rows_part.sql``); ``current`` is the
+    """The rows of ``raw.slurm_rows`` in ranges of ``(cluster, job_key)``, one part per range,
+    read when called and iterated (``sql/analytics/slurm_rows_part.sql``); ``current`` is the
     range ``(lo, hi, last)`` of the part last yielded (``last``: no upper end; one range
     ``("", "", True)`` is every row) and ``stored`` counts the parts taken as stored.
 
@@ -641,15 +651,18 @@ class _SlurmParts:
     (``sql/analytics/stored_part_*.sql``, typed as the resolution types them by ``schema``)
     comes as a :class:`pipelines.core.StoredPart`, one for each run of at most ``run_ranges``
     consecutive such ranges (:data:`STORED_RUN_RANGES`), and ``core.slurm_jobs`` keeps its
-    rows. The ranges that hold changed keys are read from the raw rows several at a time
-    (``sql/analytics/slurm_rows_in_ranges.sql``), consecutive ones together while their rows
-    add up to at most ``batch_rows`` (:data:`SLURM_PART_ROWS`), and still come one part per
-    range: each read is a pass over ``raw.slurm_rows``, and a new day's changed identities lie
-    in a few narrow ranges (three on the year of 10,000 GPUs: 0.76–0.87 s read one by one,
-    0.55–0.58 s counted, 0.16 s, then read together).
+    rows. The ranges that hold changed keys (in key order, with stored runs between them) are
+    read from the raw rows several at a time: each group of at most ``read_ranges`` of them
+    (:data:`CHANGED_RANGES_PER_READ`) is counted (``sql/analytics/
+    slurm_rows_in_ranges_count.sql``), then read in one pass per batch of consecutive ones
+    whose rows add up to at most ``batch_rows`` (:data:`CHANGED_BATCH_ROWS`; ``sql/analytics/
+    slurm_rows_in_ranges.sql``), a range alone in its batch as before; each still comes as a
+    part of its own. Each read is a pass over ``raw.slurm_rows``, and a new day's changed
+    identities lie in a few narrow ranges (three on the year of 10,000 GPUs: 0.76–0.87 s
+    read one by one, 0.55–0.58 s in all counted and read together, of which the count 0.16 s).
 
     Raises:
-        ValueError: ``run_ranges`` or ``batch_rows`` is not positive.
+        ValueError: ``run_ranges``, ``batch_rows`` or ``read_ranges`` is not positive.
     """
 
     def __init__(
@@ -660,14 +673,18 @@ class _SlurmParts:
         schema: pl.Schema | None = None,
         split: bool = True,
         run_ranges: int | None = None,
-        batch_rows: int = SLURM_PART_ROWS,
+        batch_rows: int = CHANGED_BATCH_ROWS,
+        read_ranges: int = CHANGED_RANGES_PER_READ,
     ) -> None:
         self.run_ranges = STORED_RUN_RANGES if run_ranges is None else run_ranges
-        if self.run_ranges < 1:
-            raise ValueError(f"run_ranges must be positive, got {self.run_ranges}")
-        if batch_rows < 1:
-            raise ValueError(f"batch_rows must be positive, got {batch_rows}")
-        self.batch_rows = batch_rows
+        for name, value in (
+            ("run_ranges", self.run_ranges),
+            ("batch_rows", batch_rows),
+            ("read_ranges", read_ranges),
+        ):
+            if value < 1:
+                raise ValueError(f"{name} must be positive, got {value}")
+        self.batch_rows, self.read_ranges = batch_rows, read_ranges
         self.con, self.dirty, self.schema, self.split = con, dirty, schema, split
         self.ranges = [
             (lo, hi, i == len(cuts))
@@ -700,32 +717,39 @@ class _SlurmParts:
         return StoredPart(attempts=attempts, pending=read("pending"), cuts=read("cutoffs"))
 
     def _changed_batches(self) -> dict[int, list[int]]:
-        """The indices of the ranges that hold changed keys, each mapped to the indices of the
-        ranges read with it (``batch_rows`` rows at most, unless one range holds more), where
-        there are several such ranges; else nothing (each range is read alone)."""
+        """The indices of the ranges holding changed keys that are read with others, each
+        mapped to the indices of its batch (two or more, in order); the other ranges are read
+        alone."""
         if self.dirty is None or len(self.ranges) == 1:
             return {}
         changed = [i for i, r in enumerate(self.ranges) if not self._is_clean(*r)]
-        if len(changed) < 2:
-            return {}
-        counts = dict(
-            run_named(self.con, "analytics/slurm_rows_in_ranges_count", self._lists(changed))
-            .select(pl.col("_range").cast(pl.Int64), "n")
-            .iter_rows()
-        )
-        batches: list[list[int]] = [[]]
-        rows = 0
-        for at, i in enumerate(changed):
-            n = counts.get(at, 0)
-            if batches[-1] and rows + n > self.batch_rows:
-                batches.append([])
-                rows = 0
-            batches[-1].append(i)
-            rows += n
-        return {i: batch for batch in batches for i in batch}
+        batches: list[list[int]] = []
+        for g in range(0, len(changed), self.read_ranges):
+            group = changed[g : g + self.read_ranges]
+            if len(group) < 2:
+                continue
+            counts = dict(
+                run_named(
+                    self.con, "analytics/slurm_rows_in_ranges_count", self._range_lists(group)
+                )
+                .select(pl.col("_range").cast(pl.Int64), "n")
+                .iter_rows()
+            )
+            batch: list[int] = []
+            rows = 0
+            for at, i in enumerate(group):
+                n = counts.get(at, 0)
+                if batch and rows + n > self.batch_rows:
+                    batches.append(batch)
+                    batch, rows = [], 0
+                batch.append(i)
+                rows += n
+            batches.append(batch)
+        return {i: batch for batch in batches if len(batch) > 1 for i in batch}
 
-    def _lists(self, indices: list[int]) -> dict[str, object]:
-        """The parameters of ``sql/analytics/slurm_rows_in_ranges*.sql`` for those ranges."""
+    def _range_lists(self, indices: list[int]) -> dict[str, object]:
+        """The parameters of ``sql/analytics/slurm_rows_in_ranges*.sql`` for the ranges
+        ``indices``: their lower ends, upper ends and ``last`` flags, as lists in that order."""
         picked = [self.ranges[i] for i in indices]
         return {
             "los": [lo for lo, _, _ in picked],
@@ -734,8 +758,9 @@ class _SlurmParts:
         }
 
     def _read_batch(self, batch: list[int]) -> dict[int, pl.DataFrame]:
-        """The raw rows of the ranges ``batch`` (indices), read in one pass, by range."""
-        rows = run_named(self.con, "analytics/slurm_rows_in_ranges", self._lists(batch))
+        """The raw rows of the ranges ``batch`` (indices), read in one pass, by range (a range
+        without rows: an empty frame of the same columns and types)."""
+        rows = run_named(self.con, "analytics/slurm_rows_in_ranges", self._range_lists(batch))
         parts = rows.partition_by("_range", as_dict=True, maintain_order=True, include_key=False)
         empty = rows.drop("_range").clear()
         # one chunk per column, as a read of one range gives (the split gathers by row)
@@ -745,9 +770,10 @@ class _SlurmParts:
         self.stored = 0
         batches = self._changed_batches()
         fetched: dict[int, pl.DataFrame] = {}
-        index = {r: i for i, r in enumerate(self.ranges)}
-        for clean, group in itertools.groupby(self.ranges, key=lambda r: self._is_clean(*r)):
-            run = list(group)
+        indexed = enumerate(self.ranges)
+        for clean, group in itertools.groupby(indexed, key=lambda r: self._is_clean(*r[1])):
+            numbered = list(group)
+            run = [r for _, r in numbered]
             if clean:
                 # Consecutive clean ranges are one stored part: one read of the stored rows
                 # per run, not per range (each read costs a pass over core.slurm_jobs'
@@ -762,9 +788,8 @@ class _SlurmParts:
                     release_memory(self.con)
                     yield part
                 continue
-            for lo, hi, last in run:
+            for i, (lo, hi, last) in numbered:
                 self.current = (lo, hi, last)
-                i = index[(lo, hi, last)]
                 if len(self.ranges) == 1:
                     rows = read_table(self.con, "raw.slurm_rows")
                 elif i in batches:
@@ -786,8 +811,9 @@ def _slurm_parts(
 ) -> _SlurmParts:
     """The rows of ``raw.slurm_rows`` in ascending ranges of ``(cluster, job_key)`` of about
     ``part_rows`` rows each (``sql/analytics/slurm_row_bounds.sql``: quantiles of a sample of
-    the key; one identity's rows never straddle two ranges), read one range at a time when
-    iterated. With ``reuse`` (the stored resolution was made by today's code and registry:
+    the key; one identity's rows never straddle two ranges), one part per range, read when
+    iterated (a full build reads one range at a time). With ``reuse`` (the stored resolution
+    was made by today's code and registry:
     :func:`pipelines.analytics.incremental.reusable_resolution`), each range is also cut
     around the identities that changed since (:func:`_around_dirty`), and the ranges none of
     whose identities changed come from the stored resolution (:class:`_SlurmParts`).
@@ -813,7 +839,8 @@ def _slurm_parts(
         return _SlurmParts(con, cuts)
     unchanged = unchanged_slurm_ingests(con)
     dirty = run_named(con, "analytics/slurm_dirty_keys", {"unchanged": unchanged})["k"].to_list()
-    return _SlurmParts(con, _around_dirty(cuts, dirty), dirty, schema, batch_rows=part_rows)
+    batch_rows = min(part_rows, CHANGED_BATCH_ROWS)
+    return _SlurmParts(con, _around_dirty(cuts, dirty), dirty, schema, batch_rows=batch_rows)
 
 
 def _around_dirty(cuts: list[str], dirty: list[str]) -> list[str]:

@@ -55,6 +55,10 @@ def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> p
         account is not in the registry), ``wait_s`` = start − eligible, ``submit_wait_s`` =
         start − submit, ``run_s`` = end − start (NULL while running) and ``gpu_s`` = gpus ×
         run_s on allocation rows (NULL on steps, which never add occupancy). Seconds throughout.
+        The same rows in any order give the same frame: every choice is made on the rows'
+        times, ingest ids and line numbers, and no two rows of one identity share an ingest id
+        and a line number (the tasks one pending array line expands to are identities of their
+        own), so no tie is left to the input's order.
     """
     rows = raw_rows.with_columns(
         _job_key().alias("job_key"),

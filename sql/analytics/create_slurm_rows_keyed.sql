@@ -1,5 +1,6 @@
 -- raw.slurm_rows with its (cluster, job key) sort key, as a temporary view of the build's
--- connection (analytics/slurm_row_bounds.sql and slurm_rows_part.sql read it). The key is
+-- connection (analytics/slurm_rows_part.sql, slurm_rows_in_ranges*.sql and slurm_dirty_keys.sql
+-- read it; slurm_row_bounds.sql uses the macro alone). The key is
 -- cluster, a NUL byte, then the job key of pipelines/core/slurm_identity.py (array task A_T, het
 -- component H+O, else JobIDRaw, else JobID): the byte order of the key string is the order of
 -- (cluster, job_key), so ranges of it come in the core layer's sort order, and every row of one

@@ -554,14 +554,19 @@ def test_stored_parts_come_in_the_resolution_order_when_the_stored_rows_do_not(
 def test_changed_ranges_are_read_together_and_come_one_part_per_range_as_read_alone(
     loaded: tuple[Config, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The ranges holding changed keys are read from the raw rows in one pass while their rows
-    add up to ``batch_rows`` at most, and still come one part per range, in range order, each
-    with the rows ``sql/analytics/slurm_rows_part.sql`` reads for that range alone. Cuts at
-    every 5th raw identity, four changed keys spread over the key space, the ranges cut around
-    them as an incremental build cuts them (:func:`_around_dirty`): with room for every range,
-    one count and one read of the raw rows for the four changed ranges; with ``batch_rows=1``
-    one read per range (a range more than ``batch_rows`` is read alone); the stored parts
-    between them are the same either way."""
+    """The ranges holding changed keys are counted a group of ``read_ranges`` at a time and
+    read in one pass per batch of consecutive ones whose rows add up to ``batch_rows`` at most
+    (a range alone in its batch is read by itself), and each still comes as a part of its own,
+    in the ranges' order, with the rows ``sql/analytics/slurm_rows_part.sql`` reads for that
+    range alone. Cuts at every 5th raw identity, four changed keys spread over the key space,
+    the ranges cut around them as an incremental build cuts them (:func:`_around_dirty`):
+
+    - room for every range: one count and one read for the four;
+    - ``batch_rows`` of the first two ranges' rows: the batches a greedy cut in order gives;
+    - ``batch_rows=1``: every range read alone (one more than the budget is still read);
+    - ``read_ranges=2``: two groups, two counts, two reads.
+
+    The stored parts between them are the same every time."""
     import pipelines.analytics.build as build
     from pipelines.analytics.build import _around_dirty, _SlurmParts
     from pipelines.core import StoredPart
@@ -580,55 +585,111 @@ def test_changed_ranges_are_read_together_and_come_one_part_per_range_as_read_al
             "SELECT DISTINCT _part_key FROM slurm_rows_keyed ORDER BY 1").fetchall()]  # fmt: skip
         dirty = [keys[len(keys) * i // 5] for i in (1, 2, 3, 4)]
         cuts = _around_dirty(keys[5::5], dirty)
+        reader = _SlurmParts(con, cuts, dirty, schema)
+        changed = [r for r in reader.ranges if not reader._is_clean(*r)]
+        want = {
+            r: real(con, "analytics/slurm_rows_part", {"lo": r[0], "hi": r[1], "last": r[2]})
+            for r in changed
+        }
+        sizes = [want[r].height for r in changed]
 
-        def alone(lo: str, hi: str, last: bool) -> pl.DataFrame:
-            return real(con, "analytics/slurm_rows_part", {"lo": lo, "hi": hi, "last": last})
+        def run(**kw: int) -> tuple[list[tuple[tuple[str, str, bool], object]], list[str]]:
+            reads.clear()
+            parts = _SlurmParts(con, cuts, dirty, schema, run_ranges=2, **kw)
+            got = [(parts.current, part) for part in parts()]
+            return got, list(reads)
 
         monkeypatch.setattr(build, "run_named", counted)
-        runs = {}
-        for batch_rows in (10**9, 1):
-            reads.clear()
-            parts = _SlurmParts(con, cuts, dirty, schema, run_ranges=2, batch_rows=batch_rows)
-            got = []
-            for part in parts():
-                got.append((parts.current, part))
-            runs[batch_rows] = (got, list(reads))
-        want = {span: alone(*span) for span, part in runs[1][0] if not isinstance(part, StoredPart)}
-    for batch_rows, (got, names) in runs.items():
+        runs = {
+            "all": run(batch_rows=10**9),
+            "first two": run(batch_rows=sizes[0] + sizes[1]),
+            "alone": run(batch_rows=1),
+            "groups of 2": run(batch_rows=10**9, read_ranges=2),
+        }
+    assert len(changed) == 4 and min(sizes) > 0
+
+    def greedy(budget: int) -> list[int]:  # the reads of more than one range, by size
+        batches, rows = [[sizes[0]]], sizes[0]
+        for n in sizes[1:]:
+            if rows + n > budget:
+                batches.append([])
+                rows = 0
+            batches[-1].append(n)
+            rows += n
+        return [len(b) for b in batches if len(b) > 1]
+
+    expected = {
+        "all": (1, [4]),
+        "first two": (1, greedy(sizes[0] + sizes[1])),
+        "alone": (1, []),
+        "groups of 2": (2, [2, 2]),
+    }
+    assert expected["first two"][1][0] >= 2
+    stored = []
+    for label, (got, names) in runs.items():
         raw = [(span, p) for span, p in got if not isinstance(p, StoredPart)]
-        assert [span for span, _ in raw] == list(want) and len(raw) == 4
+        assert [span for span, _ in raw] == changed, label
+        starts = [span[0] for span, _ in got]  # every part in key order, stored or not
+        assert starts == sorted(starts) and len(set(starts)) == len(starts), label
         for span, part in raw:
+            assert isinstance(part, pl.DataFrame)
             alone_rows = want[span]
-            assert part.schema == alone_rows.schema and part.height == alone_rows.height > 0
-            assert part.sort(part.columns).equals(alone_rows.sort(alone_rows.columns))
-        assert names.count("analytics/slurm_rows_part") == 0
-        assert names.count("analytics/slurm_rows_in_ranges_count") == 1
-        assert names.count("analytics/slurm_rows_in_ranges") == (1 if batch_rows > 1 else 4)
-    stored = [[p.attempts for _, p in got if isinstance(p, StoredPart)] for got, _ in runs.values()]
-    assert len(stored[0]) == len(stored[1]) > 3
-    assert all(a.equals(b) for a, b in zip(*stored, strict=True))
+            assert part.schema == alone_rows.schema and part.height == alone_rows.height, label
+            assert part.sort(part.columns).equals(alone_rows.sort(alone_rows.columns)), label
+        counts, together = expected[label]
+        assert names.count("analytics/slurm_rows_in_ranges_count") == counts, label
+        assert names.count("analytics/slurm_rows_in_ranges") == len(together), label
+        assert names.count("analytics/slurm_rows_part") == 4 - sum(together), label
+        stored.append([p.attempts for _, p in got if isinstance(p, StoredPart)])
+    assert len(stored[0]) > 3
+    for other in stored[1:]:
+        assert len(other) == len(stored[0])
+        assert all(a.equals(b) for a, b in zip(stored[0], other, strict=True))
+
+
+def test_changed_range_reads_must_be_positive(loaded: tuple[Config, Path]) -> None:
+    """A batch of no rows or a group of no ranges is refused when the parts are made."""
+    from pipelines.analytics.build import _SlurmParts
+
+    _cfg, db = loaded
+    with duckdb.connect(str(db), read_only=True) as con:
+        for kw in ({"batch_rows": 0}, {"read_ranges": 0}, {"run_ranges": 0}):
+            with pytest.raises(ValueError, match=f"{next(iter(kw))} must be positive, got 0"):
+                _SlurmParts(con, [], [], None, **kw)
 
 
 def test_the_resolution_does_not_depend_on_the_order_of_the_raw_rows(
     loaded: tuple[Config, Path],
 ) -> None:
-    """The raw rows of the fleet's day 1 and the lab export, resolved as read, reversed and in
-    three shuffled orders, give the same resolution, row for row: dedup, supersession and
-    attempts decide by the rows' times, ingest ids and line numbers, never by where a row
-    comes (so ranges read in one pass need not keep the order each read alone gives)."""
+    """The raw rows of the fleet's day 1 and the lab export, with a second copy of the lab
+    export (an overlapping export: every line again under a new ingest id, so each of its
+    identities has rows to de-duplicate), resolved as read, reversed and in three shuffled
+    orders, on the engine the build resolves on, give the same resolution, row for row:
+    dedup, supersession and attempts decide by the rows' times, ingest ids and line numbers,
+    never by where a row comes (so ranges read in one pass need not keep the order each read
+    alone gives)."""
     _cfg, db = loaded
     with duckdb.connect(str(db), read_only=True) as con:
         whole = read_table(con, "raw.slurm_rows")
+    lab = whole.filter(pl.col("cluster") == "lab")
+    again = lab.with_columns(pl.col("ingest_id") + whole["ingest_id"].max())
+    once = whole
+    whole = pl.concat([whole, again])
     teams = pl.DataFrame({"key": ["team-c"], "team": ["vision"]}).lazy()
-    one = resolve_slurm_jobs(whole.lazy(), teams).collect()
+
+    def resolve(rows: pl.DataFrame) -> pl.DataFrame:
+        return resolve_slurm_jobs(rows.lazy(), teams).collect(engine="in-memory")
+
+    one = resolve(whole)
     orders = [
         whole.reverse(),
         *(whole.sample(fraction=1.0, shuffle=True, seed=s) for s in (1, 2, 3)),
     ]
-    assert whole.height > 500 and one.height > 300
+    assert lab.height > 80 and one.height > 300
+    assert one.height == resolve(once).height  # the second copy's rows were de-duplicated
     for rows in orders:
         assert not rows.equals(whole)
-        assert resolve_slurm_jobs(rows.lazy(), teams).collect().equals(one)
+        assert resolve(rows).equals(one)
 
 
 def test_parts_of_more_keys_than_the_sample_hold_whole_identities_and_about_equal_rows(
