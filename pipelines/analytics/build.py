@@ -612,14 +612,11 @@ SLURM_PART_ROWS = 250_000
 STORED_RUN_RANGES = 2
 #: Raw Slurm rows an incremental build reads at once for the ranges of changed identities, at
 #: most (:class:`_SlurmParts`: ranges read together while their rows add up to no more). The
-#: ranges after the first of a read wait in memory while the stored parts between them are
-#: read, so the budget is kept well under a part: about 60 MB of raw rows (about 600 bytes a
-#: row held). A year of 10,000 GPUs' new day changes 61,789 raw rows' ranges.
+#: ranges of a read wait in memory while the stored parts between them are read, so the
+#: budget is kept well under a part: about 46 MB of raw rows (about 460 bytes a row by
+#: polars' estimate). A year of 10,000 GPUs' new day reads 61,789 raw rows in its changed
+#: ranges.
 CHANGED_BATCH_ROWS = 100_000
-#: Ranges of changed identities one count and one read of the raw rows take at most
-#: (:class:`_SlurmParts`): DuckDB joins the key of every raw row with each range (a nested
-#: loop: on the year of 10,000 GPUs, 0.15–0.19 s for 3 ranges, 1.05–1.16 s for 50).
-CHANGED_RANGES_PER_READ = 4
 
 
 def _range_params(lo: str, hi: str, last: bool, split: bool = True) -> dict[str, object]:
@@ -652,17 +649,19 @@ class _SlurmParts:
     comes as a :class:`pipelines.core.StoredPart`, one for each run of at most ``run_ranges``
     consecutive such ranges (:data:`STORED_RUN_RANGES`), and ``core.slurm_jobs`` keeps its
     rows. The ranges that hold changed keys (in key order, with stored runs between them) are
-    read from the raw rows several at a time: each group of at most ``read_ranges`` of them
-    (:data:`CHANGED_RANGES_PER_READ`) is counted (``sql/analytics/
-    slurm_rows_in_ranges_count.sql``), then read in one pass per batch of consecutive ones
-    whose rows add up to at most ``batch_rows`` (:data:`CHANGED_BATCH_ROWS`; ``sql/analytics/
-    slurm_rows_in_ranges.sql``), a range alone in its batch as before; each still comes as a
-    part of its own. Each read is a pass over ``raw.slurm_rows``, and a new day's changed
-    identities lie in a few narrow ranges (three on the year of 10,000 GPUs: 0.76–0.87 s
-    read one by one, 0.55–0.58 s in all counted and read together, of which the count 0.16 s).
+    read from the raw rows several at a time: where there are two or more, their rows are
+    counted in one pass (``sql/analytics/slurm_rows_in_ranges_count.sql``), then read in one
+    pass per batch of consecutive ones whose rows add up to at most ``batch_rows``
+    (:data:`CHANGED_BATCH_ROWS`; ``sql/analytics/slurm_rows_in_ranges.sql``), a range alone in
+    its batch read by itself as before; each still comes as a part of its own. Each read is a
+    pass over ``raw.slurm_rows``, and a new day's changed identities lie in a few narrow ranges
+    (three on the year of 10,000 GPUs: 0.76–0.87 s read one by one, 0.55–0.58 s in all
+    counted and read together, of which the count 0.16 s). DuckDB joins each raw row's key
+    with every range of a count or a read in a nested loop: about 0.13 s for the pass and
+    0.02 s more per range on that year (0.15–0.19 s for 3 ranges, 1.05–1.16 s for 50).
 
     Raises:
-        ValueError: ``run_ranges``, ``batch_rows`` or ``read_ranges`` is not positive.
+        ValueError: ``run_ranges`` or ``batch_rows`` is not positive.
     """
 
     def __init__(
@@ -674,17 +673,12 @@ class _SlurmParts:
         split: bool = True,
         run_ranges: int | None = None,
         batch_rows: int = CHANGED_BATCH_ROWS,
-        read_ranges: int = CHANGED_RANGES_PER_READ,
     ) -> None:
         self.run_ranges = STORED_RUN_RANGES if run_ranges is None else run_ranges
-        for name, value in (
-            ("run_ranges", self.run_ranges),
-            ("batch_rows", batch_rows),
-            ("read_ranges", read_ranges),
-        ):
+        for name, value in (("run_ranges", self.run_ranges), ("batch_rows", batch_rows)):
             if value < 1:
                 raise ValueError(f"{name} must be positive, got {value}")
-        self.batch_rows, self.read_ranges = batch_rows, read_ranges
+        self.batch_rows = batch_rows
         self.con, self.dirty, self.schema, self.split = con, dirty, schema, split
         self.ranges = [
             (lo, hi, i == len(cuts))
@@ -719,32 +713,27 @@ class _SlurmParts:
     def _changed_batches(self) -> dict[int, list[int]]:
         """The indices of the ranges holding changed keys that are read with others, each
         mapped to the indices of its batch (two or more, in order); the other ranges are read
-        alone."""
+        alone. Where two or more ranges hold changed keys, their rows are counted first (one
+        pass over ``raw.slurm_rows``)."""
         if self.dirty is None or len(self.ranges) == 1:
             return {}
         changed = [i for i, r in enumerate(self.ranges) if not self._is_clean(*r)]
-        batches: list[list[int]] = []
-        for g in range(0, len(changed), self.read_ranges):
-            group = changed[g : g + self.read_ranges]
-            if len(group) < 2:
-                continue
-            counts = dict(
-                run_named(
-                    self.con, "analytics/slurm_rows_in_ranges_count", self._range_lists(group)
-                )
-                .select(pl.col("_range").cast(pl.Int64), "n")
-                .iter_rows()
-            )
-            batch: list[int] = []
-            rows = 0
-            for at, i in enumerate(group):
-                n = counts.get(at, 0)
-                if batch and rows + n > self.batch_rows:
-                    batches.append(batch)
-                    batch, rows = [], 0
-                batch.append(i)
-                rows += n
-            batches.append(batch)
+        if len(changed) < 2:
+            return {}
+        counts = dict(
+            run_named(self.con, "analytics/slurm_rows_in_ranges_count", self._range_lists(changed))
+            .select(pl.col("_range").cast(pl.Int64), "n")
+            .iter_rows()
+        )
+        batches: list[list[int]] = [[]]
+        rows = 0
+        for at, i in enumerate(changed):  # at: the range's position in the count
+            n = counts.get(at, 0)
+            if batches[-1] and rows + n > self.batch_rows:
+                batches.append([])
+                rows = 0
+            batches[-1].append(i)
+            rows += n
         return {i: batch for batch in batches if len(batch) > 1 for i in batch}
 
     def _range_lists(self, indices: list[int]) -> dict[str, object]:
@@ -804,6 +793,8 @@ class _SlurmParts:
                 # given back while polars resolves this part (release_memory)
                 release_memory(self.con)
                 yield rows
+                # not held while the next part or stored run is read (the caller drops its own)
+                del rows
 
 
 def _slurm_parts(

@@ -607,7 +607,8 @@ def _slurm_frames(
             kept.append(slurm)
         else:
             sink(slurm)
-        del slurm
+        # the raw part and its resolution, not held while the next part is read
+        del slurm, part
     if not attempts:
         raise ValueError("build_core: no Slurm parts (an empty table is one empty part)")
     schema = pl.DataFrame(schema=resolved_slurm_schema(raw.slurm_rows))  # every part may be stored

@@ -554,17 +554,18 @@ def test_stored_parts_come_in_the_resolution_order_when_the_stored_rows_do_not(
 def test_changed_ranges_are_read_together_and_come_one_part_per_range_as_read_alone(
     loaded: tuple[Config, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The ranges holding changed keys are counted a group of ``read_ranges`` at a time and
-    read in one pass per batch of consecutive ones whose rows add up to ``batch_rows`` at most
-    (a range alone in its batch is read by itself), and each still comes as a part of its own,
-    in the ranges' order, with the rows ``sql/analytics/slurm_rows_part.sql`` reads for that
-    range alone. Cuts at every 5th raw identity, four changed keys spread over the key space,
-    the ranges cut around them as an incremental build cuts them (:func:`_around_dirty`):
+    """The ranges holding changed keys are counted in one pass and read in one pass per batch
+    of consecutive ones whose rows add up to ``batch_rows`` at most (a range alone in its batch
+    is read by itself), and each still comes as a part of its own, in the ranges' order, with
+    the rows ``sql/analytics/slurm_rows_part.sql`` reads for that range alone. Cuts at every
+    5th raw identity, four changed keys spread over the key space, the ranges cut around them
+    as an incremental build cuts them (:func:`_around_dirty`):
 
     - room for every range: one count and one read for the four;
     - ``batch_rows`` of the first two ranges' rows: the batches a greedy cut in order gives;
-    - ``batch_rows=1``: every range read alone (one more than the budget is still read);
-    - ``read_ranges=2``: two groups, two counts, two reads.
+    - ``batch_rows=1``: every range read alone (a range of more rows than the budget is still
+      read, by itself);
+    - one changed key: its range read alone, with no count.
 
     The stored parts between them are the same every time."""
     import pipelines.analytics.build as build
@@ -593,20 +594,30 @@ def test_changed_ranges_are_read_together_and_come_one_part_per_range_as_read_al
         }
         sizes = [want[r].height for r in changed]
 
-        def run(**kw: int) -> tuple[list[tuple[tuple[str, str, bool], object]], list[str]]:
+        def run(
+            batch_rows: int, changed_keys: list[str] = dirty
+        ) -> tuple[list[tuple[tuple[str, str, bool], object]], list[str]]:
             reads.clear()
-            parts = _SlurmParts(con, cuts, dirty, schema, run_ranges=2, **kw)
+            parts = _SlurmParts(
+                con, _around_dirty(keys[5::5], changed_keys), changed_keys, schema,
+                run_ranges=2, batch_rows=batch_rows,
+            )  # fmt: skip
             got = [(parts.current, part) for part in parts()]
             return got, list(reads)
 
         monkeypatch.setattr(build, "run_named", counted)
         runs = {
-            "all": run(batch_rows=10**9),
-            "first two": run(batch_rows=sizes[0] + sizes[1]),
-            "alone": run(batch_rows=1),
-            "groups of 2": run(batch_rows=10**9, read_ranges=2),
+            "all": run(10**9),
+            "first two": run(sizes[0] + sizes[1]),
+            "alone": run(1),
         }
+        one_key = run(10**9, dirty[:1])
     assert len(changed) == 4 and min(sizes) > 0
+    one_raw = [p for _, p in one_key[0] if not isinstance(p, StoredPart)]
+    assert len(one_raw) == 1 and one_raw[0].height > 0
+    assert one_key[1].count("analytics/slurm_rows_in_ranges_count") == 0
+    assert one_key[1].count("analytics/slurm_rows_part") == 1
+    assert one_key[1].count("analytics/slurm_rows_in_ranges") == 0
 
     def greedy(budget: int) -> list[int]:  # the reads of more than one range, by size
         batches, rows = [[sizes[0]]], sizes[0]
@@ -622,7 +633,6 @@ def test_changed_ranges_are_read_together_and_come_one_part_per_range_as_read_al
         "all": (1, [4]),
         "first two": (1, greedy(sizes[0] + sizes[1])),
         "alone": (1, []),
-        "groups of 2": (2, [2, 2]),
     }
     assert expected["first two"][1][0] >= 2
     stored = []
@@ -648,12 +658,12 @@ def test_changed_ranges_are_read_together_and_come_one_part_per_range_as_read_al
 
 
 def test_changed_range_reads_must_be_positive(loaded: tuple[Config, Path]) -> None:
-    """A batch of no rows or a group of no ranges is refused when the parts are made."""
+    """A batch of no rows or a stored run of no ranges is refused when the parts are made."""
     from pipelines.analytics.build import _SlurmParts
 
     _cfg, db = loaded
     with duckdb.connect(str(db), read_only=True) as con:
-        for kw in ({"batch_rows": 0}, {"read_ranges": 0}, {"run_ranges": 0}):
+        for kw in ({"batch_rows": 0}, {"run_ranges": 0}):
             with pytest.raises(ValueError, match=f"{next(iter(kw))} must be positive, got 0"):
                 _SlurmParts(con, [], [], None, **kw)
 
