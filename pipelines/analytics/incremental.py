@@ -64,6 +64,7 @@ from pipelines.warehouse import (
     as_utc,
     ingest_time_spans,
     job_keys_table,
+    read_rows_since,
     read_table,
     replace_days,
     replace_job_rows,
@@ -422,19 +423,22 @@ def _changed_jobs(
     else:
         _k = slurm_changed.select(pl.col("cluster", "job_id").cast(pl.String())).unique()
         # The positions of the rows in scope, from the narrow key columns only (a join of
-        # the whole frame would copy it).
+        # the whole frame would copy it), the rows of the changed job ids taken first by a
+        # lookup of one column: the join then reads those few, not every attempt's keys (a
+        # year's new day: 0.09 s and 50 MB → 0.04 s and 1 MB).
         marked = _k.with_columns(pl.lit(True).alias("_in")).lazy()
+        other = (
+            pl.col("cluster").is_null()
+            | pl.col("job_id").is_null()
+            | pl.col("source").ne_missing("slurm")
+        )
         at = (
             new.lazy()
             .select("cluster", "job_id", "source")
             .with_row_index("_at")
+            .filter(pl.col("job_id").is_in(_k["job_id"].drop_nulls().implode()) | other)
             .join(marked, on=["cluster", "job_id"], how="left")
-            .filter(
-                pl.col("_in").fill_null(False)
-                | pl.col("cluster").is_null()
-                | pl.col("job_id").is_null()
-                | pl.col("source").ne_missing("slurm")
-            )
+            .filter(pl.col("_in").fill_null(False) | other)
             .select("_at")
             .collect()
             .to_series()
@@ -565,12 +569,22 @@ def _stable_waits(
     if keys.height == 0:
         return keys
 
+    ids = keys["job_id"].drop_nulls().unique().implode()
+
     def semi(frame: pl.DataFrame) -> pl.DataFrame:
-        # The frame's rows kept against the few keys, then made distinct: the other way round
-        # (the keys kept against the frame) hashes every row of the frame, a year's 2.1M
-        # attempts, 360 MB and 0.15 s, against 0.06 s here.
-        found = frame.select(_WAIT_KEY).cast(schema, strict=False)  # type: ignore[arg-type]
-        return found.join(keys, on=_WAIT_KEY, how="semi", nulls_equal=True).unique()
+        # The frame's rows whose job id is one of the keys' (or NULL) first, by a lookup of
+        # one column, then those kept against the few keys on all four and made distinct: the
+        # join alone encodes the four key columns of every row of the frame, on a year's 2.1M
+        # attempts 205 MB and 0.24 s, against 4 MB and 0.08 s this way (BENCHMARKS.md, "The
+        # new day's window"); the other way round (the keys kept against the frame) 360 MB.
+        near = (
+            frame.lazy()
+            .select(_WAIT_KEY)
+            .cast(schema, strict=False)  # type: ignore[arg-type]
+            .filter(pl.col("job_id").is_in(ids) | pl.col("job_id").is_null())
+            .collect()
+        )
+        return near.join(keys, on=_WAIT_KEY, how="semi", nulls_equal=True).unique()
 
     # Scanned by name (DuckDB's replacement scan), not registered: a view dropped inside the
     # build's transaction keeps its Arrow table until the commit (pipelines.warehouse.tables).
@@ -883,10 +897,12 @@ def with_stored_days(
     *,
     time_col: str = "hour",
     order: Sequence[str] = (),
+    since: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Every day's rows of an :data:`INCREMENTAL_TABLES` table as a build that computed only
     ``days`` sees them before it writes: the stored rows of the other cluster-days (read with
     ``fresh``'s columns and types) and ``fresh`` (the rows of ``days`` about to be written).
+    With ``since``, of the stored rows only those the caller reads.
 
     Args:
         con: the warehouse (``table`` is read).
@@ -897,15 +913,24 @@ def with_stored_days(
         time_col: the column whose UTC day places a row.
         order: columns the result is sorted by (a full build's frame sorted by them is the same
             frame); empty: the stored rows, then ``fresh``.
+        since: ``cluster, since`` (UTC datetimes): the stored rows are read only for these
+            clusters, and only at or after ``since`` (:func:`pipelines.warehouse.
+            read_rows_since`), for a caller that reads no other row (the large-job wait causes
+            of a few jobs read the hours of those jobs' waits, not a year of them). None:
+            every stored row.
 
     Returns:
         ``fresh``'s columns.
     """
     if days is None or not table_exists(con, table):
         return fresh
-    kept = (
+    stored = (
         read_table(con, table)
-        .select(fresh.columns)
+        if since is None
+        else read_rows_since(con, table, since, time_col=time_col)
+    )
+    kept = (
+        stored.select(fresh.columns)
         .cast(fresh.schema, strict=False)  # type: ignore[arg-type]
         .with_columns(pl.col(time_col).dt.convert_time_zone("UTC").dt.date().alias("_day"))
         .join(cluster_days(days), on=["cluster", "_day"], how="anti")

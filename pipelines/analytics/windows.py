@@ -33,6 +33,7 @@ from pipelines.analytics.metrics_build import (
 )
 from pipelines.core import with_as_of
 from pipelines.warehouse import release_memory, run_named, table_exists
+from pipelines.warehouse.sql import load_sql
 
 __all__ = [
     "WINDOW_TABLES",
@@ -171,8 +172,10 @@ def telemetry_window(
 ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB whose ``raw.dcgm_samples`` holds one cluster's samples in
     [lo − margin, hi), and whose ``raw.dcgm_hourly`` (when the warehouse has it) holds the
-    cluster's hourly aggregates whose ``hour`` lies in the same window — the input the telemetry
-    functions of :mod:`pipelines.analytics.metrics_build` and
+    cluster's labelled hourly aggregates with samples whose ``hour`` lies in the same window,
+    with the columns :mod:`pipelines.analytics.dcgm_hourly_metrics` reads (``cluster, hour,
+    hpc_job, samples, gr_engine_active_avg``: ``sql/analytics/dcgm_hourly_window.sql``) — the
+    input the telemetry functions of :mod:`pipelines.analytics.metrics_build` and
     :func:`pipelines.analytics.dcgm_hourly_metrics.hourly_activity` read, cut to a window. The
     margin gives the XID change detection (``lag`` over each GPU's samples) the sample before
     the window. ``partners``: Kubernetes clusters whose samples (slurmd pods' GPUs, moved to
@@ -197,8 +200,10 @@ def telemetry_window(
     mem.execute("CREATE TABLE raw.dcgm_samples AS SELECT * FROM _samples")
     mem.unregister("_samples")
     if table_exists(con, "raw.dcgm_hourly"):  # hourly aggregates (the scale fleet's telemetry)
+        # Only what the window's readers take: on a year of 10,000 GPUs every column of the
+        # new day's window rose 200 MB and took 0.6 s (BENCHMARKS.md, "The new day's window").
         hourly = con.sql(
-            "SELECT * FROM raw.dcgm_hourly WHERE cluster = $c AND hour >= $lo AND hour < $hi",
+            load_sql("analytics/dcgm_hourly_window"),
             params={"c": cluster, "lo": lo - margin, "hi": hi},
         ).arrow()
         mem.register("_hourly", hourly)

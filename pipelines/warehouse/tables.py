@@ -31,6 +31,7 @@ __all__ = [
     "count_rows",
     "diff_replace",
     "ingest_time_spans",
+    "read_rows_since",
     "read_table",
     "refresh_as_of",
     "replace_days",
@@ -99,6 +100,43 @@ def read_table(
     """
     rowid = "rowid AS _rowid, " if with_rowid else ""
     return as_utc(con.sql(f"SELECT {rowid}* FROM {_checked(table)}").pl())
+
+
+def read_rows_since(
+    con: duckdb.DuckDBPyConnection, table: str, since: pl.DataFrame, *, time_col: str
+) -> pl.DataFrame:
+    """The rows of ``table`` of the clusters in ``since`` whose ``time_col`` is at or after
+    that cluster's ``since`` (zoned timestamps in ``UTC``, :func:`as_utc`), in no particular
+    order; a cluster not in ``since`` gives no row. DuckDB skips the row groups that end before
+    the earliest ``since`` (the range test is also pushed into the scan).
+
+    Args:
+        con: a connection holding the table.
+        table: ``schema.name`` with ``cluster`` and ``time_col``.
+        since: ``cluster, since`` (UTC datetimes; a NULL ``since`` gives no row of its cluster).
+        time_col: a timestamp column of ``table``.
+
+    Raises:
+        ValueError: ``table`` or ``time_col`` is not a plain identifier.
+        duckdb.CatalogException: no such table.
+    """
+    if "." in time_col:
+        raise ValueError(f"not a column name: {time_col!r}")
+    col = _checked(time_col)
+    bounds = since.filter(pl.col("since").is_not_null())
+    lo = bounds["since"].min() if bounds.height else None
+    sql = (
+        f"SELECT t.* FROM {_checked(table)} AS t"
+        " JOIN (SELECT unnest($clusters) AS _cluster, unnest($since) AS _since) AS w"
+        f" ON t.cluster = w._cluster AND t.{col} >= w._since"
+        f" WHERE $lo IS NOT NULL AND t.{col} >= $lo"
+    )
+    params = {
+        "clusters": bounds["cluster"].to_list(),
+        "since": bounds["since"].to_list(),
+        "lo": lo,
+    }
+    return as_utc(con.sql(sql, params=params).pl())
 
 
 def count_rows(con: duckdb.DuckDBPyConnection, table: str) -> int:

@@ -3,16 +3,19 @@ cluster-day explicitly gives the full build's time-keyed rows (``days=None``).""
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pytest
 
 from pipelines.analytics.build import _inventory, _occupancy, _read_raw, _read_registry
-from pipelines.analytics.windows import WINDOW_TABLES, window_tables
+from pipelines.analytics.dcgm_hourly_metrics import hourly_activity
+from pipelines.analytics.windows import WINDOW_TABLES, telemetry_window, window_tables
 from pipelines.config import Config
 from pipelines.core import BuildUnit, build_core
-from pipelines.warehouse import connect
+from pipelines.warehouse import connect, init_warehouse
 
 # The module-scoped fixture of the incremental tests (a full and an incremental build), shared.
 from tests.pipelines.test_incremental import _assert_frames_close, two_builds  # noqa: F401
@@ -87,3 +90,45 @@ def test_overlapping_keeps_rows_whose_span_touches_a_day() -> None:
     assert _overlapping(jobs, days, cut, from_col="wait")["id"].to_list() == ["a", "c", "f", "g"]
     assert _overlapping(jobs, days, cut, from_col="start_at")["id"].to_list() == ["a", "c"]
     assert _overlapping(jobs, set(), cut, from_col="wait").height == 0
+
+
+def test_a_windows_hourly_telemetry_is_what_its_readers_read() -> None:
+    """The incremental window's ``raw.dcgm_hourly`` (:func:`telemetry_window`) holds cluster a's
+    labelled hours with samples in [lo − 1 day, hi), five columns; the hourly activity read from
+    it equals the warehouse's own over the window (job 7: (12 × 0.5 + 6 × 0.9) ÷ 18 = 19/30 at
+    10:00, two GPUs; an unlabelled GPU, a row without samples, cluster b's row and the hour
+    after the window count nowhere)."""
+    h10 = dt.datetime(2026, 3, 2, 10, tzinfo=dt.UTC)
+    con = duckdb.connect()
+    init_warehouse(con)
+    rows = [  # cluster, hostname, gpu, uuid, hour, hpc_job, samples, activity
+        ("a", "n1", 0, "GPU-0", h10, "7", 12, 0.5),
+        ("a", "n1", 1, "GPU-1", h10, "7", 6, 0.9),
+        ("a", "n1", 2, "GPU-2", h10, None, 12, 0.0),
+        ("a", "n1", 3, "GPU-3", h10, "7", 0, 0.7),
+        ("b", "m1", 0, "GPU-9", h10, "7", 12, 0.1),
+        ("a", "n1", 0, "GPU-0", h10 + dt.timedelta(hours=2), "7", 12, 0.2),
+    ]
+    for r in rows:
+        con.execute(
+            "INSERT INTO raw.dcgm_hourly (cluster, hostname, gpu, uuid, hour, hpc_job, samples,"
+            " gr_engine_active_avg, fb_used_max_mib, xid_last, ingest_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1000, NULL, 1)",
+            list(r),
+        )
+    lo, hi = h10, h10 + dt.timedelta(hours=1)
+    mem = telemetry_window(con, "a", lo, hi)
+    held = mem.sql("SELECT * FROM raw.dcgm_hourly ORDER BY samples DESC").pl()
+    assert held.columns == ["cluster", "hour", "hpc_job", "samples", "gr_engine_active_avg"]
+    assert held["samples"].to_list() == [12, 6]
+    jobs = pl.DataFrame(
+        {"cluster": ["a"], "job_id": ["7"], "attempt": [0],
+         "start_at": [h10 - dt.timedelta(hours=3)]},
+        schema_overrides={"start_at": pl.Datetime("us", "UTC")},
+    )  # fmt: skip
+    got = hourly_activity(mem, jobs, cluster="a", window=(lo, hi))
+    assert got.equals(hourly_activity(con, jobs, cluster="a", window=(lo, hi)))
+    assert got["activity"].to_list() == pytest.approx([19 / 30])
+    assert got["gpus"].to_list() == [2.0]
+    mem.close()
+    con.close()

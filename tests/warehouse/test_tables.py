@@ -19,6 +19,7 @@ from pipelines.warehouse import (
     diff_replace,
     diff_replace_keys,
     ingest_time_spans,
+    read_rows_since,
     read_table,
     refresh_as_of,
     replace_days,
@@ -85,6 +86,37 @@ def test_read_table_is_utc_whatever_the_session_zone(con: duckdb.DuckDBPyConnect
     assert df.sort("cluster", "hour")["hour"].to_list()[:3] == [T0, T0 + H, T0 + 2 * H]
     with_id = read_table(con, "a.t", with_rowid=True)
     assert with_id.columns == ["_rowid", "cluster", "hour", "v"]
+
+
+def test_read_rows_since_reads_each_named_cluster_from_its_own_hour(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    """Cluster x from 00:00 on 2 March: its two last hours (v 2 and 3); y with a NULL start and
+    z, which has no row, give nothing; times come back in UTC whatever the session zone."""
+    _hours(con)
+    since = pl.DataFrame(
+        {"cluster": ["x", "y", "z"], "since": [T0 + H, None, T0]},
+        schema={"cluster": pl.String(), "since": UTC_DATETIME},
+    )
+    got = read_rows_since(con, "a.t", since, time_col="hour").sort("hour")
+    assert got.columns == ["cluster", "hour", "v"]
+    assert got.schema["hour"] == UTC_DATETIME
+    assert got["cluster"].to_list() == ["x", "x"]
+    assert got["hour"].to_list() == [T0 + H, T0 + 2 * H]
+    assert got["v"].to_list() == [2.0, 3.0]
+    # Each cluster from its own hour: y from 01:00 on 2 March, x from 23:00 on 1 March.
+    both = pl.DataFrame(
+        {"cluster": ["x", "y"], "since": [T0, T0 + 2 * H]},
+        schema={"cluster": pl.String(), "since": UTC_DATETIME},
+    )
+    got = read_rows_since(con, "a.t", both, time_col="hour")
+    assert sorted(got["v"].to_list()) == [1.0, 2.0, 3.0, 6.0]
+    nothing = read_rows_since(con, "a.t", since.clear(), time_col="hour")
+    assert nothing.height == 0
+    assert nothing.columns == ["cluster", "hour", "v"]
+    for bad in ("hour) OR (1=1", "a.hour"):
+        with pytest.raises(ValueError):
+            read_rows_since(con, "a.t", since, time_col=bad)
 
 
 def test_replace_table_and_count_rows(con: duckdb.DuckDBPyConnection) -> None:
