@@ -17,7 +17,7 @@ whole history's raw rows are never in memory at once.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -242,13 +242,20 @@ def _latest_snapshot(frame: pl.DataFrame) -> pl.DataFrame:
     return newest.filter(pl.col("ingest_id") == pl.col("ingest_id").max().over(key))
 
 
-def _observed_hosts(attempts: pl.DataFrame) -> pl.DataFrame:
+def _observed_hosts(attempts: pl.DataFrame, skip: Collection[str] = ()) -> pl.DataFrame:
     """``cluster, host, gpus, gpu_type, partition`` of the hosts some Slurm attempts ran on
     (one part's: :func:`_slurm_frames`): per host, the most GPUs one attempt held on it and the
     first GPU type and partition named, in the attempts' order (per host and part, so the
-    history's attempts are never exploded into hosts at once)."""
+    history's attempts are never exploded into hosts at once). The attempts of the clusters
+    ``skip`` (those with an inventory, whose observed nodes :func:`build_core` never keeps)
+    are left out before any node list is exploded, and only the five columns read are taken
+    from the others (a year's 2.15M attempts: 0.14 s of every build, most of it for nothing)."""
+    kept = (pl.col("gpus") > 0) & (pl.col("node_list").list.len() > 0)
+    if skip:
+        kept = kept & ~pl.col("cluster").is_in(sorted(skip)).fill_null(value=False)
     return (
-        attempts.filter((pl.col("gpus") > 0) & (pl.col("node_list").list.len() > 0))
+        attempts.lazy()
+        .filter(kept)
         .select(
             "cluster",
             pl.col("node_list").alias("host"),
@@ -263,6 +270,7 @@ def _observed_hosts(attempts: pl.DataFrame) -> pl.DataFrame:
             pl.col("gpu_type").drop_nulls().first(),
             pl.col("partition").drop_nulls().first(),
         )
+        .collect(engine="in-memory")
     )
 
 
@@ -480,7 +488,11 @@ def build_core(
     ns_teams = mapping.filter(pl.col("kind") == "k8s_namespace")
     lq_teams = mapping.filter(pl.col("kind") == "k8s_local_queue")
 
-    slurm, s_att, slurm_pending, slurm_cuts, hosts = _slurm_frames(raw, account_teams, slurm_sink)
+    # clusters with an inventory keep its nodes: their observed hosts are not worked out
+    inventoried = set(inventory["cluster"].drop_nulls().unique().to_list())
+    slurm, s_att, slurm_pending, slurm_cuts, hosts = _slurm_frames(
+        raw, account_teams, slurm_sink, inventoried
+    )
     pods = _latest(raw.k8s_pods, "ingest_id")
     events = raw.k8s_events.sort("count", "last_seen", "ingest_id", nulls_last=False).unique(
         ["cluster", "uid"], keep="last", maintain_order=True
@@ -571,13 +583,17 @@ def build_core(
 
 
 def _slurm_frames(
-    raw: RawFrames, account_teams: pl.DataFrame, sink: Callable[[pl.DataFrame], None] | None
+    raw: RawFrames,
+    account_teams: pl.DataFrame,
+    sink: Callable[[pl.DataFrame], None] | None,
+    inventoried: Collection[str] = (),
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """The Slurm side of the core, part by part (:func:`resolve_slurm_parts`): the resolved
     rows (empty, schema only, when ``sink`` takes each part), the attempts (narrow:
     :data:`_ATTEMPT_COLUMNS`), the never-started allocations (:data:`_PENDING_COLUMNS`),
     ``cluster, as_of``: each part's latest submit, eligible, start or end time per cluster, and
-    each part's :func:`_observed_hosts`. A :class:`StoredPart` gives its frames as they are."""
+    each part's :func:`_observed_hosts` (none of the clusters ``inventoried``). A
+    :class:`StoredPart` gives its frames as they are."""
     parts = raw.slurm_parts() if raw.slurm_parts is not None else [raw.slurm_rows]
     kept, attempts, pending, cuts, hosts = [], [], [], [], []
     teams = account_teams.lazy()
@@ -588,7 +604,7 @@ def _slurm_frames(
             attempts.append(part.attempts)
             pending.append(part.pending)
             cuts.append(_as_of([(part.cuts, _CUT_COLUMNS)]))
-            hosts.append(_observed_hosts(part.attempts))
+            hosts.append(_observed_hosts(part.attempts, inventoried))
             continue
         slurm = _resolve(part, teams)
         # One chunk per column: the resolution's columns come in different chunkings (a
@@ -596,7 +612,7 @@ def _slurm_frames(
         # columns are chunked unevenly at its next filter or select (600 MB on a year's
         # attempts); a part is copied once here instead.
         attempts.append(slurm_attempts(slurm.lazy()).select(*_ATTEMPT_COLUMNS).collect().rechunk())
-        hosts.append(_observed_hosts(attempts[-1]))
+        hosts.append(_observed_hosts(attempts[-1], inventoried))
         pending.append(
             slurm.filter(pl.col("is_allocation") & pl.col("start_at").is_null())
             .with_columns(pl.coalesce("req_gpus", "gpus").alias("req_gpus"))
