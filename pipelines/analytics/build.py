@@ -107,7 +107,7 @@ from pipelines.warehouse import (
 )
 from pipelines.warehouse.sql import load_sql
 
-__all__ = ["CUTOFF_TABLE", "JOBS_COLUMNS", "VIEWS", "create_views", "first_wait_hours", "rebuild"]
+__all__ = ["CUTOFF_TABLE", "JOBS_COLUMNS", "VIEWS", "create_views", "rebuild"]
 
 log = logging.getLogger(__name__)
 
@@ -1243,19 +1243,32 @@ def _large_waits_on_days(core: CoreFrames, plan: BuildPlan, min_gpus: float) -> 
     return pl.concat(parts).unique()
 
 
-def first_wait_hours(keys: pl.DataFrame, *frames: pl.DataFrame) -> pl.DataFrame:
-    """``cluster, since``: per cluster, the hour (UTC, truncated) of the earliest
-    ``eligible_at`` among the rows of ``frames`` (attempts and never-started rows, each with
-    ``cluster, job_id, eligible_at``) of the jobs ``keys`` (``cluster, job_id``); a cluster
-    without such a row, or whose rows have no ``eligible_at``, is left out.
+def _first_wait_hours(keys: pl.DataFrame, *frames: pl.DataFrame) -> pl.DataFrame:
+    """Per cluster, the hour from which the large-job wait causes of the jobs ``keys`` read the
+    domain capacity: the hour (UTC, truncated) of the earliest ``eligible_at`` among those
+    jobs' rows in ``frames``.
 
-    The large-job wait causes of those jobs cut each of their waits at hour boundaries from its
-    ``eligible_at`` hour on and read the domain capacity at those hours only
-    (:func:`metrics.large_job_wait_causes`), so an incremental build reads the stored capacity
-    from here on (:func:`_domain_tables`), not the whole history's."""
+    The causes cut each wait at hour boundaries from its ``eligible_at`` hour on and read the
+    capacity at those hours only (:func:`metrics.large_job_wait_causes`), so an incremental
+    build reads the stored capacity from there on (:func:`_domain_tables`), not the whole
+    history's.
+
+    Args:
+        keys: ``cluster, job_id`` of the jobs.
+        frames: attempts and never-started rows, each with ``cluster, job_id, eligible_at``
+            (any time unit; zoned, or naive read as UTC).
+
+    Returns:
+        ``cluster, since`` (``Datetime(us, UTC)``), one row per cluster with such a row; a
+        cluster whose rows have no ``eligible_at``, or that has none, is left out.
+    """
     named = keys.lazy().select("cluster", pl.col("job_id").cast(pl.String())).unique()
     rows = [
-        frame.lazy().select("cluster", pl.col("job_id").cast(pl.String()), "eligible_at")
+        frame.lazy().select(
+            "cluster",
+            pl.col("job_id").cast(pl.String()),
+            pl.col("eligible_at").cast(pl.Datetime("us", "UTC")),
+        )
         for frame in frames
     ]
     return (
@@ -1263,7 +1276,7 @@ def first_wait_hours(keys: pl.DataFrame, *frames: pl.DataFrame) -> pl.DataFrame:
         .join(named, on=["cluster", "job_id"], how="semi")
         .group_by("cluster")
         .agg(
-            pl.col("eligible_at").dt.convert_time_zone("UTC").min().dt.truncate("1h")
+            pl.col("eligible_at").min().dt.truncate("1h")
             .alias("since")
         )
         .filter(pl.col("since").is_not_null())
@@ -1293,7 +1306,7 @@ def _domain_tables(
     and this build's of those (:func:`pipelines.analytics.incremental.with_stored_days`); with
     ``causes_of`` (``cluster, job_id``, :func:`_large_waits_on_days`) they are computed for
     those jobs only, and the stored rows are read only from the hour of those jobs' first wait
-    on (:func:`first_wait_hours`)."""
+    on (:func:`_first_wait_hours`)."""
     topo, jobs, nodes = core.topology.lazy(), core.jobs.lazy(), core.nodes.lazy()
     down, pending = core.node_down.lazy(), core.pending.lazy()
     as_of = core.as_of.filter(pl.col("as_of").is_not_null()).lazy()
@@ -1337,7 +1350,7 @@ def _domain_tables(
     every_hour = with_stored_days(
         con, "analytics.domain_capacity_hourly", capacity, days,
         order=("cluster", "hour", "level", "domain"),
-        since=None if causes_of is None else first_wait_hours(causes_of, core.jobs, core.pending),
+        since=None if causes_of is None else _first_wait_hours(causes_of, core.jobs, core.pending),
     )  # fmt: skip
     causes = large_job_wait_causes(
         every_hour.lazy(), jobs, nodes, as_of, topology=topo, pending=pending,

@@ -573,10 +573,11 @@ def _stable_waits(
 
     def semi(frame: pl.DataFrame) -> pl.DataFrame:
         # The frame's rows whose job id is one of the keys' (or NULL) first, by a lookup of
-        # one column, then those kept against the few keys on all four and made distinct: the
-        # join alone encodes the four key columns of every row of the frame, on a year's 2.1M
-        # attempts 205 MB and 0.24 s, against 4 MB and 0.08 s this way (BENCHMARKS.md, "The
-        # new day's window"); the other way round (the keys kept against the frame) 360 MB.
+        # one column, then those kept against the few keys on all four and made distinct:
+        # the join alone encodes the four key columns of every row of the frame (a year's
+        # 2.15M attempts against 7,000 keys, a script of its own: 0.24 s and 205 MB, against
+        # 0.08 s and 4 MB this way; BENCHMARKS.md, "The new day reads what it uses"); keeping
+        # the keys against the frame instead hashed every attempt, 360 MB.
         near = (
             frame.lazy()
             .select(_WAIT_KEY)
@@ -912,7 +913,8 @@ def with_stored_days(
             day and is returned as it is, as it is when ``table`` does not exist yet).
         time_col: the column whose UTC day places a row.
         order: columns the result is sorted by (a full build's frame sorted by them is the same
-            frame); empty: the stored rows, then ``fresh``.
+            frame); empty: the stored rows (with ``since``, in no particular order), then
+            ``fresh``.
         since: ``cluster, since`` (UTC datetimes): the stored rows are read only for these
             clusters, and only at or after ``since`` (:func:`pipelines.warehouse.
             read_rows_since`), for a caller that reads no other row (the large-job wait causes

@@ -106,15 +106,21 @@ def read_rows_since(
     con: duckdb.DuckDBPyConnection, table: str, since: pl.DataFrame, *, time_col: str
 ) -> pl.DataFrame:
     """The rows of ``table`` of the clusters in ``since`` whose ``time_col`` is at or after
-    that cluster's ``since`` (zoned timestamps in ``UTC``, :func:`as_utc`), in no particular
-    order; a cluster not in ``since`` gives no row. DuckDB skips the row groups that end before
-    the earliest ``since`` (the range test is also pushed into the scan).
+    that cluster's ``since``, in no particular order; a cluster not in ``since`` gives no row.
+    DuckDB skips the row groups that end before the earliest ``since`` (the range test is also
+    pushed into the scan).
 
     Args:
         con: a connection holding the table.
         table: ``schema.name`` with ``cluster`` and ``time_col``.
-        since: ``cluster, since`` (UTC datetimes; a NULL ``since`` gives no row of its cluster).
+        since: ``cluster, since``: a cluster named twice is read from its earliest ``since``;
+            a NULL ``since`` gives no row of its cluster. Zoned times are compared as instants;
+            naive ones are read as UTC (never in the session's zone).
         time_col: a timestamp column of ``table``.
+
+    Returns:
+        ``table``'s columns, zoned timestamps in ``UTC`` (:func:`as_utc`); each stored row at
+        most once.
 
     Raises:
         ValueError: ``table`` or ``time_col`` is not a plain identifier.
@@ -123,7 +129,19 @@ def read_rows_since(
     if "." in time_col:
         raise ValueError(f"not a column name: {time_col!r}")
     col = _checked(time_col)
-    bounds = since.filter(pl.col("since").is_not_null())
+    start = pl.col("since")
+    zoned = isinstance(since.schema["since"], pl.Datetime) and since.schema["since"].time_zone
+    bounds = (
+        since.select(
+            "cluster",
+            (start.dt.convert_time_zone("UTC") if zoned else start.dt.replace_time_zone("UTC"))
+            .dt.cast_time_unit("us")
+            .alias("since"),
+        )
+        .filter(pl.col("since").is_not_null())
+        .group_by("cluster")
+        .agg(pl.col("since").min())
+    )
     lo = bounds["since"].min() if bounds.height else None
     sql = (
         f"SELECT t.* FROM {_checked(table)} AS t"

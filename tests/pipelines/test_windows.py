@@ -93,42 +93,49 @@ def test_overlapping_keeps_rows_whose_span_touches_a_day() -> None:
 
 
 def test_a_windows_hourly_telemetry_is_what_its_readers_read() -> None:
-    """The incremental window's ``raw.dcgm_hourly`` (:func:`telemetry_window`) holds cluster a's
-    labelled hours with samples in [lo − 1 day, hi), five columns; the hourly activity read from
-    it equals the warehouse's own over the window (job 7: (12 × 0.5 + 6 × 0.9) ÷ 18 = 19/30 at
-    10:00, two GPUs; an unlabelled GPU, a row without samples, cluster b's row and the hour
-    after the window count nowhere)."""
+    """The incremental window's ``raw.dcgm_hourly`` (:func:`telemetry_window` over [10:00,
+    11:00) with its one-day margin) holds cluster a's labelled hours with samples from 10:00 on
+    2 March less a day: five columns; the 08:00 row (in the margin) stays, the 09:00 row of the
+    day before (25 h early), an unlabelled GPU, a row without samples, cluster b's row and the
+    12:00 row (after the window) do not. The hourly activity read from it over [10:00, 11:00)
+    equals the warehouse's own: job 7's (12 × 0.5 + 6 × 0.9) ÷ 18 = 19/30, two GPUs."""
     h10 = dt.datetime(2026, 3, 2, 10, tzinfo=dt.UTC)
+    hours = dt.timedelta(hours=1)
     con = duckdb.connect()
-    init_warehouse(con)
-    rows = [  # cluster, hostname, gpu, uuid, hour, hpc_job, samples, activity
-        ("a", "n1", 0, "GPU-0", h10, "7", 12, 0.5),
-        ("a", "n1", 1, "GPU-1", h10, "7", 6, 0.9),
-        ("a", "n1", 2, "GPU-2", h10, None, 12, 0.0),
-        ("a", "n1", 3, "GPU-3", h10, "7", 0, 0.7),
-        ("b", "m1", 0, "GPU-9", h10, "7", 12, 0.1),
-        ("a", "n1", 0, "GPU-0", h10 + dt.timedelta(hours=2), "7", 12, 0.2),
-    ]
-    for r in rows:
-        con.execute(
-            "INSERT INTO raw.dcgm_hourly (cluster, hostname, gpu, uuid, hour, hpc_job, samples,"
-            " gr_engine_active_avg, fb_used_max_mib, xid_last, ingest_id)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1000, NULL, 1)",
-            list(r),
+    mem = None
+    try:
+        init_warehouse(con)
+        rows = [  # cluster, hostname, gpu, uuid, hour, hpc_job, samples, activity
+            ("a", "n1", 0, "GPU-0", h10, "7", 12, 0.5),
+            ("a", "n1", 1, "GPU-1", h10, "7", 6, 0.9),
+            ("a", "n1", 2, "GPU-2", h10, None, 12, 0.0),
+            ("a", "n1", 3, "GPU-3", h10, "7", 0, 0.7),
+            ("b", "m1", 0, "GPU-9", h10, "7", 12, 0.1),
+            ("a", "n1", 0, "GPU-0", h10 + 2 * hours, "7", 11, 0.2),
+            ("a", "n1", 0, "GPU-0", h10 - 2 * hours, "7", 10, 0.3),
+            ("a", "n1", 0, "GPU-0", h10 - 25 * hours, "7", 9, 0.4),
+        ]
+        for r in rows:
+            con.execute(
+                "INSERT INTO raw.dcgm_hourly (cluster, hostname, gpu, uuid, hour, hpc_job,"
+                " samples, gr_engine_active_avg, fb_used_max_mib, xid_last, ingest_id)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1000, NULL, 1)",
+                list(r),
+            )
+        lo, hi = h10, h10 + hours
+        mem = telemetry_window(con, "a", lo, hi)
+        held = mem.sql("SELECT * FROM raw.dcgm_hourly ORDER BY samples DESC").pl()
+        assert held.columns == ["cluster", "hour", "hpc_job", "samples", "gr_engine_active_avg"]
+        assert held["samples"].to_list() == [12, 10, 6]
+        jobs = pl.DataFrame(
+            {"cluster": ["a"], "job_id": ["7"], "attempt": [0], "start_at": [h10 - 3 * hours]},
+            schema_overrides={"start_at": pl.Datetime("us", "UTC")},
         )
-    lo, hi = h10, h10 + dt.timedelta(hours=1)
-    mem = telemetry_window(con, "a", lo, hi)
-    held = mem.sql("SELECT * FROM raw.dcgm_hourly ORDER BY samples DESC").pl()
-    assert held.columns == ["cluster", "hour", "hpc_job", "samples", "gr_engine_active_avg"]
-    assert held["samples"].to_list() == [12, 6]
-    jobs = pl.DataFrame(
-        {"cluster": ["a"], "job_id": ["7"], "attempt": [0],
-         "start_at": [h10 - dt.timedelta(hours=3)]},
-        schema_overrides={"start_at": pl.Datetime("us", "UTC")},
-    )  # fmt: skip
-    got = hourly_activity(mem, jobs, cluster="a", window=(lo, hi))
-    assert got.equals(hourly_activity(con, jobs, cluster="a", window=(lo, hi)))
-    assert got["activity"].to_list() == pytest.approx([19 / 30])
-    assert got["gpus"].to_list() == [2.0]
-    mem.close()
-    con.close()
+        got = hourly_activity(mem, jobs, cluster="a", window=(lo, hi))
+        assert got.equals(hourly_activity(con, jobs, cluster="a", window=(lo, hi)))
+        assert got["activity"].to_list() == pytest.approx([19 / 30])
+        assert got["gpus"].to_list() == [2.0]
+    finally:
+        if mem is not None:
+            mem.close()
+        con.close()

@@ -88,35 +88,55 @@ def test_read_table_is_utc_whatever_the_session_zone(con: duckdb.DuckDBPyConnect
     assert with_id.columns == ["_rowid", "cluster", "hour", "v"]
 
 
+def _since(clusters: list[str], starts: list[dt.datetime | None]) -> pl.DataFrame:
+    return pl.DataFrame(
+        {"cluster": clusters, "since": starts},
+        schema={"cluster": pl.String(), "since": UTC_DATETIME},
+    )
+
+
 def test_read_rows_since_reads_each_named_cluster_from_its_own_hour(
     con: duckdb.DuckDBPyConnection,
 ) -> None:
     """Cluster x from 00:00 on 2 March: its two last hours (v 2 and 3); y with a NULL start and
-    z, which has no row, give nothing; times come back in UTC whatever the session zone."""
+    z, which has no row, give nothing; times come back in UTC whatever the session zone. With
+    y from 01:00 on 2 March and x from 23:00 on 1 March: x's three hours and y's last."""
     _hours(con)
-    since = pl.DataFrame(
-        {"cluster": ["x", "y", "z"], "since": [T0 + H, None, T0]},
-        schema={"cluster": pl.String(), "since": UTC_DATETIME},
-    )
-    got = read_rows_since(con, "a.t", since, time_col="hour").sort("hour")
+    got = read_rows_since(
+        con, "a.t", _since(["x", "y", "z"], [T0 + H, None, T0]), time_col="hour"
+    ).sort("hour")
     assert got.columns == ["cluster", "hour", "v"]
     assert got.schema["hour"] == UTC_DATETIME
     assert got["cluster"].to_list() == ["x", "x"]
     assert got["hour"].to_list() == [T0 + H, T0 + 2 * H]
     assert got["v"].to_list() == [2.0, 3.0]
-    # Each cluster from its own hour: y from 01:00 on 2 March, x from 23:00 on 1 March.
-    both = pl.DataFrame(
-        {"cluster": ["x", "y"], "since": [T0, T0 + 2 * H]},
-        schema={"cluster": pl.String(), "since": UTC_DATETIME},
-    )
-    got = read_rows_since(con, "a.t", both, time_col="hour")
-    assert sorted(got["v"].to_list()) == [1.0, 2.0, 3.0, 6.0]
-    nothing = read_rows_since(con, "a.t", since.clear(), time_col="hour")
+    both = read_rows_since(con, "a.t", _since(["x", "y"], [T0, T0 + 2 * H]), time_col="hour")
+    assert sorted(both["v"].to_list()) == [1.0, 2.0, 3.0, 6.0]
+
+
+def test_read_rows_since_reads_a_cluster_named_twice_once_and_naive_times_as_utc(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    """x named from 23:00 and from 00:00: its three rows once each (from the earlier). A naive
+    00:00 is 00:00 UTC (x's 00:00 and 01:00), not 00:00 in the session's Berlin (23:00 UTC)."""
+    _hours(con)
+    twice = read_rows_since(con, "a.t", _since(["x", "x"], [T0, T0 + H]), time_col="hour")
+    assert sorted(twice["v"].to_list()) == [1.0, 2.0, 3.0]
+    naive = pl.DataFrame({"cluster": ["x"], "since": [dt.datetime(2026, 3, 2, 0, 0)]})
+    got = read_rows_since(con, "a.t", naive, time_col="hour")
+    assert sorted(got["v"].to_list()) == [2.0, 3.0]
+
+
+def test_read_rows_since_of_no_cluster_and_bad_names(con: duckdb.DuckDBPyConnection) -> None:
+    """No cluster named: no row, the table's columns; a column name that is not a plain
+    identifier is refused before any SQL runs."""
+    _hours(con)
+    nothing = read_rows_since(con, "a.t", _since([], []), time_col="hour")
     assert nothing.height == 0
     assert nothing.columns == ["cluster", "hour", "v"]
     for bad in ("hour) OR (1=1", "a.hour"):
         with pytest.raises(ValueError):
-            read_rows_since(con, "a.t", since, time_col=bad)
+            read_rows_since(con, "a.t", _since(["x"], [T0]), time_col=bad)
 
 
 def test_replace_table_and_count_rows(con: duckdb.DuckDBPyConnection) -> None:
