@@ -139,3 +139,41 @@ def test_a_windows_hourly_telemetry_is_what_its_readers_read() -> None:
         if mem is not None:
             mem.close()
         con.close()
+
+
+def test_a_cluster_without_inventory_keeps_its_observed_nodes(
+    request: pytest.FixtureRequest,
+) -> None:
+    """With slurm-a's inventory rows left out, slurm-a's ``core.nodes`` are the hosts its
+    attempts ran on (``observed``; each with the most GPUs one attempt held there, worked out
+    here from ``core.jobs`` by hand), while the other clusters' nodes stay their inventory's,
+    row for row as with the whole inventory (the observed hosts of inventoried clusters are
+    never worked out: :func:`pipelines.core.build._observed_hosts`)."""
+    built: tuple[Config, Path] = request.getfixturevalue("two_builds")
+    cfg, full = built
+    inventory = _inventory(cfg)[0]
+    assert "slurm-a" in set(inventory["cluster"])
+    with connect(full) as con:
+        registry = _read_registry(cfg.registry_path)
+        whole = build_core(_read_raw(con), registry, inventory, BuildUnit.everything())
+        without = build_core(
+            _read_raw(con),
+            registry,
+            inventory.filter(pl.col("cluster") != "slurm-a"),
+            BuildUnit.everything(),
+        )
+    key = ["cluster", "host"]
+    others = pl.col("cluster") != "slurm-a"
+    assert without.nodes.filter(others).sort(key).equals(whole.nodes.filter(others).sort(key))
+    seen = without.nodes.filter(~others)
+    assert set(seen["capacity_source"]) == {"observed"}
+    by_hand = (
+        whole.jobs.filter((pl.col("cluster") == "slurm-a") & (pl.col("gpus") > 0))
+        .with_columns((pl.col("gpus") / pl.col("node_list").list.len()).alias("per_node"))
+        .explode("node_list")
+        .group_by(pl.col("node_list").alias("host"))
+        .agg(pl.col("per_node").max().alias("gpus"))
+        .sort("host")
+    )
+    assert by_hand.height > 0
+    assert seen.select("host", "gpus").sort("host").equals(by_hand)
