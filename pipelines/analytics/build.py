@@ -602,14 +602,17 @@ def _read_registry(path: Path) -> RegistryFrames:
 #: 10 parts; BENCHMARKS.md "The Slurm rows in parts" measures the peak memory this saves.
 SLURM_PART_ROWS = 250_000
 #: Ranges of :data:`SLURM_PART_ROWS` raw rows an incremental build reads from the stored
-#: resolution at once, at most (:class:`_SlurmParts`): about 500,000 rows, whatever the
+#: resolution at once, at most (:class:`_SlurmParts`): about 250,000 rows, whatever the
 #: history's length. A read's memory grows with its rows: DuckDB hands them over and polars
 #: copies them out (on the year of 10,000 GPUs one read of its 2.1M stored attempts rose
 #: 1.7–2.2 GB above its start, for a frame that then holds 0.7 GB). At 8 ranges that read was
-#: the new day's peak, 1.87–1.92 GB, above the full build's; at 2 the new day peaks at 1.62–1.72
-#: GB elsewhere, for 3 more reads (BENCHMARKS.md, "The stored resolution read 2 ranges at a
-#: time, in its own order"). Each read costs a pass over ``core.slurm_jobs``' zone maps.
-STORED_RUN_RANGES = 2
+#: the new day's peak, 1.87–1.92 GB, above the full build's; at 2 it peaked at 1.62–1.72 GB
+#: elsewhere, for 3 more reads (BENCHMARKS.md, "The stored resolution read 2 ranges at a
+#: time, in its own order"), and once the other steps read only what they use, the reads were
+#: the peak again (1.46–1.47 GB); at 1 they are not (1.35–1.43 GB, 4 pairs, the Slurm side's
+#: time unchanged within noise; "The new day reads what it uses"). Each read costs a pass over
+#: ``core.slurm_jobs``' zone maps.
+STORED_RUN_RANGES = 1
 #: Raw Slurm rows an incremental build reads at once for the ranges of changed identities, at
 #: most (:class:`_SlurmParts`: ranges read together while their rows add up to no more). The
 #: ranges of a read wait in memory while the stored parts between them are read, so the
