@@ -609,9 +609,10 @@ SLURM_PART_ROWS = 250_000
 #: the new day's peak, 1.87–1.92 GB, above the full build's; at 2 it peaked at 1.62–1.72 GB
 #: elsewhere, for 3 more reads (BENCHMARKS.md, "The stored resolution read 2 ranges at a
 #: time, in its own order"), and once the other steps read only what they use, the reads were
-#: the peak again (1.46–1.47 GB); at 1 they are not (1.35–1.43 GB, 4 pairs, the Slurm side's
-#: time unchanged within noise; "The new day reads what it uses"). Each read costs a pass over
-#: ``core.slurm_jobs``' zone maps.
+#: the peak again (1.43–1.47 GB); at 1 the new day peaks 6 % lower (1,347–1,427 MB against
+#: 1,456–1,474, 4 pairs on a loaded machine that could not resolve the time; quiet unpaired
+#: runs put the Slurm side up to about 0.3 s slower: "The new day reads what it uses"). Each
+#: read costs a pass over ``core.slurm_jobs``' zone maps.
 STORED_RUN_RANGES = 1
 #: Raw Slurm rows an incremental build reads at once for the ranges of changed identities, at
 #: most (:class:`_SlurmParts`: ranges read together while their rows add up to no more). The
@@ -767,12 +768,12 @@ class _SlurmParts:
             numbered = list(group)
             run = [r for _, r in numbered]
             if clean:
-                # Consecutive clean ranges are one stored part: one read of the stored rows
-                # per run, not per range (each read costs a pass over core.slurm_jobs'
-                # zone maps at least), in the same order as the ranges' parts would come. A
-                # run holds at most run_ranges ranges: the read's memory (DuckDB's result,
-                # the copy polars makes, a sort where the rows are out of order) grows with
-                # its rows, so a run as long as the history would outgrow any fixed memory.
+                # Up to run_ranges consecutive clean ranges are one stored part, one read of
+                # the stored rows (each read costs a pass over core.slurm_jobs' zone maps at
+                # least), in the same order as the ranges' parts would come. The read's memory
+                # (DuckDB's result, the copy polars makes, a sort where the rows are out of
+                # order) grows with its rows, so a run as long as the history would outgrow any
+                # fixed memory; by default (STORED_RUN_RANGES) a read is one range.
                 for at in range(0, len(run), self.run_ranges):
                     lo, (_, hi, last) = run[at][0], run[at : at + self.run_ranges][-1]
                     self.current = (lo, hi, last)
@@ -1305,8 +1306,9 @@ def _domain_tables(
     and waits that touch it; the capacity, the stranded GPUs and the fragmentation read the
     unit's :func:`metrics.domains.hourly_node_states`, computed once); with ``days`` (an
     incremental plan's cluster-days) only for the hours on those days. The large-job wait
-    causes read every hour's domain capacity: with ``days``, the stored rows of the other days
-    and this build's of those (:func:`pipelines.analytics.incremental.with_stored_days`); with
+    causes read the domain capacity of the hours of their waits: with ``days``, the stored
+    rows of the other days and this build's of those
+    (:func:`pipelines.analytics.incremental.with_stored_days`); with
     ``causes_of`` (``cluster, job_id``, :func:`_large_waits_on_days`) they are computed for
     those jobs only, and the stored rows are read only from the hour of those jobs' first wait
     on (:func:`_first_wait_hours`)."""

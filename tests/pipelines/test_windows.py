@@ -4,6 +4,7 @@ cluster-day explicitly gives the full build's time-keyed rows (``days=None``).""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection
 from pathlib import Path
 
 import duckdb
@@ -15,6 +16,7 @@ from pipelines.analytics.dcgm_hourly_metrics import hourly_activity
 from pipelines.analytics.windows import WINDOW_TABLES, telemetry_window, window_tables
 from pipelines.config import Config
 from pipelines.core import BuildUnit, build_core
+from pipelines.core import build as core_build
 from pipelines.warehouse import connect, init_warehouse
 
 # The module-scoped fixture of the incremental tests (a full and an incremental build), shared.
@@ -153,15 +155,28 @@ def test_a_cluster_without_inventory_keeps_its_observed_nodes(
     cfg, full = built
     inventory = _inventory(cfg)[0]
     assert "slurm-a" in set(inventory["cluster"])
+    skipped: list[set[str]] = []
+    observed_hosts = core_build._observed_hosts
+
+    def spy(attempts: pl.DataFrame, skip: Collection[str] = ()) -> pl.DataFrame:
+        skipped.append(set(skip))
+        return observed_hosts(attempts, skip)
+
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    monkeypatch.setattr(core_build, "_observed_hosts", spy)
     with connect(full) as con:
         registry = _read_registry(cfg.registry_path)
         whole = build_core(_read_raw(con), registry, inventory, BuildUnit.everything())
+        # every part skips the inventoried clusters: their hosts are never exploded
+        assert skipped and all(s == set(inventory["cluster"]) for s in skipped)
+        skipped.clear()
         without = build_core(
             _read_raw(con),
             registry,
             inventory.filter(pl.col("cluster") != "slurm-a"),
             BuildUnit.everything(),
         )
+    assert skipped and all(s == set(inventory["cluster"]) - {"slurm-a"} for s in skipped)
     key = ["cluster", "host"]
     others = pl.col("cluster") != "slurm-a"
     assert without.nodes.filter(others).sort(key).equals(whole.nodes.filter(others).sort(key))
