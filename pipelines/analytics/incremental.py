@@ -425,7 +425,8 @@ def _changed_jobs(
         # The positions of the rows in scope, from the narrow key columns only (a join of
         # the whole frame would copy it), the rows of the changed job ids taken first by a
         # lookup of one column: the join then reads those few, not every attempt's keys (a
-        # year's new day: 0.09 s and 50 MB → 0.04 s and 1 MB).
+        # year's 2.15M attempts against 7,000 keys, a script of its own: 0.09 s and 50 MB →
+        # 0.04 s and 1 MB).
         marked = _k.with_columns(pl.lit(True).alias("_in")).lazy()
         other = (
             pl.col("cluster").is_null()
