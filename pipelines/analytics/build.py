@@ -45,6 +45,7 @@ from pipelines.analytics.chunks import (
     ROW_CHUNK,
     by_hour_chunks,
     cluster_days,
+    of_keys,
     on_days,
     row_chunks,
     touching,
@@ -1094,15 +1095,10 @@ class _KeyedSpells:
 
     def __init__(self, keys: pl.DataFrame) -> None:
         self.keys = keys.select(pl.col("cluster", "job_id").cast(pl.String()))
-        self.ids = self.keys["job_id"].drop_nulls().unique().implode()
         self.parts: list[pl.DataFrame] = []
 
     def __call__(self, part: pl.DataFrame) -> None:
-        # The part's rows of the keys' job ids first, by a lookup of one column, then the
-        # join on both key columns over those few (the join alone encodes both keys of every
-        # spell: a year's 2.15M spells against 7,000 keys 0.09 s, 0.06 s this way).
-        near = part.filter(pl.col("job_id").is_in(self.ids))
-        self.parts.append(near.join(self.keys, on=["cluster", "job_id"], how="semi"))
+        self.parts.append(of_keys(part.lazy(), self.keys, ["cluster", "job_id"]).collect())
 
     def frame(self) -> pl.DataFrame:
         """The kept spells (:func:`build_metric_tables` emits at least one part, empty or not,
@@ -1164,7 +1160,7 @@ def _placement(
     # The jobs first: an assignment's nodes go to its job's latest attempt, which keeping every
     # attempt of a job keeps (a new day's few jobs, not the history's 2.1M attempts: 0.3 s).
     if jobs is not None:
-        attempts = attempts.join(jobs, on=["cluster", "job_id"], how="semi", maintain_order="left")
+        attempts = of_keys(attempts.lazy(), jobs, ["cluster", "job_id"]).collect()
     if core.kueue_nodes is not None and core.kueue_nodes.height:
         attempts = with_assignment_nodes(attempts.lazy(), core.kueue_nodes.lazy()).collect()
     topo, down = core.topology.lazy(), core.node_down.lazy()
@@ -1266,7 +1262,7 @@ def _first_wait_hours(keys: pl.DataFrame, *frames: pl.DataFrame) -> pl.DataFrame
         ``cluster, since`` (``Datetime(us, UTC)``), one row per cluster with such a row; a
         cluster whose rows have no ``eligible_at``, or that has none, is left out.
     """
-    named = keys.lazy().select("cluster", pl.col("job_id").cast(pl.String())).unique()
+    named = keys.select("cluster", pl.col("job_id").cast(pl.String())).unique()
     rows = [
         frame.lazy().select(
             "cluster",
@@ -1276,8 +1272,7 @@ def _first_wait_hours(keys: pl.DataFrame, *frames: pl.DataFrame) -> pl.DataFrame
         for frame in frames
     ]
     return (
-        pl.concat(rows)
-        .join(named, on=["cluster", "job_id"], how="semi")
+        of_keys(pl.concat(rows), named, ["cluster", "job_id"])
         .group_by("cluster")
         .agg(
             pl.col("eligible_at").min().dt.truncate("1h")

@@ -24,6 +24,7 @@ __all__ = [
     "by_hour_chunks",
     "cluster_days",
     "hour_chunks",
+    "of_keys",
     "on_days",
     "row_chunks",
     "touching",
@@ -100,6 +101,53 @@ def on_days(
         frame.with_columns(pl.col(col).dt.convert_time_zone("UTC").dt.date().alias("_day"))
         .join(cluster_days(days), on=["cluster", "_day"], how="semi", maintain_order="left")
         .drop("_day")
+    )
+
+
+def of_keys(
+    frame: pl.LazyFrame,
+    keys: pl.DataFrame,
+    on: Sequence[str],
+    *,
+    lookup: str = "job_id",
+    nulls_equal: bool = False,
+) -> pl.LazyFrame:
+    """``frame``'s rows whose ``on`` columns equal one of ``keys``' rows (a semi join), in
+    ``frame``'s order, for a few keys against many rows (a new day's changed jobs against the
+    history's attempts or spells).
+
+    The rows whose ``lookup`` column holds one of the keys' values (or NULL, where NULLs are
+    equal and a key has one) are taken first, by a lookup of that one column; the join on every
+    ``on`` column then reads those few. Joined alone, polars encodes all the ``on`` columns of
+    every row of ``frame`` (the year's 2.15M attempts against 7,000 keys on four columns: 0.14 s
+    and 101 MB above the build's, against 0.04 s and 1 MB this way; BENCHMARKS.md "The new day
+    reads what it uses").
+
+    Args:
+        frame: rows with the ``on`` columns.
+        keys: the keys, with the ``on`` columns in ``frame``'s types.
+        on: the key columns; ``lookup`` among them.
+        lookup: the column looked up first (the most selective: the job id).
+        nulls_equal: whether NULL equals NULL in the join (polars' ``nulls_equal``).
+
+    Returns:
+        ``frame``'s columns, the rows kept.
+
+    Raises:
+        ValueError: ``lookup`` is not one of ``on``.
+    """
+    if lookup not in on:
+        raise ValueError(f"lookup column {lookup!r} is not one of the keys {list(on)}")
+    values = keys.get_column(lookup)
+    near = pl.col(lookup).is_in(values.drop_nulls().unique().implode())
+    if nulls_equal and values.null_count():
+        near = near | pl.col(lookup).is_null()
+    return frame.filter(near).join(
+        keys.lazy().select(on),
+        on=list(on),
+        how="semi",
+        nulls_equal=nulls_equal,
+        maintain_order="left",
     )
 
 

@@ -55,7 +55,7 @@ import duckdb
 import polars as pl
 
 from metrics.waterfall import XID_WINDOW_S, base_state
-from pipelines.analytics.chunks import cluster_days
+from pipelines.analytics.chunks import cluster_days, of_keys
 from pipelines.config import Config
 from pipelines.ingest import file_day
 from pipelines.kinds import raw_sources
@@ -570,23 +570,11 @@ def _stable_waits(
     if keys.height == 0:
         return keys
 
-    ids = keys["job_id"].drop_nulls().unique().implode()
-
     def semi(frame: pl.DataFrame) -> pl.DataFrame:
-        # The frame's rows whose job id is one of the keys' (or NULL) first, by a lookup of
-        # one column, then those kept against the few keys on all four and made distinct:
-        # the join alone encodes the four key columns of every row of the frame (in the
-        # year's new day 0.14 s and 101 MB above its start, against 0.04 s and 1 MB this
-        # way: BENCHMARKS.md, "The new day reads what it uses"); keeping the keys against
-        # the frame instead hashed every attempt, 360 MB.
-        near = (
-            frame.lazy()
-            .select(_WAIT_KEY)
-            .cast(schema, strict=False)  # type: ignore[arg-type]
-            .filter(pl.col("job_id").is_in(ids) | pl.col("job_id").is_null())
-            .collect()
-        )
-        return near.join(keys, on=_WAIT_KEY, how="semi", nulls_equal=True).unique()
+        # The frame's rows kept against the few keys (by their job ids first: of_keys), then
+        # made distinct; keeping the keys against the frame instead hashed every attempt.
+        found = frame.lazy().select(_WAIT_KEY).cast(schema, strict=False)  # type: ignore[arg-type]
+        return of_keys(found, keys, _WAIT_KEY, nulls_equal=True).unique().collect()
 
     # Scanned by name (DuckDB's replacement scan), not registered: a view dropped inside the
     # build's transaction keeps its Arrow table until the commit (pipelines.warehouse.tables).

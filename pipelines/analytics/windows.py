@@ -20,7 +20,7 @@ import duckdb
 import polars as pl
 
 from metrics import gpu_waterfall_hourly
-from pipelines.analytics.chunks import BUILD_CHUNK, ROW_CHUNK, by_hour_chunks, touching
+from pipelines.analytics.chunks import BUILD_CHUNK, ROW_CHUNK, by_hour_chunks, of_keys, touching
 from pipelines.analytics.dcgm_hourly_metrics import hourly_activity, labelled_hours
 from pipelines.analytics.metrics_build import (
     _ONE_JOB,
@@ -311,7 +311,7 @@ def _cluster_scope(
     if changed_keys is not None:
         keys = pl.concat([keys, changed_keys.filter(pl.col("cluster") == c)])
     keys = keys.unique()
-    summ_jobs = jobs.join(keys, on=["cluster", "job_id"], how="semi")
+    summ_jobs = of_keys(jobs.lazy(), keys, ["cluster", "job_id"]).collect()
     ends = pl.concat([j, summ_jobs]).select(
         pl.col("start_at").min().alias("lo"),
         pl.coalesce("end_at", pl.lit(cut)).max().alias("hi"),
