@@ -31,6 +31,7 @@ from metrics.reliability import (
     down_time_per_node,
     ettr_per_run,
     node_reliability,
+    node_signals,
     rack_reliability,
 )
 from metrics.survival import (
@@ -78,6 +79,7 @@ __all__ = [
     "naive_wait_percentiles",
     "nearest_rank",
     "node_reliability",
+    "node_signals",
     "occupancy_hourly",
     "pending_demand_hourly",
     "rack_reliability",

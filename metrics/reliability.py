@@ -33,9 +33,28 @@ from metrics.schema import (
 )
 from metrics.waterfall import LOST_S, RUNTIME_S, LossPolicy, _utc_lit, attempt_outcomes
 
-__all__ = ["down_time_per_node", "ettr_per_run", "node_reliability", "rack_reliability"]
+__all__ = [
+    "NODE_SIGNAL_SUMS",
+    "down_time_per_node",
+    "ettr_per_run",
+    "node_reliability",
+    "node_signals",
+    "rack_reliability",
+]
 
 _NODE = [CLUSTER, HOST]
+
+#: The per-node sums :func:`node_signals` gives (counts, then GPU-seconds), which add up over
+#: days: a node's row of :func:`node_reliability` takes the sum of its days' rows.
+NODE_SIGNAL_SUMS = [
+    "attempts",
+    "node_fail_attempts",
+    "infra_failed_attempts",
+    "lost_gpu_s",
+    "infra_lost_gpu_s",
+]
+#: The UTC day (midnight, a UTC timestamp) of an attempt's start: the key of the daily signals.
+DAY = "day"
 
 
 def down_time_per_node(down_intervals: pl.LazyFrame, as_of: dt.datetime) -> pl.LazyFrame:
@@ -83,50 +102,58 @@ def down_time_per_node(down_intervals: pl.LazyFrame, as_of: dt.datetime) -> pl.L
     )
 
 
-def node_reliability(
+def _ascending_sum(col: str) -> pl.Expr:
+    """The group's values of ``col`` added one by one in ascending order (NULLs skipped; 0.0
+    for none): the same bits whatever order the rows come in. A plain ``sum`` of a large group
+    depends on the rows' order, and a sort before it is optimised away. Used where a node's
+    days are added (stored days and days computed again come in any order), not per day, where
+    it would cost 0.7 s and 430 MB more on a year's 2.1M attempts."""
+    return pl.col(col).drop_nulls().sort().cum_sum().last().fill_null(0.0)
+
+
+def node_signals(
     attempts: pl.LazyFrame,
     as_of: dt.datetime,
     *,
     xid_events: pl.LazyFrame | None = None,
-    down_intervals: pl.LazyFrame | None = None,
-    nodes: pl.LazyFrame | None = None,
     policy: LossPolicy | None = None,
+    daily: bool = False,
 ) -> pl.LazyFrame:
-    """Failure signals per node, with a lemon-node score and rank.
+    """The attempts' failure signals per node (and per UTC day of the attempt's start).
 
     Lost GPU time of an attempt (leaves 3–6 of the waterfall, under ``policy``) is split evenly
-    over its nodes (GPUs ÷ nodes per node). The **lemon score** asks "does this node break the
-    jobs it runs more often than its cluster's average node?": (infra failures on the node + 1)
-    ÷ (expected + 1), where expected = attempts run on the node × the cluster's infra failures
-    per node-attempt. 1 ≈ average; the +1 keeps a single failure on a lightly used node from
-    dominating. Nodes rank by score, then XID events, then down time (rank 1 = worst).
+    over its nodes (GPUs ÷ nodes per node); an attempt counts once on each of its nodes. Each
+    attempt's signals are decided by its own row, the XID events on its nodes near its end and
+    ``as_of`` (:func:`metrics.waterfall.attempt_outcomes`), so with ``daily`` the rows of a day
+    change only where an attempt that started that day, or an XID event near its end, changed.
 
     Args:
         attempts: the ``jobs`` view (``cluster, state, gpus, start_at, end_at, node_list``).
         as_of: the data cut-off (UTC; naive is read as UTC).
-        xid_events: ``cluster, host, ts, xid``; also used for the FAILED → infra rule.
-        down_intervals: node down / drain intervals (see :func:`down_time_per_node`).
-        nodes: optional inventory ``cluster, host[, rack]``: lists nodes with no signals and
-            adds ``rack`` (NULL without it).
+        xid_events: ``cluster, host, ts, xid``: the FAILED → infra rule.
         policy: :class:`~metrics.waterfall.LossPolicy` for lost time (default whole attempt).
+        daily: also keyed by ``day``, the UTC midnight of the attempt's start (a UTC
+            timestamp, microseconds).
 
     Returns:
-        ``cluster, host, rack, attempts, node_fail_attempts, infra_failed_attempts,
-        expected_infra_failures, xid_events, xid_codes (sorted distinct), down_s,
-        planned_down_s, down_episodes, lost_gpu_s, infra_lost_gpu_s, infra_share (infra lost ÷
-        lost; NULL when nothing was lost), lemon_score, lemon_rank`` (rank within the cluster).
+        ``cluster, host[, day]``, then :data:`NODE_SIGNAL_SUMS`: ``attempts`` (node-attempts),
+        ``node_fail_attempts`` (state NODE_FAIL…), ``infra_failed_attempts`` (leaf
+        ``failed_work_infra``), ``lost_gpu_s`` and ``infra_lost_gpu_s`` (GPU-seconds).
     """
     out = attempt_outcomes(attempts, as_of, xid_events=xid_events, policy=policy)
+    keys = [*_NODE, DAY] if daily else _NODE
+    day = pl.col(START_AT).dt.convert_time_zone("UTC").dt.truncate("1d").dt.cast_time_unit("us")
     # Each attempt's signals are reduced to numbers before its node list is exploded, so the
     # explode copies four numeric columns per node-attempt, not the attempt's strings.
     infra = pl.col(LEAF) == "failed_work_infra"
-    per_node = (
+    return (
         out.with_columns(pl.col(NODE_LIST).list.len().alias("_n"))
         .filter(pl.col("_n") > 0)
         .with_columns((pl.col(GPUS) / pl.col("_n") * pl.col(LOST_S)).alias("_lost"))
         .select(
             CLUSTER,
             NODE_LIST,
+            *([day.alias(DAY)] if daily else []),
             pl.col(STATE)
             .str.to_uppercase()
             .str.starts_with("NODE_FAIL")
@@ -139,7 +166,7 @@ def node_reliability(
         .explode(NODE_LIST)
         .rename({NODE_LIST: HOST})
         .filter(pl.col(HOST).is_not_null())
-        .group_by(_NODE)
+        .group_by(keys)
         .agg(
             pl.len().cast(pl.Int64).alias("attempts"),
             pl.col("_node_fail").sum().alias("node_fail_attempts"),
@@ -148,6 +175,62 @@ def node_reliability(
             pl.col("_infra_lost").sum().alias("infra_lost_gpu_s"),
         )
     )
+
+
+def node_reliability(
+    attempts: pl.LazyFrame | None,
+    as_of: dt.datetime,
+    *,
+    xid_events: pl.LazyFrame | None = None,
+    down_intervals: pl.LazyFrame | None = None,
+    nodes: pl.LazyFrame | None = None,
+    policy: LossPolicy | None = None,
+    signals: pl.LazyFrame | None = None,
+) -> pl.LazyFrame:
+    """Failure signals per node, with a lemon-node score and rank.
+
+    Lost GPU time of an attempt (leaves 3–6 of the waterfall, under ``policy``) is split evenly
+    over its nodes (GPUs ÷ nodes per node). The **lemon score** asks "does this node break the
+    jobs it runs more often than its cluster's average node?": (infra failures on the node + 1)
+    ÷ (expected + 1), where expected = attempts run on the node × the cluster's infra failures
+    per node-attempt. 1 ≈ average; the +1 keeps a single failure on a lightly used node from
+    dominating. Nodes rank by score, then XID events, then down time (rank 1 = worst).
+
+    Args:
+        attempts: the ``jobs`` view (``cluster, state, gpus, start_at, end_at, node_list``);
+            not read when ``signals`` is given (then it may be None).
+        as_of: the data cut-off (UTC; naive is read as UTC).
+        xid_events: ``cluster, host, ts, xid``; also used for the FAILED → infra rule.
+        down_intervals: node down / drain intervals (see :func:`down_time_per_node`).
+        nodes: optional inventory ``cluster, host[, rack]``: lists nodes with no signals and
+            adds ``rack`` (NULL without it).
+        policy: :class:`~metrics.waterfall.LossPolicy` for lost time (default whole attempt).
+        signals: the attempts' signals already reduced (:func:`node_signals`, per node or per
+            node and day, e.g. stored days read back beside a day computed again): each node's
+            rows are summed, the GPU-seconds in ascending order, so the same days give the same
+            bits whatever order their rows come in.
+
+    Returns:
+        ``cluster, host, rack, attempts, node_fail_attempts, infra_failed_attempts,
+        expected_infra_failures, xid_events, xid_codes (sorted distinct), down_s,
+        planned_down_s, down_episodes, lost_gpu_s, infra_lost_gpu_s, infra_share (infra lost ÷
+        lost; NULL when nothing was lost), lemon_score, lemon_rank`` (rank within the cluster).
+
+    Raises:
+        ValueError: neither ``attempts`` nor ``signals`` is given.
+    """
+    if signals is None:
+        if attempts is None:
+            raise ValueError("node_reliability needs attempts or their signals")
+        signals = node_signals(attempts, as_of, xid_events=xid_events, policy=policy)
+    if DAY in signals.collect_schema().names():
+        # the GPU-seconds added in ascending order, as node_signals adds them: the same days'
+        # rows give the same bits whatever order they come in (stored, then computed again)
+        signals = signals.group_by(_NODE).agg(
+            *(pl.col(c).sum() for c in NODE_SIGNAL_SUMS[:3]),
+            *(_ascending_sum(c) for c in NODE_SIGNAL_SUMS[3:]),
+        )
+    per_node = signals.select(*_NODE, *NODE_SIGNAL_SUMS)
     frames = [per_node]
     if xid_events is not None:
         frames.append(

@@ -99,7 +99,9 @@ __all__ = [
 #: topology tables and the hourly fair shares are hour-keyed and each hour depends only on the
 #: attempts, waits, map, node states and capacity of that hour (and the cut-off, whose moves
 #: the plan's days cover: :mod:`pipelines.analytics.chunks`), so an incremental build computes
-#: them for the plan's days alone.
+#: them for the plan's days alone. The daily node signals are keyed by the day an attempt
+#: started, and an attempt's signals change only where its days or those of an XID event near
+#: its end are in the plan (:data:`pipelines.analytics.metrics_build.NODE_SIGNALS_TABLE`).
 INCREMENTAL_TABLES: dict[str, str] = {
     "analytics.occupancy_hourly": "hour",
     "analytics.gpu_waterfall_hourly": "hour",
@@ -109,6 +111,7 @@ INCREMENTAL_TABLES: dict[str, str] = {
     "analytics.segment_capacity_hourly": "hour",
     "analytics.topology_stranded_hourly": "hour",
     "analytics.fair_share_hourly": "hour",
+    "analytics.node_signals_daily": "day",
 }
 
 #: Bookkeeping: the build whose resolved Slurm rows ``core.slurm_jobs`` holds, and the hash of the

@@ -22,6 +22,7 @@ from metrics import (
     fair_share_hourly,
     fairness_summary,
     node_reliability,
+    node_signals,
     wait_percentiles_km,
     wait_spell_counts,
     wait_spells,
@@ -340,6 +341,11 @@ def _concat(parts: list[pl.DataFrame]) -> pl.DataFrame:
     return pl.concat(parts, how="diagonal_relaxed") if parts else pl.DataFrame()
 
 
+def _started_on(days: set[dt.date]) -> pl.Expr:
+    """The attempt started on one of ``days`` (UTC)."""
+    return pl.col("start_at").dt.convert_time_zone("UTC").dt.date().is_in(sorted(days))
+
+
 def _fair_share_hourly(
     jobs: pl.LazyFrame,
     pending: pl.LazyFrame,
@@ -363,6 +369,15 @@ def _fair_share_hourly(
         every,
     )
 
+
+#: The attempts' failure signals per node and UTC day of their start, as stored
+#: (:func:`metrics.node_signals` with ``daily``): what ``analytics.node_reliability`` sums. An
+#: incremental build computes the rows of its plan's days only (the attempts that started on
+#: them) and reads the other days' back (:func:`pipelines.analytics.incremental.
+#: with_stored_days`): an attempt's signals change only with its own row, which puts every day
+#: it spans in the plan, or with an XID event near its end, which puts the days of the FAILED
+#: attempts ending near it there (``_xid_attempt_days``).
+NODE_SIGNALS_TABLE = "analytics.node_signals_daily"
 
 #: The hourly fair shares as stored: :func:`metrics.fair_share_hourly`'s rows of each cluster
 #: (its pool), ``pool`` named ``cluster``, sorted by ``cluster, hour, team``. Time-keyed: an
@@ -417,13 +432,16 @@ def build_metric_tables(
             (water-filling, hour by hour) are computed for the hours on those days only, and
             the stored rows of every other day are read back (:data:`FAIR_SHARE_TABLE`): each
             hour's shares read only the attempts and waits touching it and the cut-off, and
-            the plan's days hold every hour where any of them changed.
+            the plan's days hold every hour where any of them changed. Likewise the daily
+            node signals (:data:`NODE_SIGNALS_TABLE`) of the attempts that started on those
+            days.
 
     Returns:
         Frames by table name: ``analytics.time_to_start_jobs`` (unless ``spells`` is given),
         ``analytics.time_to_start_km``, ``analytics.fairness_weekly``,
         ``analytics.fairness_summary_weekly``, ``analytics.node_reliability``,
-        :data:`FAIR_SHARE_TABLE` (the hours computed: every hour, or those on ``days``); and
+        :data:`FAIR_SHARE_TABLE` (the hours computed: every hour, or those on ``days``),
+        :data:`NODE_SIGNALS_TABLE` (the days computed: every day, or ``days``); and
         ``fair_share_hourly`` (not a table: the :func:`metrics.fairness.fair_share_hourly` rows
         of every hour, ``pool`` keyed, behind the fairness tables, which the policy-impact KPIs
         read).
@@ -432,7 +450,8 @@ def build_metric_tables(
     down = _down_intervals(con)
     spell_parts: list[pl.DataFrame] = []
     emit = spells or spell_parts.append
-    tts, fair_hourly, rel = [], [], []
+    tts, fair_hourly, rel, signals = [], [], [], []
+    reliable: list[tuple[str, dt.datetime]] = []
     cuts = [
         (str(c), cut)
         for c, cut in with_spells(as_of, occupancy).select("cluster", "as_of").iter_rows()
@@ -457,14 +476,13 @@ def build_metric_tables(
         if cap.height == 0:
             continue
         fair_hourly.append(_fair_share_hourly(j, p, on_days(cap, days), shares, cut, every))
-        rel.append(
-            node_reliability(
-                j, cut,
-                xid_events=xid.filter(pl.col("cluster") == c).lazy(),
-                down_intervals=down.filter(pl.col("cluster") == c).lazy(),
-                nodes=nodes.filter(pl.col("cluster") == c).select("cluster", "host", "rack").lazy(),
+        started = j if days is None else j.filter(_started_on(days.get(c, set())))
+        signals.append(
+            node_signals(
+                started, cut, xid_events=xid.filter(pl.col("cluster") == c).lazy(), daily=True
             ).collect()
-        )  # fmt: skip
+        )
+        reliable.append((c, cut))
         # The spells row for row as ``wait_spells(j, cut, pending=p)`` gives them (the
         # attempts' in order, then the never-started jobs'), a range at a time: an empty frame
         # of the other kind keeps every part's columns and types those of the whole. A range
@@ -495,7 +513,25 @@ def build_metric_tables(
             )
             tts.append(wait_percentiles_km(labelled, by=by, weight=SPELLS_N).collect())
         del compact
+    # Node reliability sums each node's days: those just computed, and in an incremental
+    # build the stored rows of the other days.
+    fresh_signals = _concat(signals)
+    if fresh_signals.width:
+        fresh_signals = fresh_signals.sort("cluster", "host", "day")
+    every_day = with_stored_days(con, NODE_SIGNALS_TABLE, fresh_signals, days, time_col="day")
+    for c, cut in reliable:
+        rel.append(
+            node_reliability(
+                None, cut,
+                signals=every_day.lazy().filter(pl.col("cluster") == c),
+                xid_events=xid.filter(pl.col("cluster") == c).lazy(),
+                down_intervals=down.filter(pl.col("cluster") == c).lazy(),
+                nodes=nodes.filter(pl.col("cluster") == c).select("cluster", "host", "rack").lazy(),
+            ).collect()
+        )  # fmt: skip
+    del every_day
     out: dict[str, pl.DataFrame] = {}
+    out[NODE_SIGNALS_TABLE] = fresh_signals
     if spells is None:
         out["analytics.time_to_start_jobs"] = _concat(spell_parts)
     km = _concat(tts)

@@ -14,7 +14,7 @@ EXPECTED_ASSETS = {
     "analytics/data_quality", "raw/slurm_state", "analytics/gpu_waterfall_hourly",
     "analytics/time_to_start_jobs", "analytics/fairness_weekly",
     "analytics/fairness_summary_weekly", "analytics/fair_share_hourly",
-    "analytics/node_reliability", "core/k8s_workloads",
+    "analytics/node_reliability", "analytics/node_signals_daily", "core/k8s_workloads",
     "core/k8s_pending_reasons", "analytics/job_gpu_summary",
     "analytics/gpu_activity", "analytics/weekly_report",
     "analytics/recommendations", "analytics/lake_export",

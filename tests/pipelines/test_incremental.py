@@ -177,7 +177,8 @@ def test_rerunning_one_day_touches_only_that_days_rows(two_builds: tuple[Config,
     24 × 11 leaves = 264 ``gpu_waterfall_hourly`` rows, deleted and inserted; ``gpu_activity``
     rewrites its rows whose bucket falls on D (n, counted before the re-run), and
     ``fair_share_hourly`` its rows of D (a row per team with demand in an hour, counted
-    before); the hourly
+    before), ``node_signals_daily`` its rows of D (a row per node that an attempt starting on
+    D ran on, counted before); the hourly
     topology tables are computed and rewritten for D alone: k8s-b's map has two racks (r11,
     r12) and the rack is its gang level, so 24 × 2 ``domain_capacity_hourly`` rows, 24 × 6
     segment sizes ``segment_capacity_hourly`` rows, 24 ``topology_stranded_hourly`` rows and
@@ -194,7 +195,8 @@ def test_rerunning_one_day_touches_only_that_days_rows(two_builds: tuple[Config,
         before = {t: con.sql(f"SELECT * FROM {t}").pl() for t in _tables(con)}
         n_act = _k8s_b_rows_on(con, "gpu_activity", "bucket", day)
         n_fair = _k8s_b_rows_on(con, "fair_share_hourly", "hour", day)
-        assert n_act > 0 and n_fair > 0
+        n_nodes = _k8s_b_rows_on(con, "node_signals_daily", "day", day)
+        assert n_act > 0 and n_fair > 0 and n_nodes > 0
         n_topology = {
             t: _k8s_b_rows_on(con, t, "hour", day)
             for t in ("topology_fragmentation_hourly", "domain_capacity_hourly",
@@ -220,6 +222,7 @@ def test_rerunning_one_day_touches_only_that_days_rows(two_builds: tuple[Config,
         assert log["analytics.gpu_waterfall_hourly"][:3] == ("days", 264, 264)
         assert log["analytics.gpu_activity"][:3] == ("days", n_act, n_act)
         assert log["analytics.fair_share_hourly"][:3] == ("days", n_fair, n_fair)
+        assert log["analytics.node_signals_daily"][:3] == ("days", n_nodes, n_nodes)
         after_day = (dt.date.fromisoformat(day) + dt.timedelta(days=1)).isoformat()
         assert json.loads(log["analytics.occupancy_hourly"][3]) == {"k8s-b": [day, after_day]}
         hand = {"topology_fragmentation_hourly": 24 * 4, "domain_capacity_hourly": 24 * 2,
