@@ -13,8 +13,9 @@ history is the telemetry work (billions of DCGM samples) and the writes of the l
 time-keyed tables:
 
 * ``analytics.occupancy_hourly``, ``analytics.gpu_waterfall_hourly`` (one row per cluster-hour
-  or cluster-hour-leaf), ``analytics.gpu_activity`` (one row per GPU and 5-minute bucket) and
-  the hourly topology tables (fragmentation, domain and segment capacity, stranded GPUs) are
+  or cluster-hour-leaf), ``analytics.gpu_activity`` (one row per GPU and 5-minute bucket), the
+  hourly topology tables (fragmentation, domain and segment capacity, stranded GPUs), the
+  hourly fair shares and the daily node signals (per node and day an attempt started) are
   computed, deleted and re-inserted only for the *affected* cluster-days;
 * ``analytics.job_gpu_summary`` only for the attempts of jobs that overlap an affected day.
 
@@ -26,7 +27,8 @@ the FAILED attempts their XID events may decide); a job or
 never-started job overlapping it changed (its span from submit to end, or to ``as_of`` while
 open); a topology map or a node's down/drain interval covering it changed; its hourly
 capacity, down or allocated GPU-seconds changed; or it lies between the previous and the new
-data cut-off ``as_of`` (running jobs and pending demand extend to it). The build then adds every
+data cut-off ``as_of`` (running jobs and pending demand extend to it), or an attempt ending
+between them ran on it (:func:`_cutoff_crossed_days`). The build then adds every
 day of a cluster whose hourly-DCGM rule may turn over
 (:func:`pipelines.analytics.windows.with_hourly_rule_days`).
 
@@ -100,8 +102,9 @@ __all__ = [
 #: attempts, waits, map, node states and capacity of that hour (and the cut-off, whose moves
 #: the plan's days cover: :mod:`pipelines.analytics.chunks`), so an incremental build computes
 #: them for the plan's days alone. The daily node signals are keyed by the day an attempt
-#: started, and an attempt's signals change only where its days or those of an XID event near
-#: its end are in the plan (:data:`pipelines.analytics.metrics_build.NODE_SIGNALS_TABLE`).
+#: started (:data:`pipelines.analytics.metrics_build.NODE_SIGNALS_TABLE`): an attempt's signals
+#: change with its own row, an XID event near its end or the cut-off passing its end, each of
+#: which plans every day it ran.
 INCREMENTAL_TABLES: dict[str, str] = {
     "analytics.occupancy_hourly": "hour",
     "analytics.gpu_waterfall_hourly": "hour",
@@ -372,6 +375,46 @@ def _days_of_spans(spans: pl.DataFrame) -> dict[str, set[dt.date]]:
     for c, d in days.iter_rows():
         out.setdefault(c, set()).add(d)
     return out
+
+
+def _cutoff_crossed_days(
+    jobs: pl.DataFrame, as_of: pl.DataFrame, old_as_of: pl.DataFrame
+) -> dict[str, set[dt.date]]:
+    """Per cluster whose cut-off moved, the UTC days (start to end) of the attempts of ``jobs``
+    ending in (earlier cut-off, later cut-off]: running at the earlier one (an end after the
+    cut-off is not known yet, :func:`metrics.waterfall.attempt_outcomes`) and ended at the
+    later, so their leaf and lost time differ between the two builds over every hour they ran,
+    though their rows are the same. Either cut-off may be the new one (a deleted load moves it
+    back). A Slurm attempt never ends after its cluster's cut-off (the latest time of its own
+    rows); a Kubernetes attempt can, its end taken from a Job or eviction event and the
+    cut-off from the pods.
+
+    Args:
+        jobs: attempts, ``cluster, start_at, end_at`` (UTC).
+        as_of, old_as_of: ``cluster, as_of``: the new and the previous build's cut-offs.
+    """
+    moved = (
+        as_of.select("cluster", "as_of")
+        .join(old_as_of.select("cluster", pl.col("as_of").alias("_old")), on="cluster")
+        .filter(pl.col("as_of") != pl.col("_old"))
+        .select(
+            "cluster",
+            pl.min_horizontal("as_of", "_old").alias("_after"),
+            pl.max_horizontal("as_of", "_old").alias("_until"),
+        )
+    )
+    if moved.height == 0 or jobs.height == 0:
+        return {}
+    crossed = (
+        jobs.lazy()
+        .select("cluster", "start_at", "end_at")
+        .join(moved.lazy(), on="cluster")
+        .filter((pl.col("end_at") > pl.col("_after")) & (pl.col("end_at") <= pl.col("_until")))
+        .select("cluster", pl.col("start_at").alias("_lo"), pl.col("end_at").alias("_hi"))
+        .unique()
+        .collect()
+    )
+    return _days_of_spans(crossed)
 
 
 def _interval_days(
@@ -741,6 +784,10 @@ def plan_build(
         prev = before.get(c)
         if prev != cut:
             add({c: _days(min(prev, cut) if prev else cut, max(prev, cut) if prev else cut)})
+    # An attempt ending between them was running at one cut-off and not at the other (a
+    # Kubernetes attempt's end can come from an event after the pods' latest time): its leaf
+    # and lost time change over every day it ran.
+    add(_cutoff_crossed_days(jobs, as_of, old_as_of))
     keys = changed_jobs.select("cluster", "job_id").unique()
     waits = wait_keys(
         (changed_jobs, changed_pending),
