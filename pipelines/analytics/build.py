@@ -499,6 +499,10 @@ def _build(
 #: (BENCHMARKS.md, "Time to start from counts").
 BUILD_QUERY_MEMORY = "512MB"
 
+#: About how many raw Slurm rows the boundaries of the resolution's parts are quantiles of
+#: (``sql/analytics/slurm_row_bounds.sql``): every row of a smaller table.
+BOUNDS_SAMPLE_ROWS = 100_000
+
 #: Where a build that is not known to be full stages the resolved Slurm rows, part by part,
 #: before its plan decides how ``core.slurm_jobs`` is written (inside the build's transaction:
 #: never seen outside it, dropped before it commits).
@@ -653,8 +657,10 @@ class _SlurmParts:
     (``sql/analytics/stored_part_*.sql``, typed as the resolution types them by ``schema``)
     comes as a :class:`pipelines.core.StoredPart`, one for each run of at most ``run_ranges``
     consecutive such ranges (:data:`STORED_RUN_RANGES`), and ``core.slurm_jobs`` keeps its
-    rows. The ranges that hold changed keys (in key order, with stored runs between them) are
-    read from the raw rows several at a time: where there are two or more, their rows are
+    rows; the first such part carries the cut-off of every stored row (one pass,
+    ``sql/analytics/stored_cutoffs_outside.sql``), the others an empty one. The ranges that
+    hold changed keys (in key order, with stored runs between them) are read from the raw rows
+    several at a time: where there are two or more, their rows are
     counted in one pass (``sql/analytics/slurm_rows_in_ranges_count.sql``), then read in one
     pass per batch of consecutive ones whose rows add up to at most ``batch_rows``
     (:data:`CHANGED_BATCH_ROWS`; ``sql/analytics/slurm_rows_in_ranges.sql``), a range alone in
@@ -698,7 +704,23 @@ class _SlurmParts:
         at = bisect.bisect_left(self.dirty, lo)
         return at == len(self.dirty) or (not last and self.dirty[at] >= hi)
 
-    def _stored_part(self, lo: str, hi: str, last: bool) -> StoredPart:
+    def _stored_cuts(self) -> pl.DataFrame:
+        """The cut-off contribution of every stored part at once: per cluster, the latest
+        times of the stored rows outside the ranges read from the raw rows
+        (``sql/analytics/stored_cutoffs_outside.sql``)."""
+        assert self.schema is not None
+        resolved = [_range_params(*r) for r in self.ranges if not self._is_clean(*r)]
+        params = {
+            name: [r[key] for r in resolved]
+            for name, key in (
+                ("lo_clusters", "lo_cluster"), ("lo_job_keys", "lo_job_key"),
+                ("hi_clusters", "hi_cluster"), ("hi_job_keys", "hi_job_key"), ("lasts", "last"),
+            )
+        }  # fmt: skip
+        cuts = run_named(self.con, "analytics/stored_cutoffs_outside", params)
+        return cuts.cast({c: self.schema[c] for c in cuts.columns})  # type: ignore[index]
+
+    def _stored_part(self, lo: str, hi: str, last: bool, cuts: pl.DataFrame) -> StoredPart:
         assert self.schema is not None
         params = _range_params(lo, hi, last)
 
@@ -713,7 +735,7 @@ class _SlurmParts:
         # read in the table's order, sorted only where it is not the resolution's (after a
         # rechunk, so that the sort gathers from the copied strings)
         attempts = in_resolution_order(read("attempts")).drop("step")
-        return StoredPart(attempts=attempts, pending=read("pending"), cuts=read("cutoffs"))
+        return StoredPart(attempts=attempts, pending=read("pending"), cuts=cuts)
 
     def _changed_batches(self) -> dict[int, list[int]]:
         """The indices of the ranges holding changed keys that are read with others, each
@@ -763,6 +785,9 @@ class _SlurmParts:
     def __call__(self) -> Iterator[pl.DataFrame | StoredPart]:
         self.stored = 0
         batches = self._changed_batches()
+        # The first stored part carries every stored part's cut-off contribution (one pass over
+        # the stored rows), the others none: the core layer takes the latest over all parts.
+        stored_cuts: pl.DataFrame | None = None
         fetched: dict[int, pl.DataFrame] = {}
         indexed = enumerate(self.ranges)
         for clean, group in itertools.groupby(indexed, key=lambda r: self._is_clean(*r[1])):
@@ -778,7 +803,9 @@ class _SlurmParts:
                 for at in range(0, len(run), self.run_ranges):
                     lo, (_, hi, last) = run[at][0], run[at : at + self.run_ranges][-1]
                     self.current = (lo, hi, last)
-                    part = self._stored_part(lo, hi, last)
+                    cuts = self._stored_cuts() if stored_cuts is None else stored_cuts.clear()
+                    stored_cuts = cuts
+                    part = self._stored_part(lo, hi, last, cuts)
                     release_memory(self.con)
                     yield part
                 continue
@@ -806,8 +833,9 @@ def _slurm_parts(
     con: duckdb.DuckDBPyConnection, part_rows: int, reuse: bool = False
 ) -> _SlurmParts:
     """The rows of ``raw.slurm_rows`` in ascending ranges of ``(cluster, job_key)`` of about
-    ``part_rows`` rows each (``sql/analytics/slurm_row_bounds.sql``: quantiles of a sample of
-    the key; one identity's rows never straddle two ranges), one part per range, read when
+    ``part_rows`` rows each (``sql/analytics/slurm_row_bounds.sql``: quantiles of the key of a
+    sample of about :data:`BOUNDS_SAMPLE_ROWS` rows; one identity's rows never straddle two
+    ranges), one part per range, read when
     iterated (a full build reads one range at a time). With ``reuse`` (the stored resolution
     was made by today's code and registry:
     :func:`pipelines.analytics.incremental.reusable_resolution`), each range is also cut
@@ -819,11 +847,18 @@ def _slurm_parts(
     """
     if part_rows < 1:
         raise ValueError(f"slurm_part_rows must be positive, got {part_rows}")
-    n = -(-count_rows(con, "raw.slurm_rows") // part_rows)
+    rows = count_rows(con, "raw.slurm_rows")
+    n = -(-rows // part_rows)
     cuts: list[str] = []
     if n > 1:
         fractions = [i / n for i in range(1, n)]
-        bounds = run_named(con, "analytics/slurm_row_bounds", {"fractions": fractions})
+        # the sampled rows' share of the table, in millionths (every row when there are fewer)
+        per_million = min(1_000_000, -(-BOUNDS_SAMPLE_ROWS * 1_000_000 // rows))
+        bounds = run_named(
+            con,
+            "analytics/slurm_row_bounds",
+            {"fractions": fractions, "per_million": per_million},
+        )
         cuts = [b for b in bounds["bound"].to_list() if b]
     if not reuse:
         return _SlurmParts(con, cuts, split=not nul_in_cluster_names(con))
