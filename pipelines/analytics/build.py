@@ -657,10 +657,8 @@ class _SlurmParts:
     (``sql/analytics/stored_part_*.sql``, typed as the resolution types them by ``schema``)
     comes as a :class:`pipelines.core.StoredPart`, one for each run of at most ``run_ranges``
     consecutive such ranges (:data:`STORED_RUN_RANGES`), and ``core.slurm_jobs`` keeps its
-    rows; the first such part carries the cut-off of every stored row (one pass,
-    ``sql/analytics/stored_cutoffs_outside.sql``), the others an empty one. The ranges that
-    hold changed keys (in key order, with stored runs between them) are read from the raw rows
-    several at a time: where there are two or more, their rows are
+    rows. The ranges that hold changed keys (in key order, with stored runs between them) are
+    read from the raw rows several at a time: where there are two or more, their rows are
     counted in one pass (``sql/analytics/slurm_rows_in_ranges_count.sql``), then read in one
     pass per batch of consecutive ones whose rows add up to at most ``batch_rows``
     (:data:`CHANGED_BATCH_ROWS`; ``sql/analytics/slurm_rows_in_ranges.sql``), a range alone in
@@ -704,23 +702,7 @@ class _SlurmParts:
         at = bisect.bisect_left(self.dirty, lo)
         return at == len(self.dirty) or (not last and self.dirty[at] >= hi)
 
-    def _stored_cuts(self) -> pl.DataFrame:
-        """The cut-off contribution of every stored part at once: per cluster, the latest
-        times of the stored rows outside the ranges read from the raw rows
-        (``sql/analytics/stored_cutoffs_outside.sql``)."""
-        assert self.schema is not None
-        resolved = [_range_params(*r) for r in self.ranges if not self._is_clean(*r)]
-        params = {
-            name: [r[key] for r in resolved]
-            for name, key in (
-                ("lo_clusters", "lo_cluster"), ("lo_job_keys", "lo_job_key"),
-                ("hi_clusters", "hi_cluster"), ("hi_job_keys", "hi_job_key"), ("lasts", "last"),
-            )
-        }  # fmt: skip
-        cuts = run_named(self.con, "analytics/stored_cutoffs_outside", params)
-        return cuts.cast({c: self.schema[c] for c in cuts.columns})  # type: ignore[index]
-
-    def _stored_part(self, lo: str, hi: str, last: bool, cuts: pl.DataFrame) -> StoredPart:
+    def _stored_part(self, lo: str, hi: str, last: bool) -> StoredPart:
         assert self.schema is not None
         params = _range_params(lo, hi, last)
 
@@ -735,7 +717,7 @@ class _SlurmParts:
         # read in the table's order, sorted only where it is not the resolution's (after a
         # rechunk, so that the sort gathers from the copied strings)
         attempts = in_resolution_order(read("attempts")).drop("step")
-        return StoredPart(attempts=attempts, pending=read("pending"), cuts=cuts)
+        return StoredPart(attempts=attempts, pending=read("pending"), cuts=read("cutoffs"))
 
     def _changed_batches(self) -> dict[int, list[int]]:
         """The indices of the ranges holding changed keys that are read with others, each
@@ -785,9 +767,6 @@ class _SlurmParts:
     def __call__(self) -> Iterator[pl.DataFrame | StoredPart]:
         self.stored = 0
         batches = self._changed_batches()
-        # The first stored part carries every stored part's cut-off contribution (one pass over
-        # the stored rows), the others none: the core layer takes the latest over all parts.
-        stored_cuts: pl.DataFrame | None = None
         fetched: dict[int, pl.DataFrame] = {}
         indexed = enumerate(self.ranges)
         for clean, group in itertools.groupby(indexed, key=lambda r: self._is_clean(*r[1])):
@@ -803,9 +782,7 @@ class _SlurmParts:
                 for at in range(0, len(run), self.run_ranges):
                     lo, (_, hi, last) = run[at][0], run[at : at + self.run_ranges][-1]
                     self.current = (lo, hi, last)
-                    cuts = self._stored_cuts() if stored_cuts is None else stored_cuts.clear()
-                    stored_cuts = cuts
-                    part = self._stored_part(lo, hi, last, cuts)
+                    part = self._stored_part(lo, hi, last)
                     release_memory(self.con)
                     yield part
                 continue
