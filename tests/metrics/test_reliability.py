@@ -151,7 +151,7 @@ def test_node_reliability_from_daily_signals_equals_it_from_the_attempts() -> No
 
 
 def test_node_days_add_up_to_the_same_bits_in_any_row_order() -> None:
-    """A node's days' lost GPU-seconds are added in ascending order: 200,000 daily rows of
+    """A node's days' lost GPU-seconds are added exactly (decimals): 200,000 daily rows of
     values over seven orders of magnitude on 50 nodes give the same sums, bit for bit, in their
     order and shuffled (a plain group sum of these rows differs in the last bits between the
     two orders)."""
@@ -181,11 +181,12 @@ def test_node_days_add_up_to_the_same_bits_in_any_row_order() -> None:
 
 
 def test_a_day_computed_alone_is_the_same_day_computed_among_a_year() -> None:
-    """The daily rows of one day, computed from that day's attempts alone (as an incremental
-    build computes its days), equal the same day's rows computed among the attempts of 200
-    days (as a full build computes them), bit for bit: 300,000 FAILED attempts of 1 to 4 GPUs
-    on 3 nodes each, durations over seven orders of magnitude (a plain float sum of these rows
-    differs in the last bits between the two frames)."""
+    """The daily rows of one day, computed from that day's attempts alone and in another order
+    (as an incremental build computes its days), equal the same day's rows computed among the
+    attempts of 200 days (as a full build computes them), bit for bit: 300,000 FAILED attempts
+    of 1 to 4 GPUs on 3 nodes each, durations over seven orders of magnitude. A plain float sum
+    depends on the rows' order, and on how many threads split a large frame: with the day's
+    rows shuffled it differs in the last bits at any thread count."""
     rng = np.random.default_rng(11)
     n = 300_000
     offsets = zip(rng.integers(0, 200, n), rng.integers(0, 86_400, n), strict=True)
@@ -214,10 +215,34 @@ def test_a_day_computed_alone_is_the_same_day_computed_among_a_year() -> None:
     day = dt.datetime(2026, 3, 1, tzinfo=UTC)
     on_day = pl.col("start_at").dt.truncate("1d") == day
     among = node_signals(att.lazy(), cut, daily=True).filter(pl.col("day") == day)
-    alone = node_signals(att.lazy().filter(on_day), cut, daily=True)
+    shuffled = att.filter(on_day).sample(fraction=1.0, shuffle=True, seed=5)
+    alone = node_signals(shuffled.lazy(), cut, daily=True)
     want = among.sort("host").collect()
     assert want.height == 50 and want["attempts"].sum() == 3 * att.filter(on_day).height
     assert_frame_equal(alone.sort("host").collect(), want, check_exact=True)
+
+
+def test_a_non_finite_lost_value_is_left_out_of_a_nodes_sum() -> None:
+    """Three days of n1 lost 100.5, NaN and 200.25 GPU-seconds: the node's sum is 300.75 (the
+    NaN has no exact decimal and is left out rather than failing the build); infra lost 0.0
+    on every day sums to 0.0; the counts add up (3 attempts)."""
+    days = pl.DataFrame(
+        {
+            "cluster": "c",
+            "host": "n1",
+            "day": [_t(0), _t(0, day=2), _t(0, day=3)],
+            "attempts": 1,
+            "node_fail_attempts": 0,
+            "infra_failed_attempts": 0,
+            "lost_gpu_s": [100.5, float("nan"), 200.25],
+            "infra_lost_gpu_s": 0.0,
+        },
+        schema_overrides={"day": TS},
+    )
+    out = node_reliability(None, _t(0), signals=days.lazy()).collect()
+    assert out.select("host", "attempts", "lost_gpu_s", "infra_lost_gpu_s").rows() == [
+        ("n1", 3, 300.75, 0.0)
+    ]
 
 
 def test_node_reliability_needs_attempts_or_signals() -> None:
