@@ -24,6 +24,7 @@ __all__ = [
     "by_hour_chunks",
     "cluster_days",
     "hour_chunks",
+    "in_days",
     "of_keys",
     "on_days",
     "row_chunks",
@@ -102,6 +103,11 @@ def on_days(
         .join(cluster_days(days), on=["cluster", "_day"], how="semi", maintain_order="left")
         .drop("_day")
     )
+
+
+def in_days(col: str, days: set[dt.date]) -> pl.Expr:
+    """``col`` (a zoned datetime) falls on one of ``days``, as UTC days."""
+    return pl.col(col).dt.convert_time_zone("UTC").dt.date().is_in(sorted(days))
 
 
 def of_keys(

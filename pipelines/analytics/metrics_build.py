@@ -32,6 +32,7 @@ from pipelines.analytics.chunks import (
     BUILD_CHUNK,
     ROW_CHUNK,
     by_hour_chunks,
+    in_days,
     on_days,
     row_chunks,
     touching,
@@ -341,11 +342,6 @@ def _concat(parts: list[pl.DataFrame]) -> pl.DataFrame:
     return pl.concat(parts, how="diagonal_relaxed") if parts else pl.DataFrame()
 
 
-def _started_on(days: set[dt.date]) -> pl.Expr:
-    """The attempt started on one of ``days`` (UTC)."""
-    return pl.col("start_at").dt.convert_time_zone("UTC").dt.date().is_in(sorted(days))
-
-
 def _fair_share_hourly(
     jobs: pl.LazyFrame,
     pending: pl.LazyFrame,
@@ -479,7 +475,7 @@ def build_metric_tables(
         if cap.height == 0:
             continue
         fair_hourly.append(_fair_share_hourly(j, p, on_days(cap, days), shares, cut, every))
-        started = j if days is None else j.filter(_started_on(days.get(c, set())))
+        started = j if days is None else j.filter(in_days("start_at", days.get(c, set())))
         signals.append(
             node_signals(
                 started, cut, xid_events=xid.filter(pl.col("cluster") == c).lazy(), daily=True

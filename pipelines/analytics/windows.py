@@ -20,7 +20,14 @@ import duckdb
 import polars as pl
 
 from metrics import gpu_waterfall_hourly
-from pipelines.analytics.chunks import BUILD_CHUNK, ROW_CHUNK, by_hour_chunks, of_keys, touching
+from pipelines.analytics.chunks import (
+    BUILD_CHUNK,
+    ROW_CHUNK,
+    by_hour_chunks,
+    in_days,
+    of_keys,
+    touching,
+)
 from pipelines.analytics.dcgm_hourly_metrics import hourly_activity, labelled_hours
 from pipelines.analytics.metrics_build import (
     _ONE_JOB,
@@ -154,11 +161,6 @@ def with_hourly_rule_days(
             hours = occupancy.filter(pl.col("cluster") == c)["hour"]
             out[c] |= set(hours.dt.convert_time_zone("UTC").dt.date().unique().to_list())
     return out
-
-
-def in_days(col: str, days: set[dt.date]) -> pl.Expr:
-    """``col`` (a UTC datetime) falls on one of ``days``."""
-    return pl.col(col).dt.convert_time_zone("UTC").dt.date().is_in(sorted(days))
 
 
 def telemetry_window(
