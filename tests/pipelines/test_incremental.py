@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -796,3 +797,80 @@ def test_a_slurmd_pods_xid_plans_the_slurm_clusters_failed_attempts() -> None:
     assert _xid_attempt_days(jobs, spans, pairs) == {
         "slurm-x": {dt.date(2026, 3, 1), dt.date(2026, 3, 2)}
     }
+
+
+def _pods_file(path: Path, items: list[dict[str, object]]) -> None:
+    """Write a ``kubectl get pods -o json`` list holding ``items``."""
+    doc = {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}
+    path.write_text(json.dumps(doc), encoding="utf-8")
+
+
+def _pod_times(pod: dict[str, object]) -> list[str]:
+    """Every RFC 3339 UTC time written anywhere in ``pod``'s JSON."""
+    return re.findall(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", json.dumps(pod))
+
+
+def test_a_kubernetes_attempt_ended_past_the_cutoff_replans_every_day_it_ran(
+    fleet_dir: Path, tmp_path: Path
+) -> None:
+    """A Kubernetes attempt whose end comes from its Job's terminal Event, later than the pods'
+    latest time, is ended beyond its cluster's cut-off; when the next build's cut-off passes
+    that end, its row is unchanged but it no longer runs at the cut-off, so every day it ran is
+    planned, not only the days between the two cut-offs.
+
+    The fleet's k8s-b alone (UTC). Job ``dlrm-shadow-fb9vb``'s one pod starts on 2026-11-02
+    and is Running in that day's pods file; its Job's ``Completed`` Event is at 2026-11-03
+    04:42:46. The pod is taken out of the 2026-11-03 pods file (deleted when its Job ended), so
+    both builds see the same pod rows and the same Event: the attempt's row is the same. Build
+    1 loads 2026-11-02, the 2026-11-03 Events and the 2026-11-03 pods whose every time is
+    before 04:00 (a morning snapshot of the same file): the cut-off falls on 2026-11-03, before
+    the end. Build 2 loads the whole 2026-11-03 pods file again: the cut-off passes the end.
+    The days between the cut-offs are 2026-11-03 alone; the attempt ran on 2026-11-02 too, so
+    that day is planned, and the build equals a full rebuild, row for row."""
+    data = tmp_path / "data"
+    shutil.copytree(fleet_dir / "inputs" / "k8s-b", data / "inputs" / "k8s-b")
+    for extra in ("inventory", "registry.yaml"):
+        src = fleet_dir / extra
+        (shutil.copytree if src.is_dir() else shutil.copyfile)(src, data / extra)
+    cfg = load_config(
+        write_config(tmp_path, days_dir=data, clusters=(("k8s-b", "kubernetes", "UTC"),))
+    )
+    first, second = "2026-11-02", "2026-11-03"
+    target = "dlrm-shadow-fb9vb"
+    ended = dt.datetime(2026, 11, 3, 4, 42, 46, tzinfo=dt.UTC)
+    (pods_path,) = files_for_day(data / "inputs" / "k8s-b", "k8s-pods", second)
+    day2 = [
+        p
+        for p in json.loads(pods_path.read_text(encoding="utf-8"))["items"]
+        if p["metadata"]["labels"].get("job-name") != target
+    ]
+    morning = [p for p in day2 if max(_pod_times(p)) < f"{second}T04:00:00Z"]
+    assert 0 < len(morning) < len(day2)
+    opts = IngestOptions(cluster="k8s-b", tz="UTC")
+    query = (
+        "SELECT state, start_at, end_at FROM core.jobs"
+        " WHERE cluster = 'k8s-b' AND contains(job_id, $n)"
+    )
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        _load_day(con, cfg, first)
+        for f in files_for_day(data / "inputs" / "k8s-b", "k8s-events", second):
+            ingest_file(con, "k8s-events", f, opts)
+        _pods_file(pods_path, morning)
+        ingest_file(con, "k8s-pods", pods_path, opts)
+        rebuild(con, cfg)
+        before = con.execute(query, {"n": target}).fetchall()
+        ((old_cut,),) = con.execute(
+            "SELECT as_of FROM core.build_cutoffs WHERE cluster = 'k8s-b'"
+        ).fetchall()
+        _pods_file(pods_path, day2)
+        _load_day(con, cfg, second)
+        rebuild(con, cfg)
+        after = con.execute(query, {"n": target}).fetchall()
+        days = _planned_days(con)
+    (row,) = before
+    assert row[0] == "COMPLETED" and row[1].date().isoformat() == first and row[2] == ended
+    assert old_cut.date().isoformat() == second and old_cut < ended
+    assert after == before
+    assert days["k8s-b"][0] == first
+    assert_equals_full_rebuild(cfg, tmp_path)
