@@ -474,6 +474,7 @@ def _build(
         full=full, slurmd_pairs=sok.slurmd_maps.select("cluster", "k8s_cluster")
         if sok.slurmd_maps.height else None,
         slurm_changed=parts.changed_jobs() if isinstance(parts, _RangeDiffWriter) else None,
+        slurmd_map=sok.node_map,
     )  # fmt: skip
     plan = _pair_days(plan, sok.slurmd_maps)
     if not plan.full and plan.days:

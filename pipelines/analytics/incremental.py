@@ -25,7 +25,9 @@ build's copy, :data:`INGESTS_TABLE`; DCGM loads count the days their samples cov
 :data:`TELEMETRY_SPANS_TABLE`, and the day after, whose XID events read them, with the days of
 the FAILED attempts their XID events may decide); a job or
 never-started job overlapping it changed (its span from submit to end, or to ``as_of`` while
-open); a topology map or a node's down/drain interval covering it changed; its hourly
+open); a topology map or a node's down/drain interval covering it changed; a FAILED attempt
+ran on it whose end an XID event a changed slurmd map moves to another Slurm node may decide
+(:func:`_moved_map_spans`); its hourly
 capacity, down or allocated GPU-seconds changed; or it lies between the previous and the new
 data cut-off ``as_of`` (running jobs and pending demand extend to it), or an attempt ending
 between them ran on it (:func:`_cutoff_crossed_days`). The build then adds every
@@ -648,6 +650,7 @@ def plan_build(
     full: bool = False,
     slurmd_pairs: pl.DataFrame | None = None,
     slurm_changed: pl.DataFrame | None = None,
+    slurmd_map: pl.DataFrame | None = None,
 ) -> BuildPlan:
     """Decide between a full and an incremental rebuild, and the affected cluster-days.
 
@@ -668,6 +671,9 @@ def plan_build(
             Kubernetes cluster (their GPUs' XID events are the Slurm cluster's).
         slurm_changed: ``cluster, job_id`` of the jobs whose resolved Slurm rows the build
             changed in ``core.slurm_jobs`` (None: unknown, every attempt is compared).
+        slurmd_map: the new slurmd map (``analytics.slurm_node_map`` rows), compared with the
+            stored one: where it moves an XID event to another Slurm node, the FAILED attempts
+            that event may decide are planned (:func:`_moved_map_spans`). None: not compared.
 
     Returns:
         The plan; ``days`` holds every cluster-day whose time-keyed rows may differ from the
@@ -735,6 +741,15 @@ def plan_build(
     # turn a FAILED attempt ending within the XID window after it into an infrastructure
     # failure, a leaf all its hours take.
     add(_xid_attempt_days(jobs, pl.concat(xid_spans), slurmd_pairs))
+    # 1c. A slurmd map that changed moves the XID events of the times it changed at to other
+    # Slurm nodes, with no DCGM load changed: the same rule, over those times.
+    if slurmd_map is not None:
+        stored_map = (
+            read_table(con, SLURMD_MAP_TABLE)
+            if table_exists(con, SLURMD_MAP_TABLE)
+            else pl.DataFrame()
+        )
+        add(_xid_attempt_days(jobs, _moved_map_spans(stored_map, slurmd_map)))
     spans_now = pl.concat(
         [old_spans.join(kept.select("ingest_id"), on="ingest_id", how="semi"), new_spans]
     ).sort("ingest_id", "cluster")
@@ -857,6 +872,88 @@ def _xid_attempt_days(
         .collect()
     )
     return _days_of_spans(hit)
+
+
+#: The stored slurmd map of the last build (:func:`_moved_map_spans`).
+SLURMD_MAP_TABLE = "analytics.slurm_node_map"
+
+#: The columns that name one interval of a slurmd map (``analytics.slurm_node_map``) apart from
+#: its end: two versions of an interval that differ in ``valid_to`` alone are one interval cut
+#: short or run on (a slurmd pod seen ending).
+_MAP_INTERVAL = ["cluster", "slurm_node", "valid_from", "namespace", "pod", "k8s_node"]
+
+#: Stand-ins for a map interval's missing ends: no start (from the beginning) and no end (still
+#: so at the cut-off, and after it).
+_EARLIEST = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_LATEST = dt.datetime(9999, 1, 1, tzinfo=dt.UTC)
+
+
+def _moved_map_spans(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
+    """``cluster, lo, hi`` (UTC): per Slurm cluster, the times at which the slurmd map ``new``
+    (``analytics.slurm_node_map`` rows, :data:`pipelines.core.slurm_on_k8s.NODE_MAP_SCHEMA`) may
+    move an XID event to another Slurm node than the stored map ``old`` did
+    (:func:`pipelines.core.slurm_on_k8s.rehome_slurmd_dcgm` reads the map at the event's time).
+
+    An interval in one map and not the other: the whole interval. An interval in both whose end
+    alone differs (``valid_to``; NULL: still open): from the earlier end to the later one. An
+    interval in both that differs otherwise: the whole interval (a wider span than the move
+    needs, never a narrower one). A missing start is taken as 1970-01-01, a missing end as
+    9999-01-01, so a span is never cut short. ``old`` without the map's columns (no earlier
+    map): every interval of ``new``.
+
+    The spans are the Slurm cluster's, as :func:`_xid_attempt_days` reads them: the FAILED
+    attempts ending in or within the XID window after a span are planned."""
+    schema = {"cluster": pl.String(), "lo": _SPANS_SCHEMA["lo"], "hi": _SPANS_SCHEMA["hi"]}
+    cols = new.columns
+    if old.width and set(cols) <= set(old.columns):
+        o = old.select(cols).cast(new.schema, strict=False)  # type: ignore[arg-type]
+    else:
+        o = new.clear()
+    ho, hn = row_hashes(o), row_hashes(new)
+    only_new = new.filter(~hn.is_in(ho.implode()))
+    only_old = o.filter(~ho.is_in(hn.implode()))
+    if only_new.height == 0 and only_old.height == 0:
+        return pl.DataFrame(schema=schema)
+    start = pl.col("valid_from").fill_null(_EARLIEST)
+
+    def end(col: str) -> pl.Expr:
+        return pl.col(col).fill_null(_LATEST)
+
+    ends = ["valid_to", "_old_to", "_n", "_o"]
+    paired = (
+        only_new.select(*_MAP_INTERVAL, "valid_to", pl.len().over(_MAP_INTERVAL).alias("_n"))
+        .join(
+            only_old.select(
+                *_MAP_INTERVAL,
+                pl.col("valid_to").alias("_old_to"),
+                pl.len().over(_MAP_INTERVAL).alias("_o"),
+            ),
+            on=_MAP_INTERVAL,
+            how="full",
+            coalesce=True,
+            nulls_equal=True,
+        )
+        .select(*_MAP_INTERVAL, *ends)
+    )
+    # one version on each side, ends differing: the time between the ends; else each version's
+    # whole interval
+    moved_end = (
+        (pl.col("_n") == 1) & (pl.col("_o") == 1) & pl.col("valid_to").ne_missing(pl.col("_old_to"))
+    )
+    cut = paired.filter(moved_end).select(
+        "cluster",
+        pl.min_horizontal(end("valid_to"), end("_old_to")).alias("lo"),
+        pl.max_horizontal(end("valid_to"), end("_old_to")).alias("hi"),
+    )
+    whole = pl.concat(
+        [
+            only.join(
+                paired.filter(moved_end), on=_MAP_INTERVAL, how="anti", nulls_equal=True
+            ).select("cluster", start.alias("lo"), end("valid_to").alias("hi"))
+            for only in (only_new, only_old)
+        ]
+    )
+    return pl.concat([cut, whole]).cast(schema).unique().sort("cluster", "lo", "hi")  # type: ignore[arg-type]
 
 
 def _new_spans(con: duckdb.DuckDBPyConnection, loads: pl.DataFrame | None) -> pl.DataFrame:

@@ -377,9 +377,9 @@ def _fair_share_hourly(
 #: (:func:`pipelines.analytics.incremental.with_stored_days`): an attempt's signals change with
 #: its own row, which puts every day it spans in the plan, with an XID event near its end,
 #: which puts the days of the FAILED attempts ending near it there (``_xid_attempt_days``), or
-#: with the cut-off passing its end (``_cutoff_crossed_days``). Not planned, as for the
-#: waterfall's leaves: an XID moved to another Slurm node by a changed slurmd map
-#: (pipelines.core.slurm_on_k8s) with no DCGM load changed; only the map's days are.
+#: with the cut-off passing its end (``_cutoff_crossed_days``); an XID moved to another Slurm
+#: node by a changed slurmd map counts as one near the ends of the FAILED attempts ending in or
+#: just after the times the map changed at (``_moved_map_spans``).
 NODE_SIGNALS_TABLE = "analytics.node_signals_daily"
 
 #: The hourly fair shares as stored: :func:`metrics.fair_share_hourly`'s rows of each cluster

@@ -1,0 +1,75 @@
+"""The slurmd map rule of the incremental plan, by hand: where a changed map moves XID events."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+
+from pipelines.analytics.incremental import _moved_map_spans, _xid_attempt_days
+from pipelines.core.slurm_on_k8s import NODE_MAP_SCHEMA
+
+
+def _t(month: int, day: int, h: int = 0) -> dt.datetime:
+    return dt.datetime(2026, month, day, h, tzinfo=dt.UTC)
+
+
+_LATEST = dt.datetime(9999, 1, 1, tzinfo=dt.UTC)
+
+
+def _map(*rows: tuple[str, str, dt.datetime | None, dt.datetime | None]) -> pl.DataFrame:
+    """Map rows of slurm-x: ``(slurm_node, pod, valid_from, valid_to)``, pod ``p`` on k8s node
+    ``k-<p>``, 8 GPUs."""
+    return pl.DataFrame(
+        [
+            ("slurm-x", node, start, end, "slurm", pod, f"k-{pod}", "gpu", 8.0, "pod")
+            for node, pod, start, end in rows
+        ],
+        schema=NODE_MAP_SCHEMA,
+        orient="row",
+    )
+
+
+def test_a_changed_map_gives_the_times_it_moves_xids_at() -> None:
+    """Old map: n1 in p1 from 03-01, open; n2 in p2 02-20 → 02-25; n4 in p4 02-10 → 02-12. New
+    map: n1's pod seen ending at 03-03 (its end alone differs: the span is 03-03 to the old open
+    end, 9999-01-01); n2 the same (no span); n3 in p3 from 03-03 06:00, open (new: its whole
+    interval); n4 gone (its whole interval, 02-10 → 02-12)."""
+    old = _map(("n1", "p1", _t(3, 1), None), ("n2", "p2", _t(2, 20), _t(2, 25)),
+               ("n4", "p4", _t(2, 10), _t(2, 12)))  # fmt: skip
+    new = _map(("n1", "p1", _t(3, 1), _t(3, 3)), ("n2", "p2", _t(2, 20), _t(2, 25)),
+               ("n3", "p3", _t(3, 3, 6), None))  # fmt: skip
+    spans = _moved_map_spans(old, new)
+    assert spans.rows() == [
+        ("slurm-x", _t(2, 10), _t(2, 12)),
+        ("slurm-x", _t(3, 3), _LATEST),
+        ("slurm-x", _t(3, 3, 6), _LATEST),
+    ]
+    # the same map: nothing moves
+    assert _moved_map_spans(new, new.sample(fraction=1.0, shuffle=True, seed=3)).height == 0
+    # no stored map: every interval of the new one, a missing start from 1970
+    first = _moved_map_spans(pl.DataFrame(), _map(("n5", "p5", None, _t(3, 2))))
+    assert first.rows() == [("slurm-x", dt.datetime(1970, 1, 1, tzinfo=dt.UTC), _t(3, 2))]
+
+
+def test_the_spans_plan_the_failed_attempts_an_xid_there_may_decide() -> None:
+    """The spans above, through the XID rule (FAILED attempts ending in [lo, hi + 1 day + the
+    XID window]; their days from start to end): FAILED 02-09 20:00 → 02-11 08:00 ends in n4's
+    span (02-09, 02-10, 02-11); FAILED 02-28 → 03-04 01:00 ends after 03-03 (02-28 to 03-04);
+    FAILED 02-20 → 02-21 ends after n4's span, its day and the window (02-13 00:10) and before
+    03-03: not planned; COMPLETED 03-05 → 03-06 is not FAILED."""
+    old = _map(("n1", "p1", _t(3, 1), None), ("n4", "p4", _t(2, 10), _t(2, 12)))
+    new = _map(("n1", "p1", _t(3, 1), _t(3, 3)))
+    jobs = pl.DataFrame(
+        {"cluster": ["slurm-x"] * 4, "state": ["FAILED", "FAILED", "FAILED", "COMPLETED"],
+         "start_at": [_t(2, 9, 20), _t(2, 28), _t(2, 20), _t(3, 5)],
+         "end_at": [_t(2, 11, 8), _t(3, 4, 1), _t(2, 21), _t(3, 6)]}
+    )  # fmt: skip
+    days = _xid_attempt_days(jobs, _moved_map_spans(old, new))
+    assert days == {
+        "slurm-x": {
+            dt.date(2026, 2, 9), dt.date(2026, 2, 10), dt.date(2026, 2, 11),
+            dt.date(2026, 2, 28), dt.date(2026, 3, 1), dt.date(2026, 3, 2),
+            dt.date(2026, 3, 3), dt.date(2026, 3, 4),
+        }
+    }  # fmt: skip
