@@ -26,7 +26,7 @@ build's copy, :data:`INGESTS_TABLE`; DCGM loads count the days their samples cov
 the FAILED attempts their XID events may decide); a job or
 never-started job overlapping it changed (its span from submit to end, or to ``as_of`` while
 open); a topology map or a node's down/drain interval covering it changed; a FAILED attempt
-ran on it whose end an XID event a changed slurmd map moves to another Slurm node may decide
+ran on it that ends near an XID event a changed slurmd map places on another node than before
 (:func:`_moved_map_spans`); its hourly
 capacity, down or allocated GPU-seconds changed; or it lies between the previous and the new
 data cut-off ``as_of`` (running jobs and pending demand extend to it), or an attempt ending
@@ -147,6 +147,22 @@ _XID_TABLE = "raw.dcgm_samples"
 
 _SPANS_SCHEMA = {"ingest_id": pl.Int64(), "cluster": pl.String(),
                  "lo": pl.Datetime("us", "UTC"), "hi": pl.Datetime("us", "UTC")}  # fmt: skip
+
+#: The stored slurmd map of the last build (:func:`_moved_map_spans`).
+SLURMD_MAP_TABLE = "analytics.slurm_node_map"
+
+#: The slurmd map's columns that place an XID event
+#: (:func:`pipelines.core.slurm_on_k8s.rehome_slurmd_dcgm`: the event's pod, at its time, ran
+#: as that Slurm node), and of those the ones that name an interval apart from its end: two
+#: versions of an interval that differ in ``valid_to`` alone are one interval cut short or run
+#: on (a slurmd pod seen ending).
+_MAP_PLACES = ["cluster", "slurm_node", "valid_from", "valid_to", "namespace", "pod"]
+_MAP_INTERVAL = ["cluster", "slurm_node", "valid_from", "namespace", "pod"]
+
+#: Stand-ins for a map interval's missing ends: no start (from the beginning) and no end (still
+#: so at the cut-off, and after it).
+_EARLIEST = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_LATEST = dt.datetime(9999, 1, 1, tzinfo=dt.UTC)
 
 #: Bookkeeping: the node down/drain intervals of the last build (``core`` does not store them),
 #: compared with the new build's to find the days whose topology tables they change.
@@ -658,7 +674,7 @@ def plan_build(
         con: the warehouse (read: ``raw.ingests``, the telemetry tables ``raw.dcgm_samples``
             and ``raw.dcgm_hourly`` (the spans of new loads), the previous ``core.jobs``,
             ``core.topology``, ``analytics.build_pending``, :data:`NODE_DOWN_TABLE`,
-            :data:`INGESTS_TABLE`, :data:`TELEMETRY_SPANS_TABLE`,
+            :data:`INGESTS_TABLE`, :data:`TELEMETRY_SPANS_TABLE`, :data:`SLURMD_MAP_TABLE`,
             ``analytics.occupancy_hourly`` and ``analytics.build_state``).
         cfg: configuration (registry, inventory, thresholds).
         registry_path: the allocation registry in use.
@@ -741,15 +757,15 @@ def plan_build(
     # turn a FAILED attempt ending within the XID window after it into an infrastructure
     # failure, a leaf all its hours take.
     add(_xid_attempt_days(jobs, pl.concat(xid_spans), slurmd_pairs))
-    # 1c. A slurmd map that changed moves the XID events of the times it changed at to other
-    # Slurm nodes, with no DCGM load changed: the same rule, over those times.
+    # 1c. With no DCGM load changed, a changed slurmd map moves XID events: where it changed,
+    # it may place an event on another node than before. The same rule, over those times.
     if slurmd_map is not None:
         stored_map = (
             read_table(con, SLURMD_MAP_TABLE)
             if table_exists(con, SLURMD_MAP_TABLE)
             else pl.DataFrame()
         )
-        add(_xid_attempt_days(jobs, _moved_map_spans(stored_map, slurmd_map)))
+        add(_xid_attempt_days(jobs, _moved_map_spans(stored_map, slurmd_map, slurmd_pairs)))
     spans_now = pl.concat(
         [old_spans.join(kept.select("ingest_id"), on="ingest_id", how="semi"), new_spans]
     ).sort("ingest_id", "cluster")
@@ -874,43 +890,34 @@ def _xid_attempt_days(
     return _days_of_spans(hit)
 
 
-#: The stored slurmd map of the last build (:func:`_moved_map_spans`).
-SLURMD_MAP_TABLE = "analytics.slurm_node_map"
-
-#: The columns that name one interval of a slurmd map (``analytics.slurm_node_map``) apart from
-#: its end: two versions of an interval that differ in ``valid_to`` alone are one interval cut
-#: short or run on (a slurmd pod seen ending).
-_MAP_INTERVAL = ["cluster", "slurm_node", "valid_from", "namespace", "pod", "k8s_node"]
-
-#: Stand-ins for a map interval's missing ends: no start (from the beginning) and no end (still
-#: so at the cut-off, and after it).
-_EARLIEST = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_LATEST = dt.datetime(9999, 1, 1, tzinfo=dt.UTC)
-
-
-def _moved_map_spans(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
-    """``cluster, lo, hi`` (UTC): per Slurm cluster, the times at which the slurmd map ``new``
-    (``analytics.slurm_node_map`` rows, :data:`pipelines.core.slurm_on_k8s.NODE_MAP_SCHEMA`) may
-    move an XID event to another Slurm node than the stored map ``old`` did
+def _moved_map_spans(
+    old: pl.DataFrame, new: pl.DataFrame, slurmd_pairs: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """``cluster, lo, hi`` (UTC): the times at which the slurmd map ``new``
+    (``analytics.slurm_node_map`` rows, :data:`pipelines.core.slurm_on_k8s.NODE_MAP_SCHEMA`)
+    may place an XID event otherwise than the stored map ``old`` did: on another Slurm node, or
+    on none, left on its Kubernetes node
     (:func:`pipelines.core.slurm_on_k8s.rehome_slurmd_dcgm` reads the map at the event's time).
 
-    An interval in one map and not the other: the whole interval. An interval in both whose end
-    alone differs (``valid_to``; NULL: still open): from the earlier end to the later one. An
-    interval in both that differs otherwise: the whole interval (a wider span than the move
-    needs, never a narrower one). A missing start is taken as 1970-01-01, a missing end as
-    9999-01-01, so a span is never cut short. ``old`` without the map's columns (no earlier
-    map): every interval of ``new``.
+    Only the columns that place an event are compared (:data:`_MAP_PLACES`; a change of
+    ``gpus``, ``nodeset``, ``source`` or ``k8s_node`` alone moves none). An interval in one
+    map and not the other: the whole interval. An interval in both whose end alone differs
+    (``valid_to``; NULL: still open): from the earlier end to the later one. A missing start is
+    taken as 1970-01-01, a missing end as 9999-01-01, so a span is never cut short. ``old``
+    without those columns (no earlier map): every interval of ``new``.
 
-    The spans are the Slurm cluster's, as :func:`_xid_attempt_days` reads them: the FAILED
-    attempts ending in or within the XID window after a span are planned."""
+    Each span is the Slurm cluster's (``cluster``), and again its Kubernetes cluster's where
+    ``slurmd_pairs`` (``cluster, k8s_cluster``) names one, since an event the map no longer
+    places stays on the Kubernetes node, and the other way round. :func:`_xid_attempt_days`
+    reads them: the FAILED attempts ending in or within the XID window after a span."""
     schema = {"cluster": pl.String(), "lo": _SPANS_SCHEMA["lo"], "hi": _SPANS_SCHEMA["hi"]}
-    cols = new.columns
-    if old.width and set(cols) <= set(old.columns):
-        o = old.select(cols).cast(new.schema, strict=False)  # type: ignore[arg-type]
+    n = new.select(_MAP_PLACES).unique()
+    if old.width and set(_MAP_PLACES) <= set(old.columns):
+        o = old.select(_MAP_PLACES).cast(n.schema, strict=False).unique()  # type: ignore[arg-type]
     else:
-        o = new.clear()
-    ho, hn = row_hashes(o), row_hashes(new)
-    only_new = new.filter(~hn.is_in(ho.implode()))
+        o = n.clear()
+    ho, hn = row_hashes(o), row_hashes(n)
+    only_new = n.filter(~hn.is_in(ho.implode()))
     only_old = o.filter(~ho.is_in(hn.implode()))
     if only_new.height == 0 and only_old.height == 0:
         return pl.DataFrame(schema=schema)
@@ -919,7 +926,6 @@ def _moved_map_spans(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
     def end(col: str) -> pl.Expr:
         return pl.col(col).fill_null(_LATEST)
 
-    ends = ["valid_to", "_old_to", "_n", "_o"]
     paired = (
         only_new.select(*_MAP_INTERVAL, "valid_to", pl.len().over(_MAP_INTERVAL).alias("_n"))
         .join(
@@ -933,27 +939,28 @@ def _moved_map_spans(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
             coalesce=True,
             nulls_equal=True,
         )
-        .select(*_MAP_INTERVAL, *ends)
+        # one version on each side (so their ends differ): the time between the ends
+        .filter((pl.col("_n") == 1) & (pl.col("_o") == 1))
     )
-    # one version on each side, ends differing: the time between the ends; else each version's
-    # whole interval
-    moved_end = (
-        (pl.col("_n") == 1) & (pl.col("_o") == 1) & pl.col("valid_to").ne_missing(pl.col("_old_to"))
-    )
-    cut = paired.filter(moved_end).select(
+    cut = paired.select(
         "cluster",
         pl.min_horizontal(end("valid_to"), end("_old_to")).alias("lo"),
         pl.max_horizontal(end("valid_to"), end("_old_to")).alias("hi"),
     )
+    # every other version: its whole interval
     whole = pl.concat(
         [
-            only.join(
-                paired.filter(moved_end), on=_MAP_INTERVAL, how="anti", nulls_equal=True
-            ).select("cluster", start.alias("lo"), end("valid_to").alias("hi"))
+            only.join(paired, on=_MAP_INTERVAL, how="anti", nulls_equal=True).select(
+                "cluster", start.alias("lo"), end("valid_to").alias("hi")
+            )
             for only in (only_new, only_old)
         ]
     )
-    return pl.concat([cut, whole]).cast(schema).unique().sort("cluster", "lo", "hi")  # type: ignore[arg-type]
+    spans = pl.concat([cut, whole]).cast(schema)  # type: ignore[arg-type]
+    if slurmd_pairs is not None and slurmd_pairs.height:
+        lent = spans.join(slurmd_pairs.select("cluster", "k8s_cluster").unique(), on="cluster")
+        spans = pl.concat([spans, lent.select(pl.col("k8s_cluster").alias("cluster"), "lo", "hi")])
+    return spans.unique().sort("cluster", "lo", "hi")
 
 
 def _new_spans(con: duckdb.DuckDBPyConnection, loads: pl.DataFrame | None) -> pl.DataFrame:

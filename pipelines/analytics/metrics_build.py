@@ -267,9 +267,9 @@ def job_gpu_summary_ranges(
     """
     if buckets is None:
         buckets = attributed_gpu_buckets(con, jobs, pod_jobs, nodes)
-    # Lazy, and never holding the joined rows: with polars 2.1 the eager left join of an empty
-    # ``activity`` with a year of 10,000 GPUs' 2.1M attempts took 0.28 s and 520 MiB, the lazy
-    # plan 0.02 s and 20 MiB (3M activity rows: 0.70 s and 445 MiB against 0.31 s and 326 MiB).
+    # Lazy: with polars 2.1 the eager left join of an empty ``activity`` with a year of 10,000
+    # GPUs' 2.1M attempts took 0.28 s and 520 MiB, the lazy plan 0.02 s and 20 MiB (3M activity
+    # rows: 0.70 s and 445 MiB against 0.31 s and 326 MiB).
     alloc = jobs.lazy().select("cluster", "job_id", pl.col("attempt").cast(pl.Int64),
                                pl.col("gpus").alias("_alloc"))  # fmt: skip
     per = (
@@ -377,9 +377,9 @@ def _fair_share_hourly(
 #: (:func:`pipelines.analytics.incremental.with_stored_days`): an attempt's signals change with
 #: its own row, which puts every day it spans in the plan, with an XID event near its end,
 #: which puts the days of the FAILED attempts ending near it there (``_xid_attempt_days``), or
-#: with the cut-off passing its end (``_cutoff_crossed_days``); an XID moved to another Slurm
-#: node by a changed slurmd map counts as one near the ends of the FAILED attempts ending in or
-#: just after the times the map changed at (``_moved_map_spans``).
+#: with the cut-off passing its end (``_cutoff_crossed_days``); an XID event that a changed
+#: slurmd map places on another node counts as one near the ends of the FAILED attempts ending
+#: in or just after the times the map changed (``_moved_map_spans``).
 NODE_SIGNALS_TABLE = "analytics.node_signals_daily"
 
 #: The hourly fair shares as stored: :func:`metrics.fair_share_hourly`'s rows of each cluster

@@ -3,26 +3,33 @@
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import polars as pl
 
-from pipelines.analytics.incremental import _moved_map_spans, _xid_attempt_days
+from pipelines.analytics.incremental import (
+    _LATEST,
+    SLURMD_MAP_TABLE,
+    _moved_map_spans,
+    _xid_attempt_days,
+)
 from pipelines.core.slurm_on_k8s import NODE_MAP_SCHEMA
+from pipelines.warehouse import connect, init_warehouse, read_table
+from pipelines.warehouse.tables import replace_table
 
 
 def _t(month: int, day: int, h: int = 0) -> dt.datetime:
     return dt.datetime(2026, month, day, h, tzinfo=dt.UTC)
 
 
-_LATEST = dt.datetime(9999, 1, 1, tzinfo=dt.UTC)
-
-
-def _map(*rows: tuple[str, str, dt.datetime | None, dt.datetime | None]) -> pl.DataFrame:
+def _map(
+    *rows: tuple[str, str, dt.datetime | None, dt.datetime | None], gpus: float = 8.0
+) -> pl.DataFrame:
     """Map rows of slurm-x: ``(slurm_node, pod, valid_from, valid_to)``, pod ``p`` on k8s node
-    ``k-<p>``, 8 GPUs."""
+    ``k-<p>``, ``gpus`` GPUs."""
     return pl.DataFrame(
         [
-            ("slurm-x", node, start, end, "slurm", pod, f"k-{pod}", "gpu", 8.0, "pod")
+            ("slurm-x", node, start, end, "slurm", pod, f"k-{pod}", "gpu", gpus, "pod")
             for node, pod, start, end in rows
         ],
         schema=NODE_MAP_SCHEMA,
@@ -45,8 +52,18 @@ def test_a_changed_map_gives_the_times_it_moves_xids_at() -> None:
         ("slurm-x", _t(3, 3), _LATEST),
         ("slurm-x", _t(3, 3, 6), _LATEST),
     ]
-    # the same map: nothing moves
+    # the same map: nothing moves; nor where only a column that places no event changed
     assert _moved_map_spans(new, new.sample(fraction=1.0, shuffle=True, seed=3)).height == 0
+    assert _moved_map_spans(_map(("n2", "p2", _t(2, 20), _t(2, 25)), gpus=4.0),
+                            _map(("n2", "p2", _t(2, 20), _t(2, 25)))).height == 0  # fmt: skip
+    # the Kubernetes cluster whose slurmd pods run slurm-x has the same spans: an event the
+    # map no longer places stays on its Kubernetes node
+    pairs = pl.DataFrame({"cluster": ["slurm-x"], "k8s_cluster": ["k8s-x"]})
+    both = _moved_map_spans(old, new, pairs)
+    assert both.filter(pl.col("cluster") == "k8s-x").drop("cluster").rows() == [
+        r[1:] for r in spans.rows()
+    ]
+    assert both.filter(pl.col("cluster") == "slurm-x").equals(spans)
     # no stored map: every interval of the new one, a missing start from 1970
     first = _moved_map_spans(pl.DataFrame(), _map(("n5", "p5", None, _t(3, 2))))
     assert first.rows() == [("slurm-x", dt.datetime(1970, 1, 1, tzinfo=dt.UTC), _t(3, 2))]
@@ -73,3 +90,21 @@ def test_the_spans_plan_the_failed_attempts_an_xid_there_may_decide() -> None:
             dt.date(2026, 3, 3), dt.date(2026, 3, 4),
         }
     }  # fmt: skip
+
+
+def test_a_stored_map_read_back_equals_the_one_written(tmp_path: Path) -> None:
+    """The map as the build writes it and reads it back from DuckDB (zoned times, NULL ends and
+    GPUs, a fractional time) is the same map: no span, so an unchanged map plans no day."""
+    new = pl.concat(
+        [
+            _map(("n1", "p1", _t(3, 1), None), ("n2", "p2", None, _t(2, 25))),
+            _map(("n3", "p3", _t(3, 2) + dt.timedelta(microseconds=123_457), None), gpus=1 / 3),
+        ]
+    ).with_columns(pl.when(pl.col("slurm_node") == "n2").then(None).otherwise("gpus").alias("gpus"))
+    with connect(tmp_path / "w.duckdb") as con:
+        init_warehouse(con)
+        replace_table(con, SLURMD_MAP_TABLE, new)
+        con.execute("SET TimeZone = 'America/Los_Angeles'")
+        stored = read_table(con, SLURMD_MAP_TABLE)
+    assert stored.height == 3
+    assert _moved_map_spans(stored, new).height == 0
