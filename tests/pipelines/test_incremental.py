@@ -13,6 +13,7 @@ import polars as pl
 import pytest
 
 from pipelines._file_source import files_for_day, partitions_with_input
+from pipelines.analytics import incremental
 from pipelines.analytics.build import rebuild
 from pipelines.analytics.incremental import BuildPlan, plan_build
 from pipelines.config import Config, load_config
@@ -810,8 +811,9 @@ def _pod_times(pod: dict[str, object]) -> list[str]:
     return re.findall(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", json.dumps(pod))
 
 
+@pytest.mark.parametrize("rule", [True, False], ids=["planned", "without-the-rule"])
 def test_a_kubernetes_attempt_ended_past_the_cutoff_replans_every_day_it_ran(
-    fleet_dir: Path, tmp_path: Path
+    fleet_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rule: bool
 ) -> None:
     """A Kubernetes attempt whose end comes from its Job's terminal Event, later than the pods'
     latest time, is ended beyond its cluster's cut-off; when the next build's cut-off passes
@@ -826,7 +828,11 @@ def test_a_kubernetes_attempt_ended_past_the_cutoff_replans_every_day_it_ran(
     before 04:00 (a morning snapshot of the same file): the cut-off falls on 2026-11-03, before
     the end. Build 2 loads the whole 2026-11-03 pods file again: the cut-off passes the end.
     The days between the cut-offs are 2026-11-03 alone; the attempt ran on 2026-11-02 too, so
-    that day is planned, and the build equals a full rebuild, row for row."""
+    that day is planned, and the build equals a full rebuild, row for row. Without the rule
+    (``_cutoff_crossed_days`` finding nothing), 2026-11-02 is not planned and the build differs
+    from a full rebuild: the test can fail for the reason it is there."""
+    if not rule:
+        monkeypatch.setattr(incremental, "_cutoff_crossed_days", lambda *_a, **_k: {})
     data = tmp_path / "data"
     shutil.copytree(fleet_dir / "inputs" / "k8s-b", data / "inputs" / "k8s-b")
     for extra in ("inventory", "registry.yaml"):
@@ -872,5 +878,10 @@ def test_a_kubernetes_attempt_ended_past_the_cutoff_replans_every_day_it_ran(
     assert row[0] == "COMPLETED" and row[1].date().isoformat() == first and row[2] == ended
     assert old_cut.date().isoformat() == second and old_cut < ended
     assert after == before
+    if not rule:
+        assert first not in days["k8s-b"]
+        with pytest.raises(AssertionError):
+            assert_equals_full_rebuild(cfg, tmp_path)
+        return
     assert days["k8s-b"][0] == first
     assert_equals_full_rebuild(cfg, tmp_path)
