@@ -757,15 +757,26 @@ def plan_build(
     # turn a FAILED attempt ending within the XID window after it into an infrastructure
     # failure, a leaf all its hours take.
     add(_xid_attempt_days(jobs, pl.concat(xid_spans), slurmd_pairs))
-    # 1c. With no DCGM load changed, a changed slurmd map moves XID events: where it changed,
-    # it may place an event on another node than before. The same rule, over those times.
+    # 1c. Even with no DCGM load changed, a changed slurmd map moves XID events: where it
+    # changed, it may place an event on another node than before. The same rule, over those
+    # times. The pairs come from the configuration too: a Slurm cluster whose new map is empty
+    # has no row in ``slurmd_pairs``, yet its stored intervals' events go back to its
+    # Kubernetes cluster.
     if slurmd_map is not None:
         stored_map = (
             read_table(con, SLURMD_MAP_TABLE)
             if table_exists(con, SLURMD_MAP_TABLE)
             else pl.DataFrame()
         )
-        add(_xid_attempt_days(jobs, _moved_map_spans(stored_map, slurmd_map, slurmd_pairs)))
+        pairs = pl.DataFrame(
+            [(c.name, c.kubernetes_cluster) for c in cfg.clusters if c.kubernetes_cluster],
+            schema={"cluster": pl.String(), "k8s_cluster": pl.String()},
+            orient="row",
+        )
+        if slurmd_pairs is not None:
+            pairs = pl.concat([pairs, slurmd_pairs.select(pairs.columns).cast(pairs.schema)])
+        moved = _moved_map_spans(stored_map, slurmd_map, pairs.unique())
+        add(_xid_attempt_days(jobs, moved))
     spans_now = pl.concat(
         [old_spans.join(kept.select("ingest_id"), on="ingest_id", how="semi"), new_spans]
     ).sort("ingest_id", "cluster")
@@ -851,7 +862,8 @@ def _xid_attempt_days(
 ) -> dict[str, set[dt.date]]:
     """Per cluster, the UTC days (start to end) of the FAILED attempts of ``jobs`` whose
     infrastructure-failure leaf an XID event of ``spans`` (``cluster, lo, hi``: the samples of
-    5-minute DCGM loads new or deleted since the last build) may decide.
+    5-minute DCGM loads new or deleted since the last build, or the times at which a changed
+    slurmd map places events otherwise, :func:`_moved_map_spans`) may decide.
 
     An XID event is a change of a GPU's value from its previous sample
     (``sql/analytics/xid_events.sql``), so such a load changes the events among its own samples
@@ -909,7 +921,8 @@ def _moved_map_spans(
     Each span is the Slurm cluster's (``cluster``), and again its Kubernetes cluster's where
     ``slurmd_pairs`` (``cluster, k8s_cluster``) names one, since an event the map no longer
     places stays on the Kubernetes node, and the other way round. :func:`_xid_attempt_days`
-    reads them: the FAILED attempts ending in or within the XID window after a span."""
+    reads them: the FAILED attempts ending in a span or up to a day and the XID window after
+    it (the day is a DCGM load's margin, wider than a map change needs)."""
     schema = {"cluster": pl.String(), "lo": _SPANS_SCHEMA["lo"], "hi": _SPANS_SCHEMA["hi"]}
     n = new.select(_MAP_PLACES).unique()
     if old.width and set(_MAP_PLACES) <= set(old.columns):

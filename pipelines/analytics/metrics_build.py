@@ -268,8 +268,8 @@ def job_gpu_summary_ranges(
     if buckets is None:
         buckets = attributed_gpu_buckets(con, jobs, pod_jobs, nodes)
     # Lazy: with polars 2.1 the eager left join of an empty ``activity`` with a year of 10,000
-    # GPUs' 2.1M attempts took 0.28 s and 520 MiB, the lazy plan 0.02 s and 20 MiB (3M activity
-    # rows: 0.70 s and 445 MiB against 0.31 s and 326 MiB).
+    # GPUs' 2.1M attempts took 0.28 s and raised the process's peak by 532 MiB, the lazy plan
+    # 0.02 s and 21 MiB (BENCHMARKS.md, "Where the year's builds reach their peaks").
     alloc = jobs.lazy().select("cluster", "job_id", pl.col("attempt").cast(pl.Int64),
                                pl.col("gpus").alias("_alloc"))  # fmt: skip
     per = (
@@ -379,7 +379,7 @@ def _fair_share_hourly(
 #: which puts the days of the FAILED attempts ending near it there (``_xid_attempt_days``), or
 #: with the cut-off passing its end (``_cutoff_crossed_days``); an XID event that a changed
 #: slurmd map places on another node counts as one near the ends of the FAILED attempts ending
-#: in or just after the times the map changed (``_moved_map_spans``).
+#: in or soon after the times the map changed (``_moved_map_spans``).
 NODE_SIGNALS_TABLE = "analytics.node_signals_daily"
 
 #: The hourly fair shares as stored: :func:`metrics.fair_share_hourly`'s rows of each cluster

@@ -880,8 +880,8 @@ def test_a_kubernetes_attempt_ended_past_the_cutoff_replans_every_day_it_ran(
     assert after == before
     if not rule:
         assert first not in days["k8s-b"]
-        with pytest.raises(AssertionError):
+        with pytest.raises(AssertionError, match=r"analytics\.fair_share_hourly"):
             assert_equals_full_rebuild(cfg, tmp_path)
         return
-    assert days["k8s-b"][0] == first
+    assert {first, second} <= set(days["k8s-b"])
     assert_equals_full_rebuild(cfg, tmp_path)

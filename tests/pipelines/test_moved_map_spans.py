@@ -7,12 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.analytics.incremental import (
-    _LATEST,
-    SLURMD_MAP_TABLE,
-    _moved_map_spans,
-    _xid_attempt_days,
-)
+from pipelines.analytics.incremental import SLURMD_MAP_TABLE, _moved_map_spans, _xid_attempt_days
 from pipelines.core.slurm_on_k8s import NODE_MAP_SCHEMA
 from pipelines.warehouse import connect, init_warehouse, read_table
 from pipelines.warehouse.tables import replace_table
@@ -20,6 +15,10 @@ from pipelines.warehouse.tables import replace_table
 
 def _t(month: int, day: int, h: int = 0) -> dt.datetime:
     return dt.datetime(2026, month, day, h, tzinfo=dt.UTC)
+
+
+#: A missing end, as the spans give it.
+_LATEST = dt.datetime(9999, 1, 1, tzinfo=dt.UTC)
 
 
 def _map(
@@ -64,6 +63,22 @@ def test_a_changed_map_gives_the_times_it_moves_xids_at() -> None:
         r[1:] for r in spans.rows()
     ]
     assert both.filter(pl.col("cluster") == "slurm-x").equals(spans)
+    # a start or a node changed: each version's whole interval; two versions of one interval on
+    # one side are not paired (each whole)
+    moved_start = _moved_map_spans(_map(("n2", "p2", _t(2, 20), _t(2, 25))),
+                                   _map(("n2", "p2", _t(2, 21), _t(2, 25))))  # fmt: skip
+    assert moved_start.rows() == [
+        ("slurm-x", _t(2, 20), _t(2, 25)),
+        ("slurm-x", _t(2, 21), _t(2, 25)),
+    ]
+    other_node = _moved_map_spans(_map(("n2", "p2", _t(2, 20), _t(2, 25))),
+                                  _map(("n6", "p2", _t(2, 20), _t(2, 25))))  # fmt: skip
+    assert other_node.rows() == [("slurm-x", _t(2, 20), _t(2, 25))]
+    twice = _moved_map_spans(_map(("n2", "p2", _t(2, 20), None)),
+                             _map(("n2", "p2", _t(2, 20), _t(2, 22)),
+                                  ("n2", "p2", _t(2, 20), _t(2, 23))))  # fmt: skip
+    assert twice.rows() == [("slurm-x", _t(2, 20), _t(2, 22)), ("slurm-x", _t(2, 20), _t(2, 23)),
+                            ("slurm-x", _t(2, 20), _LATEST)]  # fmt: skip
     # no stored map: every interval of the new one, a missing start from 1970
     first = _moved_map_spans(pl.DataFrame(), _map(("n5", "p5", None, _t(3, 2))))
     assert first.rows() == [("slurm-x", dt.datetime(1970, 1, 1, tzinfo=dt.UTC), _t(3, 2))]
@@ -93,8 +108,9 @@ def test_the_spans_plan_the_failed_attempts_an_xid_there_may_decide() -> None:
 
 
 def test_a_stored_map_read_back_equals_the_one_written(tmp_path: Path) -> None:
-    """The map as the build writes it and reads it back from DuckDB (zoned times, NULL ends and
-    GPUs, a fractional time) is the same map: no span, so an unchanged map plans no day."""
+    """The map as the build writes it and reads it back from DuckDB, read in another session
+    time zone (zoned times, a NULL start and NULL ends, a time with microseconds), is the same
+    map: no span, so an unchanged map plans no day."""
     new = pl.concat(
         [
             _map(("n1", "p1", _t(3, 1), None), ("n2", "p2", None, _t(2, 25))),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from pipelines.config import load_config
 from pipelines.ingest import IngestOptions, ingest_file
 from pipelines.sample_fleet._slurm_on_k8s import K8S_CLUSTER, SOK_CLUSTER, write_slurm_on_k8s
 from pipelines.sample_fleet._writers import write_registry
-from pipelines.warehouse import init_warehouse
+from pipelines.warehouse import connect, init_warehouse
 
 START = dt.date(2026, 11, 2)
 
@@ -345,3 +346,59 @@ def test_slurmd_xid_is_the_slurm_node_and_job(
     summ = _q(con, "SELECT cluster, job_id, xid_events FROM job_gpu_summary "
                    "WHERE xid_events > 0")  # fmt: skip
     assert summ.rows() == [(SOK_CLUSTER, "5008", 1)]
+
+
+def test_the_incremental_plan_compares_the_slurmd_map_with_the_stored_one(
+    built: tuple[dict, duckdb.DuckDBPyConnection],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A rebuild with nothing new, on copies of the pair's warehouse: the plan compares the
+    build's slurmd map with the stored one (``analytics.slurm_node_map``). Unchanged, it finds no
+    span. With the stored map's first interval deleted, it finds that interval's times, for
+    sok-c and for k8s-c, its Kubernetes cluster (an event that interval now places was left on
+    the Kubernetes node by the stored map)."""
+    from pipelines.analytics import incremental
+
+    _planted, con = built
+    con.execute("CHECKPOINT")
+    src = Path(con.execute("PRAGMA database_list").fetchall()[0][2])
+    cfg = load_config(src.parent / "goodput.toml")
+    found: list[tuple[int, int, pl.DataFrame]] = []
+    real = incremental._moved_map_spans
+
+    def spy(
+        old: pl.DataFrame, new: pl.DataFrame, pairs: pl.DataFrame | None = None
+    ) -> pl.DataFrame:
+        spans = real(old, new, pairs)
+        found.append((old.height, new.height, spans))
+        return spans
+
+    monkeypatch.setattr(incremental, "_moved_map_spans", spy)
+    far = dt.datetime(9999, 1, 1, tzinfo=dt.UTC)
+    for delete in (False, True):
+        db = tmp_path / f"w{int(delete)}.duckdb"
+        shutil.copyfile(src, db)
+        with connect(db) as copy:
+            rows = copy.execute(
+                "SELECT slurm_node, valid_from, valid_to FROM analytics.slurm_node_map"
+                " ORDER BY slurm_node, valid_from LIMIT 1"
+            ).fetchall()
+            if delete:
+                copy.execute(
+                    "DELETE FROM analytics.slurm_node_map WHERE slurm_node = $n"
+                    " AND valid_from = $f",
+                    {"n": rows[0][0], "f": rows[0][1]},
+                )
+            rebuild(copy, cfg)
+            ((mode,),) = copy.execute(
+                "SELECT mode FROM analytics.build_state ORDER BY build_id DESC LIMIT 1"
+            ).fetchall()
+        assert mode == "incremental"
+    (n_old, n_new, same), (n_less, n_new2, spans) = found
+    assert n_old == n_new == n_new2 > 0 and n_less == n_old - 1
+    assert same.height == 0
+    _node, start, end = rows[0]
+    lo = start.astimezone(dt.UTC)
+    hi = far if end is None else end.astimezone(dt.UTC)
+    assert spans.rows() == [(K8S_CLUSTER, lo, hi), (SOK_CLUSTER, lo, hi)]
