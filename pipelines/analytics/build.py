@@ -1024,6 +1024,7 @@ def _tables(
         rows=units[1],
         spells=spells,
         days=None if plan.full else plan.days,
+        wait_keys=plan.wait_keys if kept is not None else None,
     )  # fmt: skip
     if kept is not None:
         write.job_rows("analytics.time_to_start_jobs", kept.frame(), kept.keys)

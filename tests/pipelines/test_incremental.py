@@ -134,6 +134,27 @@ def test_incremental_equals_full_rebuild_after_adding_a_day(
             _assert_frames_close(a, b, t)
 
 
+def test_the_stored_spell_counts_are_the_stored_spells_counted(
+    two_builds: tuple[Config, Path],
+) -> None:
+    """``analytics.time_to_start_counts`` of the incremental build (the stored counts, less the
+    recomputed jobs' stored spells, plus their new ones) and of the full rebuild are each the
+    spells of ``analytics.time_to_start_jobs`` counted per week, group, duration and outcome,
+    no zero count among them."""
+    cfg, full = two_builds
+    counted = (
+        "SELECT week, source, cluster, partition, team, bucket, duration_s, started,"
+        " count(*) AS n FROM analytics.time_to_start_jobs GROUP BY ALL"
+    )
+    for db in (cfg.warehouse_path, full):
+        with connect(db, read_only=True) as con:
+            stored = con.sql("SELECT * FROM analytics.time_to_start_counts").pl()
+            spells = con.sql(counted).pl()
+        assert stored.height > 100 and stored["n"].min() > 0  # type: ignore[operator]
+        assert stored["n"].sum() == spells["n"].sum() > stored.height
+        _assert_frames_close(stored, spells.select(stored.columns), "time_to_start_counts")
+
+
 def test_a_build_with_nothing_new_writes_no_row(
     two_builds: tuple[Config, Path], tmp_path: Path
 ) -> None:
@@ -237,7 +258,7 @@ def test_rerunning_one_day_touches_only_that_days_rows(two_builds: tuple[Config,
         for t in ("core.jobs", "core.slurm_jobs", "analytics.fairness_weekly",
                   "analytics.fairness_summary_weekly",
                   "analytics.time_to_start_summary", "analytics.time_to_start_jobs",
-                  "analytics.node_reliability"):  # fmt: skip
+                  "analytics.time_to_start_counts", "analytics.node_reliability"):  # fmt: skip
             assert log[t][:3] == ("rows", 0, 0), (t, log[t])
         after = {t: con.sql(f"SELECT * FROM {t}").pl() for t in _tables(con)}
     assert after.keys() == before.keys()
