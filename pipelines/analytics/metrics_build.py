@@ -34,6 +34,7 @@ from pipelines.analytics.chunks import (
     ROW_CHUNK,
     by_hour_chunks,
     in_days,
+    of_keys,
     on_days,
     row_chunks,
     touching,
@@ -508,12 +509,14 @@ def build_metric_tables(
     if keyed:
         assert wait_keys is not None
         keys = wait_keys.select(pl.col("cluster", "job_id").cast(pl.String())).unique()
+
         # only the rows of the jobs whose spells may differ: a spell is a function of its own
-        # row and the cut-off alone (the others' are in the stored counts)
-        spell_jobs = jobs.join(keys, on=["cluster", "job_id"], how="semi", maintain_order="left")
-        spell_pending = pending.join(
-            keys, on=["cluster", "job_id"], how="semi", maintain_order="left"
-        )
+        # row and the cut-off alone (the others' are in the stored counts). Not an eager semi
+        # join: with polars 2.1 that of a year's 2.15M attempts with 30,000 keys raised the
+        # process's peak by 188 MiB, a lookup of the job ids first by 30.
+        on = ["cluster", "job_id"]
+        spell_jobs = of_keys(jobs.lazy(), keys, on).collect()
+        spell_pending = of_keys(pending.lazy(), keys, on).collect()
     else:
         spell_jobs, spell_pending = jobs, pending
     cuts = [
