@@ -62,7 +62,11 @@ from pipelines.analytics.incremental import (
     with_stored_days,
     write_window_tables,
 )
-from pipelines.analytics.metrics_build import build_metric_tables
+from pipelines.analytics.metrics_build import (
+    TTS_COUNT_WEEKS,
+    TTS_COUNTS_TABLE,
+    build_metric_tables,
+)
 from pipelines.analytics.policy_impact import policy_impact_tables
 from pipelines.analytics.policy_ledger import policy_change_tables
 from pipelines.analytics.scheduler_views import scheduler_tables
@@ -1043,6 +1047,9 @@ def _tables(
         engine["analytics.fairness_weekly"] = shares_at_window_start(
             fair, core.shares, registry.history
         )
+    weeks = engine.pop(TTS_COUNT_WEEKS, None)
+    if weeks is not None:  # the weeks whose counts may have changed: their rows compared only
+        write.weeks(TTS_COUNTS_TABLE, engine.pop(TTS_COUNTS_TABLE), weeks)
     for table in list(engine):
         write(table, engine.pop(table))
     every, rows = units
@@ -1430,6 +1437,29 @@ class _TableWriter:
         parts = _PartWriter(self.con, table)
         for part in frame.iter_slices(self.rows):
             parts(part)
+
+    def weeks(self, table: str, frame: pl.DataFrame, weeks: pl.DataFrame) -> None:
+        """Write an incremental build's ``table`` (every row in ``frame``) whose rows can
+        differ from the stored ones only in the weeks ``weeks`` (``cluster, week``, NULLs
+        equal): only those weeks' stored rows are compared with ``frame``'s rows of them, and
+        the rows that differ written (:func:`pipelines.warehouse.diff_replace` under
+        ``sql/analytics/rows_of_cluster_weeks.sql``); where the stored columns differ, the
+        table is replaced whole."""
+        frame = _stored(table, frame)
+        if weeks.height == 0:
+            self._put(table, frame.height, lambda: (0, 0), lambda: self._replace(table, frame))
+            return
+        part = frame.join(weeks, on=["cluster", "week"], how="semi", nulls_equal=True)
+        params = {"clusters": weeks["cluster"].to_list(), "weeks": weeks["week"].to_list()}
+        self._put(
+            table, frame.height,
+            lambda: diff_replace(
+                self.con, table, part, where=load_sql("analytics/rows_of_cluster_weeks"),
+                params=params,
+            ),
+            lambda: self._replace(table, frame),
+        )  # fmt: skip
+        release_memory(self.con)
 
     def jobs(self, table: str, frame: pl.DataFrame, keys: pl.DataFrame) -> None:
         """Write an incremental build's rows of the jobs ``keys`` (``cluster, job_id``) of a

@@ -403,35 +403,48 @@ TTS_COUNTS_TABLE = "analytics.time_to_start_counts"
 
 _TTS_COUNT_COLS = [*_TTS_COLS, DURATION_S, STARTED, SPELLS_N]
 
+#: Not a table: with the plan's wait keys, the ``cluster, week`` of :data:`TTS_COUNTS_TABLE`
+#: whose rows may differ from the stored ones (the weeks of the keys' new and stored spells),
+#: for a write that compares those weeks' rows only.
+TTS_COUNT_WEEKS = "time_to_start_count_weeks"
+
 
 def _spell_counts(
     con: duckdb.DuckDBPyConnection, fresh: list[pl.DataFrame], wait_keys: pl.DataFrame | None
-) -> pl.DataFrame:
+) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     """:data:`TTS_COUNTS_TABLE`'s rows, sorted by every column (NULLs last) and without a zero
     count: the counts of the spells just computed (``fresh``: :func:`metrics.survival.
     wait_spell_counts` frames by :data:`_TTS_COLS`); with ``wait_keys`` (an incremental
     build, whose ``fresh`` spells are those jobs' alone), plus the stored counts, less the
-    counts of those jobs' stored spells (``sql/analytics/spell_counts_of_keys.sql``)."""
+    counts of those jobs' stored spells (``sql/analytics/spell_counts_of_keys.sql``).
+
+    Returns:
+        The rows, and with ``wait_keys`` the ``cluster, week`` whose counts may differ from
+        the stored ones (those of the keys' new and stored spells; every other week's rows
+        are the stored ones), else None."""
     schema = {
         "week": pl.Datetime("us", "UTC"), "source": pl.String(), "cluster": pl.String(),
         "partition": pl.String(), "team": pl.String(), "bucket": pl.String(),
         DURATION_S: pl.Float64(), STARTED: pl.Boolean(), SPELLS_N: pl.Int64(),
     }  # fmt: skip
     parts = [f.select(_TTS_COUNT_COLS).cast(schema) for f in fresh if f.height]  # type: ignore[arg-type]
+    weeks = None
     if wait_keys is not None:
         stored = read_table(con, TTS_COUNTS_TABLE).select(_TTS_COUNT_COLS).cast(schema)  # type: ignore[arg-type]
         with job_keys_table(con, wait_keys):
             old = as_utc(run_named(con, "analytics/spell_counts_of_keys")).cast(schema)  # type: ignore[arg-type]
+        weeks = pl.concat([p.select("cluster", "week") for p in [*parts, old]]).unique()
         parts += [stored, old.with_columns(-pl.col(SPELLS_N))]
     if not parts:
-        return pl.DataFrame(schema=schema)
-    return (
+        return pl.DataFrame(schema=schema), weeks
+    total = (
         wait_spell_counts(pl.concat(parts).lazy(), _TTS_COLS)
         .filter(pl.col(SPELLS_N) != 0)
         .select(_TTS_COUNT_COLS)
         .collect()
         .sort(_TTS_COUNT_COLS, nulls_last=True)
     )
+    return total, weeks
 
 
 def build_metric_tables(
@@ -490,7 +503,9 @@ def build_metric_tables(
 
     Returns:
         Frames by table name: ``analytics.time_to_start_jobs`` (unless ``spells`` is given),
-        ``analytics.time_to_start_km``, :data:`TTS_COUNTS_TABLE`, ``analytics.fairness_weekly``,
+        ``analytics.time_to_start_km``, :data:`TTS_COUNTS_TABLE` (with ``wait_keys``, also
+        :data:`TTS_COUNT_WEEKS`, not a table: the weeks whose counts may have changed),
+        ``analytics.fairness_weekly``,
         ``analytics.fairness_summary_weekly``, ``analytics.node_reliability``,
         :data:`FAIR_SHARE_TABLE` (the hours computed: every hour, or those on ``days``),
         :data:`NODE_SIGNALS_TABLE` (the days computed: every day, or ``days``); and
@@ -572,7 +587,7 @@ def build_metric_tables(
         spell_counts.append(wait_spell_counts(pl.concat(counts).lazy(), _TTS_COLS).collect())
         counted.append(c)
         del counts
-    compact = _spell_counts(con, spell_counts, wait_keys if keyed else None)
+    compact, count_weeks = _spell_counts(con, spell_counts, wait_keys if keyed else None)
     for c in counted:
         own_counts = compact.lazy().filter(pl.col("cluster") == c)
         for by in _TTS_GROUPS:
@@ -611,6 +626,8 @@ def build_metric_tables(
             km = km.with_columns(pl.lit(None).alias(col))
     out["analytics.time_to_start_km"] = km
     out[TTS_COUNTS_TABLE] = compact
+    if count_weeks is not None:
+        out[TTS_COUNT_WEEKS] = count_weeks
     fresh = _concat(fair_hourly)
     if fresh.width:
         fresh = fresh.rename({"pool": "cluster"}).sort(_FAIR_ORDER)

@@ -38,7 +38,8 @@ def test_an_incremental_builds_counts_take_out_old_spells_and_put_in_new_ones(
     60 s. The recomputed jobs: C (now started at 150 s), D (new, started at 60 s) and E (gone:
     no new spell). Hand count: (team t, 60 s, started) 2 − 0 + 1 = 3; (t, 120 s, censored)
     1 − 1 = 0, dropped; (t, 150 s, started) 0 + 1 = 1; (NULL, 60 s, started) 1 − 1 = 0,
-    dropped. Without keys, the fresh counts alone."""
+    dropped. Without keys, the fresh counts alone. The cluster-weeks whose counts may differ:
+    those of the keys' new and stored spells, (c, the week) alone."""
     stored_spells = _spells([("A", "t", 60.0, True), ("B", "t", 60.0, True),
                              ("C", "t", 120.0, False), ("E", None, 60.0, True)])  # fmt: skip
     fresh = _counts(_spells([("C", "t", 150.0, True), ("D", "t", 60.0, True)]))
@@ -47,11 +48,14 @@ def test_an_incremental_builds_counts_take_out_old_spells_and_put_in_new_ones(
         init_warehouse(con)
         replace_table(con, "analytics.time_to_start_jobs", stored_spells)
         replace_table(con, TTS_COUNTS_TABLE, _counts(stored_spells))
-        got = _spell_counts(con, [fresh], keys)
-        alone = _spell_counts(con, [fresh], None)
+        got, weeks = _spell_counts(con, [fresh], keys)
+        alone, no_weeks = _spell_counts(con, [fresh], None)
     assert got.select("team", "duration_s", "started", "n").rows() == [
         ("t", 60.0, True, 3),
         ("t", 150.0, True, 1),
     ]
     assert got["week"].to_list() == [_W, _W]
+    # the one cluster-week the keys' spells fall in is the one whose rows may differ
+    assert weeks is not None and weeks.rows() == [("c", _W)]
+    assert no_weeks is None
     assert alone.select("team", "duration_s", "n").rows() == [("t", 60.0, 1), ("t", 150.0, 1)]
