@@ -1446,17 +1446,15 @@ class _TableWriter:
         ``sql/analytics/rows_of_cluster_weeks.sql``); where the stored columns differ, the
         table is replaced whole."""
         frame = _stored(table, frame)
-        if weeks.height == 0:
-            self._put(table, frame.height, lambda: (0, 0), lambda: self._replace(table, frame))
-            return
         part = frame.join(weeks, on=["cluster", "week"], how="semi", nulls_equal=True)
-        params = {"clusters": weeks["cluster"].to_list(), "weeks": weeks["week"].to_list()}
+        if weeks.height:
+            where = load_sql("analytics/rows_of_cluster_weeks")
+            params = {"clusters": weeks["cluster"].to_list(), "weeks": weeks["week"].to_list()}
+        else:  # no week to compare, but the stored columns still checked
+            where, params = load_sql("analytics/no_stored_rows"), {}
         self._put(
             table, frame.height,
-            lambda: diff_replace(
-                self.con, table, part, where=load_sql("analytics/rows_of_cluster_weeks"),
-                params=params,
-            ),
+            lambda: diff_replace(self.con, table, part, where=where, params=params),
             lambda: self._replace(table, frame),
         )  # fmt: skip
         release_memory(self.con)

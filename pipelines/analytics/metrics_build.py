@@ -395,7 +395,7 @@ _FAIR_ORDER = ("cluster", "hour", "team")
 #: The wait spells' counts as stored (:func:`metrics.survival.wait_spell_counts` by
 #: :data:`_TTS_COLS`: one row per week of eligible time, group, duration and outcome, ``n``
 #: spells), the compact input of the Kaplan–Meier percentiles: a year of 10,000 GPUs' 2.15M
-#: spells are 142,127 rows. Counts add up, so an incremental build computes the spells of the
+#: spells are 204,264 rows. Counts add up, so an incremental build computes the spells of the
 #: jobs whose spells may differ only (the plan's wait keys) and adds their counts to the stored
 #: ones less the counts of those jobs' stored spells (``analytics.time_to_start_jobs``): the
 #: same counts as a full build's, integers, exactly.
@@ -407,6 +407,39 @@ _TTS_COUNT_COLS = [*_TTS_COLS, DURATION_S, STARTED, SPELLS_N]
 #: whose rows may differ from the stored ones (the weeks of the keys' new and stored spells),
 #: for a write that compares those weeks' rows only.
 TTS_COUNT_WEEKS = "time_to_start_count_weeks"
+
+
+def _cluster_spell_counts(
+    cluster: str,
+    cut: dt.datetime,
+    jobs: pl.DataFrame,
+    pending: pl.DataFrame,
+    rows: int,
+    emit: Callable[[pl.DataFrame], None] | None = None,
+) -> pl.DataFrame:
+    """The wait spells of ``cluster``'s rows of ``jobs`` and ``pending`` at cut-off ``cut``,
+    counted (:func:`metrics.survival.wait_spell_counts` by :data:`_TTS_COLS`), computed
+    ``rows`` attempts at a time; each part of the spells goes to ``emit`` (when given) as it is
+    computed, row for row as ``wait_spells(jobs, cut, pending=pending)`` gives them (the
+    attempts' in order, then the never-started jobs'). An empty frame of the other kind keeps
+    every part's columns and types those of the whole; a range with none of the cluster's
+    spells is not emitted (the last part always is). The counts add up over the parts, so the
+    cluster's spells are never held at once."""
+    counts = []
+    own_pending = pending.lazy().filter(pl.col("cluster") == cluster)
+    for part in row_chunks(jobs, rows):
+        own = part.lazy().filter(pl.col("cluster") == cluster)
+        sp = wait_spells(own, cut, pending=own_pending.clear()).collect()
+        if sp.height:
+            if emit is not None:
+                emit(sp)
+            counts.append(wait_spell_counts(sp.lazy(), _TTS_COLS).collect())
+    no_jobs = jobs.lazy().filter(pl.col("cluster") == cluster).clear()
+    sp = wait_spells(no_jobs, cut, pending=own_pending).collect()
+    if emit is not None:
+        emit(sp)
+    counts.append(wait_spell_counts(sp.lazy(), _TTS_COLS).collect())
+    return wait_spell_counts(pl.concat(counts).lazy(), _TTS_COLS).collect()
 
 
 def _spell_counts(
@@ -499,7 +532,8 @@ def build_metric_tables(
             from the stored ones (:func:`pipelines.analytics.incremental.wait_keys`): only
             their spells are computed (and given to ``spells``), and the spell counts
             (:data:`TTS_COUNTS_TABLE`) are the stored ones with those jobs' stored spells
-            taken out and their new ones put in. None: every spell is computed and counted.
+            taken out and their new ones put in (where those disagree, a count below zero,
+            every spell is counted again). None: every spell is computed and counted.
 
     Returns:
         Frames by table name: ``analytics.time_to_start_jobs`` (unless ``spells`` is given),
@@ -512,6 +546,10 @@ def build_metric_tables(
         ``fair_share_hourly`` (not a table: the :func:`metrics.fairness.fair_share_hourly` rows
         of every hour, ``pool`` keyed, behind the fairness tables, which the policy-impact KPIs
         read).
+
+    Raises:
+        ValueError: ``wait_keys`` and ``days`` without ``spells`` (the table would hold the
+            keys' spells alone).
     """
     xid = _xid_events(con, slurmd_maps)
     down = _down_intervals(con)
@@ -522,7 +560,9 @@ def build_metric_tables(
     counted: list[str] = []
     keyed = wait_keys is not None and days is not None
     if keyed:
-        assert wait_keys is not None
+        # the spells of the keys alone: they must go to ``spells``, never returned as the table
+        if wait_keys is None or spells is None:
+            raise ValueError("build_metric_tables: wait_keys needs spells (the keys' rows)")
         keys = wait_keys.select(pl.col("cluster", "job_id").cast(pl.String())).unique()
 
         # only the rows of the jobs whose spells may differ: a spell is a function of its own
@@ -565,29 +605,21 @@ def build_metric_tables(
             ).collect()
         )
         reliable.append((c, cut))
-        # The spells row for row as ``wait_spells(j, cut, pending=p)`` gives them (the
-        # attempts' in order, then the never-started jobs'), a range at a time: an empty frame
-        # of the other kind keeps every part's columns and types those of the whole. A range
-        # with none of this cluster's spells is not emitted (the last part always is). The
-        # Kaplan–Meier percentiles read each part's spell counts only
-        # (:func:`metrics.survival.wait_spell_counts`, which add up over the parts): the
-        # cluster's spells are never held at once.
-        counts = []
-        sp_p = spell_pending.lazy().filter(pl.col("cluster") == c)
-        for part in row_chunks(spell_jobs, rows):
-            own = part.lazy().filter(pl.col("cluster") == c)
-            sp = wait_spells(own, cut, pending=sp_p.clear()).collect()
-            if sp.height:
-                emit(sp)
-                counts.append(wait_spell_counts(sp.lazy(), _TTS_COLS).collect())
-        sp = wait_spells(j.clear(), cut, pending=sp_p).collect()
-        emit(sp)
-        counts.append(wait_spell_counts(sp.lazy(), _TTS_COLS).collect())
-        del sp
-        spell_counts.append(wait_spell_counts(pl.concat(counts).lazy(), _TTS_COLS).collect())
+        # The Kaplan–Meier percentiles read the spells' counts only: the cluster's spells are
+        # emitted a range of attempts at a time and never held at once.
+        spell_counts.append(_cluster_spell_counts(c, cut, spell_jobs, spell_pending, rows, emit))
         counted.append(c)
-        del counts
     compact, count_weeks = _spell_counts(con, spell_counts, wait_keys if keyed else None)
+    if count_weeks is not None and compact.height and compact[SPELLS_N].min() < 0:  # type: ignore[operator]
+        # The stored counts disagree with the stored spells (a spell rewritten without its
+        # counts, e.g. a stored row kept as equal at 12 significant digits while its count took
+        # the exact value): every spell counted again, as a full build counts them.
+        compact = _spell_counts(
+            con,
+            [_cluster_spell_counts(c, cut, jobs, pending, rows) for c, cut in cuts if c in counted],
+            None,
+        )[0]
+        count_weeks = None
     for c in counted:
         own_counts = compact.lazy().filter(pl.col("cluster") == c)
         for by in _TTS_GROUPS:

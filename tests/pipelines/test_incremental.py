@@ -155,6 +155,35 @@ def test_the_stored_spell_counts_are_the_stored_spells_counted(
         _assert_frames_close(stored, spells.select(stored.columns), "time_to_start_counts")
 
 
+def test_stored_counts_that_disagree_with_the_stored_spells_are_counted_again(
+    fleet_dir: Path, tmp_path: Path
+) -> None:
+    """Day 1 built; its stored spell counts then zeroed (they disagree with the stored spells);
+    day 2 loaded and built incrementally. The spells of jobs still waiting at day 1's cut-off
+    change with the cut-off, so taking their stored spells out of the zeroed counts leaves
+    counts below zero: the build counts every spell again, and the stored counts are the
+    stored spells counted, as a full build's are."""
+    cfg = load_config(write_config(tmp_path, days_dir=fleet_dir))
+    first, second = _days(cfg)[:2]
+    counted = (
+        "SELECT week, source, cluster, partition, team, bucket, duration_s, started,"
+        " count(*) AS n FROM analytics.time_to_start_jobs GROUP BY ALL"
+    )
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        _load_day(con, cfg, first)
+        rebuild(con, cfg)
+        con.execute("UPDATE analytics.time_to_start_counts SET n = 0")
+        _load_day(con, cfg, second)
+        rebuild(con, cfg)
+        modes = con.execute("SELECT mode FROM analytics.build_state ORDER BY build_id").fetchall()
+        stored = con.sql("SELECT * FROM analytics.time_to_start_counts").pl()
+        spells = con.sql(counted).pl()
+    assert [m for (m,) in modes] == ["full", "incremental"]
+    assert stored["n"].min() > 0 and stored["n"].sum() == spells["n"].sum()  # type: ignore[operator]
+    _assert_frames_close(stored, spells.select(stored.columns), "time_to_start_counts")
+
+
 def test_a_build_with_nothing_new_writes_no_row(
     two_builds: tuple[Config, Path], tmp_path: Path
 ) -> None:
