@@ -28,6 +28,12 @@ _KINDS = ("sacct", "slurm-state", "k8s-events", "k8s-pods", "dcgm")
 #: Bookkeeping tables whose rows differ by construction between two builds.
 _BOOKKEEPING = {"build_state", "build_log", "build_pending", "build_resolution"}
 
+#: The stored wait spells counted as ``analytics.time_to_start_counts`` counts them.
+_SPELLS_COUNTED = (
+    "SELECT week, source, cluster, partition, team, bucket, duration_s, started,"
+    " count(*) AS n FROM analytics.time_to_start_jobs GROUP BY ALL"
+)
+
 
 def _load_day(con: duckdb.DuckDBPyConnection, cfg: Config, day: str) -> int:
     """Ingest every input file of ``day`` for every cluster; returns the files loaded."""
@@ -142,14 +148,10 @@ def test_the_stored_spell_counts_are_the_stored_spells_counted(
     spells of ``analytics.time_to_start_jobs`` counted per week, group, duration and outcome,
     no zero count among them."""
     cfg, full = two_builds
-    counted = (
-        "SELECT week, source, cluster, partition, team, bucket, duration_s, started,"
-        " count(*) AS n FROM analytics.time_to_start_jobs GROUP BY ALL"
-    )
     for db in (cfg.warehouse_path, full):
         with connect(db, read_only=True) as con:
             stored = con.sql("SELECT * FROM analytics.time_to_start_counts").pl()
-            spells = con.sql(counted).pl()
+            spells = con.sql(_SPELLS_COUNTED).pl()
         assert stored.height > 100 and stored["n"].min() > 0  # type: ignore[operator]
         assert stored["n"].sum() == spells["n"].sum() > stored.height
         _assert_frames_close(stored, spells.select(stored.columns), "time_to_start_counts")
@@ -165,10 +167,6 @@ def test_stored_counts_that_disagree_with_the_stored_spells_are_counted_again(
     stored spells counted, as a full build's are."""
     cfg = load_config(write_config(tmp_path, days_dir=fleet_dir))
     first, second = _days(cfg)[:2]
-    counted = (
-        "SELECT week, source, cluster, partition, team, bucket, duration_s, started,"
-        " count(*) AS n FROM analytics.time_to_start_jobs GROUP BY ALL"
-    )
     with connect(cfg.warehouse_path) as con:
         init_warehouse(con)
         _load_day(con, cfg, first)
@@ -178,7 +176,7 @@ def test_stored_counts_that_disagree_with_the_stored_spells_are_counted_again(
         rebuild(con, cfg)
         modes = con.execute("SELECT mode FROM analytics.build_state ORDER BY build_id").fetchall()
         stored = con.sql("SELECT * FROM analytics.time_to_start_counts").pl()
-        spells = con.sql(counted).pl()
+        spells = con.sql(_SPELLS_COUNTED).pl()
     assert [m for (m,) in modes] == ["full", "incremental"]
     assert stored["n"].min() > 0 and stored["n"].sum() == spells["n"].sum()  # type: ignore[operator]
     _assert_frames_close(stored, spells.select(stored.columns), "time_to_start_counts")
