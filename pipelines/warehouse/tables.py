@@ -277,13 +277,19 @@ def replace_job_rows(
 
 
 def diff_job_rows(
-    con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame, keys: pl.DataFrame
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    frame: pl.DataFrame,
+    keys: pl.DataFrame,
+    *,
+    exact: bool = False,
 ) -> tuple[int, int] | None:
     """Make the rows of ``table`` whose ``(cluster, job_id)`` is in ``keys`` hold exactly
-    ``frame``'s rows, writing only the rows that differ: :func:`diff_replace` under
-    ``sql/analytics/rows_of_job_keys.sql`` (the keys in a temporary table for the statement's
-    length). ``frame`` must hold every new row of those jobs and no other; a stored row of
-    another job is neither compared nor touched. Runs inside the caller's transaction.
+    ``frame``'s rows, writing only the rows that differ (floats bit for bit with ``exact``):
+    :func:`diff_replace` under ``sql/analytics/rows_of_job_keys.sql`` (the keys in a temporary
+    table for the statement's length). ``frame`` must hold every new row of those jobs and no
+    other; a stored row of another job is neither compared nor touched. Runs inside the
+    caller's transaction.
 
     Returns:
         (rows deleted, rows inserted), or None when ``frame`` has no columns, the table is
@@ -294,7 +300,8 @@ def diff_job_rows(
         ValueError: ``table`` is not a plain identifier.
     """
     with job_keys_table(con, keys):
-        return diff_replace(con, table, frame, where=load_sql("analytics/rows_of_job_keys"))
+        where = load_sql("analytics/rows_of_job_keys")
+        return diff_replace(con, table, frame, where=where, exact=exact)
 
 
 @contextlib.contextmanager
@@ -388,17 +395,18 @@ def _nested(typ: str) -> bool:
     return typ.endswith("]") or typ.startswith(("STRUCT", "MAP", "UNION"))
 
 
-def _row_hash_sql(columns: list[tuple[str, str]]) -> str:
+def _row_hash_sql(columns: list[tuple[str, str]], *, exact: bool = False) -> str:
     """A DuckDB expression hashing a row of ``columns`` (name, DuckDB type), floats rounded to
     12 significant digits (as :func:`row_hashes` does in polars): ``round(x, 11 -
-    floor(log10(|x|)))``; zero, NaN and infinities are hashed as they are. A nested column is
+    floor(log10(|x|)))``; zero, NaN and infinities are hashed as they are; with ``exact``,
+    every float is hashed as it is (:func:`diff_replace`). A nested column is
     hashed with whether it is NULL, since DuckDB's ``hash`` gives an empty list and NULL (or a
     struct of NULL fields and a NULL struct) the same value, and polars tells them apart (an
     attempt with no nodes, ``[]``, against one whose node list is unknown)."""
     parts = []
     for name, typ in columns:
         c = _quoted(name)
-        if typ in _FLOAT_TYPES:
+        if typ in _FLOAT_TYPES and not exact:
             c = (
                 f"CASE WHEN {c} = 0 OR NOT isfinite({c}) THEN {c}"
                 f" ELSE round({c}, 11 - CAST(floor(log10(abs({c}))) AS INTEGER)) END"
@@ -447,11 +455,18 @@ def diff_replace(
     *,
     where: str = "",
     params: Mapping[str, object] | None = None,
+    exact: bool = False,
 ) -> tuple[int, int] | None:
     """Make ``table`` hold exactly ``frame``'s rows by deleting the rows ``frame`` lacks and
     inserting the rows the table lacks (rows compared whole, floats at 12 significant digits,
     duplicates counted), so rows that did not change are not rewritten. Runs inside the
     caller's transaction.
+
+    With ``exact``, floats are compared bit for bit instead: for a table whose floats are
+    computed the same way by every build (no sum in another order) and that another table
+    counts by value (``analytics.time_to_start_jobs``, whose durations
+    ``analytics.time_to_start_counts`` counts), a row kept at 12 digits while its count took
+    the new value would leave the two disagreeing.
 
     With ``where`` (a ``WHERE`` clause over ``table``'s columns, from ``sql/``, its ``$``
     parameters bound from ``params``), only the stored rows it selects are compared and may be
@@ -473,7 +488,7 @@ def diff_replace(
     Raises:
         ValueError: ``table`` is not a plain identifier.
     """
-    done = diff_replace_keys(con, table, frame, (), where=where, params=params)
+    done = diff_replace_keys(con, table, frame, (), where=where, params=params, exact=exact)
     return None if done is None else done[:2]
 
 
@@ -485,6 +500,7 @@ def diff_replace_keys(
     *,
     where: str = "",
     params: Mapping[str, object] | None = None,
+    exact: bool = False,
 ) -> tuple[int, int, pl.DataFrame] | None:
     """:func:`diff_replace`, also returning which keys the rows written hold: the distinct
     values of the ``keys`` columns of the rows deleted and of the rows inserted (e.g. ``cluster,
@@ -501,7 +517,7 @@ def diff_replace_keys(
         return None
     # Scanned as Arrow: DuckDB hashes an Arrow table faster than it scans the polars frame.
     diff = _diff(con, table, _NEW_ROWS, "_pos", where=where, params=params,
-                 rows=_with_positions(frame), keys=keys)  # fmt: skip
+                 rows=_with_positions(frame), keys=keys, exact=exact)  # fmt: skip
     if diff is None:
         return None
     gone, new_ids, gone_keys = diff
@@ -686,20 +702,22 @@ def _row_hashes_sql(
     where: str = "",
     *,
     rows: object = None,
+    exact: bool = False,
 ) -> str | None:
     """``WITH o AS (…), n AS (…)``: each row's id (``table``'s ``rowid``, ``new``'s ``new_id``)
     as ``_id`` and its :func:`_row_hash_sql` as ``_h``, both materialized, for the statements
     that compare the two (``o``: the rows of ``table`` that ``where`` selects, every row without
     one); None when the relation ``new`` (less ``new_id``, unless that is ``rowid``) has other
     column names or DuckDB types than ``table``, in order. ``rows``: the Arrow table scanned as
-    :data:`_NEW_ROWS` (``new``), when ``new`` is not a table."""
+    :data:`_NEW_ROWS` (``new``), when ``new`` is not a table; ``exact``: floats hashed as they
+    are (:func:`_row_hash_sql`)."""
     _new_rows = rows  # scanned by name by the DESCRIBE below when new is _NEW_ROWS
     table = _checked(table)
     cols = _described(con.execute(f"DESCRIBE {table}").fetchall())
     shape = f"SELECT * EXCLUDE ({new_id}) FROM {new}" if new_id != "rowid" else new
     if cols != _described(con.execute(f"DESCRIBE {shape}").fetchall()):
         return None
-    h = _row_hash_sql(cols)
+    h = _row_hash_sql(cols, exact=exact)
     return (
         f"WITH o AS MATERIALIZED (SELECT rowid AS _id, {h} AS _h FROM {table} {where}),"
         f" n AS MATERIALIZED (SELECT {new_id} AS _id, {h} AS _h FROM {new})"
@@ -716,15 +734,17 @@ def _diff(
     params: Mapping[str, object] | None = None,
     rows: object = None,
     keys: Sequence[str] = (),
+    exact: bool = False,
 ) -> tuple[int, pl.Series, pl.DataFrame] | None:
     """Delete the rows of ``table`` (those ``where`` selects, with ``params``) that the relation
     ``new`` lacks (rows compared as :func:`diff_replace` says) and return how many, with the
     ``new_id`` values of ``new``'s rows that ``table`` lacks (ascending; the caller inserts
     them) and the distinct ``keys`` columns of the deleted rows (no columns without ``keys``).
     None, with nothing deleted, when the column names or DuckDB types differ (``new_id`` is not
-    a compared column). ``rows``: the Arrow table scanned as :data:`_NEW_ROWS`."""
+    a compared column). ``rows``: the Arrow table scanned as :data:`_NEW_ROWS`; ``exact``:
+    floats compared bit for bit (:func:`diff_replace`)."""
     _new_rows = rows  # scanned by name by the statement below when new is _NEW_ROWS
-    hashes = _row_hashes_sql(con, table, new, new_id, where, rows=rows)
+    hashes = _row_hashes_sql(con, table, new, new_id, where, rows=rows, exact=exact)
     if hashes is None:
         return None
     found = con.sql(

@@ -13,6 +13,7 @@ import polars as pl
 import pytest
 
 from pipelines._file_source import files_for_day, partitions_with_input
+from pipelines.analytics import build as build_module
 from pipelines.analytics import incremental
 from pipelines.analytics.build import rebuild
 from pipelines.analytics.incremental import BuildPlan, plan_build
@@ -33,6 +34,10 @@ _SPELLS_COUNTED = (
     "SELECT week, source, cluster, partition, team, bucket, duration_s, started,"
     " count(*) AS n FROM analytics.time_to_start_jobs GROUP BY ALL"
 )
+
+
+#: The columns of a spell count, less the count: its key.
+_COUNT_KEYS = ["week", "source", "cluster", "partition", "team", "bucket", "duration_s", "started"]
 
 
 def _load_day(con: duckdb.DuckDBPyConnection, cfg: Config, day: str) -> int:
@@ -180,6 +185,54 @@ def test_stored_counts_that_disagree_with_the_stored_spells_are_counted_again(
     assert [m for (m,) in modes] == ["full", "incremental"]
     assert stored["n"].min() > 0 and stored["n"].sum() == spells["n"].sum()  # type: ignore[operator]
     _assert_frames_close(stored, spells.select(stored.columns), "time_to_start_counts")
+
+
+@pytest.mark.parametrize(
+    "at_12_digits",
+    [None, "job_rows", "weeks"],
+    ids=["bit-for-bit", "spells-at-12-digits", "counts-at-12-digits"],
+)
+def test_the_recomputed_spells_and_counts_are_written_bit_for_bit(
+    fleet_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at_12_digits: str | None
+) -> None:
+    """Day 1 built; then every stored spell's duration, and its count's, moved by one part in
+    10^14 (the stored spells and counts still agree, and each spell equals the one a build
+    computes at 12 significant digits). Day 2 loaded and built incrementally: the jobs it
+    recomputes take their counts at the durations just computed, so their spells and the
+    counts of their weeks must be written bit for bit: the stored counts are then exactly the
+    stored spells counted (no tolerance). Run again with the spells (``job_rows``) or the
+    counts (``weeks``) compared at 12 digits (``exact`` forced off), the kept rows hold the
+    moved durations and the counts disagree with the spells."""
+    if at_12_digits is not None:
+        real = getattr(build_module._TableWriter, at_12_digits)
+
+        def forced(self, table, frame, keys, *, exact=False):  # type: ignore[no-untyped-def]
+            return real(self, table, frame, keys, exact=False)
+
+        monkeypatch.setattr(build_module._TableWriter, at_12_digits, forced)
+    cfg = load_config(write_config(tmp_path, days_dir=fleet_dir))
+    first, second = _days(cfg)[:2]
+    moved = "duration_s * (1 + 1e-14)"
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        _load_day(con, cfg, first)
+        rebuild(con, cfg)
+        con.execute(f"UPDATE analytics.time_to_start_jobs SET duration_s = {moved}")
+        con.execute(f"UPDATE analytics.time_to_start_counts SET duration_s = {moved}")
+        assert (
+            con.sql(_SPELLS_COUNTED)
+            .pl()
+            .sort(_COUNT_KEYS)
+            .equals(con.sql("SELECT * FROM analytics.time_to_start_counts").pl().sort(_COUNT_KEYS))
+        )
+        _load_day(con, cfg, second)
+        rebuild(con, cfg)
+        modes = con.execute("SELECT mode FROM analytics.build_state ORDER BY build_id").fetchall()
+        stored = con.sql("SELECT * FROM analytics.time_to_start_counts").pl().sort(_COUNT_KEYS)
+        spells = con.sql(_SPELLS_COUNTED).pl().select(stored.columns).sort(_COUNT_KEYS)
+    assert [m for (m,) in modes] == ["full", "incremental"]
+    assert stored["n"].sum() == spells["n"].sum()
+    assert stored.equals(spells) is (at_12_digits is None)
 
 
 def test_a_build_with_nothing_new_writes_no_row(

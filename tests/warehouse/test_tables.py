@@ -403,6 +403,23 @@ def test_diff_job_rows_writes_only_the_differing_rows_of_the_named_jobs(
     assert diff_job_rows(con, "a.k", new, keys) == (0, 0)
 
 
+def test_diff_job_rows_compares_floats_bit_for_bit_when_exact(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    """Stored (x, 1, 1,000,000.0); new (x, 1, 1,000,000.000001): the two differ in the 13th
+    significant digit. By default they are equal (12 digits) and the stored row stays,
+    1,000,000.0; with ``exact`` the row is rewritten (1 deleted, 1 inserted) and holds the new
+    value bit for bit; compared again, exactly, nothing is written."""
+    replace_table(con, "a.f", pl.DataFrame({"cluster": ["x"], "job_id": ["1"], "v": [1e6]}))
+    keys = pl.DataFrame({"cluster": ["x"], "job_id": ["1"]})
+    new = pl.DataFrame({"cluster": ["x"], "job_id": ["1"], "v": [1_000_000.000001]})
+    assert diff_job_rows(con, "a.f", new, keys) == (0, 0)
+    assert read_table(con, "a.f")["v"].to_list() == [1e6]
+    assert diff_job_rows(con, "a.f", new, keys, exact=True) == (1, 1)
+    assert read_table(con, "a.f")["v"].to_list() == [1_000_000.000001]
+    assert diff_job_rows(con, "a.f", new, keys, exact=True) == (0, 0)
+
+
 def test_an_empty_list_is_not_a_null_list(con: duckdb.DuckDBPyConnection) -> None:
     """DuckDB's ``hash`` gives ``[]`` and a NULL list the same value; the row comparisons do
     not. Stored: (a, NULL), (b, [n1]); new: (a, []), (b, [n1]). ``row_diff``: the new
