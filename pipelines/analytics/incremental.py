@@ -778,6 +778,9 @@ def plan_build(
             pairs = pl.concat([pairs, slurmd_pairs.select(pairs.columns).cast(pairs.schema)])
         moved = _moved_map_spans(stored_map, slurmd_map, pairs.unique())
         add(_xid_attempt_days(jobs, moved))
+        # ... and the telemetry samples themselves: every hour where the map places a sample
+        # otherwise (GPU activity, the waterfall's idle, the GPU summaries of both clusters)
+        add(_map_telemetry_days(moved, pl.concat([old_spans, new_spans])))
     spans_now = pl.concat(
         [old_spans.join(kept.select("ingest_id"), on="ingest_id", how="semi"), new_spans]
     ).sort("ingest_id", "cluster")
@@ -903,6 +906,27 @@ def _xid_attempt_days(
     return _days_of_spans(hit)
 
 
+def _map_telemetry_days(spans: pl.DataFrame, telemetry: pl.DataFrame) -> dict[str, set[dt.date]]:
+    """Per cluster, the UTC days of the spans ``spans`` (``cluster, lo, hi``: the times at which
+    a changed slurmd map places a sample otherwise, :func:`_moved_map_spans`) within the times
+    the telemetry loads cover (``telemetry``: :data:`TELEMETRY_SPANS_TABLE` rows, ``cluster,
+    lo, hi`` per load, the stored and the new; a span with no end ends there, one with no start
+    begins there). A slurmd pod's samples count on the Slurm node the map names at their time,
+    else on the Kubernetes node (:func:`pipelines.core.slurm_on_k8s.rehome_slurmd_dcgm`), so
+    every hour of such a span may change: the GPU activity, the waterfall's idle and the GPU
+    summaries of the Slurm cluster and of its Kubernetes cluster (both are among ``spans``).
+    A span outside every load's times holds no sample: no day."""
+    if spans.is_empty() or telemetry.is_empty():
+        return {}
+    first, last = telemetry["lo"].min(), telemetry["hi"].max()
+    clipped = spans.select(
+        "cluster",
+        pl.max_horizontal("lo", pl.lit(first, dtype=spans.schema["lo"])).alias("_lo"),
+        pl.min_horizontal("hi", pl.lit(last, dtype=spans.schema["hi"])).alias("_hi"),
+    ).filter(pl.col("_lo") <= pl.col("_hi"))
+    return _days_of_spans(clipped)
+
+
 def _moved_map_spans(
     old: pl.DataFrame, new: pl.DataFrame, slurmd_pairs: pl.DataFrame | None = None
 ) -> pl.DataFrame:
@@ -923,7 +947,9 @@ def _moved_map_spans(
     ``slurmd_pairs`` (``cluster, k8s_cluster``) names one, since an event the map no longer
     places stays on the Kubernetes node, and the other way round. :func:`_xid_attempt_days`
     reads them: the FAILED attempts ending in a span or up to a day and the XID window after
-    it (the day is a DCGM load's margin, wider than a map change needs)."""
+    it (the day is a DCGM load's margin, wider than a map change needs); and
+    :func:`_map_telemetry_days`: every day of a span, since the map places the pods' other
+    samples at the same times."""
     schema = {"cluster": pl.String(), "lo": _SPANS_SCHEMA["lo"], "hi": _SPANS_SCHEMA["hi"]}
     n = new.select(_MAP_PLACES).unique()
     if old.width and set(_MAP_PLACES) <= set(old.columns):

@@ -250,6 +250,11 @@ def _overlapping(
     return jobs.filter(touches.fill_null(False))
 
 
+def _days_end(days: set[dt.date]) -> dt.datetime:
+    """The end (UTC midnight after) of the last of ``days``."""
+    return dt.datetime.combine(max(days) + _DAY, dt.time(), tzinfo=dt.UTC)
+
+
 @dataclass
 class _Scope:
     """One read of the telemetry: the connection holding it, the clusters (with cut-off and
@@ -452,11 +457,16 @@ def window_tables(
         placeholder = False
         cuts = {c: a for c, a in as_of.iter_rows() if a is not None}
         partners = _partners(slurmd_maps)
+        # A cluster with telemetry and no attempt has no cut-off, yet a full build keeps its
+        # GPU activity (every sample read at once): its days are read up to their end.
         scopes = (
-            _cluster_scope(con, c, ds, cuts[c], jobs, nodes, changed_keys, partners.get(c, ()))
+            _cluster_scope(
+                con, c, ds, cuts.get(c) or _days_end(ds), jobs, nodes, changed_keys,
+                partners.get(c, ()),
+            )
             for c, ds in sorted(days.items())
-            if c in cuts and ds
-        )
+            if ds
+        )  # fmt: skip
     ranged = summary if days is None else None
     occ_parts, wf_parts, act_parts, sum_parts, key_parts = [], [], [], [], []
     for scope in scopes:

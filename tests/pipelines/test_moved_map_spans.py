@@ -7,7 +7,12 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.analytics.incremental import SLURMD_MAP_TABLE, _moved_map_spans, _xid_attempt_days
+from pipelines.analytics.incremental import (
+    SLURMD_MAP_TABLE,
+    _map_telemetry_days,
+    _moved_map_spans,
+    _xid_attempt_days,
+)
 from pipelines.core.slurm_on_k8s import NODE_MAP_SCHEMA
 from pipelines.warehouse import connect, init_warehouse, read_table
 from pipelines.warehouse.tables import replace_table
@@ -124,3 +129,24 @@ def test_a_stored_map_read_back_equals_the_one_written(tmp_path: Path) -> None:
         stored = read_table(con, SLURMD_MAP_TABLE)
     assert stored.height == 3
     assert _moved_map_spans(stored, new).height == 0
+
+
+def test_a_moved_span_plans_every_day_telemetry_covers_in_it() -> None:
+    """Telemetry loads cover 02-27 06:00 → 03-02 12:00 (two loads, of two clusters). Spans:
+    slurm-x 03-01 18:00 → open (9999-01-01): cut at the last sample, days 03-01 and 03-02;
+    k8s-x 02-20 → 02-28 01:00: cut at the first sample, days 02-27 and 02-28; slurm-x 01-10 →
+    01-12, before every sample: no day. No span, or no telemetry: no day."""
+    telemetry = pl.DataFrame(
+        {"ingest_id": [1, 2], "cluster": ["k8s-x", "other"],
+         "lo": [_t(2, 27, 6), _t(3, 1)], "hi": [_t(3, 1, 23), _t(3, 2, 12)]}
+    )  # fmt: skip
+    spans = pl.DataFrame(
+        {"cluster": ["slurm-x", "k8s-x", "slurm-x"],
+         "lo": [_t(3, 1, 18), _t(2, 20), _t(1, 10)], "hi": [_LATEST, _t(2, 28, 1), _t(1, 12)]}
+    )  # fmt: skip
+    assert _map_telemetry_days(spans, telemetry) == {
+        "slurm-x": {dt.date(2026, 3, 1), dt.date(2026, 3, 2)},
+        "k8s-x": {dt.date(2026, 2, 27), dt.date(2026, 2, 28)},
+    }
+    assert _map_telemetry_days(spans.clear(), telemetry) == {}
+    assert _map_telemetry_days(spans, telemetry.clear()) == {}

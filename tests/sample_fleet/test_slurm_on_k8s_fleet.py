@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from pipelines.analytics.build import rebuild
-from pipelines.config import load_config
+from pipelines.config import Config, load_config
 from pipelines.ingest import IngestOptions, ingest_file
 from pipelines.sample_fleet._slurm_on_k8s import K8S_CLUSTER, SOK_CLUSTER, write_slurm_on_k8s
 from pipelines.sample_fleet._writers import write_registry
@@ -30,18 +30,7 @@ def built(
 ) -> Iterator[tuple[dict, duckdb.DuckDBPyConnection]]:
     """The pair generated, ingested and built in a warehouse of its own."""
     out = tmp_path_factory.mktemp("sok-fleet")
-    planted = write_slurm_on_k8s(out, seed=7, start=START)
-    write_registry(out / "registry.yaml")
-    cfg_path = out / "goodput.toml"
-    cfg_path.write_text(
-        f'default_cluster = "{SOK_CLUSTER}"\n[warehouse]\npath = "w.duckdb"\n'
-        'inputs = "inputs"\ninventory = "inventory"\nregistry = "registry.yaml"\n'
-        f'[[clusters]]\nname = "{SOK_CLUSTER}"\nscheduler = "slurm"\nslurm_on_k8s = "A"\n'
-        f'kubernetes_cluster = "{K8S_CLUSTER}"\n'
-        f'[[clusters]]\nname = "{K8S_CLUSTER}"\nscheduler = "kubernetes"\n',
-        encoding="utf-8",
-    )
-    cfg = load_config(cfg_path)
+    planted, cfg = _write_pair(out)
     con = duckdb.connect(str(cfg.warehouse_path))
     init_warehouse(con)
     s_in, k_in = out / "inputs" / SOK_CLUSTER, out / "inputs" / K8S_CLUSTER
@@ -56,6 +45,23 @@ def built(
     rebuild(con, cfg, full=True)
     yield planted, con
     con.close()
+
+
+def _write_pair(out: Path) -> tuple[dict, Config]:
+    """The pair's inputs, a registry and a ``goodput.toml`` (sok-c in slurmd pods on k8s-c)
+    written under ``out``: the planted findings and the configuration."""
+    planted = write_slurm_on_k8s(out, seed=7, start=START)
+    write_registry(out / "registry.yaml")
+    cfg_path = out / "goodput.toml"
+    cfg_path.write_text(
+        f'default_cluster = "{SOK_CLUSTER}"\n[warehouse]\npath = "w.duckdb"\n'
+        'inputs = "inputs"\ninventory = "inventory"\nregistry = "registry.yaml"\n'
+        f'[[clusters]]\nname = "{SOK_CLUSTER}"\nscheduler = "slurm"\nslurm_on_k8s = "A"\n'
+        f'kubernetes_cluster = "{K8S_CLUSTER}"\n'
+        f'[[clusters]]\nname = "{K8S_CLUSTER}"\nscheduler = "kubernetes"\n',
+        encoding="utf-8",
+    )
+    return planted, load_config(cfg_path)
 
 
 #: The DCGM samples the pair's fixture adds (dcgm-exporter text, as k8s-c's exporter writes it):
@@ -402,3 +408,103 @@ def test_the_incremental_plan_compares_the_slurmd_map_with_the_stored_one(
     lo = start.astimezone(dt.UTC)
     hi = far if end is None else end.astimezone(dt.UTC)
     assert spans.rows() == [(K8S_CLUSTER, lo, hi), (SOK_CLUSTER, lo, hi)]
+
+
+def _sacct_and_dcgm(con: duckdb.DuckDBPyConnection, out: Path) -> None:
+    """The pair's sacct files (both days) and the fixture's DCGM samples, loaded; no pods, no
+    node comments: no slurmd map, and k8s-c has telemetry but no attempt (no cut-off)."""
+    for f in sorted((out / "inputs" / SOK_CLUSTER / "sacct").glob("*.psv")):
+        ingest_file(con, "sacct", f, IngestOptions(cluster=SOK_CLUSTER))
+    ingest_file(con, "dcgm", _write_dcgm(out / "dcgm_k8s-c.prom"),
+                IngestOptions(cluster=K8S_CLUSTER))  # fmt: skip
+
+
+def _activity_rows(db: Path, cluster: str, day: dt.date) -> int:
+    with connect(db, read_only=True) as con:
+        ((n,),) = con.execute(
+            "SELECT count(*) FROM analytics.gpu_activity WHERE cluster = $c"
+            " AND CAST(timezone('UTC', bucket) AS DATE) = $d",
+            {"c": cluster, "d": day},
+        ).fetchall()
+    return int(n)
+
+
+@pytest.mark.parametrize("rule", [True, False], ids=["planned", "without-the-rule"])
+def test_a_late_node_comment_that_places_slurmd_telemetry_replans_the_days_it_moves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rule: bool
+) -> None:
+    """Built first from the sacct files and the DCGM samples alone (no map: the slurmd pods'
+    samples of 11-03 13:00-13:05 stay on k8s-c's kc-node-01). Then the node comments polled at
+    11-02 18:00 are loaded (a file of day 11-02): the map now places slurm-worker-sok-0 on sok-0
+    from 18:00 on, so those samples and the XID at 13:05 of 11-03 are sok-c's. The plan takes
+    the map's moved span over the telemetry's times: 11-02 and 11-03 of both clusters, and the
+    incremental build equals a full rebuild (sok-c's GPU activity on 11-03: 16 rows, 8 GPUs at
+    2 samples; the XID on sok-0). Without the rule (``_map_telemetry_days`` finding nothing),
+    11-03 is not planned and its sok-c activity stays empty, against 16 rows in a full build."""
+    from pipelines.analytics import incremental
+    from tests.pipelines.test_incremental import assert_equals_full_rebuild
+
+    if not rule:
+        monkeypatch.setattr(incremental, "_map_telemetry_days", lambda spans, telemetry: {})
+    _planted, cfg = _write_pair(tmp_path)
+    comments = tmp_path / "inputs" / SOK_CLUSTER / "slurm_state"
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        _sacct_and_dcgm(con, tmp_path)
+        rebuild(con, cfg, full=True)
+        ingest_file(con, "slurm-state", comments / "node_comments_2026-11-02T180000Z.txt",
+                    IngestOptions(cluster=SOK_CLUSTER))  # fmt: skip
+        rebuild(con, cfg)
+        ((days,),) = con.execute(
+            "SELECT days FROM analytics.build_log WHERE build_id = 2"
+            " AND table_name = 'analytics.gpu_activity'"
+        ).fetchall()
+        xid = _q(con, "SELECT cluster, host, xid_events FROM analytics.node_reliability"
+                      " WHERE xid_events > 0").rows()  # fmt: skip
+    assert xid == [(SOK_CLUSTER, "sok-0", 1)]
+    day2, day3 = "2026-11-02", "2026-11-03"
+    planned = {SOK_CLUSTER: [day2, day3], K8S_CLUSTER: [day2, day3]}
+    assert json.loads(days) == (planned if rule else {c: [day2] for c in planned})
+    after = _activity_rows(cfg.warehouse_path, SOK_CLUSTER, dt.date(2026, 11, 3))
+    assert after == (16 if rule else 0)
+    if rule:
+        assert assert_equals_full_rebuild(cfg, tmp_path) > 30
+    else:
+        with pytest.raises(AssertionError, match=r"analytics\.gpu_activity"):
+            assert_equals_full_rebuild(cfg, tmp_path)
+
+
+def test_a_cluster_with_telemetry_and_no_attempt_keeps_its_activity_on_a_replanned_day(
+    tmp_path: Path,
+) -> None:
+    """k8s-c has DCGM samples and no pod, so no attempt and no cut-off: a full build keeps the
+    GPU activity of its native pod infra/serve-16 (kc-node-04 GPU 0, 11-03 11:00). A second
+    DCGM file of k8s-c (the same pod's GPU 1 at 11-03 12:00) plans k8s-c's 11-03: the
+    incremental build reads that day's samples as a full build does, keeping the 11:00 row and
+    adding the 12:00 one (2 rows on kc-node-04), and equals a full rebuild. (Before, a day of a
+    cluster without a cut-off was skipped: its stored rows deleted and none written.)"""
+    from tests.pipelines.test_incremental import assert_equals_full_rebuild
+
+    _planted, cfg = _write_pair(tmp_path)
+    ms = _T11 + 3_600_000
+    extra = tmp_path / "dcgm_k8s-c_2.prom"
+    extra.write_text(
+        "# HELP DCGM_FI_PROF_GR_ENGINE_ACTIVE Ratio of time the graphics engine is active.\n"
+        "# TYPE DCGM_FI_PROF_GR_ENGINE_ACTIVE gauge\n"
+        'DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="1",UUID="GPU-kc-node-04-1",device="nvidia1",'
+        'modelName="NVIDIA H100 80GB HBM3",Hostname="kc-node-04",container="c",'
+        f'namespace="infra",pod="serve-16"}} 0.25 {ms}\n',
+        encoding="utf-8",
+    )
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        _sacct_and_dcgm(con, tmp_path)
+        rebuild(con, cfg, full=True)
+        ingest_file(con, "dcgm", extra, IngestOptions(cluster=K8S_CLUSTER))
+        rebuild(con, cfg)
+        modes = con.execute("SELECT mode FROM analytics.build_state ORDER BY build_id").fetchall()
+        rows = _q(con, "SELECT gpu_uuid, activity FROM analytics.gpu_activity"
+                       " WHERE host = 'kc-node-04' ORDER BY bucket").rows()  # fmt: skip
+    assert [m for (m,) in modes] == ["full", "incremental"]
+    assert rows == [("GPU-kc-node-04-0", 0.5), ("GPU-kc-node-04-1", 0.25)]
+    assert assert_equals_full_rebuild(cfg, tmp_path) > 30
