@@ -128,7 +128,7 @@ def main() -> None:
         out[f"{name}_s"] = round(secs, 4)
         out[f"{name}_ratio"] = round(secs / build_s, 3)
         out[f"{name}_spans"] = spans.height
-        days = _map_telemetry_days(spans, telemetry)
+        days = _map_telemetry_days(spans, telemetry, pairs)
         out[f"{name}_cluster_days"] = sum(len(d) for d in days.values())
     out["peak_rss_mb"] = round(peak_rss_mb())
     print(json.dumps(out))

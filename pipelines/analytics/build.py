@@ -1031,9 +1031,7 @@ def _tables(
         wait_keys=plan.wait_keys if kept is not None else None,
     )  # fmt: skip
     if kept is not None:
-        # Bit for bit: the stored counts count the spells' exact durations, so a spell kept
-        # because it equals the new one at 12 digits would disagree with its count.
-        write.job_rows("analytics.time_to_start_jobs", kept.frame(), kept.keys, exact=True)
+        write.job_rows("analytics.time_to_start_jobs", kept.frame(), kept.keys)
     elif isinstance(spells, _PartWriter):
         write.staged("analytics.time_to_start_jobs", spells)
     else:
@@ -1050,9 +1048,8 @@ def _tables(
             fair, core.shares, registry.history
         )
     weeks = engine.pop(TTS_COUNT_WEEKS, None)
-    if weeks is not None:  # the weeks whose counts may have changed: their rows compared only,
-        # bit for bit, as the spells they count are written
-        write.weeks(TTS_COUNTS_TABLE, engine.pop(TTS_COUNTS_TABLE), weeks, exact=True)
+    if weeks is not None:  # the weeks whose counts may have changed: their rows compared only
+        write.weeks(TTS_COUNTS_TABLE, engine.pop(TTS_COUNTS_TABLE), weeks)
     for table in list(engine):
         write(table, engine.pop(table))
     every, rows = units
@@ -1110,6 +1107,14 @@ def _tables(
     for table, frame in rest.items():
         write(table, frame)
     return windows.job_keys
+
+
+#: The tables an incremental build compares with their stored rows bit for bit (floats
+#: unrounded, :func:`pipelines.warehouse.diff_replace`), whichever way it writes them: the wait
+#: spells and their counts. The counts count each spell at its exact wait (``duration_s``,
+#: from integer microseconds, the same in every build), so a spell or count kept because it
+#: equals the new one at 12 significant digits would no longer be the one counted.
+_EXACT_TABLES = frozenset({"analytics.time_to_start_jobs", TTS_COUNTS_TABLE})
 
 
 class _KeyedSpells:
@@ -1423,7 +1428,8 @@ class _TableWriter:
         found = self.plan.diffs.get(table)  # compared by the plan already
         self._put(
             table, frame.height,
-            (lambda: diff_replace(self.con, table, frame)) if found is None
+            (lambda: diff_replace(self.con, table, frame, exact=table in _EXACT_TABLES))
+            if found is None
             else (lambda: apply_row_diff(self.con, frame, found)),
             lambda: self._replace(table, frame),
         )  # fmt: skip
@@ -1441,15 +1447,13 @@ class _TableWriter:
         for part in frame.iter_slices(self.rows):
             parts(part)
 
-    def weeks(
-        self, table: str, frame: pl.DataFrame, weeks: pl.DataFrame, *, exact: bool = False
-    ) -> None:
+    def weeks(self, table: str, frame: pl.DataFrame, weeks: pl.DataFrame) -> None:
         """Write an incremental build's ``table`` (every row in ``frame``) whose rows can
         differ from the stored ones only in the weeks ``weeks`` (``cluster, week``, NULLs
         equal): only those weeks' stored rows are compared with ``frame``'s rows of them, and
         the rows that differ written (:func:`pipelines.warehouse.diff_replace` under
-        ``sql/analytics/rows_of_cluster_weeks.sql``, floats compared bit for bit with
-        ``exact``); where the stored columns differ, the table is replaced whole."""
+        ``sql/analytics/rows_of_cluster_weeks.sql``, floats bit for bit in
+        :data:`_EXACT_TABLES`); where the stored columns differ, the table is replaced whole."""
         frame = _stored(table, frame)
         part = frame.join(weeks, on=["cluster", "week"], how="semi", nulls_equal=True)
         if weeks.height:
@@ -1459,7 +1463,9 @@ class _TableWriter:
             where, params = load_sql("analytics/no_stored_rows"), {}
         self._put(
             table, frame.height,
-            lambda: diff_replace(self.con, table, part, where=where, params=params, exact=exact),
+            lambda: diff_replace(
+                self.con, table, part, where=where, params=params, exact=table in _EXACT_TABLES
+            ),
             lambda: self._replace(table, frame),
         )  # fmt: skip
         release_memory(self.con)
@@ -1472,17 +1478,15 @@ class _TableWriter:
         self.counts[table] = count_rows(self.con, table)
         self.log.append((table, "jobs", d, i))
 
-    def job_rows(
-        self, table: str, frame: pl.DataFrame, keys: pl.DataFrame, *, exact: bool = False
-    ) -> None:
+    def job_rows(self, table: str, frame: pl.DataFrame, keys: pl.DataFrame) -> None:
         """Write an incremental build's rows of the jobs ``keys`` (``cluster, job_id``) of a
         per-attempt ``table``, ``frame`` holding every new row of those jobs and no other:
         only the rows that differ from those jobs' stored rows are written
-        (:func:`pipelines.warehouse.diff_job_rows`, floats compared bit for bit with
-        ``exact``); where the stored columns differ, the jobs' rows are deleted and ``frame``
-        inserted by column name, as :meth:`jobs` does."""
+        (:func:`pipelines.warehouse.diff_job_rows`, floats bit for bit in
+        :data:`_EXACT_TABLES`); where the stored columns differ, the jobs' rows are deleted
+        and ``frame`` inserted by column name, as :meth:`jobs` does."""
         frame = _stored(table, frame)
-        done = diff_job_rows(self.con, table, frame, keys, exact=exact)
+        done = diff_job_rows(self.con, table, frame, keys, exact=table in _EXACT_TABLES)
         if done is None:
             done = replace_job_rows(self.con, table, frame, keys)
         self.counts[table] = count_rows(self.con, table)

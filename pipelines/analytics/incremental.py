@@ -688,8 +688,10 @@ def plan_build(
         slurm_changed: ``cluster, job_id`` of the jobs whose resolved Slurm rows the build
             changed in ``core.slurm_jobs`` (None: unknown, every attempt is compared).
         slurmd_map: the new slurmd map (``analytics.slurm_node_map`` rows), compared with the
-            stored one: where it moves an XID event to another Slurm node, the FAILED attempts
-            that event may decide are planned (:func:`_moved_map_spans`). None: not compared.
+            stored one (:func:`_moved_map_spans`): where it places the slurmd pods' samples
+            otherwise, the days of those times that the pair's telemetry loads cover are
+            planned (:func:`_map_telemetry_days`), and the FAILED attempts an XID event among
+            them may decide (:func:`_xid_attempt_days`). None: not compared.
 
     Returns:
         The plan; ``days`` holds every cluster-day whose time-keyed rows may differ from the
@@ -780,7 +782,7 @@ def plan_build(
         add(_xid_attempt_days(jobs, moved))
         # ... and the telemetry samples themselves: every hour where the map places a sample
         # otherwise (GPU activity, the waterfall's idle, the GPU summaries of both clusters)
-        add(_map_telemetry_days(moved, pl.concat([old_spans, new_spans])))
+        add(_map_telemetry_days(moved, pl.concat([old_spans, new_spans]), pairs))
     spans_now = pl.concat(
         [old_spans.join(kept.select("ingest_id"), on="ingest_id", how="semi"), new_spans]
     ).sort("ingest_id", "cluster")
@@ -881,6 +883,7 @@ def _xid_attempt_days(
     (:func:`pipelines.core.slurm_on_k8s.rehome_slurmd_dcgm`)."""
     if spans.is_empty() or jobs.is_empty():
         return {}
+    spans = spans.select("cluster", "lo", "hi")  # a load's spans carry its ingest_id too
     if slurmd_pairs is not None and slurmd_pairs.height:
         lent = spans.join(
             slurmd_pairs.select(
@@ -906,25 +909,46 @@ def _xid_attempt_days(
     return _days_of_spans(hit)
 
 
-def _map_telemetry_days(spans: pl.DataFrame, telemetry: pl.DataFrame) -> dict[str, set[dt.date]]:
+def _map_telemetry_days(
+    spans: pl.DataFrame, telemetry: pl.DataFrame, pairs: pl.DataFrame | None = None
+) -> dict[str, set[dt.date]]:
     """Per cluster, the UTC days of the spans ``spans`` (``cluster, lo, hi``: the times at which
-    a changed slurmd map places a sample otherwise, :func:`_moved_map_spans`) within the times
-    the telemetry loads cover (``telemetry``: :data:`TELEMETRY_SPANS_TABLE` rows, ``cluster,
-    lo, hi`` per load, the stored and the new; a span with no end ends there, one with no start
-    begins there). A slurmd pod's samples count on the Slurm node the map names at their time,
-    else on the Kubernetes node (:func:`pipelines.core.slurm_on_k8s.rehome_slurmd_dcgm`), so
-    every hour of such a span may change: the GPU activity, the waterfall's idle and the GPU
-    summaries of the Slurm cluster and of its Kubernetes cluster (both are among ``spans``).
-    A span outside every load's times holds no sample: no day."""
+    a changed slurmd map places a sample otherwise, :func:`_moved_map_spans`) that a telemetry
+    load of the pair covers: each span is cut to each load's times (``telemetry``:
+    :data:`TELEMETRY_SPANS_TABLE` rows, ``cluster, lo, hi`` per load, the stored and the new)
+    of its own cluster or of a cluster paired with it in ``pairs`` (``cluster, k8s_cluster``:
+    the Slurm cluster's samples are its Kubernetes cluster's, loaded under either name), and
+    the days of the pieces are taken. A slurmd pod's samples count on the Slurm node the map
+    names at their time, else on the Kubernetes node
+    (:func:`pipelines.core.slurm_on_k8s.rehome_slurmd_dcgm`), so every hour of such a span
+    that holds a sample may change: the GPU activity, the waterfall's idle and the GPU summaries
+    of the Slurm cluster and of its Kubernetes cluster (both are among ``spans``). Times no load
+    of the pair covers hold no sample: no day (nor for a load or span with a NULL end)."""
     if spans.is_empty() or telemetry.is_empty():
         return {}
-    first, last = telemetry["lo"].min(), telemetry["hi"].max()
-    clipped = spans.select(
-        "cluster",
-        pl.max_horizontal("lo", pl.lit(first, dtype=spans.schema["lo"])).alias("_lo"),
-        pl.min_horizontal("hi", pl.lit(last, dtype=spans.schema["hi"])).alias("_hi"),
-    ).filter(pl.col("_lo") <= pl.col("_hi"))
-    return _days_of_spans(clipped)
+    own = spans.select("cluster").unique().with_columns(pl.col("cluster").alias("_source"))
+    partners = [own]
+    if pairs is not None and pairs.height:
+        p = pairs.select("cluster", "k8s_cluster").cast(pl.String()).drop_nulls()
+        partners += [
+            p.select("cluster", pl.col("k8s_cluster").alias("_source")),
+            p.select(pl.col("k8s_cluster").alias("cluster"), pl.col("cluster").alias("_source")),
+        ]
+    loads = telemetry.select(
+        pl.col("cluster").alias("_source"), pl.col("lo").alias("_t0"), pl.col("hi").alias("_t1")
+    ).drop_nulls()
+    pieces = (
+        spans.drop_nulls()
+        .join(pl.concat(partners).unique(), on="cluster")
+        .join(loads, on="_source")
+        .select(
+            "cluster",
+            pl.max_horizontal("lo", "_t0").alias("_lo"),
+            pl.min_horizontal("hi", "_t1").alias("_hi"),
+        )
+        .filter(pl.col("_lo") <= pl.col("_hi"))
+    )
+    return _days_of_spans(pieces)
 
 
 def _moved_map_spans(

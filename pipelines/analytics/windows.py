@@ -251,7 +251,10 @@ def _overlapping(
 
 
 def _days_end(days: set[dt.date]) -> dt.datetime:
-    """The end (UTC midnight after) of the last of ``days``."""
+    """The end (UTC midnight after) of the last of ``days``.
+
+    Raises:
+        ValueError: ``days`` is empty."""
     return dt.datetime.combine(max(days) + _DAY, dt.time(), tzinfo=dt.UTC)
 
 
@@ -410,8 +413,10 @@ def window_tables(
 ) -> WindowFrames:
     """The time-keyed tables (:data:`WINDOW_TABLES`) of the given cluster-days.
 
-    Per cluster with a cut-off: ``occupancy_hourly`` is the cluster's hours of ``occupancy``
-    on the days; the waterfall is :func:`metrics.gpu_waterfall_hourly` over those hours (its
+    Per cluster (with ``days``, each of its clusters; without, those with a cut-off and
+    occupancy hours, the telemetry read once for all): ``occupancy_hourly`` is the cluster's
+    hours of ``occupancy`` on the days; for a cluster with a cut-off, the waterfall is
+    :func:`metrics.gpu_waterfall_hourly` over those hours (its
     capacity rows define the output hours) for the jobs whose span touches the days, with
     activity and XID events attributed among *all* the cluster's jobs (a sample's owner is
     decided among every job on its node); a cluster whose attributed 5-minute activity is
@@ -427,7 +432,8 @@ def window_tables(
             and, with ``days``, the stored ``analytics.gpu_activity`` are read).
         jobs: ``core.jobs`` rows (attempts); pending: never-started rows.
         occupancy: ``analytics.occupancy_hourly`` of every hour, with ``as_of``.
-        as_of: ``cluster, as_of`` (UTC cut-offs; NULL: the cluster has no data).
+        as_of: ``cluster, as_of`` (UTC cut-offs; NULL or absent: the cluster has no attempt,
+            and with ``days`` its days are read up to their end, :func:`_days_end`).
         pod_jobs: ``cluster, namespace, pod, job_id``.
         nodes: ``core.nodes``.
         idle_threshold: θ for ``allocated_idle`` and ``idle_gpu_s``.
@@ -450,12 +456,12 @@ def window_tables(
         The frames by table, and the job keys the summary covers (None for a full build).
     """
     all_hours = occupancy
+    cuts = {c: a for c, a in as_of.iter_rows() if a is not None}
     if days is None:
         scope, occupancy, placeholder = _full_scope(con, jobs, occupancy, as_of, nodes)
         scopes = iter([scope])
     else:
         placeholder = False
-        cuts = {c: a for c, a in as_of.iter_rows() if a is not None}
         partners = _partners(slurmd_maps)
         # A cluster with telemetry and no attempt has no cut-off, yet a full build keeps its
         # GPU activity (every sample read at once): its days are read up to their end.
@@ -503,7 +509,11 @@ def window_tables(
                     starts = jobs_c.select("cluster", "job_id", "attempt", "start_at").collect()
                     wf_activity = _hourly_in_window(mem, starts, c)
                     bucket_s = 3600.0
-                if occ_c.height:
+                # a full build's waterfall is of the clusters with a cut-off (_full_scope, or
+                # its placeholder); a planned cluster without one (capacity lent to a Slurm
+                # cluster with no sacct row yet) keeps its hours and activity, and has no
+                # waterfall in either build
+                if occ_c.height and (cdays is None or c in cuts):
                     wf_parts.append(
                         _waterfall(
                             j, occ_c, cut, pending=pending.lazy().filter(pl.col("cluster") == c),

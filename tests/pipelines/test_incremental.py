@@ -189,7 +189,7 @@ def test_stored_counts_that_disagree_with_the_stored_spells_are_counted_again(
 
 @pytest.mark.parametrize(
     "at_12_digits",
-    [None, "job_rows", "weeks"],
+    [None, "analytics.time_to_start_jobs", "analytics.time_to_start_counts"],
     ids=["bit-for-bit", "spells-at-12-digits", "counts-at-12-digits"],
 )
 def test_the_recomputed_spells_and_counts_are_written_bit_for_bit(
@@ -200,16 +200,12 @@ def test_the_recomputed_spells_and_counts_are_written_bit_for_bit(
     computes at 12 significant digits). Day 2 loaded and built incrementally: the jobs it
     recomputes take their counts at the durations just computed, so their spells and the
     counts of their weeks must be written bit for bit: the stored counts are then exactly the
-    stored spells counted (no tolerance). Run again with the spells (``job_rows``) or the
-    counts (``weeks``) compared at 12 digits (``exact`` forced off), the kept rows hold the
-    moved durations and the counts disagree with the spells."""
+    stored spells counted (no tolerance). Run again with the spells or the counts compared at
+    12 digits (left out of ``_EXACT_TABLES``), the kept rows hold the moved durations and the
+    counts disagree with the spells."""
     if at_12_digits is not None:
-        real = getattr(build_module._TableWriter, at_12_digits)
-
-        def forced(self, table, frame, keys, *, exact=False):  # type: ignore[no-untyped-def]
-            return real(self, table, frame, keys, exact=False)
-
-        monkeypatch.setattr(build_module._TableWriter, at_12_digits, forced)
+        exact = build_module._EXACT_TABLES - {at_12_digits}
+        monkeypatch.setattr(build_module, "_EXACT_TABLES", exact)
     cfg = load_config(write_config(tmp_path, days_dir=fleet_dir))
     first, second = _days(cfg)[:2]
     moved = "duration_s * (1 + 1e-14)"

@@ -131,22 +131,30 @@ def test_a_stored_map_read_back_equals_the_one_written(tmp_path: Path) -> None:
     assert _moved_map_spans(stored, new).height == 0
 
 
-def test_a_moved_span_plans_every_day_telemetry_covers_in_it() -> None:
-    """Telemetry loads cover 02-27 06:00 → 03-02 12:00 (two loads, of two clusters). Spans:
-    slurm-x 03-01 18:00 → open (9999-01-01): cut at the last sample, days 03-01 and 03-02;
-    k8s-x 02-20 → 02-28 01:00: cut at the first sample, days 02-27 and 02-28; slurm-x 01-10 →
-    01-12, before every sample: no day. No span, or no telemetry: no day."""
+def test_a_moved_span_plans_the_days_the_pairs_telemetry_covers_in_it() -> None:
+    """Telemetry loads of k8s-x: 02-27 06:00 → 02-28 23:00 and 03-02 00:00 → 12:00 (nothing on
+    03-01), one with NULL ends; of another cluster: all of January. slurm-x runs in k8s-x's
+    slurmd pods. Spans: slurm-x 02-28 18:00 → open (9999-01-01): cut to each k8s-x load, days
+    02-28 and 03-02 (not 03-01, which no load covers, nor the cut-off's day); k8s-x 02-20 →
+    02-27 07:00: 02-27; slurm-x 01-10 → 01-12: only the other cluster's load covers it, no
+    day; lone (no pair, no load) 02-27 → 02-28: no day. Without the pairs, slurm-x's spans meet
+    no load of its own: k8s-x's day alone. No span, or no telemetry: no day."""
     telemetry = pl.DataFrame(
-        {"ingest_id": [1, 2], "cluster": ["k8s-x", "other"],
-         "lo": [_t(2, 27, 6), _t(3, 1)], "hi": [_t(3, 1, 23), _t(3, 2, 12)]}
+        {"ingest_id": [1, 2, 3, 4], "cluster": ["k8s-x", "k8s-x", "other", "k8s-x"],
+         "lo": [_t(2, 27, 6), _t(3, 2), _t(1, 1), None],
+         "hi": [_t(2, 28, 23), _t(3, 2, 12), _t(1, 31), None]},
+        schema_overrides={"lo": pl.Datetime("us", "UTC"), "hi": pl.Datetime("us", "UTC")},
     )  # fmt: skip
     spans = pl.DataFrame(
-        {"cluster": ["slurm-x", "k8s-x", "slurm-x"],
-         "lo": [_t(3, 1, 18), _t(2, 20), _t(1, 10)], "hi": [_LATEST, _t(2, 28, 1), _t(1, 12)]}
+        {"cluster": ["slurm-x", "k8s-x", "slurm-x", "lone"],
+         "lo": [_t(2, 28, 18), _t(2, 20), _t(1, 10), _t(2, 27)],
+         "hi": [_LATEST, _t(2, 27, 7), _t(1, 12), _t(2, 28)]}
     )  # fmt: skip
-    assert _map_telemetry_days(spans, telemetry) == {
-        "slurm-x": {dt.date(2026, 3, 1), dt.date(2026, 3, 2)},
-        "k8s-x": {dt.date(2026, 2, 27), dt.date(2026, 2, 28)},
+    pairs = pl.DataFrame({"cluster": ["slurm-x"], "k8s_cluster": ["k8s-x"]})
+    assert _map_telemetry_days(spans, telemetry, pairs) == {
+        "slurm-x": {dt.date(2026, 2, 28), dt.date(2026, 3, 2)},
+        "k8s-x": {dt.date(2026, 2, 27)},
     }
-    assert _map_telemetry_days(spans.clear(), telemetry) == {}
-    assert _map_telemetry_days(spans, telemetry.clear()) == {}
+    assert _map_telemetry_days(spans, telemetry) == {"k8s-x": {dt.date(2026, 2, 27)}}
+    assert _map_telemetry_days(spans.clear(), telemetry, pairs) == {}
+    assert _map_telemetry_days(spans, telemetry.clear(), pairs) == {}

@@ -445,7 +445,7 @@ def test_a_late_node_comment_that_places_slurmd_telemetry_replans_the_days_it_mo
     from tests.pipelines.test_incremental import assert_equals_full_rebuild
 
     if not rule:
-        monkeypatch.setattr(incremental, "_map_telemetry_days", lambda spans, telemetry: {})
+        monkeypatch.setattr(incremental, "_map_telemetry_days", lambda *args: {})
     _planted, cfg = _write_pair(tmp_path)
     comments = tmp_path / "inputs" / SOK_CLUSTER / "slurm_state"
     with connect(cfg.warehouse_path) as con:
@@ -474,6 +474,61 @@ def test_a_late_node_comment_that_places_slurmd_telemetry_replans_the_days_it_mo
             assert_equals_full_rebuild(cfg, tmp_path)
 
 
+def _serve16_gpu1(path: Path) -> Path:
+    """A DCGM file of k8s-c: GPU 1 of kc-node-04, native pod infra/serve-16, at 11-03 12:00 UTC,
+    graphics engine active 0.25."""
+    path.write_text(
+        "# HELP DCGM_FI_PROF_GR_ENGINE_ACTIVE Ratio of time the graphics engine is active.\n"
+        "# TYPE DCGM_FI_PROF_GR_ENGINE_ACTIVE gauge\n"
+        'DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="1",UUID="GPU-kc-node-04-1",device="nvidia1",'
+        'modelName="NVIDIA H100 80GB HBM3",Hostname="kc-node-04",container="c",'
+        f'namespace="infra",pod="serve-16"}} 0.25 {_T11 + 3_600_000}\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.mark.parametrize("sacct", [True, False], ids=["with-sacct", "without-sacct"])
+def test_a_new_dcgm_load_of_the_pair_equals_a_full_rebuild(tmp_path: Path, sacct: bool) -> None:
+    """The whole pair (node comments, pods, the fixture's DCGM samples; with or without sok-c's
+    sacct files) built in full; then a second DCGM file of k8s-c (serve-16's GPU 1 at 11-03
+    12:00). The incremental build equals a full rebuild, and kc-node-04 has both samples'
+    activity (0.5 at 11:00, 0.25 at 12:00).
+
+    With the sacct files, the new load's XID spans (which carry their load's id) are lent to
+    sok-c through the pair: that concatenation used to fail, so any DCGM load of a
+    Slurm-on-Kubernetes pair stopped the build. Without them, sok-c has the pods' GPUs as
+    lent capacity (occupancy hours) but no attempt and no cut-off: a full build gives it no
+    waterfall, and an incremental one must not either (it wrote 264 rows there)."""
+    from tests.pipelines.test_incremental import assert_equals_full_rebuild
+
+    _planted, cfg = _write_pair(tmp_path)
+    s_in, k_in = tmp_path / "inputs" / SOK_CLUSTER, tmp_path / "inputs" / K8S_CLUSTER
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        for kind, cluster, files in (
+            ("sacct", SOK_CLUSTER, sorted((s_in / "sacct").glob("*.psv")) if sacct else []),
+            ("slurm-state", SOK_CLUSTER, sorted((s_in / "slurm_state").glob("*.txt"))),
+            ("k8s-pods", K8S_CLUSTER, sorted((k_in / "k8s").glob("pods_*.json"))),
+            ("dcgm", K8S_CLUSTER, [_write_dcgm(tmp_path / "dcgm_k8s-c.prom")]),
+        ):
+            for f in files:
+                ingest_file(con, kind, f, IngestOptions(cluster=cluster))
+        rebuild(con, cfg, full=True)
+        ingest_file(con, "dcgm", _serve16_gpu1(tmp_path / "dcgm_k8s-c_2.prom"),
+                    IngestOptions(cluster=K8S_CLUSTER))  # fmt: skip
+        rebuild(con, cfg)
+        modes = con.execute("SELECT mode FROM analytics.build_state ORDER BY build_id").fetchall()
+        rows = _q(con, "SELECT gpu_uuid, activity FROM analytics.gpu_activity"
+                       " WHERE host = 'kc-node-04' ORDER BY bucket").rows()  # fmt: skip
+        lent = _q(con, "SELECT count(*) AS n FROM analytics.gpu_waterfall_hourly"
+                       f" WHERE cluster = '{SOK_CLUSTER}'").item()  # fmt: skip
+    assert [m for (m,) in modes] == ["full", "incremental"]
+    assert rows == [("GPU-kc-node-04-0", 0.5), ("GPU-kc-node-04-1", 0.25)]
+    assert (lent > 0) is sacct
+    assert assert_equals_full_rebuild(cfg, tmp_path) > 30
+
+
 def test_a_cluster_with_telemetry_and_no_attempt_keeps_its_activity_on_a_replanned_day(
     tmp_path: Path,
 ) -> None:
@@ -486,16 +541,7 @@ def test_a_cluster_with_telemetry_and_no_attempt_keeps_its_activity_on_a_replann
     from tests.pipelines.test_incremental import assert_equals_full_rebuild
 
     _planted, cfg = _write_pair(tmp_path)
-    ms = _T11 + 3_600_000
-    extra = tmp_path / "dcgm_k8s-c_2.prom"
-    extra.write_text(
-        "# HELP DCGM_FI_PROF_GR_ENGINE_ACTIVE Ratio of time the graphics engine is active.\n"
-        "# TYPE DCGM_FI_PROF_GR_ENGINE_ACTIVE gauge\n"
-        'DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="1",UUID="GPU-kc-node-04-1",device="nvidia1",'
-        'modelName="NVIDIA H100 80GB HBM3",Hostname="kc-node-04",container="c",'
-        f'namespace="infra",pod="serve-16"}} 0.25 {ms}\n',
-        encoding="utf-8",
-    )
+    extra = _serve16_gpu1(tmp_path / "dcgm_k8s-c_2.prom")
     with connect(cfg.warehouse_path) as con:
         init_warehouse(con)
         _sacct_and_dcgm(con, tmp_path)
