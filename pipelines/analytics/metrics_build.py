@@ -697,5 +697,8 @@ def build_metric_tables(
     out["analytics.node_reliability"] = _concat(rel)
     out["fair_share_hourly"] = fh
     if placeholder:
+        # No cluster left to count: every stored count goes (the whole table compared with
+        # none), not only those of the weeks the keys' spells touch.
+        out.pop(TTS_COUNT_WEEKS, None)
         out = {table: frame.clear() for table, frame in out.items()}
     return out

@@ -275,6 +275,18 @@ def _concat(parts: list[pl.DataFrame]) -> pl.DataFrame:
     return pl.concat(parts, how="diagonal_relaxed") if parts else pl.DataFrame()
 
 
+def _hours_and_cuts(occupancy: pl.DataFrame, as_of: pl.DataFrame) -> list[tuple[str, dt.datetime]]:
+    """``(cluster, cut-off)`` of the clusters with a cut-off (``as_of``: ``cluster, as_of``) and
+    occupancy hours (``occupancy``: ``cluster, hour, …``), in ``as_of``'s order: a full build's
+    window reads every sample once for them and keeps every cluster's activity; with none, it
+    keeps nothing (:func:`_full_scope`'s placeholder)."""
+    return [
+        (str(r["cluster"]), r["as_of"])
+        for r in as_of.filter(pl.col("as_of").is_not_null()).iter_rows(named=True)
+        if occupancy.filter(pl.col("cluster") == r["cluster"]).height
+    ]
+
+
 def _full_scope(
     con: duckdb.DuckDBPyConnection,
     jobs: pl.DataFrame,
@@ -282,12 +294,11 @@ def _full_scope(
     as_of: pl.DataFrame,
     nodes: pl.DataFrame,
 ) -> tuple[_Scope, pl.DataFrame, bool]:
-    """Every day of every cluster with a cut-off and occupancy hours, read from ``con`` at once
-    (with no such cluster: one placeholder hour, whose results are cleared)."""
+    """Every day of every cluster with a cut-off and occupancy hours (:func:`_hours_and_cuts`),
+    read from ``con`` at once (with no such cluster: one placeholder hour, whose results are
+    cleared)."""
     clusters: list[tuple[str, dt.datetime, set[dt.date] | None]] = [
-        (str(r["cluster"]), r["as_of"], None)
-        for r in as_of.filter(pl.col("as_of").is_not_null()).iter_rows(named=True)
-        if occupancy.filter(pl.col("cluster") == r["cluster"]).height
+        (c, cut, None) for c, cut in _hours_and_cuts(occupancy, as_of)
     ]
     placeholder = not clusters
     if placeholder:
@@ -433,7 +444,8 @@ def window_tables(
         jobs: ``core.jobs`` rows (attempts); pending: never-started rows.
         occupancy: ``analytics.occupancy_hourly`` of every hour, with ``as_of``.
         as_of: ``cluster, as_of`` (UTC cut-offs; NULL or absent: the cluster has no attempt,
-            and with ``days`` its days are read up to their end, :func:`_days_end`).
+            and with ``days`` its days are read up to their end, :func:`_days_end`, as long as
+            some cluster has a cut-off and occupancy hours, :func:`_hours_and_cuts`).
         pod_jobs: ``cluster, namespace, pod, job_id``.
         nodes: ``core.nodes``.
         idle_threshold: θ for ``allocated_idle`` and ``idle_gpu_s``.
@@ -464,14 +476,16 @@ def window_tables(
         placeholder = False
         partners = _partners(slurmd_maps)
         # A cluster with telemetry and no attempt has no cut-off, yet a full build keeps its
-        # GPU activity (every sample read at once): its days are read up to their end.
+        # GPU activity (every sample read at once) when some cluster has a cut-off and hours
+        # (none: its placeholder keeps nothing): its days are then read up to their end.
+        any_hours = bool(_hours_and_cuts(occupancy, as_of))
         scopes = (
             _cluster_scope(
                 con, c, ds, cuts.get(c) or _days_end(ds), jobs, nodes, changed_keys,
                 partners.get(c, ()),
             )
             for c, ds in sorted(days.items())
-            if ds
+            if ds and (c in cuts or any_hours)
         )  # fmt: skip
     ranged = summary if days is None else None
     occ_parts, wf_parts, act_parts, sum_parts, key_parts = [], [], [], [], []
@@ -564,8 +578,12 @@ def window_tables(
         tables = {t: f if f is all_hours else f.clear() for t, f in tables.items()}
     keys = None
     if days is not None:
+        # The changed jobs of a cluster read by no window (no cut-off left: every attempt of
+        # it gone) are named too: their stored summary rows go, as a full build has none.
+        if changed_keys is not None:
+            key_parts.append(changed_keys.select(pl.col("cluster", "job_id").cast(pl.String())))
         keys = (
-            pl.concat(key_parts)
+            pl.concat(key_parts, how="vertical_relaxed").unique()
             if key_parts
             else pl.DataFrame(schema={"cluster": pl.String(), "job_id": pl.String()})
         )

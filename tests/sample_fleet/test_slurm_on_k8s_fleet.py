@@ -554,3 +554,81 @@ def test_a_cluster_with_telemetry_and_no_attempt_keeps_its_activity_on_a_replann
     assert [m for (m,) in modes] == ["full", "incremental"]
     assert rows == [("GPU-kc-node-04-0", 0.5), ("GPU-kc-node-04-1", 0.25)]
     assert assert_equals_full_rebuild(cfg, tmp_path) > 30
+
+
+def test_a_warehouse_of_telemetry_alone_keeps_no_activity_on_a_new_load(tmp_path: Path) -> None:
+    """Only k8s-c's DCGM samples loaded (no sacct, no pods, no comments): no cluster has a
+    cut-off, and a full build keeps no window row (its placeholder scope). A second DCGM file
+    then plans k8s-c's 11-03: the incremental build must keep none either (it wrote 18 GPU
+    activity rows against the full build's 0), and equals a full rebuild."""
+    from tests.pipelines.test_incremental import assert_equals_full_rebuild
+
+    _planted, cfg = _write_pair(tmp_path)
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        ingest_file(con, "dcgm", _write_dcgm(tmp_path / "dcgm_k8s-c.prom"),
+                    IngestOptions(cluster=K8S_CLUSTER))  # fmt: skip
+        rebuild(con, cfg, full=True)
+        ingest_file(con, "dcgm", _serve16_gpu1(tmp_path / "dcgm_k8s-c_2.prom"),
+                    IngestOptions(cluster=K8S_CLUSTER))  # fmt: skip
+        rebuild(con, cfg)
+        modes = con.execute("SELECT mode FROM analytics.build_state ORDER BY build_id").fetchall()
+        (n,) = con.execute("SELECT count(*) FROM analytics.gpu_activity").fetchone() or (None,)
+    assert [m for (m,) in modes] == ["full", "incremental"] and n == 0
+    assert assert_equals_full_rebuild(cfg, tmp_path) > 30
+
+
+def _delete_load(con: duckdb.DuckDBPyConnection, ingest_id: int) -> None:
+    """Delete one load outside a re-load (as a lake load drops a load it does not own): its
+    rows in every raw table that has an ``ingest_id``, ``raw.ingests`` among them."""
+    tables = con.execute(
+        "SELECT DISTINCT table_name FROM information_schema.columns"
+        " WHERE table_schema = 'raw' AND column_name = 'ingest_id' ORDER BY 1"
+    ).fetchall()
+    for (table,) in tables:
+        con.execute(f'DELETE FROM raw."{table}" WHERE ingest_id = $i', {"i": ingest_id})
+
+
+def test_deleting_the_pairs_loads_until_no_cutoff_is_left_equals_a_full_rebuild(
+    tmp_path: Path,
+) -> None:
+    """The whole pair loaded and built; then sok-c's two sacct loads deleted (its attempts and
+    cut-off gone: lent capacity only), then k8s-c's two pods loads (the last cut-off gone), a
+    build after each. Every build equals a full rebuild of the same warehouse. The last one is
+    the case where no cluster has a cut-off: a full build keeps no window row, no GPU summary
+    and no wait-spell count; the incremental one kept the vanished jobs' GPU summaries (13
+    rows) and their spells' counts (4 rows) until the jobs whose rows changed were named even
+    where no window reads them, and a build with no cluster to count compared every stored
+    count."""
+    from tests.pipelines.test_incremental import assert_equals_full_rebuild
+
+    _planted, cfg = _write_pair(tmp_path)
+    s_in, k_in = tmp_path / "inputs" / SOK_CLUSTER, tmp_path / "inputs" / K8S_CLUSTER
+    ids: dict[str, list[int]] = {"sacct": [], "k8s-pods": []}
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        for kind, cluster, files in (
+            ("sacct", SOK_CLUSTER, sorted((s_in / "sacct").glob("*.psv"))),
+            ("k8s-pods", K8S_CLUSTER, sorted((k_in / "k8s").glob("pods_*.json"))),
+            ("slurm-state", SOK_CLUSTER, sorted((s_in / "slurm_state").glob("*.txt"))),
+            ("dcgm", K8S_CLUSTER, [_write_dcgm(tmp_path / "dcgm_k8s-c.prom")]),
+        ):
+            for f in files:
+                loaded = ingest_file(con, kind, f, IngestOptions(cluster=cluster))
+                ids.setdefault(kind, []).append(loaded.ingest_id)
+        rebuild(con, cfg, full=True)
+    for kind in ("sacct", "k8s-pods"):
+        for ingest_id in reversed(ids[kind]):
+            with connect(cfg.warehouse_path) as con:
+                _delete_load(con, ingest_id)
+                rebuild(con, cfg)
+            assert assert_equals_full_rebuild(cfg, tmp_path) > 30, (kind, ingest_id)
+    with connect(cfg.warehouse_path, read_only=True) as con:
+        left = [
+            con.execute(f"SELECT count(*) FROM {t}").fetchone()
+            for t in ("core.build_cutoffs", "analytics.job_gpu_summary",
+                      "analytics.time_to_start_counts", "analytics.gpu_activity")
+        ]  # fmt: skip
+        modes = con.execute("SELECT mode FROM analytics.build_state ORDER BY build_id").fetchall()
+    assert left == [(0,), (0,), (0,), (0,)]
+    assert [m for (m,) in modes][-1] == "incremental"
