@@ -611,9 +611,9 @@ def build_metric_tables(
         counted.append(c)
     compact, count_weeks = _spell_counts(con, spell_counts, wait_keys if keyed else None)
     if count_weeks is not None and compact.height and compact[SPELLS_N].min() < 0:  # type: ignore[operator]
-        # The stored counts disagree with the stored spells (a spell rewritten without its
-        # counts, e.g. a stored row kept as equal at 12 significant digits while its count took
-        # the exact value): every spell counted again, as a full build counts them.
+        # The stored counts disagree with the stored spells (a guard: both are written bit for
+        # bit, pipelines.analytics.build._EXACT_TABLES, so only a table changed outside the
+        # build gets here): every spell counted again, as a full build counts them.
         compact = _spell_counts(
             con,
             [_cluster_spell_counts(c, cut, jobs, pending, rows) for c, cut in cuts if c in counted],

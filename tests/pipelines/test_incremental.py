@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -55,6 +56,22 @@ def _load_day(con: duckdb.DuckDBPyConnection, cfg: Config, day: str) -> int:
 
 def _days(cfg: Config) -> list[str]:
     return sorted({d for _c, d in partitions_with_input(cfg.cluster_input_dirs())})
+
+
+def _two_days(
+    con: duckdb.DuckDBPyConnection,
+    cfg: Config,
+    between: Callable[[duckdb.DuckDBPyConnection], None] | None = None,
+) -> None:
+    """Into the initialised warehouse ``con``: ``cfg``'s first day loaded and built (full),
+    ``between`` run on the warehouse, then the second day loaded and built (incrementally)."""
+    first, second = _days(cfg)[:2]
+    _load_day(con, cfg, first)
+    rebuild(con, cfg)
+    if between is not None:
+        between(con)
+    _load_day(con, cfg, second)
+    rebuild(con, cfg)
 
 
 def _tables(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -113,13 +130,9 @@ def two_builds(fleet_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tup
     warehouse copied and rebuilt in full, beside it."""
     work = tmp_path_factory.mktemp("incremental")
     cfg = load_config(write_config(work, days_dir=fleet_dir))
-    first, second = _days(cfg)[:2]
     with connect(cfg.warehouse_path) as con:
         init_warehouse(con)
-        _load_day(con, cfg, first)
-        rebuild(con, cfg)
-        _load_day(con, cfg, second)
-        rebuild(con, cfg)
+        _two_days(con, cfg)
     full = work / "full.duckdb"
     shutil.copyfile(cfg.warehouse_path, full)
     with connect(full) as con:
@@ -171,14 +184,9 @@ def test_stored_counts_that_disagree_with_the_stored_spells_are_counted_again(
     counts below zero: the build counts every spell again, and the stored counts are the
     stored spells counted, as a full build's are."""
     cfg = load_config(write_config(tmp_path, days_dir=fleet_dir))
-    first, second = _days(cfg)[:2]
     with connect(cfg.warehouse_path) as con:
         init_warehouse(con)
-        _load_day(con, cfg, first)
-        rebuild(con, cfg)
-        con.execute("UPDATE analytics.time_to_start_counts SET n = 0")
-        _load_day(con, cfg, second)
-        rebuild(con, cfg)
+        _two_days(con, cfg, lambda c: c.execute("UPDATE analytics.time_to_start_counts SET n = 0"))
         modes = con.execute("SELECT mode FROM analytics.build_state ORDER BY build_id").fetchall()
         stored = con.sql("SELECT * FROM analytics.time_to_start_counts").pl()
         spells = con.sql(_SPELLS_COUNTED).pl()
@@ -207,22 +215,17 @@ def test_the_recomputed_spells_and_counts_are_written_bit_for_bit(
         exact = build_module._EXACT_TABLES - {at_12_digits}
         monkeypatch.setattr(build_module, "_EXACT_TABLES", exact)
     cfg = load_config(write_config(tmp_path, days_dir=fleet_dir))
-    first, second = _days(cfg)[:2]
-    moved = "duration_s * (1 + 1e-14)"
+
+    def move(c: duckdb.DuckDBPyConnection) -> None:
+        moved = "duration_s * (1 + 1e-14)"
+        c.execute(f"UPDATE analytics.time_to_start_jobs SET duration_s = {moved}")
+        c.execute(f"UPDATE analytics.time_to_start_counts SET duration_s = {moved}")
+        stored = c.sql("SELECT * FROM analytics.time_to_start_counts").pl().sort(_COUNT_KEYS)
+        assert c.sql(_SPELLS_COUNTED).pl().sort(_COUNT_KEYS).equals(stored)
+
     with connect(cfg.warehouse_path) as con:
         init_warehouse(con)
-        _load_day(con, cfg, first)
-        rebuild(con, cfg)
-        con.execute(f"UPDATE analytics.time_to_start_jobs SET duration_s = {moved}")
-        con.execute(f"UPDATE analytics.time_to_start_counts SET duration_s = {moved}")
-        assert (
-            con.sql(_SPELLS_COUNTED)
-            .pl()
-            .sort(_COUNT_KEYS)
-            .equals(con.sql("SELECT * FROM analytics.time_to_start_counts").pl().sort(_COUNT_KEYS))
-        )
-        _load_day(con, cfg, second)
-        rebuild(con, cfg)
+        _two_days(con, cfg, move)
         modes = con.execute("SELECT mode FROM analytics.build_state ORDER BY build_id").fetchall()
         stored = con.sql("SELECT * FROM analytics.time_to_start_counts").pl().sort(_COUNT_KEYS)
         spells = con.sql(_SPELLS_COUNTED).pl().select(stored.columns).sort(_COUNT_KEYS)

@@ -33,15 +33,7 @@ def built(
     planted, cfg = _write_pair(out)
     con = duckdb.connect(str(cfg.warehouse_path))
     init_warehouse(con)
-    s_in, k_in = out / "inputs" / SOK_CLUSTER, out / "inputs" / K8S_CLUSTER
-    for kind, cluster, files in (
-        ("sacct", SOK_CLUSTER, sorted((s_in / "sacct").glob("*.psv"))),
-        ("slurm-state", SOK_CLUSTER, sorted((s_in / "slurm_state").glob("*.txt"))),
-        ("k8s-pods", K8S_CLUSTER, sorted((k_in / "k8s").glob("pods_*.json"))),
-        ("dcgm", K8S_CLUSTER, [_write_dcgm(out / "dcgm_k8s-c.prom")]),
-    ):
-        for f in files:
-            ingest_file(con, kind, f, IngestOptions(cluster=cluster))
+    _load_pair(con, out)
     rebuild(con, cfg, full=True)
     yield planted, con
     con.close()
@@ -62,6 +54,26 @@ def _write_pair(out: Path) -> tuple[dict, Config]:
         encoding="utf-8",
     )
     return planted, load_config(cfg_path)
+
+
+def _load_pair(
+    con: duckdb.DuckDBPyConnection, out: Path, *, sacct: bool = True
+) -> dict[str, list[int]]:
+    """Load the pair written under ``out`` (:func:`_write_pair`): sok-c's sacct files (unless
+    ``sacct`` is false) and node comments, k8s-c's pods files and the fixture's DCGM samples
+    (:func:`_write_dcgm`), in that order. Returns the loads' ids by kind, in load order."""
+    s_in, k_in = out / "inputs" / SOK_CLUSTER, out / "inputs" / K8S_CLUSTER
+    ids: dict[str, list[int]] = {}
+    for kind, cluster, files in (
+        ("sacct", SOK_CLUSTER, sorted((s_in / "sacct").glob("*.psv")) if sacct else []),
+        ("slurm-state", SOK_CLUSTER, sorted((s_in / "slurm_state").glob("*.txt"))),
+        ("k8s-pods", K8S_CLUSTER, sorted((k_in / "k8s").glob("pods_*.json"))),
+        ("dcgm", K8S_CLUSTER, [_write_dcgm(out / "dcgm_k8s-c.prom")]),
+    ):
+        for f in files:
+            loaded = ingest_file(con, kind, f, IngestOptions(cluster=cluster))
+            ids.setdefault(kind, []).append(loaded.ingest_id)
+    return ids
 
 
 #: The DCGM samples the pair's fixture adds (dcgm-exporter text, as k8s-c's exporter writes it):
@@ -503,17 +515,9 @@ def test_a_new_dcgm_load_of_the_pair_equals_a_full_rebuild(tmp_path: Path, sacct
     from tests.pipelines.test_incremental import assert_equals_full_rebuild
 
     _planted, cfg = _write_pair(tmp_path)
-    s_in, k_in = tmp_path / "inputs" / SOK_CLUSTER, tmp_path / "inputs" / K8S_CLUSTER
     with connect(cfg.warehouse_path) as con:
         init_warehouse(con)
-        for kind, cluster, files in (
-            ("sacct", SOK_CLUSTER, sorted((s_in / "sacct").glob("*.psv")) if sacct else []),
-            ("slurm-state", SOK_CLUSTER, sorted((s_in / "slurm_state").glob("*.txt"))),
-            ("k8s-pods", K8S_CLUSTER, sorted((k_in / "k8s").glob("pods_*.json"))),
-            ("dcgm", K8S_CLUSTER, [_write_dcgm(tmp_path / "dcgm_k8s-c.prom")]),
-        ):
-            for f in files:
-                ingest_file(con, kind, f, IngestOptions(cluster=cluster))
+        _load_pair(con, tmp_path, sacct=sacct)
         rebuild(con, cfg, full=True)
         ingest_file(con, "dcgm", _serve16_gpu1(tmp_path / "dcgm_k8s-c_2.prom"),
                     IngestOptions(cluster=K8S_CLUSTER))  # fmt: skip
@@ -603,19 +607,9 @@ def test_deleting_the_pairs_loads_until_no_cutoff_is_left_equals_a_full_rebuild(
     from tests.pipelines.test_incremental import assert_equals_full_rebuild
 
     _planted, cfg = _write_pair(tmp_path)
-    s_in, k_in = tmp_path / "inputs" / SOK_CLUSTER, tmp_path / "inputs" / K8S_CLUSTER
-    ids: dict[str, list[int]] = {"sacct": [], "k8s-pods": []}
     with connect(cfg.warehouse_path) as con:
         init_warehouse(con)
-        for kind, cluster, files in (
-            ("sacct", SOK_CLUSTER, sorted((s_in / "sacct").glob("*.psv"))),
-            ("k8s-pods", K8S_CLUSTER, sorted((k_in / "k8s").glob("pods_*.json"))),
-            ("slurm-state", SOK_CLUSTER, sorted((s_in / "slurm_state").glob("*.txt"))),
-            ("dcgm", K8S_CLUSTER, [_write_dcgm(tmp_path / "dcgm_k8s-c.prom")]),
-        ):
-            for f in files:
-                loaded = ingest_file(con, kind, f, IngestOptions(cluster=cluster))
-                ids.setdefault(kind, []).append(loaded.ingest_id)
+        ids = _load_pair(con, tmp_path)
         rebuild(con, cfg, full=True)
     for kind in ("sacct", "k8s-pods"):
         for ingest_id in reversed(ids[kind]):
