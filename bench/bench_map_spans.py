@@ -20,6 +20,12 @@ Prints one JSON line: rows of the map, each step's seconds, each step's ratio to
 the spans found and the cluster-days they plan (:func:`pipelines.analytics.incremental.
 _map_telemetry_days`, the telemetry covering the whole history).
 
+With ``--samples N``, ``raw.dcgm_samples`` also holds N stored 5-minute samples of the slurmd
+pods (each a random GPU of a random node at a random time of the history, labelled with the pod
+running there then; the four columns the plan reads), and each comparison also times
+:func:`pipelines.analytics.incremental._map_pod_spans`: the pass over those samples for the days
+of the pods that entered or left the map (``*_pod_scan_s``, ``*_pod_days``).
+
 Usage: ``.venv/bin/python bench/bench_map_spans.py --nodes 1250 --days 365 --restart-days 1``.
 """
 
@@ -73,6 +79,26 @@ def slurmd_pods(nodes: int, days: int, restart_days: int, as_of: dt.datetime) ->
     ).filter(pl.col("start_at") < pl.col("end_at"))
 
 
+def pod_samples(n: int, nodes: int, days: int, restart_days: int, seed: int = 1) -> pl.DataFrame:
+    """``ts, cluster, namespace, pod``: ``n`` samples of :func:`slurmd_pods`' pods, each at a
+    random second of the history on a random node, labelled with the pod running there then
+    (pod ``k`` of a node runs from day ``k × restart_days``)."""
+    rng = pl.int_range(0, n, eager=True)
+    secs = days * 86_400
+    frame = pl.DataFrame({"r": rng}).select(
+        (pl.col("r").hash(seed) % nodes).alias("i"),
+        (pl.col("r").hash(seed + 1) % secs).cast(pl.Int64).alias("s"),
+    )
+    return frame.select(
+        (pl.lit(START) + pl.duration(seconds=pl.col("s"))).alias("ts"),
+        pl.lit(K8S).alias("cluster"),
+        pl.lit("slurm").alias("namespace"),
+        pl.format("slurm-worker-sok-{}-{}", "i", pl.col("s") // (86_400 * restart_days)).alias(
+            "pod"
+        ),
+    ).sort("ts")
+
+
 def _median(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     times, out = [], None
     for _ in range(repeat):
@@ -89,8 +115,13 @@ def main() -> None:
     ap.add_argument("--days", type=int, default=365)
     ap.add_argument("--restart-days", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--samples", type=int, default=0, help="stored 5-minute samples of the pods")
     a = ap.parse_args()
-    from pipelines.analytics.incremental import _map_telemetry_days, _moved_map_spans
+    from pipelines.analytics.incremental import (
+        _map_pod_spans,
+        _map_telemetry_days,
+        _moved_map_spans,
+    )
     from pipelines.core.slurm_on_k8s import NODE_MAP_SCHEMA, slurm_node_map
     from pipelines.warehouse import connect, init_warehouse, read_table, replace_table
 
@@ -110,26 +141,39 @@ def main() -> None:
         init_warehouse(con)
         replace_table(con, "analytics.slurm_node_map", new)
         read_s, stored = _median(lambda: read_table(con, "analytics.slurm_node_map"), a.repeat)
-    assert stored.height == new.height and set(stored.columns) == set(NODE_MAP_SCHEMA)
-    runs = {
-        "unchanged": (stored, new),
-        "new_day": (old, new),
-        "all_new": (pl.DataFrame(), new),
-    }
-    out: dict[str, Any] = {
-        "nodes": a.nodes, "days": a.days, "restart_days": a.restart_days,
-        "map_rows": new.height, "baseline_slurm_node_map_s": round(build_s, 4),
-        "read_stored_map_s": round(read_s, 4), "read_ratio": round(read_s / build_s, 3),
-    }  # fmt: skip
-    # telemetry over the whole history, as the plan reads the loads' spans
-    telemetry = pl.DataFrame({"cluster": [K8S], "lo": [START], "hi": [as_of]})
-    for name, (o, n) in runs.items():
-        secs, spans = _median(lambda o=o, n=n: _moved_map_spans(o, n, pairs), a.repeat)  # type: ignore[misc]
-        out[f"{name}_s"] = round(secs, 4)
-        out[f"{name}_ratio"] = round(secs / build_s, 3)
-        out[f"{name}_spans"] = spans.height
-        days = _map_telemetry_days(spans, telemetry, pairs)
-        out[f"{name}_cluster_days"] = sum(len(d) for d in days.values())
+        if a.samples:
+            replace_table(
+                con, "raw.dcgm_samples", pod_samples(a.samples, a.nodes, a.days, a.restart_days)
+            )
+        assert stored.height == new.height and set(stored.columns) == set(NODE_MAP_SCHEMA)
+        runs = {
+            "unchanged": (stored, new),
+            "new_day": (old, new),
+            "all_new": (pl.DataFrame(), new),
+        }
+        out: dict[str, Any] = {
+            "nodes": a.nodes, "days": a.days, "restart_days": a.restart_days,
+            "map_rows": new.height, "samples": a.samples,
+            "baseline_slurm_node_map_s": round(build_s, 4),
+            "read_stored_map_s": round(read_s, 4), "read_ratio": round(read_s / build_s, 3),
+        }  # fmt: skip
+        # telemetry over the whole history, as the plan reads the loads' spans
+        telemetry = pl.DataFrame({"cluster": [K8S], "lo": [START], "hi": [as_of]})
+        for name, (o, n) in runs.items():
+            secs, spans = _median(lambda o=o, n=n: _moved_map_spans(o, n, pairs), a.repeat)  # type: ignore[misc]
+            out[f"{name}_s"] = round(secs, 4)
+            out[f"{name}_ratio"] = round(secs / build_s, 3)
+            out[f"{name}_spans"] = spans.height
+            days = _map_telemetry_days(spans, telemetry, pairs)
+            out[f"{name}_cluster_days"] = sum(len(d) for d in days.values())
+            if a.samples:
+                secs, found = _median(
+                    lambda o=o, n=n: _map_pod_spans(con, o, n, pairs),  # type: ignore[misc]
+                    a.repeat,
+                )
+                out[f"{name}_pod_scan_s"] = round(secs, 4)
+                out[f"{name}_pod_scan_ratio"] = round(secs / build_s, 3)
+                out[f"{name}_pod_days"] = found.height
     out["peak_rss_mb"] = round(peak_rss_mb())
     print(json.dumps(out))
 

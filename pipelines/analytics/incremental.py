@@ -783,6 +783,12 @@ def plan_build(
         # ... and the telemetry samples themselves: every hour where the map places a sample
         # otherwise (GPU activity, the waterfall's idle, the GPU summaries of both clusters)
         add(_map_telemetry_days(moved, pl.concat([old_spans, new_spans]), pairs))
+        # ... and every sample of a pod that entered or left the map, whatever its time: its
+        # labels are cleared on all of them (a day of the Kubernetes cluster is its Slurm
+        # cluster's too, _pair_days), and an XID among them is a labelled one no more
+        pod_spans = _map_pod_spans(con, stored_map, slurmd_map, pairs.unique())
+        add(_xid_attempt_days(jobs, pod_spans, pairs.unique()))
+        add(_days_of_spans(pod_spans.rename({"lo": "_lo", "hi": "_hi"})))
     spans_now = pl.concat(
         [old_spans.join(kept.select("ingest_id"), on="ingest_id", how="semi"), new_spans]
     ).sort("ingest_id", "cluster")
@@ -949,6 +955,61 @@ def _map_telemetry_days(
         .filter(pl.col("_lo") <= pl.col("_hi"))
     )
     return _days_of_spans(pieces)
+
+
+def _map_pod_spans(
+    con: duckdb.DuckDBPyConnection,
+    old: pl.DataFrame,
+    new: pl.DataFrame,
+    pairs: pl.DataFrame,
+) -> pl.DataFrame:
+    """``cluster, lo, hi`` (UTC): per Kubernetes cluster and UTC day, the first and last time of
+    its stored DCGM samples whose pod entered or left the slurmd pods the map names (the pods of
+    ``new``, a new ``analytics.slurm_node_map``, against those of ``old``, the stored one).
+
+    :func:`pipelines.core.slurm_on_k8s.rehome_slurmd_dcgm` clears a slurmd pod's ``namespace``
+    and ``pod`` on every sample of it, inside its map intervals or not, so a pod that enters
+    the map (a node comment polled late, or a native pod's name taken by a slurmd pod) changes
+    the attribution of its samples at any time, where :func:`_moved_map_spans` sees only the
+    intervals that moved; and one that leaves it gives its samples their labels back. Those
+    samples' days are read from ``raw.dcgm_samples`` (``sql/analytics/pod_sample_days.sql``:
+    one pass over the pairs' Kubernetes clusters' samples, only when the pods named changed).
+
+    Args:
+        con: the warehouse (``raw.dcgm_samples``, when there is one).
+        old, new: slurm node map rows (``cluster`` the Slurm cluster, ``namespace``, ``pod``);
+            ``old`` without those columns: no earlier map.
+        pairs: ``cluster, k8s_cluster`` (a Slurm cluster's pods run on its Kubernetes
+            cluster; a Slurm cluster without a pair has no samples to clear).
+    """
+    schema = {"cluster": pl.String(), "lo": _SPANS_SCHEMA["lo"], "hi": _SPANS_SCHEMA["hi"]}
+    cols = ["cluster", "namespace", "pod"]
+
+    def pods(frame: pl.DataFrame) -> pl.DataFrame:
+        if not frame.width or not set(cols) <= set(frame.columns):
+            return pl.DataFrame(schema={c: pl.String() for c in cols})
+        return frame.select(pl.col(cols).cast(pl.String())).drop_nulls()
+
+    # compared by row hash, as the intervals are (a map holds a row per pod life: hundreds of
+    # thousands on a Slinky fleet of a year), then paired with the Kubernetes clusters
+    o, n = pods(old), pods(new)
+    ho, hn = row_hashes(o), row_hashes(n)
+    changed = (
+        pl.concat([n.filter(~hn.is_in(ho.implode())), o.filter(~ho.is_in(hn.implode()))])
+        .unique()
+        .join(pairs.select(pl.col("cluster", "k8s_cluster").cast(pl.String())), on="cluster")
+        .select(pl.col("k8s_cluster").alias("cluster"), "namespace", "pod")
+        .unique()
+    )
+    if changed.is_empty() or not table_exists(con, "raw.dcgm_samples"):
+        return pl.DataFrame(schema=schema)
+    found = run_named(
+        con,
+        "analytics/pod_sample_days",
+        {name: changed[c].to_list() for name, c in
+         (("clusters", "cluster"), ("namespaces", "namespace"), ("pods", "pod"))},
+    )  # fmt: skip
+    return found.cast(schema)  # type: ignore[arg-type]
 
 
 def _moved_map_spans(

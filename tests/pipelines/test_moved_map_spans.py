@@ -1,14 +1,17 @@
-"""The slurmd map rule of the incremental plan, by hand: where a changed map moves XID events."""
+"""The slurmd map rule of the incremental plan, by hand: where a changed map moves XID events,
+and the samples of the pods that enter or leave it."""
 
 from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
 
+import duckdb
 import polars as pl
 
 from pipelines.analytics.incremental import (
     SLURMD_MAP_TABLE,
+    _map_pod_spans,
     _map_telemetry_days,
     _moved_map_spans,
     _xid_attempt_days,
@@ -158,3 +161,51 @@ def test_a_moved_span_plans_the_days_the_pairs_telemetry_covers_in_it() -> None:
     assert _map_telemetry_days(spans, telemetry) == {"k8s-x": {dt.date(2026, 2, 27)}}
     assert _map_telemetry_days(spans.clear(), telemetry, pairs) == {}
     assert _map_telemetry_days(spans, telemetry.clear(), pairs) == {}
+
+
+def test_the_samples_of_a_pod_entering_or_leaving_the_map_plan_their_days() -> None:
+    """Stored samples of k8s-x: slurm/p1 at 02-27 10:00 and 02-27 11:00 and at 03-01 02:00;
+    slurm/p2 at 02-26 05:00; slurm/p3 at 02-25 01:00; ns2/p1 (another namespace) at 02-24;
+    slurm/p1 of k8s-y (another cluster) at 02-23; one sample without a pod at 02-22. The old map
+    names p2 and p3; the new map names p1 (entered: its two days, each from its first to its
+    last sample there) and p3 (kept), not p2 (left: its day). A pod of slurm-y (no pair), a
+    NULL pod, and the same maps with the pods only reordered: nothing. No samples table: no
+    span."""
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("CREATE SCHEMA raw")
+    con.execute(
+        "CREATE TABLE raw.dcgm_samples (ts TIMESTAMPTZ, cluster VARCHAR, namespace VARCHAR,"
+        " pod VARCHAR)"
+    )
+    con.executemany(
+        "INSERT INTO raw.dcgm_samples VALUES (?, ?, ?, ?)",
+        [(_t(2, 27, 10), "k8s-x", "slurm", "p1"), (_t(2, 27, 11), "k8s-x", "slurm", "p1"),
+         (_t(3, 1, 2), "k8s-x", "slurm", "p1"), (_t(2, 26, 5), "k8s-x", "slurm", "p2"),
+         (_t(2, 25, 1), "k8s-x", "slurm", "p3"), (_t(2, 24), "k8s-x", "ns2", "p1"),
+         (_t(2, 23), "k8s-y", "slurm", "p1"), (_t(2, 22), "k8s-x", None, None)],
+    )  # fmt: skip
+    pairs = pl.DataFrame({"cluster": ["slurm-x"], "k8s_cluster": ["k8s-x"]})
+    old = _map(("n2", "p2", _t(2, 1), None), ("n3", "p3", _t(2, 1), None))
+    new = _map(("n1", "p1", _t(3, 5), None), ("n3", "p3", _t(2, 1), None))
+    spans = _map_pod_spans(con, old, new, pairs)
+    assert spans.rows() == [
+        ("k8s-x", _t(2, 26, 5), _t(2, 26, 5)),
+        ("k8s-x", _t(2, 27, 10), _t(2, 27, 11)),
+        ("k8s-x", _t(3, 1, 2), _t(3, 1, 2)),
+    ]
+    assert spans.schema == {"cluster": pl.String(), "lo": pl.Datetime("us", "UTC"),
+                            "hi": pl.Datetime("us", "UTC")}  # fmt: skip
+    # a pod of a Slurm cluster without a pair, a NULL pod, the pods reordered: no change
+    other = new.with_columns(pl.lit("slurm-y").alias("cluster"))
+    assert _map_pod_spans(con, new, pl.concat([new, other]), pairs).height == 0
+    nulled = new.with_columns(pl.lit(None, pl.String()).alias("pod"))
+    assert _map_pod_spans(con, nulled.head(1), nulled, pairs).height == 0
+    assert _map_pod_spans(con, new, new.reverse(), pairs).height == 0
+    # no earlier map: every pod of the new one has entered (p1: its two days)
+    assert _map_pod_spans(con, pl.DataFrame(), new.head(1), pairs)["lo"].to_list() == [
+        _t(2, 27, 10),
+        _t(3, 1, 2),
+    ]
+    con.execute("DROP TABLE raw.dcgm_samples")
+    assert _map_pod_spans(con, old, new, pairs).height == 0

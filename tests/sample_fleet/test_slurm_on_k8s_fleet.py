@@ -445,14 +445,17 @@ def _activity_rows(db: Path, cluster: str, day: dt.date) -> int:
 def test_a_late_node_comment_that_places_slurmd_telemetry_replans_the_days_it_moves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rule: bool
 ) -> None:
-    """Built first from the sacct files and the DCGM samples alone (no map: the slurmd pods'
-    samples of 11-03 13:00-13:05 stay on k8s-c's kc-node-01). Then the node comments polled at
-    11-02 18:00 are loaded (a file of day 11-02): the map now places slurm-worker-sok-0 on sok-0
-    from 18:00 on, so those samples and the XID at 13:05 of 11-03 are sok-c's. The plan takes
-    the map's moved span over the telemetry's times: 11-02 and 11-03 of both clusters, and the
-    incremental build equals a full rebuild (sok-c's GPU activity on 11-03: 16 rows, 8 GPUs at
-    2 samples; the XID on sok-0). Without the rule (``_map_telemetry_days`` finding nothing),
-    11-03 is not planned and its sok-c activity stays empty, against 16 rows in a full build."""
+    """Built first from the sacct files, the DCGM samples and the node comments polled at 11-03
+    18:00 (the map places slurm-worker-sok-0 on sok-0 from then on: its samples of 11-03
+    13:00-13:05 lie before, so they stay on k8s-c's kc-node-01). Then the node comments polled
+    at 11-02 18:00 are loaded (a file of day 11-02): the map now places the same pod on sok-0
+    from 11-02 18:00 on, so those samples and the XID at 13:05 of 11-03 are sok-c's. The map
+    names the same pods as before (the pod rule, ``_map_pod_spans``, finds nothing); the plan
+    takes the map's moved span over the telemetry's times: 11-02 and 11-03 of both clusters,
+    and the incremental build equals a full rebuild (sok-c's GPU activity on 11-03: 16 rows, 8
+    GPUs at 2 samples; the XID on sok-0). Without the rule (``_map_telemetry_days`` finding
+    nothing), 11-03 is not planned and its sok-c activity stays empty, against 16 rows in a
+    full build."""
     from pipelines.analytics import incremental
     from tests.pipelines.test_incremental import assert_equals_full_rebuild
 
@@ -463,7 +466,11 @@ def test_a_late_node_comment_that_places_slurmd_telemetry_replans_the_days_it_mo
     with connect(cfg.warehouse_path) as con:
         init_warehouse(con)
         _sacct_and_dcgm(con, tmp_path)
+        ingest_file(con, "slurm-state", comments / "node_comments_2026-11-03T180000Z.txt",
+                    IngestOptions(cluster=SOK_CLUSTER))  # fmt: skip
         rebuild(con, cfg, full=True)
+    before = _activity_rows(cfg.warehouse_path, SOK_CLUSTER, dt.date(2026, 11, 3))
+    with connect(cfg.warehouse_path) as con:
         ingest_file(con, "slurm-state", comments / "node_comments_2026-11-02T180000Z.txt",
                     IngestOptions(cluster=SOK_CLUSTER))  # fmt: skip
         rebuild(con, cfg)
@@ -478,7 +485,7 @@ def test_a_late_node_comment_that_places_slurmd_telemetry_replans_the_days_it_mo
     planned = {SOK_CLUSTER: [day2, day3], K8S_CLUSTER: [day2, day3]}
     assert json.loads(days) == (planned if rule else {c: [day2] for c in planned})
     after = _activity_rows(cfg.warehouse_path, SOK_CLUSTER, dt.date(2026, 11, 3))
-    assert after == (16 if rule else 0)
+    assert (before, after) == (0, 16 if rule else 0)
     if rule:
         assert assert_equals_full_rebuild(cfg, tmp_path) > 30
     else:
@@ -626,3 +633,69 @@ def test_deleting_the_pairs_loads_until_no_cutoff_is_left_equals_a_full_rebuild(
         modes = con.execute("SELECT mode FROM analytics.build_state ORDER BY build_id").fetchall()
     assert left == [(0,), (0,), (0,), (0,)]
     assert [m for (m,) in modes][-1] == "incremental"
+
+
+@pytest.mark.parametrize("rule", [True, False], ids=["planned", "without-the-rule"])
+def test_a_pod_entering_and_leaving_the_slurmd_map_replans_its_samples_days(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rule: bool
+) -> None:
+    """Built first from the sacct files and the DCGM samples alone: kc-node-04's sample of
+    11-03 11:00 is native pod infra/serve-16's (attribution ``pod``). Then node comments polled
+    at 11-05 00:00 name infra/serve-16 as sok-1's pod: the map places it from 11-05 on only, but
+    a slurmd pod's labels are cleared on every sample of it, so the 11-03 sample turns
+    ``unattributed``. The plan reads that pod's sample days (11-03) and the incremental build
+    equals a full rebuild. Deleting the comments' load takes the pod out of the map again: the
+    sample is serve-16's once more, and again equal. Without the rule (``_map_pod_spans``
+    finding nothing) only 11-05 is planned and the 11-03 row stays ``pod``, against
+    ``unattributed`` in a full build."""
+    from pipelines.analytics import incremental
+    from tests.pipelines.test_incremental import assert_equals_full_rebuild
+
+    if not rule:
+        monkeypatch.setattr(
+            incremental, "_map_pod_spans", lambda *args: pl.DataFrame(
+                schema={"cluster": pl.String(), "lo": pl.Datetime("us", "UTC"),
+                        "hi": pl.Datetime("us", "UTC")})
+        )  # fmt: skip
+    _planted, cfg = _write_pair(tmp_path)
+    polled = tmp_path / "inputs" / SOK_CLUSTER / "slurm_state"
+    late = tmp_path / "node_comments_2026-11-05T000000Z.txt"
+    late.write_text(
+        (polled / "node_comments_2026-11-03T180000Z.txt")
+        .read_text(encoding="utf-8")
+        .replace('"namespace":"slurm","podName":"slurm-worker-sok-1"',
+                 '"namespace":"infra","podName":"serve-16"'),
+        encoding="utf-8",
+    )  # fmt: skip
+
+    def serve16(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+        return _q(con, "SELECT job_id, attribution FROM analytics.gpu_activity"
+                       " WHERE host = 'kc-node-04'").rows()  # fmt: skip
+
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        _sacct_and_dcgm(con, tmp_path)
+        rebuild(con, cfg, full=True)
+        before = serve16(con)
+        loaded = ingest_file(con, "slurm-state", late, IngestOptions(cluster=SOK_CLUSTER))
+        rebuild(con, cfg)
+        ((days,),) = con.execute(
+            "SELECT days FROM analytics.build_log WHERE build_id = 2"
+            " AND table_name = 'analytics.gpu_activity'"
+        ).fetchall()
+        entered = serve16(con)
+    assert before == [("infra/serve-16", "pod")]
+    both = {SOK_CLUSTER: ["2026-11-03", "2026-11-05"], K8S_CLUSTER: ["2026-11-03", "2026-11-05"]}
+    assert json.loads(days) == (both if rule else {c: ["2026-11-05"] for c in both})
+    assert entered == ([(None, "unattributed")] if rule else before)
+    if not rule:
+        with pytest.raises(AssertionError, match=r"analytics\.gpu_activity"):
+            assert_equals_full_rebuild(cfg, tmp_path)
+        return
+    assert assert_equals_full_rebuild(cfg, tmp_path) > 30
+    with connect(cfg.warehouse_path) as con:
+        _delete_load(con, loaded.ingest_id)
+        rebuild(con, cfg)
+        left = serve16(con)
+    assert left == before
+    assert assert_equals_full_rebuild(cfg, tmp_path) > 30
