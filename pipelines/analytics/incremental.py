@@ -27,7 +27,9 @@ the FAILED attempts their XID events may decide); a job or
 never-started job overlapping it changed (its span from submit to end, or to ``as_of`` while
 open); a topology map or a node's down/drain interval covering it changed; a FAILED attempt
 ran on it that ends near an XID event a changed slurmd map places on another node than before
-(:func:`_moved_map_spans`); its hourly
+(:func:`_moved_map_spans`), or the map otherwise places the slurmd pods' samples on it, or it
+holds a stored DCGM sample of a pod that entered or left the pods the map names (whose labels
+are cleared on all its samples: :func:`_map_pod_spans`); its hourly
 capacity, down or allocated GPU-seconds changed; or it lies between the previous and the new
 data cut-off ``as_of`` (running jobs and pending demand extend to it), or an attempt ending
 between them ran on it (:func:`_cutoff_crossed_days`). The build then adds every
@@ -672,7 +674,8 @@ def plan_build(
 
     Args:
         con: the warehouse (read: ``raw.ingests``, the telemetry tables ``raw.dcgm_samples``
-            and ``raw.dcgm_hourly`` (the spans of new loads), the previous ``core.jobs``,
+            and ``raw.dcgm_hourly`` (the spans of new loads; the samples' pod columns where the
+            pods the slurmd map names changed), the previous ``core.jobs``,
             ``core.topology``, ``analytics.build_pending``, :data:`NODE_DOWN_TABLE`,
             :data:`INGESTS_TABLE`, :data:`TELEMETRY_SPANS_TABLE`, :data:`SLURMD_MAP_TABLE`,
             ``analytics.occupancy_hourly`` and ``analytics.build_state``).
@@ -691,7 +694,8 @@ def plan_build(
             stored one (:func:`_moved_map_spans`): where it places the slurmd pods' samples
             otherwise, the days of those times that the pair's telemetry loads cover are
             planned (:func:`_map_telemetry_days`), and the FAILED attempts an XID event among
-            them may decide (:func:`_xid_attempt_days`). None: not compared.
+            them may decide (:func:`_xid_attempt_days`); where the pods it names changed, the
+            days of those pods' stored samples (:func:`_map_pod_spans`). None: not compared.
 
     Returns:
         The plan; ``days`` holds every cluster-day whose time-keyed rows may differ from the
@@ -784,10 +788,10 @@ def plan_build(
         # otherwise (GPU activity, the waterfall's idle, the GPU summaries of both clusters)
         add(_map_telemetry_days(moved, pl.concat([old_spans, new_spans]), pairs))
         # ... and every sample of a pod that entered or left the map, whatever its time: its
-        # labels are cleared on all of them (a day of the Kubernetes cluster is its Slurm
-        # cluster's too, _pair_days), and an XID among them is a labelled one no more
+        # labels are cleared on all of them, on its Kubernetes cluster's rows (the samples the
+        # map places on a Slurm node are among the moved spans above). An XID event keeps its
+        # cluster, host and time, all that reads it, so no attempt's leaf changes with them.
         pod_spans = _map_pod_spans(con, stored_map, slurmd_map, pairs.unique())
-        add(_xid_attempt_days(jobs, pod_spans, pairs.unique()))
         add(_days_of_spans(pod_spans.rename({"lo": "_lo", "hi": "_hi"})))
     spans_now = pl.concat(
         [old_spans.join(kept.select("ingest_id"), on="ingest_id", how="semi"), new_spans]

@@ -1,6 +1,6 @@
 -- Per cluster and UTC day, the first and last time of the stored DCGM samples whose pod is one
 -- of the pods $clusters[i], $namespaces[i], $pods[i] (the lists zipped; a NULL matches nothing):
--- pipelines.analytics.incremental._map_pod_days, for the pods that entered or left a slurmd map
+-- pipelines.analytics.incremental._map_pod_spans, for the pods that entered or left a slurmd map
 -- (rehome_slurmd_dcgm clears such a pod's labels on every sample, in its map's intervals or not).
 WITH pods AS (
     SELECT unnest($clusters) AS cluster, unnest($namespaces) AS namespace, unnest($pods) AS pod
