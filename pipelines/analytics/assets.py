@@ -30,7 +30,7 @@ from pipelines.analytics.checks import (
 )
 from pipelines.config import load_config
 from pipelines.lake_assets import LakeResource
-from pipelines.warehouse import init_warehouse, publish_serving_copy
+from pipelines.warehouse import init_warehouse, publish_serving_copy, run_named
 from pipelines.warehouse.lake_load import load_raw_from_lake
 
 __all__ = [
@@ -205,6 +205,8 @@ def core_and_analytics(
             # affected (a reloaded one does: its files' new ingest ids): rebuild it all.
             full = full or bool(loaded.removed)
         counts = rebuild(con, cfg, full=full)
+        mode, reason = run_named(con, "analytics/last_build_mode").row(0)
+        context.log.info(f"core + analytics: {mode} build ({reason})")
         checks = [
             end_not_before_start(con),
             unique_attempt_keys(con),

@@ -990,8 +990,7 @@ def _tables(
     Each large table is written as soon as it is computed (the later steps read none of them
     from the warehouse: the policy impact reads the waterfall's frame, and in an incremental
     build the stored waterfall of the days outside the plan, which ``write`` keeps until
-    :meth:`_TableWriter.finish`); the core tables, which the pending-reason spells of
-    :func:`_domain_tables` may read back from an earlier build, are written last."""
+    :meth:`_TableWriter.finish`); the core tables are written last."""
     jobs, as_of = core.jobs, core.as_of
     # A full build writes the per-attempt GPU summary a range of attempts at a time.
     summary = write.parts("analytics.job_gpu_summary") if plan.full else None
@@ -1210,20 +1209,12 @@ def _placement(
         )
 
 
-#: Where a pending-reason spell table may live (the ``pending_reason_spells`` view's source).
-_REASON_SPELL_TABLES = ("core.pending_reason_spells", "analytics.pending_reason_spells")
-
-
-def _reason_spells(con: duckdb.DuckDBPyConnection, current: pl.DataFrame) -> pl.DataFrame | None:
-    """The polled pending-reason spells: this build's (``current``, from ``raw.slurm_squeue``)
-    when it has any, else a table an earlier build wrote; else None. (The tables hold the last
-    build's spells: read alone, a fresh warehouse's first build would see none.)"""
-    if current.height:
-        return current
-    for table in _REASON_SPELL_TABLES:
-        if table_exists(con, table):
-            return read_table(con, table)
-    return None
+def _reason_spells(current: pl.DataFrame) -> pl.DataFrame | None:
+    """The polled pending-reason spells the large-job wait causes read: this build's
+    (``current``, from ``raw.slurm_squeue`` and Kueue's topology statements) when it has any,
+    else None (the causes then take the counterfactual basis). Never an earlier build's table:
+    with every poll deleted, a full build sees none, and so must an incremental one."""
+    return current if current.height else None
 
 
 def _large_waits_on_days(core: CoreFrames, plan: BuildPlan, min_gpus: float) -> pl.DataFrame:
@@ -1375,7 +1366,7 @@ def _domain_tables(
         ).collect(),
         every,
     )
-    spells = _reason_spells(con, core.pending_spells)
+    spells = _reason_spells(core.pending_spells)
     every_hour = with_stored_days(
         con, "analytics.domain_capacity_hourly", capacity, days,
         order=("cluster", "hour", "level", "domain"),

@@ -23,7 +23,8 @@ A cluster-day is affected when (see :func:`plan_build`): an input file of that d
 re-loaded or deleted since the last build (each ``raw.ingests`` row compared with the last
 build's copy, :data:`INGESTS_TABLE`; DCGM loads count the days their samples cover, or covered:
 :data:`TELEMETRY_SPANS_TABLE`, and the day after, whose XID events read them, with the days of
-the FAILED attempts their XID events may decide); a job or
+the FAILED attempts their XID events may decide; a per-job GPU index map load: every day its
+jobs' attempts ran, :func:`_gres_days`, its jobs kept in :data:`GRES_JOBS_TABLE`); a job or
 never-started job overlapping it changed (its span from submit to end, or to ``as_of`` while
 open); a topology map or a node's down/drain interval covering it changed; a FAILED attempt
 ran on it that ends near an XID event a changed slurmd map places on another node than before
@@ -41,10 +42,12 @@ A full rebuild runs instead when nothing was built before, when asked (``full=Tr
 thresholds, the segment sizes, a topology map or node interval with no start time, or the code
 computing the tables (:data:`BUILD_CODE_DIRS`: ``metrics/``, ``pipelines/core/``,
 ``pipelines/analytics/``, the warehouse's table writers and the SQL they read; not the CLI,
-pages, report or parsers) changed, or when a loaded file names no day. Hourly DCGM aggregates
-(``raw.dcgm_hourly``) take the incremental path like 5-minute samples: a loaded file affects
-the days its hours cover, and the waterfall of a cluster whose attributed 5-minute activity is
-empty over all time uses the hourly buckets, one rule for both builds
+pages, report or parsers) changed, when a loaded file names no day, or when the first cluster
+with a cut-off and occupancy hours appears (before, no window row was kept; a full build then
+keeps every sample's activity). The reason is stored in ``analytics.build_state``. Hourly DCGM
+aggregates (``raw.dcgm_hourly``) take the incremental path like 5-minute samples: a loaded
+file affects the days its hours cover, and the waterfall of a cluster whose attributed 5-minute
+activity is empty over all time uses the hourly buckets, one rule for both builds
 (:func:`pipelines.analytics.windows.attributed_activity_elsewhere`).
 """
 
@@ -67,6 +70,7 @@ from pipelines.ingest import file_day
 from pipelines.kinds import raw_sources
 from pipelines.warehouse import (
     RowDiff,
+    append_rows,
     as_utc,
     ingest_time_spans,
     job_keys_table,
@@ -140,6 +144,18 @@ INGESTS_TABLE = "analytics.build_ingests"
 #: from the raw table) can still be planned.
 TELEMETRY_SPANS_TABLE = "analytics.build_telemetry_spans"
 
+#: Bookkeeping: per load of the per-job GPU index map (``slurm-jobs-gres``: ``scontrol show job
+#: -d``), the jobs it names with GPU indices (``ingest_id, cluster, job_id``: scontrol's JobId,
+#: sacct's JobIDRaw), kept so that the days of a load deleted since can still be planned
+#: (:func:`_gres_days`). A build adds the new loads' jobs and drops the deleted loads'; a full
+#: build writes it whole.
+GRES_JOBS_TABLE = "analytics.build_gres_jobs"
+
+#: The ingest source of the per-job GPU index map (``raw.slurm_job_gres``).
+_GRES_SOURCE = "slurm-jobs-gres"
+
+_GRES_JOBS_SCHEMA = {"ingest_id": pl.Int64(), "cluster": pl.String(), "job_id": pl.String()}
+
 #: The columns that identify one load in ``raw.ingests`` (``sql/analytics/ingest_identities.sql``).
 _LOAD_COLUMNS = ["ingest_id", "source", "cluster", "file", "sha256", "loaded_at"]
 
@@ -188,7 +204,9 @@ class BuildPlan:
     UTC days to rewrite in :data:`INCREMENTAL_TABLES` (an empty map: nothing time-keyed changed).
     ``ingests``: every load as the plan read it (:data:`INGESTS_TABLE`'s columns); ``spans``:
     the telemetry loads' spans among them (:data:`TELEMETRY_SPANS_TABLE`), None when the build
-    reads them all (a full plan); both are kept by :func:`record_build`. ``diffs``: by table, how
+    reads them all (a full plan); both are kept by :func:`record_build`, as are the jobs of the
+    per-job GPU index map loads (:data:`GRES_JOBS_TABLE`: ``gres_loads``, the ids of those new
+    and deleted since; None: written whole). ``diffs``: by table, how
     the stored rows differ from the frame the build writes, found by the plan (``core.jobs``,
     compared with the new attempts) and written by the build without comparing again; a table
     not in it is compared when written. ``changed_keys``: ``cluster, job_id`` of the attempts
@@ -208,10 +226,12 @@ class BuildPlan:
     ingests: pl.DataFrame | None = None
     spans: pl.DataFrame | None = None
     diffs: dict[str, RowDiff] = field(default_factory=dict)
+    gres_loads: tuple[list[int], list[int]] | None = None
 
 
 def _ensure_state(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(load_sql("analytics/create_build_state"))
+    con.execute(load_sql("analytics/add_build_state_reason"))
     con.execute(load_sql("analytics/create_build_log"))
 
 
@@ -719,7 +739,7 @@ def plan_build(
     # The per-job tables too: an incremental build rewrites only some jobs' rows of each, and
     # keeps the others' stored rows as they are.
     needed = ("core.jobs", "core.topology", "analytics.build_pending", NODE_DOWN_TABLE,
-              INGESTS_TABLE, TELEMETRY_SPANS_TABLE, *INCREMENTAL_TABLES,
+              INGESTS_TABLE, TELEMETRY_SPANS_TABLE, GRES_JOBS_TABLE, *INCREMENTAL_TABLES,
               "analytics.job_gpu_summary", "analytics.time_to_start_jobs",
               "analytics.time_to_start_counts",
               "analytics.job_placement", "analytics.large_job_wait_causes")  # fmt: skip
@@ -796,6 +816,14 @@ def plan_build(
     spans_now = pl.concat(
         [old_spans.join(kept.select("ingest_id"), on="ingest_id", how="semi"), new_spans]
     ).sort("ingest_id", "cluster")
+    # 1d. A per-job GPU index map load new or deleted since: every day its jobs' attempts ran
+    # (the map attributes their GPUs' samples over each attempt's whole run, not the file's
+    # day alone).
+    gres = [
+        frame.filter(pl.col("source") == _GRES_SOURCE)["ingest_id"].to_list()
+        for frame in (new, gone)
+    ]
+    add(_gres_days(con, gres[0], gres[1], jobs, _latest_times(as_of, spans_now)))
 
     # 2. Jobs and never-started jobs that changed: every day of their span (old and new rows).
     # The stored attempts are compared in DuckDB, never read whole (:func:`_changed_jobs`).
@@ -804,6 +832,12 @@ def plan_build(
         schema={"cluster": pl.String(), "as_of": pl.Datetime("us", "UTC")},
         orient="row",
     )
+    old_occ = read_table(con, "analytics.occupancy_hourly")
+    # A last build with no cluster that had a cut-off and occupancy hours kept no window row (a
+    # full build's placeholder); the first such cluster makes a full build write every day of
+    # every cluster's telemetry, which an incremental one would not plan.
+    if with_spells(as_of, occupancy).height and not with_spells(old_as_of, old_occ).height:
+        return _full("the first cluster with a cut-off and occupancy hours")
     old_pending = read_table(con, "analytics.build_pending")
     changed_jobs, jobs_diff = _changed_jobs(con, jobs, slurm_changed)
     changed_pending = _changed_rows(old_pending, pending)
@@ -829,7 +863,6 @@ def plan_build(
     # 3. Hours whose capacity, down time or allocation changed (node events, inventory).
     occ_cols = ["cluster", "hour", "capacity_gpu_s", "down_gpu_s", "planned_down_gpu_s",
                 "allocated_gpu_s", "capacity_source"]  # fmt: skip
-    old_occ = read_table(con, "analytics.occupancy_hourly")
     diff = _changed_rows(old_occ.select(occ_cols), occupancy.select(occ_cols))
     for c, h in diff.select("cluster", "hour").iter_rows():
         add({c: {h.astimezone(dt.UTC).date()}})
@@ -856,6 +889,7 @@ def plan_build(
     return BuildPlan(
         False, "incremental", days, build_id, int(top), fp, keys, waits, ingests=loads,
         spans=spans_now, diffs={} if jobs_diff is None else {"core.jobs": jobs_diff},
+        gres_loads=(gres[0], gres[1]),
     )  # fmt: skip
 
 
@@ -959,6 +993,71 @@ def _map_telemetry_days(
         .filter(pl.col("_lo") <= pl.col("_hi"))
     )
     return _days_of_spans(pieces)
+
+
+def _latest_times(as_of: pl.DataFrame, telemetry: pl.DataFrame) -> pl.DataFrame:
+    """``cluster, latest``: per cluster, the later of its cut-off (``as_of``: ``cluster,
+    as_of``) and its telemetry loads' last sample (``telemetry``: :data:`TELEMETRY_SPANS_TABLE`
+    rows): as far as an attempt still open owns its GPUs' samples."""
+    return (
+        pl.concat(
+            [
+                as_of.select("cluster", pl.col("as_of").alias("latest")),
+                telemetry.select("cluster", pl.col("hi").alias("latest")),
+            ],
+            how="vertical_relaxed",
+        )
+        .drop_nulls()
+        .group_by("cluster")
+        .agg(pl.col("latest").max())
+    )
+
+
+def _gres_days(
+    con: duckdb.DuckDBPyConnection,
+    new_ids: list[int],
+    gone_ids: list[int],
+    jobs: pl.DataFrame,
+    latest: pl.DataFrame,
+) -> dict[str, set[dt.date]]:
+    """Per cluster, the UTC days on which the attempts of the jobs named by the per-job GPU
+    index map loads ``new_ids`` (read from ``raw.slurm_job_gres``) and ``gone_ids`` (deleted
+    since: their jobs as :data:`GRES_JOBS_TABLE` kept them) ran.
+
+    The map (:func:`metrics.attribution.gres_holdings`) gives an attempt of the job it names
+    (``job_id`` = sacct's JobIDRaw) its GPU indices, and the samples of those GPUs over the
+    attempt's whole run are attributed by it: a snapshot taken on one day changes the activity
+    of every day the attempt ran. Every started Slurm attempt of each job named is taken, from
+    its start to its end (``jobs``: the new ``core.jobs``), or while still open, to its
+    cluster's ``latest`` time (``cluster, latest``: :func:`_latest_times`). A job's attempts
+    that changed since are planned by their own rows, old and new."""
+    keys = [pl.DataFrame(schema=_GRES_JOBS_SCHEMA)]
+    if new_ids and table_exists(con, "raw.slurm_job_gres"):
+        keys.append(run_named(con, "analytics/gres_jobs_of_loads", {"all": False, "ids": new_ids}))
+    if gone_ids:
+        keys.append(run_named(con, "analytics/gres_jobs_of_stored_loads", {"ids": gone_ids}))
+    named = pl.concat(keys, how="vertical_relaxed").select("cluster", "job_id").unique()
+    if named.is_empty() or jobs.is_empty():
+        return {}
+    spans = (
+        jobs.lazy()
+        .filter((pl.col("source") == "slurm") & pl.col("start_at").is_not_null())
+        .select(
+            "cluster",
+            pl.coalesce("job_id_raw", "job_id").alias("job_id"),
+            "start_at",
+            "end_at",
+        )
+        .join(named.lazy(), on=["cluster", "job_id"], how="semi")
+        .join(latest.lazy(), on="cluster", how="left")
+        .select(
+            "cluster",
+            pl.col("start_at").alias("_lo"),
+            pl.coalesce("end_at", "latest").alias("_hi"),
+        )
+        .collect()
+    )
+    return _days_of_spans(spans)
 
 
 def _map_pod_spans(
@@ -1118,19 +1217,19 @@ def record_build(
     resolution: str,
 ) -> None:
     """Store the build's highest ingest id (for the record: the next plan compares loads whole),
-    fingerprint, cut-offs, never-started rows and node down/drain intervals
-    (:data:`NODE_DOWN_TABLE`), the loads it read (:data:`INGESTS_TABLE`,
-    :data:`TELEMETRY_SPANS_TABLE`), the key of the resolution ``core.slurm_jobs`` now holds
-    (``resolution``, :data:`RESOLUTION_TABLE`) with the raw Slurm rows per ingest it was
-    resolved from (:data:`SLURM_INGESTS_TABLE`), and one ``analytics.build_log`` row per table
-    written: (table, mode, deleted, inserted)."""
+    fingerprint, the plan's reason (why full, or ``incremental``), cut-offs, never-started rows
+    and node down/drain intervals (:data:`NODE_DOWN_TABLE`), the loads it read
+    (:data:`INGESTS_TABLE`, :data:`TELEMETRY_SPANS_TABLE`, :data:`GRES_JOBS_TABLE`), the key
+    of the resolution ``core.slurm_jobs`` now holds (``resolution``, :data:`RESOLUTION_TABLE`)
+    with the raw Slurm rows per ingest it was resolved from (:data:`SLURM_INGESTS_TABLE`), and
+    one ``analytics.build_log`` row per table written: (table, mode, deleted, inserted)."""
     _ensure_state(con)
     cuts = {c: a.isoformat() for c, a in as_of.iter_rows() if a is not None}
     con.execute(
         load_sql("analytics/insert_build_state"),
         {"build_id": plan.build_id, "mode": "full" if plan.full else "incremental",
          "max_ingest_id": plan.max_ingest_id, "fingerprint": plan.fingerprint,
-         "as_of_json": json.dumps(cuts, sort_keys=True)},
+         "as_of_json": json.dumps(cuts, sort_keys=True), "reason": plan.reason},
     )  # fmt: skip
     days = json.dumps(
         {c: sorted(d.isoformat() for d in ds) for c, ds in plan.days.items()}, sort_keys=True
@@ -1160,6 +1259,32 @@ def record_build(
     replace_table(
         con, TELEMETRY_SPANS_TABLE, plan.spans if plan.spans is not None else _new_spans(con, None)
     )
+    _record_gres_jobs(con, plan.gres_loads)
+
+
+def _record_gres_jobs(
+    con: duckdb.DuckDBPyConnection, loads: tuple[list[int], list[int]] | None
+) -> None:
+    """Keep :data:`GRES_JOBS_TABLE`: with ``loads`` (the ids of the per-job GPU index map loads
+    new and deleted since the last build), the deleted loads' jobs dropped and the new loads'
+    added; without (a full build, or no such table yet), written whole from
+    ``raw.slurm_job_gres``."""
+    has_raw = table_exists(con, "raw.slurm_job_gres")
+    if loads is None or not table_exists(con, GRES_JOBS_TABLE):
+        whole = (
+            run_named(con, "analytics/gres_jobs_of_loads", {"all": True, "ids": []})
+            if has_raw
+            else pl.DataFrame(schema=_GRES_JOBS_SCHEMA)
+        )
+        replace_table(con, GRES_JOBS_TABLE, whole.cast(_GRES_JOBS_SCHEMA))  # type: ignore[arg-type]
+        return
+    new_ids, gone_ids = loads
+    if gone_ids:
+        con.execute(load_sql("analytics/delete_gres_jobs"), {"ids": gone_ids})
+    if new_ids and has_raw:
+        found = run_named(con, "analytics/gres_jobs_of_loads", {"all": False, "ids": new_ids})
+        if found.height:
+            append_rows(con, GRES_JOBS_TABLE, found.cast(_GRES_JOBS_SCHEMA))  # type: ignore[arg-type]
 
 
 def with_stored_days(

@@ -250,6 +250,10 @@ def _overlapping(
     return jobs.filter(touches.fill_null(False))
 
 
+#: The end an open attempt's GPU summary reads to (:func:`_cluster_scope`): after every sample.
+_OPEN_END = dt.datetime(9999, 1, 1, tzinfo=dt.UTC)
+
+
 def _days_end(days: set[dt.date]) -> dt.datetime:
     """The end (UTC midnight after) of the last of ``days``.
 
@@ -325,18 +329,23 @@ def _cluster_scope(
     w0, w1 = affected_window(days)
     jobs_c = jobs.filter(pl.col("cluster") == c)
     j = _overlapping(jobs_c, days, cut, from_col="wait")
+    # An attempt still open at the cut-off owns its GPUs' samples after it too (a full build
+    # attributes every sample), so its GPU summary can change on any later day: it runs, for
+    # the summary, to no end.
     run = _overlapping(
-        jobs_c.filter(pl.col("start_at").is_not_null()), days, cut, from_col="start_at"
+        jobs_c.filter(pl.col("start_at").is_not_null()), days, _OPEN_END, from_col="start_at"
     )
     keys = run.select("cluster", "job_id")
     if changed_keys is not None:
         keys = pl.concat([keys, changed_keys.filter(pl.col("cluster") == c)])
     keys = keys.unique()
     summ_jobs = of_keys(jobs.lazy(), keys, ["cluster", "job_id"]).collect()
-    ends = pl.concat([j, summ_jobs]).select(
-        pl.col("start_at").min().alias("lo"),
-        pl.coalesce("end_at", pl.lit(cut)).max().alias("hi"),
-    )
+    ends = pl.concat(
+        [
+            j.select("start_at", pl.coalesce("end_at", pl.lit(cut)).alias("_end")),
+            summ_jobs.select("start_at", pl.coalesce("end_at", pl.lit(_OPEN_END)).alias("_end")),
+        ]
+    ).select(pl.col("start_at").min().alias("lo"), pl.col("_end").max().alias("hi"))
     lo, hi = ends.row(0)
     t_lo = min(w0, lo.replace(minute=0, second=0, microsecond=0)) if lo else w0
     t_hi = max(w1, hi + dt.timedelta(minutes=5)) if hi else w1
@@ -436,7 +445,9 @@ def window_tables(
     (:func:`~pipelines.analytics.dcgm_hourly_metrics.hourly_activity`); ``gpu_activity`` is
     :func:`~pipelines.analytics.metrics_build.gpu_activity` on the days; ``job_gpu_summary``
     is :func:`~pipelines.analytics.metrics_build.job_gpu_summary` for every attempt of a job
-    (cluster, job_id) with an attempt running on one of the days, or in ``changed_keys``.
+    (cluster, job_id) with an attempt running on one of the days (one still open at the
+    cut-off runs on every day after its start: it owns its GPUs' later samples too), or in
+    ``changed_keys``.
 
     Args:
         con: the warehouse (``raw.dcgm_samples``, ``raw.dcgm_hourly``, ``raw.slurm_job_gres``

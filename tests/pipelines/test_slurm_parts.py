@@ -368,7 +368,7 @@ def test_the_stored_resolution_is_reused_only_after_the_build_that_recorded_it(
         assert not reusable_resolution(con, "another key")
         con.execute(
             "INSERT INTO analytics.build_state SELECT build_id + 1, now(), mode,"
-            " max_ingest_id, fingerprint, as_of_json FROM analytics.build_state"
+            " max_ingest_id, fingerprint, as_of_json, reason FROM analytics.build_state"
             " ORDER BY build_id DESC LIMIT 1"
         )
         assert not reusable_resolution(con, key)
