@@ -20,36 +20,35 @@ time-keyed tables:
 * ``analytics.job_gpu_summary`` only for the attempts of jobs that overlap an affected day.
 
 A cluster-day is affected when (see :func:`plan_build`): an input file of that day was loaded,
-re-loaded or deleted since the last build (each ``raw.ingests`` row compared with the last
-build's copy, :data:`INGESTS_TABLE`; DCGM loads count the days their samples cover, or covered:
-:data:`TELEMETRY_SPANS_TABLE`, and the day after, whose XID events read them, with the days of
-the FAILED attempts their XID events may decide; a per-job GPU index map load: every day its
-jobs' attempts ran, :func:`_gres_days`, its jobs kept in :data:`GRES_JOBS_TABLE`); a job or
-never-started job overlapping it changed (its span from submit to end, or to ``as_of`` while
-open); a topology map or a node's down/drain interval covering it changed; a FAILED attempt
-ran on it that ends near an XID event a changed slurmd map places on another node than before
-(:func:`_moved_map_spans`), or the map otherwise places the slurmd pods' samples on it, or it
-holds a stored DCGM sample of a pod that entered or left the pods the map names (whose labels
-are cleared on all its samples: :func:`_map_pod_spans`); its hourly
-capacity, down or allocated GPU-seconds changed; or it lies between the previous and the new
-data cut-off ``as_of`` (running jobs and pending demand extend to it), or an attempt ending
-between them ran on it (:func:`_cutoff_crossed_days`). The build then adds every
-day of a cluster whose hourly-DCGM rule may turn over
-(:func:`pipelines.analytics.windows.with_hourly_rule_days`).
+re-loaded or deleted since the last build (each ``raw.ingests`` row compared with the last build's
+copy, :data:`INGESTS_TABLE`; DCGM loads count the days their samples cover, or covered:
+:data:`TELEMETRY_SPANS_TABLE`, and the day after, whose XID events read them, with the days of the
+FAILED attempts their XID events may decide; a per-job GPU index map load: every day the attempts
+ran of the jobs whose indices it changes, or of every job a deleted one named, :func:`_gres_days`,
+with :data:`GRES_JOBS_TABLE`); a job or never-started job overlapping it changed (its span from
+submit to end, or to ``as_of`` while open; an open attempt to the latest sample loaded, if later:
+:func:`_latest_times`); a topology map or a node's down/drain interval covering it changed; a
+FAILED attempt ran on it that ends near an XID event a changed slurmd map places on another node
+than before (:func:`_moved_map_spans`), or the map otherwise places the slurmd pods' samples on it,
+or it holds a stored DCGM sample of a pod that entered or left the pods the map names (whose labels
+are cleared on all its samples: :func:`_map_pod_spans`); its hourly capacity, down or allocated
+GPU-seconds changed; or it lies between the previous and the new data cut-off ``as_of`` (running
+jobs and pending demand extend to it), or an attempt ending between them ran on it
+(:func:`_cutoff_crossed_days`). The build then adds every day of a cluster whose hourly-DCGM rule
+may turn over (:func:`pipelines.analytics.windows.with_hourly_rule_days`).
 
-A full rebuild runs instead when nothing was built before, when asked (``full=True``,
-``goodput materialize --full``), when the registry, the inventory or its derived nodes, the
-thresholds, the segment sizes, a topology map or node interval with no start time, or the code
-computing the tables (:data:`BUILD_CODE_DIRS`: ``metrics/``, ``pipelines/core/``,
-``pipelines/analytics/``, the warehouse's table writers and the SQL they read; not the CLI,
-pages, report or parsers) changed, when a loaded file names no day, or when the first cluster
-with a cut-off and occupancy hours appears (before, no window row was kept; a full build then
-keeps every sample's activity). The reason is stored in ``analytics.build_state``. Hourly DCGM
-aggregates (``raw.dcgm_hourly``) take the incremental path like 5-minute samples: a loaded
-file affects the days its hours cover, and the waterfall of a cluster whose attributed 5-minute
-activity is empty over all time uses the hourly buckets, one rule for both builds
-(:func:`pipelines.analytics.windows.attributed_activity_elsewhere`).
-"""
+A full rebuild runs instead when nothing was built before, when asked (``full=True``, ``goodput
+materialize --full``), when the registry, the inventory or its derived nodes, the thresholds, the
+segment sizes, a topology map or node interval with no start time, or the code computing the tables
+(:data:`BUILD_CODE_DIRS`: ``metrics/``, ``pipelines/core/``, ``pipelines/analytics/``, the
+warehouse's table writers and the SQL they read; not the CLI, pages, report or parsers) changed,
+when a loaded file names no day, or when whether some cluster has a cut-off and occupancy hours
+turns over (without one, a full build keeps no window row; with one, every sample's activity). The
+reason is stored in ``analytics.build_state``. Hourly DCGM aggregates (``raw.dcgm_hourly``) take
+the incremental path like 5-minute samples: a loaded file affects the days its hours cover, and the
+waterfall of a cluster whose attributed 5-minute activity is empty over all time uses the hourly
+buckets, one rule for both builds
+(:func:`pipelines.analytics.windows.attributed_activity_elsewhere`)."""
 
 from __future__ import annotations
 
@@ -363,10 +362,15 @@ _WAIT_KEY = ["cluster", "job_id", "submit_at", "eligible_at"]
 
 
 def _span_days(
-    rows: pl.DataFrame, as_of: pl.DataFrame, stable: pl.DataFrame | None = None
+    rows: pl.DataFrame,
+    as_of: pl.DataFrame,
+    stable: pl.DataFrame | None = None,
+    latest: pl.DataFrame | None = None,
 ) -> dict[str, set[dt.date]]:
     """Per cluster, the days spanned by rows from min(submit, eligible, start) to end (or the
-    cluster's ``as_of`` while open). A row whose wait is ``stable`` (the same job, submit and
+    cluster's ``as_of`` while open; with ``latest``, ``cluster, latest``: :func:`_latest_times`,
+    an attempt still open runs to the later of the two, since it owns its GPUs' samples loaded
+    after the cut-off too). A row whose wait is ``stable`` (the same job, submit and
     eligible times before and after: ``stable`` holds its :data:`_WAIT_KEY` and ``_from``, the
     earliest instant any version of it stops waiting, :func:`_divergence`) changed only from
     ``_from`` on: until then every version of the job waits, the same demand in both builds."""
@@ -391,8 +395,16 @@ def _span_days(
         .then(pl.coalesce("_from", "start_at", pl.min_horizontal("end_at", "as_of")))
         .otherwise(pl.min_horizontal(*starts))
     )
+    open_end = pl.col("as_of")
+    if latest is not None:
+        rows = rows.join(latest, on="cluster", how="left")
+        open_end = (
+            pl.when(pl.col("start_at").is_not_null())
+            .then(pl.max_horizontal("as_of", "latest"))
+            .otherwise(pl.col("as_of"))
+        )
     spans = rows.select(
-        "cluster", lo.alias("_lo"), pl.coalesce("end_at", "as_of").alias("_hi")
+        "cluster", lo.alias("_lo"), pl.coalesce(pl.col("end_at"), open_end).alias("_hi")
     ).with_columns(pl.coalesce("_lo", "_hi").alias("_lo"), pl.coalesce("_hi", "_lo"))
     return _days_of_spans(spans)
 
@@ -833,19 +845,26 @@ def plan_build(
         orient="row",
     )
     old_occ = read_table(con, "analytics.occupancy_hourly")
-    # A last build with no cluster that had a cut-off and occupancy hours kept no window row (a
-    # full build's placeholder); the first such cluster makes a full build write every day of
-    # every cluster's telemetry, which an incremental one would not plan.
-    if with_spells(as_of, occupancy).height and not with_spells(old_as_of, old_occ).height:
-        return _full("the first cluster with a cut-off and occupancy hours")
+    # A build with no cluster that has a cut-off and occupancy hours keeps no window row (a
+    # full build's placeholder); with one, a full build writes every day of every cluster's
+    # telemetry. When that turns over, either way, no plan of days matches it.
+    had = bool(with_spells(old_as_of, old_occ).height)
+    if bool(with_spells(as_of, occupancy).height) != had:
+        return _full(
+            "no cluster has a cut-off and occupancy hours any more"
+            if had
+            else "the first cluster with a cut-off and occupancy hours"
+        )
     old_pending = read_table(con, "analytics.build_pending")
     changed_jobs, jobs_diff = _changed_jobs(con, jobs, slurm_changed)
     changed_pending = _changed_rows(old_pending, pending)
     stable = _stable_waits(con, (changed_jobs, changed_pending), old_pending, (jobs, pending))
     stable = _divergence(stable, (changed_jobs, changed_pending), (as_of, old_as_of))
+    # an attempt open at either cut-off owns its GPUs' samples up to the latest one loaded
+    latest = _latest_times(pl.concat([as_of, old_as_of]), pl.concat([old_spans, new_spans]))
     for changed in (changed_jobs, changed_pending):
-        add(_span_days(changed, as_of, stable))
-        add(_span_days(changed, old_as_of, stable))
+        add(_span_days(changed, as_of, stable, latest))
+        add(_span_days(changed, old_as_of, stable, latest))
 
     # 2b. Topology maps and node down/drain intervals that changed (old and new rows): every
     # day of their intervals, whose topology tables read them node by node.
@@ -1020,9 +1039,11 @@ def _gres_days(
     jobs: pl.DataFrame,
     latest: pl.DataFrame,
 ) -> dict[str, set[dt.date]]:
-    """Per cluster, the UTC days on which the attempts of the jobs named by the per-job GPU
-    index map loads ``new_ids`` (read from ``raw.slurm_job_gres``) and ``gone_ids`` (deleted
-    since: their jobs as :data:`GRES_JOBS_TABLE` kept them) ran.
+    """Per cluster, the UTC days on which the attempts ran of the jobs whose map rows the per-job
+    GPU index map loads ``new_ids`` may change (``sql/analytics/gres_changed_jobs.sql``: a row
+    no other load holds with the same indices; a daily snapshot that names a running job with
+    the indices it had changes nothing), and of every job the loads ``gone_ids`` named (deleted
+    since: their jobs as :data:`GRES_JOBS_TABLE` kept them).
 
     The map (:func:`metrics.attribution.gres_holdings`) gives an attempt of the job it names
     (``job_id`` = sacct's JobIDRaw) its GPU indices, and the samples of those GPUs over the
@@ -1033,10 +1054,12 @@ def _gres_days(
     that changed since are planned by their own rows, old and new."""
     keys = [pl.DataFrame(schema=_GRES_JOBS_SCHEMA)]
     if new_ids and table_exists(con, "raw.slurm_job_gres"):
-        keys.append(run_named(con, "analytics/gres_jobs_of_loads", {"all": False, "ids": new_ids}))
+        keys.append(run_named(con, "analytics/gres_changed_jobs", {"ids": new_ids}))
     if gone_ids:
         keys.append(run_named(con, "analytics/gres_jobs_of_stored_loads", {"ids": gone_ids}))
-    named = pl.concat(keys, how="vertical_relaxed").select("cluster", "job_id").unique()
+    named = pl.concat(
+        [k.select("cluster", "job_id") for k in keys], how="vertical_relaxed"
+    ).unique()
     if named.is_empty() or jobs.is_empty():
         return {}
     spans = (

@@ -7,6 +7,7 @@ cut-off while a job is still open. One Slurm cluster, two 8-GPU nodes, 5-minute 
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -322,3 +323,143 @@ def _first_large_wait(con: duckdb.DuckDBPyConnection) -> tuple[str, dt.datetime]
     assert rows, "the fleet has no large job waiting an hour"
     job, eligible = rows[0]
     return str(job), eligible.astimezone(dt.UTC)
+
+
+def _x001_days(base: Path, days: tuple[str, ...], job: str | None = None) -> list[Path]:
+    """GPUs 0 and 1 of x-001 every 30 minutes of each day, activity 0.5, labelled ``job``."""
+    return [
+        _dcgm(base / "inputs" / f"dcgm_{d}.prom",
+              [("x-001", g, job, 0.5, t) for t in _half_hours(d) for g in (0, 1)])
+        for d in days
+    ]  # fmt: skip
+
+
+_J50 = _row("50", "2026-11-02T00:30:00", "2026-11-02T01:00:00", "2026-11-02T10:00:00",
+            "COMPLETED", "x-002", 8)  # fmt: skip
+
+
+@pytest.mark.parametrize("rule", [True, False], ids=["planned", "without-the-rule"])
+def test_an_open_attempt_ended_before_later_samples_replans_their_days(
+    one_cluster: tuple[Config, Path], monkeypatch: pytest.MonkeyPatch, rule: bool
+) -> None:
+    """Job 100 runs on x-001 from 11-02 06:00, still open at the cut-off (11-02 10:00, job 50's
+    end); x-001's samples of 11-02, 11-03 and 11-04 are its node's (``node_group``) from 06:00
+    on, the later days too. 11-02's sacct is then loaded again with job 100 ended at 20:00: a
+    full build leaves 11-03 and 11-04 ``unattributed``. The old row ran, open, to the latest
+    sample loaded (11-04), not to the cut-off: the plan takes its days up to there, and the
+    build equals a full rebuild. Without that (``_latest_times`` giving nothing), 11-03 and
+    11-04 keep ``node_group``."""
+    from pipelines.analytics import incremental
+
+    if not rule:
+        empty = incremental._latest_times(
+            incremental.pl.DataFrame(schema={"cluster": incremental.pl.String(),
+                                             "as_of": incremental.pl.Datetime("us", "UTC")}),
+            incremental.pl.DataFrame(schema=incremental._SPANS_SCHEMA),
+        )  # fmt: skip
+        original = incremental._span_days
+        monkeypatch.setattr(
+            incremental, "_span_days",
+            lambda rows, as_of, stable=None, latest=None: original(rows, as_of, stable, empty),
+        )  # fmt: skip
+    cfg, base = one_cluster
+    open_100 = _row("100", "2026-11-02T05:00:00", "2026-11-02T06:00:00", "Unknown", "RUNNING",
+                    "x-001", 4)  # fmt: skip
+    _load(cfg, "sacct", _sacct(base / "inputs" / "sacct_2026-11-02.psv", [_J50, open_100]))
+    for path in _x001_days(base, ("2026-11-02", "2026-11-03", "2026-11-04")):
+        _load(cfg, "dcgm", path)
+    assert _build(cfg) == "full"
+    ended = _row("100", "2026-11-02T05:00:00", "2026-11-02T06:00:00", "2026-11-02T20:00:00",
+                 "COMPLETED", "x-001", 4)  # fmt: skip
+    _load(cfg, "sacct", _sacct(base / "inputs" / "sacct_2026-11-02.psv", [_J50, ended]))
+    assert _build(cfg) == "incremental"
+    later = _q(cfg, _ACTIVITY_BY_DAY)[-2:]
+    if not rule:
+        assert later == [("2026-11-03", "node_group", 96), ("2026-11-04", "node_group", 96)]
+        with pytest.raises(AssertionError, match=r"analytics\.gpu_activity"):
+            assert_equals_full_rebuild(cfg, base)
+        return
+    assert later == [("2026-11-03", "unattributed", 96), ("2026-11-04", "unattributed", 96)]
+    assert assert_equals_full_rebuild(cfg, base) > 30
+
+
+def test_the_last_cutoff_lost_makes_the_build_full(one_cluster: tuple[Config, Path]) -> None:
+    """One sacct load (job 50, on x-002 00:30–10:00 of 11-02) and x-001's samples of 11-02 and
+    11-03, built: 192 activity rows. Deleting the only sacct load leaves no cluster with a
+    cut-off, and a full build then keeps no window row; the plan turns full (it said why) and
+    keeps none either (the plan of the deleted job's days alone kept 11-03's 96 rows)."""
+    cfg, base = one_cluster
+    loaded = _load(cfg, "sacct", _sacct(base / "inputs" / "sacct_2026-11-02.psv", [_J50]))
+    for path in _x001_days(base, ("2026-11-02", "2026-11-03")):
+        _load(cfg, "dcgm", path)
+    _build(cfg)
+    assert _q(cfg, "SELECT count(*) FROM analytics.gpu_activity") == [(192,)]
+    _delete_load(cfg, loaded)
+    assert _build(cfg) == "full"
+    assert _q(cfg, "SELECT reason FROM analytics.build_state ORDER BY build_id DESC LIMIT 1") == [
+        ("no cluster has a cut-off and occupancy hours any more",)
+    ]
+    assert _q(cfg, "SELECT count(*) FROM analytics.gpu_activity") == [(0,)]
+    assert assert_equals_full_rebuild(cfg, base) > 30
+
+
+_LAST_ACTIVITY_DAYS = (
+    "SELECT days FROM analytics.build_log WHERE table_name = 'analytics.gpu_activity'"
+    " ORDER BY build_id DESC LIMIT 1"
+)
+
+
+def test_a_daily_snapshot_with_the_indices_it_had_plans_no_earlier_day(
+    one_cluster: tuple[Config, Path],
+) -> None:
+    """Job 100 runs on x-001 from 11-02 06:00 through 11-05, GPUs 0-3 in a snapshot of every day
+    from 11-03 on (as a daily ``scontrol show job -d`` names every running job). The first
+    snapshot plans every day the job ran (11-02 on); each later one names it with the same
+    indices and plans only its own days (the sacct and DCGM files' day, the day before for the
+    XID comparison and the day after for the moved cut-off), not the job's whole run."""
+    cfg, base = one_cluster
+    open_100 = _row("100", "2026-11-02T05:00:00", "2026-11-02T06:00:00", "Unknown", "RUNNING",
+                    "x-001", 4)  # fmt: skip
+    planned = []
+    for i, day in enumerate(("2026-11-02", "2026-11-03", "2026-11-04", "2026-11-05")):
+        other = _row(f"9{i}", f"{day}T10:00:00", f"{day}T11:00:00", f"{day}T23:00:00",
+                     "COMPLETED", "x-002", 8)  # fmt: skip
+        _load(cfg, "sacct", _sacct(base / "inputs" / f"sacct_{day}.psv", [open_100, other]))
+        for path in _x001_days(base, (day,)):
+            _load(cfg, "dcgm", path)
+        if i:
+            snapshot = [("100", "2026-11-02T06:00:00", "x-001", "0-3")]
+            _load(cfg, "slurm-jobs-gres", _gres(base / "inputs" / f"jobs_{day}.txt", snapshot))
+        _build(cfg)
+        days = _q(cfg, _LAST_ACTIVITY_DAYS)[0][0]
+        planned.append(None if days is None else [d[5:] for d in json.loads(days)[X]])
+    assert planned == [None, ["11-02", "11-03", "11-04"], ["11-03", "11-04", "11-05"],
+                       ["11-04", "11-05", "11-06"]]  # fmt: skip
+    assert assert_equals_full_rebuild(cfg, base) > 30
+
+
+def test_an_open_jobs_summary_reads_its_samples_after_the_planned_days(
+    one_cluster: tuple[Config, Path],
+) -> None:
+    """Job 100 open on x-001 since 11-02 06:00 (cut-off 11-02 10:00), its GPUs 0 and 1 labelled
+    with it on 11-02, 11-03 and 11-04: observed 2 GPUs × (36 + 48 + 48) samples × 300 s =
+    79,200 GPU-seconds. 11-02's sacct is loaded again (job 50 ends at 09:00): only 11-02's days
+    are planned, and job 100's summary, recomputed there, must still read its samples of 11-03
+    and 11-04 (a window cut at the cut-off gave 21,600)."""
+    cfg, base = one_cluster
+    open_100 = _row("100", "2026-11-02T05:00:00", "2026-11-02T06:00:00", "Unknown", "RUNNING",
+                    "x-001", 4)  # fmt: skip
+    _load(cfg, "sacct", _sacct(base / "inputs" / "sacct_2026-11-02.psv", [_J50, open_100]))
+    for d in ("2026-11-02", "2026-11-03", "2026-11-04"):
+        rows = [("x-001", g, "100" if t >= "2026-11-02T06:00" else None, 0.5, t)
+                for t in _half_hours(d) for g in (0, 1)]  # fmt: skip
+        _load(cfg, "dcgm", _dcgm(base / "inputs" / f"dcgm_{d}.prom", rows))
+    _build(cfg)
+    summary = "SELECT observed_gpu_s FROM analytics.job_gpu_summary WHERE job_id = '100'"
+    assert _q(cfg, summary) == [(79_200.0,)]
+    earlier = _row("50", "2026-11-02T00:30:00", "2026-11-02T01:00:00", "2026-11-02T09:00:00",
+                   "COMPLETED", "x-002", 8)  # fmt: skip
+    _load(cfg, "sacct", _sacct(base / "inputs" / "sacct_2026-11-02.psv", [earlier, open_100]))
+    assert _build(cfg) == "incremental"
+    assert _q(cfg, summary) == [(79_200.0,)]
+    assert assert_equals_full_rebuild(cfg, base) > 30
