@@ -124,6 +124,17 @@ def assert_equals_full_rebuild(cfg: Config, tmp_path: Path, db: Path | None = No
     return len(tables)
 
 
+def delete_load(con: duckdb.DuckDBPyConnection, ingest_id: int) -> None:
+    """Delete one load outside a re-load (as a lake load drops a load it does not own): its
+    rows in every raw table that has an ``ingest_id``, ``raw.ingests`` among them."""
+    tables = con.execute(
+        "SELECT DISTINCT table_name FROM information_schema.columns"
+        " WHERE table_schema = 'raw' AND column_name = 'ingest_id' ORDER BY 1"
+    ).fetchall()
+    for (table,) in tables:
+        con.execute(f'DELETE FROM raw."{table}" WHERE ingest_id = $i', {"i": ingest_id})
+
+
 @pytest.fixture(scope="module")
 def two_builds(fleet_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Config, Path]:
     """Day 1 loaded and built (full), then day 2 loaded and built incrementally; the same

@@ -19,7 +19,7 @@ from pipelines.config import Config, load_config
 from pipelines.ingest import IngestOptions, ingest_file
 from pipelines.warehouse import connect, init_warehouse
 from tests.conftest import write_config
-from tests.pipelines.test_incremental import assert_equals_full_rebuild
+from tests.pipelines.test_incremental import assert_equals_full_rebuild, delete_load
 
 X = "slurm-x"
 _SACCT = (
@@ -117,14 +117,9 @@ def _q(cfg: Config, sql: str) -> list[tuple]:
 
 
 def _delete_load(cfg: Config, ingest_id: int) -> None:
-    """Delete one load outside a re-load: its rows in every raw table with an ``ingest_id``."""
+    """Delete one load outside a re-load (:func:`tests.pipelines.test_incremental.delete_load`)."""
     with connect(cfg.warehouse_path) as con:
-        tables = con.execute(
-            "SELECT DISTINCT table_name FROM information_schema.columns"
-            " WHERE table_schema = 'raw' AND column_name = 'ingest_id' ORDER BY 1"
-        ).fetchall()
-        for (table,) in tables:
-            con.execute(f'DELETE FROM raw."{table}" WHERE ingest_id = $i', {"i": ingest_id})
+        delete_load(con, ingest_id)
 
 
 _ACTIVITY_BY_DAY = (
