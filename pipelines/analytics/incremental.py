@@ -801,20 +801,21 @@ def plan_build(
     # times. The pairs come from the configuration too: a Slurm cluster whose new map is empty
     # has no row in ``slurmd_pairs``, yet its stored intervals' events go back to its
     # Kubernetes cluster.
+    pairs = pl.DataFrame(
+        [(c.name, c.kubernetes_cluster) for c in cfg.clusters if c.kubernetes_cluster],
+        schema={"cluster": pl.String(), "k8s_cluster": pl.String()},
+        orient="row",
+    )
+    if slurmd_pairs is not None:
+        pairs = pl.concat([pairs, slurmd_pairs.select(pairs.columns).cast(pairs.schema)])
+    pairs = pairs.unique()
     if slurmd_map is not None:
         stored_map = (
             read_table(con, SLURMD_MAP_TABLE)
             if table_exists(con, SLURMD_MAP_TABLE)
             else pl.DataFrame()
         )
-        pairs = pl.DataFrame(
-            [(c.name, c.kubernetes_cluster) for c in cfg.clusters if c.kubernetes_cluster],
-            schema={"cluster": pl.String(), "k8s_cluster": pl.String()},
-            orient="row",
-        )
-        if slurmd_pairs is not None:
-            pairs = pl.concat([pairs, slurmd_pairs.select(pairs.columns).cast(pairs.schema)])
-        moved = _moved_map_spans(stored_map, slurmd_map, pairs.unique())
+        moved = _moved_map_spans(stored_map, slurmd_map, pairs)
         add(_xid_attempt_days(jobs, moved))
         # ... and the telemetry samples themselves: every hour where the map places a sample
         # otherwise (GPU activity, the waterfall's idle, the GPU summaries of both clusters)
@@ -823,7 +824,7 @@ def plan_build(
         # labels are cleared on all of them, on its Kubernetes cluster's rows (the samples the
         # map places on a Slurm node are among the moved spans above). An XID event keeps its
         # cluster, host and time, all that reads it, so no attempt's leaf changes with them.
-        pod_spans = _map_pod_spans(con, stored_map, slurmd_map, pairs.unique())
+        pod_spans = _map_pod_spans(con, stored_map, slurmd_map, pairs)
         add(_days_of_spans(pod_spans.rename({"lo": "_lo", "hi": "_hi"})))
     spans_now = pl.concat(
         [old_spans.join(kept.select("ingest_id"), on="ingest_id", how="semi"), new_spans]
@@ -835,7 +836,7 @@ def plan_build(
         frame.filter(pl.col("source") == _GRES_SOURCE)["ingest_id"].to_list()
         for frame in (new, gone)
     ]
-    add(_gres_days(con, gres[0], gres[1], jobs, _latest_times(as_of, spans_now)))
+    add(_gres_days(con, gres[0], gres[1], jobs, _latest_times(as_of, spans_now, pairs)))
 
     # 2. Jobs and never-started jobs that changed: every day of their span (old and new rows).
     # The stored attempts are compared in DuckDB, never read whole (:func:`_changed_jobs`).
@@ -861,7 +862,7 @@ def plan_build(
     stable = _stable_waits(con, (changed_jobs, changed_pending), old_pending, (jobs, pending))
     stable = _divergence(stable, (changed_jobs, changed_pending), (as_of, old_as_of))
     # an attempt open at either cut-off owns its GPUs' samples up to the latest one loaded
-    latest = _latest_times(pl.concat([as_of, old_as_of]), pl.concat([old_spans, new_spans]))
+    latest = _latest_times(pl.concat([as_of, old_as_of]), pl.concat([old_spans, new_spans]), pairs)
     for changed in (changed_jobs, changed_pending):
         add(_span_days(changed, as_of, stable, latest))
         add(_span_days(changed, old_as_of, stable, latest))
@@ -1014,15 +1015,28 @@ def _map_telemetry_days(
     return _days_of_spans(pieces)
 
 
-def _latest_times(as_of: pl.DataFrame, telemetry: pl.DataFrame) -> pl.DataFrame:
+def _latest_times(
+    as_of: pl.DataFrame, telemetry: pl.DataFrame, pairs: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """``cluster, latest``: per cluster, the later of its cut-off (``as_of``: ``cluster,
     as_of``) and its telemetry loads' last sample (``telemetry``: :data:`TELEMETRY_SPANS_TABLE`
-    rows): as far as an attempt still open owns its GPUs' samples."""
+    rows), a Slurm cluster run in slurmd pods counting its Kubernetes cluster's (``pairs``:
+    ``cluster, k8s_cluster``: those samples are moved onto its nodes): as far as an attempt
+    still open owns its GPUs' samples."""
+    lent = (
+        telemetry.join(
+            pairs.select(pl.col("k8s_cluster").alias("cluster"), pl.col("cluster").alias("_to")),
+            on="cluster",
+        ).select(pl.col("_to").alias("cluster"), pl.col("hi").alias("latest"))
+        if pairs is not None and pairs.height
+        else pl.DataFrame(schema={"cluster": pl.String(), "latest": telemetry.schema["hi"]})
+    )
     return (
         pl.concat(
             [
                 as_of.select("cluster", pl.col("as_of").alias("latest")),
                 telemetry.select("cluster", pl.col("hi").alias("latest")),
+                lent,
             ],
             how="vertical_relaxed",
         )

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
+import polars as pl
 import pytest
 
 from pipelines.analytics.build import rebuild
@@ -66,8 +67,9 @@ def _half_hours(day: str) -> Iterator[str]:
         t += dt.timedelta(minutes=30)
 
 
-def _gres(path: Path, jobs: list[tuple[str, str, str, str]]) -> Path:
-    """``scontrol show job -d`` records: ``(job id, start, node, GPU indices)``, running."""
+def _gres(path: Path, jobs: list[tuple[str, str, str, str]], gres: str = "gpu:4") -> Path:
+    """``scontrol show job -d`` records: ``(job id, start, node, GPU indices)``, running, each
+    node's GRES ``<gres>(IDX:<indices>)``."""
     recs = [
         f"JobId={jid} JobName=job\n   UserId=u1(1001) GroupId=u1(1001) MCS_label=N/A\n"
         f"   Account=nlp QOS=normal\n   JobState=RUNNING Reason=None Dependency=(null)\n"
@@ -75,7 +77,7 @@ def _gres(path: Path, jobs: list[tuple[str, str, str, str]]) -> Path:
         f"   Partition=gpu AllocNode:Sid=localhost:1\n   NodeList={node}\n   BatchHost={node}\n"
         f"   NumNodes=1 NumCPUs=8 NumTasks=1 CPUs/Task=1\n"
         f"   TRES=cpu=8,mem=1000M,node=1,billing=8,gres/gpu=4\n   JOB_GRES=gpu:4\n"
-        f"     Nodes={node} CPU_IDs=0-7 Mem=1000 GRES=gpu:4(IDX:{idx})\n   MinCPUsNode=1\n"
+        f"     Nodes={node} CPU_IDs=0-7 Mem=1000 GRES={gres}(IDX:{idx})\n   MinCPUsNode=1\n"
         for jid, start, node, idx in jobs
     ]
     path.write_text("\n".join(recs), encoding="utf-8")
@@ -458,3 +460,63 @@ def test_an_open_jobs_summary_reads_its_samples_after_the_planned_days(
     assert _build(cfg) == "incremental"
     assert _q(cfg, summary) == [(79_200.0,)]
     assert assert_equals_full_rebuild(cfg, base) > 30
+
+
+def test_a_whole_gpu_snapshot_after_a_mig_one_with_the_same_indices_plans_the_jobs_run(
+    one_cluster: tuple[Config, Path],
+) -> None:
+    """Job 100 open on x-001 since 11-02 06:00, samples of 11-02 … 11-04, and a snapshot of 11-03
+    naming it with MIG GRES ``gpu:1g.10gb:4(IDX:0-3)``: the map drops MIG rows, so the samples
+    stay the node's (``node_group``). A snapshot of 11-04 names the same job, start and node with
+    ``gpu:a100:4(IDX:0-3)``: the same indices, but now a map row, so every day of the run turns
+    ``gres_index``. The new load's rows are compared with the other loads' GRES too, so the
+    job's whole run is planned, and the build equals a full rebuild."""
+    cfg, base = one_cluster
+    j50 = _row("50", "2026-11-04T00:30:00", "2026-11-04T01:00:00", "2026-11-04T10:00:00",
+               "COMPLETED", "x-002", 8)  # fmt: skip
+    open_100 = _row("100", "2026-11-02T05:00:00", "2026-11-02T06:00:00", "Unknown", "RUNNING",
+                    "x-001", 4)  # fmt: skip
+    _load(cfg, "sacct", _sacct(base / "inputs" / "sacct_2026-11-04.psv", [j50, open_100]))
+    for path in _x001_days(base, ("2026-11-02", "2026-11-03", "2026-11-04")):
+        _load(cfg, "dcgm", path)
+    held = [("100", "2026-11-02T06:00:00", "x-001", "0-3")]
+    _load(cfg, "slurm-jobs-gres", _gres(base / "inputs" / "jobs_2026-11-03.txt", held,
+                                        gres="gpu:1g.10gb:4"))  # fmt: skip
+    _build(cfg)
+    assert {a for _d, a, _n in _q(cfg, _ACTIVITY_BY_DAY)} == {"node_group", "unattributed"}
+    _load(cfg, "slurm-jobs-gres", _gres(base / "inputs" / "jobs_2026-11-04.txt", held,
+                                        gres="gpu:a100:4"))  # fmt: skip
+    assert _build(cfg) == "incremental"
+    assert _q(cfg, _ACTIVITY_BY_DAY) == [
+        ("2026-11-02", "gres_index", 72), ("2026-11-02", "unattributed", 24),
+        ("2026-11-03", "gres_index", 96), ("2026-11-04", "gres_index", 96),
+    ]  # fmt: skip
+    assert assert_equals_full_rebuild(cfg, base) > 30
+
+
+def test_a_slurm_cluster_in_slurmd_pods_reaches_its_kubernetes_clusters_latest_sample() -> None:
+    """slurm-x's cut-off is 11-02 10:00; its GPUs' samples are loaded under its Kubernetes
+    cluster k8s-x, the last at 11-04 23:30 (and another cluster's at 11-05). With the pair,
+    slurm-x's open attempts own samples up to 11-04 23:30 (they are moved onto its nodes);
+    without it, only to its cut-off; k8s-x keeps its own."""
+    from pipelines.analytics.incremental import _latest_times
+
+    utc = dt.UTC
+    as_of = pl.DataFrame(
+        {"cluster": ["slurm-x"], "as_of": [dt.datetime(2026, 11, 2, 10, tzinfo=utc)]}
+    )
+    spans = pl.DataFrame(
+        {"ingest_id": [1, 2, 3], "cluster": ["k8s-x", "k8s-x", "other"],
+         "lo": [dt.datetime(2026, 11, 2, tzinfo=utc), dt.datetime(2026, 11, 4, tzinfo=utc),
+                dt.datetime(2026, 11, 5, tzinfo=utc)],
+         "hi": [dt.datetime(2026, 11, 3, 23, 30, tzinfo=utc),
+                dt.datetime(2026, 11, 4, 23, 30, tzinfo=utc),
+                dt.datetime(2026, 11, 5, 12, tzinfo=utc)]},
+    )  # fmt: skip
+    pairs = pl.DataFrame({"cluster": ["slurm-x"], "k8s_cluster": ["k8s-x"]})
+    paired = dict(_latest_times(as_of, spans, pairs).iter_rows())
+    alone = dict(_latest_times(as_of, spans).iter_rows())
+    assert paired["slurm-x"] == dt.datetime(2026, 11, 4, 23, 30, tzinfo=utc)
+    assert alone["slurm-x"] == dt.datetime(2026, 11, 2, 10, tzinfo=utc)
+    assert paired["k8s-x"] == alone["k8s-x"] == dt.datetime(2026, 11, 4, 23, 30, tzinfo=utc)
+    assert paired["other"] == dt.datetime(2026, 11, 5, 12, tzinfo=utc)
