@@ -862,7 +862,11 @@ def plan_build(
     stable = _stable_waits(con, (changed_jobs, changed_pending), old_pending, (jobs, pending))
     stable = _divergence(stable, (changed_jobs, changed_pending), (as_of, old_as_of))
     # an attempt open at either cut-off owns its GPUs' samples up to the latest one loaded
-    latest = _latest_times(pl.concat([as_of, old_as_of]), pl.concat([old_spans, new_spans]), pairs)
+    latest = _latest_times(
+        pl.concat([as_of, old_as_of], how="vertical_relaxed"),
+        pl.concat([old_spans, new_spans], how="vertical_relaxed"),
+        pairs,
+    )
     for changed in (changed_jobs, changed_pending):
         add(_span_days(changed, as_of, stable, latest))
         add(_span_days(changed, old_as_of, stable, latest))
@@ -1055,9 +1059,10 @@ def _gres_days(
 ) -> dict[str, set[dt.date]]:
     """Per cluster, the UTC days on which the attempts ran of the jobs whose map rows the per-job
     GPU index map loads ``new_ids`` may change (``sql/analytics/gres_changed_jobs.sql``: a row
-    no other load holds with the same indices; a daily snapshot that names a running job with
-    the indices it had changes nothing), and of every job the loads ``gone_ids`` named (deleted
-    since: their jobs as :data:`GRES_JOBS_TABLE` kept them).
+    (job, start, node) that no other load holds with the same indices and GRES, or that another
+    holds with others; a daily snapshot that names a running job with the indices it had changes
+    nothing), and of every job the loads ``gone_ids`` named (deleted since: their jobs as
+    :data:`GRES_JOBS_TABLE` kept them).
 
     The map (:func:`metrics.attribution.gres_holdings`) gives an attempt of the job it names
     (``job_id`` = sacct's JobIDRaw) its GPU indices, and the samples of those GPUs over the
