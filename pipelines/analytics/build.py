@@ -1209,14 +1209,6 @@ def _placement(
         )
 
 
-def _reason_spells(current: pl.DataFrame) -> pl.DataFrame | None:
-    """The polled pending-reason spells the large-job wait causes read: this build's
-    (``current``, from ``raw.slurm_squeue`` and Kueue's topology statements) when it has any,
-    else None (the causes then take the counterfactual basis). Never an earlier build's table:
-    with every poll deleted, a full build sees none, and so must an incremental one."""
-    return current if current.height else None
-
-
 def _large_waits_on_days(core: CoreFrames, plan: BuildPlan, min_gpus: float) -> pl.DataFrame:
     """``cluster, job_id`` of the jobs whose large-job wait causes an incremental build
     recomputes: those asking for at least ``min_gpus`` GPUs (requested or allocated) whose
@@ -1366,7 +1358,9 @@ def _domain_tables(
         ).collect(),
         every,
     )
-    spells = _reason_spells(core.pending_spells)
+    # This build's pending-reason spells only (none: the causes take the counterfactual
+    # basis), never an earlier build's table: with every poll deleted, a full build sees none.
+    spells = core.pending_spells if core.pending_spells.height else None
     every_hour = with_stored_days(
         con, "analytics.domain_capacity_hourly", capacity, days,
         order=("cluster", "hour", "level", "domain"),

@@ -760,6 +760,22 @@ def plan_build(
     _bid, _mark, old_fp, old_as_of_json = state[0]
     if old_fp != fp:
         return _full("registry, inventory, nodes, thresholds or code changed")
+    old_as_of = pl.DataFrame(
+        [(c, dt.datetime.fromisoformat(a)) for c, a in json.loads(old_as_of_json).items()],
+        schema={"cluster": pl.String(), "as_of": pl.Datetime("us", "UTC")},
+        orient="row",
+    )
+    old_occ = read_table(con, "analytics.occupancy_hourly")
+    # A build with no cluster that has a cut-off and occupancy hours keeps no window row (a
+    # full build's placeholder); with one, a full build writes every day of every cluster's
+    # telemetry. When that turns over, either way, no plan of days matches it.
+    had = bool(with_spells(old_as_of, old_occ).height)
+    if bool(with_spells(as_of, occupancy).height) != had:
+        return _full(
+            "no cluster has a cut-off and occupancy hours any more"
+            if had
+            else "the first cluster with a cut-off and occupancy hours"
+        )
     days: dict[str, set[dt.date]] = {}
 
     def add(found: dict[str, set[dt.date]]) -> None:
@@ -829,6 +845,13 @@ def plan_build(
     spans_now = pl.concat(
         [old_spans.join(kept.select("ingest_id"), on="ingest_id", how="semi"), new_spans]
     ).sort("ingest_id", "cluster")
+    # An attempt open at either cut-off owns its GPUs' samples up to the latest one loaded,
+    # the deleted loads' included (steps 1d and 2).
+    latest = _latest_times(
+        pl.concat([as_of, old_as_of], how="vertical_relaxed"),
+        pl.concat([old_spans, new_spans], how="vertical_relaxed"),
+        pairs,
+    )
     # 1d. A per-job GPU index map load new or deleted since: every day its jobs' attempts ran
     # (the map attributes their GPUs' samples over each attempt's whole run, not the file's
     # day alone).
@@ -836,37 +859,15 @@ def plan_build(
         frame.filter(pl.col("source") == _GRES_SOURCE)["ingest_id"].to_list()
         for frame in (new, gone)
     ]
-    add(_gres_days(con, gres[0], gres[1], jobs, _latest_times(as_of, spans_now, pairs)))
+    add(_gres_days(con, gres[0], gres[1], jobs, latest))
 
     # 2. Jobs and never-started jobs that changed: every day of their span (old and new rows).
     # The stored attempts are compared in DuckDB, never read whole (:func:`_changed_jobs`).
-    old_as_of = pl.DataFrame(
-        [(c, dt.datetime.fromisoformat(a)) for c, a in json.loads(old_as_of_json).items()],
-        schema={"cluster": pl.String(), "as_of": pl.Datetime("us", "UTC")},
-        orient="row",
-    )
-    old_occ = read_table(con, "analytics.occupancy_hourly")
-    # A build with no cluster that has a cut-off and occupancy hours keeps no window row (a
-    # full build's placeholder); with one, a full build writes every day of every cluster's
-    # telemetry. When that turns over, either way, no plan of days matches it.
-    had = bool(with_spells(old_as_of, old_occ).height)
-    if bool(with_spells(as_of, occupancy).height) != had:
-        return _full(
-            "no cluster has a cut-off and occupancy hours any more"
-            if had
-            else "the first cluster with a cut-off and occupancy hours"
-        )
     old_pending = read_table(con, "analytics.build_pending")
     changed_jobs, jobs_diff = _changed_jobs(con, jobs, slurm_changed)
     changed_pending = _changed_rows(old_pending, pending)
     stable = _stable_waits(con, (changed_jobs, changed_pending), old_pending, (jobs, pending))
     stable = _divergence(stable, (changed_jobs, changed_pending), (as_of, old_as_of))
-    # an attempt open at either cut-off owns its GPUs' samples up to the latest one loaded
-    latest = _latest_times(
-        pl.concat([as_of, old_as_of], how="vertical_relaxed"),
-        pl.concat([old_spans, new_spans], how="vertical_relaxed"),
-        pairs,
-    )
     for changed in (changed_jobs, changed_pending):
         add(_span_days(changed, as_of, stable, latest))
         add(_span_days(changed, old_as_of, stable, latest))

@@ -29,6 +29,7 @@ from pipelines.analytics.chunks import (
     touching,
 )
 from pipelines.analytics.dcgm_hourly_metrics import hourly_activity, labelled_hours
+from pipelines.analytics.incremental import with_spells
 from pipelines.analytics.metrics_build import (
     _ONE_JOB,
     _activity,
@@ -283,11 +284,11 @@ def _hours_and_cuts(occupancy: pl.DataFrame, as_of: pl.DataFrame) -> list[tuple[
     """``(cluster, cut-off)`` of the clusters with a cut-off (``as_of``: ``cluster, as_of``) and
     occupancy hours (``occupancy``: ``cluster, hour, …``), in ``as_of``'s order: a full build's
     window reads every sample once for them and keeps every cluster's activity; with none, it
-    keeps nothing (:func:`_full_scope`'s placeholder)."""
+    keeps nothing (:func:`_full_scope`'s placeholder). The plan's and the metric engine's rule
+    (:func:`pipelines.analytics.incremental.with_spells`)."""
     return [
-        (str(r["cluster"]), r["as_of"])
-        for r in as_of.filter(pl.col("as_of").is_not_null()).iter_rows(named=True)
-        if occupancy.filter(pl.col("cluster") == r["cluster"]).height
+        (str(c), cut)
+        for c, cut in with_spells(as_of, occupancy).select("cluster", "as_of").iter_rows()
     ]
 
 
