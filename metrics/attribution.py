@@ -90,8 +90,10 @@ def gres_holdings(gres: pl.LazyFrame, jobs: pl.LazyFrame) -> pl.LazyFrame:
     Args:
         gres: ``raw.slurm_job_gres`` rows: ``cluster, job_id`` (scontrol's JobId = sacct's
             ``job_id_raw``), ``start_at, node, gpu_indices, gres, snapshot_at``. The latest
-            snapshot of each (job, start, node) wins. Rows without indices (``IDX:N/A``) and MIG
-            GRES (their ``IDX`` number MIG devices, not GPUs) are left out.
+            snapshot of each (job, start, node) wins, the later row where two are dated alike
+            (``sql/analytics/slurm_job_gres.sql`` reads them in load order). Rows without
+            indices (``IDX:N/A``) and MIG GRES (their ``IDX`` number MIG devices, not GPUs) are
+            left out.
         jobs: ``core.jobs`` rows: ``source, cluster, job_id, job_id_raw, attempt, team,
             start_at, end_at``.
 
@@ -109,7 +111,7 @@ def gres_holdings(gres: pl.LazyFrame, jobs: pl.LazyFrame) -> pl.LazyFrame:
         .with_columns(
             pl.col("start_at", "snapshot_at").dt.convert_time_zone("UTC").dt.cast_time_unit("us")
         )
-        .sort("snapshot_at", nulls_last=False)
+        .sort("snapshot_at", nulls_last=False, maintain_order=True)
         .unique(["cluster", "job_id", "start_at", "node"], keep="last", maintain_order=True)
         .select(
             "cluster",

@@ -161,8 +161,19 @@ def _sacct_blocks(path: Path, o: IngestOptions) -> Iterator[ParseResult]:
 def _scontrol_config(path: Path, o: IngestOptions) -> ParseResult:
     # Output without its `Configuration data as of` line is dated by the file's modification
     # time (when it was spooled).
-    mtime = dt.datetime.fromtimestamp(path.stat().st_mtime, tz=dt.UTC) if path.exists() else None
-    return parse_scontrol_config(path, cluster=o.cluster, tz=o.tz, snapshot_at=mtime)
+    return parse_scontrol_config(path, cluster=o.cluster, tz=o.tz, snapshot_at=_mtime(path))
+
+
+def _scontrol_jobs(path: Path, o: IngestOptions) -> ParseResult:
+    # ``scontrol show job -d`` prints no time of its own: a snapshot is dated by the file's
+    # modification time (when it was spooled), as a Kueue object dump is, so that the latest
+    # snapshot of a job's GPU indices on a node wins (metrics.attribution.gres_holdings).
+    return parse_scontrol_jobs(path, cluster=o.cluster, tz=o.tz, snapshot_at=_mtime(path))
+
+
+def _mtime(path: Path) -> dt.datetime | None:
+    """The file's modification time (aware, UTC); None for a path that is not there."""
+    return dt.datetime.fromtimestamp(path.stat().st_mtime, tz=dt.UTC) if path.exists() else None
 
 
 def _reservations(path: Path, o: IngestOptions) -> ParseResult:
@@ -217,7 +228,7 @@ SLURM_STATE = InputKind(
             "slurm-jobs-gres",
             "raw.slurm_job_gres",
             SCONTROL_JOB_SCHEMA,
-            lambda p, o: parse_scontrol_jobs(p, cluster=o.cluster, tz=o.tz),
+            _scontrol_jobs,
             freshness="sacct",
         ),
         RawSource(

@@ -255,3 +255,19 @@ def test_helpers() -> None:
     whole = node_holdings(JOBS.lazy(), NODES.lazy()).collect()
     flags = dict(zip(whole["job_id"], whole["whole_node"], strict=True))
     assert flags["102"] and not flags["101"] and flags["105"] is False
+
+
+def test_gres_latest_snapshot_wins_then_the_later_row() -> None:
+    """Two map rows of job 101 on h1 (same start): the one dated 10:45 (GPUs 4-5) beats the one
+    dated 10:30 (GPUs 0-1) though it comes first; undated, the later row wins (GPUs 0-1, then,
+    in the other order, GPUs 4-5)."""
+    newer = GRES.with_columns(
+        pl.lit([4, 5]).alias("gpu_indices"), pl.lit(_t(10, 45)).alias("snapshot_at")
+    )
+    held = gres_holdings(pl.concat([newer, GRES]).lazy(), JOBS.lazy()).collect()
+    assert sorted(held["device_index"].to_list()) == [4, 5]
+    undated = [f.with_columns(pl.lit(None, pl.Datetime("us", "UTC")).alias("snapshot_at"))
+               for f in (newer, GRES)]  # fmt: skip
+    for order, want in ((undated, [0, 1]), (undated[::-1], [4, 5])):
+        held = gres_holdings(pl.concat(order).lazy(), JOBS.lazy()).collect()
+        assert sorted(held["device_index"].to_list()) == want

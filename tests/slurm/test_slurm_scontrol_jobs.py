@@ -9,6 +9,7 @@ gres.conf) and site-shaped samples (``SITE_*``: typed and MIG GRES, different in
 from __future__ import annotations
 
 import datetime as dt
+import os
 import stat
 from pathlib import Path
 
@@ -489,3 +490,49 @@ def test_jobs_file_is_spooled_found_and_loaded(tmp_path: Path) -> None:
             "SELECT job_id, node, gpu_indices, gpus FROM raw.slurm_job_gres ORDER BY job_id"
         ).fetchall()
     assert loaded == [("2", "gpu-003", [0, 1, 2], 3), ("7", "gpu-003", [4], 1)]
+
+
+def test_snapshots_are_dated_by_the_file_and_the_latest_wins(tmp_path: Path) -> None:
+    """``scontrol show job -d`` prints no time: each spooled snapshot's rows carry the file's
+    modification time as ``snapshot_at``, and the map the build reads
+    (``metrics_build._gpu_map`` → ``gres_holdings``) keeps the latest snapshot of a (job, start,
+    node), whichever was loaded last. Here the snapshot of 12:00 (job 2 on GPUs 0-2) is loaded
+    after the one of 12:30 (the same job, start and node on GPUs 5-7): GPUs 5-7 win. Without
+    the dates the later load won (GPUs 0-2)."""
+    from metrics.attribution import gres_holdings
+    from pipelines.analytics.metrics_build import _gpu_map
+
+    later = REAL_ONELINER.replace("GRES=gpu:3(IDX:0-2)", "GRES=gpu:3(IDX:5-7)")
+    assert later != REAL_ONELINER
+    spool = tmp_path / "c1" / "slurm_state"
+    spool.mkdir(parents=True)
+    files = {}
+    snapshots = (
+        ("jobs_2026-11-29.txt", later, dt.datetime(2026, 11, 30, 12, 30, tzinfo=dt.UTC)),
+        ("jobs_2026-11-30.txt", REAL_ONELINER, dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)),
+    )
+    for name, text, at in snapshots:
+        path = spool / name
+        path.write_text(text, encoding="utf-8")
+        os.utime(path, (at.timestamp(), at.timestamp()))
+        files[name] = (path, at)
+    opts = IngestOptions(cluster="c1")
+    with connect(tmp_path / "w.duckdb") as con:
+        init_warehouse(con)
+        for path, _ in files.values():  # the 12:30 snapshot first
+            ingest_file(con, "slurm-state", path, opts)
+        dated = con.sql(
+            "SELECT file, snapshot_at FROM raw.slurm_job_gres WHERE job_id = '2' ORDER BY file"
+        ).fetchall()
+        gres = _gpu_map(con)
+    assert [(Path(f).name, t) for f, t in dated] == [
+        (name, at) for name, (_, at) in sorted(files.items())
+    ]
+    job = pl.DataFrame(
+        {"source": ["slurm"], "cluster": ["c1"], "job_id": ["2"], "job_id_raw": ["2"],
+         "attempt": [0], "team": ["t"],
+         "start_at": [dt.datetime.fromtimestamp(1796011201, tz=dt.UTC)], "end_at": [None]},
+        schema_overrides={"start_at": pl.Datetime("us", "UTC"), "end_at": pl.Datetime("us", "UTC")},
+    )  # fmt: skip
+    held = gres_holdings(gres.lazy(), job.lazy()).collect().sort("device_index")
+    assert held["device_index"].to_list() == [5, 6, 7]
