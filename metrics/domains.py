@@ -898,10 +898,11 @@ def large_job_wait_causes(
     gang held by ``--switches``) take the rules at the spell's first instant in each piece
     (:func:`_poll_state`: running attempts' own nodes at that instant, health and quota at the
     hour start), so a wait shorter than an hour is seen at the polls' resolution; the rest of
-    each piece takes the rules at the hour start, with 3 read as other when the job has a spell
-    with a stated reason (not :data:`RESOURCES_REASON` nor Slurm's ``None``). ``basis`` is
-    ``exact`` where the job has such a stated spell and no fragmentation came from its
-    ``Resources`` spells; else ``counterfactual``.
+    each piece takes the rules at the hour start, with 3 read as other when a spell of the job
+    with a stated reason (not :data:`RESOURCES_REASON` nor Slurm's ``None``) overlaps the
+    wait. ``basis`` is ``exact`` where such a stated spell overlaps the wait and no
+    fragmentation came from its ``Resources`` spells; else ``counterfactual`` (a stated spell
+    outside the wait, a stale poll's or another wait's, states nothing of it).
 
     Args:
         capacity: :func:`domain_capacity_hourly` rows.
@@ -1014,9 +1015,18 @@ def large_job_wait_causes(
             pl.col("spell_start").cast(UTC_DATETIME).alias("_ss"),
             pl.col("spell_end").cast(UTC_DATETIME).alias("_se"),
         )
+        # A wait is stated by a spell of its own job that overlaps it ([eligible, start or
+        # cut-off)), not by one outside it: a stale poll of a job long started, or a later
+        # wait's (a requeued attempt's) spells, say nothing of this wait.
+        waits = state.group_by(*keys, ATTEMPT, "_from").agg(pl.col("_to").max().alias("_wend"))
         stated = (
             spells.filter(~pl.col("reason").is_in([RESOURCES_REASON, *_UNSTATED_REASONS]))
-            .select(*keys)
+            .join(waits, on=keys)
+            .filter(
+                (pl.col("_ss") < pl.col("_wend"))
+                & (pl.col("_se").is_null() | (pl.col("_se") > pl.col("_from")))
+            )
+            .select(*keys, ATTEMPT, "_from")
             .unique()
             .with_columns(pl.lit(value=True).alias("_exact"))
         )
@@ -1041,7 +1051,7 @@ def large_job_wait_causes(
         )
         state = (
             state.drop("_topo")
-            .join(stated, on=keys, how="left")
+            .join(stated, on=[*keys, ATTEMPT, "_from"], how="left", nulls_equal=True)
             .join(topo, on=[*keys, ATTEMPT, HOUR], how="left", nulls_equal=True)
             .with_columns(
                 pl.col("_exact").fill_null(value=False),

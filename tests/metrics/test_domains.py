@@ -489,3 +489,24 @@ def test_hourly_node_states_at_h0_and_the_tables_read_from_them() -> None:
             down=_down(),
         ).collect(),
     )  # fmt: skip
+
+
+def test_a_stated_spell_outside_the_wait_states_nothing_of_it() -> None:
+    """P1 waits from h0 (never started, to the cut-off at h2); a Priority spell of P1 from
+    h0 − 30 min to h0 − 10 min, before it was eligible (a stale poll), does not make its wait
+    exact: the counterfactual split stands (3600 s fragmentation, 3600 s other, 64,800 idle
+    GPU-s), as with no spell. The same spell moved to h0 + 10 min … h0 + 20 min overlaps the
+    wait: h0's counterfactual fragmentation reads as other (7200 s other), basis exact."""
+
+    def spell(start: dt.datetime, end: dt.datetime) -> pl.LazyFrame:
+        return pl.LazyFrame(
+            {"cluster": ["c"], "job_id": ["P1"], "reason": ["Priority"], "spell_start": [start],
+             "spell_end": [end]},
+            schema_overrides={"spell_start": T, "spell_end": T},
+        )  # fmt: skip
+
+    cols = ("job_id", "fragmentation_s", "other_s", "blocked_idle_gpu_s", "basis")
+    before = _causes(spell(H0 - 30 * M, H0 - 10 * M)).filter(pl.col("job_id") == "P1")
+    assert before.select(cols).rows() == [("P1", 3600.0, 3600.0, 64_800.0, "counterfactual")]
+    inside = _causes(spell(H0 + 10 * M, H0 + 20 * M)).filter(pl.col("job_id") == "P1")
+    assert inside.select(cols).rows() == [("P1", 0.0, 7200.0, 0.0, "exact")]
