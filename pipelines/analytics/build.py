@@ -53,6 +53,7 @@ from pipelines.analytics.chunks import (
 from pipelines.analytics.incremental import (
     INCREMENTAL_TABLES,
     BuildPlan,
+    changed_spell_jobs,
     nul_in_cluster_names,
     plan_build,
     record_build,
@@ -1070,7 +1071,13 @@ def _tables(
         tolerance=cfg.registry_drift_tolerance,
     )  # fmt: skip
     ledger = policy_change_tables(con)
-    causes = None if plan.full else _large_waits_on_days(core, plan, cfg.large_job_gpus)
+    causes = (
+        None
+        if plan.full
+        else _large_waits_on_days(
+            core, plan, cfg.large_job_gpus, changed_spell_jobs(con, core.pending_spells)
+        )
+    )
     domains = _domain_tables(con, cfg, core, occ, every, days, causes)
     release_memory(con)
     if causes is not None:  # the wait causes of those jobs only: their rows are rewritten
@@ -1209,16 +1216,21 @@ def _placement(
         )
 
 
-def _large_waits_on_days(core: CoreFrames, plan: BuildPlan, min_gpus: float) -> pl.DataFrame:
+def _large_waits_on_days(
+    core: CoreFrames, plan: BuildPlan, min_gpus: float, spelled: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """``cluster, job_id`` of the jobs whose large-job wait causes an incremental build
     recomputes: those asking for at least ``min_gpus`` GPUs (requested or allocated) whose
     eligible wait (to the start, or to the end or cut-off while never started: the wait as far
-    as it can reach) touches one of the plan's days, and the jobs whose waits may differ
-    (``plan.wait_keys``: changed rows, old and new, and rows reading a cut-off that moved).
+    as it can reach) touches one of the plan's days, the jobs whose waits may differ
+    (``plan.wait_keys``: changed rows, old and new, and rows reading a cut-off that moved), and
+    the jobs ``spelled`` (``cluster, job_id``: their pending-reason spells changed,
+    :func:`pipelines.analytics.incremental.changed_spell_jobs`).
 
     A job's causes read its own wait and, at each hour of it, the domain capacity, its team's
-    held GPUs, the running attempts' nodes and its pending-reason spells; the plan's days hold
-    every hour where any of those changed, so no other job's causes can differ."""
+    held GPUs and the running attempts' nodes, which the plan's days hold every hour where any
+    of them changed, and its pending-reason spells, wherever they lie (a spell needs no planned
+    day to move: ``spelled``); so no other job's causes can differ."""
     cut = core.as_of.select("cluster", pl.col("as_of").alias("_cut")).lazy()
     planned = cluster_days(plan.days).lazy()
 
@@ -1250,8 +1262,9 @@ def _large_waits_on_days(core: CoreFrames, plan: BuildPlan, min_gpus: float) -> 
             .select("cluster", "job_id")
             .collect()
         )
-    if plan.wait_keys is not None:
-        parts.append(plan.wait_keys.select(pl.col("cluster", "job_id").cast(pl.String())))
+    for keys in (plan.wait_keys, spelled):
+        if keys is not None:
+            parts.append(keys.select(pl.col("cluster", "job_id").cast(pl.String())))
     return pl.concat(parts).unique()
 
 

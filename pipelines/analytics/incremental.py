@@ -685,6 +685,32 @@ def _stable_waits(
     return stored.unique().join(in_new.unique(), on=_WAIT_KEY, how="semi", nulls_equal=True)
 
 
+#: The stored pending-reason spells (:func:`changed_spell_jobs`).
+SPELLS_TABLE = "core.pending_reason_spells"
+
+
+def changed_spell_jobs(con: duckdb.DuckDBPyConnection, spells: pl.DataFrame) -> pl.DataFrame:
+    """``cluster, job_id`` (strings, unique) of the jobs whose pending-reason spells (Slurm's
+    from squeue polls, Kueue's topology not-fit statements) differ from the stored
+    :data:`SPELLS_TABLE`: the spells ``spells`` has or the stored table has, not both, row for
+    row (every new spell where nothing is stored).
+
+    A job's large-job wait causes read its spells wherever they lie (the ``exact`` basis comes
+    from any of them), and a spell moves without the job's row or its wait's days changing: a
+    poll of the next day ends the last spell of the day before, a later events file states a
+    not-fit over an earlier wait, a stale poll names a job long started. So an incremental
+    build recomputes these jobs' causes (:func:`pipelines.analytics.build._large_waits_on_days`).
+    The spells are compared whole: one row per run of one reason, far fewer than the polls.
+
+    Args:
+        con: the warehouse (reads :data:`SPELLS_TABLE` when it exists).
+        spells: this build's spells, :data:`pipelines.core.pending_spells.SPELL_SCHEMA` columns.
+    """
+    keys = pl.col("cluster", "job_id").cast(pl.String())
+    stored = read_table(con, SPELLS_TABLE) if table_exists(con, SPELLS_TABLE) else spells.clear()
+    return _changed_rows(stored, spells).select(keys).unique()
+
+
 def plan_build(
     con: duckdb.DuckDBPyConnection,
     cfg: Config,

@@ -29,12 +29,14 @@ _SACCT = (
 )
 
 
-def _row(jid: str, submit: str, start: str, end: str, state: str, node: str, gpus: int) -> str:
-    tres = f"billing=8,cpu=8,gres/gpu={gpus},mem=1000M,node=1"
-    alloc = f"billing=8,cpu=8,gres/gpu:a100={gpus},gres/gpu={gpus},mem=1000M,node=1"
+def _row(
+    jid: str, submit: str, start: str, end: str, state: str, node: str, gpus: int, nodes: int = 1
+) -> str:
+    tres = f"billing=8,cpu=8,gres/gpu={gpus},mem=1000M,node={nodes}"
+    alloc = f"billing=8,cpu=8,gres/gpu:a100={gpus},gres/gpu={gpus},mem=1000M,node={nodes}"
     return "|".join([jid, jid, X, "gpu", "normal", "nlp", "nlp", "u1", "1001", submit, submit,
-                     start, end, "01:00:00", "0:0", state, "1", "8", tres, alloc, "2-00:00:00",
-                     node, "job"])  # fmt: skip
+                     start, end, "01:00:00", "0:0", state, str(nodes), "8", tres, alloc,
+                     "2-00:00:00", node, "job"])  # fmt: skip
 
 
 def _sacct(path: Path, rows: list[str]) -> Path:
@@ -520,3 +522,63 @@ def test_a_slurm_cluster_in_slurmd_pods_reaches_its_kubernetes_clusters_latest_s
     assert alone["slurm-x"] == dt.datetime(2026, 11, 2, 10, tzinfo=utc)
     assert paired["k8s-x"] == alone["k8s-x"] == dt.datetime(2026, 11, 4, 23, 30, tzinfo=utc)
     assert paired["other"] == dt.datetime(2026, 11, 5, 12, tzinfo=utc)
+
+
+def _squeue(path: Path, polls: list[tuple[str, list[tuple[str, str, str]]]]) -> Path:
+    """squeue polls: ``(ISO time UTC, [(job id, state, reason), ...])``."""
+    text = ""
+    for at, rows in polls:
+        epoch = int(dt.datetime.fromisoformat(at).replace(tzinfo=dt.UTC).timestamp())
+        text += f"# poll_time={epoch}\nJOBID|STATE|REASON|SCHEDNODES|START_TIME|REQ_SWITCH|"
+        text += "WAIT4SWITCH|NODES|NODELIST|\n"
+        text += "".join(f"{j}|{st}|{rs}|(null)|0|0|0:00|2||\n" for j, st, rs in rows)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("rule", [True, False], ids=["recomputed", "without-the-rule"])
+def test_the_next_days_first_poll_ends_a_spell_of_the_day_before(
+    one_cluster: tuple[Config, Path], rule: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Job 100 (16 GPUs, both nodes) is eligible on 11-02 at 23:40 and starts at 23:59:30:
+    a 1,170 s wait. The polls of 11-02 (23:45, 23:50, 23:55, 23:59) say Topology, so its spell
+    runs 23:45–23:59 (a poll's reason holds to the cluster's next poll): 840 s fragmentation,
+    330 s other, exact. The first poll of 11-03 (00:00, job 100 running) ends that spell at
+    00:00 instead, past the start: 870 s fragmentation (23:45–23:59:30), 300 s other. The new
+    file plans 11-03 only, and the job's wait lies on 11-02; its causes are recomputed because
+    its spells changed (``changed_spell_jobs``). Without that rule the build keeps 840 s."""
+    cfg, base = one_cluster
+    config = base / "goodput.toml"
+    config.write_text(
+        config.read_text(encoding="utf-8") + "[thresholds]\nlarge_job_gpus = 16\n",
+        encoding="utf-8",
+    )
+    cfg = load_config(config)
+    if not rule:
+        import pipelines.analytics.build as build_module
+
+        monkeypatch.setattr(build_module, "changed_spell_jobs", lambda _con, spells: spells.clear())
+    inputs = base / "inputs"
+    _load(cfg, "sacct", _sacct(inputs / "sacct_2026-11-02.psv", [
+        _row("100", "2026-11-02T23:40:00", "2026-11-02T23:59:30", "2026-11-03T02:00:00",
+             "COMPLETED", "x-[001-002]", 16, nodes=2)]))  # fmt: skip
+    _load(cfg, "sacct", _sacct(inputs / "sacct_2026-11-03.psv", [
+        _row("102", "2026-11-03T05:00:00", "2026-11-03T05:10:00", "2026-11-03T12:00:00",
+             "COMPLETED", "x-001", 8)]))  # fmt: skip
+    assert _build(cfg) == "full"
+    day1 = [(f"2026-11-02T23:{m}:00", [("100", "PENDING", "Topology")]) for m in (45, 50, 55, 59)]
+    _load(cfg, "slurm-squeue", _squeue(inputs / "squeue_2026-11-02.txt", day1))
+    assert _build(cfg) == "incremental"
+    causes = ("SELECT job_id, wait_s, fragmentation_s, other_s, basis"
+              " FROM analytics.large_job_wait_causes")  # fmt: skip
+    assert _q(cfg, causes) == [("100", 1170.0, 840.0, 330.0, "exact")]
+    day2 = [("2026-11-03T00:00:00", [("100", "RUNNING", "None")])]
+    _load(cfg, "slurm-squeue", _squeue(inputs / "squeue_2026-11-03.txt", day2))
+    assert _build(cfg) == "incremental"
+    if not rule:
+        assert _q(cfg, causes) == [("100", 1170.0, 840.0, 330.0, "exact")]
+        with pytest.raises(AssertionError, match="large_job_wait_causes"):
+            assert_equals_full_rebuild(cfg, base)
+        return
+    assert _q(cfg, causes) == [("100", 1170.0, 870.0, 300.0, "exact")]
+    assert assert_equals_full_rebuild(cfg, base) > 30
