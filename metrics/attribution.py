@@ -246,7 +246,11 @@ def attribute_samples(
             start_at, end_at, node_list`` (an attempt holds its GPUs over
             ``[start_at, end_at)``; NULL end = still running).
         pod_jobs: ``cluster, namespace, pod, job_id``: the Kubernetes attempt's ``job_id`` of
-            each pod (a pod not listed is its own job ``namespace/pod``).
+            each pod (a pod not listed is its own job ``namespace/pod``), and optionally
+            ``pod_from`` (UTC: when that pod was bound, else created), one row per pod life: a
+            pod name used again by a later pod (a rerun's ``<job>-worker-0``) is the life
+            started last at or before the sample's time, else the first life
+            (:func:`_pod_lives`).
         gres: ``raw.slurm_job_gres`` rows (see :func:`gres_holdings`); None = no GPU map.
         nodes: ``cluster, host, gpus`` (see :func:`node_holdings`); None = no node known to be
             whole.
@@ -286,17 +290,10 @@ def attribute_samples(
         pl.col("_m_attempt").alias("attempt"), pl.col("_m_team").alias("team"),
     )  # fmt: skip
     # 2. pod labels → the pod's workload attempt.
-    pods = (
-        pod_jobs.unique(["cluster", "namespace", "pod"]).select(
-            "cluster", "namespace", "pod", pl.col("job_id").alias("_pod_job")
-        )
-        if pod_jobs is not None
-        else None
-    )
     pod_rows = s.filter(pl.col("hpc_job").is_null() & pl.col("pod").is_not_null())
     pod_rows = (
-        pod_rows.join(pods, on=["cluster", "namespace", "pod"], how="left")
-        if pods is not None
+        _pod_lives(pod_rows, pod_jobs)
+        if pod_jobs is not None
         else pod_rows.with_columns(pl.lit(None, dtype=pl.String()).alias("_pod_job"))
     ).with_columns(
         pl.coalesce("_pod_job", pl.format("{}/{}", "namespace", "pod")).alias("_key_job")
@@ -402,6 +399,55 @@ def attribute_samples(
         .with_columns(pl.coalesce("team", "_t").alias("team"))
         .sort("_row")
         .select(out_cols)
+    )
+
+
+#: Where a pod life has no time (``pod_from`` NULL): before every sample.
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def _pod_lives(rows: pl.LazyFrame, pod_jobs: pl.LazyFrame) -> pl.LazyFrame:
+    """``rows`` (pod-labelled samples: ``cluster, namespace, pod, ts``) with ``_pod_job``: the
+    ``job_id`` of the life of their pod name that holds ``ts``.
+
+    Kubernetes names a pod uniquely only while it exists: a rerun of a job with fixed pod
+    names (a JobSet's or PyTorchJob's ``<job>-worker-0``, a StatefulSet's ordinals) gives a
+    later pod the same name. A sample is the pod's that had the name at its time: the life
+    started (``pod_from``) last at or before ``ts`` (its tail after the pod ended too, until
+    the next life starts); a sample before every life takes the first. Without ``pod_from``
+    every name has one life, the first listed. NULL where the name is not listed.
+    """
+    key = ["cluster", "namespace", "pod"]
+    if "pod_from" not in pod_jobs.collect_schema().names():
+        lives = pod_jobs.unique(key, keep="first", maintain_order=True).select(
+            *key, pl.col("job_id").alias("_pod_job")
+        )
+        return rows.join(lives, on=key, how="left")
+    lives = (
+        pod_jobs.select(
+            *key,
+            pl.col("pod_from")
+            .dt.convert_time_zone("UTC")
+            .dt.cast_time_unit("us")
+            .fill_null(_EPOCH)
+            .alias("_pf"),
+            pl.col("job_id").alias("_pod_job"),
+        )
+        .unique()
+        .sort("_pf", "_pod_job")
+    )
+    ordered = rows.sort("ts")
+    back = ordered.join_asof(
+        lives, left_on="ts", right_on="_pf", by=key, strategy="backward", check_sortedness=False
+    )
+    ahead = ordered.join_asof(
+        lives.rename({"_pod_job": "_first"}), left_on="ts", right_on="_pf", by=key,
+        strategy="forward", check_sortedness=False,
+    ).select("_row", "_first")  # fmt: skip
+    return (
+        back.join(ahead, on="_row", how="left")
+        .with_columns(pl.coalesce("_pod_job", "_first").alias("_pod_job"))
+        .drop("_pf", "_first")
     )
 
 

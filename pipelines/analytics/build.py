@@ -479,7 +479,7 @@ def _build(
         full=full, slurmd_pairs=sok.slurmd_maps.select("cluster", "k8s_cluster")
         if sok.slurmd_maps.height else None,
         slurm_changed=parts.changed_jobs() if isinstance(parts, _RangeDiffWriter) else None,
-        slurmd_map=sok.node_map,
+        slurmd_map=sok.node_map, pod_jobs=core.pod_jobs,
     )  # fmt: skip
     plan = _pair_days(plan, sok.slurmd_maps)
     if not plan.full and plan.days:
@@ -492,9 +492,12 @@ def _build(
     job_keys = _tables(con, cfg, core, registry, occ, dq, plan, sok, write, units)
     write("analytics.slurm_node_map", sok.node_map)
     write("analytics.slurm_on_k8s_hourly", sok.hourly)
-    pending, as_of, node_down = core.pending, core.as_of, core.node_down
+    pending, as_of, node_down, lives = core.pending, core.as_of, core.node_down, core.pod_jobs
     del core, occ, sok
-    write.finish(job_keys, pending=pending, as_of=as_of, node_down=node_down, resolution=key)
+    write.finish(
+        job_keys, pending=pending, as_of=as_of, node_down=node_down, resolution=key,
+        pod_lives=lives,
+    )  # fmt: skip
     return write.counts, write.windows_written
 
 
@@ -1541,13 +1544,16 @@ class _TableWriter:
         as_of: pl.DataFrame,
         node_down: pl.DataFrame,
         resolution: str,
+        pod_lives: pl.DataFrame | None = None,
     ) -> None:
-        """Write an incremental build's time-keyed tables, record the build and create the
-        views (still inside the caller's transaction)."""
+        """Write an incremental build's time-keyed tables, record the build (with the pod
+        lives ``pod_lives``) and create the views (still inside the caller's transaction)."""
         if not self.plan.full:
             assert job_keys is not None
             self.log += write_window_tables(self.con, self.plan, self.windows, job_keys)
             self.windows_written = list(self.windows)
             self.windows.clear()
-        record_build(self.con, self.plan, as_of, pending, self.log, node_down, resolution)
+        record_build(
+            self.con, self.plan, as_of, pending, self.log, node_down, resolution, pod_lives
+        )
         create_views(self.con)

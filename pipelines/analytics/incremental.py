@@ -71,6 +71,7 @@ from pipelines.warehouse import (
     RowDiff,
     append_rows,
     as_utc,
+    diff_replace,
     ingest_time_spans,
     job_keys_table,
     read_rows_since,
@@ -149,6 +150,11 @@ TELEMETRY_SPANS_TABLE = "analytics.build_telemetry_spans"
 #: (:func:`_gres_days`). A build adds the new loads' jobs and drops the deleted loads'; a full
 #: build writes it whole.
 GRES_JOBS_TABLE = "analytics.build_gres_jobs"
+
+#: Bookkeeping: the last build's pod lives (``cluster, namespace, pod, job_id, pod_from``:
+#: :attr:`pipelines.core.CoreFrames.pod_jobs`), which job each pod-labelled sample goes to. A
+#: build compares them with its own (:func:`_pod_sample_spans`) and writes them.
+POD_LIVES_TABLE = "analytics.build_pod_lives"
 
 #: The ingest source of the per-job GPU index map (``raw.slurm_job_gres``).
 _GRES_SOURCE = "slurm-jobs-gres"
@@ -727,6 +733,7 @@ def plan_build(
     slurmd_pairs: pl.DataFrame | None = None,
     slurm_changed: pl.DataFrame | None = None,
     slurmd_map: pl.DataFrame | None = None,
+    pod_jobs: pl.DataFrame | None = None,
 ) -> BuildPlan:
     """Decide between a full and an incremental rebuild, and the affected cluster-days.
 
@@ -754,6 +761,9 @@ def plan_build(
             planned (:func:`_map_telemetry_days`), and the FAILED attempts an XID event among
             them may decide (:func:`_xid_attempt_days`); where the pods it names changed, the
             days of those pods' stored samples (:func:`_map_pod_spans`). None: not compared.
+        pod_jobs: the new pod lives (:data:`POD_LIVES_TABLE` rows), compared with the stored
+            ones: every day of the stored samples of a pod whose lives changed, or whose job's
+            rows did (:func:`_pod_sample_spans`). None: not compared.
 
     Returns:
         The plan; ``days`` holds every cluster-day whose time-keyed rows may differ from the
@@ -777,7 +787,8 @@ def plan_build(
     # The per-job tables too: an incremental build rewrites only some jobs' rows of each, and
     # keeps the others' stored rows as they are.
     needed = ("core.jobs", "core.topology", "analytics.build_pending", NODE_DOWN_TABLE,
-              INGESTS_TABLE, TELEMETRY_SPANS_TABLE, GRES_JOBS_TABLE, *INCREMENTAL_TABLES,
+              INGESTS_TABLE, TELEMETRY_SPANS_TABLE, GRES_JOBS_TABLE, POD_LIVES_TABLE,
+              *INCREMENTAL_TABLES,
               "analytics.job_gpu_summary", "analytics.time_to_start_jobs",
               "analytics.time_to_start_counts",
               "analytics.job_placement", "analytics.large_job_wait_causes")  # fmt: skip
@@ -897,6 +908,14 @@ def plan_build(
     for changed in (changed_jobs, changed_pending):
         add(_span_days(changed, as_of, stable, latest))
         add(_span_days(changed, old_as_of, stable, latest))
+
+    # 2a. A pod-labelled sample goes to the job of its pod's life at its time, with the
+    # team of any of that job's attempts, whether or not an attempt holds it (its tail after
+    # the pod ended, or samples loaded before the pod): where a pod's lives or its job's rows
+    # changed, every day of its stored samples.
+    if pod_jobs is not None:
+        spans = _pod_sample_spans(con, read_table(con, POD_LIVES_TABLE), pod_jobs, changed_jobs)
+        add(_days_of_spans(spans.rename({"lo": "_lo", "hi": "_hi"})))
 
     # 2b. Topology maps and node down/drain intervals that changed (old and new rows): every
     # day of their intervals, whose topology tables read them node by node.
@@ -1184,6 +1203,46 @@ def _map_pod_spans(
     return found.cast(schema)  # type: ignore[arg-type]
 
 
+def _pod_sample_spans(
+    con: duckdb.DuckDBPyConnection,
+    old: pl.DataFrame,
+    new: pl.DataFrame,
+    changed_jobs: pl.DataFrame,
+) -> pl.DataFrame:
+    """``cluster, lo, hi`` (UTC): per cluster and UTC day, the first and last time of the
+    stored DCGM samples of the pods whose lives differ between ``old`` (the stored
+    :data:`POD_LIVES_TABLE`) and ``new`` (this build's), or whose job is among
+    ``changed_jobs`` (``cluster, job_id``: rows that changed, old and new).
+
+    :func:`metrics.attribution.attribute_samples` gives a pod-labelled sample the job of its
+    pod's life at the sample's time and that job's team, also where no attempt of the job holds
+    it (samples after the pod ended, or loaded before the pod was): a pod file loaded later,
+    a pod name taken again by a later pod, or a Workload's queue (team) changed moves those
+    samples, on days no changed row spans (``sql/analytics/pod_sample_days.sql``: one pass over
+    the samples, only when some pod qualifies).
+    """
+    schema = {"cluster": pl.String(), "lo": _SPANS_SCHEMA["lo"], "hi": _SPANS_SCHEMA["hi"]}
+    cols = ["cluster", "namespace", "pod"]
+    lives = [f for f in (old, new) if f.width and {*cols, "job_id"} <= set(f.columns)]
+    jobs = changed_jobs.select(pl.col("cluster", "job_id").cast(pl.String())).unique()
+    named = [
+        _changed_rows(old, new).select(pl.col(cols).cast(pl.String())),
+        *(f.select(pl.col(*cols, "job_id").cast(pl.String())).join(jobs, on=["cluster", "job_id"],
+                                                                   how="semi").select(cols)
+          for f in lives),
+    ]  # fmt: skip
+    changed = pl.concat(named).unique().drop_nulls()
+    if changed.is_empty() or not table_exists(con, "raw.dcgm_samples"):
+        return pl.DataFrame(schema=schema)
+    found = run_named(
+        con,
+        "analytics/pod_sample_days",
+        {name: changed[c].to_list() for name, c in
+         (("clusters", "cluster"), ("namespaces", "namespace"), ("pods", "pod"))},
+    )  # fmt: skip
+    return found.cast(schema)  # type: ignore[arg-type]
+
+
 def _moved_map_spans(
     old: pl.DataFrame, new: pl.DataFrame, slurmd_pairs: pl.DataFrame | None = None
 ) -> pl.DataFrame:
@@ -1284,13 +1343,15 @@ def record_build(
     log: list[tuple[str, str, int | None, int]],
     node_down: pl.DataFrame,
     resolution: str,
+    pod_lives: pl.DataFrame | None = None,
 ) -> None:
     """Store the build's highest ingest id (for the record: the next plan compares loads whole),
     fingerprint, the plan's reason (why full, or ``incremental``), cut-offs, never-started rows
     and node down/drain intervals (:data:`NODE_DOWN_TABLE`), the loads it read
     (:data:`INGESTS_TABLE`, :data:`TELEMETRY_SPANS_TABLE`, :data:`GRES_JOBS_TABLE`), the key
     of the resolution ``core.slurm_jobs`` now holds (``resolution``, :data:`RESOLUTION_TABLE`)
-    with the raw Slurm rows per ingest it was resolved from (:data:`SLURM_INGESTS_TABLE`), and
+    with the raw Slurm rows per ingest it was resolved from (:data:`SLURM_INGESTS_TABLE`), the
+    pod lives (``pod_lives``, :data:`POD_LIVES_TABLE`: only their changed rows written), and
     one ``analytics.build_log`` row per table written: (table, mode, deleted, inserted)."""
     _ensure_state(con)
     cuts = {c: a.isoformat() for c, a in as_of.iter_rows() if a is not None}
@@ -1329,6 +1390,17 @@ def record_build(
         con, TELEMETRY_SPANS_TABLE, plan.spans if plan.spans is not None else _new_spans(con, None)
     )
     _record_gres_jobs(con, plan.gres_loads)
+    if pod_lives is not None:
+        lives = pod_lives.select(_POD_LIVES_COLUMNS)
+        if (
+            not table_exists(con, POD_LIVES_TABLE)
+            or diff_replace(con, POD_LIVES_TABLE, lives) is None
+        ):
+            replace_table(con, POD_LIVES_TABLE, lives)
+
+
+#: The columns of :data:`POD_LIVES_TABLE`.
+_POD_LIVES_COLUMNS = ["cluster", "namespace", "pod", "job_id", "pod_from"]
 
 
 def _record_gres_jobs(

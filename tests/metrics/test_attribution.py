@@ -271,3 +271,42 @@ def test_gres_latest_snapshot_wins_then_the_later_row() -> None:
     for order, want in ((undated, [0, 1]), (undated[::-1], [4, 5])):
         held = gres_holdings(pl.concat(order).lazy(), JOBS.lazy()).collect()
         assert sorted(held["device_index"].to_list()) == want
+
+
+def test_a_pod_name_used_again_is_the_life_that_had_it_then() -> None:
+    """Pod ``w-0`` of namespace ``nlp`` ran twice: job ``nlp/joba`` bound it at 10:00 (attempt
+    on h1 10:00–11:00), job ``nlp/aaa`` at 11:30 (h1 11:30–12:00). Samples at 10:30 and at
+    11:10 (the first pod's tail, after its end) go to joba (attempt 0, then NULL: no attempt
+    holds 11:10), 11:40 to aaa; a sample at 09:50, before either life, to the first (joba).
+    Without ``pod_from`` the name has one life, the first listed (joba at every time)."""
+    jobs = pl.DataFrame(
+        {"source": ["kubernetes"] * 2, "cluster": ["c"] * 2, "job_id": ["nlp/joba", "nlp/aaa"],
+         "job_id_raw": ["a", "b"], "attempt": [0, 0], "team": ["nlp", "vision"],
+         "gpus": [1.0, 1.0], "start_at": [_t(10), _t(11, 30)], "end_at": [_t(11), _t(12)],
+         "node_list": [["h1"], ["h1"]]},
+        schema_overrides={"start_at": pl.Datetime("us", "UTC"),
+                          "end_at": pl.Datetime("us", "UTC")},
+    )  # fmt: skip
+    lives = pl.DataFrame(
+        {"cluster": ["c", "c"], "namespace": ["nlp", "nlp"], "pod": ["w-0", "w-0"],
+         "job_id": ["nlp/aaa", "nlp/joba"], "pod_from": [_t(11, 30), _t(10)]},
+        schema_overrides={"pod_from": pl.Datetime("us", "UTC")},
+    )  # fmt: skip
+    at = [_t(10, 30), _t(11, 10), _t(11, 40), _t(9, 50)]
+    samples = pl.DataFrame(
+        {"cluster": ["c"] * 4, "host": ["h1"] * 4, "gpu_uuid": ["G0"] * 4, "gpu_index": [0] * 4,
+         "device": ["nvidia0"] * 4, "mig_profile": [None] * 4, "mig_instance": [None] * 4,
+         "hpc_job": [None] * 4, "namespace": ["nlp"] * 4, "pod": ["w-0"] * 4, "ts": at},
+        schema_overrides={"ts": pl.Datetime("us", "UTC"), "mig_profile": pl.String(),
+                          "mig_instance": pl.String(), "hpc_job": pl.String()},
+    )  # fmt: skip
+    got = attribute_samples(samples.lazy(), jobs.lazy(), pod_jobs=lives.lazy()).collect()
+    assert got.select("job_id", "attempt", "team", "attribution").rows() == [
+        ("nlp/joba", 0, "nlp", "pod"),
+        ("nlp/joba", None, "nlp", "pod"),
+        ("nlp/aaa", 0, "vision", "pod"),
+        ("nlp/joba", None, "nlp", "pod"),
+    ]
+    undated = lives.drop("pod_from").reverse()  # joba listed first
+    got = attribute_samples(samples.lazy(), jobs.lazy(), pod_jobs=undated.lazy()).collect()
+    assert got["job_id"].to_list() == ["nlp/joba"] * 4
