@@ -22,8 +22,10 @@ _map_telemetry_days`, the telemetry covering the whole history).
 
 With ``--samples N``, ``raw.dcgm_samples`` also holds N stored 5-minute samples of the slurmd
 pods (each a random GPU of a random node at a random time of the history, labelled with the pod
-running there then; the four columns the plan reads), and each comparison also times
-:func:`pipelines.analytics.incremental._map_pod_spans`: the pass over those samples for the days
+running there then; the columns the plan's bookkeeping reads, one load), the loads' pod days
+are written from them as a full build writes them (``analytics.build_pod_days``:
+``pod_days_index_s``, once), and each comparison also times
+:func:`pipelines.analytics.incremental._map_pod_spans`: the read of those pod days for the days
 of the pods that entered or left the map (``*_pod_scan_s``, ``*_pod_days``).
 
 Usage: ``.venv/bin/python bench/bench_map_spans.py --nodes 1250 --days 365 --restart-days 1``.
@@ -80,9 +82,9 @@ def slurmd_pods(nodes: int, days: int, restart_days: int, as_of: dt.datetime) ->
 
 
 def pod_samples(n: int, nodes: int, days: int, restart_days: int, seed: int = 1) -> pl.DataFrame:
-    """``ts, cluster, namespace, pod``: ``n`` samples of :func:`slurmd_pods`' pods, each at a
-    random second of the history on a random node, labelled with the pod running there then
-    (pod ``k`` of a node runs from day ``k × restart_days``)."""
+    """``ts, ingest_id, cluster, namespace, pod``: ``n`` samples of :func:`slurmd_pods`' pods
+    (one load), each at a random second of the history on a random node, labelled with the pod
+    running there then (pod ``k`` of a node runs from day ``k × restart_days``)."""
     rng = pl.int_range(0, n, eager=True)
     secs = days * 86_400
     frame = pl.DataFrame({"r": rng}).select(
@@ -91,6 +93,7 @@ def pod_samples(n: int, nodes: int, days: int, restart_days: int, seed: int = 1)
     )
     return frame.select(
         (pl.lit(START) + pl.duration(seconds=pl.col("s"))).alias("ts"),
+        pl.lit(1, pl.Int64()).alias("ingest_id"),
         pl.lit(K8S).alias("cluster"),
         pl.lit("slurm").alias("namespace"),
         pl.format("slurm-worker-sok-{}-{}", "i", pl.col("s") // (86_400 * restart_days)).alias(
@@ -124,6 +127,7 @@ def main() -> None:
     )
     from pipelines.core.slurm_on_k8s import NODE_MAP_SCHEMA, slurm_node_map
     from pipelines.warehouse import connect, init_warehouse, read_table, replace_table
+    from pipelines.warehouse.sql import load_sql
 
     as_of = START + dt.timedelta(days=a.days)
     comments = pl.DataFrame(
@@ -145,6 +149,9 @@ def main() -> None:
             replace_table(
                 con, "raw.dcgm_samples", pod_samples(a.samples, a.nodes, a.days, a.restart_days)
             )
+            started = time.perf_counter()
+            con.execute(load_sql("analytics/create_pod_days"))
+            index_s = time.perf_counter() - started
         assert stored.height == new.height and set(stored.columns) == set(NODE_MAP_SCHEMA)
         runs = {
             "unchanged": (stored, new),
@@ -157,6 +164,8 @@ def main() -> None:
             "baseline_slurm_node_map_s": round(build_s, 4),
             "read_stored_map_s": round(read_s, 4), "read_ratio": round(read_s / build_s, 3),
         }  # fmt: skip
+        if a.samples:
+            out["pod_days_index_s"] = round(index_s, 4)
         # telemetry over the whole history, as the plan reads the loads' spans
         telemetry = pl.DataFrame({"cluster": [K8S], "lo": [START], "hi": [as_of]})
         for name, (o, n) in runs.items():

@@ -247,10 +247,10 @@ def attribute_samples(
             ``[start_at, end_at)``; NULL end = still running).
         pod_jobs: ``cluster, namespace, pod, job_id``: the Kubernetes attempt's ``job_id`` of
             each pod (a pod not listed is its own job ``namespace/pod``), and optionally
-            ``pod_from`` (UTC: when that pod was bound, else created), one row per pod life: a
-            pod name used again by a later pod (a rerun's ``<job>-worker-0``) is the life
-            started last at or before the sample's time, else the first life
-            (:func:`_pod_lives`).
+            ``pod_from`` (UTC: when that pod was bound, else started, else created) and
+            ``uid``, one row per pod life: a pod name used again by a later pod (a rerun's
+            ``<job>-worker-0``) is the life started last at or before the sample's time, else
+            the first life (:func:`_pod_lives`).
         gres: ``raw.slurm_job_gres`` rows (see :func:`gres_holdings`); None = no GPU map.
         nodes: ``cluster, host, gpus`` (see :func:`node_holdings`); None = no node known to be
             whole.
@@ -414,40 +414,45 @@ def _pod_lives(rows: pl.LazyFrame, pod_jobs: pl.LazyFrame) -> pl.LazyFrame:
     names (a JobSet's or PyTorchJob's ``<job>-worker-0``, a StatefulSet's ordinals) gives a
     later pod the same name. A sample is the pod's that had the name at its time: the life
     started (``pod_from``) last at or before ``ts`` (its tail after the pod ended too, until
-    the next life starts); a sample before every life takes the first. Without ``pod_from``
-    every name has one life, the first listed. NULL where the name is not listed.
+    the next life starts); a sample before every life takes the first (each name's first life
+    is taken to start at the epoch, so one backward as-of join decides). Lives of one name
+    with the same start (an unknown start counts as the epoch) are one: the greatest ``uid``
+    (else ``job_id``). Without ``pod_from`` every name has one life, the first listed. NULL
+    where the name is not listed.
     """
     key = ["cluster", "namespace", "pod"]
-    if "pod_from" not in pod_jobs.collect_schema().names():
+    names = pod_jobs.collect_schema().names()
+    if "pod_from" not in names:
         lives = pod_jobs.unique(key, keep="first", maintain_order=True).select(
             *key, pl.col("job_id").alias("_pod_job")
         )
         return rows.join(lives, on=key, how="left")
+    tie = "uid" if "uid" in names else "job_id"
+    start = pl.col("pod_from").dt.convert_time_zone("UTC").dt.cast_time_unit("us")
     lives = (
-        pod_jobs.select(
-            *key,
-            pl.col("pod_from")
-            .dt.convert_time_zone("UTC")
-            .dt.cast_time_unit("us")
-            .fill_null(_EPOCH)
-            .alias("_pf"),
-            pl.col("job_id").alias("_pod_job"),
+        pod_jobs.select(*key, start.fill_null(_EPOCH).alias("_pf"), *{tie, "job_id"})
+        .sort(*key, "_pf", tie, nulls_last=False)
+        .unique([*key, "_pf"], keep="last", maintain_order=True)
+        .with_columns(  # the first life of each name from the epoch on
+            pl.when(pl.col("_pf") == pl.col("_pf").min().over(key))
+            .then(pl.lit(_EPOCH))
+            .otherwise(pl.col("_pf"))
+            .alias("_pf")
         )
-        .unique()
-        .sort("_pf", "_pod_job")
+        .select(*key, "_pf", pl.col("job_id").alias("_pod_job"))
+        .sort("_pf")
     )
-    ordered = rows.sort("ts")
-    back = ordered.join_asof(
-        lives, left_on="ts", right_on="_pf", by=key, strategy="backward", check_sortedness=False
-    )
-    ahead = ordered.join_asof(
-        lives.rename({"_pod_job": "_first"}), left_on="ts", right_on="_pf", by=key,
-        strategy="forward", check_sortedness=False,
-    ).select("_row", "_first")  # fmt: skip
     return (
-        back.join(ahead, on="_row", how="left")
-        .with_columns(pl.coalesce("_pod_job", "_first").alias("_pod_job"))
-        .drop("_pf", "_first")
+        rows.sort("ts")
+        .join_asof(
+            lives,
+            left_on="ts",
+            right_on="_pf",
+            by=key,
+            strategy="backward",
+            check_sortedness=False,
+        )
+        .drop("_pf")
     )
 
 

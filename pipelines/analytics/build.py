@@ -1078,7 +1078,10 @@ def _tables(
         None
         if plan.full
         else _large_waits_on_days(
-            core, plan, cfg.large_job_gpus, changed_spell_jobs(con, core.pending_spells)
+            core,
+            plan,
+            cfg.large_job_gpus,
+            changed_spell_jobs(con, core.pending_spells, plan.diffs),
         )
     )
     domains = _domain_tables(con, cfg, core, occ, every, days, causes)

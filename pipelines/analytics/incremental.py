@@ -70,6 +70,7 @@ from pipelines.kinds import raw_sources
 from pipelines.warehouse import (
     RowDiff,
     append_rows,
+    apply_row_diff,
     as_utc,
     diff_replace,
     ingest_time_spans,
@@ -156,6 +157,13 @@ GRES_JOBS_TABLE = "analytics.build_gres_jobs"
 #: build compares them with its own (:func:`_pod_sample_spans`) and writes them.
 POD_LIVES_TABLE = "analytics.build_pod_lives"
 
+#: Bookkeeping: per load of ``raw.dcgm_samples``, cluster, pod and UTC day, the first and last
+#: time of its samples labelled with that pod (``ingest_id, cluster, namespace, pod, lo, hi``):
+#: the days of a pod's stored samples, read without a pass over the samples
+#: (``sql/analytics/pod_sample_days.sql``). A build adds the new loads' rows and drops the
+#: deleted loads'; a full build writes it whole.
+POD_DAYS_TABLE = "analytics.build_pod_days"
+
 #: The ingest source of the per-job GPU index map (``raw.slurm_job_gres``).
 _GRES_SOURCE = "slurm-jobs-gres"
 
@@ -211,7 +219,8 @@ class BuildPlan:
     the telemetry loads' spans among them (:data:`TELEMETRY_SPANS_TABLE`), None when the build
     reads them all (a full plan); both are kept by :func:`record_build`, as are the jobs of the
     per-job GPU index map loads (:data:`GRES_JOBS_TABLE`: ``gres_loads``, the ids of those new
-    and deleted since; None: written whole). ``diffs``: by table, how
+    and deleted since; None: written whole) and the pod days of the DCGM sample loads
+    (:data:`POD_DAYS_TABLE`: ``sample_loads``, likewise). ``diffs``: by table, how
     the stored rows differ from the frame the build writes, found by the plan (``core.jobs``,
     compared with the new attempts) and written by the build without comparing again; a table
     not in it is compared when written. ``changed_keys``: ``cluster, job_id`` of the attempts
@@ -232,6 +241,7 @@ class BuildPlan:
     spans: pl.DataFrame | None = None
     diffs: dict[str, RowDiff] = field(default_factory=dict)
     gres_loads: tuple[list[int], list[int]] | None = None
+    sample_loads: tuple[list[int], list[int]] | None = None
 
 
 def _ensure_state(con: duckdb.DuckDBPyConnection) -> None:
@@ -695,24 +705,37 @@ def _stable_waits(
 SPELLS_TABLE = "core.pending_reason_spells"
 
 
-def changed_spell_jobs(con: duckdb.DuckDBPyConnection, spells: pl.DataFrame) -> pl.DataFrame:
+def changed_spell_jobs(
+    con: duckdb.DuckDBPyConnection,
+    spells: pl.DataFrame,
+    diffs: dict[str, RowDiff] | None = None,
+) -> pl.DataFrame:
     """``cluster, job_id`` (strings, unique) of the jobs whose pending-reason spells (Slurm's
     from squeue polls, Kueue's topology not-fit statements) differ from the stored
     :data:`SPELLS_TABLE`: the spells ``spells`` has or the stored table has, not both, row for
     row (every new spell where nothing is stored).
 
-    A job's large-job wait causes read its spells wherever they lie (the ``exact`` basis comes
-    from any of them), and a spell moves without the job's row or its wait's days changing: a
-    poll of the next day ends the last spell of the day before, a later events file states a
-    not-fit over an earlier wait, a stale poll names a job long started. So an incremental
+    A spell moves without the job's row or its wait's days changing: a poll of the next day
+    ends the last spell of the day before, a later events file states a not-fit over an earlier
+    wait. A job's large-job wait causes read its spells over its whole wait, so an incremental
     build recomputes these jobs' causes (:func:`pipelines.analytics.build._large_waits_on_days`).
-    The spells are compared whole: one row per run of one reason, far fewer than the polls.
+    The spells are compared in DuckDB (:func:`pipelines.warehouse.row_diff`: only the rows that
+    differ come back), and the difference goes into ``diffs``, by table, for the build to write
+    without comparing again; where the stored columns differ, the stored table is read and
+    compared whole.
 
     Args:
         con: the warehouse (reads :data:`SPELLS_TABLE` when it exists).
-        spells: this build's spells, :data:`pipelines.core.pending_spells.SPELL_SCHEMA` columns.
+        spells: this build's spells, :data:`pipelines.core.pending_spells.SPELL_SCHEMA` columns,
+            as the build writes them.
+        diffs: where the difference found is kept (:attr:`BuildPlan.diffs`); None: not kept.
     """
     keys = pl.col("cluster", "job_id").cast(pl.String())
+    found = row_diff(con, SPELLS_TABLE, spells)
+    if found is not None:
+        if diffs is not None:
+            diffs[SPELLS_TABLE] = found
+        return found.rows.select(keys).unique()
     stored = read_table(con, SPELLS_TABLE) if table_exists(con, SPELLS_TABLE) else spells.clear()
     return _changed_rows(stored, spells).select(keys).unique()
 
@@ -788,7 +811,7 @@ def plan_build(
     # keeps the others' stored rows as they are.
     needed = ("core.jobs", "core.topology", "analytics.build_pending", NODE_DOWN_TABLE,
               INGESTS_TABLE, TELEMETRY_SPANS_TABLE, GRES_JOBS_TABLE, POD_LIVES_TABLE,
-              *INCREMENTAL_TABLES,
+              POD_DAYS_TABLE, *INCREMENTAL_TABLES,
               "analytics.job_gpu_summary", "analytics.time_to_start_jobs",
               "analytics.time_to_start_counts",
               "analytics.job_placement", "analytics.large_job_wait_causes")  # fmt: skip
@@ -913,9 +936,15 @@ def plan_build(
     # team of any of that job's attempts, whether or not an attempt holds it (its tail after
     # the pod ended, or samples loaded before the pod): where a pod's lives or its job's rows
     # changed, every day of its stored samples.
+    diffs = {} if jobs_diff is None else {"core.jobs": jobs_diff}
     if pod_jobs is not None:
-        spans = _pod_sample_spans(con, read_table(con, POD_LIVES_TABLE), pod_jobs, changed_jobs)
+        spans, lives_diff = _pod_sample_spans(con, pod_jobs, changed_jobs)
         add(_days_of_spans(spans.rename({"lo": "_lo", "hi": "_hi"})))
+        if lives_diff is not None:  # written by record_build without comparing again
+            diffs[POD_LIVES_TABLE] = lives_diff
+    # the DCGM sample loads new and deleted since, whose pod days record_build keeps
+    samples = [frame.filter(pl.col("source").is_in(xid_sources))["ingest_id"].to_list()
+               for frame in (new, gone)]  # fmt: skip
 
     # 2b. Topology maps and node down/drain intervals that changed (old and new rows): every
     # day of their intervals, whose topology tables read them node by node.
@@ -958,8 +987,8 @@ def plan_build(
     )
     return BuildPlan(
         False, "incremental", days, build_id, int(top), fp, keys, waits, ingests=loads,
-        spans=spans_now, diffs={} if jobs_diff is None else {"core.jobs": jobs_diff},
-        gres_loads=(gres[0], gres[1]),
+        spans=spans_now, diffs=diffs, gres_loads=(gres[0], gres[1]),
+        sample_loads=(samples[0], samples[1]),
     )  # fmt: skip
 
 
@@ -1163,11 +1192,12 @@ def _map_pod_spans(
     the map (a node comment polled late, or a native pod's name taken by a slurmd pod) changes
     the attribution of its samples at any time, where :func:`_moved_map_spans` sees only the
     intervals that moved; and one that leaves it gives its samples their labels back. Those
-    samples' days are read from ``raw.dcgm_samples`` (``sql/analytics/pod_sample_days.sql``:
-    one pass over the pairs' Kubernetes clusters' samples, only when the pods named changed).
+    samples' days are read from the loads' pod days (:data:`POD_DAYS_TABLE`,
+    ``sql/analytics/pod_sample_days.sql``, only when the pods named changed), not from the
+    samples.
 
     Args:
-        con: the warehouse (``raw.dcgm_samples``, when there is one).
+        con: the warehouse (:data:`POD_DAYS_TABLE`, when there is one).
         old, new: slurm node map rows (``cluster`` the Slurm cluster, ``namespace``, ``pod``);
             ``old`` without those columns: no earlier map.
         pairs: ``cluster, k8s_cluster`` (a Slurm cluster's pods run on its Kubernetes
@@ -1192,7 +1222,7 @@ def _map_pod_spans(
         .select(pl.col("k8s_cluster").alias("cluster"), "namespace", "pod")
         .unique()
     )
-    if changed.is_empty() or not table_exists(con, "raw.dcgm_samples"):
+    if changed.is_empty() or not table_exists(con, POD_DAYS_TABLE):
         return pl.DataFrame(schema=schema)
     found = run_named(
         con,
@@ -1204,43 +1234,56 @@ def _map_pod_spans(
 
 
 def _pod_sample_spans(
-    con: duckdb.DuckDBPyConnection,
-    old: pl.DataFrame,
-    new: pl.DataFrame,
-    changed_jobs: pl.DataFrame,
-) -> pl.DataFrame:
+    con: duckdb.DuckDBPyConnection, new: pl.DataFrame, changed_jobs: pl.DataFrame
+) -> tuple[pl.DataFrame, RowDiff | None]:
     """``cluster, lo, hi`` (UTC): per cluster and UTC day, the first and last time of the
-    stored DCGM samples of the pods whose lives differ between ``old`` (the stored
-    :data:`POD_LIVES_TABLE`) and ``new`` (this build's), or whose job is among
-    ``changed_jobs`` (``cluster, job_id``: rows that changed, old and new).
+    stored DCGM samples of the pods whose lives differ between the stored
+    :data:`POD_LIVES_TABLE` and ``new`` (this build's, :data:`_POD_LIVES_COLUMNS`), or whose
+    job is among ``changed_jobs`` (``cluster, job_id``: rows that changed, old and new); and
+    the lives' row difference (:func:`pipelines.warehouse.row_diff`, compared in DuckDB; None
+    where the stored table cannot be compared so, and is then read and compared whole).
 
     :func:`metrics.attribution.attribute_samples` gives a pod-labelled sample the job of its
     pod's life at the sample's time and that job's team, also where no attempt of the job holds
-    it (samples after the pod ended, or loaded before the pod was): a pod file loaded later,
-    a pod name taken again by a later pod, or a Workload's queue (team) changed moves those
-    samples, on days no changed row spans (``sql/analytics/pod_sample_days.sql``: one pass over
-    the samples, only when some pod qualifies).
+    it (samples after the pod ended, or loaded before the pod was): a pod file loaded later, a
+    pod name taken again by a later pod, or a Workload's queue (team) changed moves those
+    samples, on days no changed row spans. A changed job's pods are among the new lives (a life
+    it had and lost is among the changed ones). The days come from the loads' pod days
+    (:data:`POD_DAYS_TABLE`, ``sql/analytics/pod_sample_days.sql``), read only when some pod
+    qualifies: a build that sees new pods (most builds of a Kubernetes cluster) reads that
+    table, never the samples.
     """
     schema = {"cluster": pl.String(), "lo": _SPANS_SCHEMA["lo"], "hi": _SPANS_SCHEMA["hi"]}
     cols = ["cluster", "namespace", "pod"]
-    lives = [f for f in (old, new) if f.width and {*cols, "job_id"} <= set(f.columns)]
+    lives = new.select(_POD_LIVES_COLUMNS)
+    found = row_diff(con, POD_LIVES_TABLE, lives)
+    moved = (
+        found.rows
+        if found is not None
+        else _changed_rows(
+            read_table(con, POD_LIVES_TABLE)
+            if table_exists(con, POD_LIVES_TABLE)
+            else lives.clear(),
+            lives,
+        )
+    )
     jobs = changed_jobs.select(pl.col("cluster", "job_id").cast(pl.String())).unique()
     named = [
-        _changed_rows(old, new).select(pl.col(cols).cast(pl.String())),
-        *(f.select(pl.col(*cols, "job_id").cast(pl.String())).join(jobs, on=["cluster", "job_id"],
-                                                                   how="semi").select(cols)
-          for f in lives),
-    ]  # fmt: skip
+        moved.select(pl.col(cols).cast(pl.String())),
+        lives.join(jobs, on=["cluster", "job_id"], how="semi").select(
+            pl.col(cols).cast(pl.String())
+        ),
+    ]
     changed = pl.concat(named).unique().drop_nulls()
-    if changed.is_empty() or not table_exists(con, "raw.dcgm_samples"):
-        return pl.DataFrame(schema=schema)
-    found = run_named(
+    if changed.is_empty() or not table_exists(con, POD_DAYS_TABLE):
+        return pl.DataFrame(schema=schema), found
+    days = run_named(
         con,
         "analytics/pod_sample_days",
         {name: changed[c].to_list() for name, c in
          (("clusters", "cluster"), ("namespaces", "namespace"), ("pods", "pod"))},
     )  # fmt: skip
-    return found.cast(schema)  # type: ignore[arg-type]
+    return days.cast(schema), found  # type: ignore[arg-type]
 
 
 def _moved_map_spans(
@@ -1351,7 +1394,8 @@ def record_build(
     (:data:`INGESTS_TABLE`, :data:`TELEMETRY_SPANS_TABLE`, :data:`GRES_JOBS_TABLE`), the key
     of the resolution ``core.slurm_jobs`` now holds (``resolution``, :data:`RESOLUTION_TABLE`)
     with the raw Slurm rows per ingest it was resolved from (:data:`SLURM_INGESTS_TABLE`), the
-    pod lives (``pod_lives``, :data:`POD_LIVES_TABLE`: only their changed rows written), and
+    pod lives (``pod_lives``, :data:`POD_LIVES_TABLE`: only their changed rows written), the
+    loads' pod days (:data:`POD_DAYS_TABLE`), and
     one ``analytics.build_log`` row per table written: (table, mode, deleted, inserted)."""
     _ensure_state(con)
     cuts = {c: a.isoformat() for c, a in as_of.iter_rows() if a is not None}
@@ -1390,9 +1434,13 @@ def record_build(
         con, TELEMETRY_SPANS_TABLE, plan.spans if plan.spans is not None else _new_spans(con, None)
     )
     _record_gres_jobs(con, plan.gres_loads)
+    _record_pod_days(con, plan.sample_loads)
     if pod_lives is not None:
         lives = pod_lives.select(_POD_LIVES_COLUMNS)
-        if (
+        found = plan.diffs.get(POD_LIVES_TABLE)
+        if found is not None:
+            apply_row_diff(con, lives, found)
+        elif (
             not table_exists(con, POD_LIVES_TABLE)
             or diff_replace(con, POD_LIVES_TABLE, lives) is None
         ):
@@ -1400,7 +1448,27 @@ def record_build(
 
 
 #: The columns of :data:`POD_LIVES_TABLE`.
-_POD_LIVES_COLUMNS = ["cluster", "namespace", "pod", "job_id", "pod_from"]
+_POD_LIVES_COLUMNS = ["cluster", "namespace", "pod", "uid", "job_id", "pod_from"]
+
+
+def _record_pod_days(
+    con: duckdb.DuckDBPyConnection, loads: tuple[list[int], list[int]] | None
+) -> None:
+    """Keep :data:`POD_DAYS_TABLE`: with ``loads`` (the ids of the ``raw.dcgm_samples`` loads
+    new and deleted since the last build), the deleted loads' rows dropped and the new loads'
+    added (in DuckDB, from their samples only); without (a full build, or no such table yet),
+    written whole from ``raw.dcgm_samples`` (empty without it)."""
+    has_raw = table_exists(con, "raw.dcgm_samples")
+    if loads is None or not table_exists(con, POD_DAYS_TABLE):
+        con.execute(
+            load_sql("analytics/create_pod_days" if has_raw else "analytics/create_empty_pod_days")
+        )
+        return
+    new_ids, gone_ids = loads
+    if gone_ids:
+        con.execute(load_sql("analytics/delete_pod_days"), {"ids": gone_ids})
+    if new_ids and has_raw:
+        con.execute(load_sql("analytics/insert_pod_days"), {"ids": new_ids})
 
 
 def _record_gres_jobs(

@@ -231,7 +231,8 @@ def job_gpu_summary(
         con: connection holding ``raw.dcgm_samples`` (read unless ``buckets`` is given).
         jobs: ``core.jobs`` rows.
         activity: :func:`_activity` rows.
-        pod_jobs: ``cluster, namespace, pod, job_id`` (see :func:`attributed_gpu_buckets`).
+        pod_jobs: ``cluster, namespace, pod, job_id`` and the lives' ``uid, pod_from`` (see
+            :func:`attributed_gpu_buckets`).
         idle_threshold: θ.
         bucket_s: bucket length, s.
         nodes: ``cluster, host, gpus`` for the whole-node rule.

@@ -458,7 +458,8 @@ def window_tables(
         as_of: ``cluster, as_of`` (UTC cut-offs; NULL or absent: the cluster has no attempt,
             and with ``days`` its days are read up to their end, :func:`_days_end`, as long as
             some cluster has a cut-off and occupancy hours, :func:`_hours_and_cuts`).
-        pod_jobs: ``cluster, namespace, pod, job_id``.
+        pod_jobs: ``cluster, namespace, pod, uid, job_id, pod_from``: the pod lives
+            (:func:`metrics.attribution.attribute_samples`).
         nodes: ``core.nodes``.
         idle_threshold: θ for ``allocated_idle`` and ``idle_gpu_s``.
         days: cluster → UTC days; None: every day of every cluster (a full build).

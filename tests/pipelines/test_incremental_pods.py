@@ -174,19 +174,7 @@ def test_a_pod_loaded_after_its_samples_replans_their_days(
     keeps ``nlp/b-0``."""
     cfg, base = cluster
     if not rule:
-        import pipelines.analytics.incremental as incremental
-
-        monkeypatch.setattr(
-            incremental,
-            "_pod_sample_spans",
-            lambda *_a: pl.DataFrame(
-                schema={
-                    "cluster": pl.String(),
-                    "lo": pl.Datetime("us", "UTC"),
-                    "hi": pl.Datetime("us", "UTC"),
-                }
-            ),
-        )
+        _without_the_rule(monkeypatch)
     pods = base / "inputs" / "pods_2026-11-01.json"
     _load(cfg, "k8s-pods", _list(pods, [_C0]))
     _load(cfg, "dcgm", _dcgm(base / "inputs" / "dcgm_2026-11-01.prom", "n1", 1, "nlp", "b-0",
@@ -205,14 +193,28 @@ def test_a_pod_loaded_after_its_samples_replans_their_days(
     assert assert_equals_full_rebuild(cfg, base) > 30
 
 
+def _without_the_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plan's pod rule (``_pod_sample_spans``) finds no day."""
+    import pipelines.analytics.incremental as incremental
+
+    none = pl.DataFrame(
+        schema={"cluster": pl.String(), "lo": pl.Datetime("us", "UTC"),
+                "hi": pl.Datetime("us", "UTC")}
+    )  # fmt: skip
+    monkeypatch.setattr(incremental, "_pod_sample_spans", lambda *_a: (none, None))
+
+
+@pytest.mark.parametrize("rule", [True, False], ids=["planned", "without-the-rule"])
 def test_a_workloads_queue_changed_moves_its_pods_tail_to_the_new_team(
-    cluster: tuple[Config, Path],
+    cluster: tuple[Config, Path], rule: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Workload job-jobb-1 (LocalQueue lq-nlp: team nlp) ran pod b-0 11-01 13:00–23:50; its
     samples run to 11-02 00:40. The Workloads file comes again with LocalQueue lq-vision: the
     job's rows change (team vision) and, with them, its pod's samples of 11-02, on which no
-    attempt of the job lies."""
+    attempt of the job lies (without the rule they keep team nlp)."""
     cfg, base = cluster
+    if not rule:
+        _without_the_rule(monkeypatch)
     start, end = "2026-11-01T13:00:00Z", "2026-11-01T23:50:00Z"
     b0 = _pod("b-0", "nlp", "jobb", "n1", start, end, workload="job-jobb-1")
     _load(cfg, "k8s-pods", _list(base / "inputs" / "pods_2026-11-01.json", [_C0, b0]))
@@ -226,6 +228,11 @@ def test_a_workloads_queue_changed_moves_its_pods_tail_to_the_new_team(
     _load(cfg, "k8s-objects", _list(workloads, [_workload("job-jobb-1", "jobb", "lq-vision",
                                                           start, end)]))  # fmt: skip
     assert _build(cfg) == "incremental"
+    if not rule:
+        assert _after(cfg, "2026-11-02T00:00") == [("nlp/job-jobb-1", "nlp")]
+        with pytest.raises(AssertionError, match="gpu_activity"):
+            assert_equals_full_rebuild(cfg, base)
+        return
     assert _after(cfg, "2026-11-02T00:00") == [("nlp/job-jobb-1", "vision")]
     assert assert_equals_full_rebuild(cfg, base) > 30
 
@@ -235,7 +242,8 @@ def test_a_pod_name_used_again_keeps_the_first_pods_samples(
 ) -> None:
     """Job joba's pod w-0 (uid u-a) ran 11-01 01:00–10:00, with samples; job aaa's pod, named
     w-0 again (uid u-b), runs 11-02 01:00–10:00. The samples of 11-01 stay joba's, in the
-    incremental build and in a full one (they went to aaa, the one job a pod name had)."""
+    incremental build and in a full one (they went to aaa, the one job a pod name had: the
+    full build differed from the incremental one, which kept them)."""
     cfg, base = cluster
     c0 = _pod("c-0", "vision", "jobc", "n2", "2026-11-01T00:00:00Z", "2026-11-03T10:00:00Z")
     a = _pod("w-0", "nlp", "joba", "n1", "2026-11-01T01:00:00Z", "2026-11-01T10:00:00Z", "u-a")
@@ -248,4 +256,36 @@ def test_a_pod_name_used_again_keeps_the_first_pods_samples(
     _load(cfg, "k8s-pods", _list(base / "inputs" / "pods_2026-11-02.json", [b]))
     assert _build(cfg) == "incremental"
     assert _after(cfg, "2026-11-01T00:00") == [("nlp/joba", "nlp")]
+    assert assert_equals_full_rebuild(cfg, base) > 30
+
+
+@pytest.mark.parametrize("rule", [True, False], ids=["planned", "without-the-rule"])
+def test_an_earlier_pod_of_a_name_loaded_late_takes_its_tail_back(
+    cluster: tuple[Config, Path], rule: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pod w-0 of job aaa (uid u-b) runs 11-03 01:00–10:00; samples of w-0 on 11-02 (every 30
+    minutes, 00:10 to 23:40) lie before it: with it the only life of the name, they are aaa's.
+    Then the pods file of 11-01 comes with job joba's w-0 (uid u-a, 11-01 01:00–10:00): the
+    samples of 11-02 are its tail (the life that held the name last before them), joba's. No
+    changed row spans 11-02 (joba's runs on 11-01, aaa's did not change): the pod rule plans it
+    (without it the samples stay aaa's)."""
+    cfg, base = cluster
+    if not rule:
+        _without_the_rule(monkeypatch)
+    c0 = _pod("c-0", "vision", "jobc", "n2", "2026-11-01T00:00:00Z", "2026-11-04T10:00:00Z")
+    b = _pod("w-0", "nlp", "aaa", "n1", "2026-11-03T01:00:00Z", "2026-11-03T10:00:00Z", "u-b")
+    a = _pod("w-0", "nlp", "joba", "n1", "2026-11-01T01:00:00Z", "2026-11-01T10:00:00Z", "u-a")
+    _load(cfg, "k8s-pods", _list(base / "inputs" / "pods_2026-11-03.json", [b, c0]))
+    _load(cfg, "dcgm", _dcgm(base / "inputs" / "dcgm_2026-11-02.prom", "n1", 0, "nlp", "w-0",
+                             _every_30_min("2026-11-02T00:10", "2026-11-03T00:00")))  # fmt: skip
+    assert _build(cfg) == "full"
+    assert _after(cfg, "2026-11-02T00:00") == [("nlp/aaa", "nlp")]
+    _load(cfg, "k8s-pods", _list(base / "inputs" / "pods_2026-11-01.json", [a]))
+    assert _build(cfg) == "incremental"
+    if not rule:
+        assert _after(cfg, "2026-11-02T00:00") == [("nlp/aaa", "nlp")]
+        with pytest.raises(AssertionError, match="gpu_activity"):
+            assert_equals_full_rebuild(cfg, base)
+        return
+    assert _after(cfg, "2026-11-02T00:00") == [("nlp/joba", "nlp")]
     assert assert_equals_full_rebuild(cfg, base) > 30

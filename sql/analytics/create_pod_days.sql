@@ -1,0 +1,10 @@
+-- analytics.build_pod_days written whole: per load of raw.dcgm_samples, cluster, pod and UTC
+-- day, the first and last time of its samples labelled with that pod
+-- (pipelines.analytics.incremental.POD_DAYS_TABLE): what the plan reads for the days of a pod's
+-- stored samples, instead of a pass over every sample (sql/analytics/pod_sample_days.sql).
+CREATE OR REPLACE TABLE analytics.build_pod_days AS
+SELECT ingest_id, cluster, namespace, pod, min(ts) AS lo, max(ts) AS hi
+FROM raw.dcgm_samples
+WHERE pod IS NOT NULL
+GROUP BY ingest_id, cluster, namespace, pod, CAST(timezone('UTC', ts) AS DATE)
+ORDER BY ingest_id, cluster, namespace, pod, lo
