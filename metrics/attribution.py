@@ -247,7 +247,7 @@ def attribute_samples(
             ``[start_at, end_at)``; NULL end = still running).
         pod_jobs: ``cluster, namespace, pod, job_id``: the Kubernetes attempt's ``job_id`` of
             each pod (a pod not listed is its own job ``namespace/pod``), and optionally
-            ``pod_from`` (UTC: when that pod was bound, else started, else created) and
+            ``pod_from`` (UTC: when that pod was bound, else started; NULL: never) and
             ``uid``, one row per pod life: a pod name used again by a later pod (a rerun's
             ``<job>-worker-0``) is the life started last at or before the sample's time, else
             the first life (:func:`_pod_lives`).
@@ -390,8 +390,12 @@ def attribute_samples(
         pl.when(group).then(pl.col("_group")).alias("job_group"),
     ).select(*out_cols, "_row")  # fmt: skip
 
-    teams = spans.select("cluster", "job_id", pl.col("team").alias("_t")).unique(
-        ["cluster", "job_id"]
+    # a job's team where no attempt holds the sample: its latest attempt's (one row, the same
+    # in every build: the attempts of a job may name different teams)
+    teams = (
+        spans.sort("cluster", "job_id", "attempt", "start_at", nulls_last=False)
+        .unique(["cluster", "job_id"], keep="last", maintain_order=True)
+        .select("cluster", "job_id", pl.col("team").alias("_t"))
     )
     return (
         pl.concat([labelled, by_gres, by_node], how="vertical_relaxed")
@@ -415,10 +419,11 @@ def _pod_lives(rows: pl.LazyFrame, pod_jobs: pl.LazyFrame) -> pl.LazyFrame:
     later pod the same name. A sample is the pod's that had the name at its time: the life
     started (``pod_from``) last at or before ``ts`` (its tail after the pod ended too, until
     the next life starts); a sample before every life takes the first (each name's first life
-    is taken to start at the epoch, so one backward as-of join decides). Lives of one name
-    with the same start (an unknown start counts as the epoch) are one: the greatest ``uid``
-    (else ``job_id``). Without ``pod_from`` every name has one life, the first listed. NULL
-    where the name is not listed.
+    is taken to start at the epoch, so one backward as-of join decides). A life without a
+    start (a pod never bound held no GPU) counts only for a name that has no life with one,
+    as starting at the epoch. Lives of one name with the same start are one: the greatest
+    ``uid`` (else ``job_id``). Without ``pod_from`` every name has one life, the first listed.
+    NULL where the name is not listed.
     """
     key = ["cluster", "namespace", "pod"]
     names = pod_jobs.collect_schema().names()
@@ -430,7 +435,9 @@ def _pod_lives(rows: pl.LazyFrame, pod_jobs: pl.LazyFrame) -> pl.LazyFrame:
     tie = "uid" if "uid" in names else "job_id"
     start = pl.col("pod_from").dt.convert_time_zone("UTC").dt.cast_time_unit("us")
     lives = (
-        pod_jobs.select(*key, start.fill_null(_EPOCH).alias("_pf"), *{tie, "job_id"})
+        pod_jobs.select(*key, start.alias("_pf"), *{tie, "job_id"})
+        .filter(pl.col("_pf").is_not_null() | pl.col("_pf").is_null().all().over(key))
+        .with_columns(pl.col("_pf").fill_null(_EPOCH))
         .sort(*key, "_pf", tie, nulls_last=False)
         .unique([*key, "_pf"], keep="last", maintain_order=True)
         .with_columns(  # the first life of each name from the epoch on

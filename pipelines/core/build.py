@@ -177,8 +177,8 @@ class CoreFrames:
         down: ``cluster, hour, down_gpu_s, planned_down_gpu_s`` per cluster-hour.
         shares: the registry's share history per cluster (:func:`cluster_shares`).
         pod_jobs: ``cluster, namespace, pod, uid, job_id, pod_from``: which job each pod ran,
-            one row per pod life (``uid``; ``pod_from``: when it was bound, else started, else
-            created; a pod name is used again by a later pod).
+            one row per pod life (``uid``; ``pod_from``: when it was bound, else started, NULL
+            for a pod never bound; a pod name is used again by a later pod).
         topology: node → domain per level and map (:func:`pipelines.core.topology.
             topology_intervals`: ``topology.conf``, else Node labels, else inventory racks).
         node_down: ``cluster, node, start_at, end_at``: Slurm node down/drain intervals.
@@ -548,13 +548,12 @@ def build_core(
     )
     # the registry's share history per cluster: a share change mid-window applies per hour
     shares = cluster_shares(registry.history, nodes)
-    # one row per pod life (uid), from when it was bound (scheduled; else started, else
-    # created): a name used again by a later pod is that pod's from then on
+    # one row per pod life (uid), from when it was bound (scheduled; else started; NULL: never,
+    # it held no GPU): a name used again by a later pod is that pod's from then on
     # (metrics.attribution._pod_lives)
     lives = pods.select(
         "cluster", "uid",
-        pl.coalesce("scheduled_at", "started_at", "created_at")
-        .cast(pl.Datetime("us", "UTC")).alias("pod_from"),
+        pl.coalesce("scheduled_at", "started_at").cast(pl.Datetime("us", "UTC")).alias("pod_from"),
     ).unique(["cluster", "uid"], keep="last", maintain_order=True)  # fmt: skip
     pod_jobs = k8s_att.pods.join(lives, on=["cluster", "uid"], how="left").select(
         "cluster", "namespace", pl.col("name").alias("pod"),

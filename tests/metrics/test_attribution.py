@@ -310,3 +310,41 @@ def test_a_pod_name_used_again_is_the_life_that_had_it_then() -> None:
     undated = lives.drop("pod_from").reverse()  # joba listed first
     got = attribute_samples(samples.lazy(), jobs.lazy(), pod_jobs=undated.lazy()).collect()
     assert got["job_id"].to_list() == ["nlp/joba"] * 4
+
+
+def test_a_pod_never_bound_takes_no_sample_from_a_bound_one() -> None:
+    """Pod ``w-0`` was created for job ``nlp/pend`` (uid u-9, never bound: no ``pod_from``) and
+    ran for ``nlp/joba`` from 10:00 (uid u-1): samples at 09:50 and 10:30 are joba's (the
+    unbound life held no GPU). With the unbound life alone, the name is its job's at every time.
+    Job ``nlp/joba``'s two attempts name teams ``nlp`` (attempt 0, 10:00–10:20) and ``vision``
+    (attempt 1, 10:40–11:00): the sample at 10:30, held by neither, takes the latest attempt's
+    team (vision)."""
+    jobs = pl.DataFrame(
+        {"source": ["kubernetes"] * 2, "cluster": ["c"] * 2, "job_id": ["nlp/joba"] * 2,
+         "job_id_raw": ["a", "a"], "attempt": [1, 0], "team": ["vision", "nlp"],
+         "gpus": [1.0, 1.0], "start_at": [_t(10, 40), _t(10)], "end_at": [_t(11), _t(10, 20)],
+         "node_list": [["h1"], ["h1"]]},
+        schema_overrides={"start_at": pl.Datetime("us", "UTC"),
+                          "end_at": pl.Datetime("us", "UTC")},
+    )  # fmt: skip
+    lives = pl.DataFrame(
+        {"cluster": ["c", "c"], "namespace": ["nlp", "nlp"], "pod": ["w-0", "w-0"],
+         "uid": ["u-9", "u-1"], "job_id": ["nlp/pend", "nlp/joba"], "pod_from": [None, _t(10)]},
+        schema_overrides={"pod_from": pl.Datetime("us", "UTC")},
+    )  # fmt: skip
+    samples = pl.DataFrame(
+        {"cluster": ["c"] * 2, "host": ["h1"] * 2, "gpu_uuid": ["G0"] * 2, "gpu_index": [0] * 2,
+         "device": ["nvidia0"] * 2, "mig_profile": [None] * 2, "mig_instance": [None] * 2,
+         "hpc_job": [None] * 2, "namespace": ["nlp"] * 2, "pod": ["w-0"] * 2,
+         "ts": [_t(9, 50), _t(10, 30)]},
+        schema_overrides={"ts": pl.Datetime("us", "UTC"), "mig_profile": pl.String(),
+                          "mig_instance": pl.String(), "hpc_job": pl.String()},
+    )  # fmt: skip
+    got = attribute_samples(samples.lazy(), jobs.lazy(), pod_jobs=lives.lazy()).collect()
+    assert got.select("job_id", "attempt", "team").rows() == [
+        ("nlp/joba", None, "vision"),
+        ("nlp/joba", None, "vision"),
+    ]
+    alone = lives.filter(pl.col("uid") == "u-9")
+    got = attribute_samples(samples.lazy(), jobs.lazy(), pod_jobs=alone.lazy()).collect()
+    assert got["job_id"].to_list() == ["nlp/pend", "nlp/pend"]

@@ -557,7 +557,9 @@ def test_the_next_days_first_poll_ends_a_spell_of_the_day_before(
     if not rule:
         import pipelines.analytics.build as build_module
 
-        monkeypatch.setattr(build_module, "changed_spell_jobs", lambda _con, spells: spells.clear())
+        monkeypatch.setattr(
+            build_module, "changed_spell_jobs", lambda _con, spells, *_a: spells.clear()
+        )
     inputs = base / "inputs"
     _load(cfg, "sacct", _sacct(inputs / "sacct_2026-11-02.psv", [
         _row("100", "2026-11-02T23:40:00", "2026-11-02T23:59:30", "2026-11-03T02:00:00",
