@@ -18,6 +18,7 @@ from pipelines.analytics.incremental import (
 )
 from pipelines.core.slurm_on_k8s import NODE_MAP_SCHEMA
 from pipelines.warehouse import connect, init_warehouse, read_table
+from pipelines.warehouse.sql import load_sql
 from pipelines.warehouse.tables import replace_table
 
 
@@ -169,22 +170,25 @@ def test_the_samples_of_a_pod_entering_or_leaving_the_map_plan_their_days() -> N
     slurm/p1 of k8s-y (another cluster) at 02-23; one sample without a pod at 02-22. The old map
     names p2 and p3; the new map names p1 (entered: its two days, each from its first to its
     last sample there) and p3 (kept), not p2 (left: its day). A pod of slurm-y (no pair), a
-    NULL pod, and the same maps with the pods only reordered: nothing. No samples table: no
-    span."""
+    NULL pod, and the same maps with the pods only reordered: nothing. The days are read from
+    the loads' pod days (``analytics.build_pod_days``, written from the samples as a full build
+    writes it); without that table: no span."""
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     con.execute("CREATE SCHEMA raw")
+    con.execute("CREATE SCHEMA analytics")
     con.execute(
         "CREATE TABLE raw.dcgm_samples (ts TIMESTAMPTZ, cluster VARCHAR, namespace VARCHAR,"
-        " pod VARCHAR)"
+        " pod VARCHAR, ingest_id BIGINT DEFAULT 1)"
     )
     con.executemany(
-        "INSERT INTO raw.dcgm_samples VALUES (?, ?, ?, ?)",
+        "INSERT INTO raw.dcgm_samples (ts, cluster, namespace, pod) VALUES (?, ?, ?, ?)",
         [(_t(2, 27, 10), "k8s-x", "slurm", "p1"), (_t(2, 27, 11), "k8s-x", "slurm", "p1"),
          (_t(3, 1, 2), "k8s-x", "slurm", "p1"), (_t(2, 26, 5), "k8s-x", "slurm", "p2"),
          (_t(2, 25, 1), "k8s-x", "slurm", "p3"), (_t(2, 24), "k8s-x", "ns2", "p1"),
          (_t(2, 23), "k8s-y", "slurm", "p1"), (_t(2, 22), "k8s-x", None, None)],
     )  # fmt: skip
+    con.execute(load_sql("analytics/create_pod_days"))
     pairs = pl.DataFrame({"cluster": ["slurm-x"], "k8s_cluster": ["k8s-x"]})
     old = _map(("n2", "p2", _t(2, 1), None), ("n3", "p3", _t(2, 1), None))
     new = _map(("n1", "p1", _t(3, 5), None), ("n3", "p3", _t(2, 1), None))
@@ -207,5 +211,5 @@ def test_the_samples_of_a_pod_entering_or_leaving_the_map_plan_their_days() -> N
         _t(2, 27, 10),
         _t(3, 1, 2),
     ]
-    con.execute("DROP TABLE raw.dcgm_samples")
+    con.execute("DROP TABLE analytics.build_pod_days")
     assert _map_pod_spans(con, old, new, pairs).height == 0
