@@ -1203,7 +1203,6 @@ def _map_pod_spans(
         pairs: ``cluster, k8s_cluster`` (a Slurm cluster's pods run on its Kubernetes
             cluster; a Slurm cluster without a pair has no samples to clear).
     """
-    schema = {"cluster": pl.String(), "lo": _SPANS_SCHEMA["lo"], "hi": _SPANS_SCHEMA["hi"]}
     cols = ["cluster", "namespace", "pod"]
 
     def pods(frame: pl.DataFrame) -> pl.DataFrame:
@@ -1222,15 +1221,7 @@ def _map_pod_spans(
         .select(pl.col("k8s_cluster").alias("cluster"), "namespace", "pod")
         .unique()
     )
-    if changed.is_empty() or not table_exists(con, POD_DAYS_TABLE):
-        return pl.DataFrame(schema=schema)
-    found = run_named(
-        con,
-        "analytics/pod_sample_days",
-        {name: changed[c].to_list() for name, c in
-         (("clusters", "cluster"), ("namespaces", "namespace"), ("pods", "pod"))},
-    )  # fmt: skip
-    return found.cast(schema)  # type: ignore[arg-type]
+    return _pod_days(con, changed)
 
 
 def _pod_sample_spans(
@@ -1253,7 +1244,6 @@ def _pod_sample_spans(
     qualifies: a build that sees new pods (most builds of a Kubernetes cluster) reads that
     table, never the samples.
     """
-    schema = {"cluster": pl.String(), "lo": _SPANS_SCHEMA["lo"], "hi": _SPANS_SCHEMA["hi"]}
     cols = ["cluster", "namespace", "pod"]
     lives = new.select(_POD_LIVES_COLUMNS)
     found = row_diff(con, POD_LIVES_TABLE, lives)
@@ -1274,16 +1264,24 @@ def _pod_sample_spans(
             pl.col(cols).cast(pl.String())
         ),
     ]
-    changed = pl.concat(named).unique().drop_nulls()
-    if changed.is_empty() or not table_exists(con, POD_DAYS_TABLE):
-        return pl.DataFrame(schema=schema), found
-    days = run_named(
+    return _pod_days(con, pl.concat(named).unique().drop_nulls()), found
+
+
+def _pod_days(con: duckdb.DuckDBPyConnection, pods: pl.DataFrame) -> pl.DataFrame:
+    """``cluster, lo, hi`` (UTC): per cluster and UTC day, the first and last time of the
+    stored DCGM samples of ``pods`` (``cluster, namespace, pod``), from the loads' pod days
+    (:data:`POD_DAYS_TABLE`, ``sql/analytics/pod_sample_days.sql``); none without pods or
+    without that table."""
+    schema = {"cluster": pl.String(), "lo": _SPANS_SCHEMA["lo"], "hi": _SPANS_SCHEMA["hi"]}
+    if pods.is_empty() or not table_exists(con, POD_DAYS_TABLE):
+        return pl.DataFrame(schema=schema)
+    found = run_named(
         con,
         "analytics/pod_sample_days",
-        {name: changed[c].to_list() for name, c in
+        {name: pods[c].to_list() for name, c in
          (("clusters", "cluster"), ("namespaces", "namespace"), ("pods", "pod"))},
     )  # fmt: skip
-    return days.cast(schema), found  # type: ignore[arg-type]
+    return found.cast(schema)  # type: ignore[arg-type]
 
 
 def _moved_map_spans(

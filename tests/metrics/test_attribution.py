@@ -273,6 +273,18 @@ def test_gres_latest_snapshot_wins_then_the_later_row() -> None:
         assert sorted(held["device_index"].to_list()) == want
 
 
+def _pod_samples(*at: dt.datetime) -> pl.DataFrame:
+    """Samples of GPU 0 of h1 labelled with pod ``nlp/w-0``, one at each time ``at``."""
+    n = len(at)
+    return pl.DataFrame(
+        {"cluster": ["c"] * n, "host": ["h1"] * n, "gpu_uuid": ["G0"] * n, "gpu_index": [0] * n,
+         "device": ["nvidia0"] * n, "mig_profile": [None] * n, "mig_instance": [None] * n,
+         "hpc_job": [None] * n, "namespace": ["nlp"] * n, "pod": ["w-0"] * n, "ts": list(at)},
+        schema_overrides={"ts": pl.Datetime("us", "UTC"), "mig_profile": pl.String(),
+                          "mig_instance": pl.String(), "hpc_job": pl.String()},
+    )  # fmt: skip
+
+
 def test_a_pod_name_used_again_is_the_life_that_had_it_then() -> None:
     """Pod ``w-0`` of namespace ``nlp`` ran twice: job ``nlp/joba`` bound it at 10:00 (attempt
     on h1 10:00–11:00), job ``nlp/aaa`` at 11:30 (h1 11:30–12:00). Samples at 10:30 and at
@@ -292,14 +304,7 @@ def test_a_pod_name_used_again_is_the_life_that_had_it_then() -> None:
          "job_id": ["nlp/aaa", "nlp/joba"], "pod_from": [_t(11, 30), _t(10)]},
         schema_overrides={"pod_from": pl.Datetime("us", "UTC")},
     )  # fmt: skip
-    at = [_t(10, 30), _t(11, 10), _t(11, 40), _t(9, 50)]
-    samples = pl.DataFrame(
-        {"cluster": ["c"] * 4, "host": ["h1"] * 4, "gpu_uuid": ["G0"] * 4, "gpu_index": [0] * 4,
-         "device": ["nvidia0"] * 4, "mig_profile": [None] * 4, "mig_instance": [None] * 4,
-         "hpc_job": [None] * 4, "namespace": ["nlp"] * 4, "pod": ["w-0"] * 4, "ts": at},
-        schema_overrides={"ts": pl.Datetime("us", "UTC"), "mig_profile": pl.String(),
-                          "mig_instance": pl.String(), "hpc_job": pl.String()},
-    )  # fmt: skip
+    samples = _pod_samples(_t(10, 30), _t(11, 10), _t(11, 40), _t(9, 50))
     got = attribute_samples(samples.lazy(), jobs.lazy(), pod_jobs=lives.lazy()).collect()
     assert got.select("job_id", "attempt", "team", "attribution").rows() == [
         ("nlp/joba", 0, "nlp", "pod"),
@@ -332,14 +337,7 @@ def test_a_pod_never_bound_takes_no_sample_from_a_bound_one() -> None:
          "uid": ["u-9", "u-1"], "job_id": ["nlp/pend", "nlp/joba"], "pod_from": [None, _t(10)]},
         schema_overrides={"pod_from": pl.Datetime("us", "UTC")},
     )  # fmt: skip
-    samples = pl.DataFrame(
-        {"cluster": ["c"] * 2, "host": ["h1"] * 2, "gpu_uuid": ["G0"] * 2, "gpu_index": [0] * 2,
-         "device": ["nvidia0"] * 2, "mig_profile": [None] * 2, "mig_instance": [None] * 2,
-         "hpc_job": [None] * 2, "namespace": ["nlp"] * 2, "pod": ["w-0"] * 2,
-         "ts": [_t(9, 50), _t(10, 30)]},
-        schema_overrides={"ts": pl.Datetime("us", "UTC"), "mig_profile": pl.String(),
-                          "mig_instance": pl.String(), "hpc_job": pl.String()},
-    )  # fmt: skip
+    samples = _pod_samples(_t(9, 50), _t(10, 30))
     got = attribute_samples(samples.lazy(), jobs.lazy(), pod_jobs=lives.lazy()).collect()
     assert got.select("job_id", "attempt", "team").rows() == [
         ("nlp/joba", None, "vision"),

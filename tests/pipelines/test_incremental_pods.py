@@ -245,16 +245,9 @@ def test_a_pod_name_used_again_keeps_the_first_pods_samples(
     incremental build and in a full one (they went to aaa, the one job a pod name had: the
     full build differed from the incremental one, which kept them)."""
     cfg, base = cluster
-    c0 = _pod("c-0", "vision", "jobc", "n2", "2026-11-01T00:00:00Z", "2026-11-03T10:00:00Z")
-    a = _pod("w-0", "nlp", "joba", "n1", "2026-11-01T01:00:00Z", "2026-11-01T10:00:00Z", "u-a")
-    b = _pod("w-0", "nlp", "aaa", "n1", "2026-11-02T01:00:00Z", "2026-11-02T10:00:00Z", "u-b")
-    _load(cfg, "k8s-pods", _list(base / "inputs" / "pods_2026-11-01.json", [a, c0]))
-    _load(cfg, "dcgm", _dcgm(base / "inputs" / "dcgm_2026-11-01.prom", "n1", 0, "nlp", "w-0",
-                             _every_30_min("2026-11-01T01:10", "2026-11-01T10:00")))  # fmt: skip
-    assert _build(cfg) == "full"
+    _two_lives(cfg, base, first="2026-11-01", then="2026-11-02", c0_end="2026-11-03",
+               samples=("2026-11-01T01:10", "2026-11-01T10:00"))  # fmt: skip
     assert _after(cfg, "2026-11-01T00:00") == [("nlp/joba", "nlp")]
-    _load(cfg, "k8s-pods", _list(base / "inputs" / "pods_2026-11-02.json", [b]))
-    assert _build(cfg) == "incremental"
     assert _after(cfg, "2026-11-01T00:00") == [("nlp/joba", "nlp")]
     assert assert_equals_full_rebuild(cfg, base) > 30
 
@@ -272,16 +265,9 @@ def test_an_earlier_pod_of_a_name_loaded_late_takes_its_tail_back(
     cfg, base = cluster
     if not rule:
         _without_the_rule(monkeypatch)
-    c0 = _pod("c-0", "vision", "jobc", "n2", "2026-11-01T00:00:00Z", "2026-11-04T10:00:00Z")
-    b = _pod("w-0", "nlp", "aaa", "n1", "2026-11-03T01:00:00Z", "2026-11-03T10:00:00Z", "u-b")
-    a = _pod("w-0", "nlp", "joba", "n1", "2026-11-01T01:00:00Z", "2026-11-01T10:00:00Z", "u-a")
-    _load(cfg, "k8s-pods", _list(base / "inputs" / "pods_2026-11-03.json", [b, c0]))
-    _load(cfg, "dcgm", _dcgm(base / "inputs" / "dcgm_2026-11-02.prom", "n1", 0, "nlp", "w-0",
-                             _every_30_min("2026-11-02T00:10", "2026-11-03T00:00")))  # fmt: skip
-    assert _build(cfg) == "full"
-    assert _after(cfg, "2026-11-02T00:00") == [("nlp/aaa", "nlp")]
-    _load(cfg, "k8s-pods", _list(base / "inputs" / "pods_2026-11-01.json", [a]))
-    assert _build(cfg) == "incremental"
+    _two_lives(cfg, base, first="2026-11-03", then="2026-11-01", c0_end="2026-11-04",
+               samples=("2026-11-02T00:10", "2026-11-03T00:00"), jobs=("aaa", "joba"),
+               before=[("nlp/aaa", "nlp")])  # fmt: skip
     if not rule:
         assert _after(cfg, "2026-11-02T00:00") == [("nlp/aaa", "nlp")]
         with pytest.raises(AssertionError, match="gpu_activity"):
@@ -289,3 +275,26 @@ def test_an_earlier_pod_of_a_name_loaded_late_takes_its_tail_back(
         return
     assert _after(cfg, "2026-11-02T00:00") == [("nlp/joba", "nlp")]
     assert assert_equals_full_rebuild(cfg, base) > 30
+
+
+def _two_lives(
+    cfg: Config, base: Path, *, first: str, then: str, c0_end: str, samples: tuple[str, str],
+    jobs: tuple[str, str] = ("joba", "aaa"), before: list[tuple[Any, ...]] | None = None,
+) -> None:  # fmt: skip
+    """Two lives of pod ``nlp/w-0`` on n1, GPU 0, each 01:00–10:00 of its day: job ``jobs[0]``
+    on ``first`` (uid u-1, loaded with c-0, which holds the cut-off to ``c0_end`` 10:00, and
+    with samples every 30 minutes over ``samples``), built in full (its pod-attributed activity
+    from ``samples[0]`` on is ``before``, when given), then job ``jobs[1]`` on ``then`` (uid
+    u-2), its pods file loaded and built incrementally."""
+    c0 = _pod("c-0", "vision", "jobc", "n2", "2026-11-01T00:00:00Z", f"{c0_end}T10:00:00Z")
+    days = zip(jobs, (first, then), strict=True)
+    lives = [_pod("w-0", "nlp", job, "n1", f"{day}T01:00:00Z", f"{day}T10:00:00Z", f"u-{i}")
+             for i, (job, day) in enumerate(days, start=1)]  # fmt: skip
+    _load(cfg, "k8s-pods", _list(base / "inputs" / f"pods_{first}.json", [lives[0], c0]))
+    _load(cfg, "dcgm", _dcgm(base / "inputs" / f"dcgm_{samples[0][:10]}.prom", "n1", 0, "nlp",
+                             "w-0", _every_30_min(*samples)))  # fmt: skip
+    assert _build(cfg) == "full"
+    if before is not None:
+        assert _after(cfg, samples[0]) == before
+    _load(cfg, "k8s-pods", _list(base / "inputs" / f"pods_{then}.json", [lives[1]]))
+    assert _build(cfg) == "incremental"
