@@ -124,10 +124,10 @@ def main() -> None:
         _map_pod_spans,
         _map_telemetry_days,
         _moved_map_spans,
+        _record_pod_days,
     )
     from pipelines.core.slurm_on_k8s import NODE_MAP_SCHEMA, slurm_node_map
     from pipelines.warehouse import connect, init_warehouse, read_table, replace_table
-    from pipelines.warehouse.sql import load_sql
 
     as_of = START + dt.timedelta(days=a.days)
     comments = pl.DataFrame(
@@ -150,7 +150,7 @@ def main() -> None:
                 con, "raw.dcgm_samples", pod_samples(a.samples, a.nodes, a.days, a.restart_days)
             )
             started = time.perf_counter()
-            con.execute(load_sql("analytics/create_pod_days"))
+            _record_pod_days(con, None)  # as a full build writes it
             index_s = time.perf_counter() - started
         assert stored.height == new.height and set(stored.columns) == set(NODE_MAP_SCHEMA)
         runs = {

@@ -152,7 +152,7 @@ TELEMETRY_SPANS_TABLE = "analytics.build_telemetry_spans"
 #: build writes it whole.
 GRES_JOBS_TABLE = "analytics.build_gres_jobs"
 
-#: Bookkeeping: the last build's pod lives (``cluster, namespace, pod, job_id, pod_from``:
+#: Bookkeeping: the last build's pod lives (``cluster, namespace, pod, uid, job_id, pod_from``:
 #: :attr:`pipelines.core.CoreFrames.pod_jobs`), which job each pod-labelled sample goes to. A
 #: build compares them with its own (:func:`_pod_sample_spans`) and writes them.
 POD_LIVES_TABLE = "analytics.build_pod_lives"
@@ -933,7 +933,7 @@ def plan_build(
         add(_span_days(changed, old_as_of, stable, latest))
 
     # 2a. A pod-labelled sample goes to the job of its pod's life at its time, with the
-    # team of any of that job's attempts, whether or not an attempt holds it (its tail after
+    # team of that job's latest attempt where no attempt holds it (its tail after
     # the pod ended, or samples loaded before the pod): where a pod's lives or its job's rows
     # changed, every day of its stored samples.
     diffs = {} if jobs_diff is None else {"core.jobs": jobs_diff}
@@ -1458,15 +1458,15 @@ def _record_pod_days(
     written whole from ``raw.dcgm_samples`` (empty without it)."""
     has_raw = table_exists(con, "raw.dcgm_samples")
     if loads is None or not table_exists(con, POD_DAYS_TABLE):
-        con.execute(
-            load_sql("analytics/create_pod_days" if has_raw else "analytics/create_empty_pod_days")
-        )
+        con.execute(load_sql("analytics/create_empty_pod_days"))
+        if has_raw:
+            con.execute(load_sql("analytics/insert_pod_days"), {"all": True, "ids": []})
         return
     new_ids, gone_ids = loads
     if gone_ids:
         con.execute(load_sql("analytics/delete_pod_days"), {"ids": gone_ids})
     if new_ids and has_raw:
-        con.execute(load_sql("analytics/insert_pod_days"), {"ids": new_ids})
+        con.execute(load_sql("analytics/insert_pod_days"), {"all": False, "ids": new_ids})
 
 
 def _record_gres_jobs(

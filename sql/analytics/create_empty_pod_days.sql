@@ -1,5 +1,5 @@
--- analytics.build_pod_days without rows, where the warehouse holds no raw.dcgm_samples
--- (sql/analytics/create_pod_days.sql).
+-- analytics.build_pod_days without rows (pipelines.analytics.incremental.POD_DAYS_TABLE), before
+-- a full build fills it from every load (sql/analytics/insert_pod_days.sql).
 CREATE OR REPLACE TABLE analytics.build_pod_days (
     ingest_id BIGINT,
     cluster VARCHAR,

@@ -14,11 +14,11 @@ from pipelines.analytics.incremental import (
     _map_pod_spans,
     _map_telemetry_days,
     _moved_map_spans,
+    _record_pod_days,
     _xid_attempt_days,
 )
 from pipelines.core.slurm_on_k8s import NODE_MAP_SCHEMA
 from pipelines.warehouse import connect, init_warehouse, read_table
-from pipelines.warehouse.sql import load_sql
 from pipelines.warehouse.tables import replace_table
 
 
@@ -188,7 +188,7 @@ def test_the_samples_of_a_pod_entering_or_leaving_the_map_plan_their_days() -> N
          (_t(2, 25, 1), "k8s-x", "slurm", "p3"), (_t(2, 24), "k8s-x", "ns2", "p1"),
          (_t(2, 23), "k8s-y", "slurm", "p1"), (_t(2, 22), "k8s-x", None, None)],
     )  # fmt: skip
-    con.execute(load_sql("analytics/create_pod_days"))
+    _record_pod_days(con, None)  # as a full build writes it
     pairs = pl.DataFrame({"cluster": ["slurm-x"], "k8s_cluster": ["k8s-x"]})
     old = _map(("n2", "p2", _t(2, 1), None), ("n3", "p3", _t(2, 1), None))
     new = _map(("n1", "p1", _t(3, 5), None), ("n3", "p3", _t(2, 1), None))
