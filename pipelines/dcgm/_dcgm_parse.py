@@ -203,6 +203,9 @@ _PAIR: Final = r'[A-Za-z_][A-Za-z0-9_]*\s*=\s*"(?:[^"\\]|\\.)*"'
 _LABELS_RE: Final = rf"^\s*(?:{_PAIR}(?:\s*,\s*{_PAIR})*)?\s*,?\s*$"
 _OM_SECONDS_RE: Final = r"^(-?\d+)(?:\.(\d*))?$"
 _EXPORTER_POD_RE: Final = r"(?:^|-)dcgm-exporter-[a-z0-9]{5}$"
+#: The exporter's own container (gpu-operator's ``nvidia-dcgm-exporter``, the Helm chart's
+#: ``exporter`` is too generic to read as the exporter's).
+_EXPORTER_CONTAINER_RE: Final = r"^(?:nvidia-)?dcgm-exporter$"
 
 # Labels read from each series; the output columns below are built from them.
 _LABEL_KEYS: Final = (
@@ -271,8 +274,11 @@ def parse_dcgm(
           (``modelName``), ``mig_profile`` (``GPU_I_PROFILE``), ``mig_instance`` (``GPU_I_ID``),
           ``hpc_job``;
         - ``pod`` / ``namespace`` / ``container``: the workload's; when ``exported_*`` labels
-          exist, the plain ones name the exporter and are ignored; old ``pod_name``,
-          ``pod_namespace``, ``container_name`` are accepted;
+          exist, the plain ones name the exporter and are ignored; without them, plain ones that
+          name the exporter itself (a pod like ``nvidia-dcgm-exporter-wqqqn`` or a container
+          ``nvidia-dcgm-exporter`` / ``dcgm-exporter``: Prometheus' target labels on an idle
+          GPU's series) are no workload (NULL); old ``pod_name``, ``pod_namespace``,
+          ``container_name`` are accepted;
         - ``metric``: the DCGM field name; ``value``: as exported (units of the field, e.g. %,
           MHz, W, mJ, MiB, ratio 0–1 for ``DCGM_FI_PROF_*``), NULL for DCGM blank sentinels
           (judged by :data:`FIELD_TYPES`);
@@ -722,6 +728,15 @@ def _parse_label_sets(labels: pl.Series) -> pl.DataFrame:
         | pl.col("l_exported_namespace").is_not_null()
         | pl.col("l_exported_container").is_not_null()
     )
+    # Without exported_* labels the plain pod labels are the workload's (the exporter's pod
+    # mapping, scraped as is), unless they name the exporter itself: Prometheus' Kubernetes
+    # discovery gives every scraped series the target's pod, namespace and container, so an idle
+    # GPU's series (no workload labels from the exporter) carries the exporter's own pod.
+    plain_pod = pl.coalesce(_nonempty("l_pod"), _nonempty("l_pod_name"))
+    plain_container = pl.coalesce(_nonempty("l_container"), _nonempty("l_container_name"))
+    exporter_itself = plain_pod.str.contains(_EXPORTER_POD_RE).fill_null(
+        False
+    ) | plain_container.str.contains(_EXPORTER_CONTAINER_RE).fill_null(False)
     node_host = pl.coalesce(_nonempty("l_node"), _nonempty("l_kubernetes_node"))
     name_host = pl.coalesce(_nonempty("l_Hostname"), _nonempty("l_hostname"))
     gpu = _nonempty("l_gpu")
@@ -748,15 +763,18 @@ def _parse_label_sets(labels: pl.Series) -> pl.DataFrame:
         .alias("mig_bad"),
         pl.when(exported)
         .then(_nonempty("l_exported_pod"))
-        .otherwise(pl.coalesce(_nonempty("l_pod"), _nonempty("l_pod_name")))
+        .when(~exporter_itself)
+        .then(pl.coalesce(_nonempty("l_pod"), _nonempty("l_pod_name")))
         .alias("pod"),
         pl.when(exported)
         .then(_nonempty("l_exported_namespace"))
-        .otherwise(pl.coalesce(_nonempty("l_namespace"), _nonempty("l_pod_namespace")))
+        .when(~exporter_itself)
+        .then(pl.coalesce(_nonempty("l_namespace"), _nonempty("l_pod_namespace")))
         .alias("namespace"),
         pl.when(exported)
         .then(_nonempty("l_exported_container"))
-        .otherwise(pl.coalesce(_nonempty("l_container"), _nonempty("l_container_name")))
+        .when(~exporter_itself)
+        .then(pl.coalesce(_nonempty("l_container"), _nonempty("l_container_name")))
         .alias("container"),
         _nonempty("l_hpc_job").alias("hpc_job"),
     )

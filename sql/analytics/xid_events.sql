@@ -1,16 +1,46 @@
--- XID events: each change of DCGM_FI_DEV_XID_ERRORS to a non-zero value (it holds the last XID,
--- not a count), plus the non-zero DCGM_EXP_XID_ERRORS_COUNT samples (xid NULL). The GPU and its
--- owning pod (dcgm-exporter's pod mapping) come along, so a slurmd pod's XID can be moved to the
--- Slurm node it ran as (rehome_slurmd_dcgm).
-SELECT cluster, host, ts, value::BIGINT AS xid, gpu_uuid, namespace, pod
-FROM (
+-- XID events of every GPU (a MIG GPU instance's series apart from the others'), one row each:
+--   * each change of DCGM_FI_DEV_XID_ERRORS to a non-zero value (it holds the last XID, not a
+--     count);
+--   * where a GPU instance has no DCGM_FI_DEV_XID_ERRORS sample at that scrape, each rise of
+--     DCGM_EXP_XID_ERRORS_COUNT: the number of XIDs within the exporter's window (its
+--     window_size_in_ms label, 5 minutes by default), one series per XID code. Its series are
+--     summed per GPU instance and scrape; a rise of k over the scrape before is k events at this
+--     scrape (xid NULL), one XID staying in the window over ten scrapes one event. A scrape more
+--     than 5 minutes after the one before rises from 0 (what was in the window has left it).
+-- The GPU and its owning pod (dcgm-exporter's pod mapping) come along, so a slurmd pod's XID can
+-- be moved to the Slurm node it ran as (rehome_slurmd_dcgm).
+WITH last_xid AS (
     SELECT cluster, host, gpu_uuid, namespace, pod, ts, value,
-        lag(value) OVER (PARTITION BY cluster, host, gpu_uuid ORDER BY ts) AS prev
+        lag(value) OVER (PARTITION BY cluster, host, gpu_uuid, mig_instance ORDER BY ts) AS prev
     FROM raw.dcgm_samples
     WHERE metric = 'DCGM_FI_DEV_XID_ERRORS'
+),
+scrapes AS (
+    SELECT cluster, host, gpu_uuid, mig_instance, ts,
+        sum(value) FILTER (WHERE metric = 'DCGM_EXP_XID_ERRORS_COUNT') AS n,
+        count(*) FILTER (WHERE metric = 'DCGM_FI_DEV_XID_ERRORS') AS last_xid_samples,
+        max(namespace) AS namespace, max(pod) AS pod
+    FROM raw.dcgm_samples
+    WHERE metric IN ('DCGM_FI_DEV_XID_ERRORS', 'DCGM_EXP_XID_ERRORS_COUNT')
+    GROUP BY cluster, host, gpu_uuid, mig_instance, ts
+),
+counts AS (
+    SELECT *,
+        lag(n) OVER w AS prev_n,
+        lag(ts) OVER w AS prev_ts
+    FROM scrapes
+    WHERE n IS NOT NULL
+    WINDOW w AS (PARTITION BY cluster, host, gpu_uuid, mig_instance ORDER BY ts)
+),
+rises AS (
+    SELECT cluster, host, ts, gpu_uuid, namespace, pod, last_xid_samples,
+        n - CASE WHEN prev_ts >= ts - INTERVAL 5 MINUTE THEN prev_n ELSE 0 END AS rise
+    FROM counts
 )
+SELECT cluster, host, ts, value::BIGINT AS xid, gpu_uuid, namespace, pod
+FROM last_xid
 WHERE value > 0 AND (prev IS NULL OR prev <> value)
 UNION ALL
 SELECT cluster, host, ts, NULL::BIGINT, gpu_uuid, namespace, pod
-FROM raw.dcgm_samples
-WHERE metric = 'DCGM_EXP_XID_ERRORS_COUNT' AND value > 0
+FROM rises, range(CAST(rise AS BIGINT)) AS _k(k)
+WHERE last_xid_samples = 0 AND rise >= 1

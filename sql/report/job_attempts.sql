@@ -1,5 +1,6 @@
 -- The attempts of one job ($job_id = JobID or JobIDRaw; $cluster NULL = any) with DCGM summaries.
--- Activity: 5-minute (UTC) means per GPU of DCGM_FI_PROF_GR_ENGINE_ACTIVE, else GPU_UTIL / 100;
+-- Activity: 5-minute (UTC) means per GPU of DCGM_FI_PROF_GR_ENGINE_ACTIVE, else GPU_UTIL / 100 (not
+-- on a MIG GPU instance, where DCGM does not support GPU_UTIL);
 -- a GPU-bucket counts its overlap with the attempt (× the MIG slice's fraction of the GPU).
 -- Which GPU-buckets are the attempt's is the pipeline's attribution (`gpu_activity`, rows tied to
 -- one attempt: hpc_job label, pod → its Kubernetes workload, Slurm GPU map, whole node), so a
@@ -40,7 +41,9 @@ b AS (
            any_value(start_at) AS start_at, any_value(stop_at) AS stop_at,
            any_value(mig_profile) AS mig_profile,
            avg(value) FILTER (WHERE metric = 'DCGM_FI_PROF_GR_ENGINE_ACTIVE') AS gr,
-           avg(value) FILTER (WHERE metric = 'DCGM_FI_DEV_GPU_UTIL') / 100.0 AS util
+           -- not on a MIG GPU instance, where DCGM does not support it (0 as written)
+           avg(value) FILTER (WHERE metric = 'DCGM_FI_DEV_GPU_UTIL' AND mig_instance IS NULL)
+               / 100.0 AS util
     FROM s
     GROUP BY cluster, job_id, attempt, gpu_uuid, mig_instance, bucket
 ),

@@ -277,6 +277,38 @@ def test_exported_labels_replace_the_exporter_pod(tmp_path: Path) -> None:
     assert row["host_is_exporter_pod"] is False
 
 
+def test_target_labels_of_the_exporter_are_no_workload(tmp_path: Path) -> None:
+    """kube-prometheus scraping gpu-operator's exporter (a public CNCF AI-conformance evidence
+    page's /api/v1/query answer, 2026-03-10, as /federate text): the busy GPU carries its
+    workload as exported_*; the idle GPU only the target's own pod, namespace and container,
+    which name the exporter: no workload (before: a job ``gpu-operator/nvidia-dcgm-exporter-…``
+    held the idle GPU). A series whose container is the exporter's (``dcgm-exporter``, the
+    Helm chart's) is the target's too, whatever its pod."""
+    common = (
+        'DCGM_FI_DRIVER_VERSION="580.105.08",Hostname="gpu-node-1",endpoint="gpu-metrics",'
+        'instance="10.0.172.246:9400",job="nvidia-dcgm-exporter",'
+        'modelName="NVIDIA H100 80GB HBM3",namespace="gpu-operator",'
+        'pod="nvidia-dcgm-exporter-wqqqn",service="nvidia-dcgm-exporter"'
+    )
+    p = _write(
+        tmp_path,
+        "federate_20260310T034129Z.prom",
+        f'DCGM_FI_DEV_GPU_UTIL{{{common},UUID="GPU-c4529c8d",container="nvidia-dcgm-exporter",'
+        'device="nvidia0",exported_container="main",exported_namespace="dynamo-workload",'
+        'exported_pod="vllm-agg-0-vllmdecodeworker-s65j5",gpu="0"} 0 1773114089184\n'
+        f'DCGM_FI_DEV_GPU_UTIL{{{common},UUID="GPU-bc5610b9",container="nvidia-dcgm-exporter",'
+        'device="nvidia1",gpu="1"} 0 1773114089184\n'
+        'DCGM_FI_DEV_GPU_UTIL{UUID="GPU-92da0328",gpu="0",Hostname="gpu-node-2",'
+        'namespace="team-a",pod="train-0",container="dcgm-exporter"} 0 1773114089184\n',
+    )
+    got = parse_dcgm(p).rows.select("host", "pod", "namespace", "container").rows()
+    assert got == [
+        ("gpu-node-1", "vllm-agg-0-vllmdecodeworker-s65j5", "dynamo-workload", "main"),
+        ("gpu-node-1", None, None, None),
+        ("gpu-node-2", None, None, None),
+    ]
+
+
 def test_hostname_lowercase_and_hpc_job_and_escapes(tmp_path: Path) -> None:
     """Lowercase 'hostname' and hpc_job are read; escaped quotes and '}' in values parse."""
     p = _write(

@@ -1,0 +1,230 @@
+"""dcgm-exporter series that read wrong before, end to end (ingest of scrape files, a build):
+
+- ``DCGM_EXP_XID_ERRORS_COUNT`` is the number of XIDs within the exporter's window (5 minutes by
+  default), one series per code (label shape of NVIDIA/dcgm-exporter PR #239:
+  ``window_size_in_ms="300000",xid="42"``); it is not one event per non-zero scrape;
+- a MIG GPU's XID series are one per GPU instance (``GPU_I_ID``), each compared with its own
+  previous sample;
+- ``DCGM_FI_DEV_GPU_UTIL`` is not supported on a MIG GPU instance (dcgm-exporter writes 0 for
+  it, NVIDIA/dcgm-exporter#216): no activity reading, so the slices' time is unobserved goodput,
+  not idle.
+
+The scrapes are 30 s apart from 2026-11-02 10:00 UTC, one file each (dcgm-YYYYmmddTHHMMSSZ.prom).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from pipelines.analytics.build import rebuild
+from pipelines.config import load_config
+from pipelines.ingest import IngestOptions, ingest_file
+from pipelines.warehouse import connect, init_warehouse
+from tests.conftest import write_config
+
+X = "slurm-x"
+T0 = dt.datetime(2026, 11, 2, 10, 0, tzinfo=dt.UTC)
+_HEADER = (
+    "JobID|JobIDRaw|Cluster|Partition|QOS|Account|Group|User|UID|Submit|Eligible|Start|End|"
+    "Elapsed|ExitCode|State|NNodes|NCPUS|ReqTRES|AllocTRES|Timelimit|NodeList|JobName"
+)
+_T400 = (
+    'gpu="0",UUID="GPU-b9f9e81b-bee7-34bc-af17-132ef6592740",device="nvidia0",'
+    'modelName="NVIDIA T400 4GB",Hostname="workstation",DCGM_FI_DRIVER_VERSION="545.29.02"'
+)
+_A100 = (
+    'gpu="0",UUID="GPU-d6dd33b9-e50e-997c-f303-c8f7312fa498",device="nvidia0",'
+    'modelName="NVIDIA A100 80GB PCIe"'
+)
+
+
+def _job(job: str, end: str, state: str, node: str, tres: str) -> str:
+    return "|".join([
+        job, job, X, "gpu", "normal", "nlp", "nlp", "u1", "1001", "2026-11-02T09:59:00",
+        "2026-11-02T09:59:00", "2026-11-02T10:00:00", end, "00:17:00", "0:0", state, "1", "8",
+        f"billing=8,cpu=8,{tres},mem=1000M,node=1", f"billing=8,cpu=8,{tres},mem=1000M,node=1",
+        "2-00:00:00", node, "job",
+    ])  # fmt: skip
+
+
+def _scrapes(folder: Path, lines_at: Callable[[dt.datetime], list[str]], n: int = 60) -> Path:
+    folder.mkdir(parents=True)
+    for k in range(n):
+        ts = T0 + dt.timedelta(seconds=30 * k)
+        (folder / f"dcgm-{ts:%Y%m%dT%H%M%S}Z.prom").write_text("\n".join(lines_at(ts)) + "\n")
+    return folder
+
+
+@contextmanager
+def _build(
+    tmp_path: Path, host: str, jobs: list[str], scrapes: Path
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    (tmp_path / "inventory").mkdir()
+    (tmp_path / "inventory" / f"{X}.csv").write_text(
+        f"host,gpus,gpu_type,partition,rack\n{host},1,a100,gpu,r1\n"
+    )
+    (tmp_path / "inputs").mkdir()
+    cfg = load_config(write_config(tmp_path, clusters=((X, "slurm", "UTC"),)))
+    sacct = tmp_path / "inputs" / "sacct.txt"
+    sacct.write_text(_HEADER + "\n" + "\n".join(jobs) + "\n")
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        opts = IngestOptions(cluster=X, tz="UTC")
+        ingest_file(con, "sacct", sacct, opts)
+        ingest_file(con, "dcgm", scrapes, opts)
+        rebuild(con, cfg)
+        yield con
+
+
+def _xid_count_scrape(with_last_xid: bool) -> Callable[[dt.datetime], list[str]]:
+    """XID 42 at 10:05: the last-XID field holds 42 from then on; the windowed count is 1 for
+    the 10 scrapes of 10:05:00 … 10:09:30, then 0 (its series without an xid label)."""
+
+    def lines(ts: dt.datetime) -> list[str]:
+        xid = ts >= T0 + dt.timedelta(minutes=5)
+        out = [
+            "# TYPE DCGM_FI_DEV_GPU_UTIL gauge",
+            f"DCGM_FI_DEV_GPU_UTIL{{{_T400}}} {100 if ts < T0 + dt.timedelta(minutes=17) else 0}",
+        ]
+        if with_last_xid:
+            out.append(
+                f'DCGM_FI_DEV_XID_ERRORS{{{_T400},err_code="42"}} 42'
+                if xid
+                else f'DCGM_FI_DEV_XID_ERRORS{{{_T400},err_code="0"}} 0'
+            )
+        out.append("# TYPE DCGM_EXP_XID_ERRORS_COUNT gauge")
+        if xid and ts < T0 + dt.timedelta(minutes=10):
+            out.append(
+                f'DCGM_EXP_XID_ERRORS_COUNT{{{_T400},window_size_in_ms="300000",xid="42"}} 1'
+            )
+        else:
+            out.append(f'DCGM_EXP_XID_ERRORS_COUNT{{{_T400},window_size_in_ms="300000"}} 0')
+        return out
+
+    return lines
+
+
+@pytest.mark.parametrize("with_last_xid", [True, False], ids=["both-fields", "count-only"])
+def test_one_xid_in_the_windowed_count_is_one_event(tmp_path: Path, with_last_xid: bool) -> None:
+    """Job 1 holds the GPU 10:00–10:17 and FAILS; its XID window is [10:07, 10:17]. The XID
+    came at 10:05, outside it: 1 event, the job a user failure (1 GPU × 1,020 s). Before, each
+    of the ten non-zero count scrapes was an event (11 with the last-XID field), and the ones
+    from 10:07 on made the job an infrastructure failure."""
+    scrapes = _scrapes(tmp_path / "dcgm", _xid_count_scrape(with_last_xid))
+    jobs = [_job("1", "2026-11-02T10:17:00", "FAILED", "workstation", "gres/gpu=1")]
+    with _build(tmp_path, "workstation", jobs, scrapes) as con:
+        rel = con.execute(
+            "SELECT host, xid_events, infra_failed_attempts FROM analytics.node_reliability"
+        ).fetchall()
+        assert rel == [("workstation", 1, 0)]
+        leaves = dict(
+            con.execute(
+                "SELECT bucket, sum(gpu_s) FROM analytics.gpu_waterfall_hourly"
+                " WHERE bucket IN ('failed_work_user', 'failed_work_infra') GROUP BY bucket"
+            ).fetchall()
+        )
+        assert leaves == {"failed_work_user": 1020.0, "failed_work_infra": 0.0}
+
+
+def test_windowed_counts_rise_by_code_and_restart_after_a_gap(tmp_path: Path) -> None:
+    """Only the windowed count (two codes' series summed per scrape): XID 42 at 10:00 (1 for
+    ten scrapes), XIDs 13 and 31 together at 10:10 (a rise of 2), and after no scrape from
+    10:14:30 a scrape at 10:25 with 1 (more than 5 minutes on: a rise from 0) = 4 events."""
+
+    def lines(ts: dt.datetime) -> list[str]:
+        minute = (ts - T0).total_seconds() / 60
+        codes = []
+        if minute < 5:
+            codes.append("42")
+        if 10 <= minute < 15:
+            codes += ["13", "31"]
+        if minute >= 25:
+            codes.append("79")
+        out = [f"DCGM_FI_DEV_GPU_UTIL{{{_T400}}} 50"]
+        out += [
+            f'DCGM_EXP_XID_ERRORS_COUNT{{{_T400},window_size_in_ms="300000",xid="{c}"}} 1'
+            for c in codes
+        ]
+        if not codes:
+            out.append(f'DCGM_EXP_XID_ERRORS_COUNT{{{_T400},window_size_in_ms="300000"}} 0')
+        return out
+
+    folder = _scrapes(tmp_path / "dcgm", lines, n=30)  # 10:00:00 … 10:14:30
+    late = T0 + dt.timedelta(minutes=25)
+    (folder / f"dcgm-{late:%Y%m%dT%H%M%S}Z.prom").write_text("\n".join(lines(late)) + "\n")
+    jobs = [_job("1", "2026-11-02T10:30:00", "COMPLETED", "workstation", "gres/gpu=1")]
+    with _build(tmp_path, "workstation", jobs, folder) as con:
+        assert con.execute(
+            "SELECT host, xid_events FROM analytics.node_reliability"
+        ).fetchall() == [("workstation", 4)]
+
+
+def _mig_scrape(
+    activity_metric: str, value: str, xid_on_first: bool
+) -> Callable[[dt.datetime], list[str]]:
+    def lines(ts: dt.datetime) -> list[str]:
+        out = []
+        for gi, job in ((1, "201"), (2, "202")):
+            labels = (
+                f'{_A100},GPU_I_PROFILE="3g.40gb",GPU_I_ID="{gi}",Hostname="mig-node",'
+                f'hpc_job="{job}"'
+            )
+            out.append(f"{activity_metric}{{{labels}}} {value}")
+            xid = 31 if xid_on_first and gi == 1 and ts >= T0 + dt.timedelta(minutes=5) else 0
+            out.append(f"DCGM_FI_DEV_XID_ERRORS{{{labels}}} {xid}")
+        return out
+
+    return lines
+
+
+_MIG_JOBS = [
+    _job(j, "2026-11-02T10:30:00", "COMPLETED", "mig-node", "gres/gpu:3g.40gb=1,gres/gpu=1")
+    for j in ("201", "202")
+]
+
+
+def test_an_xid_on_one_mig_instance_is_one_event(tmp_path: Path) -> None:
+    """XID 31 on GPU instance 1 from 10:05, instance 2 at 0: 1 event on the node (before: 50,
+    the two instances' samples compared with each other at every scrape), 1 in job 201's
+    summary, 0 in job 202's; activity 0.5 on both (6 buckets × 3/7 × 300 s = 771.43 GPU-s)."""
+    scrapes = _scrapes(
+        tmp_path / "dcgm", _mig_scrape("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0.5", xid_on_first=True)
+    )
+    with _build(tmp_path, "mig-node", _MIG_JOBS, scrapes) as con:
+        assert con.execute(
+            "SELECT host, xid_events, xid_codes FROM analytics.node_reliability"
+        ).fetchall() == [("mig-node", 1, [31])]
+        rows = con.execute(
+            "SELECT job_id, observed_gpu_s, mean_activity, xid_events"
+            " FROM analytics.job_gpu_summary ORDER BY job_id"
+        ).fetchall()
+        assert [(j, round(o, 2), m, x) for j, o, m, x in rows] == [
+            ("201", 771.43, 0.5, 1),
+            ("202", 771.43, 0.5, 0),
+        ]
+
+
+def test_gpu_util_on_a_mig_instance_is_no_activity_reading(tmp_path: Path) -> None:
+    """Two 3g.40gb slices (3/7 GPU each) held 10:00–10:30 with only DCGM_FI_DEV_GPU_UTIL (0, as
+    dcgm-exporter writes it on MIG): 2 × 3/7 × 1,800 s = 1,542.86 GPU-s of goodput, none
+    observed, none idle; the jobs' mean activity NULL (before: all of it allocated_idle, mean
+    0.0)."""
+    scrapes = _scrapes(tmp_path / "dcgm", _mig_scrape("DCGM_FI_DEV_GPU_UTIL", "0", False))
+    with _build(tmp_path, "mig-node", _MIG_JOBS, scrapes) as con:
+        leaves = dict(
+            con.execute(
+                "SELECT bucket, round(sum(gpu_s), 2) FROM analytics.gpu_waterfall_hourly"
+                " WHERE bucket IN ('goodput', 'allocated_idle') GROUP BY bucket"
+            ).fetchall()
+        )
+        assert leaves == {"goodput": round(2 * 3 / 7 * 1800, 2), "allocated_idle": 0.0}
+        assert con.execute(
+            "SELECT job_id, observed_gpu_s, mean_activity FROM analytics.job_gpu_summary"
+            " ORDER BY job_id"
+        ).fetchall() == [("201", 0.0, None), ("202", 0.0, None)]
