@@ -134,8 +134,20 @@ def _epoch(value: Any, field: str) -> str:
     return str(seconds) if seconds else ""  # 0 means "not set"
 
 
+#: The state flags Slurm's ``job_state_string`` (``src/common/slurm_protocol_defs.c``) names a
+#: job by before its base state, in its order: what ``sacct`` prints for a record with them.
+_STATE_FLAGS_FIRST = (
+    "COMPLETING", "STAGE_OUT", "CONFIGURING", "RESIZING", "REQUEUED", "REQUEUE_FED",
+    "REQUEUE_HOLD", "SPECIAL_EXIT", "STOPPED", "REVOKED", "RESV_DEL_HOLD", "SIGNALING",
+)  # fmt: skip
+
+
 def _state(value: Any, field: str) -> str:
-    """``"FAILED"`` (22.05) or ``["FAILED", ...]`` (23.02+: the base state first).
+    """The state as ``sacct`` prints it: ``"FAILED"`` (22.05), or from ``["PENDING", "REQUEUED"]``
+    (23.02+: the base state, then its flags) the first flag of :data:`_STATE_FLAGS_FIRST`
+    present, else the base state. A requeued attempt's record is written with the base state
+    PENDING and the flag REQUEUED; read as PENDING its end would be dropped and its GPUs held
+    to the cut-off.
 
     Raises:
         ValueError: neither a string nor a list of strings.
@@ -143,7 +155,9 @@ def _state(value: Any, field: str) -> str:
     if value is None:
         return ""
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return value[0] if value else ""
+        flags = set(value[1:])
+        first = next((f for f in _STATE_FLAGS_FIRST if f in flags), None)
+        return first or (value[0] if value else "")
     if not isinstance(value, str):
         raise ValueError(f"{field} is not a state name: {value!r}")
     return value

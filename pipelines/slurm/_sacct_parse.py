@@ -46,6 +46,7 @@ from pipelines.slurm._sacct_values import (
     expand_array_spec,
     expand_nodelists,
     gpus_from_tres,
+    gres_as_tres,
     is_null_token,
     localize,
     req_mem,
@@ -691,13 +692,24 @@ class _Plan:
         else:
             self.b["req_mem_mb"] = pl.lit(None, pl.Float64)
             self.b["req_mem_per"] = pl.lit(None, pl.String)
-        for key, tres_column in (("alloctres", "alloc_tres"), ("reqtres", "req_tres")):
+        for key, gres_key, tres_column in (
+            ("alloctres", "allocgres", "alloc_tres"),
+            ("reqtres", "reqgres", "req_tres"),
+        ):
             self.a[tres_column] = _text(self.raw(key))
             found = self.key(key)
             self.gpu_sources[key] = _raw(found) if found is not None else None
             if found is not None:
                 with self._local(found):
                     self._gpu_count_rule(found)
+            elif (gres := self.key(gres_key)) is not None:
+                # Slurm before 18.08: the GPUs as generic resources only (gres_as_tres),
+                # converted per distinct value (a field of its own group, typed on its
+                # distinct values by _type_distinct)
+                self.local.setdefault(gres, _Group())
+                self.gpu_sources[key] = _raw(gres).map_elements(
+                    gres_as_tres, return_dtype=pl.String, skip_nulls=True
+                )
 
     def _gpu_count_rule(self, key: str) -> None:
         """Reject a TRES string with a GPU count that is not a whole number from 0 to
@@ -814,11 +826,59 @@ def _gpus(df: pl.DataFrame, plan: _Plan) -> pl.DataFrame:
     return df.with_columns(**out)
 
 
+def _settle_by_elapsed(
+    df: pl.DataFrame,
+    columns: dict[str, pl.Expr | pl.Series],
+    repeated: dict[str, list[int]],
+    tz: str,
+) -> dict[str, pl.Series]:
+    """Start and End of the rows where either is a local time of the repeated hour (DST ends):
+    of the earlier and the later instant of each, the pair whose span is nearest the row's
+    Elapsed (the earlier on a tie, and where Elapsed or the other time is missing). Read as the
+    earlier instant alone, a 2-hour job ending in the repeated hour was 1 hour long, and a
+    20-minute one starting before the change and ending after it ended before it started."""
+    zone = ZoneInfo(tz)
+    start, end = (df.select(columns[c]).to_series() for c in ("start_at", "end_at"))
+    elapsed = df["elapsed_s"]
+
+    def instants(column: str, row: int, value: datetime | None) -> list[datetime | None]:
+        if row not in ambiguous[column] or value is None:
+            return [value]
+        naive: datetime = df[f"_{column}_naive"][row]
+        earlier, later = sorted(naive.replace(tzinfo=zone, fold=f).astimezone(UTC) for f in (0, 1))
+        return [earlier, later]
+
+    ambiguous = {c: set(repeated.get(c, [])) for c in ("start_at", "end_at")}
+    rows = sorted(ambiguous["start_at"] | ambiguous["end_at"])
+    starts, ends = [], []
+    for row in rows:
+        best = (start[row], end[row])
+        if elapsed[row] is not None:
+            pairs = [
+                (s, e)
+                for s in instants("start_at", row, start[row])
+                for e in instants("end_at", row, end[row])
+                if s is not None and e is not None
+            ]
+            if pairs:
+                best = min(
+                    pairs,
+                    key=lambda p: abs((p[1] - p[0]).total_seconds() - elapsed[row]),
+                )
+        starts.append(best[0])
+        ends.append(best[1])
+    return {
+        "start_at": start.scatter(rows, pl.Series(starts, dtype=_UTC)),
+        "end_at": end.scatter(rows, pl.Series(ends, dtype=_UTC)),
+    }
+
+
 def _localize_times(df: pl.DataFrame, tz: str) -> pl.DataFrame:
     """Combine the aware and naive time parts into UTC columns; count DST-odd values per row."""
     height = df.height
     odd: dict[str, list[int]] = {"_dst_ambiguous": [], "_dst_nonexistent": []}
     columns: dict[str, pl.Expr | pl.Series] = {}
+    repeated: dict[str, list[int]] = {}
     for _, column in _TIME_FIELDS:
         naive = df[f"_{column}_naive"]
         if naive.null_count() == height:
@@ -827,7 +887,10 @@ def _localize_times(df: pl.DataFrame, tz: str) -> pl.DataFrame:
             local, ambiguous, nonexistent = localize(naive, tz)
             odd["_dst_ambiguous"] += ambiguous
             odd["_dst_nonexistent"] += nonexistent
+            repeated[column] = ambiguous
         columns[column] = pl.coalesce(df[f"_{column}_aware"], local).alias(column)
+    if "elapsed_s" in df.columns and (repeated.get("start_at") or repeated.get("end_at")):
+        columns.update(_settle_by_elapsed(df, columns, repeated, tz))
     for name, positions in odd.items():
         counts = pl.repeat(0, height, dtype=pl.Int64, eager=True)
         if positions:

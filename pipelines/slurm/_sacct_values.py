@@ -26,6 +26,7 @@ __all__ = [
     "expand_array_spec",
     "expand_nodelist",
     "gpus_from_tres",
+    "gres_as_tres",
     "is_null_token",
     "localize",
     "req_mem",
@@ -272,6 +273,41 @@ def tres_gpus(tres: pl.Series) -> pl.DataFrame:
         gpus=pl.when(gpus == 0.0).then(0.0).otherwise(gpus),
         gpu_type="type",
     )
+
+
+_GRES_IDX_RE = re.compile(r"\([^)]*\)")
+
+
+def gres_as_tres(gres: str | None) -> str | None:
+    """The GPUs of an AllocGRES / ReqGRES string as the TRES string that names them.
+
+    Slurm before 18.08 kept GPUs in accounting only as generic resources unless the site added
+    ``gres/gpu`` to ``AccountingStorageTRES``: ``AllocGRES`` / ``ReqGRES`` hold
+    ``name[:type][:count]`` items, comma-separated, with allocated indices in parentheses
+    (``gpu:2``, ``gpu:tesla:2(IDX:0-1)``, ``gpu:k80:1,mic:1``). AllocGRES counts the job's
+    whole allocation (slurmctld's ``_get_gres_alloc`` multiplies the per-node count by the
+    nodes); a count left out is 1. Items other than ``gpu`` are dropped.
+
+    Args:
+        gres: e.g. ``"gpu:tesla:2(IDX:0-1),mic:1"``.
+
+    Returns:
+        e.g. ``"gres/gpu:tesla=2"`` (``""`` when no item is a GPU), for :func:`tres_gpus`;
+        None for None.
+    """
+    if gres is None:
+        return None
+    items = []
+    for item in _GRES_IDX_RE.sub("", gres).split(","):
+        name, *rest = item.strip().split(":")
+        if name != "gpu":
+            continue
+        if rest and rest[-1].isdigit():
+            kind, count = ":".join(rest[:-1]), rest[-1]
+        else:
+            kind, count = ":".join(rest), "1"
+        items.append(f"gres/gpu{':' + kind if kind else ''}={count}")
+    return ",".join(items)
 
 
 def gpus_from_tres(tres: str | None) -> float | None:

@@ -437,3 +437,64 @@ def test_sacct_json_with_an_unusual_meta_still_loads() -> None:
     document["meta"] = {"command": ["/usr/bin/sacct", "--json"]}
     res = parse_sacct("plain.json", text=json.dumps(document))
     assert res.rows["job_id"].to_list() == ["910"]
+
+
+@pytest.mark.parametrize(
+    ("current", "state"),
+    [
+        (["PENDING", "REQUEUED"], "REQUEUED"),
+        (["PENDING", "REQUEUE_FED"], "REQUEUE_FED"),
+        (["RUNNING", "RESIZING"], "RESIZING"),
+        (["COMPLETED", "COMPLETING"], "COMPLETING"),
+        (["FAILED", "LAUNCH_FAILED"], "FAILED"),
+        (["CANCELLED"], "CANCELLED"),
+    ],
+)
+def test_v0040_state_flags_name_the_state_as_sacct_prints_it(
+    current: list[str], state: str
+) -> None:
+    """data_parser v0.0.39+ writes the base state, then its flags: a requeued attempt's record
+    is ``["PENDING", "REQUEUED"]``. ``sacct`` prints the state by Slurm's ``job_state_string``:
+    the first of its listed flags present, else the base. Read as its base state the requeued
+    attempt was PENDING, its end dropped and its GPUs held to the cut-off."""
+    job = _job(27, current[0])
+    job["state"]["current"] = current
+    row = parse_sacct("v40.json", text=_v40(job)).rows.row(0, named=True)
+    assert row["state"] == state
+    if state == "REQUEUED":
+        assert row["end_at"] == datetime.fromtimestamp(1796006530, UTC)
+
+
+def test_v0040_requeued_attempt_ends_where_sacct_says(tmp_path: Path) -> None:
+    """Job 27 (4 GPUs): attempt 0 REQUEUED 10:00–11:00 (its record ``["PENDING", "REQUEUED"]``),
+    attempt 1 COMPLETED 11:04–12:04: each loaded row ends where sacct says, 4 × 3,600 GPU-s
+    each (before: the first read PENDING, its end dropped, so it ran open to the cut-off 12:04,
+    4 × 7,440 GPU-s)."""
+    from pipelines.ingest import IngestOptions, ingest_file
+    from pipelines.warehouse import connect, init_warehouse
+
+    t0 = 1796004000  # 2026-11-30 10:00 UTC
+    gpus = _tres(("cpu", 8), ("node", 1), ("gres/gpu", 4))
+    first = _job(
+        27, "PENDING",
+        time={"elapsed": 3600, "eligible": t0 - 60, "submission": t0 - 60, "start": t0,
+              "end": t0 + 3600, "planned": _n(60), "limit": _n(120)},
+        tres={"allocated": gpus, "requested": gpus},
+    )  # fmt: skip
+    first["state"]["current"] = ["PENDING", "REQUEUED"]
+    second = _job(
+        27, "COMPLETED",
+        time={"elapsed": 3600, "eligible": t0 + 3600 + 120, "submission": t0 - 60,
+              "start": t0 + 3840, "end": t0 + 3840 + 3600, "planned": _n(120), "limit": _n(120)},
+        tres={"allocated": gpus, "requested": gpus},
+    )  # fmt: skip
+    path = tmp_path / "sacct_2026-11-30.json"
+    path.write_text(_v40(first, second))
+    with connect(tmp_path / "w.duckdb") as con:
+        init_warehouse(con)
+        ingest_file(con, "sacct", path, IngestOptions(cluster="lab23", tz="UTC"))
+        rows = con.execute(
+            "SELECT state, end_at IS NOT NULL, gpus * elapsed_s FROM raw.slurm_rows"
+            " WHERE is_allocation ORDER BY start_at"
+        ).fetchall()
+    assert rows == [("REQUEUED", True, 14400.0), ("COMPLETED", True, 14400.0)]

@@ -647,6 +647,28 @@ def test_dst_ambiguous_and_nonexistent_new_york() -> None:
     assert (res.info["dst_ambiguous"], res.info["dst_nonexistent"]) == (2, 1)
 
 
+def test_repeated_hour_settled_by_elapsed() -> None:
+    """New York, 3 Nov 2024: 01:00–02:00 local happens twice (EDT, then EST). Start and End in
+    it are read as the instant whose span is nearest Elapsed: job 9001 01:50 EDT → 01:10 EST
+    (05:50Z → 06:10Z, 20 min; read as the earlier 01:10 it ended before it started and was
+    rejected), 9002 00:30 EDT → 01:30 EST (04:30Z → 06:30Z, 2 h; read as the earlier it was 1 h),
+    9003 in the hour too but 1 h long by its Elapsed: the earlier instants, as before."""
+    text = (
+        "JobID|Start|End|Elapsed\n"
+        "9001|2024-11-03T01:50:00|2024-11-03T01:10:00|00:20:00\n"
+        "9002|2024-11-03T00:30:00|2024-11-03T01:30:00|02:00:00\n"
+        "9003|2024-11-03T00:30:00|2024-11-03T01:30:00|01:00:00\n"
+    )
+    res = parse_sacct("dst.psv", text=text, tz="America/New_York")
+    assert res.rejected.height == 0
+    assert res.rows.select("job_id", "start_at", "end_at").rows() == [
+        ("9001", _utc(2024, 11, 3, 5, 50), _utc(2024, 11, 3, 6, 10)),
+        ("9002", _utc(2024, 11, 3, 4, 30), _utc(2024, 11, 3, 6, 30)),
+        ("9003", _utc(2024, 11, 3, 4, 30), _utc(2024, 11, 3, 5, 30)),
+    ]
+    assert res.info["dst_ambiguous"] == 4
+
+
 def test_durations_all_forms() -> None:
     """``SS``, ``MM:SS``, ``MM:SS.mmm``, ``HH:MM:SS``, ``D-HH:MM:SS`` (any days) → seconds."""
     values = ["59", "01:02", "16:01.272", "01:02:03", "1-00:00:00", "451-06:00:24", "2-07", ""]
@@ -825,3 +847,44 @@ def test_header_only_export(text: str) -> None:
     """A header with no jobs (``sacct`` found nothing) is an empty result of one line."""
     res = parse_sacct("h.psv", text=text)
     assert (res.rows.height, res.rejected.height, res.info["lines"]) == (0, 0, 1)
+
+
+def test_allocgres_counts_gpus_where_tres_has_none() -> None:
+    """Real Oxford ARC records of 2017 (``fixtures/slurm-allocgres``): GPUs only in AllocGRES
+    (``gpu:2``), no TRES field. Each job's GPUs come from it, 1,061,319 GPU-s in all by hand
+    (before: every job 0 GPUs, and no warning, since AllocGRES counts as the field present)."""
+    res = parse_sacct(FIXTURES / "slurm-allocgres" / "sacct_2017-01-09.psv", tz="Europe/London")
+    assert res.rejected.height == 0
+    got = res.rows.select(
+        "job_id", "gpus", (pl.col("end_at") - pl.col("start_at")).dt.total_seconds().alias("s")
+    ).rows()
+    assert got == [
+        ("605547", 0.0, 289444),
+        ("605717", 2.0, 316442),
+        ("609182", 2.0, 102263),
+        ("609197", 1.0, 180006),
+        ("611415", 1.0, 43903),
+    ]
+    assert sum(g * s for _, g, s in got) == 1_061_319
+
+
+@pytest.mark.parametrize(
+    ("gres", "tres"),
+    [
+        ("gpu:2", "gres/gpu=2"),
+        ("gpu:tesla:2(IDX:0-1)", "gres/gpu:tesla=2"),
+        ("gpu:k80:1,mic:1", "gres/gpu:k80=1"),
+        ("gpu", "gres/gpu=1"),
+        ("gpu:a100", "gres/gpu:a100=1"),
+        ("mic:1", ""),
+        ("", ""),
+    ],
+)
+def test_gres_as_tres(gres: str, tres: str) -> None:
+    """AllocGRES / ReqGRES items ``name[:type][:count]`` as the TRES items of their GPUs."""
+    from pipelines.slurm._sacct_values import gpus_from_tres, gres_as_tres
+
+    assert gres_as_tres(gres) == tres
+    assert gres_as_tres(None) is None
+    if gres == "gpu:tesla:2(IDX:0-1)":
+        assert gpus_from_tres(gres_as_tres(gres)) == 2.0
