@@ -132,6 +132,31 @@ def _copy_recent(src: Path, tmp: str, detail_days: int) -> None:
         out.execute("CHECKPOINT")
 
 
+def _write_live_rows_only(copy: str, dst: Path) -> None:
+    """Write ``copy`` again as a new file holding only its live rows, in its place.
+
+    Pseudonymising updates the copy's rows in place: DuckDB frees the blocks that held the real
+    user names without zeroing them, so the file's bytes still held every name beside its
+    pseudonym (readable with ``strings``). ``COPY FROM DATABASE`` into a fresh file writes the
+    tables, views and schemas anew, from the live rows only."""
+    fd, fresh = tempfile.mkstemp(prefix=f"{dst.name}.{os.getpid()}.", suffix=".tmp", dir=dst.parent)
+    os.close(fd)
+    os.unlink(fresh)  # DuckDB creates the file itself
+    try:
+        with connect(fresh) as out:
+            name = out.execute("SELECT current_database()").fetchall()[0][0]
+            quoted = copy.replace("'", "''")
+            out.execute(f"ATTACH '{quoted}' AS src (READ_ONLY)")
+            out.execute(f'COPY FROM DATABASE src TO "{name}"')
+            out.execute("DETACH src")
+            out.execute("CHECKPOINT")
+        os.replace(fresh, copy)
+    finally:
+        for leftover in (fresh, fresh + ".wal"):
+            if os.path.exists(leftover):
+                os.unlink(leftover)
+
+
 def remove_stale_copies(serving: str | Path) -> list[Path]:
     """Remove the half-written serving copies a killed publish left beside ``serving``.
 
@@ -231,6 +256,8 @@ def publish_serving_copy(
         else:
             shutil.copyfile(src, tmp)
         _protect(tmp, pseudonyms)
+        if pseudonyms is not None:
+            _write_live_rows_only(tmp, dst)
         os.replace(tmp, dst)
     finally:
         if os.path.exists(tmp):

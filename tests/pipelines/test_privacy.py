@@ -308,6 +308,28 @@ def test_published_artefacts_name_no_user(config_env: Materialized, tmp_path: Pa
     assert re.search(r"user-[0-9a-f]{12}", published["dagster recs/latest.json"])
 
 
+def test_the_published_file_holds_no_name_in_its_bytes(
+    config_env: Materialized, tmp_path: Path
+) -> None:
+    """The serving copy's bytes, not only its live rows: pseudonymising updates the copied rows
+    in place and DuckDB frees the old blocks without zeroing them, so the first copy's file still
+    held every real name beside its pseudonym (``strings serving.duckdb``). A name's bytes may
+    appear only inside the copy's live text (a view's SQL, a longer word)."""
+    cfg = config_env.cfg
+    names = _real_names(cfg.warehouse_path)
+    for detail_days in (0, 35):
+        copy = publish_serving_copy(
+            cfg.warehouse_path, tmp_path / f"s{detail_days}.duckdb", detail_days=detail_days
+        )
+        data = copy.read_bytes()
+        with duckdb.connect(str(copy), read_only=True) as con:
+            views = " ".join(
+                sql for (sql,) in con.execute("SELECT sql FROM duckdb_views()").fetchall()
+            )
+        live = _dump(copy) + views
+        assert {n for n in names if n.encode() in data and n not in live} == set()
+
+
 def _job_users(warehouse: Path) -> set[str]:
     with duckdb.connect(str(warehouse), read_only=True) as con:
         rows = con.execute("SELECT DISTINCT user_name FROM jobs WHERE user_name IS NOT NULL")
