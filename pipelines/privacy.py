@@ -105,10 +105,13 @@ FREE_TEXT_COLUMNS: dict[str, tuple[str, ...]] = {
     "raw.slurm_nodes": ("reason",),
     "raw.slurm_reservations": ("name",),
     "raw.slurm_sdiag": ("item", "text"),
-    "raw.slurm_transactions": ("target", "value"),  # a user's name, a personal account's
+    # a user's name, a personal account's (the association's account too)
+    "raw.slurm_transactions": ("target", "value", "assoc_account"),
     "raw.slurm_config": ("value",),  # paths may hold a home folder
     "raw.slurm_node_comments": ("comment", "pod"),  # free text an administrator set
     "raw.dcgm_samples": ("pod", "container"),
+    "raw.slurm_squeue": ("reason",),
+    "raw.k8s_nodes": ("labels", "taints", "ready_reason"),
     "raw.k8s_pods": ("name", "owner_name", "workload_name", "labels"),
     "raw.k8s_workloads": (
         "name", "owner_name", "conditions", "evicted_message", "finished_message",
@@ -117,13 +120,16 @@ FREE_TEXT_COLUMNS: dict[str, tuple[str, ...]] = {
     "raw.k8s_events": ("involved_name", "involved_namespace", "message"),
     "raw.kueue_cluster_queues": ("name", "cohort"),
     "raw.kueue_local_queues": ("name",),
-    "raw.kueue_workload_topology": ("name",),
+    "raw.kueue_workload_topology": ("name", "pod_set"),
     "core.slurm_jobs": ("job_name", "extra", "reason", "group_name", "job_key", "row_id"),
     "core.k8s_pods": ("name", "owner_name", "workload_name", "labels"),
     "core.k8s_workloads": ("end_message",),
     "core.k8s_events": ("involved_name", "involved_namespace", "message"),
     "core.k8s_pending_reasons": ("example",),
     "analytics.data_quality": ("detail",),
+    # the build's bookkeeping of the pods' lives and sample days (pod names as loaded)
+    "analytics.build_pod_lives": ("pod",),
+    "analytics.build_pod_days": ("pod",),
     "analytics.gpu_activity": ("job_group",),
     "analytics.recommendations": ("scope", "evidence", "change_text", "patch_content"),
     "analytics.recommendation_proposals": ("scope", "change_text", "patch_content"),
