@@ -251,7 +251,8 @@ def load_recommendations(path: Path | None) -> dict[str, Any]:
         ``{"source", "as_of", "total", "items", "note"}``; ``note`` says why ``items`` is empty.
     """
     empty: dict[str, Any] = {
-        "source": str(path) if path else None, "as_of": None, "total": 0, "items": [],
+        # the file's name, not its path: a published report names no folder of the machine
+        "source": path.name if path else None, "as_of": None, "total": 0, "items": [],
         "note": "No recommendations yet.",
     }  # fmt: skip
     if path is None or not path.exists():
@@ -259,7 +260,10 @@ def load_recommendations(path: Path | None) -> dict[str, Any]:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        return {**empty, "note": f"The recommendations file could not be read ({exc})."}
+        return {
+            **empty,
+            "note": f"The recommendations file could not be read ({exc.__class__.__name__}).",
+        }
     recs = raw.get("recommendations") if isinstance(raw, dict) else None
     if not isinstance(recs, list):
         return {**empty, "note": "The recommendations file holds no `recommendations` list."}
@@ -267,7 +271,7 @@ def load_recommendations(path: Path | None) -> dict[str, Any]:
     items = [{f: r.get(f) for f in fields} for r in recs if isinstance(r, dict)]
     items.sort(key=lambda r: _SEVERITY_RANK.get(str(r["severity"]).lower(), 5))
     return {
-        "source": str(path),
+        "source": path.name,
         "as_of": raw.get("as_of"),
         "total": len(items),
         "items": items[:_TOP_RECOMMENDATIONS],
