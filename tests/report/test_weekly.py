@@ -238,6 +238,15 @@ def test_recommendations_top_items_most_severe_first(tmp_path: Path) -> None:
     got = load_recommendations(path)
     assert got["total"] == 7 and got["as_of"] == "2026-11-04T00:00:00Z"
     assert [r["id"] for r in got["items"]] == ["r1", "r3", "r6", "r2", "r0"]
+    # the published report names the file, never its folder on the machine (a home folder
+    # names a person)
+    assert got["source"] == "latest.json"
+    home = tmp_path / "home" / "alice" / "recs"
+    home.mkdir(parents=True)
+    assert load_recommendations(home / "latest.json")["source"] == "latest.json"
+    (home / "latest.json").write_text("{")
+    broken = load_recommendations(home / "latest.json")
+    assert broken["source"] == "latest.json" and "alice" not in broken["note"]
 
 
 def test_narrative_names_the_most_owed_team() -> None:
