@@ -5,7 +5,8 @@ machine: one ``SELECT`` may read the ``main`` views and tables of the file, its 
 row generators (``range``, ``unnest`` …); it may not name another schema or catalog (``raw``,
 ``core``, ``information_schema``, ``duckdb_*``/``pragma_*`` views), call a table function that
 reads files or the catalog (``read_csv``, ``duckdb_settings()``, ``query()``), a scalar catalog
-or setting function (``current_setting``, ``getvariable``, ``duckdb_*``, ``pragma_*``), or run any
+or setting function (``current_setting``, ``getvariable``, ``duckdb_*``, ``pragma_*``, the
+``pg_catalog`` macros such as ``pg_get_viewdef``, ``get_block_size``), or run any
 other statement (``PRAGMA``, ``CALL``, ``SHOW``, ``EXPLAIN``, ``SET``, writes). The check walks
 DuckDB's own parse tree (``json_serialize_sql``), so quoting and case do not get round it; the
 connection's locks (read-only, no external access, settings locked) stay underneath it.
@@ -60,7 +61,13 @@ _TABLE_FUNCTIONS = frozenset(
     {"range", "generate_series", "unnest", "repeat", "json_each", "json_tree"}
 )
 #: Scalar functions that show settings or the catalog (besides every ``duckdb_*``/``pragma_*``).
-_SCALAR_REFUSED = frozenset({"current_setting", "getvariable", "getenv", "which_secret"})
+_SCALAR_REFUSED = frozenset(
+    {"current_setting", "getvariable", "getenv", "which_secret",
+     # DuckDB's built-in macros that expand, after this check, into the catalog
+     # (get_block_size: pragma_database_size(); the pg_catalog ones, refused by schema below)
+     "get_block_size", "current_query", "current_catalog", "current_database", "current_schema",
+     "current_schemas"}
+)  # fmt: skip
 _CATALOG_PREFIXES = ("duckdb_", "pragma_")
 #: Statement types refused with the lock that would refuse them anyway, so the message says why.
 _READ_ONLY_TYPES = frozenset(
@@ -237,7 +244,7 @@ def _check(con: duckdb.DuckDBPyConnection, query: str) -> None:
             f"refused: this SELECT cannot be checked ({tree.get('error_message', 'unknown')})"
         )
     db = con.execute("SELECT current_database()").fetchone()
-    _check_tree(tree["statements"], *_names(con, db[0] if db else ""))
+    _check_tree(tree["statements"], *_names(con, db[0] if db else ""), _pg_catalog_functions(con))
 
 
 def _names(con: duckdb.DuckDBPyConnection, db: str) -> tuple[str, frozenset[str], frozenset[str]]:
@@ -256,6 +263,18 @@ def _names(con: duckdb.DuckDBPyConnection, db: str) -> tuple[str, frozenset[str]
     return db.lower(), main, catalog - main
 
 
+def _pg_catalog_functions(con: duckdb.DuckDBPyConnection) -> frozenset[str]:
+    """The functions of DuckDB's ``pg_catalog`` schema (``pg_get_viewdef``, ``format_type``,
+    ``col_description``, ``has_table_privilege`` …): built-in macros over the catalog, expanded
+    after the check, so refused by name. Read from the running DuckDB, so a version that adds
+    one refuses it too."""
+    rows = con.execute(
+        "SELECT DISTINCT lower(function_name) FROM duckdb_functions()"
+        " WHERE schema_name = 'pg_catalog'"
+    ).fetchall()
+    return frozenset(name for (name,) in rows)
+
+
 def _nodes(tree: Any) -> Iterator[dict[str, Any]]:
     """Every object in a ``json_serialize_sql`` tree, depth first."""
     if isinstance(tree, dict):
@@ -267,9 +286,16 @@ def _nodes(tree: Any) -> Iterator[dict[str, Any]]:
             yield from _nodes(value)
 
 
-def _check_tree(tree: Any, db: str, main: frozenset[str], other: frozenset[str]) -> None:
+def _check_tree(
+    tree: Any,
+    db: str,
+    main: frozenset[str],
+    other: frozenset[str],
+    pg_catalog: frozenset[str] = frozenset(),
+) -> None:
     """Refuse a parse tree that names a table outside ``main`` (or the query's CTEs), a table
-    function other than a row generator, a catalog or setting function, or a ``SHOW``."""
+    function other than a row generator, a catalog or setting function (``pg_catalog``: the
+    functions of that schema), or a ``SHOW``."""
     nodes = list(_nodes(tree))
     ctes = {
         str(entry["key"]).lower()
@@ -304,7 +330,13 @@ def _check_tree(tree: Any, db: str, main: frozenset[str], other: frozenset[str])
                 )
         elif node.get("class") == "FUNCTION":
             name = str(node.get("function_name", "")).lower()
-            if name in _SCALAR_REFUSED or name.startswith(_CATALOG_PREFIXES):
+            schema = str(node.get("schema", "")).lower()
+            if (
+                name in _SCALAR_REFUSED
+                or name in pg_catalog
+                or schema == "pg_catalog"
+                or name.startswith(_CATALOG_PREFIXES)
+            ):
                 raise SqlRefused(
                     f"refused: {name}() is not available here: the SQL surface publishes no "
                     "catalog, settings or paths"

@@ -69,6 +69,14 @@ def _sql(db: Path, query: str, *args: str) -> Result:
         ("SELECT * FROM core.slurm_jobs", "core.slurm_jobs is not one of"),
         ("SELECT * FROM pg_class", "pg_class is not one of"),
         ("SELECT getenv('HOME')", "getenv() is not available"),
+        # built-in macros that expand into the catalog after the check
+        ("SELECT pg_get_viewdef(i) FROM range(0, 100000) t(i)", "pg_get_viewdef() is not"),
+        ("SELECT pg_catalog.pg_get_viewdef(1)", "pg_get_viewdef() is not available"),
+        ("SELECT get_block_size('serving')", "get_block_size() is not available"),
+        ("SELECT format_type(1, 1)", "format_type() is not available"),
+        ("SELECT col_description(1, 1)", "col_description() is not available"),
+        ("SELECT has_table_privilege('jobs', 'select')", "has_table_privilege() is not"),
+        ("SELECT current_database()", "current_database() is not available"),
     ],
 )
 def test_catalog_settings_and_raw_tables_are_refused(
