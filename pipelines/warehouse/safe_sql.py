@@ -15,8 +15,14 @@ connection's locks (read-only, no external access, settings locked) stay underne
 from __future__ import annotations
 
 import contextlib
+import io
 import json
+import os
+import pickle
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +31,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from pipelines.warehouse._connection import default_threads, threads_within
+from pipelines.warehouse._connection import default_threads, size_bytes, threads_within
 
 __all__ = [
     "DEFAULT_MEMORY_LIMIT",
@@ -35,6 +41,7 @@ __all__ = [
     "SqlRefused",
     "flat_for_csv",
     "open_readonly",
+    "run_in_process",
     "run_query",
     "run_query_counted",
 ]
@@ -192,6 +199,97 @@ def run_query_counted(
             30 s", "query stopped: memory limit of 2GB").
         FileNotFoundError: no such database file.
     """
+    if not Path(path).exists():
+        raise FileNotFoundError(f"{path}: no such database (run `goodput materialize` first)")
+    return _in_child(path, query, row_limit, time_limit_s, memory_limit)
+
+
+#: How often the parent reads the child's resident memory (seconds).
+_RSS_POLL_S = 0.02
+#: Resident memory the query's process may hold beyond DuckDB's ``memory_limit`` (the
+#: interpreter, DuckDB and polars themselves, the result's rows) before it is stopped.
+_PROCESS_ALLOWANCE = 768 * 10**6
+#: Seconds past the time limit after which the parent kills a child its own watchdog did not
+#: stop (an interrupt that came while no statement ran is lost).
+_KILL_GRACE_S = 10.0
+
+
+def _rss_bytes(pid: int) -> int | None:
+    """The resident memory of process ``pid`` (``/proc``; None where there is none)."""
+    try:
+        with open(f"/proc/{pid}/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _in_child(
+    path: str | Path, query: str, row_limit: int, time_limit_s: float, memory_limit: str
+) -> QueryResult:
+    """:func:`run_in_process` in a child process whose resident memory the parent watches.
+
+    DuckDB's ``memory_limit`` bounds its buffer manager, not every allocation: a scalar
+    ``range(600000000)`` built a 4.8 GB list under a 2 GB limit, and a larger one would take
+    the whole process down (the dashboard's, for the SQL page). The child is killed when its
+    resident memory passes the limit plus :data:`_PROCESS_ALLOWANCE`, or when it runs
+    :data:`_KILL_GRACE_S` past the time limit; either way the query is refused naming the limit.
+    """
+    try:
+        cap = size_bytes(memory_limit) + _PROCESS_ALLOWANCE
+    except ValueError:
+        cap = None  # a size DuckDB reads that size_bytes does not ("50%"): DuckDB's bound only
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])  # this checkout's pipelines package
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipelines.warehouse._sql_child"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    )  # fmt: skip
+    request = json.dumps(
+        {"path": str(path), "query": query, "row_limit": row_limit,
+         "time_limit_s": time_limit_s, "memory_limit": memory_limit}
+    ).encode()  # fmt: skip
+    out: dict[str, bytes] = {}
+
+    def talk() -> None:
+        out["stdout"], out["stderr"] = proc.communicate(request)
+
+    talker = threading.Thread(target=talk, daemon=True)
+    talker.start()
+    deadline = time.monotonic() + time_limit_s + _KILL_GRACE_S
+    stopped = None
+    while talker.is_alive():
+        rss = _rss_bytes(proc.pid)
+        if cap is not None and rss is not None and rss > cap:
+            stopped = f"query stopped: memory limit of {memory_limit}"
+        elif time.monotonic() > deadline:
+            stopped = f"query stopped: time limit of {time_limit_s:g} s"
+        if stopped:
+            proc.kill()
+            talker.join()
+            raise SqlRefused(stopped)
+        talker.join(_RSS_POLL_S)
+    try:
+        kind, *payload = pickle.loads(out.get("stdout", b""))
+    except Exception as exc:  # the child died: its error output says why
+        detail = out.get("stderr", b"").decode(errors="replace").strip().splitlines()
+        raise SqlRefused(f"query failed: {detail[-1] if detail else exc}") from exc
+    if kind == "refused":
+        raise SqlRefused(payload[0])
+    rows = pl.read_ipc(io.BytesIO(payload[0])) if payload[0] else pl.DataFrame()
+    return QueryResult(rows, payload[1])
+
+
+def run_in_process(
+    path: str | Path,
+    query: str,
+    *,
+    row_limit: int = DEFAULT_ROW_LIMIT,
+    time_limit_s: float = DEFAULT_TIME_LIMIT_S,
+    memory_limit: str = DEFAULT_MEMORY_LIMIT,
+) -> QueryResult:
+    """:func:`run_query_counted` in this process (arguments and errors the same), bounded by
+    DuckDB's own memory limit only: what :mod:`pipelines.warehouse._sql_child` runs."""
     con = open_readonly(path, memory_limit=memory_limit)
     watchdog = threading.Timer(time_limit_s, con.interrupt)
     watchdog.daemon = True

@@ -41,6 +41,16 @@ def test_memory_limit_stops_a_huge_list(db: Path) -> None:
         run_query(db, "SELECT list(range) FROM range(100000000)", memory_limit="64MB")
 
 
+def test_memory_limit_stops_a_scalar_list_duckdb_does_not_count(db: Path) -> None:
+    """A scalar ``range()`` of 300 million numbers is a 2.4 GB list that DuckDB's memory limit
+    does not bound (it ran to a 4.8 GB peak at 600 million under 2GB): the query's process is
+    stopped once its resident memory passes the limit and the process allowance (256 MB +
+    768 MB here), and the message names the limit."""
+    with pytest.raises(SqlRefused, match=r"^query stopped: memory limit of 256MB$"):
+        run_query(db, "SELECT len(range(300000000 + i)) AS n FROM range(1) t(i)",
+                  memory_limit="256MB")  # fmt: skip
+
+
 def test_runtime_error_and_a_good_query(db: Path) -> None:
     """``'abc'::INTEGER`` fails at run time: one line, no traceback; a good query still runs
     under the default limits."""
