@@ -311,7 +311,9 @@ def _columns(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, str]]:
 
 def known_user_names(con: duckdb.DuckDBPyConnection) -> set[str]:
     """Every value of every :data:`USER_NAME_COLUMNS` column of the connection's database
-    (list columns' elements included)."""
+    (list columns' elements included), and the User field of its rejected sacct rows
+    (``sql/raw/rejected_sacct_user_names.sql``: a user whose every row was rejected is named
+    by the rejected lines alone)."""
     cols = _columns(con)
     names: set[str] = set()
     for table, wanted in USER_NAME_COLUMNS.items():
@@ -322,6 +324,12 @@ def known_user_names(con: duckdb.DuckDBPyConnection) -> set[str]:
             value = f"unnest({col})" if dtype.endswith("[]") else col
             rows = con.execute(f"SELECT DISTINCT {value} FROM {table}").fetchall()
             names.update(v for (v,) in rows if isinstance(v, str) and v)
+    if "raw.rejected_rows" in cols and "raw.ingests" in cols:
+        from pipelines.warehouse.sql import load_sql  # the warehouse package imports this one
+
+        # a user whose every sacct row was rejected is named by the rejected lines only
+        rows = con.execute(load_sql("raw/rejected_sacct_user_names")).fetchall()
+        names.update(v.strip() for (v,) in rows if isinstance(v, str) and v.strip())
     return names
 
 

@@ -177,6 +177,39 @@ def test_scrub_replaces_whole_words_case_sensitive_longest_first() -> None:
     assert p.of("ann") == a and p.of("carol") == "carol" and p.of(None) is None
 
 
+def test_a_user_named_only_by_rejected_rows_is_a_known_name(tmp_path: Path) -> None:
+    """``orla``'s one sacct row is rejected (its Start is no time), ``bob``'s one JSON item
+    too (its start is no number); ``alice`` loads. All three are known names, so the published
+    copy's rejected lines carry pseudonyms (before: ``orla`` and ``bob`` reached no user-name column
+    and were published in the rejected lines as they are)."""
+    from pipelines.ingest import IngestOptions, ingest_file
+    from pipelines.warehouse import connect, init_warehouse
+
+    text = tmp_path / "sacct_2026-11-09.psv"
+    text.write_text(
+        "JobID|User|Account|Start|End|AllocTRES|State\n"
+        "1|alice|a|2026-11-09T01:00:00|2026-11-09T02:00:00|gres/gpu=1|COMPLETED\n"
+        "2|orla|a|not-a-time|2026-11-09T02:00:00|gres/gpu=1|COMPLETED\n"
+    )
+    item = {"job_id": 3, "user": "bob", "state": {"current": ["COMPLETED"]},
+            "time": {"start": "soon", "end": 5}}  # fmt: skip
+    doc = tmp_path / "sacct_2026-11-10.json"
+    doc.write_text(json.dumps({"meta": {}, "jobs": [item]}))
+    wh = tmp_path / "w.duckdb"
+    with connect(wh) as con:
+        init_warehouse(con)
+        opts = IngestOptions(cluster="c", tz="UTC")
+        ingest_file(con, "sacct", text, opts)
+        ingest_file(con, "sacct", doc, opts)
+        assert con.execute("SELECT count(*) FROM raw.rejected_rows").fetchall() == [(2,)]
+        assert {"alice", "orla", "bob"} <= known_user_names(con)
+    copy = publish_serving_copy(wh, tmp_path / "s.duckdb", show_names=False)
+    with duckdb.connect(str(copy), read_only=True) as con:
+        lines = " ".join(r for (r,) in con.execute("SELECT raw FROM raw.rejected_rows").fetchall())
+    assert "orla" not in lines and "bob" not in lines
+    assert lines.count("user-") == 2
+
+
 def test_salt_file_is_random_private_reused_and_overridden(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
