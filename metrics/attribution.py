@@ -39,6 +39,7 @@ __all__ = [
     "gres_holdings",
     "mig_fraction",
     "node_holdings",
+    "pod_lives",
 ]
 
 #: The ``attribution`` values, in precedence order.
@@ -250,7 +251,7 @@ def attribute_samples(
             ``pod_from`` (UTC: when that pod was bound, else started; NULL: never) and
             ``uid``, one row per pod life: a pod name used again by a later pod (a rerun's
             ``<job>-worker-0``) is the life started last at or before the sample's time, else
-            the first life (:func:`_pod_lives`).
+            the first life (:func:`pod_lives`).
         gres: ``raw.slurm_job_gres`` rows (see :func:`gres_holdings`); None = no GPU map.
         nodes: ``cluster, host, gpus`` (see :func:`node_holdings`); None = no node known to be
             whole.
@@ -292,7 +293,7 @@ def attribute_samples(
     # 2. pod labels → the pod's workload attempt.
     pod_rows = s.filter(pl.col("hpc_job").is_null() & pl.col("pod").is_not_null())
     pod_rows = (
-        _pod_lives(pod_rows, pod_jobs)
+        pod_lives(pod_rows, pod_jobs)
         if pod_jobs is not None
         else pod_rows.with_columns(pl.lit(None, dtype=pl.String()).alias("_pod_job"))
     ).with_columns(
@@ -410,9 +411,10 @@ def attribute_samples(
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
-def _pod_lives(rows: pl.LazyFrame, pod_jobs: pl.LazyFrame) -> pl.LazyFrame:
+def pod_lives(rows: pl.LazyFrame, pod_jobs: pl.LazyFrame, value: str = "job_id") -> pl.LazyFrame:
     """``rows`` (pod-labelled samples: ``cluster, namespace, pod, ts``) with ``_pod_job``: the
-    ``job_id`` of the life of their pod name that holds ``ts``.
+    ``value`` column (``job_id``; ``node``: the life's node) of the life of their pod name that
+    holds ``ts``.
 
     Kubernetes names a pod uniquely only while it exists: a rerun of a job with fixed pod
     names (a JobSet's or PyTorchJob's ``<job>-worker-0``, a StatefulSet's ordinals) gives a
@@ -429,13 +431,13 @@ def _pod_lives(rows: pl.LazyFrame, pod_jobs: pl.LazyFrame) -> pl.LazyFrame:
     names = pod_jobs.collect_schema().names()
     if "pod_from" not in names:
         lives = pod_jobs.unique(key, keep="first", maintain_order=True).select(
-            *key, pl.col("job_id").alias("_pod_job")
+            *key, pl.col(value).alias("_pod_job")
         )
         return rows.join(lives, on=key, how="left")
     tie = "uid" if "uid" in names else "job_id"
     start = pl.col("pod_from").dt.convert_time_zone("UTC").dt.cast_time_unit("us")
     lives = (
-        pod_jobs.select(*key, start.alias("_pf"), *{tie, "job_id"})
+        pod_jobs.select(*key, start.alias("_pf"), *{tie, "job_id", value})
         .filter(pl.col("_pf").is_not_null() | pl.col("_pf").is_null().all().over(key))
         .with_columns(pl.col("_pf").fill_null(_EPOCH))
         .sort(*key, "_pf", tie, nulls_last=False)
@@ -446,7 +448,7 @@ def _pod_lives(rows: pl.LazyFrame, pod_jobs: pl.LazyFrame) -> pl.LazyFrame:
             .otherwise(pl.col("_pf"))
             .alias("_pf")
         )
-        .select(*key, "_pf", pl.col("job_id").alias("_pod_job"))
+        .select(*key, "_pf", pl.col(value).alias("_pod_job"))
         .sort("_pf")
     )
     return (

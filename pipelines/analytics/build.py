@@ -1027,6 +1027,7 @@ def _tables(
         nodes=core.nodes,
         as_of=as_of,
         slurmd_maps=sok.slurmd_maps if sok.slurmd_maps.height else None,
+        pod_jobs=core.pod_jobs,
         every=units[0],
         rows=units[1],
         spells=spells,

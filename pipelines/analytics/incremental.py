@@ -940,6 +940,10 @@ def plan_build(
     if pod_jobs is not None:
         spans, lives_diff = _pod_sample_spans(con, pod_jobs, changed_jobs)
         add(_days_of_spans(spans.rename({"lo": "_lo", "hi": "_hi"})))
+        # ... and an XID event among those samples whose host is the exporter's own pod is
+        # the node of its pod's life (metrics_build._xid_events): the FAILED attempts it may
+        # decide, on the old node or the new one
+        add(_xid_attempt_days(jobs, spans, slurmd_pairs))
         if lives_diff is not None:  # written by record_build without comparing again
             diffs[POD_LIVES_TABLE] = lives_diff
     # the DCGM sample loads new and deleted since, whose pod days record_build keeps

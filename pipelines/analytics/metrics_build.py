@@ -27,7 +27,7 @@ from metrics import (
     wait_spell_counts,
     wait_spells,
 )
-from metrics.attribution import attribute_samples
+from metrics.attribution import attribute_samples, pod_lives
 from metrics.survival import DURATION_S, STARTED
 from pipelines.analytics.chunks import (
     BUILD_CHUNK,
@@ -179,7 +179,9 @@ def _activity(
 
 
 def _xid_events(
-    con: duckdb.DuckDBPyConnection, slurmd_maps: pl.DataFrame | None = None
+    con: duckdb.DuckDBPyConnection,
+    slurmd_maps: pl.DataFrame | None = None,
+    pod_jobs: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """XID events: each change of ``DCGM_FI_DEV_XID_ERRORS`` to a non-zero value (it holds the
     last XID, not a count), plus non-zero ``DCGM_EXP_XID_ERRORS_COUNT`` samples:
@@ -188,10 +190,39 @@ def _xid_events(
     With ``slurmd_maps`` an XID on a GPU a slurmd pod holds is moved to the Slurm cluster and
     the Slurm node the pod ran as at ``ts``, its pod cleared — the same rule as the pods'
     telemetry (:func:`pipelines.core.slurm_on_k8s.rehome_slurmd_dcgm`, METRICS.md "Slurm on
-    Kubernetes", telemetry and XID events); the change is detected on the physical GPU first."""
+    Kubernetes", telemetry and XID events); the change is detected on the physical GPU first.
+
+    With ``pod_jobs`` (the pod lives with their ``node``), an event whose host is the
+    exporter's own pod name (dcgm-exporter in a pod without ``hostNetwork`` labels its series
+    ``Hostname=<its pod>``, ``host_is_exporter_pod``) and whose GPU a pod held is the node of
+    that pod's life at ``ts`` (:func:`metrics.attribution.pod_lives`): the XID rule matches an
+    attempt's node, and a node that does not exist gets no event."""
     df: pl.DataFrame = con.sql(load_sql("analytics/xid_events")).pl()
     df = df.with_columns(pl.col("ts").dt.convert_time_zone("UTC"))
+    if pod_jobs is not None and "node" in pod_jobs.columns and df["host_is_exporter_pod"].any():
+        df = _exporter_pod_hosts(df, pod_jobs)
+    df = df.drop("host_is_exporter_pod")
     return rehome_slurmd_dcgm(df, slurmd_maps) if slurmd_maps is not None else df
+
+
+def _exporter_pod_hosts(events: pl.DataFrame, pod_jobs: pl.DataFrame) -> pl.DataFrame:
+    """``events`` with the host of each event named by the exporter's pod, on a pod-labelled
+    GPU, replaced by the node of that pod's life at the event (kept where the life has none)."""
+    indexed = events.with_row_index("_i")
+    mine = indexed.filter(
+        pl.col("host_is_exporter_pod") & pl.col("pod").is_not_null()
+        & pl.col("namespace").is_not_null()
+    ).select("_i", "cluster", "namespace", "pod", "ts")  # fmt: skip
+    nodes = (
+        pod_lives(mine.lazy(), pod_jobs.lazy(), value="node")
+        .select("_i", pl.col("_pod_job").alias("_node"))
+        .collect()
+    )
+    return (
+        indexed.join(nodes, on="_i", how="left", maintain_order="left")
+        .with_columns(pl.coalesce("_node", "host").alias("host"))
+        .drop("_i", "_node")
+    )
 
 
 def _down_intervals(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
@@ -491,6 +522,7 @@ def build_metric_tables(
     nodes: pl.DataFrame,
     as_of: pl.DataFrame,
     slurmd_maps: pl.DataFrame | None = None,
+    pod_jobs: pl.DataFrame | None = None,
     every: str = BUILD_CHUNK,
     rows: int = ROW_CHUNK,
     spells: Callable[[pl.DataFrame], None] | None = None,
@@ -514,6 +546,8 @@ def build_metric_tables(
         slurmd_maps: the slurmd node maps (:data:`pipelines.core.slurm_on_k8s.SLURMD_MAP_COLUMNS`)
             of Slurm clusters run in Kubernetes pods: an XID on a slurmd pod's GPU counts on
             the mapped Slurm node (:func:`_xid_events`), never on the Kubernetes host.
+        pod_jobs: the pod lives with their nodes: an XID named by the exporter's pod is its
+            GPU's pod's node (:func:`_xid_events`).
         every: the unit of hours the hourly fair shares are computed in
             (:func:`pipelines.analytics.chunks.by_hour_chunks`; default one cluster-month).
         rows: attempts per part of ``analytics.time_to_start_jobs`` (one wait spell per
@@ -552,7 +586,7 @@ def build_metric_tables(
         ValueError: ``wait_keys`` and ``days`` without ``spells`` (the table would hold the
             keys' spells alone).
     """
-    xid = _xid_events(con, slurmd_maps)
+    xid = _xid_events(con, slurmd_maps, pod_jobs)
     down = _down_intervals(con)
     spell_parts: list[pl.DataFrame] = []
     emit = spells or spell_parts.append

@@ -176,7 +176,8 @@ class CoreFrames:
         registered: ``cluster, hour, capacity_gpu_s`` (registered capacity per cluster-hour).
         down: ``cluster, hour, down_gpu_s, planned_down_gpu_s`` per cluster-hour.
         shares: the registry's share history per cluster (:func:`cluster_shares`).
-        pod_jobs: ``cluster, namespace, pod, uid, job_id, pod_from``: which job each pod ran,
+        pod_jobs: ``cluster, namespace, pod, uid, job_id, pod_from, node``: which job each pod
+            ran, on which node,
             one row per pod life (``uid``; ``pod_from``: when it was bound, else started, NULL
             for a pod never bound; a pod name is used again by a later pod).
         topology: node → domain per level and map (:func:`pipelines.core.topology.
@@ -550,15 +551,16 @@ def build_core(
     shares = cluster_shares(registry.history, nodes)
     # one row per pod life (uid), from when it was bound (scheduled; else started; NULL: never,
     # it held no GPU): a name used again by a later pod is that pod's from then on
-    # (metrics.attribution._pod_lives)
+    # (metrics.attribution.pod_lives)
     lives = pods.select(
         "cluster", "uid",
         pl.coalesce("scheduled_at", "started_at").cast(pl.Datetime("us", "UTC")).alias("pod_from"),
+        pl.col("node_name").alias("node"),
     ).unique(["cluster", "uid"], keep="last", maintain_order=True)  # fmt: skip
     pod_jobs = k8s_att.pods.join(lives, on=["cluster", "uid"], how="left").select(
         "cluster", "namespace", pl.col("name").alias("pod"),
         "uid", pl.format("{}/{}", pl.col("namespace"), pl.col("group")).alias("job_id"),
-        "pod_from",
+        "pod_from", "node",
     )  # fmt: skip
     return CoreFrames(
         slurm_jobs=slurm,

@@ -8,9 +8,10 @@
 --     scrape (xid NULL), one XID staying in the window over ten scrapes one event. A scrape more
 --     than 5 minutes after the one before rises from 0 (what was in the window has left it).
 -- The GPU and its owning pod (dcgm-exporter's pod mapping) come along, so a slurmd pod's XID can
--- be moved to the Slurm node it ran as (rehome_slurmd_dcgm).
+-- be moved to the Slurm node it ran as (rehome_slurmd_dcgm), and an event whose host is the
+-- exporter's own pod name (host_is_exporter_pod) to its pod's node.
 WITH last_xid AS (
-    SELECT cluster, host, gpu_uuid, namespace, pod, ts, value,
+    SELECT cluster, host, gpu_uuid, namespace, pod, host_is_exporter_pod, ts, value,
         lag(value) OVER (PARTITION BY cluster, host, gpu_uuid, mig_instance ORDER BY ts) AS prev
     FROM raw.dcgm_samples
     WHERE metric = 'DCGM_FI_DEV_XID_ERRORS'
@@ -19,7 +20,8 @@ scrapes AS (
     SELECT cluster, host, gpu_uuid, mig_instance, ts,
         sum(value) FILTER (WHERE metric = 'DCGM_EXP_XID_ERRORS_COUNT') AS n,
         count(*) FILTER (WHERE metric = 'DCGM_FI_DEV_XID_ERRORS') AS last_xid_samples,
-        max(namespace) AS namespace, max(pod) AS pod
+        max(namespace) AS namespace, max(pod) AS pod,
+        bool_or(host_is_exporter_pod) AS host_is_exporter_pod
     FROM raw.dcgm_samples
     WHERE metric IN ('DCGM_FI_DEV_XID_ERRORS', 'DCGM_EXP_XID_ERRORS_COUNT')
     GROUP BY cluster, host, gpu_uuid, mig_instance, ts
@@ -33,14 +35,16 @@ counts AS (
     WINDOW w AS (PARTITION BY cluster, host, gpu_uuid, mig_instance ORDER BY ts)
 ),
 rises AS (
-    SELECT cluster, host, ts, gpu_uuid, namespace, pod, last_xid_samples,
+    SELECT cluster, host, ts, gpu_uuid, namespace, pod, host_is_exporter_pod, last_xid_samples,
         n - CASE WHEN prev_ts >= ts - INTERVAL 5 MINUTE THEN prev_n ELSE 0 END AS rise
     FROM counts
 )
-SELECT cluster, host, ts, value::BIGINT AS xid, gpu_uuid, namespace, pod
+SELECT cluster, host, ts, value::BIGINT AS xid, gpu_uuid, namespace, pod,
+    coalesce(host_is_exporter_pod, false) AS host_is_exporter_pod
 FROM last_xid
 WHERE value > 0 AND (prev IS NULL OR prev <> value)
 UNION ALL
-SELECT cluster, host, ts, NULL::BIGINT, gpu_uuid, namespace, pod
+SELECT cluster, host, ts, NULL::BIGINT, gpu_uuid, namespace, pod,
+    coalesce(host_is_exporter_pod, false)
 FROM rises, range(CAST(rise AS BIGINT)) AS _k(k)
 WHERE last_xid_samples = 0 AND rise >= 1

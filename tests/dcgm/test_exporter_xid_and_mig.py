@@ -228,3 +228,160 @@ def test_gpu_util_on_a_mig_instance_is_no_activity_reading(tmp_path: Path) -> No
             "SELECT job_id, observed_gpu_s, mean_activity FROM analytics.job_gpu_summary"
             " ORDER BY job_id"
         ).fetchall() == [("201", 0.0, None), ("202", 0.0, None)]
+
+
+K = "k8s-x"
+
+
+def _k8s_inputs(tmp_path: Path, hostname: str) -> tuple[Path, Path, Path]:
+    """Kubernetes cluster k8s-x, node gpu-node-1 (8 TITAN V): pod nlp/train-0 (Job train, 4
+    GPUs) runs 10:00–10:15 and fails. dcgm-exporter with the pod mapping (label shape of
+    NVIDIA/dcgm-exporter#58): GPUs 0–3 carry the pod until 10:15; XID 79 on GPU 0 from 10:10;
+    its ``Hostname`` is ``hostname``."""
+    import json
+
+    (tmp_path / "inventory").mkdir()
+    (tmp_path / "inventory" / f"{K}.csv").write_text(
+        "host,gpus,gpu_type,partition,rack\ngpu-node-1,8,titanv,cq-a,r1\n"
+    )
+    (tmp_path / "registry.yaml").write_text(
+        "teams:\n  - team: nlp\n    share: 1.0\n    k8s_namespaces: [nlp]\n"
+    )
+    (tmp_path / "goodput.toml").write_text(
+        f'default_cluster = "{K}"\n[warehouse]\npath = "{tmp_path / "w.duckdb"}"\n'
+        f'serving_path = "{tmp_path / "s.duckdb"}"\ninputs = "{tmp_path / "inputs"}"\n'
+        f'inventory = "{tmp_path / "inventory"}"\nregistry = "{tmp_path / "registry.yaml"}"\n'
+        f'partitions_start = "2026-01-01"\n[[clusters]]\nname = "{K}"\n'
+        'scheduler = "kubernetes"\ntimezone = "UTC"\n'
+    )
+    start, end = "2026-11-02T10:00:00Z", "2026-11-02T10:15:00Z"
+    pod = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "train-0", "namespace": "nlp", "uid": "uid-train-0",
+                     "creationTimestamp": start, "labels": {},
+                     "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job",
+                                          "name": "train", "uid": "juid", "controller": True}]},
+        "spec": {"nodeName": "gpu-node-1",
+                 "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "4"}}}]},
+        "status": {"phase": "Failed", "startTime": start,
+                   "conditions": [{"type": "PodScheduled", "status": "True",
+                                   "lastTransitionTime": start}],
+                   "containerStatuses": [{"name": "c", "ready": False, "restartCount": 0,
+                                          "state": {"terminated": {"exitCode": 1,
+                                                                   "reason": "Error",
+                                                                   "startedAt": start,
+                                                                   "finishedAt": end}}}]},
+    }  # fmt: skip
+    (tmp_path / "inputs").mkdir()
+    pods = tmp_path / "inputs" / "pods_2026-11-02.json"
+    pods.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [pod]}))
+    # another pod on the node's other four GPUs, 11-01 20:00 → 11-02 10:15, failed: loaded
+    # apart (a file of its own), so that a build can see it before train-0
+    other = json.loads(json.dumps(pod).replace("train", "other"))
+    begin = "2026-11-01T20:00:00Z"
+    other["metadata"]["creationTimestamp"] = begin
+    other["status"]["startTime"] = begin
+    other["status"]["conditions"][0]["lastTransitionTime"] = begin
+    other["status"]["containerStatuses"][0]["state"]["terminated"]["startedAt"] = begin
+    (tmp_path / "inputs" / "early_pods_2026-11-02.json").write_text(
+        json.dumps({"apiVersion": "v1", "kind": "List", "items": [other]})
+    )
+
+    def lines(ts: dt.datetime) -> list[str]:
+        out = []
+        for g in range(8):
+            held = g < 4 and ts < T0 + dt.timedelta(minutes=15)
+            labels = (
+                f'gpu="{g}",UUID="GPU-0000000{g}-9033-f166-7723-77088b0ff94d",'
+                f'device="nvidia{g}",modelName="NVIDIA TITAN V",Hostname="{hostname}",'
+                + ('container="c",namespace="nlp",pod="train-0"' if held
+                   else 'container="",namespace="",pod=""')
+            )  # fmt: skip
+            out.append(f"DCGM_FI_DEV_GPU_UTIL{{{labels}}} {90 if held else 0}")
+            xid = 79 if g == 0 and ts >= T0 + dt.timedelta(minutes=10) else 0
+            out.append(f"DCGM_FI_DEV_XID_ERRORS{{{labels}}} {xid}")
+        return out
+
+    return tmp_path / "goodput.toml", pods, _scrapes(tmp_path / "dcgm", lines, n=40)
+
+
+def _k8s_outcome(con: duckdb.DuckDBPyConnection) -> tuple[list[tuple[object, ...]], dict]:
+    rel = con.execute(
+        "SELECT host, xid_events, infra_failed_attempts FROM analytics.node_reliability"
+        " ORDER BY host"
+    ).fetchall()
+    leaves = dict(
+        con.execute(
+            "SELECT bucket, sum(gpu_s) FROM analytics.gpu_waterfall_hourly"
+            " WHERE bucket IN ('failed_work_user', 'failed_work_infra') GROUP BY bucket"
+        ).fetchall()
+    )
+    return rel, leaves
+
+
+@pytest.mark.parametrize("hostname", ["dcgm-exporter-lcxpl", "gpu-node-1"])
+def test_an_xid_named_by_the_exporters_pod_is_its_gpus_pods_node(
+    tmp_path: Path, hostname: str
+) -> None:
+    """gpu-operator's exporter labels its series with its own pod's name as ``Hostname``
+    (dcgm-exporter#58, #188). XID 79 at 10:10 on a GPU pod nlp/train-0 holds is on the pod's
+    node gpu-node-1, inside the failed pod's last 10 minutes: one event on gpu-node-1, the
+    attempt an infrastructure failure, 4 GPUs × 900 s = 3,600 GPU-s (before: the event on a
+    node ``dcgm-exporter-lcxpl`` that does not exist, the attempt a user failure). The same
+    with the node name as ``Hostname``."""
+    toml, pods, scrapes = _k8s_inputs(tmp_path, hostname)
+    cfg = load_config(toml)
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        opts = IngestOptions(cluster=K, tz="UTC")
+        ingest_file(con, "k8s-pods", pods, opts)
+        ingest_file(con, "dcgm", scrapes, opts)
+        rebuild(con, cfg)
+        rel, leaves = _k8s_outcome(con)
+    assert rel == [("gpu-node-1", 1, 1)]
+    assert leaves == {"failed_work_user": 0.0, "failed_work_infra": 3600.0}
+
+
+def test_pods_loaded_after_the_telemetry_move_the_xid_as_a_full_build_does(
+    tmp_path: Path,
+) -> None:
+    """The telemetry and pod nlp/other-0 first (4 GPUs of gpu-node-1, 11-01 20:00 → 11-02
+    10:15, failed): no pod holds the XID's GPU, so the event stays on the exporter's name and
+    other-0 is a user failure. Then train-0: the event moves to gpu-node-1, where it decides
+    both attempts ending within 10 minutes after it; other-0's every hour, 11-01's too, turns
+    infrastructure failure: 4 × 51,300 + 3,600 = 208,800 GPU-s, as a full rebuild of the same
+    warehouse has it (without the plan's rule, 11-01 was not rebuilt)."""
+    import shutil
+
+    toml, pods, scrapes = _k8s_inputs(tmp_path, "dcgm-exporter-lcxpl")
+    cfg = load_config(toml)
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        opts = IngestOptions(cluster=K, tz="UTC")
+        ingest_file(con, "k8s-pods", tmp_path / "inputs" / "early_pods_2026-11-02.json", opts)
+        ingest_file(con, "dcgm", scrapes, opts)
+        rebuild(con, cfg)
+        assert _k8s_outcome(con) == (
+            [("dcgm-exporter-lcxpl", 1, 0), ("gpu-node-1", 0, 0)],
+            {"failed_work_user": 4 * 51300.0, "failed_work_infra": 0.0},
+        )
+        ingest_file(con, "k8s-pods", pods, opts)
+        rebuild(con, cfg)
+        mode = con.execute(
+            "SELECT mode FROM analytics.build_state ORDER BY build_id DESC LIMIT 1"
+        ).fetchall()
+        incremental = _k8s_outcome(con)
+    full_path = tmp_path / "full.duckdb"
+    shutil.copyfile(cfg.warehouse_path, full_path)
+    with connect(full_path) as con:
+        rebuild(con, cfg, full=True)
+        full = _k8s_outcome(con)
+    assert mode == [("incremental",)]
+    assert (
+        incremental
+        == full
+        == (
+            [("gpu-node-1", 1, 2)],
+            {"failed_work_user": 0.0, "failed_work_infra": 4 * 51300.0 + 3600.0},
+        )
+    )
