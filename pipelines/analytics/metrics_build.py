@@ -665,6 +665,10 @@ def build_metric_tables(
                 for g in by
                 if g in ("partition", "team")
             )
+            if "week" in by:
+                # A spell without an eligible time has no week: it is counted (excluded) in
+                # the groups without weeks, not as a week of its own, whose NULL reads "all".
+                labelled = labelled.filter(pl.col("week").is_not_null())
             tts.append(wait_percentiles_km(labelled, by=by, weight=SPELLS_N).collect())
     # Node reliability sums each node's days: those just computed, and in an incremental
     # build the stored rows of the other days.

@@ -70,8 +70,10 @@ _ATTEMPT_COLUMNS = [*JOBS_COLUMNS, "job_key", "extra"]
 _PENDING_COLUMNS = ["cluster", "source", "job_id", "partition", "team", "req_gpus", "submit_at",
                     "eligible_at", "end_at", "state"]  # fmt: skip
 
-#: The Slurm time columns whose latest value per cluster is that part's cut-off (:func:`_as_of`).
-_CUT_COLUMNS = ["submit_at", "eligible_at", "start_at", "end_at"]
+#: The Slurm time columns whose latest value per cluster is that part's cut-off (:func:`_as_of`):
+#: not ``eligible_at``, which a pending job's ``--begin`` sets ahead of the export (a plan, not
+#: data: the cut-off went past the export, every open wait and running attempt with it).
+_CUT_COLUMNS = ["submit_at", "start_at", "end_at"]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,154 @@
+"""The data cut-off, the time-to-start summary's groups, the dashboard's spells of a window and
+the fleet rows' cut-off, each on a small case computed by hand.
+
+Two Slurm clusters of one 8-GPU node each (UTC), teams tA (account aA) and tB (aB), share 0.5:
+
+- ``slurm-h`` (2026-11-02): job 801 (4 GPUs) runs from 00:00 and is still running; 803 (1 GPU)
+  pends from 00:30; 805 (1 GPU) runs 20:00–21:00; 802 (1 GPU) is submitted at 21:00 with
+  ``--begin`` 11-03 12:00 (its Eligible), still pending. The newest thing the data know is
+  21:00: the cut-off. 803's censored wait is 20.5 h = 73,800 s; allocated GPU-hours 4 × 21 + 1 = 85;
+  802 is not yet eligible there (excluded).
+- ``slurm-e`` (2026-11-02): job 901 (1 GPU) eligible 01:00, runs 01:20–02:00; job 902 (1 GPU)
+  submitted 01:00, Eligible ``Unknown``, cancelled at 03:00 (never eligible: excluded); cut-off
+  03:00.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from dashboards.queries import Filters, wait_percentiles
+from pipelines.analytics.build import rebuild
+from pipelines.config import load_config
+from pipelines.ingest import IngestOptions, ingest_file
+from pipelines.warehouse import connect, init_warehouse
+from tests.conftest import write_config
+
+_HEADER = (
+    "JobID|JobIDRaw|Cluster|Partition|QOS|Account|Group|User|UID|Submit|Eligible|Start|End|"
+    "Elapsed|ExitCode|State|NNodes|NCPUS|ReqTRES|AllocTRES|Timelimit|NodeList|JobName"
+)
+D = "2026-11-02T"
+
+
+def _row(cluster: str, job: str, acct: str, submit: str, eligible: str, start: str, end: str,
+         state: str, gpus: int, node: str) -> str:  # fmt: skip
+    req = f"billing=8,cpu=8,gres/gpu={gpus},mem=1000M,node=1"
+    alloc = "" if start == "Unknown" else req
+    return "|".join([
+        job, job, cluster, "gpu", "normal", acct, acct, "u1", "1001", submit, eligible, start,
+        end, "00:00:00", "0:0", state, "1", "8", req, alloc, "2-00:00:00",
+        node if alloc else "None assigned", "job",
+    ])  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("cutoffs")
+    (base / "inventory").mkdir()
+    (base / "registry.yaml").write_text(
+        "teams:\n  - team: tA\n    share: 0.5\n    slurm_accounts: [aA]\n"
+        "  - team: tB\n    share: 0.5\n    slurm_accounts: [aB]\n"
+    )
+    files = {
+        "slurm-h": [
+            _row("slurm-h", "801", "aA", D + "00:00:00", D + "00:00:00", D + "00:00:00",
+                 "Unknown", "RUNNING", 4, "h-001"),
+            _row("slurm-h", "803", "aA", D + "00:30:00", D + "00:30:00", "Unknown", "Unknown",
+                 "PENDING", 1, "h-001"),
+            _row("slurm-h", "805", "aA", D + "20:00:00", D + "20:00:00", D + "20:00:00",
+                 D + "21:00:00", "COMPLETED", 1, "h-001"),
+            _row("slurm-h", "802", "aA", D + "21:00:00", "2026-11-03T12:00:00", "Unknown",
+                 "Unknown", "PENDING", 1, "h-001"),
+        ],
+        "slurm-e": [
+            _row("slurm-e", "901", "aB", D + "01:00:00", D + "01:00:00", D + "01:20:00",
+                 D + "02:00:00", "COMPLETED", 1, "e-001"),
+            _row("slurm-e", "902", "aB", D + "01:00:00", "Unknown", "Unknown", D + "03:00:00",
+                 "CANCELLED by 1001", 1, "e-001"),
+        ],
+    }  # fmt: skip
+    (base / "inputs").mkdir()
+    cfg = load_config(
+        write_config(base, clusters=(("slurm-h", "slurm", "UTC"), ("slurm-e", "slurm", "UTC")))
+    )
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        for cluster, rows in files.items():
+            host = "h-001" if cluster == "slurm-h" else "e-001"
+            (base / "inventory" / f"{cluster}.csv").write_text(
+                f"host,gpus,gpu_type,partition,rack\n{host},8,a100,gpu,r1\n"
+            )
+            path = base / "inputs" / f"{cluster}_sacct_2026-11-02.txt"
+            path.write_text(_HEADER + "\n" + "\n".join(rows) + "\n")
+            ingest_file(con, "sacct", path, IngestOptions(cluster=cluster, tz="UTC"))
+        rebuild(con, cfg)
+    return cfg.warehouse_path
+
+
+def _q(db: Path, sql: str) -> list[tuple[object, ...]]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute(sql).fetchall()
+
+
+def _utc(hour: int, day: int = 2) -> dt.datetime:
+    return dt.datetime(2026, 11, day, hour, tzinfo=dt.UTC)
+
+
+def test_a_begin_time_ahead_is_no_cut_off(warehouse: Path) -> None:
+    """The cut-off is 21:00, not 802's begin time 11-03 12:00 (before: waits and running
+    attempts ran on to it, 803's wait 127,800 s and 145 GPU-hours allocated)."""
+    cuts = dict(_q(warehouse, "SELECT cluster, as_of FROM core.build_cutoffs"))
+    assert cuts["slurm-h"] == _utc(21)
+    waits = dict(
+        _q(warehouse, "SELECT job_id, duration_s FROM analytics.time_to_start_jobs"
+                      " WHERE cluster = 'slurm-h' AND NOT started")
+    )  # fmt: skip
+    assert waits["803"] == 73_800.0
+    allocated = _q(
+        warehouse,
+        "SELECT sum(allocated_gpu_s) / 3600 FROM analytics.occupancy_hourly"
+        " WHERE cluster = 'slurm-h'",
+    )
+    assert allocated == [(85.0,)]
+
+
+def test_a_spell_without_eligible_time_is_no_week_of_its_own(warehouse: Path) -> None:
+    """902 never became eligible (excluded; ``jobs`` counts the others: 901). The summary has
+    one row per cluster and bucket for all weeks (before: a second one, its week NULL from the
+    unknown eligible time, counting 902 as excluded again)."""
+    rows = _q(
+        warehouse,
+        "SELECT jobs, excluded FROM analytics.time_to_start_summary WHERE cluster = 'slurm-e'"
+        " AND week IS NULL AND partition IS NULL AND team IS NULL AND bucket = '1'",
+    )
+    assert rows == [(1, 1)]
+
+
+def test_a_never_eligible_spell_is_in_the_window_it_ended_in(warehouse: Path) -> None:
+    """The dashboard's spells of 11-03 hold none of 11-02's (before: 902, never eligible, was
+    counted as excluded in every window); those of 11-02 hold 901 (a spell) and 902
+    (excluded)."""
+    later = wait_percentiles(
+        str(warehouse), Filters(start=dt.date(2026, 11, 3), end=dt.date(2026, 11, 3),
+                                cluster="slurm-e")
+    )  # fmt: skip
+    assert later.height == 0 or later["excluded"].sum() == 0
+    same = wait_percentiles(
+        str(warehouse), Filters(start=dt.date(2026, 11, 2), end=dt.date(2026, 11, 2),
+                                cluster="slurm-e")
+    )  # fmt: skip
+    every = same.filter(same["bucket"] == "all")
+    assert every.select("spells", "excluded").rows() == [(1, 1)]
+
+
+def test_the_fleet_rows_cut_off_is_the_earliest_clusters(warehouse: Path) -> None:
+    """The fleet rows (cluster NULL) of the fairness views carry the earliest cluster cut-off,
+    03:00 (METRICS.md "Complete periods"), not the latest, 21:00."""
+    for view in ("fairness_weekly", "fairness_summary_weekly"):
+        cuts = _q(warehouse, f"SELECT DISTINCT as_of FROM {view} WHERE cluster IS NULL")
+        assert cuts == [(_utc(3),)], view
