@@ -54,16 +54,28 @@ def parse_duration(value: str) -> float | None:
 
 
 def priority_settings(config: Mapping[str, str]) -> PrioritySettings:
-    """The fairness rule's inputs from a parsed config (all None when the config is empty)."""
+    """The fairness rule's inputs from a parsed config (all None when the config is empty).
+
+    Slurm reads its parameter names whatever their case, and ``scontrol show config`` prints
+    ``PriorityWeightFairShare`` where slurm.conf's manual writes ``PriorityWeightFairshare``:
+    the names are matched without case."""
     weights: dict[str, int] = {}
+    fairshare: int | None = None
+    half: str | None = None
     for k, v in config.items():
-        if k.startswith("PriorityWeight") and k != "PriorityWeightTRES":
-            try:
-                weights[k] = int(v.split()[0])
-            except (ValueError, IndexError):
-                continue
-    fairshare = weights.pop("PriorityWeightFairshare", None)
-    half = config.get("PriorityDecayHalfLife")
+        key = k.lower()
+        if key == "prioritydecayhalflife":
+            half = half or v
+        if not key.startswith("priorityweight") or key == "priorityweighttres":
+            continue
+        try:
+            weight = int(v.split()[0])
+        except (ValueError, IndexError):
+            continue
+        if key == "priorityweightfairshare":
+            fairshare = weight if fairshare is None else fairshare
+        else:
+            weights.setdefault(k, weight)
     return PrioritySettings(
         weight_fairshare=fairshare,
         other_weights=weights if fairshare is not None else None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from pathlib import Path
 
 import polars as pl
 
@@ -145,3 +146,21 @@ def test_a_partial_last_week_is_not_judged() -> None:
     # Week 2 complete: judged weeks 1 and 2, both drifting → proposed.
     done = Window(T0, T0 + dt.timedelta(weeks=3))
     assert fairness_drift(both, done, {"slurm-a": "slurm"}).height == 1
+
+
+def test_real_scontrol_show_config_spells_fairshare_with_a_capital_s() -> None:
+    """A real Slurm's ``scontrol show config`` (``fixtures/slurm-policy``) prints
+    ``PriorityWeightFairShare = 10000``: read whatever the case (before: never found, so the
+    rule asked for a file already loaded)."""
+    from metrics.recommendations.slurm_config import parse_scontrol_config, priority_settings
+
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "slurm-policy"
+    text = (fixture / "live_scontrol_config_before.txt").read_text()
+    assert "PriorityWeightFairShare = 10000" in text
+    s = priority_settings(parse_scontrol_config(text))
+    assert s.weight_fairshare == 10000
+    assert s.other_weights == {
+        "PriorityWeightAge": 1000, "PriorityWeightAssoc": 0, "PriorityWeightJobSize": 500,
+        "PriorityWeightPartition": 1000, "PriorityWeightQOS": 2000,
+    }  # fmt: skip
+    assert s.decay_half_life_s == 86400
