@@ -202,7 +202,9 @@ _PCT_METRICS: Final = ("DCGM_FI_DEV_GPU_UTIL",)
 _PAIR: Final = r'[A-Za-z_][A-Za-z0-9_]*\s*=\s*"(?:[^"\\]|\\.)*"'
 _LABELS_RE: Final = rf"^\s*(?:{_PAIR}(?:\s*,\s*{_PAIR})*)?\s*,?\s*$"
 _OM_SECONDS_RE: Final = r"^(-?\d+)(?:\.(\d*))?$"
-_EXPORTER_POD_RE: Final = r"(?:^|-)dcgm-exporter-[a-z0-9]{5}$"
+#: A DaemonSet pod of the exporter: its name and the 5-character suffix Kubernetes generates
+#: (from ``bcdfghjklmnpqrstvwxz2456789``: no vowels, so ``my-dcgm-exporter-tests`` is no match).
+_EXPORTER_POD_RE: Final = r"(?:^|-)dcgm-exporter-[bcdfghjklmnpqrstvwxz2456789]{5}$"
 #: The exporter's own container (gpu-operator's ``nvidia-dcgm-exporter``, the Helm chart's
 #: ``exporter`` is too generic to read as the exporter's).
 _EXPORTER_CONTAINER_RE: Final = r"^(?:nvidia-)?dcgm-exporter$"

@@ -620,6 +620,13 @@ class _Plan:
     def _durations(self) -> None:
         self._duration("planned_s", self.key("planned", "reserved"))
         self._duration("elapsed_s", self.key("elapsed", "elapsedraw"))
+        if "suspended" in self.keys:
+            # Elapsed leaves suspended time out (End − Start − Suspended): a helper for
+            # _settle_by_elapsed, the field itself kept in ``extra`` (not marked used)
+            self.a["_d__suspended_s"] = duration_parts(_raw("suspended"))
+            self.b["_suspended_s"] = duration_seconds(pl.col("_d__suspended_s"), _raw("suspended"))[
+                0
+            ]
         limit_key = self.key("timelimit", "timelimitraw")
         if limit_key is None:
             self.b["timelimit_s"] = pl.lit(None, pl.Int64)
@@ -834,12 +841,16 @@ def _settle_by_elapsed(
 ) -> dict[str, pl.Series]:
     """Start and End of the rows where either is a local time of the repeated hour (DST ends):
     of the earlier and the later instant of each, the pair whose span is nearest the row's
-    Elapsed (the earlier on a tie, and where Elapsed or the other time is missing). Read as the
+    Elapsed plus the row's Suspended where the file has it (sacct's Elapsed is End − Start −
+    Suspended; without the field a suspended job's span reads short by its suspension) (the
+    earlier on a tie, and where Elapsed or the other time is missing). Read as the
     earlier instant alone, a 2-hour job ending in the repeated hour was 1 hour long, and a
     20-minute one starting before the change and ending after it ended before it started."""
     zone = ZoneInfo(tz)
     start, end = (df.select(columns[c]).to_series() for c in ("start_at", "end_at"))
     elapsed = df["elapsed_s"]
+    if "_suspended_s" in df.columns:
+        elapsed = elapsed + df["_suspended_s"].fill_null(0)
 
     def instants(column: str, row: int, value: datetime | None) -> list[datetime | None]:
         if row not in ambiguous[column] or value is None:
@@ -1674,6 +1685,7 @@ def _parse_chunk(
     helpers = ["_arr", "_base", "_job_id_raw", "_bad"] + [
         f"_{column}_{kind}" for _, column in _TIME_FIELDS for kind in ("aware", "naive")
     ]
+    helpers += [c for c in ("_suspended_s",) if c in typed.columns]
     good = typed.select(*keep, *helpers)
     del typed
     if n_bad:

@@ -1,30 +1,41 @@
--- XID events of every GPU (a MIG GPU instance's series apart from the others'), one row each:
+-- XID events of every GPU, one row each. An XID is an event of the device: dcgm-exporter writes
+-- its fields on the series of every MIG GPU instance of the GPU (NVIDIA/dcgm-exporter#317, #713),
+-- so a GPU's instances are one series here, their highest value at each scrape:
 --   * each change of DCGM_FI_DEV_XID_ERRORS to a non-zero value (it holds the last XID, not a
 --     count);
---   * where a GPU instance has no DCGM_FI_DEV_XID_ERRORS sample at that scrape, each rise of
+--   * where a GPU has no DCGM_FI_DEV_XID_ERRORS value at that scrape, each rise of
 --     DCGM_EXP_XID_ERRORS_COUNT: the number of XIDs within the exporter's window (its
 --     window_size_in_ms label, 5 minutes by default), one series per XID code. Its series are
---     summed per GPU instance and scrape; a rise of k over the scrape before is k events at this
---     scrape (xid NULL), one XID staying in the window over ten scrapes one event. A scrape more
---     than 5 minutes after the one before rises from 0 (what was in the window has left it).
--- The GPU and its owning pod (dcgm-exporter's pod mapping) come along, so a slurmd pod's XID can
--- be moved to the Slurm node it ran as (rehome_slurmd_dcgm), and an event whose host is the
--- exporter's own pod name (host_is_exporter_pod) to its pod's node.
-WITH last_xid AS (
-    SELECT cluster, host, gpu_uuid, namespace, pod, host_is_exporter_pod, ts, value,
-        lag(value) OVER (PARTITION BY cluster, host, gpu_uuid, mig_instance ORDER BY ts) AS prev
-    FROM raw.dcgm_samples
-    WHERE metric = 'DCGM_FI_DEV_XID_ERRORS'
-),
-scrapes AS (
+--     summed per GPU instance and scrape (the highest instance's sum taken); a rise of k over
+--     the scrape before is k events at this scrape (xid NULL), one XID staying in the window over
+--     ten scrapes one event. A scrape more than 5 minutes after the one before rises from 0
+--     (what was in the window has left it).
+-- The GPU and its owning pod (dcgm-exporter's pod mapping; of a MIG GPU, one of its instances')
+-- come along, so a slurmd pod's XID can be moved to the Slurm node it ran as
+-- (rehome_slurmd_dcgm), and an event whose host is the exporter's own pod name
+-- (host_is_exporter_pod) to its pod's node.
+WITH per_instance AS (
     SELECT cluster, host, gpu_uuid, mig_instance, ts,
+        max(value) FILTER (WHERE metric = 'DCGM_FI_DEV_XID_ERRORS') AS last_xid,
         sum(value) FILTER (WHERE metric = 'DCGM_EXP_XID_ERRORS_COUNT') AS n,
-        count(*) FILTER (WHERE metric = 'DCGM_FI_DEV_XID_ERRORS') AS last_xid_samples,
         max(namespace) AS namespace, max(pod) AS pod,
         bool_or(host_is_exporter_pod) AS host_is_exporter_pod
     FROM raw.dcgm_samples
     WHERE metric IN ('DCGM_FI_DEV_XID_ERRORS', 'DCGM_EXP_XID_ERRORS_COUNT')
     GROUP BY cluster, host, gpu_uuid, mig_instance, ts
+),
+scrapes AS (
+    SELECT cluster, host, gpu_uuid, ts,
+        max(last_xid) AS last_xid, max(n) AS n,
+        min(namespace) AS namespace, min(pod) AS pod,
+        bool_or(host_is_exporter_pod) AS host_is_exporter_pod
+    FROM per_instance
+    GROUP BY cluster, host, gpu_uuid, ts
+),
+last_xid AS (
+    SELECT *, lag(last_xid) OVER (PARTITION BY cluster, host, gpu_uuid ORDER BY ts) AS prev
+    FROM scrapes
+    WHERE last_xid IS NOT NULL
 ),
 counts AS (
     SELECT *,
@@ -32,19 +43,19 @@ counts AS (
         lag(ts) OVER w AS prev_ts
     FROM scrapes
     WHERE n IS NOT NULL
-    WINDOW w AS (PARTITION BY cluster, host, gpu_uuid, mig_instance ORDER BY ts)
+    WINDOW w AS (PARTITION BY cluster, host, gpu_uuid ORDER BY ts)
 ),
 rises AS (
-    SELECT cluster, host, ts, gpu_uuid, namespace, pod, host_is_exporter_pod, last_xid_samples,
+    SELECT cluster, host, ts, gpu_uuid, namespace, pod, host_is_exporter_pod, last_xid,
         n - CASE WHEN prev_ts >= ts - INTERVAL 5 MINUTE THEN prev_n ELSE 0 END AS rise
     FROM counts
 )
-SELECT cluster, host, ts, value::BIGINT AS xid, gpu_uuid, namespace, pod,
+SELECT cluster, host, ts, last_xid::BIGINT AS xid, gpu_uuid, namespace, pod,
     coalesce(host_is_exporter_pod, false) AS host_is_exporter_pod
 FROM last_xid
-WHERE value > 0 AND (prev IS NULL OR prev <> value)
+WHERE last_xid > 0 AND (prev IS NULL OR prev <> last_xid)
 UNION ALL
 SELECT cluster, host, ts, NULL::BIGINT, gpu_uuid, namespace, pod,
     coalesce(host_is_exporter_pod, false)
 FROM rises, range(CAST(rise AS BIGINT)) AS _k(k)
-WHERE last_xid_samples = 0 AND rise >= 1
+WHERE last_xid IS NULL AND rise >= 1

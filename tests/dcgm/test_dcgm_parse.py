@@ -299,13 +299,17 @@ def test_target_labels_of_the_exporter_are_no_workload(tmp_path: Path) -> None:
         f'DCGM_FI_DEV_GPU_UTIL{{{common},UUID="GPU-bc5610b9",container="nvidia-dcgm-exporter",'
         'device="nvidia1",gpu="1"} 0 1773114089184\n'
         'DCGM_FI_DEV_GPU_UTIL{UUID="GPU-92da0328",gpu="0",Hostname="gpu-node-2",'
-        'namespace="team-a",pod="train-0",container="dcgm-exporter"} 0 1773114089184\n',
+        'namespace="team-a",pod="train-0",container="dcgm-exporter"} 0 1773114089184\n'
+        'DCGM_FI_DEV_GPU_UTIL{UUID="GPU-5d1e",gpu="1",Hostname="gpu-node-2",'
+        'namespace="team-a",pod="my-dcgm-exporter-tests",container="main"} 9 1773114089184\n',
     )
     got = parse_dcgm(p).rows.select("host", "pod", "namespace", "container").rows()
     assert got == [
         ("gpu-node-1", "vllm-agg-0-vllmdecodeworker-s65j5", "dynamo-workload", "main"),
         ("gpu-node-1", None, None, None),
         ("gpu-node-2", None, None, None),
+        # a workload named like the exporter: Kubernetes' generated suffixes have no vowel
+        ("gpu-node-2", "my-dcgm-exporter-tests", "team-a", "main"),
     ]
 
 

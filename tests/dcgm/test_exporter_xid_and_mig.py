@@ -82,9 +82,16 @@ def _build(
         yield con
 
 
-def _xid_count_scrape(with_last_xid: bool) -> Callable[[dt.datetime], list[str]]:
-    """XID 42 at 10:05: the last-XID field holds 42 from then on; the windowed count is 1 for
-    the 10 scrapes of 10:05:00 … 10:09:30, then 0 (its series without an xid label)."""
+#: DCGM's int64 blank sentinel (no value): DCGM_FI_DEV_XID_ERRORS where the field is unsupported.
+_INT64_BLANK = "9223372036854775794"
+
+
+def _xid_count_scrape(
+    with_last_xid: bool, blank: bool = False
+) -> Callable[[dt.datetime], list[str]]:
+    """XID 42 at 10:05: the last-XID field holds 42 from then on (``blank``: DCGM's blank at
+    every scrape instead); the windowed count is 1 for the 10 scrapes of 10:05:00 … 10:09:30,
+    then 0 (its series without an xid label)."""
 
     def lines(ts: dt.datetime) -> list[str]:
         xid = ts >= T0 + dt.timedelta(minutes=5)
@@ -92,7 +99,9 @@ def _xid_count_scrape(with_last_xid: bool) -> Callable[[dt.datetime], list[str]]
             "# TYPE DCGM_FI_DEV_GPU_UTIL gauge",
             f"DCGM_FI_DEV_GPU_UTIL{{{_T400}}} {100 if ts < T0 + dt.timedelta(minutes=17) else 0}",
         ]
-        if with_last_xid:
+        if blank:
+            out.append(f"DCGM_FI_DEV_XID_ERRORS{{{_T400}}} {_INT64_BLANK}")
+        elif with_last_xid:
             out.append(
                 f'DCGM_FI_DEV_XID_ERRORS{{{_T400},err_code="42"}} 42'
                 if xid
@@ -110,13 +119,20 @@ def _xid_count_scrape(with_last_xid: bool) -> Callable[[dt.datetime], list[str]]
     return lines
 
 
-@pytest.mark.parametrize("with_last_xid", [True, False], ids=["both-fields", "count-only"])
-def test_one_xid_in_the_windowed_count_is_one_event(tmp_path: Path, with_last_xid: bool) -> None:
+@pytest.mark.parametrize(
+    ("with_last_xid", "blank"),
+    [(True, False), (False, False), (False, True)],
+    ids=["both-fields", "count-only", "last-xid-blank"],
+)
+def test_one_xid_in_the_windowed_count_is_one_event(
+    tmp_path: Path, with_last_xid: bool, blank: bool
+) -> None:
     """Job 1 holds the GPU 10:00–10:17 and FAILS; its XID window is [10:07, 10:17]. The XID
     came at 10:05, outside it: 1 event, the job a user failure (1 GPU × 1,020 s). Before, each
     of the ten non-zero count scrapes was an event (11 with the last-XID field), and the ones
-    from 10:07 on made the job an infrastructure failure."""
-    scrapes = _scrapes(tmp_path / "dcgm", _xid_count_scrape(with_last_xid))
+    from 10:07 on made the job an infrastructure failure. A last-XID field scraped blank (no
+    value) leaves the count to say it: still 1 event."""
+    scrapes = _scrapes(tmp_path / "dcgm", _xid_count_scrape(with_last_xid, blank))
     jobs = [_job("1", "2026-11-02T10:17:00", "FAILED", "workstation", "gres/gpu=1")]
     with _build(tmp_path, "workstation", jobs, scrapes) as con:
         rel = con.execute(
@@ -166,7 +182,7 @@ def test_windowed_counts_rise_by_code_and_restart_after_a_gap(tmp_path: Path) ->
 
 
 def _mig_scrape(
-    activity_metric: str, value: str, xid_on_first: bool
+    activity_metric: str, value: str, xid_on_first: bool, xid_on_every: bool = False
 ) -> Callable[[dt.datetime], list[str]]:
     def lines(ts: dt.datetime) -> list[str]:
         out = []
@@ -176,7 +192,8 @@ def _mig_scrape(
                 f'hpc_job="{job}"'
             )
             out.append(f"{activity_metric}{{{labels}}} {value}")
-            xid = 31 if xid_on_first and gi == 1 and ts >= T0 + dt.timedelta(minutes=5) else 0
+            on = xid_on_every or (xid_on_first and gi == 1)
+            xid = 31 if on and ts >= T0 + dt.timedelta(minutes=5) else 0
             out.append(f"DCGM_FI_DEV_XID_ERRORS{{{labels}}} {xid}")
         return out
 
@@ -189,12 +206,16 @@ _MIG_JOBS = [
 ]
 
 
-def test_an_xid_on_one_mig_instance_is_one_event(tmp_path: Path) -> None:
-    """XID 31 on GPU instance 1 from 10:05, instance 2 at 0: 1 event on the node (before: 50,
-    the two instances' samples compared with each other at every scrape), 1 in job 201's
-    summary, 0 in job 202's; activity 0.5 on both (6 buckets × 3/7 × 300 s = 771.43 GPU-s)."""
+@pytest.mark.parametrize("every", [False, True], ids=["one-instance", "every-instance"])
+def test_an_xid_on_a_mig_gpu_is_one_event(tmp_path: Path, every: bool) -> None:
+    """XID 31 from 10:05 on GPU instance 1 only, or on both instances (dcgm-exporter writes a
+    device field on every instance's series, NVIDIA/dcgm-exporter#317): 1 event on the node
+    either way (before: 50 with one instance, the instances' samples compared with each other
+    at every scrape; then 2 with both, one per instance); in the jobs' summaries 1 for each
+    instance that shows it; activity 0.5 on both (6 buckets × 3/7 × 300 s = 771.43 GPU-s)."""
     scrapes = _scrapes(
-        tmp_path / "dcgm", _mig_scrape("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0.5", xid_on_first=True)
+        tmp_path / "dcgm",
+        _mig_scrape("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0.5", xid_on_first=True, xid_on_every=every),
     )
     with _build(tmp_path, "mig-node", _MIG_JOBS, scrapes) as con:
         assert con.execute(
@@ -206,7 +227,7 @@ def test_an_xid_on_one_mig_instance_is_one_event(tmp_path: Path) -> None:
         ).fetchall()
         assert [(j, round(o, 2), m, x) for j, o, m, x in rows] == [
             ("201", 771.43, 0.5, 1),
-            ("202", 771.43, 0.5, 0),
+            ("202", 771.43, 0.5, 1 if every else 0),
         ]
 
 

@@ -667,6 +667,19 @@ def test_repeated_hour_settled_by_elapsed() -> None:
         ("9003", _utc(2024, 11, 3, 4, 30), _utc(2024, 11, 3, 5, 30)),
     ]
     assert res.info["dst_ambiguous"] == 4
+    # Elapsed leaves suspended time out: 01:30 (ambiguous) → 04:00 EST with 2:30 elapsed and
+    # 1:00 suspended spans 3:30, from 01:30 EDT (05:30Z), not 01:30 EST
+    suspended = parse_sacct(
+        "dst.psv",
+        text="JobID|Start|End|Elapsed|Suspended|State\n"
+        "9101|2024-11-03T01:30:00|2024-11-03T04:00:00|02:30:00|01:00:00|COMPLETED\n",
+        tz="America/New_York",
+    ).rows.row(0, named=True)
+    assert (suspended["start_at"], suspended["end_at"]) == (
+        _utc(2024, 11, 3, 5, 30),
+        _utc(2024, 11, 3, 9, 0),
+    )
+    assert suspended["extra"] == '{"Suspended":"01:00:00"}'
 
 
 def test_durations_all_forms() -> None:
