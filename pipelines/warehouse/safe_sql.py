@@ -15,16 +15,17 @@ connection's locks (read-only, no external access, settings locked) stay underne
 from __future__ import annotations
 
 import contextlib
-import io
+import functools
 import json
+import multiprocessing
+import multiprocessing.context
 import os
-import pickle
-import subprocess
-import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +154,9 @@ def open_readonly(
             "wait for the writer to finish"
         ) from exc
     con.execute("SET TimeZone = 'UTC'")
+    # DuckDB's progress bar writes to the process's standard output: the CSV or JSON of
+    # `goodput sql`, and a query's own process shares it
+    con.execute("SET enable_progress_bar = false")
     con.execute("SET lock_configuration = true")
     return con
 
@@ -206,8 +210,8 @@ def run_query_counted(
 
 #: How often the parent reads the child's resident memory (seconds).
 _RSS_POLL_S = 0.02
-#: Resident memory the query's process may hold beyond DuckDB's ``memory_limit`` (the
-#: interpreter, DuckDB and polars themselves, the result's rows) before it is stopped.
+#: Resident memory a query's process may hold beyond twice DuckDB's ``memory_limit`` (the
+#: interpreter, DuckDB and polars themselves) before it is stopped.
 _PROCESS_ALLOWANCE = 768 * 10**6
 #: Seconds past the time limit after which the parent kills a child its own watchdog did not
 #: stop (an interrupt that came while no statement ran is lost).
@@ -223,61 +227,94 @@ def _rss_bytes(pid: int) -> int | None:
         return None
 
 
+@functools.cache
+def _forkserver() -> multiprocessing.context.ForkServerContext:
+    """The context the queries' processes are forked from: a server process started once per
+    process that runs queries, with this module (DuckDB, polars) imported before any thread
+    runs, so each query's process starts in milliseconds and holds no thread of its caller's."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([__name__])
+    return ctx
+
+
+def _child(request: dict[str, Any], answer: Connection, rows_path: str) -> None:
+    """A query's process: :func:`run_in_process`, its rows written to ``rows_path`` (Arrow IPC)
+    and ``("ok", has_rows, total)``, ``("refused", message)`` or ``("failed", message)`` sent
+    on ``answer``."""
+    try:
+        result = run_in_process(
+            request["path"], request["query"], row_limit=request["row_limit"],
+            time_limit_s=request["time_limit_s"], memory_limit=request["memory_limit"],
+        )  # fmt: skip
+    except (SqlRefused, FileNotFoundError) as exc:
+        answer.send(("refused", str(exc)))
+    except Exception as exc:
+        answer.send(("failed", f"query failed: {type(exc).__name__}: {exc}"))
+    else:
+        if result.rows.width:
+            result.rows.write_ipc(rows_path)
+        answer.send(("ok", bool(result.rows.width), result.total))
+    finally:
+        answer.close()
+
+
 def _in_child(
     path: str | Path, query: str, row_limit: int, time_limit_s: float, memory_limit: str
 ) -> QueryResult:
-    """:func:`run_in_process` in a child process whose resident memory the parent watches.
+    """:func:`run_in_process` in a process of its own (forked from :func:`_forkserver`) whose
+    resident memory the caller watches.
 
     DuckDB's ``memory_limit`` bounds its buffer manager, not every allocation: a scalar
     ``range(600000000)`` built a 4.8 GB list under a 2 GB limit, and a larger one would take
-    the whole process down (the dashboard's, for the SQL page). The child is killed when its
-    resident memory passes the limit plus :data:`_PROCESS_ALLOWANCE`, or when it runs
-    :data:`_KILL_GRACE_S` past the time limit; either way the query is refused naming the limit.
+    the whole process down (the dashboard's, for the SQL page). The query's process is killed
+    when its resident memory passes twice the limit plus :data:`_PROCESS_ALLOWANCE` (the
+    result's rows are held in it too), or when it runs :data:`_KILL_GRACE_S` past the time
+    limit; either way the query is refused naming the limit. The rows come back through a
+    temporary Arrow IPC file, not a pipe of pickled bytes (a copy fewer).
     """
     try:
-        cap = size_bytes(memory_limit) + _PROCESS_ALLOWANCE
+        cap: int | None = 2 * size_bytes(memory_limit) + _PROCESS_ALLOWANCE
     except ValueError:
         cap = None  # a size DuckDB reads that size_bytes does not ("50%"): DuckDB's bound only
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[2])  # this checkout's pipelines package
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pipelines.warehouse._sql_child"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-    )  # fmt: skip
-    request = json.dumps(
-        {"path": str(path), "query": query, "row_limit": row_limit,
-         "time_limit_s": time_limit_s, "memory_limit": memory_limit}
-    ).encode()  # fmt: skip
-    out: dict[str, bytes] = {}
-
-    def talk() -> None:
-        out["stdout"], out["stderr"] = proc.communicate(request)
-
-    talker = threading.Thread(target=talk, daemon=True)
-    talker.start()
-    deadline = time.monotonic() + time_limit_s + _KILL_GRACE_S
-    stopped = None
-    while talker.is_alive():
-        rss = _rss_bytes(proc.pid)
-        if cap is not None and rss is not None and rss > cap:
-            stopped = f"query stopped: memory limit of {memory_limit}"
-        elif time.monotonic() > deadline:
-            stopped = f"query stopped: time limit of {time_limit_s:g} s"
-        if stopped:
-            proc.kill()
-            talker.join()
-            raise SqlRefused(stopped)
-        talker.join(_RSS_POLL_S)
+    ctx = _forkserver()
+    fd, rows_path = tempfile.mkstemp(prefix="goodput-sql-", suffix=".arrow")
+    os.close(fd)
+    request = {"path": str(path), "query": query, "row_limit": row_limit,
+               "time_limit_s": time_limit_s, "memory_limit": memory_limit}  # fmt: skip
+    receive, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(request, send, rows_path), daemon=True)
     try:
-        kind, *payload = pickle.loads(out.get("stdout", b""))
-    except Exception as exc:  # the child died: its error output says why
-        detail = out.get("stderr", b"").decode(errors="replace").strip().splitlines()
-        raise SqlRefused(f"query failed: {detail[-1] if detail else exc}") from exc
-    if kind == "refused":
-        raise SqlRefused(payload[0])
-    rows = pl.read_ipc(io.BytesIO(payload[0])) if payload[0] else pl.DataFrame()
-    return QueryResult(rows, payload[1])
+        proc.start()
+        send.close()
+        deadline = time.monotonic() + time_limit_s + _KILL_GRACE_S
+        message: tuple[Any, ...] | None = None
+        while message is None:
+            if receive.poll(_RSS_POLL_S):
+                try:
+                    message = receive.recv()
+                except EOFError:  # the process ended without an answer
+                    break
+                continue
+            rss = _rss_bytes(proc.pid) if proc.pid is not None else None
+            if cap is not None and rss is not None and rss > cap:
+                raise SqlRefused(f"query stopped: memory limit of {memory_limit}")
+            if time.monotonic() > deadline:
+                raise SqlRefused(f"query stopped: time limit of {time_limit_s:g} s")
+        proc.join()
+        if message is None:
+            raise SqlRefused(f"query failed: its process ended with exit code {proc.exitcode}")
+        kind, *payload = message
+        if kind != "ok":
+            raise SqlRefused(payload[0])
+        has_rows, total = payload
+        rows = pl.read_ipc(rows_path) if has_rows else pl.DataFrame()
+        return QueryResult(rows, total)
+    finally:
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+        receive.close()
+        Path(rows_path).unlink(missing_ok=True)
 
 
 def run_in_process(
@@ -289,7 +326,7 @@ def run_in_process(
     memory_limit: str = DEFAULT_MEMORY_LIMIT,
 ) -> QueryResult:
     """:func:`run_query_counted` in this process (arguments and errors the same), bounded by
-    DuckDB's own memory limit only: what :mod:`pipelines.warehouse._sql_child` runs."""
+    DuckDB's own memory limit only: what a query's own process runs (:func:`_child`)."""
     con = open_readonly(path, memory_limit=memory_limit)
     watchdog = threading.Timer(time_limit_s, con.interrupt)
     watchdog.daemon = True
