@@ -774,7 +774,9 @@ def recommendations_frame(
     )
     out = dedupe_findings(out)
     as_of = inputs.as_of if inputs.as_of.tzinfo else inputs.as_of.replace(tzinfo=dt.UTC)
-    both = with_history(out, inputs.proposals, as_of, inputs.policy_changes, inputs.impact)
+    both = with_history(
+        out, inputs.proposals, as_of, inputs.policy_changes, inputs.impact, large_job_gpus
+    )
     both = annotate_merges(both, merged_patches(_published(both), inputs.cluster_queues))
     return (
         both.with_columns(
@@ -796,6 +798,7 @@ def with_history(
     as_of: dt.datetime,
     changes: pl.DataFrame,
     impact: pl.DataFrame | None,
+    large_job_gpus: float = 64.0,
 ) -> pl.DataFrame:
     """This run's recommendations and the earlier proposals that were applied, with status.
 
@@ -812,6 +815,7 @@ def with_history(
         changes: ``policy_changes`` rows (``change_id, cluster, object, key, old, new,
             changed_at``).
         impact: ``policy_change_impact`` rows (``change_id, kpi, verdict``), or None.
+        large_job_gpus: the large-job threshold (:func:`with_status`).
 
     Returns:
         ``current``'s columns plus ``proposed_at``, ``is_current``, ``status``, ``change_id``;
@@ -823,7 +827,7 @@ def with_history(
     ).with_columns(pl.lit(True).alias("is_current"))
     past = _past_rows(record.filter(~pl.col("id").is_in(out["id"].implode())))
     both = pl.concat([out, past.select(out.columns)], how="vertical")
-    return with_status(both, changes, impact).filter(
+    return with_status(both, changes, impact, large_job_gpus).filter(
         pl.col("is_current") | (pl.col("status") != "proposed")
     )
 
@@ -840,7 +844,10 @@ def _published(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def with_status(
-    frame: pl.DataFrame, changes: pl.DataFrame, impact: pl.DataFrame | None
+    frame: pl.DataFrame,
+    changes: pl.DataFrame,
+    impact: pl.DataFrame | None,
+    large_job_gpus: float = 64.0,
 ) -> pl.DataFrame:
     """``frame`` with each recommendation's ``status`` and ``change_id``
     (:func:`metrics.recommendations.life.recommendation_life`, METRICS.md "Recommendation
@@ -853,8 +860,11 @@ def with_status(
         changes: ``policy_changes`` rows (``change_id, cluster, object, key, old, new,
             changed_at``).
         impact: ``policy_change_impact`` rows (``change_id, kpi, verdict``), or None.
+        large_job_gpus: the large-job threshold: the target of a rule for large jobs
+            (:data:`~metrics.recommendations.life.LARGE_JOB_RULES`) is its KPI in the buckets
+            that hold them.
     """
-    life = recommendation_life(frame, changes, impact)
+    life = recommendation_life(frame, changes, impact, large_job_gpus)
     out = frame.join(life, on="id", how="left", maintain_order="left")
     regressed = out.filter(pl.col("status") == "regressed")
     if regressed.height == 0:

@@ -32,6 +32,7 @@ import yaml
 from metrics.recommendations._kueue import parse_quantity
 
 __all__ = [
+    "LARGE_JOB_RULES",
     "LIFE_SCHEMA",
     "RULE_KPIS",
     "STATUSES",
@@ -61,6 +62,13 @@ RULE_KPIS: dict[str, str] = {
     "preempt_exempt_time": "preemption_loss_gpu_h",
     "preemption_grace_time": "preemption_loss_gpu_h",
 }
+
+#: Rules whose change is meant for large jobs: their target KPI counts in the size buckets
+#: that hold jobs of ``large_job_gpus`` or more only (a backfill change judged by the waits of
+#: 1-GPU jobs was "confirmed" by chance verdicts there, and a harmful one was not "regressed").
+LARGE_JOB_RULES: frozenset[str] = frozenset(
+    {"backfill_tuning", "backfill_min_age_reserve", "large_job_reservation"}
+)
 
 #: Columns :func:`recommendation_life` returns.
 LIFE_SCHEMA: dict[str, pl.DataType] = {
@@ -253,14 +261,36 @@ def _status_from_verdicts(verdicts: Iterable[str]) -> str:
     return "measured"
 
 
-def _kpi_matches(kpi: str, target: str) -> bool:
-    return kpi == target or kpi.split("[", 1)[0] == target
+def _kpi_matches(kpi: str, target: str, large_gpus: float | None = None) -> bool:
+    """Whether ``kpi`` (``wait_p90_h[64-255]``) is ``target`` (its name before ``[``); with
+    ``large_gpus``, only in a size bucket that holds jobs of that many GPUs or more."""
+    if not (kpi == target or kpi.split("[", 1)[0] == target):
+        return False
+    if large_gpus is None or "[" not in kpi:
+        return True
+    upper = _bucket_upper(kpi.split("[", 1)[1].rstrip("]"))
+    return upper is None or upper > large_gpus
+
+
+def _bucket_upper(label: str) -> float | None:
+    """The exclusive upper bound in GPUs of a size bucket label (``64-255`` → 256, ``1`` → 2,
+    ``<1`` → 1, ``>=1024`` and ``64+`` → inf); None for a label that is no size bucket."""
+    if label.startswith(">=") or label.endswith("+"):
+        return float("inf")
+    if label.startswith("<"):
+        m = re.fullmatch(r"<(\d+(?:\.\d+)?)", label)
+        return float(m[1]) if m else None
+    m = re.fullmatch(r"(\d+)(?:-(\d+))?", label)
+    if m is None:
+        return None
+    return float(m[2] or m[1]) + 1
 
 
 def recommendation_life(
     recommendations: pl.DataFrame,
     changes: pl.DataFrame,
     impact: pl.DataFrame | None = None,
+    large_job_gpus: float = 64.0,
 ) -> pl.DataFrame:
     """Each recommendation's status and the ledger change that applied it.
 
@@ -274,7 +304,9 @@ def recommendation_life(
     It is **measured** when ``impact`` has a row for that ``change_id``; **confirmed** when the
     verdicts of those rows on its target KPI (:data:`RULE_KPIS`) include ``improved`` and not
     ``regressed``, **regressed** when the reverse, and stays *measured* when the verdicts are
-    mixed, ``no detectable effect``, ``too little data``, or the rule has no target.
+    mixed, ``no detectable effect``, ``too little data``, or the rule has no target. The
+    target of a rule for large jobs (:data:`LARGE_JOB_RULES`) is its KPI in the size buckets
+    that hold jobs of ``large_job_gpus`` or more.
 
     Args:
         recommendations: ``id, rule, cluster, window_start, patch_kind, patch_content`` and
@@ -283,6 +315,7 @@ def recommendation_life(
             changed_at``).
         impact: ``policy_change_impact`` rows (``change_id, kpi, verdict``); None when the
             effects are not measured yet.
+        large_job_gpus: the large-job threshold (``[thresholds] large_job_gpus``).
 
     Returns:
         :data:`LIFE_SCHEMA`, one row per recommendation (``change_id`` NULL while proposed).
@@ -324,7 +357,8 @@ def recommendation_life(
             rows.append((r["id"], "applied", cid))
         else:
             target = RULE_KPIS.get(str(r["rule"]))
-            verdicts = [v for k, v in effects[cid] if target and _kpi_matches(k, target)]
+            large = large_job_gpus if str(r["rule"]) in LARGE_JOB_RULES else None
+            verdicts = [v for k, v in effects[cid] if target and _kpi_matches(k, target, large)]
             rows.append((r["id"], _status_from_verdicts(verdicts), cid))
     return pl.DataFrame(rows, schema=LIFE_SCHEMA, orient="row")
 

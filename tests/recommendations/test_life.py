@@ -133,7 +133,7 @@ def test_a_matching_change_after_the_proposal_applies_it() -> None:
 
 
 def test_verdicts_on_the_target_kpi_confirm_or_regress() -> None:
-    """Backfill's target is ``wait_p90_h`` (any size bucket), fair share's ``jain``:
+    """Backfill's target is ``wait_p90_h`` of the large jobs' buckets, fair share's ``jain``:
     r1's change improved jain → confirmed; r2's regressed wait_p90_h[64+] → regressed;
     r3's change has rows but only on occupancy (not its target) → measured; r4's has no
     impact row → applied; with no impact view at all every applied one stays applied."""
@@ -162,6 +162,37 @@ def test_verdicts_on_the_target_kpi_confirm_or_regress() -> None:
         "r4": ("applied", "c4"),
     }
     assert {s for s, _ in _status(recommendation_life(recs, changes, None)).values()} == {"applied"}
+
+
+def test_a_rule_for_large_jobs_is_judged_by_the_large_jobs_waits() -> None:
+    """Backfill changes c1 (recorded, the scheduler unchanged: no detectable effect on the
+    64–255-GPU waits, chance "improved" verdicts on 1- and 2–8-GPU jobs) and c2 (large-job p90
+    up: regressed there, "improved" on 2–8 GPUs). r1 stays measured and r2 is regressed
+    (before: the verdicts of every size bucket counted, r1 "confirmed" and r2 mixed, so
+    measured and no rollback). With ``large_job_gpus`` 1 the small buckets are the target
+    too, as before."""
+    t = dt.datetime(2026, 3, 5, tzinfo=UTC)
+    recs = _recs(
+        ("r1", "backfill_min_age_reserve", "p", "slurm.conf", BF),
+        ("r2", "backfill_tuning", "q", "slurm.conf", BF),
+    )
+    changes = _changes(
+        ("c1", "p", "slurm.conf", "SchedulerParameters:bf_window", "60", "2880", t),
+        ("c2", "q", "slurm.conf", "SchedulerParameters:bf_window", "60", "2880", t),
+    )
+    impact = _impact(
+        ("c1", "wait_p90_h[64-255]", "no detectable effect"), ("c1", "wait_p90_h[1]", "improved"),
+        ("c1", "wait_p90_h[2-8]", "improved"),
+        ("c2", "wait_p90_h[64-255]", "regressed"), ("c2", "wait_p90_h[2-8]", "improved"),
+    )  # fmt: skip
+    assert _status(recommendation_life(recs, changes, impact)) == {
+        "r1": ("measured", "c1"),
+        "r2": ("regressed", "c2"),
+    }
+    assert _status(recommendation_life(recs, changes, impact, large_job_gpus=1)) == {
+        "r1": ("confirmed", "c1"),
+        "r2": ("measured", "c2"),
+    }
 
 
 def test_a_regressed_recommendation_proposes_its_rollback(tmp_path: Path) -> None:
