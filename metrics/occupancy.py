@@ -91,6 +91,7 @@ def occupancy_hourly(
     *,
     down: pl.LazyFrame | None = None,
     registered: pl.LazyFrame | None = None,
+    demand: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
     """Hourly occupancy per cluster.
 
@@ -103,16 +104,50 @@ def occupancy_hourly(
             registration of its GPUs (Slurm TRES registration events, as sreport's *Reported*);
             where given it replaces the inventory capacity of that cluster
             (``capacity_source = 'registered'``).
+        demand: optional ``cluster, _from, _to`` (UTC): spans of pending demand (eligible to
+            start, or to the end of a job that never started; ``_to`` NULL: still pending, up
+            to ``as_of``). The hours a queue waited after the cluster's last allocation, up to
+            ``as_of``, are the cluster's too, as is every hour of a cluster whose jobs all
+            still wait (from its first eligible hour): they have capacity, held GPUs and fair
+            shares like any other. Not the hours before the first allocation of a cluster
+            that has one: a job pending for weeks says nothing of the other jobs of those
+            weeks, which an export of its own window does not hold.
 
     Returns:
         ``cluster, hour, capacity_gpu_s, down_gpu_s, planned_down_gpu_s, allocated_gpu_s,
-        occupancy, capacity_source`` for every hour from the cluster's first allocation to its
-        last (or ``as_of``); occupancy = allocated / (capacity − down − planned_down), NULL when
-        that denominator is 0.
+        occupancy, capacity_source`` for every hour from the cluster's first allocation or
+        pending demand to its last (or ``as_of``); occupancy = allocated / (capacity − down −
+        planned_down), NULL when that denominator is 0.
     """
     alloc = allocated_gpu_seconds_hourly(attempts, as_of)
-    bounds = alloc.group_by(CLUSTER).agg(
-        pl.col(HOUR).min().alias("_first"), pl.col(HOUR).max().alias("_last")
+    spans = alloc.select(CLUSTER, pl.col(HOUR).alias("_first"), pl.col(HOUR).alias("_last"))
+    if demand is not None:
+        cut = pl.lit(as_of).dt.cast_time_unit("us").dt.replace_time_zone("UTC")
+        waits = (
+            demand.select(
+                CLUSTER,
+                pl.col("_from").dt.convert_time_zone("UTC").dt.cast_time_unit("us"),
+                pl.min_horizontal(
+                    pl.col("_to").dt.convert_time_zone("UTC").dt.cast_time_unit("us")
+                    .fill_null(cut),
+                    cut,
+                ).alias("_to"),
+            )
+            .filter(pl.col("_from").is_not_null() & (pl.col("_to") > pl.col("_from")))
+            .select(
+                CLUSTER,
+                pl.col("_from").dt.truncate("1h").alias("_first"),
+                (pl.col("_to") - pl.duration(microseconds=1)).dt.truncate("1h").alias("_last"),
+            )
+        )  # fmt: skip
+        spans = pl.concat([spans.with_columns(pl.lit(True).alias("_alloc")),
+                           waits.with_columns(pl.lit(False).alias("_alloc"))])  # fmt: skip
+    else:
+        spans = spans.with_columns(pl.lit(True).alias("_alloc"))
+    bounds = spans.group_by(CLUSTER).agg(
+        # the first allocation hour where there is one, else the first eligible hour
+        pl.col("_first").filter(pl.col("_alloc")).min().fill_null(pl.col("_first").min()),
+        pl.col("_last").max().alias("_last"),
     )
     hours = bounds.select(
         CLUSTER, pl.datetime_ranges("_first", "_last", interval="1h").alias(HOUR)

@@ -921,6 +921,21 @@ def _occupancy(core: CoreFrames, sok: SlurmOnK8sTables | None = None) -> pl.Data
     native = _without_slurmd(jobs, sok.slurmd_jobs)
     lenders = set(sok.slurmd_jobs["cluster"].to_list())
     occ_parts = []
+    # pending GPU demand (waits of attempts, never-started jobs): the hours it reaches past the
+    # last allocation, and all of a cluster's whose jobs all wait, are the cluster's too
+    demand = pl.concat(
+        [
+            jobs.lazy()
+            .filter(pl.col("req_gpus").fill_null(pl.col("gpus")) > 0)
+            .select(
+                "cluster", pl.col("eligible_at").alias("_from"), pl.col("start_at").alias("_to")
+            ),
+            core.pending.lazy()
+            .filter(pl.col("req_gpus") > 0)
+            .select("cluster", pl.col("eligible_at").alias("_from"), pl.col("end_at").alias("_to")),
+        ],
+        how="vertical_relaxed",
+    )
     for row in as_of.filter(pl.col("as_of").is_not_null()).iter_rows(named=True):
         c, cut = row["cluster"], row["as_of"]
         reg_c = core.registered.filter(pl.col("cluster") == c)
@@ -930,6 +945,7 @@ def _occupancy(core: CoreFrames, sok: SlurmOnK8sTables | None = None) -> pl.Data
             cut,
             down=core.down.filter(pl.col("cluster") == c).lazy(),
             registered=reg_c.lazy() if reg_c.height else None,
+            demand=demand.filter(pl.col("cluster") == c),
         ).collect()
         if c in lenders:
             alloc = allocated_gpu_seconds_hourly(

@@ -11,6 +11,14 @@ Two Slurm clusters of one 8-GPU node each (UTC), teams tA (account aA) and tB (a
 - ``slurm-e`` (2026-11-02): job 901 (1 GPU) eligible 01:00, runs 01:20–02:00; job 902 (1 GPU)
   submitted 01:00, Eligible ``Unknown``, cancelled at 03:00 (never eligible: excluded); cut-off
   03:00.
+- ``slurm-f`` (2026-11-02): 601 (tA, 8 GPUs) runs 02:00–03:00; 602 (tB, 4 GPUs) pends from
+  02:00; 603 (tB, 2 GPUs) is submitted at 06:00 (the cut-off). After the last allocation tB's
+  queue waits 03:00–06:00: those hours are the cluster's. Fair shares by hand: hour 02 water-
+  fills 4 and 4 (tA uses 8, tB waits for 4), hours 03–05 give tB its 4: F(tA) = 4, F(tB) = 16
+  GPU-hours (before: hour 02 only, F(tB) = 4).
+- ``slurm-g`` (2026-11-02): every job still waits: 701 (tA, 8 GPUs) from 00:00, 702 (tA, 8 GPUs)
+  from 03:00 (the cut-off). Two censored spells, 10,800 s and 0 s; F(tA) = 3 × 8 = 24
+  GPU-hours, none used (before: no time-to-start and no fairness row for the cluster).
 """
 
 from __future__ import annotations
@@ -71,15 +79,27 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
             _row("slurm-e", "902", "aB", D + "01:00:00", "Unknown", "Unknown", D + "03:00:00",
                  "CANCELLED by 1001", 1, "e-001"),
         ],
+        "slurm-f": [
+            _row("slurm-f", "601", "aA", D + "02:00:00", D + "02:00:00", D + "02:00:00",
+                 D + "03:00:00", "COMPLETED", 8, "f-001"),
+            _row("slurm-f", "602", "aB", D + "02:00:00", D + "02:00:00", "Unknown", "Unknown",
+                 "PENDING", 4, "f-001"),
+            _row("slurm-f", "603", "aB", D + "06:00:00", D + "06:00:00", "Unknown", "Unknown",
+                 "PENDING", 2, "f-001"),
+        ],
+        "slurm-g": [
+            _row("slurm-g", "701", "aA", D + "00:00:00", D + "00:00:00", "Unknown", "Unknown",
+                 "PENDING", 8, "g-001"),
+            _row("slurm-g", "702", "aA", D + "03:00:00", D + "03:00:00", "Unknown", "Unknown",
+                 "PENDING", 8, "g-001"),
+        ],
     }  # fmt: skip
     (base / "inputs").mkdir()
-    cfg = load_config(
-        write_config(base, clusters=(("slurm-h", "slurm", "UTC"), ("slurm-e", "slurm", "UTC")))
-    )
+    cfg = load_config(write_config(base, clusters=tuple((c, "slurm", "UTC") for c in files)))
     with connect(cfg.warehouse_path) as con:
         init_warehouse(con)
         for cluster, rows in files.items():
-            host = "h-001" if cluster == "slurm-h" else "e-001"
+            host = f"{cluster[-1]}-001"
             (base / "inventory" / f"{cluster}.csv").write_text(
                 f"host,gpus,gpu_type,partition,rack\n{host},8,a100,gpu,r1\n"
             )
@@ -152,3 +172,36 @@ def test_the_fleet_rows_cut_off_is_the_earliest_clusters(warehouse: Path) -> Non
     for view in ("fairness_weekly", "fairness_summary_weekly"):
         cuts = _q(warehouse, f"SELECT DISTINCT as_of FROM {view} WHERE cluster IS NULL")
         assert cuts == [(_utc(3),)], view
+
+
+def test_a_queue_after_the_last_allocation_has_its_hours(warehouse: Path) -> None:
+    """slurm-f's hours run to the cut-off while tB waits: 02:00–05:00, and the week's fair
+    shares are F(tA) = 4, F(tB) = 16 GPU-hours."""
+    hours = _q(
+        warehouse,
+        "SELECT min(hour), max(hour) FROM analytics.occupancy_hourly WHERE cluster = 'slurm-f'",
+    )
+    assert hours == [(_utc(2), _utc(5))]
+    fair = _q(
+        warehouse,
+        "SELECT team, fair_gpu_s / 3600, used_gpu_s / 3600 FROM fairness_weekly"
+        " WHERE cluster = 'slurm-f' AND \"window\" = 'week' ORDER BY team",
+    )
+    assert fair == [("tA", 4.0, 8.0), ("tB", 16.0, 0.0)]
+
+
+def test_a_cluster_whose_jobs_all_wait_has_its_waits_and_shares(warehouse: Path) -> None:
+    """slurm-g: its hours 00:00–02:00 (to the cut-off 03:00), two censored spells of 10,800 s
+    and 0 s, and tA's fair share 24 GPU-hours with nothing used (ratio 0)."""
+    spells = _q(
+        warehouse,
+        "SELECT job_id, duration_s, started FROM analytics.time_to_start_jobs"
+        " WHERE cluster = 'slurm-g' ORDER BY job_id",
+    )
+    assert spells == [("701", 10_800.0, False), ("702", 0.0, False)]
+    fair = _q(
+        warehouse,
+        "SELECT team, fair_gpu_s / 3600, used_gpu_s, entitlement_ratio FROM fairness_weekly"
+        " WHERE cluster = 'slurm-g' AND \"window\" = 'week'",
+    )
+    assert fair == [("tA", 24.0, 0.0, 0.0)]
