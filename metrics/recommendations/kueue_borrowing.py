@@ -140,6 +140,20 @@ def _summarise(quotas: pl.DataFrame, obj: Mapping[str, Any]) -> _Cq:
     )
 
 
+def _split(total: int, weights: list[float]) -> list[int]:
+    """``total`` as whole parts in proportion to ``weights`` that add up to it (largest
+    remainders first; equal parts where the weights are all 0)."""
+    if not weights:
+        return []
+    w = weights if sum(weights) > 0 else [1.0] * len(weights)
+    exact = [total * x / sum(w) for x in w]
+    parts = [math.floor(e) for e in exact]
+    order = sorted(range(len(w)), key=lambda i: exact[i] - parts[i], reverse=True)
+    for i in order[: total - sum(parts)]:
+        parts[i] += 1
+    return parts
+
+
 def _limit_sum(values: list[float | None]) -> float | None:
     """Σ of per-flavor limits; None (no limit) if any flavor has none."""
     return None if any(v is None for v in values) else float(sum(v or 0.0 for v in values))
@@ -246,8 +260,11 @@ def kueue_borrowing(
         used_over = [u / 3600 - info.nominal for u in missed["used_gpu_s"].to_list()]
         limit = info.borrowing_limit
         if limit is not None and want > limit and max(used_over, default=0.0) >= limit - 1e-6:
+            # the limit is per flavor and the want is B's in all: split by nominal quota
+            shares = _split(want, [float(n) for _, _, n in info.flavors])
             changes = {
-                (str(f), str(r)): {"borrowingLimit": float(want)} for f, r, _ in info.flavors
+                (str(f), str(r)): {"borrowingLimit": float(n)}
+                for (f, r, _), n in zip(info.flavors, shares, strict=True)
             }
             patches.setdefault(b, []).append(resource_groups_patch(objects[b], changes))
             reasons.append(f"raise {b}'s borrowingLimit from {limit:g} to {want}")

@@ -70,6 +70,34 @@ def test_borrowing_limit_raised_when_it_capped_the_pending_queue() -> None:
     assert limits == {"h100-research": 32, "a100-mig": None}
 
 
+def test_borrowing_limit_is_split_over_the_flavors() -> None:
+    """cq-research with two GPU flavors of 20 nominal each (borrowingLimit 8 each, 16 in all):
+    it wanted 32 above its quota, so 32 in all, 16 per flavor (before: 32 on each flavor, 64
+    borrowable where the text said 32)."""
+    cqs = copy.deepcopy(_cqs())
+    research = next(c for c in cqs if c["metadata"]["name"] == "cq-research")
+    group = next(
+        g for g in research["spec"]["resourceGroups"] if "nvidia.com/gpu" in g["coveredResources"]
+    )
+    h100 = next(f for f in group["flavors"] if f["name"] == "h100-research")
+    gpu = next(r for r in h100["resources"] if r["name"] == "nvidia.com/gpu")
+    gpu.update(nominalQuota=20, borrowingLimit=8)
+    twin = copy.deepcopy(h100)
+    twin["name"] = "h100-research-b"
+    group["flavors"].append(twin)
+    out = kueue_borrowing(_usage(56, 16, 0), cqs, W, cluster="k8s-b")
+    rec = out.row(0, named=True)
+    assert "borrowingLimit from 16 to 32" in rec["change_text"]
+    limits = {
+        f["name"]: r.get("borrowingLimit")
+        for g in _patches(rec["patch_content"])["cq-research"]["spec"]["resourceGroups"]
+        for f in g["flavors"]
+        for r in f["resources"]
+        if r["name"] == "nvidia.com/gpu"
+    }
+    assert limits == {"h100-research": 16, "h100-research-b": 16, "a100-mig": None}
+
+
 def test_queues_outside_one_cohort_are_joined() -> None:
     """Without a shared cohort nothing can be borrowed: both go into cohort gpu-pool."""
     cqs = _cqs()
