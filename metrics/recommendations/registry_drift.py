@@ -65,7 +65,10 @@ def slurm_fairshare_drift(
             raw_shares, norm_shares``); account rows are those with NULL ``user_name``. The
             latest snapshot per cluster should be passed.
         window: the period of the snapshot (for the evidence).
-        tolerance: relative drift |RawShares − expected| ÷ expected that fires.
+        tolerance: relative drift that fires: |scheduler normalised share − registry
+            normalised share| ÷ registry normalised share, the ``registry_drift`` view's
+            measure (:func:`metrics.drift.slurm_share_drift`); the fairshare proposed is the
+            registry share × the site's RawShares per unit of share (the accounts' median).
         capacity_gpu_h_per_week: cluster → available GPU-hours a week; with it the gain is the
             GPU-hours a week of entitlement the drift moves (|Δ normalised share| × capacity).
 
@@ -78,15 +81,20 @@ def slurm_fairshare_drift(
     recs = []
     for (cluster,), part in rows.group_by("cluster", maintain_order=True):
         ratios = sorted((part["raw_shares"] / part["share"]).to_list())
-        scale = ratios[(len(ratios) - 1) // 2]  # median (lower middle): an observed scale
+        # RawShares per unit of registry share the site uses (median, lower middle): the
+        # fairshare proposed leaves the other accounts as they are
+        scale = ratios[(len(ratios) - 1) // 2]
         for r in part.iter_rows(named=True):
-            expected = max(1, round(float(r["share"]) * scale))
-            raw = int(r["raw_shares"])
-            drift = abs(raw - expected) / expected
-            if drift <= tolerance or raw == expected:
-                continue
             reg_norm = float(r["registry_normalised_share"])
             sched_norm = float(r["scheduler_normalised_share"])
+            expected = max(1, round(float(r["share"]) * scale))
+            raw = int(r["raw_shares"])
+            # the registry_drift view's measure (metrics.drift): the normalised configured
+            # share against the normalised registry share (before: RawShares against the
+            # lower-middle scale, which with two accounts always flagged the larger one)
+            drift = abs(sched_norm - reg_norm) / reg_norm if reg_norm > 0 else 0.0
+            if drift <= tolerance or raw == expected:
+                continue
             cap = (capacity_gpu_h_per_week or {}).get(str(cluster))
             gain = abs(reg_norm - sched_norm) * cap if cap is not None else None
             account = str(r["account"])
@@ -109,9 +117,10 @@ def slurm_fairshare_drift(
                         "relative_drift": drift,
                     },
                     change_text=(
-                        f"Slurm account {account} (team {r['team']}) has RawShares {raw}; the "
-                        f"registry share {float(r['share']):g} × {scale:g} gives {expected}. "
-                        "Set it from the registry."
+                        f"Slurm account {account} (team {r['team']}) has RawShares {raw}, "
+                        f"{sched_norm:.1%} of the cluster's; the registry gives it "
+                        f"{reg_norm:.1%}: share {float(r['share']):g} × {scale:g} = "
+                        f"{expected}. Set it from the registry."
                     ),
                     confidence=0.9,
                     expected_gain_gpu_h_per_week=gain,

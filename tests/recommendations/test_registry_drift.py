@@ -66,6 +66,37 @@ def test_drifted_account_gets_the_registry_fairshare() -> None:
     assert rec["severity"] == "critical"
 
 
+def test_the_rule_fires_where_the_view_says_drifted() -> None:
+    """Teams a and b, registry 0.5 each, RawShares 100 and 130: normalised 0.435 and 0.565
+    against 0.5, a relative drift of 13 %, under the 20 % tolerance: the ``registry_drift``
+    view says neither drifted, and the rule proposes nothing (before: RawShares against the
+    lower-middle scale 200 made b 30 % off, a warning and a patch). At 100 and 160 (23 %) both
+    measures agree it drifted."""
+    from metrics.drift import account_shares, registry_drift, slurm_share_drift
+
+    teams = pl.DataFrame({"team": ["a", "b"], "share": [0.5, 0.5]})
+    mapping = pl.DataFrame({"kind": ["slurm_account"] * 2, "key": ["a", "b"], "team": ["a", "b"]})
+
+    def sshare(b_raw: int) -> pl.DataFrame:
+        return pl.DataFrame(
+            {"cluster": ["c1", "c1"], "account": ["a", "b"], "user_name": [None, None],
+             "raw_shares": [100, b_raw], "norm_shares": [None, None]},
+            schema_overrides={"user_name": pl.String()},
+        )  # fmt: skip
+
+    for b_raw, drifted in ((130, False), (160, True)):
+        view = registry_drift(
+            slurm_share_drift(account_shares(teams, mapping, "slurm_account"), sshare(b_raw).lazy())
+        ).collect()
+        assert view["drifted"].to_list() == [drifted, drifted]
+        out = slurm_fairshare_drift(teams, mapping, sshare(b_raw), W)
+        assert (out.height > 0) == drifted
+        if drifted:
+            assert json.loads(out.row(0, named=True)["evidence"])["relative_drift"] == (
+                pytest.approx(abs(100 / 260 - 0.5) / 0.5, abs=1e-4)  # evidence rounds to 4
+            )
+
+
 def test_matching_shares_do_not_fire() -> None:
     """RawShares 8 for speech matches the registry."""
     teams, mapping = _registry()
