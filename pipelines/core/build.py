@@ -69,6 +69,9 @@ _ATTEMPT_COLUMNS = [*JOBS_COLUMNS, "job_key", "extra"]
 
 _PENDING_COLUMNS = ["cluster", "source", "job_id", "partition", "team", "req_gpus", "submit_at",
                     "eligible_at", "end_at", "state"]  # fmt: skip
+#: The Slurm never-started rows' columns while the core is built: the pending columns and the
+#: array's id and ``%N`` throttle (:func:`_throttled`).
+_SLURM_PENDING_COLUMNS = [*_PENDING_COLUMNS, "array_job_id", "array_task_id", "array_throttle"]
 
 #: The Slurm time columns whose latest value per cluster is that part's cut-off (:func:`_as_of`):
 #: not ``eligible_at``, which a pending job's ``--begin`` sets ahead of the export (a plan, not
@@ -134,7 +137,7 @@ class StoredPart:
 
     Attributes:
         attempts: the started allocations (:func:`slurm_attempts`), :data:`_ATTEMPT_COLUMNS`.
-        pending: the never-started allocations, :data:`_PENDING_COLUMNS` (``req_gpus``
+        pending: the never-started allocations, :data:`_SLURM_PENDING_COLUMNS` (``req_gpus``
             falling back to ``gpus``).
         cuts: ``cluster, submit_at, eligible_at, start_at, end_at``: each column's latest
             value per cluster (the part's contribution to the data cut-off, :func:`_as_of`).
@@ -498,6 +501,7 @@ def build_core(
     slurm, s_att, slurm_pending, slurm_cuts, hosts = _slurm_frames(
         raw, account_teams, slurm_sink, inventoried
     )
+    slurm_pending = _throttled(slurm_pending, s_att)
     pods = _latest(raw.k8s_pods, "ingest_id")
     events = raw.k8s_events.sort("count", "last_seen", "ingest_id", nulls_last=False).unique(
         ["cluster", "uid"], keep="last", maintain_order=True
@@ -630,7 +634,7 @@ def _slurm_frames(
         pending.append(
             slurm.filter(pl.col("is_allocation") & pl.col("start_at").is_null())
             .with_columns(pl.coalesce("req_gpus", "gpus").alias("req_gpus"))
-            .select(_PENDING_COLUMNS)
+            .select(_SLURM_PENDING_COLUMNS)
         )
         cuts.append(_as_of([(slurm.select("cluster", *_CUT_COLUMNS), _CUT_COLUMNS)]))
         if sink is None:
@@ -647,6 +651,61 @@ def _slurm_frames(
         return frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical_relaxed")
 
     return cat(kept) if kept else schema, cat(attempts), cat(pending), cat(cuts), cat(hosts)
+
+
+def _throttled(pending: pl.DataFrame, attempts: pl.DataFrame) -> pl.DataFrame:
+    """The never-started Slurm rows (:data:`_SLURM_PENDING_COLUMNS`) as :data:`_PENDING_COLUMNS`,
+    the tasks of a throttled array (``%N``) not eligible while their array runs N tasks.
+
+    A pending ``123_[5-50%4]`` row stands for 46 tasks of which at most 4 run at once (METRICS.md
+    "Arrays"): a task waiting for one of those slots waits for its own array, not for the
+    scheduler, and Slurm makes it eligible when a slot frees. With R of the array's tasks
+    running at the cut-off (started, no end) and F = max(0, N − R) slots free, the F lowest
+    pending tasks are eligible since the later of the row's eligible time and the last end of a
+    task of the array (when the slot freed); the others have no eligible time (excluded from
+    the time-to-start curves, reported there apart, and no pending demand).
+
+    Args:
+        pending: ``_SLURM_PENDING_COLUMNS`` rows (``array_job_id`` and ``array_task_id`` from
+            the expanded row; ``array_throttle`` NULL or 0 where there is none).
+        attempts: the started Slurm allocations (``cluster, job_id, end_at``; an array task's
+            ``job_id`` is ``<array>_<task>``).
+    """
+    throttle = pl.col("array_throttle").fill_null(0)
+    if pending.filter(throttle > 0).height == 0:
+        return pending.select(_PENDING_COLUMNS)
+    key = ["cluster", "array_job_id"]
+    runs = (
+        attempts.lazy()
+        .select(
+            "cluster",
+            pl.col("job_id").str.extract(r"^(\d+)_\d+$", 1).alias("array_job_id"),
+            "end_at",
+        )
+        .filter(pl.col("array_job_id").is_not_null())
+        .group_by(key)
+        .agg(
+            pl.col("end_at").is_null().sum().alias("_running"),
+            pl.col("end_at").max().alias("_freed"),
+        )
+    )
+    rank = pl.col("array_task_id").rank("ordinal").over(key) - 1
+    free = (throttle - pl.col("_running").fill_null(0)).clip(lower_bound=0)
+    return (
+        pending.lazy()
+        .with_columns(pl.col("array_job_id").cast(pl.String))
+        .join(runs, on=key, how="left", maintain_order="left")
+        .with_columns(
+            pl.when(throttle <= 0)
+            .then(pl.col("eligible_at"))
+            .when(pl.when(throttle > 0).then(rank) < free)
+            .then(pl.max_horizontal("eligible_at", "_freed"))
+            .otherwise(None)
+            .alias("eligible_at")
+        )
+        .select(_PENDING_COLUMNS)
+        .collect()
+    )
 
 
 def _resolve(part: pl.DataFrame, teams: pl.LazyFrame) -> pl.DataFrame:

@@ -19,6 +19,12 @@ Two Slurm clusters of one 8-GPU node each (UTC), teams tA (account aA) and tB (a
 - ``slurm-g`` (2026-11-02): every job still waits: 701 (tA, 8 GPUs) from 00:00, 702 (tA, 8 GPUs)
   from 03:00 (the cut-off). Two censored spells, 10,800 s and 0 s; F(tA) = 3 × 8 = 24
   GPU-hours, none used (before: no time-to-start and no fairness row for the cluster).
+- ``slurm-k`` (2026-11-02, 16 GPUs): array 300 of tA with throttle ``%2``: tasks 300_1 and
+  300_2 (4 GPUs each) run from 00:00 and still run; ``300_[3-4%2]`` pends, eligible 00:00; job
+  310 of tB (8 GPUs) runs 00:00–03:00 (the cut-off). Tasks 3 and 4 wait for their array's
+  slots, not for the scheduler: no eligible time (excluded), no demand. Per hour tA uses 8
+  and tB 8 of 16, both all they ask: Jain 1.0, unmet 0 (before: 8 GPUs of tA pending every
+  hour, Jain 0.9, unmet 0.333, and two censored 3-hour waits).
 """
 
 from __future__ import annotations
@@ -44,12 +50,12 @@ D = "2026-11-02T"
 
 
 def _row(cluster: str, job: str, acct: str, submit: str, eligible: str, start: str, end: str,
-         state: str, gpus: int, node: str) -> str:  # fmt: skip
+         state: str, gpus: int, node: str, raw: str | None = None) -> str:  # fmt: skip
     req = f"billing=8,cpu=8,gres/gpu={gpus},mem=1000M,node=1"
     alloc = "" if start == "Unknown" else req
     return "|".join([
-        job, job, cluster, "gpu", "normal", acct, acct, "u1", "1001", submit, eligible, start,
-        end, "00:00:00", "0:0", state, "1", "8", req, alloc, "2-00:00:00",
+        job, raw or job, cluster, "gpu", "normal", acct, acct, "u1", "1001", submit, eligible,
+        start, end, "00:00:00", "0:0", state, "1", "8", req, alloc, "2-00:00:00",
         node if alloc else "None assigned", "job",
     ])  # fmt: skip
 
@@ -93,6 +99,16 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
             _row("slurm-g", "702", "aA", D + "03:00:00", D + "03:00:00", "Unknown", "Unknown",
                  "PENDING", 8, "g-001"),
         ],
+        "slurm-k": [
+            _row("slurm-k", "300_1", "aA", D + "00:00:00", D + "00:00:00", D + "00:00:00",
+                 "Unknown", "RUNNING", 4, "k-001", raw="300"),
+            _row("slurm-k", "300_2", "aA", D + "00:00:00", D + "00:00:00", D + "00:00:00",
+                 "Unknown", "RUNNING", 4, "k-001", raw="301"),
+            _row("slurm-k", "300_[3-4%2]", "aA", D + "00:00:00", D + "00:00:00", "Unknown",
+                 "Unknown", "PENDING", 4, "k-001", raw="300"),
+            _row("slurm-k", "310", "aB", D + "00:00:00", D + "00:00:00", D + "00:00:00",
+                 D + "03:00:00", "COMPLETED", 8, "k-002"),
+        ],
     }  # fmt: skip
     (base / "inputs").mkdir()
     cfg = load_config(write_config(base, clusters=tuple((c, "slurm", "UTC") for c in files)))
@@ -102,6 +118,7 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
             host = f"{cluster[-1]}-001"
             (base / "inventory" / f"{cluster}.csv").write_text(
                 f"host,gpus,gpu_type,partition,rack\n{host},8,a100,gpu,r1\n"
+                + ("k-002,8,a100,gpu,r1\n" if cluster == "slurm-k" else "")
             )
             path = base / "inputs" / f"{cluster}_sacct_2026-11-02.txt"
             path.write_text(_HEADER + "\n" + "\n".join(rows) + "\n")
@@ -205,3 +222,25 @@ def test_a_cluster_whose_jobs_all_wait_has_its_waits_and_shares(warehouse: Path)
         " WHERE cluster = 'slurm-g' AND \"window\" = 'week'",
     )
     assert fair == [("tA", 24.0, 0.0, 0.0)]
+
+
+def test_tasks_waiting_for_their_arrays_throttle_are_no_scheduler_wait(warehouse: Path) -> None:
+    """slurm-k: 300_3 and 300_4 have no eligible time while 300_1 and 300_2 fill the
+    array's 2 slots; the week's Jain 1.0, unmet 0."""
+    spells = _q(
+        warehouse,
+        "SELECT job_id, eligible_at, started FROM analytics.time_to_start_jobs"
+        " WHERE cluster = 'slurm-k' AND job_id LIKE '300_%' ORDER BY job_id",
+    )
+    assert spells == [
+        ("300_1", _utc(0), True),
+        ("300_2", _utc(0), True),
+        ("300_3", None, None),  # excluded: neither started nor censored
+        ("300_4", None, None),
+    ]
+    summary = _q(
+        warehouse,
+        "SELECT jain_index, unmet_entitlement FROM fairness_summary_weekly"
+        " WHERE cluster = 'slurm-k' AND \"window\" = 'week'",
+    )
+    assert summary == [(1.0, 0.0)]
