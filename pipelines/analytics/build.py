@@ -1034,10 +1034,13 @@ def _tables(
     # a year's 12 s new day (BENCHMARKS.md "Stored parts read as runs").
     kept = _KeyedSpells(plan.wait_keys) if not plan.full and plan.wait_keys is not None else None
     spells = write.parts("analytics.time_to_start_jobs") if plan.full else kept
+    # The slurmd pods' jobs are not a team's work: their GPUs are Slurm's capacity, and the
+    # Slurm jobs on them its usage (counted there; with them, a team of the slurmd pods'
+    # namespace had a second copy of those GPU-hours in fair share and fairness).
     engine = build_metric_tables(
         con,
-        jobs=jobs,
-        pending=core.pending,
+        jobs=_without_slurmd(jobs, sok.slurmd_jobs),
+        pending=_without_slurmd(core.pending, sok.slurmd_jobs),
         occupancy=occ,
         shares=core.shares,
         nodes=core.nodes,

@@ -273,6 +273,28 @@ def test_fleet_tables_count_each_gpu_second_once(
     assert wf.group_by("hour").agg(pl.col("cap").sum())["cap"].to_list() == [115200.0] * 48
 
 
+def test_no_team_uses_the_slurmd_pods_gpus_again(
+    built: tuple[dict, duckdb.DuckDBPyConnection],
+) -> None:
+    """The slurmd pods' GPUs are sok-c's capacity and its jobs' usage: in the fair shares of
+    k8s-c no team uses more than k8s-c has left once the pods are lent (its teams' usage in an
+    hour is that hour's allocation, at most 36 000 in the first), and no team's usage there is
+    the pods' (before: the pods' namespace's team used their 22 GPUs again, 79,200 GPU-s in an
+    hour of 36,000 available)."""
+    _planted, con = built
+    fair = _q(
+        con,
+        "SELECT hour, sum(usage_gpu_s) AS used, max(available_gpu_s) AS avail"
+        " FROM analytics.fair_share_hourly WHERE cluster = 'k8s-c' GROUP BY hour",
+    )
+    assert fair.height > 0
+    assert (fair["used"] <= fair["avail"] + 1e-6).all()
+    occ = _q(con, "SELECT hour, allocated_gpu_s FROM occupancy_hourly WHERE cluster = 'k8s-c'")
+    joined = fair.join(occ, on="hour")
+    assert joined.height == fair.height
+    assert (joined["used"] - joined["allocated_gpu_s"]).abs().max() <= 1e-6
+
+
 def test_slurmd_telemetry_is_the_slurm_jobs(
     built: tuple[dict, duckdb.DuckDBPyConnection],
 ) -> None:
