@@ -408,15 +408,34 @@ def _node_gpus(nodes: pl.LazyFrame) -> pl.LazyFrame:
     return nodes.group_by(CLUSTER).agg(pl.col(GPUS).cast(pl.Float64).max().alias("_gpn"))
 
 
-def _domain_size(topology: pl.LazyFrame, level: pl.LazyFrame) -> pl.LazyFrame:
-    """``cluster, _h``: the largest domain (nodes) of the gang level over every map."""
-    return (
+def _domain_size(topology: pl.LazyFrame, level: pl.LazyFrame, hours: pl.LazyFrame) -> pl.LazyFrame:
+    """``cluster, hour, _h``: for each of ``hours`` (``cluster, hour``), the largest domain
+    (nodes) of the gang level in the map in force at the hour's start; an hour no map covers
+    takes the largest of every map. (The largest over every map for all hours made a later
+    map with larger blocks turn earlier hours' waits into fragmentation.)"""
+    per_map = (
         _maps(topology)
         .join(level, on=[CLUSTER, LEVEL])
-        .group_by(CLUSTER, VALID_FROM, DOMAIN)
+        .group_by(CLUSTER, VALID_FROM, VALID_TO, DOMAIN)
         .agg(pl.len().alias("_h"))
-        .group_by(CLUSTER)
+        .group_by(CLUSTER, VALID_FROM, VALID_TO)
         .agg(pl.col("_h").max().cast(pl.Int64))
+    )
+    hrs = hours.select(CLUSTER, pl.col(HOUR).cast(UTC_DATETIME)).unique()
+    in_force = (
+        hrs.join(per_map, on=CLUSTER)
+        .filter(
+            (pl.col(HOUR) >= pl.col(VALID_FROM))
+            & (pl.col(VALID_TO).is_null() | (pl.col(HOUR) < pl.col(VALID_TO)))
+        )
+        .group_by(CLUSTER, HOUR)
+        .agg(pl.col("_h").max())
+    )
+    fallback = per_map.group_by(CLUSTER).agg(pl.col("_h").max().alias("_any"))
+    return (
+        hrs.join(fallback, on=CLUSTER)
+        .join(in_force, on=[CLUSTER, HOUR], how="left")
+        .select(CLUSTER, HOUR, pl.coalesce("_h", "_any").alias("_h"))
     )
 
 
@@ -469,7 +488,7 @@ def stranded_hourly(
         states = hourly_node_states(topology, jobs, hours, nodes, down)
     nh = states.join(level, on=[CLUSTER, LEVEL]).collect().lazy()
     gpn = _node_gpus(nodes)
-    size = _domain_size(topology, level)
+    size = _domain_size(topology, level, hours)
     waits = _waits(jobs, pending, as_of)
     hrs = hours.select(CLUSTER, pl.col(HOUR).cast(UTC_DATETIME)).unique()
     first = hour_ceil(pl.col("_from"))
@@ -485,7 +504,7 @@ def stranded_hourly(
         .group_by(CLUSTER, HOUR, REQ_GPUS)
         .agg(pl.len().cast(pl.Int64).alias("_count"))
         .join(gpn, on=CLUSTER)
-        .join(size, on=CLUSTER)
+        .join(size, on=[CLUSTER, HOUR])
         .with_columns(((pl.col(REQ_GPUS) / pl.col("_gpn")).ceil().cast(pl.Int64)).alias("_n"))
     )
     whole = pl.col("_attempts") == 0
@@ -928,12 +947,13 @@ def large_job_wait_causes(
     """
     level = gang_level(topology)
     gpn = _node_gpus(nodes)
-    size = _domain_size(topology, level)
     waits = _waits(jobs, pending, as_of, min_gpus)
     if only is not None:
         named = only.select(CLUSTER, pl.col(JOB_ID).cast(pl.String)).unique()
         waits = waits.join(named, on=[CLUSTER, JOB_ID], how="semi")
-    pieces = _pieces(waits).join(gpn, on=CLUSTER).join(size, on=CLUSTER)
+    pieces = _pieces(waits)
+    size = _domain_size(topology, level, pieces.select(CLUSTER, HOUR))
+    pieces = pieces.join(gpn, on=CLUSTER).join(size, on=[CLUSTER, HOUR])
     cap = capacity.join(level, on=[CLUSTER, LEVEL])
     ranked = cap.select(
         CLUSTER,
