@@ -20,6 +20,7 @@ import json
 import multiprocessing
 import multiprocessing.context
 import os
+import sys
 import tempfile
 import threading
 import time
@@ -237,6 +238,31 @@ def _forkserver() -> multiprocessing.context.ForkServerContext:
     return ctx
 
 
+_START_LOCK = threading.Lock()
+
+
+def _start_without_main(proc: multiprocessing.process.BaseProcess) -> None:
+    """Start ``proc`` without its process importing the caller's ``__main__`` again.
+
+    multiprocessing hands a new process the caller's main module to run again (as
+    ``__mp_main__``) where it has a file or a module spec; a Streamlit page run as the main
+    module (its AppTest, an embedding host) would run again in the query's process and start a
+    process of its own there, which multiprocessing refuses. The query's process needs nothing
+    of the main module, so it is hidden while the process starts."""
+    main = sys.modules.get("__main__")
+    with _START_LOCK:
+        saved = {k: main.__dict__.pop(k) for k in ("__file__",) if main and k in main.__dict__}
+        spec = getattr(main, "__spec__", None)
+        try:
+            if main is not None:
+                main.__spec__ = None
+            proc.start()
+        finally:
+            if main is not None:
+                main.__spec__ = spec
+                main.__dict__.update(saved)
+
+
 def _child(request: dict[str, Any], answer: Connection, rows_path: str) -> None:
     """A query's process: :func:`run_in_process`, its rows written to ``rows_path`` (Arrow IPC)
     and ``("ok", has_rows, total)``, ``("refused", message)`` or ``("failed", message)`` sent
@@ -284,7 +310,7 @@ def _in_child(
     receive, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(request, send, rows_path), daemon=True)
     try:
-        proc.start()
+        _start_without_main(proc)
         send.close()
         deadline = time.monotonic() + time_limit_s + _KILL_GRACE_S
         message: tuple[Any, ...] | None = None
