@@ -75,10 +75,10 @@ def _modes(cfg: Config) -> list[str]:
 
 def test_a_cluster_first_seen_with_queued_jobs_only(fleet_dir: Path, tmp_path: Path) -> None:
     """Day 1: slurm-z's file holds a pending and a cancelled-while-pending job (a cut-off, no
-    occupancy hour): the first build stores no slurm-z spell. Day 2 starts two jobs (occupancy
-    hours appear); the incremental build equals a full rebuild, the cancelled job's spell
-    (eligible 08:00, cancelled 09:45: 6,300 s, not started; nothing in it reads the cut-off)
-    included."""
+    allocation): its hours are those its jobs wait (METRICS.md "A cluster's hours"), and the
+    first build stores both spells. Day 2 starts two jobs; the incremental build equals a full
+    rebuild, the cancelled job's spell (eligible 08:00, cancelled 09:45: 6,300 s, not started;
+    nothing in it reads the cut-off) included."""
     cfg = _with_slurm_z(fleet_dir, tmp_path)
     first, second = _days(cfg)[:2]
     with connect(cfg.warehouse_path) as con:
@@ -93,7 +93,7 @@ def test_a_cluster_first_seen_with_queued_jobs_only(fleet_dir: Path, tmp_path: P
         rebuild(con, cfg)
         assert con.execute(
             "SELECT count(*) FROM analytics.time_to_start_jobs WHERE cluster = 'slurm-z'"
-        ).fetchone() == (0,)
+        ).fetchone() == (2,)
         _load_day(con, cfg, second)
         day2 = _write(
             tmp_path / "z" / "sacct_2026-11-03.psv",
@@ -113,10 +113,13 @@ def test_a_cluster_first_seen_with_queued_jobs_only(fleet_dir: Path, tmp_path: P
     assert assert_equals_full_rebuild(cfg, tmp_path) > 30
 
 
-def test_a_cluster_that_loses_its_occupancy_keeps_no_spell(fleet_dir: Path, tmp_path: Path) -> None:
+def test_a_cluster_that_loses_its_allocation_keeps_the_waits_spells(
+    fleet_dir: Path, tmp_path: Path
+) -> None:
     """slurm-z's file holds a started job and a cancelled one: built, both have spells. The
-    file loaded again without the started job leaves slurm-z a cut-off but no occupancy hour;
-    the incremental build then holds no slurm-z spell, as a full rebuild does."""
+    file loaded again without the started job leaves slurm-z a cut-off and no allocation, its
+    hours those the cancelled job waited; the incremental build then holds that job's spell
+    only, as a full rebuild does."""
     cfg = _with_slurm_z(fleet_dir, tmp_path)
     first, second = _days(cfg)[:2]
     started = _row(910005, "2026-11-02T07:40:00", "2026-11-02T08:10:00", "2026-11-02T11:00:00",
@@ -134,5 +137,5 @@ def test_a_cluster_that_loses_its_occupancy_keeps_no_spell(fleet_dir: Path, tmp_
         rebuild(con, cfg)
         left = con.execute(spells).fetchone()
     assert _modes(cfg) == ["full", "incremental"]
-    assert left == (0,)
+    assert left == (1,)
     assert assert_equals_full_rebuild(cfg, tmp_path) > 30
