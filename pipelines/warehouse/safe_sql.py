@@ -43,7 +43,6 @@ __all__ = [
     "SqlRefused",
     "flat_for_csv",
     "open_readonly",
-    "run_in_process",
     "run_query",
     "run_query_counted",
 ]
@@ -264,14 +263,11 @@ def _start_without_main(proc: multiprocessing.process.BaseProcess) -> None:
 
 
 def _child(request: dict[str, Any], answer: Connection, rows_path: str) -> None:
-    """A query's process: :func:`run_in_process`, its rows written to ``rows_path`` (Arrow IPC)
+    """A query's process: :func:`_run_here`, its rows written to ``rows_path`` (Arrow IPC)
     and ``("ok", has_rows, total)``, ``("refused", message)`` or ``("failed", message)`` sent
     on ``answer``."""
     try:
-        result = run_in_process(
-            request["path"], request["query"], row_limit=request["row_limit"],
-            time_limit_s=request["time_limit_s"], memory_limit=request["memory_limit"],
-        )  # fmt: skip
+        result = _run_here(request)
     except (SqlRefused, FileNotFoundError) as exc:
         answer.send(("refused", str(exc)))
     except Exception as exc:
@@ -287,7 +283,7 @@ def _child(request: dict[str, Any], answer: Connection, rows_path: str) -> None:
 def _in_child(
     path: str | Path, query: str, row_limit: int, time_limit_s: float, memory_limit: str
 ) -> QueryResult:
-    """:func:`run_in_process` in a process of its own (forked from :func:`_forkserver`) whose
+    """:func:`_run_here` in a process of its own (forked from :func:`_forkserver`) whose
     resident memory the caller watches.
 
     DuckDB's ``memory_limit`` bounds its buffer manager, not every allocation: a scalar
@@ -343,16 +339,12 @@ def _in_child(
         Path(rows_path).unlink(missing_ok=True)
 
 
-def run_in_process(
-    path: str | Path,
-    query: str,
-    *,
-    row_limit: int = DEFAULT_ROW_LIMIT,
-    time_limit_s: float = DEFAULT_TIME_LIMIT_S,
-    memory_limit: str = DEFAULT_MEMORY_LIMIT,
-) -> QueryResult:
-    """:func:`run_query_counted` in this process (arguments and errors the same), bounded by
-    DuckDB's own memory limit only: what a query's own process runs (:func:`_child`)."""
+def _run_here(request: dict[str, Any]) -> QueryResult:
+    """:func:`run_query_counted` of ``request`` (its arguments by name) in this process,
+    bounded by DuckDB's own memory limit only: what a query's own process runs
+    (:func:`_child`); the errors of :func:`run_query_counted`."""
+    path, query, row_limit = request["path"], request["query"], request["row_limit"]
+    time_limit_s, memory_limit = request["time_limit_s"], request["memory_limit"]
     con = open_readonly(path, memory_limit=memory_limit)
     watchdog = threading.Timer(time_limit_s, con.interrupt)
     watchdog.daemon = True
