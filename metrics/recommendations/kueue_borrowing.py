@@ -12,7 +12,8 @@ named and patched:
 1. B and the lenders are not in one cohort → put them in one (``spec.cohort`` /
    ``spec.cohortName``);
 2. B was at ``nominalQuota + borrowingLimit`` in those hours → raise B's ``borrowingLimit`` to the
-   p90 of what it wanted above its quota (used + pending − nominal);
+   p90 of what it wanted above its quota (used + pending − nominal), split over its GPU flavors
+   by nominal quota (the limit is per flavor; the parts add up to the wanted total);
 3. the lenders' ``lendingLimit`` capped what they could give → raise it to the p50 of their unused
    GPUs in those hours (at most the nominal quota).
 

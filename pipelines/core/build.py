@@ -698,7 +698,7 @@ def _throttled(pending: pl.DataFrame, attempts: pl.DataFrame) -> pl.DataFrame:
         .with_columns(
             pl.when(throttle <= 0)
             .then(pl.col("eligible_at"))
-            .when(pl.when(throttle > 0).then(rank) < free)
+            .when(rank < free)
             .then(pl.max_horizontal("eligible_at", "_freed"))
             .otherwise(None)
             .alias("eligible_at")

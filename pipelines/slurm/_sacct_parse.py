@@ -624,9 +624,8 @@ class _Plan:
             # Elapsed leaves suspended time out (End − Start − Suspended): a helper for
             # _settle_by_elapsed, the field itself kept in ``extra`` (not marked used)
             self.a["_d__suspended_s"] = duration_parts(_raw("suspended"))
-            self.b["_suspended_s"] = duration_seconds(pl.col("_d__suspended_s"), _raw("suspended"))[
-                0
-            ]
+            seconds, _bad = duration_seconds(pl.col("_d__suspended_s"), _raw("suspended"))
+            self.b["_suspended_s"] = seconds
         limit_key = self.key("timelimit", "timelimitraw")
         if limit_key is None:
             self.b["timelimit_s"] = pl.lit(None, pl.Int64)
