@@ -254,6 +254,13 @@ def _job_ids(job: dict[str, Any]) -> tuple[str, str]:
     if array_job and task_id is not None:
         return f"{array_job}_{task_id}", str(raw)
     if array_job and task:
+        # Slurm keeps an array's throttle (``--array=1-10%2``) apart from the task string in
+        # JSON (data_parser's ``array/limits/max/running/tasks``, ``array_max_tasks``; 0: none);
+        # sacct's text joins them as ``A_[1-10%2]`` (``print_fields``), which the rows share.
+        limits = _obj(_obj(_obj(array.get("limits")).get("max")).get("running"))
+        throttle = _number(limits.get("tasks"), "array.limits.max.running.tasks")
+        if throttle and "%" not in task:
+            task = f"{task}%{throttle}"
         return f"{array_job}_[{task}]", str(raw)
     het_job = _number(het.get("job_id"), "het.job_id")
     offset = _number(het.get("job_offset"), "het.job_offset")

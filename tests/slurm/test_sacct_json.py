@@ -206,6 +206,38 @@ def test_v0040_arrays_het_unlimited_running() -> None:
     assert (rows["het_job_id"][5], rows["het_job_offset"][5]) == ("400", 1)
 
 
+def test_array_throttle_from_its_own_field() -> None:
+    """Slurm's JSON keeps a pending array's throttle in ``array.limits.max.running.tasks``
+    (data_parser's ``array_max_tasks``), the task string without ``%N``: ``--array=1-3%2``
+    is read as sacct's text prints it, ``1-3%2`` (each task throttled to 2); 0 is no limit."""
+    limited = _job(
+        500,
+        "PENDING",
+        array={"job_id": 500, "task_id": _n(None), "task": "1-3",
+               "limits": {"max": {"running": {"tasks": 2}}}},
+        nodes="None assigned",
+        time={"elapsed": 0, "start": 0, "end": 0, "submission": 1796006390,
+              "eligible": 1796006400, "limit": _n(60)},
+    )  # fmt: skip
+    unlimited = _job(
+        510,
+        "PENDING",
+        array={"job_id": 510, "task_id": _n(None), "task": "1-2",
+               "limits": {"max": {"running": {"tasks": 0}}}},
+        nodes="None assigned",
+        time={"elapsed": 0, "start": 0, "end": 0, "submission": 1796006390,
+              "eligible": 1796006400, "limit": _n(60)},
+    )  # fmt: skip
+    rows = parse_sacct("throttle.json", text=_v40(limited, unlimited)).rows
+    assert rows.select("job_id", "array_task_id", "array_throttle").rows() == [
+        ("500_1", 1, 2),
+        ("500_2", 2, 2),
+        ("500_3", 3, 2),
+        ("510_1", 1, None),
+        ("510_2", 2, None),
+    ]
+
+
 def test_v0040_mig_slice() -> None:
     """A MIG slice in AllocTRES counts as its fraction of a GPU."""
     job = _job(
