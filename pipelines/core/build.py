@@ -282,9 +282,60 @@ def _observed_hosts(attempts: pl.DataFrame, skip: Collection[str] = ()) -> pl.Da
     )
 
 
-def _observed_nodes(slurm_hosts: pl.DataFrame, pods: pl.DataFrame) -> pl.DataFrame:
-    """Nodes seen in the data, each with the most GPUs any one attempt held on it (the Slurm
-    parts' :func:`_observed_hosts`, in part order, then the pods')."""
+def _concurrent_gpus(jobs: pl.DataFrame, skip: Collection[str] = ()) -> pl.DataFrame:
+    """``cluster, host, gpus``: per host the attempts of ``jobs`` ran on, the most GPUs they
+    held on it at once (GPUs ÷ nodes of each attempt; a running attempt up to its cluster's
+    cut-off ``as_of``). A sweep over each host's attempt starts (+GPUs) and ends (−GPUs), an end
+    before a start at the same instant (back-to-back attempts do not overlap). Two 4-GPU jobs
+    sharing an 8-GPU node at once give 8, where the most one attempt held gives 4.
+
+    Args:
+        jobs: ``cluster, gpus, start_at, end_at, node_list, as_of`` (the built ``core.jobs``).
+        skip: clusters left out (those with an inventory: their nodes are known).
+
+    Returns one row per host with a positive-length attempt holding GPUs on it."""
+    kept = (
+        pl.col("start_at").is_not_null()
+        & (pl.col("gpus") > 0)
+        & (pl.col("node_list").list.len() > 0)
+    )
+    if skip:
+        kept = kept & ~pl.col("cluster").is_in(sorted(skip)).fill_null(value=False)
+    end = pl.min_horizontal(pl.col("end_at").fill_null(pl.col("as_of")), pl.col("as_of"))
+    spans = (
+        jobs.lazy()
+        .filter(kept)
+        .select(
+            "cluster",
+            pl.col("node_list").alias("host"),
+            (pl.col("gpus") / pl.col("node_list").list.len()).alias("_d"),
+            pl.col("start_at").alias("_s"),
+            end.alias("_e"),
+        )
+        .filter(pl.col("_e") > pl.col("_s"))
+        .explode("host")
+    )
+    steps = pl.concat(
+        [
+            spans.select("cluster", "host", pl.col("_s").alias("_t"), "_d"),
+            spans.select("cluster", "host", pl.col("_e").alias("_t"), -pl.col("_d")),
+        ]
+    )
+    return (
+        steps.sort("cluster", "host", "_t", "_d")
+        .select("cluster", "host", pl.col("_d").cum_sum().over("cluster", "host").alias("gpus"))
+        .group_by("cluster", "host")
+        .agg(pl.col("gpus").max())
+        .collect()
+    )
+
+
+def _observed_nodes(
+    slurm_hosts: pl.DataFrame, pods: pl.DataFrame, concurrent: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """Nodes seen in the data, each with the most GPUs its attempts held on it at once
+    (``concurrent``, :func:`_concurrent_gpus`), at least the most any one attempt held (the
+    Slurm parts' :func:`_observed_hosts`, in part order, then the pods')."""
     k8s = pods.filter(pl.col("node_name").is_not_null() & (pl.col("gpus") > 0)).select(
         "cluster",
         pl.col("node_name").alias("host"),
@@ -292,8 +343,19 @@ def _observed_nodes(slurm_hosts: pl.DataFrame, pods: pl.DataFrame) -> pl.DataFra
         pl.lit(None, dtype=pl.String()).alias("gpu_type"),
         pl.lit(None, dtype=pl.String()).alias("partition"),
     )
-    both = pl.concat([slurm_hosts, k8s], how="vertical_relaxed")
-    return both.group_by("cluster", "host").agg(
+    parts = [slurm_hosts, k8s]
+    if concurrent is not None and concurrent.height:
+        parts.append(
+            concurrent.select(
+                "cluster",
+                "host",
+                "gpus",
+                pl.lit(None, dtype=pl.String()).alias("gpu_type"),
+                pl.lit(None, dtype=pl.String()).alias("partition"),
+            )
+        )
+    both = pl.concat(parts, how="vertical_relaxed")
+    return both.group_by("cluster", "host", maintain_order=True).agg(
         pl.col("gpus").max(),
         pl.col("gpu_type").drop_nulls().first(),
         pl.col("partition").drop_nulls().first(),
@@ -535,7 +597,7 @@ def build_core(
     ).with_columns(pl.col("team").fill_null(UNATTRIBUTED))
     jobs = with_as_of(jobs, as_of)
 
-    observed = _observed_nodes(hosts, pods)
+    observed = _observed_nodes(hosts, pods, _concurrent_gpus(jobs, inventoried))
     nodes = pl.concat(
         [
             inventory,

@@ -1,12 +1,15 @@
 """The hosts a cluster's Slurm attempts were seen on (``pipelines.core.build._observed_hosts``),
 on hand-made attempts: per host the most GPUs one attempt held there and the first GPU type and
-partition named; the clusters with an inventory left out."""
+partition named; the clusters with an inventory left out. And the GPUs held on a host at once
+(``_concurrent_gpus``), the capacity of a node without an inventory."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import polars as pl
 
-from pipelines.core.build import _observed_hosts
+from pipelines.core.build import _concurrent_gpus, _observed_hosts, _observed_nodes
 
 ATTEMPTS = pl.DataFrame(
     {
@@ -38,3 +41,60 @@ def test_clusters_with_an_inventory_are_left_out() -> None:
     got = _observed_hosts(ATTEMPTS, skip={"a"})
     assert got.rows() == [("b", "m1", 2.0, "a100", "gpu"), (None, "x1", 1.0, None, "p")]
     assert _observed_hosts(ATTEMPTS, skip={"a", "b"}).rows() == [(None, "x1", 1.0, None, "p")]
+
+
+def _at(hour: int, minute: int = 0) -> dt.datetime:
+    return dt.datetime(2025, 12, 1, hour, minute, tzinfo=dt.UTC)
+
+
+def test_the_gpus_held_at_once_on_a_shared_node() -> None:
+    """By hand: n1 holds two 4-GPU jobs 05:00–06:00 at once (8), n2 two back to back (4: the end
+    at 06:00 before the start at 06:00); n3 half of an 8-GPU job on [n3, n4] (4) plus a 2-GPU job
+    05:30–05:45 (6), n4 4; n5 a job running at the cut-off 06:00 (4) and one that starts after it
+    (counts nowhere); cluster b is left out (it has an inventory)."""
+    cut = _at(6)
+    rows = [
+        ("a", ["n1"], 4.0, _at(5), _at(6)),
+        ("a", ["n1"], 4.0, _at(5), _at(6)),
+        ("a", ["n2"], 4.0, _at(5), _at(6)),
+        ("a", ["n2"], 4.0, _at(6), _at(7)),
+        ("a", ["n3", "n4"], 8.0, _at(5), _at(6)),
+        ("a", ["n3"], 2.0, _at(5, 30), _at(5, 45)),
+        ("a", ["n5"], 4.0, _at(5), None),
+        ("a", ["n5"], 4.0, _at(7), _at(8)),
+        ("b", ["m1"], 4.0, _at(5), _at(6)),
+        ("b", ["m1"], 4.0, _at(5), _at(6)),
+    ]
+    jobs = pl.DataFrame(
+        rows,
+        schema={"cluster": pl.String(), "node_list": pl.List(pl.String()), "gpus": pl.Float64(),
+                "start_at": pl.Datetime("us", "UTC"), "end_at": pl.Datetime("us", "UTC")},
+        orient="row",
+    ).with_columns(pl.lit(cut).dt.cast_time_unit("us").alias("as_of"))  # fmt: skip
+    got = _concurrent_gpus(jobs, skip={"b"}).sort("host")
+    assert got.rows() == [
+        ("a", "n1", 8.0),
+        ("a", "n2", 4.0),
+        ("a", "n3", 6.0),
+        ("a", "n4", 4.0),
+        ("a", "n5", 4.0),
+    ]
+    # without an inventory the node's capacity is what was held at once, never less than the
+    # most one attempt held (n1: 8, not 4)
+    hosts = _observed_hosts(
+        jobs.with_columns(
+            pl.lit(None, dtype=pl.String()).alias("gpu_type"), pl.lit("gpu").alias("partition")
+        ),
+        skip={"b"},
+    )
+    nodes = _observed_nodes(hosts, PODS, _concurrent_gpus(jobs, skip={"b"})).sort("host")
+    assert nodes.select("host", "gpus", "partition").rows() == [
+        ("n1", 8.0, "gpu"),
+        ("n2", 4.0, "gpu"),
+        ("n3", 6.0, "gpu"),
+        ("n4", 4.0, "gpu"),
+        ("n5", 4.0, "gpu"),
+    ]
+
+
+PODS = pl.DataFrame(schema={"cluster": pl.String(), "node_name": pl.String(), "gpus": pl.Float64()})
