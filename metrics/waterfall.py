@@ -354,6 +354,83 @@ def _clipped(frame: pl.LazyFrame, start: str, end: str) -> pl.LazyFrame:
     )
 
 
+def _held_in_time(
+    cap: pl.LazyFrame,
+    allocations: pl.LazyFrame,
+    waits: pl.LazyFrame,
+    bounds: pl.LazyFrame,
+    as_of: dt.datetime,
+) -> pl.LazyFrame:
+    """``cluster, hour, _held_t``: per cluster-hour, ∫ min(free GPUs, pending GPUs) dt, the
+    GPU-seconds that were free while eligible demand waited, on the time axis.
+
+    Free GPUs at time t = max(0, a − allocated(t)), with a = the hour's available GPU-seconds
+    (capacity − down − planned_down) ÷ the hour's seconds up to the cut-off (the hour's average
+    available GPUs: down time inside the hour is spread over it); allocated(t) and pending(t)
+    are step functions of the attempts' spans and the waits' spans. Each hour is cut at its
+    bounds and at every start and end, so between two cuts both are constant.
+
+    Args:
+        cap: ``cluster, hour, capacity_gpu_s, down_gpu_s, planned_down_gpu_s`` (nulls filled).
+        allocations: ``cluster, _from, _to, gpus``: allocated spans (cut to the window).
+        waits: ``cluster, _from, _to, _gpus``: pending-demand spans (cut to the window).
+        bounds: ``cluster, _w0, _w1``: each cluster's window.
+        as_of: the data cut-off (nothing after it is known)."""
+    cut = _utc_lit(as_of)
+    zero = pl.lit(0.0)
+    events = pl.concat(
+        [
+            allocations.select(CLUSTER, pl.col("_from").alias("_t"), pl.col(GPUS).alias("_da"),
+                               zero.alias("_dp")),
+            allocations.select(CLUSTER, pl.col("_to").alias("_t"), (-pl.col(GPUS)).alias("_da"),
+                               zero.alias("_dp")),
+            waits.select(CLUSTER, pl.col("_from").alias("_t"), zero.alias("_da"),
+                         pl.col("_gpus").alias("_dp")),
+            waits.select(CLUSTER, pl.col("_to").alias("_t"), zero.alias("_da"),
+                         (-pl.col("_gpus")).alias("_dp")),
+            cap.select(CLUSTER, pl.col(HOUR).alias("_t"), zero.alias("_da"), zero.alias("_dp")),
+            bounds.select(CLUSTER, pl.col("_w1").alias("_t"), zero.alias("_da"),
+                          zero.alias("_dp")),
+            bounds.select(CLUSTER, pl.min_horizontal(cut, pl.col("_w1")).alias("_t"),
+                          zero.alias("_da"), zero.alias("_dp")),
+        ],
+        how="vertical_relaxed",
+    )  # fmt: skip
+    steps = (
+        events.filter(pl.col("_t").is_not_null())
+        .group_by(CLUSTER, "_t")
+        .agg(pl.col("_da").sum(), pl.col("_dp").sum())
+        .sort(CLUSTER, "_t")
+        .with_columns(
+            pl.col("_da").cum_sum().over(CLUSTER).alias("_a"),
+            pl.col("_dp").cum_sum().over(CLUSTER).alias("_p"),
+            seconds_between(pl.col("_t").shift(-1).over(CLUSTER), pl.col("_t")).alias("_dt"),
+            pl.col("_t").dt.truncate("1h").alias(HOUR),
+        )
+        .filter((pl.col("_dt") > 0) & (pl.col("_t") < cut))
+    )
+    known = seconds_between(pl.min_horizontal(cut, pl.col(HOUR) + _ONE_HOUR), pl.col(HOUR))
+    rate = cap.select(
+        CLUSTER,
+        HOUR,
+        (
+            (pl.col(CAPACITY_GPU_S) - pl.col(DOWN_GPU_S) - pl.col(PLANNED_DOWN_GPU_S))
+            / known.clip(lower_bound=1e-6)
+        ).alias("_avail"),
+    )
+    free = (pl.col("_avail") - pl.col("_a")).clip(lower_bound=0.0)
+    return (
+        steps.join(rate, on=[CLUSTER, HOUR], how="inner")
+        .with_columns(
+            (pl.min_horizontal(free, pl.col("_p").clip(lower_bound=0.0)) * pl.col("_dt")).alias(
+                "_piece"
+            )
+        )
+        .group_by(CLUSTER, HOUR)
+        .agg(pl.col("_piece").sum().alias("_held_t"))
+    )
+
+
 def _observed(
     outcomes: pl.LazyFrame,
     activity: pl.LazyFrame,
@@ -451,8 +528,9 @@ def gpu_waterfall_hourly(
     ``goodput`` per attempt (:func:`attempt_outcomes`, GPU-seconds clipped to each hour, running
     attempts up to ``as_of``); ``allocated_idle`` = kept (not lost) allocated time whose 5-minute
     activity < ``idle_threshold``, only where telemetry exists (unobserved time stays goodput);
-    ``held`` = min(unallocated, eligible pending demand of the cluster in that hour) with
-    unallocated = max(0, capacity − down − planned_down − allocated); ``idle`` = the rest.
+    ``held`` = the GPUs free while eligible demand of the cluster waited, on the time axis
+    (:func:`_held_in_time`), at most unallocated = max(0, capacity − down − planned_down −
+    allocated); ``idle`` = the rest.
 
     When allocated time exceeds capacity − down − planned_down (a capacity or down-time error),
     nothing is clipped: the leaves then sum to more than capacity and
@@ -546,18 +624,25 @@ def gpu_waterfall_hourly(
         .group_by(CLUSTER, HOUR)
         .agg(pl.col(OBSERVED_GPU_S).sum().alias("allocated_idle"))
     )
-    waits = _pending_spans(attempts, as_of, pending, (CLUSTER,)).join(bounds, on=CLUSTER)
-    demand = (
-        _hour_pieces(_clipped(waits, "_from", "_to").drop("_w0", "_w1"), "_from", "_to")
-        .group_by(CLUSTER, HOUR)
-        .agg((pl.col("_gpus") * pl.col("_sec")).sum().alias("_demand"))
+    waits = _clipped(
+        _pending_spans(attempts, as_of, pending, (CLUSTER,)).join(bounds, on=CLUSTER),
+        "_from",
+        "_to",
+    ).filter(pl.col("_to") > pl.col("_from"))
+    spans = _clipped(outcomes, START_AT, COUNTED_END_AT).filter(pl.col("_to") > pl.col("_from"))
+    held_t = _held_in_time(
+        cap,
+        spans.select(CLUSTER, "_from", "_to", GPUS),
+        waits.select(CLUSTER, "_from", "_to", "_gpus"),
+        bounds,
+        as_of,
     )
     wide = (
         cap.join(lost, on=[CLUSTER, HOUR], how="left")
         .join(kept, on=[CLUSTER, HOUR], how="left")
         .join(idle_obs, on=[CLUSTER, HOUR], how="left")
-        .join(demand, on=[CLUSTER, HOUR], how="left")
-        .with_columns(pl.col([*lost_cols, "_kept", "allocated_idle", "_demand"]).fill_null(0.0))
+        .join(held_t, on=[CLUSTER, HOUR], how="left")
+        .with_columns(pl.col([*lost_cols, "_kept", "allocated_idle", "_held_t"]).fill_null(0.0))
     )
     allocated = pl.sum_horizontal(*lost_cols, "_kept")
     unallocated = (
@@ -567,7 +652,7 @@ def gpu_waterfall_hourly(
         pl.col(DOWN_GPU_S).alias("down"),
         pl.col(PLANNED_DOWN_GPU_S).alias("planned_down"),
         (pl.col("_kept") - pl.col("allocated_idle")).alias("goodput"),
-        pl.min_horizontal(unallocated, pl.col("_demand")).alias("held"),
+        pl.min_horizontal(unallocated, pl.col("_held_t")).alias("held"),
         unallocated.alias("_unalloc"),
     ).with_columns((pl.col("_unalloc") - pl.col("held")).alias("idle"))
     long = wide.unpivot(

@@ -94,8 +94,11 @@ def test_every_leaf_in_metrics_order_and_the_hour_is_conserved() -> None:
     COMPLETED 60 min → goodput 3600; NODE_FAIL 30 min → infra 1800; FAILED (no XID) 30 min and
     OUT_OF_MEMORY 10 min → user 1800 + 600 = 2400; PREEMPTED 20 min → 1200; TIMEOUT 10 min →
     600; CANCELLED 15 min → 900. Allocated = 3600+1800+2400+1200+600+900 = 10500. Unallocated =
-    28800 − 3600 − 3600 − 10500 = 11100; a 2-GPU job pending all hour asks 7200 → held 7200,
-    idle 3900. Leaves sum to 28800."""
+    28800 − 3600 − 3600 − 10500 = 11100. A 2-GPU job pends all hour; held is free GPUs while it
+    waits, on the time axis, with 21600 ÷ 3600 = 6 GPUs available on average (down time spread
+    over the hour): allocated 7 GPUs 00:00–00:10 (0 free), 5 to 00:15 (1), 4 to 00:20 (2), 3 to
+    00:30 (3), 1 to 01:00 (5) → held = 1×300 + 2×300 + 2×600 + 2×1800 = 5700, idle 5400. Leaves
+    sum to 28800."""
     att = _attempts(
         [
             ("1", "COMPLETED", 1.0, _t(0), _t(1), ["n1"]),
@@ -117,7 +120,7 @@ def test_every_leaf_in_metrics_order_and_the_hour_is_conserved() -> None:
         {
             "leaf": list(WATERFALL_LEAVES),
             "gpu_s": [3600.0, 3600.0, 1800.0, 2400.0, 1200.0, 600.0, 900.0, 0.0, 3600.0,
-                      7200.0, 3900.0],
+                      5700.0, 5400.0],
         }
     )  # fmt: skip
     out = wf.collect().select(pl.col("leaf").cast(pl.String), "gpu_s")
@@ -284,3 +287,40 @@ def test_capacity_rows_set_the_window_and_long_spans_are_cut_to_it() -> None:
     assert out.height == len(WATERFALL_LEAVES)
     leaves = _leaves(wf, _t(1))
     assert (leaves["goodput"], leaves["held"], leaves["idle"]) == (3600.0, 7200.0, 3600.0)
+
+
+def test_held_is_free_gpus_while_demand_waits_on_the_time_axis() -> None:
+    """Hour 0, 8 GPUs (28,800). A 4-GPU job runs all hour and a 2-GPU job 00:00–00:20; an 8-GPU
+    job is eligible at 00:30 and starts at 01:30. By hand: allocated 14,400 + 2,400 = 16,800,
+    unallocated 12,000. Before 00:30 nothing waits: 2 free GPUs × 1,200 s + 4 × 600 s = 4,800
+    idle. 00:30–01:00: 4 free GPUs while 8 are asked, held 4 × 1,800 = 7,200. (The hour's totals
+    alone, min(12,000, 8 × 1,800 = 14,400), made all 12,000 held.) Hour 1: 4 free GPUs while the
+    8-GPU job waits until 01:30: held 7,200; then it runs and nothing is free."""
+    att = _attempts(
+        [
+            ("1", "COMPLETED", 4.0, _t(0), _t(2), ["n1"]),
+            ("2", "COMPLETED", 2.0, _t(0), _t(0, 20), ["n1"]),
+            ("3", "COMPLETED", 4.0, _t(1, 30), _t(2), ["n1"]),
+        ],
+        eligible=[_t(0), _t(0), _t(0, 30)],
+    )
+    # the 8-GPU job asks 8 (req_gpus) and got 4 more beside job 1 once it ran: its wait asks 8
+    att = att.with_columns(
+        pl.when(pl.col("job_id") == "3").then(8.0).otherwise(pl.col("req_gpus")).alias("req_gpus")
+    )
+    wf = gpu_waterfall_hourly(att, _capacity([_t(0), _t(1)], 8.0), _t(3))
+    h0, h1 = _leaves(wf, _t(0)), _leaves(wf, _t(1))
+    assert (h0["goodput"], h0["held"], h0["idle"]) == (16800.0, 7200.0, 4800.0)
+    assert (h1["goodput"], h1["held"], h1["idle"]) == (14400.0 + 7200.0, 7200.0, 0.0)
+
+
+def test_held_in_the_cut_off_hour_stops_at_the_cut_off() -> None:
+    """Hour 0, 4 GPUs, the cut-off at 00:30: the hour's capacity is what was known, 4 × 1,800 =
+    7,200 (as the occupancy gives it). A 1-GPU job runs 00:00–00:30 and a 2-GPU job waits from
+    00:10: held = min(3 free, 2 asked) × 1,200 = 2,400; idle = 7,200 − 1,800 − 2,400 = 3,000."""
+    att = _attempts([("1", "COMPLETED", 1.0, _t(0), _t(0, 30), ["n1"])])
+    cap = _capacity([_t(0)], 4.0).with_columns(pl.lit(7200.0).alias("capacity_gpu_s"))
+    wf = gpu_waterfall_hourly(att, cap, _t(0, 30), pending=_pending([(2.0, _t(0, 10), None)]))
+    h0 = _leaves(wf, _t(0))
+    assert (h0["goodput"], h0["held"], h0["idle"]) == (1800.0, 2400.0, 3000.0)
+    assert sum(h0.values()) == 7200.0
