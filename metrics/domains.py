@@ -408,34 +408,16 @@ def _node_gpus(nodes: pl.LazyFrame) -> pl.LazyFrame:
     return nodes.group_by(CLUSTER).agg(pl.col(GPUS).cast(pl.Float64).max().alias("_gpn"))
 
 
-def _domain_size(topology: pl.LazyFrame, level: pl.LazyFrame, hours: pl.LazyFrame) -> pl.LazyFrame:
-    """``cluster, hour, _h``: for each of ``hours`` (``cluster, hour``), the largest domain
-    (nodes) of the gang level in the map in force at the hour's start; an hour no map covers
-    takes the largest of every map. (The largest over every map for all hours made a later
-    map with larger blocks turn earlier hours' waits into fragmentation.)"""
-    per_map = (
-        _maps(topology)
-        .join(level, on=[CLUSTER, LEVEL])
-        .group_by(CLUSTER, VALID_FROM, VALID_TO, DOMAIN)
-        .agg(pl.len().alias("_h"))
-        .group_by(CLUSTER, VALID_FROM, VALID_TO)
-        .agg(pl.col("_h").max().cast(pl.Int64))
-    )
-    hrs = hours.select(CLUSTER, pl.col(HOUR).cast(UTC_DATETIME)).unique()
-    in_force = (
-        hrs.join(per_map, on=CLUSTER)
-        .filter(
-            (pl.col(HOUR) >= pl.col(VALID_FROM))
-            & (pl.col(VALID_TO).is_null() | (pl.col(HOUR) < pl.col(VALID_TO)))
-        )
-        .group_by(CLUSTER, HOUR)
-        .agg(pl.col("_h").max())
-    )
-    fallback = per_map.group_by(CLUSTER).agg(pl.col("_h").max().alias("_any"))
-    return (
-        hrs.join(fallback, on=CLUSTER)
-        .join(in_force, on=[CLUSTER, HOUR], how="left")
-        .select(CLUSTER, HOUR, pl.coalesce("_h", "_any").alias("_h"))
+def _domain_size(per_domain: pl.LazyFrame) -> pl.LazyFrame:
+    """``cluster, hour, _h``: H at each hour of ``per_domain`` (``cluster, hour, domain,
+    healthy_nodes``: the gang level's domains of the map in force at the hour start): the most
+    healthy nodes one domain has then, at least 1 (every node down: no gang fits, and the free
+    GPUs are 0). The healthy size, as :func:`metrics.placement.job_placement`'s: a domain with a
+    node drained cannot hold its configured size, so counting that size made fragmentation no
+    placement could fix. (The configured size of every map ever loaded made a later map with
+    larger blocks turn earlier hours' waits into fragmentation.)"""
+    return per_domain.group_by(CLUSTER, HOUR).agg(
+        pl.col("healthy_nodes").max().clip(lower_bound=1).cast(pl.Int64).alias("_h")
     )
 
 
@@ -488,7 +470,9 @@ def stranded_hourly(
         states = hourly_node_states(topology, jobs, hours, nodes, down)
     nh = states.join(level, on=[CLUSTER, LEVEL]).collect().lazy()
     gpn = _node_gpus(nodes)
-    size = _domain_size(topology, level, hours)
+    size = _domain_size(
+        nh.group_by(CLUSTER, HOUR, DOMAIN).agg(pl.col("_healthy").sum().alias("healthy_nodes"))
+    )
     waits = _waits(jobs, pending, as_of)
     hrs = hours.select(CLUSTER, pl.col(HOUR).cast(UTC_DATETIME)).unique()
     first = hour_ceil(pl.col("_from"))
@@ -951,10 +935,11 @@ def large_job_wait_causes(
     if only is not None:
         named = only.select(CLUSTER, pl.col(JOB_ID).cast(pl.String)).unique()
         waits = waits.join(named, on=[CLUSTER, JOB_ID], how="semi")
-    pieces = _pieces(waits)
-    size = _domain_size(topology, level, pieces.select(CLUSTER, HOUR))
-    pieces = pieces.join(gpn, on=CLUSTER).join(size, on=[CLUSTER, HOUR])
+    # a cluster with no gang level has no rows; an hour with no capacity row has no H (other)
+    pieces = _pieces(waits).join(level.select(CLUSTER).unique(), on=CLUSTER, how="semi")
     cap = capacity.join(level, on=[CLUSTER, LEVEL])
+    size = _domain_size(cap)
+    pieces = pieces.join(gpn, on=CLUSTER).join(size, on=[CLUSTER, HOUR], how="left")
     ranked = cap.select(
         CLUSTER,
         HOUR,
