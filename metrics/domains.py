@@ -697,15 +697,22 @@ def _poll_state(
     topology: pl.LazyFrame,
     level: pl.LazyFrame,
     capacity: pl.LazyFrame,
+    nodes: pl.LazyFrame,
+    down: pl.LazyFrame | None,
 ) -> pl.LazyFrame:
     """``cluster, _at, _k, _pfree, _ptop``: the state at poll instants ``_at`` (rows of ``at``:
     ``cluster, _at, _k``), from the attempts' own allocations rather than an hour's snapshot.
 
-    ``_pfree`` = the healthy GPUs of the gang level's domains at the instant's hour start minus
-    the GPUs of attempts running at ``_at`` (``start_at ≤ _at < end_at``; an open end runs on);
-    ``_ptop`` = the whole free nodes of the ``_k`` domains with the most of them, a domain's
-    whole free nodes being its nodes (map in force at ``_at``) that no running attempt holds,
-    less its unhealthy nodes at the hour start (a down node holds no attempt), at least 0.
+    Node by node, as :func:`hourly_node_states` at an hour start, over the nodes of the gang
+    level's domains in the map in force at ``_at`` (hours ``capacity`` has a row of the gang
+    level for only): a node is healthy when no ``down`` interval covers the instant's hour start;
+    attempts running at ``_at`` (``start_at ≤ _at < end_at``; an open end runs on) hold ``gpus /
+    distinct nodes`` on each of their nodes. ``_pfree`` = Σ free GPUs of the healthy nodes (their
+    GPUs less those held, at least 0; a node down or drained has none, whatever runs on it, and
+    an attempt on a node the map does not place takes nothing from the level);
+    ``_ptop`` = the whole free nodes (healthy, no attempt running on them) of the ``_k``
+    domains with the most of them. Each node is counted once, as at the hour start: a node
+    drained while an attempt still runs on it is not free, once.
     """
     instants = at.select(CLUSTER, pl.col("_at").cast(UTC_DATETIME)).unique()
     inst_hours = instants.select(CLUSTER, pl.col("_at").dt.truncate("1h").alias(HOUR)).unique()
@@ -745,38 +752,56 @@ def _poll_state(
         .filter((pl.col("_s") <= pl.col("_at")) & (pl.col("_at") < pl.col("_e")))
         .unique([CLUSTER, "_at", JOB_ID, ATTEMPT])
     )
-    busy_gpus = busy.group_by(CLUSTER, "_at").agg(pl.col(GPUS).sum().alias("_busy"))
-    busy_nodes = (
-        busy.select(CLUSTER, "_at", pl.col("node_list").alias(NODE))
+    held = (
+        busy.select(
+            CLUSTER,
+            "_at",
+            pl.col(GPUS).cast(pl.Float64),
+            pl.col("node_list").list.unique().alias(NODE),
+        )
+        .filter(pl.col(NODE).list.len() > 0)
+        .with_columns((pl.col(GPUS) / pl.col(NODE).list.len()).alias("_held"))
         .explode(NODE)
-        .unique()
-        .with_columns(pl.lit(value=True).alias("_held"))
+        .group_by(CLUSTER, "_at", NODE)
+        .agg(pl.col("_held").sum(), pl.len().alias("_attempts"))
     )
     maps = _maps(topology).join(level, on=[CLUSTER, LEVEL])
-    per_domain = (
+    gang_hours = capacity.select(CLUSTER, HOUR, LEVEL).unique()
+    sizes = nodes.select(CLUSTER, pl.col(HOST).alias(NODE), pl.col(GPUS).cast(pl.Float64))
+    per_node = (
         instants.join(maps, on=CLUSTER)
         .filter(
             (pl.col(VALID_FROM) <= pl.col("_at"))
             & (pl.col(VALID_TO).is_null() | (pl.col("_at") < pl.col(VALID_TO)))
         )
-        .join(busy_nodes, on=[CLUSTER, "_at", NODE], how="left")
-        .group_by(CLUSTER, "_at", LEVEL, DOMAIN)
-        .agg((pl.len() - pl.col("_held").fill_null(value=False).sum()).alias("_unheld"))
         .with_columns(pl.col("_at").dt.truncate("1h").alias(HOUR))
-        .join(
-            capacity.select(CLUSTER, HOUR, LEVEL, DOMAIN, "nodes", "healthy_nodes", "healthy_gpus"),
-            on=[CLUSTER, HOUR, LEVEL, DOMAIN],
-        )
-        .with_columns(
-            (pl.col("_unheld").cast(pl.Int64) - (pl.col("nodes") - pl.col("healthy_nodes")))
-            .clip(lower_bound=0)
-            .alias("_wf")
+        .join(gang_hours, on=[CLUSTER, HOUR, LEVEL], how="semi")
+        .join(sizes.unique([CLUSTER, NODE]), on=[CLUSTER, NODE], how="left")
+        .join(held, on=[CLUSTER, "_at", NODE], how="left")
+        .with_columns(pl.lit(value=True).alias("_healthy"))
+    )
+    if down is not None:
+        per_node = per_node.join(
+            _down_per_node(down, inst_hours).with_columns(pl.lit(value=True).alias("_down")),
+            on=[CLUSTER, HOUR, NODE],
+            how="left",
+        ).with_columns(pl.col("_down").is_null().alias("_healthy"))
+    healthy = pl.col("_healthy")
+    per_domain = (
+        per_node.group_by(CLUSTER, "_at", LEVEL, DOMAIN)
+        .agg(
+            (healthy & pl.col("_attempts").is_null()).sum().cast(pl.Int64).alias("_wf"),
+            pl.when(healthy)
+            .then((pl.col(GPUS).fill_null(0.0) - pl.col("_held").fill_null(0.0)).clip(0.0))
+            .otherwise(0.0)
+            .sum()
+            .alias("_f"),
         )
         .with_columns(
             pl.col("_wf").rank("ordinal", descending=True).over(CLUSTER, "_at").alias("_rank")
         )
     )
-    healthy = per_domain.group_by(CLUSTER, "_at").agg(pl.col("healthy_gpus").sum().alias("_hg"))
+    free = per_domain.group_by(CLUSTER, "_at").agg(pl.col("_f").sum().alias("_pfree"))
     top = (
         at.select(CLUSTER, pl.col("_at").cast(UTC_DATETIME), "_k")
         .unique()
@@ -784,17 +809,7 @@ def _poll_state(
         .group_by(CLUSTER, "_at", "_k")
         .agg(pl.col("_wf").filter(pl.col("_rank") <= pl.col("_k")).sum().alias("_ptop"))
     )
-    return (
-        top.join(healthy, on=[CLUSTER, "_at"])
-        .join(busy_gpus, on=[CLUSTER, "_at"], how="left")
-        .select(
-            CLUSTER,
-            "_at",
-            "_k",
-            (pl.col("_hg") - pl.col("_busy").fill_null(0.0)).clip(lower_bound=0.0).alias("_pfree"),
-            "_ptop",
-        )
-    )
+    return top.join(free, on=[CLUSTER, "_at"]).select(CLUSTER, "_at", "_k", "_pfree", "_ptop")
 
 
 def _resource_spells(
@@ -804,6 +819,9 @@ def _resource_spells(
     topology: pl.LazyFrame,
     level: pl.LazyFrame,
     capacity: pl.LazyFrame,
+    *,
+    nodes: pl.LazyFrame,
+    down: pl.LazyFrame | None,
 ) -> pl.LazyFrame:
     """``state`` with ``_res`` (seconds of each piece under :data:`RESOURCES_REASON` spells)
     split into ``_rquota`` (the team over its entitlement at the hour start), ``_rprio``,
@@ -827,7 +845,9 @@ def _resource_spells(
         )
         .filter(pl.col("_t") > 0)
     )
-    poll = _poll_state(res.select(CLUSTER, "_at", "_k"), jobs, topology, level, capacity)
+    poll = _poll_state(
+        res.select(CLUSTER, "_at", "_k"), jobs, topology, level, capacity, nodes, down
+    )
     rule = (
         pl.when(pl.col("_q"))
         .then(pl.lit("quota"))
@@ -878,6 +898,7 @@ def large_job_wait_causes(
     reasons: pl.LazyFrame | None = None,
     min_gpus: float = 64.0,
     only: pl.LazyFrame | None = None,
+    down: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
     """Per large job: its eligible wait split into fair-share/quota, priority, fragmentation
     and other delay (after Jeon et al., "Analysis of Large-Scale Multi-Tenant GPU Clusters for
@@ -923,6 +944,9 @@ def large_job_wait_causes(
         only: ``cluster, job_id``: the waits of these jobs only (an incremental build's jobs
             whose waits touch its affected days); ``jobs`` still gives every attempt for the
             teams' held GPUs and the state at poll instants. None: every large job.
+        down: ``cluster, node, start_at, end_at``: the node down or drained intervals
+            ``capacity`` was computed with; which nodes are healthy at a poll instant's hour
+            start (None: every node).
 
     Returns:
         :data:`WAIT_CAUSES_SCHEMA` rows; ``quota_s + priority_s + fragmentation_s + other_s =
@@ -1069,7 +1093,9 @@ def large_job_wait_causes(
                 .alias("_cause")
             )
         )
-        state = _resource_spells(state, spells, jobs, topology, level, capacity)
+        state = _resource_spells(
+            state, spells, jobs, topology, level, capacity, nodes=nodes, down=down
+        )
     else:
         state = state.with_columns(
             pl.lit(value=False).alias("_exact"),

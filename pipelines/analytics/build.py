@@ -1409,7 +1409,7 @@ def _domain_tables(
         every_hour.lazy(), jobs, nodes, as_of, topology=topo, pending=pending,
         shares=core.shares.lazy() if core.shares.height else None,
         reasons=spells.lazy() if spells is not None else None, min_gpus=cfg.large_job_gpus,
-        only=None if causes_of is None else causes_of.lazy(),
+        only=None if causes_of is None else causes_of.lazy(), down=down,
     ).collect()  # fmt: skip
     return {
         "analytics.domain_capacity_hourly": capacity,

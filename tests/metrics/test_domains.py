@@ -198,7 +198,7 @@ def _shares() -> pl.LazyFrame:
 def _causes(reasons: pl.LazyFrame | None = None) -> pl.DataFrame:
     return large_job_wait_causes(
         _capacity(), _jobs(), _inventory(), _as_of(), topology=_topology(), pending=_pending(),
-        shares=_shares(), reasons=reasons, min_gpus=12,
+        shares=_shares(), reasons=reasons, min_gpus=12, down=_down(),
     ).collect()  # fmt: skip
 
 

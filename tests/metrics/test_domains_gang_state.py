@@ -110,3 +110,64 @@ def test_h_is_the_healthy_size_with_drained_nodes() -> None:
         (H0, 24.0, 8.0),
         (H1, 24.0, 8.0),
     ]
+
+
+def test_resources_rule_counts_a_node_drained_under_a_running_job_once() -> None:
+    """Blocks b1 = n1–n4 and b2 = n5–n8. Jobs 40 (n1) and 41 (n2, 4 GPUs) and 42 (n5–n8, 16
+    GPUs) run h0 − 1 h → h0 + 3 h; n1 is drained at h0 − 30 min, while 40 still runs on it.
+    Job 43 (8 GPUs = 2 nodes) is eligible h0 + 10 min, seen pending for Resources until it
+    starts at h1 on n3, n4.
+
+    At h0 + 10 min: n1 drained (not free, once), n2 held, n3 and n4 whole free; b2 all held.
+    Free GPUs 4 + 4 = 8 ≥ 8; k = ceil(2/4) = 1 and b1 holds 2 ≥ 2: other, 3000 s — whether 40
+    holds 4 GPUs (taking them off the drained node's again left 28 − 24 = 4 < 8: priority) or
+    none (a CPU-only job: taking the drained node off b1's unheld nodes again left 1 < 2:
+    fragmentation, 8 × 3000 = 24,000 GPU-s blocked)."""
+    hosts = [f"n{i}" for i in range(1, 9)]
+    topo = _topology({"b1": hosts[:4], "b2": hosts[4:]})
+    inv, down = _inventory(hosts), _down(["n1"], H0 - 30 * M)
+    before, after = H0 - 60 * M, H0 + 180 * M
+    for cpu_only_gpus in (4.0, 0.0):
+        jobs = _jobs(
+            [
+                ("40", cpu_only_gpus, before, before, after, ["n1"]),
+                ("41", 4.0, before, before, after, ["n2"]),
+                ("42", 16.0, before, before, after, hosts[4:]),
+                ("43", 8.0, H0 + 10 * M, H1, H1 + 60 * M, ["n3", "n4"]),
+            ]
+        )
+        capacity = domain_capacity_hourly(topo, jobs, _hours(), inv, down=down)
+        causes = large_job_wait_causes(
+            capacity, jobs, inv, _as_of(H1 + 120 * M), topology=topo, min_gpus=8,
+            reasons=_spells("43", H0 + 10 * M, H1), down=down,
+        ).collect()  # fmt: skip
+        assert causes.select(_CAUSES).rows() == [("43", 3000.0, 0.0, 0.0, 3000.0, 0.0)]
+
+
+def test_resources_rule_leaves_attempts_on_unmapped_nodes_out() -> None:
+    """Blocks b1 = n1, n2 and b2 = n3, n4; n9 is in the inventory but in no block. Job 10 (8
+    GPUs on n1, n3) and job 11 (4 GPUs on n9) run h0 → h0 + 2 h; job 12 (8 GPUs = 2 nodes) is
+    eligible h0 + 10 min and seen pending for Resources until it starts at h0 + 2 h.
+
+    At h0 + 10 min and h1 the blocks' free GPUs are 16 − 8 = 8 ≥ 8 (job 11's 4 GPUs are on no
+    block's node); whole free nodes b1 = 1 (n2), b2 = 1 (n4); k = 1 and 1 < 2: fragmentation
+    3000 + 3600 = 6600 s, 8 × 6600 = 52,800 GPU-s blocked (taking job 11 off too left 4 < 8:
+    priority), as the hour-start rule says without the polls."""
+    hosts = ["n1", "n2", "n3", "n4", "n9"]
+    topo = _topology({"b1": ["n1", "n2"], "b2": ["n3", "n4"]})
+    inv, end = _inventory(hosts), H0 + 120 * M
+    jobs = _jobs(
+        [
+            ("10", 8.0, H0, H0, end, ["n1", "n3"]),
+            ("11", 4.0, H0, H0, end, ["n9"]),
+            ("12", 8.0, H0 + 10 * M, end, end + 60 * M, ["n1", "n2"]),
+        ]
+    )
+    capacity = domain_capacity_hourly(topo, jobs, _hours(), inv)
+    want = [("12", 6600.0, 0.0, 6600.0, 0.0, 52_800.0)]
+    for reasons in (None, _spells("12", H0 + 10 * M, end)):
+        causes = large_job_wait_causes(
+            capacity, jobs, inv, _as_of(end + 60 * M), topology=topo, min_gpus=8,
+            reasons=reasons,
+        ).collect()  # fmt: skip
+        assert causes.select(_CAUSES).rows() == want
