@@ -41,6 +41,7 @@ __all__ = [
     "SEGMENT_SIZES",
     "STRANDED_SCHEMA",
     "WAIT_CAUSES_SCHEMA",
+    "at_gang_level",
     "domain_capacity_hourly",
     "gang_level",
     "large_job_wait_causes",
@@ -132,24 +133,60 @@ def _maps(topology: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def gang_level(topology: pl.LazyFrame) -> pl.LazyFrame:
-    """``cluster, level``: per cluster the level whose domains gangs are placed in: the finest
-    (most domains in one map; ties: the first level by name), skipping levels of one node per
-    domain. A ``topology/tree`` leaf switch, a ``topology/block`` block, an NVLink clique, a rack.
+    """``cluster, valid_from, valid_to, level``: per cluster and map (each ``valid_from``: a
+    map holds to its ``valid_to``, NULL: still in force; a NULL ``valid_from``, in force since
+    ever, as 1970-01-01) the level whose domains gangs are placed in: the finest (most domains
+    in that map; ties: the first level by name), skipping levels of one node per domain. A
+    ``topology/tree`` leaf switch, a ``topology/block`` block, an NVLink clique, a rack.
+
+    Decided per map, not once per cluster: a later map with other level names (a
+    ``topology.conf`` tree followed by a block file) does not move the earlier hours to a level
+    their map lacks. Where ``topology`` has a ``source`` column, a ``topology.conf`` level named
+    ``<topology>/…`` (a ``topology.yaml`` topology that is not the ``cluster_default`` one, which
+    jobs naming no ``Topology=`` do not use: topology.yaml(5)) is taken only where the map has
+    no other.
     """
     maps = _maps(topology)
-    per_map = maps.group_by(CLUSTER, LEVEL, VALID_FROM, DOMAIN).agg(pl.len().alias("_n"))
+    if "source" in topology.collect_schema().names():
+        named = topology.select(
+            CLUSTER,
+            LEVEL,
+            pl.col(VALID_FROM).fill_null(_SINCE_EVER).cast(UTC_DATETIME),
+            (
+                (pl.col("source") == "topology.conf")
+                & pl.col(LEVEL).str.contains("/", literal=True)
+            ).alias("_other"),
+        ).unique([CLUSTER, LEVEL, VALID_FROM])
+    else:
+        named = maps.select(CLUSTER, LEVEL, VALID_FROM, pl.lit(value=False).alias("_other"))
+    per_map = maps.group_by(CLUSTER, LEVEL, VALID_FROM, VALID_TO, DOMAIN).agg(pl.len().alias("_n"))
     levels = (
-        per_map.group_by(CLUSTER, LEVEL, VALID_FROM)
+        per_map.group_by(CLUSTER, LEVEL, VALID_FROM, VALID_TO)
         .agg(pl.len().alias("_domains"), pl.col("_n").max().alias("_largest"))
         .filter(pl.col("_largest") > 1)
-        .group_by(CLUSTER, LEVEL)
-        .agg(pl.col("_domains").max())
+        .join(named.unique([CLUSTER, LEVEL, VALID_FROM]), on=[CLUSTER, LEVEL, VALID_FROM])
     )
     return (
-        levels.sort(CLUSTER, "_domains", LEVEL, descending=[False, True, False])
-        .group_by(CLUSTER, maintain_order=True)
+        levels.sort(
+            CLUSTER, VALID_FROM, "_other", "_domains", LEVEL,
+            descending=[False, False, False, True, False],
+        )
+        .group_by(CLUSTER, VALID_FROM, maintain_order=True)
         .first()
-        .select(CLUSTER, LEVEL)
+        .select(CLUSTER, VALID_FROM, VALID_TO, LEVEL)
+    )  # fmt: skip
+
+
+def at_gang_level(frame: pl.LazyFrame, level: pl.LazyFrame, at: str = HOUR) -> pl.LazyFrame:
+    """The rows of ``frame`` (``cluster, level`` and the time ``at``) at the gang level of the
+    map in force at ``at`` (``level``: :func:`gang_level`)."""
+    return (
+        frame.join(level, on=[CLUSTER, LEVEL])
+        .filter(
+            (pl.col(VALID_FROM) <= pl.col(at))
+            & (pl.col(VALID_TO).is_null() | (pl.col(at) < pl.col(VALID_TO)))
+        )
+        .drop(VALID_FROM, VALID_TO)
     )
 
 
@@ -468,7 +505,7 @@ def stranded_hourly(
     # tables' node-hour states computed once").
     if states is None:
         states = hourly_node_states(topology, jobs, hours, nodes, down)
-    nh = states.join(level, on=[CLUSTER, LEVEL]).collect().lazy()
+    nh = at_gang_level(states, level).collect().lazy()
     gpn = _node_gpus(nodes)
     size = _domain_size(
         nh.group_by(CLUSTER, HOUR, DOMAIN).agg(pl.col("_healthy").sum().alias("healthy_nodes"))
@@ -765,7 +802,7 @@ def _poll_state(
         .group_by(CLUSTER, "_at", NODE)
         .agg(pl.col("_held").sum(), pl.len().alias("_attempts"))
     )
-    maps = _maps(topology).join(level, on=[CLUSTER, LEVEL])
+    maps = _maps(topology).join(level.drop(VALID_TO), on=[CLUSTER, LEVEL, VALID_FROM])
     gang_hours = capacity.select(CLUSTER, HOUR, LEVEL).unique()
     sizes = nodes.select(CLUSTER, pl.col(HOST).alias(NODE), pl.col(GPUS).cast(pl.Float64))
     per_node = (
@@ -961,7 +998,7 @@ def large_job_wait_causes(
         waits = waits.join(named, on=[CLUSTER, JOB_ID], how="semi")
     # a cluster with no gang level has no rows; an hour with no capacity row has no H (other)
     pieces = _pieces(waits).join(level.select(CLUSTER).unique(), on=CLUSTER, how="semi")
-    cap = capacity.join(level, on=[CLUSTER, LEVEL])
+    cap = at_gang_level(capacity, level)
     size = _domain_size(cap)
     pieces = pieces.join(gpn, on=CLUSTER).join(size, on=[CLUSTER, HOUR], how="left")
     ranked = cap.select(

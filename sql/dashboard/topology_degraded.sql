@@ -1,7 +1,7 @@
 -- Degraded domains at each cluster's gang level in the filter window: hours with a tray down or drained, the most trays out, first and last such hour, and healthy trays in the window's last hour.
-WITH gang AS (SELECT DISTINCT cluster, level FROM stranded_gpu_hourly WHERE level IS NOT NULL),
+WITH gang AS (SELECT cluster, hour, level FROM stranded_gpu_hourly WHERE level IS NOT NULL),
 d AS (
-    SELECT d.* FROM domain_capacity_hourly AS d JOIN gang USING (cluster, level)
+    SELECT d.* FROM domain_capacity_hourly AS d JOIN gang USING (cluster, hour, level)
     WHERE ($cluster IS NULL OR d.cluster = $cluster) AND d.hour >= $start AND d.hour < $end
 )
 SELECT cluster, domain, any_value(nodes) AS trays,

@@ -153,7 +153,7 @@ def test_gang_level_is_the_finest_level_with_multi_node_domains() -> None:
     spine = _topology().with_columns(pl.lit("spine").alias("level"), pl.lit("s1").alias("domain"))
     host = _topology().with_columns(pl.lit("host").alias("level"), pl.col("node").alias("domain"))
     got = gang_level(pl.concat([_topology(), spine, host])).collect()
-    assert got.rows() == [("c", "rack")]
+    assert got.rows() == [("c", dt.datetime(1970, 1, 1, tzinfo=dt.UTC), None, "rack")]
 
 
 def test_stranded_gpus_per_smallest_shape_and_their_expectation_over_the_mix() -> None:

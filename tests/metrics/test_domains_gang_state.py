@@ -8,11 +8,19 @@ Cluster ``c``: nodes of 4 GPUs; hours h0 = 2026-11-02 00:00 and h1 = 01:00 UTC.
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import polars as pl
 
-from metrics.domains import domain_capacity_hourly, large_job_wait_causes, stranded_hourly
+from metrics.domains import (
+    domain_capacity_hourly,
+    gang_level,
+    large_job_wait_causes,
+    stranded_hourly,
+)
 from metrics.schema import UTC_DATETIME
+from pipelines.core.topology import topology_intervals
+from pipelines.slurm._topology_yaml import parse_topology_yaml
 
 H0 = dt.datetime(2026, 11, 2, tzinfo=dt.UTC)
 H1 = H0 + dt.timedelta(hours=1)
@@ -171,3 +179,68 @@ def test_resources_rule_leaves_attempts_on_unmapped_nodes_out() -> None:
             reasons=reasons,
         ).collect()  # fmt: skip
         assert causes.select(_CAUSES).rows() == want
+
+
+D1, D3 = H0 - dt.timedelta(days=1), H0 + dt.timedelta(days=1)
+
+
+def _tree_then_blocks() -> pl.LazyFrame:
+    """From 11-01: a tree, leaves s0–s3 of 2 nodes (level switch-1) under root (switch-2);
+    from 11-03: the same pairs as blocks b1–b4 (level block)."""
+    pairs = [[f"n{i}", f"n{i + 1}"] for i in (1, 3, 5, 7)]
+    leaves = _topology({f"s{i}": p for i, p in enumerate(pairs)}, "switch-1")
+    root = _topology({"root": [n for p in pairs for n in p]}, "switch-2")
+    blocks = _topology({f"b{i + 1}": p for i, p in enumerate(pairs)})
+    first = pl.concat([leaves, root]).with_columns(
+        pl.lit(D1, T).alias("valid_from"), pl.lit(D3, T).alias("valid_to")
+    )
+    return pl.concat([first, blocks.with_columns(pl.lit(D3, T).alias("valid_from"))])
+
+
+def test_the_gang_level_is_decided_per_map() -> None:
+    """A tree in force 11-01 → 11-03, blocks from 11-03; each map's finest level is 4 domains
+    of 2 nodes (a tie across maps that picked ``block``, by name, for every hour). Job 60 (16
+    GPUs) runs on n1, n3, n5, n7 from h0 − 1 h to h0 + 2 h; job 61 (8 GPUs = 2 nodes) is
+    eligible h0 (11-02 00:00) and starts h0 + 2 h.
+
+    Under the tree, at h0 and h1 each leaf has 1 whole free node: 16 free GPUs ≥ 8, k = 1 and
+    1 < 2: fragmentation 7,200 s, 16 × 7,200 = 115,200 GPU-s blocked (at ``block``, a level the
+    tree lacks, it was other 7,200 s). Stranded for the 8-GPU shape (n = 2 ≤ H = 2): 4 leaves ×
+    (1 mod 2) × 4 = 16 GPUs at level switch-1 (there was no row)."""
+    topo = _tree_then_blocks()
+    assert gang_level(topo).collect().rows() == [
+        ("c", D1, D3, "switch-1"),
+        ("c", D3, None, "block"),
+    ]
+    hosts = [f"n{i}" for i in range(1, 9)]
+    inv, end = _inventory(hosts), H0 + 120 * M
+    jobs = _jobs(
+        [
+            ("60", 16.0, H0 - 60 * M, H0 - 60 * M, end, ["n1", "n3", "n5", "n7"]),
+            ("61", 8.0, H0, end, end + 60 * M, ["n1", "n2"]),
+        ]
+    )
+    capacity = domain_capacity_hourly(topo, jobs, _hours(), inv)
+    causes = large_job_wait_causes(
+        capacity, jobs, inv, _as_of(end + 60 * M), topology=topo, min_gpus=8
+    ).collect()
+    assert causes.select(_CAUSES).rows() == [("61", 7200.0, 0.0, 7200.0, 0.0, 115_200.0)]
+    stranded = stranded_hourly(topo, jobs, _hours(), inv, _as_of(end + 60 * M)).collect()
+    assert stranded.select(
+        "hour", "level", "free_gpus", "pending_jobs", "stranded_gpus"
+    ).rows() == [
+        (H0, "switch-1", 16.0, 1, 16.0),
+        (H1, "switch-1", 16.0, 1, 16.0),
+    ]
+
+
+def test_a_topology_yaml_gang_level_is_its_cluster_default_topologys() -> None:
+    """The fixture ``topology.yaml``: topo1 (``cluster_default: true``) a tree with leaves s1, s2
+    of 2 nodes (level switch-1) under sw_root; topo2 blocks b1–b4 of 4 (level topo2/block).
+    Jobs naming no ``Topology=`` use topo1, so the gang level is switch-1, though topo2/block
+    has more domains (4 against 2)."""
+    fixture = Path(__file__).parents[1] / "fixtures" / "slurm_topology" / "topology.yaml"
+    rows = parse_topology_yaml(fixture, cluster="c", valid_from=D1).rows
+    none = pl.DataFrame(schema={"cluster": pl.String(), "host": pl.String(), "rack": pl.String()})
+    topo = topology_intervals(rows, rows.clear(), none)
+    assert gang_level(topo.lazy()).collect().rows() == [("c", D1, None, "switch-1")]

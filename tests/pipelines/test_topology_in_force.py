@@ -107,3 +107,80 @@ def test_stranded_gpus_read_the_map_in_force(built: Path) -> None:
         " FROM stranded_gpu_hourly WHERE pending_jobs > 0 ORDER BY hour",
     )
     assert rows == [("11-02 00", 12.0), ("11-02 01", 12.0), ("11-03 00", 24.0), ("11-03 01", 24.0)]
+
+
+_TREE = (
+    "SwitchName=s0 Nodes=n[01-02]\nSwitchName=s1 Nodes=n[03-04]\nSwitchName=s2 Nodes=n[05-06]\n"
+    "SwitchName=s3 Nodes=n[07-08]\nSwitchName=root Switches=s[0-3]\n"
+)
+_BLOCKS = (
+    "BlockName=b1 Nodes=n[01-02]\nBlockName=b2 Nodes=n[03-04]\n"
+    "BlockName=b3 Nodes=n[05-06]\nBlockName=b4 Nodes=n[07-08]\n"
+)
+
+
+def test_a_later_map_with_other_level_names_keeps_the_earlier_gang_level(
+    tmp_path: Path,
+) -> None:
+    """A tree from 11-01 (leaves s0–s3 of 2 nodes, level switch-1), built; then the same pairs
+    as blocks from 11-03 (level block) and a day of jobs, built incrementally and in full.
+    Job 60 (16 GPUs) runs on n[01,03,05,07] 11-01 23:00 → 11-02 02:00; job 61 (8 GPUs = 2
+    nodes, large at 8) is eligible 11-02 00:00 and starts at 02:00.
+
+    Under the tree at 00:00 and 01:00 each leaf has 1 whole free node: 16 free GPUs ≥ 8, k = 1
+    and 1 < 2: fragmentation 7,200 s, 16 × 7,200 = 115,200 GPU-s blocked; stranded for the
+    8-GPU shape 4 × (1 mod 2) × 4 = 16 at switch-1. The same after the block file, in both
+    builds (the block file moved every hour to level block: job 61 other 7,200 s, and no
+    stranded row with a level before 11-03)."""
+    hosts = [f"n{i:02d}" for i in range(1, 9)]
+    (tmp_path / "inventory").mkdir()
+    (tmp_path / "inputs").mkdir()
+    (tmp_path / "inventory" / f"{X}.csv").write_text(
+        "host,gpus,gpu_type,partition,rack\n" + "".join(f"{h},4,a100,gpu,\n" for h in hosts)
+    )
+    config = write_config(tmp_path, clusters=((X, "slurm", "UTC"),))
+    config.write_text(config.read_text() + "\n[thresholds]\nlarge_job_gpus = 8\n")
+    cfg = load_config(config)
+    done, opts = "COMPLETED", IngestOptions(cluster=X, tz="UTC")
+    loads = [
+        ("topology", "topology_2026-11-01.conf", _TREE),
+        ("sacct", "sacct_2026-11-02.psv", [
+            _row("60", "1T23:00", "1T23:00", "2T02:00", done, "n[01,03,05,07]", 16, 4),
+            _row("61", "2T00:00", "2T02:00", "2T03:00", done, "n[01-02]", 8, 2),
+        ]),
+        ("topology", "topology_2026-11-03.conf", _BLOCKS),
+        ("sacct", "sacct_2026-11-03.psv", [
+            _row("62", "3T01:00", "3T01:00", "3T02:00", done, "n01", 4, 1),
+        ]),
+    ]  # fmt: skip
+    causes = (
+        "SELECT job_id, wait_s, fragmentation_s, other_s, blocked_idle_gpu_s"
+        " FROM analytics.large_job_wait_causes ORDER BY job_id"
+    )
+    stranded = (
+        "SELECT strftime(hour AT TIME ZONE 'UTC', '%m-%d %H'), level, free_gpus, pending_jobs,"
+        " stranded_gpus FROM stranded_gpu_hourly WHERE pending_jobs > 0 ORDER BY hour"
+    )
+    want_causes = [("61", 7200.0, 7200.0, 0.0, 115_200.0)]
+    want_stranded = [
+        ("11-02 00", "switch-1", 16.0, 1, 16.0),
+        ("11-02 01", "switch-1", 16.0, 1, 16.0),
+    ]
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        for i, (kind, name, body) in enumerate(loads):
+            text = body if isinstance(body, str) else _SACCT + "\n" + "\n".join(body) + "\n"
+            (tmp_path / "inputs" / name).write_text(text)
+            ingest_file(con, kind, tmp_path / "inputs" / name, opts)
+            if i == 1:
+                rebuild(con, cfg)
+                assert con.execute(causes).fetchall() == want_causes
+        rebuild(con, cfg)
+        mode = con.execute(
+            "SELECT mode FROM analytics.build_state ORDER BY build_id DESC LIMIT 1"
+        ).fetchone()
+        incremental = (con.execute(causes).fetchall(), con.execute(stranded).fetchall())
+        rebuild(con, cfg, full=True)
+        full = (con.execute(causes).fetchall(), con.execute(stranded).fetchall())
+    assert mode == ("incremental",)
+    assert incremental == full == (want_causes, want_stranded)
