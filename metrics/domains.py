@@ -475,9 +475,9 @@ def stranded_hourly(
     g GPUs per node, a shape of r GPUs needs n = ceil(r/g) nodes. Free GPUs a shape cannot use:
 
     * n = 1 (fits one node): the free GPUs of every node with fewer than r free;
-    * 1 < n <= H (H: the largest domain): the free GPUs of partly held nodes (a gang takes
-      whole nodes) plus, per domain, ``(W_d mod n)·g`` for W_d whole free nodes (what is left
-      after packing gangs of n into the domain);
+    * 1 < n <= H (H: the most healthy nodes one domain has, :func:`_domain_size`): the free
+      GPUs of partly held nodes (a gang takes whole nodes) plus, per domain, ``(W_d mod n)·g``
+      for W_d whole free nodes (what is left after packing gangs of n into the domain);
     * n > H: the free GPUs of partly held nodes plus ``(Σ_d W_d mod n)·g``.
 
     ``stranded_gpus`` is that count for the smallest pending shape r_min (what not even the
@@ -948,7 +948,8 @@ def large_job_wait_causes(
     1. **quota**: the job's team held at least its entitled GPUs (share × the cluster's GPUs);
     2. **priority**: fewer free GPUs (``free_gpus``, healthy) than the job asks for;
     3. **fragmentation**: enough free GPUs by count, but no placement satisfying the
-       topology: with n = ceil(r/g) nodes and H the largest domain, the k = ceil(n/H) domains
+       topology: with n = ceil(r/g) nodes and H the most healthy nodes one domain has
+       (:func:`_domain_size`), the k = ceil(n/H) domains
        with the most whole free nodes hold fewer than n;
     4. **other**: it would have fit (scheduler cycle, backfill, reservation), or no capacity
        snapshot covers the hour.
@@ -971,7 +972,8 @@ def large_job_wait_causes(
             start_at, end_at, node_list``.
         nodes: ``cluster, host, gpus``.
         as_of: ``cluster, as_of``.
-        topology: the map (for the gang level and H).
+        topology: the map (for the gang level of each map, :func:`gang_level`; H is read from
+            ``capacity``).
         pending: never-started rows ``cluster, job_id, team, req_gpus, eligible_at, end_at``.
         shares: ``team, pool, share, valid_from`` (pool = cluster; the latest row at or before
             the hour applies).
