@@ -805,7 +805,7 @@ def _poll_state(
     maps = _maps(topology).join(level.drop(VALID_TO), on=[CLUSTER, LEVEL, VALID_FROM])
     gang_hours = capacity.select(CLUSTER, HOUR, LEVEL).unique()
     sizes = nodes.select(CLUSTER, pl.col(HOST).alias(NODE), pl.col(GPUS).cast(pl.Float64))
-    per_node = (
+    mapped = (
         instants.join(maps, on=CLUSTER)
         .filter(
             (pl.col(VALID_FROM) <= pl.col("_at"))
@@ -813,16 +813,30 @@ def _poll_state(
         )
         .with_columns(pl.col("_at").dt.truncate("1h").alias(HOUR))
         .join(gang_hours, on=[CLUSTER, HOUR, LEVEL], how="semi")
-        .join(sizes.unique([CLUSTER, NODE]), on=[CLUSTER, NODE], how="left")
+    )
+    per_node = (
+        mapped.join(sizes.unique([CLUSTER, NODE]), on=[CLUSTER, NODE], how="left")
         .join(held, on=[CLUSTER, "_at", NODE], how="left")
         .with_columns(pl.lit(value=True).alias("_healthy"))
     )
     if down is not None:
-        per_node = per_node.join(
-            _down_per_node(down, inst_hours).with_columns(pl.lit(value=True).alias("_down")),
-            on=[CLUSTER, HOUR, NODE],
-            how="left",
-        ).with_columns(pl.col("_down").is_null().alias("_healthy"))
+        # the instants' mapped nodes met with their own intervals (not every hour with every
+        # interval of the cluster: a year's hours times its intervals)
+        out = (
+            mapped.select(CLUSTER, HOUR, NODE)
+            .unique()
+            .join(down.select(CLUSTER, NODE, "start_at", "end_at"), on=[CLUSTER, NODE])
+            .filter(
+                (pl.col("start_at") <= pl.col(HOUR))
+                & (pl.col("end_at").is_null() | (pl.col(HOUR) < pl.col("end_at")))
+            )
+            .select(CLUSTER, HOUR, NODE)
+            .unique()
+            .with_columns(pl.lit(value=True).alias("_down"))
+        )
+        per_node = per_node.join(out, on=[CLUSTER, HOUR, NODE], how="left").with_columns(
+            pl.col("_down").is_null().alias("_healthy")
+        )
     healthy = pl.col("_healthy")
     per_domain = (
         per_node.group_by(CLUSTER, "_at", LEVEL, DOMAIN)
