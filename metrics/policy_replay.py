@@ -92,7 +92,8 @@ def scheduler_settings(
 
     Args:
         config: ``scontrol show config`` name → value (``SchedulerParameters`` is read item by
-            item: ``bf_window=2880,bf_min_age_reserve=57600``); empty: Slurm's defaults.
+            item: ``bf_window=2880,bf_min_age_reserve=57600``, and the flag ``bf_continue``);
+            empty: Slurm's defaults.
         overrides: ledger keys of :data:`REPLAY_KEYS` → value (None: the key unset, Slurm's
             default), applied after ``config``.
 
@@ -103,11 +104,14 @@ def scheduler_settings(
         ValueError: a value of a :data:`REPLAY_KEYS` key is not a number.
     """
     items: dict[str, str | None] = {}
+    flags: set[str] = set()
     for item in (config.get("SchedulerParameters") or "").split(","):
-        name, _, text = item.strip().partition("=")
+        name, eq, text = item.strip().partition("=")
         key = f"SchedulerParameters:{name}"
         if key in REPLAY_KEYS and text:
             items[key] = text
+        elif not eq:
+            flags.add(name)
     items.update(overrides or {})
     default = SchedulerSettings()
     values: dict[str, float] = {}
@@ -124,6 +128,7 @@ def scheduler_settings(
         bf_window_s=float(values.get("bf_window_s", default.bf_window_s)),
         bf_resolution_s=float(values.get("bf_resolution_s", default.bf_resolution_s)),
         bf_max_job_test=int(values.get("bf_max_job_test", default.bf_max_job_test)),
+        bf_continue="bf_continue" in flags,
         bf_min_age_reserve_s=float(
             values.get("bf_min_age_reserve_s", default.bf_min_age_reserve_s)
         ),

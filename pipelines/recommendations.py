@@ -44,6 +44,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from metrics.policy_replay import scheduler_settings
 from metrics.recommendations import (
     RECOMMENDATION_SCHEMA,
     Window,
@@ -117,6 +118,7 @@ __all__ = [
     "recommendations_frame",
     "record_proposal_rejects",
     "run_recommendations",
+    "settings_in_force",
     "with_history",
     "with_status",
     "write_outputs",
@@ -646,7 +648,8 @@ def recommendations_frame(
     Args:
         inputs: from :func:`read_inputs`.
         options: rule name (:data:`RULES`) → keyword arguments overriding its thresholds.
-        current_settings: cluster → its current scheduler settings (default Slurm's).
+        current_settings: cluster → its scheduler settings in force, overriding those read
+            from its ``scontrol show config`` (:func:`settings_in_force`).
         large_job_gpus: "large" job threshold (config ``thresholds.large_job_gpus``).
         idle_activity: θ for idle GPUs (config ``thresholds.idle_activity``).
 
@@ -661,6 +664,7 @@ def recommendations_frame(
     opt = {name: dict((options or {}).get(name, {})) for name in RULES}
     w = inputs.window
     slurm = [c for c, s in inputs.schedulers.items() if s == "slurm"]
+    in_force = settings_in_force(inputs.slurm_config, current_settings)
     jobs = inputs.jobs
     shares = {
         str(r["team"]): float(r["share"])
@@ -678,7 +682,9 @@ def recommendations_frame(
             **{"idle_threshold": idle_activity, "shares": shares, "pool_gpus": pool_gpus,
                **opt["idle_allocations"]},
         ),
-        time_limits(jobs, w, nodes=inputs.nodes, **opt["time_limits"]),
+        time_limits(
+            jobs, w, nodes=inputs.nodes, **{"settings": in_force, **opt["time_limits"]}
+        ),
         *(
             fairness_drift(
                 inputs.fairness_weekly, w, {cluster: "slurm"},
@@ -737,7 +743,7 @@ def recommendations_frame(
                 inputs.waterfall.filter(pl.col("cluster") == cluster),
                 inputs.nodes,
                 w,
-                current=(current_settings or {}).get(cluster),
+                current=in_force.get(cluster),
                 timezones=inputs.timezones,
                 **{"large_gpus": large_job_gpus, **opt["backfill_tuning"]},
             )
@@ -749,7 +755,7 @@ def recommendations_frame(
                 inputs.nodes,
                 w,
                 cluster_config=inputs.slurm_config.get(cluster),
-                current=(current_settings or {}).get(cluster),
+                current=in_force.get(cluster),
                 **{"large_gpus": large_job_gpus, **opt["backfill_min_age_reserve"]},
             )
         )
@@ -790,6 +796,31 @@ def recommendations_frame(
         )
         .drop("_o")
     )
+
+
+def settings_in_force(
+    slurm_config: Mapping[str, Mapping[str, str]],
+    current_settings: Mapping[str, SchedulerSettings] | None = None,
+) -> dict[str, SchedulerSettings]:
+    """Each Slurm cluster's scheduler settings in force, for the rules that replay its queue
+    (backfill, large-job reservation, ``bf_min_age_reserve``, time limits).
+
+    Args:
+        slurm_config: cluster → its ``scontrol show config`` (:attr:`RecommendationInputs.
+            slurm_config`), read by :func:`metrics.policy_replay.scheduler_settings`
+            (``SchedulerParameters`` item by item; an item it does not set is Slurm's default).
+        current_settings: cluster → settings given by the caller; they win over the config.
+
+    Returns:
+        cluster → settings, for every cluster of either; a cluster in neither is absent (the
+        rules then replay Slurm's defaults, and say so).
+
+    Raises:
+        ValueError: a replayed ``SchedulerParameters`` item of a config is not a number.
+    """
+    out = {c: scheduler_settings(conf) for c, conf in slurm_config.items()}
+    out.update(current_settings or {})
+    return out
 
 
 def with_history(

@@ -56,7 +56,7 @@ def time_limits(
     window: Window,
     *,
     nodes: pl.DataFrame | None = None,
-    settings: SchedulerSettings | None = None,
+    settings: SchedulerSettings | Mapping[str, SchedulerSettings] | None = None,
     max_median_ratio: float = 0.3,
     min_jobs: int = 20,
     percentile: float = 0.95,
@@ -71,7 +71,9 @@ def time_limits(
             user_name, state, gpus, eligible_at, start_at, end_at, run_s, timelimit_s``).
         window: the period considered.
         nodes: ``cluster, host, partition, gpus``; enables the replay.
-        settings: the scheduler settings of the replay (default Slurm's).
+        settings: the scheduler settings of the replay: one for every cluster, or cluster →
+            its settings in force (a cluster absent: Slurm's defaults); default Slurm's. The
+            evidence's ``replay.settings`` states those used.
         max_median_ratio: a partition whose median run ÷ limit is below this fires.
         min_jobs: completed GPU attempts with a limit a partition needs.
         percentile: the run percentile that sets DefaultTime.
@@ -156,12 +158,16 @@ def time_limits(
             "users": named,
         }
         reduction = None
+        if isinstance(settings, SchedulerSettings):
+            in_force = settings
+        else:
+            in_force = (settings or {}).get(cluster) or SchedulerSettings()
         if nodes is not None:
             reduction = _replay_gain(
                 frame.filter((pl.col("cluster") == cluster) & (pl.col("partition") == partition)),
                 nodes.filter((pl.col("cluster") == cluster) & (pl.col("partition") == partition)),
                 window,
-                settings or SchedulerSettings(),
+                in_force,
                 cap_s=max(max_s, default_s) if lower_max else None,
                 headroom=headroom,
                 evidence=evidence,
@@ -263,5 +269,11 @@ def _replay_gain(
         "p90_wait_s_recorded_limits": before["p90_wait_s"],
         "p90_wait_s_advised_limits": after["p90_wait_s"],
         "assumption": f"completed jobs' limits lowered to a standard duration ≥ {headroom:g} × run",
+        "settings": {
+            "bf_window_s": settings.bf_window_s,
+            "bf_resolution_s": settings.bf_resolution_s,
+            "bf_max_job_test": settings.bf_max_job_test,
+            "bf_min_age_reserve_s": settings.bf_min_age_reserve_s,
+        },
     }
     return before["mean_wait_s"] - after["mean_wait_s"]
