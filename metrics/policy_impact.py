@@ -11,7 +11,9 @@ METRICS.md "Policy change impact". Pure polars for the data, statsmodels for the
   covariates, Newey–West (HAC) standard errors; the minimum detectable effect 2.8 × SE.
 - :func:`placebo_p_value`: the same estimate at every fake change date of the pre-period.
 - :func:`did_estimate`: difference-in-differences against untouched clusters (the treated
-  minus the controls' mean, same regression without trend), with event-study leads.
+  minus the controls' mean, same regression without trend), with event-study leads; the
+  controls are those the ledger does not touch and whose own series shows no shift at the
+  change (:func:`clean_controls`).
 - :func:`bundle_changes` and :func:`change_impact`: ledger changes that overlap in scope
   (one cluster) and time are one bundle, estimated once, with a verdict per KPI.
 """
@@ -43,6 +45,7 @@ __all__ = [
     "ItsEstimate",
     "bundle_changes",
     "change_impact",
+    "clean_controls",
     "daily_kpis",
     "did_estimate",
     "its_estimate",
@@ -550,6 +553,45 @@ def placebo_p_value(
     return sum(1 for v in placebos if v >= abs(estimate) - 1e-12) / len(placebos)
 
 
+def clean_controls(
+    controls: pl.DataFrame,
+    change_day: dt.datetime,
+    *,
+    transition_end: dt.datetime | None = None,
+    washout_days: float = 0.0,
+    alpha: float = 0.05,
+) -> pl.DataFrame:
+    """The control clusters of a difference-in-differences that show no shift of their own at
+    the change.
+
+    A control untouched by the ledger may still have changed at that date (an unrecorded
+    setting, an outage, a new workload); the DiD would then report that shift, sign flipped,
+    as the treated cluster's effect. Each control's own series is estimated at the treated
+    change (:func:`its_estimate`, the same transition, washout and covariates): a control is
+    kept only when that estimate exists and is not significant (p ≥ ``alpha``): the placebo
+    test on untreated units [Abadie, Diamond & Hainmueller 2010, §3 "placebo studies";
+    Athey & Imbens 2017, "The state of applied econometrics", §4.2, placebo tests with a
+    pseudo-treated control]. Unadjusted for multiplicity on purpose: a looser screen would
+    keep more shifted controls.
+
+    Args:
+        controls: ``cluster, day, value`` (and the covariates) rows of one KPI on the
+            candidate control clusters.
+        change_day, transition_end, washout_days: as for :func:`its_estimate`.
+        alpha: the level of the control's own test.
+
+    Returns:
+        The rows of the controls kept (empty when none is).
+    """
+    keep = []
+    for cluster in controls["cluster"].unique().sort().to_list():
+        own = controls.filter(pl.col("cluster") == cluster)
+        e = its_estimate(own, change_day, transition_end=transition_end, washout_days=washout_days)
+        if e is not None and e.p_value >= alpha:
+            keep.append(cluster)
+    return controls.filter(pl.col("cluster").is_in(keep))
+
+
 def did_estimate(
     treated: pl.DataFrame,
     controls: pl.DataFrame,
@@ -705,8 +747,9 @@ def change_impact(
     pre-period from the previous bundle's end to ``bundle_from``, post-period from ``bundle_to``
     (after a washout of one ``PriorityDecayHalfLife`` for fair-share changes) to the next
     bundle's start. Methods: ``its`` (:func:`its_estimate`, with :func:`placebo_p_value`) for
-    every KPI; ``did`` (:func:`did_estimate`) where another cluster has the KPI and no change
-    in the window, published only when its event-study leads show no pre-trend (p ≥ 0.05).
+    every KPI; ``did`` (:func:`did_estimate`) where another cluster has the KPI, no ledger
+    change in the window and no shift of its own at the change (:func:`clean_controls`),
+    published only when its event-study leads show no pre-trend (p ≥ 0.05).
 
     Args:
         changes: ``policy_changes`` rows (a row without ``changed_at`` is left out).
@@ -789,7 +832,9 @@ def _bundle_rows(
             "unit": unit,
         }  # fmt: skip
         out.extend(_row(base, cid, "its", est, placebo, kpi) for cid in b["change_id"])  # type: ignore[attr-defined]
-        ctrl = ctrl_all.filter(pl.col("kpi") == kpi)
+        ctrl = clean_controls(
+            ctrl_all.filter(pl.col("kpi") == kpi), start, transition_end=end, washout_days=washout
+        )
         if ctrl.height == 0 or est is None:
             continue
         did = did_estimate(

@@ -405,3 +405,45 @@ def test_a_kpi_that_never_varies_on_a_cluster_is_left_out() -> None:
     as_of = pl.DataFrame({"cluster": ["c"], "as_of": [D0 + dt.timedelta(days=2)]})
     out = daily_kpis(_no_jobs(), occ, as_of, waterfall=waterfall)
     assert out.select("kpi", "value").rows() == [("occupancy", 0.25), ("occupancy", 0.5)]
+
+
+def _did_kpis(shift_q: float) -> pl.DataFrame:
+    """Clusters c and q run 5, 6, 5, 6, …, q lower by ``shift_q`` from day 29 (an unrecorded
+    change of its own); a = c + d with d = −0.5, +0.5, … (no change of its own)."""
+    rows = []
+    for i in range(43):
+        vb = 5.0 + (i % 2)
+        d = -0.5 if i % 2 == 0 else 0.5
+        rows.append(("a", _day(i), "wait_p90_h[9-63]", "h", vb + d, 0.5, 1536.0))
+        rows.append(("c", _day(i), "wait_p90_h[9-63]", "h", vb, 0.5, 1536.0))
+        q = vb - (shift_q if i >= 29 else 0.0)
+        rows.append(("q", _day(i), "wait_p90_h[9-63]", "h", q, 0.5, 1536.0))
+    return pl.DataFrame(
+        rows,
+        schema=["cluster", "day", "kpi", "unit", "value", "offered_load", "capacity_gpu_h"],
+        orient="row",
+    ).with_columns(pl.col("day").dt.cast_time_unit("us"))
+
+
+def test_a_control_with_a_shift_of_its_own_is_left_out_of_the_did() -> None:
+    """Cluster a's recorded change on day 28 did nothing; control q's waits fell 4 h from day
+    29 (unrecorded). Against the mean of c and q the difference would rise 4 ÷ 2 = 2 h
+    ("regressed", q's cut with its sign flipped). q's own ITS at day 28 is a −4 h step (p far
+    below 0.05), so q is no control: against c alone d = ∓0.5 before and after, DiD =
+    mean(d after) − mean(d before) = 0 − 0 = 0 (14 and 28 days, even counts)."""
+    kpis = _did_kpis(4.0)
+    at = _day(28) + dt.timedelta(hours=9)
+    out = change_impact(_changes([("c1", "a", "SchedulerParameters:bf_window", at, None)]), kpis)
+    did = out.filter(pl.col("method") == "did").row(0, named=True)
+    assert did["estimate"] == pytest.approx(0.0, abs=1e-9)
+    assert did["verdict"] == "no detectable effect"
+    from metrics.policy_impact import clean_controls
+
+    ctrl = kpis.filter(pl.col("cluster") != "a")
+    kept = clean_controls(ctrl, _day(28), transition_end=_day(29))
+    assert kept["cluster"].unique().to_list() == ["c"]
+    # Control: with q unshifted both controls are kept and the DiD is still 0.
+    same = change_impact(
+        _changes([("c1", "a", "SchedulerParameters:bf_window", at, None)]), _did_kpis(0.0)
+    )
+    assert same.filter(pl.col("method") == "did")["estimate"][0] == pytest.approx(0.0, abs=1e-9)
