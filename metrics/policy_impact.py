@@ -15,7 +15,8 @@ METRICS.md "Policy change impact". Pure polars for the data, statsmodels for the
   controls are those the ledger does not touch and whose own series shows no shift at the
   change (:func:`clean_controls`).
 - :func:`bundle_changes` and :func:`change_impact`: ledger changes that overlap in scope
-  (one cluster) and time are one bundle, estimated once, with a verdict per KPI.
+  (one cluster) and time are one bundle, estimated once, with a verdict per KPI: p < 0.05
+  after Holm's adjustment over the bundle's KPIs of the method (:func:`holm_adjust`).
 """
 
 from __future__ import annotations
@@ -32,11 +33,13 @@ import numpy as np
 import polars as pl
 import statsmodels.api as sm
 from scipy import stats
+from statsmodels.stats.multitest import multipletests
 
 from metrics.schema import ALLOCATED_LEAVES, WATERFALL_LEAVES
 from metrics.survival import wait_percentiles_km, wait_spells
 
 __all__ = [
+    "ALPHA",
     "FAIR_SHARE_KEYS",
     "IMPACT_SCHEMA",
     "KPI_DIRECTION",
@@ -48,6 +51,7 @@ __all__ = [
     "clean_controls",
     "daily_kpis",
     "did_estimate",
+    "holm_adjust",
     "its_estimate",
     "newey_west_lags",
     "placebo_p_value",
@@ -87,6 +91,9 @@ MDE_FACTOR: Final = 2.8
 #: Fewest days with a value on each side of a change for an estimate: a week, so that both
 #: sides see every weekday (fleets are quieter at weekends).
 MIN_DAYS: Final = 7
+#: The level of every test: a verdict needs p < ALPHA after the Holm adjustment over the
+#: bundle's KPIs (:func:`holm_adjust`).
+ALPHA: Final = 0.05
 #: Changes on one cluster less than this many days apart are one bundle.
 BUNDLE_DAYS: Final = 7
 #: +1: higher is better; −1: lower is better (by KPI name prefix).
@@ -725,10 +732,14 @@ def bundle_changes(changes: pl.DataFrame, gap_days: float = BUNDLE_DAYS) -> pl.D
     return c.join(per, on=["cluster", "_b"]).drop("_from", "_fs", "_b", "_ids")
 
 
-def _verdict(kpi: str, est: ItsEstimate | None) -> str:
+def _verdict(kpi: str, est: ItsEstimate | None, p_adjusted: float | None = None) -> str:
+    """``improved`` / ``regressed`` where the p-value (``p_adjusted``, the Holm-adjusted one,
+    where given) is below :data:`ALPHA`, by the KPI's direction; ``no detectable effect``;
+    ``too little data`` without an estimate."""
     if est is None:
         return "too little data"
-    if est.p_value >= 0.05 or est.estimate == 0:
+    p = est.p_value if p_adjusted is None else p_adjusted
+    if p >= ALPHA or est.estimate == 0:
         return "no detectable effect"
     sign = KPI_DIRECTION.get(kpi.split("[", 1)[0], 1)
     return "improved" if est.estimate * sign > 0 else "regressed"
@@ -759,7 +770,8 @@ def change_impact(
 
     Returns:
         :data:`IMPACT_SCHEMA` rows, one per change × KPI × method (a bundle's changes carry
-        the bundle's estimate); a KPI with too few days on a side has verdict
+        the bundle's estimate); ``p_value`` unadjusted, the verdict from the Holm-adjusted p
+        over the bundle's KPIs of that method; a KPI with too few days on a side has verdict
         ``too little data`` and NULL numbers.
     """
     changes = changes.filter(pl.col("changed_at").is_not_null())
@@ -820,7 +832,7 @@ def _bundle_rows(
         (pl.col("cluster") != cluster) & ~pl.col("cluster").is_in(touched.implode())
         & pl.col("day").is_between(w0, w1)
     )  # fmt: skip
-    out: list[dict[str, object]] = []
+    found: list[tuple[dict[str, object], str, ItsEstimate | None, float | None, str]] = []
     for kpi in window["kpi"].unique().sort().to_list():
         s = window.filter(pl.col("kpi") == kpi)
         unit = s["unit"][0]
@@ -831,7 +843,7 @@ def _bundle_rows(
             "kpi": kpi, "window_start": w0, "window_end": w1 + dt.timedelta(days=1),
             "unit": unit,
         }  # fmt: skip
-        out.extend(_row(base, cid, "its", est, placebo, kpi) for cid in b["change_id"])  # type: ignore[attr-defined]
+        found.append((base, "its", est, placebo, kpi))
         ctrl = clean_controls(
             ctrl_all.filter(pl.col("kpi") == kpi), start, transition_end=end, washout_days=washout
         )
@@ -843,8 +855,31 @@ def _bundle_rows(
         )  # fmt: skip
         if did is None or did[1] is None or did[1] < 0.05:
             continue
-        out.extend(_row(base, cid, "did", did[0], None, kpi) for cid in b["change_id"])  # type: ignore[attr-defined]
-    return out
+        found.append((base, "did", did[0], None, kpi))
+    # One family per bundle and method: the bundle's KPIs (Holm, :func:`holm_adjust`).
+    adjusted: dict[tuple[str, str], float] = {}
+    for method in ("its", "did"):
+        tested = [(f[4], f[2].p_value) for f in found if f[1] == method and f[2] is not None]
+        adj = holm_adjust([p for _, p in tested])
+        adjusted.update({(method, k): a for (k, _), a in zip(tested, adj, strict=True)})
+    return [
+        _row(base, cid, method, est, placebo, kpi, adjusted.get((method, kpi)))
+        for base, method, est, placebo, kpi in found
+        for cid in b["change_id"]  # type: ignore[attr-defined]
+    ]
+
+
+def holm_adjust(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values [Holm 1979, "A simple sequentially rejective
+    multiple test procedure", Scand. J. Statist. 6(2)]; statsmodels ``multipletests(…,
+    method='holm')``: sorted ascending, p₍ᵢ₎ × (m − i + 1), made monotone, capped at 1.
+
+    Rejecting where the adjusted p < α keeps the chance of *any* false verdict among the m
+    tests at most α, whatever their dependence (a bundle's KPIs are correlated: p50 and p90 of
+    one bucket, occupancy and waits)."""
+    if not p_values:
+        return []
+    return [float(v) for v in multipletests(list(p_values), method="holm")[1]]
 
 
 def _row(
@@ -854,6 +889,7 @@ def _row(
     est: ItsEstimate | None,
     placebo: float | None,
     kpi: str,
+    p_adjusted: float | None = None,
 ) -> dict[str, object]:
     nums: dict[str, object] = {
         "n_pre": None, "n_post": None, "before": None, "after": None, "estimate": None,
@@ -867,5 +903,5 @@ def _row(
         }  # fmt: skip
     return {
         **base, **nums, "change_id": change_id, "method": method, "placebo_p": placebo,
-        "verdict": _verdict(kpi, est),
+        "verdict": _verdict(kpi, est, p_adjusted),
     }  # fmt: skip

@@ -447,3 +447,44 @@ def test_a_control_with_a_shift_of_its_own_is_left_out_of_the_did() -> None:
         _changes([("c1", "a", "SchedulerParameters:bf_window", at, None)]), _did_kpis(0.0)
     )
     assert same.filter(pl.col("method") == "did")["estimate"][0] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_holm_adjusted_p_values_by_hand() -> None:
+    """Holm 1979: p sorted 0.01, 0.03, 0.04 → × 3, × 2, × 1 = 0.03, 0.06, 0.04, made
+    non-decreasing → 0.03, 0.06, 0.06, back in the input order."""
+    from metrics.policy_impact import holm_adjust
+
+    assert holm_adjust([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm_adjust([]) == []
+
+
+#: A weekly pattern for the multiplicity test.
+WEEK = [0.3, -0.2, 0.5, -0.4, 0.1, -0.3, 0.2]
+
+
+def _three_kpis(kpis: tuple[str, ...]) -> pl.DataFrame:
+    """Cluster a, 42 days of :data:`WEEK`; ``wait_p90_h[1]`` 0.4 higher from day 21."""
+    rows = []
+    for i in range(42):
+        for k in kpis:
+            v = WEEK[i % 7] + (0.4 if k == "wait_p90_h[1]" and i >= 21 else 0.0)
+            rows.append(("a", _day(i), k, "h", v, 0.5, 1536.0))
+    return pl.DataFrame(
+        rows,
+        schema=["cluster", "day", "kpi", "unit", "value", "offered_load", "capacity_gpu_h"],
+        orient="row",
+    ).with_columns(pl.col("day").dt.cast_time_unit("us"))
+
+
+def test_verdicts_are_holm_adjusted_over_the_bundles_kpis() -> None:
+    """One KPI of three moves (p = 0.0184 alone, "regressed" at 5 %); the bundle tests three
+    KPIs, so its Holm-adjusted p is 3 × 0.0184 = 0.0552 ≥ 0.05: no detectable effect. Alone
+    (a bundle with that one KPI) it stays regressed. ``p_value`` is the unadjusted one."""
+    ch = _changes([("c1", "a", "SchedulerParameters:bf_window", _day(20), None)])
+    three = change_impact(ch, _three_kpis(("jain", "occupancy", "wait_p90_h[1]")))
+    row = three.filter(pl.col("kpi") == "wait_p90_h[1]").row(0, named=True)
+    assert row["p_value"] == pytest.approx(0.0184, abs=5e-5)
+    assert row["verdict"] == "no detectable effect"
+    alone = change_impact(ch, _three_kpis(("wait_p90_h[1]",))).row(0, named=True)
+    assert alone["p_value"] == pytest.approx(0.0184, abs=5e-5)
+    assert alone["verdict"] == "regressed"
