@@ -781,8 +781,9 @@ def recommendations_frame(
     out = dedupe_findings(out)
     as_of = inputs.as_of if inputs.as_of.tzinfo else inputs.as_of.replace(tzinfo=dt.UTC)
     both = with_history(
-        out, inputs.proposals, as_of, inputs.policy_changes, inputs.impact, large_job_gpus
-    )
+        out, inputs.proposals, as_of, inputs.policy_changes, inputs.impact, large_job_gpus,
+        inputs.slurm_config,
+    )  # fmt: skip
     both = annotate_merges(both, merged_patches(_published(both), inputs.cluster_queues))
     return (
         both.with_columns(
@@ -830,6 +831,7 @@ def with_history(
     changes: pl.DataFrame,
     impact: pl.DataFrame | None,
     large_job_gpus: float = 64.0,
+    slurm_config: Mapping[str, Mapping[str, str]] | None = None,
 ) -> pl.DataFrame:
     """This run's recommendations and the earlier proposals that were applied, with status.
 
@@ -847,6 +849,7 @@ def with_history(
             changed_at``).
         impact: ``policy_change_impact`` rows (``change_id, kpi, verdict``), or None.
         large_job_gpus: the large-job threshold (:func:`with_status`).
+        slurm_config: cluster → its ``scontrol show config`` (:func:`with_status`).
 
     Returns:
         ``current``'s columns plus ``proposed_at``, ``is_current``, ``status``, ``change_id``;
@@ -858,7 +861,7 @@ def with_history(
     ).with_columns(pl.lit(True).alias("is_current"))
     past = _past_rows(record.filter(~pl.col("id").is_in(out["id"].implode())))
     both = pl.concat([out, past.select(out.columns)], how="vertical")
-    return with_status(both, changes, impact, large_job_gpus).filter(
+    return with_status(both, changes, impact, large_job_gpus, slurm_config).filter(
         pl.col("is_current") | (pl.col("status") != "proposed")
     )
 
@@ -879,12 +882,13 @@ def with_status(
     changes: pl.DataFrame,
     impact: pl.DataFrame | None,
     large_job_gpus: float = 64.0,
+    slurm_config: Mapping[str, Mapping[str, str]] | None = None,
 ) -> pl.DataFrame:
     """``frame`` with each recommendation's ``status`` and ``change_id``
     (:func:`metrics.recommendations.life.recommendation_life`, METRICS.md "Recommendation
     status"); a **regressed** one proposes its rollback instead of its change: its patch puts
-    the change's old value back (:func:`~metrics.recommendations.life.rollback_patch`) and its
-    text says so.
+    the change's old value back (:func:`~metrics.recommendations.life.rollback_patch`), its
+    text says so, and it is ranked at least ``warning``.
 
     Args:
         frame: recommendations (:data:`~metrics.recommendations.RECOMMENDATION_SCHEMA`).
@@ -894,6 +898,8 @@ def with_status(
         large_job_gpus: the large-job threshold: the target of a rule for large jobs
             (:data:`~metrics.recommendations.life.LARGE_JOB_RULES`) is its KPI in the buckets
             that hold them.
+        slurm_config: cluster → its ``scontrol show config``: a ``SchedulerParameters``
+            rollback is the whole line in force with the item put back.
     """
     life = recommendation_life(frame, changes, impact, large_job_gpus)
     out = frame.join(life, on="id", how="left", maintain_order="left")
@@ -904,7 +910,8 @@ def with_status(
     rows = out.to_dicts()
     for r in rows:
         change = by_id.get(str(r["change_id"])) if r["status"] == "regressed" else None
-        back = rollback_patch(change) if change is not None else None
+        config = (slurm_config or {}).get(str(change["cluster"])) if change is not None else None
+        back = rollback_patch(change, config) if change is not None else None
         if change is None or back is None:
             continue
         old = change["old"] if change["old"] is not None else "unset"
@@ -914,6 +921,8 @@ def with_status(
             f"made its target KPI worse; put {old} back. Was: {r['change_text']}"
         )
         r["patch_kind"], r["patch_content"] = back
+        if r["severity"] == "info":  # a measured harm on the change's own target
+            r["severity"] = "warning"
     return pl.DataFrame(rows, schema=out.schema)
 
 

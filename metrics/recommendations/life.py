@@ -30,6 +30,7 @@ import polars as pl
 import yaml
 
 from metrics.recommendations._kueue import parse_quantity
+from metrics.recommendations.slurm_config import scheduler_parameters_line
 
 __all__ = [
     "LARGE_JOB_RULES",
@@ -363,27 +364,41 @@ def recommendation_life(
     return pl.DataFrame(rows, schema=LIFE_SCHEMA, orient="row")
 
 
-def rollback_patch(change: Mapping[str, Any]) -> tuple[str, str] | None:
+def rollback_patch(
+    change: Mapping[str, Any], config: Mapping[str, str] | None = None
+) -> tuple[str, str] | None:
     """The patch that puts a ledger change's old value back.
 
     Args:
         change: a ``policy_changes`` row (``object, key, old``).
+        config: the cluster's ``scontrol show config`` in force (parsed), None where not
+            loaded. A ``SchedulerParameters`` item is written back as the whole line in force
+            with that item put back (:func:`~metrics.recommendations.slurm_config.
+            scheduler_parameters_line`; an item that was unset is removed from it), since a line
+            naming the one item would drop the others when pasted; without a config, the item
+            alone (to merge into the line in force).
 
     Returns:
         ``(patch_kind, patch_content)`` as the rules write them (``slurm.conf`` line,
         ``sacctmgr`` command, Kueue merge patch), or None for an object no patch kind reaches.
         An old value that was unset (NULL) becomes ``-1`` for ``sacctmgr`` (its "clear the
         limit") and ``null`` in a merge patch (RFC 7386 removes the field); a ``slurm.conf``
-        setting with no old value cannot be written back and gives None.
+        setting with no old value cannot be written back and gives None, except a
+        ``SchedulerParameters`` item with the config loaded (removed from the line).
     """
     obj, key, old = str(change["object"]), str(change["key"]), change.get("old")
     if obj == "slurm.conf":
-        if old is None:
-            return None
         if key.startswith("SchedulerParameters:"):
             name = key.split(":", 1)[1]
+            if config is not None:
+                value = None if old is None else str(old)
+                return "slurm.conf", scheduler_parameters_line(config, {name: value})
+            if old is None:
+                return None
             item = name if str(old) == "true" else f"{name}={old}"
             return "slurm.conf", f"SchedulerParameters={item}"
+        if old is None:
+            return None
         return "slurm.conf", f"{key}={old}"
     if obj.startswith("clusterqueue="):
         name = obj.split("=", 1)[1]

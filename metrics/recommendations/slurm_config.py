@@ -13,7 +13,13 @@ import re
 from collections.abc import Mapping
 from typing import NamedTuple
 
-__all__ = ["PrioritySettings", "parse_duration", "parse_scontrol_config", "priority_settings"]
+__all__ = [
+    "PrioritySettings",
+    "parse_duration",
+    "parse_scontrol_config",
+    "priority_settings",
+    "scheduler_parameters_line",
+]
 
 _LINE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
 
@@ -81,3 +87,40 @@ def priority_settings(config: Mapping[str, str]) -> PrioritySettings:
         other_weights=weights if fairshare is not None else None,
         decay_half_life_s=parse_duration(half) if half else None,
     )
+
+
+def scheduler_parameters_line(config: Mapping[str, str], items: Mapping[str, str | None]) -> str:
+    """The whole ``SchedulerParameters=`` line of slurm.conf: the one in force (``config``'s,
+    from ``scontrol show config``) with ``items`` set.
+
+    ``SchedulerParameters`` is one slurm.conf option holding a comma-separated list; a line
+    naming only the items changed would drop every other item in force when pasted, so a patch
+    writes the list in force with its items replaced in place (a new one appended).
+
+    Args:
+        config: parsed ``scontrol show config`` (its ``SchedulerParameters``; absent or
+            ``(null)``: none in force).
+        items: item name → value: text (``bf_window`` → ``2880``: ``bf_window=2880``), ``"true"``
+            for a flag (``bf_continue``), None to remove the item (unset: Slurm's default).
+
+    Returns:
+        ``SchedulerParameters=…`` (``SchedulerParameters=`` alone when nothing is left).
+    """
+    text = (config.get("SchedulerParameters") or "").strip()
+    current = [] if text in ("", "(null)") else [i.strip() for i in text.split(",") if i.strip()]
+
+    def written(name: str, value: str) -> str:
+        return name if value == "true" else f"{name}={value}"
+
+    out: list[str] = []
+    done: set[str] = set()
+    for item in current:
+        name = item.partition("=")[0]
+        if name in items:
+            if name not in done and items[name] is not None:
+                out.append(written(name, str(items[name])))
+            done.add(name)
+        else:
+            out.append(item)
+    out += [written(n, str(v)) for n, v in items.items() if n not in done and v is not None]
+    return "SchedulerParameters=" + ",".join(out)

@@ -258,3 +258,45 @@ def test_a_preemption_rule_is_judged_on_preemption_loss() -> None:
     changes = _changes(("c1", "a", "qos=low", "grace_time", "0", "300", t))
     impact = _impact(("c1", "preemption_loss_gpu_h", "improved"), ("c1", "occupancy", "regressed"))
     assert _status(recommendation_life(recs, changes, impact)) == {"r1": ("confirmed", "c1")}
+
+
+def test_a_scheduler_parameters_rollback_is_the_whole_line_in_force(tmp_path: Path) -> None:
+    """bf_min_age_reserve 57600 → 84240 regressed the large jobs' p90 on cluster a, whose
+    SchedulerParameters in force are ``bf_interval=30,bf_window=2880,bf_min_age_reserve=84240``:
+    the rollback is that line with 57600 back in place (slurm.conf takes SchedulerParameters
+    whole: the item alone would drop bf_interval and bf_window), and so is the patch file's
+    line for cluster a."""
+    t = dt.datetime(2026, 3, 5, tzinfo=UTC)
+    recs = _recs(
+        ("r1", "backfill_min_age_reserve", "a", "slurm.conf",
+         "SchedulerParameters=bf_interval=30,bf_window=2880,bf_min_age_reserve=84240"),
+    )  # fmt: skip
+    changes = _changes(
+        ("c1", "a", "slurm.conf", "SchedulerParameters:bf_min_age_reserve", "57600", "84240", t)
+    )
+    impact = _impact(("c1", "wait_p90_h[64-255]", "regressed"))
+    config = {
+        "a": {"SchedulerParameters": "bf_interval=30,bf_window=2880,bf_min_age_reserve=84240"}
+    }
+    frame = with_status(recs, changes, impact, slurm_config=config)
+    row = frame.row(0, named=True)
+    whole = "SchedulerParameters=bf_interval=30,bf_window=2880,bf_min_age_reserve=57600"
+    assert (row["status"], row["patch_content"]) == ("regressed", whole)
+    files = write_outputs(frame, tmp_path, W0, show_names=True)
+    assert f"\n{whole}\n" in files["slurm.conf.patch"].read_text()
+
+
+def test_scheduler_parameters_line_replaces_removes_and_appends() -> None:
+    """In force ``bf_window=2880,bf_continue,bf_min_age_reserve=600``: bf_window set to 4320
+    in place, bf_continue (a flag) removed, bf_max_job_test appended; nothing in force
+    (``(null)``): the items alone."""
+    from metrics.recommendations.slurm_config import scheduler_parameters_line
+
+    conf = {"SchedulerParameters": "bf_window=2880,bf_continue,bf_min_age_reserve=600"}
+    items = {"bf_window": "4320", "bf_continue": None, "bf_max_job_test": "1000"}
+    assert scheduler_parameters_line(conf, items) == (
+        "SchedulerParameters=bf_window=4320,bf_min_age_reserve=600,bf_max_job_test=1000"
+    )
+    assert scheduler_parameters_line(
+        {"SchedulerParameters": "(null)"}, {"bf_continue": "true"}
+    ) == ("SchedulerParameters=bf_continue")

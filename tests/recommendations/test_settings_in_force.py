@@ -94,3 +94,44 @@ def test_without_a_config_the_defaults_are_replayed(empty: RecommendationInputs)
     bf_window=2880 is proposed."""
     rec = _rule(recommendations_frame(_inputs(empty, {}), large_job_gpus=32), "backfill_tuning")
     assert json.loads(str(rec["evidence"]))["replay"]["mean_wait_s_current"] == 66.5 * H
+
+
+def test_a_rollback_through_the_pipeline_is_the_whole_line_in_force(
+    empty: RecommendationInputs,
+) -> None:
+    """A past proposal set bf_min_age_reserve 57600 → 84240 on slurm-a (its ledger change
+    ``c1``), and the large jobs' p90 regressed. The config in force is
+    ``bf_interval=30,bf_window=2880,bf_min_age_reserve=84240``: the rollback patch is that
+    line with 57600 back, not ``SchedulerParameters=bf_min_age_reserve=57600`` (which, pasted,
+    drops bf_interval and bf_window). No longer proposed, it would be ``info``; a rollback is
+    ranked ``warning``."""
+    import datetime as dt
+
+    from pipelines.recommendations import PROPOSAL_SCHEMA
+
+    line = "SchedulerParameters=bf_interval=30,bf_window=2880,bf_min_age_reserve=84240"
+    t0 = W.start - dt.timedelta(days=30)
+    proposals = pl.DataFrame(
+        [("rec-1", "backfill_min_age_reserve", "slurm-a", "cluster=slurm-a/partition=gpu",
+          "slurm.conf", line, "cut bf_min_age_reserve", t0, t0)],
+        schema=PROPOSAL_SCHEMA, orient="row",
+    )  # fmt: skip
+    changes = pl.DataFrame(
+        [("c1", "slurm-a", "slurm.conf", "SchedulerParameters:bf_min_age_reserve", "57600",
+          "84240", t0 + dt.timedelta(days=1))],
+        schema=dict(empty.policy_changes.schema), orient="row",
+    )  # fmt: skip
+    impact = pl.DataFrame(
+        {"change_id": ["c1"], "kpi": ["wait_p90_h[64-255]"], "method": ["its"],
+         "verdict": ["regressed"]}
+    )  # fmt: skip
+    inputs = dataclasses.replace(
+        _inputs(empty, {"slurm-a": {"SchedulerParameters": line[len("SchedulerParameters=") :]}}),
+        proposals=proposals, policy_changes=changes, impact=impact,
+    )  # fmt: skip
+    frame = recommendations_frame(inputs, large_job_gpus=32)
+    rec = frame.filter(pl.col("id") == "rec-1").row(0, named=True)
+    assert (rec["status"], rec["severity"]) == ("regressed", "warning")
+    assert rec["patch_content"] == (
+        "SchedulerParameters=bf_interval=30,bf_window=2880,bf_min_age_reserve=57600"
+    )
