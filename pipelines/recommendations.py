@@ -73,7 +73,11 @@ from metrics.recommendations.merge import (
     merge_patches_by_object,
 )
 from metrics.recommendations.min_age_reserve import min_age_reserve
-from metrics.recommendations.slurm_config import parse_scontrol_config, priority_settings
+from metrics.recommendations.slurm_config import (
+    parse_scontrol_config,
+    preempt_exempt_s,
+    priority_settings,
+)
 from metrics.scheduler_model import SchedulerSettings
 from pipelines._parse_result import REJECTED_SCHEMA, InputFormatError, ParseResult
 from pipelines.config import Config
@@ -698,7 +702,12 @@ def recommendations_frame(
             capacity_gpu_h_per_week=inputs.capacity_gpu_h_per_week,
             **opt["slurm_fairshare_drift"],
         ),
-        preemption_churn(jobs, w, **opt["preemption_churn"]),
+        preemption_churn(
+            jobs, w,
+            **{"current_exempt_s": {c: preempt_exempt_s(conf)
+                                    for c, conf in inputs.slurm_config.items()},
+               **opt["preemption_churn"]},
+        ),
         lemon_nodes(inputs.node_reliability, w, inputs.schedulers, **opt["lemon_nodes"]),
         reservations_idle(
             inputs.reservations.filter(pl.col("cluster").is_in(slurm))

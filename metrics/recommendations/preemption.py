@@ -17,6 +17,7 @@ changes are proposed [slurm.conf(5) ``PreemptExemptTime``; sacctmgr(1) QOS ``Gra
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 
 import polars as pl
 
@@ -55,7 +56,7 @@ def preemption_churn(
     min_lost_gpu_h_per_week: float = 10.0,
     max_median_run_s: float = 3600.0,
     grace_s: int = 300,
-    current_exempt_s: float | None = None,
+    current_exempt_s: float | Mapping[str, float | None] | None = None,
 ) -> pl.DataFrame:
     """PreemptExemptTime and QOS GraceTime recommendations per Slurm cluster.
 
@@ -67,7 +68,9 @@ def preemption_churn(
         max_median_run_s: median run before preemption at most (churn, not rare late
             preemption).
         grace_s: proposed GraceTime (s).
-        current_exempt_s: the cluster's PreemptExemptTime, if known (no change if not lower).
+        current_exempt_s: the PreemptExemptTime in force (s): one for every cluster, or
+            cluster → its value (absent or None: unknown); no change is proposed where it is
+            not below the proposed value, and the text states it where known.
 
     Returns:
         ``preempt_exempt_time`` (``slurm.conf``) per cluster and ``preemption_grace_time``
@@ -110,7 +113,19 @@ def preemption_churn(
         }
         severity = grade(lost_wk, min_lost_gpu_h_per_week, 4 * min_lost_gpu_h_per_week)
         confidence = min(1.0, grp.height / (4 * min_preemptions))
-        if current_exempt_s is None or current_exempt_s < exempt:
+        in_force = (
+            current_exempt_s.get(str(cluster))
+            if isinstance(current_exempt_s, Mapping)
+            else current_exempt_s
+        )
+        now = (
+            f" (now {slurm_duration(in_force)})"
+            if in_force is not None and in_force > 0
+            else " (none now)"
+            if in_force is not None
+            else ""
+        )
+        if in_force is None or in_force < exempt:
             young = grp.filter(pl.col("run_s") < exempt)
             recs.append(
                 Recommendation(
@@ -121,7 +136,7 @@ def preemption_churn(
                     window=window,
                     evidence={
                         **common,
-                        "current_exempt_s": current_exempt_s,
+                        "current_exempt_s": in_force,
                         "proposed_exempt_s": exempt,
                         "attempts_preempted_younger": young.height,
                         "gain_is_upper_bound": True,
@@ -130,7 +145,7 @@ def preemption_churn(
                         f"{grp.height} GPU jobs were preempted after a median "
                         f"{median / 60:.0f} min of running, losing {lost_wk:.0f} GPU-h a week. "
                         f"Exempt jobs from preemption for their first {exempt / 60:.0f} min "
-                        f"(PreemptExemptTime={slurm_duration(exempt)})."
+                        f"(PreemptExemptTime={slurm_duration(exempt)}{now})."
                     ),
                     confidence=confidence,
                     expected_gain_gpu_h_per_week=float(young["_lost_gpu_s"].sum())

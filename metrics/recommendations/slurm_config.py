@@ -17,6 +17,7 @@ __all__ = [
     "PrioritySettings",
     "parse_duration",
     "parse_scontrol_config",
+    "preempt_exempt_s",
     "priority_settings",
     "scheduler_parameters_line",
 ]
@@ -124,3 +125,16 @@ def scheduler_parameters_line(config: Mapping[str, str], items: Mapping[str, str
             out.append(item)
     out += [written(n, str(v)) for n, v in items.items() if n not in done and v is not None]
     return "SchedulerParameters=" + ",".join(out)
+
+
+def preempt_exempt_s(config: Mapping[str, str] | None) -> float | None:
+    """``PreemptExemptTime`` in force, in seconds, from a parsed ``scontrol show config``
+    (``00:25:00``, ``1-00:00:00``; ``NONE``, ``(null)``, ``-1`` or absent from a loaded config:
+    0, no exemption); None when no config is loaded or the value cannot be read."""
+    if config is None:
+        return None
+    value = next((v for k, v in config.items() if k.lower() == "preemptexempttime"), None)
+    text = (value or "").strip()
+    if text.upper() in ("", "NONE", "(NULL)", "-1", "N/A"):
+        return 0.0
+    return parse_duration(text)

@@ -135,3 +135,40 @@ def test_a_rollback_through_the_pipeline_is_the_whole_line_in_force(
     assert rec["patch_content"] == (
         "SchedulerParameters=bf_interval=30,bf_window=2880,bf_min_age_reserve=57600"
     )
+
+
+def _preempted(empty: RecommendationInputs, config: dict[str, str]) -> RecommendationInputs:
+    """40 GPU attempts on slurm-a preempted after 600 + 30 i s (i = 0…39)."""
+    from tests.recommendations._frames import job, jobs
+
+    rows = [
+        job(f"p{i}", eligible=i * H, start=i * H, run=600.0 + 30 * i, state="PREEMPTED",
+            qos="low")
+        for i in range(40)
+    ]  # fmt: skip
+    frame = pl.concat([empty.jobs, jobs(rows)], how="diagonal_relaxed").select(empty.jobs.columns)
+    return dataclasses.replace(
+        empty, as_of=W.end, window=W, schedulers={"slurm-a": "slurm"}, jobs=frame,
+        slurm_config={"slurm-a": config},
+    )  # fmt: skip
+
+
+def _exempt_patches(inputs: RecommendationInputs) -> list[str]:
+    """The PreemptExemptTime patches proposed: the exempt finding is folded into the grace-time
+    finding of the same preempted attempts (one evidence basis), as a companion patch."""
+    rec = _rule(recommendations_frame(inputs), "preemption_grace_time")
+    ev = json.loads(str(rec["evidence"]))
+    return [c["content"] for c in ev.get("companion_patches") or []]
+
+
+def test_the_preemption_rule_reads_the_exempt_time_in_force(empty: RecommendationInputs) -> None:
+    """p75 run before preemption = the 30th of 40 = 600 + 30 × 29 = 1,470 s → 1,500 s
+    (PreemptExemptTime=00:25:00). With 02:00:00 in force nothing is proposed (it would lower
+    it); with 00:00:00 in force it is proposed and says none is set now."""
+    assert _exempt_patches(_preempted(empty, {"PreemptExemptTime": "02:00:00"})) == []
+    none = _preempted(empty, {"PreemptExemptTime": "00:00:00"})
+    assert _exempt_patches(none) == ["PreemptExemptTime=00:25:00"]
+    rec = _rule(recommendations_frame(none), "preemption_grace_time")
+    views = json.loads(str(rec["evidence"]))["views"]
+    exempt = next(v for v in views if v["rule"] == "preempt_exempt_time")
+    assert "(PreemptExemptTime=00:25:00 (none now))" in exempt["change_text"]
