@@ -43,6 +43,7 @@ from zoneinfo import ZoneInfo
 import polars as pl
 
 from metrics._helpers import seconds_between
+from metrics.policy_replay import replay_wait_kpis
 from metrics.recommendations._model import (
     Recommendation,
     Window,
@@ -55,6 +56,7 @@ from metrics.recommendations._model import (
     slurm_duration,
     to_frame,
 )
+from metrics.recommendations.life import kpi_matches
 from metrics.scheduler_model import (
     Node,
     RecurringReservation,
@@ -73,6 +75,7 @@ __all__ = [
     "backfill_tuning",
     "max_queue_depth",
     "replay_workload",
+    "target_kpi_forecast",
 ]
 
 BACKFILL_RULE = "backfill_tuning"
@@ -355,6 +358,7 @@ def _propose(
     if bf_gain >= min_gain_s:
         line = _scheduler_parameters(proposed)
         trade, harmed = trade_off(base, tuned, window, large_gpus, *harm)
+        forecast = target_kpi_forecast(jobs, base, tuned, cluster, window, large_gpus)
         out.append(
             Recommendation(
                 rule=BACKFILL_RULE,
@@ -368,6 +372,7 @@ def _propose(
                     "proposed": _settings_dict(proposed),
                     "replay": _replay_dict(base, tuned, window),
                     "trade_off": {**trade, "severity_uncapped": severity},
+                    "target_kpi": forecast,
                 },
                 change_text=(
                     f"Large jobs (≥ {large_gpus:g} GPUs) in partition {partition} waited a median "
@@ -377,6 +382,7 @@ def _propose(
                     "(merge into the existing SchedulerParameters). "
                     + _replay_text(base, tuned, window)
                     + _trade_text(trade, severity, harmed)
+                    + _target_text(forecast)
                     + _check_text(check)
                 ),
                 confidence=confidence,
@@ -485,6 +491,89 @@ def _check_text(check: Mapping[str, float | None]) -> str:
         f" Model check: under the current settings the replay starts the {check['jobs']:.0f} "
         f"recorded jobs a median {check['median_abs_start_error_min']:.0f} min from their "
         f"recorded start ({check['within_1h_share']:.0%} within 1 h)."
+    )
+
+
+def _sim_frame(
+    jobs: list[SimJob], starts: Mapping[str, float | None], cluster: str
+) -> pl.DataFrame:
+    """The replayed jobs as ``jobs`` rows (``cluster, eligible_at, start_at, end_at, gpus,
+    req_gpus``): a job never started ends at its cancel time (NULL: still waiting)."""
+
+    def ts(v: float | None) -> dt.datetime | None:
+        return None if v is None else dt.datetime.fromtimestamp(v, dt.UTC)
+
+    rows = []
+    for j in jobs:
+        start = starts.get(j.job_id)
+        end = j.cancel_s if start is None else start + min(j.runtime_s, j.limit_s)
+        rows.append((cluster, ts(j.eligible_s), ts(start), ts(end), float(j.gpus), float(j.gpus)))
+    utc = pl.Datetime("us", "UTC")
+    return pl.DataFrame(
+        rows,
+        schema={"cluster": pl.String(), "eligible_at": utc, "start_at": utc, "end_at": utc,
+                "gpus": pl.Float64(), "req_gpus": pl.Float64()},
+        orient="row",
+    )  # fmt: skip
+
+
+def target_kpi_forecast(
+    jobs: list[SimJob],
+    before: _Replay,
+    after: _Replay,
+    cluster: str,
+    window: Window,
+    large_gpus: float,
+) -> list[dict[str, object]]:
+    """The replay's forecast in the terms the change will be measured by.
+
+    ``policy_change_impact`` judges a backfill change by ``wait_p90_h[<bucket>]`` of the
+    buckets holding large jobs: per UTC day of eligibility, the Kaplan–Meier p90 time to start
+    of that day's spells, averaged over the days (:func:`metrics.policy_replay.
+    replay_wait_kpis`, METRICS.md "Policy change impact"). The rules' own "p90 wait" pools every
+    large job's wait over the window (nearest rank); with about one large job a day the daily
+    p90 is close to the jobs' mean wait, so the two differ. This gives the daily one for both
+    replays, so a prediction and its measurement compare like with like.
+
+    Returns:
+        One entry per such bucket with a value in both replays: ``kpi``, ``current_h`` and
+        ``proposed_h`` (mean over the days with a value in both), ``change_h``, ``days``.
+    """
+    daily = []
+    for r in (before, after):
+        k = replay_wait_kpis(_sim_frame(jobs, r.starts, cluster), window.end)
+        daily.append(
+            k.filter(
+                pl.col("kpi").map_elements(
+                    lambda x: kpi_matches(x, "wait_p90_h", large_gpus), return_dtype=pl.Boolean
+                )
+                & (pl.col("day") >= window.start)
+            ).select("kpi", "day", "value")
+        )
+    both = daily[0].join(daily[1], on=["kpi", "day"], suffix="_proposed")
+    out = []
+    for (kpi,), g in both.sort("kpi", "day").group_by("kpi", maintain_order=True):
+        cur = float(g["value"].mean())  # type: ignore[arg-type]
+        new = float(g["value_proposed"].mean())  # type: ignore[arg-type]
+        out.append(
+            {"kpi": kpi, "current_h": cur, "proposed_h": new, "change_h": new - cur,
+             "days": g.height}
+        )  # fmt: skip
+    return out
+
+
+def _target_text(forecast: list[dict[str, object]]) -> str:
+    """The forecast on the measured KPI, in words (empty without one)."""
+    if not forecast:
+        return ""
+    parts = [
+        f"{f['kpi']} {float(f['current_h']):.1f} h → {float(f['proposed_h']):.1f} h "  # type: ignore[arg-type]
+        f"({float(f['change_h']):+.1f} h)"  # type: ignore[arg-type]
+        for f in forecast
+    ]
+    return (
+        " On the measure the change will be judged by (the daily Kaplan–Meier p90 time to "
+        "start averaged over days, not the pooled p90 above): " + "; ".join(parts) + "."
     )
 
 

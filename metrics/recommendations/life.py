@@ -37,6 +37,7 @@ __all__ = [
     "LIFE_SCHEMA",
     "RULE_KPIS",
     "STATUSES",
+    "kpi_matches",
     "proposed_settings",
     "recommendation_life",
     "rollback_patch",
@@ -262,7 +263,7 @@ def _status_from_verdicts(verdicts: Iterable[str]) -> str:
     return "measured"
 
 
-def _kpi_matches(kpi: str, target: str, large_gpus: float | None = None) -> bool:
+def kpi_matches(kpi: str, target: str, large_gpus: float | None = None) -> bool:
     """Whether ``kpi`` (``wait_p90_h[64-255]``) is ``target`` (its name before ``[``); with
     ``large_gpus``, only in a size bucket that holds jobs of that many GPUs or more."""
     if not (kpi == target or kpi.split("[", 1)[0] == target):
@@ -359,7 +360,7 @@ def recommendation_life(
         else:
             target = RULE_KPIS.get(str(r["rule"]))
             large = large_job_gpus if str(r["rule"]) in LARGE_JOB_RULES else None
-            verdicts = [v for k, v in effects[cid] if target and _kpi_matches(k, target, large)]
+            verdicts = [v for k, v in effects[cid] if target and kpi_matches(k, target, large)]
             rows.append((r["id"], _status_from_verdicts(verdicts), cid))
     return pl.DataFrame(rows, schema=LIFE_SCHEMA, orient="row")
 

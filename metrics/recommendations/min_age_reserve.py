@@ -52,13 +52,16 @@ from metrics.recommendations._model import (
 from metrics.recommendations.backfill import (
     _capped,
     _check_text,
+    _held_gain,
     _large_waits,
     _model_check,
     _Replay,
     _replay,
     _replay_dict,
+    _target_text,
     _trade_text,
     replay_workload,
+    target_kpi_forecast,
     trade_off,
 )
 from metrics.scheduler_model import SchedulerSettings
@@ -293,6 +296,7 @@ def _propose(
     severity = grade(rel_cut, 0.10, 0.30)
     line = _parameters_line(config, new_age)
     check = _model_check(gpu_att, base)
+    forecast = target_kpi_forecast(jobs, base, tuned, cluster, window, large_gpus)
     p90 = nearest_rank_value(waits, 0.9) or 0.0
     old = cur.bf_min_age_reserve_s
     return Recommendation(
@@ -322,10 +326,11 @@ def _propose(
             ],
             "replay": _replay_dict(base, tuned, window),
             "trade_off": {**trade, "severity_uncapped": severity},
+            "target_kpi": forecast,
             "model_check": check,
         },
         change_text=(
-            f"Large jobs (≥ {large_gpus:g} GPUs) in partition {partition} waited a p90 "
+            f"Large jobs (≥ {large_gpus:g} GPUs) in partition {partition} waited a pooled p90 "
             f"{p90 / 3600:.1f} h; backfill reserves nothing for them until they have been "
             f"eligible bf_min_age_reserve = {old:.0f} s ({old / 3600:.1f} h), and {passes} smaller "
             f"jobs started while a large job was pending and younger than that "
@@ -334,9 +339,11 @@ def _propose(
             f"jobs cuts the large jobs' p90 wait from {base.large['p90_wait_s'] / 3600:.1f} h to "
             f"{tuned.large['p90_wait_s'] / 3600:.1f} h ({rel_cut:.0%})."
             + _trade_text(trade, severity, harmed)
+            + _target_text(forecast)
             + _check_text(check)
         ),
         confidence=min(1.0, len(waits) / 10),
+        expected_gain_gpu_h_per_week=_held_gain(base, tuned, window),
         expected_wait_reduction_s=base.large["mean_wait_s"] - tuned.large["mean_wait_s"],
         patch_kind="slurm.conf",
         patch_content=line,

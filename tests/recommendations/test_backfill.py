@@ -130,3 +130,14 @@ def test_a_change_that_harms_no_class_may_stay_critical() -> None:
     assert trade["classes"]["smaller jobs"]["p90_wait_s"]["ratio"] == 3.0
     assert _capped("critical", harmed) == "warning"
     assert _capped("info", harmed) == "info"
+
+
+def test_the_forecast_is_stated_on_the_kpi_the_change_is_measured_by() -> None:
+    """The 32-GPU job is the 9-63 bucket's one spell, eligible on day 0: its daily p90 (the
+    measure of policy_change_impact) is its replayed wait, 66.5 h → 9.0 h."""
+    rec = _run(48 * H, 0.2).filter(pl.col("rule") == "backfill_tuning").row(0, named=True)
+    assert json.loads(rec["evidence"])["target_kpi"] == [
+        {"kpi": "wait_p90_h[9-63]", "current_h": 66.5, "proposed_h": 9.0, "change_h": -57.5,
+         "days": 1}
+    ]  # fmt: skip
+    assert "wait_p90_h[9-63] 66.5 h → 9.0 h (-57.5 h)" in rec["change_text"]

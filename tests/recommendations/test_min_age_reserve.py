@@ -160,3 +160,22 @@ def test_unknown_config_says_what_to_collect() -> None:
 def test_the_rule_targets_the_p90_wait() -> None:
     assert RULE_KPIS["backfill_min_age_reserve"] == "wait_p90_h"
     assert at(0) < at(1)
+
+
+def test_the_forecast_is_stated_on_the_kpi_the_change_is_measured_by() -> None:
+    """policy_change_impact judges the change by wait_p90_h of the large jobs' bucket (16 GPUs:
+    9-63), a daily Kaplan–Meier p90 averaged over days, not the pooled p90 of the evidence. L is
+    the bucket's one spell, eligible on day 0: its daily p90 is its wait, 2.5 h → 1.0 h
+    (−1.5 h) over 1 day, and the text says it. Held GPU-hours a week, the gain backfill_tuning
+    reports, are the same under both: a node held 0.5 h (2:00–2:30 now, 0:30–1:00 proposed),
+    8 GPUs × 0.5 h in 8 h = 84 GPU-h a week each, so no gain (None, as that rule gives)."""
+    r = _run(CONFIG).row(0, named=True)
+    ev = json.loads(r["evidence"])
+    assert ev["target_kpi"] == [
+        {"kpi": "wait_p90_h[9-63]", "current_h": 2.5, "proposed_h": 1.0, "change_h": -1.5,
+         "days": 1}
+    ]  # fmt: skip
+    assert "wait_p90_h[9-63] 2.5 h → 1.0 h (-1.5 h)" in r["change_text"]
+    held = ev["replay"]
+    assert held["held_gpu_h_per_week_current"] == held["held_gpu_h_per_week_proposed"] == 84.0
+    assert r["expected_gain_gpu_h_per_week"] is None
