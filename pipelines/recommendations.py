@@ -720,7 +720,7 @@ def recommendations_frame(
         frames.append(
             gang_window(
                 inputs.wait_causes, inputs.gang_domains, w, inputs.schedulers,
-                **opt["gang_window"],
+                **{"jobs": jobs, "timezones": inputs.timezones, **opt["gang_window"]},
             )
         )  # fmt: skip
     if inputs.wait_causes.height and inputs.gang_capacity.height and inputs.gang_topology.height:

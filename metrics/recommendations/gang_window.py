@@ -6,8 +6,9 @@ waits"): large jobs eligible in the window, their fragmentation delay (enough fr
 no placement in one domain) and the free GPU-hours that sat idle meanwhile. When fragmentation is
 at least ``min_share`` of their wait, the rule proposes a daily Slurm reservation
 [scontrol(1), ``create reservation … Flags=DAILY``] over the healthiest domain of the gang level,
-from the UTC hour when most fragmentation delay began, for the accounts whose large jobs waited
-on topology: small jobs stop refilling that domain, so a gang finds it whole.
+from the UTC hour when most fragmentation delay began (``StartTime`` its next occurrence after
+the window, in slurmctld's zone), for the Slurm accounts whose large jobs waited on topology:
+small jobs stop refilling that domain, so a gang finds it whole.
 
 Expected gain = the GPU-hours per week the blocked large jobs were kept from running by topology
 (Σ GPUs asked × fragmentation delay), at most what the reserved domain offers in its windows
@@ -17,6 +18,10 @@ free GPUs. Not replay-checked (the shared scheduler model has no topology).
 """
 
 from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from zoneinfo import ZoneInfo
 
 import polars as pl
 
@@ -44,6 +49,8 @@ def gang_window(
     min_jobs: int = 3,
     min_mean_fragmentation_s: float = 3600.0,
     hours: int = 4,
+    jobs: pl.DataFrame | None = None,
+    timezones: Mapping[str, str] | None = None,
 ) -> pl.DataFrame:
     """One reservation per Slurm cluster whose large jobs waited mostly on topology.
 
@@ -59,6 +66,12 @@ def gang_window(
         min_jobs: large jobs with fragmentation delay, at least.
         min_mean_fragmentation_s: mean fragmentation delay per large job, at least (seconds).
         hours: the reservation's daily duration.
+        jobs: ``cluster, job_id, account`` (the ``jobs`` view): the reservation's
+            ``Accounts=`` are the Slurm accounts of the blocked large jobs. Without it (or for
+            a job without an account) their teams stand in, and the evidence says so.
+        timezones: cluster → IANA zone of slurmctld (default UTC): ``StartTime`` is the next
+            start hour after the window's end, written in that zone (scontrol reads local
+            time), so the daily window starts at the hour the evidence chose.
 
     Returns:
         :data:`~metrics.recommendations.RECOMMENDATION_SCHEMA` rows; severity by the
@@ -68,6 +81,19 @@ def gang_window(
     d = domains.lazy().collect()
     if c.height == 0 or d.height == 0:
         return empty_recommendations()
+    if jobs is not None and {"cluster", "job_id", "account"} <= set(jobs.columns):
+        acct = (
+            jobs.select("cluster", "job_id", "account")
+            .drop_nulls("account")
+            .unique(["cluster", "job_id"], keep="first")
+        )
+        c = c.join(acct, on=["cluster", "job_id"], how="left")
+    else:
+        c = c.with_columns(pl.lit(None, dtype=pl.String()).alias("account"))
+    c = c.with_columns(
+        pl.col("account").is_null().alias("_team_for_account"),
+        pl.coalesce("account", "team").alias("account"),
+    )
     per = (
         c.filter(pl.col("cluster").is_in([k for k, v in schedulers.items() if v == "slurm"]))
         .group_by("cluster")
@@ -80,6 +106,12 @@ def gang_window(
             pl.col("blocked_idle_gpu_s").sum(),
             (pl.col("req_gpus") * pl.col("fragmentation_s")).sum().alias("_delayed_gpu_s"),
             pl.col("team").filter(pl.col("fragmentation_s") > 0).unique().sort().alias("teams"),
+            pl.col("account")
+            .filter(pl.col("fragmentation_s") > 0)
+            .unique()
+            .sort()
+            .alias("accounts"),
+            pl.col("_team_for_account").filter(pl.col("fragmentation_s") > 0).any().alias("_tfa"),
             pl.col("eligible_at")
             .filter(pl.col("fragmentation_s") > 0)
             .dt.hour()
@@ -108,13 +140,18 @@ def gang_window(
         delayed_h = float(r["_delayed_gpu_s"]) / 3600
         cap_h = float(r["healthy_gpus"]) * hours * 7
         gain = min(delayed_h / window.weeks, cap_h)
-        accounts = ",".join(r["teams"])
+        accounts = ",".join(r["accounts"])
         hour = int(r["start_hour"] or 0)
+        # The next {hour}:00 UTC after the window, in slurmctld's local time.
+        end = window.end.astimezone(dt.UTC)
+        nxt = end.replace(hour=hour, minute=0, second=0, microsecond=0)
+        if nxt <= end:
+            nxt += dt.timedelta(days=1)
+        local = nxt.astimezone(ZoneInfo((timezones or {}).get(cluster, "UTC")))
         content = (
             f"scontrol create reservation ReservationName=goodput_gang_{domain} "
-            f"StartTime=now+1day Duration={hours:02d}:00:00 Flags=DAILY "
-            f"Nodes={r['nodes_list']} Accounts={accounts}"
-            f"  # daily from {hour:02d}:00 UTC: set StartTime to the next {hour:02d}:00"
+            f"StartTime={local.strftime('%Y-%m-%dT%H:%M:%S')} Duration={hours:02d}:00:00 "
+            f"Flags=DAILY Nodes={r['nodes_list']} Accounts={accounts}"
         )
         recs.append(
             Recommendation(
@@ -136,7 +173,9 @@ def gang_window(
                     "domain": domain,
                     "healthy_trays": int(r["healthy_nodes"]),
                     "start_hour_utc": hour,
-                    "accounts": list(r["teams"]),
+                    "accounts": list(r["accounts"]),
+                    "teams": list(r["teams"]),
+                    "accounts_from_teams": bool(r["_tfa"]),
                 },
                 change_text=(
                     f"Large jobs on {cluster} waited {share:.0%} of their time for topology "

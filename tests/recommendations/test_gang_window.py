@@ -113,3 +113,30 @@ def test_the_rackscale_fleet_gets_a_segment_for_full_rack_gangs(tmp_path: Path) 
     assert ev[18]["segment_size"] == 2
     assert ev[18]["efficiency_whole"] < 0.95 <= ev[18]["efficiency_segment"]
     assert set(got["cluster"]) == {"slurm-nvl"}
+
+
+def test_the_patch_starts_at_the_chosen_hour_for_the_slurm_accounts() -> None:
+    """The window ends 2026-11-16 00:00 UTC; the chosen hour is 09 UTC, so the first daily
+    window is 2026-11-16 09:00 UTC, written in slurmctld's zone: 10:00 in Europe/Berlin (CET,
+    UTC+1 in November). Accounts are the blocked jobs' Slurm accounts (team a's jobs run
+    under proj-a, b's under proj-b), not the team names. Without the jobs' accounts or a zone:
+    09:00 UTC, and the teams stand in for accounts (the evidence says so)."""
+    bare = gang_window(_causes(), _domains(), W, {"c": "slurm"}).row(0, named=True)
+    assert "StartTime=2026-11-16T09:00:00 Duration=04:00:00" in bare["patch_content"]
+    assert json.loads(bare["evidence"])["accounts_from_teams"] is True
+    jobs = pl.DataFrame(
+        {"cluster": ["c"] * 4, "job_id": ["1", "2", "3", "4"],
+         "account": ["proj-a", "proj-b", "proj-a", "proj-c"]}
+    )  # fmt: skip
+    got = gang_window(
+        _causes(), _domains(), W, {"c": "slurm"}, jobs=jobs, timezones={"c": "Europe/Berlin"}
+    )
+    r = got.row(0, named=True)
+    assert r["patch_content"] == (
+        "scontrol create reservation ReservationName=goodput_gang_d2 "
+        "StartTime=2026-11-16T10:00:00 Duration=04:00:00 Flags=DAILY Nodes=n3,n4 "
+        "Accounts=proj-a,proj-b"
+    )
+    ev = json.loads(r["evidence"])
+    assert (ev["accounts"], ev["teams"], ev["accounts_from_teams"]) == (
+        ["proj-a", "proj-b"], ["a", "b"], False)  # fmt: skip
