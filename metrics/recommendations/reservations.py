@@ -273,8 +273,9 @@ def reservations_idle(
             text = (
                 f"Shrink reservation {name} from {len(hosts)} to {peak} node(s) "
                 f"({', '.join(kept)}): its jobs used {used_s / 3600:.1f} of "
-                f"{reserved_s / 3600:.0f} reserved GPU-h ({idle:.0%} idle) and never more than "
-                f"{peak} of its nodes at once in an occurrence."
+                f"{reserved_s / 3600:.0f} reserved GPU-h ({idle:.0%} idle) and touched no more "
+                f"than {peak} distinct nodes of it in any one occurrence (a bound on the nodes "
+                "busy at once)."
             )
         else:
             continue

@@ -111,6 +111,8 @@ def test_mostly_idle_recurring_reservation_is_shrunk() -> None:
     assert ev["window"] == {"start": "2026-01-05T00:00:00Z", "end": "2026-01-09T00:00:00Z"}
     assert r["expected_gain_gpu_h_per_week"] == 672.0
     assert r["confidence"] == 0.5
+    # 2 counts the distinct reserved nodes touched in an occurrence, not the nodes at once.
+    assert "touched no more than 2 distinct nodes of it in any one occurrence" in r["change_text"]
 
 
 def test_unused_reservation_is_removed_and_maint_and_busy_are_not() -> None:
