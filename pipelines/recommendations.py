@@ -753,6 +753,7 @@ def recommendations_frame(
                 inputs.nodes,
                 w,
                 current=in_force.get(cluster),
+                cluster_config=inputs.slurm_config.get(cluster),
                 timezones=inputs.timezones,
                 **{"large_gpus": large_job_gpus, **opt["backfill_tuning"]},
             )

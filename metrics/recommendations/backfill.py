@@ -57,6 +57,7 @@ from metrics.recommendations._model import (
     to_frame,
 )
 from metrics.recommendations.life import kpi_matches
+from metrics.recommendations.slurm_config import scheduler_parameters_line
 from metrics.scheduler_model import (
     Node,
     RecurringReservation,
@@ -158,6 +159,7 @@ def backfill_tuning(
     window: Window,
     *,
     current: SchedulerSettings | None = None,
+    cluster_config: Mapping[str, str] | None = None,
     large_gpus: float = 64,
     min_p50_wait_s: float = 6 * 3600.0,
     min_held_share: float = 0.05,
@@ -178,6 +180,9 @@ def backfill_tuning(
         nodes: ``cluster, host, partition, gpus`` (the replay's machine).
         window: the period considered (its end is the replay horizon).
         current: the cluster's current scheduler settings (default Slurm's defaults).
+        cluster_config: the cluster's parsed ``scontrol show config``: the patch is then its
+            whole ``SchedulerParameters`` line with the proposed items set (slurm.conf takes
+            the option whole); None: the items alone, to merge.
         large_gpus: "large" job threshold (METRICS.md: 64).
         min_p50_wait_s: p50 large-job wait at or above which the rule fires.
         min_held_share: held ÷ capacity of the cluster at or above which the rule fires.
@@ -242,20 +247,24 @@ def backfill_tuning(
                 max_other_wait_increase_s=max_other_wait_increase_s,
                 tz=(timezones or {}).get(str(cluster), "UTC"),
                 harm=(harm_rel, harm_abs_s),
+                config=cluster_config,
             )
         )
     return to_frame(recs) if recs else empty_recommendations()
 
 
-def _scheduler_parameters(s: SchedulerSettings) -> str:
-    parts = [
-        f"bf_window={math.ceil(s.bf_window_s / 60)}",
-        f"bf_resolution={math.ceil(s.bf_resolution_s)}",
-        f"bf_max_job_test={s.bf_max_job_test}",
-    ]
+def _scheduler_parameters(s: SchedulerSettings, config: Mapping[str, str] | None = None) -> str:
+    """The proposed backfill items; with the cluster's config, the whole ``SchedulerParameters``
+    line in force with them set (:func:`~metrics.recommendations.slurm_config.
+    scheduler_parameters_line`), else the items alone (to merge into the line in force)."""
+    items = {
+        "bf_window": str(math.ceil(s.bf_window_s / 60)),
+        "bf_resolution": str(math.ceil(s.bf_resolution_s)),
+        "bf_max_job_test": str(s.bf_max_job_test),
+    }
     if s.bf_continue:
-        parts.append("bf_continue")
-    return "SchedulerParameters=" + ",".join(parts)
+        items["bf_continue"] = "true"
+    return scheduler_parameters_line(config or {}, items)
 
 
 def replay_workload(
@@ -317,6 +326,7 @@ def _propose(
     max_other_wait_increase_s: float,
     tz: str,
     harm: tuple[float, float] = (0.10, 600.0),
+    config: Mapping[str, str] | None = None,
 ) -> list[Recommendation]:
     limits = pl.concat([att["timelimit_s"], pend["timelimit_s"]]).drop_nulls()
     longest = float(limits.max() or cur.bf_window_s)  # type: ignore[arg-type]
@@ -356,7 +366,7 @@ def _propose(
     out: list[Recommendation] = []
     bf_gain = base.large["mean_wait_s"] - tuned.large["mean_wait_s"]
     if bf_gain >= min_gain_s:
-        line = _scheduler_parameters(proposed)
+        line = _scheduler_parameters(proposed, config)
         trade, harmed = trade_off(base, tuned, window, large_gpus, *harm)
         forecast = target_kpi_forecast(jobs, base, tuned, cluster, window, large_gpus)
         out.append(
@@ -379,7 +389,11 @@ def _propose(
                     f"{p50 / 3600:.1f} h while {held_share:.0%} of the cluster's GPU time was "
                     f"held idle for pending work. Time limits reach {longest / 60:.0f} min but "
                     f"backfill plans only {cur.bf_window_s / 60:.0f} min ahead. Set {line} "
-                    "(merge into the existing SchedulerParameters). "
+                    + (
+                        "(the SchedulerParameters in force with the backfill items set). "
+                        if config is not None
+                        else "(merge into the existing SchedulerParameters). "
+                    )
                     + _replay_text(base, tuned, window)
                     + _trade_text(trade, severity, harmed)
                     + _target_text(forecast)

@@ -80,6 +80,11 @@ def test_backfill_replays_the_settings_in_force(empty: RecommendationInputs) -> 
     assert ev["current"]["bf_window_min"] == 2880
     assert ev["replay"]["mean_wait_s_current"] == 24 * H
     assert "backfill plans only 2880 min ahead" in str(rec["change_text"])
+    # The whole line in force with the backfill items set (bf_interval and the age kept).
+    assert rec["patch_content"] == (
+        "SchedulerParameters=bf_interval=30,bf_window=2880,bf_min_age_reserve=57600,"
+        "bf_resolution=120,bf_max_job_test=500,bf_continue"
+    )
     # The time-limit rule's replay of the recorded limits is the same scheduler: the big job's
     # 24 h and the small jobs' mean 15,225 s over 25 jobs = (86,400 + 24 × 15,225) / 25.
     tl = json.loads(str(_rule(frame, "time_limits")["evidence"]))["replay"]
