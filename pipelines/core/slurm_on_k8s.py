@@ -958,8 +958,64 @@ def lend_capacity(occupancy: pl.DataFrame, hourly: pl.DataFrame) -> pl.DataFrame
 #: The columns of the slurmd node maps :func:`rehome_slurmd_dcgm` reads: the Slurm cluster's
 #: :data:`NODE_MAP_SCHEMA` rows with the Kubernetes cluster they were read from.
 SLURMD_MAP_COLUMNS: Final = (
-    "cluster", "k8s_cluster", "slurm_node", "valid_from", "valid_to", "namespace", "pod",
+    "cluster", "k8s_cluster", "slurm_node", "valid_from", "valid_to", "namespace", "pod", "gpus",
 )  # fmt: skip
+
+
+def _slurm_gres_index(own: pl.DataFrame, maps: pl.DataFrame) -> pl.DataFrame:
+    """``own`` (:func:`attribute_slurmd_dcgm` rows, ``_sample`` kept) with ``_idx``: the GPU's
+    index in the Slurm node's own GRES list, as ``scontrol show job -d`` ``IDX`` numbers it.
+
+    A slurmd pod sees only the GPUs the device plugin gave it, numbered 0…N−1 in the host's
+    order (NVML and ``/dev/nvidiaN`` enumerate by PCI bus id on both sides), so the Slurm index
+    of a physical GPU is its rank among the physical GPUs the pod's rows carry during one map
+    interval (``device="nvidiaN"``, else the ``gpu`` label). Where the map knows the pod's GPU
+    count and the rows carry another number of GPUs (a GPU never sampled, or more than the pod
+    holds) the rank is not the Slurm index: ``_idx`` is NULL and the GPU map does not match.
+    Rows without ``device``/``gpu_index`` columns (XID events) get ``_idx`` NULL."""
+    if "device" not in own.columns and "gpu_index" not in own.columns:
+        return own.with_columns(pl.lit(None, pl.Int64).alias("_idx"))
+    from metrics.attribution import device_index
+
+    far = pl.lit(dt.datetime(9999, 1, 1, tzinfo=dt.UTC), _UTC)
+    dev = device_index(
+        pl.col("device") if "device" in own.columns else pl.lit(None, pl.String),
+        pl.col("gpu_index") if "gpu_index" in own.columns else pl.lit(None, pl.Int64),
+    )
+    tagged = (
+        own.with_columns(dev.alias("_phys"))
+        .join(
+            maps.select("_interval", "slurm_node", "valid_from", "valid_to", "gpus"),
+            on="slurm_node",
+        )
+        .filter(
+            (pl.col("ts") >= pl.col("valid_from")) & (pl.col("ts") < pl.coalesce("valid_to", far))
+        )
+        .unique("_sample")
+    )
+    order = (
+        tagged.drop_nulls("_phys")
+        .group_by("_interval", "host", "_phys")
+        .agg(pl.col("gpus").first())
+        .with_columns(
+            (pl.col("_phys").rank("dense").over("_interval", "host") - 1)
+            .cast(pl.Int64)
+            .alias("_r"),
+            pl.len().over("_interval", "host").alias("_n"),
+        )
+        .select(
+            "_interval",
+            "host",
+            "_phys",
+            pl.when(pl.col("gpus").is_null() | (pl.col("gpus") == pl.col("_n")))
+            .then(pl.col("_r"))
+            .alias("_idx"),
+        )
+    )
+    idx = tagged.join(order, on=["_interval", "host", "_phys"], how="left").select(
+        "_sample", "_idx"
+    )
+    return own.join(idx, on="_sample", how="left")
 
 
 def rehome_slurmd_dcgm(samples: pl.DataFrame, maps: pl.DataFrame) -> pl.DataFrame:
@@ -972,6 +1028,9 @@ def rehome_slurmd_dcgm(samples: pl.DataFrame, maps: pl.DataFrame) -> pl.DataFram
     places on a Slurm node at the row's ``ts`` (:func:`attribute_slurmd_dcgm`) gets ``cluster``
     = the Slurm cluster and ``host`` = the Slurm node name; a slurmd pod's row the map does not
     place stays on its Kubernetes host. Either way its ``pod`` and ``namespace`` are cleared.
+    A moved row's ``gpu_index`` and ``device`` become the GPU's index in the Slurm node's own
+    GRES list (the rank among the pod's GPUs, :func:`_slurm_gres_index`), the numbering of
+    ``scontrol show job -d`` ``IDX``; ``gpu_uuid`` keeps the physical GPU.
     Every other row is returned unchanged, in the input order. The one re-homing rule for
     everything read per GPU from DCGM: samples, 5-minute buckets and XID events
     (``sql/analytics/xid_events.sql``, so the reliability tables count a slurmd pod's XID on
@@ -993,6 +1052,9 @@ def rehome_slurmd_dcgm(samples: pl.DataFrame, maps: pl.DataFrame) -> pl.DataFram
     tagged = samples.with_row_index("_sample")
     moved = []
     for (c, k), m in maps.group_by("cluster", "k8s_cluster", maintain_order=True):
+        m = m.with_row_index("_interval")
+        if "gpus" not in m.columns:
+            m = m.with_columns(pl.lit(None, pl.Float64).alias("gpus"))
         own = attribute_slurmd_dcgm(
             tagged.filter(pl.col("cluster") == k).with_columns(
                 pl.col("ts").dt.convert_time_zone("UTC").dt.cast_time_unit("us")
@@ -1002,14 +1064,32 @@ def rehome_slurmd_dcgm(samples: pl.DataFrame, maps: pl.DataFrame) -> pl.DataFram
             pl.DataFrame(schema={"job_id": pl.String(), "attempt": pl.Int64(),
                                  "slurm_node": pl.String(), "start_at": _UTC, "end_at": _UTC}),
         )  # fmt: skip
-        moved.append(own.select("_sample", pl.col("slurm_cluster").alias("_c"),
-                                pl.col("slurm_node").alias("_h")))  # fmt: skip
+        moved.append(_slurm_gres_index(own, m).select(
+            "_sample", pl.col("slurm_cluster").alias("_c"), pl.col("slurm_node").alias("_h"),
+            "_idx",
+        ))  # fmt: skip
     pods = maps.select(
         pl.col("k8s_cluster").alias("cluster"), "namespace", "pod", pl.lit(True).alias("_slurmd")
     ).unique()
+    renumber = []
+    if "gpu_index" in cols:
+        renumber.append(
+            pl.when(pl.col("_c").is_not_null())
+            .then(pl.col("_idx").cast(samples.schema["gpu_index"]))
+            .otherwise(pl.col("gpu_index"))
+            .alias("gpu_index")
+        )
+    if "device" in cols:
+        renumber.append(
+            pl.when(pl.col("_c").is_not_null())
+            .then(pl.format("nvidia{}", "_idx"))
+            .otherwise(pl.col("device"))
+            .alias("device")
+        )
     return (
         tagged.join(pl.concat(moved).unique("_sample"), on="_sample", how="left")
         .join(pods, on=["cluster", "namespace", "pod"], how="left")
+        .with_columns(*renumber)
         .with_columns(
             pl.coalesce("_c", "cluster").alias("cluster"),
             pl.coalesce("_h", "host").alias("host"),
