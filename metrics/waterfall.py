@@ -521,6 +521,7 @@ def gpu_waterfall_hourly(
     policy: LossPolicy | None = None,
     idle_threshold: float = 0.05,
     activity_bucket_s: float = 300.0,
+    allocated_cap: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
     """The GPU-time waterfall: one row per cluster, hour and leaf bucket (METRICS.md).
 
@@ -554,6 +555,12 @@ def gpu_waterfall_hourly(
         activity_bucket_s: the length of an ``activity`` bucket in seconds: 300 (5-minute
             buckets, the default) or any divisor of 3600 up to 3600 (hourly aggregates, e.g.
             one row per GPU and hour with ``gpus`` = 1, for long windows).
+        allocated_cap: ``cluster, hour, allocated_gpu_s``: where a cluster-hour has a row and
+            its attempts' allocated GPU-seconds exceed it, the allocated leaves 3–9 (and their
+            ``observed_gpu_s``/``active_gpu_s``) are scaled by cap ÷ allocated before ``held``
+            and ``idle`` are computed — the allocation a Slurm cluster run in slurmd pods was
+            lent (METRICS.md "Slurm on Kubernetes", layer ownership in the fleet-wide tables);
+            None: no cap.
 
     Returns:
         ``cluster, hour, leaf, gpu_s, observed_gpu_s, active_gpu_s, capacity_gpu_s``: 11 rows per
@@ -644,6 +651,26 @@ def gpu_waterfall_hourly(
         .join(held_t, on=[CLUSTER, HOUR], how="left")
         .with_columns(pl.col([*lost_cols, "_kept", "allocated_idle", "_held_t"]).fill_null(0.0))
     )
+    scale = pl.LazyFrame(
+        schema={CLUSTER: pl.String(), HOUR: pl.Datetime("us", "UTC"), "_f": pl.Float64()}
+    )
+    if allocated_cap is not None:
+        raw = pl.sum_horizontal(*lost_cols, "_kept")
+        capped = allocated_cap.select(
+            CLUSTER,
+            pl.col(HOUR).dt.cast_time_unit("us"),
+            pl.col("allocated_gpu_s").cast(pl.Float64).clip(0.0).alias("_cap"),
+        )
+        wide = wide.join(capped, on=[CLUSTER, HOUR], how="left").with_columns(
+            pl.when(pl.col("_cap").is_not_null() & (raw > pl.col("_cap")))
+            .then(pl.col("_cap") / raw)
+            .otherwise(1.0)
+            .alias("_f")
+        )
+        scale = wide.filter(pl.col("_f") < 1.0).select(CLUSTER, HOUR, "_f")
+        wide = wide.with_columns(
+            pl.col([*lost_cols, "_kept", "allocated_idle"]) * pl.col("_f")
+        ).drop("_cap", "_f")
     allocated = pl.sum_horizontal(*lost_cols, "_kept")
     unallocated = (
         pl.col(CAPACITY_GPU_S) - pl.col(DOWN_GPU_S) - pl.col(PLANNED_DOWN_GPU_S) - allocated
@@ -661,8 +688,11 @@ def gpu_waterfall_hourly(
         variable_name=LEAF,
         value_name=GPU_S,
     ).with_columns(pl.col(LEAF).cast(LEAF_DTYPE))
+    observed = observed.join(scale, on=[CLUSTER, HOUR], how="left").with_columns(
+        pl.col(OBSERVED_GPU_S, ACTIVE_GPU_S) * pl.col("_f").fill_null(1.0)
+    )
     return (
-        long.join(observed, on=[CLUSTER, HOUR, LEAF], how="left")
+        long.join(observed.drop("_f"), on=[CLUSTER, HOUR, LEAF], how="left")
         .with_columns(pl.col(OBSERVED_GPU_S).fill_null(0.0), pl.col(ACTIVE_GPU_S).fill_null(0.0))
         .select(CLUSTER, HOUR, LEAF, GPU_S, OBSERVED_GPU_S, ACTIVE_GPU_S, CAPACITY_GPU_S)
         .sort(CLUSTER, HOUR, LEAF)

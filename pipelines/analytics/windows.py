@@ -40,6 +40,7 @@ from pipelines.analytics.metrics_build import (
     job_gpu_summary_ranges,
 )
 from pipelines.core import with_as_of
+from pipelines.core.slurm_on_k8s import LENT_CAPACITY_SOURCE
 from pipelines.warehouse import release_memory, run_named, table_exists
 from pipelines.warehouse.sql import load_sql
 
@@ -396,7 +397,10 @@ def _waterfall(
     """:func:`metrics.gpu_waterfall_hourly` of one cluster's ``occupancy`` hours, one unit of
     hours at a time (:func:`pipelines.analytics.chunks.by_hour_chunks`): the waterfall of a
     window is computed from its capacity rows, the attempts and waits touching it and the
-    activity buckets inside it (each attempt's outcome depends on that attempt alone)."""
+    activity buckets inside it (each attempt's outcome depends on that attempt alone). The
+    hours of a Slurm cluster whose capacity its slurmd pods lend (``capacity_source`` =
+    :data:`pipelines.core.slurm_on_k8s.LENT_CAPACITY_SOURCE`) have their allocated leaves cut
+    to that occupancy row's ``allocated_gpu_s`` (``allocated_cap``)."""
 
     def unit(hours: pl.DataFrame, c: str, lo: dt.datetime, hi: dt.datetime) -> pl.DataFrame:
         return gpu_waterfall_hourly(
@@ -410,8 +414,18 @@ def _waterfall(
             activity_bucket_s=bucket_s,
             xid_events=xid,
             idle_threshold=idle_threshold,
+            allocated_cap=lent,
         ).collect()
 
+    # A Slurm cluster run in slurmd pods is allocated only what its pods lend it
+    # (pipelines.core.slurm_on_k8s.lend_capacity): its waterfall is cut to that allocation.
+    lent = (
+        occupancy.filter(pl.col("capacity_source") == LENT_CAPACITY_SOURCE)
+        .select("cluster", "hour", "allocated_gpu_s")
+        .lazy()
+        if "capacity_source" in occupancy.columns
+        else None
+    )
     return by_hour_chunks(occupancy, unit, every)
 
 

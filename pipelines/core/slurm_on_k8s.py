@@ -872,8 +872,6 @@ def attribute_slurmd_dcgm(
 #: pods hold (:func:`lend_capacity`).
 LENT_CAPACITY_SOURCE: Final = "lent_by_kubernetes"
 
-_OCC_NUMS = ("capacity_gpu_s", "down_gpu_s", "planned_down_gpu_s", "allocated_gpu_s")
-
 
 def slurmd_job_keys(pods: pl.DataFrame, pod_jobs: pl.DataFrame, k8s_cluster: str) -> pl.DataFrame:
     """The Kubernetes jobs that are slurmd pods: jobs of ``k8s_cluster`` that ran a pod labelled
@@ -907,7 +905,11 @@ def lend_capacity(occupancy: pl.DataFrame, hourly: pl.DataFrame) -> pl.DataFrame
     Kubernetes nodes. The Kubernetes cluster's ``capacity_gpu_s`` loses ``lent``; the Slurm
     cluster's ``capacity_gpu_s`` *is* ``lent`` (``capacity_source`` =
     :data:`LENT_CAPACITY_SOURCE`; 0 in an hour no slurmd pod ran), with a row added (nothing
-    allocated or down) for an hour with ``lent > 0`` outside its allocation hours. The
+    down) for an hour with ``lent > 0`` outside its allocation hours. Its ``allocated_gpu_s``
+    is what the pods lend it: Σ over the Kubernetes nodes of min(``slurm_allocated_gpu_s``,
+    ``lent_to_slurm_gpu_s``), so Slurm time no slurmd pod held (``sok_job_without_pod``) or
+    above what the pod held (``sok_gres_mismatch``) is reported, not counted again on GPUs
+    that were Kubernetes' (sacct's own allocation of the cluster is replaced). The
     Kubernetes cluster's ``allocated_gpu_s`` must already leave the slurmd pods out
     (:func:`slurmd_job_keys`). ``occupancy`` = allocated ÷ (capacity − down − planned_down) is
     recomputed (NULL where that is not positive). Clusters of no pair are returned unchanged.
@@ -915,7 +917,8 @@ def lend_capacity(occupancy: pl.DataFrame, hourly: pl.DataFrame) -> pl.DataFrame
     Args:
         occupancy: ``cluster, hour, capacity_gpu_s, down_gpu_s, planned_down_gpu_s,
             allocated_gpu_s, occupancy, capacity_source`` (GPU-seconds).
-        hourly: :data:`HOURLY_SCHEMA` rows (``cluster`` the Slurm cluster, ``k8s_cluster``).
+        hourly: :data:`HOURLY_SCHEMA` rows (``cluster`` the Slurm cluster, ``k8s_cluster``,
+            ``lent_to_slurm_gpu_s``, ``slurm_allocated_gpu_s``).
 
     Returns:
         The same columns, sorted by ``cluster, hour``.
@@ -924,13 +927,17 @@ def lend_capacity(occupancy: pl.DataFrame, hourly: pl.DataFrame) -> pl.DataFrame
         return occupancy
     cols = occupancy.columns
     lent = hourly.group_by("cluster", "k8s_cluster", "hour").agg(
-        pl.col("lent_to_slurm_gpu_s").sum().alias("_lent")
+        pl.col("lent_to_slurm_gpu_s").sum().alias("_lent"),
+        pl.min_horizontal("slurm_allocated_gpu_s", "lent_to_slurm_gpu_s")
+        .clip(0.0)
+        .sum()
+        .alias("_alloc"),
     )
     slurm = set(lent["cluster"].to_list())
     k8s = lent.group_by(pl.col("k8s_cluster").alias("cluster"), "hour").agg(pl.col("_lent").sum())
     hour_t = occupancy.schema["hour"]
     k8s = k8s.with_columns(pl.col("hour").cast(hour_t))
-    lent_s = lent.group_by("cluster", "hour").agg(pl.col("_lent").sum())
+    lent_s = lent.group_by("cluster", "hour").agg(pl.col("_lent", "_alloc").sum())
     lent_s = lent_s.with_columns(pl.col("hour").cast(hour_t))
     rest = occupancy.filter(~pl.col("cluster").is_in(sorted(slurm)))
     rest = rest.join(k8s, on=["cluster", "hour"], how="left").with_columns(
@@ -939,7 +946,8 @@ def lend_capacity(occupancy: pl.DataFrame, hourly: pl.DataFrame) -> pl.DataFrame
     own = occupancy.filter(pl.col("cluster").is_in(sorted(slurm)))
     own = own.join(lent_s, on=["cluster", "hour"], how="full", coalesce=True).with_columns(
         pl.col("_lent").fill_null(0.0).alias("capacity_gpu_s"),
-        *[pl.col(c).fill_null(0.0) for c in _OCC_NUMS if c != "capacity_gpu_s"],
+        pl.col("_alloc").fill_null(0.0).alias("allocated_gpu_s"),
+        *[pl.col(c).fill_null(0.0) for c in ("down_gpu_s", "planned_down_gpu_s")],
         pl.lit(LENT_CAPACITY_SOURCE).alias("capacity_source"),
     )
     avail = pl.col("capacity_gpu_s") - pl.col("down_gpu_s") - pl.col("planned_down_gpu_s")

@@ -34,12 +34,14 @@ def _occ(rows: list[tuple]) -> pl.DataFrame:
 
 
 def _hourly(rows: list[tuple]) -> pl.DataFrame:
-    """``cluster, k8s_cluster, k8s_node, hour, lent_to_slurm_gpu_s`` (the columns read)."""
+    """``cluster, k8s_cluster, k8s_node, hour, lent_to_slurm_gpu_s, slurm_allocated_gpu_s``
+    (the columns read; a 5-tuple row has nothing allocated)."""
     return pl.DataFrame(
-        rows,
+        [r if len(r) == 6 else (*r, 0.0) for r in rows],
         schema={
             "cluster": pl.String(), "k8s_cluster": pl.String(), "k8s_node": pl.String(),
             "hour": pl.Datetime("us", "UTC"), "lent_to_slurm_gpu_s": pl.Float64(),
+            "slurm_allocated_gpu_s": pl.Float64(),
         },
         orient="row",
     )  # fmt: skip
@@ -63,7 +65,7 @@ def test_lent_gpus_move_from_kubernetes_to_slurm() -> None:
         ("other", H1, 3600.0, 0.0, 0.0, 1800.0, 0.5, "inventory"),
     ])  # fmt: skip
     hourly = _hourly([
-        ("sc", "kc", "kn1", H0, 14400.0), ("sc", "kc", "kn1", H1, 14400.0),
+        ("sc", "kc", "kn1", H0, 14400.0), ("sc", "kc", "kn1", H1, 14400.0, 7200.0),
         ("sc", "kc", "kn2", H1, 14400.0), ("sc", "kc", "kn2", H2, 28800.0),
     ])  # fmt: skip
     out = lend_capacity(occ, hourly)

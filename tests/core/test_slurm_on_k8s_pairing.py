@@ -86,3 +86,94 @@ def test_slurmd_pod_gpus_take_the_slurm_node_numbering() -> None:
         ("GPU-kn1-4", "702", "ml", "gres_index"),
         ("GPU-kn1-5", "702", "ml", "gres_index"),
     ]
+
+
+def _hourly(rows: list[tuple]) -> pl.DataFrame:
+    """``cluster, k8s_cluster, k8s_node, hour, lent_to_slurm_gpu_s, slurm_allocated_gpu_s``."""
+    return pl.DataFrame(
+        rows,
+        schema={
+            "cluster": pl.String(), "k8s_cluster": pl.String(), "k8s_node": pl.String(),
+            "hour": _UTC, "lent_to_slurm_gpu_s": pl.Float64(),
+            "slurm_allocated_gpu_s": pl.Float64(),
+        },
+        orient="row",
+    )  # fmt: skip
+
+
+def _occ(rows: list[tuple]) -> pl.DataFrame:
+    return pl.DataFrame(
+        rows,
+        schema={
+            "cluster": pl.String(), "hour": _UTC, "capacity_gpu_s": pl.Float64(),
+            "down_gpu_s": pl.Float64(), "planned_down_gpu_s": pl.Float64(),
+            "allocated_gpu_s": pl.Float64(), "occupancy": pl.Float64(),
+            "capacity_source": pl.String(),
+        },
+        orient="row",
+    )  # fmt: skip
+
+
+def test_slurm_allocation_counts_only_what_the_pods_lend() -> None:
+    """kc: kn1 and kn2, 8 GPUs each (57 600 GPU-s an hour).
+
+    Hour 00: slurmd pod sok-0 on kn1 lends 4 GPUs (14 400) but Slurm allocates 8 on it (job on
+    ``Gres=gpu:8``, 28 800 by sacct): sc allocated = min(28 800, 14 400) = 14 400, occupancy
+    1.0 (before: 28 800, occupancy 2.0).
+    Hour 01: the pod restarts under a new name with a 5-minute gap, 4 × 3 300 = 13 200 lent;
+    the 4-GPU job is mapped for 13 200 (1 200 unmapped, ``sok_job_without_pod``); sacct says
+    14 400: sc allocated 13 200, occupancy 1.0 (before 14 400 ÷ 13 200 = 1.0909).
+    Hour 02: the pod was deleted, nothing lent, the job still runs by sacct (14 400): sc
+    allocated 0, occupancy NULL (before 14 400 on capacity 0).
+    kc + sc capacity = 57 600 in each hour."""
+    from pipelines.core.slurm_on_k8s import lend_capacity
+
+    occ = _occ([
+        ("kc", H0, 57600.0, 0.0, 0.0, 0.0, 0.0, "inventory"),
+        ("kc", H1, 57600.0, 0.0, 0.0, 0.0, 0.0, "inventory"),
+        ("kc", H2, 57600.0, 0.0, 0.0, 0.0, 0.0, "inventory"),
+        ("sc", H0, 28800.0, 0.0, 0.0, 28800.0, 1.0, "observed"),
+        ("sc", H1, 28800.0, 0.0, 0.0, 14400.0, 0.5, "observed"),
+        ("sc", H2, 28800.0, 0.0, 0.0, 14400.0, 0.5, "observed"),
+    ])  # fmt: skip
+    hourly = _hourly([
+        ("sc", "kc", "kn1", H0, 14400.0, 28800.0),
+        ("sc", "kc", "kn1", H1, 13200.0, 13200.0),
+    ])  # fmt: skip
+    out = lend_capacity(occ, hourly).filter(pl.col("cluster") == "sc")
+    assert out.select("hour", "capacity_gpu_s", "allocated_gpu_s", "occupancy").rows() == [
+        (H0, 14400.0, 14400.0, 1.0),
+        (H1, 13200.0, 13200.0, 1.0),
+        (H2, 0.0, 0.0, None),
+    ]
+
+
+def test_waterfall_of_a_lent_cluster_is_cut_to_its_lent_allocation() -> None:
+    """One 4-GPU attempt COMPLETED over 01:00–02:00 (14 400 GPU-s by sacct) on a Slurm cluster
+    whose pods lent 13 200 GPU-s that hour, all of it to the attempt (``allocated_cap`` 13 200).
+    Leaves: goodput 14 400 × 13 200 ÷ 14 400 = 13 200, idle 0; they sum to the capacity 13 200
+    (before: goodput 14 400 > capacity). A second hour with no cap row keeps its leaves."""
+    from metrics import gpu_waterfall_hourly
+
+    att = pl.DataFrame(
+        {
+            "cluster": ["sc"], "job_id": ["401"], "attempt": [0], "partition": ["sok"],
+            "team": ["physics"], "state": ["COMPLETED"], "gpus": [4.0], "req_gpus": [4.0],
+            "eligible_at": [H0], "start_at": [H0], "end_at": [H2], "node_list": [["sok-0"]],
+        },
+        schema_overrides={"eligible_at": _UTC, "start_at": _UTC, "end_at": _UTC},
+    ).lazy()  # fmt: skip
+    cap = pl.DataFrame(
+        {
+            "cluster": ["sc", "sc"], "hour": [H0, H1], "capacity_gpu_s": [14400.0, 13200.0],
+            "down_gpu_s": [0.0, 0.0], "planned_down_gpu_s": [0.0, 0.0],
+        },
+        schema_overrides={"hour": _UTC},
+    ).lazy()  # fmt: skip
+    lent = pl.DataFrame(
+        {"cluster": ["sc"], "hour": [H1], "allocated_gpu_s": [13200.0]},
+        schema_overrides={"hour": _UTC},
+    ).lazy()
+    wf = gpu_waterfall_hourly(att, cap, H2, allocated_cap=lent).collect()
+    leaves = {(r["hour"], r["leaf"]): r["gpu_s"] for r in wf.iter_rows(named=True) if r["gpu_s"]}
+    assert leaves == {(H0, "goodput"): 14400.0, (H1, "goodput"): 13200.0}
