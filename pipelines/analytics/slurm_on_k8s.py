@@ -21,6 +21,7 @@ from pipelines.core.slurm_on_k8s import (
     slurm_on_k8s_findings,
     slurm_on_k8s_hourly,
     slurmd_job_keys,
+    slurmd_overlaps,
 )
 from pipelines.warehouse import read_table, table_exists
 
@@ -121,6 +122,7 @@ def slurm_on_k8s_tables(
         maps.append(node_map)
         hours.append(hourly)
         found.append(slurm_on_k8s_findings(s.cluster, hourly, pieces, mirrors))
+        found.append(slurmd_overlaps(core.k8s_pods, s.k8s_cluster, s.cluster, as_of))
         keys.append(slurmd_job_keys(core.k8s_pods, core.pod_jobs, s.k8s_cluster))
         kept.append(
             node_map.with_columns(pl.lit(s.k8s_cluster).alias("k8s_cluster")).select(

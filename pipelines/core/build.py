@@ -165,7 +165,7 @@ class CoreFrames:
         slurm_jobs: every Slurm row once, identity-resolved (:func:`resolve_slurm_jobs`).
         slurm_attempts: the started Slurm allocations (:func:`slurm_attempts`), with the
             columns later steps read: :data:`JOBS_COLUMNS`, ``job_key`` and ``extra``.
-        k8s_pods: the latest snapshot of each pod.
+        k8s_pods: each pod's most advanced state over the loads (:func:`_newest_pod_state`).
         k8s_events: the latest record of each Event.
         k8s_attempts: the Kubernetes workload attempts (:func:`k8s_attempts`).
         k8s_jobs: the Kubernetes attempts as ``jobs`` rows (:func:`workload_attempts`).
@@ -240,6 +240,36 @@ def with_as_of(frame: pl.DataFrame, as_of: pl.DataFrame) -> pl.DataFrame:
 def _latest(frame: pl.DataFrame, *order: str) -> pl.DataFrame:
     """The last row of each ``(cluster, uid)`` in ``order``."""
     return frame.sort(*order).unique(["cluster", "uid"], keep="last", maintain_order=True)
+
+
+def _newest_pod_state(pods: pl.DataFrame) -> pl.DataFrame:
+    """Each pod's (``cluster, uid``) most advanced state over every load, whatever the load
+    order: a pod's life only moves forward (Pending → Running → Succeeded/Failed; a
+    ``deletionTimestamp`` is never unset), so a row that has finished or is being deleted
+    (``finished_at``/``deleted_at`` set, or phase ``Succeeded``/``Failed``) wins over one that
+    has not, then a started row over an unstarted one, a scheduled one over a pending one; the
+    last loaded (``ingest_id``) among rows of the same stage. An older snapshot loaded last
+    therefore never reopens a pod a newer one showed finished."""
+    done = (
+        pl.col("finished_at").is_not_null()
+        | pl.col("deleted_at").is_not_null()
+        | pl.col("phase").is_in(["Succeeded", "Failed"]).fill_null(value=False)
+    )
+    stage = (
+        pl.when(done)
+        .then(3)
+        .when(pl.col("started_at").is_not_null())
+        .then(2)
+        .when(pl.col("scheduled_at").is_not_null())
+        .then(1)
+        .otherwise(0)
+    )
+    return (
+        pods.with_columns(stage.alias("_stage"))
+        .sort("_stage", "ingest_id")
+        .unique(["cluster", "uid"], keep="last", maintain_order=True)
+        .drop("_stage")
+    )
 
 
 def _latest_snapshot(frame: pl.DataFrame) -> pl.DataFrame:
@@ -564,7 +594,7 @@ def build_core(
         raw, account_teams, slurm_sink, inventoried
     )
     slurm_pending = _throttled(slurm_pending, s_att)
-    pods = _latest(raw.k8s_pods, "ingest_id")
+    pods = _newest_pod_state(raw.k8s_pods)
     events = raw.k8s_events.sort("count", "last_seen", "ingest_id", nulls_last=False).unique(
         ["cluster", "uid"], keep="last", maintain_order=True
     )

@@ -65,6 +65,7 @@ __all__ = [
     "slurm_on_k8s_findings",
     "slurm_on_k8s_hourly",
     "slurmd_job_keys",
+    "slurmd_overlaps",
     "slurmd_pods",
 ]
 
@@ -161,11 +162,30 @@ def slurmd_pods(pods: pl.DataFrame, k8s_cluster: str, as_of: dt.datetime) -> pl.
         k8s_cluster: the Kubernetes cluster.
         as_of: the cut-off an open pod runs to.
 
+    A Slurm node name runs in one slurmd pod at a time (slurm-operator names a NodeSet pod's
+    Slurm node after its hostname, and a new pod of that name replaces the old one), so a pod
+    still open, or ending later, when the next pod of the same Slurm node starts ended then:
+    its ``end_at`` is cut to its successor's start (a pod that left the later snapshots without
+    a recorded end, or a stale state); :func:`slurmd_overlaps` reports each such cut.
+
     Returns:
         ``namespace, pod, slurm_node, k8s_node, nodeset, gpus, start_at, end_at`` for pods that
-        were scheduled on a node and ran (start before end).
+        were scheduled on a node and ran (start before end), sorted by Slurm node and start.
     """
+    spans = _slurmd_spans(pods, k8s_cluster, as_of)
+    return (
+        spans.with_columns(pl.min_horizontal("end_at", "_next").alias("end_at"))
+        .filter(pl.col("start_at") < pl.col("end_at"))
+        .drop("_next")
+    )
+
+
+def _slurmd_spans(pods: pl.DataFrame, k8s_cluster: str, as_of: dt.datetime) -> pl.DataFrame:
+    """The slurmd pods' own spans (:func:`slurmd_pods` before the cut), ``end_at`` at most
+    ``as_of``, with ``_next``: the start of the next pod of the same Slurm node (NULL for the
+    last)."""
     start, end = _pod_span(as_of)
+    cut = pl.lit(as_of, _UTC)
     return (
         pods.filter((pl.col("cluster") == k8s_cluster) & _label(POD_HOSTNAME_LABEL).is_not_null())
         .select(
@@ -176,13 +196,57 @@ def slurmd_pods(pods: pl.DataFrame, k8s_cluster: str, as_of: dt.datetime) -> pl.
             pl.coalesce([_label(k) for k in _NODESET_LABELS]).alias("nodeset"),
             pl.col("gpus").fill_null(0.0),
             start.alias("start_at"),
-            end.alias("end_at"),
+            pl.min_horizontal(end, cut).alias("end_at"),
         )
         .filter(
             pl.col("k8s_node").is_not_null()
             & pl.col("start_at").is_not_null()
             & (pl.col("start_at") < pl.col("end_at"))
         )
+        .sort("slurm_node", "start_at", "end_at", "namespace", "pod")
+        .with_columns(pl.col("start_at").shift(-1).over("slurm_node").alias("_next"))
+    )
+
+
+def slurmd_overlaps(
+    pods: pl.DataFrame, k8s_cluster: str, cluster: str, as_of: dt.datetime
+) -> pl.DataFrame:
+    """The finding ``sok_node_overlap``: a slurmd pod whose span runs past the start of the
+    next pod of the same Slurm node (two pods recorded as running one Slurm node at once);
+    :func:`slurmd_pods` ends it at its successor's start, and the finding says how much was cut.
+
+    Args:
+        pods: ``core.k8s_pods`` rows.
+        k8s_cluster: the Kubernetes cluster the slurmd pods run in.
+        cluster: the Slurm cluster.
+        as_of: the cut-off an open pod runs to.
+
+    Returns:
+        ``data_quality`` rows (``cluster, day, partition, check, value, detail``; value: the
+        pod's GPU-seconds cut, GPUs × seconds), one per cut pod, day of the successor's start.
+    """
+    spans = _slurmd_spans(pods, k8s_cluster, as_of).filter(
+        pl.col("_next").is_not_null() & (pl.col("end_at") > pl.col("_next"))
+    )
+    return spans.select(
+        pl.lit(cluster).alias("cluster"),
+        pl.col("_next").dt.date().alias("day"),
+        pl.lit(None, pl.String).alias("partition"),
+        pl.lit("sok_node_overlap").alias("check"),
+        (
+            (pl.col("end_at") - pl.max_horizontal("_next", "start_at")).dt.total_microseconds()
+            / 1e6
+            * pl.col("gpus")
+        ).alias("value"),
+        pl.format(
+            "Slurm node {}: pod {}/{} still held {} GPUs when the next pod of the node started"
+            " at {}; ended then",
+            "slurm_node",
+            "namespace",
+            "pod",
+            "gpus",
+            pl.col("_next").dt.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        ).alias("detail"),
     )
 
 
@@ -590,7 +654,7 @@ def slurm_on_k8s_hourly(
         .filter(pl.col("node_name").is_not_null() & (pl.col("gpus") > 0))
         .rename({"node_name": "k8s_node"})
     )
-    lent = _by_hour(k8s_pods.filter("slurmd"), ["k8s_node"], "gpus", "lent_to_slurm_gpu_s")
+    lent = _by_hour(slurmd, ["k8s_node"], "gpus", "lent_to_slurm_gpu_s")
     native = _by_hour(k8s_pods.filter(~pl.col("slurmd")), ["k8s_node"], "gpus", "k8s_native_gpu_s")
     alloc = _by_hour(
         on_node.filter(~pl.col("mirror")), ["k8s_node"], "gpus_per_node", "slurm_allocated_gpu_s"
@@ -608,7 +672,7 @@ def slurm_on_k8s_hourly(
         "k8s_node", "node_gpu_type"
     )
     held = _held_idle(
-        k8s_pods.filter("slurmd").select("k8s_node", "gpus", "start_at", "end_at"),
+        slurmd.select("k8s_node", "gpus", "start_at", "end_at"),
         on_node.filter(~pl.col("mirror")).select("k8s_node", "gpus_per_node", "start_at", "end_at"),
         _pending_spans(pods, k, as_of),
         node_types,

@@ -43,3 +43,63 @@ def test_slurm_time_no_slurmd_pod_held_is_not_counted_twice(tmp_path: Path) -> N
     assert wf["sc", 1][0] + wf["kc", 1][0] == 57600.0
     dq = sk.q(cfg, "SELECT value FROM data_quality WHERE \"check\" = 'sok_job_without_pod'")
     assert dq["value"].to_list() == [pytest.approx(1200.0)]
+
+
+@pytest.mark.parametrize("order", ["12", "21"])
+def test_two_slurmd_pods_of_one_slurm_node_are_one_node(tmp_path: Path, order: str) -> None:
+    """Snapshot 01:00: slurmd pod slinky-0-a (sok-0, kn1, 4 GPUs) running since 00:00. Snapshot
+    04:00: slinky-0-b (sok-0, kn1, 4 GPUs) running since 01:10, slinky-0-a gone (no record of
+    its end). Job 501: 4 GPUs on sok-0, 01:15–03:00 (as_of 03:00). Either load order.
+
+    sok-0 is one Slurm node: slinky-0-a ended when slinky-0-b started (01:10).
+    Hour 01: lent 4 × 600 + 4 × 3 000 = 14 400, Slurm allocated 4 × 2 700 = 10 800.
+    Hour 02: lent 14 400, allocated 14 400 (before: 28 800 each, the job counted once per pod).
+    Capacity: hour 01 kc 57 600 − 14 400 = 43 200 and sc 14 400 (before 31 200 and 26 400),
+    hour 02 sc 14 400 (kc's cut-off is its last pod event, 01:10).
+    Finding ``sok_node_overlap``: slinky-0-a's 4 GPUs from 01:10 to the cut-off 03:00 =
+    4 × 6 600 = 26 400 GPU-s cut."""
+    root = sk.setup(tmp_path)
+    p1 = sk.pods_file(root, "pods_2026-11-02T010000Z.json", [
+        sk.pod("slurm", "slinky-0-a", "kn1", 4, 0, None, slurm_node="sok-0"),
+        sk.pod("ml", "keep", "kn2", 1, 0, None),
+    ])  # fmt: skip
+    p2 = sk.pods_file(root, "pods_2026-11-02T040000Z.json", [
+        sk.pod("slurm", "slinky-0-b", "kn1", 4, 1 + 10 / 60, None, slurm_node="sok-0"),
+        sk.pod("ml", "keep", "kn2", 1, 0, None),
+    ])  # fmt: skip
+    sf = sk.write(root, "sacct_2026-11-02.psv",
+                  sk.sacct([(501, "physics", 4, 1.25, 3, "sok-0", "COMPLETED")]))  # fmt: skip
+    pods = [("k8s-pods", p1), ("k8s-pods", p2)]
+    cfg = sk.load(root, [("sacct", sf), *(pods if order == "12" else pods[::-1])])
+    sok = _by_hour(cfg, "SELECT k8s_node, hour, lent_to_slurm_gpu_s, slurm_allocated_gpu_s "
+                        "FROM slurm_on_k8s_hourly")  # fmt: skip
+    assert sok["kn1", 1] == (14400.0, 10800.0)
+    assert sok["kn1", 2] == (14400.0, 14400.0)
+    occ = _by_hour(cfg, "SELECT cluster, hour, capacity_gpu_s FROM occupancy_hourly")
+    assert (occ["kc", 1], occ["sc", 1], occ["sc", 2]) == ((43200.0,), (14400.0,), (14400.0,))
+    dq = sk.q(cfg, "SELECT value FROM data_quality WHERE \"check\" = 'sok_node_overlap'")
+    assert dq["value"].to_list() == [pytest.approx(26400.0)]
+
+
+def test_an_older_pods_snapshot_loaded_last_does_not_reopen_a_finished_pod(
+    tmp_path: Path,
+) -> None:
+    """Day 1's pods file shows native pod ml/train-1 (kn1, 2 GPUs) running since 00:00; day
+    2's shows it Succeeded at 02:00. Loaded day 2 first, then day 1: train-1 still ends at 02:00
+    (a pod's life only moves forward), so kc allocated is train-1's 2 × 3 600 = 7 200 plus
+    ml/keep's 3 600 (1 GPU, 00:00–04:00) = 10 800 at 00 and 01, and 3 600 at 02 and 03
+    (before: 10 800 to the cut-off, the last load's Running state winning)."""
+    root = sk.setup(tmp_path)
+    p1 = sk.pods_file(root, "pods_2026-11-02T010000Z.json", [
+        sk.pod("ml", "train-1", "kn1", 2, 0, None),
+        sk.pod("ml", "keep", "kn2", 1, 0, None),
+    ])  # fmt: skip
+    p2 = sk.pods_file(root, "pods_2026-11-02T040000Z.json", [
+        sk.pod("ml", "train-1", "kn1", 2, 0, 2),
+        sk.pod("ml", "keep", "kn2", 1, 0, 4),
+    ])  # fmt: skip
+    cfg = sk.load(root, [("k8s-pods", p2), ("k8s-pods", p1)])
+    ends = sk.q(cfg, "SELECT name, finished_at FROM core.k8s_pods ORDER BY name")
+    assert [(n, e and e.hour) for n, e in ends.rows()] == [("keep", 4), ("train-1", 2)]
+    occ = _by_hour(cfg, "SELECT cluster, hour, allocated_gpu_s FROM occupancy_hourly")
+    assert [occ["kc", h][0] for h in range(4)] == [10800.0, 10800.0, 3600.0, 3600.0]
