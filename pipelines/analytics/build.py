@@ -90,7 +90,7 @@ from pipelines.core import (
     shares_at_window_start,
     unmatched_pools,
 )
-from pipelines.core.slurm_on_k8s import lend_capacity
+from pipelines.core.slurm_on_k8s import lend_capacity, slurm_node_gpus
 from pipelines.inventory import read_inventory_folder
 from pipelines.warehouse import (
     append_rows,
@@ -1012,11 +1012,13 @@ def _tables(
     build the stored waterfall of the days outside the plan, which ``write`` keeps until
     :meth:`_TableWriter.finish`); the core tables are written last."""
     jobs, as_of = core.jobs, core.as_of
+    # The Slurm nodes run in slurmd pods have the pods' GPUs (the whole-node rule reads them).
+    nodes = slurm_node_gpus(core.nodes, sok.node_map)
     # A full build writes the per-attempt GPU summary a range of attempts at a time.
     summary = write.parts("analytics.job_gpu_summary") if plan.full else None
     windows = window_tables(
         con, jobs=_without_slurmd(jobs, sok.slurmd_jobs), pending=core.pending, occupancy=occ,
-        as_of=as_of, pod_jobs=core.pod_jobs, nodes=core.nodes, idle_threshold=cfg.idle_activity,
+        as_of=as_of, pod_jobs=core.pod_jobs, nodes=nodes, idle_threshold=cfg.idle_activity,
         days=None if plan.full else plan.days, changed_keys=plan.changed_keys,
         slurmd_maps=sok.slurmd_maps if sok.slurmd_maps.height else None, every=units[0],
         rows=units[1], summary=summary,
@@ -1043,7 +1045,7 @@ def _tables(
         pending=_without_slurmd(core.pending, sok.slurmd_jobs),
         occupancy=occ,
         shares=core.shares,
-        nodes=core.nodes,
+        nodes=nodes,
         as_of=as_of,
         slurmd_maps=sok.slurmd_maps if sok.slurmd_maps.height else None,
         pod_jobs=core.pod_jobs,

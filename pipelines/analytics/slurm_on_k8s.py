@@ -23,6 +23,7 @@ from pipelines.core.slurm_on_k8s import (
     slurmd_job_keys,
     slurmd_overlaps,
 )
+from pipelines.slurm._scontrol_nodes import gres_gpus
 from pipelines.warehouse import read_table, table_exists
 
 __all__ = ["SlurmOnK8sTables", "slurm_on_k8s_tables"]
@@ -76,6 +77,27 @@ class SlurmOnK8sTables:
         )
 
 
+def _with_gres_gpus(comments: pl.DataFrame) -> pl.DataFrame:
+    """``comments`` with ``gpus``: the GPUs of each poll's ``Gres=`` (``gres`` column;
+    :func:`pipelines.slurm._scontrol_nodes.gres_gpus`), NULL where absent or unreadable."""
+    if "gres" not in comments.columns:
+        return comments.with_columns(pl.lit(None, pl.Float64).alias("gpus"))
+
+    def count(gres: str | None) -> float | None:
+        try:
+            n = gres_gpus(gres)[0]
+        except ValueError:
+            return None
+        return n if n > 0 else None
+
+    values = comments["gres"].unique().drop_nulls().to_list()
+    table = pl.DataFrame(
+        {"gres": values, "gpus": [count(v) for v in values]},
+        schema={"gres": comments.schema["gres"], "gpus": pl.Float64()},
+    )
+    return comments.join(table, on="gres", how="left")
+
+
 def _settings(cfg: Config) -> list[SlurmOnK8s]:
     return [
         SlurmOnK8s(c.name, c.kubernetes_cluster, c.slurm_on_k8s)
@@ -103,6 +125,7 @@ def slurm_on_k8s_tables(
         if settings and table_exists(con, "raw.slurm_node_comments")
         else pl.DataFrame(schema=_COMMENTS)
     )
+    comments = _with_gres_gpus(comments)
     cuts = dict(core.as_of.drop_nulls("as_of").iter_rows())
     maps, hours, found, keys, kept = [], [], [], [], []
     for s in settings:

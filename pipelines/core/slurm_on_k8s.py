@@ -61,6 +61,7 @@ __all__ = [
     "mirror_jobs",
     "rehome_slurmd_dcgm",
     "sacct_notes",
+    "slurm_node_gpus",
     "slurm_node_map",
     "slurm_on_k8s_findings",
     "slurm_on_k8s_hourly",
@@ -258,12 +259,15 @@ def slurm_node_map(
     Every slurmd pod gives one interval, its running span (``valid_to`` NULL while it runs at
     the cut-off). A polled node ``Comment`` naming a pod that was not ingested gives an interval
     from that poll to the next poll of the same Slurm node that names another pod (else open):
-    the comment is what slurm-operator last wrote, so it holds until it changes.
+    the comment is what slurm-operator last wrote, so it holds until it changes. Its ``gpus``
+    are the node's GPU GRES as the polls give it (``comments.gpus``, the last known in the
+    interval; NULL when no poll gave it).
 
     Args:
         slurmd: :func:`slurmd_pods` of the partner Kubernetes cluster.
         comments: ``raw.slurm_node_comments`` rows (``cluster, slurm_node, polled_at,
-            namespace, pod, k8s_node, nodeset``).
+            namespace, pod, k8s_node, nodeset``, optionally ``gpus``: the GPUs of the node's
+            ``Gres=``).
         cluster: the Slurm cluster.
         as_of: the cut-off (pods still running then get ``valid_to`` NULL).
 
@@ -283,6 +287,8 @@ def slurm_node_map(
         pl.lit("pod").alias("source"),
     )
     polled = comments.filter((pl.col("cluster") == cluster) & pl.col("pod").is_not_null())
+    if "gpus" not in polled.columns:
+        polled = polled.with_columns(pl.lit(None, pl.Float64).alias("gpus"))
     known = slurmd.select("namespace", "pod").unique()
     from_comments = (
         polled.sort("slurm_node", "polled_at")
@@ -299,6 +305,7 @@ def slurm_node_map(
         .agg(
             pl.col("polled_at").min().alias("valid_from"),
             pl.first("namespace", "pod", "k8s_node", "nodeset"),
+            pl.col("gpus").drop_nulls().last(),
         )
         .sort("slurm_node", "valid_from")
         .with_columns(pl.col("valid_from").shift(-1).over("slurm_node").alias("valid_to"))
@@ -312,7 +319,7 @@ def slurm_node_map(
             "pod",
             "k8s_node",
             "nodeset",
-            pl.lit(None, pl.Float64).alias("gpus"),
+            pl.col("gpus").cast(pl.Float64),
             pl.lit("comment").alias("source"),
         )
     )
@@ -654,7 +661,22 @@ def slurm_on_k8s_hourly(
         .filter(pl.col("node_name").is_not_null() & (pl.col("gpus") > 0))
         .rename({"node_name": "k8s_node"})
     )
-    lent = _by_hour(slurmd, ["k8s_node"], "gpus", "lent_to_slurm_gpu_s")
+    # A Slurm node known only from its polled comment lends its GRES GPUs while the comment
+    # holds (its slurmd pod was not ingested; without the GRES nothing is known to be lent).
+    holds = pl.concat(
+        [
+            slurmd.select("k8s_node", "gpus", "start_at", "end_at"),
+            node_map.filter(
+                (pl.col("source") == "comment") & (pl.col("gpus").fill_null(0.0) > 0)
+            ).select(
+                "k8s_node",
+                "gpus",
+                pl.col("valid_from").alias("start_at"),
+                pl.min_horizontal(pl.coalesce("valid_to", cut), cut).alias("end_at"),
+            ),
+        ]
+    ).filter(pl.col("start_at") < pl.col("end_at"))
+    lent = _by_hour(holds, ["k8s_node"], "gpus", "lent_to_slurm_gpu_s")
     native = _by_hour(k8s_pods.filter(~pl.col("slurmd")), ["k8s_node"], "gpus", "k8s_native_gpu_s")
     alloc = _by_hour(
         on_node.filter(~pl.col("mirror")), ["k8s_node"], "gpus_per_node", "slurm_allocated_gpu_s"
@@ -667,12 +689,12 @@ def slurm_on_k8s_hourly(
         pl.col("gpus").alias("_node_gpus"),
         pl.col("gpu_type").alias("node_gpu_type"),
     )
-    held_nodes = slurmd.select("k8s_node").unique()
+    held_nodes = holds.select("k8s_node").unique()
     node_types = held_nodes.join(capacity, on="k8s_node", how="left").select(
         "k8s_node", "node_gpu_type"
     )
     held = _held_idle(
-        slurmd.select("k8s_node", "gpus", "start_at", "end_at"),
+        holds,
         on_node.filter(~pl.col("mirror")).select("k8s_node", "gpus_per_node", "start_at", "end_at"),
         _pending_spans(pods, k, as_of),
         node_types,
@@ -929,6 +951,35 @@ def attribute_slurmd_dcgm(
         )
         .sort("_row")
         .drop("_row")
+    )
+
+
+def slurm_node_gpus(nodes: pl.DataFrame, node_map: pl.DataFrame) -> pl.DataFrame:
+    """``nodes`` with the GPUs of each Slurm node run in slurmd pods taken from the map: the
+    most GPUs any of its intervals knows (the slurmd pod's hold, else the polled ``Gres=``), so
+    the whole-node rule (:func:`metrics.attribution.node_holdings`) reads the node's own GPUs,
+    not the most that one observed job held. Nodes the map knows no GPUs of are unchanged.
+
+    Args:
+        nodes: ``cluster, host, gpus`` and any other columns (kept).
+        node_map: :data:`NODE_MAP_SCHEMA` rows (``cluster`` the Slurm cluster).
+
+    Returns:
+        ``nodes``, same columns and rows.
+    """
+    known = (
+        node_map.filter(pl.col("gpus").fill_null(0.0) > 0)
+        .group_by(pl.col("cluster"), pl.col("slurm_node").alias("host"))
+        .agg(pl.col("gpus").max().alias("_map_gpus"))
+    )
+    if known.is_empty():
+        return nodes
+    return (
+        nodes.join(known, on=["cluster", "host"], how="left")
+        .with_columns(
+            pl.coalesce(pl.col("_map_gpus").cast(nodes.schema["gpus"]), "gpus").alias("gpus")
+        )
+        .select(nodes.columns)
     )
 
 

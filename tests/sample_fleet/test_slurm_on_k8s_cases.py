@@ -103,3 +103,51 @@ def test_an_older_pods_snapshot_loaded_last_does_not_reopen_a_finished_pod(
     assert [(n, e and e.hour) for n, e in ends.rows()] == [("keep", 4), ("train-1", 2)]
     occ = _by_hour(cfg, "SELECT cluster, hour, allocated_gpu_s FROM occupancy_hourly")
     assert [occ["kc", h][0] for h in range(4)] == [10800.0, 10800.0, 3600.0, 3600.0]
+
+
+def test_whole_node_rule_reads_the_slurmd_pods_gpus(tmp_path: Path) -> None:
+    """slurmd pod slinky-2 (Slurm node sok-2) holds all 8 GPUs of kn2, 00:00–04:00. The only
+    job, 303, holds 4 of them 00:00–02:00 (no GPU index map). At 00:30 physical GPUs 0–3 read
+    activity 1.0 and 4–7 read 0.0. sok-2 has 8 GPUs (the pod's), so 303 is not whole-node and
+    the 8 samples are ``node_group`` (no job), 303 observes 0 GPU-s (before: sok-2 had 4 GPUs,
+    the most one observed job held, and all 8 samples went to 303 ``whole_node``, mean 0.5)."""
+    root = sk.setup(tmp_path)
+    slinky = sk.pod("slurm", "slinky-2", "kn2", 8, 0, 4, slurm_node="sok-2")
+    pf = sk.pods_file(root, "pods_2026-11-02.json", [slinky])
+    sf = sk.write(root, "sacct_2026-11-02.psv",
+                  sk.sacct([(303, "physics", 4, 0, 2, "sok-2", "COMPLETED")]))  # fmt: skip
+    df = sk.write(root, "dcgm_kc.prom", sk.dcgm(
+        [("kn2", g, "slurm", "slinky-2", 1.0 if g < 4 else 0.0, 0.5) for g in range(8)]
+    ))  # fmt: skip
+    cfg = sk.load(root, [("sacct", sf), ("k8s-pods", pf), ("dcgm", df)])
+    ga = sk.q(cfg, "SELECT attribution, job_id, count(*) n FROM gpu_activity "
+                   "WHERE host = 'sok-2' GROUP BY ALL")  # fmt: skip
+    assert ga.rows() == [("node_group", None, 8)]
+    summ = sk.q(cfg, "SELECT observed_gpu_s, mean_activity FROM job_gpu_summary "
+                     "WHERE job_id = '303'")  # fmt: skip
+    assert summ.rows() == [(0.0, None)]
+
+
+def test_a_slurm_node_known_only_from_its_comment_lends_its_gpus(tmp_path: Path) -> None:
+    """Node comment polled 00:00: Slurm node sok-3 runs in pod slurm/slinky-3 on kn2 with
+    ``Gres=gpu:h100:8``; the pod was not ingested. Job 403: 8 GPUs on sok-3, 00:00–02:00;
+    native ml/keep: 1 GPU on kn1, 00:00–04:00.
+
+    kn2's 8 GPUs are Slurm's while the comment holds: per hour kc 57 600 − 28 800 = 28 800, sc
+    28 800 (lent), the pair 57 600; sc allocated 28 800 at 00 and 01 (occupancy 1.0); no
+    ``capacity_from_observed_nodes`` for sc (before: sc kept its observed 28 800, kc its 57 600:
+    86 400 an hour on 57 600 physical)."""
+    root = sk.setup(tmp_path)
+    pf = sk.pods_file(root, "pods_2026-11-02.json", [sk.pod("ml", "keep", "kn1", 1, 0, 4)])
+    sf = sk.write(root, "sacct_2026-11-02.psv",
+                  sk.sacct([(403, "physics", 8, 0, 2, "sok-3", "COMPLETED")]))  # fmt: skip
+    cf = sk.write(root, "node_comments_2026-11-02T000000Z.txt",
+                  sk.comment_line("sok-3", "slurm", "slinky-3", "kn2", 8) + "\n")  # fmt: skip
+    cfg = sk.load(root, [("sacct", sf), ("k8s-pods", pf), ("slurm-state", cf)])
+    occ = _by_hour(cfg, "SELECT cluster, hour, capacity_gpu_s, allocated_gpu_s "
+                        "FROM occupancy_hourly")  # fmt: skip
+    for h in range(4):
+        assert occ["kc", h][0] == 28800.0 and occ["sc", h][0] == 28800.0
+    assert [occ["sc", h][1] for h in range(4)] == [28800.0, 28800.0, 0.0, 0.0]
+    dq = sk.q(cfg, "SELECT \"check\" FROM data_quality WHERE cluster = 'sc'")
+    assert "capacity_from_observed_nodes" not in dq["check"].to_list()
