@@ -387,7 +387,10 @@ def mirror_jobs(attempts: pl.DataFrame, pods: pl.DataFrame, k8s_cluster: str) ->
 def map_attempt_nodes(attempts: pl.DataFrame, node_map: pl.DataFrame) -> pl.DataFrame:
     """Each Slurm attempt's nodes mapped through the dated map at their time.
 
-    An attempt on ``n`` nodes holds ``gpus / n`` GPUs on each. Each (attempt, Slurm node) is
+    An attempt on ``n`` nodes holds ``gpus / n`` GPUs on each, except where the map knows
+    every node's GPUs (``gpus`` of the intervals during the attempt, their most): then each node
+    holds ``gpus × its GPUs ÷ Σ the nodes' GPUs`` (sacct gives no per-node split; a job over a
+    4-GPU and an 8-GPU slurmd pod holding 12 holds 4 and 8). Each (attempt, Slurm node) is
     cut at the map's interval bounds: one row per piece that a map interval covers, and one row
     with ``k8s_node`` NULL per part no interval covers.
 
@@ -410,9 +413,41 @@ def map_attempt_nodes(attempts: pl.DataFrame, node_map: pl.DataFrame) -> pl.Data
         .explode("node_list")
         .rename({"node_list": "slurm_node"})
         .drop_nulls("slurm_node")
-        .select("job_id", "attempt", "slurm_node", "gpus_per_node", "start_at", "end_at")
+        .select(
+            "job_id",
+            "attempt",
+            "slurm_node",
+            "gpus_per_node",
+            "start_at",
+            "end_at",
+            pl.col("gpus").fill_null(0.0).alias("_gpus"),
+        )
     )
     far = pl.lit(dt.datetime(9999, 1, 1, tzinfo=dt.UTC), _UTC)
+    # Nodes of different sizes: the attempt's GPUs split in proportion to each node's GPUs
+    # (the most any map interval during the attempt knows), where every node's are known.
+    keys = ["job_id", "attempt"]
+    sizes = (
+        nodes.join(node_map.select("slurm_node", "valid_from", "valid_to", "gpus"), on="slurm_node")
+        .filter(
+            (pl.col("valid_from") < pl.col("end_at"))
+            & (pl.coalesce("valid_to", far) > pl.col("start_at"))
+            & (pl.col("gpus").fill_null(0.0) > 0)
+        )
+        .group_by(*keys, "slurm_node")
+        .agg(pl.col("gpus").max().alias("_w"))
+    )
+    known = pl.col("_w").is_not_null().all().over(keys)
+    nodes = (
+        nodes.join(sizes, on=[*keys, "slurm_node"], how="left")
+        .with_columns(
+            pl.when(known)
+            .then(pl.col("_gpus") * pl.col("_w") / pl.col("_w").sum().over(keys))
+            .otherwise(pl.col("gpus_per_node"))
+            .alias("gpus_per_node")
+        )
+        .drop("_gpus", "_w")
+    )
     mapped = (
         nodes.join(
             node_map.select("slurm_node", "valid_from", "valid_to", "k8s_node", "pod"),

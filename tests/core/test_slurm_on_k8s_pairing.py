@@ -177,3 +177,38 @@ def test_waterfall_of_a_lent_cluster_is_cut_to_its_lent_allocation() -> None:
     wf = gpu_waterfall_hourly(att, cap, H2, allocated_cap=lent).collect()
     leaves = {(r["hour"], r["leaf"]): r["gpu_s"] for r in wf.iter_rows(named=True) if r["gpu_s"]}
     assert leaves == {(H0, "goodput"): 14400.0, (H1, "goodput"): 13200.0}
+
+
+def test_a_job_over_slurmd_pods_of_different_sizes_splits_by_their_gpus() -> None:
+    """Job 406 holds 12 GPUs on sok-[0-1], 00:00–02:00; sok-0 runs in a 4-GPU slurmd pod on
+    kn1, sok-1 in an 8-GPU pod on kn2. 12 × 4 ÷ 12 = 4 on sok-0 and 12 × 8 ÷ 12 = 8 on sok-1
+    (before: 6 and 6, so kn1 showed 7 200 GPU-s allocated above its pod an hour, a false
+    ``sok_gres_mismatch``). Where one node's GPUs are unknown (a comment without ``Gres=``) the
+    split stays even: 6 and 6."""
+    from pipelines.core.slurm_on_k8s import NODE_MAP_SCHEMA, map_attempt_nodes
+
+    attempts = pl.DataFrame(
+        {
+            "job_id": ["406"], "attempt": [0], "gpus": [12.0], "start_at": [H0],
+            "end_at": [H2], "node_list": [["sok-0", "sok-1"]],
+        },
+        schema_overrides={"start_at": _UTC, "end_at": _UTC},
+    )  # fmt: skip
+    node_map = pl.DataFrame(
+        {
+            "cluster": ["sc", "sc"], "slurm_node": ["sok-0", "sok-1"], "valid_from": [H0, H0],
+            "valid_to": [None, None], "namespace": ["slurm", "slurm"],
+            "pod": ["slinky-0", "slinky-1"], "k8s_node": ["kn1", "kn2"],
+            "nodeset": ["s", "s"], "gpus": [4.0, 8.0], "source": ["pod", "pod"],
+        },
+        schema=NODE_MAP_SCHEMA,
+    )  # fmt: skip
+    out = map_attempt_nodes(attempts, node_map)
+    assert out.select("slurm_node", "k8s_node", "gpus_per_node").rows() == [
+        ("sok-0", "kn1", 4.0),
+        ("sok-1", "kn2", 8.0),
+    ]
+    unknown = node_map.with_columns(
+        pl.when(pl.col("slurm_node") == "sok-1").then(None).otherwise("gpus").alias("gpus")
+    )
+    assert map_attempt_nodes(attempts, unknown)["gpus_per_node"].to_list() == [6.0, 6.0]
