@@ -245,18 +245,18 @@ def _latest(frame: pl.DataFrame, *order: str) -> pl.DataFrame:
 def _newest_pod_state(pods: pl.DataFrame) -> pl.DataFrame:
     """Each pod's (``cluster, uid``) most advanced state over every load, whatever the load
     order: a pod's life only moves forward (Pending → Running → Succeeded/Failed; a
-    ``deletionTimestamp`` is never unset), so a row that has finished or is being deleted
-    (``finished_at``/``deleted_at`` set, or phase ``Succeeded``/``Failed``) wins over one that
-    has not, then a started row over an unstarted one, a scheduled one over a pending one; the
-    last loaded (``ingest_id``) among rows of the same stage. An older snapshot loaded last
-    therefore never reopens a pod a newer one showed finished."""
-    done = (
-        pl.col("finished_at").is_not_null()
-        | pl.col("deleted_at").is_not_null()
-        | pl.col("phase").is_in(["Succeeded", "Failed"]).fill_null(value=False)
-    )
+    ``deletionTimestamp`` is never unset), so a row with its containers' finish time wins,
+    then one that is being deleted or in phase ``Succeeded``/``Failed``, then a started row,
+    then a scheduled one, then a pending one; the last loaded (``ingest_id``) among rows of the
+    same stage. An older snapshot loaded last therefore never reopens a pod a newer one
+    showed finished."""
+    done = pl.col("deleted_at").is_not_null() | pl.col("phase").is_in(
+        ["Succeeded", "Failed"]
+    ).fill_null(value=False)
     stage = (
-        pl.when(done)
+        pl.when(pl.col("finished_at").is_not_null())
+        .then(4)
+        .when(done)
         .then(3)
         .when(pl.col("started_at").is_not_null())
         .then(2)

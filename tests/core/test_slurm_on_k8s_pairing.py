@@ -212,3 +212,32 @@ def test_a_job_over_slurmd_pods_of_different_sizes_splits_by_their_gpus() -> Non
         pl.when(pl.col("slurm_node") == "sok-1").then(None).otherwise("gpus").alias("gpus")
     )
     assert map_attempt_nodes(attempts, unknown)["gpus_per_node"].to_list() == [6.0, 6.0]
+
+
+def test_a_pods_state_is_its_most_advanced_over_the_loads() -> None:
+    """Pod u1 loaded three times: load 3 (an old snapshot) Running, load 2 Succeeded with its
+    finish at 02:00, load 1 Terminating (deleted at 01:50, not yet finished): the finished row
+    wins (ends 02:00). Pod u2: load 1 Pending, load 2 Running: Running wins. Pod u3, one
+    row: kept as loaded."""
+    from pipelines.core.build import _newest_pod_state
+
+    pods = pl.DataFrame(
+        {
+            "cluster": ["kc"] * 6, "uid": ["u1", "u1", "u1", "u2", "u2", "u3"],
+            "phase": ["Running", "Succeeded", "Running", "Pending", "Running", "Running"],
+            "scheduled_at": [H0, H0, H0, None, H0, H0],
+            "started_at": [H0, H0, H0, None, H0, H0],
+            "finished_at": [None, H2, None, None, None, None],
+            "deleted_at": [None, None, H2 - dt.timedelta(minutes=10), None, None, None],
+            "restart_count": [0, 0, 0, 0, 0, 1],
+            "ingest_id": [3, 2, 1, 1, 2, 5],
+        },
+        schema_overrides={c: _UTC for c in
+                          ("scheduled_at", "started_at", "finished_at", "deleted_at")},
+    )  # fmt: skip
+    out = _newest_pod_state(pods).sort("uid")
+    assert out.select("uid", "phase", "finished_at", "ingest_id").rows() == [
+        ("u1", "Succeeded", H2, 2),
+        ("u2", "Running", None, 2),
+        ("u3", "Running", None, 5),
+    ]
