@@ -845,7 +845,9 @@ def plan_build(
     # 1. Loads new or changed since the last build, and loads deleted since (each compared
     # whole with the last build's copy, not by a watermark on ids: a deleted load's id can be
     # given again): the day each file names; DCGM: the days its samples cover, and the day after
-    # (whose XID events compare its first samples with the last ones before it); hourly DCGM
+    # (whose XID events compare its first samples with the last ones before it), and the day of
+    # each last-XID series' first sample after them where that is more than a day later (a GPU
+    # not scraped for days: :func:`_xid_samples_after_gaps`); hourly DCGM
     # aggregates: the days its hours cover (a deleted load's: as the last build kept them).
     seen = read_table(con, INGESTS_TABLE)
     old_spans = read_table(con, TELEMETRY_SPANS_TABLE)
@@ -862,7 +864,19 @@ def plan_build(
         covered = spans.join(loaded.filter(telemetry).select("ingest_id", "source"), on="ingest_id")
         for c, lo, hi, source in covered.select("cluster", "lo", "hi", "source").iter_rows():
             add({c: _days(lo, hi + _DAY if source in xid_sources else hi)})
-        xid_spans.append(covered.filter(pl.col("source").is_in(xid_sources)).drop("source"))
+        changed = covered.filter(pl.col("source").is_in(xid_sources)).drop("source")
+        xid_spans.append(changed)
+        later = _xid_samples_after_gaps(con, changed)
+        for c, ts in later.iter_rows():
+            add({c: _days(ts, ts)})
+        xid_spans.append(
+            later.select(
+                pl.lit(None, pl.Int64()).alias("ingest_id"),
+                "cluster",
+                pl.col("ts").alias("lo"),
+                pl.col("ts").alias("hi"),
+            )
+        )
         for file, cluster in loaded.filter(~telemetry).select("file", "cluster").iter_rows():
             day = file_day(Path(file))
             if day is None or cluster is None:
@@ -1008,6 +1022,28 @@ def with_spells(as_of: pl.DataFrame, occupancy: pl.DataFrame) -> pl.DataFrame:
     return as_of.filter(pl.col("as_of").is_not_null()).join(
         occupancy.select("cluster").unique(), on="cluster", how="semi", maintain_order="left"
     )
+
+
+def _xid_samples_after_gaps(con: duckdb.DuckDBPyConnection, spans: pl.DataFrame) -> pl.DataFrame:
+    """The samples (``cluster, ts``, UTC) of the last-XID series whose predecessor may lie in one
+    of ``spans`` (``cluster, lo, hi``: the samples of DCGM loads new or deleted since the last
+    build) and that lie more than a day after it: per span and series, the first sample after
+    ``hi`` and the first valued one, where they are more than a day later
+    (``sql/analytics/xid_next_samples_after_gap.sql``). dcgm-exporter's last-XID value does not
+    reset (NVIDIA/dcgm-exporter#500): a GPU not scraped for days reads the XID it held, an event
+    only where its predecessor was another value, so whether such a sample is an XID can change
+    with the span's samples. Empty without spans."""
+    spans = spans.filter(pl.col("hi").is_not_null() & pl.col("cluster").is_not_null())
+    if spans.is_empty() or not table_exists(con, _XID_TABLE):
+        return pl.DataFrame(schema={"cluster": pl.String(), "ts": pl.Datetime("us", "UTC")})
+    found = run_named(
+        con,
+        "analytics/xid_next_samples_after_gap",
+        {"cs": spans["cluster"].to_list(), "his": spans["hi"].to_list()},
+    )
+    return found.select(
+        pl.col("cluster").cast(pl.String()), pl.col("ts").dt.cast_time_unit("us")
+    ).sort("cluster", "ts")
 
 
 def _xid_attempt_days(

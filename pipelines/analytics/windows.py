@@ -182,9 +182,12 @@ def telemetry_window(
     input the telemetry functions of :mod:`pipelines.analytics.metrics_build` and
     :func:`pipelines.analytics.dcgm_hourly_metrics.hourly_activity` read, cut to a window. The
     margin gives the XID change detection (``lag`` over each GPU's samples) the sample before
-    the window. ``partners``: Kubernetes clusters whose samples (slurmd pods' GPUs, moved to
-    ``cluster``'s Slurm nodes by :func:`pipelines.core.slurm_on_k8s.rehome_slurmd_dcgm`) are read
-    with ``cluster``'s."""
+    the window; a last-XID series (``DCGM_FI_DEV_XID_ERRORS``) with no valued sample in the
+    margin before ``lo`` also gets its last sample and last valued sample before the margin,
+    however old (``sql/analytics/xid_samples_before.sql``), so a value held over days without
+    a scrape is no new XID, as in a full build. ``partners``: Kubernetes clusters whose samples
+    (slurmd pods' GPUs, moved to ``cluster``'s Slurm nodes by
+    :func:`pipelines.core.slurm_on_k8s.rehome_slurmd_dcgm`) are read with ``cluster``'s."""
     frame: pl.DataFrame = (
         con.sql(
             "SELECT * FROM raw.dcgm_samples WHERE list_contains($cs, cluster) "
@@ -203,6 +206,17 @@ def telemetry_window(
     mem.register("_samples", frame)
     mem.execute("CREATE TABLE raw.dcgm_samples AS SELECT * FROM _samples")
     mem.unregister("_samples")
+    # A last-XID series with no valued sample before lo is compared with its samples before the
+    # margin, however old (a GPU not scraped for days still holds its last XID: no new event).
+    gpus = run_named(mem, "analytics/xid_series_without_prior", {"lo": lo})["gpu_uuid"]
+    if gpus.len():
+        before = con.sql(
+            load_sql("analytics/xid_samples_before"),
+            params={"cs": [cluster, *partners], "gpus": gpus.to_list(), "before": lo - margin},
+        ).arrow()
+        mem.register("_before", before)
+        mem.execute("INSERT INTO raw.dcgm_samples SELECT * FROM _before")
+        mem.unregister("_before")
     if table_exists(con, "raw.dcgm_hourly"):  # hourly aggregates (the scale fleet's telemetry)
         # Only what the window's readers take: on the year of 10,000 GPUs' new day every row
         # and column of the window rose 229 MB and took 0.56 s, these 89 MB and 0.30 s

@@ -406,3 +406,89 @@ def test_pods_loaded_after_the_telemetry_move_the_xid_as_a_full_build_does(
             {"failed_work_user": 0.0, "failed_work_infra": 4 * 51300.0 + 3600.0},
         )
     )
+
+
+def _minutely(
+    path: Path, t0: dt.datetime, t1: dt.datetime, xid: Callable[[dt.datetime], int]
+) -> Path:
+    """One scrape a minute in [t0, t1): activity 0.5 and the last-XID value ``xid(ts)``."""
+    lines, ts = [], t0
+    while ts < t1:
+        ms = int(ts.timestamp() * 1000)
+        lines += [
+            f'DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{_A100},Hostname="x-001"}} 0.5 {ms}',
+            f'DCGM_FI_DEV_XID_ERRORS{{{_A100},Hostname="x-001"}} {xid(ts)} {ms}',
+        ]
+        ts += dt.timedelta(minutes=1)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("change", ["day-3-added", "day-1-deleted"])
+def test_a_held_last_xid_after_days_without_scrapes_is_no_new_xid(
+    tmp_path: Path, change: str
+) -> None:
+    """The GPU's last-XID field reads 0, then 79 from 2026-11-02 10:30 (scrapes stop at 12:00);
+    it is next scraped 2026-11-04 00:00–01:00, still 79 (the value never resets,
+    NVIDIA/dcgm-exporter#500): no XID then. Job 1 FAILED 11-02 10:00–10:35 (XID 79 at 10:30 in
+    its window: 35 min = 2,100 GPU-s infrastructure), job 2 FAILED 11-04 00:00–00:08 (480 GPU-s,
+    the user's). Built full on day 1, then incrementally with 11-04 loaded: the 11-04 samples
+    compare with the sample of 11-02 12:00, a day and a half before (the window's one-day margin
+    read them as a new XID: job 2 infrastructure, 2 XIDs). Or built with both days, then the
+    11-02 load deleted: 11-04's first 79 is then an XID (nothing before it), so job 2 is the
+    infrastructure's 480 GPU-s and job 1 the user's 2,100, though the changed samples lie more
+    than a day before it. Either way the incremental build equals a full rebuild, row for row."""
+    from tests.pipelines.test_incremental import assert_equals_full_rebuild, delete_load
+
+    (tmp_path / "inventory").mkdir()
+    (tmp_path / "inventory" / f"{X}.csv").write_text(
+        "host,gpus,gpu_type,partition,rack\nx-001,1,a100,gpu,r1\n"
+    )
+    (tmp_path / "inputs").mkdir()
+    cfg = load_config(write_config(tmp_path, clusters=((X, "slurm", "UTC"),)))
+    on = dt.datetime(2026, 11, 2, 10, 30, tzinfo=dt.UTC)
+    day1 = _minutely(tmp_path / "dcgm_2026-11-02.prom", T0, T0 + dt.timedelta(hours=2),
+                     lambda ts: 79 if ts >= on else 0)  # fmt: skip
+    t3 = dt.datetime(2026, 11, 4, tzinfo=dt.UTC)
+    day3 = _minutely(tmp_path / "dcgm_2026-11-04.prom", t3, t3 + dt.timedelta(hours=1),
+                     lambda ts: 79)  # fmt: skip
+    tres = "gres/gpu=1"
+    one = _job("1", "2026-11-02T10:35:00", "FAILED", "x-001", tres).replace("00:17:00", "00:35:00")
+    two = (
+        _job("2", "2026-11-04T00:08:00", "FAILED", "x-001", tres)
+        .replace("2026-11-02T09:59:00", "2026-11-04T00:00:00")
+        .replace("2026-11-02T10:00:00", "2026-11-04T00:00:00")
+        .replace("00:17:00", "00:08:00")
+    )
+    jobs = [one, two]
+    sacct = tmp_path / "inputs" / "sacct.txt"
+    sacct.write_text(_HEADER + "\n" + "\n".join(jobs) + "\n")
+    opts = IngestOptions(cluster=X, tz="UTC")
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        ingest_file(con, "sacct", sacct, opts)
+        first = ingest_file(con, "dcgm", day1, opts)
+        if change == "day-3-added":
+            rebuild(con, cfg)
+            ingest_file(con, "dcgm", day3, opts)
+        else:
+            ingest_file(con, "dcgm", day3, opts)
+            rebuild(con, cfg)
+            delete_load(con, first.ingest_id)
+        rebuild(con, cfg)
+        modes = con.execute("SELECT mode FROM analytics.build_state ORDER BY build_id").fetchall()
+        leaves = con.execute(
+            "SELECT bucket, sum(gpu_s) FROM analytics.gpu_waterfall_hourly"
+            " WHERE bucket LIKE 'failed%' GROUP BY 1 ORDER BY 1"
+        ).fetchall()
+        xids = con.execute(
+            "SELECT job_id, xid_events FROM analytics.job_gpu_summary ORDER BY 1"
+        ).fetchall()
+    assert modes[-1] == ("incremental",)
+    if change == "day-3-added":
+        assert leaves == [("failed_work_infra", 2100.0), ("failed_work_user", 480.0)]
+        assert xids == [("1", 1), ("2", 0)]
+    else:
+        assert leaves == [("failed_work_infra", 480.0), ("failed_work_user", 2100.0)]
+        assert xids == [("1", 0), ("2", 1)]
+    assert_equals_full_rebuild(cfg, tmp_path)
