@@ -720,7 +720,13 @@ class _SlurmParts:
             # rechunk: one chunk per column (as a resolved part's), and the strings copied out
             # of the buffers DuckDB handed over, which hold more than these rows' strings
             # (10 parts of a year's attempts: 1,123 MB resident, against 1,434 MB kept as read)
-            return frame.cast({c: self.schema[c] for c in frame.columns}).rechunk()  # type: ignore[index]
+            # (``run_to``, a cut-off's start + Elapsed, is of no resolved column: start_at's type)
+            schema = self.schema
+            assert schema is not None
+            types = pl.Schema(
+                {c: schema[c if c != "run_to" else "start_at"] for c in frame.columns}
+            )
+            return frame.cast(types).rechunk()
 
         self.stored += 1
         # read in the table's order, sorted only where it is not the resolution's (after a

@@ -75,8 +75,21 @@ _SLURM_PENDING_COLUMNS = [*_PENDING_COLUMNS, "array_job_id", "array_task_id", "a
 
 #: The Slurm time columns whose latest value per cluster is that part's cut-off (:func:`_as_of`):
 #: not ``eligible_at``, which a pending job's ``--begin`` sets ahead of the export (a plan, not
-#: data: the cut-off went past the export, every open wait and running attempt with it).
-_CUT_COLUMNS = ["submit_at", "start_at", "end_at"]
+#: data: the cut-off went past the export, every open wait and running attempt with it);
+#: ``run_to`` is an open row's start plus its Elapsed (:func:`_run_to`).
+_CUT_COLUMNS = ["submit_at", "start_at", "end_at", "run_to"]
+
+
+def _run_to() -> pl.Expr:
+    """``run_to``: of a started row without an end (running at the export), ``start_at`` +
+    ``elapsed_s`` (sacct's Elapsed of an open row is the time it has run when sacct was run, so
+    the export was taken no earlier; a suspended job's Elapsed leaves its suspension out, so
+    this is no later than the export); null otherwise, or without ``elapsed_s``."""
+    return (
+        pl.when(pl.col("end_at").is_null())
+        .then(pl.col("start_at") + pl.duration(seconds=pl.col("elapsed_s")))
+        .alias("run_to")
+    )
 
 
 @dataclass(frozen=True)
@@ -139,8 +152,9 @@ class StoredPart:
         attempts: the started allocations (:func:`slurm_attempts`), :data:`_ATTEMPT_COLUMNS`.
         pending: the never-started allocations, :data:`_SLURM_PENDING_COLUMNS` (``req_gpus``
             falling back to ``gpus``).
-        cuts: ``cluster, submit_at, eligible_at, start_at, end_at``: each column's latest
-            value per cluster (the part's contribution to the data cut-off, :func:`_as_of`).
+        cuts: ``cluster, submit_at, eligible_at, start_at, end_at, run_to``: each column's
+            latest value per cluster (the part's contribution to the data cut-off,
+            :func:`_as_of`; ``run_to``: an open row's start + Elapsed, :func:`_run_to`).
     """
 
     attempts: pl.DataFrame
@@ -701,7 +715,8 @@ def _slurm_frames(
     """The Slurm side of the core, part by part (:func:`resolve_slurm_parts`): the resolved
     rows (empty, schema only, when ``sink`` takes each part), the attempts (narrow:
     :data:`_ATTEMPT_COLUMNS`), the never-started allocations (:data:`_PENDING_COLUMNS`),
-    ``cluster, as_of``: each part's latest submit, eligible, start or end time per cluster, and
+    ``cluster, as_of``: each part's latest submit, start or end time, or an open row's start +
+    Elapsed, per cluster, and
     each part's :func:`_observed_hosts` (none of the clusters ``inventoried``). A
     :class:`StoredPart` gives its frames as they are."""
     parts = raw.slurm_parts() if raw.slurm_parts is not None else [raw.slurm_rows]
@@ -728,7 +743,9 @@ def _slurm_frames(
             .with_columns(pl.coalesce("req_gpus", "gpus").alias("req_gpus"))
             .select(_SLURM_PENDING_COLUMNS)
         )
-        cuts.append(_as_of([(slurm.select("cluster", *_CUT_COLUMNS), _CUT_COLUMNS)]))
+        opened = [_run_to()] if "elapsed_s" in slurm.columns else []
+        cut_rows = slurm.select("cluster", "submit_at", "start_at", "end_at", *opened)
+        cuts.append(_as_of([(cut_rows, _CUT_COLUMNS)]))
         if sink is None:
             kept.append(slurm)
         else:
