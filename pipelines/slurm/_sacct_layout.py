@@ -133,7 +133,9 @@ def check_kind(file: str, head: str, whole: bytes) -> dict[str, Any] | None:
     Raises:
         SacctFormatError: the content is binary, JSON that is not ``sacct --json``, or HTML/XML.
     """
-    if "\x00" in head:
+    if head.count("\x00") > max(1, len(head) // 100):
+        # more than 1 % NUL bytes (a binary file, UTF-16 text); a few NUL bytes in a text
+        # export reject their rows only (pipelines.slurm._sacct_parse, "NUL byte in …")
         raise SacctFormatError(file, "binary content (NUL bytes), not sacct text output")
     control = sum(1 for ch in head if ord(ch) < 32 and ch not in "\t\r\n\f\v")
     if head and control / len(head) > 0.05:

@@ -193,8 +193,6 @@ def _read(path: str | Path, text: str | None, file: str) -> tuple[bytes, str]:
         data = Path(path).read_bytes()
     except OSError as err:
         raise SacctFormatError(file, f"cannot read the file: {err}") from err
-    if b"\x00" in data[:_HEAD_BYTES]:
-        raise SacctFormatError(file, "binary content (NUL bytes), not sacct text output")
     return data.removeprefix(_BOM), "utf-8"
 
 
@@ -452,6 +450,16 @@ class _Plan:
         self._numbers()
         self._resources()
         self._extra()
+        # binary data in a text field rejects the row only, before any rule on its value
+        self.rules[:0] = [
+            (
+                _raw(key).str.contains("\x00", literal=True).fill_null(False),
+                self.name_of[key],
+                pl.lit(f"NUL byte in {self.name_of[key]} (binary data in a text export)"),
+            )
+            for key in self.keys
+            if flags.get(f"nul_{key}", False)
+        ]
         for key, group in self.local.items():
             for i, (_, name, _) in enumerate(group.rules):
                 self.rules.append((pl.col(f"_bad_{key}_{i}"), name, pl.col(f"_why_{key}_{i}")))
@@ -779,8 +787,9 @@ def _type_distinct(fields: pl.DataFrame, plan: _Plan) -> pl.DataFrame:
 
 def _flags(fields: pl.DataFrame, keys: Sequence[str]) -> dict[str, bool]:
     """Which time fields hold any epoch or offset value (the parse branches not needed are
-    skipped). ISO local times are 19 characters: only shorter values can be epoch seconds and
-    only longer ones can carry an offset, so the regexes run on those few values only."""
+    skipped), and which fields hold a NUL byte (``nul_<key>``: :class:`_Plan`'s rule). ISO local
+    times are 19 characters: only shorter values can be epoch seconds and only longer ones can
+    carry an offset, so the regexes run on those few values only."""
     exprs = []
     for key, _ in _TIME_FIELDS:
         if key in keys:
@@ -789,6 +798,8 @@ def _flags(fields: pl.DataFrame, keys: Sequence[str]) -> dict[str, bool]:
             long = pl.when(size > 19).then(_raw(key))
             exprs.append(short.str.contains(EPOCH_RE).any().alias(f"epoch_{key}"))
             exprs.append(long.str.contains(OFFSET_RE).any().alias(f"offset_{key}"))
+    for key in keys:
+        exprs.append(_raw(key).str.contains("\x00", literal=True).any().alias(f"nul_{key}"))
     if not exprs:
         return {}
     return {name: bool(value) for name, value in fields.select(exprs).row(0, named=True).items()}
@@ -1006,7 +1017,8 @@ def parse_sacct(
     Every physical line ends in ``rows`` or in ``rejected`` (blank lines and repeated header
     lines are counted in ``info``): a line with the wrong field count, an unknown job state, a
     truncated job id (``1234.b+``), an unparseable value or an implausible one (a time before
-    1990 or after ``now`` + 1 day, End before Start, Start before Submit, a GPU count in
+    1990 or after ``now`` + 1 day, End before Start, Start before Submit, an Elapsed longer than
+    End − Start or out of range (``1-25:00:00``), a NUL byte in any field, a GPU count in
     AllocTRES/ReqTRES that is not a whole number from 0 to 100 000, a negative NNodes/NCPUS)
     is rejected with the reason and the field; a line
     is joined with the next ones when together they make one record (a newline inside
@@ -1113,8 +1125,6 @@ def iter_parse_sacct(
     except OSError as err:
         raise SacctFormatError(file, f"cannot read the file: {err}") from err
     with fh:
-        if b"\x00" in raw[:_HEAD_BYTES]:
-            raise SacctFormatError(file, "binary content (NUL bytes), not sacct text output")
         data = raw.removeprefix(_BOM)
         head = data[:_HEAD_BYTES].decode("utf-8", "replace")
         if head.lstrip().startswith(("{", "[")):  # JSON (or text that starts like it): whole
@@ -1277,7 +1287,8 @@ def _time_checks(df: pl.DataFrame, plan: _Plan, now: datetime) -> pl.DataFrame:
 
     Implausible: a Submit/Eligible/Start/End before 1990-01-01 or after ``now`` + 1 day (a
     year-9999 End would make hourly occupancy run to year 9999); an End before the Start; a
-    Start before the Submit. NULL times (``Unknown``, ``None``) pass.
+    Start before the Submit; an Elapsed longer than End − Start (sacct's Elapsed is End − Start
+    − Suspended). NULL times (``Unknown``, ``None``) pass.
     """
     latest = latest_plausible(now)
     stamp = "%Y-%m-%dT%H:%M:%SZ"
@@ -1314,6 +1325,23 @@ def _time_checks(df: pl.DataFrame, plan: _Plan, now: datetime) -> pl.DataFrame:
                     ),
                 )
             )
+    elapsed = next((k for k in ("elapsed", "elapsedraw") if k in plan.name_of), None)
+    if elapsed is not None and "start" in names and "end" in names:
+        # sacct's Elapsed is End − Start − Suspended (slurmdbd: elapsed = end − start, less the
+        # suspended time): never longer than End − Start
+        span = (pl.col("end_at") - pl.col("start_at")).dt.total_seconds()
+        checks.append(
+            (
+                pl.col("elapsed_s") > span,
+                plan.name_of[elapsed],
+                pl.format(
+                    f"{plan.name_of[elapsed]} {{}} s is longer than {names['end']} − "
+                    f"{names['start']} {{}} s",
+                    pl.col("elapsed_s"),
+                    span,
+                ),
+            )
+        )
     if not checks:
         return df
     return df.with_columns(

@@ -73,8 +73,17 @@ def duration_parts(expr: pl.Expr) -> pl.Expr:
         + tail.str.slice(3, 2).cast(pl.Int64, strict=False) * 60
         + tail.str.slice(6, 2).cast(pl.Int64, strict=False)
     )
+    # Slurm prints minutes and seconds below 60, and hours below 24 after a day count
+    # (secs2time_str): ``1-25:00:00`` or ``00:75:00`` is no duration it wrote.
+    in_range = (
+        (tail.str.slice(3, 2) < "60")
+        & (tail.str.slice(6, 2) < "60")
+        & ((expr.str.len_bytes() == 8) | (tail.str.slice(0, 2) < "24"))
+    )
     groups = pl.when(is_fast).then(None).otherwise(expr).str.extract_groups(_DURATION_RE)
-    return pl.struct(hms=pl.when(is_fast).then(fast), groups=groups)
+    return pl.struct(
+        hms=pl.when(is_fast).then(fast), hms_ok=pl.when(is_fast).then(in_range), groups=groups
+    )
 
 
 def duration_seconds(parts: pl.Expr, raw: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
@@ -89,7 +98,9 @@ def duration_seconds(parts: pl.Expr, raw: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
 
     Returns:
         ``(seconds, bad)``: Int64 seconds (NULL for empty / NULL tokens), and a Boolean that is
-        true where a non-empty value is not a duration.
+        true where a non-empty value is not a duration, or one Slurm never prints: minutes or
+        seconds of 60 or more after an hour or minute count, hours of 24 or more after a day
+        count (``1-25:00:00``; Slurm's ``secs2time_str``); such a value's seconds are NULL.
     """
     groups = parts.struct.field("groups")
     d = groups.struct.field("d").cast(pl.Int64)
@@ -109,8 +120,18 @@ def duration_seconds(parts: pl.Expr, raw: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
         .otherwise(a)
     )
     hms = parts.struct.field("hms")
-    bad = ~is_null_token(raw) & a.is_null() & hms.is_null()
-    return pl.coalesce(hms, slow), bad
+    # out of range (Slurm's secs2time_str): minutes or seconds of 60 or more after an hour or
+    # minute count, hours of 24 or more after a day count
+    slow_ok = (
+        (c.is_null() | ((c < 60) & (b < 60)))
+        & (c.is_not_null() | b.is_null() | d.is_null() | (b < 60))
+        & (c.is_not_null() | b.is_null() | d.is_not_null() | (b < 60))
+        & (d.is_null() | (a < 24))
+    )
+    out_of_range = pl.coalesce(~parts.struct.field("hms_ok"), ~slow_ok).fill_null(False)
+    bad = (~is_null_token(raw) & a.is_null() & hms.is_null()) | out_of_range
+    seconds = pl.when(out_of_range).then(None).otherwise(pl.coalesce(hms, slow))
+    return seconds, bad
 
 
 def time_parts(

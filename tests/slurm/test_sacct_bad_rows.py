@@ -168,3 +168,44 @@ def test_cli_year_9999_end_rejected_and_rebuild_finishes(tmp_path: Path) -> None
     with duckdb.connect(str(db), read_only=True) as con:
         got = con.execute("SELECT line_no, field, raw FROM raw.rejected_rows").fetchall()
     assert got == [(3, "End", bad)]
+
+
+@pytest.mark.usefixtures("isolated_config")
+def test_a_nul_byte_or_an_impossible_elapsed_rejects_its_row_only(tmp_path: Path) -> None:
+    """Six rows, job 1 to 6, each started 02:00:01 and ended 03:00:00 (End − Start 3,599 s):
+    job 2's JobName holds a NUL byte (the file was refused whole: "binary content"), job 3's
+    Elapsed is ``1-25:00:00`` (Slurm prints hours below 24 after a day count; it loaded as
+    176,400 s), job 4's Elapsed 01:00:00 = 3,600 s is longer than End − Start (sacct's Elapsed
+    is End − Start − Suspended; it loaded). Each goes to rejected_rows with its file, line,
+    field and reason; jobs 1, 5 (Elapsed 00:59:59 = 3,599 s) and 6 (00:30:00, a suspended
+    half hour) load."""
+    f = tmp_path / "s.psv"
+    header = HEADER + "|Elapsed"
+    rows = [
+        GOOD + "|00:59:59",
+        _row(JobName="o\x00k") + "|00:59:59",
+        GOOD.replace("1|", "3|", 1) + "|1-25:00:00",
+        GOOD.replace("1|", "4|", 1) + "|01:00:00",
+        GOOD.replace("1|", "5|", 1) + "|00:59:59",
+        GOOD.replace("1|", "6|", 1) + "|00:30:00",
+    ]
+    f.write_bytes(("\n".join([header, *rows]) + "\n").encode())
+    db = tmp_path / "w.db"
+    result = CliRunner().invoke(app, ["ingest", "sacct", str(f), "--db", str(db), "--tz", "UTC"])
+    assert result.exit_code == 0, result.output
+    assert "3 rows loaded, 3 rejected" in result.stdout
+    with duckdb.connect(str(db), read_only=True) as con:
+        got = con.execute(
+            "SELECT file, line_no, field, reason FROM raw.rejected_rows ORDER BY line_no"
+        ).fetchall()
+        kept = con.execute(
+            "SELECT job_id, elapsed_s FROM raw.slurm_rows ORDER BY job_id"
+        ).fetchall()
+    assert [(line, field) for _, line, field, _ in got] == [
+        (3, "JobName"), (4, "Elapsed"), (5, "Elapsed")
+    ]  # fmt: skip
+    assert {file for file, *_ in got} == {str(f)}
+    assert got[0][3] == "NUL byte in JobName (binary data in a text export)"
+    assert got[1][3] == "unparseable Elapsed '1-25:00:00'"
+    assert got[2][3] == "Elapsed 3600 s is longer than End − Start 3599 s"
+    assert kept == [("1", 3599), ("5", 3599), ("6", 1800)]

@@ -103,6 +103,8 @@ def _rows(draw: st.DrawFn) -> _Row:
     times = [draw(_times) for _ in range(3)]
     ordered = iter(sorted(t for t in times if t is not None))
     submit, start, end = (None if t is None else next(ordered) for t in times)
+    # Elapsed = End − Start − Suspended: no longer than End − Start (a longer one is rejected)
+    longest = int((end - start).total_seconds()) if start and end else 400 * 86400
     return _Row(
         job_id=job_id,
         array=(base, sub) if kind == "array" else None,
@@ -113,7 +115,7 @@ def _rows(draw: st.DrawFn) -> _Row:
         submit=submit,
         start=start,
         end=end,
-        elapsed=draw(st.integers(0, 400 * 86400)),
+        elapsed=draw(st.integers(0, longest)),
         gpus=draw(st.integers(0, 8)),
         gpu_type=draw(st.sampled_from([None, "a100", "h100", "rtx_6000"])),
         nodes=nodes,
