@@ -42,6 +42,8 @@ __all__ = [
     "SALT_FILE",
     "SHOW_USER_NAMES_ENV",
     "SYSTEM_LOGINS",
+    "USER_LABEL_KEYS",
+    "USER_LABEL_TABLES",
     "USER_LIKE_COLUMN",
     "USER_NAME_COLUMNS",
     "PseudonymCollision",
@@ -137,6 +139,17 @@ FREE_TEXT_COLUMNS: dict[str, tuple[str, ...]] = {
     "analytics.scheduler_fairshare": ("object",),
     "analytics.policy_changes": ("object", "old", "new"),
 }  # fmt: skip
+
+#: Tables whose ``labels`` (a JSON object) may name a user, and the last segments of the label
+#: keys that do (``user``, ``run.ai/user``, ``example.org/owner``; case-insensitive, Kubernetes'
+#: ``app.kubernetes.io/`` labels excepted): their values are known names
+#: (``sql/raw/k8s_label_user_names.sql``), so a user seen only in Kubernetes or Kueue objects is
+#: pseudonymised in the labels and scrubbed from pod names, event messages and comments.
+USER_LABEL_TABLES: tuple[str, ...] = ("raw.k8s_pods", "core.k8s_pods")
+USER_LABEL_KEYS: tuple[str, ...] = (
+    "user", "username", "user-name", "user_name", "user-id", "userid", "owner", "creator",
+    "created-by", "requester", "requested-by", "submitter", "submitted-by", "login", "author",
+)  # fmt: skip
 
 #: Column names that look like a user's (:data:`USER_LIKE_COLUMN`) but hold none: the owner
 #: of a Kubernetes object is another object (its kind, its uid).
@@ -313,7 +326,9 @@ def known_user_names(con: duckdb.DuckDBPyConnection) -> set[str]:
     """Every value of every :data:`USER_NAME_COLUMNS` column of the connection's database
     (list columns' elements included), and the User field of its rejected sacct rows
     (``sql/raw/rejected_sacct_user_names.sql``: a user whose every row was rejected is named
-    by the rejected lines alone)."""
+    by the rejected lines alone), and the values of the user-naming labels of the Kubernetes
+    pods (:data:`USER_LABEL_TABLES`, :data:`USER_LABEL_KEYS`,
+    ``sql/raw/k8s_label_user_names.sql``: Kubernetes objects have no user-name column)."""
     cols = _columns(con)
     names: set[str] = set()
     for table, wanted in USER_NAME_COLUMNS.items():
@@ -324,12 +339,20 @@ def known_user_names(con: duckdb.DuckDBPyConnection) -> set[str]:
             value = f"unnest({col})" if dtype.endswith("[]") else col
             rows = con.execute(f"SELECT DISTINCT {value} FROM {table}").fetchall()
             names.update(v for (v,) in rows if isinstance(v, str) and v)
-    if "raw.rejected_rows" in cols and "raw.ingests" in cols:
-        from pipelines.warehouse.sql import load_sql  # the warehouse package imports this one
+    from pipelines.warehouse.sql import load_sql  # the warehouse package imports this one
 
+    if "raw.rejected_rows" in cols and "raw.ingests" in cols:
         # a user whose every sacct row was rejected is named by the rejected lines only
         rows = con.execute(load_sql("raw/rejected_sacct_user_names")).fetchall()
         names.update(v.strip() for (v,) in rows if isinstance(v, str) and v.strip())
+    for table in USER_LABEL_TABLES:
+        if cols.get(table, {}).get("labels") is None:
+            continue
+        rows = con.execute(
+            load_sql("raw/k8s_label_user_names").format(table=table),
+            {"keys": list(USER_LABEL_KEYS)},
+        ).fetchall()
+        names.update(v for (v,) in rows if isinstance(v, str) and v)
     return names
 
 

@@ -210,6 +210,58 @@ def test_a_user_named_only_by_rejected_rows_is_a_known_name(tmp_path: Path) -> N
     assert lines.count("user-") == 2
 
 
+def test_a_user_named_only_by_kubernetes_labels_is_a_known_name(tmp_path: Path) -> None:
+    """Pod ``train-quillonmarsh-0`` of namespace ``ml`` carries the labels ``user: quillonmarsh``
+    and ``example.org/owner: orlaith`` (and ``app.kubernetes.io/created-by: kubeflow``, a
+    tool's name); an event says ``Job completed for quillonmarsh``. No Slurm row names either
+    user. Both are known names and ``kubeflow`` is not, so the published copy's pod labels and
+    name and the event's message carry pseudonyms (before: Kubernetes-only users were known to
+    no rule and were published as they are)."""
+    from pipelines.ingest import IngestOptions, ingest_file
+    from pipelines.warehouse import connect, init_warehouse
+
+    labels = {"user": "quillonmarsh", "example.org/owner": "orlaith",
+              "app.kubernetes.io/created-by": "kubeflow"}  # fmt: skip
+    pod = {
+        "kind": "Pod",
+        "metadata": {"uid": "u-1", "name": "train-quillonmarsh-0", "namespace": "ml",
+                     "creationTimestamp": "2026-11-09T00:00:00Z", "labels": labels},
+        "spec": {"containers": [{"name": "main"}]},
+        "status": {"phase": "Pending"},
+    }  # fmt: skip
+    pods = tmp_path / "pods_2026-11-09.json"
+    pods.write_text(json.dumps({"kind": "PodList", "items": [pod]}))
+    event = {
+        "kind": "Event", "type": "Normal", "reason": "Completed",
+        "involvedObject": {"kind": "Pod", "name": "train-quillonmarsh-0", "namespace": "ml"},
+        "metadata": {"name": "e1", "namespace": "ml", "uid": "e-1",
+                     "creationTimestamp": "2026-11-09T01:00:00Z"},
+        "firstTimestamp": "2026-11-09T01:00:00Z", "lastTimestamp": "2026-11-09T01:00:00Z",
+        "message": "Job completed for quillonmarsh", "count": 1,
+    }  # fmt: skip
+    events = tmp_path / "events_2026-11-09.json"
+    events.write_text(json.dumps({"kind": "EventList", "items": [event]}))
+    wh = tmp_path / "w.duckdb"
+    with connect(wh) as con:
+        init_warehouse(con)
+        opts = IngestOptions(cluster="k8s-a", tz="UTC")
+        ingest_file(con, "k8s-pods", pods, opts)
+        ingest_file(con, "k8s-events", events, opts)
+        known = known_user_names(con)
+    assert {"quillonmarsh", "orlaith"} <= known and "kubeflow" not in known
+    copy = publish_serving_copy(wh, tmp_path / "s.duckdb", show_names=False)
+    with duckdb.connect(str(copy), read_only=True) as con:
+        (name, label_text) = con.execute("SELECT name, labels FROM raw.k8s_pods").fetchall()[0]
+        (message,) = con.execute("SELECT message FROM raw.k8s_events").fetchall()[0]
+    salt = load_salt(wh)
+    quill, orla = pseudonymise("quillonmarsh", salt=salt), pseudonymise("orlaith", salt=salt)
+    assert name == f"train-{quill}-0"
+    assert json.loads(label_text) == {
+        "user": quill, "example.org/owner": orla, "app.kubernetes.io/created-by": "kubeflow"
+    }  # fmt: skip
+    assert message == f"Job completed for {quill}"
+
+
 def test_salt_file_is_random_private_reused_and_overridden(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
