@@ -360,6 +360,7 @@ def _held_in_time(
     waits: pl.LazyFrame,
     bounds: pl.LazyFrame,
     as_of: dt.datetime,
+    scale: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
     """``cluster, hour, _held_t``: per cluster-hour, ∫ min(free GPUs, pending GPUs) dt, the
     GPU-seconds that were free while eligible demand waited, on the time axis.
@@ -375,7 +376,12 @@ def _held_in_time(
         allocations: ``cluster, _from, _to, gpus``: allocated spans (cut to the window).
         waits: ``cluster, _from, _to, _gpus``: pending-demand spans (cut to the window).
         bounds: ``cluster, _w0, _w1``: each cluster's window.
-        as_of: the data cut-off (nothing after it is known)."""
+        as_of: the data cut-off (nothing after it is known).
+        scale: ``cluster, hour, _f``: hours whose allocation counts ``_f`` of itself (a lent
+            cluster's allocation cut to what it was lent); allocated(t) × ``_f`` there.
+
+    Each capacity hour is cut at its start and its end, so time in no capacity hour (a gap
+    between the days of an incremental build's unit) is no hour's."""
     cut = _utc_lit(as_of)
     zero = pl.lit(0.0)
     events = pl.concat(
@@ -389,6 +395,8 @@ def _held_in_time(
             waits.select(CLUSTER, pl.col("_to").alias("_t"), zero.alias("_da"),
                          (-pl.col("_gpus")).alias("_dp")),
             cap.select(CLUSTER, pl.col(HOUR).alias("_t"), zero.alias("_da"), zero.alias("_dp")),
+            cap.select(CLUSTER, (pl.col(HOUR) + _ONE_HOUR).alias("_t"), zero.alias("_da"),
+                       zero.alias("_dp")),
             bounds.select(CLUSTER, pl.col("_w1").alias("_t"), zero.alias("_da"),
                           zero.alias("_dp")),
             bounds.select(CLUSTER, pl.min_horizontal(cut, pl.col("_w1")).alias("_t"),
@@ -418,7 +426,11 @@ def _held_in_time(
             / known.clip(lower_bound=1e-6)
         ).alias("_avail"),
     )
-    free = (pl.col("_avail") - pl.col("_a")).clip(lower_bound=0.0)
+    if scale is not None:
+        rate = rate.join(scale, on=[CLUSTER, HOUR], how="left")
+    else:
+        rate = rate.with_columns(pl.lit(None, dtype=pl.Float64()).alias("_f"))
+    free = (pl.col("_avail") - pl.col("_a") * pl.col("_f").fill_null(1.0)).clip(lower_bound=0.0)
     return (
         steps.join(rate, on=[CLUSTER, HOUR], how="inner")
         .with_columns(
@@ -637,19 +649,11 @@ def gpu_waterfall_hourly(
         "_to",
     ).filter(pl.col("_to") > pl.col("_from"))
     spans = _clipped(outcomes, START_AT, COUNTED_END_AT).filter(pl.col("_to") > pl.col("_from"))
-    held_t = _held_in_time(
-        cap,
-        spans.select(CLUSTER, "_from", "_to", GPUS),
-        waits.select(CLUSTER, "_from", "_to", "_gpus"),
-        bounds,
-        as_of,
-    )
     wide = (
         cap.join(lost, on=[CLUSTER, HOUR], how="left")
         .join(kept, on=[CLUSTER, HOUR], how="left")
         .join(idle_obs, on=[CLUSTER, HOUR], how="left")
-        .join(held_t, on=[CLUSTER, HOUR], how="left")
-        .with_columns(pl.col([*lost_cols, "_kept", "allocated_idle", "_held_t"]).fill_null(0.0))
+        .with_columns(pl.col([*lost_cols, "_kept", "allocated_idle"]).fill_null(0.0))
     )
     scale = pl.LazyFrame(
         schema={CLUSTER: pl.String(), HOUR: pl.Datetime("us", "UTC"), "_f": pl.Float64()}
@@ -671,6 +675,19 @@ def gpu_waterfall_hourly(
         wide = wide.with_columns(
             pl.col([*lost_cols, "_kept", "allocated_idle"]) * pl.col("_f")
         ).drop("_cap", "_f")
+    # held on the time axis, with the allocation scaled as the leaves are (a lent cluster's
+    # GPUs its cap declares unallocated are free while demand waits)
+    held_t = _held_in_time(
+        cap,
+        spans.select(CLUSTER, "_from", "_to", GPUS),
+        waits.select(CLUSTER, "_from", "_to", "_gpus"),
+        bounds,
+        as_of,
+        scale,
+    )
+    wide = wide.join(held_t, on=[CLUSTER, HOUR], how="left").with_columns(
+        pl.col("_held_t").fill_null(0.0)
+    )
     allocated = pl.sum_horizontal(*lost_cols, "_kept")
     unallocated = (
         pl.col(CAPACITY_GPU_S) - pl.col(DOWN_GPU_S) - pl.col(PLANNED_DOWN_GPU_S) - allocated

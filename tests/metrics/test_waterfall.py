@@ -324,3 +324,39 @@ def test_held_in_the_cut_off_hour_stops_at_the_cut_off() -> None:
     h0 = _leaves(wf, _t(0))
     assert (h0["goodput"], h0["held"], h0["idle"]) == (1800.0, 2400.0, 3000.0)
     assert sum(h0.values()) == 7200.0
+
+
+def test_held_of_an_hour_before_a_gap_in_the_capacity_rows_is_that_hour_s() -> None:
+    """8 GPUs; an 8-GPU job waits from day 1 23:30 to day 2 12:00. Capacity rows of days 1 and 3
+    only (an incremental build's unit of two days of one month) give day 1 23:00 what a window of
+    three whole days gives it: held 8 × 1,800 = 14,400, idle 14,400 (the wait's hours in the gap
+    are no hour's)."""
+
+    def hours(day: int) -> list[dt.datetime]:
+        return [_t(h, day=day) for h in range(24)]
+
+    pend = _pending([(8.0, _t(23, 30, day=1), _t(12, 0, day=2))])
+    att = _attempts([("1", "COMPLETED", 1.0, _t(12, day=2), _t(13, day=2), ["n1"])])
+    for days in ([1, 2, 3], [1, 3]):
+        cap = _capacity([h for d in days for h in hours(d)], 8.0)
+        wf = gpu_waterfall_hourly(att, cap, _t(0, day=5), pending=pend)
+        h = _leaves(wf, _t(23, day=1))
+        assert (h["held"], h["idle"]) == (14400.0, 14400.0), days
+
+
+def test_held_of_a_lent_cluster_counts_the_gpus_its_cap_frees() -> None:
+    """8 lent GPUs; an 8-GPU Slurm attempt all hour on a node no slurmd pod held, and 8 GPUs asked
+    all hour. With the allocation cut to 0 (``allocated_cap``) the 8 GPUs are free while 8 wait:
+    held 28,800; cut to 14,400: 4 GPUs on average are free, held 14,400."""
+    att = _attempts([("1", "COMPLETED", 8.0, _t(0), _t(1), ["n9"])])
+    pend = _pending([(8.0, _t(0), None)])
+    for cap_s, goodput, held in ((0.0, 0.0, 28800.0), (14400.0, 14400.0, 14400.0)):
+        lent = pl.DataFrame(
+            {"cluster": ["c"], "hour": [_t(0)], "allocated_gpu_s": [cap_s]},
+            schema_overrides={"hour": TS},
+        ).lazy()
+        wf = gpu_waterfall_hourly(
+            att, _capacity([_t(0)], 8.0), _t(2), pending=pend, allocated_cap=lent
+        )
+        h = _leaves(wf, _t(0))
+        assert (h["goodput"], h["held"], h["idle"]) == (goodput, held, 0.0)
