@@ -323,9 +323,23 @@ def slurm_node_map(
             pl.lit("comment").alias("source"),
         )
     )
+    # A Slurm node runs in one slurmd pod at a time: a comment's interval (a pod not ingested)
+    # ends where the node's next interval of either source begins.
+    following = (
+        pl.col("valid_from").shift(-1).over("slurm_node", order_by=["valid_from", "_pod_first"])
+    )
     return (
         pl.concat([from_pods, from_comments])
         .cast(NODE_MAP_SCHEMA)  # type: ignore[arg-type]
+        .with_columns((pl.col("source") != "pod").alias("_pod_first"))
+        .with_columns(
+            pl.when((pl.col("source") == "comment") & following.is_not_null())
+            .then(pl.min_horizontal(pl.col("valid_to").fill_null(following), following))
+            .otherwise(pl.col("valid_to"))
+            .alias("valid_to")
+        )
+        .drop("_pod_first")
+        .filter(pl.col("valid_to").is_null() | (pl.col("valid_to") > pl.col("valid_from")))
         .sort("slurm_node", "valid_from")
     )
 

@@ -249,3 +249,35 @@ def test_slurmd_pod_telemetry_goes_to_the_slurm_job_never_to_the_pod() -> None:
         (t(0, 30), 0, "sok-c", "sok-0", "101", 0, None, None, 0.9),
         (t(2, 10), 1, "sok-c", "sok-0", None, None, None, None, 0.5),
     ]  # fmt: skip
+
+
+def test_a_comment_interval_ends_where_the_node_s_next_slurmd_pod_begins() -> None:
+    """Slurm node sok-1 (8 GPUs): a comment polled at 00:00 names slurm/old-1 on kn2 (never
+    ingested, Gres= 8 GPUs), and the ingested slurm/new-1 on kn3 runs from 01:00 (no later poll);
+    job 201 holds 8 GPUs on sok-1 01:00–03:00. The node runs in one pod at a time: the comment's
+    interval ends at 01:00, so kn2 lends 8 × 3,600 at 00:00 only and each hour lends and
+    allocates at most 28,800 (both pods lent, and the job was on both, 57,600 an hour)."""
+    lab = {POD_HOSTNAME_LABEL: "sok-1", "app.kubernetes.io/instance": "slurm-worker-gpu"}
+    p = pods(pod("slurm", "new-1", "kn3", 8.0, t(1), labels=lab))
+    a = attempts(("201", 0, 8.0, t(1), t(3), ["sok-1"], None))
+    comments = pl.DataFrame(
+        [("sok-c", "sok-1", t(0), "slurm", "old-1", "kn2", "gpu", 8.0)],
+        schema={**_COMMENT_SCHEMA, "gpus": pl.Float64()},
+        orient="row",
+    )
+    hourly, node_map, _, _ = slurm_on_k8s_hourly(SETTING, a, p, comments, K8S_NODES, AS_OF)
+    assert node_map.select("valid_from", "valid_to", "pod", "source").rows() == [
+        (t(0), t(1), "old-1", "comment"),
+        (t(1), None, "new-1", "pod"),
+    ]
+    got = (
+        hourly.group_by("k8s_node", "hour")
+        .agg(pl.col("lent_to_slurm_gpu_s", "slurm_allocated_gpu_s").sum())
+        .sort("hour")
+        .rows()
+    )
+    assert got == [
+        ("kn2", t(0), 28800.0, 0.0),
+        ("kn3", t(1), 28800.0, 28800.0),
+        ("kn3", t(2), 28800.0, 28800.0),
+    ]
