@@ -23,7 +23,7 @@ from pipelines.core.slurm_on_k8s import (
     slurmd_job_keys,
     slurmd_overlaps,
 )
-from pipelines.slurm._scontrol_nodes import gres_gpus
+from pipelines.slurm import gres_gpus
 from pipelines.warehouse import read_table, table_exists
 
 __all__ = ["SlurmOnK8sTables", "slurm_on_k8s_tables"]
@@ -79,7 +79,7 @@ class SlurmOnK8sTables:
 
 def _with_gres_gpus(comments: pl.DataFrame) -> pl.DataFrame:
     """``comments`` with ``gpus``: the GPUs of each poll's ``Gres=`` (``gres`` column;
-    :func:`pipelines.slurm._scontrol_nodes.gres_gpus`), NULL where absent or unreadable."""
+    :func:`pipelines.slurm.gres_gpus`), NULL where absent or unreadable."""
     if "gres" not in comments.columns:
         return comments.with_columns(pl.lit(None, pl.Float64).alias("gpus"))
 

@@ -1062,8 +1062,7 @@ def slurmd_job_keys(pods: pl.DataFrame, pod_jobs: pl.DataFrame, k8s_cluster: str
 
 def _to_own_cutoffs(lent: pl.DataFrame, as_of: pl.DataFrame) -> pl.DataFrame:
     """``lent`` (``cluster, k8s_cluster, hour, _lent, _alloc``, up to the pair's later cut-off)
-    with ``_lent``/``_alloc`` the Slurm side's up to its own cut-off, ``_lent_k`` the Kubernetes
-    side's up to its own, and ``_keep_s`` false for the Slurm cluster's hours after its cut-off
+    with ``_lent_k``: the Kubernetes side's lent GPU-seconds up to its own cut-off
     (:func:`lend_capacity`)."""
     cuts = as_of.select("cluster", pl.col("as_of").dt.convert_time_zone("UTC"))
     hour = pl.col("hour").dt.convert_time_zone("UTC")
@@ -1075,15 +1074,11 @@ def _to_own_cutoffs(lent: pl.DataFrame, as_of: pl.DataFrame) -> pl.DataFrame:
     both = lent.join(cuts.rename({"as_of": "_cut_s"}), on="cluster", how="left").join(
         cuts.rename({"cluster": "k8s_cluster", "as_of": "_cut_k"}), on="k8s_cluster", how="left"
     )
-    pair = pl.max_horizontal("_cut_s", "_cut_k").alias("_cut_p")
-    both = both.with_columns(pair)
-    share = {c: known(c) / known("_cut_p").clip(lower_bound=1e-6) for c in ("_cut_s", "_cut_k")}
-    return both.with_columns(
-        (pl.col("_lent") * share["_cut_k"].clip(0.0, 1.0)).alias("_lent_k"),
-        (pl.col("_lent") * share["_cut_s"].clip(0.0, 1.0)).alias("_lent"),
-        (pl.col("_alloc") * share["_cut_s"].clip(0.0, 1.0)).alias("_alloc"),
-        (known("_cut_s") > 0).alias("_keep_s"),
-    ).drop("_cut_s", "_cut_k", "_cut_p")
+    both = both.with_columns(pl.max_horizontal("_cut_s", "_cut_k").alias("_cut_p"))
+    share = (known("_cut_k") / known("_cut_p").clip(lower_bound=1e-6)).clip(0.0, 1.0)
+    return both.with_columns((pl.col("_lent") * share).alias("_lent_k")).drop(
+        "_cut_s", "_cut_k", "_cut_p"
+    )
 
 
 def lend_capacity(
@@ -1112,12 +1107,12 @@ def lend_capacity(
         hourly: :data:`HOURLY_SCHEMA` rows (``cluster`` the Slurm cluster, ``k8s_cluster``,
             ``lent_to_slurm_gpu_s``, ``slurm_allocated_gpu_s``), computed up to the later of the
             pair's two cut-offs.
-        as_of: ``cluster, as_of``, each cluster's own cut-off. Where given, each side of a pair
-            takes the pair's hourly GPU-seconds up to its own cut-off only: in the hour that
-            holds a cut-off the lent and allocated GPU-seconds are scaled by the seconds known
-            to the cluster ÷ the seconds known to the pair (spread evenly over the hour), and the
-            Slurm cluster has no row after its cut-off (its occupancy's cut-off hour holds its
-            capacity up to its own cut-off, :func:`metrics.occupancy.occupancy_hourly`).
+        as_of: ``cluster, as_of``, each cluster's own cut-off. Where given, the Kubernetes
+            cluster loses the lent GPU-seconds up to its own cut-off only (its occupancy's
+            cut-off hour holds its capacity up to it, :func:`metrics.occupancy.occupancy_hourly`):
+            in that hour ``lent`` is scaled by the seconds it knows ÷ the seconds the pair knows
+            (spread evenly over the hour). The Slurm cluster keeps the pair's hours, to the later
+            cut-off.
 
     Returns:
         The same columns, sorted by ``cluster, hour``.
@@ -1140,7 +1135,6 @@ def lend_capacity(
     )
     hour_t = occupancy.schema["hour"]
     k8s = k8s.with_columns(pl.col("hour").cast(hour_t))
-    lent = lent.filter(pl.col("_keep_s")) if "_keep_s" in lent.columns else lent
     lent_s = lent.group_by("cluster", "hour").agg(pl.col("_lent", "_alloc").sum())
     lent_s = lent_s.with_columns(pl.col("hour").cast(hour_t))
     rest = occupancy.filter(~pl.col("cluster").is_in(sorted(slurm)))

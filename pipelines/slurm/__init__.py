@@ -39,7 +39,7 @@ from pipelines.slurm._sacctmgr_tres import TRES_SCHEMA, parse_sacctmgr_tres
 from pipelines.slurm._scontrol_config import CONFIG_SCHEMA, parse_scontrol_config
 from pipelines.slurm._scontrol_jobs import SCONTROL_JOB_SCHEMA, parse_scontrol_jobs
 from pipelines.slurm._scontrol_node_comments import NODE_COMMENT_SCHEMA, parse_node_comments
-from pipelines.slurm._scontrol_nodes import NODE_SCHEMA, parse_scontrol_nodes
+from pipelines.slurm._scontrol_nodes import NODE_SCHEMA, gres_gpus, parse_scontrol_nodes
 from pipelines.slurm._scontrol_topology import parse_scontrol_topology
 from pipelines.slurm._sdiag import SDIAG_SCHEMA, parse_sdiag
 from pipelines.slurm._sprio import SPRIO_SCHEMA, parse_sprio
@@ -56,6 +56,7 @@ __all__ = [
     "SQUEUE",
     "STATE_PREFIXES",
     "TOPOLOGY",
+    "gres_gpus",
     "job_view_gaps",
     "topology_config",
 ]

@@ -208,13 +208,12 @@ def test_slurmd_telemetry_goes_to_the_slurm_job_never_the_pod() -> None:
     assert "slurm/sok-0" not in att["job_id"].to_list()
 
 
-def test_each_side_of_a_pair_lends_up_to_its_own_cut_off() -> None:
+def test_the_kubernetes_side_lends_up_to_its_own_cut_off() -> None:
     """kc (a 16-GPU node) has its cut-off at 00:10 of hour H0, sc at 00:50; the slurmd pod holds
     8 GPUs all along, and the pair's hourly rows run to the later cut-off: lent 8 × 3,000 =
     24,000 in H0 (and 8 × 3,600 the hour before). kc's occupancy holds its cut-off hour up to
     00:10: 16 × 600 = 9,600, less the pod's 8 × 600 = 4,800 → 4,800 (it was 9,600 − 24,000 =
-    −14,400). sc's capacity in H0 is the pod's GPUs up to its own 00:50: 24,000, its
-    allocation 8 × 2,400 → 19,200 of them; an hour after sc's cut-off gives sc no row."""
+    −14,400). sc keeps the pair's hours: 24,000 in H0 (allocated 19,200) and 3,600 in H1."""
     before = H0 - dt.timedelta(hours=1)
     occ = _occ([
         ("kc", before, 57600.0, 0.0, 0.0, 0.0, 0.0, "inventory"),
@@ -238,15 +237,5 @@ def test_each_side_of_a_pair_lends_up_to_its_own_cut_off() -> None:
         ("kc", H0, 4800.0, 0.0),
         ("sc", before, 28800.0, 28800.0),
         ("sc", H0, 24000.0, 19200.0),
+        ("sc", H1, 3600.0, 0.0),
     ]
-    # the other way round (kc's cut-off the later): sc's H0 holds its 10 minutes only
-    swapped = cuts.with_columns(pl.col("as_of").reverse())
-    occ2 = occ.with_columns(
-        pl.when((pl.col("cluster") == "kc") & (pl.col("hour") == H0))
-        .then(16 * 3000.0).otherwise(pl.col("capacity_gpu_s")).alias("capacity_gpu_s")
-    )  # fmt: skip
-    out2 = lend_capacity(occ2, hourly, swapped).sort("cluster", "hour")
-    sc = out2.filter(pl.col("cluster") == "sc").select("hour", "capacity_gpu_s", "allocated_gpu_s")
-    assert sc.rows() == [(before, 28800.0, 28800.0), (H0, 4800.0, 3840.0)]
-    kc = out2.filter(pl.col("cluster") == "kc")["capacity_gpu_s"].to_list()
-    assert kc == [28800.0, 48000.0 - 24000.0]
