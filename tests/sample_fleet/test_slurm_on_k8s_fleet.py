@@ -239,9 +239,10 @@ def test_fleet_tables_count_each_gpu_second_once(
     23:00 of the second day (k8s-c's cut-off is 23:50, its last pod event: the hour that holds
     it counts up to it). From the first day's 00:00 the slurmd pods hold 8 + 6 + 8 = 22 GPUs, so
     k8s-c keeps 10 × 3 600 = 36 000 and sok-c has 22 × 3 600 = 79 200 (at 23:00 of the second day
-    the pods end at 23:50: 22 × 3 000 = 66 000 lent, 96 000 − 66 000 = 30 000 left). The slurmd pods are not k8s-c's allocation (its allocated never
-    exceeds its 36 000) and the waterfall's leaves sum to each cluster's capacity in every
-    cluster-hour. The double-count rate is untouched (the last test)."""
+    the pods end at 23:50: 22 × 3 000 = 66 000 lent, 96 000 − 66 000 = 30 000 left). The slurmd
+    pods are not k8s-c's allocation (its allocated never exceeds its 36 000) and the waterfall's
+    leaves sum to each cluster's capacity in every cluster-hour. The double-count rate is
+    untouched (the last test)."""
     _planted, con = built
     occ = _q(con, "SELECT cluster, hour, capacity_gpu_s, allocated_gpu_s, capacity_source "
                   "FROM occupancy_hourly WHERE cluster IN ('sok-c', 'k8s-c')")  # fmt: skip
