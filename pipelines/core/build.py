@@ -374,6 +374,24 @@ def _concurrent_gpus(jobs: pl.DataFrame, skip: Collection[str] = ()) -> pl.DataF
     )
 
 
+def _pod_holds(pods: pl.DataFrame, as_of: pl.DataFrame) -> pl.DataFrame:
+    """``cluster, node_list, gpus, start_at, end_at, as_of``: each pod's hold of its node's GPUs
+    (bound, else started, to finished, else deleted), the rows :func:`_concurrent_gpus` sweeps
+    for Kubernetes clusters (a workload's attempt spreads its GPUs evenly over its nodes; its
+    pods say what each node held)."""
+    return (
+        pods.filter(pl.col("node_name").is_not_null() & (pl.col("gpus") > 0))
+        .select(
+            "cluster",
+            pl.concat_list(pl.col("node_name")).alias("node_list"),
+            pl.col("gpus").cast(pl.Float64),
+            pl.coalesce("scheduled_at", "started_at").alias("start_at"),
+            pl.coalesce("finished_at", "deleted_at").alias("end_at"),
+        )
+        .join(as_of, on="cluster", how="left")
+    )
+
+
 def _observed_nodes(
     slurm_hosts: pl.DataFrame, pods: pl.DataFrame, concurrent: pl.DataFrame | None = None
 ) -> pl.DataFrame:
@@ -641,7 +659,10 @@ def build_core(
     ).with_columns(pl.col("team").fill_null(UNATTRIBUTED))
     jobs = with_as_of(jobs, as_of)
 
-    observed = _observed_nodes(hosts, pods, _concurrent_gpus(jobs, inventoried))
+    held = pl.concat(
+        [jobs.filter(pl.col("source") == "slurm"), _pod_holds(pods, as_of)], how="diagonal_relaxed"
+    )
+    observed = _observed_nodes(hosts, pods, _concurrent_gpus(held, inventoried))
     nodes = pl.concat(
         [
             inventory,

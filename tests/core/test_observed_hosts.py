@@ -9,7 +9,7 @@ import datetime as dt
 
 import polars as pl
 
-from pipelines.core.build import _concurrent_gpus, _observed_hosts, _observed_nodes
+from pipelines.core.build import _concurrent_gpus, _observed_hosts, _observed_nodes, _pod_holds
 
 ATTEMPTS = pl.DataFrame(
     {
@@ -98,3 +98,27 @@ def test_the_gpus_held_at_once_on_a_shared_node() -> None:
 
 
 PODS = pl.DataFrame(schema={"cluster": pl.String(), "node_name": pl.String(), "gpus": pl.Float64()})
+
+
+def test_kubernetes_nodes_hold_what_their_pods_held_at_once() -> None:
+    """A workload of three 1-GPU pods, two bound on node a and one on b, 00:00–02:00 (its
+    attempt spreads 3 GPUs evenly: 1.5 and 1.5), and a pod bound on b 03:00 still running at the
+    cut-off 05:00, with 2 GPUs: the pods say a held 2 at once and b 2."""
+    pods = pl.DataFrame(
+        {
+            "cluster": ["k"] * 4,
+            "node_name": ["a", "a", "b", "b"],
+            "gpus": [1.0, 1.0, 1.0, 2.0],
+            "scheduled_at": [_at(0), _at(0), _at(0), _at(3)],
+            "started_at": [_at(0, 1), _at(0, 1), _at(0, 1), _at(3, 1)],
+            "finished_at": [_at(2), _at(2), _at(2), None],
+            "deleted_at": [None, None, None, None],
+        },
+        schema_overrides={c: pl.Datetime("us", "UTC") for c in
+                          ("scheduled_at", "started_at", "finished_at", "deleted_at")},
+    )  # fmt: skip
+    cuts = pl.DataFrame({"cluster": ["k"], "as_of": [_at(5)]}).with_columns(
+        pl.col("as_of").dt.cast_time_unit("us")
+    )
+    got = _concurrent_gpus(_pod_holds(pods, cuts)).sort("host")
+    assert got.rows() == [("k", "a", 2.0), ("k", "b", 2.0)]
