@@ -152,16 +152,7 @@ def occupancy_hourly(
     hours = bounds.select(
         CLUSTER, pl.datetime_ranges("_first", "_last", interval="1h").alias(HOUR)
     ).explode(HOUR)
-    # the hour that holds the cut-off has capacity up to it only: nothing after ``as_of`` is
-    # known, so it is neither allocated nor idle (registered capacity and down time stop there
-    # too)
-    cut = pl.lit(as_of).dt.cast_time_unit("us").dt.replace_time_zone("UTC")
-    known = seconds_between(
-        pl.min_horizontal(cut, pl.col(HOUR) + pl.duration(hours=1)), pl.col(HOUR)
-    )
-    cap = capacity_hourly(nodes, hours).with_columns(
-        pl.col("capacity_gpu_s") * (known.clip(0.0, 3600.0) / 3600.0)
-    )
+    cap = capacity_hourly(nodes, hours)
     if registered is not None:
         reg = registered.select(CLUSTER, HOUR, pl.col("capacity_gpu_s").alias("_reg"))
         has_reg = reg.select(CLUSTER).unique().with_columns(pl.lit(True).alias("_has_reg"))

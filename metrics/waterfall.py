@@ -366,8 +366,9 @@ def _held_in_time(
     GPU-seconds that were free while eligible demand waited, on the time axis.
 
     Free GPUs at time t = max(0, a − allocated(t)), with a = the hour's available GPU-seconds
-    (capacity − down − planned_down) ÷ the hour's seconds up to the cut-off (the hour's average
-    available GPUs: down time inside the hour is spread over it); allocated(t) and pending(t)
+    (capacity − down − planned_down) ÷ 3,600 (the hour's average available GPUs: down time
+    inside the hour is spread over it; nothing is allocated or pending after the cut-off, so
+    nothing is held there); allocated(t) and pending(t)
     are step functions of the attempts' spans and the waits' spans. Each hour is cut at its
     bounds and at every start and end, so between two cuts both are constant.
 
@@ -417,14 +418,12 @@ def _held_in_time(
         )
         .filter((pl.col("_dt") > 0) & (pl.col("_t") < cut))
     )
-    known = seconds_between(pl.min_horizontal(cut, pl.col(HOUR) + _ONE_HOUR), pl.col(HOUR))
     rate = cap.select(
         CLUSTER,
         HOUR,
-        (
-            (pl.col(CAPACITY_GPU_S) - pl.col(DOWN_GPU_S) - pl.col(PLANNED_DOWN_GPU_S))
-            / known.clip(lower_bound=1e-6)
-        ).alias("_avail"),
+        ((pl.col(CAPACITY_GPU_S) - pl.col(DOWN_GPU_S) - pl.col(PLANNED_DOWN_GPU_S)) / 3600.0).alias(
+            "_avail"
+        ),
     )
     if scale is not None:
         rate = rate.join(scale, on=[CLUSTER, HOUR], how="left")

@@ -969,7 +969,7 @@ def _occupancy(core: CoreFrames, sok: SlurmOnK8sTables | None = None) -> pl.Data
         if occ_parts
         else occupancy_hourly(jobs.clear().lazy(), nodes.lazy(), dt.datetime.now(dt.UTC)).collect()
     )
-    return lend_capacity(occ, sok.hourly, as_of).join(as_of, on="cluster", how="left")
+    return lend_capacity(occ, sok.hourly).join(as_of, on="cluster", how="left")
 
 
 def _pair_days(plan: BuildPlan, maps: pl.DataFrame) -> BuildPlan:

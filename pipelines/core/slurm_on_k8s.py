@@ -1060,30 +1060,7 @@ def slurmd_job_keys(pods: pl.DataFrame, pod_jobs: pl.DataFrame, k8s_cluster: str
     )
 
 
-def _to_own_cutoffs(lent: pl.DataFrame, as_of: pl.DataFrame) -> pl.DataFrame:
-    """``lent`` (``cluster, k8s_cluster, hour, _lent, _alloc``, up to the pair's later cut-off)
-    with ``_lent_k``: the Kubernetes side's lent GPU-seconds up to its own cut-off
-    (:func:`lend_capacity`)."""
-    cuts = as_of.select("cluster", pl.col("as_of").dt.convert_time_zone("UTC"))
-    hour = pl.col("hour").dt.convert_time_zone("UTC")
-
-    def known(cut: str) -> pl.Expr:
-        end = pl.min_horizontal(pl.col(cut), hour + pl.duration(hours=1))
-        return ((end - hour).dt.total_microseconds() / 1e6).clip(0.0, 3600.0).fill_null(3600.0)
-
-    both = lent.join(cuts.rename({"as_of": "_cut_s"}), on="cluster", how="left").join(
-        cuts.rename({"cluster": "k8s_cluster", "as_of": "_cut_k"}), on="k8s_cluster", how="left"
-    )
-    both = both.with_columns(pl.max_horizontal("_cut_s", "_cut_k").alias("_cut_p"))
-    share = (known("_cut_k") / known("_cut_p").clip(lower_bound=1e-6)).clip(0.0, 1.0)
-    return both.with_columns((pl.col("_lent") * share).alias("_lent_k")).drop(
-        "_cut_s", "_cut_k", "_cut_p"
-    )
-
-
-def lend_capacity(
-    occupancy: pl.DataFrame, hourly: pl.DataFrame, as_of: pl.DataFrame | None = None
-) -> pl.DataFrame:
+def lend_capacity(occupancy: pl.DataFrame, hourly: pl.DataFrame) -> pl.DataFrame:
     """``occupancy_hourly`` with the GPUs slurmd pods hold moved from the Kubernetes cluster to
     the Slurm cluster, so the fleet counts each GPU-second once (METRICS.md "Slurm on
     Kubernetes", layer ownership).
@@ -1107,12 +1084,6 @@ def lend_capacity(
         hourly: :data:`HOURLY_SCHEMA` rows (``cluster`` the Slurm cluster, ``k8s_cluster``,
             ``lent_to_slurm_gpu_s``, ``slurm_allocated_gpu_s``), computed up to the later of the
             pair's two cut-offs.
-        as_of: ``cluster, as_of``, each cluster's own cut-off. Where given, the Kubernetes
-            cluster loses the lent GPU-seconds up to its own cut-off only (its occupancy's
-            cut-off hour holds its capacity up to it, :func:`metrics.occupancy.occupancy_hourly`):
-            in that hour ``lent`` is scaled by the seconds it knows ÷ the seconds the pair knows
-            (spread evenly over the hour). The Slurm cluster keeps the pair's hours, to the later
-            cut-off.
 
     Returns:
         The same columns, sorted by ``cluster, hour``.
@@ -1127,12 +1098,8 @@ def lend_capacity(
         .sum()
         .alias("_alloc"),
     )
-    if as_of is not None and as_of.height:
-        lent = _to_own_cutoffs(lent, as_of)
     slurm = set(lent["cluster"].to_list())
-    k8s = lent.group_by(pl.col("k8s_cluster").alias("cluster"), "hour").agg(
-        pl.col("_lent_k" if "_lent_k" in lent.columns else "_lent").sum().alias("_lent")
-    )
+    k8s = lent.group_by(pl.col("k8s_cluster").alias("cluster"), "hour").agg(pl.col("_lent").sum())
     hour_t = occupancy.schema["hour"]
     k8s = k8s.with_columns(pl.col("hour").cast(hour_t))
     lent_s = lent.group_by("cluster", "hour").agg(pl.col("_lent", "_alloc").sum())

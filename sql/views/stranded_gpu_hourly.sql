@@ -7,23 +7,18 @@ WITH leaves AS (
            any_value(as_of) AS as_of
     FROM analytics.gpu_waterfall_hourly LEFT JOIN core.build_cutoffs USING (cluster)
     GROUP BY cluster, hour
-), known AS (
-    SELECT *, coalesce(least(3600.0, greatest(0.0, epoch(as_of) - epoch(hour))), 3600.0) AS known_s
-    FROM leaves
 ), parts AS (
     SELECT l.cluster, l.hour, s.level, coalesce(s.free_gpus, 0) AS free_gpus,
            coalesce(s.pending_jobs, 0) AS pending_jobs, s.min_pending_gpus,
            coalesce(s.stranded_gpus, 0) AS stranded_gpus,
            coalesce(s.expected_stranded_gpus, 0) AS expected_stranded_gpus,
            l.idle_gpu_s, l.held_gpu_s,
-           -- the hour's seconds up to the cut-off (the hour that holds it counts up to as_of)
-           least(l.idle_gpu_s + l.held_gpu_s, coalesce(s.stranded_gpus, 0) * l.known_s)
-               AS stranded_gpu_s,
-           least(l.idle_gpu_s + l.held_gpu_s, coalesce(s.expected_stranded_gpus, 0) * l.known_s)
+           least(l.idle_gpu_s + l.held_gpu_s, coalesce(s.stranded_gpus, 0) * 3600) AS stranded_gpu_s,
+           least(l.idle_gpu_s + l.held_gpu_s, coalesce(s.expected_stranded_gpus, 0) * 3600)
                AS expected_stranded_gpu_s,
            least(l.held_gpu_s, coalesce(s.gang_pending_gpu_s, 0)) AS held_for_gangs_gpu_s,
            l.as_of
-    FROM known AS l
+    FROM leaves AS l
     LEFT JOIN analytics.topology_stranded_hourly AS s USING (cluster, hour)
 )
 SELECT cluster, hour, level, free_gpus, pending_jobs, min_pending_gpus, stranded_gpus,

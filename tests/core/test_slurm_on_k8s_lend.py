@@ -206,36 +206,3 @@ def test_slurmd_telemetry_goes_to_the_slurm_job_never_the_pod() -> None:
         ("kc", "kn1", "ml/train", 0, "ml", "pod"),
     ]
     assert "slurm/sok-0" not in att["job_id"].to_list()
-
-
-def test_the_kubernetes_side_lends_up_to_its_own_cut_off() -> None:
-    """kc (a 16-GPU node) has its cut-off at 00:10 of hour H0, sc at 00:50; the slurmd pod holds
-    8 GPUs all along, and the pair's hourly rows run to the later cut-off: lent 8 × 3,000 =
-    24,000 in H0 (and 8 × 3,600 the hour before). kc's occupancy holds its cut-off hour up to
-    00:10: 16 × 600 = 9,600, less the pod's 8 × 600 = 4,800 → 4,800 (it was 9,600 − 24,000 =
-    −14,400). sc keeps the pair's hours: 24,000 in H0 (allocated 19,200) and 3,600 in H1."""
-    before = H0 - dt.timedelta(hours=1)
-    occ = _occ([
-        ("kc", before, 57600.0, 0.0, 0.0, 0.0, 0.0, "inventory"),
-        ("kc", H0, 9600.0, 0.0, 0.0, 0.0, 0.0, "inventory"),
-        ("sc", H0, 0.0, 0.0, 0.0, 0.0, None, "observed"),
-    ])  # fmt: skip
-    hourly = _hourly([
-        ("sc", "kc", "kn1", before, 28800.0, 28800.0),
-        ("sc", "kc", "kn1", H0, 24000.0, 19200.0),
-        ("sc", "kc", "kn1", H1, 3600.0, 0.0),
-    ])  # fmt: skip
-    cuts = pl.DataFrame(
-        {"cluster": ["kc", "sc"],
-         "as_of": [H0 + dt.timedelta(minutes=10), H0 + dt.timedelta(minutes=50)]},
-        schema={"cluster": pl.String(), "as_of": pl.Datetime("us", "UTC")},
-    )  # fmt: skip
-    out = lend_capacity(occ, hourly, cuts).sort("cluster", "hour")
-    got = out.select("cluster", "hour", "capacity_gpu_s", "allocated_gpu_s").rows()
-    assert got == [
-        ("kc", before, 28800.0, 0.0),
-        ("kc", H0, 4800.0, 0.0),
-        ("sc", before, 28800.0, 28800.0),
-        ("sc", H0, 24000.0, 19200.0),
-        ("sc", H1, 3600.0, 0.0),
-    ]

@@ -67,8 +67,7 @@ def test_fractional_gpus_and_cpu_only_attempts() -> None:
 def test_occupancy_divides_by_available_capacity() -> None:
     """8 GPUs of capacity; 2 GPUs 00:30–02:00 and 1 GPU from 01:00 (running, as_of 01:30).
 
-    Hour 0: 3600 / (8×3600) = 0.125. Hour 1 is known up to the cut-off only: capacity 8×1800 =
-    14,400, (2×1800 + 1×1800) / 14,400 = 0.375 (the half hour after the cut-off is not idle).
+    Hour 0: 3600 / (8×3600) = 0.125. Hour 1: (2×1800 + 1×1800) / 28800 = 0.1875.
     """
     nodes = pl.DataFrame(
         {"cluster": ["c", "c"], "host": ["n1", "n2"], "gpus": [4.0, 4.0],
@@ -76,9 +75,9 @@ def test_occupancy_divides_by_available_capacity() -> None:
     ).lazy()  # fmt: skip
     att = _attempts([("c", 2.0, _t(0, 30), _t(2)), ("c", 1.0, _t(1), None)])
     out = occupancy_hourly(att, nodes, _t(1, 30)).collect()
-    assert out["capacity_gpu_s"].to_list() == [28800.0, 14400.0]
+    assert out["capacity_gpu_s"].to_list() == [28800.0, 28800.0]
     assert out["allocated_gpu_s"].to_list() == [3600.0, 5400.0]
-    assert out["occupancy"].to_list() == [0.125, 0.375]
+    assert out["occupancy"].to_list() == [0.125, 0.1875]
     assert out["down_gpu_s"].to_list() == [0.0, 0.0]
 
 

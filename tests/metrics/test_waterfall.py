@@ -315,15 +315,16 @@ def test_held_is_free_gpus_while_demand_waits_on_the_time_axis() -> None:
 
 
 def test_held_in_the_cut_off_hour_stops_at_the_cut_off() -> None:
-    """Hour 0, 4 GPUs, the cut-off at 00:30: the hour's capacity is what was known, 4 × 1,800 =
-    7,200 (as the occupancy gives it). A 1-GPU job runs 00:00–00:30 and a 2-GPU job waits from
-    00:10: held = min(3 free, 2 asked) × 1,200 = 2,400; idle = 7,200 − 1,800 − 2,400 = 3,000."""
+    """Hour 0, 4 GPUs (14,400), the cut-off at 00:30. A 1-GPU job runs 00:00–00:30 and a 2-GPU
+    job waits from 00:10: held = min(3 free, 2 asked) × 1,200 = 2,400 (nothing waits after the
+    cut-off); idle = 14,400 − 1,800 − 2,400 = 10,200."""
     att = _attempts([("1", "COMPLETED", 1.0, _t(0), _t(0, 30), ["n1"])])
-    cap = _capacity([_t(0)], 4.0).with_columns(pl.lit(7200.0).alias("capacity_gpu_s"))
-    wf = gpu_waterfall_hourly(att, cap, _t(0, 30), pending=_pending([(2.0, _t(0, 10), None)]))
+    wf = gpu_waterfall_hourly(
+        att, _capacity([_t(0)], 4.0), _t(0, 30), pending=_pending([(2.0, _t(0, 10), None)])
+    )
     h0 = _leaves(wf, _t(0))
-    assert (h0["goodput"], h0["held"], h0["idle"]) == (1800.0, 2400.0, 3000.0)
-    assert sum(h0.values()) == 7200.0
+    assert (h0["goodput"], h0["held"], h0["idle"]) == (1800.0, 2400.0, 10200.0)
+    assert sum(h0.values()) == 14400.0
 
 
 def test_held_of_an_hour_before_a_gap_in_the_capacity_rows_is_that_hour_s() -> None:

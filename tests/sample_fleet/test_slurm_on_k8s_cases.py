@@ -54,9 +54,8 @@ def test_two_slurmd_pods_of_one_slurm_node_are_one_node(tmp_path: Path, order: s
     sok-0 is one Slurm node: slinky-0-a ended when slinky-0-b started (01:10).
     Hour 01: lent 4 × 600 + 4 × 3 000 = 14 400, Slurm allocated 4 × 2 700 = 10 800.
     Hour 02: lent 14 400, allocated 14 400 (before: 28 800 each, the job counted once per pod).
-    Capacity: hour 01 sc 14 400 (before 26 400), hour 02 sc 14 400; kc's cut-off is its last
-    pod event, 01:10, and the hour that holds it counts up to it: kc 16 × 600 − slinky-0-a's
-    4 × 600 = 7 200 (its 14 400 lent in the hour, to sc's later cut-off, scaled by 600 ÷ 3 600).
+    Capacity: hour 01 kc 57 600 − 14 400 = 43 200 and sc 14 400 (before 31 200 and 26 400),
+    hour 02 sc 14 400 (kc's cut-off is its last pod event, 01:10).
     Finding ``sok_node_overlap``: slinky-0-a's 4 GPUs from 01:10 to the cut-off 03:00 =
     4 × 6 600 = 26 400 GPU-s cut."""
     root = sk.setup(tmp_path)
@@ -77,7 +76,7 @@ def test_two_slurmd_pods_of_one_slurm_node_are_one_node(tmp_path: Path, order: s
     assert sok["kn1", 1] == (14400.0, 10800.0)
     assert sok["kn1", 2] == (14400.0, 14400.0)
     occ = _by_hour(cfg, "SELECT cluster, hour, capacity_gpu_s FROM occupancy_hourly")
-    assert (occ["kc", 1], occ["sc", 1], occ["sc", 2]) == ((7200.0,), (14400.0,), (14400.0,))
+    assert (occ["kc", 1], occ["sc", 1], occ["sc", 2]) == ((43200.0,), (14400.0,), (14400.0,))
     dq = sk.q(cfg, "SELECT value FROM data_quality WHERE \"check\" = 'sok_node_overlap'")
     assert dq["value"].to_list() == [pytest.approx(26400.0)]
 
