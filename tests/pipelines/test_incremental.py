@@ -82,19 +82,21 @@ def _tables(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [r[0] for r in rows if r[0].split(".")[1] not in _BOOKKEEPING]
 
 
-def _sorted(df: pl.DataFrame) -> pl.DataFrame:
-    keys = [c for c, t in df.schema.items() if not isinstance(t, pl.List | pl.Struct | pl.Object)]
-    return df.sort(keys, nulls_last=True)
-
-
 def _assert_frames_close(a: pl.DataFrame, b: pl.DataFrame, table: str) -> None:
     assert a.columns == b.columns, table
     assert a.height == b.height, (table, a.height, b.height)
     floats = [c for c, t in a.schema.items() if t in (pl.Float32, pl.Float64)]
     others = [c for c in a.columns if c not in floats]
-    # Sort by the non-float columns, rounded floats breaking ties.
-    sa = _sorted(a.with_columns(pl.col(c).round(6).alias(f"__cmp_{c}") for c in floats))
-    sb = _sorted(b.with_columns(pl.col(c).round(6).alias(f"__cmp_{c}") for c in floats))
+
+    # Sort by the non-float columns, rounded floats breaking ties: never by a raw float, whose
+    # last bits (a held of 1e-12 GPU-s against another bucket's 0.0) differ between two sums of
+    # the same seconds taken in another order.
+    def ordered(df: pl.DataFrame) -> pl.DataFrame:
+        cmp = df.with_columns(pl.col(c).round(6).alias(f"__cmp_{c}") for c in floats)
+        keys = [c for c in others if not isinstance(df.schema[c], pl.List | pl.Struct | pl.Object)]
+        return cmp.sort([*keys, *(f"__cmp_{c}" for c in floats)], nulls_last=True)
+
+    sa, sb = ordered(a), ordered(b)
     assert sa.select(others).equals(sb.select(others)), table
     for c in floats:
         xy = pl.DataFrame({"x": sa[c], "y": sb[c]})
