@@ -353,23 +353,41 @@ def _concurrent_gpus(jobs: pl.DataFrame, skip: Collection[str] = ()) -> pl.DataF
             "cluster",
             pl.col("node_list").alias("host"),
             (pl.col("gpus") / pl.col("node_list").list.len()).alias("_d"),
-            pl.col("start_at").alias("_s"),
-            end.alias("_e"),
+            pl.col("start_at").dt.epoch("us").alias("_s"),
+            end.dt.epoch("us").alias("_e"),
         )
         .filter(pl.col("_e") > pl.col("_s"))
-        .explode("host")
+        .collect()
     )
+    # Each host as a number, so that the sweep's rows hold no string: an exploded row per
+    # attempt and host is its row number and host number, and the times join back to it.
+    hosts = spans.select("cluster", "host").explode("host").unique().with_row_index("_h")
+    keyed = (
+        spans.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_r"), "cluster", "host")
+        .explode("host")
+        .join(hosts, on=["cluster", "host"], how="left", nulls_equal=True)
+        .select("_r", "_h")
+        .join(
+            spans.select("_d", "_s", "_e").with_row_index("_r"),
+            on="_r",
+        )
+        .lazy()
+    )
+    del spans
     steps = pl.concat(
         [
-            spans.select("cluster", "host", pl.col("_s").alias("_t"), "_d"),
-            spans.select("cluster", "host", pl.col("_e").alias("_t"), -pl.col("_d")),
+            keyed.select("_h", pl.col("_s").alias("_t"), "_d"),
+            keyed.select("_h", pl.col("_e").alias("_t"), -pl.col("_d")),
         ]
     )
+    # Per host, its steps in time order (an end before a start at the same instant) summed
+    # as they come; sorted within each host's group, not as one sort of every step.
+    most = steps.group_by("_h").agg(pl.col("_d").sort_by("_t", "_d").cum_sum().max().alias("gpus"))
     return (
-        steps.sort("cluster", "host", "_t", "_d")
-        .select("cluster", "host", pl.col("_d").cum_sum().over("cluster", "host").alias("gpus"))
-        .group_by("cluster", "host")
-        .agg(pl.col("gpus").max())
+        hosts.lazy()
+        .join(most, on="_h")
+        .select("cluster", "host", "gpus")
+        .sort("cluster", "host")
         .collect()
     )
 
