@@ -852,12 +852,21 @@ def _settle_by_elapsed(
     """Start and End of the rows where either is a local time of the repeated hour (DST ends):
     of the earlier and the later instant of each, the pair whose span is nearest the row's
     Elapsed plus the row's Suspended where the file has it (sacct's Elapsed is End − Start −
-    Suspended; without the field a suspended job's span reads short by its suspension) (the
-    earlier on a tie, and where Elapsed or the other time is missing). Read as the
-    earlier instant alone, a 2-hour job ending in the repeated hour was 1 hour long, and a
-    20-minute one starting before the change and ending after it ended before it started."""
+    Suspended; without the field a suspended job's span reads short by its suspension). On a
+    tie, the pair that starts no earlier than the row's Submit (the row's other readings of
+    the repeated hour settled as before), then the earlier; the earlier also where Elapsed or
+    the other time is missing. Read as the earlier instant alone, a 2-hour job ending in the
+    repeated hour was 1 hour long, and a 20-minute one starting before the change and ending
+    after it ended before it started; a 10-minute job submitted at 01:50 of the first 01:00
+    hour and run 01:10–01:20 of the second reads 10 minutes either way, and only the second
+    hour's pair starts after its Submit."""
     zone = ZoneInfo(tz)
     start, end = (df.select(columns[c]).to_series() for c in ("start_at", "end_at"))
+    submit = (
+        df.select(columns["submit_at"]).to_series()
+        if "submit_at" in columns
+        else pl.Series([None] * df.height, dtype=_UTC)
+    )
     elapsed = df["elapsed_s"]
     if "_suspended_s" in df.columns:
         elapsed = elapsed + df["_suspended_s"].fill_null(0)
@@ -882,9 +891,13 @@ def _settle_by_elapsed(
                 if s is not None and e is not None
             ]
             if pairs:
+                sub = submit[row]
                 best = min(
                     pairs,
-                    key=lambda p: abs((p[1] - p[0]).total_seconds() - elapsed[row]),
+                    key=lambda p: (
+                        abs((p[1] - p[0]).total_seconds() - elapsed[row]),
+                        sub is not None and p[0] < sub,
+                    ),
                 )
         starts.append(best[0])
         ends.append(best[1])

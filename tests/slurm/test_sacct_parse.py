@@ -682,6 +682,31 @@ def test_repeated_hour_settled_by_elapsed() -> None:
     assert suspended["extra"] == '{"Suspended":"01:00:00"}'
 
 
+def test_repeated_hour_tie_settled_by_submit() -> None:
+    """New York, 3 Nov 2024: job 9201 submitted 01:50, run 01:10–01:20, Elapsed 10 min. Start
+    and End both in the repeated hour read 10 minutes as EDT–EDT (05:10Z–05:20Z) and as EST–EST
+    (06:10Z–06:20Z): a tie. Only the second starts after the Submit (01:50 read as EDT, 05:50Z),
+    so it is taken: 06:10Z–06:20Z, 4 GPUs × 600 s = 2,400 GPU-s, a wait of 1,200 s from
+    Eligible 05:50Z. The earlier pair was taken before, and the row rejected as starting before
+    its Submit."""
+    text = (
+        "JobID|Submit|Eligible|Start|End|Elapsed|AllocTRES\n"
+        "9201|2024-11-03T01:50:00|2024-11-03T01:50:00|2024-11-03T01:10:00"
+        "|2024-11-03T01:20:00|00:10:00|cpu=1,gres/gpu=4,node=1\n"
+    )
+    res = parse_sacct("dst.psv", text=text, tz="America/New_York")
+    assert res.rejected.height == 0
+    row = res.rows.row(0, named=True)
+    assert (row["submit_at"], row["eligible_at"], row["start_at"], row["end_at"]) == (
+        _utc(2024, 11, 3, 5, 50),
+        _utc(2024, 11, 3, 5, 50),
+        _utc(2024, 11, 3, 6, 10),
+        _utc(2024, 11, 3, 6, 20),
+    )
+    assert row["gpus"] * (row["end_at"] - row["start_at"]).total_seconds() == 2400.0
+    assert (row["start_at"] - row["eligible_at"]).total_seconds() == 1200.0
+
+
 def test_durations_all_forms() -> None:
     """``SS``, ``MM:SS``, ``MM:SS.mmm``, ``HH:MM:SS``, ``D-HH:MM:SS`` (any days) → seconds."""
     values = ["59", "01:02", "16:01.272", "01:02:03", "1-00:00:00", "451-06:00:24", "2-07", ""]
