@@ -496,7 +496,8 @@ def stranded_hourly(
     Returns:
         :data:`STRANDED_SCHEMA` rows, one per cluster and hour with a gang level;
         ``gang_pending_gpu_s``: GPU-seconds of pending demand in the hour from jobs wider than
-        one node (what ``held`` can be held for).
+        one node (the hour's gang demand; the ``held`` leaf's part held for gangs is measured on
+        the time axis by :func:`metrics.waterfall.gpu_waterfall_hourly`, ``gang_gpu_s``).
     """
     level = gang_level(topology)
     # The node states are read four times below (free GPUs per node, partly held, whole free

@@ -139,9 +139,9 @@ def daily_kpis(
             censored spells of the wait percentiles (:func:`metrics.survival.wait_spells`).
         waterfall: optional ``gpu_waterfall_hourly`` rows (``cluster, hour, bucket, gpu_s``):
             ``preemption_loss_gpu_h`` and ``goodput_ratio`` need it, and with ``stranded``
-            ``held_for_gangs_gpu_h``.
-        stranded: optional ``topology_stranded_hourly`` rows (``cluster, hour,
-            gang_pending_gpu_s``; clusters with a gang level only).
+            ``held_for_gangs_gpu_h`` (which also reads its ``gang_gpu_s``).
+        stranded: optional ``topology_stranded_hourly`` rows (``cluster, hour``; clusters with
+            a gang level only): the hours ``held_for_gangs_gpu_h`` counts.
         fair_hourly: optional :func:`metrics.fairness.fair_share_hourly` rows (``pool, hour,
             team, usage_gpu_s, demand_gpu_s, fair_gpu_s``; pool = cluster):
             ``entitlement_ratio_min`` needs them.
@@ -335,23 +335,24 @@ def _goodput_ratio_kpi(waterfall: pl.DataFrame) -> pl.DataFrame:
 
 
 def _held_for_gangs_kpi(waterfall: pl.DataFrame, stranded: pl.DataFrame) -> pl.DataFrame:
-    """``held_for_gangs_gpu_h``: Σ over the day's hours of min(held, pending GPU-seconds of
-    jobs wider than one node) in GPU-hours, the ``held_for_gangs`` split of
-    ``stranded_gpu_hourly`` (METRICS.md "Domain capacity"); clusters with a gang level only
-    (the hours of ``stranded``)."""
+    """``held_for_gangs_gpu_h``: Σ over the day's hours of held for gangs in GPU-hours, the
+    ``held_for_gangs`` split of ``stranded_gpu_hourly`` (METRICS.md "Domain capacity"): the
+    ``held`` row's ``gang_gpu_s`` of :func:`metrics.waterfall.gpu_waterfall_hourly`, min(held,
+    ∫ min(free GPUs, pending GPUs of jobs wider than one node) dt) per cluster-hour, on the
+    time axis as held itself (at most held); clusters with a gang level only (the hours of
+    ``stranded``)."""
     held = (
         waterfall.filter(pl.col("bucket").cast(pl.String) == "held")
         .group_by("cluster", pl.col("hour").cast(UTC_US))
-        .agg(pl.col("gpu_s").sum().alias("_held"))
+        .agg(pl.col("gpu_s").sum().alias("_held"), pl.col("gang_gpu_s").sum().alias("_gang"))
     )
     return (
-        stranded.select("cluster", pl.col("hour").cast(UTC_US), "gang_pending_gpu_s")
+        stranded.select("cluster", pl.col("hour").cast(UTC_US))
+        .unique()
         .join(held, on=["cluster", "hour"], how="left")
         .group_by("cluster", pl.col("hour").dt.truncate("1d").alias("day"))
         .agg((
-            pl.min_horizontal(
-                pl.col("_held").fill_null(0.0), pl.col("gang_pending_gpu_s").fill_null(0.0)
-            ).sum()
+            pl.min_horizontal(pl.col("_held").fill_null(0.0), pl.col("_gang").fill_null(0.0)).sum()
             / 3600
         ).alias("value"))
         .select(

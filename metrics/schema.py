@@ -58,6 +58,7 @@ DOWN_GPU_S = "down_gpu_s"
 PLANNED_DOWN_GPU_S = "planned_down_gpu_s"
 OBSERVED_GPU_S = "observed_gpu_s"
 ACTIVE_GPU_S = "active_gpu_s"
+GANG_GPU_S = "gang_gpu_s"
 WINDOW_START = "window_start"
 WINDOW_END = "window_end"
 

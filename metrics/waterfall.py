@@ -29,6 +29,7 @@ from metrics.schema import (
     DOWN_GPU_S,
     ELIGIBLE_AT,
     END_AT,
+    GANG_GPU_S,
     GPU_S,
     GPUS,
     HOST,
@@ -362,8 +363,11 @@ def _held_in_time(
     as_of: dt.datetime,
     scale: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
-    """``cluster, hour, _held_t``: per cluster-hour, ∫ min(free GPUs, pending GPUs) dt, the
-    GPU-seconds that were free while eligible demand waited, on the time axis.
+    """``cluster, hour, _held_t, _gang_t``: per cluster-hour, ∫ min(free GPUs, pending GPUs) dt,
+    the GPU-seconds that were free while eligible demand waited, on the time axis, and
+    ∫ min(free GPUs, pending GPUs of gangs) dt, the part of it free while gangs waited (a
+    gang's wait is one whose ``_gang`` is its GPUs; pending gang GPUs ≤ pending GPUs at every
+    instant, so ``_gang_t`` ≤ ``_held_t``), in the same sweep.
 
     Free GPUs at time t = max(0, a − allocated(t)), with a = the hour's available GPU-seconds
     (capacity − down − planned_down) ÷ 3,600 (the hour's average available GPUs: down time
@@ -375,7 +379,8 @@ def _held_in_time(
     Args:
         cap: ``cluster, hour, capacity_gpu_s, down_gpu_s, planned_down_gpu_s`` (nulls filled).
         allocations: ``cluster, _from, _to, gpus``: allocated spans (cut to the window).
-        waits: ``cluster, _from, _to, _gpus``: pending-demand spans (cut to the window).
+        waits: ``cluster, _from, _to, _gpus, _gang``: pending-demand spans (cut to the
+            window); ``_gang`` = ``_gpus`` for a gang's wait (wider than one node), else 0.
         bounds: ``cluster, _w0, _w1``: each cluster's window.
         as_of: the data cut-off (nothing after it is known).
         scale: ``cluster, hour, _f``: hours whose allocation counts ``_f`` of itself (a lent
@@ -388,31 +393,33 @@ def _held_in_time(
     events = pl.concat(
         [
             allocations.select(CLUSTER, pl.col("_from").alias("_t"), pl.col(GPUS).alias("_da"),
-                               zero.alias("_dp")),
+                               zero.alias("_dp"), zero.alias("_dg")),
             allocations.select(CLUSTER, pl.col("_to").alias("_t"), (-pl.col(GPUS)).alias("_da"),
-                               zero.alias("_dp")),
+                               zero.alias("_dp"), zero.alias("_dg")),
             waits.select(CLUSTER, pl.col("_from").alias("_t"), zero.alias("_da"),
-                         pl.col("_gpus").alias("_dp")),
+                         pl.col("_gpus").alias("_dp"), pl.col("_gang").alias("_dg")),
             waits.select(CLUSTER, pl.col("_to").alias("_t"), zero.alias("_da"),
-                         (-pl.col("_gpus")).alias("_dp")),
-            cap.select(CLUSTER, pl.col(HOUR).alias("_t"), zero.alias("_da"), zero.alias("_dp")),
+                         (-pl.col("_gpus")).alias("_dp"), (-pl.col("_gang")).alias("_dg")),
+            cap.select(CLUSTER, pl.col(HOUR).alias("_t"), zero.alias("_da"), zero.alias("_dp"),
+                       zero.alias("_dg")),
             cap.select(CLUSTER, (pl.col(HOUR) + _ONE_HOUR).alias("_t"), zero.alias("_da"),
-                       zero.alias("_dp")),
+                       zero.alias("_dp"), zero.alias("_dg")),
             bounds.select(CLUSTER, pl.col("_w1").alias("_t"), zero.alias("_da"),
-                          zero.alias("_dp")),
+                          zero.alias("_dp"), zero.alias("_dg")),
             bounds.select(CLUSTER, pl.min_horizontal(cut, pl.col("_w1")).alias("_t"),
-                          zero.alias("_da"), zero.alias("_dp")),
+                          zero.alias("_da"), zero.alias("_dp"), zero.alias("_dg")),
         ],
         how="vertical_relaxed",
     )  # fmt: skip
     steps = (
         events.filter(pl.col("_t").is_not_null())
         .group_by(CLUSTER, "_t")
-        .agg(pl.col("_da").sum(), pl.col("_dp").sum())
+        .agg(pl.col("_da").sum(), pl.col("_dp").sum(), pl.col("_dg").sum())
         .sort(CLUSTER, "_t")
         .with_columns(
             pl.col("_da").cum_sum().over(CLUSTER).alias("_a"),
             pl.col("_dp").cum_sum().over(CLUSTER).alias("_p"),
+            pl.col("_dg").cum_sum().over(CLUSTER).alias("_g"),
             seconds_between(pl.col("_t").shift(-1).over(CLUSTER), pl.col("_t")).alias("_dt"),
             pl.col("_t").dt.truncate("1h").alias(HOUR),
         )
@@ -432,13 +439,17 @@ def _held_in_time(
     free = (pl.col("_avail") - pl.col("_a") * pl.col("_f").fill_null(1.0)).clip(lower_bound=0.0)
     return (
         steps.join(rate, on=[CLUSTER, HOUR], how="inner")
+        .with_columns(free.alias("_free"))
         .with_columns(
-            (pl.min_horizontal(free, pl.col("_p").clip(lower_bound=0.0)) * pl.col("_dt")).alias(
+            (pl.min_horizontal("_free", pl.col("_p").clip(lower_bound=0.0)) * pl.col("_dt")).alias(
                 "_piece"
-            )
+            ),
+            (pl.min_horizontal("_free", pl.col("_g").clip(lower_bound=0.0)) * pl.col("_dt")).alias(
+                "_gang_piece"
+            ),
         )
         .group_by(CLUSTER, HOUR)
-        .agg(pl.col("_piece").sum().alias("_held_t"))
+        .agg(pl.col("_piece").sum().alias("_held_t"), pl.col("_gang_piece").sum().alias("_gang_t"))
     )
 
 
@@ -533,6 +544,7 @@ def gpu_waterfall_hourly(
     idle_threshold: float = 0.05,
     activity_bucket_s: float = 300.0,
     allocated_cap: pl.LazyFrame | None = None,
+    nodes: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
     """The GPU-time waterfall: one row per cluster, hour and leaf bucket (METRICS.md).
 
@@ -542,7 +554,11 @@ def gpu_waterfall_hourly(
     activity < ``idle_threshold``, only where telemetry exists (unobserved time stays goodput);
     ``held`` = the GPUs free while eligible demand of the cluster waited, on the time axis
     (:func:`_held_in_time`), at most unallocated = max(0, capacity − down − planned_down −
-    allocated); ``idle`` = the rest.
+    allocated); ``idle`` = the rest. On the ``held`` row, ``gang_gpu_s`` = **held for gangs**:
+    min(held, ∫ min(free GPUs, pending GPUs of gangs) dt) from the same sweep, a gang's wait
+    being one asking more GPUs than one node of its cluster has (the cluster's largest node in
+    ``nodes``, as :func:`metrics.domains.stranded_hourly`); held − held for gangs = held other
+    is ≥ 0 (METRICS.md "The split of the waterfall's leaves").
 
     When allocated time exceeds capacity − down − planned_down (a capacity or down-time error),
     nothing is clipped: the leaves then sum to more than capacity and
@@ -572,12 +588,17 @@ def gpu_waterfall_hourly(
             and ``idle`` are computed — the allocation a Slurm cluster run in slurmd pods was
             lent (METRICS.md "Slurm on Kubernetes", layer ownership in the fleet-wide tables);
             None: no cap.
+        nodes: ``cluster, gpus`` (``core.nodes`` rows): g = each cluster's largest node; a wait
+            asking more than g GPUs is a gang's. None, or a cluster without a row: no wait is
+            a gang's (``gang_gpu_s`` 0).
 
     Returns:
-        ``cluster, hour, leaf, gpu_s, observed_gpu_s, active_gpu_s, capacity_gpu_s``: 11 rows per
-        cluster-hour in leaf order. ``observed_gpu_s`` = GPU-seconds of the leaf with telemetry,
-        ``active_gpu_s`` = Σ activity × observed GPU-seconds (both 0 outside leaves 3–9);
-        ``capacity_gpu_s`` repeats the hour's capacity so checks need no second input.
+        ``cluster, hour, leaf, gpu_s, observed_gpu_s, active_gpu_s, capacity_gpu_s,
+        gang_gpu_s``: 11 rows per cluster-hour in leaf order. ``observed_gpu_s`` = GPU-seconds of
+        the leaf with telemetry, ``active_gpu_s`` = Σ activity × observed GPU-seconds (both 0
+        outside leaves 3–9); ``capacity_gpu_s`` repeats the hour's capacity so checks need no
+        second input; ``gang_gpu_s`` = the GPU-seconds of ``held`` held for gangs (0 on every
+        other leaf).
 
     Raises:
         ValueError: ``activity_bucket_s`` is not a positive divisor of 3600.
@@ -647,6 +668,14 @@ def gpu_waterfall_hourly(
         "_from",
         "_to",
     ).filter(pl.col("_to") > pl.col("_from"))
+    # a gang's wait asks more GPUs than the cluster's largest node has (as metrics.domains)
+    if nodes is not None:
+        per_node = nodes.group_by(CLUSTER).agg(pl.col(GPUS).cast(pl.Float64).max().alias("_gpn"))
+        waits = waits.join(per_node, on=CLUSTER, how="left")
+        gang = pl.when(pl.col("_gpus") > pl.col("_gpn")).then(pl.col("_gpus")).otherwise(0.0)
+    else:
+        gang = pl.lit(0.0)
+    waits = waits.with_columns(gang.alias("_gang"))
     spans = _clipped(outcomes, START_AT, COUNTED_END_AT).filter(pl.col("_to") > pl.col("_from"))
     wide = (
         cap.join(lost, on=[CLUSTER, HOUR], how="left")
@@ -679,13 +708,13 @@ def gpu_waterfall_hourly(
     held_t = _held_in_time(
         cap,
         spans.select(CLUSTER, "_from", "_to", GPUS),
-        waits.select(CLUSTER, "_from", "_to", "_gpus"),
+        waits.select(CLUSTER, "_from", "_to", "_gpus", "_gang"),
         bounds,
         as_of,
         scale,
     )
     wide = wide.join(held_t, on=[CLUSTER, HOUR], how="left").with_columns(
-        pl.col("_held_t").fill_null(0.0)
+        pl.col("_held_t", "_gang_t").fill_null(0.0)
     )
     allocated = pl.sum_horizontal(*lost_cols, "_kept")
     unallocated = (
@@ -697,20 +726,28 @@ def gpu_waterfall_hourly(
         (pl.col("_kept") - pl.col("allocated_idle")).alias("goodput"),
         pl.min_horizontal(unallocated, pl.col("_held_t")).alias("held"),
         unallocated.alias("_unalloc"),
-    ).with_columns((pl.col("_unalloc") - pl.col("held")).alias("idle"))
+    ).with_columns(
+        (pl.col("_unalloc") - pl.col("held")).alias("idle"),
+        pl.min_horizontal("held", "_gang_t").alias("_gang"),
+    )
     long = wide.unpivot(
         on=list(WATERFALL_LEAVES),
-        index=[CLUSTER, HOUR, CAPACITY_GPU_S],
+        index=[CLUSTER, HOUR, CAPACITY_GPU_S, "_gang"],
         variable_name=LEAF,
         value_name=GPU_S,
-    ).with_columns(pl.col(LEAF).cast(LEAF_DTYPE))
+    ).with_columns(
+        pl.col(LEAF).cast(LEAF_DTYPE),
+        pl.when(pl.col(LEAF) == "held").then(pl.col("_gang")).otherwise(0.0).alias(GANG_GPU_S),
+    )
     observed = observed.join(scale, on=[CLUSTER, HOUR], how="left").with_columns(
         pl.col(OBSERVED_GPU_S, ACTIVE_GPU_S) * pl.col("_f").fill_null(1.0)
     )
     return (
         long.join(observed.drop("_f"), on=[CLUSTER, HOUR, LEAF], how="left")
-        .with_columns(pl.col(OBSERVED_GPU_S).fill_null(0.0), pl.col(ACTIVE_GPU_S).fill_null(0.0))
-        .select(CLUSTER, HOUR, LEAF, GPU_S, OBSERVED_GPU_S, ACTIVE_GPU_S, CAPACITY_GPU_S)
+        .with_columns(pl.col(OBSERVED_GPU_S, ACTIVE_GPU_S).fill_null(0.0))
+        .select(
+            CLUSTER, HOUR, LEAF, GPU_S, OBSERVED_GPU_S, ACTIVE_GPU_S, CAPACITY_GPU_S, GANG_GPU_S
+        )
         .sort(CLUSTER, HOUR, LEAF)
     )
 

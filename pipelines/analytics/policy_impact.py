@@ -27,7 +27,7 @@ __all__ = ["half_lives", "latest_configs", "policy_impact_tables", "whole_waterf
 
 _WATERFALL = "analytics.gpu_waterfall_hourly"
 _WATERFALL_SCHEMA = {"cluster": pl.String(), "hour": UTC_US, "bucket": pl.String(),
-                     "gpu_s": pl.Float64()}  # fmt: skip
+                     "gpu_s": pl.Float64(), "gang_gpu_s": pl.Float64()}  # fmt: skip
 
 
 def whole_waterfall(
@@ -35,12 +35,13 @@ def whole_waterfall(
     fresh: pl.DataFrame,
     days: Mapping[str, set[dt.date]] | None,
 ) -> pl.DataFrame:
-    """Every day's waterfall rows (``cluster, hour, bucket, gpu_s``; bucket as text): ``fresh``
+    """Every day's waterfall rows (``cluster, hour, bucket, gpu_s, gang_gpu_s``; bucket as
+    text): ``fresh``
     where a full build computed every day (``days`` None, or nothing stored yet); in an
     incremental build the stored rows of the days outside ``days`` and ``fresh`` for those
     inside (the rows the build is about to write)."""
     cols = [pl.col("cluster"), pl.col("hour").cast(UTC_US), pl.col("bucket").cast(pl.String),
-            pl.col("gpu_s").cast(pl.Float64)]  # fmt: skip
+            pl.col("gpu_s").cast(pl.Float64), pl.col("gang_gpu_s").cast(pl.Float64)]  # fmt: skip
     if not fresh.width:  # an incremental build with no day to rewrite computes no frame
         fresh = pl.DataFrame(schema=_WATERFALL_SCHEMA)
     return with_stored_days(con, _WATERFALL, fresh.select(cols), days)

@@ -407,6 +407,7 @@ def _waterfall(
     xid: pl.LazyFrame,
     idle_threshold: float,
     every: str,
+    nodes: pl.LazyFrame,
 ) -> pl.DataFrame:
     """:func:`metrics.gpu_waterfall_hourly` of one cluster's ``occupancy`` hours, one unit of
     hours at a time (:func:`pipelines.analytics.chunks.by_hour_chunks`): the waterfall of a
@@ -414,7 +415,9 @@ def _waterfall(
     activity buckets inside it (each attempt's outcome depends on that attempt alone). The
     hours of a Slurm cluster whose capacity its slurmd pods lend (``capacity_source`` =
     :data:`pipelines.core.slurm_on_k8s.LENT_CAPACITY_SOURCE`) have their allocated leaves cut
-    to that occupancy row's ``allocated_gpu_s`` (``allocated_cap``)."""
+    to that occupancy row's ``allocated_gpu_s`` (``allocated_cap``). ``nodes`` (the cluster's
+    ``core.nodes`` rows) sets its gang width: waits asking more GPUs than its largest node
+    are gangs' (the ``held`` row's ``gang_gpu_s``)."""
 
     def unit(hours: pl.DataFrame, c: str, lo: dt.datetime, hi: dt.datetime) -> pl.DataFrame:
         return gpu_waterfall_hourly(
@@ -429,6 +432,7 @@ def _waterfall(
             xid_events=xid,
             idle_threshold=idle_threshold,
             allocated_cap=lent,
+            nodes=nodes,
         ).collect()
 
     # A Slurm cluster run in slurmd pods is allocated only what its pods lend it
@@ -575,6 +579,7 @@ def window_tables(
                             activity=wf_activity, bucket_s=bucket_s,
                             xid=xid.filter(pl.col("cluster") == c).lazy(),
                             idle_threshold=idle_threshold, every=every,
+                            nodes=scope.nodes.lazy().filter(pl.col("cluster") == c),
                         )
                     )  # fmt: skip
             ga = gpu_activity(mem, scope.jobs, pod_jobs, buckets=buckets)

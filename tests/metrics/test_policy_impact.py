@@ -320,11 +320,12 @@ def test_daily_kpis_from_the_waterfall_the_stranded_split_and_fair_shares() -> N
 
     - waterfall h0: goodput 7,200, preempted_work 3,600, allocated_idle 1,800,
       failed_work_user 1,800, held 7,200, idle 1,000; h1: goodput 3,600, held 3,600.
-    - gang pending GPU-s (jobs wider than a node): h0 5,400, h1 7,200.
+    - held for gangs (the ``held`` rows' ``gang_gpu_s``, on the time axis): h0 5,400, h1
+      3,600; both hours have a gang level (a stranded row).
     - fair shares: team a U 3,600 + 3,600, F 7,200 + 1,800; team b U 7,200, F 3,600; team z
       no demand.
 
-    held_for_gangs = min(7,200, 5,400) + min(3,600, 7,200) = 9,000 GPU-s = 2.5 GPU-h;
+    held_for_gangs = 5,400 + 3,600 = 9,000 GPU-s = 2.5 GPU-h;
     preemption loss = 3,600 GPU-s = 1.0 GPU-h; goodput ratio = (7,200 + 3,600) ÷ (7,200 +
     3,600 + 1,800 + 1,800 + 3,600) = 10,800 ÷ 18,000 = 0.6; entitlement ratios a = 7,200 ÷
     9,000 = 0.8, b = 7,200 ÷ 3,600 = 2.0 (z left out: no demand) → min 0.8."""
@@ -340,11 +341,14 @@ def test_daily_kpis_from_the_waterfall_the_stranded_split_and_fair_shares() -> N
             "hour": [x[0] for x in leaves],
             "bucket": [x[1] for x in leaves],
             "gpu_s": [x[2] for x in leaves],
+            "gang_gpu_s": [
+                {(h0, "held"): 5400.0, (h1, "held"): 3600.0}.get((x[0], x[1]), 0.0) for x in leaves
+            ],
         }
     ).with_columns(pl.col("hour").dt.cast_time_unit("us"))
-    stranded = pl.DataFrame(
-        {"cluster": ["c", "c"], "hour": [h0, h1], "gang_pending_gpu_s": [5400.0, 7200.0]}
-    ).with_columns(pl.col("hour").dt.cast_time_unit("us"))
+    stranded = pl.DataFrame({"cluster": ["c", "c"], "hour": [h0, h1]}).with_columns(
+        pl.col("hour").dt.cast_time_unit("us")
+    )
     fair = pl.DataFrame(
         {
             "pool": ["c"] * 4, "hour": [h0, h0, h0, h1], "team": ["a", "b", "z", "a"],

@@ -361,3 +361,55 @@ def test_held_of_a_lent_cluster_counts_the_gpus_its_cap_frees() -> None:
         )
         h = _leaves(wf, _t(0))
         assert (h["goodput"], h["held"], h["idle"]) == (goodput, held, 0.0)
+
+
+def _nodes(gpus: list[float]) -> pl.LazyFrame:
+    """The cluster's nodes (``cluster, host, gpus``), one a GPU count."""
+    return pl.LazyFrame(
+        {"cluster": ["c"] * len(gpus), "host": [f"n{i}" for i in range(len(gpus))], "gpus": gpus}
+    )
+
+
+def test_held_for_gangs_is_free_gpus_while_gangs_wait_on_the_time_axis() -> None:
+    """2 nodes × 8 GPUs = 16 GPUs, hour 10:00–11:00 (57,600 GPU-s). An 8-GPU job runs all hour
+    (8 free). A 16-GPU job (wider than one node of 8: a gang of 2 nodes) waits 10:00–10:30 and
+    is cancelled; a 4-GPU job waits 10:30–11:00.
+
+    held = min(8 free, 16 asked) × 1,800 + min(8 free, 4 asked) × 1,800 = 14,400 + 7,200
+    = 21,600 GPU-s; idle = 57,600 − 28,800 − 21,600 = 7,200.
+    held for gangs = min(8 free, 16 asked by gangs) × 1,800 + min(8, 0) × 1,800 = 14,400 on the
+    ``held`` row (the hour's bound, min(held 21,600, gang demand 16 × 1,800 = 28,800), made all
+    21,600 held for gangs though the 4-GPU job's 7,200 came after the gang left); held other =
+    21,600 − 14,400 = 7,200. Every other leaf has 0 gang GPU-seconds."""
+    att = _attempts([("1", "COMPLETED", 8.0, _t(10), _t(11), ["n0"])])
+    pend = _pending([(16.0, _t(10), _t(10, 30)), (4.0, _t(10, 30), _t(11))])
+    wf = gpu_waterfall_hourly(
+        att, _capacity([_t(10)], 16.0), _t(11), pending=pend, nodes=_nodes([8.0, 8.0])
+    ).collect()
+    rows = {r["leaf"]: r for r in wf.with_columns(pl.col("leaf").cast(pl.String)).to_dicts()}
+    assert (rows["goodput"]["gpu_s"], rows["held"]["gpu_s"], rows["idle"]["gpu_s"]) == (
+        28800.0, 21600.0, 7200.0,
+    )  # fmt: skip
+    assert rows["held"]["gang_gpu_s"] == 14400.0
+    assert rows["held"]["gpu_s"] - rows["held"]["gang_gpu_s"] == 7200.0
+    assert sum(r["gang_gpu_s"] for r in rows.values()) == 14400.0
+    # Without the nodes no wait is known to be a gang's: 0 held for gangs.
+    bare = gpu_waterfall_hourly(att, _capacity([_t(10)], 16.0), _t(11), pending=pend).collect()
+    assert bare["gang_gpu_s"].sum() == 0.0
+
+
+def test_held_for_gangs_stays_within_held_when_unallocated_time_caps_held() -> None:
+    """2 nodes × 8 GPUs, hour 10:00–11:00, with 14,400 GPU-s down: 12 GPUs available on
+    average. A 16-GPU job runs 10:00–10:15 (more than the 12: 0 free), then nothing (12 free). A
+    16-GPU gang waits all hour. On the time axis 12 × 2,700 = 32,400 GPU-s are free while it
+    waits, above unallocated = 57,600 − 14,400 − 16 × 900 = 28,800: held = 28,800, idle 0, and
+    held for gangs = min(held 28,800, 32,400) = 28,800, held other 0 (never negative)."""
+    att = _attempts([("1", "COMPLETED", 16.0, _t(10), _t(10, 15), ["n0", "n1"])])
+    pend = _pending([(16.0, _t(10), None)])
+    wf = gpu_waterfall_hourly(
+        att, _capacity([_t(10)], 16.0, down=14400.0), _t(11), pending=pend,
+        nodes=_nodes([8.0, 8.0]),
+    ).collect()  # fmt: skip
+    held = wf.filter(pl.col("leaf") == "held").row(0, named=True)
+    idle = wf.filter(pl.col("leaf") == "idle").row(0, named=True)
+    assert (held["gpu_s"], held["gang_gpu_s"], idle["gpu_s"]) == (28800.0, 28800.0, 0.0)

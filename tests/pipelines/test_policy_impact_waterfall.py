@@ -18,7 +18,7 @@ D0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 def _wf(rows: list[tuple[str, dt.datetime, str, float]]) -> pl.DataFrame:
     return pl.DataFrame(
         rows, schema=["cluster", "hour", "bucket", "gpu_s"], orient="row"
-    ).with_columns(pl.col("hour").dt.cast_time_unit("us"))
+    ).with_columns(pl.col("hour").dt.cast_time_unit("us"), pl.lit(0.0).alias("gang_gpu_s"))
 
 
 def test_incremental_build_takes_stored_days_and_the_fresh_rewritten_days() -> None:
