@@ -895,11 +895,12 @@ def _read_raw(
     ``reuse``, the parts whose identities did not change since the stored resolution come from
     it (:func:`_slurm_parts`)."""
     con.execute(load_sql("analytics/create_slurm_rows_keyed"))
+    pods = read_table(con, "raw.k8s_pods")
     return RawFrames(
         slurm_rows=run_named(con, "analytics/slurm_rows_empty"),
         slurm_parts=_slurm_parts(con, slurm_part_rows or SLURM_PART_ROWS, reuse),
         slurm_events=read_table(con, "raw.slurm_events"),
-        k8s_pods=read_table(con, "raw.k8s_pods"),
+        k8s_pods=pods,
         k8s_events=read_table(con, "raw.k8s_events"),
         k8s_workloads=read_table(con, "raw.k8s_workloads"),
         kueue_local_queues=read_table(con, "raw.kueue_local_queues"),
@@ -914,7 +915,27 @@ def _read_raw(
         slurm_squeue=read_table(con, "raw.slurm_squeue")
         if table_exists(con, "raw.slurm_squeue")
         else None,
+        pod_samples=_pod_last_samples(con, pods),
     )
+
+
+def _pod_last_samples(con: duckdb.DuckDBPyConnection, pods: pl.DataFrame) -> pl.DataFrame | None:
+    """``cluster, namespace, pod, last_sample``: the latest DCGM sample of each pod name after
+    the earliest Kubernetes cluster's cut-off from its pods' own times
+    (``sql/analytics/pod_last_samples.sql``: only a later sample can move a cut-off,
+    :attr:`pipelines.core.build.RawFrames.pod_samples`); None without pods or samples."""
+    times = ("created_at", "scheduled_at", "started_at", "finished_at", "deleted_at")
+    if pods.height == 0 or not table_exists(con, "raw.dcgm_samples"):
+        return None
+    after = (
+        pods.group_by("cluster")
+        .agg(pl.max_horizontal(*[pl.col(c).max() for c in times]).alias("cut"))
+        .select(pl.col("cut").min())
+        .item()
+    )
+    if after is None:
+        return None
+    return run_named(con, "analytics/pod_last_samples", {"after": after})
 
 
 def _occupancy(core: CoreFrames, sok: SlurmOnK8sTables | None = None) -> pl.DataFrame:

@@ -80,6 +80,45 @@ _SLURM_PENDING_COLUMNS = [*_PENDING_COLUMNS, "array_job_id", "array_task_id", "a
 _CUT_COLUMNS = ["submit_at", "start_at", "end_at", "run_to"]
 
 
+#: The pod times whose latest value per Kubernetes cluster is part of its cut-off (:func:`_as_of`),
+#: with its Events' ``last_seen`` and its running pods' latest DCGM samples
+#: (:func:`_running_pod_samples`).
+_POD_CUT_COLUMNS = ["created_at", "scheduled_at", "started_at", "finished_at", "deleted_at"]
+
+
+def _running_pod_samples(pods: pl.DataFrame, samples: pl.DataFrame | None) -> pl.DataFrame:
+    """``cluster, last_sample``: per pod still running (bound or started, no finish, no
+    deletion, not ``Succeeded``/``Failed``: :func:`_newest_pod_state`'s rows), the latest DCGM
+    sample labelled with its namespace and name at or after its start (bound, else started).
+
+    dcgm-exporter labels a GPU's samples with the pod holding it, so such a sample says the pod
+    still ran then, as a running Slurm row's Elapsed does (:func:`_run_to`): the cluster's data
+    reach it. A sample before the pod's start is an earlier pod's of that name; a sample after a
+    pod's end (an exporter's late mapping) moves nothing. Times past the plausible range were
+    rejected when the samples were loaded (:func:`pipelines._parse_result.latest_plausible`).
+
+    Args:
+        pods: each pod's newest state (``cluster, namespace, name, phase`` and the pod times).
+        samples: ``cluster, namespace, pod, last_sample`` (:attr:`RawFrames.pod_samples`), or
+            None.
+    """
+    schema = {"cluster": pl.String(), "last_sample": pl.Datetime("us", "UTC")}
+    if samples is None or samples.height == 0 or pods.height == 0:
+        return pl.DataFrame(schema=schema)
+    since = pl.coalesce("scheduled_at", "started_at")
+    running = pods.filter(
+        since.is_not_null()
+        & pl.col("finished_at").is_null()
+        & pl.col("deleted_at").is_null()
+        & ~pl.col("phase").is_in(["Succeeded", "Failed"]).fill_null(value=False)
+    ).select("cluster", "namespace", pl.col("name").alias("pod"), since.alias("_since"))
+    return (
+        running.join(samples, on=["cluster", "namespace", "pod"])
+        .filter(pl.col("last_sample") >= pl.col("_since"))
+        .select("cluster", pl.col("last_sample").cast(schema["last_sample"]))
+    )
+
+
 def _run_to() -> pl.Expr:
     """``run_to``: of a started row without an end (running at the export), ``start_at`` +
     ``elapsed_s`` (sacct's Elapsed of an open row is the time it has run when sacct was run, so
@@ -116,6 +155,11 @@ class RawFrames:
     ``kueue_workload_topology`` when it has no ``raw.kueue_workload_topology``, ``slurm_squeue``
     when it has no ``raw.slurm_squeue``.
 
+    ``pod_samples``, when given: ``cluster, namespace, pod, last_sample``, the latest DCGM
+    sample labelled with each pod name (at least those after the pods' own cut-off,
+    ``sql/analytics/pod_last_samples.sql``); the latest sample of a pod still running moves its
+    cluster's cut-off (:func:`_running_pod_samples`). None: no samples loaded.
+
     ``slurm_parts``, when given, replaces ``slurm_rows`` (which then holds no rows, only the
     schema): a function returning the Slurm rows as an iterable of frames, each holding every
     row of the ``(cluster, job_key)`` identities it contains (:func:`pipelines.core.
@@ -139,6 +183,7 @@ class RawFrames:
     kueue_workload_topology: pl.DataFrame | None = None
     slurm_squeue: pl.DataFrame | None = None
     slurm_parts: Callable[[], Iterable[pl.DataFrame | StoredPart]] | None = None
+    pod_samples: pl.DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -604,6 +649,7 @@ def _in_unit(
             if raw.kueue_workload_topology is None
             else one(raw.kueue_workload_topology),
             slurm_squeue=None if raw.slurm_squeue is None else one(raw.slurm_squeue),
+            pod_samples=None if raw.pod_samples is None else one(raw.pod_samples),
         ),
         one(inventory),
     )
@@ -668,7 +714,9 @@ def build_core(
     as_of = _as_of(
         [
             (slurm_cuts, ["as_of"]),
-            (pods, ["created_at", "scheduled_at", "started_at", "finished_at", "deleted_at"]),
+            (pods, _POD_CUT_COLUMNS),
+            (events, ["last_seen"]),
+            (_running_pod_samples(pods, raw.pod_samples), ["last_sample"]),
         ]
     )
     jobs = pl.concat(  # evenly chunked columns in, evenly chunked out (see _slurm_frames)
