@@ -81,8 +81,7 @@ _CUT_COLUMNS = ["submit_at", "start_at", "end_at", "run_to"]
 
 
 #: The pod times whose latest value per Kubernetes cluster is part of its cut-off (:func:`_as_of`),
-#: with its Events' ``last_seen`` and its running pods' latest DCGM samples
-#: (:func:`_running_pod_samples`).
+#: with its running pods' latest DCGM samples (:func:`_running_pod_samples`).
 _POD_CUT_COLUMNS = ["created_at", "scheduled_at", "started_at", "finished_at", "deleted_at"]
 
 
@@ -715,7 +714,6 @@ def build_core(
         [
             (slurm_cuts, ["as_of"]),
             (pods, _POD_CUT_COLUMNS),
-            (events, ["last_seen"]),
             (_running_pod_samples(pods, raw.pod_samples), ["last_sample"]),
         ]
     )
