@@ -151,3 +151,48 @@ def test_a_slurm_node_known_only_from_its_comment_lends_its_gpus(tmp_path: Path)
     assert [occ["sc", h][1] for h in range(4)] == [28800.0, 28800.0, 0.0, 0.0]
     dq = sk.q(cfg, "SELECT \"check\" FROM data_quality WHERE cluster = 'sc'")
     assert "capacity_from_observed_nodes" not in dq["check"].to_list()
+
+
+@pytest.mark.parametrize("full", [True, False])
+def test_a_slurmd_pod_gone_from_the_listings_ends_at_the_first_without_it(
+    tmp_path: Path, full: bool
+) -> None:
+    """Three `kubectl get pods -A` listings (each of two namespaces, so complete), the time of
+    each the latest pod time it holds. Listing 1: slurmd pod slinky-0 (sok-0, kn1, 4 GPUs)
+    running since 00:00, ml/a (kn2, 1 GPU) 00:00–01:00: time 01:00. Listing 2: ml/b (kn2, 1 GPU)
+    01:30–02:30, kube-system/dns (no GPU) since 00:00: time 02:30; slinky-0 is missing, with
+    no deletion time and no successor for sok-0. Listing 3: ml/c (kn2, 1 GPU) 03:00–04:00 and
+    dns: time 04:00, the cut-off. Job 601 holds 4 GPUs of sok-0 00:00–01:00.
+
+    By hand: slinky-0 is gone at listing 2 (02:30), the first without it: lent 4 × 3 600 =
+    14 400 at 00 and 01, 4 × 1 800 = 7 200 at 02, none at 03; 36 000 GPU-s in all (before:
+    14 400 in each of the four hours to the cut-off, 57 600). kc's capacity at 03 is all of
+    its 57 600 (before 43 200). Loaded one listing at a time and built incrementally, equal."""
+    root = sk.setup(tmp_path)
+    dns = sk.pod("kube-system", "dns", "kn2", 0, 0, None)
+    p1 = sk.pods_file(root, "pods_1.json", [
+        sk.pod("slurm", "slinky-0", "kn1", 4, 0, None, slurm_node="sok-0"),
+        sk.pod("ml", "a", "kn2", 1, 0, 1),
+    ])  # fmt: skip
+    p2 = sk.pods_file(root, "pods_2.json", [sk.pod("ml", "b", "kn2", 1, 1.5, 2.5), dns])
+    p3 = sk.pods_file(root, "pods_3.json", [sk.pod("ml", "c", "kn2", 1, 3, 4), dns])
+    sf = sk.write(root, "sacct_2026-11-02.psv",
+                  sk.sacct([(601, "physics", 4, 0, 1, "sok-0", "COMPLETED")]))  # fmt: skip
+    files = [("sacct", sf), ("k8s-pods", p1), ("k8s-pods", p2), ("k8s-pods", p3)]
+    if full:
+        cfg = sk.load(root, files)
+    else:
+        cfg = sk.load(root, files[:2], full=False)
+        cfg = sk.load(root, files[2:3], full=False, fresh=False)
+        cfg = sk.load(root, files[3:], full=False, fresh=False)
+    lent = _by_hour(cfg, "SELECT k8s_node, hour, lent_to_slurm_gpu_s FROM slurm_on_k8s_hourly")
+    # nothing lent at 03 (no row)
+    assert {h: v[0] for (n, h), v in lent.items() if n == "kn1"} == {
+        0: 14400.0, 1: 14400.0, 2: 7200.0,
+    }  # fmt: skip
+    assert sum(v[0] for v in lent.values()) == 36000.0
+    occ = _by_hour(cfg, "SELECT cluster, hour, capacity_gpu_s FROM occupancy_hourly")
+    assert occ["kc", 3] == (57600.0,)
+    assert occ["kc", 2] == (57600.0 - 7200.0,)
+    node_map = sk.q(cfg, "SELECT pod, valid_to FROM slurm_node_map")
+    assert node_map.rows() == [("slinky-0", sk.t(2.5))]
