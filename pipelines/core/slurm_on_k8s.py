@@ -166,15 +166,15 @@ def slurmd_listing_ends(listings: pl.DataFrame) -> pl.DataFrame:
     after the last one holding it (METRICS.md "Slurm on Kubernetes", slurm_node_map).
 
     A load of ``kubectl get pods -o json`` is one listing (``ingest_id``), complete for every
-    namespace it holds a pod of, and for all namespaces when it holds pods of several (``-A``:
-    ``kubectl get pods -n X`` lists one namespace): a pod missing from a complete listing was
-    gone when it was taken. kubectl prints no time for a list and the pods table keeps no file
-    time, so a listing's time is the latest pod time it holds (``_POD_TIMES``; the listing was
-    taken no earlier). The pod's end lies between its last listing and the first complete one
-    after it without it; the later bound is taken, as a Node missing from a later snapshot ends
-    at that snapshot and kube-state-metrics reports a pod until the first scrape that misses
-    it: a pod is never ended while the data still showed it. Listings no later than its last
-    one (not known to be after it) are not counted.
+    namespace it holds a pod of and for no other (a listing of several namespaces may be a label
+    selection, ``-A -l team=x``, without the Slurm pods): a pod missing from a listing complete
+    for its namespace was gone when it was taken. kubectl prints no time for a list and the pods
+    table keeps no file time, so a listing's time is the latest pod time it holds
+    (``_POD_TIMES``; the listing was taken no earlier). The pod's end lies between its last
+    listing and the first complete one after it without it; the later bound is taken, as a Node
+    missing from a later snapshot ends at that snapshot and kube-state-metrics reports a pod
+    until the first scrape that misses it: a pod is never ended while the data still showed it.
+    Listings no later than its last one (not known to be after it) are not counted.
 
     Args:
         listings: ``raw.k8s_pods`` rows of one Kubernetes cluster (``ingest_id, namespace, uid,
@@ -200,7 +200,7 @@ def slurmd_listing_ends(listings: pl.DataFrame) -> pl.DataFrame:
         last.join(listed.select("listed_at", "_ns"), how="cross")
         .filter(
             (pl.col("listed_at") > pl.col("_last"))
-            & (pl.col("_ns").list.contains(pl.col("namespace")) | (pl.col("_ns").list.len() > 1))
+            & pl.col("_ns").list.contains(pl.col("namespace"))
         )
         .group_by("namespace", "uid")
         .agg(pl.col("listed_at").min().alias("gone_at"))

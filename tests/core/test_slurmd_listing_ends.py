@@ -33,8 +33,9 @@ def _frame(rows: list[dict]) -> pl.DataFrame:
 
 def test_the_first_complete_listing_after_the_last_one_with_it() -> None:
     """s0 (slurm) in listing 1 (time 01:00); listing 2 lists only namespace ml (time 02:00: not
-    complete for slurm, `-n ml`); listing 3 lists ml and kube-system (03:00: `-A`, complete);
-    listing 4 (05:00) too. s0 ends at 03:00. s1 is in listing 4, the latest: no end. s2, in
+    complete for slurm, `-n ml`); listing 3 lists ml and kube-system (03:00: complete for
+    those two, not for slurm, as a `-A -l` selection without the Slurm pods would be); listing
+    4 (05:00) holds slurm/s1: s0 ends at 05:00. s1 is in listing 4, the latest: no end. s2, in
     listing 2 of its own namespace only at 00:30, and listing 5 (its namespace, time 00:45,
     not after its last listing's 02:00) does not count: gone at listing 3, 03:00."""
     rows = [
@@ -45,7 +46,7 @@ def test_the_first_complete_listing_after_the_last_one_with_it() -> None:
         _row(5, "ml", "x", 0.75),
     ]  # fmt: skip
     got = slurmd_listing_ends(_frame(rows))
-    assert got.rows() == [("ml", "s2", _at(3)), ("slurm", "s0", _at(3))]
+    assert got.rows() == [("ml", "s2", _at(3)), ("slurm", "s0", _at(5))]
 
 
 def test_a_gone_pod_is_deleted_then_a_finished_one_kept() -> None:

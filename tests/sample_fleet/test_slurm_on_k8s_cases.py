@@ -157,8 +157,9 @@ def test_a_slurm_node_known_only_from_its_comment_lends_its_gpus(tmp_path: Path)
 def test_a_slurmd_pod_gone_from_the_listings_ends_at_the_first_without_it(
     tmp_path: Path, full: bool
 ) -> None:
-    """Three `kubectl get pods -A` listings (each of two namespaces, so complete), the time of
-    each the latest pod time it holds. Listing 1: slurmd pod slinky-0 (sok-0, kn1, 4 GPUs)
+    """Three `kubectl get pods -A` listings, the time of each the latest pod time it holds;
+    listings 2 and 3 hold slurm/slurmctld (no GPU, since 00:00), so they are complete for the
+    slurm namespace. Listing 1: slurmd pod slinky-0 (sok-0, kn1, 4 GPUs)
     running since 00:00, ml/a (kn2, 1 GPU) 00:00–01:00: time 01:00. Listing 2: ml/b (kn2, 1 GPU)
     01:30–02:30, kube-system/dns (no GPU) since 00:00: time 02:30; slinky-0 is missing, with
     no deletion time and no successor for sok-0. Listing 3: ml/c (kn2, 1 GPU) 03:00–04:00 and
@@ -174,8 +175,9 @@ def test_a_slurmd_pod_gone_from_the_listings_ends_at_the_first_without_it(
         sk.pod("slurm", "slinky-0", "kn1", 4, 0, None, slurm_node="sok-0"),
         sk.pod("ml", "a", "kn2", 1, 0, 1),
     ])  # fmt: skip
-    p2 = sk.pods_file(root, "pods_2.json", [sk.pod("ml", "b", "kn2", 1, 1.5, 2.5), dns])
-    p3 = sk.pods_file(root, "pods_3.json", [sk.pod("ml", "c", "kn2", 1, 3, 4), dns])
+    ctld = sk.pod("slurm", "slurmctld", "kn2", 0, 0, None)
+    p2 = sk.pods_file(root, "pods_2.json", [sk.pod("ml", "b", "kn2", 1, 1.5, 2.5), dns, ctld])
+    p3 = sk.pods_file(root, "pods_3.json", [sk.pod("ml", "c", "kn2", 1, 3, 4), dns, ctld])
     sf = sk.write(root, "sacct_2026-11-02.psv",
                   sk.sacct([(601, "physics", 4, 0, 1, "sok-0", "COMPLETED")]))  # fmt: skip
     files = [("sacct", sf), ("k8s-pods", p1), ("k8s-pods", p2), ("k8s-pods", p3)]
