@@ -17,16 +17,14 @@ from pipelines.core.slurm_on_k8s import (
     NODE_MAP_SCHEMA,
     SLURMD_MAP_COLUMNS,
     SlurmOnK8s,
-    close_unlisted,
     sacct_notes,
     slurm_on_k8s_findings,
     slurm_on_k8s_hourly,
     slurmd_job_keys,
-    slurmd_listing_ends,
     slurmd_overlaps,
 )
 from pipelines.slurm import gres_gpus
-from pipelines.warehouse import read_table, run_named, table_exists
+from pipelines.warehouse import read_table, table_exists
 
 __all__ = ["SlurmOnK8sTables", "slurm_on_k8s_tables"]
 
@@ -114,10 +112,7 @@ def slurm_on_k8s_tables(
     """Layer ownership, the dated node map and the findings of every configured cluster.
 
     Args:
-        con: the warehouse (``raw.slurm_node_comments`` is read where it exists, and the pod
-            listings of each partner cluster, ``sql/analytics/k8s_pod_listings.sql``: a slurmd
-            pod gone from them ends at the first without it, :func:`pipelines.core.
-            slurm_on_k8s.slurmd_listing_ends`).
+        con: the warehouse (``raw.slurm_node_comments`` is read where it exists).
         cfg: the configuration (clusters with ``slurm_on_k8s``).
         core: the core frames, Slurm attempts still present.
 
@@ -144,18 +139,12 @@ def slurm_on_k8s_tables(
             pl.col("job_key").alias("job_id"), "attempt", "gpus", "start_at", "end_at",
             "node_list", *sacct_notes(),
         )  # fmt: skip
-        # a slurmd pod gone from the pod listings ends at the first listing without it
-        ends = slurmd_listing_ends(
-            run_named(con, "analytics/k8s_pod_listings", {"cluster": s.k8s_cluster})
-        )
-        pods = close_unlisted(core.k8s_pods, ends, s.k8s_cluster)
         hourly, node_map, pieces, mirrors = slurm_on_k8s_hourly(
-            s, attempts, pods, comments, core.nodes, as_of
+            s, attempts, core.k8s_pods, comments, core.nodes, as_of
         )
         maps.append(node_map)
         hours.append(hourly)
         found.append(slurm_on_k8s_findings(s.cluster, hourly, pieces, mirrors))
-        # the pods as recorded: the GPU-s cut from a span no record ended
         found.append(slurmd_overlaps(core.k8s_pods, s.k8s_cluster, s.cluster, as_of))
         keys.append(slurmd_job_keys(core.k8s_pods, core.pod_jobs, s.k8s_cluster))
         kept.append(

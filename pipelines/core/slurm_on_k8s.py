@@ -33,8 +33,7 @@ Functions: :func:`slurmd_pods`, :func:`slurm_node_map`, :func:`map_attempt_nodes
 :func:`mirror_jobs`, :func:`slurm_on_k8s_hourly`, :func:`slurm_on_k8s_findings`,
 :func:`double_count_rate`, :func:`attribute_slurmd_dcgm` (telemetry of slurmd pods),
 :func:`slurmd_job_keys` and :func:`lend_capacity` (the lent GPUs in the fleet-wide tables),
-:func:`rehome_slurmd_dcgm` (slurmd pods' telemetry moved to the Slurm node before attribution),
-:func:`slurmd_listing_ends` (a slurmd pod gone from the pod listings is ended).
+:func:`rehome_slurmd_dcgm` (slurmd pods' telemetry moved to the Slurm node before attribution).
 """
 
 from __future__ import annotations
@@ -56,7 +55,6 @@ __all__ = [
     "SLURM_JOBID_LABEL",
     "SlurmOnK8s",
     "attribute_slurmd_dcgm",
-    "close_unlisted",
     "double_count_rate",
     "lend_capacity",
     "map_attempt_nodes",
@@ -68,7 +66,6 @@ __all__ = [
     "slurm_on_k8s_findings",
     "slurm_on_k8s_hourly",
     "slurmd_job_keys",
-    "slurmd_listing_ends",
     "slurmd_overlaps",
     "slurmd_pods",
 ]
@@ -155,77 +152,6 @@ def _pod_span(as_of: dt.datetime) -> tuple[pl.Expr, pl.Expr]:
     start = pl.coalesce("started_at", "scheduled_at")
     end = pl.coalesce("finished_at", "deleted_at", pl.lit(as_of, _UTC))
     return start, end
-
-
-#: The pod times of a listing's rows; the latest of them over the listing stands for its time.
-_POD_TIMES: Final = ("created_at", "scheduled_at", "started_at", "finished_at", "deleted_at")
-
-
-def slurmd_listing_ends(listings: pl.DataFrame) -> pl.DataFrame:
-    """When each slurmd pod that left the pod listings was gone: the first complete listing
-    after the last one holding it (METRICS.md "Slurm on Kubernetes", slurm_node_map).
-
-    A load of ``kubectl get pods -o json`` is one listing (``ingest_id``), complete for every
-    namespace it holds a pod of and for no other (a listing of several namespaces may be a label
-    selection, ``-A -l team=x``, without the Slurm pods): a pod missing from a listing complete
-    for its namespace was gone when it was taken. kubectl prints no time for a list and the pods
-    table keeps no file time, so a listing's time is the latest pod time it holds
-    (``_POD_TIMES``; the listing was taken no earlier). The pod's end lies between its last
-    listing and the first complete one after it without it; the later bound is taken, as a Node
-    missing from a later snapshot ends at that snapshot and kube-state-metrics reports a pod
-    until the first scrape that misses it: a pod is never ended while the data still showed it.
-    Listings no later than its last one (not known to be after it) are not counted.
-
-    Args:
-        listings: ``raw.k8s_pods`` rows of one Kubernetes cluster (``ingest_id, namespace, uid,
-            labels`` and the pod times).
-
-    Returns:
-        ``namespace, uid, gone_at``: one row per slurmd pod (labelled
-        :data:`POD_HOSTNAME_LABEL`) with a complete listing after its last one; none for a pod
-        in the latest listing of its namespace.
-    """
-    listed = listings.group_by("ingest_id").agg(
-        pl.max_horizontal(*[pl.col(c).max() for c in _POD_TIMES]).alias("listed_at"),
-        pl.col("namespace").unique().alias("_ns"),
-    )
-    last = (
-        listings.filter(_label(POD_HOSTNAME_LABEL).is_not_null())
-        .select("ingest_id", "namespace", "uid")
-        .join(listed.select("ingest_id", "listed_at"), on="ingest_id")
-        .group_by("namespace", "uid")
-        .agg(pl.col("listed_at").max().alias("_last"))
-    )
-    return (
-        last.join(listed.select("listed_at", "_ns"), how="cross")
-        .filter(
-            (pl.col("listed_at") > pl.col("_last"))
-            & pl.col("_ns").list.contains(pl.col("namespace"))
-        )
-        .group_by("namespace", "uid")
-        .agg(pl.col("listed_at").min().alias("gone_at"))
-        .sort("namespace", "uid")
-    )
-
-
-def close_unlisted(pods: pl.DataFrame, ends: pl.DataFrame, k8s_cluster: str) -> pl.DataFrame:
-    """``pods`` with each of ``k8s_cluster``'s pods in ``ends`` (``namespace, uid, gone_at``:
-    :func:`slurmd_listing_ends`) that has no finish or deletion time deleted at ``gone_at``
-    (the pod spans here end at it; ``pods``' columns and order are kept)."""
-    if ends.is_empty():
-        return pods
-    gone = ends.select(pl.lit(k8s_cluster).alias("cluster"), "namespace", "uid", "gone_at")
-    return (
-        pods.join(gone, on=["cluster", "namespace", "uid"], how="left", maintain_order="left")
-        .with_columns(
-            pl.when(pl.col("finished_at").is_null())
-            .then(pl.coalesce("deleted_at", "gone_at"))
-            .otherwise(pl.col("deleted_at"))
-            .cast(pods.schema["deleted_at"])
-            .alias("deleted_at")
-        )
-        .select(pods.columns)
-    )
 
 
 def slurmd_pods(pods: pl.DataFrame, k8s_cluster: str, as_of: dt.datetime) -> pl.DataFrame:
