@@ -920,22 +920,30 @@ def _read_raw(
 
 
 def _pod_last_samples(con: duckdb.DuckDBPyConnection, pods: pl.DataFrame) -> pl.DataFrame | None:
-    """``cluster, namespace, pod, last_sample``: the latest DCGM sample of each pod name after
-    the earliest Kubernetes cluster's cut-off from its pods' own times
-    (``sql/analytics/pod_last_samples.sql``: only a later sample can move a cut-off,
-    :attr:`pipelines.core.build.RawFrames.pod_samples`); None without pods or samples."""
+    """``cluster, namespace, pod, last_sample``: the latest DCGM sample of each pod name of each
+    Kubernetes cluster after that cluster's cut-off from its pods' own times
+    (``sql/analytics/pod_last_samples.sql``, one read per cluster: only a later sample can move
+    its cut-off, and a cluster whose pods stopped long ago does not make the others read every
+    sample since; :attr:`pipelines.core.build.RawFrames.pod_samples`); None without pods or
+    samples."""
     times = ("created_at", "scheduled_at", "started_at", "finished_at", "deleted_at")
     if pods.height == 0 or not table_exists(con, "raw.dcgm_samples"):
         return None
-    after = (
+    cuts = (
         pods.group_by("cluster")
         .agg(pl.max_horizontal(*[pl.col(c).max() for c in times]).alias("cut"))
-        .select(pl.col("cut").min())
-        .item()
+        .filter(pl.col("cut").is_not_null())
+        .sort("cluster")
     )
-    if after is None:
+    if cuts.height == 0:
         return None
-    return run_named(con, "analytics/pod_last_samples", {"after": after})
+    return pl.concat(
+        [
+            run_named(con, "analytics/pod_last_samples", {"cluster": c, "after": cut})
+            for c, cut in cuts.iter_rows()
+        ],
+        how="vertical_relaxed",
+    )
 
 
 def _occupancy(core: CoreFrames, sok: SlurmOnK8sTables | None = None) -> pl.DataFrame:
