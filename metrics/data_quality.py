@@ -11,6 +11,7 @@ __all__ = [
     "DATA_QUALITY_SCHEMA",
     "admitted_without_pods",
     "gpu_tracking_gaps",
+    "pods_ended_without_time",
     "unattributed_gpu_hours",
 ]
 
@@ -86,6 +87,47 @@ def admitted_without_pods(jobs: pl.LazyFrame) -> pl.LazyFrame:
             pl.lit(
                 "Kueue admitted the workload but none of its pods was loaded: not counted as "
                 "running (check the pod export)"
+            ).alias("detail"),
+        )
+    )
+
+
+def pods_ended_without_time(pods: pl.LazyFrame) -> pl.LazyFrame:
+    """Kubernetes GPU pods that are over but whose object says nothing of when they ended.
+
+    A pod in phase ``Succeeded``/``Failed`` with no end (``finished_at`` NULL: no container
+    ``finishedAt``, no ``DisruptionTarget``/``Ready=False`` time), such as an evicted pod of an
+    older kubelet (``reason: Evicted``, no container statuses) or one whose container reads
+    ``ContainerStatusUnknown`` with null times. The build ends it at its last known time
+    (METRICS.md "Kubernetes pods that are over without an end"), so its GPU-seconds after that
+    are unknown, not counted.
+
+    Args:
+        pods: ``core.k8s_pods`` rows with ``cluster, phase, gpus, created_at, scheduled_at,
+            started_at, finished_at``.
+
+    Returns:
+        :data:`DATA_QUALITY_SCHEMA` rows with ``check = 'pods_ended_without_time'``, one per
+        cluster and UTC day of the pod's last known time, ``value`` = the pods (GPU pods only).
+    """
+    last_known = pl.max_horizontal("created_at", "scheduled_at", "started_at")
+    return (
+        pods.filter(
+            pl.col("finished_at").is_null()
+            & pl.col("phase").is_in(["Succeeded", "Failed"]).fill_null(value=False)
+            & (pl.col("gpus").fill_null(0.0) > 0)
+        )
+        .group_by(CLUSTER, last_known.dt.date().alias("day"))
+        .agg(pl.len().cast(pl.Float64).alias("value"))
+        .select(
+            CLUSTER,
+            "day",
+            pl.lit(None, dtype=pl.String()).alias("partition"),
+            pl.lit("pods_ended_without_time").alias("check"),
+            "value",
+            pl.lit(
+                "GPU pods over (Succeeded/Failed) with no container finish or end condition: "
+                "ended at their last known time, their later GPU-seconds unknown"
             ).alias("detail"),
         )
     )

@@ -31,6 +31,7 @@ from metrics.data_quality import (
     DATA_QUALITY_SCHEMA,
     admitted_without_pods,
     gpu_tracking_gaps,
+    pods_ended_without_time,
     unattributed_gpu_hours,
 )
 from metrics.domains import (
@@ -234,10 +235,12 @@ def _data_quality(
     nodes: pl.DataFrame,
     jobs: pl.DataFrame,
     inventory_rejected: pl.DataFrame | None = None,
+    pods: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The data-quality findings of the inputs: GPU tracking gaps, Kueue admissions without
-    pods, DST repairs, rejects (of the raw tables, and ``inventory_rejected``:
-    :func:`_inventory`'s), observed capacity."""
+    pods, Kubernetes pods over without an end (``pods``: ``core.k8s_pods``), DST repairs,
+    rejects (of the raw tables, and ``inventory_rejected``: :func:`_inventory`'s), observed
+    capacity."""
     # lazy: only the two columns are taken from the attempts (an eager filter of the whole
     # frame first copied every column of a year's 2.1M attempts, 150 MB)
     gpu_parts = (
@@ -254,6 +257,8 @@ def _data_quality(
     parts = [gpu_tracking_gaps(s_att.lazy(), gpu_parts.lazy()).collect()]
     if "state" in jobs.columns and "eligible_at" in jobs.columns:
         parts.append(admitted_without_pods(jobs.lazy()).collect())
+    if pods is not None and pods.height:
+        parts.append(pods_ended_without_time(pods.lazy()).collect())
     ingests = read_table(con, "raw.ingests")
     if ingests.height:
         info = ingests.select(
@@ -462,7 +467,14 @@ def _build(
     dq = (
         pl.concat(
             [
-                _data_quality(con, core.slurm_attempts, core.nodes, core.jobs, inventory_rejected),
+                _data_quality(
+                    con,
+                    core.slurm_attempts,
+                    core.nodes,
+                    core.jobs,
+                    inventory_rejected,
+                    core.k8s_pods,
+                ),
                 _registry_findings(core.jobs, sok.slurmd_jobs, registry, path, core.nodes),
                 sok.findings,
             ]

@@ -28,6 +28,7 @@ from pipelines.core.k8s_attempts import (
     K8sAttempts,
     k8s_attempts,
     pending_workload_attempts,
+    pod_end,
     workload_attempts,
 )
 from pipelines.core.k8s_timings import k8s_pending_reasons, k8s_workload_timings
@@ -438,9 +439,11 @@ def _concurrent_gpus(jobs: pl.DataFrame, skip: Collection[str] = ()) -> pl.DataF
 
 def _pod_holds(pods: pl.DataFrame, as_of: pl.DataFrame) -> pl.DataFrame:
     """``cluster, node_list, gpus, start_at, end_at, as_of``: each pod's hold of its node's GPUs
-    (bound, else started, to finished, else deleted), the rows :func:`_concurrent_gpus` sweeps
-    for Kubernetes clusters (a workload's attempt spreads its GPUs evenly over its nodes; its
-    pods say what each node held)."""
+    (bound, else started, to its end :func:`pipelines.core.k8s_attempts.pod_end`: a pod
+    rejected at kubelet admission holds nothing, one that is over without an end stops at its
+    last known time), the rows :func:`_concurrent_gpus` sweeps for Kubernetes clusters (a
+    workload's attempt spreads its GPUs evenly over its nodes; its pods say what each node
+    held)."""
     return (
         pods.filter(pl.col("node_name").is_not_null() & (pl.col("gpus") > 0))
         .select(
@@ -448,10 +451,19 @@ def _pod_holds(pods: pl.DataFrame, as_of: pl.DataFrame) -> pl.DataFrame:
             pl.concat_list(pl.col("node_name")).alias("node_list"),
             pl.col("gpus").cast(pl.Float64),
             pl.coalesce("scheduled_at", "started_at").alias("start_at"),
-            pl.coalesce("finished_at", "deleted_at").alias("end_at"),
+            pod_end().alias("end_at"),
         )
         .join(as_of, on="cluster", how="left")
     )
+
+
+def _pods_that_held(pods: pl.DataFrame) -> pl.DataFrame:
+    """The pods whose hold of their node's GPUs is not empty (:func:`_pod_holds`' span): a pod
+    rejected at kubelet admission (ended at its binding: no device was allocated) or one over
+    without an end stopped where it was bound says nothing of its node's GPUs."""
+    start = pl.coalesce("scheduled_at", "started_at")
+    end = pod_end()
+    return pods.filter(end.is_null() | start.is_null() | (end > start))
 
 
 def _observed_nodes(
@@ -726,7 +738,7 @@ def build_core(
     held = pl.concat(
         [jobs.filter(pl.col("source") == "slurm"), _pod_holds(pods, as_of)], how="diagonal_relaxed"
     )
-    observed = _observed_nodes(hosts, pods, _concurrent_gpus(held, inventoried))
+    observed = _observed_nodes(hosts, _pods_that_held(pods), _concurrent_gpus(held, inventoried))
     nodes = pl.concat(
         [
             inventory,

@@ -46,9 +46,11 @@ Per attempt (times UTC):
   its pods was loaded, ``PENDING`` before;
 - gpus = Σ GPUs of the pods bound in the attempt (fractional for MIG/milli-GPUs); req_gpus = the
   Workload's requested GPUs (else Σ over its pods); **gpu_s = Σ per pod of its GPUs × (its end −
-  its binding)**, a pod's end being its containers' finish, else its deletion, else the
-  attempt's end: so a gang whose pods bind at different times, or that is evicted with a grace
-  period, is counted per pod, and ``gpu_s`` is not ``gpus × run_s``.
+  its binding)**, a pod's end being :func:`pod_end` (its containers' finish; for a pod that
+  is over without one, its ``DisruptionTarget``/``Ready=False`` time, else its last known
+  time; for a pod rejected at kubelet admission its binding: 0 GPU-s), else its deletion,
+  else the attempt's end: so a gang whose pods bind at different times, or that is evicted
+  with a grace period, is counted per pod, and ``gpu_s`` is not ``gpus × run_s``.
 """
 
 from __future__ import annotations
@@ -75,6 +77,8 @@ __all__ = [
     "k8s_attempts",
     "pending_workload_attempts",
     "pod_attempts",
+    "pod_end",
+    "pod_end_unknown",
     "workload_attempts",
 ]
 
@@ -161,6 +165,28 @@ def _frame(
     have = lf.collect_schema().names()
     missing = [pl.lit(None, dtype=t).alias(c) for c, t in schema.items() if c not in have]
     return lf.with_columns(missing) if missing else lf
+
+
+def pod_end_unknown() -> pl.Expr:
+    """Whether a pod is over (phase ``Succeeded``/``Failed``) but its object gives no end: no
+    container finish, no ``DisruptionTarget``/``Ready=False`` time (``finished_at`` NULL), as
+    for an evicted pod of an older kubelet (``reason: Evicted``, no container statuses) or one
+    whose container reads ``ContainerStatusUnknown`` with null times. Over ``K8S_POD_SCHEMA``
+    columns; a data-quality finding counts these pods (``metrics.data_quality``)."""
+    return pl.col("finished_at").is_null() & pl.col("phase").is_in(
+        ["Succeeded", "Failed"]
+    ).fill_null(value=False)
+
+
+def pod_end() -> pl.Expr:
+    """When a pod stopped holding its node's GPUs (UTC; NULL while it runs): its containers'
+    finish (``finished_at``: for a terminal pod also its ``DisruptionTarget``/``Ready=False``
+    time, and for one rejected at kubelet admission its binding, see ``parse_k8s_pods``); else,
+    for a pod that is over but gives no end (:func:`pod_end_unknown`), its last known time
+    (the latest of creation, binding and ``startTime``): it is not running, and nothing says it
+    held its GPUs any longer, so no GPU-hour runs on to the cut-off; else its deletion."""
+    last_known = pl.max_horizontal("created_at", "scheduled_at", "started_at")
+    return pl.coalesce("finished_at", pl.when(pod_end_unknown()).then(last_known), "deleted_at")
 
 
 def _first(col: str) -> pl.Expr:
@@ -287,7 +313,7 @@ def _pod_groups(pods: pl.LazyFrame, wl: pl.LazyFrame, links: pl.LazyFrame) -> pl
             pl.coalesce(
                 "scheduled_at", pl.when(pl.col("node_name").is_not_null()).then("started_at")
             ).alias("_bound"),
-            pl.coalesce("finished_at", "deleted_at").alias("_term"),
+            pod_end().alias("_term"),
         )
         .drop("_direct", "_linked")
     )

@@ -41,7 +41,13 @@ from pipelines.kubernetes._json_items import (
     text_or_none,
 )
 
-__all__ = ["K8S_POD_SCHEMA", "gpu_worth", "parse_k8s_pods"]
+__all__ = [
+    "ADMISSION_REJECTION_REASONS",
+    "K8S_POD_SCHEMA",
+    "gpu_worth",
+    "is_admission_rejection",
+    "parse_k8s_pods",
+]
 
 #: Columns of one Kubernetes pod, in this order.
 K8S_POD_SCHEMA: dict[str, pl.DataType] = {
@@ -80,6 +86,40 @@ _DEFAULT_CONTAINER: Final = "kubectl.kubernetes.io/default-container"
 _GPU: Final = "nvidia.com/gpu"
 _MIG_PREFIX: Final = "nvidia.com/mig-"
 _QUANTITY_RE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)(m?)\s*$")
+_TERMINAL: Final = frozenset({"Succeeded", "Failed"})
+#: ``status.reason`` of a pod the kubelet rejected at admission (``pkg/kubelet/lifecycle``: its
+#: admit handlers and the scheduler predicates it reruns; ``OutOf<resource>`` besides). Such a
+#: pod never ran a container and never held a device: its GPUs were never allocated. ``Evicted``
+#: is not here: the eviction manager also rejects new pods with it, but mostly it ends pods that
+#: ran (their end then follows the terminal-pod rule of :func:`_terminal_end`).
+ADMISSION_REJECTION_REASONS: Final = frozenset(
+    {
+        "UnexpectedAdmissionError",
+        "UnexpectedPredicateFailureType",
+        "NodeAffinity",
+        "NodeName",
+        "NodePorts",
+        "TaintToleration",
+        "InvalidNodeInfo",
+        "PodOSNotSupported",
+        "PodOSSelectorNodeLabelDoesNotMatch",
+        "InitContainerRestartPolicyForbidden",
+        "SupplementalGroupsPolicyNotSupported",
+        "TopologyAffinityError",
+        "SMTAlignmentError",
+        "SysctlForbidden",
+        "AppArmor",
+        "NodeShutdown",
+    }
+)
+#: Conditions whose ``lastTransitionTime`` dates a terminal pod's end when no container says it:
+#: the kubelet's ``DisruptionTarget=True`` (eviction, preemption, node shutdown, Kubernetes
+#: ≥ 1.26) and ``Ready=False`` / ``ContainersReady=False`` (set as the pod fails or completes).
+_END_CONDITIONS: Final = (
+    ("DisruptionTarget", "True"),
+    ("Ready", "False"),
+    ("ContainersReady", "False"),
+)
 
 
 def gpu_worth(resource: str) -> float | None:
@@ -168,6 +208,51 @@ def _time(value: object, field: str) -> datetime | None:
     return parse_k8s_time(value, field)
 
 
+def is_admission_rejection(phase: str | None, reason: str | None) -> bool:
+    """Whether ``phase``/``status.reason`` say the kubelet rejected the pod at admission."""
+    if phase != "Failed" or not reason:
+        return False
+    return reason in ADMISSION_REJECTION_REASONS or reason.startswith("OutOf")
+
+
+def _terminal_end(
+    status: Mapping[str, Any], finishes: list[datetime], all_finished: bool
+) -> datetime | None:
+    """The end of a pod, as the object gives it: the latest container ``finishedAt`` once every
+    main container has terminated with one; else, for a terminal pod (phase ``Succeeded`` /
+    ``Failed``: an evicted pod whose containers read ``ContainerStatusUnknown`` with no times),
+    the latest of its containers' known finishes and of the ``DisruptionTarget=True``,
+    ``Ready=False`` and ``ContainersReady=False`` conditions' ``lastTransitionTime``; else None
+    (running, or a terminal pod that says nothing of when it ended)."""
+    if all_finished and finishes:
+        return max(finishes)
+    if status.get("phase") not in _TERMINAL:
+        return None
+    times = list(finishes)
+    for cond in status.get("conditions") or []:
+        if not isinstance(cond, Mapping):
+            continue
+        if (cond.get("type"), cond.get("status")) in _END_CONDITIONS:
+            t = _time(cond.get("lastTransitionTime"), f"status.conditions.{cond.get('type')}")
+            if t is not None:
+                times.append(t)
+    return max(times) if times else None
+
+
+def _disruption_reason(status: Mapping[str, Any]) -> str | None:
+    """The ``reason`` of a ``DisruptionTarget=True`` condition (``TerminationByKubelet``,
+    ``PreemptionByScheduler``, ``EvictionByEvictionAPI``, ``DeletionByTaintManager``, …)."""
+    for cond in status.get("conditions") or []:
+        if (
+            isinstance(cond, Mapping)
+            and cond.get("type") == "DisruptionTarget"
+            and cond.get("status") == "True"
+            and cond.get("reason")
+        ):
+            return str(cond["reason"])
+    return None
+
+
 def _pod_row(pod: dict[str, Any]) -> dict[str, Any]:
     """The row of one Pod object."""
     kind = pod.get("kind")
@@ -226,6 +311,7 @@ def _pod_row(pod: dict[str, Any]) -> dict[str, Any]:
         if cs.get("name") == main_name:
             main_status = cs
     pod_start = _time(status.get("startTime"), "status.startTime")
+    ran = bool(run_starts)
     # After a restart the first run's start is lost (lastState keeps only the last run): the
     # pod's startTime, which precedes it, is then the best bound.
     if pod_start is not None and (restarts > 0 or not run_starts):
@@ -240,9 +326,16 @@ def _pod_row(pod: dict[str, Any]) -> dict[str, Any]:
         term = get_path(main_status, "lastState", "terminated")
     term = term if isinstance(term, Mapping) else {}
     exit_code = int_or_none(term.get("exitCode"), "main container exitCode")
-    # A pod-level reason (Evicted, DeadlineExceeded, Shutdown, ...) explains the whole pod's end;
-    # the container's own then often says only ContainerStatusUnknown or Error.
-    reason = status.get("reason") or term.get("reason")
+    # A pod-level reason (Evicted, DeadlineExceeded, Shutdown, ...; else, as Kubernetes >= 1.27
+    # leaves status.reason empty on eviction, the DisruptionTarget condition's) explains the whole
+    # pod's end; the container's own then often says only ContainerStatusUnknown or Error.
+    reason = status.get("reason") or _disruption_reason(status) or term.get("reason")
+    phase = text_or_none(status.get("phase"))
+    finished = _terminal_end(status, finishes, all_terminated)
+    if is_admission_rejection(phase, text_or_none(status.get("reason"))) and not ran:
+        # Rejected at admission: no container ran, no device was allocated. The pod ends where
+        # its hold would begin (its binding, else the kubelet's startTime), so it holds nothing.
+        finished = scheduled or pod_start
 
     gpus, gpu_resource = _pod_gpus(spec)
     labels = meta.get("labels") or {}
@@ -258,11 +351,11 @@ def _pod_row(pod: dict[str, Any]) -> dict[str, Any]:
         "namespace": text_or_none(meta.get("namespace")),
         "name": str(meta["name"]),
         "node_name": text_or_none(spec.get("nodeName")),
-        "phase": text_or_none(status.get("phase")),
+        "phase": phase,
         "created_at": created,
         "scheduled_at": scheduled,
         "started_at": started,
-        "finished_at": max(finishes) if all_terminated and finishes else None,
+        "finished_at": finished,
         "deleted_at": _time(meta.get("deletionTimestamp"), "metadata.deletionTimestamp"),
         "gpus": gpus,
         "gpu_resource": gpu_resource,
@@ -306,7 +399,8 @@ def parse_k8s_pods(path: str | Path, *, cluster: str = "default") -> ParseResult
         - ``exit_code`` / ``termination_reason`` of the main container (annotation
           ``kubectl.kubernetes.io/default-container``, else the first container): its current
           termination, else its last one while it waits to restart (NULL while it runs); the
-          pod's own ``status.reason`` (``Evicted``, ``DeadlineExceeded``) wins over the
+          pod's own ``status.reason`` (``Evicted``, ``DeadlineExceeded``), else its
+          ``DisruptionTarget`` condition's reason (``TerminationByKubelet``), wins over the
           container's reason (``OOMKilled``, ``Error``, ``Completed``); ``restart_count``: sum
           over the main containers;
         - ``labels``: the pod's labels as a JSON object; ``file``; ``line_no`` (1-based item

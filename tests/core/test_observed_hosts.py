@@ -109,13 +109,16 @@ def test_kubernetes_nodes_hold_what_their_pods_held_at_once() -> None:
             "cluster": ["k"] * 4,
             "node_name": ["a", "a", "b", "b"],
             "gpus": [1.0, 1.0, 1.0, 2.0],
+            "phase": ["Succeeded", "Succeeded", "Succeeded", "Running"],
+            "created_at": [_at(0), _at(0), _at(0), _at(3)],
             "scheduled_at": [_at(0), _at(0), _at(0), _at(3)],
             "started_at": [_at(0, 1), _at(0, 1), _at(0, 1), _at(3, 1)],
             "finished_at": [_at(2), _at(2), _at(2), None],
             "deleted_at": [None, None, None, None],
         },
         schema_overrides={c: pl.Datetime("us", "UTC") for c in
-                          ("scheduled_at", "started_at", "finished_at", "deleted_at")},
+                          ("created_at", "scheduled_at", "started_at", "finished_at",
+                           "deleted_at")},
     )  # fmt: skip
     cuts = pl.DataFrame({"cluster": ["k"], "as_of": [_at(5)]}).with_columns(
         pl.col("as_of").dt.cast_time_unit("us")
