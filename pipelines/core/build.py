@@ -31,6 +31,7 @@ from pipelines.core.k8s_attempts import (
     pod_end,
     workload_attempts,
 )
+from pipelines.core.k8s_gpu_units import nodes_in_gpus, pods_in_gpus
 from pipelines.core.k8s_timings import k8s_pending_reasons, k8s_workload_timings
 from pipelines.core.kueue_tas import kueue_topology_spells
 from pipelines.core.node_states import (
@@ -513,7 +514,7 @@ def _node_states(
     reg, down = _slurm_node_states(raw.slurm_events, nodes, as_of)
     if raw.k8s_nodes is None:
         return reg, down
-    snaps = raw.k8s_nodes.sort("ingest_id").select(K8S_NODE_STATE_COLUMNS)
+    snaps = nodes_in_gpus(raw.k8s_nodes).sort("ingest_id").select(K8S_NODE_STATE_COLUMNS)
     events = raw.k8s_events
     regs, downs = [reg], [down]
     for c, cut in as_of.filter(pl.col("as_of").is_not_null()).iter_rows():
@@ -701,7 +702,8 @@ def build_core(
         raw, account_teams, slurm_sink, inventoried
     )
     slurm_pending = _throttled(slurm_pending, s_att)
-    pods = _newest_pod_state(raw.k8s_pods)
+    # a pod's advertised GPUs in GPUs of its node (MIG single strategy, time-slicing replicas)
+    pods = pods_in_gpus(_newest_pod_state(raw.k8s_pods), raw.k8s_nodes)
     events = raw.k8s_events.sort("count", "last_seen", "ingest_id", nulls_last=False).unique(
         ["cluster", "uid"], keep="last", maintain_order=True
     )

@@ -84,6 +84,8 @@ _WORKLOAD_ANNOTATIONS: Final = ("kueue.x-k8s.io/workload", "kueue.x-k8s.io/workl
 _WORKLOAD_LABELS: Final = ("kueue.x-k8s.io/workload-name", "kueue.x-k8s.io/pod-group-name")
 _DEFAULT_CONTAINER: Final = "kubectl.kubernetes.io/default-container"
 _GPU: Final = "nvidia.com/gpu"
+# time-slicing / MPS replicas renamed (device plugin ``renameByDefault: true``)
+_GPU_SHARED: Final = "nvidia.com/gpu.shared"
 _MIG_PREFIX: Final = "nvidia.com/mig-"
 _QUANTITY_RE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)(m?)\s*$")
 _TERMINAL: Final = frozenset({"Succeeded", "Failed"})
@@ -129,12 +131,14 @@ def gpu_worth(resource: str) -> float | None:
         resource: an extended-resource name, e.g. ``nvidia.com/gpu`` or ``nvidia.com/mig-3g.40gb``.
 
     Returns:
-        1.0 for ``nvidia.com/gpu``; for ``nvidia.com/mig-<profile>`` the MIG fraction of
-        :func:`metrics.mig.mig_fraction` (``mig-3g.40gb`` = 3/7, A30 ``mig-1g.6gb`` = 1/4, a
-        compute instance ``mig-1c.3g.40gb`` = 1/7); None for any other resource and for an
-        impossible profile.
+        1.0 for ``nvidia.com/gpu`` and ``nvidia.com/gpu.shared`` (one advertised unit: a GPU,
+        a MIG slice of the "single" strategy or a time-slicing / MPS replica, which the node's
+        labels decide in the core layer, :mod:`pipelines.core.k8s_gpu_units`); for
+        ``nvidia.com/mig-<profile>`` the MIG fraction of :func:`metrics.mig.mig_fraction`
+        (``mig-3g.40gb`` = 3/7, A30 ``mig-1g.6gb`` = 1/4, a compute instance
+        ``mig-1c.3g.40gb`` = 1/7); None for any other resource and for an impossible profile.
     """
-    if resource == _GPU:
+    if resource in (_GPU, _GPU_SHARED):
         return 1.0
     if not resource.startswith(_MIG_PREFIX):
         return None

@@ -151,7 +151,7 @@ def test_evicted_pod_reason_wins() -> None:
         ("nvidia.com/mig-2g.12gb", 2 / 4),
         ("nvidia.com/mig-1c.3g.40gb", 1 / 7),
         ("cpu", None),
-        ("nvidia.com/gpu.shared", None),
+        ("nvidia.com/gpu.shared", 1.0),  # one replica; the node's labels make it 1/R (core)
     ],
 )
 def test_gpu_worth(resource: str, worth: float | None) -> None:

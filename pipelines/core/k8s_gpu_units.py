@@ -1,0 +1,147 @@
+"""What one advertised ``nvidia.com/gpu`` is worth on a Kubernetes node: a whole GPU, a MIG
+slice (MIG "single" strategy) or a time-slicing / MPS replica.
+
+The NVIDIA device plugin advertises, and GPU Feature Discovery (GFD) labels, a node's GPUs in
+three ways that all use the resource ``nvidia.com/gpu`` (NVIDIA GPU Operator documentation,
+"GPU Operator with MIG", "Time-Slicing GPUs in Kubernetes", "Multi-Process Service in
+Kubernetes"):
+
+* plain: one unit is one physical GPU;
+* MIG **single** strategy (label ``nvidia.com/mig.strategy: single``): every MIG device of the
+  node's one profile is one unit, and ``nvidia.com/gpu.product`` names the profile
+  (``NVIDIA-A100-SXM4-40GB-MIG-1g.5gb``): one unit is the profile's fraction of a GPU
+  (:func:`metrics.mig.mig_fraction_expr`, the rule the MIG *mixed* strategy's
+  ``nvidia.com/mig-<profile>`` resources already follow: ``1g.5gb`` = 1/7);
+* **time-slicing** or **MPS** with ``R`` replicas (label ``nvidia.com/gpu.replicas: "R"``): every
+  GPU is advertised ``R`` times, as ``nvidia.com/gpu`` or, renamed, ``nvidia.com/gpu.shared``:
+  one unit is ``1/R`` of a GPU (of a MIG slice, where both apply).
+
+So a node's GPUs are physical GPUs (7 slices × 1/7 = 1; 32 replicas × 1/4 = 8) and a pod's
+``nvidia.com/gpu: 1`` on such a node holds that fraction (METRICS.md "Units"). A node's
+``nvidia.com/mig-<profile>`` resources (mixed strategy) are already in GPUs and are never
+scaled: a row (node or pod) that counts any resource other than ``nvidia.com/gpu`` and
+``nvidia.com/gpu.shared`` keeps its count.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import polars as pl
+
+from metrics.mig import mig_fraction_expr
+
+__all__ = ["SHARED_RESOURCES", "gpu_unit_expr", "nodes_in_gpus", "pods_in_gpus"]
+
+#: The resources whose unit a node's labels decide (:func:`gpu_unit_expr`).
+SHARED_RESOURCES: Final = ("nvidia.com/gpu", "nvidia.com/gpu.shared")
+
+_UTC: Final = pl.Datetime("us", "UTC")
+
+
+def _label(key: str) -> pl.Expr:
+    return pl.col("labels").str.json_path_match(f"$['{key}']")
+
+
+def gpu_unit_expr() -> pl.Expr:
+    """GPUs that one advertised ``nvidia.com/gpu`` (or ``nvidia.com/gpu.shared``) unit is worth,
+    from a Node row's ``labels`` (JSON object) and ``gpu_product``, Float64 in (0, 1]:
+
+    ``(mig_fraction(gpu_product) if nvidia.com/mig.strategy == "single" else 1) / R``, with
+    ``R`` = ``nvidia.com/gpu.replicas`` where it is an integer above 1, else 1. A profile that
+    is no MIG profile (a node of the single strategy whose GPUs are not in MIG mode) counts 1.
+    """
+    single = _label("nvidia.com/mig.strategy").str.to_lowercase() == "single"
+    slice_ = (
+        pl.when(single.fill_null(value=False))
+        .then(mig_fraction_expr(pl.col("gpu_product")))
+        .otherwise(None)
+        .fill_null(1.0)
+    )
+    replicas = _label("nvidia.com/gpu.replicas").str.strip_chars().cast(pl.Int64, strict=False)
+    r = pl.when(replicas > 1).then(replicas).otherwise(1).fill_null(1).cast(pl.Float64)
+    return slice_ / r
+
+
+def _scaled(resource: pl.Expr) -> pl.Expr:
+    """True where every GPU resource a row names (``gpu_resource``, comma-separated) is one
+    whose unit the node decides (:data:`SHARED_RESOURCES`)."""
+    names = resource.str.split(",")
+    return (
+        names.list.eval(pl.element().is_in(list(SHARED_RESOURCES)))
+        .list.all()
+        .fill_null(value=False)
+    )
+
+
+def nodes_in_gpus(nodes: pl.DataFrame) -> pl.DataFrame:
+    """``nodes`` (``raw.k8s_nodes`` rows: ``labels, gpu_product, gpu_resource, gpu_capacity,
+    gpu_allocatable``, any other columns) with ``gpu_capacity`` and ``gpu_allocatable`` in
+    physical GPUs: multiplied by the row's own :func:`gpu_unit_expr` where the node advertises
+    only ``nvidia.com/gpu`` / ``nvidia.com/gpu.shared``. Same rows, order and columns."""
+    if nodes.height == 0:
+        return nodes
+    unit = pl.when(_scaled(pl.col("gpu_resource"))).then(gpu_unit_expr()).otherwise(1.0)
+    return nodes.with_columns(
+        (pl.col("gpu_capacity") * unit).alias("gpu_capacity"),
+        (pl.col("gpu_allocatable") * unit).alias("gpu_allocatable"),
+    )
+
+
+def pods_in_gpus(pods: pl.DataFrame, nodes: pl.DataFrame | None) -> pl.DataFrame:
+    """``pods`` (``cluster, node_name, gpus, gpu_resource, scheduled_at, started_at,
+    created_at``, any other columns) with ``gpus`` in GPUs of the node each pod is bound to.
+
+    A pod asking only ``nvidia.com/gpu`` / ``nvidia.com/gpu.shared`` on a node (``spec.nodeName``)
+    counts ``gpus × unit``, the unit (:func:`gpu_unit_expr`) of that node's snapshot last taken
+    at or before the pod was bound (``scheduled_at``, else ``started_at``, else
+    ``created_at``), else of its first snapshot after (a snapshot taken at the export). A pod
+    with no node (pending: its request stays the demand), on a node without snapshot, or asking
+    a MIG resource of the mixed strategy keeps its ``gpus``.
+
+    Args:
+        pods: the pods, one row each.
+        nodes: ``raw.k8s_nodes`` rows (``cluster, name, snapshot_at, labels, gpu_product``; of
+            two loads of one snapshot time the last ``ingest_id`` counts), or None.
+
+    Returns:
+        ``pods`` with ``gpus`` replaced; same rows, order and columns.
+    """
+    if nodes is None or nodes.height == 0 or pods.height == 0:
+        return pods
+    order = [c for c in ("snapshot_at", "ingest_id") if c in nodes.columns]
+    units = (
+        nodes.sort(order, nulls_last=False)
+        .select(
+            "cluster",
+            pl.col("name").alias("_node"),
+            pl.col("snapshot_at").cast(_UTC).alias("_at"),
+            gpu_unit_expr().alias("_unit"),
+        )
+        .filter(pl.col("_at").is_not_null())
+        .unique(["cluster", "_node", "_at"], keep="last", maintain_order=True)
+        .sort("_at")
+    )
+    bound = pl.coalesce("scheduled_at", "started_at", "created_at").cast(_UTC)
+    keyed = pods.with_columns(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"),
+        pl.col("node_name").alias("_node"),
+        bound.fill_null(pl.lit(0).cast(_UTC)).alias("_at"),
+    ).sort("_at")
+    before = keyed.join_asof(
+        units, on="_at", by=["cluster", "_node"], strategy="backward", check_sortedness=False
+    )
+    after = keyed.select("_row", "cluster", "_node", "_at").join_asof(
+        units, on="_at", by=["cluster", "_node"], strategy="forward", check_sortedness=False
+    )
+    out = (
+        before.join(after.select("_row", pl.col("_unit").alias("_unit_after")), on="_row")
+        .sort("_row")
+        .with_columns(
+            pl.when(_scaled(pl.col("gpu_resource")) & pl.col("node_name").is_not_null())
+            .then(pl.col("gpus") * pl.coalesce("_unit", "_unit_after", pl.lit(1.0)))
+            .otherwise(pl.col("gpus"))
+            .alias("gpus")
+        )
+    )
+    return out.select(pods.columns)

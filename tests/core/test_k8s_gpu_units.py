@@ -1,0 +1,90 @@
+"""What one advertised ``nvidia.com/gpu`` is worth on a node (:mod:`pipelines.core.k8s_gpu_units`):
+the node's labels decide; pods meet the node snapshot of their bind time."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import polars as pl
+import pytest
+
+from pipelines.core.k8s_gpu_units import gpu_unit_expr, nodes_in_gpus, pods_in_gpus
+
+_UTC = pl.Datetime("us", "UTC")
+
+
+def _t(hour: int) -> dt.datetime:
+    return dt.datetime(2024, 10, 8, hour, tzinfo=dt.UTC)
+
+
+def _node(at: int, labels: dict[str, str], product: str | None, alloc: float,
+          resource: str = "nvidia.com/gpu") -> dict[str, object]:  # fmt: skip
+    return {"cluster": "k", "name": "n1", "snapshot_at": _t(at), "labels": json.dumps(labels),
+            "gpu_product": product, "gpu_resource": resource, "gpu_capacity": alloc,
+            "gpu_allocatable": alloc}  # fmt: skip
+
+
+_SINGLE = {"nvidia.com/mig.strategy": "single"}
+_MIG_1G = "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"
+
+
+def test_unit_per_labels() -> None:
+    """Plain 1; MIG single 1g.5gb 1/7, 3g.40gb 3/7; single strategy without MIG mode 1;
+    4 replicas 1/4; a 1g.5gb slice time-sliced in 2 replicas 1/14; mixed strategy 1."""
+    rows = [
+        ({}, "NVIDIA-A100-SXM4-80GB"),
+        (_SINGLE, _MIG_1G),
+        (_SINGLE, "NVIDIA-A100-SXM4-80GB-MIG-3g.40gb"),
+        (_SINGLE, "NVIDIA-A100-SXM4-80GB"),
+        ({"nvidia.com/gpu.replicas": "4"}, "NVIDIA-A100-SXM4-80GB-SHARED"),
+        ({**_SINGLE, "nvidia.com/gpu.replicas": "2"}, _MIG_1G + "-SHARED"),
+        ({"nvidia.com/mig.strategy": "mixed"}, "NVIDIA-A100-SXM4-80GB"),
+    ]
+    frame = pl.DataFrame(
+        {"labels": [json.dumps(a) for a, _ in rows], "gpu_product": [p for _, p in rows]}
+    )
+    got = frame.select(gpu_unit_expr().alias("u"))["u"].to_list()
+    assert got == pytest.approx([1.0, 1 / 7, 3 / 7, 1.0, 0.25, 1 / 14, 1.0])
+
+
+def test_nodes_in_physical_gpus_but_mixed_mig_resources_kept() -> None:
+    """7 slices (single) → 1 GPU; 32 replicas → 8; a node of the mixed strategy (2 GPUs of
+    ``nvidia.com/mig-*`` already in GPUs) keeps 2."""
+    nodes = pl.DataFrame(
+        [
+            _node(9, _SINGLE, _MIG_1G, 7.0),
+            _node(9, {"nvidia.com/gpu.replicas": "4"}, "X-SHARED", 32.0, "nvidia.com/gpu.shared"),
+            _node(
+                9,
+                {"nvidia.com/mig.strategy": "mixed", "nvidia.com/gpu.replicas": "4"},
+                None,
+                2.0,
+                "nvidia.com/mig-3g.40gb,nvidia.com/mig-4g.40gb",
+            ),
+        ]
+    )
+    assert nodes_in_gpus(nodes)["gpu_allocatable"].to_list() == pytest.approx([1.0, 8.0, 2.0])
+
+
+def test_pods_meet_the_snapshot_of_their_bind_time() -> None:
+    """n1 is a plain 1-GPU node at 09:00 and cut into 1g.5gb slices (single) at 12:00. Pods
+    asking ``nvidia.com/gpu: 1``: bound 08:00 (before every snapshot: the first one, 09:00) 1;
+    bound 10:00 (09:00's) 1; bound 13:00 (12:00's) 1/7; pending (no node) 1; a pod asking a
+    mixed-strategy slice ``nvidia.com/mig-3g.40gb`` (3/7 already) on n1 at 13:00 keeps 3/7."""
+    nodes = pl.DataFrame([_node(12, _SINGLE, _MIG_1G, 7.0), _node(9, {}, "A100", 1.0)])
+    pods = pl.DataFrame(
+        {
+            "cluster": ["k"] * 5,
+            "node_name": ["n1", "n1", "n1", None, "n1"],
+            "gpus": [1.0, 1.0, 1.0, 1.0, 3 / 7],
+            "gpu_resource": ["nvidia.com/gpu"] * 4 + ["nvidia.com/mig-3g.40gb"],
+            "scheduled_at": [_t(8), _t(10), _t(13), None, _t(13)],
+            "started_at": [None] * 5,
+            "created_at": [_t(8), _t(10), _t(13), _t(7), _t(13)],
+        },
+        schema_overrides={"scheduled_at": _UTC, "started_at": _UTC, "created_at": _UTC},
+    )
+    got = pods_in_gpus(pods, nodes)
+    assert got.columns == pods.columns
+    assert got["gpus"].to_list() == pytest.approx([1.0, 1.0, 1 / 7, 1.0, 3 / 7])
