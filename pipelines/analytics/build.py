@@ -240,7 +240,7 @@ def _data_quality(
     """The data-quality findings of the inputs: GPU tracking gaps, Kueue admissions without
     pods, Kubernetes pods over without an end (``pods``: ``core.k8s_pods``), DST repairs,
     rejects (of the raw tables, and ``inventory_rejected``: :func:`_inventory`'s), observed
-    capacity."""
+    capacity, GPU shards of unknown share."""
     # lazy: only the two columns are taken from the attempts (an eager filter of the whole
     # frame first copied every column of a year's 2.1M attempts, 150 MB)
     gpu_parts = (
@@ -292,6 +292,8 @@ def _data_quality(
         )
     if inventory_rejected is not None and inventory_rejected.height:
         parts.append(_inventory_rejects(inventory_rejected))
+    if "shards" in s_att.columns:
+        parts.append(_unconverted_shards(s_att))
     observed = nodes.filter(pl.col("capacity_source") == "observed")
     if observed.height:
         parts.append(
@@ -304,6 +306,24 @@ def _data_quality(
         )
     return pl.concat([p.cast(DATA_QUALITY_SCHEMA) for p in parts]).sort(  # type: ignore[arg-type]
         "cluster", "check", "day", "partition", nulls_last=True
+    )
+
+
+def _unconverted_shards(s_att: pl.DataFrame) -> pl.DataFrame:
+    """The data-quality findings ``gpu_shards_without_node_state``: per cluster, the Slurm
+    attempts that held GPU shards (``gres/shard``) and count 0 GPUs, because a node of theirs
+    has no known shard count (no ``scontrol show node`` state naming its shards:
+    :func:`pipelines.core.gpu_shards.shard_gpus`); value = attempts."""
+    held = s_att.lazy().filter((pl.col("shards") > 0) & (pl.col("gpus") == 0))
+    per_cluster = held.group_by("cluster").agg(pl.len().cast(pl.Float64).alias("n")).collect()
+    return _cluster_findings(
+        per_cluster.sort("cluster", nulls_last=True),
+        "gpu_shards_without_node_state",
+        pl.col("n"),
+        pl.lit(
+            "attempts held GPU shards (gres/shard): their share of a GPU is unknown without "
+            "their nodes' shard counts, so they count 0 GPUs; load `scontrol show node` state"
+        ),
     )
 
 
@@ -484,13 +504,16 @@ def _build(
         )
         .sort("cluster", "check", "day", "partition", nulls_last=True)
     )
+    slurm_changed = _with_shard_jobs(
+        parts.changed_jobs() if isinstance(parts, _RangeDiffWriter) else None, core.slurm_attempts
+    )
     core = replace(core, slurm_attempts=core.slurm_attempts.clear())
     plan = plan_build(
         con, cfg, registry_path=path, jobs=core.jobs, pending=core.pending, occupancy=occ,
         nodes=core.nodes, as_of=core.as_of, topology=core.topology, node_down=core.node_down,
         full=full, slurmd_pairs=sok.slurmd_maps.select("cluster", "k8s_cluster")
         if sok.slurmd_maps.height else None,
-        slurm_changed=parts.changed_jobs() if isinstance(parts, _RangeDiffWriter) else None,
+        slurm_changed=slurm_changed,
         slurmd_map=sok.node_map, pod_jobs=core.pod_jobs,
     )  # fmt: skip
     plan = _pair_days(plan, sok.slurmd_maps)
@@ -511,6 +534,21 @@ def _build(
         pod_lives=lives,
     )  # fmt: skip
     return write.counts, write.windows_written
+
+
+def _with_shard_jobs(changed: pl.DataFrame | None, s_att: pl.DataFrame) -> pl.DataFrame | None:
+    """``changed`` (``cluster, job_id`` of the jobs whose resolved Slurm rows changed; None:
+    every job may have) and the jobs of every attempt holding GPU shards: their GPUs come from
+    the node state (:func:`pipelines.core.gpu_shards.shard_gpus`), which may change while their
+    resolved rows do not, so the plan compares them every build (they are few)."""
+    if changed is None or "shards" not in s_att.columns:
+        return changed
+    sharded = s_att.filter(pl.col("shards") > 0).select(
+        pl.col("cluster", "job_id").cast(pl.String())
+    )
+    if sharded.height == 0:
+        return changed
+    return pl.concat([changed.cast(pl.String()), sharded], how="vertical_relaxed").unique()
 
 
 #: DuckDB's memory limit while :func:`rebuild` runs (its buffer cache and operators; polars'
@@ -900,7 +938,8 @@ def _around_dirty(cuts: list[str], dirty: list[str]) -> list[str]:
 def _read_raw(
     con: duckdb.DuckDBPyConnection, slurm_part_rows: int | None = None, reuse: bool = False
 ) -> RawFrames:
-    """The raw tables the core layer reads (``raw.k8s_nodes`` only where the table exists);
+    """The raw tables the core layer reads (``raw.k8s_nodes`` only where the table exists; of
+    ``raw.slurm_nodes`` only the latest state of the nodes with GPU shards);
     the Slurm rows as parts of about ``slurm_part_rows`` rows (None: :data:`SLURM_PART_ROWS`),
     read when the core layer iterates them (``slurm_rows`` keeps only the schema; the parts are
     read through the connection's temporary view ``slurm_rows_keyed``, created here); with
@@ -926,6 +965,9 @@ def _read_raw(
         else None,
         slurm_squeue=read_table(con, "raw.slurm_squeue")
         if table_exists(con, "raw.slurm_squeue")
+        else None,
+        slurm_node_shards=run_named(con, "analytics/slurm_node_shards")
+        if table_exists(con, "raw.slurm_nodes")
         else None,
         pod_samples=_pod_last_samples(con, pods),
     )

@@ -24,6 +24,7 @@ import polars as pl
 
 from metrics.k8s_node_states import K8S_NODE_STATE_COLUMNS, k8s_node_states_hourly
 from metrics.placement import assignment_node_lists, topology_requests
+from pipelines.core.gpu_shards import node_gpus_per_shard, shard_gpus
 from pipelines.core.k8s_attempts import (
     K8sAttempts,
     k8s_attempts,
@@ -66,8 +67,9 @@ JOBS_COLUMNS = [
 
 #: The columns of :attr:`CoreFrames.slurm_attempts`: what ``jobs``, the observed nodes, the
 #: data-quality findings and the Slurm-on-Kubernetes map read (a narrow copy: the attempts are
-#: nearly every row of ``slurm_jobs``, whose 56 columns would double the build's memory).
-_ATTEMPT_COLUMNS = [*JOBS_COLUMNS, "job_key", "extra"]
+#: nearly every row of ``slurm_jobs``, whose 56 columns would double the build's memory);
+#: ``shards``: the GPU shards AllocTRES names (:mod:`pipelines.core.gpu_shards`).
+_ATTEMPT_COLUMNS = [*JOBS_COLUMNS, "job_key", "extra", "shards"]
 
 _PENDING_COLUMNS = ["cluster", "source", "job_id", "partition", "team", "req_gpus", "submit_at",
                     "eligible_at", "end_at", "state"]  # fmt: skip
@@ -154,7 +156,9 @@ class RawFrames:
     ``k8s_nodes`` is None when the warehouse has no ``raw.k8s_nodes`` table, ``topology`` when
     it has no ``raw.topology``, ``kueue_topologies`` when it has no ``raw.kueue_topologies``,
     ``kueue_workload_topology`` when it has no ``raw.kueue_workload_topology``, ``slurm_squeue``
-    when it has no ``raw.slurm_squeue``.
+    when it has no ``raw.slurm_squeue``. ``slurm_node_shards``: ``cluster, host, gpus, gres`` of
+    each Slurm node's latest ``scontrol show node`` state whose Gres names GPU shards
+    (``sql/analytics/slurm_node_shards.sql``), None without ``raw.slurm_nodes``.
 
     ``pod_samples``, when given: ``cluster, namespace, pod, last_sample``, the latest DCGM
     sample labelled with each pod name (at least those after the pods' own cut-off,
@@ -183,6 +187,7 @@ class RawFrames:
     kueue_topologies: pl.DataFrame | None = None
     kueue_workload_topology: pl.DataFrame | None = None
     slurm_squeue: pl.DataFrame | None = None
+    slurm_node_shards: pl.DataFrame | None = None
     slurm_parts: Callable[[], Iterable[pl.DataFrame | StoredPart]] | None = None
     pod_samples: pl.DataFrame | None = None
 
@@ -662,6 +667,7 @@ def _in_unit(
             else one(raw.kueue_workload_topology),
             slurm_squeue=None if raw.slurm_squeue is None else one(raw.slurm_squeue),
             pod_samples=None if raw.pod_samples is None else one(raw.pod_samples),
+            slurm_node_shards=None if raw.slurm_node_shards is None else one(raw.slurm_node_shards),
         ),
         one(inventory),
     )
@@ -813,19 +819,28 @@ def _slurm_frames(
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """The Slurm side of the core, part by part (:func:`resolve_slurm_parts`): the resolved
     rows (empty, schema only, when ``sink`` takes each part), the attempts (narrow:
-    :data:`_ATTEMPT_COLUMNS`), the never-started allocations (:data:`_PENDING_COLUMNS`),
+    :data:`_ATTEMPT_COLUMNS`; an attempt holding GPU shards and no GPU gets its GPUs from its
+    nodes' shard counts, :func:`pipelines.core.gpu_shards.shard_gpus`, the resolved rows keep
+    sacct's), the never-started allocations (:data:`_PENDING_COLUMNS`),
     ``cluster, as_of``: each part's latest submit, start or end time, or an open row's start +
     Elapsed, per cluster, and
     each part's :func:`_observed_hosts` (none of the clusters ``inventoried``). A
     :class:`StoredPart` gives its frames as they are."""
     parts = raw.slurm_parts() if raw.slurm_parts is not None else [raw.slurm_rows]
     kept, attempts, pending, cuts, hosts = [], [], [], [], []
+    per_shard = (
+        pl.DataFrame(
+            schema={"cluster": pl.String(), "host": pl.String(), "gpus_per_shard": pl.Float64()}
+        )
+        if raw.slurm_node_shards is None
+        else node_gpus_per_shard(raw.slurm_node_shards)
+    )
     teams = account_teams.lazy()
     for part in parts:
         if isinstance(part, StoredPart):
             if sink is None:
                 raise ValueError("build_core: a stored Slurm part needs a slurm_sink")
-            attempts.append(part.attempts)
+            attempts.append(shard_gpus(part.attempts, per_shard))
             pending.append(part.pending)
             cuts.append(_as_of([(part.cuts, _CUT_COLUMNS)]))
             hosts.append(_observed_hosts(part.attempts, inventoried))
@@ -835,7 +850,12 @@ def _slurm_frames(
         # literal in one, the raw read's in others), and polars copies a whole frame whose
         # columns are chunked unevenly at its next filter or select (600 MB on a year's
         # attempts); a part is copied once here instead.
-        attempts.append(slurm_attempts(slurm.lazy()).select(*_ATTEMPT_COLUMNS).collect().rechunk())
+        attempts.append(
+            shard_gpus(
+                slurm_attempts(slurm.lazy()).select(*_ATTEMPT_COLUMNS).collect().rechunk(),
+                per_shard,
+            )
+        )
         hosts.append(_observed_hosts(attempts[-1], inventoried))
         pending.append(
             slurm.filter(pl.col("is_allocation") & pl.col("start_at").is_null())

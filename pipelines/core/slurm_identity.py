@@ -19,6 +19,7 @@ from __future__ import annotations
 import polars as pl
 
 from metrics import seconds_between
+from pipelines.core.gpu_shards import tres_shards
 from pipelines.core.registry import UNATTRIBUTED
 
 __all__ = ["RESOLUTION_ORDER", "in_resolution_order", "resolve_slurm_jobs", "slurm_attempts"]
@@ -54,7 +55,10 @@ def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> p
         ``attempt`` (NULL for rows that never started), ``team`` (``unattributed`` when the
         account is not in the registry), ``wait_s`` = start − eligible, ``submit_wait_s`` =
         start − submit, ``run_s`` = end − start (NULL while running) and ``gpu_s`` = gpus ×
-        run_s on allocation rows (NULL on steps, which never add occupancy). Seconds throughout.
+        run_s on allocation rows (NULL on steps, which never add occupancy), and ``shards``:
+        the GPU shards AllocTRES names (:func:`pipelines.core.gpu_shards.tres_shards`; NULL
+        without an AllocTRES; their GPUs are worked out where the jobs meet the node state,
+        :func:`pipelines.core.gpu_shards.shard_gpus`). Seconds throughout.
         The same rows in any order give the same frame: every choice is made on the rows'
         times, ingest ids and line numbers, and no two rows of one identity share an ingest id
         and a line number (the tasks one pending array line expands to are identities of their
@@ -137,13 +141,18 @@ def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> p
             seconds_between(pl.col("end_at"), pl.col("start_at")).alias("run_s"),
         )
     )
-    columns = [c for c in rows.collect_schema().names() if c != _ROW]
+    names = rows.collect_schema().names()
+    columns = [c for c in names if c != _ROW]
+    tres = pl.col("alloc_tres") if "alloc_tres" in names else pl.lit(None, dtype=pl.String())
     return out.with_columns(
         pl.when(pl.col("is_allocation"))
         .then(pl.col("gpus") * pl.col("run_s"))
         .otherwise(None)
-        .alias("gpu_s")
-    ).select(*columns, "attempt", "team", "source", "wait_s", "submit_wait_s", "run_s", "gpu_s")
+        .alias("gpu_s"),
+        tres_shards(tres).alias("shards"),
+    ).select(
+        *columns, "attempt", "team", "source", "wait_s", "submit_wait_s", "run_s", "gpu_s", "shards"
+    )
 
 
 def slurm_attempts(slurm_jobs: pl.LazyFrame) -> pl.LazyFrame:

@@ -140,7 +140,8 @@ def _gres_gpu_items(gres: str) -> list[tuple[str | None, int, list[int] | None]]
 
     Items are ``gpu[:TYPE][:COUNT](IDX:0-1,3)``, ``gpu[:TYPE](CNT:COUNT)`` or a bare
     ``gpu[:TYPE]:COUNT``; indices are None when Slurm printed none (``IDX:N/A``, ``CNT:``, bare).
-    Other GRES (``mps``, ``shard``, …) are left out.
+    Other GRES (``mps``, ``shard``, …) are left out (a shard is no GPU index; sacct's AllocTRES
+    gives a job's shards, :mod:`pipelines.core.gpu_shards`).
 
     Raises:
         BadValue: a GPU item without a count or indices, with an unreadable index list, or

@@ -83,7 +83,9 @@ def gres_gpus(gres: str | None) -> tuple[float, str | None]:
     Each ``gpu[:TYPE]:N[(S:…)]`` item is read as the TRES ``gres/gpu[:TYPE]=N`` and counted by
     :func:`~pipelines.slurm._sacct_values.gpus_from_tres`, so MIG types count their fraction
     (``gpu:3g.40gb:2`` = 6/7) exactly as in sacct's AllocTRES. Other GRES (``mps``, ``shard``)
-    and the ``no_consume`` flag are ignored.
+    and the ``no_consume`` flag are not GPUs and are ignored here; the node's ``gres`` column
+    keeps them, from which the core layer turns a job's shards into its share of the node's
+    GPUs (:mod:`pipelines.core.gpu_shards`).
 
     Args:
         gres: e.g. ``"gpu:8"``, ``"gpu:a100:8(S:0-1)"``, ``"(null)"``.

@@ -1,0 +1,126 @@
+"""Slurm GPU shards (``gres/shard``) as fractions of a GPU. Pure polars.
+
+Slurm's sharding (Slurm ≥ 22.05; SchedMD, *Generic Resource (GRES) Scheduling*, "Sharding")
+lets several jobs share one GPU without fencing them: a node's shards (slurm.conf
+``Gres=gpu:2,shard:64``, ``scontrol show node``'s ``Gres=gpu:nvidia_gb10:1,shard:nvidia_gb10:80``)
+are spread over its GPUs, evenly unless gres.conf gives a GPU's ``File=`` a ``Count`` of its own,
+and a GPU is allocated either as ``gres/gpu`` or as shards, never both. A job's AllocTRES names
+its shards (``gres/shard:nvidia_gb10=40,gres/shard=40``) and no ``gres/gpu``, so sacct alone reads
+it as a CPU-only job.
+
+The rule (METRICS.md "Units and identities"): a job holding shards and no GPU holds, on each of
+its nodes, its shards ÷ its nodes (spread evenly, as a job's GPUs are) divided by the node's
+shards per GPU (the node's shards ÷ its GPUs, from its latest ``scontrol show node`` state); its
+GPUs are the sum over its nodes. Where a node's shard count is not known the job keeps 0 GPUs
+and is counted in the data-quality finding ``gpu_shards_without_node_state``.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+__all__ = ["node_gpus_per_shard", "shard_gpus", "tres_shards"]
+
+_NUMBER = r"\d+(?:\.\d+)?"
+_UNTYPED_RE = rf"(?:^|,)gres/shard=({_NUMBER})(?:,|$)"
+_TYPED_RE = rf"(?:^|,)gres/shard:[^=,]+={_NUMBER}"
+#: A shard item of a node's ``Gres=`` value: ``shard[:TYPE]:N[(S:…)]``.
+_NODE_ITEM_RE = r"(?:^|,)shard(?::[^:,()]+)*?:\d+"
+
+
+def tres_shards(tres: pl.Expr) -> pl.Expr:
+    """The GPU shards an AllocTRES / ReqTRES string names (Float64).
+
+    The untyped ``gres/shard=N`` wins; without it the typed ``gres/shard:TYPE=N`` items are
+    summed (as :func:`pipelines.slurm._sacct_values.gpus_from_tres` counts GPUs).
+
+    Args:
+        tres: e.g. ``billing=10,cpu=10,gres/shard:nvidia_gb10=40,gres/shard=40,mem=50G,node=1``.
+
+    Returns:
+        The shard count (40.0 here); 0.0 for a string without shards (``""`` too); NULL for NULL.
+    """
+    untyped = tres.str.extract(_UNTYPED_RE, 1).cast(pl.Float64)
+    typed = (
+        tres.str.extract_all(_TYPED_RE)
+        .list.eval(pl.element().str.extract(rf"=({_NUMBER})$", 1).cast(pl.Float64))
+        .list.sum()
+    )
+    return pl.when(tres.is_null()).then(None).otherwise(pl.coalesce(untyped, typed, pl.lit(0.0)))
+
+
+def node_gpus_per_shard(nodes: pl.DataFrame) -> pl.DataFrame:
+    """Each node's GPUs per shard, from its ``scontrol show node`` state.
+
+    Args:
+        nodes: ``cluster, host, gpus, gres``: one row per node (its latest state), ``gpus`` as
+            :func:`pipelines.slurm.gres_gpus` counts them, ``gres`` the node's ``Gres=`` value
+            (``gpu:nvidia_gb10:1,shard:nvidia_gb10:80``; a shard item's count is the node's
+            total over its GPUs).
+
+    Returns:
+        ``cluster, host, gpus_per_shard`` (Float64: GPUs ÷ shards, 1/80 here), only the nodes
+        with both GPUs and shards.
+    """
+    shards = (
+        pl.col("gres")
+        .str.extract_all(_NODE_ITEM_RE)
+        .list.eval(pl.element().str.extract(r":(\d+)$", 1).cast(pl.Float64))
+        .list.sum()
+    )
+    return (
+        nodes.select("cluster", "host", pl.col("gpus").cast(pl.Float64), shards.alias("_shards"))
+        .filter((pl.col("gpus") > 0) & (pl.col("_shards") > 0))
+        .select("cluster", "host", (pl.col("gpus") / pl.col("_shards")).alias("gpus_per_shard"))
+        .unique(["cluster", "host"], keep="last", maintain_order=True)
+    )
+
+
+def shard_gpus(attempts: pl.DataFrame, gpus_per_shard: pl.DataFrame) -> pl.DataFrame:
+    """``attempts`` with the GPUs of those that hold shards and no GPU.
+
+    An attempt with ``gpus`` 0 and ``shards`` > 0 whose nodes all have a known shard count
+    (``gpus_per_shard``) gets ``gpus`` = Σ over its nodes of (``shards`` ÷ its node count) ×
+    the node's GPUs per shard, and ``gpu_s`` = ``gpus`` × ``run_s``. Every other row is left as
+    it is: an attempt with GPUs (``gres/gpu``) is never given its shards on top, and one with a
+    node of unknown shard count keeps 0 GPUs (none of its nodes is guessed).
+
+    Args:
+        attempts: Slurm attempts with ``cluster, node_list, gpus, shards, run_s, gpu_s``.
+        gpus_per_shard: :func:`node_gpus_per_shard`'s ``cluster, host, gpus_per_shard``.
+
+    Returns:
+        ``attempts``, same rows, order and columns.
+
+    Example:
+        40 shards on a node of 1 GPU and 80 shards for 2 h: 40 × 1/80 = 0.5 GPU, 3,600 GPU-s.
+    """
+    held = (pl.col("gpus") == 0) & (pl.col("shards") > 0) & (pl.col("node_list").list.len() > 0)
+    at = attempts.select(held.fill_null(False).arg_true()).to_series()
+    if at.len() == 0 or gpus_per_shard.height == 0:
+        return attempts
+    per_node = (
+        attempts[at]
+        .select("cluster", "node_list", "shards", _at=at)
+        .with_columns((pl.col("shards") / pl.col("node_list").list.len()).alias("_on_node"))
+        .explode("node_list")
+        .join(
+            gpus_per_shard.rename({"host": "node_list"}),
+            on=["cluster", "node_list"],
+            how="left",
+        )
+        .group_by("_at")
+        .agg(
+            (pl.col("_on_node") * pl.col("gpus_per_shard")).sum().alias("_gpus"),
+            pl.col("gpus_per_shard").is_null().any().alias("_unknown"),
+        )
+        .filter(~pl.col("_unknown"))
+        .sort("_at")
+    )
+    if per_node.height == 0:
+        return attempts
+    rows = per_node["_at"]
+    gpus = attempts["gpus"].scatter(rows, per_node["_gpus"])
+    run_s = attempts["run_s"].gather(rows).cast(pl.Float64)
+    gpu_s = attempts["gpu_s"].scatter(rows, per_node["_gpus"] * run_s)
+    return attempts.with_columns(gpus=gpus, gpu_s=gpu_s)

@@ -1,0 +1,124 @@
+"""A Slurm job holding GPU shards (``gres/shard``, Slurm ≥ 22.05) is not a CPU-only job: with its
+node's ``scontrol show node`` state its shards are a fraction of a GPU, without it the build says
+so in ``data_quality`` (METRICS.md "Units and identities").
+
+One Slurm cluster ``spark`` (UTC), 2026-10-09, an inventory of ``dgx-spark`` (1 GPU) and ``g1``
+(1 GPU): job 101 holds 40 shards on dgx-spark 10:00–12:00 (AllocTRES of a DGX Spark,
+``gres/shard:nvidia_gb10=40,gres/shard=40``, no ``gres/gpu``); job 102 holds 1 GPU on g1
+10:00–11:00. The node state: ``Gres=gpu:nvidia_gb10:1,shard:nvidia_gb10:80``.
+
+By hand, with the node state: 101 holds 40/80 = 0.5 GPU, 0.5 × 7,200 = 3,600 GPU-s; allocated
+at 10:00 = 1,800 + 3,600 = 5,400 GPU-s, at 11:00 1,800. Without it: 101 holds 0 GPUs and one
+``gpu_shards_without_node_state`` finding counts it (value 1); allocated at 10:00 = 3,600, and
+no hour after.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from pipelines.analytics.build import rebuild
+from pipelines.config import Config, load_config
+from pipelines.ingest import IngestOptions, ingest_file
+from pipelines.warehouse import connect, init_warehouse
+from tests.conftest import write_config
+from tests.pipelines.test_incremental import assert_equals_full_rebuild
+
+_SACCT = """\
+JobID|JobIDRaw|Cluster|Partition|Account|User|State|Submit|Eligible|Start|End|Elapsed|NNodes|AllocTRES|ReqTRES|NodeList
+101|101|spark|spark|a|alice|COMPLETED|2026-10-09T10:00:00|2026-10-09T10:00:00|2026-10-09T10:00:00|2026-10-09T12:00:00|02:00:00|1|billing=10,cpu=10,gres/shard:nvidia_gb10=40,gres/shard=40,mem=50G,node=1|billing=10,cpu=10,gres/shard=40,mem=50G,node=1|dgx-spark
+102|102|spark|spark|a|bob|COMPLETED|2026-10-09T10:00:00|2026-10-09T10:00:00|2026-10-09T10:00:00|2026-10-09T11:00:00|01:00:00|1|billing=4,cpu=4,gres/gpu=1,mem=10G,node=1|billing=4,cpu=4,gres/gpu=1,node=1|g1
+"""
+
+_NODES = (
+    "NodeName=dgx-spark Arch=aarch64 CPUAlloc=10 CPUTot=20 "
+    "Gres=gpu:nvidia_gb10:1,shard:nvidia_gb10:80 NodeAddr=dgx-spark RealMemory=120000 "
+    "State=MIXED Partitions=spark CfgTRES=cpu=20,mem=120000M,billing=20,gres/gpu=1,gres/shard=80\n"
+    "NodeName=g1 CPUTot=8 Gres=gpu:1 RealMemory=64000 State=MIXED Partitions=spark\n"
+)
+
+_JOB = "SELECT gpus, gpu_s FROM core.jobs WHERE job_id = '101'"
+_ALLOCATED = "SELECT allocated_gpu_s FROM analytics.occupancy_hourly ORDER BY hour"
+_FINDING = (
+    "SELECT cluster, value FROM analytics.data_quality"
+    " WHERE \"check\" = 'gpu_shards_without_node_state'"
+)
+
+
+def _setup(tmp_path: Path) -> tuple[Config, Path, Path]:
+    (tmp_path / "inventory").mkdir()
+    (tmp_path / "inventory" / "spark.csv").write_text(
+        "host,gpus,gpu_type,partition,rack\ndgx-spark,1,nvidia_gb10,spark,r1\ng1,1,,spark,r1\n"
+    )
+    (tmp_path / "inputs").mkdir()
+    sacct = tmp_path / "inputs" / "sacct_2026-10-09.psv"
+    sacct.write_text(_SACCT)
+    nodes = tmp_path / "inputs" / "nodes_2026-10-09.txt"
+    nodes.write_text(_NODES)
+    cfg = load_config(write_config(tmp_path, clusters=(("spark", "slurm", "UTC"),)))
+    return cfg, sacct, nodes
+
+
+def _read(con: duckdb.DuckDBPyConnection) -> tuple[object, list[float], list[object]]:
+    job = con.execute(_JOB).fetchall()[0]
+    allocated = [r[0] for r in con.execute(_ALLOCATED).fetchall()]
+    return job, allocated, con.execute(_FINDING).fetchall()
+
+
+def test_shards_count_their_share_of_the_nodes_gpu(tmp_path: Path) -> None:
+    """0.5 GPU, 3,600 GPU-s; allocated 5,400 and 1,800 GPU-s; no finding."""
+    cfg, sacct, nodes = _setup(tmp_path)
+    opts = IngestOptions(cluster="spark", tz="UTC")
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        ingest_file(con, "sacct", sacct, opts)
+        ingest_file(con, "slurm-state", nodes, opts)
+        rebuild(con, cfg, full=True)
+        job, allocated, finding = _read(con)
+        assert job == (pytest.approx(0.5), pytest.approx(3600.0))
+        assert allocated == pytest.approx([5400.0, 1800.0])
+        assert finding == []
+        # the slurm_jobs view keeps sacct's record: 0 GPUs, and the shards AllocTRES names
+        row = con.execute("SELECT gpus, shards FROM slurm_jobs WHERE job_id = '101'").fetchone()
+    assert row == (0.0, 40.0)
+
+
+def test_without_node_state_the_shards_are_a_finding(tmp_path: Path) -> None:
+    """0 GPUs, allocated 3,600 GPU-s at 10:00 (job 102 alone; no GPU job reaches 11:00, so the
+    hours end there), one finding of value 1."""
+    cfg, sacct, _nodes = _setup(tmp_path)
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        ingest_file(con, "sacct", sacct, IngestOptions(cluster="spark", tz="UTC"))
+        rebuild(con, cfg, full=True)
+        job, allocated, finding = _read(con)
+    assert job == (0.0, 0.0)
+    assert allocated == pytest.approx([3600.0])
+    assert finding == [("spark", 1.0)]
+
+
+def test_node_state_loaded_later_equals_a_full_rebuild(tmp_path: Path) -> None:
+    """The sacct rows built first; the node state loaded later, built incrementally (the
+    sacct rows unchanged, their resolution read back as stored): 0.5 GPU and 5,400 GPU-s at
+    10:00, the finding gone, the same as a full rebuild."""
+    cfg, sacct, nodes = _setup(tmp_path)
+    opts = IngestOptions(cluster="spark", tz="UTC")
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        ingest_file(con, "sacct", sacct, opts)
+        rebuild(con, cfg, slurm_part_rows=1)
+        assert _read(con)[0] == (0.0, 0.0)
+        ingest_file(con, "slurm-state", nodes, opts)
+        rebuild(con, cfg, slurm_part_rows=1)
+        job, allocated, finding = _read(con)
+        (mode,) = con.execute(
+            "SELECT mode FROM analytics.build_state ORDER BY build_id DESC LIMIT 1"
+        ).fetchall()[0]
+    assert mode == "incremental"
+    assert job == (pytest.approx(0.5), pytest.approx(3600.0))
+    assert allocated == pytest.approx([5400.0, 1800.0])
+    assert finding == []
+    assert_equals_full_rebuild(cfg, tmp_path)
