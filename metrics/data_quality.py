@@ -30,10 +30,14 @@ def gpu_tracking_gaps(attempts: pl.LazyFrame, gpu_partitions: pl.LazyFrame) -> p
     """GPU partitions where, in a day, no allocation carries ``gres/gpu``.
 
     Such a day means GPUs were not tracked in ``AccountingStorageTRES`` then, not that the
-    partition ran no GPU work; it is flagged instead of reported as 0 GPUs.
+    partition ran no GPU work; it is flagged instead of reported as 0 GPUs. An allocation
+    holding GPU shards (``shards`` > 0, Slurm's ``gres/shard``) shows GPU sharing tracked: it
+    counts as one carrying GPUs (whether its share of a GPU is known is the finding
+    ``gpu_shards_without_node_state``'s).
 
     Args:
-        attempts: Slurm allocation attempts with ``cluster, partition, start_at, gpus``.
+        attempts: Slurm allocation attempts with ``cluster, partition, start_at, gpus`` and,
+            optionally, ``shards``.
         gpu_partitions: ``cluster, partition`` known to hold GPUs (from the inventory, or any
             allocation in the data that carried ``gres/gpu``).
 
@@ -41,11 +45,14 @@ def gpu_tracking_gaps(attempts: pl.LazyFrame, gpu_partitions: pl.LazyFrame) -> p
         :data:`DATA_QUALITY_SCHEMA` rows with ``check = 'gpus_not_tracked'`` and ``value`` = the
         number of allocations that started in that partition and UTC day, none carrying GPUs.
     """
+    tracked = pl.col(GPUS) > 0
+    if "shards" in attempts.collect_schema().names():
+        tracked = tracked | (pl.col("shards") > 0).fill_null(value=False)
     per_day = (
         attempts.filter(pl.col(START_AT).is_not_null())
         .join(gpu_partitions.unique(), on=[CLUSTER, PARTITION], how="semi")
         .group_by(CLUSTER, pl.col(START_AT).dt.date().alias("day"), PARTITION)
-        .agg(pl.len().alias("allocs"), (pl.col(GPUS) > 0).sum().alias("with_gpus"))
+        .agg(pl.len().alias("allocs"), tracked.sum().alias("with_gpus"))
     )
     return per_day.filter(pl.col("with_gpus") == 0).select(
         CLUSTER,

@@ -122,3 +122,21 @@ def test_node_state_loaded_later_equals_a_full_rebuild(tmp_path: Path) -> None:
     assert allocated == pytest.approx([5400.0, 1800.0])
     assert finding == []
     assert_equals_full_rebuild(cfg, tmp_path)
+
+
+def test_a_day_of_shards_alone_is_not_untracked_gpus(tmp_path: Path) -> None:
+    """Job 101 alone, no node state: the GPU partition spark's day holds one allocation, which
+    carries shards and no gres/gpu. GPU sharing was tracked, so no ``gpus_not_tracked`` finding
+    (``AccountingStorageTRES`` lacking gres/gpu) is made; the one finding is the shards' own,
+    value 1."""
+    cfg, sacct, _nodes = _setup(tmp_path)
+    sacct.write_text("\n".join(_SACCT.splitlines()[:2]) + "\n")
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        ingest_file(con, "sacct", sacct, IngestOptions(cluster="spark", tz="UTC"))
+        rebuild(con, cfg, full=True)
+        found = con.execute(
+            'SELECT "check", value FROM analytics.data_quality'
+            " WHERE \"check\" IN ('gpus_not_tracked', 'gpu_shards_without_node_state')"
+        ).fetchall()
+    assert found == [("gpu_shards_without_node_state", 1.0)]
