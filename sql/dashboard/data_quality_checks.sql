@@ -5,7 +5,8 @@ WITH clusters AS (
 ), checks AS (
     SELECT * FROM (VALUES ('gpus_not_tracked'), ('dst_ambiguous_times'), ('dst_nonexistent_times'),
                           ('rejected_rows'), ('capacity_from_observed_nodes'),
-                          ('unattributed_gpu_hours'), ('registry_pool_unmatched')) AS t("check")
+                          ('gpu_shards_without_node_state'), ('unattributed_gpu_hours'),
+                          ('registry_pool_unmatched')) AS t("check")
 )
 SELECT c.cluster, k."check", count(d."check") AS findings, coalesce(sum(d.value), 0) AS value
 FROM clusters c CROSS JOIN checks k

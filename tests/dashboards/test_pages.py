@@ -173,7 +173,8 @@ def test_overview_page(serving: str) -> None:
     dq = _view(serving, 'select cluster, "check" from data_quality')
     checks = [
         "gpus_not_tracked", "dst_ambiguous_times", "dst_nonexistent_times", "rejected_rows",
-        "capacity_from_observed_nodes", "unattributed_gpu_hours", "registry_pool_unmatched",
+        "capacity_from_observed_nodes", "gpu_shards_without_node_state", "unattributed_gpu_hours",
+        "registry_pool_unmatched",
     ]  # fmt: skip
     flagged = sum(
         1
