@@ -40,13 +40,22 @@ def tres_shards(tres: pl.Expr) -> pl.Expr:
     Returns:
         The shard count (40.0 here); 0.0 for a string without shards (``""`` too); NULL for NULL.
     """
-    untyped = tres.str.extract(_UNTYPED_RE, 1).cast(pl.Float64)
+    # the regexes read only the strings that name a shard (on 2M strings without one: 0.2 s
+    # against 0.26-0.72 s for reading them all)
+    has = tres.str.contains("gres/shard", literal=True)
+    named = pl.when(has).then(tres)
+    untyped = named.str.extract(_UNTYPED_RE, 1).cast(pl.Float64)
     typed = (
-        tres.str.extract_all(_TYPED_RE)
+        named.str.extract_all(_TYPED_RE)
         .list.eval(pl.element().str.extract(rf"=({_NUMBER})$", 1).cast(pl.Float64))
         .list.sum()
     )
-    return pl.when(tres.is_null()).then(None).otherwise(pl.coalesce(untyped, typed, pl.lit(0.0)))
+    return (
+        pl.when(has)
+        .then(pl.coalesce(untyped, typed, pl.lit(0.0)))
+        .when(tres.is_not_null())
+        .then(pl.lit(0.0))
+    )
 
 
 def node_gpus_per_shard(nodes: pl.DataFrame) -> pl.DataFrame:
