@@ -24,7 +24,7 @@ import polars as pl
 
 from metrics.k8s_node_states import K8S_NODE_STATE_COLUMNS, k8s_node_states_hourly
 from metrics.placement import assignment_node_lists, topology_requests
-from pipelines.core.gpu_shards import node_gpus_per_shard, shard_gpus
+from pipelines.core.gpu_shards import node_gpus_per_shard, pending_shard_gpus, shard_gpus
 from pipelines.core.k8s_attempts import (
     K8sAttempts,
     k8s_attempts,
@@ -68,14 +68,22 @@ JOBS_COLUMNS = [
 #: The columns of :attr:`CoreFrames.slurm_attempts`: what ``jobs``, the observed nodes, the
 #: data-quality findings and the Slurm-on-Kubernetes map read (a narrow copy: the attempts are
 #: nearly every row of ``slurm_jobs``, whose 56 columns would double the build's memory);
-#: ``shards``: the GPU shards AllocTRES names (:mod:`pipelines.core.gpu_shards`).
-_ATTEMPT_COLUMNS = [*JOBS_COLUMNS, "job_key", "extra", "shards"]
+#: ``shards`` / ``req_shards``: the GPU shards AllocTRES / ReqTRES name
+#: (:mod:`pipelines.core.gpu_shards`).
+_ATTEMPT_COLUMNS = [*JOBS_COLUMNS, "job_key", "extra", "shards", "req_shards"]
 
 _PENDING_COLUMNS = ["cluster", "source", "job_id", "partition", "team", "req_gpus", "submit_at",
                     "eligible_at", "end_at", "state"]  # fmt: skip
-#: The Slurm never-started rows' columns while the core is built: the pending columns and the
-#: array's id and ``%N`` throttle (:func:`_throttled`).
-_SLURM_PENDING_COLUMNS = [*_PENDING_COLUMNS, "array_job_id", "array_task_id", "array_throttle"]
+#: The Slurm never-started rows' columns while the core is built: the pending columns, the
+#: array's id and ``%N`` throttle (:func:`_throttled`) and the GPU shards ReqTRES names
+#: (:func:`pipelines.core.gpu_shards.pending_shard_gpus`).
+_SLURM_PENDING_COLUMNS = [
+    *_PENDING_COLUMNS,
+    "array_job_id",
+    "array_task_id",
+    "array_throttle",
+    "req_shards",
+]
 
 #: The Slurm time columns whose latest value per cluster is that part's cut-off (:func:`_as_of`):
 #: not ``eligible_at``, which a pending job's ``--begin`` sets ahead of the export (a plan, not
@@ -841,7 +849,7 @@ def _slurm_frames(
             if sink is None:
                 raise ValueError("build_core: a stored Slurm part needs a slurm_sink")
             attempts.append(shard_gpus(part.attempts, per_shard))
-            pending.append(part.pending)
+            pending.append(pending_shard_gpus(part.pending, per_shard))
             cuts.append(_as_of([(part.cuts, _CUT_COLUMNS)]))
             hosts.append(_observed_hosts(part.attempts, inventoried))
             continue
@@ -858,9 +866,12 @@ def _slurm_frames(
         )
         hosts.append(_observed_hosts(attempts[-1], inventoried))
         pending.append(
-            slurm.filter(pl.col("is_allocation") & pl.col("start_at").is_null())
-            .with_columns(pl.coalesce("req_gpus", "gpus").alias("req_gpus"))
-            .select(_SLURM_PENDING_COLUMNS)
+            pending_shard_gpus(
+                slurm.filter(pl.col("is_allocation") & pl.col("start_at").is_null())
+                .with_columns(pl.coalesce("req_gpus", "gpus").alias("req_gpus"))
+                .select(_SLURM_PENDING_COLUMNS),
+                per_shard,
+            )
         )
         opened = [_run_to()] if "elapsed_s" in slurm.columns else []
         cut_rows = slurm.select("cluster", "submit_at", "start_at", "end_at", *opened)

@@ -12,14 +12,16 @@ The rule (METRICS.md "Units and identities"): a job holding shards and no GPU ho
 its nodes, its shards ÷ its nodes (spread evenly, as a job's GPUs are) divided by the node's
 shards per GPU (the node's shards ÷ its GPUs, from its latest ``scontrol show node`` state); its
 GPUs are the sum over its nodes. Where a node's shard count is not known the job keeps 0 GPUs
-and is counted in the data-quality finding ``gpu_shards_without_node_state``.
+and is counted in the data-quality finding ``gpu_shards_without_node_state``. A never-started
+job has no node yet: its requested shards count where its cluster's nodes are sharded alike
+(:func:`pending_shard_gpus`).
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-__all__ = ["node_gpus_per_shard", "shard_gpus", "tres_shards"]
+__all__ = ["node_gpus_per_shard", "pending_shard_gpus", "shard_gpus", "tres_shards"]
 
 _NUMBER = r"\d+(?:\.\d+)?"
 _UNTYPED_RE = rf"(?:^|,)gres/shard=({_NUMBER})(?:,|$)"
@@ -90,12 +92,14 @@ def shard_gpus(attempts: pl.DataFrame, gpus_per_shard: pl.DataFrame) -> pl.DataF
 
     An attempt with ``gpus`` 0 and ``shards`` > 0 whose nodes all have a known shard count
     (``gpus_per_shard``) gets ``gpus`` = Σ over its nodes of (``shards`` ÷ its node count) ×
-    the node's GPUs per shard, and ``gpu_s`` = ``gpus`` × ``run_s``. Every other row is left as
-    it is: an attempt with GPUs (``gres/gpu``) is never given its shards on top, and one with a
-    node of unknown shard count keeps 0 GPUs (none of its nodes is guessed).
+    the node's GPUs per shard, and ``gpu_s`` = ``gpus`` × ``run_s``; where ``req_gpus`` is 0
+    and ``req_shards`` > 0, ``req_gpus`` is its requested shards counted alike. Every other row
+    is left as it is: an attempt with GPUs (``gres/gpu``) is never given its shards on top, and
+    one with a node of unknown shard count keeps 0 GPUs (none of its nodes is guessed).
 
     Args:
-        attempts: Slurm attempts with ``cluster, node_list, gpus, shards, run_s, gpu_s``.
+        attempts: Slurm attempts with ``cluster, node_list, gpus, shards, run_s, gpu_s`` and,
+            optionally, ``req_gpus, req_shards``.
         gpus_per_shard: :func:`node_gpus_per_shard`'s ``cluster, host, gpus_per_shard``.
 
     Returns:
@@ -108,10 +112,11 @@ def shard_gpus(attempts: pl.DataFrame, gpus_per_shard: pl.DataFrame) -> pl.DataF
     at = attempts.select(held.fill_null(False).arg_true()).to_series()
     if at.len() == 0 or gpus_per_shard.height == 0:
         return attempts
+    # Σ over the nodes of (shards ÷ nodes) × GPUs per shard = shards × the nodes' mean GPUs per
+    # shard
     per_node = (
         attempts[at]
-        .select("cluster", "node_list", "shards", _at=at)
-        .with_columns((pl.col("shards") / pl.col("node_list").list.len()).alias("_on_node"))
+        .select("cluster", "node_list", _at=at)
         .explode("node_list")
         .join(
             gpus_per_shard.rename({"host": "node_list"}),
@@ -120,7 +125,7 @@ def shard_gpus(attempts: pl.DataFrame, gpus_per_shard: pl.DataFrame) -> pl.DataF
         )
         .group_by("_at")
         .agg(
-            (pl.col("_on_node") * pl.col("gpus_per_shard")).sum().alias("_gpus"),
+            pl.col("gpus_per_shard").mean().alias("_mean"),
             pl.col("gpus_per_shard").is_null().any().alias("_unknown"),
         )
         .filter(~pl.col("_unknown"))
@@ -128,8 +133,53 @@ def shard_gpus(attempts: pl.DataFrame, gpus_per_shard: pl.DataFrame) -> pl.DataF
     )
     if per_node.height == 0:
         return attempts
-    rows = per_node["_at"]
-    gpus = attempts["gpus"].scatter(rows, per_node["_gpus"])
-    run_s = attempts["run_s"].gather(rows).cast(pl.Float64)
-    gpu_s = attempts["gpu_s"].scatter(rows, per_node["_gpus"] * run_s)
-    return attempts.with_columns(gpus=gpus, gpu_s=gpu_s)
+    rows, mean = per_node["_at"], per_node["_mean"]
+    gpus = attempts["shards"].gather(rows) * mean
+    out = {
+        "gpus": attempts["gpus"].scatter(rows, gpus),
+        "gpu_s": attempts["gpu_s"].scatter(rows, gpus * attempts["run_s"].gather(rows)),
+    }
+    if "req_shards" in attempts.columns and "req_gpus" in attempts.columns:
+        req = attempts.select(
+            pl.when((pl.col("req_gpus") == 0) & (pl.col("req_shards") > 0))
+            .then(pl.col("req_shards"))
+            .otherwise(None)
+        ).to_series()
+        asked = req.gather(rows) * mean
+        out["req_gpus"] = attempts["req_gpus"].scatter(
+            rows, asked.fill_null(attempts["req_gpus"].gather(rows))
+        )
+    return attempts.with_columns(**out)
+
+
+def pending_shard_gpus(pending: pl.DataFrame, gpus_per_shard: pl.DataFrame) -> pl.DataFrame:
+    """``pending`` (never-started Slurm rows) with the GPUs of those that ask for shards and no
+    GPU: no node holds them yet, so where every node of the cluster with a known shard count
+    has the same GPUs per shard (one DGX Spark, or nodes sharded alike), ``req_gpus`` =
+    ``req_shards`` × it; elsewhere ``req_gpus`` stays 0 (no node is guessed).
+
+    Args:
+        pending: ``cluster, req_gpus, req_shards`` (and any other columns).
+        gpus_per_shard: :func:`node_gpus_per_shard`'s ``cluster, host, gpus_per_shard``.
+
+    Returns:
+        ``pending``, same rows, order and columns.
+    """
+    asks = (pl.col("req_gpus") == 0) & (pl.col("req_shards") > 0)
+    if gpus_per_shard.height == 0 or not pending.select(asks.any()).item():
+        return pending
+    alike = (
+        gpus_per_shard.group_by("cluster")
+        .agg(pl.col("gpus_per_shard").unique().alias("_all"))
+        .filter(pl.col("_all").list.len() == 1)
+        .select("cluster", pl.col("_all").list.first().alias("_per_shard"))
+    )
+    per_shard = pl.col("cluster").replace_strict(
+        alike["cluster"], alike["_per_shard"], default=None, return_dtype=pl.Float64()
+    )
+    return pending.with_columns(
+        pl.when(asks)
+        .then(pl.coalesce(pl.col("req_shards") * per_shard, pl.col("req_gpus")))
+        .otherwise(pl.col("req_gpus"))
+        .alias("req_gpus")
+    )

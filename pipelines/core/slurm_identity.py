@@ -55,10 +55,11 @@ def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> p
         ``attempt`` (NULL for rows that never started), ``team`` (``unattributed`` when the
         account is not in the registry), ``wait_s`` = start − eligible, ``submit_wait_s`` =
         start − submit, ``run_s`` = end − start (NULL while running) and ``gpu_s`` = gpus ×
-        run_s on allocation rows (NULL on steps, which never add occupancy), and ``shards``:
-        the GPU shards AllocTRES names (:func:`pipelines.core.gpu_shards.tres_shards`; NULL
-        without an AllocTRES; their GPUs are worked out where the jobs meet the node state,
-        :func:`pipelines.core.gpu_shards.shard_gpus`). Seconds throughout.
+        run_s on allocation rows (NULL on steps, which never add occupancy), and ``shards`` /
+        ``req_shards``: the GPU shards AllocTRES / ReqTRES name
+        (:func:`pipelines.core.gpu_shards.tres_shards`; NULL without the field; their GPUs are
+        worked out where the jobs meet the node state, :func:`pipelines.core.gpu_shards.
+        shard_gpus`). Seconds throughout.
         The same rows in any order give the same frame: every choice is made on the rows'
         times, ingest ids and line numbers, and no two rows of one identity share an ingest id
         and a line number (the tasks one pending array line expands to are identities of their
@@ -143,16 +144,20 @@ def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> p
     )
     names = rows.collect_schema().names()
     columns = [c for c in names if c != _ROW]
-    tres = pl.col("alloc_tres") if "alloc_tres" in names else pl.lit(None, dtype=pl.String())
+    none = pl.lit(None, dtype=pl.String())
+    alloc = pl.col("alloc_tres") if "alloc_tres" in names else none
+    req = pl.col("req_tres") if "req_tres" in names else none
     return out.with_columns(
         pl.when(pl.col("is_allocation"))
         .then(pl.col("gpus") * pl.col("run_s"))
         .otherwise(None)
         .alias("gpu_s"),
-        tres_shards(tres).alias("shards"),
+        tres_shards(alloc).alias("shards"),
+        tres_shards(req).alias("req_shards"),
     ).select(
-        *columns, "attempt", "team", "source", "wait_s", "submit_wait_s", "run_s", "gpu_s", "shards"
-    )
+        *columns, "attempt", "team", "source", "wait_s", "submit_wait_s", "run_s", "gpu_s",
+        "shards", "req_shards",
+    )  # fmt: skip
 
 
 def slurm_attempts(slurm_jobs: pl.LazyFrame) -> pl.LazyFrame:

@@ -5,12 +5,15 @@ so in ``data_quality`` (METRICS.md "Units and identities").
 One Slurm cluster ``spark`` (UTC), 2026-10-09, an inventory of ``dgx-spark`` (1 GPU) and ``g1``
 (1 GPU): job 101 holds 40 shards on dgx-spark 10:00–12:00 (AllocTRES of a DGX Spark,
 ``gres/shard:nvidia_gb10=40,gres/shard=40``, no ``gres/gpu``); job 102 holds 1 GPU on g1
-10:00–11:00. The node state: ``Gres=gpu:nvidia_gb10:1,shard:nvidia_gb10:80``.
+10:00–11:00; job 103 asks for 20 shards from 11:00 and still pends (ReqTRES ``gres/shard=20``).
+The node state: ``Gres=gpu:nvidia_gb10:1,shard:nvidia_gb10:80``.
 
 By hand, with the node state: 101 holds 40/80 = 0.5 GPU, 0.5 × 7,200 = 3,600 GPU-s; allocated
-at 10:00 = 1,800 + 3,600 = 5,400 GPU-s, at 11:00 1,800. Without it: 101 holds 0 GPUs and one
-``gpu_shards_without_node_state`` finding counts it (value 1); allocated at 10:00 = 3,600, and
-no hour after.
+at 10:00 = 1,800 + 3,600 = 5,400 GPU-s, at 11:00 1,800; in time to start 101 is a 0.5-GPU
+attempt that waited 0 s, 103 a 20/80 = 0.25-GPU wait censored at the cut-off 12:00 after
+3,600 s (the cluster's only sharded node holds 1 GPU per 80 shards). Without it: 101 holds 0
+GPUs and one ``gpu_shards_without_node_state`` finding counts it (value 1); allocated at 10:00 =
+3,600, and no hour after; 101 and 103 are CPU-only to time to start (only 102 is there).
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ _SACCT = """\
 JobID|JobIDRaw|Cluster|Partition|Account|User|State|Submit|Eligible|Start|End|Elapsed|NNodes|AllocTRES|ReqTRES|NodeList
 101|101|spark|spark|a|alice|COMPLETED|2026-10-09T10:00:00|2026-10-09T10:00:00|2026-10-09T10:00:00|2026-10-09T12:00:00|02:00:00|1|billing=10,cpu=10,gres/shard:nvidia_gb10=40,gres/shard=40,mem=50G,node=1|billing=10,cpu=10,gres/shard=40,mem=50G,node=1|dgx-spark
 102|102|spark|spark|a|bob|COMPLETED|2026-10-09T10:00:00|2026-10-09T10:00:00|2026-10-09T10:00:00|2026-10-09T11:00:00|01:00:00|1|billing=4,cpu=4,gres/gpu=1,mem=10G,node=1|billing=4,cpu=4,gres/gpu=1,node=1|g1
-"""
+103|103|spark|spark|a|carol|PENDING|2026-10-09T11:00:00|2026-10-09T11:00:00|Unknown|Unknown|00:00:00|1||billing=4,cpu=4,gres/shard=20,node=1|None assigned
+"""  # noqa: E501
 
 _NODES = (
     "NodeName=dgx-spark Arch=aarch64 CPUAlloc=10 CPUTot=20 "
@@ -42,6 +46,7 @@ _NODES = (
 
 _JOB = "SELECT gpus, gpu_s FROM core.jobs WHERE job_id = '101'"
 _ALLOCATED = "SELECT allocated_gpu_s FROM analytics.occupancy_hourly ORDER BY hour"
+_WAITS = "SELECT job_id, size_gpus, wait_s, censored FROM time_to_start_jobs ORDER BY job_id"
 _FINDING = (
     "SELECT cluster, value FROM analytics.data_quality"
     " WHERE \"check\" = 'gpu_shards_without_node_state'"
@@ -69,7 +74,7 @@ def _read(con: duckdb.DuckDBPyConnection) -> tuple[object, list[float], list[obj
 
 
 def test_shards_count_their_share_of_the_nodes_gpu(tmp_path: Path) -> None:
-    """0.5 GPU, 3,600 GPU-s; allocated 5,400 and 1,800 GPU-s; no finding."""
+    """0.5 GPU, 3,600 GPU-s; allocated 5,400 and 1,800 GPU-s; no finding; the waits."""
     cfg, sacct, nodes = _setup(tmp_path)
     opts = IngestOptions(cluster="spark", tz="UTC")
     with connect(cfg.warehouse_path) as con:
@@ -81,6 +86,9 @@ def test_shards_count_their_share_of_the_nodes_gpu(tmp_path: Path) -> None:
         assert job == (pytest.approx(0.5), pytest.approx(3600.0))
         assert allocated == pytest.approx([5400.0, 1800.0])
         assert finding == []
+        assert con.execute(_WAITS).fetchall() == [
+            ("101", 0.5, 0.0, False), ("102", 1.0, 0.0, False), ("103", 0.25, 3600.0, True)
+        ]  # fmt: skip
         # the slurm_jobs view keeps sacct's record: 0 GPUs, and the shards AllocTRES names
         row = con.execute("SELECT gpus, shards FROM slurm_jobs WHERE job_id = '101'").fetchone()
     assert row == (0.0, 40.0)
@@ -95,15 +103,17 @@ def test_without_node_state_the_shards_are_a_finding(tmp_path: Path) -> None:
         ingest_file(con, "sacct", sacct, IngestOptions(cluster="spark", tz="UTC"))
         rebuild(con, cfg, full=True)
         job, allocated, finding = _read(con)
+        waits = con.execute(_WAITS).fetchall()
     assert job == (0.0, 0.0)
     assert allocated == pytest.approx([3600.0])
     assert finding == [("spark", 1.0)]
+    assert waits == [("102", 1.0, 0.0, False)]
 
 
 def test_node_state_loaded_later_equals_a_full_rebuild(tmp_path: Path) -> None:
     """The sacct rows built first; the node state loaded later, built incrementally (the
     sacct rows unchanged, their resolution read back as stored): 0.5 GPU and 5,400 GPU-s at
-    10:00, the finding gone, the same as a full rebuild."""
+    10:00, the finding gone, 103's 0.25-GPU wait, the same as a full rebuild."""
     cfg, sacct, nodes = _setup(tmp_path)
     opts = IngestOptions(cluster="spark", tz="UTC")
     with connect(cfg.warehouse_path) as con:
@@ -114,6 +124,7 @@ def test_node_state_loaded_later_equals_a_full_rebuild(tmp_path: Path) -> None:
         ingest_file(con, "slurm-state", nodes, opts)
         rebuild(con, cfg, slurm_part_rows=1)
         job, allocated, finding = _read(con)
+        waits = con.execute(_WAITS).fetchall()
         (mode,) = con.execute(
             "SELECT mode FROM analytics.build_state ORDER BY build_id DESC LIMIT 1"
         ).fetchall()[0]
@@ -121,6 +132,9 @@ def test_node_state_loaded_later_equals_a_full_rebuild(tmp_path: Path) -> None:
     assert job == (pytest.approx(0.5), pytest.approx(3600.0))
     assert allocated == pytest.approx([5400.0, 1800.0])
     assert finding == []
+    assert waits == [
+        ("101", 0.5, 0.0, False), ("102", 1.0, 0.0, False), ("103", 0.25, 3600.0, True)
+    ]  # fmt: skip
     assert_equals_full_rebuild(cfg, tmp_path)
 
 
