@@ -40,6 +40,7 @@ from pipelines.analytics.chunks import (
     touching,
 )
 from pipelines.analytics.incremental import with_spells, with_stored_days
+from pipelines.core.node_states import planned_reason
 from pipelines.core.slurm_on_k8s import rehome_slurmd_dcgm
 from pipelines.warehouse import as_utc, job_keys_table, read_table, run_named, table_exists
 from pipelines.warehouse.sql import load_sql
@@ -229,11 +230,7 @@ def _down_intervals(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     events: pl.DataFrame = con.sql(load_sql("analytics/node_down_events")).pl()
     return events.with_columns(
         pl.col("start_at", "end_at").dt.convert_time_zone("UTC"),
-        pl.col("reason")
-        .fill_null("")
-        .str.to_lowercase()
-        .str.contains("maint|planned|reboot|upgrade")
-        .alias("planned"),
+        planned_reason(pl.col("reason")).alias("planned"),
     )
 
 

@@ -37,7 +37,9 @@ from pipelines.core.k8s_timings import k8s_pending_reasons, k8s_workload_timings
 from pipelines.core.kueue_tas import kueue_topology_spells
 from pipelines.core.node_states import (
     node_event_gpu_seconds_hourly,
+    planned_reason,
     registered_gpu_seconds_hourly,
+    unallocated_node_events,
 )
 from pipelines.core.pending_spells import SPELL_SCHEMA, pending_reason_spells
 from pipelines.core.registry import UNATTRIBUTED, cluster_shares
@@ -523,8 +525,8 @@ def _node_states(
     """Registered capacity and down / planned-down GPU-seconds per cluster-hour: Slurm clusters
     from their node events (:func:`_slurm_node_states`), Kubernetes clusters from their Node
     snapshots and Node Events (:func:`metrics.k8s_node_states.k8s_node_states_hourly`, ``jobs``
-    as its ``allocations``; a cluster with Slurm events keeps those)."""
-    reg, down = _slurm_node_states(raw.slurm_events, nodes, as_of)
+    as its ``allocations``; a cluster with Slurm events keeps those, ``jobs`` as theirs too)."""
+    reg, down = _slurm_node_states(raw.slurm_events, nodes, as_of, jobs)
     if raw.k8s_nodes is None:
         return reg, down
     snaps = nodes_in_gpus(raw.k8s_nodes).sort("ingest_id").select(K8S_NODE_STATE_COLUMNS)
@@ -545,14 +547,22 @@ def _node_states(
 
 
 def _slurm_node_states(
-    raw_events: pl.DataFrame, nodes: pl.DataFrame, as_of: pl.DataFrame
+    raw_events: pl.DataFrame,
+    nodes: pl.DataFrame,
+    as_of: pl.DataFrame,
+    jobs: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Registered capacity and down / planned-down GPU-seconds per cluster-hour (Slurm events).
 
     Cluster TRES registrations give capacity (sreport *Reported*). Node events give down time:
-    ``DOWN``/``FAIL``/``DRAIN`` → down, unless the reason says maintenance (``maint``, ``planned``,
-    ``reboot``, ``upgrade``) → planned_down. Event GPUs come from the event's TRES, else the
-    node's inventory. Several exports of the same event are kept once.
+    ``DOWN``/``FAIL``/``DRAIN`` → down, unless the reason names a planned outage
+    (:func:`pipelines.core.node_states.planned_reason`: maintenance, an upgrade, a requested
+    reboot; not "Node unexpectedly rebooted") → planned_down. Event GPUs come from the event's
+    TRES, else the node's inventory. Several exports of the same event are kept once. With
+    ``jobs`` (``cluster, node_list, gpus, start_at, end_at``), the GPUs the attempts hold on a
+    node are not down nor planned-down there
+    (:func:`pipelines.core.node_states.unallocated_node_events`): a node drained under a
+    running job is allocated until the job ends.
     """
     events = raw_events.sort("ingest_id").unique(
         ["cluster", "event", "node", "start_at"], keep="last", maintain_order=True
@@ -593,15 +603,14 @@ def _slurm_node_states(
         start = max(lo, cut - dt.timedelta(days=400)).replace(minute=0, second=0, microsecond=0)
         end = cut + dt.timedelta(hours=1)
         regs.append(registered_gpu_seconds_hourly(ev.lazy(), start, end, cut).collect())
-        planned = (
-            pl.col("reason")
-            .fill_null("")
-            .str.to_lowercase()
-            .str.contains("maint|planned|reboot|upgrade")
+        ev = ev.filter(pl.col("event") == "node").with_columns(
+            pl.when(planned_reason(pl.col("reason")))
+            .then(pl.lit("planned"))
+            .otherwise(pl.lit("down"))
+            .alias("state")
         )
-        ev = ev.with_columns(
-            pl.when(planned).then(pl.lit("planned")).otherwise(pl.lit("down")).alias("state")
-        )
+        if jobs is not None:
+            ev = unallocated_node_events(ev, jobs.filter(pl.col("cluster") == c), cut)
         per = node_event_gpu_seconds_hourly(ev.lazy(), start, end, cut).collect()
         downs.append(
             per.pivot(
