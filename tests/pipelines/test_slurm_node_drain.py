@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.analytics.build import rebuild
-from pipelines.config import load_config
+from pipelines.config import Config, load_config
 from pipelines.ingest import ingest_file, ingest_options
 from pipelines.warehouse import connect, init_warehouse
 
@@ -34,9 +34,8 @@ _H10 = dt.datetime(2024, 10, 8, 10, tzinfo=dt.UTC)
 _H11 = dt.datetime(2024, 10, 8, 11, tzinfo=dt.UTC)
 
 
-@pytest.fixture(scope="module")
-def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = tmp_path_factory.mktemp("drain")
+def _config(d: Path) -> Config:
+    """A config of cluster c2 (Slurm, UTC) with its inventory, data in ``d``."""
     (d / "inventory").mkdir()
     shutil.copy(_FIX / "inv_c2.csv", d / "inventory" / "c2.csv")
     (d / "goodput.toml").write_text(
@@ -47,7 +46,12 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
         '[[clusters]]\nname = "c2"\nscheduler = "slurm"\ntimezone = "UTC"\n',
         encoding="utf-8",
     )
-    cfg = load_config(d / "goodput.toml")
+    return load_config(d / "goodput.toml")
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cfg = _config(tmp_path_factory.mktemp("drain"))
     with connect(cfg.warehouse_path) as con:
         init_warehouse(con)
         for kind, name in (("sacct", "sacct_n1_2024-10-08.psv"),
@@ -101,3 +105,29 @@ def test_unexpected_reboot_is_a_down_episode(warehouse: Path) -> None:
         " WHERE cluster = 'c2' AND host = 'n3'",
     )
     assert row == (1_800.0, 0.0, 1)
+
+
+@pytest.mark.parametrize("first", ["slurm-state", "sacct"])
+def test_incremental_build_equals_full_whichever_load_comes_first(
+    tmp_path: Path, first: str
+) -> None:
+    """The drain loaded before the job that runs under it (the job's load turns n1's hour 10
+    from down into allocated), or after it: built incrementally after each load, the warehouse
+    equals a full rebuild row for row, with hour 10's down 14,400."""
+    from tests.pipelines.test_incremental import assert_equals_full_rebuild
+
+    cfg = _config(tmp_path)
+    files = {"sacct": "sacct_n1_2024-10-08.psv", "slurm-state": "events_2024-10-08.psv"}
+    order = [first, *(k for k in files if k != first)]
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        for kind in order:
+            ingest_file(con, kind, _FIX / files[kind], ingest_options(cfg, kind, "c2"))
+            rebuild(con, cfg)
+    assert assert_equals_full_rebuild(cfg, tmp_path) > 0
+    (down,) = _rows(
+        cfg.warehouse_path,
+        "SELECT down_gpu_s FROM analytics.occupancy_hourly"
+        " WHERE cluster = 'c2' AND hour = '2024-10-08 10:00:00+00'",
+    )
+    assert down == (14_400.0,)
