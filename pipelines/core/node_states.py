@@ -175,11 +175,22 @@ def unallocated_node_events(
         )
         .filter(pl.col("_e") > pl.col("_s"))
     )  # fmt: skip
+    if ev.height == 0:
+        text = pl.String()
+        return pl.DataFrame(
+            schema={"event": text, "cluster": text, "node": text, "state": text,
+                    "start_at": ts, "end_at": ts, "gpus": pl.Float64()}
+        )  # fmt: skip
+    # only the attempts overlapping some event are exploded into nodes (a year's attempts are
+    # millions; the events a few)
+    lo, hi = pl.lit(ev["_s"].min()).cast(ts), pl.lit(ev["_e"].max()).cast(ts)
     al = (
         allocations.filter(
             pl.col("start_at").is_not_null()
             & (pl.col("gpus") > 0)
             & (pl.col("node_list").list.len() > 0)
+            & (pl.col("start_at").cast(ts) < hi)
+            & (pl.col("end_at").is_null() | (pl.col("end_at").cast(ts) > lo))
         )
         .select(
             "cluster",
