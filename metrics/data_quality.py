@@ -5,11 +5,13 @@ from __future__ import annotations
 import polars as pl
 
 from metrics._helpers import seconds_between
+from metrics.hosts import host_matches
 from metrics.schema import CLUSTER, END_AT, GPUS, PARTITION, START_AT, TEAM
 
 __all__ = [
     "DATA_QUALITY_SCHEMA",
     "admitted_without_pods",
+    "dcgm_hosts_without_node",
     "gpu_tracking_gaps",
     "pods_ended_without_time",
     "unattributed_gpu_hours",
@@ -226,3 +228,56 @@ def unattributed_gpu_hours(
         "value",
         detail.alias("detail"),
     )
+
+
+#: How many host names a ``dcgm_hosts_*`` finding names, first by name.
+HOSTS_NAMED = 5
+
+
+def dcgm_hosts_without_node(hosts: pl.LazyFrame, nodes: pl.LazyFrame) -> pl.LazyFrame:
+    """DCGM hosts that are no node of their cluster (:func:`metrics.hosts.host_matches`).
+
+    Their samples reach no job through the GPU map or the whole node, and their XIDs decide no
+    failed attempt and count on a node the cluster does not have; this finding says so.
+
+    Args:
+        hosts: ``cluster, host``: the DCGM samples' hosts (the exporter's own pod names, which
+            the pods' lives place, left out).
+        nodes: ``cluster, host`` of the nodes (``core.nodes``).
+
+    Returns:
+        :data:`DATA_QUALITY_SCHEMA` rows, per cluster with such hosts, no day, no partition:
+        ``check = 'dcgm_hosts_without_node'``, ``value`` = the hosts that match no node by
+        name or by short name; ``check = 'dcgm_hosts_ambiguous'``, ``value`` = the hosts
+        whose short name names more than one node (left unmatched). ``detail``: the first
+        :data:`HOSTS_NAMED` host names and how many more.
+    """
+    named = pl.col("host").sort().head(HOSTS_NAMED).str.join(", ")
+    more = pl.len().cast(pl.Int64) - HOSTS_NAMED
+    parts = []
+    for match, check, what in (
+        ("none", "dcgm_hosts_without_node", "DCGM hosts that match no node"),
+        ("ambiguous", "dcgm_hosts_ambiguous", "DCGM hosts whose short name names several nodes"),
+    ):
+        parts.append(
+            host_matches(hosts, nodes)
+            .filter(pl.col("match") == match)
+            .group_by(CLUSTER)
+            .agg(
+                pl.len().cast(pl.Float64).alias("value"), named.alias("_named"), more.alias("_more")
+            )
+            .select(
+                CLUSTER,
+                pl.lit(None, dtype=pl.Date()).alias("day"),
+                pl.lit(None, dtype=pl.String()).alias(PARTITION),
+                pl.lit(check).alias("check"),
+                "value",
+                (
+                    pl.format("{}: {}", pl.lit(what), pl.col("_named"))
+                    + pl.when(pl.col("_more") > 0)
+                    .then(pl.format(" and {} more", pl.col("_more")))
+                    .otherwise(pl.lit(""))
+                ).alias("detail"),
+            )
+        )
+    return pl.concat(parts)

@@ -30,6 +30,7 @@ from metrics import (
 from metrics.data_quality import (
     DATA_QUALITY_SCHEMA,
     admitted_without_pods,
+    dcgm_hosts_without_node,
     gpu_tracking_gaps,
     pods_ended_without_time,
     unattributed_gpu_hours,
@@ -240,7 +241,7 @@ def _data_quality(
     """The data-quality findings of the inputs: GPU tracking gaps, Kueue admissions without
     pods, Kubernetes pods over without an end (``pods``: ``core.k8s_pods``), DST repairs,
     rejects (of the raw tables, and ``inventory_rejected``: :func:`_inventory`'s), observed
-    capacity, GPU shards of unknown share."""
+    capacity, GPU shards of unknown share, DCGM hosts that are no node."""
     # lazy: only the two columns are taken from the attempts (an eager filter of the whole
     # frame first copied every column of a year's 2.1M attempts, 150 MB)
     gpu_parts = (
@@ -304,6 +305,12 @@ def _data_quality(
                 pl.lit("no inventory: capacity is the GPUs seen in allocations (a lower bound)"),
             )
         )
+    if table_exists(con, "raw.dcgm_samples"):
+        # DCGM hosts that are no node (by name or short name, metrics.hosts): their samples
+        # and XIDs reach no node's jobs, which the finding says
+        hosts = run_named(con, "analytics/dcgm_hosts")
+        if hosts.height:
+            parts.append(dcgm_hosts_without_node(hosts.lazy(), nodes.lazy()).collect())
     return pl.concat([p.cast(DATA_QUALITY_SCHEMA) for p in parts]).sort(  # type: ignore[arg-type]
         "cluster", "check", "day", "partition", nulls_last=True
     )

@@ -28,6 +28,7 @@ from metrics import (
     wait_spells,
 )
 from metrics.attribution import attribute_samples, pod_lives
+from metrics.hosts import with_node_hosts
 from metrics.survival import DURATION_S, STARTED
 from pipelines.analytics.chunks import (
     BUILD_CHUNK,
@@ -99,7 +100,9 @@ def attributed_gpu_buckets(
     (:func:`pipelines.core.slurm_on_k8s.rehome_slurmd_dcgm`): the Slurm rules below attribute it.
 
     Samples are grouped per GPU, label set and bucket (``sql/analytics/dcgm_gpu_buckets.sql``),
-    each group attributed at the middle of its samples' times through the identity table
+    their host matched to ``nodes`` first (a host naming no node whose short name names one is
+    that node: :func:`metrics.hosts.with_node_hosts`), each group attributed at the middle of
+    its samples' times through the identity table
     (:func:`metrics.attribution.attribute_samples`: labels, the Slurm GPU map, whole-node jobs,
     else the node's jobs as a flagged group), then summed per allocation.
 
@@ -112,6 +115,8 @@ def attributed_gpu_buckets(
         nodes = con.sql(load_sql("analytics/node_gpus")).pl()
     raw: pl.DataFrame = con.sql(load_sql("analytics/dcgm_gpu_buckets")).pl()
     raw = raw.with_columns(pl.col("bucket", "ts").dt.convert_time_zone("UTC"))
+    if nodes is not None and nodes.height and raw.height:
+        raw = with_node_hosts(raw.lazy(), nodes.lazy()).collect()
     if slurmd_maps is not None:
         raw = rehome_slurmd_dcgm(raw, slurmd_maps)
     if raw.height == 0:
@@ -183,6 +188,7 @@ def _xid_events(
     con: duckdb.DuckDBPyConnection,
     slurmd_maps: pl.DataFrame | None = None,
     pod_jobs: pl.DataFrame | None = None,
+    nodes: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """XID events: each change of ``DCGM_FI_DEV_XID_ERRORS`` to a non-zero value (it holds the
     last XID, not a count), plus non-zero ``DCGM_EXP_XID_ERRORS_COUNT`` samples:
@@ -197,9 +203,16 @@ def _xid_events(
     exporter's own pod name (dcgm-exporter in a pod without ``hostNetwork`` labels its series
     ``Hostname=<its pod>``, ``host_is_exporter_pod``) and whose GPU a pod held is the node of
     that pod's life at ``ts`` (:func:`metrics.attribution.pod_lives`): the XID rule matches an
-    attempt's node, and a node that does not exist gets no event."""
+    attempt's node, and a node that does not exist gets no event.
+
+    With ``nodes`` (``cluster, host``: ``core.nodes``), a host that names no node but whose
+    short name names one (``n1.hpc.example.edu`` and the node ``n1``) is that node
+    (:func:`metrics.hosts.with_node_hosts`), first, as the samples' buckets
+    (:func:`attributed_gpu_buckets`)."""
     df: pl.DataFrame = con.sql(load_sql("analytics/xid_events")).pl()
     df = df.with_columns(pl.col("ts").dt.convert_time_zone("UTC"))
+    if nodes is not None and nodes.height and df.height:
+        df = with_node_hosts(df.lazy(), nodes.lazy()).collect()
     if pod_jobs is not None and "node" in pod_jobs.columns and df["host_is_exporter_pod"].any():
         df = _exporter_pod_hosts(df, pod_jobs)
     df = df.drop("host_is_exporter_pod")
@@ -583,7 +596,7 @@ def build_metric_tables(
         ValueError: ``wait_keys`` and ``days`` without ``spells`` (the table would hold the
             keys' spells alone).
     """
-    xid = _xid_events(con, slurmd_maps, pod_jobs)
+    xid = _xid_events(con, slurmd_maps, pod_jobs, nodes)
     down = _down_intervals(con)
     spell_parts: list[pl.DataFrame] = []
     emit = spells or spell_parts.append

@@ -543,7 +543,7 @@ def window_tables(
             if days is not None:  # a window holds its own cluster's rows only
                 buckets = buckets.filter(pl.col("cluster") == scope.clusters[0][0])
             activity = _activity(mem, scope.jobs, pod_jobs, buckets=buckets)
-            xid = _xid_events(mem, slurmd_maps, pod_jobs)
+            xid = _xid_events(mem, slurmd_maps, pod_jobs, scope.nodes)
             for c, cut, cdays in scope.clusters:
                 occ_c = occupancy.filter(pl.col("cluster") == c)
                 # Lazy: no copy of the cluster's attempts is held beside ``jobs``.
