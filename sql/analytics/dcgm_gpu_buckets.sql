@@ -1,6 +1,10 @@
--- dcgm_gpu_buckets: per GPU (or MIG instance), label set and 5-minute bucket: activity sums, peak FB, XID changes.
+-- dcgm_gpu_buckets: per GPU (or MIG instance), label set and 5-minute bucket: activity sums, peak FB, XID events.
 -- DCGM_FI_DEV_GPU_UTIL is left out on a MIG GPU instance: DCGM does not support the field there and
 -- dcgm-exporter writes 0 for it (NVIDIA/dcgm-exporter#216), which is no activity reading.
+-- XID events, per GPU instance, as sql/analytics/xid_events.sql reads them: each change of
+-- DCGM_FI_DEV_XID_ERRORS to a non-zero value, and where the GPU has no DCGM_FI_DEV_XID_ERRORS value at
+-- a scrape, each rise of DCGM_EXP_XID_ERRORS_COUNT (its code series summed per scrape; a rise of k is
+-- k events, a scrape more than 5 minutes after the one before rises from 0), on that scrape's row.
 WITH s AS (
     SELECT cluster, host, gpu_uuid, gpu_index, device, mig_profile, mig_instance, hpc_job,
            namespace, pod, ts, metric, value,
@@ -9,6 +13,38 @@ WITH s AS (
     FROM raw.dcgm_samples
     WHERE metric IN ('DCGM_FI_PROF_GR_ENGINE_ACTIVE', 'DCGM_FI_DEV_GPU_UTIL',
                      'DCGM_FI_DEV_FB_USED', 'DCGM_FI_DEV_XID_ERRORS')
+),
+last_xid_scrapes AS (
+    SELECT DISTINCT cluster, host, gpu_uuid, ts
+    FROM raw.dcgm_samples
+    WHERE metric = 'DCGM_FI_DEV_XID_ERRORS' AND value IS NOT NULL
+),
+counts AS (
+    SELECT cluster, host, gpu_uuid, gpu_index, device, mig_profile, mig_instance, hpc_job,
+           namespace, pod, ts, sum(value) AS n
+    FROM raw.dcgm_samples
+    WHERE metric = 'DCGM_EXP_XID_ERRORS_COUNT'
+    GROUP BY ALL
+),
+rises AS (
+    SELECT *, n - CASE WHEN lag(ts) OVER w >= ts - INTERVAL 5 MINUTE THEN lag(n) OVER w ELSE 0 END
+               AS rise
+    FROM counts
+    WINDOW w AS (PARTITION BY cluster, host, gpu_uuid, mig_instance ORDER BY ts)
+),
+count_events AS (
+    SELECT r.cluster, r.host, r.gpu_uuid, r.gpu_index, r.device, r.mig_profile, r.mig_instance,
+           r.hpc_job, r.namespace, r.pod, r.ts, 'xid_count_events' AS metric, r.rise AS value,
+           NULL::DOUBLE AS prev
+    FROM rises AS r
+    ANTI JOIN last_xid_scrapes AS l
+        ON l.cluster = r.cluster AND l.host = r.host AND l.gpu_uuid = r.gpu_uuid AND l.ts = r.ts
+    WHERE r.rise >= 1
+),
+rows AS (
+    SELECT * FROM s
+    UNION ALL BY NAME
+    SELECT * FROM count_events
 )
 SELECT cluster, host, gpu_uuid, gpu_index, device, mig_profile, mig_instance, hpc_job, namespace,
        pod, time_bucket(INTERVAL 5 MINUTE, ts) AS bucket,
@@ -21,6 +57,8 @@ SELECT cluster, host, gpu_uuid, gpu_index, device, mig_profile, mig_instance, hp
            AS util_n,
        max(value) FILTER (WHERE metric = 'DCGM_FI_DEV_FB_USED') AS fb_max,
        count(*) FILTER (WHERE metric = 'DCGM_FI_DEV_XID_ERRORS' AND value > 0
-                        AND (prev IS NULL OR prev <> value)) AS xid_events
-FROM s
+                        AND (prev IS NULL OR prev <> value))
+       + coalesce(sum(CAST(value AS BIGINT)) FILTER (WHERE metric = 'xid_count_events'), 0)
+           AS xid_events
+FROM rows
 GROUP BY ALL;

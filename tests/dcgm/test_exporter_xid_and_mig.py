@@ -181,6 +181,38 @@ def test_windowed_counts_rise_by_code_and_restart_after_a_gap(tmp_path: Path) ->
         ).fetchall() == [("workstation", 4)]
 
 
+def test_windowed_counts_are_the_jobs_xid_events(tmp_path: Path) -> None:
+    """Only the windowed count (the last-XID field switched off): XID 79 from 10:12:30 and XID
+    48 from 10:13:00, each 1 for its 5-minute window (bucket 10:10-10:15, matched at 10:12:15).
+    Job 1 holds the GPU 10:00-10:17 and FAILS: its job_gpu_summary.xid_events = 2 (a rise of 1
+    at each, both while it runs), as node_reliability counts them, and both lie in its last 10
+    minutes: an infrastructure failure. Before, the job's count read DCGM_FI_DEV_XID_ERRORS
+    alone: 0."""
+
+    def lines(ts: dt.datetime) -> list[str]:
+        codes = [
+            c for c, at in (("79", 750), ("48", 780)) if at <= (ts - T0).total_seconds() < at + 300
+        ]
+        out = [f"DCGM_FI_DEV_GPU_UTIL{{{_T400}}} 50"]
+        out += [
+            f'DCGM_EXP_XID_ERRORS_COUNT{{{_T400},window_size_in_ms="300000",xid="{c}"}} 1'
+            for c in codes
+        ]
+        if not codes:
+            out.append(f'DCGM_EXP_XID_ERRORS_COUNT{{{_T400},window_size_in_ms="300000"}} 0')
+        return out
+
+    scrapes = _scrapes(tmp_path / "dcgm", lines)
+    jobs = [_job("1", "2026-11-02T10:17:00", "FAILED", "workstation", "gres/gpu=1")]
+    with _build(tmp_path, "workstation", jobs, scrapes) as con:
+        assert con.execute(
+            "SELECT job_id, xid_events FROM analytics.job_gpu_summary"
+        ).fetchall() == [("1", 2)]
+        assert con.execute(
+            "SELECT host, xid_events, infra_failed_attempts FROM analytics.node_reliability"
+        ).fetchall() == [("workstation", 2, 1)]
+
+
 def _mig_scrape(
     activity_metric: str, value: str, xid_on_first: bool, xid_on_every: bool = False
 ) -> Callable[[dt.datetime], list[str]]:
