@@ -69,6 +69,7 @@ DCGM_SAMPLE_SCHEMA: dict[str, pl.DataType] = {
     "host_is_exporter_pod": pl.Boolean(),
     "file": pl.String(),
     "line_no": pl.Int64(),
+    "xid": pl.Int64(),
 }
 
 #: dcgm-exporter 1.x (gpu-monitoring-tools) metric names → the DCGM field they export
@@ -232,6 +233,7 @@ _LABEL_KEYS: Final = (
     "GPU_I_PROFILE",
     "GPU_I_ID",
     "hpc_job",
+    "xid",
 )
 
 # Plausible sample times; outside them the unit is almost surely wrong (seconds written into a
@@ -284,7 +286,9 @@ def parse_dcgm(
         - ``metric``: the DCGM field name; ``value``: as exported (units of the field, e.g. %,
           MHz, W, mJ, MiB, ratio 0–1 for ``DCGM_FI_PROF_*``), NULL for DCGM blank sentinels
           (judged by :data:`FIELD_TYPES`);
-        - ``file``, ``line_no`` (1-based line in the decompressed text).
+        - ``file``, ``line_no`` (1-based line in the decompressed text);
+        - ``xid``: the ``xid`` label as an integer (the XID code of a
+          ``DCGM_EXP_XID_ERRORS_COUNT`` series, one series per code), else NULL.
 
         Empty label values are NULL. ``rejected`` holds lines that are not samples (no value,
         unparsable number or timestamp, broken label set, non-integer ``gpu``/``GPU_I_ID``,
@@ -758,6 +762,8 @@ def _parse_label_sets(labels: pl.Series) -> pl.DataFrame:
         .alias("gpu_bad"),
         _nonempty("l_device").alias("device"),
         _nonempty("l_modelName").alias("model_name"),
+        # the XID code of a DCGM_EXP_XID_ERRORS_COUNT series (one series per code)
+        _nonempty("l_xid").str.strip_chars().cast(pl.Int64(), strict=False).alias("xid"),
         _nonempty("l_GPU_I_PROFILE").alias("mig_profile"),
         mig.str.strip_chars().cast(pl.Int32(), strict=False).alias("mig_instance"),
         (mig.is_not_null() & mig.str.strip_chars().cast(pl.Int32(), strict=False).is_null())

@@ -47,10 +47,25 @@ def raw_table_schemas() -> dict[str, dict[str, pl.DataType]]:
 
 
 def ensure_raw_tables(con: duckdb.DuckDBPyConnection) -> None:
-    """Create each raw table (empty) from its parser's schema when it does not exist."""
+    """Create each raw table (empty) from its parser's schema when it does not exist, and add
+    to an existing one the schema's columns it lacks (NULL in the rows loaded before them:
+    e.g. ``raw.dcgm_samples.xid``)."""
     for table, schema in raw_table_schemas().items():
         _empty = pl.DataFrame(schema=schema)
         con.execute(f"CREATE TABLE IF NOT EXISTS {table} AS SELECT * FROM _empty")
+        schema_name, name = table.split(".")
+        have = {
+            r[0]
+            for r in con.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE schema_name = $s"
+                " AND table_name = $t",
+                {"s": schema_name, "t": name},
+            ).fetchall()
+        }
+        rel = con.sql("SELECT * FROM _empty")
+        for col, typ in zip(rel.columns, rel.types, strict=True):
+            if col not in have:
+                con.execute(f'ALTER TABLE {table} ADD COLUMN "{col}" {typ}')
 
 
 def init_warehouse(con: duckdb.DuckDBPyConnection) -> None:

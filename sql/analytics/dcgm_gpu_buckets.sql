@@ -3,8 +3,9 @@
 -- dcgm-exporter writes 0 for it (NVIDIA/dcgm-exporter#216), which is no activity reading.
 -- XID events, per GPU instance, as sql/analytics/xid_events.sql reads them: each change of
 -- DCGM_FI_DEV_XID_ERRORS to a non-zero value, and where the GPU has no DCGM_FI_DEV_XID_ERRORS value at
--- a scrape, each rise of DCGM_EXP_XID_ERRORS_COUNT (its code series summed per scrape; a rise of k is
--- k events, a scrape more than 5 minutes after the one before rises from 0), on that scrape's row.
+-- a scrape, each rise of a code's DCGM_EXP_XID_ERRORS_COUNT series over the instance's scrape before
+-- (a code absent there is 0; a rise of k is k events; a scrape more than 5 minutes after the one
+-- before rises from 0), on that scrape's row.
 WITH s AS (
     SELECT cluster, host, gpu_uuid, gpu_index, device, mig_profile, mig_instance, hpc_job,
            namespace, pod, ts, metric, value,
@@ -21,16 +22,33 @@ last_xid_scrapes AS (
 ),
 counts AS (
     SELECT cluster, host, gpu_uuid, gpu_index, device, mig_profile, mig_instance, hpc_job,
-           namespace, pod, ts, sum(value) AS n
+           namespace, pod, ts, xid AS code, sum(value) AS n
     FROM raw.dcgm_samples
     WHERE metric = 'DCGM_EXP_XID_ERRORS_COUNT'
     GROUP BY ALL
 ),
-rises AS (
-    SELECT *, n - CASE WHEN lag(ts) OVER w >= ts - INTERVAL 5 MINUTE THEN lag(n) OVER w ELSE 0 END
-               AS rise
+code_counts AS (
+    SELECT cluster, host, gpu_uuid, mig_instance, ts, code, sum(n) AS n
     FROM counts
-    WINDOW w AS (PARTITION BY cluster, host, gpu_uuid, mig_instance ORDER BY ts)
+    GROUP BY ALL
+),
+instance_scrapes AS (
+    SELECT *, lag(ts) OVER (PARTITION BY cluster, host, gpu_uuid, mig_instance ORDER BY ts)
+               AS prev_ts
+    FROM (SELECT DISTINCT cluster, host, gpu_uuid, mig_instance, ts FROM counts)
+),
+rises AS (
+    SELECT c.*,
+           c.n - CASE WHEN i.prev_ts >= c.ts - INTERVAL 5 MINUTE THEN coalesce(p.n, 0) ELSE 0 END
+               AS rise
+    FROM counts AS c
+    JOIN instance_scrapes AS i
+        ON i.cluster = c.cluster AND i.host = c.host AND i.gpu_uuid = c.gpu_uuid
+        AND i.mig_instance IS NOT DISTINCT FROM c.mig_instance AND i.ts = c.ts
+    LEFT JOIN code_counts AS p
+        ON p.cluster = c.cluster AND p.host = c.host AND p.gpu_uuid = c.gpu_uuid
+        AND p.mig_instance IS NOT DISTINCT FROM c.mig_instance AND p.ts = i.prev_ts
+        AND p.code IS NOT DISTINCT FROM c.code
 ),
 count_events AS (
     SELECT r.cluster, r.host, r.gpu_uuid, r.gpu_index, r.device, r.mig_profile, r.mig_instance,

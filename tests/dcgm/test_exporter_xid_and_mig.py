@@ -209,8 +209,36 @@ def test_windowed_counts_are_the_jobs_xid_events(tmp_path: Path) -> None:
             "SELECT job_id, xid_events FROM analytics.job_gpu_summary"
         ).fetchall() == [("1", 2)]
         assert con.execute(
-            "SELECT host, xid_events, infra_failed_attempts FROM analytics.node_reliability"
-        ).fetchall() == [("workstation", 2, 1)]
+            "SELECT host, xid_events, xid_codes, infra_failed_attempts"
+            " FROM analytics.node_reliability"
+        ).fetchall() == [("workstation", 2, [48, 79], 1)]
+
+
+def test_a_code_entering_the_window_as_another_leaves_it_is_an_event(tmp_path: Path) -> None:
+    """XID 42 at 10:00 (1 for 10 scrapes, to 10:04:30), XID 13 at 10:05:00, the scrape where 42
+    has left the window: the codes' sum stays 1, yet 13's series rises from 0 (absent at
+    10:04:30): 2 events, codes [13, 42]. Read by the sum, 13 was no event."""
+
+    def lines(ts: dt.datetime) -> list[str]:
+        minute = (ts - T0).total_seconds() / 60
+        code = "42" if minute < 5 else "13" if minute < 10 else None
+        out = [f"DCGM_FI_DEV_GPU_UTIL{{{_T400}}} 50"]
+        if code:
+            out.append(
+                f'DCGM_EXP_XID_ERRORS_COUNT{{{_T400},window_size_in_ms="300000",xid="{code}"}} 1'
+            )
+        else:
+            out.append(f'DCGM_EXP_XID_ERRORS_COUNT{{{_T400},window_size_in_ms="300000"}} 0')
+        return out
+
+    jobs = [_job("1", "2026-11-02T10:30:00", "COMPLETED", "workstation", "gres/gpu=1")]
+    with _build(tmp_path, "workstation", jobs, _scrapes(tmp_path / "dcgm", lines)) as con:
+        assert con.execute(
+            "SELECT host, xid_events, xid_codes FROM analytics.node_reliability"
+        ).fetchall() == [("workstation", 2, [13, 42])]
+        assert con.execute(
+            "SELECT job_id, xid_events FROM analytics.job_gpu_summary"
+        ).fetchall() == [("1", 2)]
 
 
 def _mig_scrape(

@@ -1,0 +1,31 @@
+"""A raw table made before its parser's schema gained a column gets the column (NULL)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipelines.ingest import IngestOptions, ingest_file
+from pipelines.warehouse import connect, init_warehouse
+
+
+def test_a_dcgm_table_without_the_xid_column_gets_it_and_loads(tmp_path: Path) -> None:
+    """raw.dcgm_samples as made before ``xid`` (the count collector's code), one row in it:
+    init_warehouse adds the column, the old row reads NULL, and a load with an ``xid`` label
+    keeps its code (79)."""
+    db = tmp_path / "w.duckdb"
+    with connect(db) as con:
+        init_warehouse(con)
+        con.execute("ALTER TABLE raw.dcgm_samples DROP COLUMN xid")
+        con.execute(
+            "INSERT INTO raw.dcgm_samples (ts, cluster, host, metric, value)"
+            " VALUES ('2026-11-02 10:00:00+00', 'c', 'old', 'DCGM_FI_DEV_GPU_UTIL', 1)"
+        )
+        init_warehouse(con)
+        scrape = tmp_path / "dcgm-20261102T100500Z.prom"
+        scrape.write_text(
+            'DCGM_EXP_XID_ERRORS_COUNT{gpu="0",UUID="GPU-1",Hostname="n1",'
+            'window_size_in_ms="300000",xid="79"} 1\n'
+        )
+        ingest_file(con, "dcgm", scrape, IngestOptions(cluster="c", tz="UTC"))
+        rows = con.execute("SELECT host, xid FROM raw.dcgm_samples ORDER BY host").fetchall()
+    assert rows == [("n1", 79), ("old", None)]
