@@ -108,7 +108,9 @@ def commit_partition(
 
     The partition's previous rows are removed and ``frame``'s added in the same transaction
     (``mode="overwrite"`` with a partition predicate); an empty ``frame`` removes the partition.
-    The table is created, partitioned by :data:`DELTA_PARTITION_COLS`, by the first commit.
+    The table is created, partitioned by :data:`DELTA_PARTITION_COLS`, by the first commit. A
+    column of ``frame`` the table lacks is added to its schema in the same commit (Delta's
+    schema evolution, ``schema_mode="merge"``), read as NULL in the partitions written before.
 
     Args:
         root_url: the lake root (a folder, ``file://`` or ``s3://bucket/prefix``).
@@ -151,6 +153,9 @@ def commit_partition(
                 predicate=predicate,
                 partition_by=list(DELTA_PARTITION_COLS),
                 storage_options=opts,
+                # a column the table lacks (a newer raw or core table written to an older
+                # lake) is added to its schema; the partitions written before read it NULL
+                schema_mode="merge",
             )
             return int(DeltaTable(url, storage_options=opts).version())
         except CommitFailedError:

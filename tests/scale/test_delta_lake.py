@@ -162,6 +162,19 @@ def test_commit_replaces_one_partition_in_one_version(tmp_path: Path) -> None:
     assert v1["x"].to_list() == [1, 2, 3, 4, 5]
 
 
+def test_a_column_the_table_lacks_is_added_by_the_commit(tmp_path: Path) -> None:
+    """A lake written before a raw table gained a column (``raw.dcgm_samples.xid``) takes a
+    partition with it: c1/2024-01-01 with x = 1, 2 (v0), then c1/2024-01-02 with x = 3 and
+    xid = 79 (v1, the column added). Read back: 3 rows, xid NULL, NULL, 79."""
+    root = str(tmp_path)
+    old = pl.DataFrame({"cluster": ["c1", "c1"], "x": [1, 2]})
+    new = pl.DataFrame({"cluster": ["c1"], "x": [3], "xid": [79]})
+    assert commit_partition(root, "raw.t", old, cluster="c1", day="2024-01-01") == 0
+    assert commit_partition(root, "raw.t", new, cluster="c1", day="2024-01-02") == 1
+    rows = read_delta(root, "raw.t").collect().sort("x")
+    assert rows.select("x", "xid").rows() == [(1, None), (2, None), (3, 79)]
+
+
 def test_commit_refuses_names_that_would_reach_the_predicate(tmp_path: Path) -> None:
     """Cluster and table names are validated before any predicate is built."""
     one = pl.DataFrame({"x": [1]})
