@@ -104,6 +104,7 @@ from pipelines.warehouse import (
     diff_replace_from,
     diff_replace_keys,
     drop_table,
+    ensure_raw_tables,
     memory_limit,
     read_table,
     release_memory,
@@ -421,6 +422,9 @@ def rebuild(
     """
     path = registry_path or cfg.registry_path
     registry = _read_registry(path)
+    # A warehouse made by earlier code gets the raw columns added since (NULL in its rows, as
+    # its next load would add them), so the build's SQL binds: raw.dcgm_samples.xid.
+    ensure_raw_tables(con)
     # One transaction throughout: each large table is written as soon as it is computed and
     # its frame released (no later step reads one of them back), so the build never holds every
     # output table at once; a failure anywhere rolls every write back.
