@@ -52,6 +52,7 @@ SACCT_FIXTURES: dict[str, tuple[list[str] | None, str | None]] = {
     "slurm-22.05-lab/sacct_all.json": (None, None),
     "slurm-on-k8s/sacct_external_jobs.json": (None, None),
     "slurm-allocgres/sacct_2017-01-09.psv": (None, None),
+    "slurm-node-drain/sacct_n1_2024-10-08.psv": (None, None),
     "hb-jobinfo/sacct.txt": (HB_FIELDS, None),
     "xdmod/shredder_slurm_input/accounting-logs.log": (XDMOD_FIELDS, None),
     "xdmod/shredder_slurm_input/accounting-logs-with-job-arrays.log": (XDMOD_FIELDS, None),
