@@ -91,13 +91,16 @@ def water_fill(
     d_in = pl.when(active).then(d).otherwise(0.0)
     ratio = pl.when(active).then(d / w).otherwise(None)
     lf = frame.with_columns(w_in.alias("_w"), d_in.alias("_d"), ratio.alias("_r"), cap.alias("_c"))
-    order = pl.col("_r")
+    # Ties of d/w broken by d, then w: rows tied on all three add the same values in either
+    # order, so the running sums, and the fair shares, are the same bits whatever order the rows
+    # come in (a total over the group in row order was not: fair_gpu_s differed in its last bits
+    # between two builds of the same inputs).
+    order = [pl.col("_r"), pl.col("_d"), pl.col("_w")]
     d_before = pl.col("_d").cum_sum().over(keys, order_by=order) - pl.col("_d")
-    w_from = (
-        pl.col("_w").sum().over(keys)
-        - pl.col("_w").cum_sum().over(keys, order_by=order)
-        + pl.col("_w")
-    )
+    w_cum = pl.col("_w").cum_sum().over(keys, order_by=order)
+    lf = lf.with_columns(w_cum.alias("_wc"))
+    # Σ w of the group = the running sum's last (largest: w ≥ 0) value, in that order
+    w_from = pl.col("_wc").max().over(keys) - pl.col("_wc") + pl.col("_w")
     lf = lf.with_columns(
         pl.when(pl.col("_r").is_not_null())
         .then((pl.col("_c") - d_before) / w_from)
@@ -112,7 +115,7 @@ def water_fill(
         .then(pl.col("_d"))
         .otherwise(pl.min_horizontal(pl.col("_d"), level * pl.col("_w")))
     )
-    return lf.with_columns(fair.alias(out)).drop("_w", "_d", "_r", "_c", "_lam", "_sat")
+    return lf.with_columns(fair.alias(out)).drop("_w", "_d", "_r", "_c", "_wc", "_lam", "_sat")
 
 
 def _shares_per_hour(rows: pl.LazyFrame, shares: pl.LazyFrame) -> pl.LazyFrame:

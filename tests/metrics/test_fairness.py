@@ -76,6 +76,31 @@ def test_water_filling_gives_a_team_below_its_share_its_demand_and_redistributes
     assert out["fair_gpu_s"].to_list() == [10.0, 45.0, 45.0, 10.0, 0.0, 0.0]
 
 
+def test_water_filling_gives_the_same_bits_whatever_the_rows_order() -> None:
+    """Capacity 1, teams A, B, C with shares 0.1, 0.2, 0.3 asking 10, 20, 30 (all at d/w = 100,
+    so none is met in full): each gets 1 × its share ÷ Σ shares. In floats 0.1 + 0.2 + 0.3 is
+    0.6000000000000001 and 0.3 + 0.2 + 0.1 is 0.6, so a total taken in the rows' order gave
+    other last bits for the rows reversed; the split is summed in its own order (d/w, then d,
+    then w) and is the same bits both ways: A 1/6, B 1/3, C 1/2 within 1e-15."""
+    frame = pl.DataFrame(
+        {
+            "g": [1, 1, 1],
+            "team": ["A", "B", "C"],
+            "cap": [1.0, 1.0, 1.0],
+            "w": [0.1, 0.2, 0.3],
+            "d": [10.0, 20.0, 30.0],
+        }
+    )
+
+    def fill(rows: pl.DataFrame) -> list[float]:
+        out = water_fill(rows.lazy(), ["g"], capacity="cap", weight="w", demand="d").collect()
+        return out.sort("team")["fair_gpu_s"].to_list()
+
+    forward, backward = fill(frame), fill(frame.reverse())
+    assert forward == backward
+    assert forward == pytest.approx([1 / 6, 1 / 3, 1 / 2], abs=1e-15)
+
+
 def test_water_filling_meets_all_demand_when_capacity_suffices() -> None:
     """Capacity 100, demands 20 and 30 with shares 0.9 and 0.1: both fully met (50 ≤ 100)."""
     frame = pl.DataFrame({"g": [1, 1], "cap": [100.0] * 2, "w": [0.9, 0.1], "d": [20.0, 30.0]})
