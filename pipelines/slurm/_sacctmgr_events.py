@@ -30,7 +30,7 @@ from pipelines.slurm._text import (
     psv_line,
     psv_names,
     read_text,
-    slurm_time,
+    slurm_time_readings,
     time_zone,
     to_int,
 )
@@ -94,7 +94,11 @@ def parse_sacctmgr_events(
 
     Returns:
         Rows with :data:`EVENT_SCHEMA`; rows with the wrong field count, an unreadable time or
-        an end before the start are rejected.
+        an end before the start are rejected. A naive time of the repeated hour of a DST
+        fall-back names two instants: ``TimeStart`` takes the earlier, ``TimeEnd`` the earliest
+        not before the start (the shortest non-negative span; both earlier where that is
+        consistent, as sacct's times without Elapsed); only an end every reading of which lies
+        before the start's earlier reading is rejected (METRICS.md "Node states").
 
     Raises:
         InputFormatError: the file cannot be read, or its first line is not an event header.
@@ -124,12 +128,18 @@ def _event_row(
 ) -> dict[str, Any]:
     node = values.get("node", "").strip() or None
     kind = values.get("event", "").strip().lower() or ("node" if node else "cluster")
-    start = slurm_time(values["start"], zone, "TimeStart", dst)
-    if start is None:
+    starts = slurm_time_readings(values["start"], zone, "TimeStart", dst)
+    if starts is None:
         raise BadValue("TimeStart", f"no start time: {values['start']!r}")
-    end = slurm_time(values.get("end", ""), zone, "TimeEnd", dst)
-    if end is not None and end < start:
-        raise BadValue("TimeEnd", f"end {values['end']!r} before start {values['start']!r}")
+    start = starts[0]
+    ends = slurm_time_readings(values.get("end", ""), zone, "TimeEnd", dst)
+    end = None
+    if ends is not None:
+        # the repeated hour of a DST fall-back: the start is its earlier reading, the end its
+        # earliest reading not before the start (01:40 → 01:20 spans the change: 40 minutes)
+        end = next((e for e in ends if e >= start), None)
+        if end is None:
+            raise BadValue("TimeEnd", f"end {values['end']!r} before start {values['start']!r}")
     user = values.get("user", "").strip()
     m = _USER_UID.match(user)
     tres = values.get("tres", "").strip() or None

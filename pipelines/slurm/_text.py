@@ -39,6 +39,7 @@ __all__ = [
     "psv_names",
     "read_text",
     "slurm_time",
+    "slurm_time_readings",
     "split_psv",
     "split_top",
     "time_zone",
@@ -147,12 +148,29 @@ def slurm_time(value: str, zone: ZoneInfo, field_name: str, dst: list[int]) -> d
     Raises:
         BadValue: neither form, or epoch seconds past what a date can hold.
     """
+    readings = slurm_time_readings(value, zone, field_name, dst)
+    return None if readings is None else readings[0]
+
+
+def slurm_time_readings(
+    value: str, zone: ZoneInfo, field_name: str, dst: list[int]
+) -> tuple[dt.datetime, ...] | None:
+    """Every UTC instant a Slurm time may name, earliest first; NULL → None.
+
+    One instant, except a naive time of the repeated hour of a DST fall-back (01:30 on
+    2024-11-03 in America/New_York: 05:30 UTC and 06:30 UTC), which gives both. A non-existent
+    one (spring-forward gap) takes the offset before the jump, as :func:`slurm_time`. DST-odd
+    values are counted in ``dst``.
+
+    Raises:
+        BadValue: neither form, or epoch seconds past what a date can hold.
+    """
     value = value.strip()
     if value in _NULL_TIMES:
         return None
     if value.isdigit():
         try:
-            return dt.datetime.fromtimestamp(int(value), tz=dt.UTC)
+            return (dt.datetime.fromtimestamp(int(value), tz=dt.UTC),)
         except (OverflowError, OSError, ValueError) as err:  # past year 9999 or time_t
             raise BadValue(field_name, f"not a time: {value!r} is out of range") from err
     try:
@@ -160,12 +178,16 @@ def slurm_time(value: str, zone: ZoneInfo, field_name: str, dst: list[int]) -> d
     except ValueError as err:
         raise BadValue(field_name, f"not a time: {value!r}") from err
     if naive.tzinfo is not None:
-        return naive.astimezone(dt.UTC)
+        return (naive.astimezone(dt.UTC),)
     early = naive.replace(tzinfo=zone, fold=0)
     late = naive.replace(tzinfo=zone, fold=1)
-    if early.utcoffset() != late.utcoffset():
-        dst[0] += 1
-    return early.astimezone(dt.UTC)
+    if early.utcoffset() == late.utcoffset():
+        return (early.astimezone(dt.UTC),)
+    dst[0] += 1
+    first, second = early.astimezone(dt.UTC), late.astimezone(dt.UTC)
+    # fold=0 is the earlier instant of a repeated hour, but the later one of a skipped hour
+    # (02:30 read with the offset before the jump): the gap keeps one reading, fold=0's
+    return (first, second) if first < second else (first,)
 
 
 def to_float(value: str, field_name: str) -> float | None:

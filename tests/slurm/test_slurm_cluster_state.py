@@ -228,6 +228,37 @@ def test_bad_event_rows_are_rejected() -> None:
     assert result.rejected.select("line_no", "field").rows() == [(3, None), (4, "TimeEnd")]
 
 
+def test_event_across_the_dst_fall_back_hour_is_read_not_rejected() -> None:
+    """America/New_York falls back at 2024-11-03 02:00 EDT = 01:00 EST: 01:00–02:00 is read twice.
+
+    n1 drained at 01:40 of the first (EDT, UTC−4) 01:xx hour, resumed at 01:20 of the second
+    (EST, UTC−5): 05:40 → 06:20 UTC, 40 min; the end's earlier reading (05:20 UTC) would be
+    before the start. 4 GPUs: 20 min × 4 = 4800 GPU-s in each of the UTC hours 05 and 06.
+    n2 01:10 → 01:50, both readings consistent: the earlier of each, 05:10 → 05:50 UTC.
+    n3 02:30 EST (07:30 UTC) → 01:10 (05:10 or 06:10 UTC) ends before it starts: rejected.
+    """
+    text = (
+        "Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User|TRES\n"
+        "c|n1|2024-11-03T01:40:00|2024-11-03T01:20:00|DRAIN|bad gpu|root(0)|gres/gpu=4\n"
+        "c|n2|2024-11-03T01:10:00|2024-11-03T01:50:00|DOWN|x|root(0)|gres/gpu=4\n"
+        "c|n3|2024-11-03T02:30:00|2024-11-03T01:10:00|DOWN|y|root(0)|gres/gpu=4\n"
+    )
+    result = parse_sacctmgr_events("ev.psv", text=text, tz="America/New_York")
+    assert result.rows.select("node", "start_at", "end_at").rows() == [
+        ("n1", _utc("2024-11-03T05:40:00"), _utc("2024-11-03T06:20:00")),
+        ("n2", _utc("2024-11-03T05:10:00"), _utc("2024-11-03T05:50:00")),
+    ]
+    assert result.rejected.select("file", "line_no", "field").rows() == [("ev.psv", 4, "TimeEnd")]
+    hourly = node_event_gpu_seconds_hourly(
+        result.rows.filter(pl.col("node") == "n1").lazy(), _utc("2024-11-03T04:00:00"),
+        _utc("2024-11-03T08:00:00"), as_of=_utc("2024-11-03T08:00:00"),
+    ).collect()  # fmt: skip
+    assert hourly.rows() == [
+        ("c", "DRAIN", _utc("2024-11-03T05:00:00"), 4800.0),
+        ("c", "DRAIN", _utc("2024-11-03T06:00:00"), 4800.0),
+    ]
+
+
 def test_event_header_is_required() -> None:
     """A file without a TimeStart header column is not event output."""
     with pytest.raises(InputFormatError, match="TimeStart"):
