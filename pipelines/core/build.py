@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import polars as pl
 
@@ -39,6 +39,7 @@ from pipelines.core.node_states import (
     node_event_gpu_seconds_hourly,
     planned_reason,
     registered_gpu_seconds_hourly,
+    slurm_node_down,
     unallocated_node_events,
 )
 from pipelines.core.pending_spells import SPELL_SCHEMA, pending_reason_spells
@@ -169,6 +170,10 @@ class RawFrames:
     when it has no ``raw.slurm_squeue``. ``slurm_node_shards``: ``cluster, host, gpus, gres`` of
     each Slurm node's latest ``scontrol show node`` state whose Gres names GPU shards
     (``sql/analytics/slurm_node_shards.sql``), None without ``raw.slurm_nodes``.
+    ``slurm_node_states``: the dated ``scontrol show node`` snapshots of the nodes that ever had
+    a reason time (``sql/analytics/slurm_node_snapshots.sql``), whose down or drained states
+    add node events where ``sacctmgr`` has none
+    (:func:`pipelines.core.node_states.snapshot_node_events`); None without ``raw.slurm_nodes``.
 
     ``pod_samples``, when given: ``cluster, namespace, pod, last_sample``, the latest DCGM
     sample labelled with each pod name (at least those after the pods' own cut-off,
@@ -198,6 +203,7 @@ class RawFrames:
     kueue_workload_topology: pl.DataFrame | None = None
     slurm_squeue: pl.DataFrame | None = None
     slurm_node_shards: pl.DataFrame | None = None
+    slurm_node_states: pl.DataFrame | None = None
     slurm_parts: Callable[[], Iterable[pl.DataFrame | StoredPart]] | None = None
     pod_samples: pl.DataFrame | None = None
 
@@ -557,10 +563,12 @@ def _slurm_node_states(
     Cluster TRES registrations give capacity (sreport *Reported*). Node events give down time:
     ``DOWN``/``FAIL``/``DRAIN`` → down, unless the reason names a planned outage
     (:func:`pipelines.core.node_states.planned_reason`: maintenance, an upgrade, a requested
-    reboot; not "Node unexpectedly rebooted") → planned_down. Event GPUs come from the event's
-    TRES, else the node's inventory. Several exports of the same event are kept once. With
-    ``jobs`` (``cluster, node_list, gpus, start_at, end_at``), the GPUs the attempts hold on a
-    node are not down nor planned-down there
+    reboot; not "Node unexpectedly rebooted") → planned_down. ``raw_events`` holds the
+    ``sacctmgr`` events and those the ``scontrol show node`` snapshots imply
+    (:func:`pipelines.core.node_states.slurm_node_down`, in :func:`build_core`). Event GPUs come
+    from the event's TRES (a snapshot's Gres), else the node's inventory. Several exports of the
+    same event are kept once. With ``jobs`` (``cluster, node_list, gpus, start_at, end_at``),
+    the GPUs the attempts hold on a node are not down nor planned-down there
     (:func:`pipelines.core.node_states.unallocated_node_events`): a node drained under a
     running job is allocated until the job ends.
     """
@@ -685,6 +693,7 @@ def _in_unit(
             slurm_squeue=None if raw.slurm_squeue is None else one(raw.slurm_squeue),
             pod_samples=None if raw.pod_samples is None else one(raw.pod_samples),
             slurm_node_shards=None if raw.slurm_node_shards is None else one(raw.slurm_node_shards),
+            slurm_node_states=None if raw.slurm_node_states is None else one(raw.slurm_node_states),
         ),
         one(inventory),
     )
@@ -714,6 +723,9 @@ def build_core(
             cut-offs are taken from each part first.
     """
     raw, inventory = _in_unit(raw, inventory, unit)
+    # node events: sacctmgr's, and those the down or drained `scontrol show node` snapshots
+    # imply where sacctmgr has none (METRICS.md "Node states")
+    raw = replace(raw, slurm_events=slurm_node_down(raw.slurm_events, raw.slurm_node_states))
     mapping = registry.mapping
     account_teams = mapping.filter(pl.col("kind") == "slurm_account")
     ns_teams = mapping.filter(pl.col("kind") == "k8s_namespace")

@@ -9,7 +9,9 @@ Over the rows of Slurm's ``sacctmgr show event`` (``raw.slurm_events``: ``event`
   hour;
 - :func:`planned_reason`: whether a node event's reason names a planned outage;
 - :func:`unallocated_node_events`: the parts of the node events no allocation holds (allocated
-  time on a node wins over its down / planned-down state).
+  time on a node wins over its down / planned-down state);
+- :func:`snapshot_node_events`: node events implied by ``scontrol show node`` snapshots
+  (``raw.slurm_nodes``) of down or drained nodes, where no ``sacctmgr`` event covers them.
 """
 
 from __future__ import annotations
@@ -20,11 +22,14 @@ from collections.abc import Sequence
 import polars as pl
 
 __all__ = [
+    "SLURM_DOWN_STATES",
     "SLURM_PLANNED_REASON",
     "SLURM_UNPLANNED_REASON",
     "node_event_gpu_seconds_hourly",
     "planned_reason",
     "registered_gpu_seconds_hourly",
+    "slurm_node_down",
+    "snapshot_node_events",
     "unallocated_node_events",
 ]
 
@@ -41,6 +46,17 @@ SLURM_UNPLANNED_REASON = (
     r"unexpected|not responding|kill task failed|batch job complete failure|reboot timed out"
     r"|\bnhc\b|health check"
 )
+
+
+#: ``scontrol show node`` state words (the base state or a ``+`` flag, ``*``-type marks already
+#: split off by the parser) of a node that is down or drained, the states ``sacctmgr show event``
+#: records as node events: ``DOWN``, ``DRAIN`` (``IDLE+DRAIN``: drained; ``MIXED+DRAIN``:
+#: draining), ``FAIL`` (``FAILING``), and ``sinfo``'s ``DRAINED``/``DRAINING`` spellings.
+#: ``NOT_RESPONDING`` alone (``IDLE*``) is not one: slurmctld sets such a node ``DOWN`` (reason
+#: "Not responding") only after ``SlurmdTimeout``, and records no event before.
+SLURM_DOWN_STATES = ("DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING")
+
+_FAR = dt.datetime(9999, 1, 1, tzinfo=dt.UTC)
 
 
 def planned_reason(reason: pl.Expr) -> pl.Expr:
@@ -246,3 +262,150 @@ def unallocated_node_events(
         .select(pl.lit("node").alias("event"), *key, "state", "start_at", "end_at", "gpus")
         .sort(*key, "state", "start_at")
     )
+
+
+def snapshot_node_events(snapshots: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Node events implied by ``scontrol show node`` snapshots, where no sacctmgr event is.
+
+    A snapshot (the node's state *at* ``snapshot_at``) whose base state or a flag is one of
+    :data:`SLURM_DOWN_STATES` and whose reason carries its ``[user@time]`` (``reason_at``) says
+    the node has been down or drained since ``reason_at``. Per node, snapshots in time order
+    (then ``ingest_id``, ``line_no``): consecutive ones of the same ``reason_at`` and reason are
+    one event, from ``reason_at`` (not before the node's previous snapshot, which said
+    otherwise, nor after the event's first snapshot) to the node's next snapshot that is not in
+    it: up (the state held until that snapshot, as for Kubernetes Node snapshots, METRICS.md
+    "Node states"), or down or drained anew (ending where that event starts); open (NULL end:
+    to the cut-off) when no later snapshot is. A down snapshot without a reason time, or
+    without ``snapshot_at`` (loaded before snapshots were dated), starts and ends nothing.
+
+    ``sacctmgr`` events win where both exist: the parts of these intervals any node event in
+    ``events`` of the same cluster and node covers (an open one to the end of time) are left
+    out, so no time is counted twice.
+
+    Args:
+        snapshots: ``raw.slurm_nodes`` rows: ``cluster, host, gpus, state, base_state,
+            state_flags (list), reason, reason_at, snapshot_at, ingest_id, line_no``.
+        events: ``sacctmgr`` node events: ``cluster, node, start_at, end_at`` (NULL: open);
+            an ``event`` column, where present, keeps its ``'node'`` rows.
+
+    Returns:
+        ``cluster, event ('node'), node, start_at, end_at (NULL: open), state (the snapshot's,
+        e.g. ``IDLE+DRAIN``), reason, gpus`` (the snapshot's GPUs, NULL where 0: the
+        inventory's then), sorted; classified down / planned_down by
+        :func:`planned_reason` as sacctmgr events are.
+    """
+    ts = pl.Datetime("us", "UTC")
+    out_schema = {"cluster": pl.String(), "event": pl.String(), "node": pl.String(),
+                  "start_at": ts, "end_at": ts, "state": pl.String(), "reason": pl.String(),
+                  "gpus": pl.Float64()}  # fmt: skip
+    words = pl.concat_list(pl.col("base_state").cast(pl.String), pl.col("state_flags"))
+    is_down = words.list.eval(pl.element().is_in(SLURM_DOWN_STATES)).list.any().fill_null(False)
+    snap = (
+        snapshots.filter(pl.col("snapshot_at").is_not_null())
+        .with_columns(
+            pl.col("snapshot_at", "reason_at").cast(ts),
+            (is_down & pl.col("reason_at").is_not_null()).alias("_down"),
+            (is_down & pl.col("reason_at").is_null()).alias("_silent"),
+        )
+        .filter(~pl.col("_silent"))
+        .sort("cluster", "host", "snapshot_at", "ingest_id", "line_no")
+    )
+    if snap.height == 0 or not snap["_down"].any():
+        return pl.DataFrame(schema=out_schema)
+    key = ["cluster", "host"]
+    # a run: consecutive snapshots of one node with the same down key (an up one: its own run)
+    runs = snap.with_columns(
+        pl.when("_down").then(pl.struct("reason_at", "reason")).alias("_key"),
+        pl.col("snapshot_at").shift(1).over(key).alias("_prev_t"),
+    ).with_columns(
+        (
+            ~pl.col("_down") | (pl.col("_key") != pl.col("_key").shift(1).over(key)).fill_null(True)
+        ).alias("_new")
+    )
+    runs = runs.with_columns(pl.col("_new").cum_sum().over(key).alias("_run"))
+    per_run = (
+        runs.group_by(*key, "_run", maintain_order=True)
+        .agg(
+            pl.col("_down").first(),
+            pl.col("reason_at").first(),
+            pl.col("reason").first(),
+            pl.col("state").last(),
+            pl.col("gpus").last(),
+            pl.col("snapshot_at").first().alias("_first_t"),
+            pl.col("snapshot_at").last().alias("_last_t"),
+            pl.col("_prev_t").first(),
+        )
+        .with_columns(
+            pl.min_horizontal(pl.max_horizontal("reason_at", "_prev_t"), "_first_t").alias("_start")
+        )
+        .with_columns(
+            # the next run's own start where it is down too, else its first snapshot
+            pl.when(pl.col("_down").shift(-1).over(key))
+            .then(pl.max_horizontal(pl.col("_start").shift(-1).over(key), "_last_t"))
+            .otherwise(pl.col("_first_t").shift(-1).over(key))
+            .alias("_end")
+        )
+        .filter(pl.col("_down"))
+        .with_row_index("_id")
+    )
+    ep = per_run.select(
+        "_id", "cluster", pl.col("host").alias("node"), pl.col("_start").alias("_s"),
+        pl.col("_end").fill_null(_FAR).cast(ts).alias("_e"), "state", "reason", "gpus",
+    ).filter(pl.col("_e") > pl.col("_s"))  # fmt: skip
+    ev = events.filter(pl.col("event") == "node") if "event" in events.columns else events
+    sac = ev.filter(pl.col("node").is_not_null() & pl.col("start_at").is_not_null()).select(
+        "cluster", "node", pl.col("start_at").cast(ts).alias("_ss"),
+        pl.col("end_at").cast(ts).fill_null(_FAR).alias("_se"),
+    )  # fmt: skip
+    over = (
+        ep.select("_id", "cluster", "node", "_s", "_e")
+        .join(sac, on=["cluster", "node"], how="inner")
+        .filter((pl.col("_ss") < pl.col("_e")) & (pl.col("_se") > pl.col("_s")))
+    )
+    # each event cut at the sacctmgr events' ends inside it; a piece any of them covers goes
+    cuts = (
+        pl.concat(
+            [
+                ep.select("_id", pl.col("_s").alias("_t")),
+                ep.select("_id", pl.col("_e").alias("_t")),
+                over.select("_id", pl.max_horizontal("_ss", "_s").alias("_t")),
+                over.select("_id", pl.min_horizontal("_se", "_e").alias("_t")),
+            ]
+        )
+        .unique()
+        .sort("_id", "_t")
+        .with_columns(pl.col("_t").shift(-1).over("_id").alias("_u"))
+        .filter(pl.col("_u").is_not_null())
+    )
+    covered = cuts.join(over.select("_id", "_ss", "_se"), on="_id", how="inner").filter(
+        (pl.col("_ss") <= pl.col("_t")) & (pl.col("_se") >= pl.col("_u"))
+    )
+    pieces = cuts.join(covered.select("_id", "_t").unique(), on=["_id", "_t"], how="anti")
+    return (
+        pieces.join(ep.drop("_s", "_e"), on="_id", how="inner")
+        .select(
+            "cluster",
+            pl.lit("node").alias("event"),
+            "node",
+            pl.col("_t").alias("start_at"),
+            pl.when(pl.col("_u") < _FAR).then(pl.col("_u")).alias("end_at"),
+            "state",
+            "reason",
+            pl.when(pl.col("gpus") > 0).then(pl.col("gpus").cast(pl.Float64)).alias("gpus"),
+        )
+        .sort("cluster", "node", "start_at")
+    )
+
+
+def slurm_node_down(events: pl.DataFrame, snapshots: pl.DataFrame | None) -> pl.DataFrame:
+    """``events`` (``raw.slurm_events`` rows) with the node events of
+    :func:`snapshot_node_events` added (``event`` = ``'node'``; the columns they lack, such as
+    ``ingest_id`` and ``tres``, NULL); ``events`` as they are without snapshots."""
+    if snapshots is None or snapshots.height == 0:
+        return events
+    extra = snapshot_node_events(snapshots, events)
+    if extra.height == 0:
+        return events
+    cols = {c: pl.lit(None, dtype=t) for c, t in events.schema.items() if c not in extra.columns}
+    extra = extra.with_columns(**cols).select([pl.col(c).cast(t) for c, t in events.schema.items()])
+    return pl.concat([events, extra], how="vertical")

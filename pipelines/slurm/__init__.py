@@ -172,6 +172,13 @@ def _scontrol_jobs(path: Path, o: IngestOptions) -> ParseResult:
     return parse_scontrol_jobs(path, cluster=o.cluster, tz=o.tz, snapshot_at=_mtime(path))
 
 
+def _scontrol_nodes(path: Path, o: IngestOptions) -> ParseResult:
+    # ``scontrol show node`` prints no time of its own either: dated by the file's modification
+    # time, a down or drained node's snapshots give its down time where no sacctmgr event does
+    # (pipelines.core.node_states.snapshot_node_events).
+    return parse_scontrol_nodes(path, cluster=o.cluster, tz=o.tz, snapshot_at=_mtime(path))
+
+
 def _mtime(path: Path) -> dt.datetime | None:
     """The file's modification time (aware, UTC); None for a path that is not there."""
     return dt.datetime.fromtimestamp(path.stat().st_mtime, tz=dt.UTC) if path.exists() else None
@@ -214,7 +221,7 @@ SLURM_STATE = InputKind(
             "slurm-nodes",
             "raw.slurm_nodes",
             NODE_SCHEMA,
-            lambda p, o: parse_scontrol_nodes(p, cluster=o.cluster, tz=o.tz),
+            _scontrol_nodes,
             freshness="sacct",
             data_time=(),  # reason_at: when a reason was set, not how current the list is
         ),

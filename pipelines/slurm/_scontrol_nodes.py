@@ -9,6 +9,7 @@ rows into the node inventory CSV's columns.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from pathlib import Path
 from typing import Any, Final
@@ -43,7 +44,8 @@ __all__ = [
 #: ``partition`` is the first of ``partitions`` (slurm.conf order); ``state`` is Slurm's
 #: ``IDLE+DRAIN`` as printed, ``base_state`` its first word without the ``*`` (not responding)
 #: mark, ``state_flags`` the rest (``NOT_RESPONDING`` for ``*``); ``reason_user``/``reason_at``
-#: come from the reason's ``[user@time]`` suffix.
+#: come from the reason's ``[user@time]`` suffix; ``snapshot_at`` is when the output was taken
+#: (given by the caller: ``scontrol show node`` prints no time of its own), NULL when unknown.
 NODE_SCHEMA: dict[str, pl.DataType] = {
     "cluster": pl.String(),
     "host": pl.String(),
@@ -61,6 +63,7 @@ NODE_SCHEMA: dict[str, pl.DataType] = {
     "real_memory_mb": pl.Int64(),
     "gres": pl.String(),
     "cfg_tres": pl.String(),
+    "snapshot_at": UTC,
     "file": pl.String(),
     "line_no": pl.Int64(),
     "line_end": pl.Int64(),
@@ -135,7 +138,12 @@ def _state_parts(state: str) -> tuple[str, list[str]]:
 
 
 def parse_scontrol_nodes(
-    path: str | Path, *, cluster: str = "default", tz: str = "UTC", text: str | None = None
+    path: str | Path,
+    *,
+    cluster: str = "default",
+    tz: str = "UTC",
+    text: str | None = None,
+    snapshot_at: dt.datetime | None = None,
 ) -> ParseResult:
     """Read ``scontrol --oneliner show nodes`` (or its multi-line form) into the node inventory.
 
@@ -144,6 +152,9 @@ def parse_scontrol_nodes(
         cluster: the cluster the nodes belong to (scontrol does not print it).
         tz: IANA zone of naive times (the reason's ``[user@time]``).
         text: the output itself, instead of reading ``path``.
+        snapshot_at: when the output was taken (aware); stored on every row. A down or
+            drained node's snapshots give its down time where ``sacctmgr`` events do not
+            (:func:`pipelines.core.node_states.snapshot_node_events`); undated ones do not.
 
     Returns:
         Rows with :data:`NODE_SCHEMA`; a record without ``NodeName``, or with an unreadable
@@ -156,6 +167,7 @@ def parse_scontrol_nodes(
     zone = time_zone(tz, file)
     out = Collected(file)
     dst = [0]
+    snap = snapshot_at.astimezone(dt.UTC) if snapshot_at else None
     records = list(iter_records(lines, "NodeName="))
     if records and not any(rec[0].startswith("NodeName=") for _f, _l, rec in records):
         raise InputFormatError(file, "no 'NodeName=' record: not `scontrol show nodes` output")
@@ -166,7 +178,9 @@ def parse_scontrol_nodes(
             continue
         tokens = key_tokens(record)
         try:
-            out.rows.append(_node_row(tokens, cluster, zone, dst, file, first, last))
+            out.rows.append(
+                _node_row(tokens, cluster, zone, dst, file, first, last) | {"snapshot_at": snap}
+            )
         except BadValue as err:
             out.reject(first, raw, str(err), field_name=err.field_name, line_end=last)
     return out.result(NODE_SCHEMA, {"nodes": len(out.rows), "dst_adjusted": dst[0]})
