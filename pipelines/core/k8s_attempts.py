@@ -205,7 +205,9 @@ def _workloads(workloads: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFrame:
         "queue_name",
         "cluster_queue",
         "priority",
-        pl.col("pods").alias("pods_expected"),
+        # Kueue launches the admitted count (partial admission: ``minCount`` ≤ admitted <
+        # ``count``), else the spec's while the Workload is not admitted.
+        pl.coalesce("pods_admitted", "pods").alias("pods_expected"),
         pl.col("gpus").alias("req_gpus"),
         pl.col("max_execution_s").alias("timelimit_s"),
         "quota_reserved_at",
@@ -633,7 +635,9 @@ def k8s_attempts(
         owner or pod name), ``attempt`` 0, 1, … and ``attempts`` (the workload's count),
         ``kueue``, ``workload_uid``, ``job_id_raw`` (Workload uid, else owner Job uid, else the
         pod uid), ``queue_name`` (LocalQueue), ``cluster_queue``, ``priority``,
-        ``pods_expected`` (Σ pod-set counts), ``pods`` / ``pods_bound`` (this attempt's),
+        ``pods_expected`` (Σ of ``status.admission.podSetAssignments[].count``, which under
+        partial admission is below the spec's, else Σ ``spec.podSets[].count``, else the
+        attempt's pods), ``pods`` / ``pods_bound`` (this attempt's),
         ``gpus`` (bound, GPUs) and ``req_gpus`` (requested: the Workload's pod sets, else Σ over
         the attempt's pods; NULL when neither is known, as for a never-admitted workload seen
         only in Events), the stage times (UTC) ``created_at``,

@@ -624,3 +624,28 @@ def test_exit_code_of_a_multi_pod_group_is_deterministic() -> None:
 def _no_teams() -> tuple[pl.LazyFrame, pl.LazyFrame]:
     empty = pl.LazyFrame(schema={"key": pl.String(), "team": pl.String()})
     return empty, empty
+
+
+def test_partial_admission_expects_the_admitted_pods(tmp_path: Path) -> None:
+    """Kueue partial admission (``spec.podSets[].minCount``): the ``train-llm-7b`` Workload asks
+    ``count: 4`` with ``minCount: 2`` and Kueue admits ``podSetAssignments[].count: 2`` (16
+    GPUs), so its Job runs 2 pods, the gang of :func:`_gang`. The stages that wait for every
+    expected pod end with the second pod: all pods running at 08:03:21 (not NULL, as when the
+    spec's 4 were expected), time to running = 08:03:21 − eligible (created 08:00:00) = 201 s,
+    pod startup = 08:03:21 − 08:00:35 = 166 s."""
+    doc = json.loads((OBJECTS / "workloads.json").read_text("utf-8"))
+    item = next(i for i in doc["items"] if i["metadata"]["name"] == "job-train-llm-7b-3f2a1")
+    item["spec"]["podSets"][0].update(count=4, minCount=2)
+    item["status"]["admission"]["podSetAssignments"][0]["count"] = 2
+    path = tmp_path / "workloads.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [item]}), "utf-8")
+    wl = parse_k8s_workloads(path, cluster="k1").rows
+    assert (wl["pods"].item(), wl["pods_admitted"].item()) == (4, 2)
+    pods, ev = _gang()
+    att = k8s_attempts(pods, ev, wl)
+    row = k8s_workload_timings(att, ev).collect().row(0, named=True)
+    assert (row["pods_expected"], row["pods"]) == (2, 2)
+    assert row["all_pods_scheduled_at"] == _t(2, 8, 0, 35)
+    assert row["all_pods_running_at"] == _t(2, 8, 3, 21)
+    assert (row["time_to_running_s"], row["pod_startup_s"]) == (201.0, 166.0)
+    assert row["req_gpus"] == 32.0  # the request stays the spec's: 4 pods × 8 GPUs
