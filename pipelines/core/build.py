@@ -96,7 +96,8 @@ _CUT_COLUMNS = ["submit_at", "start_at", "end_at", "run_to"]
 
 
 #: The pod times whose latest value per Kubernetes cluster is part of its cut-off (:func:`_as_of`),
-#: with its running pods' latest DCGM samples (:func:`_running_pod_samples`).
+#: with its running pods' latest DCGM samples (:func:`_running_pod_samples`) and its Kueue
+#: Workloads' creation and condition times (:func:`_workload_times`).
 _POD_CUT_COLUMNS = ["created_at", "scheduled_at", "started_at", "finished_at", "deleted_at"]
 
 
@@ -131,6 +132,42 @@ def _running_pod_samples(pods: pl.DataFrame, samples: pl.DataFrame | None) -> pl
         .filter(pl.col("last_sample") >= pl.col("_since"))
         .select("cluster", pl.col("last_sample").cast(schema["last_sample"]))
     )
+
+
+def _workload_times(workloads: pl.DataFrame) -> pl.DataFrame:
+    """``cluster, wl_time``: every ``status.conditions[].lastTransitionTime`` of each Kueue
+    Workload (``QuotaReserved``, ``Admitted``, ``PodsReady``, ``Evicted``, ``Preempted``,
+    ``Requeued``, ``Finished`` …, whether it holds or not: a condition turned ``False`` changed
+    then too) and its ``creationTimestamp``.
+
+    Kueue stamps each transition when it makes it, so the cluster's data reach it: an eviction
+    after the pods' latest time (the Workload listed after the pods) is data, as a pod time is.
+    Not ``requeueState.requeueAt``, a backoff deadline ahead of the listing (a plan, as a Slurm
+    job's ``--begin``). Every time was checked against the plausible range when loaded
+    (``pipelines.kubernetes._json_items.parse_k8s_time``).
+
+    Args:
+        workloads: ``K8S_WORKLOAD_SCHEMA`` rows (``cluster, created_at, conditions``: the
+            conditions as a JSON array of ``{type, status, reason, message,
+            lastTransitionTime}``, ``lastTransitionTime`` RFC 3339 UTC).
+    """
+    ts = pl.Datetime("us", "UTC")
+    if workloads.height == 0:
+        return pl.DataFrame(schema={"cluster": pl.String(), "wl_time": ts})
+    conds = pl.List(pl.Struct({"lastTransitionTime": pl.String()}))
+    changed = (
+        workloads.select("cluster", pl.col("conditions").str.json_decode(conds).alias("_c"))
+        .explode("_c")
+        .select(
+            "cluster",
+            pl.col("_c")
+            .struct.field("lastTransitionTime")
+            .str.to_datetime("%Y-%m-%dT%H:%M:%S%.fZ", time_zone="UTC", time_unit="us")
+            .alias("wl_time"),
+        )
+    )
+    created = workloads.select("cluster", pl.col("created_at").cast(ts).alias("wl_time"))
+    return pl.concat([created, changed]).filter(pl.col("wl_time").is_not_null())
 
 
 def _run_to() -> pl.Expr:
@@ -764,6 +801,7 @@ def build_core(
             (slurm_cuts, ["as_of"]),
             (pods, _POD_CUT_COLUMNS),
             (_running_pod_samples(pods, raw.pod_samples), ["last_sample"]),
+            (_workload_times(workloads), ["wl_time"]),
         ]
     )
     jobs = pl.concat(  # evenly chunked columns in, evenly chunked out (see _slurm_frames)

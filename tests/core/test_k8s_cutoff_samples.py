@@ -6,10 +6,11 @@ of that name)."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import polars as pl
 
-from pipelines.core.build import _as_of, _running_pod_samples
+from pipelines.core.build import _as_of, _running_pod_samples, _workload_times
 
 UTC = pl.Datetime("us", "UTC")
 
@@ -61,3 +62,41 @@ def test_no_samples_move_nothing() -> None:
     """Without samples (None or empty) no row."""
     assert _running_pod_samples(PODS, None).height == 0
     assert _running_pod_samples(PODS, PODS.head(0).select("cluster", "namespace")).height == 0
+
+
+def test_workload_condition_times_reach_the_cut_off() -> None:
+    """Every ``lastTransitionTime`` of a Workload's conditions counts, a ``False`` one too (its
+    ``Evicted`` turned False at the re-admission, 11:10), and its creation; not the backoff
+    deadline ``requeue_at`` (13:00, a plan). k: pods to 11:00, Workload ``w`` created 09:00,
+    evicted 10:40, re-admitted 11:10 (``Admitted`` True, ``Evicted`` False): cut-off 11:10 (the
+    pods alone: 11:00); j: a Workload without conditions created 08:30, after its pods' 08:00:
+    cut-off 08:30."""
+    conds = json.dumps(
+        [
+            {"type": "Admitted", "status": "True", "lastTransitionTime": "2026-11-02T11:10:00Z"},
+            {"type": "Evicted", "status": "False", "lastTransitionTime": "2026-11-02T11:10:00Z"},
+            {"type": "Preempted", "status": "False",
+             "lastTransitionTime": "2026-11-02T10:40:00.5Z"},
+        ]
+    )  # fmt: skip
+    wl = pl.DataFrame(
+        {
+            "cluster": ["k", "j"],
+            "created_at": [_at(9), _at(8, 30)],
+            "requeue_at": [_at(13), None],
+            "conditions": [conds, None],
+        },
+        schema_overrides={"created_at": UTC, "requeue_at": UTC},
+    )
+    times = _workload_times(wl)
+    assert sorted(times.rows()) == [
+        ("j", _at(8, 30)),
+        ("k", _at(9)),
+        ("k", _at(10, 40) + dt.timedelta(seconds=0.5)),
+        ("k", _at(11, 10)),
+        ("k", _at(11, 10)),
+    ]
+    cols = ["created_at", "scheduled_at", "started_at", "finished_at", "deleted_at"]
+    cut = _as_of([(PODS, cols), (times, ["wl_time"])]).sort("cluster")
+    assert cut.rows() == [("j", _at(8, 30)), ("k", _at(11, 10))]
+    assert _workload_times(wl.head(0)).height == 0
