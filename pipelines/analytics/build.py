@@ -72,7 +72,7 @@ from pipelines.analytics.metrics_build import (
 )
 from pipelines.analytics.policy_impact import policy_impact_tables
 from pipelines.analytics.policy_ledger import policy_change_tables
-from pipelines.analytics.scheduler_views import scheduler_tables
+from pipelines.analytics.scheduler_views import quota_unit_findings, scheduler_tables
 from pipelines.analytics.slurm_on_k8s import SlurmOnK8sTables, slurm_on_k8s_tables
 from pipelines.analytics.windows import WINDOW_TABLES, window_tables, with_hourly_rule_days
 from pipelines.config import Config
@@ -242,7 +242,8 @@ def _data_quality(
     """The data-quality findings of the inputs: GPU tracking gaps, Kueue admissions without
     pods, Kubernetes pods over without an end (``pods``: ``core.k8s_pods``), DST repairs,
     rejects (of the raw tables, and ``inventory_rejected``: :func:`_inventory`'s), observed
-    capacity, GPU shards of unknown share, DCGM hosts that are no node."""
+    capacity, GPU shards of unknown share, Kueue GPU quota left in advertised units
+    (:func:`quota_unit_findings`), DCGM hosts that are no node."""
     # lazy: only the two columns are taken from the attempts (an eager filter of the whole
     # frame first copied every column of a year's 2.1M attempts, 150 MB)
     gpu_parts = (
@@ -304,6 +305,13 @@ def _data_quality(
                 "capacity_from_observed_nodes",
                 pl.col("gpus"),
                 pl.lit("no inventory: capacity is the GPUs seen in allocations (a lower bound)"),
+            )
+        )
+    units = quota_unit_findings(con)
+    if units.height:
+        parts.append(
+            _cluster_findings(
+                units, "kueue_quota_in_advertised_units", pl.col("value"), pl.col("detail")
             )
         )
     if table_exists(con, "raw.dcgm_samples"):

@@ -5,6 +5,10 @@ Reads the latest ``raw.sshare`` snapshot and the latest ``raw.kueue_cluster_queu
 empty, gives no rows), maps accounts and ClusterQueues to registry teams, and computes
 :func:`metrics.drift.scheduler_fairshare` and :func:`metrics.drift.registry_drift` against the
 registry's current shares of each cluster's pool (:func:`pipelines.core.registry.cluster_shares`).
+ClusterQueue GPU quota counts physical GPUs: ``nvidia.com/gpu`` of a cluster whose nodes
+advertise MIG slices (single strategy) or time-slicing replicas takes their unit
+(:func:`pipelines.core.k8s_gpu_units.cluster_queues_in_gpus`); where the nodes disagree it stays
+in advertised units and :func:`quota_unit_findings` says so.
 """
 
 from __future__ import annotations
@@ -26,9 +30,13 @@ from metrics.drift import (
     slurm_share_drift,
 )
 from pipelines.core import cluster_shares, share_in_effect
+from pipelines.core.k8s_gpu_units import cluster_queues_in_gpus
 from pipelines.warehouse import read_table, table_exists
 
-__all__ = ["current_cluster_shares", "scheduler_tables"]
+__all__ = ["current_cluster_shares", "quota_unit_findings", "scheduler_tables"]
+
+#: The columns of ``raw.kueue_cluster_queues`` the tables need.
+_CQ_NEED = ("cluster", "name", "cohort", "resource", "nominal_gpus", "usage_gpus")
 
 
 def _table(con: duckdb.DuckDBPyConnection, table: str) -> pl.DataFrame | None:
@@ -42,6 +50,54 @@ def _latest(frame: pl.DataFrame | None, need: tuple[str, ...]) -> pl.DataFrame |
     if frame is None or frame.height == 0 or not set(need) <= set(frame.columns):
         return None
     return latest_snapshot(frame.lazy(), order=("snapshot_at", "ingest_id")).collect()
+
+
+def _cluster_queues(
+    con: duckdb.DuckDBPyConnection,
+) -> tuple[pl.DataFrame | None, pl.DataFrame]:
+    """The latest ClusterQueue snapshot per cluster with its GPU columns in physical GPUs
+    (None without one), and its rows kept in advertised units
+    (:func:`pipelines.core.k8s_gpu_units.cluster_queues_in_gpus` over ``raw.k8s_nodes``)."""
+    cqs = _latest(_table(con, "raw.kueue_cluster_queues"), _CQ_NEED)
+    if cqs is None:
+        return None, pl.DataFrame(schema={"cluster": pl.String(), "name": pl.String()})
+    return cluster_queues_in_gpus(cqs, _table(con, "raw.k8s_nodes"))
+
+
+def _unit_text(unit: float) -> str:
+    """``1``, ``1/7``, ``1/4``: a unit as the fraction of a GPU it is (denominators to 64)."""
+    for d in range(1, 65):
+        n = round(unit * d)
+        if n and abs(n / d - unit) < 1e-9:
+            return str(n) if d == 1 else f"{n}/{d}"
+    return f"{unit:g}"
+
+
+def quota_unit_findings(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Data-quality findings ``kueue_quota_in_advertised_units``: per cluster, the ClusterQueue
+    × flavor rows of ``nvidia.com/gpu`` (``nvidia.com/gpu.shared``) quota left in advertised
+    units because the cluster's nodes advertise units of different worth (MIG single strategy,
+    time-slicing replicas, whole GPUs) and which nodes a flavor holds is not loaded.
+
+    Returns:
+        ``cluster, value, detail`` (value = such rows; detail names them and the units).
+    """
+    _, ambiguous = _cluster_queues(con)
+    rows = []
+    for (cluster,), part in ambiguous.group_by("cluster", maintain_order=True):
+        units = " and ".join(_unit_text(u) for u in part["units"][0])
+        names = ", ".join(f"{n}/{f}" for n, f in part.select("name", "flavor").rows())
+        rows.append(
+            {
+                "cluster": cluster,
+                "value": float(part.height),
+                "detail": f"GPU quota of {names} kept in advertised units: the nodes advertise "
+                f"{units} GPU per nvidia.com/gpu, and a flavor's nodes are not known",
+            }
+        )
+    return pl.DataFrame(
+        rows, schema={"cluster": pl.String(), "value": pl.Float64(), "detail": pl.String()}
+    )
 
 
 def current_cluster_shares(
@@ -92,10 +148,7 @@ def scheduler_tables(
     """
     now = at or dt.datetime.now(dt.UTC)
     sshare = _latest(_table(con, "raw.sshare"), ("cluster", "account", "raw_shares"))
-    cqs = _latest(
-        _table(con, "raw.kueue_cluster_queues"),
-        ("cluster", "name", "cohort", "resource", "nominal_gpus", "usage_gpus"),
-    )
+    cqs, _ = _cluster_queues(con)
     lqs = _latest(
         _table(con, "raw.kueue_local_queues"),
         ("cluster", "namespace", "name", "cluster_queue"),

@@ -21,6 +21,12 @@ So a node's GPUs are physical GPUs (7 slices × 1/7 = 1; 32 replicas × 1/4 = 8)
 ``nvidia.com/mig-<profile>`` resources (mixed strategy) are already in GPUs and are never
 scaled: a row (node or pod) that counts any resource other than ``nvidia.com/gpu`` and
 ``nvidia.com/gpu.shared`` keeps its count.
+
+A Kueue ClusterQueue's ``nominalQuota`` of ``nvidia.com/gpu`` counts advertised units too, but
+names no node: its flavors' nodes are not known (ResourceFlavor objects are not loaded), so the
+quota takes the unit every node of its cluster agrees on (:func:`cluster_gpu_units`,
+:func:`cluster_queues_in_gpus`), and stays in advertised units, a data-quality finding, when
+the nodes disagree.
 """
 
 from __future__ import annotations
@@ -31,7 +37,14 @@ import polars as pl
 
 from metrics.mig import mig_fraction_expr
 
-__all__ = ["SHARED_RESOURCES", "gpu_unit_expr", "nodes_in_gpus", "pods_in_gpus"]
+__all__ = [
+    "SHARED_RESOURCES",
+    "cluster_gpu_units",
+    "cluster_queues_in_gpus",
+    "gpu_unit_expr",
+    "nodes_in_gpus",
+    "pods_in_gpus",
+]
 
 #: The resources whose unit a node's labels decide (:func:`gpu_unit_expr`).
 SHARED_RESOURCES: Final = ("nvidia.com/gpu", "nvidia.com/gpu.shared")
@@ -145,3 +158,93 @@ def pods_in_gpus(pods: pl.DataFrame, nodes: pl.DataFrame | None) -> pl.DataFrame
         )
     )
     return out.select(pods.columns)
+
+
+def cluster_gpu_units(nodes: pl.DataFrame | None) -> pl.DataFrame:
+    """Per cluster, the GPUs one advertised ``nvidia.com/gpu`` (``nvidia.com/gpu.shared``) is
+    worth on its nodes, where they agree.
+
+    Over each node's latest snapshot (greatest ``snapshot_at``, then ``ingest_id``; a node with
+    a ``deletionTimestamp`` left out) that advertises a resource of :data:`SHARED_RESOURCES`:
+    the node's unit is :func:`gpu_unit_expr` where it advertises only those, else 1 (a node of
+    the MIG mixed strategy advertises its non-MIG GPUs whole).
+
+    Args:
+        nodes: ``raw.k8s_nodes`` rows (``cluster, name, snapshot_at, labels, gpu_product,
+            gpu_resource``, optionally ``ingest_id``, ``deleted_at``), or None.
+
+    Returns:
+        ``cluster, gpu_unit, units``: ``units`` the distinct units of its nodes (ascending,
+        rounded to 12 digits), ``gpu_unit`` the one unit (not rounded) when there is one, NULL
+        when the nodes disagree (a quota in advertised units is then no number of GPUs). A
+        cluster without such a node has no row.
+    """
+    schema = {"cluster": pl.String(), "gpu_unit": pl.Float64(), "units": pl.List(pl.Float64())}
+    if nodes is None or nodes.height == 0:
+        return pl.DataFrame(schema=schema)
+    order = [c for c in ("snapshot_at", "ingest_id") if c in nodes.columns]
+    latest = nodes.sort(order, nulls_last=False).unique(
+        ["cluster", "name"], keep="last", maintain_order=True
+    )
+    if "deleted_at" in latest.columns:
+        latest = latest.filter(pl.col("deleted_at").is_null())
+    shared = (
+        pl.col("gpu_resource").str.split(",").list.eval(pl.element().is_in(list(SHARED_RESOURCES)))
+    )
+    unit = pl.when(_scaled(pl.col("gpu_resource"))).then(gpu_unit_expr()).otherwise(1.0)
+    return (
+        latest.filter(shared.list.any().fill_null(value=False))
+        .group_by("cluster")
+        .agg(unit.round(12).unique().sort().alias("units"), unit.first().alias("_unit"))
+        .with_columns(
+            # the exact unit (7 × 1/7 is 1), the rounded ones only to tell units apart
+            pl.when(pl.col("units").list.len() == 1).then(pl.col("_unit")).alias("gpu_unit")
+        )
+        .select(list(schema))
+        .sort("cluster")
+    )
+
+
+def cluster_queues_in_gpus(
+    cluster_queues: pl.DataFrame, nodes: pl.DataFrame | None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """ClusterQueue GPU quota rows with ``nominal_gpus``, ``usage_gpus`` and ``borrowed_gpus``
+    in physical GPUs, and the rows that could not be converted.
+
+    A row of a resource in :data:`SHARED_RESOURCES` counts advertised units (``nominalQuota:
+    28`` of ``nvidia.com/gpu`` on nodes of four time-slicing replicas is 7 GPUs): its three GPU
+    columns are multiplied by its cluster's :func:`cluster_gpu_units` ``gpu_unit``. Where the
+    cluster's nodes disagree (``gpu_unit`` NULL: a flavor's nodes are not known, so which unit
+    its quota counts is not) the row keeps its figures and is returned in the second frame. A
+    cluster without node snapshots keeps them (as a pod on a node without snapshot does).
+    ``nominal_quota``, ``borrowing_limit`` and ``lending_limit`` stay as the object writes them
+    (advertised units: the values a patch of the ClusterQueue sets).
+
+    Args:
+        cluster_queues: ``KUEUE_CLUSTER_QUEUE_SCHEMA`` rows (``cluster, resource, nominal_gpus,
+            usage_gpus, borrowed_gpus``, any other columns).
+        nodes: ``raw.k8s_nodes`` rows, or None.
+
+    Returns:
+        ``(converted, ambiguous)``: ``converted`` has the same rows, order and columns;
+        ``ambiguous`` is ``cluster, name, flavor, resource, units`` of the rows kept in
+        advertised units (``units``: the cluster's distinct units, :func:`cluster_gpu_units`).
+    """
+    units = cluster_gpu_units(nodes)
+    keyed = cluster_queues.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row")).join(
+        units, on="cluster", how="left"
+    )
+    shared = pl.col("resource").is_in(list(SHARED_RESOURCES)).fill_null(value=False)
+    factor = pl.when(shared).then(pl.col("gpu_unit")).fill_null(1.0)
+    cols = [c for c in ("nominal_gpus", "usage_gpus", "borrowed_gpus") if c in keyed.columns]
+    converted = (
+        keyed.sort("_row")
+        .with_columns([(pl.col(c) * factor).alias(c) for c in cols])
+        .select(cluster_queues.columns)
+    )
+    ambiguous = (
+        keyed.filter(shared & pl.col("units").is_not_null() & pl.col("gpu_unit").is_null())
+        .sort("_row")
+        .select("cluster", "name", "flavor", "resource", "units")
+    )
+    return converted, ambiguous

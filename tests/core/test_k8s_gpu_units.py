@@ -9,7 +9,13 @@ import json
 import polars as pl
 import pytest
 
-from pipelines.core.k8s_gpu_units import gpu_unit_expr, nodes_in_gpus, pods_in_gpus
+from pipelines.core.k8s_gpu_units import (
+    cluster_gpu_units,
+    cluster_queues_in_gpus,
+    gpu_unit_expr,
+    nodes_in_gpus,
+    pods_in_gpus,
+)
 
 _UTC = pl.Datetime("us", "UTC")
 
@@ -88,3 +94,55 @@ def test_pods_meet_the_snapshot_of_their_bind_time() -> None:
     got = pods_in_gpus(pods, nodes)
     assert got.columns == pods.columns
     assert got["gpus"].to_list() == pytest.approx([1.0, 1.0, 1 / 7, 1.0, 3 / 7])
+
+
+def _cq(cluster: str, name: str, flavor: str, resource: str, nominal: float, used: float,
+        borrowed: float) -> dict[str, object]:  # fmt: skip
+    return {"cluster": cluster, "name": name, "flavor": flavor, "resource": resource,
+            "nominal_quota": nominal, "lending_limit": 8.0, "nominal_gpus": nominal,
+            "usage_gpus": used, "borrowed_gpus": borrowed}  # fmt: skip
+
+
+def test_cluster_queue_quota_takes_the_unit_its_nodes_agree_on() -> None:
+    """k: n1 and n2 time-sliced in 4 replicas (n1 plain at 08:00, replicas from its 09:00
+    snapshot): ``cq-a``'s ``nvidia.com/gpu`` quota of 32 units, 12 used, 4 borrowed is 8, 3 and
+    1 GPUs (× 1/4); ``cq-b``'s MIG-mixed resource (already GPUs) keeps 1; the knob
+    ``nominal_quota`` and ``lending_limit`` stay in units. m: a MIG-single node (1/7) and a plain
+    one (1) disagree: ``cq-c``'s 16 stay 16 and are the ambiguous row. z: no node, kept."""
+    reps = {"nvidia.com/gpu.replicas": "4"}
+    nodes = pl.DataFrame(
+        [
+            {**_node(8, {}, "NVIDIA-H100", 8.0)},
+            {**_node(9, reps, "NVIDIA-H100-SHARED", 32.0)},
+            {**_node(9, reps, "NVIDIA-H100-SHARED", 32.0), "name": "n2"},
+            {**_node(9, _SINGLE, _MIG_1G, 7.0), "cluster": "m"},
+            {**_node(9, {}, "NVIDIA-H100", 8.0), "cluster": "m", "name": "n2"},
+            {**_node(9, {}, None, 2.0, "nvidia.com/mig-1g.5gb"), "name": "n3"},
+        ]
+    )
+    units = cluster_gpu_units(nodes)
+    assert units["cluster"].to_list() == ["k", "m"]
+    assert units["gpu_unit"].to_list() == [0.25, None]
+    assert units["units"].to_list() == [[0.25], [round(1 / 7, 12), 1.0]]
+    cqs = pl.DataFrame(
+        [
+            _cq("k", "cq-a", "ts", "nvidia.com/gpu", 32.0, 12.0, 4.0),
+            _cq("k", "cq-b", "mig", "nvidia.com/mig-1g.5gb", 1.0, 0.5, 0.0),
+            _cq("m", "cq-c", "any", "nvidia.com/gpu", 16.0, 2.0, 0.0),
+            _cq("z", "cq-d", "any", "nvidia.com/gpu", 4.0, 1.0, 0.0),
+        ]
+    )
+    got, ambiguous = cluster_queues_in_gpus(cqs, nodes)
+    assert got.columns == cqs.columns
+    assert got.select("nominal_gpus", "usage_gpus", "borrowed_gpus").rows() == [
+        (8.0, 3.0, 1.0),
+        (1.0, 0.5, 0.0),
+        (16.0, 2.0, 0.0),
+        (4.0, 1.0, 0.0),
+    ]
+    assert got.select("nominal_quota", "lending_limit").equals(
+        cqs.select("nominal_quota", "lending_limit")
+    )
+    assert ambiguous.rows() == [("m", "cq-c", "any", "nvidia.com/gpu", [round(1 / 7, 12), 1.0])]
+    same, none = cluster_queues_in_gpus(cqs, None)
+    assert same.equals(cqs) and none.height == 0
