@@ -82,6 +82,7 @@ from metrics.scheduler_model import SchedulerSettings
 from pipelines._parse_result import REJECTED_SCHEMA, InputFormatError, ParseResult
 from pipelines.config import Config
 from pipelines.core import load_registry
+from pipelines.core.k8s_gpu_units import cluster_gpu_units
 from pipelines.core.topology import LABEL_LEVELS
 from pipelines.privacy import (
     PSEUDONYM,
@@ -206,6 +207,10 @@ class RecommendationInputs:
         mapping: registry ``kind, key, team``.
         capacity_gpu_h_per_week: cluster → available GPU-hours a week in the window.
         cluster_queues: cluster → ClusterQueue objects.
+        gpu_units: cluster → GPUs one unit of its ``nvidia.com/gpu`` quota is worth (its nodes'
+            agreed unit, :func:`pipelines.core.k8s_gpu_units.cluster_gpu_units`: 1/R under
+            time-slicing, the slice's fraction under the MIG single strategy); absent: 1 (no
+            Node snapshot, or nodes that disagree: the quota stays in advertised units).
         local_queues: cluster → LocalQueue objects.
         reservations: ``raw.slurm_reservations`` rows overlapping the window (empty when the
             table is absent).
@@ -252,6 +257,7 @@ class RecommendationInputs:
     mapping: pl.DataFrame
     capacity_gpu_h_per_week: dict[str, float] = field(default_factory=dict)
     cluster_queues: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    gpu_units: dict[str, float] = field(default_factory=dict)
     local_queues: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     reservations: pl.DataFrame = field(default_factory=pl.DataFrame)
     slurm_config: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -398,6 +404,13 @@ def read_inputs(
             for r in capacity.iter_rows(named=True)
         },
         cluster_queues=cqs,
+        gpu_units={
+            str(c): float(u)
+            for c, u in cluster_gpu_units(_query_where(con, "raw.k8s_nodes", "k8s_node_units"))
+            .drop_nulls("gpu_unit")
+            .select("cluster", "gpu_unit")
+            .iter_rows()
+        },
         reservations=_query_where(con, "raw.slurm_reservations", "reservations_in_window", params),
         local_queues=lqs,
         slurm_config=confs,
@@ -782,7 +795,10 @@ def recommendations_frame(
         usage = cluster_queue_usage_hourly(
             k8s, inputs.pending.filter(pl.col("cluster") == cluster), w
         )
-        frames.append(kueue_borrowing(usage, cqs, w, cluster=cluster, **opt["kueue_borrowing"]))
+        unit = inputs.gpu_units.get(cluster, 1.0)
+        frames.append(
+            kueue_borrowing(usage, cqs, w, cluster=cluster, gpu_unit=unit, **opt["kueue_borrowing"])
+        )
     out = (
         pl.concat([f for f in frames if f.height], how="vertical")
         if any(f.height for f in frames)

@@ -19,6 +19,11 @@ named and patched:
 
 Patches are JSON merge patches of the ClusterQueues (complete ``resourceGroups`` where a limit
 changes, see :mod:`metrics.recommendations._kueue`).
+
+Usage is in physical GPUs; on a cluster whose nodes advertise MIG slices (single strategy) or
+time-slicing replicas as ``nvidia.com/gpu``, quota and limits count advertised units, so they
+are compared as units × ``gpu_unit`` (GPUs per unit, ``pipelines.core.k8s_gpu_units.
+cluster_gpu_units``) and the patches set units again (METRICS.md "Shared ``nvidia.com/gpu``").
 """
 
 from __future__ import annotations
@@ -115,16 +120,30 @@ def _sentence(text: str) -> str:
 
 @dataclass(frozen=True)
 class _Cq:
-    """A ClusterQueue's GPU quota summed over its GPU flavors."""
+    """A ClusterQueue's GPU quota summed over its GPU flavors, in the resource's units
+    (``nominal``, the limits, as the object writes them) and in GPUs (``×`` ``unit``)."""
 
     nominal: float
     borrowing_limit: float | None
     lending_limit: float | None
     cohort: str | None
     flavors: list[tuple[str, str, float]]
+    unit: float = 1.0
+
+    @property
+    def nominal_gpus(self) -> float:
+        return self.nominal * self.unit
+
+    @property
+    def borrowing_limit_gpus(self) -> float | None:
+        return None if self.borrowing_limit is None else self.borrowing_limit * self.unit
+
+    @property
+    def lending_limit_gpus(self) -> float | None:
+        return None if self.lending_limit is None else self.lending_limit * self.unit
 
 
-def _summarise(quotas: pl.DataFrame, obj: Mapping[str, Any]) -> _Cq:
+def _summarise(quotas: pl.DataFrame, obj: Mapping[str, Any], unit: float = 1.0) -> _Cq:
     """One ClusterQueue's GPU quota. Flavors with a zero nominal quota are placeholders (no
     hardware of that flavor for the queue) and leave the limits alone, unless all are zero."""
     real = quotas.filter(pl.col("nominal_quota") > 0)
@@ -134,6 +153,7 @@ def _summarise(quotas: pl.DataFrame, obj: Mapping[str, Any]) -> _Cq:
         borrowing_limit=_limit_sum(real["borrowing_limit"].to_list()),
         lending_limit=_limit_sum(real["lending_limit"].to_list()),
         cohort=cohort_of(obj),
+        unit=unit,
         flavors=[
             (str(f), str(r), float(n))
             for f, r, n in real.select("flavor", "resource", "nominal_quota").rows()
@@ -169,6 +189,7 @@ def kueue_borrowing(
     min_missed_gpu_h_per_week: float = 20.0,
     min_hours: int = 3,
     gpu_resources: Sequence[str] = GPU_RESOURCES,
+    gpu_unit: float = 1.0,
 ) -> pl.DataFrame:
     """Borrowing / lending recommendations for ClusterQueues that pended beside unused quota.
 
@@ -181,6 +202,10 @@ def kueue_borrowing(
         min_missed_gpu_h_per_week: missed GPU-hours a week at or above which the rule fires.
         min_hours: and in at least this many hours.
         gpu_resources: resource names counted as GPUs.
+        gpu_unit: GPUs one unit of quota is worth on the cluster's nodes (1; 1/R under
+            time-slicing with R replicas, a MIG slice's fraction under the single strategy):
+            quota and limits are compared with the GPU usage as units × ``gpu_unit``, and the
+            patches set whole units (a wanted borrowing rounded up, a lendable spare down).
 
     Returns:
         One recommendation per pending ClusterQueue (patch ``kubernetes-merge-patch``, one
@@ -192,7 +217,8 @@ def kueue_borrowing(
         return empty_recommendations()
     objects = {str((o.get("metadata") or {}).get("name")): o for o in cluster_queues}
     per_cq = {
-        str(cq): _summarise(g, objects[str(cq)]) for (cq,), g in quotas.group_by("cluster_queue")
+        str(cq): _summarise(g, objects[str(cq)], gpu_unit)
+        for (cq,), g in quotas.group_by("cluster_queue")
     }
     usage = usage_hourly.filter(
         (pl.col("cluster") == cluster) & pl.col("cluster_queue").is_in(list(per_cq))
@@ -206,7 +232,7 @@ def kueue_borrowing(
         .with_columns(pl.col("used_gpu_s", "pending_gpu_s").fill_null(0.0))
         .with_columns(
             pl.col("cluster_queue")
-            .replace_strict({k: v.nominal for k, v in per_cq.items()}, return_dtype=pl.Float64)
+            .replace_strict({k: v.nominal_gpus for k, v in per_cq.items()}, return_dtype=pl.Float64)
             .alias("_nominal")
         )
         .with_columns(
@@ -252,15 +278,22 @@ def kueue_borrowing(
                     patches.setdefault(name, []).append(cohort_patch(objects[name], shared))
             reasons.append(f"put {b} and {', '.join(lender_names)} in cohort {shared}")
         wanted = [
-            (u + p) / 3600 - info.nominal
+            (u + p) / 3600 - info.nominal_gpus
             for u, p in zip(
                 missed["used_gpu_s"].to_list(), missed["pending_gpu_s"].to_list(), strict=True
             )
         ]
-        want = math.ceil(nearest_rank_value(wanted, 0.9) or 0.0)
-        used_over = [u / 3600 - info.nominal for u in missed["used_gpu_s"].to_list()]
+        # in whole units of the resource, rounded up (1e-9: a want of exactly N units is N)
+        want = math.ceil((nearest_rank_value(wanted, 0.9) or 0.0) / gpu_unit - 1e-9)
+        used_over = [u / 3600 - info.nominal_gpus for u in missed["used_gpu_s"].to_list()]
         limit = info.borrowing_limit
-        if limit is not None and want > limit and max(used_over, default=0.0) >= limit - 1e-6:
+        limit_gpus = info.borrowing_limit_gpus
+        if (
+            limit is not None
+            and limit_gpus is not None
+            and want > limit
+            and max(used_over, default=0.0) >= limit_gpus - 1e-6
+        ):
             # the limit is per flavor and the want is B's in all: split by nominal quota
             shares = _split(want, [float(n) for _, _, n in info.flavors])
             changes = {
@@ -272,7 +305,7 @@ def kueue_borrowing(
         for row in by_lender.iter_rows(named=True):
             name = str(row["cluster_queue"])
             lend = per_cq[name].lending_limit
-            spare = math.floor((nearest_rank_value(row["_u"], 0.5) or 0.0) / 3600)
+            spare = math.floor((nearest_rank_value(row["_u"], 0.5) or 0.0) / 3600 / gpu_unit + 1e-9)
             target = min(per_cq[name].nominal, float(spare))
             if lend is not None and target > lend:
                 flav = per_cq[name].flavors
@@ -301,16 +334,17 @@ def kueue_borrowing(
                 evidence={
                     "cluster_queue": b,
                     "cohort": info.cohort,
-                    "nominal_gpus": info.nominal,
+                    "nominal_gpus": info.nominal_gpus,
                     "borrowing_limit": info.borrowing_limit,
+                    "gpus_per_quota_unit": gpu_unit,
                     "pending_hours_beside_unused_quota": missed.height,
                     "missed_gpu_h": missed_h,
                     "missed_gpu_h_per_week": per_week,
-                    "p90_wanted_above_quota_gpus": want,
+                    "p90_wanted_above_quota_gpus": want * gpu_unit,
                     "lenders": {
                         str(r["cluster_queue"]): {
                             "cohort": per_cq[str(r["cluster_queue"])].cohort,
-                            "nominal_gpus": per_cq[str(r["cluster_queue"])].nominal,
+                            "nominal_gpus": per_cq[str(r["cluster_queue"])].nominal_gpus,
                             "lending_limit": per_cq[str(r["cluster_queue"])].lending_limit,
                             "unused_gpu_h_in_those_hours": float(r["_tot"]) / 3600,
                         }

@@ -161,3 +161,28 @@ def test_usage_hourly_from_attempts_and_pending_workloads() -> None:
     assert research["pending_gpu_s"].to_list() == [4 * 1800.0, 0.0]
     prod = out.filter(pl.col("cluster_queue") == "cq-prod")
     assert prod["pending_gpu_s"].to_list() == [2 * 3600.0, 2 * 3600.0]
+
+
+def test_quota_in_time_sliced_units_is_compared_in_gpus() -> None:
+    """On nodes time-sliced in 4 replicas one ``nvidia.com/gpu`` is 1/4 GPU: cq-research's
+    quota of 40 units is 10 GPUs, its borrowingLimit of 16 units 4 GPUs; cq-prod's 24 units 6
+    GPUs. cq-research ran 14 GPUs (10 + the 4 it may borrow) with 4 more pending while cq-prod
+    used none: it missed min(4, 6) × 6 h = 24 GPU-h (168 a week) and wanted 18 − 10 = 8 GPUs
+    above its quota = 32 units, so borrowingLimit 16 → 32. Read in units (the usage of 14
+    against a quota of 40), it had quota to spare and no limit was named: no recommendation."""
+    cqs = _cqs()
+    assert kueue_borrowing(_usage(14, 4, 0), cqs, W, cluster="k8s-b").height == 0
+    out = kueue_borrowing(_usage(14, 4, 0), cqs, W, cluster="k8s-b", gpu_unit=0.25)
+    rec = out.row(0, named=True)
+    assert rec["expected_gain_gpu_h_per_week"] == 168.0
+    assert "borrowingLimit from 16 to 32" in rec["change_text"]
+    evidence = json.loads(rec["evidence"])
+    assert (evidence["nominal_gpus"], evidence["p90_wanted_above_quota_gpus"]) == (10.0, 8.0)
+    limits = {
+        f["name"]: r.get("borrowingLimit")
+        for g in _patches(rec["patch_content"])["cq-research"]["spec"]["resourceGroups"]
+        for f in g["flavors"]
+        for r in f["resources"]
+        if r["name"] == "nvidia.com/gpu"
+    }
+    assert limits == {"h100-research": 32, "a100-mig": None}
