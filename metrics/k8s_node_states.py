@@ -52,6 +52,7 @@ import datetime as dt
 
 import polars as pl
 
+from metrics.node_allocation import unallocated_node_events
 from metrics.occupancy import allocated_gpu_seconds_hourly
 from metrics.schema import CLUSTER, END_AT, GPUS, HOUR, START_AT, UTC_DATETIME
 
@@ -214,9 +215,11 @@ def k8s_node_states_hourly(
             start_at, end_at`` (the ``jobs`` view; GPUs split evenly over the nodes; NULL end =
             running until ``as_of``). Allocated time wins over a node's down or planned-down
             state, as for Slurm's drained-with-no-job rule (a cordon keeps running pods; a
-            NotReady node's pods still hold their GPUs until they end): per node and hour,
-            down = max(0, down_s − alloc_s) and planned_down = max(0, planned_s − max(0, alloc_s
-            − down_s)), with ``*_s`` the node's GPU-seconds in the hour. None: nothing subtracted.
+            NotReady node's pods still hold their GPUs until they end): per node and instant
+            (:func:`metrics.node_allocation.unallocated_node_events`), down = max(0, down −
+            alloc) and planned_down = max(0, planned − max(0, alloc − down)), with each term the
+            node's GPUs in that state (held by attempts) at that instant. None: nothing
+            subtracted.
 
     Returns:
         ``(registered, down)``: ``registered`` = ``cluster, hour, capacity_gpu_s`` (Σ node GPUs ×
@@ -227,15 +230,13 @@ def k8s_node_states_hourly(
     """
     # Collected once: the hourly sums below would each recompute the intervals.
     spans = k8s_node_intervals(snapshots, as_of, events=events).collect().lazy()
-    sep = "\x1f"
 
-    def hourly(frame: pl.LazyFrame, key: list[str], name: str) -> pl.LazyFrame:
-        # GPUs per key as a step function first (+gpus at each start, -gpus at each end): a few
-        # segments per change instead of one row per node and hour.
-        k = pl.concat_str(key, separator=sep).alias(CLUSTER)
+    def hourly(frame: pl.LazyFrame, name: str) -> pl.LazyFrame:
+        # A cluster's GPUs as a step function first (+gpus at each start, -gpus at each end): a
+        # few segments per change instead of one row per node and hour.
         steps = (
-            pl.concat([frame.select(k, pl.col(START_AT).alias("_t"), GPUS),
-                       frame.select(k, pl.col(END_AT).alias("_t"), -pl.col(GPUS))])
+            pl.concat([frame.select(CLUSTER, pl.col(START_AT).alias("_t"), GPUS),
+                       frame.select(CLUSTER, pl.col(END_AT).alias("_t"), -pl.col(GPUS))])
             .group_by(CLUSTER, "_t").agg(pl.col(GPUS).sum())
             .sort(CLUSTER, "_t")
             .select(CLUSTER, pl.col("_t").alias(START_AT),
@@ -243,41 +244,28 @@ def k8s_node_states_hourly(
                     pl.col(GPUS).cum_sum().over(CLUSTER).round(9).alias(GPUS))
             .filter(pl.col(END_AT).is_not_null())
         )  # fmt: skip
-        out = allocated_gpu_seconds_hourly(steps, as_of).rename({"allocated_gpu_s": name})
-        if len(key) == 1:
-            return out
-        parts = pl.col(CLUSTER).str.split_exact(sep, len(key) - 1)
-        return out.with_columns(parts.struct.rename_fields(key)).unnest(CLUSTER)
+        return allocated_gpu_seconds_hourly(steps, as_of).rename({"allocated_gpu_s": name})
 
-    reg = hourly(spans, [CLUSTER], "capacity_gpu_s")
-    node = [CLUSTER, "name"]
-    lost = spans.filter(pl.col("state") != "up")
-    per_node = (
-        hourly(lost.filter(pl.col("state") == "down"), node, "_down")
-        .join(hourly(lost.filter(pl.col("state") == "planned_down"), node, "_planned"),
-              on=[*node, HOUR], how="full", coalesce=True)
-        .with_columns(pl.col("_down", "_planned").fill_null(0.0))
+    reg = hourly(spans, "capacity_gpu_s")
+    lost = spans.filter(pl.col("state") != "up").select(
+        CLUSTER,
+        pl.col("name").alias("node"),
+        pl.when(pl.col("state") == "down").then(pl.lit("down")).otherwise(pl.lit("planned"))
+        .alias("state"),
+        START_AT, END_AT, GPUS,
     )  # fmt: skip
     if allocations is not None:
-        on_nodes = (
-            allocations.filter(pl.col("node_list").list.len() > 0)
-            .with_columns((pl.col(GPUS) / pl.col("node_list").list.len()).alias(GPUS))
-            .explode("node_list")
-            .rename({"node_list": "name"})
-            .join(lost.select(node).unique(), on=node, how="semi")
-        )
-        per_node = per_node.join(
-            hourly(on_nodes, node, "_alloc"), on=[*node, HOUR], how="left"
-        ).with_columns(
-            (pl.col("_down") - pl.col("_alloc").fill_null(0.0)).clip(0.0).alias("_down"),
-            (pl.col("_planned") - (pl.col("_alloc").fill_null(0.0) - pl.col("_down")).clip(0.0))
-            .clip(0.0).alias("_planned"),
-        )  # fmt: skip
+        # per node and instant, as for Slurm's node events (one rule: metrics.node_allocation)
+        lost = unallocated_node_events(lost.collect(), allocations, as_of).lazy()
+    per_state = (
+        hourly(lost.filter(pl.col("state") == "down"), "_down")
+        .join(hourly(lost.filter(pl.col("state") == "planned"), "_planned"),
+              on=[CLUSTER, HOUR], how="full", coalesce=True)
+    )  # fmt: skip
     down = (
         reg.select(CLUSTER, HOUR)
-        .join(per_node.group_by(CLUSTER, HOUR).agg(pl.col("_down").sum().alias("down_gpu_s"),
-                                                   pl.col("_planned").sum()
-                                                   .alias("planned_down_gpu_s")),
+        .join(per_state.select(CLUSTER, HOUR, pl.col("_down").alias("down_gpu_s"),
+                               pl.col("_planned").alias("planned_down_gpu_s")),
               on=[CLUSTER, HOUR], how="left")
         .with_columns(pl.col("down_gpu_s", "planned_down_gpu_s").fill_null(0.0))
         .sort(CLUSTER, HOUR)

@@ -187,3 +187,36 @@ def test_allocated_time_wins_over_down_and_cordon() -> None:
     assert plain.collect().select("down_gpu_s", "planned_down_gpu_s").rows() == [
         (28800.0, 14400.0), (28800.0, 14400.0),
     ]  # fmt: skip
+
+
+def test_allocations_win_per_instant_not_per_node_hour() -> None:
+    """Two 8-GPU nodes, hour 00:00–01:00 (as_of 01:00); allocated time is taken off per node
+    and instant, as for Slurm's node events:
+
+    - ``c``: cordoned 00:00–00:30 (snapshot 00:00 cordoned, 00:30 not), an 8-GPU pod on it
+      00:30–01:00: planned_down 8 × 1 800 = 14 400 (no pod during the cordon), allocated
+      14 400, idle 0.
+    - ``d``: NotReady 00:00–00:30, then Ready but cordoned, a 4-GPU pod on it from 00:30 still
+      running (NULL end: to as_of): down 8 × 1 800 = 14 400; planned_down (8 − 4) × 1 800 =
+      7 200; allocated 7 200; idle 0.
+
+    Hour 0: capacity 2 × 8 × 3 600 = 57 600, allocated 21 600, down 14 400, planned_down 21 600,
+    idle 0. Per node-hour (the rule before): c planned = 14 400 − max(0, 14 400 − 0) = 0; d
+    down = max(0, 14 400 − 7 200) = 7 200 and planned = 14 400 − max(0, 7 200 − 14 400) =
+    14 400; and the running pod's −4 GPUs were stepped at its NULL end, before its +4, so it
+    took nothing off: down 14 400, planned_down 14 400, idle 57 600 − 21 600 − 28 800 = 7 200.
+    """
+    rows = [snap("c", t(0), cordon=True), snap("c", t(0, 30)),
+            snap("d", t(0), ready=False),
+            snap("d", t(0, 30), since=t(0, 30), cordon=True)]  # fmt: skip
+    alloc = pl.LazyFrame(
+        [("k", ["c"], 8.0, t(0, 30), t(1)), ("k", ["d"], 4.0, t(0, 30), None)],
+        schema={"cluster": pl.String(), "node_list": pl.List(pl.String()), "gpus": pl.Float64(),
+                "start_at": _UTC, "end_at": _UTC},
+        orient="row",
+    )  # fmt: skip
+    reg, down = k8s_node_states_hourly(frame(rows), t(1), allocations=alloc)
+    (cap,) = reg.collect()["capacity_gpu_s"].to_list()
+    ((d, p),) = down.collect().select("down_gpu_s", "planned_down_gpu_s").rows()
+    assert (cap, d, p) == (57600.0, 14400.0, 21600.0)
+    assert cap - 21600.0 - d - p == 0.0  # idle
