@@ -36,6 +36,7 @@ from typing import Final
 import polars as pl
 
 from metrics.mig import mig_fraction_expr
+from pipelines.core.k8s_labels import k8s_label
 
 __all__ = [
     "SHARED_RESOURCES",
@@ -52,10 +53,6 @@ SHARED_RESOURCES: Final = ("nvidia.com/gpu", "nvidia.com/gpu.shared")
 _UTC: Final = pl.Datetime("us", "UTC")
 
 
-def _label(key: str) -> pl.Expr:
-    return pl.col("labels").str.json_path_match(f"$['{key}']")
-
-
 def gpu_unit_expr() -> pl.Expr:
     """GPUs that one advertised ``nvidia.com/gpu`` (or ``nvidia.com/gpu.shared``) unit is worth,
     from a Node row's ``labels`` (JSON object) and ``gpu_product``, Float64 in (0, 1]:
@@ -64,14 +61,14 @@ def gpu_unit_expr() -> pl.Expr:
     ``R`` = ``nvidia.com/gpu.replicas`` where it is an integer above 1, else 1. A profile that
     is no MIG profile (a node of the single strategy whose GPUs are not in MIG mode) counts 1.
     """
-    single = _label("nvidia.com/mig.strategy").str.to_lowercase() == "single"
+    single = k8s_label("nvidia.com/mig.strategy").str.to_lowercase() == "single"
     slice_ = (
         pl.when(single.fill_null(value=False))
         .then(mig_fraction_expr(pl.col("gpu_product")))
         .otherwise(None)
         .fill_null(1.0)
     )
-    replicas = _label("nvidia.com/gpu.replicas").str.strip_chars().cast(pl.Int64, strict=False)
+    replicas = k8s_label("nvidia.com/gpu.replicas").str.strip_chars().cast(pl.Int64, strict=False)
     r = pl.when(replicas > 1).then(replicas).otherwise(1).fill_null(1).cast(pl.Float64)
     return slice_ / r
 

@@ -45,6 +45,8 @@ from typing import Final
 
 import polars as pl
 
+from pipelines.core.k8s_labels import k8s_label
+
 __all__ = [
     "HOURLY_SCHEMA",
     "LENT_CAPACITY_SOURCE",
@@ -141,11 +143,6 @@ class SlurmOnK8s:
     pattern: str
 
 
-def _label(key: str) -> pl.Expr:
-    """A pod label's value from the ``labels`` JSON object (NULL when absent)."""
-    return pl.col("labels").str.json_path_match(f'$["{key}"]')
-
-
 def _pod_span(as_of: dt.datetime) -> tuple[pl.Expr, pl.Expr]:
     """A pod's running span: start (started, else scheduled) to end (finished, else deleted,
     else the cut-off)."""
@@ -188,13 +185,15 @@ def _slurmd_spans(pods: pl.DataFrame, k8s_cluster: str, as_of: dt.datetime) -> p
     start, end = _pod_span(as_of)
     cut = pl.lit(as_of, _UTC)
     return (
-        pods.filter((pl.col("cluster") == k8s_cluster) & _label(POD_HOSTNAME_LABEL).is_not_null())
+        pods.filter(
+            (pl.col("cluster") == k8s_cluster) & k8s_label(POD_HOSTNAME_LABEL).is_not_null()
+        )
         .select(
             "namespace",
             pl.col("name").alias("pod"),
-            _label(POD_HOSTNAME_LABEL).alias("slurm_node"),
+            k8s_label(POD_HOSTNAME_LABEL).alias("slurm_node"),
             pl.col("node_name").alias("k8s_node"),
-            pl.coalesce([_label(k) for k in _NODESET_LABELS]).alias("nodeset"),
+            pl.coalesce([k8s_label(k) for k in _NODESET_LABELS]).alias("nodeset"),
             pl.col("gpus").fill_null(0.0),
             start.alias("start_at"),
             pl.min_horizontal(end, cut).alias("end_at"),
@@ -375,7 +374,7 @@ def mirror_jobs(attempts: pl.DataFrame, pods: pl.DataFrame, k8s_cluster: str) ->
     """
     k8s = pods.filter(pl.col("cluster") == k8s_cluster).select(
         pl.format("{}/{}", "namespace", "name").alias("pod_ref"),
-        _label(SLURM_JOBID_LABEL).alias("job_id"),
+        k8s_label(SLURM_JOBID_LABEL).alias("job_id"),
     )
     named = (
         attempts.filter(pl.col("admin_comment").str.starts_with("{"))
@@ -557,12 +556,12 @@ def _pending_spans(pods: pl.DataFrame, k8s_cluster: str, as_of: dt.datetime) -> 
         pods.filter(
             (pl.col("cluster") == k8s_cluster)
             & (pl.col("gpus").fill_null(0.0) > 0)
-            & _label(POD_HOSTNAME_LABEL).is_null()
+            & k8s_label(POD_HOSTNAME_LABEL).is_null()
         )
         .select(
             pl.col("created_at").alias("start_at"),
             end.alias("end_at"),
-            _label("nvidia.com/gpu.product").alias("gpu_type"),
+            k8s_label("nvidia.com/gpu.product").alias("gpu_type"),
         )
         .filter(pl.col("start_at") < pl.col("end_at"))
     )
@@ -704,7 +703,7 @@ def slurm_on_k8s_hourly(
         .with_columns(
             start.alias("start_at"),
             pl.min_horizontal(end, cut).alias("end_at"),
-            _label(POD_HOSTNAME_LABEL).is_not_null().alias("slurmd"),
+            k8s_label(POD_HOSTNAME_LABEL).is_not_null().alias("slurmd"),
             pl.col("gpus").fill_null(0.0),
         )
         .filter(pl.col("node_name").is_not_null() & (pl.col("gpus") > 0))
@@ -1050,7 +1049,7 @@ def slurmd_job_keys(pods: pl.DataFrame, pod_jobs: pl.DataFrame, k8s_cluster: str
         ``cluster, job_id``, unique.
     """
     slurmd = pods.filter(
-        (pl.col("cluster") == k8s_cluster) & _label(POD_HOSTNAME_LABEL).is_not_null()
+        (pl.col("cluster") == k8s_cluster) & k8s_label(POD_HOSTNAME_LABEL).is_not_null()
     ).select("cluster", "namespace", pl.col("name").alias("pod"))
     return (
         pod_jobs.join(slurmd, on=["cluster", "namespace", "pod"], how="semi")
