@@ -1,26 +1,32 @@
-"""What one advertised ``nvidia.com/gpu`` is worth on a Kubernetes node: a whole GPU, a MIG
-slice (MIG "single" strategy) or a time-slicing / MPS replica.
+"""What one advertised GPU resource unit is worth on a Kubernetes node: a whole GPU, a MIG
+slice, or a time-slicing / MPS replica of either.
 
 The NVIDIA device plugin advertises, and GPU Feature Discovery (GFD) labels, a node's GPUs in
-three ways that all use the resource ``nvidia.com/gpu`` (NVIDIA GPU Operator documentation,
-"GPU Operator with MIG", "Time-Slicing GPUs in Kubernetes", "Multi-Process Service in
-Kubernetes"):
+these ways (NVIDIA GPU Operator documentation, "GPU Operator with MIG", "Time-Slicing GPUs in
+Kubernetes", "Multi-Process Service in Kubernetes"; NVIDIA/k8s-device-plugin, GFD labels
+``<resource>.product``, ``<resource>.count``, ``<resource>.replicas``):
 
-* plain: one unit is one physical GPU;
+* plain ``nvidia.com/gpu``: one unit is one physical GPU;
 * MIG **single** strategy (label ``nvidia.com/mig.strategy: single``): every MIG device of the
-  node's one profile is one unit, and ``nvidia.com/gpu.product`` names the profile
+  node's one profile is one ``nvidia.com/gpu``, and ``nvidia.com/gpu.product`` names the profile
   (``NVIDIA-A100-SXM4-40GB-MIG-1g.5gb``): one unit is the profile's fraction of a GPU
-  (:func:`metrics.mig.mig_fraction_expr`, the rule the MIG *mixed* strategy's
-  ``nvidia.com/mig-<profile>`` resources already follow: ``1g.5gb`` = 1/7);
-* **time-slicing** or **MPS** with ``R`` replicas (label ``nvidia.com/gpu.replicas: "R"``): every
-  GPU is advertised ``R`` times, as ``nvidia.com/gpu`` or, renamed, ``nvidia.com/gpu.shared``:
-  one unit is ``1/R`` of a GPU (of a MIG slice, where both apply).
+  (:func:`metrics.mig.mig_fraction_expr`: ``1g.5gb`` = 1/7);
+* MIG **mixed** strategy (``nvidia.com/mig.strategy: mixed``): each profile is its own resource
+  ``nvidia.com/mig-<profile>``, which the parser already counts as the profile's fraction per
+  unit (``mig-1g.10gb`` = 1/7, ``mig-3g.40gb`` = 3/7);
+* **time-slicing** or **MPS** with ``R`` replicas: every device is advertised ``R`` times, under
+  its own name or, renamed (``renameByDefault``), with the suffix ``.shared``
+  (``nvidia.com/gpu.shared``, ``nvidia.com/mig-1g.10gb.shared``); GFD labels ``R`` per
+  resource (``nvidia.com/gpu.replicas: "R"``, ``nvidia.com/mig-1g.10gb.replicas: "R"``) and
+  suffixes the product ``-SHARED`` where the name is kept. One unit is ``1/R`` of the device.
 
-So a node's GPUs are physical GPUs (7 slices × 1/7 = 1; 32 replicas × 1/4 = 8) and a pod's
-``nvidia.com/gpu: 1`` on such a node holds that fraction (METRICS.md "Units"). A node's
-``nvidia.com/mig-<profile>`` resources (mixed strategy) are already in GPUs and are never
-scaled: a row (node or pod) that counts any resource other than ``nvidia.com/gpu`` and
-``nvidia.com/gpu.shared`` keeps its count.
+So a node's GPUs are physical GPUs (7 slices × 1/7 = 1; 32 replicas × 1/4 = 8; 14 replicas of
+1g.10gb slices in 2 replicas × 1/7 ÷ 2 = 1) and a pod bound to such a node holds that fraction
+per unit it asks for (METRICS.md "Units"). A row (node or pod) counts one total over its GPU
+resources (``gpu_resource``, comma-separated): it is scaled where its resources are all
+``nvidia.com/gpu[.shared]`` (:func:`gpu_unit_expr`) or all MIG resources whose replicas agree
+(``1/R``); a row naming both kinds, or MIG resources in different replicas, keeps its count
+(the total cannot be split back per resource).
 
 A Kueue ClusterQueue's ``nominalQuota`` of ``nvidia.com/gpu`` counts advertised units too, but
 names no node: its flavors' nodes are not known (ResourceFlavor objects are not loaded), so the
@@ -39,16 +45,23 @@ from metrics.mig import mig_fraction_expr
 from pipelines.core.k8s_labels import k8s_label
 
 __all__ = [
+    "MIG_RESOURCE_PREFIX",
     "SHARED_RESOURCES",
     "cluster_gpu_units",
     "cluster_queues_in_gpus",
     "gpu_unit_expr",
+    "mig_replicas",
     "nodes_in_gpus",
     "pods_in_gpus",
 ]
 
 #: The resources whose unit a node's labels decide (:func:`gpu_unit_expr`).
 SHARED_RESOURCES: Final = ("nvidia.com/gpu", "nvidia.com/gpu.shared")
+#: Prefix of the MIG "mixed" strategy's resources (``nvidia.com/mig-1g.10gb[.shared]``).
+MIG_RESOURCE_PREFIX: Final = "nvidia.com/mig-"
+#: GFD's replicas label of a MIG resource inside a ``labels`` JSON object
+#: (``"nvidia.com/mig-1g.10gb.replicas": "2"``): groups 1 the resource, 2 the replicas.
+_MIG_REPLICAS: Final = r'"(nvidia\.com/mig-[^"]+)\.replicas"\s*:\s*"\s*(\d+)\s*"'
 
 _UTC: Final = pl.Datetime("us", "UTC")
 
@@ -84,17 +97,80 @@ def _scaled(resource: pl.Expr) -> pl.Expr:
     )
 
 
+def _mig_only(resource: pl.Expr) -> pl.Expr:
+    """True where every GPU resource a row names is a MIG resource (renamed or not)."""
+    return (
+        resource.str.split(",")
+        .list.eval(pl.element().str.starts_with(MIG_RESOURCE_PREFIX))
+        .list.all()
+        .fill_null(value=False)
+    )
+
+
+def mig_replicas(frame: pl.DataFrame, labels: str, resource: str) -> pl.Series:
+    """Per row of ``frame``, the time-slicing / MPS replicas ``R`` its MIG resources share.
+
+    Args:
+        frame: any rows with a node's ``labels`` (JSON object) and a ``resource`` column (GPU
+            resource names, comma-separated).
+        labels: the column of the node's labels.
+        resource: the column of the row's GPU resources.
+
+    Returns:
+        Float64, one value per row in order: for a row naming only ``nvidia.com/mig-<profile>``
+        resources (``.shared`` read as the profile's own), the ``R`` of GFD's label
+        ``nvidia.com/mig-<profile>.replicas`` where every profile has the same (a label absent,
+        not an integer or below 2 counts 1); NULL where the profiles differ or the row names
+        another resource (or none).
+    """
+    out = pl.Series("_r", [None] * frame.height, dtype=pl.Float64)
+    rows = frame.select(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"),
+        pl.col(labels).alias("_labels"),
+        pl.col(resource).alias("_res"),
+    ).filter(_mig_only(pl.col("_res")))
+    if rows.height == 0:  # most rows ask plain nvidia.com/gpu: nothing to look up
+        return out
+    wanted = rows.select(
+        "_row",
+        pl.col("_res").str.split(",").list.eval(pl.element().str.strip_suffix(".shared")),
+    ).explode("_res")
+    pairs = rows.select("_row", pl.col("_labels").str.extract_all(_MIG_REPLICAS)).explode("_labels")
+    known = pairs.select(
+        "_row",
+        pl.col("_labels").str.extract(_MIG_REPLICAS, 1).alias("_res"),
+        pl.col("_labels").str.extract(_MIG_REPLICAS, 2).cast(pl.Int64, strict=False).alias("_r"),
+    ).filter(pl.col("_res").is_not_null())
+    per_row = (
+        wanted.join(known, on=["_row", "_res"], how="left")
+        .with_columns(pl.when(pl.col("_r") > 1).then(pl.col("_r")).otherwise(1).fill_null(1))
+        .group_by("_row")
+        .agg(pl.when(pl.col("_r").n_unique() == 1).then(pl.col("_r").first()).alias("_r"))
+    )
+    return out.scatter(per_row["_row"], per_row["_r"].cast(pl.Float64))
+
+
 def nodes_in_gpus(nodes: pl.DataFrame) -> pl.DataFrame:
     """``nodes`` (``raw.k8s_nodes`` rows: ``labels, gpu_product, gpu_resource, gpu_capacity,
     gpu_allocatable``, any other columns) with ``gpu_capacity`` and ``gpu_allocatable`` in
     physical GPUs: multiplied by the row's own :func:`gpu_unit_expr` where the node advertises
-    only ``nvidia.com/gpu`` / ``nvidia.com/gpu.shared``. Same rows, order and columns."""
+    only ``nvidia.com/gpu`` / ``nvidia.com/gpu.shared``, divided by the replicas of its MIG
+    resources (:func:`mig_replicas`) where it advertises only those (already in GPUs per
+    slice). Same rows, order and columns."""
     if nodes.height == 0:
         return nodes
-    unit = pl.when(_scaled(pl.col("gpu_resource"))).then(gpu_unit_expr()).otherwise(1.0)
-    return nodes.with_columns(
-        (pl.col("gpu_capacity") * unit).alias("gpu_capacity"),
-        (pl.col("gpu_allocatable") * unit).alias("gpu_allocatable"),
+    unit = (
+        pl.when(_scaled(pl.col("gpu_resource")))
+        .then(gpu_unit_expr())
+        .otherwise(1.0 / pl.col("_reps").fill_null(1.0))
+    )
+    return (
+        nodes.with_columns(mig_replicas(nodes, "labels", "gpu_resource").alias("_reps"))
+        .with_columns(
+            (pl.col("gpu_capacity") * unit).alias("gpu_capacity"),
+            (pl.col("gpu_allocatable") * unit).alias("gpu_allocatable"),
+        )
+        .select(nodes.columns)
     )
 
 
@@ -102,12 +178,15 @@ def pods_in_gpus(pods: pl.DataFrame, nodes: pl.DataFrame | None) -> pl.DataFrame
     """``pods`` (``cluster, node_name, gpus, gpu_resource, scheduled_at, started_at,
     created_at``, any other columns) with ``gpus`` in GPUs of the node each pod is bound to.
 
-    A pod asking only ``nvidia.com/gpu`` / ``nvidia.com/gpu.shared`` on a node (``spec.nodeName``)
-    counts ``gpus × unit``, the unit (:func:`gpu_unit_expr`) of that node's snapshot last taken
-    at or before the pod was bound (``scheduled_at``, else ``started_at``, else
-    ``created_at``), else of its first snapshot after (a snapshot taken at the export). A pod
-    with no node (pending: its request stays the demand), on a node without snapshot, or asking
-    a MIG resource of the mixed strategy keeps its ``gpus``.
+    A pod on a node (``spec.nodeName``) meets that node's snapshot last taken at or before the
+    pod was bound (``scheduled_at``, else ``started_at``, else ``created_at``), else its first
+    snapshot after (a snapshot taken at the export). Asking only ``nvidia.com/gpu`` /
+    ``nvidia.com/gpu.shared`` it counts ``gpus × unit``, the snapshot's unit
+    (:func:`gpu_unit_expr`); asking only MIG resources of the mixed strategy (``gpus`` already
+    the slices' fractions) ``gpus ÷ R``, the replicas those resources have in the snapshot's
+    labels (:func:`mig_replicas`: ``mig-1g.10gb: 1`` in 2 replicas = 1/14). A pod with no node
+    (pending: its request stays the demand), on a node without snapshot, or asking both kinds
+    keeps its ``gpus``.
 
     Args:
         pods: the pods, one row each.
@@ -127,6 +206,9 @@ def pods_in_gpus(pods: pl.DataFrame, nodes: pl.DataFrame | None) -> pl.DataFrame
             pl.col("name").alias("_node"),
             pl.col("snapshot_at").cast(_UTC).alias("_at"),
             gpu_unit_expr().alias("_unit"),
+            # only the MIG replicas labels travel to the pods (the whole labels are large)
+            pl.col("labels").str.extract_all(_MIG_REPLICAS).list.join(", ").alias("_labels"),
+            pl.lit(value=True).alias("_hit"),
         )
         .filter(pl.col("_at").is_not_null())
         .unique(["cluster", "_node", "_at"], keep="last", maintain_order=True)
@@ -145,14 +227,31 @@ def pods_in_gpus(pods: pl.DataFrame, nodes: pl.DataFrame | None) -> pl.DataFrame
         units, on="_at", by=["cluster", "_node"], strategy="forward", check_sortedness=False
     )
     out = (
-        before.join(after.select("_row", pl.col("_unit").alias("_unit_after")), on="_row")
+        before.join(
+            after.select(
+                "_row",
+                pl.col("_unit").alias("_unit_after"),
+                pl.col("_labels").alias("_labels_after"),
+            ),
+            on="_row",
+        )
         .sort("_row")
         .with_columns(
-            pl.when(_scaled(pl.col("gpu_resource")) & pl.col("node_name").is_not_null())
-            .then(pl.col("gpus") * pl.coalesce("_unit", "_unit_after", pl.lit(1.0)))
-            .otherwise(pl.col("gpus"))
-            .alias("gpus")
+            pl.when(pl.col("_hit"))
+            .then(pl.col("_labels"))
+            .otherwise(pl.col("_labels_after"))
+            .alias("_labels")
         )
+    )
+    on_node = pl.col("node_name").is_not_null()
+    out = out.with_columns(mig_replicas(out, "_labels", "gpu_resource").alias("_reps"))
+    out = out.with_columns(
+        pl.when(_scaled(pl.col("gpu_resource")) & on_node)
+        .then(pl.col("gpus") * pl.coalesce("_unit", "_unit_after", pl.lit(1.0)))
+        .when(on_node)
+        .then(pl.col("gpus") / pl.col("_reps").fill_null(1.0))
+        .otherwise(pl.col("gpus"))
+        .alias("gpus")
     )
     return out.select(pods.columns)
 

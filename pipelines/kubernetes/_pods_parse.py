@@ -10,7 +10,9 @@ GPUs:
 - ``nvidia.com/gpu``: 1 per unit; milli-quantities (``500m``) count 0.5 (GPU-sharing schedulers);
 - ``nvidia.com/mig-<g>g.<mem>gb`` (MIG "mixed" strategy): ``g`` of the GPU's 7 compute slices
   (A30 profiles ``1g.6gb``/``2g.12gb``/``4g.24gb``: of 4), so ``mig-3g.40gb`` = 3/7; a profile
-  with a compute-instance prefix (``mig-1c.3g.40gb``) counts its ``c`` slices.
+  with a compute-instance prefix (``mig-1c.3g.40gb``) counts its ``c`` slices; its
+  time-slicing replicas renamed ``nvidia.com/mig-<g>g.<mem>gb.shared`` count the same per unit
+  (the node's replicas label divides them in the core layer).
 
 Under the MIG "single" strategy a slice is advertised as ``nvidia.com/gpu`` and counts 1: the
 pod alone cannot tell.
@@ -86,6 +88,8 @@ _DEFAULT_CONTAINER: Final = "kubectl.kubernetes.io/default-container"
 _GPU: Final = "nvidia.com/gpu"
 # time-slicing / MPS replicas renamed (device plugin ``renameByDefault: true``)
 _GPU_SHARED: Final = "nvidia.com/gpu.shared"
+# the suffix renamed replicas get (``nvidia.com/mig-1g.10gb.shared`` too)
+_SHARED_SUFFIX: Final = ".shared"
 _MIG_PREFIX: Final = "nvidia.com/mig-"
 _QUANTITY_RE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)(m?)\s*$")
 _TERMINAL: Final = frozenset({"Succeeded", "Failed"})
@@ -136,13 +140,16 @@ def gpu_worth(resource: str) -> float | None:
         labels decide in the core layer, :mod:`pipelines.core.k8s_gpu_units`); for
         ``nvidia.com/mig-<profile>`` the MIG fraction of :func:`metrics.mig.mig_fraction`
         (``mig-3g.40gb`` = 3/7, A30 ``mig-1g.6gb`` = 1/4, a compute instance
-        ``mig-1c.3g.40gb`` = 1/7); None for any other resource and for an impossible profile.
+        ``mig-1c.3g.40gb`` = 1/7), and the same for its time-slicing / MPS replicas renamed
+        ``nvidia.com/mig-<profile>.shared`` (device plugin ``renameByDefault``; one replica,
+        which the node's ``nvidia.com/mig-<profile>.replicas`` label makes ``1/R`` of it in
+        the core layer); None for any other resource and for an impossible profile.
     """
     if resource in (_GPU, _GPU_SHARED):
         return 1.0
     if not resource.startswith(_MIG_PREFIX):
         return None
-    return mig_fraction(resource[len(_MIG_PREFIX) :])
+    return mig_fraction(resource[len(_MIG_PREFIX) :].removesuffix(_SHARED_SUFFIX))
 
 
 def _quantity(value: object, field: str) -> float:

@@ -146,3 +146,79 @@ def test_cluster_queue_quota_takes_the_unit_its_nodes_agree_on() -> None:
     assert ambiguous.rows() == [("m", "cq-c", "any", "nvidia.com/gpu", [round(1 / 7, 12), 1.0])]
     same, none = cluster_queues_in_gpus(cqs, None)
     assert same.equals(cqs) and none.height == 0
+
+
+_MIXED = {"nvidia.com/mig.strategy": "mixed"}
+_H100 = "NVIDIA-H100-80GB-HBM3"  # mixed: nvidia.com/gpu.product names the full GPU
+
+
+def _reps(**profiles: int) -> dict[str, str]:
+    """GFD's replicas label of each MIG resource (``nvidia.com/mig-<profile>.replicas``)."""
+    return {f"nvidia.com/mig-{p.replace('_', '.')}.replicas": str(r) for p, r in profiles.items()}
+
+
+def test_mixed_strategy_mig_slices_time_sliced_count_their_share() -> None:
+    """MIG "mixed" strategy with time-slicing (the resource counts as the parser gives them,
+    already × the slice's fraction):
+
+    1. one H100 cut into 7 × 1g.10gb, 2 replicas each: ``nvidia.com/mig-1g.10gb: 14`` =
+       14 × 1/7 = 2 → 2 ÷ 2 = 1 GPU (was 2);
+    2. the same renamed (``nvidia.com/mig-1g.10gb.shared: 14``) → 1 GPU;
+    3. one GPU as 3 × 2g.20gb + 1 × 1g.10gb, both in 4 replicas: ``mig-2g.20gb: 12`` (12 × 2/7)
+       + ``mig-1g.10gb: 4`` (4/7) = 28/7 = 4 → 4 ÷ 4 = 1 GPU (was 4);
+    4. ``mig-1g.10gb`` labelled with ``.replicas: "1"`` and ``nvidia.com/gpu.replicas: "4"``
+       (time-slicing of the full GPUs only): 7 × 1/7 = 1 kept;
+    5. two profiles in 2 and 3 replicas: their share of the sum cannot be told apart, kept
+       as advertised (6 × 1/7 + 9 × 3/7 = 33/7).
+    """
+    nodes = pl.DataFrame(
+        [
+            _node(9, {**_MIXED, **_reps(**{"1g_10gb": 2})}, _H100, 2.0, "nvidia.com/mig-1g.10gb"),
+            _node(9, {**_MIXED, **_reps(**{"1g_10gb": 2})}, _H100, 2.0,
+                  "nvidia.com/mig-1g.10gb.shared"),
+            _node(9, {**_MIXED, **_reps(**{"1g_10gb": 4, "2g_20gb": 4})}, _H100, 4.0,
+                  "nvidia.com/mig-1g.10gb,nvidia.com/mig-2g.20gb"),
+            _node(9, {**_MIXED, **_reps(**{"1g_10gb": 1}), "nvidia.com/gpu.replicas": "4"}, _H100,
+                  1.0, "nvidia.com/mig-1g.10gb"),
+            _node(9, {**_MIXED, **_reps(**{"1g_10gb": 2, "3g_40gb": 3})}, _H100, 33 / 7,
+                  "nvidia.com/mig-1g.10gb,nvidia.com/mig-3g.40gb"),
+        ]
+    )  # fmt: skip
+    got = nodes_in_gpus(nodes)
+    assert got["gpu_allocatable"].to_list() == pytest.approx([1.0, 1.0, 1.0, 1.0, 33 / 7])
+    assert got["gpu_capacity"].to_list() == pytest.approx([1.0, 1.0, 1.0, 1.0, 33 / 7])
+
+
+def test_pods_on_time_sliced_mig_slices_hold_one_replica() -> None:
+    """n1 (mixed strategy) at 09:00: 1g.10gb in 2 replicas, 3g.40gb in 4; at 12:00 no
+    time-slicing. Pods (``gpus`` as parsed: the slice's fraction per unit):
+
+    - ``mig-1g.10gb: 1`` bound 10:00 → 1/7 ÷ 2 = 1/14 (was 1/7);
+    - ``mig-1g.10gb.shared: 2`` bound 10:00 → 2/7 ÷ 2 = 1/7 (was 2/7);
+    - ``mig-3g.40gb: 1`` bound 10:00 → 3/7 ÷ 4 = 3/28 (was 3/7);
+    - ``mig-1g.10gb: 1`` bound 13:00 (12:00's snapshot, no replicas) → 1/7;
+    - ``mig-1g.10gb: 1`` bound 08:00 (before every snapshot: the first, 09:00) → 1/14;
+    - ``mig-1g.10gb: 1`` pending (no node) → 1/7 (its request).
+    """
+    nodes = pl.DataFrame(
+        [
+            _node(9, {**_MIXED, **_reps(**{"1g_10gb": 2, "3g_40gb": 4})}, _H100, 2.0,
+                  "nvidia.com/mig-1g.10gb,nvidia.com/mig-3g.40gb"),
+            _node(12, _MIXED, _H100, 1.0, "nvidia.com/mig-1g.10gb"),
+        ]
+    )  # fmt: skip
+    pods = pl.DataFrame(
+        {
+            "cluster": ["k"] * 6,
+            "node_name": ["n1"] * 5 + [None],
+            "gpus": [1 / 7, 2 / 7, 3 / 7, 1 / 7, 1 / 7, 1 / 7],
+            "gpu_resource": ["nvidia.com/mig-1g.10gb", "nvidia.com/mig-1g.10gb.shared",
+                             "nvidia.com/mig-3g.40gb"] + ["nvidia.com/mig-1g.10gb"] * 3,
+            "scheduled_at": [_t(10), _t(10), _t(10), _t(13), _t(8), None],
+            "started_at": [None] * 6,
+            "created_at": [_t(10)] * 6,
+        },
+        schema_overrides={"scheduled_at": _UTC, "started_at": _UTC, "created_at": _UTC},
+    )  # fmt: skip
+    got = pods_in_gpus(pods, nodes)["gpus"].to_list()
+    assert got == pytest.approx([1 / 14, 1 / 7, 3 / 28, 1 / 7, 1 / 14, 1 / 7])

@@ -20,6 +20,7 @@ from pipelines._file_source import files_for_day
 from pipelines._parse_result import InputFormatError
 from pipelines.cli import app
 from pipelines.core.k8s_attempts import k8s_attempts
+from pipelines.core.k8s_gpu_units import nodes_in_gpus
 from pipelines.ingest import IngestOptions, ingest_file, parse_file
 from pipelines.kubernetes._events_parse import parse_k8s_events
 from pipelines.kubernetes._objects import parse_k8s_nodes, parse_k8s_objects
@@ -326,3 +327,22 @@ def test_fleet_cluster_queues_hold_the_simulated_quotas(fleet_k8s: dict[str, Any
     assert dict(lq.select("namespace", "cluster_queue").rows()) == {
         t.name: f"cq-{t.group}" for t in TEAMS
     }
+
+
+def test_renamed_time_sliced_mig_slices_are_gpus(tmp_path: Path) -> None:
+    """MIG "mixed" strategy, one H100 cut into 7 × 1g.10gb slices time-sliced in 2 replicas,
+    renamed (``renameByDefault``): the node advertises ``nvidia.com/mig-1g.10gb.shared: 14``
+    and GFD labels ``nvidia.com/mig-1g.10gb.replicas: "2"``. Parsed: 14 × 1/7 = 2 (before: no
+    GPU resource, 0 GPUs); in physical GPUs (core): 2 ÷ 2 = 1."""
+    node = _node("n1", allocatable={"nvidia.com/mig-1g.10gb.shared": "14"})
+    node["status"]["capacity"] = {"nvidia.com/mig-1g.10gb.shared": "14"}
+    node["metadata"]["labels"] |= {"nvidia.com/mig.strategy": "mixed",
+                                   "nvidia.com/mig-1g.10gb.replicas": "2",
+                                   "nvidia.com/mig-1g.10gb.product":
+                                   "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb"}  # fmt: skip
+    rows = parse_k8s_nodes(_write(tmp_path / "nodes.json", [node]), cluster="k8s-x").rows
+    ((cap, alloc, res),) = rows.select("gpu_capacity", "gpu_allocatable", "gpu_resource").rows()
+    assert (cap, alloc, res) == (pytest.approx(2.0), pytest.approx(2.0),
+                                 "nvidia.com/mig-1g.10gb.shared")  # fmt: skip
+    physical = nodes_in_gpus(rows)
+    assert physical.select("gpu_capacity", "gpu_allocatable").row(0) == pytest.approx((1.0, 1.0))

@@ -152,6 +152,11 @@ def test_evicted_pod_reason_wins() -> None:
         ("nvidia.com/mig-1c.3g.40gb", 1 / 7),
         ("cpu", None),
         ("nvidia.com/gpu.shared", 1.0),  # one replica; the node's labels make it 1/R (core)
+        # a time-sliced MIG slice renamed (renameByDefault): one replica of a 1/7 or 3/7 slice;
+        # the node's nvidia.com/mig-<profile>.replicas label makes it 1/(7R), 3/(7R) (core)
+        ("nvidia.com/mig-1g.10gb.shared", 1 / 7),
+        ("nvidia.com/mig-3g.40gb.shared", 3 / 7),
+        ("nvidia.com/mig-1g.10gb.other", None),
     ],
 )
 def test_gpu_worth(resource: str, worth: float | None) -> None:
