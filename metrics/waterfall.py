@@ -55,6 +55,10 @@ from metrics.schema import (
 
 __all__ = [
     "LEAF_DTYPE",
+    "XID_COLLECT_S",
+    "XID_GRACE_MAX_S",
+    "XID_PREV_TS",
+    "XID_SCRAPE_GRACE_S",
     "XID_WINDOW_S",
     "LossPolicy",
     "attempt_outcomes",
@@ -79,6 +83,27 @@ INFRA_EVENT = "infra_event"
 #: How long before a FAILED attempt's end an XID / health event on one of its nodes makes it an
 #: infrastructure failure (METRICS.md: 10 minutes), seconds.
 XID_WINDOW_S = 600.0
+
+#: An XID event is seen at a scrape, after it was raised: dcgm-exporter reads DCGM every collect
+#: interval (its ``-c``, 30 s by default) and Prometheus scrapes the exporter every 15–60 s, so
+#: an XID that killed a job is often first scraped after Slurm's End. The event is taken as
+#: raised in ``(r, ts]``: ``r`` = the scrape before it on its series (``XID_PREV_TS``) less
+#: :data:`XID_COLLECT_S`, but no earlier than ``ts −`` :data:`XID_GRACE_MAX_S`; where the scrape
+#: before is unknown, ``r = ts −`` :data:`XID_SCRAPE_GRACE_S` (METRICS.md, XID rule).
+XID_COLLECT_S = 30.0
+
+#: ``r`` of an event whose scrape before is unknown: ``ts`` less a 60-s scrape interval and
+#: :data:`XID_COLLECT_S`, seconds.
+XID_SCRAPE_GRACE_S = 90.0
+
+#: The earliest ``r`` of any event: ``ts`` less a 5-minute sample interval (file snapshots every
+#: 5 minutes) and :data:`XID_COLLECT_S`, seconds; a series not scraped for hours does not reach
+#: further back.
+XID_GRACE_MAX_S = 330.0
+
+#: The optional column of XID events with the time of the scrape before the event on its
+#: series (``sql/analytics/xid_events.sql``), UTC; NULL or absent: unknown.
+XID_PREV_TS = "prev_ts"
 
 _FIVE_MIN = pl.duration(minutes=5)
 _ONE_HOUR = pl.duration(hours=1)
@@ -171,7 +196,9 @@ def attempt_outcomes(
     """Each started GPU attempt with its waterfall leaf and the part of its runtime that is lost.
 
     Rules 3–7 and 9 of the METRICS.md waterfall, per attempt: NODE_FAIL, BOOT_FAIL, or FAILED with
-    an XID / health event on one of its nodes in ``[end − xid_window_s, end]`` →
+    an XID / health event on one of its nodes that may have been raised in
+    ``[end − xid_window_s, end]`` (seen at ``ts ≥ end − xid_window_s`` and raised after
+    ``r < end``, see :data:`XID_COLLECT_S`: an XID first scraped shortly after the end counts) →
     ``failed_work_infra``; FAILED otherwise, OUT_OF_MEMORY → ``failed_work_user``; PREEMPTED,
     REQUEUED → ``preempted_work``; TIMEOUT, DEADLINE → ``timeout_work``; CANCELLED, REVOKED →
     ``cancelled_work``; anything else (COMPLETED, RUNNING, SUSPENDED, unknown) → ``goodput``. An
@@ -182,7 +209,9 @@ def attempt_outcomes(
             and, for the XID rule, ``node_list`` (list of host names). Rows without a start, with
             a start after ``as_of``, or with 0 / NULL GPUs (CPU-only) are dropped.
         as_of: the data cut-off (UTC; naive is read as UTC).
-        xid_events: ``cluster, host, ts`` (UTC) XID / health events; None: FAILED is never infra.
+        xid_events: ``cluster, host, ts`` (UTC) XID / health events, optionally
+            :data:`XID_PREV_TS` (the scrape before on the event's series); None: FAILED is
+            never infra.
         policy: :class:`LossPolicy`; default ``whole_attempt``.
         xid_window_s: the look-back before the attempt's end, seconds (METRICS.md: 10 minutes).
 
@@ -216,22 +245,39 @@ def attempt_outcomes(
             .with_columns(pl.col(END_AT).dt.cast_time_unit("us"))
             .sort(END_AT)
         )
+        # r, the event's earliest raise (exclusive): its scrape before less the collect interval,
+        # no earlier than ts − XID_GRACE_MAX_S; unknown: ts − XID_SCRAPE_GRACE_S.
+        ts = pl.col(TS).dt.cast_time_unit("us")
+        raised = ts - pl.duration(seconds=XID_SCRAPE_GRACE_S)
+        if XID_PREV_TS in xid_events.collect_schema().names():
+            prev = pl.col(XID_PREV_TS).dt.cast_time_unit("us")
+            raised = pl.coalesce(
+                pl.max_horizontal(
+                    prev - pl.duration(seconds=XID_COLLECT_S),
+                    ts - pl.duration(seconds=XID_GRACE_MAX_S),
+                ),
+                raised,
+            )
+        # An event counts where ts ≥ end − window and r < end: per node, the latest ts of the
+        # events with r below each value (a running max in r order), found as of the end.
         events = (
-            xid_events.select(CLUSTER, HOST, pl.col(TS).dt.cast_time_unit("us"))
-            .filter(pl.col(TS).is_not_null())
-            .sort(TS)
+            xid_events.filter(pl.col(TS).is_not_null())
+            .group_by(CLUSTER, HOST, raised.alias("_raised"))
+            .agg(ts.max().alias("_seen"))
+            .sort("_raised")
+            .with_columns(pl.col("_seen").cum_max().over(CLUSTER, HOST))
         )
         hit = (
             failed.join_asof(
                 events,
                 left_on=END_AT,
-                right_on=TS,
+                right_on="_raised",
                 by=[CLUSTER, HOST],
                 strategy="backward",
-                tolerance=dt.timedelta(seconds=xid_window_s),
+                allow_exact_matches=False,
                 check_sortedness=False,
             )
-            .filter(pl.col(TS).is_not_null())
+            .filter(pl.col("_seen") >= pl.col(END_AT) - pl.duration(seconds=xid_window_s))
             .select("_rid")
             .unique()
             .with_columns(pl.lit(True).alias(INFRA_EVENT))

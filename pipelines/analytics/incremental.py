@@ -62,7 +62,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from metrics.waterfall import XID_WINDOW_S, base_state
+from metrics.waterfall import XID_GRACE_MAX_S, XID_WINDOW_S, base_state
 from pipelines.analytics.chunks import cluster_days, of_keys
 from pipelines.config import Config
 from pipelines.ingest import file_day
@@ -1058,9 +1058,11 @@ def _xid_attempt_days(
     (``sql/analytics/xid_events.sql``), so such a load changes the events among its own samples
     and the one at the next sample after them, taken as within a day (the day after a load is
     planned on the same grounds). An event at t decides the FAILED attempts on its node ending
-    in [t, t + :data:`metrics.waterfall.XID_WINDOW_S`], and their leaf (``failed_work_infra`` or
-    ``failed_work_user``, :func:`metrics.waterfall.attempt_outcomes`) holds over every hour they
-    ran: so the attempts of the span's cluster ending in [lo, hi + 1 day + the window]. A span
+    in (t − :data:`metrics.waterfall.XID_GRACE_MAX_S`, t + :data:`metrics.waterfall.XID_WINDOW_S`]
+    (one first scraped after the end may have been raised before it), and their leaf
+    (``failed_work_infra`` or ``failed_work_user``, :func:`metrics.waterfall.attempt_outcomes`)
+    holds over every hour they ran: so the attempts of the span's cluster ending in
+    [lo − the grace, hi + 1 day + the window]. A span
     of a Kubernetes cluster counts for the Slurm clusters its slurmd pods run (``slurmd_pairs``:
     ``cluster, k8s_cluster``), to which their GPUs' XIDs are moved
     (:func:`pipelines.core.slurm_on_k8s.rehome_slurmd_dcgm`)."""
@@ -1076,6 +1078,7 @@ def _xid_attempt_days(
         )
         spans = pl.concat([spans, lent.select(pl.col("_to").alias("cluster"), "lo", "hi")])
     window = _DAY + dt.timedelta(seconds=XID_WINDOW_S)
+    grace = dt.timedelta(seconds=XID_GRACE_MAX_S)
     failed = jobs.lazy().filter(
         (base_state() == "FAILED")
         & pl.col("start_at").is_not_null()
@@ -1084,7 +1087,9 @@ def _xid_attempt_days(
     hit = (
         failed.select("cluster", "start_at", "end_at")
         .join(spans.lazy().select("cluster", "lo", "hi"), on="cluster")
-        .filter((pl.col("end_at") >= pl.col("lo")) & (pl.col("end_at") <= pl.col("hi") + window))
+        .filter(
+            (pl.col("end_at") >= pl.col("lo") - grace) & (pl.col("end_at") <= pl.col("hi") + window)
+        )
         .select("cluster", pl.col("start_at").alias("_lo"), pl.col("end_at").alias("_hi"))
         .unique()
         .collect()

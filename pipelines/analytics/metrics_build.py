@@ -192,7 +192,9 @@ def _xid_events(
 ) -> pl.DataFrame:
     """XID events: each change of ``DCGM_FI_DEV_XID_ERRORS`` to a non-zero value (it holds the
     last XID, not a count), plus non-zero ``DCGM_EXP_XID_ERRORS_COUNT`` samples:
-    ``cluster, host, ts`` (UTC), ``xid, gpu_uuid, namespace, pod``.
+    ``cluster, host, ts`` (UTC), ``xid, gpu_uuid, namespace, pod``, ``prev_ts`` (UTC: the scrape
+    before on the event's series, NULL for its first; the FAILED → infra rule's
+    :data:`metrics.waterfall.XID_PREV_TS`).
 
     With ``slurmd_maps`` an XID on a GPU a slurmd pod holds is moved to the Slurm cluster and
     the Slurm node the pod ran as at ``ts``, its pod cleared — the same rule as the pods'
@@ -210,7 +212,7 @@ def _xid_events(
     (:func:`metrics.hosts.with_node_hosts`), first, as the samples' buckets
     (:func:`attributed_gpu_buckets`)."""
     df: pl.DataFrame = con.sql(load_sql("analytics/xid_events")).pl()
-    df = df.with_columns(pl.col("ts").dt.convert_time_zone("UTC"))
+    df = df.with_columns(pl.col("ts", "prev_ts").dt.convert_time_zone("UTC"))
     if nodes is not None and nodes.height and df.height:
         df = with_node_hosts(df.lazy(), nodes.lazy()).collect()
     if pod_jobs is not None and "node" in pod_jobs.columns and df["host_is_exporter_pod"].any():

@@ -11,6 +11,9 @@
 --     at this scrape with that code, one XID staying in the window over ten scrapes one event.
 --     A scrape more than 5 minutes after the one before rises from 0 (what was in the window
 --     has left it).
+-- prev_ts: the GPU's scrape before the event's on its series (the last valued
+-- DCGM_FI_DEV_XID_ERRORS scrape, or the count's scrape before), NULL for a series' first: the
+-- XID was raised after it was collected (metrics.waterfall, the FAILED → infra rule).
 -- The GPU and its owning pod (dcgm-exporter's pod mapping; of a MIG GPU, one of its instances')
 -- come along, so a slurmd pod's XID can be moved to the Slurm node it ran as
 -- (rehome_slurmd_dcgm), and an event whose host is the exporter's own pod name
@@ -34,7 +37,8 @@ scrapes AS (
     GROUP BY cluster, host, gpu_uuid, ts
 ),
 last_xid AS (
-    SELECT *, lag(last_xid) OVER (PARTITION BY cluster, host, gpu_uuid ORDER BY ts) AS prev
+    SELECT *, lag(last_xid) OVER (PARTITION BY cluster, host, gpu_uuid ORDER BY ts) AS prev,
+        lag(ts) OVER (PARTITION BY cluster, host, gpu_uuid ORDER BY ts) AS prev_ts
     FROM scrapes
     WHERE last_xid IS NOT NULL
 ),
@@ -54,8 +58,8 @@ code_counts AS (
     GROUP BY cluster, host, gpu_uuid, ts, code
 ),
 rises AS (
-    SELECT c.cluster, c.host, c.ts, c.gpu_uuid, c.namespace, c.pod, c.host_is_exporter_pod,
-        c.last_xid, k.code,
+    SELECT c.cluster, c.host, c.ts, c.prev_ts, c.gpu_uuid, c.namespace, c.pod,
+        c.host_is_exporter_pod, c.last_xid, k.code,
         k.n - CASE WHEN c.prev_ts >= c.ts - INTERVAL 5 MINUTE THEN coalesce(p.n, 0) ELSE 0 END
             AS rise
     FROM counts AS c
@@ -66,11 +70,11 @@ rises AS (
         AND p.ts = c.prev_ts AND p.code IS NOT DISTINCT FROM k.code
 )
 SELECT cluster, host, ts, last_xid::BIGINT AS xid, gpu_uuid, namespace, pod,
-    coalesce(host_is_exporter_pod, false) AS host_is_exporter_pod
+    coalesce(host_is_exporter_pod, false) AS host_is_exporter_pod, prev_ts
 FROM last_xid
 WHERE last_xid > 0 AND (prev IS NULL OR prev <> last_xid)
 UNION ALL
 SELECT cluster, host, ts, code::BIGINT, gpu_uuid, namespace, pod,
-    coalesce(host_is_exporter_pod, false)
+    coalesce(host_is_exporter_pod, false), prev_ts
 FROM rises, range(CAST(rise AS BIGINT)) AS _k(k)
 WHERE last_xid IS NULL AND rise >= 1

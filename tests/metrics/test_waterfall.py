@@ -156,6 +156,48 @@ def test_failed_attempt_is_infra_only_with_an_xid_on_its_nodes_in_its_last_10_mi
     ]
 
 
+def _s(h: int, m: int, sec: int) -> dt.datetime:
+    return dt.datetime(2026, 1, 1, h, m, sec, tzinfo=UTC)
+
+
+def test_an_xid_first_scraped_just_after_a_failed_end_may_have_killed_it() -> None:
+    """Hour 10:00, 8 GPUs (28,800 GPU-s). Four FAILED 2-GPU attempts 10:00–10:30 (3,600 GPU-s
+    each), one per node; an XID on each node first scraped after the end (raised after r):
+    n1 at 10:30:20, scrape before 10:30:05 (15-s scrape): r = 10:30:05 − 30 s = 10:29:35 <
+    10:30 → infra. n2 at 10:31:00, scrape before 10:30:45: r = 10:30:15, after the end (that
+    scrape saw none, collected at or after 10:30:15) → user. n3 at 10:31:00, scrape before
+    unknown: r = 10:31:00 − 90 s = 10:29:30 → infra. n4 at 10:34:00 (5-minute snapshots),
+    scrape before 10:29:00: r = max(10:28:30, 10:34:00 − 330 s) = 10:28:30 → infra.
+    failed_work_infra 3 × 3,600 = 10,800, failed_work_user 3,600, idle 14,400 (before: infra
+    0, user 14,400: only events at or before the end counted)."""
+    att = _attempts([(f"{i}", "FAILED", 2.0, _t(10), _t(10, 30), [f"n{i}"]) for i in range(1, 5)])
+    xid = pl.DataFrame(
+        {
+            "cluster": ["c"] * 4,
+            "host": ["n1", "n2", "n3", "n4"],
+            "ts": [_s(10, 30, 20), _s(10, 31, 0), _s(10, 31, 0), _s(10, 34, 0)],
+            "xid": [79] * 4,
+            "prev_ts": [_s(10, 30, 5), _s(10, 30, 45), None, _s(10, 29, 0)],
+        },
+        schema_overrides={"ts": TS, "prev_ts": TS},
+    ).lazy()
+    out = attempt_outcomes(att, _t(12), xid_events=xid).sort("job_id").collect()
+    assert out["leaf"].cast(pl.String).to_list() == [
+        "failed_work_infra",
+        "failed_work_user",
+        "failed_work_infra",
+        "failed_work_infra",
+    ]
+    leaves = _leaves(
+        gpu_waterfall_hourly(att, _capacity([_t(10)], 8.0), _t(12), xid_events=xid), _t(10)
+    )
+    assert (leaves["failed_work_infra"], leaves["failed_work_user"], leaves["idle"]) == (
+        10800.0,
+        3600.0,
+        14400.0,
+    )
+
+
 def test_attempt_crossing_an_hour_and_a_day_boundary_is_clipped_to_each_hour() -> None:
     """2 GPUs COMPLETED from day 1 23:30 to day 2 01:15, 4 GPUs of capacity (14400 per hour).
     Goodput: 23:00 → 2×1800 = 3600; day 2 00:00 → 2×3600 = 7200; 01:00 → 2×900 = 1800.

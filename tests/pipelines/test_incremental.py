@@ -913,6 +913,26 @@ def test_a_slurmd_pods_xid_plans_the_slurm_clusters_failed_attempts() -> None:
     }
 
 
+def test_an_xid_load_just_after_a_failed_end_plans_that_attempts_days() -> None:
+    """An XID first scraped up to XID_GRACE_MAX_S (330 s) after a FAILED attempt's end may have
+    killed it (metrics.waterfall). Attempt FAILED 03-01 20:00 → 23:58; a DCGM load of 03-02
+    00:02–00:30 (its first sample 4 min after the end, its event's r as early as 23:56:30):
+    day 03-01 is planned (before: nothing, the attempt ended before the load's first sample).
+    An attempt ending 23:50 (12 min before) is not."""
+    from pipelines.analytics.incremental import _xid_attempt_days
+
+    def t(day: int, h: int, m: int = 0) -> dt.datetime:
+        return dt.datetime(2026, 3, day, h, m, tzinfo=dt.UTC)
+
+    spans = pl.DataFrame({"cluster": ["c"], "lo": [t(2, 0, 2)], "hi": [t(2, 0, 30)]})
+    jobs = pl.DataFrame(
+        {"cluster": ["c", "c"], "state": ["FAILED", "FAILED"],
+         "start_at": [t(1, 20), t(1, 20)], "end_at": [t(1, 23, 58), t(1, 23, 50)]}
+    )  # fmt: skip
+    assert _xid_attempt_days(jobs, spans) == {"c": {dt.date(2026, 3, 1)}}
+    assert _xid_attempt_days(jobs[1:], spans) == {}
+
+
 def _pods_file(path: Path, items: list[dict[str, object]]) -> None:
     """Write a ``kubectl get pods -o json`` list holding ``items``."""
     doc = {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}
