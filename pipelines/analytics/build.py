@@ -59,6 +59,7 @@ from pipelines.analytics.incremental import (
     nul_in_cluster_names,
     plan_build,
     record_build,
+    record_dcgm_hosts,
     resolution_key,
     reusable_resolution,
     unchanged_slurm_ingests,
@@ -314,15 +315,27 @@ def _data_quality(
                 units, "kueue_quota_in_advertised_units", pl.col("value"), pl.col("detail")
             )
         )
-    if table_exists(con, "raw.dcgm_samples"):
-        # DCGM hosts that are no node (by name or short name, metrics.hosts): their samples
-        # and XIDs reach no node's jobs, which the finding says
-        hosts = run_named(con, "analytics/dcgm_hosts")
-        if hosts.height:
-            parts.append(dcgm_hosts_without_node(hosts.lazy(), nodes.lazy()).collect())
     return pl.concat([p.cast(DATA_QUALITY_SCHEMA) for p in parts]).sort(  # type: ignore[arg-type]
         "cluster", "check", "day", "partition", nulls_last=True
     )
+
+
+def _dcgm_host_findings(
+    con: duckdb.DuckDBPyConnection, plan: BuildPlan, nodes: pl.DataFrame
+) -> pl.DataFrame:
+    """The findings ``dcgm_hosts_without_node`` and ``dcgm_hosts_ambiguous``: DCGM hosts that
+    are no node (by name or short name, :mod:`metrics.hosts`), whose samples and XIDs reach no
+    node's jobs. The hosts of every stored sample come from
+    :data:`pipelines.analytics.incremental.DCGM_HOSTS_TABLE`, kept here first for the plan's new
+    and deleted loads (:func:`record_dcgm_hosts`: their samples alone, all of them in a full
+    build), so a build's cost does not grow with the samples' history.
+    :data:`DATA_QUALITY_SCHEMA` rows (none without such hosts)."""
+    record_dcgm_hosts(con, None if plan.full else plan.sample_loads)
+    hosts = run_named(con, "analytics/dcgm_hosts")
+    if hosts.height == 0:
+        return pl.DataFrame(schema=DATA_QUALITY_SCHEMA)
+    found = dcgm_hosts_without_node(hosts.lazy(), nodes.lazy()).collect()
+    return found.cast(DATA_QUALITY_SCHEMA)  # type: ignore[arg-type]
 
 
 def _unconverted_shards(s_att: pl.DataFrame) -> pl.DataFrame:
@@ -539,6 +552,10 @@ def _build(
     if not plan.full and plan.days:
         days = with_hourly_rule_days(con, plan.days, occ, sok.slurmd_maps)
         plan = _pair_days(replace(plan, days=days), sok.slurmd_maps)
+    # the DCGM host findings read the loads' hosts, kept for the plan's loads first
+    dq = pl.concat([dq, _dcgm_host_findings(con, plan, core.nodes)]).sort(
+        "cluster", "check", "day", "partition", nulls_last=True
+    )
     write = _TableWriter(con, plan, units[1])
     write.staged("core.slurm_jobs", parts)
     # the rejected inventory rows, behind the rejected_rows view beside the ingests' rejects

@@ -88,6 +88,7 @@ from pipelines.warehouse import (
 from pipelines.warehouse.sql import load_sql
 
 __all__ = [
+    "DCGM_HOSTS_TABLE",
     "INCREMENTAL_TABLES",
     "INGESTS_TABLE",
     "NODE_DOWN_TABLE",
@@ -98,6 +99,7 @@ __all__ = [
     "nul_in_cluster_names",
     "plan_build",
     "record_build",
+    "record_dcgm_hosts",
     "resolution_key",
     "reusable_resolution",
     "unchanged_slurm_ingests",
@@ -163,6 +165,14 @@ POD_LIVES_TABLE = "analytics.build_pod_lives"
 #: (``sql/analytics/pod_sample_days.sql``). A build adds the new loads' rows and drops the
 #: deleted loads'; a full build writes it whole.
 POD_DAYS_TABLE = "analytics.build_pod_days"
+
+#: Bookkeeping: per load of ``raw.dcgm_samples``, cluster and host (the exporter's own pod names
+#: left out), the first and last time of its samples (``ingest_id, cluster, host, first_seen,
+#: last_seen``): the hosts of every stored sample, read by the findings ``dcgm_hosts_without_node``
+#: and ``dcgm_hosts_ambiguous`` (``sql/analytics/dcgm_hosts.sql``) without a pass over the
+#: samples. A build drops the deleted loads' rows and adds the new loads' (their samples alone:
+#: :func:`record_dcgm_hosts`); a full build writes it whole.
+DCGM_HOSTS_TABLE = "analytics.build_dcgm_hosts"
 
 #: The ingest source of the per-job GPU index map (``raw.slurm_job_gres``).
 _GRES_SOURCE = "slurm-jobs-gres"
@@ -811,7 +821,7 @@ def plan_build(
     # keeps the others' stored rows as they are.
     needed = ("core.jobs", "core.topology", "analytics.build_pending", NODE_DOWN_TABLE,
               INGESTS_TABLE, TELEMETRY_SPANS_TABLE, GRES_JOBS_TABLE, POD_LIVES_TABLE,
-              POD_DAYS_TABLE, *INCREMENTAL_TABLES,
+              POD_DAYS_TABLE, DCGM_HOSTS_TABLE, *INCREMENTAL_TABLES,
               "analytics.job_gpu_summary", "analytics.time_to_start_jobs",
               "analytics.time_to_start_counts",
               "analytics.job_placement", "analytics.large_job_wait_causes")  # fmt: skip
@@ -1512,6 +1522,28 @@ def _record_pod_days(
         con.execute(load_sql("analytics/delete_pod_days"), {"ids": gone_ids})
     if new_ids and has_raw:
         con.execute(load_sql("analytics/insert_pod_days"), {"all": False, "ids": new_ids})
+
+
+def record_dcgm_hosts(
+    con: duckdb.DuckDBPyConnection, loads: tuple[list[int], list[int]] | None
+) -> None:
+    """Keep :data:`DCGM_HOSTS_TABLE`: with ``loads`` (the ids of the ``raw.dcgm_samples`` loads
+    new and deleted since the last build: :attr:`BuildPlan.sample_loads`), the rows of both
+    dropped and the new loads' added from their samples alone
+    (``sql/analytics/insert_dcgm_hosts.sql``); without (a full build, or no such table yet),
+    written whole from ``raw.dcgm_samples`` (empty without it). Inside the build's transaction,
+    before the findings read it."""
+    has_raw = table_exists(con, "raw.dcgm_samples")
+    if loads is None or not table_exists(con, DCGM_HOSTS_TABLE):
+        con.execute(load_sql("analytics/create_empty_dcgm_hosts"))
+        if has_raw:
+            con.execute(load_sql("analytics/insert_dcgm_hosts"), {"all": True, "ids": []})
+        return
+    new_ids, gone_ids = loads
+    if new_ids or gone_ids:
+        con.execute(load_sql("analytics/delete_dcgm_hosts"), {"ids": [*new_ids, *gone_ids]})
+    if new_ids and has_raw:
+        con.execute(load_sql("analytics/insert_dcgm_hosts"), {"all": False, "ids": new_ids})
 
 
 def _record_gres_jobs(

@@ -34,7 +34,7 @@ from pipelines.ingest import IngestOptions, ingest_file
 from pipelines.warehouse import connect, init_warehouse
 from pipelines.warehouse.sql import load_sql
 from tests.conftest import write_config
-from tests.pipelines.test_incremental import assert_equals_full_rebuild
+from tests.pipelines.test_incremental import assert_equals_full_rebuild, delete_load
 
 C = "c1"
 T0 = dt.datetime(2026, 11, 2, 10, 0, tzinfo=dt.UTC)
@@ -195,4 +195,84 @@ def test_the_dcgm_load_built_incrementally_equals_a_full_build(tmp_path: Path) -
         )
     assert mode == "incremental"
     assert (leaves["allocated_idle"], leaves["failed_work_infra"]) == (18_000.0, 3_000.0)
+    assert_equals_full_rebuild(cfg, tmp_path)
+
+
+def _extra_scrape(path: Path) -> Path:
+    """One scrape at 11:00:30 of a host that is no node: ``extra.hpc.example.edu``."""
+    ms = int((T0 + dt.timedelta(hours=1, seconds=30)).timestamp() * 1000)
+    labels = _labels("extra.hpc.example.edu", 0)
+    path.write_text(f"# TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL{{{labels}}} 0 {ms}\n")
+    return path
+
+
+def _host_findings(con: duckdb.DuckDBPyConnection) -> list[tuple[str, float, str]]:
+    return con.execute(
+        'SELECT "check", value, detail FROM analytics.data_quality'
+        " WHERE \"check\" = 'dcgm_hosts_without_node'"
+    ).fetchall()
+
+
+def test_an_incremental_build_reads_the_hosts_of_its_new_loads_only(tmp_path: Path) -> None:
+    """The hosts of the stored samples are kept per load (``analytics.build_dcgm_hosts``), so
+    an incremental build reads only its new loads' samples for the host findings. Built once,
+    spare.hpc.example.edu's row of that table then removed by hand, a second load of
+    extra.hpc.example.edu built incrementally: the finding names extra.hpc.example.edu alone
+    (1 host; before: 2, extra and spare, every sample read again on each build)."""
+    cfg, sacct, dcgm = _inputs(tmp_path)
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        opts = IngestOptions(cluster=C, tz="UTC")
+        ingest_file(con, "sacct", sacct, opts)
+        ingest_file(con, "dcgm", dcgm, opts)
+        rebuild(con, cfg)
+        con.execute("DELETE FROM analytics.build_dcgm_hosts WHERE host = 'spare.hpc.example.edu'")
+        ingest_file(con, "dcgm", _extra_scrape(tmp_path / "inputs" / "extra.prom"), opts)
+        rebuild(con, cfg)
+        (mode, _reason) = con.execute(load_sql("analytics/last_build_mode")).fetchone() or (
+            None,
+            None,
+        )
+        found = _host_findings(con)
+    assert mode == "incremental"
+    assert found == [
+        ("dcgm_hosts_without_node", 1.0, "DCGM hosts that match no node: extra.hpc.example.edu")
+    ]
+
+
+def test_the_host_findings_follow_loads_added_and_deleted(tmp_path: Path) -> None:
+    """A second load of extra.hpc.example.edu built incrementally: 2 hosts without a node
+    (extra, spare); that load deleted and built again: spare alone, 1; equal to a full build."""
+    cfg, sacct, dcgm = _inputs(tmp_path)
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        opts = IngestOptions(cluster=C, tz="UTC")
+        ingest_file(con, "sacct", sacct, opts)
+        ingest_file(con, "dcgm", dcgm, opts)
+        rebuild(con, cfg)
+        ingest_file(con, "dcgm", _extra_scrape(tmp_path / "inputs" / "extra.prom"), opts)
+        rebuild(con, cfg)
+        added = _host_findings(con)
+        (extra_id,) = con.execute(
+            "SELECT max(ingest_id) FROM raw.ingests WHERE source = 'dcgm'"
+        ).fetchone() or (None,)
+        assert extra_id is not None
+        delete_load(con, extra_id)
+        rebuild(con, cfg)
+        (mode, _reason) = con.execute(load_sql("analytics/last_build_mode")).fetchone() or (
+            None,
+            None,
+        )
+        deleted = _host_findings(con)
+    assert added == [
+        (
+            "dcgm_hosts_without_node",
+            2.0,
+            "DCGM hosts that match no node: extra.hpc.example.edu, spare.hpc.example.edu",
+        )
+    ]
+    assert mode == "incremental"
+    assert deleted == [
+        ("dcgm_hosts_without_node", 1.0, "DCGM hosts that match no node: spare.hpc.example.edu")
+    ]
     assert_equals_full_rebuild(cfg, tmp_path)
