@@ -251,12 +251,16 @@ def attempt_outcomes(
         raised = ts - pl.duration(seconds=XID_SCRAPE_GRACE_S)
         if XID_PREV_TS in xid_events.collect_schema().names():
             prev = pl.col(XID_PREV_TS).dt.cast_time_unit("us")
-            raised = pl.coalesce(
-                pl.max_horizontal(
-                    prev - pl.duration(seconds=XID_COLLECT_S),
-                    ts - pl.duration(seconds=XID_GRACE_MAX_S),
-                ),
-                raised,
+            # (max_horizontal skips a NULL: the unknown scrape before is tested first)
+            raised = (
+                pl.when(prev.is_not_null())
+                .then(
+                    pl.max_horizontal(
+                        prev - pl.duration(seconds=XID_COLLECT_S),
+                        ts - pl.duration(seconds=XID_GRACE_MAX_S),
+                    )
+                )
+                .otherwise(raised)
             )
         # An event counts where ts ≥ end − window and r < end: per node, the latest ts of the
         # events with r below each value (a running max in r order), found as of the end.

@@ -161,23 +161,24 @@ def _s(h: int, m: int, sec: int) -> dt.datetime:
 
 
 def test_an_xid_first_scraped_just_after_a_failed_end_may_have_killed_it() -> None:
-    """Hour 10:00, 8 GPUs (28,800 GPU-s). Four FAILED 2-GPU attempts 10:00–10:30 (3,600 GPU-s
+    """Hour 10:00, 10 GPUs (36,000 GPU-s). Five FAILED 2-GPU attempts 10:00–10:30 (3,600 GPU-s
     each), one per node; an XID on each node first scraped after the end (raised after r):
     n1 at 10:30:20, scrape before 10:30:05 (15-s scrape): r = 10:30:05 − 30 s = 10:29:35 <
     10:30 → infra. n2 at 10:31:00, scrape before 10:30:45: r = 10:30:15, after the end (that
     scrape saw none, collected at or after 10:30:15) → user. n3 at 10:31:00, scrape before
     unknown: r = 10:31:00 − 90 s = 10:29:30 → infra. n4 at 10:34:00 (5-minute snapshots),
-    scrape before 10:29:00: r = max(10:28:30, 10:34:00 − 330 s) = 10:28:30 → infra.
-    failed_work_infra 3 × 3,600 = 10,800, failed_work_user 3,600, idle 14,400 (before: infra
-    0, user 14,400: only events at or before the end counted)."""
-    att = _attempts([(f"{i}", "FAILED", 2.0, _t(10), _t(10, 30), [f"n{i}"]) for i in range(1, 5)])
+    scrape before 10:29:00: r = max(10:28:30, 10:34:00 − 330 s) = 10:28:30 → infra. n5 at
+    10:31:40, scrape before unknown: r = 10:30:10 → user. failed_work_infra 3 × 3,600 =
+    10,800, failed_work_user 2 × 3,600 = 7,200, idle 18,000 (before: infra 0, user 18,000:
+    only events at or before the end counted)."""
+    att = _attempts([(f"{i}", "FAILED", 2.0, _t(10), _t(10, 30), [f"n{i}"]) for i in range(1, 6)])
     xid = pl.DataFrame(
         {
-            "cluster": ["c"] * 4,
-            "host": ["n1", "n2", "n3", "n4"],
-            "ts": [_s(10, 30, 20), _s(10, 31, 0), _s(10, 31, 0), _s(10, 34, 0)],
-            "xid": [79] * 4,
-            "prev_ts": [_s(10, 30, 5), _s(10, 30, 45), None, _s(10, 29, 0)],
+            "cluster": ["c"] * 5,
+            "host": ["n1", "n2", "n3", "n4", "n5"],
+            "ts": [_s(10, 30, 20), _s(10, 31, 0), _s(10, 31, 0), _s(10, 34, 0), _s(10, 31, 40)],
+            "xid": [79] * 5,
+            "prev_ts": [_s(10, 30, 5), _s(10, 30, 45), None, _s(10, 29, 0), None],
         },
         schema_overrides={"ts": TS, "prev_ts": TS},
     ).lazy()
@@ -187,14 +188,14 @@ def test_an_xid_first_scraped_just_after_a_failed_end_may_have_killed_it() -> No
         "failed_work_user",
         "failed_work_infra",
         "failed_work_infra",
+        "failed_work_user",
     ]
-    leaves = _leaves(
-        gpu_waterfall_hourly(att, _capacity([_t(10)], 8.0), _t(12), xid_events=xid), _t(10)
-    )
+    wf = gpu_waterfall_hourly(att, _capacity([_t(10)], 10.0), _t(12), xid_events=xid)
+    leaves = _leaves(wf, _t(10))
     assert (leaves["failed_work_infra"], leaves["failed_work_user"], leaves["idle"]) == (
         10800.0,
-        3600.0,
-        14400.0,
+        7200.0,
+        18000.0,
     )
 
 
