@@ -600,6 +600,7 @@ class _Plan:
                 self.raw(key),
                 epoch=self.flags.get(f"epoch_{key}", False),
                 offset=self.flags.get(f"offset_{key}", False),
+                space=self.flags.get(f"space_{key}", False),
             )
             self.a[f"_{column}_aware"] = aware
             self.a[f"_{column}_naive"] = naive
@@ -786,10 +787,11 @@ def _type_distinct(fields: pl.DataFrame, plan: _Plan) -> pl.DataFrame:
 
 
 def _flags(fields: pl.DataFrame, keys: Sequence[str]) -> dict[str, bool]:
-    """Which time fields hold any epoch or offset value (the parse branches not needed are
-    skipped), and which fields hold a NUL byte (``nul_<key>``: :class:`_Plan`'s rule). ISO local
-    times are 19 characters: only shorter values can be epoch seconds and only longer ones can
-    carry an offset, so the regexes run on those few values only."""
+    """Which time fields hold any epoch or offset value or any value with a space (``%F %T``;
+    the parse branches not needed are skipped), and which fields hold a NUL byte
+    (``nul_<key>``: :class:`_Plan`'s rule). ISO local times are 19 characters: only shorter
+    values can be epoch seconds and only longer ones can carry an
+    offset, so the regexes run on those few values only."""
     exprs = []
     for key, _ in _TIME_FIELDS:
         if key in keys:
@@ -798,6 +800,8 @@ def _flags(fields: pl.DataFrame, keys: Sequence[str]) -> dict[str, bool]:
             long = pl.when(size > 19).then(_raw(key))
             exprs.append(short.str.contains(EPOCH_RE).any().alias(f"epoch_{key}"))
             exprs.append(long.str.contains(OFFSET_RE).any().alias(f"offset_{key}"))
+            spaced = pl.when(size >= 19).then(_raw(key)).str.contains(" ", literal=True)
+            exprs.append(spaced.any().alias(f"space_{key}"))
     for key in keys:
         exprs.append(_raw(key).str.contains("\x00", literal=True).any().alias(f"nul_{key}"))
     if not exprs:

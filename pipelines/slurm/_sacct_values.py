@@ -49,8 +49,10 @@ _DURATION_RE = (
 _FAST_DURATION_RE = r"^(?:\d{1,9}-)?\d\d:\d\d:\d\d$"
 #: An epoch-seconds time (``SLURM_TIME_FORMAT=%s``).
 EPOCH_RE = r"^\d{1,12}$"
-#: An ISO time with a UTC offset.
-OFFSET_RE = r"T\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)$"
+#: An ISO time with a UTC offset (date and time apart by ``T``, or by a space: ``%F %T%z``).
+OFFSET_RE = r"[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)$"
+#: A date and a time apart by a space (``SLURM_TIME_FORMAT="%F %T"``).
+_SPACED_RE = r"^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)"
 _MEM_RE = r"^(?P<num>\d+(?:\.\d+)?)(?P<unit>[KMGTP]?)(?P<per>[cn]?)$"
 _MEM_FACTOR_MB = {"": 1.0, "K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "P": 1024.0**3}
 
@@ -135,15 +137,18 @@ def duration_seconds(parts: pl.Expr, raw: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
 
 
 def time_parts(
-    expr: pl.Expr, *, epoch: bool = True, offset: bool = True
+    expr: pl.Expr, *, epoch: bool = True, offset: bool = True, space: bool = True
 ) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
     """Parse a sacct time into an aware UTC value, or a naive local value still to localise.
 
     Args:
         expr: the raw String column: ISO local ``2015-06-26T13:57:00``, ISO with an offset
-            (``+02:00``, ``+0200`` or ``Z``), or epoch seconds (all digits).
+            (``+02:00``, ``+0200`` or ``Z``), or epoch seconds (all digits). The date and the
+            time may be apart by a space instead of ``T`` (``SLURM_TIME_FORMAT="%F %T"``, with
+            or without ``%z``: Slurm formats times with strftime).
         epoch: whether any value may be epoch seconds (False skips that branch).
         offset: whether any value may carry an offset (False skips that branch).
+        space: whether any value may hold a space (False skips reading a space as ``T``).
 
     Returns:
         ``(aware_utc, naive_local, bad)``: Datetime("us", "UTC") for epoch and offset values,
@@ -151,6 +156,8 @@ def time_parts(
         Boolean that is true where a non-empty value is none of these.
     """
     aware: pl.Expr = pl.lit(None, dtype=pl.Datetime("us", "UTC"))
+    if space:  # "%F %T" → "%FT%T" (only there: any other space stays bad)
+        expr = expr.str.replace(_SPACED_RE, "${1}T${2}")
     naive_source = expr
     if epoch:
         seconds = pl.when(expr.str.contains(EPOCH_RE)).then(expr.cast(pl.Int64, strict=False))

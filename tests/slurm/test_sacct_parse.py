@@ -628,6 +628,37 @@ def test_times_with_offset_and_epoch_and_tokens() -> None:
     assert second["end_at"] == _utc(2024, 3, 1, 8, 0, 0)  # CET = UTC+1
 
 
+def test_times_with_a_space_for_t() -> None:
+    """``SLURM_TIME_FORMAT="%F %T"`` (strftime: a space between date and time), with and
+    without ``%z``, reads as the ``T`` forms do; a value with no time, or two spaces, is still
+    rejected naming its line and field. Amsterdam in November is UTC+1: local 09:00 = 08:00Z;
+    ``+0100`` likewise; ``-0500`` 09:00 = 14:00Z."""
+    text = (
+        "JobID|Submit|Eligible|Start|End\n"
+        "1|2026-11-02 09:00:00|2026-11-02 09:00:00|2026-11-02 10:00:00|2026-11-02 10:30:00\n"
+        "2|2026-11-02 09:00:00+0100|2026-11-02T09:00:00+01:00|2026-11-02 10:00:00+01:00|"
+        "2026-11-02 10:30:00\n"
+        "3|2026-11-02 09:00:00-0500|2026-11-02 09:00:00|2026-11-02 15:00:00|2026-11-02 16:00:00\n"
+        "4|2026-11-02  09:00:00|2026-11-02 09:00:00|2026-11-02 10:00:00|2026-11-02 10:30:00\n"
+        "5|2026-11-02 |2026-11-02 09:00:00|2026-11-02 10:00:00|2026-11-02 10:30:00\n"
+    )
+    res = parse_sacct("sp.psv", text=text, tz="Europe/Amsterdam")
+    got = {r["job_id"]: r for r in res.rows.iter_rows(named=True)}
+    assert sorted(got) == ["1", "2", "3"]
+    assert [got["1"][c] for c in ("submit_at", "eligible_at", "start_at", "end_at")] == [
+        _utc(2026, 11, 2, 8), _utc(2026, 11, 2, 8), _utc(2026, 11, 2, 9), _utc(2026, 11, 2, 9, 30)
+    ]  # fmt: skip
+    assert [got["2"][c] for c in ("submit_at", "eligible_at", "start_at")] == [
+        _utc(2026, 11, 2, 8), _utc(2026, 11, 2, 8), _utc(2026, 11, 2, 9)
+    ]  # fmt: skip
+    assert got["3"]["submit_at"] == _utc(2026, 11, 2, 14)
+    rejected = res.rejected.select("line_no", "field", "reason").rows()
+    assert rejected == [
+        (5, "Submit", "unparseable Submit time '2026-11-02  09:00:00'"),
+        (6, "Submit", "unparseable Submit time '2026-11-02 '"),
+    ]
+
+
 def test_dst_ambiguous_and_nonexistent_new_york() -> None:
     """New York: 01:30 on 7 Nov 2021 → earliest (EDT); 02:30 on 14 Mar 2021 → shifted forward."""
     # Eligible, not Start: the odd times are out of Submit ≤ Start ≤ End order, which rejects
