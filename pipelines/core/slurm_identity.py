@@ -8,7 +8,9 @@ Pure polars (METRICS.md "Units and identities"):
   job that was RUNNING in one file and COMPLETED in a later one) is kept once: per
   ``(cluster, job_key, step, start_at)`` the row with an end time wins, then the latest load.
 - A pending row (no start) is superseded when the same job appears started at or after the
-  pending row's eligible (else submit) time; otherwise the latest pending row of the job is kept.
+  pending row's eligible (else submit) time; otherwise one never-started row of the job is kept:
+  one with an end time (cancelled while pending: a final state, which slurmdbd never reopens)
+  over one without, then the latest load, whatever order the exports were loaded in.
 - ``attempt`` numbers the started allocation rows of a job by start time (0, 1, 2, …), as
   ``sacct --duplicates`` lists a requeued job's allocations; steps take the attempt of the
   allocation they ran in.
@@ -101,7 +103,7 @@ def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> p
             | (pl.col("_last_start") < pl.coalesce("eligible_at", "submit_at"))
         )
         .drop("_last_start")
-        .sort("ingest_id", "line_no")
+        .sort(pl.col("end_at").is_not_null(), "ingest_id", "line_no")
         .unique(subset=[*_KEY, "step"], keep="last", maintain_order=True)
     )
     allocs = (

@@ -72,6 +72,24 @@ def test_overlapping_exports_update_instead_of_duplicating() -> None:
         assert out["gpu_s"].to_list() == [2 * 14 * 3600.0]
 
 
+def test_a_job_cancelled_while_pending_stays_cancelled_in_either_load_order() -> None:
+    """PENDING in Monday's export, "CANCELLED by 1000" with no start and an end in Tuesday's:
+    the row with the end (a final state) is kept whichever export was loaded last (a day
+    loaded again, or loaded late, gets the higher ingest id), so job 500 pends 09:00–09:30 and
+    never to the cut-off."""
+    monday = HEADER + "\n500|500|a|PENDING|2026-11-02T09:00:00|2026-11-02T09:00:00|Unknown|Unknown|\n"
+    tuesday = (
+        HEADER + "\n500|500|a|CANCELLED by 1000|2026-11-02T09:00:00|2026-11-02T09:00:00|None|"
+        "2026-11-02T09:30:00|\n"
+    )
+    for order in ((monday, tuesday), (tuesday, monday)):
+        out = _load(*order)
+        assert out.height == 1, order
+        assert out["state"].to_list() == ["CANCELLED"], order
+        assert out["end_at"].to_list() == [dt.datetime(2026, 11, 2, 9, 30, tzinfo=dt.UTC)]
+        assert out["attempt"].to_list() == [None]
+
+
 def test_job_requeued_and_pending_again_is_not_superseded() -> None:
     """After a requeue the job pends again: that pending row (eligible after the start) stays."""
     out = _load(
