@@ -41,7 +41,11 @@ from pipelines.analytics.chunks import (
     touching,
 )
 from pipelines.analytics.incremental import with_spells, with_stored_days
-from pipelines.core.node_states import planned_reason, snapshot_node_events
+from pipelines.core.node_states import (
+    latest_node_events,
+    planned_reason,
+    snapshot_node_events,
+)
 from pipelines.core.slurm_on_k8s import rehome_slurmd_dcgm
 from pipelines.warehouse import as_utc, job_keys_table, read_table, run_named, table_exists
 from pipelines.warehouse.sql import load_sql
@@ -242,18 +246,33 @@ def _exporter_pod_hosts(events: pl.DataFrame, pod_jobs: pl.DataFrame) -> pl.Data
 
 
 def _down_intervals(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """``cluster, host, start_at, end_at, state, reason, planned``: the Slurm node events, and
-    those the down or drained ``scontrol show node`` snapshots imply where sacctmgr has none
-    (:func:`pipelines.core.node_states.snapshot_node_events`, as the core layer's down time)."""
-    events: pl.DataFrame = con.sql(load_sql("analytics/node_down_events")).pl()
-    events = events.with_columns(pl.col("start_at", "end_at").dt.convert_time_zone("UTC"))
+    """``cluster, host, start_at, end_at, state, reason, planned``: each Slurm node event once
+    (:func:`pipelines.core.node_states.latest_node_events`: a closed copy over an open one,
+    then the latest load), and those the down or drained ``scontrol show node`` snapshots imply
+    where sacctmgr has none (:func:`pipelines.core.node_states.snapshot_node_events`, as the
+    core layer's down time): the intervals of ``node_reliability``'s down time."""
+    raw: pl.DataFrame = con.sql(load_sql("analytics/node_down_events")).pl()
+    events = latest_node_events(raw).select(
+        "cluster",
+        "node",
+        pl.col("start_at", "end_at").dt.convert_time_zone("UTC"),
+        "state",
+        "reason",
+    )
     if table_exists(con, "raw.slurm_nodes"):
         snaps = run_named(con, "analytics/slurm_node_snapshots")
-        implied = snapshot_node_events(snaps, events.rename({"host": "node"}))
+        implied = snapshot_node_events(snaps, events)
         if implied.height:
-            implied = implied.rename({"node": "host"}).select(events.columns)
-            events = pl.concat([events, implied], how="vertical_relaxed")
-    return events.with_columns(planned_reason(pl.col("reason")).alias("planned"))
+            events = pl.concat([events, implied.select(events.columns)], how="vertical_relaxed")
+    return events.select(
+        "cluster",
+        pl.col("node").alias("host"),
+        "start_at",
+        "end_at",
+        "state",
+        "reason",
+        planned_reason(pl.col("reason")).alias("planned"),
+    )
 
 
 def job_gpu_summary(

@@ -36,6 +36,7 @@ from pipelines.core.k8s_gpu_units import nodes_in_gpus, pods_in_gpus
 from pipelines.core.k8s_timings import k8s_pending_reasons, k8s_workload_timings
 from pipelines.core.kueue_tas import kueue_topology_spells
 from pipelines.core.node_states import (
+    latest_node_events,
     node_event_gpu_seconds_hourly,
     planned_reason,
     registered_gpu_seconds_hourly,
@@ -604,14 +605,13 @@ def _slurm_node_states(
     ``sacctmgr`` events and those the ``scontrol show node`` snapshots imply
     (:func:`pipelines.core.node_states.slurm_node_down`, in :func:`build_core`). Event GPUs come
     from the event's TRES (a snapshot's Gres), else the node's inventory. Several exports of the
-    same event are kept once. With ``jobs`` (``cluster, node_list, gpus, start_at, end_at``),
-    the GPUs the attempts hold on a node are not down nor planned-down there
+    same event are kept once, a closed copy over an open one whatever the load order
+    (:func:`latest_node_events`). With ``jobs`` (``cluster, node_list, gpus, start_at,
+    end_at``), the GPUs the attempts hold on a node are not down nor planned-down there
     (:func:`pipelines.core.node_states.unallocated_node_events`): a node drained under a
     running job is allocated until the job ends.
     """
-    events = raw_events.sort("ingest_id").unique(
-        ["cluster", "event", "node", "start_at"], keep="last", maintain_order=True
-    )
+    events = latest_node_events(raw_events)
     empty_reg = pl.DataFrame(
         schema={
             "cluster": pl.String(),
@@ -865,9 +865,9 @@ def build_core(
         shares=shares,
         pod_jobs=pod_jobs,
         topology=_topology(raw, nodes),
-        node_down=raw.slurm_events.filter(
-            (pl.col("event") == "node") & pl.col("node").is_not_null()
-        ).select("cluster", "node", "start_at", "end_at"),
+        node_down=latest_node_events(raw.slurm_events)
+        .filter((pl.col("event") == "node") & pl.col("node").is_not_null())
+        .select("cluster", "node", "start_at", "end_at"),
         kueue_nodes=None
         if raw.kueue_workload_topology is None
         else assignment_node_lists(_latest_snapshot(raw.kueue_workload_topology).lazy()).collect(),

@@ -7,6 +7,7 @@ Over the rows of Slurm's ``sacctmgr show event`` (``raw.slurm_events``: ``event`
   (sreport's *Reported* capacity);
 - :func:`node_event_gpu_seconds_hourly`: node down/drain intervals as GPU-seconds per state and
   hour;
+- :func:`latest_node_events`: each event once over several exports (a closed copy wins);
 - :func:`planned_reason`: whether a node event's reason names a planned outage;
 - :func:`unallocated_node_events` (from :mod:`metrics.node_allocation`, one rule with the
   Kubernetes node states): the parts of the node events no allocation holds (allocated time on
@@ -25,9 +26,11 @@ import polars as pl
 from metrics.node_allocation import unallocated_node_events
 
 __all__ = [
+    "EVENT_KEY",
     "SLURM_DOWN_STATES",
     "SLURM_PLANNED_REASON",
     "SLURM_UNPLANNED_REASON",
+    "latest_node_events",
     "node_event_gpu_seconds_hourly",
     "planned_reason",
     "registered_gpu_seconds_hourly",
@@ -60,6 +63,34 @@ SLURM_UNPLANNED_REASON = (
 SLURM_DOWN_STATES = ("DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING")
 
 _FAR = dt.datetime(9999, 1, 1, tzinfo=dt.UTC)
+
+#: The identity of a ``sacctmgr show event`` row across exports: its kind (``cluster`` / ``node``),
+#: cluster, node (NULL for a cluster registration) and start.
+EVENT_KEY = ("cluster", "event", "node", "start_at")
+
+
+def latest_node_events(events: pl.DataFrame) -> pl.DataFrame:
+    """Each Slurm event once over several exports: per :data:`EVENT_KEY`, a copy with an end
+    time over an open one (``TimeEnd`` Unknown), then the latest load (``ingest_id``, then
+    ``line_no``), whatever order the exports were loaded in.
+
+    slurmdbd closes an event once (its end, once known, is final), so an open copy of a closed
+    event is an older export's view: a day loaded again, or late, after the day that closed it
+    must not reopen the event to the cut-off (a node DOWN 20:00–01:00 seen open the day
+    before is down 5 h, not until the data's end; a cluster registration closed at 10:00 no
+    longer counts after it, beside the registration that replaced it).
+
+    Args:
+        events: ``raw.slurm_events`` rows (:data:`EVENT_KEY`, ``end_at``, ``ingest_id``,
+            ``line_no`` and any other columns, kept).
+
+    Returns:
+        The kept rows, in the order of their copies' first rows; the same rows for the input in
+        any order (no two copies of one event share an ingest id and a line number).
+    """
+    return events.sort(pl.col("end_at").is_not_null(), "ingest_id", "line_no").unique(
+        list(EVENT_KEY), keep="last", maintain_order=True
+    )
 
 
 def planned_reason(reason: pl.Expr) -> pl.Expr:
@@ -294,7 +325,8 @@ def slurm_node_down(events: pl.DataFrame, snapshots: pl.DataFrame | None) -> pl.
     ``ingest_id`` and ``tres``, NULL); ``events`` as they are without snapshots."""
     if snapshots is None or snapshots.height == 0:
         return events
-    extra = snapshot_node_events(snapshots, events)
+    # coverage by each event once (an open copy of a closed event would cover to the cut-off)
+    extra = snapshot_node_events(snapshots, latest_node_events(events))
     if extra.height == 0:
         return events
     cols = {c: pl.lit(None, dtype=t) for c, t in events.schema.items() if c not in extra.columns}

@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 
 from pipelines.core.node_states import (
+    latest_node_events,
     node_event_gpu_seconds_hourly,
     planned_reason,
     unallocated_node_events,
@@ -108,3 +109,32 @@ def test_maintenance_drain_under_a_job_and_a_two_node_job() -> None:
         _t(11),
     )  # fmt: skip
     assert got == {("planned", 10): 43_200.0, ("down", 10): 7_200.0}
+
+
+def test_a_closed_copy_of_an_event_wins_over_an_open_one_in_any_load_order() -> None:
+    """n2 DOWN from 20:00: open (end Unknown) in load 5, closed at 01:00 in load 2 (a later day
+    loaded first, the earlier day again after it). Kept once, closed at 01:00: 8 GPUs × 5 h =
+    144,000 GPU-s, not to a cut-off. Of two closed copies the later load wins (loads 2 and 7:
+    end 02:00 from 7); of two open copies, the later load too. Same rows for any input order."""
+
+    def row(load: int, end: dt.datetime | None, node: str = "n2") -> dict[str, object]:
+        return {
+            "cluster": "c", "event": "node", "node": node, "start_at": _t(20), "end_at": end,
+            "state": "DOWN", "gpus": 8.0, "ingest_id": load, "line_no": 3,
+        }  # fmt: skip
+
+    closed = _t(1) + dt.timedelta(days=1)
+    events = pl.DataFrame([row(2, closed), row(5, None), row(2, None, "n3"), row(4, None, "n3")])
+    for order in (events, events.reverse()):
+        kept = latest_node_events(order).sort("node")
+        assert kept.select("node", "end_at", "ingest_id").rows() == [
+            ("n2", closed, 2),
+            ("n3", None, 4),
+        ]
+        per = node_event_gpu_seconds_hourly(
+            kept.filter(pl.col("node") == "n2").lazy(), _t(0), _t(0) + dt.timedelta(days=2),
+            _t(12) + dt.timedelta(days=1),
+        ).collect()  # fmt: skip
+        assert per["gpu_s"].sum() == 144_000.0
+    later = pl.DataFrame([row(2, closed), row(7, closed + dt.timedelta(hours=1)), row(5, None)])
+    assert latest_node_events(later)["end_at"].to_list() == [closed + dt.timedelta(hours=1)]
