@@ -18,6 +18,8 @@ GPUs and one ``gpu_shards_without_node_state`` finding counts it (value 1); allo
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 from pathlib import Path
 
 import duckdb
@@ -154,3 +156,27 @@ def test_a_day_of_shards_alone_is_not_untracked_gpus(tmp_path: Path) -> None:
             " WHERE \"check\" IN ('gpus_not_tracked', 'gpu_shards_without_node_state')"
         ).fetchall()
     assert found == [("gpu_shards_without_node_state", 1.0)]
+
+
+def test_the_latest_snapshot_wins_whatever_the_load_order(tmp_path: Path) -> None:
+    """The node state of 12:00 (80 shards) loaded first, an older one of 09:00 (before shards
+    were configured: ``Gres=gpu:nvidia_gb10:1``) loaded after it: the node's state is the 12:00
+    snapshot's, so 101 still holds 40/80 = 0.5 GPU, 3,600 GPU-s, and there is no finding (taking
+    the last load, the old snapshot left 101 at 0 GPUs with a finding)."""
+    cfg, sacct, nodes = _setup(tmp_path)
+    old = tmp_path / "inputs" / "nodes_2026-10-08.txt"
+    old.write_text(_NODES.replace(",shard:nvidia_gb10:80", ""))
+    noon = dt.datetime(2026, 10, 9, 12, tzinfo=dt.UTC).timestamp()
+    os.utime(nodes, (noon, noon))
+    os.utime(old, (noon - 3 * 3600, noon - 3 * 3600))
+    opts = IngestOptions(cluster="spark", tz="UTC")
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        ingest_file(con, "sacct", sacct, opts)
+        ingest_file(con, "slurm-state", nodes, opts)
+        ingest_file(con, "slurm-state", old, opts)
+        rebuild(con, cfg, full=True)
+        job, allocated, finding = _read(con)
+    assert job == (pytest.approx(0.5), pytest.approx(3600.0))
+    assert allocated == pytest.approx([5400.0, 1800.0])
+    assert finding == []
