@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 
 import polars as pl
 
+from metrics.holds import HOLD_SCHEMA
 from metrics.k8s_node_states import K8S_NODE_STATE_COLUMNS, k8s_node_states_hourly
 from metrics.placement import assignment_node_lists, topology_requests
 from pipelines.core.gpu_shards import node_gpus_per_shard, pending_shard_gpus, shard_gpus
@@ -316,6 +317,11 @@ class CoreFrames:
         pending_spells: ``pending_reason_spells`` rows (:func:`pipelines.core.pending_spells.
             pending_reason_spells`) from polled ``squeue``, then Kueue Workloads' topology
             not-fit spells (:func:`pipelines.core.kueue_tas.kueue_topology_spells`).
+        holds: ``cluster, job_id, attempt, start_at, end_at, gpus`` (:data:`metrics.holds.
+            HOLD_SCHEMA`): the GPUs held over time by the Kubernetes attempts of ``jobs``
+            whose pods did not all hold theirs over the attempt's span, as pieces of constant
+            GPUs (:attr:`pipelines.core.k8s_attempts.K8sAttempts.holds`); every hourly table
+            spreads them (METRICS.md "GPU holding"). No Slurm attempt has a row.
     """
 
     slurm_jobs: pl.DataFrame
@@ -340,6 +346,7 @@ class CoreFrames:
     kueue_nodes: pl.DataFrame | None = None
     kueue_requests: pl.DataFrame | None = None
     pending_spells: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=SPELL_SCHEMA))
+    holds: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=HOLD_SCHEMA))
 
 
 def with_as_of(frame: pl.DataFrame, as_of: pl.DataFrame) -> pl.DataFrame:
@@ -875,7 +882,21 @@ def build_core(
         if raw.kueue_workload_topology is None
         else topology_requests(_latest_snapshot(raw.kueue_workload_topology).lazy()).collect(),
         pending_spells=_pending_spells(raw, events),
+        holds=_holds(k8s_att),
     )
+
+
+def _holds(attempts: K8sAttempts) -> pl.DataFrame:
+    """:attr:`CoreFrames.holds` from the Kubernetes attempts' pieces (``job_id`` =
+    ``<namespace>/<workload>``, as :func:`workload_attempts` names it)."""
+    return attempts.holds.select(
+        "cluster",
+        pl.format("{}/{}", pl.col("namespace"), pl.col("group")).alias("job_id"),
+        "attempt",
+        "start_at",
+        "end_at",
+        "gpus",
+    ).cast(HOLD_SCHEMA)  # type: ignore[arg-type]
 
 
 def _slurm_frames(

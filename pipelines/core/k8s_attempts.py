@@ -50,12 +50,14 @@ Per attempt (times UTC):
   is over without one, its ``DisruptionTarget``/``Ready=False`` time, else its last known
   time; for a pod rejected at kubelet admission its binding: 0 GPU-s), else its deletion,
   else the attempt's end: so a gang whose pods bind at different times, or that is evicted
-  with a grace period, is counted per pod, and ``gpu_s`` is not ``gpus × run_s``.
+  with a grace period, is counted per pod, and ``gpu_s`` is not ``gpus × run_s``; the same
+  pod spans give the attempt's **GPU holding** (:attr:`K8sAttempts.holds`): the GPUs it held
+  at each instant, a step function whose pieces the hourly tables spread over hours.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 import polars as pl
@@ -73,6 +75,7 @@ from pipelines.kubernetes import (
 
 __all__ = [
     "K8S_ATTEMPT_SCHEMA",
+    "K8S_HOLD_SCHEMA",
     "K8sAttempts",
     "k8s_attempts",
     "pending_workload_attempts",
@@ -140,6 +143,18 @@ K8S_ATTEMPT_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
+#: Columns of :attr:`K8sAttempts.holds`, in this order.
+K8S_HOLD_SCHEMA: dict[str, pl.DataType] = {
+    "cluster": pl.String(),
+    "namespace": pl.String(),
+    "group": pl.String(),
+    "attempt": pl.Int64(),
+    "start_at": _TS,
+    "end_at": _TS,
+    "gpus": pl.Float64(),
+}
+
+
 @dataclass(frozen=True)
 class K8sAttempts:
     """Every workload attempt, and which attempt each pod belongs to.
@@ -149,10 +164,16 @@ class K8sAttempts:
             :data:`K8S_ATTEMPT_SCHEMA` (see :func:`k8s_attempts`).
         pods: the input pods (``cluster``, ``uid``, ``name``, ``namespace``) with ``group``
             and ``attempt``: the join key from pod-level facts (events, images) to attempts.
+        holds: the GPUs held over time by the started attempts whose pods did not all hold
+            theirs over the attempt's ``[start_at, end_at)`` (pods bound or ended at different
+            times, a grace period after an eviction, a pod rejected at admission), as pieces of
+            constant GPUs (:data:`K8S_HOLD_SCHEMA`); the other attempts hold ``gpus`` over
+            their span and have no row here.
     """
 
     attempts: pl.DataFrame
     pods: pl.DataFrame
+    holds: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=K8S_HOLD_SCHEMA))
 
 
 def _frame(
@@ -738,6 +759,85 @@ def k8s_attempts(
             order
         ),
         pods=pod_map.select("cluster", "namespace", "uid", "name", "group", "attempt").sort(order),
+        holds=_holds(pod_map.lazy(), done.lazy()).collect(),
+    )
+
+
+#: A held-GPU level at or below this is no hold (the residue of summing fractional GPUs).
+_NO_GPUS: Final = 1e-9
+
+
+def _holds(pod_map: pl.LazyFrame, attempts: pl.LazyFrame) -> pl.LazyFrame:
+    """The GPUs each started attempt held over time, as a step function: ``G, attempt,
+    start_at, end_at, gpus`` (:data:`K8S_HOLD_SCHEMA`), consecutive pieces of constant held
+    GPUs (``end_at`` NULL: still held at the cut-off; no piece where none was held), only for
+    the attempts whose holding is not the one piece ``gpus`` over ``[start_at, end_at)``.
+
+    A pod holds its GPUs over the span ``gpu_s`` counts (see the module docstring): its binding
+    to its end, else the attempt's end; the pieces' GPU-seconds sum to the attempt's ``gpu_s``.
+    """
+    key = [*G, "attempt"]
+    spans = (
+        pod_map.filter(pl.col("_bound").is_not_null() & (pl.col("gpus").fill_null(0.0) > 0))
+        .join(attempts.select(*key, "end_at"), on=key, how="inner")
+        .select(
+            *key,
+            pl.col("gpus").cast(pl.Float64),
+            pl.col("_bound").cast(_TS).alias("_from"),
+            pl.coalesce("_term", "end_at").cast(_TS).alias("_to"),
+        )
+        .filter(pl.col("_to").is_null() | (pl.col("_to") > pl.col("_from")))
+    )
+    steps = (
+        pl.concat(
+            [
+                spans.select(*key, pl.col("_from").alias("_t"), pl.col("gpus").alias("_d")),
+                spans.filter(pl.col("_to").is_not_null()).select(
+                    *key, pl.col("_to").alias("_t"), (-pl.col("gpus")).alias("_d")
+                ),
+            ]
+        )
+        .group_by(*key, "_t")
+        .agg(pl.col("_d").sum())
+        .sort(*key, "_t")
+        .select(
+            *key,
+            pl.col("_t").alias("start_at"),
+            pl.col("_t").shift(-1).over(key).alias("end_at"),
+            pl.col("_d").cum_sum().over(key).alias("gpus"),
+        )
+        .filter(pl.col("gpus") > _NO_GPUS)
+    )
+    one = attempts.select(*key, pl.col("start_at").alias("_s"), pl.col("end_at").alias("_e"),
+                          pl.col("gpus").alias("_g"))  # fmt: skip
+    trivial = (
+        steps.group_by(key)
+        .agg(
+            pl.len().alias("_n"),
+            pl.col("start_at").first().alias("_ps"),
+            pl.col("end_at").first().alias("_pe"),
+            pl.col("gpus").first().alias("_pg"),
+        )
+        .join(one, on=key, how="inner")
+        .filter(
+            (pl.col("_n") == 1)
+            & (pl.col("_ps") == pl.col("_s"))
+            & pl.col("_pe").eq_missing(pl.col("_e"))
+            & ((pl.col("_pg") - pl.col("_g")).abs() <= _NO_GPUS)
+        )
+        .select(key)
+    )
+    # a started attempt with GPUs whose pods held none (each rejected at kubelet admission)
+    # holds nothing: one empty piece says so
+    empty = (
+        attempts.filter(pl.col("start_at").is_not_null() & (pl.col("gpus") > 0))
+        .join(steps.select(key).unique(), on=key, how="anti")
+        .select(*key, "start_at", pl.col("start_at").alias("end_at"), pl.lit(0.0).alias("gpus"))
+    )
+    return (
+        pl.concat([steps.join(trivial, on=key, how="anti"), empty], how="vertical_relaxed")
+        .select([pl.col(c).cast(t) for c, t in K8S_HOLD_SCHEMA.items()])
+        .sort(*key, "start_at")
     )
 
 

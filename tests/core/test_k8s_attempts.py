@@ -188,6 +188,73 @@ def test_gpu_seconds_count_per_pod_from_binding_to_termination() -> None:
     assert a["all_pods_scheduled_at"][0] is None  # one pod of the gang never bound
 
 
+def test_holds_are_the_gpus_the_pods_held_through_the_eviction_s_grace() -> None:
+    """The preempted gang's pods held past each eviction (attempt 0: esm-0-a to 16:13:43, 18 s
+    after the eviction at 16:13:25; attempt 1: esm-1-b to 02:23:17, esm-0-b to 02:23:27), so
+    their holding is not ``gpus`` over ``[start_at, end_at)``: attempt 0 = 8 GPUs 14:13:26 -
+    16:13:43; attempt 1 = 16 GPUs 00:53:11 - 02:23:17 and 8 GPUs 02:23:17 - 02:23:27. Σ GPUs ×
+    seconds = gpu_s: 8 x 7,217 = 57,736 and 16 x 5,406 + 8 x 10 = 86,576. The running
+    attempt 2 (both pods on since 04:23:36) holds its 16 GPUs over its span: no piece."""
+    att = k8s_attempts(_esm_pods(), _esm_events(), _workloads(), _local_queues())
+    got = att.holds.filter(pl.col("group") == ESM)
+    assert got.select("attempt", "start_at", "end_at", "gpus").rows() == [
+        (0, _t(6, 14, 13, 26), _t(6, 16, 13, 43), 8.0),
+        (1, _t(7, 0, 53, 11), _t(7, 2, 23, 17), 16.0),
+        (1, _t(7, 2, 23, 17), _t(7, 2, 23, 27), 8.0),
+    ]
+    held = got.group_by("attempt").agg(
+        (pl.col("gpus") * (pl.col("end_at") - pl.col("start_at")).dt.total_seconds()).sum()
+    )
+    assert sorted(held.rows()) == [(0, 57_736.0), (1, 86_576.0)]
+    assert att.attempts.filter(pl.col("group") == ESM)["gpu_s"].to_list()[:2] == [
+        57_736.0,
+        86_576.0,
+    ]
+
+
+def _train_gang(worker0_end: datetime) -> pl.DataFrame:
+    """A bare Job ``train`` (no Kueue): a CPU launcher bound 08:10 to 10:10, worker-0 (8 GPUs)
+    bound 08:10 to ``worker0_end``, worker-1 (8 GPUs) bound 08:20 to 10:10; all Succeeded."""
+    common = {"namespace": "team-a", "owner_kind": "Job", "owner_name": "train",
+              "workload_name": "train", "phase": "Succeeded", "created_at": _t(2, 8)}  # fmt: skip
+    return _pods(
+        {**common, "uid": "l", "name": "train-launcher-0", "node_name": "c", "gpus": 0.0,
+         "scheduled_at": _t(2, 8, 10), "finished_at": _t(2, 10, 10)},
+        {**common, "uid": "w0", "name": "train-worker-0", "node_name": "a",
+         "scheduled_at": _t(2, 8, 10), "finished_at": worker0_end},
+        {**common, "uid": "w1", "name": "train-worker-1", "node_name": "b",
+         "scheduled_at": _t(2, 8, 20), "finished_at": _t(2, 10, 10)},
+    )  # fmt: skip
+
+
+def test_holds_of_a_gang_whose_pods_bound_and_ended_apart() -> None:
+    """worker-0 08:10 - 08:40, worker-1 08:20 - 10:10: 8 GPUs 08:10 - 08:20, 16 08:20 - 08:40,
+    8 08:40 - 10:10 (600 x 8 + 1,200 x 16 + 5,400 x 8 = 67,200 = gpu_s, where gpus x run_s =
+    16 x 7,200 = 115,200). Ending together at 10:10: 8 GPUs 08:10 - 08:20, 16 08:20 - 10:10
+    (110,400). All three pods bound together and ending together: no piece (16 GPUs over the
+    attempt's span)."""
+    att = k8s_attempts(_train_gang(_t(2, 8, 40)))
+    assert att.attempts.select("gpus", "start_at", "end_at", "gpu_s").rows() == [
+        (16.0, _t(2, 8, 10), _t(2, 10, 10), 67_200.0)
+    ]
+    assert att.holds.select("group", "attempt", "start_at", "end_at", "gpus").rows() == [
+        ("train", 0, _t(2, 8, 10), _t(2, 8, 20), 8.0),
+        ("train", 0, _t(2, 8, 20), _t(2, 8, 40), 16.0),
+        ("train", 0, _t(2, 8, 40), _t(2, 10, 10), 8.0),
+    ]
+    together = k8s_attempts(_train_gang(_t(2, 10, 10)))
+    assert together.attempts["gpu_s"].to_list() == [110_400.0]
+    assert together.holds.select("start_at", "end_at", "gpus").rows() == [
+        (_t(2, 8, 10), _t(2, 8, 20), 8.0),
+        (_t(2, 8, 20), _t(2, 10, 10), 16.0),
+    ]
+    alike = k8s_attempts(
+        _train_gang(_t(2, 10, 10)).with_columns(pl.lit(_t(2, 8, 10)).alias("scheduled_at"))
+    )
+    assert alike.attempts["gpu_s"].to_list() == [115_200.0]
+    assert alike.holds.height == 0
+
+
 def test_evictions_without_events_are_dated_from_pod_generations() -> None:
     """No Events: the object's 2 evictions are placed where a new pod generation began."""
     a = _esm_attempts(None)
