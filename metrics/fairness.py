@@ -17,13 +17,13 @@ from typing import Literal
 import polars as pl
 
 from metrics._helpers import size_bucket
+from metrics.holds import with_pieces
 from metrics.schema import (
     BUCKET,
     CAPACITY_GPU_S,
     CLUSTER,
     DOWN_GPU_S,
     ELIGIBLE_AT,
-    END_AT,
     GPUS,
     HOUR,
     PLANNED_DOWN_GPU_S,
@@ -158,6 +158,7 @@ def fair_share_hourly(
     *,
     pending: pl.LazyFrame | None = None,
     pool: str = CLUSTER,
+    holds: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
     """Usage, demand and water-filled fair allocation per pool, hour and team.
 
@@ -169,8 +170,8 @@ def fair_share_hourly(
 
     Args:
         attempts: the ``jobs`` view (``team, gpus, req_gpus, eligible_at, start_at, end_at`` and
-            the ``pool`` column); usage = GPUs × allocated seconds clipped to each hour, running
-            attempts up to ``as_of``.
+            the ``pool`` column); usage = GPUs × allocated seconds clipped to each hour (per
+            piece of held GPUs, ``holds``), running attempts up to ``as_of``.
         capacity: ``hour, capacity_gpu_s, down_gpu_s, planned_down_gpu_s`` and the ``pool``
             column (summed when a pool has several rows per hour). Only its hours are computed.
         shares: the registry: ``team, share`` (fraction; weights need not sum to 1), optionally
@@ -182,6 +183,9 @@ def fair_share_hourly(
             the ``pool`` column.
         pool: the column naming the GPU pool in all inputs: ``cluster`` (default) or one the
             caller built, e.g. cluster × GPU model.
+        holds: the pieces of held GPUs of the attempts that did not hold ``gpus`` over their
+            span (:func:`metrics.holds.with_pieces`; ``attempts`` then needs ``job_id,
+            attempt``): usage spreads each piece (METRICS.md "GPU holding"); None: none.
 
     Returns:
         ``pool, hour, team, share, usage_gpu_s, pending_gpu_s, demand_gpu_s, fair_gpu_s,
@@ -200,14 +204,14 @@ def fair_share_hourly(
     )
     used = (
         _hour_pieces(
-            attempts.filter(pl.col(START_AT).is_not_null() & (pl.col(GPUS) > 0)).select(
+            with_pieces(
+                attempts.filter(pl.col(START_AT).is_not_null() & (pl.col(GPUS) > 0)), holds
+            ).select(
                 pl.col(pool).alias(POOL),
                 TEAM,
-                pl.col(GPUS).cast(pl.Float64),
-                pl.col(START_AT).dt.cast_time_unit("us").alias("_from"),
-                pl.min_horizontal(pl.col(END_AT).fill_null(cut), cut)
-                .dt.cast_time_unit("us")
-                .alias("_to"),
+                pl.col("_pg").alias(GPUS),
+                pl.col("_ps").alias("_from"),
+                pl.min_horizontal(pl.col("_pe").fill_null(cut), cut).alias("_to"),
             ),
             "_from",
             "_to",

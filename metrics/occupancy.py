@@ -1,7 +1,8 @@
 """Occupancy: allocated GPU-seconds against available capacity, per cluster and hour.
 
 METRICS.md: **occupancy** = allocated / (capacity − down − planned_down); allocated is the
-GPU-seconds of allocation attempts (steps never add occupancy), clipped to each hour; a running
+GPU-seconds of allocation attempts (steps never add occupancy), clipped to each hour, each
+attempt by the pieces of GPUs it held (METRICS.md "GPU holding", :mod:`metrics.holds`); a running
 attempt counts until the data cut-off ``as_of``.
 """
 
@@ -12,12 +13,15 @@ import datetime as dt
 import polars as pl
 
 from metrics._helpers import HOUR_US, seconds_between
-from metrics.schema import CLUSTER, END_AT, GPUS, HOUR, START_AT
+from metrics.holds import with_pieces
+from metrics.schema import CLUSTER, GPUS, HOUR, START_AT
 
 __all__ = ["allocated_gpu_seconds_hourly", "capacity_hourly", "occupancy_hourly"]
 
 
-def allocated_gpu_seconds_hourly(attempts: pl.LazyFrame, as_of: dt.datetime) -> pl.LazyFrame:
+def allocated_gpu_seconds_hourly(
+    attempts: pl.LazyFrame, as_of: dt.datetime, *, holds: pl.LazyFrame | None = None
+) -> pl.LazyFrame:
     """Allocated GPU-seconds per cluster and hour.
 
     Args:
@@ -26,23 +30,28 @@ def allocated_gpu_seconds_hourly(attempts: pl.LazyFrame, as_of: dt.datetime) -> 
             or with 0 GPUs add nothing.
         as_of: the data cut-off (UTC); running attempts are counted up to it, and nothing after
             it is counted.
+        holds: the pieces of held GPUs of the attempts that did not hold ``gpus`` over their
+            span (:func:`metrics.holds.with_pieces`; ``attempts`` then needs ``job_id,
+            attempt``): each piece is spread instead (METRICS.md "GPU holding"); None: none.
 
     Returns:
-        ``cluster, hour (UTC, start of hour), allocated_gpu_s`` — Σ gpus × overlap(attempt, hour)
-        in seconds, one row per cluster-hour touched by an attempt.
+        ``cluster, hour (UTC, start of hour), allocated_gpu_s`` — Σ gpus × overlap(piece, hour)
+        in seconds over every attempt's pieces (an attempt without pieces is one), one row per
+        cluster-hour touched by an attempt.
     """
     cut = pl.lit(as_of).dt.cast_time_unit("us").dt.replace_time_zone("UTC")
-    first = pl.col(START_AT).dt.truncate("1h")
+    first = pl.col("_ps").dt.truncate("1h")
     # Hours touched = (hour of the last microsecond − first hour) + 1; exploding a range of
     # integers and adding them as hours is cheaper than exploding a list of datetimes.
     touched = (
         (pl.col("_end") - pl.duration(microseconds=1)).dt.truncate("1h") - first
     ).dt.total_hours()
     spans = (
-        attempts.filter(pl.col(START_AT).is_not_null() & (pl.col(GPUS) > 0))
-        .with_columns(pl.min_horizontal(pl.col(END_AT).fill_null(cut), cut).alias("_end"))
-        .filter(pl.col("_end") > pl.col(START_AT))
-        .select(CLUSTER, GPUS, START_AT, "_end", pl.int_ranges(0, touched + 1).alias("_hour_k"))
+        with_pieces(attempts.filter(pl.col(START_AT).is_not_null() & (pl.col(GPUS) > 0)), holds)
+        .filter(pl.col("_ps").is_not_null() & (pl.col("_pg") > 0))
+        .with_columns(pl.min_horizontal(pl.col("_pe").fill_null(cut), cut).alias("_end"))
+        .filter(pl.col("_end") > pl.col("_ps"))
+        .select(CLUSTER, "_pg", "_ps", "_end", pl.int_ranges(0, touched + 1).alias("_hour_k"))
         .explode("_hour_k")
         .with_columns((first + pl.duration(hours=pl.col("_hour_k"))).alias(HOUR))
         .drop("_hour_k")
@@ -50,10 +59,10 @@ def allocated_gpu_seconds_hourly(attempts: pl.LazyFrame, as_of: dt.datetime) -> 
     hour_end = pl.col(HOUR) + pl.duration(microseconds=HOUR_US)
     overlap = seconds_between(
         pl.min_horizontal(pl.col("_end"), hour_end),
-        pl.max_horizontal(pl.col(START_AT), pl.col(HOUR)),
+        pl.max_horizontal(pl.col("_ps"), pl.col(HOUR)),
     )
     return (
-        spans.with_columns((pl.col(GPUS) * overlap).alias("allocated_gpu_s"))
+        spans.with_columns((pl.col("_pg") * overlap).alias("allocated_gpu_s"))
         .group_by(CLUSTER, HOUR)
         .agg(pl.col("allocated_gpu_s").sum())
         .sort(CLUSTER, HOUR)
@@ -92,6 +101,7 @@ def occupancy_hourly(
     down: pl.LazyFrame | None = None,
     registered: pl.LazyFrame | None = None,
     demand: pl.LazyFrame | None = None,
+    holds: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
     """Hourly occupancy per cluster.
 
@@ -119,7 +129,7 @@ def occupancy_hourly(
         pending demand to its last (or ``as_of``); occupancy = allocated / (capacity − down −
         planned_down), NULL when that denominator is 0.
     """
-    alloc = allocated_gpu_seconds_hourly(attempts, as_of)
+    alloc = allocated_gpu_seconds_hourly(attempts, as_of, holds=holds)
     spans = alloc.select(CLUSTER, pl.col(HOUR).alias("_first"), pl.col(HOUR).alias("_last"))
     if demand is not None:
         cut = pl.lit(as_of).dt.cast_time_unit("us").dt.replace_time_zone("UTC")

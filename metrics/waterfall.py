@@ -17,6 +17,7 @@ from typing import Literal
 import polars as pl
 
 from metrics._helpers import seconds_between
+from metrics.holds import with_pieces
 from metrics.schema import (
     ACTIVE_GPU_S,
     ACTIVITY,
@@ -405,6 +406,36 @@ def _clipped(frame: pl.LazyFrame, start: str, end: str) -> pl.LazyFrame:
     )
 
 
+def _with_kept_and_lost(
+    outcomes: pl.LazyFrame, holds: pl.LazyFrame | None, as_of: dt.datetime
+) -> pl.LazyFrame:
+    """``outcomes`` (:func:`attempt_outcomes` rows), one row per piece of held GPUs
+    (:func:`metrics.holds.with_pieces`) with ``_ps, _pe`` (the piece, its end clipped to
+    ``as_of``), ``_pg`` (its GPUs), ``_kt`` (the end of its kept part [_ps, _kt)) and ``_lf``
+    (the start of its lost part [_lf, _pe)): a goodput attempt's piece is kept whole; any
+    other's is kept before the attempt's ``lost_from_at`` and lost from it on. An attempt
+    without pieces is its own one piece [start_at, counted_end_at): kept [start, lost_from),
+    lost [lost_from, counted_end), as :func:`attempt_outcomes` says."""
+    cut = _utc_lit(as_of).dt.replace_time_zone("UTC")
+    good = pl.col(LEAF) == "goodput"
+    lost_from = pl.col(LOST_FROM_AT).dt.cast_time_unit("us")
+    return (
+        with_pieces(outcomes, holds)
+        .filter(pl.col("_pg") > 0)
+        .with_columns(pl.min_horizontal(pl.col("_pe").fill_null(cut), cut).alias("_pe"))
+        .with_columns(
+            pl.when(good)
+            .then(pl.col("_pe"))
+            .otherwise(pl.min_horizontal(pl.col("_pe"), lost_from))
+            .alias("_kt"),
+            pl.when(good)
+            .then(pl.col("_pe"))
+            .otherwise(pl.max_horizontal(pl.col("_ps"), lost_from))
+            .alias("_lf"),
+        )
+    )
+
+
 def _held_in_time(
     cap: pl.LazyFrame,
     allocations: pl.LazyFrame,
@@ -504,38 +535,40 @@ def _held_in_time(
 
 
 def _observed(
-    outcomes: pl.LazyFrame,
+    pieces: pl.LazyFrame,
     activity: pl.LazyFrame,
     idle_threshold: float,
     bucket_s: float = 300.0,
 ) -> pl.LazyFrame:
     """Observed and active GPU-seconds per cluster, hour and leaf from bucketed activity.
 
-    Each activity bucket [b, b + ``bucket_s``) (5 minutes by default) is split into the
-    attempt's kept part [start, lost_from) and lost part [lost_from, counted_end); observed
-    GPUs = min(activity ``gpus``, attempt GPUs). Kept and observed time with activity < θ is
+    ``pieces``: the attempts' pieces of held GPUs (:func:`_with_kept_and_lost`). Each activity
+    bucket [b, b + ``bucket_s``) (5 minutes by default) is split, per piece of its attempt,
+    into the piece's kept part [_ps, _kt) and lost part [_lf, _pe); observed GPUs =
+    min(activity ``gpus``, the piece's GPUs) (the pieces of an attempt do not overlap, so
+    no GPU is observed twice). Kept and observed time with activity < θ is
     ``allocated_idle``, the rest of the kept part ``goodput``; the lost part keeps the attempt's
     leaf.
     """
-    att = outcomes.select(
+    att = pieces.select(
         CLUSTER,
         JOB_ID,
         ATTEMPT,
-        pl.col(GPUS).alias("_att_gpus"),
-        START_AT,
-        LOST_FROM_AT,
-        COUNTED_END_AT,
+        pl.col("_pg").alias("_att_gpus"),
+        "_ps",
+        "_kt",
+        "_lf",
+        "_pe",
         LEAF,
     )
     b = pl.col(BUCKET)
     length = pl.duration(microseconds=round(bucket_s * 1e6))
     b_end = b + (_FIVE_MIN if bucket_s == 300.0 else length)
     kept_s = seconds_between(
-        pl.min_horizontal(b_end, pl.col(LOST_FROM_AT)), pl.max_horizontal(b, pl.col(START_AT))
+        pl.min_horizontal(b_end, pl.col("_kt")), pl.max_horizontal(b, pl.col("_ps"))
     ).clip(lower_bound=0.0)
     lost_s = seconds_between(
-        pl.min_horizontal(b_end, pl.col(COUNTED_END_AT)),
-        pl.max_horizontal(b, pl.col(LOST_FROM_AT)),
+        pl.min_horizontal(b_end, pl.col("_pe")), pl.max_horizontal(b, pl.col("_lf"))
     ).clip(lower_bound=0.0)
     joined = (
         activity.select(
@@ -595,6 +628,7 @@ def gpu_waterfall_hourly(
     activity_bucket_s: float = 300.0,
     allocated_cap: pl.LazyFrame | None = None,
     nodes: pl.LazyFrame | None = None,
+    holds: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
     """The GPU-time waterfall: one row per cluster, hour and leaf bucket (METRICS.md).
 
@@ -641,6 +675,12 @@ def gpu_waterfall_hourly(
         nodes: ``cluster, gpus`` (``core.nodes`` rows): g = each cluster's largest node; a wait
             asking more than g GPUs is a gang's. None, or a cluster without a row: no wait is
             a gang's (``gang_gpu_s`` 0).
+        holds: the pieces of held GPUs of the attempts that did not hold ``gpus`` over their
+            span (:func:`metrics.holds.with_pieces`): each attempt's leaves, ``held``'s
+            allocation and its observed time are of its pieces (METRICS.md "GPU holding"):
+            the kept part of a piece is before the attempt's ``lost_from_at``, the lost part
+            from it on (a piece held past the attempt's end, as in an eviction's grace period,
+            is of the attempt's leaf); None: every attempt holds ``gpus`` over its span.
 
     Returns:
         ``cluster, hour, leaf, gpu_s, observed_gpu_s, active_gpu_s, capacity_gpu_s,
@@ -665,29 +705,28 @@ def gpu_waterfall_hourly(
     bounds = cap.group_by(CLUSTER).agg(
         pl.col(HOUR).min().alias("_w0"), (pl.col(HOUR).max() + _ONE_HOUR).alias("_w1")
     )
-    outcomes = (
-        attempt_outcomes(attempts, as_of, xid_events=xid_events, policy=policy)
-        .join(bounds, on=CLUSTER, how="inner")
-        .filter((pl.col(START_AT) < pl.col("_w1")) & (pl.col(COUNTED_END_AT) > pl.col("_w0")))
+    outcomes = attempt_outcomes(attempts, as_of, xid_events=xid_events, policy=policy).join(
+        bounds, on=CLUSTER, how="inner"
+    )
+    # one row per piece of held GPUs (METRICS.md "GPU holding"), cut to the window
+    pieces = _with_kept_and_lost(outcomes, holds, as_of).filter(
+        (pl.col("_ps") < pl.col("_w1")) & (pl.col("_pe") > pl.col("_w0"))
     )
     lost_cols = [*LOSS_LEAVES, "cancelled_work"]
     # Spans are cut to the window first, so a month-long job adds 24 rows to a day, not 720.
     lost = (
-        _hour_pieces(
-            _clipped(outcomes.filter(pl.col(LEAF) != "goodput"), LOST_FROM_AT, COUNTED_END_AT),
-            "_from",
-            "_to",
-        )
+        _hour_pieces(_clipped(pieces.filter(pl.col(LEAF) != "goodput"), "_lf", "_pe"),
+                     "_from", "_to")
         .group_by(CLUSTER, HOUR)
         .agg(
-            (pl.col(GPUS) * pl.col("_sec")).filter(pl.col(LEAF) == leaf).sum().alias(leaf)
+            (pl.col("_pg") * pl.col("_sec")).filter(pl.col(LEAF) == leaf).sum().alias(leaf)
             for leaf in lost_cols
         )
-    )
+    )  # fmt: skip
     kept = (
-        _hour_pieces(_clipped(outcomes, START_AT, LOST_FROM_AT), "_from", "_to")
+        _hour_pieces(_clipped(pieces, "_ps", "_kt"), "_from", "_to")
         .group_by(CLUSTER, HOUR)
-        .agg((pl.col(GPUS) * pl.col("_sec")).sum().alias("_kept"))
+        .agg((pl.col("_pg") * pl.col("_sec")).sum().alias("_kept"))
     )
     obs_schema = {
         CLUSTER: pl.String(),
@@ -698,7 +737,7 @@ def gpu_waterfall_hourly(
     }
     observed = (
         _observed(
-            outcomes,
+            pieces,
             activity.join(bounds, on=CLUSTER, how="inner").filter(
                 pl.col(BUCKET).dt.cast_time_unit("us").is_between("_w0", "_w1", closed="left")
             ),
@@ -726,7 +765,7 @@ def gpu_waterfall_hourly(
     else:
         gang = pl.lit(0.0)
     waits = waits.with_columns(gang.alias("_gang"))
-    spans = _clipped(outcomes, START_AT, COUNTED_END_AT).filter(pl.col("_to") > pl.col("_from"))
+    spans = _clipped(pieces, "_ps", "_pe").filter(pl.col("_to") > pl.col("_from"))
     wide = (
         cap.join(lost, on=[CLUSTER, HOUR], how="left")
         .join(kept, on=[CLUSTER, HOUR], how="left")
@@ -757,7 +796,7 @@ def gpu_waterfall_hourly(
     # GPUs its cap declares unallocated are free while demand waits)
     held_t = _held_in_time(
         cap,
-        spans.select(CLUSTER, "_from", "_to", GPUS),
+        spans.select(CLUSTER, "_from", "_to", pl.col("_pg").alias(GPUS)),
         waits.select(CLUSTER, "_from", "_to", "_gpus", "_gang"),
         bounds,
         as_of,

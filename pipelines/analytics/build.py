@@ -1075,10 +1075,11 @@ def _occupancy(core: CoreFrames, sok: SlurmOnK8sTables | None = None) -> pl.Data
             down=core.down.filter(pl.col("cluster") == c).lazy(),
             registered=reg_c.lazy() if reg_c.height else None,
             demand=demand.filter(pl.col("cluster") == c),
+            holds=_holds_of(core.holds, c),
         ).collect()
         if c in lenders:
             alloc = allocated_gpu_seconds_hourly(
-                native.filter(pl.col("cluster") == c).lazy(), cut
+                native.filter(pl.col("cluster") == c).lazy(), cut, holds=_holds_of(core.holds, c)
             ).collect()
             occ_c = (
                 occ_c.drop("allocated_gpu_s")
@@ -1093,6 +1094,13 @@ def _occupancy(core: CoreFrames, sok: SlurmOnK8sTables | None = None) -> pl.Data
         else occupancy_hourly(jobs.clear().lazy(), nodes.lazy(), dt.datetime.now(dt.UTC)).collect()
     )
     return lend_capacity(occ, sok.hourly).join(as_of, on="cluster", how="left")
+
+
+def _holds_of(holds: pl.DataFrame, cluster: str) -> pl.LazyFrame | None:
+    """Cluster ``cluster``'s pieces of held GPUs (:attr:`CoreFrames.holds`), None without any
+    (a Slurm cluster's attempts pass through the hourly tables untouched)."""
+    mine = holds.filter(pl.col("cluster") == cluster)
+    return mine.lazy() if mine.height else None
 
 
 def _pair_days(plan: BuildPlan, maps: pl.DataFrame) -> BuildPlan:
@@ -1150,7 +1158,7 @@ def _tables(
         as_of=as_of, pod_jobs=core.pod_jobs, nodes=nodes, idle_threshold=cfg.idle_activity,
         days=None if plan.full else plan.days, changed_keys=plan.changed_keys,
         slurmd_maps=sok.slurmd_maps if sok.slurmd_maps.height else None, every=units[0],
-        rows=units[1], summary=summary,
+        rows=units[1], summary=summary, holds=core.holds,
     )  # fmt: skip
     if summary is not None:
         write.staged("analytics.job_gpu_summary", summary)
@@ -1181,6 +1189,7 @@ def _tables(
         every=units[0],
         rows=units[1],
         spells=spells,
+        holds=core.holds,
         days=None if plan.full else plan.days,
         wait_keys=plan.wait_keys if kept is not None else None,
     )  # fmt: skip

@@ -425,10 +425,12 @@ def _fair_share_hourly(
     shares: pl.DataFrame,
     cut: dt.datetime,
     every: str,
+    holds: pl.LazyFrame | None = None,
 ) -> pl.DataFrame:
     """:func:`metrics.fair_share_hourly` of one cluster, one unit of its capacity hours at a
     time (each hour's water-filling reads only the attempts and waits touching it, and its
-    output hours are the capacity's)."""
+    output hours are the capacity's); ``holds``: the cluster's pieces of held GPUs
+    (:attr:`pipelines.core.CoreFrames.holds`, None: none)."""
     return by_hour_chunks(
         capacity,
         lambda hours, c, lo, hi: fair_share_hourly(
@@ -437,6 +439,7 @@ def _fair_share_hourly(
             shares.lazy(),
             cut,
             pending=touching(pending, c, lo, hi),
+            holds=holds,
         ).collect(),
         every,
     )
@@ -566,6 +569,7 @@ def build_metric_tables(
     spells: Callable[[pl.DataFrame], None] | None = None,
     days: Mapping[str, set[dt.date]] | None = None,
     wait_keys: pl.DataFrame | None = None,
+    holds: pl.DataFrame | None = None,
 ) -> dict[str, pl.DataFrame]:
     """Compute the metric-engine tables that are not time-keyed, for every cluster with data.
 
@@ -607,6 +611,9 @@ def build_metric_tables(
             (:data:`TTS_COUNTS_TABLE`) are the stored ones with those jobs' stored spells
             taken out and their new ones put in (where those disagree, a count below zero,
             every spell is counted again). None: every spell is computed and counted.
+        holds: the pieces of held GPUs of the attempts that did not hold ``gpus`` over their
+            span (:attr:`pipelines.core.CoreFrames.holds`): the hourly fair shares' usage
+            spreads them (METRICS.md "GPU holding"); None: none.
 
     Returns:
         Frames by table name: ``analytics.time_to_start_jobs`` (unless ``spells`` is given),
@@ -670,7 +677,13 @@ def build_metric_tables(
         )
         if cap.height == 0:
             continue
-        fair_hourly.append(_fair_share_hourly(j, p, on_days(cap, days), shares, cut, every))
+        held = None if holds is None else holds.filter(pl.col("cluster") == c)
+        fair_hourly.append(
+            _fair_share_hourly(
+                j, p, on_days(cap, days), shares, cut, every,
+                held.lazy() if held is not None and held.height else None,
+            )
+        )  # fmt: skip
         started = j if days is None else j.filter(in_days("start_at", days.get(c, set())))
         signals.append(
             node_signals(

@@ -408,6 +408,7 @@ def _waterfall(
     idle_threshold: float,
     every: str,
     nodes: pl.LazyFrame,
+    holds: pl.LazyFrame | None = None,
 ) -> pl.DataFrame:
     """:func:`metrics.gpu_waterfall_hourly` of one cluster's ``occupancy`` hours, one unit of
     hours at a time (:func:`pipelines.analytics.chunks.by_hour_chunks`): the waterfall of a
@@ -417,7 +418,8 @@ def _waterfall(
     :data:`pipelines.core.slurm_on_k8s.LENT_CAPACITY_SOURCE`) have their allocated leaves cut
     to that occupancy row's ``allocated_gpu_s`` (``allocated_cap``). ``nodes`` (the cluster's
     ``core.nodes`` rows) sets its gang width: waits asking more GPUs than its largest node
-    are gangs' (the ``held`` row's ``gang_gpu_s``)."""
+    are gangs' (the ``held`` row's ``gang_gpu_s``). ``holds``: the cluster's pieces of held
+    GPUs (:attr:`pipelines.core.CoreFrames.holds`; None: none)."""
 
     def unit(hours: pl.DataFrame, c: str, lo: dt.datetime, hi: dt.datetime) -> pl.DataFrame:
         return gpu_waterfall_hourly(
@@ -433,6 +435,7 @@ def _waterfall(
             idle_threshold=idle_threshold,
             allocated_cap=lent,
             nodes=nodes,
+            holds=holds,
         ).collect()
 
     # A Slurm cluster run in slurmd pods is allocated only what its pods lend it
@@ -463,6 +466,7 @@ def window_tables(
     every: str = BUILD_CHUNK,
     rows: int = ROW_CHUNK,
     summary: Callable[[pl.DataFrame], None] | None = None,
+    holds: pl.DataFrame | None = None,
 ) -> WindowFrames:
     """The time-keyed tables (:data:`WINDOW_TABLES`) of the given cluster-days.
 
@@ -508,6 +512,9 @@ def window_tables(
             attempts at a time (:func:`~pipelines.analytics.metrics_build.job_gpu_summary_ranges`,
             without ``as_of``), each range before the next is computed, and the returned tables
             leave that table out; ignored with ``days``.
+        holds: the pieces of held GPUs of the attempts that did not hold ``gpus`` over their
+            span (:attr:`pipelines.core.CoreFrames.holds`): the waterfall spreads them
+            (METRICS.md "GPU holding"); None: none.
 
     Returns:
         The frames by table, and the job keys the summary covers (None for a full build).
@@ -573,6 +580,7 @@ def window_tables(
                 # cluster with no sacct row yet) keeps its hours and activity, and has no
                 # waterfall in either build
                 if occ_c.height and (cdays is None or c in cuts):
+                    held = None if holds is None else holds.filter(pl.col("cluster") == c)
                     wf_parts.append(
                         _waterfall(
                             j, occ_c, cut, pending=pending.lazy().filter(pl.col("cluster") == c),
@@ -580,6 +588,7 @@ def window_tables(
                             xid=xid.filter(pl.col("cluster") == c).lazy(),
                             idle_threshold=idle_threshold, every=every,
                             nodes=scope.nodes.lazy().filter(pl.col("cluster") == c),
+                            holds=held.lazy() if held is not None and held.height else None,
                         )
                     )  # fmt: skip
             ga = gpu_activity(mem, scope.jobs, pod_jobs, buckets=buckets)

@@ -245,3 +245,43 @@ def test_shares_can_differ_per_pool() -> None:
     ]
     summed = entitlement(hourly).collect()
     assert summed.select("team", "fair_gpu_s").rows() == [("a", 7200.0), ("b", 3600.0)]
+
+
+def test_usage_of_a_gang_is_the_gpus_its_pods_held() -> None:
+    """Team a's gang: 16 GPUs, 00:10 - 02:10, its pods holding 8 GPUs 00:10 - 00:20, 16
+    00:20 - 00:40 and 8 00:40 - 02:10 (``holds``). By hand its usage: hour 0 = 4,800 + 19,200
+    + 9,600 = 33,600, hour 1 = 28,800, hour 2 = 4,800 (Σ 67,200 = its gpu_s; the attempt's
+    16 GPUs over its span gave 48,000 / 57,600 / 9,600)."""
+    att = pl.DataFrame(
+        {
+            "cluster": ["c"],
+            "job_id": ["team-a/train"],
+            "attempt": [0],
+            "team": ["a"],
+            "gpus": [16.0],
+            "req_gpus": [16.0],
+            "eligible_at": [_t(0, 10)],
+            "start_at": [_t(0, 10)],
+            "end_at": [_t(2, 10)],
+        },
+        schema_overrides={"eligible_at": TS, "start_at": TS, "end_at": TS},
+    ).lazy()
+    holds = pl.DataFrame(
+        {
+            "cluster": ["c"] * 3,
+            "job_id": ["team-a/train"] * 3,
+            "attempt": [0] * 3,
+            "start_at": [_t(0, 10), _t(0, 20), _t(0, 40)],
+            "end_at": [_t(0, 20), _t(0, 40), _t(2, 10)],
+            "gpus": [8.0, 16.0, 8.0],
+        },
+        schema_overrides={"start_at": TS, "end_at": TS},
+    ).lazy()
+    shares = pl.LazyFrame({"team": ["a"], "share": [1.0]})
+    cap = _capacity([_t(0), _t(1), _t(2)], 16.0)
+    hourly = fair_share_hourly(att, cap, shares, _t(3), holds=holds).collect()
+    assert hourly.select("hour", "usage_gpu_s").rows() == [
+        (_t(0), 33_600.0),
+        (_t(1), 28_800.0),
+        (_t(2), 4_800.0),
+    ]

@@ -90,3 +90,57 @@ def test_occupancy_fills_hours_without_allocation() -> None:
     out = occupancy_hourly(att, nodes, _t(5)).collect()
     assert out["occupancy"].to_list() == [1.0, 0.0, 0.0, 1.0]
     assert out["capacity_source"].unique().to_list() == ["observed"]
+
+
+def test_a_gang_counts_the_gpus_its_pods_held_each_hour() -> None:
+    """A Kueue gang of 16 GPUs, 08:10 - 10:10, whose pods held 8 GPUs 08:10 - 08:20, 16 GPUs
+    08:20 - 08:40 and 8 GPUs 08:40 - 10:10 (worker-0 bound 08:10, ended 08:40; worker-1 bound
+    08:20, ended 10:10). By hand: hour 8 = 8 x 600 + 16 x 1,200 + 8 x 1,200 = 33,600, hour 9 =
+    28,800, hour 10 = 4,800 (Σ 67,200 = its gpu_s; 16 GPUs over its span gave 48,000 /
+    57,600 / 9,600). A Slurm attempt beside it (no pieces: 2 GPUs 08:00 - 09:00) adds 7,200
+    to hour 8. Running, the gang's last piece open: as_of 09:30 stops it there (hour 9 =
+    8 x 1,800 = 14,400)."""
+    att = pl.DataFrame(
+        {
+            "cluster": ["c", "c"],
+            "job_id": ["team-a/train", "1234"],
+            "attempt": [0, 0],
+            "gpus": [16.0, 2.0],
+            "start_at": [_t(8, 10), _t(8)],
+            "end_at": [_t(10, 10), _t(9)],
+        },
+        schema_overrides={"start_at": pl.Datetime("us", "UTC"), "end_at": pl.Datetime("us", "UTC")},
+    ).lazy()
+    pieces = [
+        (_t(8, 10), _t(8, 20), 8.0),
+        (_t(8, 20), _t(8, 40), 16.0),
+        (_t(8, 40), _t(10, 10), 8.0),
+    ]
+    holds = pl.DataFrame(
+        {
+            "cluster": ["c"] * 3,
+            "job_id": ["team-a/train"] * 3,
+            "attempt": [0] * 3,
+            "start_at": [p[0] for p in pieces],
+            "end_at": [p[1] for p in pieces],
+            "gpus": [p[2] for p in pieces],
+        },
+        schema_overrides={"start_at": pl.Datetime("us", "UTC"), "end_at": pl.Datetime("us", "UTC")},
+    ).lazy()
+    out = allocated_gpu_seconds_hourly(att, _t(12), holds=holds).collect()
+    assert out["hour"].to_list() == [_t(8), _t(9), _t(10)]
+    assert out["allocated_gpu_s"].to_list() == [40_800.0, 28_800.0, 4_800.0]
+    open_end = holds.with_columns(
+        pl.when(pl.col("start_at") == _t(8, 40))
+        .then(None)
+        .otherwise(pl.col("end_at"))
+        .alias("end_at")
+    )
+    still = att.with_columns(
+        pl.when(pl.col("job_id") == "team-a/train")
+        .then(None)
+        .otherwise(pl.col("end_at"))
+        .alias("end_at")
+    )
+    out = allocated_gpu_seconds_hourly(still, _t(9, 30), holds=open_end).collect()
+    assert out["allocated_gpu_s"].to_list() == [40_800.0, 14_400.0]

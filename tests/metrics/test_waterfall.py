@@ -456,3 +456,66 @@ def test_held_for_gangs_stays_within_held_when_unallocated_time_caps_held() -> N
     held = wf.filter(pl.col("leaf") == "held").row(0, named=True)
     idle = wf.filter(pl.col("leaf") == "idle").row(0, named=True)
     assert (held["gpu_s"], held["gang_gpu_s"], idle["gpu_s"]) == (28800.0, 28800.0, 0.0)
+
+
+def _holds(rows: list[tuple[str, dt.datetime, dt.datetime | None, float]]) -> pl.LazyFrame:
+    """Pieces of held GPUs (job_id, start, end, gpus) of cluster ``c``, attempt 0."""
+    return pl.DataFrame(
+        {
+            "cluster": ["c"] * len(rows),
+            "job_id": [r[0] for r in rows],
+            "attempt": [0] * len(rows),
+            "start_at": [r[1] for r in rows],
+            "end_at": [r[2] for r in rows],
+            "gpus": [r[3] for r in rows],
+        },
+        schema_overrides={"start_at": TS, "end_at": TS},
+    ).lazy()
+
+
+def test_a_gang_s_leaves_are_its_pieces_of_held_gpus_grace_period_included() -> None:
+    """PREEMPTED gang, 16 GPUs, 00:00 - 01:00 (the eviction); its pods held 8 GPUs 00:00 -
+    00:30, 16 GPUs 00:30 - 01:00 and 8 GPUs on through a 60 s grace period, 01:00 - 01:01.
+    Whole-attempt loss: preempted = 8 x 1,800 + 16 x 1,800 = 43,200 in hour 0 (not 16 x 3,600
+    = 57,600) and 8 x 60 = 480 in hour 1 (Σ 43,680 = the pieces' GPU-seconds). Capacity 16
+    GPUs: idle 14,400 and 57,120, every hour conserved. A Slurm job beside it (no pieces:
+    1 GPU 00:00 - 00:30, COMPLETED) stays goodput 1,800."""
+    att = _attempts(
+        [
+            ("g", "PREEMPTED", 16.0, _t(0), _t(1), ["n1", "n2"]),
+            ("s", "COMPLETED", 1.0, _t(0), _t(0, 30), ["n3"]),
+        ]
+    )
+    holds = _holds([("g", _t(0), _t(0, 30), 8.0), ("g", _t(0, 30), _t(1), 16.0),
+                    ("g", _t(1), _t(1, 1), 8.0)])  # fmt: skip
+    wf = gpu_waterfall_hourly(att, _capacity([_t(0), _t(1)], 17.0), _t(3), holds=holds)
+    h0, h1 = _leaves(wf, _t(0)), _leaves(wf, _t(1))
+    assert (h0["preempted_work"], h0["goodput"], h0["idle"]) == (43_200.0, 1_800.0, 16_200.0)
+    assert (h1["preempted_work"], h1["goodput"], h1["idle"]) == (480.0, 0.0, 60_720.0)
+    assert check_conservation(wf).collect().height == 0
+
+
+def test_allocated_idle_of_a_gang_is_observed_on_the_gpus_it_held() -> None:
+    """COMPLETED gang, 16 GPUs, 00:00 - 01:00; one worker (8 GPUs) held 00:00 - 00:30, both
+    (16) 00:30 - 01:00. Its telemetry: every 5-minute bucket idle (activity 0), all GPUs
+    (``gpus`` NULL). allocated_idle = 8 x 1,800 + 16 x 1,800 = 43,200 = its allocation, goodput
+    0 (with the attempt's 16 GPUs in every bucket, allocated_idle was 57,600 and goodput
+    −14,400). Capacity 16 GPUs: idle 14,400."""
+    att = _attempts([("g", "COMPLETED", 16.0, _t(0), _t(1), ["n1", "n2"])])
+    holds = _holds([("g", _t(0), _t(0, 30), 8.0), ("g", _t(0, 30), _t(1), 16.0)])
+    buckets = [_t(0, m) for m in range(0, 60, 5)]
+    activity = pl.DataFrame(
+        {
+            "cluster": ["c"] * 12,
+            "job_id": ["g"] * 12,
+            "attempt": [0] * 12,
+            "bucket": buckets,
+            "activity": [0.0] * 12,
+            "gpus": [None] * 12,
+        },
+        schema_overrides={"bucket": TS, "gpus": pl.Float64()},
+    ).lazy()
+    wf = gpu_waterfall_hourly(att, _capacity([_t(0)], 16.0), _t(2), activity=activity, holds=holds)
+    h0 = _leaves(wf, _t(0))
+    assert (h0["allocated_idle"], h0["goodput"], h0["idle"]) == (43_200.0, 0.0, 14_400.0)
+    assert check_conservation(wf).collect().height == 0
