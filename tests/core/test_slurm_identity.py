@@ -77,7 +77,9 @@ def test_a_job_cancelled_while_pending_stays_cancelled_in_either_load_order() ->
     the row with the end (a final state) is kept whichever export was loaded last (a day
     loaded again, or loaded late, gets the higher ingest id), so job 500 pends 09:00–09:30 and
     never to the cut-off."""
-    monday = HEADER + "\n500|500|a|PENDING|2026-11-02T09:00:00|2026-11-02T09:00:00|Unknown|Unknown|\n"
+    monday = (
+        HEADER + "\n500|500|a|PENDING|2026-11-02T09:00:00|2026-11-02T09:00:00|Unknown|Unknown|\n"
+    )
     tuesday = (
         HEADER + "\n500|500|a|CANCELLED by 1000|2026-11-02T09:00:00|2026-11-02T09:00:00|None|"
         "2026-11-02T09:30:00|\n"
