@@ -13,6 +13,7 @@ __all__ = [
     "admitted_without_pods",
     "dcgm_hosts_without_node",
     "gpu_tracking_gaps",
+    "open_attempts_ended_by_requeue",
     "pods_ended_without_time",
     "unattributed_gpu_hours",
 ]
@@ -96,6 +97,40 @@ def admitted_without_pods(jobs: pl.LazyFrame) -> pl.LazyFrame:
             pl.lit(
                 "Kueue admitted the workload but none of its pods was loaded: not counted as "
                 "running (check the pod export)"
+            ).alias("detail"),
+        )
+    )
+
+
+def open_attempts_ended_by_requeue(attempts: pl.LazyFrame) -> pl.LazyFrame:
+    """Slurm attempts with no end whose end the build inferred from their job's requeue.
+
+    An export taken while an attempt ran shows it with no End; when a later export without
+    ``sacct -D`` shows only the job's next record (a later attempt, or the job pending again),
+    nothing records the earlier attempt's end. The resolution ends it at the requeue time, the
+    later record's Submit (:func:`pipelines.core.slurm_identity.resolve_slurm_jobs`, METRICS.md
+    "Open Slurm attempts of a requeued job"), so its GPU-seconds stop there, an upper bound.
+
+    Args:
+        attempts: Slurm attempts with ``cluster, partition, end_at, end_inferred``.
+
+    Returns:
+        :data:`DATA_QUALITY_SCHEMA` rows with ``check = 'open_attempts_ended_by_requeue'``,
+        one per cluster, partition and UTC day of the inferred end, ``value`` = the attempts.
+    """
+    return (
+        attempts.filter(pl.col("end_inferred").fill_null(value=False))
+        .group_by(CLUSTER, pl.col(END_AT).dt.date().alias("day"), PARTITION)
+        .agg(pl.len().cast(pl.Float64).alias("value"))
+        .select(
+            CLUSTER,
+            "day",
+            PARTITION,
+            pl.lit("open_attempts_ended_by_requeue").alias("check"),
+            "value",
+            pl.lit(
+                "attempts with no End whose job was requeued (a later record, e.g. sacct without "
+                "-D): ended at the requeue time (the later record's Submit), counted REQUEUED"
             ).alias("detail"),
         )
     )

@@ -32,6 +32,7 @@ from metrics.data_quality import (
     admitted_without_pods,
     dcgm_hosts_without_node,
     gpu_tracking_gaps,
+    open_attempts_ended_by_requeue,
     pods_ended_without_time,
     unattributed_gpu_hours,
 )
@@ -244,7 +245,8 @@ def _data_quality(
     pods, Kubernetes pods over without an end (``pods``: ``core.k8s_pods``), DST repairs,
     rejects (of the raw tables, and ``inventory_rejected``: :func:`_inventory`'s), observed
     capacity, GPU shards of unknown share, Kueue GPU quota left in advertised units
-    (:func:`quota_unit_findings`), DCGM hosts that are no node."""
+    (:func:`quota_unit_findings`), DCGM hosts that are no node, open Slurm attempts ended by
+    their job's requeue."""
     # lazy: only the two columns are taken from the attempts (an eager filter of the whole
     # frame first copied every column of a year's 2.1M attempts, 150 MB)
     gpu_parts = (
@@ -259,6 +261,8 @@ def _data_quality(
         .collect()
     )
     parts = [gpu_tracking_gaps(s_att.lazy(), gpu_parts.lazy()).collect()]
+    if "end_inferred" in s_att.columns:
+        parts.append(open_attempts_ended_by_requeue(s_att.lazy()).collect())
     if "state" in jobs.columns and "eligible_at" in jobs.columns:
         parts.append(admitted_without_pods(jobs.lazy()).collect())
     if pods is not None and pods.height:

@@ -74,8 +74,9 @@ JOBS_COLUMNS = [
 #: data-quality findings and the Slurm-on-Kubernetes map read (a narrow copy: the attempts are
 #: nearly every row of ``slurm_jobs``, whose 56 columns would double the build's memory);
 #: ``shards`` / ``req_shards``: the GPU shards AllocTRES / ReqTRES name
-#: (:mod:`pipelines.core.gpu_shards`).
-_ATTEMPT_COLUMNS = [*JOBS_COLUMNS, "job_key", "extra", "shards", "req_shards"]
+#: (:mod:`pipelines.core.gpu_shards`); ``end_inferred``: an open attempt ended by its job's
+#: requeue (:func:`pipelines.core.slurm_identity.resolve_slurm_jobs`, a data-quality finding).
+_ATTEMPT_COLUMNS = [*JOBS_COLUMNS, "job_key", "extra", "shards", "req_shards", "end_inferred"]
 
 _PENDING_COLUMNS = ["cluster", "source", "job_id", "partition", "team", "req_gpus", "submit_at",
                     "eligible_at", "end_at", "state"]  # fmt: skip

@@ -14,6 +14,11 @@ Pure polars (METRICS.md "Units and identities"):
 - ``attempt`` numbers the started allocation rows of a job by start time (0, 1, 2, …), as
   ``sacct --duplicates`` lists a requeued job's allocations; steps take the attempt of the
   allocation they ran in.
+- An allocation with no end (running when one export was taken) of a job that has a later
+  record (a later attempt, or a never-started row: requeued and waiting again) was requeued:
+  Slurm sets a requeued job's Submit to the requeue time, so the attempt ended no later than
+  that record's Submit (:func:`_requeue_ends`). Its ``end_at`` is that time, its ``state``
+  ``REQUEUED`` (``state_raw`` keeps the state printed) and ``end_inferred`` true.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ __all__ = ["RESOLUTION_ORDER", "in_resolution_order", "resolve_slurm_jobs", "slu
 
 _KEY = ["cluster", "job_key"]
 _ROW = "_row"
+#: An open attempt's requeue time (:func:`_requeue_ends`), while the rows are resolved.
+_REQUEUED_AT = "_requeued_at"
 #: The order of :func:`resolve_slurm_jobs`' rows: ascending, each column's NULLs last. No two
 #: started rows share all four (one per ``(cluster, job_key, step, start_at)``).
 RESOLUTION_ORDER = (*_KEY, "start_at", "step")
@@ -61,7 +68,9 @@ def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> p
         ``req_shards``: the GPU shards AllocTRES / ReqTRES name
         (:func:`pipelines.core.gpu_shards.tres_shards`; NULL without the field; their GPUs are
         worked out where the jobs meet the node state, :func:`pipelines.core.gpu_shards.
-        shard_gpus`). Seconds throughout.
+        shard_gpus`), and ``end_inferred``: true on an attempt that had no end and was
+        requeued (a later record of its job, :func:`_requeue_ends`), whose ``end_at`` is then
+        the requeue time and ``state`` ``REQUEUED``. Seconds throughout.
         The same rows in any order give the same frame: every choice is made on the rows'
         times, ingest ids and line numbers, and no two rows of one identity share an ingest id
         and a line number (the tasks one pending array line expands to are identities of their
@@ -111,6 +120,9 @@ def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> p
         .sort("start_at")
         .with_columns(pl.int_range(pl.len()).over(_KEY).cast(pl.Int64).alias("attempt"))
     )
+    allocs = _requeue_ends(
+        allocs, keys.filter(pl.col("is_allocation") & pl.col("start_at").is_null())
+    )
     steps = (
         started.filter(~pl.col("is_allocation"))
         .sort("start_at")
@@ -130,12 +142,20 @@ def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> p
     kept = (
         pl.concat([allocs, steps, pending], how="diagonal_relaxed")
         .sort(*RESOLUTION_ORDER, nulls_last=True)
-        .select(_ROW, "attempt")
+        .select(_ROW, "attempt", _REQUEUED_AT)
     )
     teams = account_teams.select(pl.col("key").alias("account"), "team").unique("account")
     out = (
         kept.join(rows, on=_ROW, how="left", maintain_order="left")
         .join(teams, on="account", how="left", maintain_order="left")
+        .with_columns(
+            pl.coalesce("end_at", _REQUEUED_AT).alias("end_at"),
+            pl.when(pl.col(_REQUEUED_AT).is_not_null())
+            .then(pl.lit("REQUEUED"))
+            .otherwise(pl.col("state"))
+            .alias("state"),
+            pl.col(_REQUEUED_AT).is_not_null().alias("end_inferred"),
+        )
         .with_columns(
             pl.lit("slurm").alias("source"),
             pl.col("team").fill_null(UNATTRIBUTED),
@@ -158,8 +178,58 @@ def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> p
         tres_shards(req).alias("req_shards"),
     ).select(
         *columns, "attempt", "team", "source", "wait_s", "submit_wait_s", "run_s", "gpu_s",
-        "shards", "req_shards",
+        "shards", "req_shards", "end_inferred",
     )  # fmt: skip
+
+
+def _requeue_ends(allocs: pl.LazyFrame, unstarted: pl.LazyFrame) -> pl.LazyFrame:
+    """``allocs`` plus :data:`_REQUEUED_AT`: for an allocation with no end, the time a later
+    record of its job says it was requeued; NULL elsewhere.
+
+    A later record is another allocation row of the same ``(cluster, job_key)`` that started
+    after it (a later attempt) or never started (requeued and waiting again, or cancelled
+    while waiting), with a time after the open attempt's start. Slurm resets a requeued job's
+    Submit to the requeue time (``tests/fixtures/slurm-22.05-lab``: job 3's REQUEUED attempt
+    ends at 02:38:35, its next record's Submit), and plain ``sacct`` (without ``-D``) shows
+    only that latest record, so an export taken while the earlier attempt ran leaves it open
+    for ever. The requeue time is the earliest of the later record's Submit, Eligible and
+    Start that is after the open attempt's start (its Submit, unless missing or not after the
+    start), the least over the job's later records. A never-started row with no time after
+    the start (an older copy of the pending job, taken before it started) is no later record.
+
+    Args:
+        allocs: started allocation rows (``_row``, ``cluster``, ``job_key``, ``submit_at``,
+            ``eligible_at``, ``start_at``, ``end_at``), one per attempt.
+        unstarted: never-started allocation rows of the same columns (every copy: which one
+            the resolution keeps does not move the requeue time).
+
+    Returns:
+        ``allocs`` in its order, with :data:`_REQUEUED_AT` (UTC; NULL where the attempt has
+        an end or its job no later record).
+    """
+    cols = [*_KEY, "submit_at", "eligible_at", "start_at"]
+    opened = allocs.filter(pl.col("end_at").is_null()).select(
+        _ROW, *_KEY, pl.col("start_at").alias("_open_start")
+    )
+    records = pl.concat([allocs.select(cols), unstarted.select(cols)], how="vertical_relaxed")
+
+    def after(col: str) -> pl.Expr:
+        return pl.when(pl.col(col) > pl.col("_open_start")).then(pl.col(col))
+
+    ends = (
+        opened.join(records, on=_KEY, how="inner")
+        .filter(pl.col("start_at").is_null() | (pl.col("start_at") > pl.col("_open_start")))
+        .select(
+            _ROW,
+            pl.min_horizontal(after("submit_at"), after("eligible_at"), after("start_at")).alias(
+                _REQUEUED_AT
+            ),
+        )
+        .filter(pl.col(_REQUEUED_AT).is_not_null())
+        .group_by(_ROW)
+        .agg(pl.col(_REQUEUED_AT).min())
+    )
+    return allocs.join(ends, on=_ROW, how="left", maintain_order="left")
 
 
 def slurm_attempts(slurm_jobs: pl.LazyFrame) -> pl.LazyFrame:

@@ -195,3 +195,86 @@ def test_rows_out_of_order_on_one_later_key_only_are_sorted_too() -> None:
 def test_the_resolution_order_needs_its_four_columns() -> None:
     with pytest.raises(pl.exceptions.ColumnNotFoundError):
         in_resolution_order(_ordered_rows().drop("step").reverse())
+
+
+_RUNNING_20 = (
+    HEADER + "\n20|20|a|RUNNING|2026-11-01T22:00:00|2026-11-01T22:00:00|2026-11-01T22:00:00|"
+    "Unknown|gres/gpu=8\n"
+)
+
+
+def test_an_open_attempt_ends_at_the_submit_of_its_jobs_later_attempt() -> None:
+    """RUNNING from 22:00 in one export; the next (plain sacct, no ``-D``) shows only the job's
+    later record, Submit 23:00 (the requeue), run 00:00–02:00. Attempt 0 ends at 23:00:
+    REQUEUED, 8 × 3,600 = 28,800 GPU-s (it ran on to the cut-off before), its end inferred;
+    attempt 1 keeps its times, 8 × 7,200 = 57,600 GPU-s. Either load order."""
+    later = (
+        HEADER + "\n20|20|a|COMPLETED|2026-11-01T23:00:00|2026-11-01T23:01:00|"
+        "2026-11-02T00:00:00|2026-11-02T02:00:00|gres/gpu=8\n"
+    )
+    for order in ((_RUNNING_20, later), (later, _RUNNING_20)):
+        att = slurm_attempts(_load(*order).lazy()).collect().sort("attempt")
+        assert att["attempt"].to_list() == [0, 1], order
+        assert att["state"].to_list() == ["REQUEUED", "COMPLETED"]
+        assert att["state_raw"].to_list() == ["RUNNING", "COMPLETED"]
+        assert att["end_at"].to_list() == [
+            dt.datetime(2026, 11, 1, 23, tzinfo=dt.UTC),
+            dt.datetime(2026, 11, 2, 2, tzinfo=dt.UTC),
+        ]
+        assert att["run_s"].to_list() == [3600.0, 7200.0]
+        assert att["gpu_s"].to_list() == [28800.0, 57600.0]
+        assert att["end_inferred"].to_list() == [True, False]
+
+
+def test_an_open_attempt_of_a_job_pending_again_ends_at_the_requeue() -> None:
+    """RUNNING from 22:00; the next export shows the job PENDING again, Submit 23:00 (the
+    requeue), Eligible 23:01. The attempt ends at 23:00 (REQUEUED, 28,800 GPU-s) and the
+    pending row stays: the job waits from 23:01, it does not run and wait at once."""
+    pending = (
+        HEADER + "\n20|20|a|PENDING|2026-11-01T23:00:00|2026-11-01T23:01:00|Unknown|Unknown|\n"
+    )
+    out = _load(_RUNNING_20, pending).sort("attempt", nulls_last=True)
+    assert out["attempt"].to_list() == [0, None]
+    assert out["state"].to_list() == ["REQUEUED", "PENDING"]
+    assert out["end_at"].to_list() == [dt.datetime(2026, 11, 1, 23, tzinfo=dt.UTC), None]
+    assert out["gpu_s"].to_list() == [28800.0, None]
+    assert out["end_inferred"].to_list() == [True, False]
+
+
+def test_an_open_attempt_stays_open_beside_an_older_pending_copy_or_alone() -> None:
+    """A PENDING copy taken before the start (Submit and Eligible 22:00, the start's second)
+    is no requeue: the attempt stays RUNNING with no end. A job started at once after its
+    submit is common; a requeue is a time after the start."""
+    older = HEADER + "\n20|20|a|PENDING|2026-11-01T22:00:00|2026-11-01T22:00:00|Unknown|Unknown|\n"
+    for files in ((older, _RUNNING_20), (_RUNNING_20,)):
+        out = _load(*files)
+        assert out["state"].to_list() == ["RUNNING"], files
+        assert out["end_at"].to_list() == [None]
+        assert out["end_inferred"].to_list() == [False]
+
+
+def test_an_open_attempt_ends_at_the_first_later_record() -> None:
+    """Two attempts with no end (22:00, and 00:00 submitted at 23:00) and a pending row
+    submitted 01:00: attempt 0 ends 23:00, attempt 1 at 01:00, both REQUEUED, 8 × 3,600 and
+    8 × 3,600 GPU-s. A later attempt with no Submit ends it at its Start: attempt 0 at
+    00:00 when attempt 1's Submit and Eligible are missing."""
+    rows = (
+        "20|20|a|RUNNING|2026-11-01T23:00:00|2026-11-01T23:00:00|2026-11-02T00:00:00|"
+        "Unknown|gres/gpu=8\n"
+        "20|20|a|PENDING|2026-11-02T01:00:00|2026-11-02T01:00:00|Unknown|Unknown|\n"
+    )
+    att = slurm_attempts(_load(_RUNNING_20, HEADER + "\n" + rows).lazy()).collect()
+    assert att.sort("attempt")["end_at"].to_list() == [
+        dt.datetime(2026, 11, 1, 23, tzinfo=dt.UTC),
+        dt.datetime(2026, 11, 2, 1, tzinfo=dt.UTC),
+    ]
+    assert att.sort("attempt")["gpu_s"].to_list() == [28800.0, 28800.0]
+    assert att["state"].to_list() == ["REQUEUED", "REQUEUED"]
+    no_submit = rows.replace(
+        "RUNNING|2026-11-01T23:00:00|2026-11-01T23:00:00|", "RUNNING|Unknown|Unknown|"
+    )
+    att = slurm_attempts(_load(_RUNNING_20, HEADER + "\n" + no_submit).lazy()).collect()
+    assert att.sort("attempt")["end_at"].to_list() == [
+        dt.datetime(2026, 11, 2, 0, tzinfo=dt.UTC),
+        dt.datetime(2026, 11, 2, 1, tzinfo=dt.UTC),
+    ]

@@ -10,6 +10,7 @@ from metrics.data_quality import (
     DATA_QUALITY_SCHEMA,
     admitted_without_pods,
     gpu_tracking_gaps,
+    open_attempts_ended_by_requeue,
     unattributed_gpu_hours,
 )
 
@@ -138,4 +139,30 @@ def test_unattributed_gpu_hours_without_a_registry_say_so() -> None:
         (12.5, missing),
         (3.0, missing),
         (6.0, missing),
+    ]
+
+
+def test_open_attempts_ended_by_requeue_are_counted_per_day_of_their_end() -> None:
+    """Two inferred ends on 11-01 (one at 23:59:59 UTC) and one on 11-02 in partition gpu: counts
+    2 and 1; an attempt whose end sacct gave (false) and one with no flag (NULL) are none."""
+    utc = dt.UTC
+    att = pl.DataFrame(
+        {
+            "cluster": ["c"] * 5,
+            "partition": ["gpu"] * 5,
+            "end_at": [
+                dt.datetime(2026, 11, 1, 23, tzinfo=utc),
+                dt.datetime(2026, 11, 1, 23, 59, 59, tzinfo=utc),
+                dt.datetime(2026, 11, 2, 0, tzinfo=utc),
+                dt.datetime(2026, 11, 1, 23, tzinfo=utc),
+                None,
+            ],
+            "end_inferred": [True, True, True, False, None],
+        }
+    )
+    out = open_attempts_ended_by_requeue(att.lazy()).collect().sort("day")
+    assert out.schema == pl.Schema(DATA_QUALITY_SCHEMA)
+    assert out.select("day", "partition", "check", "value").rows() == [
+        (dt.date(2026, 11, 1), "gpu", "open_attempts_ended_by_requeue", 2.0),
+        (dt.date(2026, 11, 2), "gpu", "open_attempts_ended_by_requeue", 1.0),
     ]
