@@ -14,9 +14,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 __all__ = [
     "FRESHNESS_GROUPS",
+    "LOSS_POLICIES",
     "ClusterConfig",
     "Config",
     "ConfigError",
+    "LossPolicyConfig",
     "load_config",
     "repo_root",
 ]
@@ -29,6 +31,26 @@ _FRESHNESS_DEFAULT_H = 26.0
 
 class ConfigError(ValueError):
     """The configuration file is missing a required value or holds an invalid one."""
+
+
+#: The waterfall's loss policies (``[waterfall] loss_policy``; METRICS.md "The GPU-time
+#: waterfall", :class:`metrics.waterfall.LossPolicy`).
+LOSS_POLICIES: tuple[str, ...] = ("whole_attempt", "checkpoint")
+
+
+@dataclass(frozen=True)
+class LossPolicyConfig:
+    """How much of a failed, preempted or timed-out attempt is lost (``[waterfall]``).
+
+    ``whole_attempt`` (default): the whole runtime. ``checkpoint``: min(runtime, Δ/2 + u0), Δ =
+    ``checkpoint_interval_s`` (> 0), u0 = ``restart_overhead_s`` (≥ 0), both in seconds
+    (METRICS.md "Lost work under the ``checkpoint`` policy"). The build turns it into a
+    :class:`metrics.waterfall.LossPolicy` (this module does not import the metric engine).
+    """
+
+    kind: str = "whole_attempt"
+    checkpoint_interval_s: float | None = None
+    restart_overhead_s: float = 0.0
 
 
 def repo_root() -> Path:
@@ -53,6 +75,10 @@ class ClusterConfig:
     #: The Kubernetes cluster whose pods and nodes this Slurm cluster runs on (with
     #: ``slurm_on_k8s``).
     kubernetes_cluster: str | None = None
+    #: The cluster's own loss policy (any of ``loss_policy``, ``checkpoint_interval_s``,
+    #: ``restart_overhead_s`` in its ``[[clusters]]`` entry, the others taken from
+    #: ``[waterfall]``); None: the ``[waterfall]`` one.
+    loss_policy: LossPolicyConfig | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +122,8 @@ class Config:
     #: Segment sizes (nodes = trays) counted in ``domain_capacity_hourly`` and
     #: ``segment_capacity_hourly`` (``[topology] segment_sizes``).
     segment_sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 18)
+    #: The waterfall's loss policy of every cluster without its own (``[waterfall]``).
+    loss_policy: LossPolicyConfig = field(default_factory=LossPolicyConfig)
 
     def cluster(self, name: str) -> ClusterConfig:
         """The named cluster's settings; an unknown name gets UTC and no field list."""
@@ -115,13 +143,19 @@ class Config:
         names = [c.name for c in self.clusters] or [self.default_cluster]
         return {name: self.cluster_input_dir(name) for name in names}
 
+    def loss_policy_of(self, name: str) -> LossPolicyConfig:
+        """The named cluster's loss policy: its own (``[[clusters]]``), else ``[waterfall]``'s
+        (an unconfigured cluster gets the latter)."""
+        own = self.cluster(name).loss_policy
+        return own if own is not None else self.loss_policy
+
 
 #: Every key the file may hold, by table (``""``: the top level; ``clusters``: each
 #: ``[[clusters]]`` entry). Anything else is a typo that would otherwise fall back to a default
 #: silently (``time_zone`` read as UTC, ``idle_activty`` as 0.05): refused with the key named.
 _KEYS: dict[str, frozenset[str]] = {
     "": frozenset({"default_cluster", "warehouse", "sources", "prometheus", "thresholds",
-                   "topology", "freshness", "dashboard", "sql", "clusters"}),
+                   "topology", "freshness", "dashboard", "sql", "waterfall", "clusters"}),
     "warehouse": frozenset({"path", "serving_path", "inputs", "inventory", "registry",
                             "partitions_start", "serving_detail_days"}),
     "prometheus": frozenset({"url", "step_s", "auth"}),
@@ -129,8 +163,10 @@ _KEYS: dict[str, frozenset[str]] = {
     "topology": frozenset({"segment_sizes"}),
     "dashboard": frozenset({"auth"}),
     "sql": frozenset({"time_limit_s", "memory_limit"}),
+    "waterfall": frozenset({"loss_policy", "checkpoint_interval_s", "restart_overhead_s"}),
     "clusters": frozenset({"name", "scheduler", "timezone", "sacct_fields", "input_dir",
-                           "slurm_on_k8s", "kubernetes_cluster"}),
+                           "slurm_on_k8s", "kubernetes_cluster", "loss_policy",
+                           "checkpoint_interval_s", "restart_overhead_s"}),
 }  # fmt: skip
 
 
@@ -251,7 +287,15 @@ def _read_config(cfg_path: Path, db_env: str | None) -> Config:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{cfg_path}: {exc}") from exc
     _check_keys(raw, "", str(cfg_path))
-    for section in ("warehouse", "prometheus", "thresholds", "topology", "dashboard", "sql"):
+    for section in (
+        "warehouse",
+        "prometheus",
+        "thresholds",
+        "topology",
+        "dashboard",
+        "sql",
+        "waterfall",
+    ):
         _check_keys(raw.get(section, {}), section, f"{cfg_path}: [{section}]")
     base = cfg_path.parent
 
@@ -262,6 +306,7 @@ def _read_config(cfg_path: Path, db_env: str | None) -> Config:
     wh = raw.get("warehouse", {})
     prom = raw.get("prometheus", {})
     th = raw.get("thresholds", {})
+    policy = _loss_policy(raw.get("waterfall", {}), None, f"{cfg_path}: waterfall")
     inputs_dir = p(wh.get("inputs", "data/inputs"))
     clusters: list[ClusterConfig] = []
     if not isinstance(raw.get("clusters", []), list):
@@ -289,6 +334,7 @@ def _read_config(cfg_path: Path, db_env: str | None) -> Config:
                 input_dir=p(c["input_dir"]) if "input_dir" in c else inputs_dir / str(c["name"]),
                 slurm_on_k8s=pattern,
                 kubernetes_cluster=partner,
+                loss_policy=_loss_policy(c, policy, where) if _LOSS_KEYS & c.keys() else None,
             )
         )
     default_cluster = str(raw.get("default_cluster") or "default")
@@ -353,7 +399,66 @@ def _read_config(cfg_path: Path, db_env: str | None) -> Config:
             raw.get("topology", {}).get("segment_sizes", [1, 2, 4, 8, 16, 18]),
             f"{cfg_path}: topology.segment_sizes",
         ),
+        loss_policy=policy,
     )
+
+
+#: The loss-policy keys of ``[waterfall]`` and of a ``[[clusters]]`` entry.
+_LOSS_KEYS = frozenset({"loss_policy", "checkpoint_interval_s", "restart_overhead_s"})
+
+
+def _loss_policy(
+    table: dict[str, object], inherit: LossPolicyConfig | None, where: str
+) -> LossPolicyConfig:
+    """The loss policy of ``table`` (``[waterfall]``, or a ``[[clusters]]`` entry whose unset
+    keys come from ``inherit``, the ``[waterfall]`` policy).
+
+    Raises:
+        ConfigError: ``loss_policy`` is not one of :data:`LOSS_POLICIES`;
+            ``checkpoint_interval_s`` is not a positive number or ``restart_overhead_s`` not a
+            number ≥ 0 (seconds); ``checkpoint`` without an interval; an interval or overhead
+            set beside ``loss_policy = "whole_attempt"`` (it would be ignored). Each names the
+            key.
+    """
+    base = inherit or LossPolicyConfig()
+    kind = table.get("loss_policy", base.kind)
+    if kind not in LOSS_POLICIES:
+        raise ConfigError(
+            f"{where}.loss_policy: must be one of {', '.join(map(repr, LOSS_POLICIES))},"
+            f" not {kind!r}"
+        )
+    interval = table.get("checkpoint_interval_s", base.checkpoint_interval_s)
+    if interval is not None and (
+        isinstance(interval, bool)
+        or not isinstance(interval, int | float)
+        or not 0 < interval < float("inf")
+    ):
+        raise ConfigError(
+            f"{where}.checkpoint_interval_s: must be a positive number of seconds, not {interval!r}"
+        )
+    overhead = table.get("restart_overhead_s", base.restart_overhead_s)
+    if (
+        isinstance(overhead, bool)
+        or not isinstance(overhead, int | float)
+        or not (0 <= overhead < float("inf"))
+    ):
+        raise ConfigError(
+            f"{where}.restart_overhead_s: must be a number of seconds ≥ 0, not {overhead!r}"
+        )
+    if kind == "whole_attempt":
+        for key in ("checkpoint_interval_s", "restart_overhead_s"):
+            if key in table:
+                raise ConfigError(
+                    f"{where}.{key}: applies only with loss_policy = 'checkpoint'"
+                    " (the whole_attempt policy loses the whole runtime)"
+                )
+        return LossPolicyConfig()
+    if interval is None:
+        raise ConfigError(
+            f"{where}.checkpoint_interval_s: loss_policy = 'checkpoint' needs the checkpoint"
+            " interval Δ, a positive number of seconds"
+        )
+    return LossPolicyConfig(str(kind), float(interval), float(overhead))
 
 
 def _date(value: object, where: str) -> str:

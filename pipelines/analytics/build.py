@@ -71,6 +71,7 @@ from pipelines.analytics.metrics_build import (
     TTS_COUNT_WEEKS,
     TTS_COUNTS_TABLE,
     build_metric_tables,
+    loss_policy_of,
 )
 from pipelines.analytics.policy_impact import policy_impact_tables
 from pipelines.analytics.policy_ledger import policy_change_tables
@@ -1157,12 +1158,16 @@ def _tables(
     nodes = slurm_node_gpus(core.nodes, sok.node_map)
     # A full build writes the per-attempt GPU summary a range of attempts at a time.
     summary = write.parts("analytics.job_gpu_summary") if plan.full else None
+    # One loss policy per cluster for every table that counts lost time (the waterfall's
+    # leaves 3–6, node reliability's lost GPU-seconds); a change of it rebuilds in full
+    # (pipelines.analytics.incremental._fingerprint).
+    policy = loss_policy_of(cfg)
     windows = window_tables(
         con, jobs=_without_slurmd(jobs, sok.slurmd_jobs), pending=core.pending, occupancy=occ,
         as_of=as_of, pod_jobs=core.pod_jobs, nodes=nodes, idle_threshold=cfg.idle_activity,
         days=None if plan.full else plan.days, changed_keys=plan.changed_keys,
         slurmd_maps=sok.slurmd_maps if sok.slurmd_maps.height else None, every=units[0],
-        rows=units[1], summary=summary, holds=core.holds,
+        rows=units[1], summary=summary, holds=core.holds, loss_policy=policy,
     )  # fmt: skip
     if summary is not None:
         write.staged("analytics.job_gpu_summary", summary)
@@ -1196,6 +1201,7 @@ def _tables(
         holds=core.holds,
         days=None if plan.full else plan.days,
         wait_keys=plan.wait_keys if kept is not None else None,
+        loss_policy=policy,
     )  # fmt: skip
     if kept is not None:
         write.job_rows("analytics.time_to_start_jobs", kept.frame(), kept.keys)

@@ -291,9 +291,11 @@ def build_code_files(root: Path | None = None) -> list[Path]:
 
 def _fingerprint(cfg: Config, registry_path: Path, nodes: pl.DataFrame) -> str:
     """A hash of everything whose change invalidates every row: the registry file, the inventory
-    files, the nodes derived from them (or observed), the thresholds and segment sizes, and the
-    code and SQL that compute the tables (:func:`build_code_files`: a changed definition or
-    column must not leave stale rows behind)."""
+    files, the nodes derived from them (or observed), the thresholds and segment sizes, the
+    waterfall's loss policies (``[waterfall]`` and each cluster's own: they decide the lost
+    time of every attempt, on every day it ran), and the code and SQL that compute the tables
+    (:func:`build_code_files`: a changed definition or column must not leave stale rows
+    behind)."""
     h = _code_hash()
     files = [registry_path]
     if cfg.inventory_dir.is_dir():
@@ -302,6 +304,9 @@ def _fingerprint(cfg: Config, registry_path: Path, nodes: pl.DataFrame) -> str:
         h.update(str(f).encode())
         h.update(f.read_bytes() if f.is_file() else b"-")
     h.update(repr((cfg.idle_activity, cfg.large_job_gpus, cfg.segment_sizes)).encode())
+    h.update(
+        repr((cfg.loss_policy, sorted((c.name, c.loss_policy) for c in cfg.clusters))).encode()
+    )
     h.update(nodes.sort(nodes.columns).write_csv().encode())
     return h.hexdigest()
 
@@ -829,7 +834,7 @@ def plan_build(
         return _full("a table is missing")
     _bid, _mark, old_fp, old_as_of_json = state[0]
     if old_fp != fp:
-        return _full("registry, inventory, nodes, thresholds or code changed")
+        return _full("registry, inventory, nodes, thresholds, loss policy or code changed")
     old_as_of = pl.DataFrame(
         [(c, dt.datetime.fromisoformat(a)) for c, a in json.loads(old_as_of_json).items()],
         schema={"cluster": pl.String(), "as_of": pl.Datetime("us", "UTC")},

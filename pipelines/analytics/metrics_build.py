@@ -18,6 +18,7 @@ import polars as pl
 
 from metrics import (
     SPELLS_N,
+    LossPolicy,
     entitlement,
     fair_share_hourly,
     fairness_summary,
@@ -41,6 +42,7 @@ from pipelines.analytics.chunks import (
     touching,
 )
 from pipelines.analytics.incremental import with_spells, with_stored_days
+from pipelines.config import Config
 from pipelines.core.node_states import (
     latest_node_events,
     planned_reason,
@@ -52,12 +54,33 @@ from pipelines.warehouse.sql import load_sql
 
 __all__ = [
     "ACTIVITY_METRIC",
+    "LossPolicyOf",
     "attributed_gpu_buckets",
     "build_metric_tables",
     "gpu_activity",
     "job_gpu_summary",
     "job_gpu_summary_ranges",
+    "loss_policy_of",
 ]
+
+#: Cluster → the :class:`metrics.waterfall.LossPolicy` its lost time is computed under.
+LossPolicyOf = Callable[[str], LossPolicy]
+
+
+def loss_policy_of(cfg: Config) -> LossPolicyOf:
+    """Cluster → its configured loss policy (``[waterfall]``, or the cluster's own in
+    ``[[clusters]]``, :meth:`pipelines.config.Config.loss_policy_of`) as the metric engine's
+    :class:`~metrics.waterfall.LossPolicy`: the one rule every table that counts lost time
+    (the waterfall's leaves 3–6, node reliability's lost GPU-seconds) is built under."""
+
+    def of(cluster: str) -> LossPolicy:
+        p = cfg.loss_policy_of(cluster)
+        if p.kind == "checkpoint":
+            return LossPolicy("checkpoint", p.checkpoint_interval_s, p.restart_overhead_s)
+        return LossPolicy()
+
+    return of
+
 
 #: The GPU activity signal (METRICS.md), 0–1.
 ACTIVITY_METRIC = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
@@ -570,6 +593,7 @@ def build_metric_tables(
     days: Mapping[str, set[dt.date]] | None = None,
     wait_keys: pl.DataFrame | None = None,
     holds: pl.DataFrame | None = None,
+    loss_policy: LossPolicyOf | None = None,
 ) -> dict[str, pl.DataFrame]:
     """Compute the metric-engine tables that are not time-keyed, for every cluster with data.
 
@@ -614,6 +638,9 @@ def build_metric_tables(
         holds: the pieces of held GPUs of the attempts that did not hold ``gpus`` over their
             span (:attr:`pipelines.core.CoreFrames.holds`): the hourly fair shares' usage
             spreads them (METRICS.md "GPU holding"); None: none.
+        loss_policy: cluster → its :class:`~metrics.waterfall.LossPolicy`, for the lost
+            GPU-seconds of the node signals (:func:`loss_policy_of`; the waterfall's must be
+            the same). None: ``whole_attempt`` everywhere.
 
     Returns:
         Frames by table name: ``analytics.time_to_start_jobs`` (unless ``spells`` is given),
@@ -687,7 +714,11 @@ def build_metric_tables(
         started = j if days is None else j.filter(in_days("start_at", days.get(c, set())))
         signals.append(
             node_signals(
-                started, cut, xid_events=xid.filter(pl.col("cluster") == c).lazy(), daily=True
+                started,
+                cut,
+                xid_events=xid.filter(pl.col("cluster") == c).lazy(),
+                policy=loss_policy(c) if loss_policy is not None else None,
+                daily=True,
             ).collect()
         )
         reliable.append((c, cut))

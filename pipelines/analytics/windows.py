@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
-from metrics import gpu_waterfall_hourly
+from metrics import LossPolicy, gpu_waterfall_hourly
 from pipelines.analytics.chunks import (
     BUILD_CHUNK,
     ROW_CHUNK,
@@ -32,6 +32,7 @@ from pipelines.analytics.dcgm_hourly_metrics import hourly_activity, labelled_ho
 from pipelines.analytics.incremental import with_spells
 from pipelines.analytics.metrics_build import (
     _ONE_JOB,
+    LossPolicyOf,
     _activity,
     _xid_events,
     attributed_gpu_buckets,
@@ -409,6 +410,7 @@ def _waterfall(
     every: str,
     nodes: pl.LazyFrame,
     holds: pl.LazyFrame | None = None,
+    policy: LossPolicy | None = None,
 ) -> pl.DataFrame:
     """:func:`metrics.gpu_waterfall_hourly` of one cluster's ``occupancy`` hours, one unit of
     hours at a time (:func:`pipelines.analytics.chunks.by_hour_chunks`): the waterfall of a
@@ -432,6 +434,7 @@ def _waterfall(
             activity=activity(lo, hi),
             activity_bucket_s=bucket_s,
             xid_events=xid,
+            policy=policy,
             idle_threshold=idle_threshold,
             allocated_cap=lent,
             nodes=nodes,
@@ -467,6 +470,7 @@ def window_tables(
     rows: int = ROW_CHUNK,
     summary: Callable[[pl.DataFrame], None] | None = None,
     holds: pl.DataFrame | None = None,
+    loss_policy: LossPolicyOf | None = None,
 ) -> WindowFrames:
     """The time-keyed tables (:data:`WINDOW_TABLES`) of the given cluster-days.
 
@@ -515,6 +519,9 @@ def window_tables(
         holds: the pieces of held GPUs of the attempts that did not hold ``gpus`` over their
             span (:attr:`pipelines.core.CoreFrames.holds`): the waterfall spreads them
             (METRICS.md "GPU holding"); None: none.
+        loss_policy: cluster → its :class:`~metrics.waterfall.LossPolicy` for the waterfall's
+            leaves 3–6 (:func:`~pipelines.analytics.metrics_build.loss_policy_of`); None:
+            ``whole_attempt`` everywhere.
 
     Returns:
         The frames by table, and the job keys the summary covers (None for a full build).
@@ -589,6 +596,7 @@ def window_tables(
                             idle_threshold=idle_threshold, every=every,
                             nodes=scope.nodes.lazy().filter(pl.col("cluster") == c),
                             holds=held.lazy() if held is not None and held.height else None,
+                            policy=loss_policy(c) if loss_policy is not None else None,
                         )
                     )  # fmt: skip
             ga = gpu_activity(mem, scope.jobs, pod_jobs, buckets=buckets)

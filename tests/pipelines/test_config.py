@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.config import ConfigError, load_config
+from pipelines.config import ConfigError, LossPolicyConfig, load_config
 from pipelines.dcgm.resources import PrometheusDcgmSource
 from pipelines.definitions import build_defs
 from pipelines.slurm.resources import SacctCliSource
@@ -118,3 +118,62 @@ def test_segment_sizes_default_and_configured(tmp_path: Path) -> None:
     assert load_config(p).segment_sizes == (1, 2, 4, 8, 16, 18)
     p.write_text("[topology]\nsegment_sizes = [9, 3, 9]\n")
     assert load_config(p).segment_sizes == (3, 9)
+
+
+def test_the_loss_policy_default_waterfall_section_and_cluster_override(tmp_path: Path) -> None:
+    """Unset: ``whole_attempt``. ``[waterfall]`` checkpoint Δ = 3,600 s, u0 = 300 s for every
+    cluster without its own; cluster ``b`` sets only ``checkpoint_interval_s = 600`` (u0
+    inherited), cluster ``c`` ``loss_policy = "whole_attempt"`` (nothing inherited)."""
+    p = tmp_path / "g.toml"
+    p.write_text("")
+    assert load_config(p).loss_policy == LossPolicyConfig("whole_attempt", None, 0.0)
+    p.write_text(
+        '[waterfall]\nloss_policy = "checkpoint"\ncheckpoint_interval_s = 3600\n'
+        "restart_overhead_s = 300\n"
+        '[[clusters]]\nname = "a"\n'
+        '[[clusters]]\nname = "b"\ncheckpoint_interval_s = 600\n'
+        '[[clusters]]\nname = "c"\nloss_policy = "whole_attempt"\n'
+    )
+    cfg = load_config(p)
+    ckpt = LossPolicyConfig("checkpoint", 3600.0, 300.0)
+    assert cfg.loss_policy == ckpt
+    assert cfg.loss_policy_of("a") == ckpt
+    assert cfg.loss_policy_of("unlisted") == ckpt
+    assert cfg.loss_policy_of("b") == LossPolicyConfig("checkpoint", 600.0, 300.0)
+    assert cfg.loss_policy_of("c") == LossPolicyConfig("whole_attempt", None, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ('[waterfall]\nloss_policy = "tail"\n',
+         r"waterfall\.loss_policy: must be one of 'whole_attempt', 'checkpoint', not 'tail'"),
+        ('[waterfall]\nloss_policy = "checkpoint"\n',
+         r"waterfall\.checkpoint_interval_s: loss_policy = 'checkpoint' needs"),
+        ('[waterfall]\nloss_policy = "checkpoint"\ncheckpoint_interval_s = 0\n',
+         r"waterfall\.checkpoint_interval_s: must be a positive number of seconds, not 0"),
+        ('[waterfall]\nloss_policy = "checkpoint"\ncheckpoint_interval_s = "1h"\n',
+         r"waterfall\.checkpoint_interval_s: must be a positive number of seconds, not '1h'"),
+        ('[waterfall]\nloss_policy = "checkpoint"\ncheckpoint_interval_s = inf\n',
+         r"waterfall\.checkpoint_interval_s: must be a positive number"),
+        ('[waterfall]\nloss_policy = "checkpoint"\ncheckpoint_interval_s = 600\n'
+         "restart_overhead_s = -1\n",
+         r"waterfall\.restart_overhead_s: must be a number of seconds ≥ 0, not -1"),
+        ("[waterfall]\ncheckpoint_interval_s = 600\n",
+         r"waterfall\.checkpoint_interval_s: applies only with loss_policy = 'checkpoint'"),
+        ("[waterfall]\ncheckpoint_intervall_s = 600\n",
+         r"\[waterfall\]: unknown key 'checkpoint_intervall_s' \(did you mean"),
+        ('[[clusters]]\nname = "a"\nloss_policy = "checkpoint"\n',
+         r"clusters\[0\]\.checkpoint_interval_s: loss_policy = 'checkpoint' needs"),
+        ('[[clusters]]\nname = "a"\nloss_policy = "checkpoint"\ncheckpoint_interval_s = -5\n',
+         r"clusters\[0\]\.checkpoint_interval_s: must be a positive number of seconds, not -5"),
+    ],
+)  # fmt: skip
+def test_a_bad_loss_policy_names_the_key(tmp_path: Path, text: str, needle: str) -> None:
+    """Each bad ``[waterfall]`` or cluster loss-policy value raises ConfigError naming the file
+    and the key (never a silent whole-attempt fallback)."""
+    p = tmp_path / "g.toml"
+    p.write_text(text)
+    with pytest.raises(ConfigError, match=needle) as info:
+        load_config(p)
+    assert "g.toml" in str(info.value)
