@@ -36,7 +36,7 @@ from metrics import nearest_rank, wait_percentiles_km
 from metrics.headlines import MIN_KM_JOBS, WaitSummary, wait_summary
 from metrics.periods import is_complete, mark_complete, scope_bounds
 from metrics.schema import SIZE_BUCKETS, WATERFALL_LEAVES
-from pipelines.config import load_config
+from pipelines.config import Config, load_config
 from pipelines.report.job_report import JobReport, job_report_on
 from pipelines.warehouse import (
     attach_read_only,
@@ -526,21 +526,51 @@ def top_idle_allocations(path: str, f: Filters, theta: float, top: int) -> pl.Da
     return idle_by_attempt(path, f, theta).head(top)
 
 
+#: The loss policies as :func:`idle_by_team` takes them: (the clusters with their own policy,
+#: each one's lost-time cap Δ/2 + u0 in seconds or None for ``whole_attempt``, the cap of every
+#: other cluster or None).
+LossCaps = tuple[tuple[str, ...], tuple[float | None, ...], float | None]
+
+
+def loss_caps(cfg: Config) -> LossCaps:
+    """The configured loss policies (``[waterfall]`` and the clusters' own,
+    :meth:`pipelines.config.Config.loss_policy_of`) as :data:`LossCaps`: under ``checkpoint``
+    an attempt of leaves 3–6 loses min(runtime, Δ/2 + u0) seconds (METRICS.md)."""
+
+    def cap(name: str | None) -> float | None:
+        p = cfg.loss_policy if name is None else cfg.loss_policy_of(name)
+        if p.kind != "checkpoint" or p.checkpoint_interval_s is None:
+            return None
+        return p.checkpoint_interval_s / 2.0 + p.restart_overhead_s
+
+    own = [c.name for c in cfg.clusters if c.loss_policy is not None]
+    return tuple(own), tuple(cap(c) for c in own), cap(None)
+
+
 @st.cache_data(ttl=_TTL)
-def idle_by_team(path: str, f: Filters, theta: float) -> pl.DataFrame:
+def idle_by_team(
+    path: str, f: Filters, theta: float, loss: LossCaps = ((), (), None)
+) -> pl.DataFrame:
     """Allocated-idle GPU-hours per cluster, team and GPU type (waterfall leaf 8, METRICS.md).
 
     From ``gpu_activity`` and ``jobs`` as the waterfall counts the leaf: per attempt and 5-minute
-    bucket, min(GPUs seen, GPUs allocated) × the bucket's part inside the attempt and the window,
-    where the attempt's mean activity < ``theta``; attempts in a loss leaf (3–7) left out. Summed
-    over teams, a cluster's total is its ``allocated_idle`` in ``gpu_waterfall_hourly``.
-    A ``gpu_type`` filter applies when :class:`Filters` carries one.
+    bucket, min(GPUs seen, GPUs allocated) × the bucket's part inside the attempt's kept time and
+    the window, where the attempt's mean activity < ``theta``. Kept time: the whole attempt
+    (running ones up to ``as_of``), but for attempts in leaves 3–6 under ``loss``
+    (:func:`loss_caps`; default ``whole_attempt`` everywhere: left out) only their head, up to
+    their end less min(runtime, cap); cancelled attempts (7) left out. Summed over teams, a
+    cluster's total is its ``allocated_idle`` in ``gpu_waterfall_hourly`` when ``loss`` is the
+    build's policy. A ``gpu_type`` filter applies when :class:`Filters` carries one.
 
     Returns:
         ``cluster, team, gpu_type ('untyped' when unknown), idle_gpu_h (GPU-hours), attempts``,
         most idle first.
     """
-    params: dict[str, object] = {"gpu_type": None, **f.params(), "theta": theta}
+    clusters, caps, default = loss
+    params: dict[str, object] = {
+        "gpu_type": None, **f.params(), "theta": theta, "loss_clusters": list(clusters),
+        "loss_caps": list(caps), "loss_cap_s": default,
+    }  # fmt: skip
     return _frame(path, "idle_by_team", params)
 
 

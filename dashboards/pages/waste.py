@@ -78,7 +78,7 @@ _charts.table(
 
 # --- idle allocated time by team -------------------------------------------------------------
 st.subheader("Allocated-idle GPU-hours by team")
-by_team = queries.idle_by_team(path, f, cfg.idle_activity)
+by_team = queries.idle_by_team(path, f, cfg.idle_activity, queries.loss_caps(cfg))
 if by_team.height:
     team_order = (
         by_team.group_by("team")
@@ -105,8 +105,10 @@ if by_team.height:
         definition=(
             f"allocated_idle (waterfall leaf 8) per cluster, team and GPU type, from gpu_activity: "
             f"observed allocated GPU-time in 5-minute buckets whose mean DCGM activity is "
-            f"< θ = {cfg.idle_activity:g}, for attempts not in a loss leaf (3–7); under the "
-            f"default whole_attempt policy a cluster's teams sum to its allocated_idle leaf."
+            f"< θ = {cfg.idle_activity:g}, over each attempt's kept time: attempts in a loss "
+            f"leaf (3–6) keep only what the configured loss policy does not lose ([waterfall] "
+            f"in goodput.toml; whole_attempt: nothing), cancelled ones (7) nothing; a "
+            f"cluster's teams sum to its allocated_idle leaf."
         ),
     )
 else:

@@ -20,6 +20,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboards import queries
+from pipelines.config import load_config
 from tests.conftest import REPO, Materialized
 
 pytestmark = pytest.mark.slow
@@ -336,6 +337,19 @@ def test_idle_by_team_hand_computed(tmp_path: Path) -> None:
     Attempt C (t2, untyped, 1 GPU, running since 11:50, as_of 12:00): bucket 11:55 idle = 300 GPU-s;
       bucket 12:00 is after as_of → 0.  C = 300 GPU-s = 0.08333 GPU-h.
     """
+    db = _tiny_idle_db(tmp_path)
+    got = queries.idle_by_team(str(db), queries.Filters(), 0.05)
+    assert got.select("cluster", "team", "gpu_type", "attempts").rows() == [
+        ("c", "t1", "h100", 1),
+        ("c", "t2", "untyped", 1),
+    ]
+    assert got["idle_gpu_h"].to_list() == pytest.approx([1740 / 3600, 300 / 3600])
+    only_t2 = queries.idle_by_team(str(db), queries.Filters(team="t2"), 0.05)
+    assert only_t2["team"].to_list() == ["t2"]
+
+
+def _tiny_idle_db(tmp_path: Path) -> Path:
+    """The attempts A, B, C of :func:`test_idle_by_team_hand_computed` in ``tiny.duckdb``."""
     db = tmp_path / "tiny.duckdb"
     day = dt.datetime(2026, 3, 15, tzinfo=dt.UTC)
 
@@ -373,14 +387,31 @@ def test_idle_by_team_hand_computed(tmp_path: Path) -> None:
         con.executemany(
             "insert into gpu_activity values ('c', ?, 0, ?, ?, 1.0, ?)", [list(r) for r in rows]
         )
-    got = queries.idle_by_team(str(db), queries.Filters(), 0.05)
-    assert got.select("cluster", "team", "gpu_type", "attempts").rows() == [
-        ("c", "t1", "h100", 1),
-        ("c", "t2", "untyped", 1),
-    ]
-    assert got["idle_gpu_h"].to_list() == pytest.approx([1740 / 3600, 300 / 3600])
-    only_t2 = queries.idle_by_team(str(db), queries.Filters(team="t2"), 0.05)
-    assert only_t2["team"].to_list() == ["t2"]
+    return db
+
+
+def test_idle_by_team_keeps_the_head_of_lost_attempts_under_checkpoint(tmp_path: Path) -> None:
+    """The rows of :func:`test_idle_by_team_hand_computed` under ``checkpoint`` with Δ = 600 s,
+    u0 = 0 (``[waterfall]`` in goodput.toml; :func:`queries.loss_caps` gives cap = 300 s):
+    attempt B (t2, 2 GPUs, FAILED 10:00–10:10, runtime 600 s) loses min(600, 300) = 300 s, its
+    tail 10:05–10:10, and keeps its head 10:00–10:05: bucket 10:00 idle, 2 GPUs × 300 s = 600
+    GPU-s, as the waterfall's allocated_idle counts it. t2: C's 300 + B's 600 = 900 GPU-s,
+    2 attempts; t1 (A) unchanged, 1,740. The same from a cluster's own policy; a cluster's own
+    ``whole_attempt`` over a checkpointing ``[waterfall]`` leaves B out again (t2: 300)."""
+    db = _tiny_idle_db(tmp_path)
+    toml = tmp_path / "g.toml"
+    toml.write_text('[waterfall]\nloss_policy = "checkpoint"\ncheckpoint_interval_s = 600\n')
+    caps = queries.loss_caps(load_config(toml))
+    assert caps == ((), (), 300.0)
+    for loss in (caps, (("c",), (300.0,), None)):
+        got = queries.idle_by_team(str(db), queries.Filters(), 0.05, loss)
+        assert got.select("cluster", "team", "gpu_type", "attempts").rows() == [
+            ("c", "t1", "h100", 1),
+            ("c", "t2", "untyped", 2),
+        ]
+        assert got["idle_gpu_h"].to_list() == pytest.approx([1740 / 3600, 900 / 3600])
+    whole = queries.idle_by_team(str(db), queries.Filters(), 0.05, (("c",), (None,), 300.0))
+    assert whole["idle_gpu_h"].to_list() == pytest.approx([1740 / 3600, 300 / 3600])
 
 
 def test_waste_page_idle_by_team(serving: str) -> None:
