@@ -24,12 +24,12 @@ ALLOCATED = (
 )
 
 
-def _load(cfg: Config, pods: Path, *, full: bool = True) -> None:
+def _load(cfg: Config, pods: Path, *, full: bool = True, workloads: Path | None = None) -> None:
     with connect(cfg.warehouse_path) as con:
         ingest_file(
             con,
             "k8s-objects",
-            FIXTURES / "workloads_2026-11-02.json",
+            workloads or FIXTURES / "workloads_2026-11-02.json",
             ingest_options(cfg, "k8s-objects", "k"),
         )
         ingest_file(con, "k8s-pods", pods, ingest_options(cfg, "k8s-pods", "k"))
@@ -103,6 +103,18 @@ def test_pods_bound_apart_ending_together(tmp_path: Path) -> None:
     assert got["fairness_weekly"] == [(110_400.0,)]
 
 
+def _running_workloads(tmp_path: Path) -> Path:
+    """The Workload seen at 08:40: admitted, not yet Finished (its Finished condition of 10:10
+    would move the cluster's cut-off there: METRICS.md "as_of")."""
+    doc = json.loads((FIXTURES / "workloads_2026-11-02.json").read_text(encoding="utf-8"))
+    for item in doc["items"]:
+        conds = item["status"]["conditions"]
+        item["status"]["conditions"] = [c for c in conds if c["type"] != "Finished"]
+    path = tmp_path / "workloads_2026-11-02.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
 def _running_snapshot(tmp_path: Path) -> Path:
     """The staggered pods seen at 08:40: worker-0 over, the launcher and worker-1 running
     (no finish; the cluster's cut-off is then 08:40, worker-0's finish)."""
@@ -126,7 +138,7 @@ def test_a_running_gang_counts_its_pods_to_the_cutoff_and_incremental_equals_ful
     (worker-1 held on past the cut-off): hour 8 = 4,800 + 19,200 = 24,000, not 16 x 1,800 =
     28,800. The final snapshot, built incrementally on top, equals a full build."""
     cfg = _config(tmp_path)
-    _load(cfg, _running_snapshot(tmp_path))
+    _load(cfg, _running_snapshot(tmp_path), workloads=_running_workloads(tmp_path))
     got = _hourly(cfg)
     assert got["occupancy"] == [(_h(8), 24_000.0)]
     assert got["waterfall"] == [(_h(8), 24_000.0, 0.0)]
