@@ -981,7 +981,8 @@ def _read_raw(
 ) -> RawFrames:
     """The raw tables the core layer reads (``raw.k8s_nodes`` only where the table exists; of
     ``raw.slurm_nodes`` the latest state of the nodes with GPU shards and the dated snapshots
-    of the nodes that ever had a reason time);
+    of the nodes that ever had a reason time; of ``raw.slurm_reservations`` the ``MAINT``
+    ones);
     the Slurm rows as parts of about ``slurm_part_rows`` rows (None: :data:`SLURM_PART_ROWS`),
     read when the core layer iterates them (``slurm_rows`` keeps only the schema; the parts are
     read through the connection's temporary view ``slurm_rows_keyed``, created here); with
@@ -1013,6 +1014,9 @@ def _read_raw(
         else None,
         slurm_node_states=run_named(con, "analytics/slurm_node_snapshots")
         if table_exists(con, "raw.slurm_nodes")
+        else None,
+        slurm_reservations=run_named(con, "analytics/slurm_maint_reservations")
+        if table_exists(con, "raw.slurm_reservations")
         else None,
         pod_samples=_pod_last_samples(con, pods),
     )

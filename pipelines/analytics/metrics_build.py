@@ -45,7 +45,8 @@ from pipelines.analytics.incremental import with_spells, with_stored_days
 from pipelines.config import Config
 from pipelines.core.node_states import (
     latest_node_events,
-    planned_reason,
+    maint_reservation_node_events,
+    node_event_state,
     snapshot_node_events,
 )
 from pipelines.core.slurm_on_k8s import rehome_slurmd_dcgm
@@ -271,9 +272,11 @@ def _exporter_pod_hosts(events: pl.DataFrame, pod_jobs: pl.DataFrame) -> pl.Data
 def _down_intervals(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """``cluster, host, start_at, end_at, state, reason, planned``: each Slurm node event once
     (:func:`pipelines.core.node_states.latest_node_events`: a closed copy over an open one,
-    then the latest load), and those the down or drained ``scontrol show node`` snapshots imply
-    where sacctmgr has none (:func:`pipelines.core.node_states.snapshot_node_events`, as the
-    core layer's down time): the intervals of ``node_reliability``'s down time."""
+    then the latest load), those the down or drained ``scontrol show node`` snapshots imply
+    where sacctmgr has none (:func:`pipelines.core.node_states.snapshot_node_events`), and the
+    ``MAINT`` reservations' nodes where neither has one (:func:`pipelines.core.node_states.
+    maint_reservation_node_events`), as the core layer's down time; ``planned`` as there
+    (:func:`pipelines.core.node_states.node_event_state`)."""
     raw: pl.DataFrame = con.sql(load_sql("analytics/node_down_events")).pl()
     events = latest_node_events(raw).select(
         "cluster",
@@ -282,11 +285,21 @@ def _down_intervals(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
         "state",
         "reason",
     )
+    implied = []
     if table_exists(con, "raw.slurm_nodes"):
         snaps = run_named(con, "analytics/slurm_node_snapshots")
-        implied = snapshot_node_events(snaps, events)
-        if implied.height:
-            events = pl.concat([events, implied.select(events.columns)], how="vertical_relaxed")
+        implied.append(snapshot_node_events(snaps, events))
+    if table_exists(con, "raw.slurm_reservations"):
+        known = pl.concat(
+            [events.select("cluster", "node", "start_at", "end_at"),
+             *(i.select("cluster", "node", "start_at", "end_at") for i in implied)],
+            how="vertical_relaxed",
+        )  # fmt: skip
+        maint = run_named(con, "analytics/slurm_maint_reservations")
+        implied.append(maint_reservation_node_events(maint, known))
+    for extra in implied:
+        if extra.height:
+            events = pl.concat([events, extra.select(events.columns)], how="vertical_relaxed")
     return events.select(
         "cluster",
         pl.col("node").alias("host"),
@@ -294,7 +307,7 @@ def _down_intervals(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
         "end_at",
         "state",
         "reason",
-        planned_reason(pl.col("reason")).alias("planned"),
+        (node_event_state() == "planned").alias("planned"),
     )
 
 

@@ -39,7 +39,7 @@ from pipelines.core.kueue_tas import kueue_topology_spells
 from pipelines.core.node_states import (
     latest_node_events,
     node_event_gpu_seconds_hourly,
-    planned_reason,
+    node_event_state,
     registered_gpu_seconds_hourly,
     slurm_node_down,
     unallocated_node_events,
@@ -214,6 +214,11 @@ class RawFrames:
     a reason time (``sql/analytics/slurm_node_snapshots.sql``), whose down or drained states
     add node events where ``sacctmgr`` has none
     (:func:`pipelines.core.node_states.snapshot_node_events`); None without ``raw.slurm_nodes``.
+    ``slurm_reservations``: the ``MAINT`` reservations (``cluster, name, start_at, end_at,
+    nodes, maint, ingest_id, line_no``: ``sql/analytics/slurm_maint_reservations.sql``), whose
+    nodes are planned down over their times where no other node event is
+    (:func:`pipelines.core.node_states.maint_reservation_node_events`); None without
+    ``raw.slurm_reservations``.
 
     ``pod_samples``, when given: ``cluster, namespace, pod, last_sample``, the latest DCGM
     sample labelled with each pod name (at least those after the pods' own cut-off,
@@ -244,6 +249,7 @@ class RawFrames:
     slurm_squeue: pl.DataFrame | None = None
     slurm_node_shards: pl.DataFrame | None = None
     slurm_node_states: pl.DataFrame | None = None
+    slurm_reservations: pl.DataFrame | None = None
     slurm_parts: Callable[[], Iterable[pl.DataFrame | StoredPart]] | None = None
     pod_samples: pl.DataFrame | None = None
 
@@ -609,9 +615,11 @@ def _slurm_node_states(
     Cluster TRES registrations give capacity (sreport *Reported*). Node events give down time:
     ``DOWN``/``FAIL``/``DRAIN`` → down, unless the reason names a planned outage
     (:func:`pipelines.core.node_states.planned_reason`: maintenance, an upgrade, a requested
-    reboot; not "Node unexpectedly rebooted") → planned_down. ``raw_events`` holds the
-    ``sacctmgr`` events and those the ``scontrol show node`` snapshots imply
-    (:func:`pipelines.core.node_states.slurm_node_down`, in :func:`build_core`). Event GPUs come
+    reboot; not "Node unexpectedly rebooted"), or the event is a ``MAINT`` reservation's →
+    planned_down (:func:`pipelines.core.node_states.node_event_state`). ``raw_events`` holds
+    the ``sacctmgr`` events, those the ``scontrol show node`` snapshots imply and those of the
+    ``MAINT`` reservations (:func:`pipelines.core.node_states.slurm_node_down`, in
+    :func:`build_core`). Event GPUs come
     from the event's TRES (a snapshot's Gres), else the node's inventory. Several exports of the
     same event are kept once, a closed copy over an open one whatever the load order
     (:func:`latest_node_events`). With ``jobs`` (``cluster, node_list, gpus, start_at,
@@ -656,12 +664,7 @@ def _slurm_node_states(
         start = max(lo, cut - dt.timedelta(days=400)).replace(minute=0, second=0, microsecond=0)
         end = cut + dt.timedelta(hours=1)
         regs.append(registered_gpu_seconds_hourly(ev.lazy(), start, end, cut).collect())
-        ev = ev.filter(pl.col("event") == "node").with_columns(
-            pl.when(planned_reason(pl.col("reason")))
-            .then(pl.lit("planned"))
-            .otherwise(pl.lit("down"))
-            .alias("state")
-        )
+        ev = ev.filter(pl.col("event") == "node").with_columns(node_event_state().alias("state"))
         if jobs is not None:
             ev = unallocated_node_events(ev, jobs.filter(pl.col("cluster") == c), cut)
         per = node_event_gpu_seconds_hourly(ev.lazy(), start, end, cut).collect()
@@ -739,6 +742,9 @@ def _in_unit(
             pod_samples=None if raw.pod_samples is None else one(raw.pod_samples),
             slurm_node_shards=None if raw.slurm_node_shards is None else one(raw.slurm_node_shards),
             slurm_node_states=None if raw.slurm_node_states is None else one(raw.slurm_node_states),
+            slurm_reservations=None
+            if raw.slurm_reservations is None
+            else one(raw.slurm_reservations),
         ),
         one(inventory),
     )
@@ -768,9 +774,15 @@ def build_core(
             cut-offs are taken from each part first.
     """
     raw, inventory = _in_unit(raw, inventory, unit)
-    # node events: sacctmgr's, and those the down or drained `scontrol show node` snapshots
-    # imply where sacctmgr has none (METRICS.md "Node states")
-    raw = replace(raw, slurm_events=slurm_node_down(raw.slurm_events, raw.slurm_node_states))
+    # node events: sacctmgr's, those the down or drained `scontrol show node` snapshots imply
+    # where sacctmgr has none, and the MAINT reservations' nodes where neither has one
+    # (METRICS.md "Node states")
+    raw = replace(
+        raw,
+        slurm_events=slurm_node_down(
+            raw.slurm_events, raw.slurm_node_states, raw.slurm_reservations
+        ),
+    )
     mapping = registry.mapping
     account_teams = mapping.filter(pl.col("kind") == "slurm_account")
     ns_teams = mapping.filter(pl.col("kind") == "k8s_namespace")

@@ -13,7 +13,9 @@ Over the rows of Slurm's ``sacctmgr show event`` (``raw.slurm_events``: ``event`
   Kubernetes node states): the parts of the node events no allocation holds (allocated time on
   a node wins over its down / planned-down state, per node and instant).
 - :func:`snapshot_node_events`: node events implied by ``scontrol show node`` snapshots
-  (``raw.slurm_nodes``) of down or drained nodes, where no ``sacctmgr`` event covers them.
+  (``raw.slurm_nodes``) of down or drained nodes, where no ``sacctmgr`` event covers them;
+- :func:`maint_reservation_node_events`: planned-down node events of the nodes in ``MAINT``
+  reservations (``raw.slurm_reservations``), where no other node event covers them.
 """
 
 from __future__ import annotations
@@ -27,11 +29,14 @@ from metrics.node_allocation import unallocated_node_events
 
 __all__ = [
     "EVENT_KEY",
+    "MAINT_RESERVATION_STATE",
     "SLURM_DOWN_STATES",
     "SLURM_PLANNED_REASON",
     "SLURM_UNPLANNED_REASON",
     "latest_node_events",
+    "maint_reservation_node_events",
     "node_event_gpu_seconds_hourly",
+    "node_event_state",
     "planned_reason",
     "registered_gpu_seconds_hourly",
     "slurm_node_down",
@@ -61,6 +66,11 @@ SLURM_UNPLANNED_REASON = (
 #: ``NOT_RESPONDING`` alone (``IDLE*``) is not one: slurmctld sets such a node ``DOWN`` (reason
 #: "Not responding") only after ``SlurmdTimeout``, and records no event before.
 SLURM_DOWN_STATES = ("DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING")
+
+#: The ``state`` of the node events :func:`maint_reservation_node_events` makes (``scontrol show
+#: node`` prints a node in a ``MAINT`` reservation as ``IDLE+MAINT+RESERVED``): planned_down
+#: whatever the reservation's name (:func:`node_event_state`).
+MAINT_RESERVATION_STATE = "MAINT+RESERVED"
 
 _FAR = dt.datetime(9999, 1, 1, tzinfo=dt.UTC)
 
@@ -100,6 +110,17 @@ def planned_reason(reason: pl.Expr) -> pl.Expr:
     rebooted boot_time=…" → False (METRICS.md "Node states")."""
     r = reason.fill_null("").str.to_lowercase()
     return r.str.contains(SLURM_PLANNED_REASON) & ~r.str.contains(SLURM_UNPLANNED_REASON)
+
+
+def node_event_state() -> pl.Expr:
+    """``'planned'`` for a Slurm node event of a ``MAINT`` reservation
+    (:data:`MAINT_RESERVATION_STATE`) or whose ``reason`` names a planned outage
+    (:func:`planned_reason`), else ``'down'``: the ``state`` :func:`unallocated_node_events`
+    takes."""
+    planned = planned_reason(pl.col("reason")) | (
+        pl.col("state") == MAINT_RESERVATION_STATE
+    ).fill_null(value=False)
+    return pl.when(planned).then(pl.lit("planned")).otherwise(pl.lit("down"))
 
 
 def _event_seconds_hourly(
@@ -274,35 +295,7 @@ def snapshot_node_events(snapshots: pl.DataFrame, events: pl.DataFrame) -> pl.Da
         "_id", "cluster", pl.col("host").alias("node"), pl.col("_start").alias("_s"),
         pl.col("_end").fill_null(_FAR).cast(ts).alias("_e"), "state", "reason", "gpus",
     ).filter(pl.col("_e") > pl.col("_s"))  # fmt: skip
-    ev = events.filter(pl.col("event") == "node") if "event" in events.columns else events
-    sac = ev.filter(pl.col("node").is_not_null() & pl.col("start_at").is_not_null()).select(
-        "cluster", "node", pl.col("start_at").cast(ts).alias("_ss"),
-        pl.col("end_at").cast(ts).fill_null(_FAR).alias("_se"),
-    )  # fmt: skip
-    over = (
-        ep.select("_id", "cluster", "node", "_s", "_e")
-        .join(sac, on=["cluster", "node"], how="inner")
-        .filter((pl.col("_ss") < pl.col("_e")) & (pl.col("_se") > pl.col("_s")))
-    )
-    # each event cut at the sacctmgr events' ends inside it; a piece any of them covers goes
-    cuts = (
-        pl.concat(
-            [
-                ep.select("_id", pl.col("_s").alias("_t")),
-                ep.select("_id", pl.col("_e").alias("_t")),
-                over.select("_id", pl.max_horizontal("_ss", "_s").alias("_t")),
-                over.select("_id", pl.min_horizontal("_se", "_e").alias("_t")),
-            ]
-        )
-        .unique()
-        .sort("_id", "_t")
-        .with_columns(pl.col("_t").shift(-1).over("_id").alias("_u"))
-        .filter(pl.col("_u").is_not_null())
-    )
-    covered = cuts.join(over.select("_id", "_ss", "_se"), on="_id", how="inner").filter(
-        (pl.col("_ss") <= pl.col("_t")) & (pl.col("_se") >= pl.col("_u"))
-    )
-    pieces = cuts.join(covered.select("_id", "_t").unique(), on=["_id", "_t"], how="anti")
+    pieces = _uncovered(ep, events)
     return (
         pieces.join(ep.drop("_s", "_e"), on="_id", how="inner")
         .select(
@@ -319,14 +312,152 @@ def snapshot_node_events(snapshots: pl.DataFrame, events: pl.DataFrame) -> pl.Da
     )
 
 
-def slurm_node_down(events: pl.DataFrame, snapshots: pl.DataFrame | None) -> pl.DataFrame:
+def maint_reservation_node_events(reservations: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Planned-down node events of the nodes in ``MAINT`` reservations, where no other node
+    event is.
+
+    A reservation with the ``MAINT`` flag holds its nodes for maintenance from ``start_at`` to
+    ``end_at``: slurmdbd's hourly rollup (``as_mysql_rollup.c``) books its time as planned
+    down, as METRICS.md waterfall leaf 2 does. Each node of it (``nodes``, the host list as
+    loaded, expanded) is one event over those times, state :data:`MAINT_RESERVATION_STATE`,
+    reason ``MAINT reservation <name>``, its GPUs the inventory's (NULL here). A reservation
+    seen in several loads (``scontrol`` snapshots, the ``sacctmgr`` history) is the row of its
+    latest load (``ingest_id``, then ``line_no``) per ``cluster, name, start_at`` (an
+    occurrence of a ``DAILY``/``WEEKLY`` one has its own start); overlapping reservations on one
+    node are one event (their union), never counted twice. ``IGNORE_JOBS`` changes nothing
+    here: the jobs left running on a reserved node are allocated there and win over its
+    planned state per instant (:func:`unallocated_node_events`), where slurmdbd, lacking that
+    split, leaves such a reservation out of the cluster's rollup. A reservation without nodes
+    (a license or burst-buffer one) adds nothing.
+
+    Where a node event of ``events`` (``sacctmgr``'s, or a snapshot's) covers a part of the
+    same node, that part is the event's alone (its own down / planned state).
+
+    Args:
+        reservations: ``raw.slurm_reservations`` rows: ``cluster, name, start_at, end_at
+            (NULL: open), nodes (list), maint``, and where present ``ingest_id``, ``line_no``.
+        events: node events ``cluster, node, start_at, end_at`` (NULL: open); an ``event``
+            column, where present, keeps its ``'node'`` rows.
+
+    Returns:
+        ``cluster, event ('node'), node, start_at, end_at (NULL: open), state, reason, gpus``
+        (NULL), sorted by ``cluster, node, start_at``.
+    """
+    ts = pl.Datetime("us", "UTC")
+    out_schema = {"cluster": pl.String(), "event": pl.String(), "node": pl.String(),
+                  "start_at": ts, "end_at": ts, "state": pl.String(), "reason": pl.String(),
+                  "gpus": pl.Float64()}  # fmt: skip
+    res = reservations.filter(
+        pl.col("maint").fill_null(value=False)
+        & pl.col("start_at").is_not_null()
+        & (pl.col("nodes").list.len() > 0).fill_null(value=False)
+    )
+    if res.height == 0:
+        return pl.DataFrame(schema=out_schema)
+    order = [c for c in ("ingest_id", "line_no") if c in res.columns]
+    key = ["cluster", "node"]
+    spans = (
+        (res.sort(order, nulls_last=False) if order else res)
+        .unique(["cluster", "name", "start_at"], keep="last", maintain_order=True)
+        .select(
+            "cluster",
+            "name",
+            pl.col("nodes").alias("node"),
+            pl.col("start_at").cast(ts).alias("_s"),
+            pl.col("end_at").cast(ts).fill_null(_FAR).alias("_e"),
+        )
+        .explode("node")
+        .filter(pl.col("node").is_not_null() & (pl.col("_e") > pl.col("_s")))
+        .sort(*key, "_s", "_e", "name")
+    )
+    # overlapping (or touching) spans of a node: one event, named by its first reservation
+    reach = pl.col("_e").cum_max().shift(1).over(key)
+    merged = (
+        spans.with_columns(
+            (pl.col("_s") > reach).fill_null(value=True).cum_sum().over(key).alias("_g")
+        )
+        .group_by(*key, "_g", maintain_order=True)
+        .agg(pl.col("name").first(), pl.col("_s").min(), pl.col("_e").max())
+        .with_row_index("_id")
+    )
+    pieces = _uncovered(merged, events)
+    return (
+        pieces.join(merged.select("_id", "cluster", "node", "name"), on="_id", how="inner")
+        .select(
+            "cluster",
+            pl.lit("node").alias("event"),
+            "node",
+            pl.col("_t").alias("start_at"),
+            pl.when(pl.col("_u") < _FAR).then(pl.col("_u")).alias("end_at"),
+            pl.lit(MAINT_RESERVATION_STATE).alias("state"),
+            pl.format("MAINT reservation {}", pl.col("name")).alias("reason"),
+            pl.lit(None, dtype=pl.Float64()).alias("gpus"),
+        )
+        .sort("cluster", "node", "start_at")
+    )
+
+
+def _uncovered(spans: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """``_id, _t, _u``: the pieces [_t, _u) of each span (``_id, cluster, node, _s, _e``; an
+    open end is :data:`_FAR`) that no node event in ``events`` of the same cluster and node
+    covers (``cluster, node, start_at, end_at``, NULL end: open to the end of time; an
+    ``event`` column, where present, keeps its ``'node'`` rows). Each span is cut at the
+    events' bounds inside it, and a piece any of them covers is left out."""
+    ts = pl.Datetime("us", "UTC")
+    ev = events.filter(pl.col("event") == "node") if "event" in events.columns else events
+    sac = ev.filter(pl.col("node").is_not_null() & pl.col("start_at").is_not_null()).select(
+        "cluster", "node", pl.col("start_at").cast(ts).alias("_ss"),
+        pl.col("end_at").cast(ts).fill_null(_FAR).alias("_se"),
+    )  # fmt: skip
+    over = (
+        spans.select("_id", "cluster", "node", "_s", "_e")
+        .join(sac, on=["cluster", "node"], how="inner")
+        .filter((pl.col("_ss") < pl.col("_e")) & (pl.col("_se") > pl.col("_s")))
+    )
+    # each span cut at the events' bounds inside it; a piece any of them covers goes
+    cuts = (
+        pl.concat(
+            [
+                spans.select("_id", pl.col("_s").alias("_t")),
+                spans.select("_id", pl.col("_e").alias("_t")),
+                over.select("_id", pl.max_horizontal("_ss", "_s").alias("_t")),
+                over.select("_id", pl.min_horizontal("_se", "_e").alias("_t")),
+            ]
+        )
+        .unique()
+        .sort("_id", "_t")
+        .with_columns(pl.col("_t").shift(-1).over("_id").alias("_u"))
+        .filter(pl.col("_u").is_not_null())
+    )
+    covered = cuts.join(over.select("_id", "_ss", "_se"), on="_id", how="inner").filter(
+        (pl.col("_ss") <= pl.col("_t")) & (pl.col("_se") >= pl.col("_u"))
+    )
+    pieces = cuts.join(covered.select("_id", "_t").unique(), on=["_id", "_t"], how="anti")
+    return pieces.select("_id", "_t", "_u")
+
+
+def slurm_node_down(
+    events: pl.DataFrame,
+    snapshots: pl.DataFrame | None,
+    reservations: pl.DataFrame | None = None,
+) -> pl.DataFrame:
     """``events`` (``raw.slurm_events`` rows) with the node events of
-    :func:`snapshot_node_events` added (``event`` = ``'node'``; the columns they lack, such as
-    ``ingest_id`` and ``tres``, NULL); ``events`` as they are without snapshots."""
-    if snapshots is None or snapshots.height == 0:
-        return events
-    # coverage by each event once (an open copy of a closed event would cover to the cut-off)
-    extra = snapshot_node_events(snapshots, latest_node_events(events))
+    :func:`snapshot_node_events` added, then those of :func:`maint_reservation_node_events`
+    where neither covers the node (``event`` = ``'node'``; the columns they lack, such as
+    ``ingest_id`` and ``tres``, NULL); ``events`` as they are without snapshots or
+    reservations."""
+    if snapshots is not None and snapshots.height:
+        # coverage by each event once (an open copy of a closed event would cover to the cut-off)
+        events = _appended(events, snapshot_node_events(snapshots, latest_node_events(events)))
+    if reservations is not None and reservations.height:
+        events = _appended(
+            events, maint_reservation_node_events(reservations, latest_node_events(events))
+        )
+    return events
+
+
+def _appended(events: pl.DataFrame, extra: pl.DataFrame) -> pl.DataFrame:
+    """``events`` with the rows of ``extra`` in its columns and types (NULL where missing)."""
     if extra.height == 0:
         return events
     cols = {c: pl.lit(None, dtype=t) for c, t in events.schema.items() if c not in extra.columns}
