@@ -81,6 +81,7 @@ from pipelines.analytics.windows import WINDOW_TABLES, window_tables, with_hourl
 from pipelines.config import Config
 from pipelines.core import (
     JOBS_COLUMNS,
+    OUTSIDE_INVENTORY,
     UNATTRIBUTED,
     BuildUnit,
     CoreFrames,
@@ -320,6 +321,9 @@ def _data_quality(
                 units, "kueue_quota_in_advertised_units", pl.col("value"), pl.col("detail")
             )
         )
+    outside = nodes.filter(pl.col("capacity_source") == OUTSIDE_INVENTORY)
+    if outside.height:
+        parts.append(_outside_inventory_findings(outside))
     return pl.concat([p.cast(DATA_QUALITY_SCHEMA) for p in parts]).sort(  # type: ignore[arg-type]
         "cluster", "check", "day", "partition", nulls_last=True
     )
@@ -341,6 +345,48 @@ def _dcgm_host_findings(
         return pl.DataFrame(schema=DATA_QUALITY_SCHEMA)
     found = dcgm_hosts_without_node(hosts.lazy(), nodes.lazy()).collect()
     return found.cast(DATA_QUALITY_SCHEMA)  # type: ignore[arg-type]
+
+
+#: How many node names a ``nodes_outside_inventory`` finding lists (then "… and N more").
+_NAMED_NODES = 20
+
+
+def _outside_inventory_findings(outside: pl.DataFrame) -> pl.DataFrame:
+    """The data-quality findings ``nodes_outside_inventory``: per cluster with an inventory, the
+    nodes attempts held GPUs on that the inventory lacks (``capacity_source`` =
+    :data:`pipelines.core.build.OUTSIDE_INVENTORY`); value = their GPUs counted as capacity
+    (the most held on each at once), detail = the nodes (the first :data:`_NAMED_NODES` by
+    name, each with its GPUs)."""
+    per_cluster = (
+        outside.sort("cluster", "host")
+        .group_by("cluster", maintain_order=True)
+        .agg(
+            pl.col("gpus").sum(),
+            pl.len().alias("_n"),
+            pl.format(
+                "{} ({} GPUs)",
+                pl.col("host"),
+                pl.col("gpus").round(3).cast(pl.String).str.replace(r"\.0$", ""),
+            )
+            .head(_NAMED_NODES)
+            .str.join(", ")
+            .alias("_names"),
+        )
+    )
+    more = pl.when(pl.col("_n") > _NAMED_NODES).then(
+        pl.format(" … and {} more", pl.col("_n") - _NAMED_NODES)
+    )
+    return _cluster_findings(
+        per_cluster,
+        "nodes_outside_inventory",
+        pl.col("gpus"),
+        pl.format(
+            "nodes used by allocations, not in the inventory (capacity counts the most GPUs "
+            "held on each at once): {}{}",
+            pl.col("_names"),
+            more.fill_null(""),
+        ),
+    )
 
 
 def _unconverted_shards(s_att: pl.DataFrame) -> pl.DataFrame:

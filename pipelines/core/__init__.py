@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from pipelines.core.build import (
     JOBS_COLUMNS,
+    OUTSIDE_INVENTORY,
     BuildUnit,
     CoreFrames,
     RawFrames,
@@ -90,6 +91,7 @@ __all__ = [
     "K8S_PENDING_REASON_SCHEMA",
     "K8S_WORKLOAD_TIMING_SCHEMA",
     "KUEUE_PENDING_REASONS",
+    "OUTSIDE_INVENTORY",
     "POLICY_CHANGE_SCHEMA",
     "RESOLUTION_ORDER",
     "SCHEDULER_PENDING_REASONS",

@@ -51,6 +51,7 @@ from pipelines.core.topology import k8s_label_topology, topology_intervals
 
 __all__ = [
     "JOBS_COLUMNS",
+    "OUTSIDE_INVENTORY",
     "BuildUnit",
     "CoreFrames",
     "RawFrames",
@@ -304,7 +305,9 @@ class CoreFrames:
         jobs: every started attempt, Slurm and Kubernetes (:data:`JOBS_COLUMNS` + ``as_of``, the
             cut-off carried in memory for the metrics that censor at it).
         pending: never-started attempts (Slurm pending rows and Kubernetes pending attempts).
-        nodes: the inventory, else the nodes seen in the data (``capacity_source``).
+        nodes: the inventory, else the nodes seen in the data (``capacity_source``), and the
+            nodes attempts used that their cluster's inventory lacks
+            (:func:`_outside_inventory`).
         registered: ``cluster, hour, capacity_gpu_s`` (registered capacity per cluster-hour).
         down: ``cluster, hour, down_gpu_s, planned_down_gpu_s`` per cluster-hour.
         shares: the registry's share history per cluster (:func:`cluster_shares`).
@@ -508,6 +511,71 @@ def _concurrent_gpus(jobs: pl.DataFrame, skip: Collection[str] = ()) -> pl.DataF
         .select("cluster", "host", "gpus")
         .sort("cluster", "host")
         .collect()
+    )
+
+
+#: ``capacity_source`` of a node some attempt held GPUs on that its cluster's inventory lacks
+#: (:func:`_outside_inventory`).
+OUTSIDE_INVENTORY = "outside_inventory"
+
+
+def _outside_inventory(held: pl.DataFrame, inventory: pl.DataFrame) -> pl.DataFrame:
+    """The nodes the attempts of ``held`` used that their cluster's inventory lacks (a cluster
+    with an inventory), as node rows: the job records prove such a node exists with at least
+    the GPUs they held on it at once (:func:`_concurrent_gpus`, as a cluster without inventory
+    counts its nodes), so it is capacity too (``capacity_source`` = :data:`OUTSIDE_INVENTORY`;
+    the data-quality finding ``nodes_outside_inventory`` names it). Only the attempts touching
+    such a node are swept; the usual case (every node in the inventory) explodes the node lists
+    of the inventoried clusters and finds none.
+
+    Args:
+        held: ``cluster, gpus, start_at, end_at, node_list, as_of`` and, where present,
+            ``gpu_type``, ``partition`` (the Slurm attempts and the pods' holds).
+        inventory: the inventory's node rows (``cluster, host, …``).
+
+    Returns:
+        ``inventory``'s columns, one row per such node (``gpu_type`` and ``partition`` the
+        first an attempt on it names; ``rack`` NULL).
+    """
+    empty = inventory.clear()
+    clusters = sorted(inventory["cluster"].drop_nulls().unique().to_list())
+    if not clusters or held.height == 0:
+        return empty
+    kept = (
+        pl.col("cluster").is_in(clusters).fill_null(value=False)
+        & pl.col("start_at").is_not_null()
+        & (pl.col("gpus") > 0)
+        & (pl.col("node_list").list.len() > 0)
+    )
+    rows = held.filter(kept).with_row_index("_r")
+    hosts = rows.select("_r", "cluster", pl.col("node_list").alias("host")).explode("host")
+    unknown = hosts.join(
+        inventory.select("cluster", "host"), on=["cluster", "host"], how="anti", nulls_equal=True
+    )
+    if unknown.height == 0:
+        return empty
+    touching = rows.join(unknown.select("_r").unique(), on="_r", how="semi")
+    most = _concurrent_gpus(touching.drop("_r")).join(
+        unknown.select("cluster", "host").unique(), on=["cluster", "host"], how="semi"
+    )
+    named = [c for c in ("gpu_type", "partition") if c in touching.columns]
+    labels = (
+        touching.select("cluster", pl.col("node_list").alias("host"), *named)
+        .explode("host")
+        .group_by("cluster", "host", maintain_order=True)
+        .agg(pl.col(c).drop_nulls().first() for c in named)
+    )
+    out = most.join(labels, on=["cluster", "host"], how="left").with_columns(
+        pl.lit(None, dtype=pl.String()).alias("rack"),
+        pl.lit(OUTSIDE_INVENTORY).alias("capacity_source"),
+        *(
+            pl.lit(None, dtype=pl.String()).alias(c)
+            for c in ("gpu_type", "partition")
+            if c not in named
+        ),
+    )
+    return out.select([pl.col(c).cast(t) for c, t in inventory.schema.items()]).sort(
+        "cluster", "host"
     )
 
 
@@ -834,12 +902,15 @@ def build_core(
         [jobs.filter(pl.col("source") == "slurm"), _pod_holds(pods, as_of)], how="diagonal_relaxed"
     )
     observed = _observed_nodes(hosts, _pods_that_held(pods), _concurrent_gpus(held, inventoried))
+    # the inventory, the observed nodes of a cluster without one, and the nodes an attempt
+    # used that its cluster's inventory lacks (METRICS.md "Capacity without an inventory")
     nodes = pl.concat(
         [
             inventory,
             observed.join(inventory.select("cluster").unique(), on="cluster", how="anti").select(
                 inventory.columns
             ),
+            _outside_inventory(held, inventory),
         ],
         how="vertical_relaxed",
     )

@@ -10,7 +10,7 @@ WITH clusters AS (
     SELECT * FROM (VALUES ('gpus_not_tracked'), ('dst_ambiguous_times'), ('dst_nonexistent_times'),
                           ('rejected_rows'), ('capacity_from_observed_nodes'),
                           ('gpu_shards_without_node_state'), ('unattributed_gpu_hours'),
-                          ('registry_pool_unmatched')) AS t("check")
+                          ('registry_pool_unmatched'), ('nodes_outside_inventory')) AS t("check")
     UNION
     SELECT DISTINCT "check" FROM in_window
 )

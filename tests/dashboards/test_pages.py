@@ -175,7 +175,7 @@ def test_overview_page(serving: str) -> None:
     checks = [
         "gpus_not_tracked", "dst_ambiguous_times", "dst_nonexistent_times", "rejected_rows",
         "capacity_from_observed_nodes", "gpu_shards_without_node_state", "unattributed_gpu_hours",
-        "registry_pool_unmatched",
+        "registry_pool_unmatched", "nodes_outside_inventory",
     ]  # fmt: skip
     flagged = sum(
         1
