@@ -59,6 +59,7 @@ __all__ = [
     "XID_COLLECT_S",
     "XID_GRACE_MAX_S",
     "XID_PREV_TS",
+    "XID_RAISED_AFTER",
     "XID_SCRAPE_GRACE_S",
     "XID_WINDOW_S",
     "LossPolicy",
@@ -105,6 +106,13 @@ XID_GRACE_MAX_S = 330.0
 #: The optional column of XID events with the time of the scrape before the event on its
 #: series (``sql/analytics/xid_events.sql``), UTC; NULL or absent: unknown.
 XID_PREV_TS = "prev_ts"
+
+#: The optional column of XID events with the event's earliest raise time ``r`` (exclusive),
+#: UTC, where it is known otherwise than from a scrape before: an hourly DCGM aggregate's XID of
+#: hour ``H`` is seen at ``ts = H + 1h`` and raised after ``H −`` :data:`XID_SCRAPE_GRACE_S`
+#: (``pipelines.analytics.metrics_build._hourly_xid_events``; METRICS.md, XID rule). Where set
+#: it is ``r`` as it stands, neither :data:`XID_PREV_TS` nor :data:`XID_GRACE_MAX_S` applies.
+XID_RAISED_AFTER = "raised_after"
 
 _FIVE_MIN = pl.duration(minutes=5)
 _ONE_HOUR = pl.duration(hours=1)
@@ -211,8 +219,9 @@ def attempt_outcomes(
             a start after ``as_of``, or with 0 / NULL GPUs (CPU-only) are dropped.
         as_of: the data cut-off (UTC; naive is read as UTC).
         xid_events: ``cluster, host, ts`` (UTC) XID / health events, optionally
-            :data:`XID_PREV_TS` (the scrape before on the event's series); None: FAILED is
-            never infra.
+            :data:`XID_PREV_TS` (the scrape before on the event's series) and
+            :data:`XID_RAISED_AFTER` (the earliest raise, exclusive, where known otherwise: an
+            hourly aggregate's XID); None: FAILED is never infra.
         policy: :class:`LossPolicy`; default ``whole_attempt``.
         xid_window_s: the look-back before the attempt's end, seconds (METRICS.md: 10 minutes).
 
@@ -263,6 +272,9 @@ def attempt_outcomes(
                 )
                 .otherwise(raised)
             )
+        if XID_RAISED_AFTER in xid_events.collect_schema().names():
+            given = pl.col(XID_RAISED_AFTER).dt.cast_time_unit("us")
+            raised = pl.when(given.is_not_null()).then(given).otherwise(raised)
         # An event counts where ts ≥ end − window and r < end: per node, the latest ts of the
         # events with r below each value (a running max in r order), found as of the end.
         events = (

@@ -62,7 +62,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from metrics.waterfall import XID_GRACE_MAX_S, XID_WINDOW_S, base_state
+from metrics.waterfall import XID_GRACE_MAX_S, XID_SCRAPE_GRACE_S, XID_WINDOW_S, base_state
 from pipelines.analytics.chunks import cluster_days, of_keys
 from pipelines.config import Config
 from pipelines.ingest import file_day
@@ -185,6 +185,9 @@ _LOAD_COLUMNS = ["ingest_id", "source", "cluster", "file", "sha256", "loaded_at"
 #: The raw table whose samples the XID events are found in (a change of a GPU's XID value from
 #: one sample to the next, ``sql/analytics/xid_events.sql``).
 _XID_TABLE = "raw.dcgm_samples"
+#: The hourly DCGM aggregates, whose ``xid_last`` gives XID events too
+#: (:func:`pipelines.analytics.metrics_build._hourly_xid_events`).
+_HOURLY_XID_TABLE = "raw.dcgm_hourly"
 
 _SPANS_SCHEMA = {"ingest_id": pl.Int64(), "cluster": pl.String(),
                  "lo": pl.Datetime("us", "UTC"), "hi": pl.Datetime("us", "UTC")}  # fmt: skip
@@ -872,6 +875,9 @@ def plan_build(
     new_spans = _new_spans(con, new)
     telemetry = pl.col("source").is_in(list(_TELEMETRY_SPANS))
     xid_sources = [s for s, (table, _t) in _TELEMETRY_SPANS.items() if table == _XID_TABLE]
+    hourly_sources = [
+        s for s, (table, _t) in _TELEMETRY_SPANS.items() if table == _HOURLY_XID_TABLE
+    ]
     xid_spans = [pl.DataFrame(schema=_SPANS_SCHEMA)]
     for loaded, spans in ((new, new_spans), (gone, old_spans)):
         # a load of a kind without raw rows (a file recorded for its rejects only) is left out
@@ -881,6 +887,9 @@ def plan_build(
             add({c: _days(lo, hi + _DAY if source in xid_sources else hi)})
         changed = covered.filter(pl.col("source").is_in(xid_sources)).drop("source")
         xid_spans.append(changed)
+        # an hourly aggregates' load: the XIDs of its hours and of the hour after them (each
+        # hour's is compared with the GPU's hour before), within a day of its last hour
+        xid_spans.append(covered.filter(pl.col("source").is_in(hourly_sources)).drop("source"))
         later = _xid_samples_after_gaps(con, changed)
         for c, ts in later.iter_rows():
             add({c: _days(ts, ts)})
@@ -899,7 +908,11 @@ def plan_build(
             add({cluster: {dt.date.fromisoformat(day)}})
     # 1b. An XID event in those samples (new, or gone), or at the next sample after them, may
     # turn a FAILED attempt ending within the XID window after it into an infrastructure
-    # failure, a leaf all its hours take.
+    # failure, a leaf all its hours take. Likewise an hourly aggregate's XID in the hours of a
+    # load or the hour after them (raised in (H − 90 s, H + 1h]: the attempts ending within
+    # [lo − 90 s, hi + 2h + the window], inside the rule's span), or one a 5-minute load's
+    # samples now stand for, or no longer do (an hour with 5-minute XID samples takes its
+    # XIDs from them: inside their span).
     add(_xid_attempt_days(jobs, pl.concat(xid_spans), slurmd_pairs))
     # 1c. Even with no DCGM load changed, a changed slurmd map moves XID events: where it
     # changed, it may place an event on another node than before. The same rule, over those
@@ -1077,7 +1090,12 @@ def _xid_attempt_days(
     (one first scraped after the end may have been raised before it), and their leaf
     (``failed_work_infra`` or ``failed_work_user``, :func:`metrics.waterfall.attempt_outcomes`)
     holds over every hour they ran: so the attempts of the span's cluster ending in
-    [lo − the grace, hi + 1 day + the window]. A span
+    [lo − the grace, hi + 1 day + the window]. The spans of hourly DCGM loads count alike (an
+    XID of hour H, or of the hour after the load's last, decides the attempts ending in
+    (H − :data:`metrics.waterfall.XID_SCRAPE_GRACE_S`, H + 1h + the window]), and an hour with
+    5-minute XID samples takes its XIDs from them, not from its hourly row
+    (:func:`pipelines.analytics.metrics_build._hourly_xid_events`), so a span reaches back to
+    the start of the hour holding lo less that grace too. A span
     of a Kubernetes cluster counts for the Slurm clusters its slurmd pods run (``slurmd_pairs``:
     ``cluster, k8s_cluster``), to which their GPUs' XIDs are moved
     (:func:`pipelines.core.slurm_on_k8s.rehome_slurmd_dcgm`)."""
@@ -1094,6 +1112,10 @@ def _xid_attempt_days(
         spans = pl.concat([spans, lent.select(pl.col("_to").alias("cluster"), "lo", "hi")])
     window = _DAY + dt.timedelta(seconds=XID_WINDOW_S)
     grace = dt.timedelta(seconds=XID_GRACE_MAX_S)
+    # an hourly aggregate's XID of the hour holding lo, which 5-minute samples from lo on may
+    # stand for or no longer (metrics_build._hourly_xid_events), was raised after the hour
+    # less the scrape grace
+    hour_lo = pl.col("lo").dt.truncate("1h") - dt.timedelta(seconds=XID_SCRAPE_GRACE_S)
     failed = jobs.lazy().filter(
         (base_state() == "FAILED")
         & pl.col("start_at").is_not_null()
@@ -1103,7 +1125,8 @@ def _xid_attempt_days(
         failed.select("cluster", "start_at", "end_at")
         .join(spans.lazy().select("cluster", "lo", "hi"), on="cluster")
         .filter(
-            (pl.col("end_at") >= pl.col("lo") - grace) & (pl.col("end_at") <= pl.col("hi") + window)
+            (pl.col("end_at") >= pl.min_horizontal(pl.col("lo") - grace, hour_lo))
+            & (pl.col("end_at") <= pl.col("hi") + window)
         )
         .select("cluster", pl.col("start_at").alias("_lo"), pl.col("end_at").alias("_hi"))
         .unique()

@@ -31,6 +31,7 @@ from metrics import (
 from metrics.attribution import attribute_samples, pod_lives
 from metrics.hosts import with_node_hosts
 from metrics.survival import DURATION_S, STARTED
+from metrics.waterfall import XID_RAISED_AFTER, XID_SCRAPE_GRACE_S
 from pipelines.analytics.chunks import (
     BUILD_CHUNK,
     ROW_CHUNK,
@@ -55,6 +56,7 @@ from pipelines.warehouse.sql import load_sql
 
 __all__ = [
     "ACTIVITY_METRIC",
+    "HOURLY_XID_TABLE",
     "LossPolicyOf",
     "attributed_gpu_buckets",
     "build_metric_tables",
@@ -238,15 +240,103 @@ def _xid_events(
     With ``nodes`` (``cluster, host``: ``core.nodes``), a host that names no node but whose
     short name names one (``n1.hpc.example.edu`` and the node ``n1``) is that node
     (:func:`metrics.hosts.with_node_hosts`), first, as the samples' buckets
-    (:func:`attributed_gpu_buckets`)."""
+    (:func:`attributed_gpu_buckets`).
+
+    The XIDs of the hourly aggregates (``raw.dcgm_hourly``, :func:`_hourly_xid_events`) come
+    along, with :data:`metrics.waterfall.XID_RAISED_AFTER` set (NULL on the samples' events)."""
     df: pl.DataFrame = con.sql(load_sql("analytics/xid_events")).pl()
     df = df.with_columns(pl.col("ts", "prev_ts").dt.convert_time_zone("UTC"))
+    hourly = _hourly_xid_events(con)
+    if hourly.height:
+        df = pl.concat([df, hourly], how="diagonal_relaxed")
     if nodes is not None and nodes.height and df.height:
         df = with_node_hosts(df.lazy(), nodes.lazy()).collect()
     if pod_jobs is not None and "node" in pod_jobs.columns and df["host_is_exporter_pod"].any():
         df = _exporter_pod_hosts(df, pod_jobs)
     df = df.drop("host_is_exporter_pod")
     return rehome_slurmd_dcgm(df, slurmd_maps) if slurmd_maps is not None else df
+
+
+#: The window's copy of the hourly aggregates' XID rows (``analytics/xid_hourly_rows.sql``),
+#: which :func:`pipelines.analytics.windows.telemetry_window` puts beside its cut of
+#: ``raw.dcgm_hourly`` (that cut keeps the columns the activity reads, not the XIDs).
+HOURLY_XID_TABLE = "raw.dcgm_hourly_xid"
+
+#: The hours of all time (the rows :func:`_hourly_xid_events` reads from a warehouse).
+_ALL_HOURS = (dt.datetime(1, 1, 2, tzinfo=dt.UTC), dt.datetime(9999, 12, 30, tzinfo=dt.UTC))
+
+
+def _hourly_xid_events(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """XID events of the hourly DCGM aggregates (METRICS.md, XID rule, hourly aggregates).
+
+    ``xid_last`` is ``last_over_time(DCGM_FI_DEV_XID_ERRORS[1h])``: the GPU's last XID value of
+    the hour, not a count, and dcgm-exporter's value does not reset (NVIDIA/dcgm-exporter#500),
+    so a GPU reads the same XID every hour after it. An event is a GPU's (``cluster, uuid``)
+    non-zero value ``v`` in hour ``H`` that the GPU did not hold in hour ``H − 1h`` (one per
+    GPU, hour and value; a GPU without a row holding ``v`` in ``H − 1h``, one not scraped
+    then included, reads as a new XID). Only rows with ``xid_last > 0`` are read
+    (``sql/analytics/xid_hourly_rows.sql``; in an incremental window the copy
+    :data:`HOURLY_XID_TABLE`). Where the GPU's 5-minute samples read ``v`` in ``H``
+    (``DCGM_FI_DEV_XID_ERRORS = v`` or a ``DCGM_EXP_XID_ERRORS_COUNT`` of code ``v`` above 0:
+    ``sql/analytics/xid_sample_hours.sql``) their events, more precise in time, stand for it
+    and the hourly event is left out, so one XID is never counted twice.
+
+    The event is known only to lie in the hour: it is seen at ``ts = H + 1h`` (the recording
+    rule's evaluation, the hour's last scrape before it) and raised after ``H −``
+    :data:`metrics.waterfall.XID_SCRAPE_GRACE_S` (a scrape just after ``H`` may read an XID
+    raised up to a scrape and a collect interval before it):
+    :data:`metrics.waterfall.XID_RAISED_AFTER`.
+
+    Returns:
+        ``cluster, host, ts, xid, gpu_uuid, namespace, pod`` (NULL), ``host_is_exporter_pod``
+        (false), ``prev_ts`` (NULL), ``raised_after`` (UTC); empty without hourly aggregates.
+    """
+    utc = pl.Datetime("us", "UTC")
+    schema = {
+        "cluster": pl.String(), "host": pl.String(), "ts": utc, "xid": pl.Int64(),
+        "gpu_uuid": pl.String(), "namespace": pl.String(), "pod": pl.String(),
+        "host_is_exporter_pod": pl.Boolean(), "prev_ts": utc, XID_RAISED_AFTER: utc,
+    }  # fmt: skip
+    if table_exists(con, HOURLY_XID_TABLE):
+        rows = read_table(con, HOURLY_XID_TABLE)
+    elif table_exists(con, "raw.dcgm_hourly"):
+        lo, hi = _ALL_HOURS
+        rows = run_named(con, "analytics/xid_hourly_rows", {"cluster": None, "lo": lo, "hi": hi})
+    else:
+        return pl.DataFrame(schema=schema)
+    if rows.is_empty():
+        return pl.DataFrame(schema=schema)
+    gpu = ["cluster", "gpu_uuid", "xid"]
+    rows = rows.with_columns(pl.col("hour").dt.cast_time_unit("us"))
+    held = rows.select(*gpu, (pl.col("hour") + pl.duration(hours=1)).alias("hour")).unique()
+    new = (
+        rows.join(held, on=[*gpu, "hour"], how="anti")
+        .group_by(*gpu, "hour")
+        .agg(pl.col("host").min())  # a GPU under two host names in one hour: one event
+    )
+    if table_exists(con, "raw.dcgm_samples"):
+        seen = run_named(
+            con,
+            "analytics/xid_sample_hours",
+            {
+                "cs": new["cluster"].unique().to_list(),
+                "gpus": new["gpu_uuid"].unique().to_list(),
+            },
+        ).with_columns(pl.col("hour").dt.cast_time_unit("us"))
+        new = new.join(seen, on=[*gpu, "hour"], how="anti")
+    out = new.sort("cluster", "host", "hour", "gpu_uuid", "xid").select(
+        "cluster",
+        "host",
+        (pl.col("hour") + pl.duration(hours=1)).alias("ts"),
+        pl.col("xid").cast(pl.Int64),
+        "gpu_uuid",
+        pl.lit(None, pl.String()).alias("namespace"),
+        pl.lit(None, pl.String()).alias("pod"),
+        pl.lit(False).alias("host_is_exporter_pod"),
+        pl.lit(None, utc).alias("prev_ts"),
+        (pl.col("hour") - pl.duration(seconds=XID_SCRAPE_GRACE_S)).alias(XID_RAISED_AFTER),
+    )
+    return out.cast(schema)  # type: ignore[arg-type]
 
 
 def _exporter_pod_hosts(events: pl.DataFrame, pod_jobs: pl.DataFrame) -> pl.DataFrame:

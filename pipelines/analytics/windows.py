@@ -32,6 +32,7 @@ from pipelines.analytics.dcgm_hourly_metrics import hourly_activity, labelled_ho
 from pipelines.analytics.incremental import with_spells
 from pipelines.analytics.metrics_build import (
     _ONE_JOB,
+    HOURLY_XID_TABLE,
     LossPolicyOf,
     _activity,
     _xid_events,
@@ -229,6 +230,16 @@ def telemetry_window(
         mem.register("_hourly", hourly)
         mem.execute("CREATE TABLE raw.dcgm_hourly AS SELECT * FROM _hourly")
         mem.unregister("_hourly")
+        # ... and its rows holding an XID (few), an hour earlier too: each hour's XID is compared
+        # with the GPU's hour before (metrics_build._hourly_xid_events)
+        xids = run_named(
+            con,
+            "analytics/xid_hourly_rows",
+            {"cluster": cluster, "lo": lo - margin - dt.timedelta(hours=1), "hi": hi},
+        )
+        mem.register("_xids", xids)
+        mem.execute(f"CREATE TABLE {HOURLY_XID_TABLE} AS SELECT * FROM _xids")
+        mem.unregister("_xids")
     if table_exists(con, "raw.slurm_job_gres"):  # the per-job GPU index map (small)
         gres = con.sql(
             "SELECT * FROM raw.slurm_job_gres WHERE cluster = $c", params={"c": cluster}

@@ -1,0 +1,7 @@
+-- The hourly DCGM aggregates' rows holding an XID (xid_last > 0: the rows without one, nearly
+-- all, are never read) of cluster $cluster (NULL: every cluster) with $lo <= hour < $hi, one per
+-- cluster, host, GPU, hour and value: the input of the hourly XID rule
+-- (pipelines.analytics.metrics_build._hourly_xid_events).
+SELECT DISTINCT cluster, hostname AS host, uuid AS gpu_uuid, hour, xid_last AS xid
+FROM raw.dcgm_hourly
+WHERE xid_last > 0 AND ($cluster IS NULL OR cluster = $cluster) AND hour >= $lo AND hour < $hi
