@@ -187,8 +187,11 @@ def telemetry_window(
     the window; a last-XID series (``DCGM_FI_DEV_XID_ERRORS``) with no valued sample in the
     margin before ``lo`` also gets its last sample and last valued sample before the margin,
     however old (``sql/analytics/xid_samples_before.sql``), so a value held over days without
-    a scrape is no new XID, as in a full build. ``partners``: Kubernetes clusters whose samples
-    (slurmd pods' GPUs, moved to ``cluster``'s Slurm nodes by
+    a scrape is no new XID, as in a full build. Beside the hourly cut, its rows holding an XID
+    (``sql/analytics/xid_hourly_rows.sql``, from an hour before the margin on: each is compared
+    with the GPU's hour before) are the table
+    :data:`pipelines.analytics.metrics_build.HOURLY_XID_TABLE`. ``partners``: Kubernetes
+    clusters whose samples (slurmd pods' GPUs, moved to ``cluster``'s Slurm nodes by
     :func:`pipelines.core.slurm_on_k8s.rehome_slurmd_dcgm`) are read with ``cluster``'s."""
     frame: pl.DataFrame = (
         con.sql(
