@@ -18,6 +18,7 @@ from typing import Final
 import polars as pl
 
 from metrics._helpers import hour_ceil
+from metrics.het_jobs import het_unit_id, het_wait_units
 from metrics.placement import DOMAIN, LEVEL, NODE, VALID_FROM, VALID_TO
 from metrics.schema import (
     ATTEMPT,
@@ -969,6 +970,10 @@ def large_job_wait_causes(
     4. **other**: it would have fit (scheduler cycle, backfill, reservation), or no capacity
        snapshot covers the hour.
 
+    A het job's components (``H+O``) are one job here, keyed by its leader ``H+0``: it asks the
+    sum of their GPUs and waits from the earliest eligible time to the latest start
+    (:func:`metrics.het_jobs.het_wait_units`; Slurm starts the components together).
+
     With ``reasons`` (``pending_reason_spells``): the seconds of the job's spells whose reason
     states a topology cause (:func:`topology_reason`) are fragmentation; the seconds of its
     :data:`RESOURCES_REASON` spells (a reason that names no cause: Slurm 22.05 gives it to a
@@ -995,9 +1000,10 @@ def large_job_wait_causes(
         reasons: ``cluster, job_id, reason, spell_start, spell_end``; ``jobs`` then also needs
             ``node_list`` (list of hosts) for the state at poll instants.
         min_gpus: a job is large when it asks for at least this many GPUs.
-        only: ``cluster, job_id``: the waits of these jobs only (an incremental build's jobs
-            whose waits touch its affected days); ``jobs`` still gives every attempt for the
-            teams' held GPUs and the state at poll instants. None: every large job.
+        only: ``cluster, job_id`` (a het component names its het job): the waits of these
+            jobs only (an incremental build's jobs whose waits touch its affected days);
+            ``jobs`` still gives every attempt for the teams' held GPUs and the state at poll
+            instants. None: every large job.
         down: ``cluster, node, start_at, end_at``: the node down or drained intervals
             ``capacity`` was computed with; which nodes are healthy at a poll instant's hour
             start (None: every node).
@@ -1009,9 +1015,12 @@ def large_job_wait_causes(
     """
     level = gang_level(topology)
     gpn = _node_gpus(nodes)
-    waits = _waits(jobs, pending, as_of, min_gpus)
+    # A het job's components wait as one job asking their GPUs together (metrics.het_jobs); the
+    # teams' held GPUs and the running attempts' nodes below still read each component's own.
+    units, pending_units = het_wait_units(jobs, pending)
+    waits = _waits(units, pending_units, as_of, min_gpus)
     if only is not None:
-        named = only.select(CLUSTER, pl.col(JOB_ID).cast(pl.String)).unique()
+        named = only.select(CLUSTER, het_unit_id(pl.col(JOB_ID).cast(pl.String))).unique()
         waits = waits.join(named, on=[CLUSTER, JOB_ID], how="semi")
     # a cluster with no gang level has no rows; an hour with no capacity row has no H (other)
     pieces = _pieces(waits).join(level.select(CLUSTER).unique(), on=CLUSTER, how="semi")

@@ -43,6 +43,7 @@ from metrics.domains import (
     segment_capacity_hourly,
     stranded_hourly,
 )
+from metrics.het_jobs import het_unit_id, is_het_component
 from pipelines.analytics.chunks import (
     BUILD_CHUNK,
     ROW_CHUNK,
@@ -1456,7 +1457,9 @@ def _large_waits_on_days(
     A job's causes read its own wait and, at each hour of it, the domain capacity, its team's
     held GPUs and the running attempts' nodes, which the plan's days hold every hour where any
     of them changed, and its pending-reason spells, wherever they lie (a spell needs no planned
-    day to move: ``spelled``); so no other job's causes can differ."""
+    day to move: ``spelled``); so no other job's causes can differ. A het job is one job, named
+    by its leader ``H+0`` (:func:`metrics.het_jobs.het_unit_id`), whichever component's row or
+    wait touches those days, whatever each component's size."""
     cut = core.as_of.select("cluster", pl.col("as_of").alias("_cut")).lazy()
     planned = cluster_days(plan.days).lazy()
 
@@ -1475,7 +1478,8 @@ def _large_waits_on_days(
         parts.append(
             frame.lazy()  # lazy: only the columns read here are taken from the attempts
             .join(cut, on="cluster", how="left")
-            .filter((asked >= min_gpus) & elig.is_not_null())
+            # a het component of any size: its het job asks the components' GPUs together
+            .filter(((asked >= min_gpus) | is_het_component(pl.col("job_id"))) & elig.is_not_null())
             .select(
                 "cluster",
                 pl.col("job_id").cast(pl.String()),
@@ -1491,7 +1495,8 @@ def _large_waits_on_days(
     for keys in (plan.wait_keys, spelled):
         if keys is not None:
             parts.append(keys.select(pl.col("cluster", "job_id").cast(pl.String())))
-    return pl.concat(parts).unique()
+    # a het job's causes are one row, keyed by its leader (metrics.large_job_wait_causes)
+    return pl.concat(parts).with_columns(het_unit_id(pl.col("job_id"))).unique()
 
 
 def _first_wait_hours(keys: pl.DataFrame, *frames: pl.DataFrame) -> pl.DataFrame:
@@ -1514,10 +1519,13 @@ def _first_wait_hours(keys: pl.DataFrame, *frames: pl.DataFrame) -> pl.DataFrame
         cluster whose rows have no ``eligible_at``, or that has none, is left out.
     """
     named = keys.select("cluster", pl.col("job_id").cast(pl.String())).unique()
+    job = pl.col("job_id").cast(pl.String())
+    if named.filter(is_het_component(pl.col("job_id"))).height:
+        job = het_unit_id(job)  # a het job's key names every component's rows
     rows = [
         frame.lazy().select(
             "cluster",
-            pl.col("job_id").cast(pl.String()),
+            job.alias("job_id"),
             pl.col("eligible_at").cast(pl.Datetime("us", "UTC")),
         )
         for frame in frames

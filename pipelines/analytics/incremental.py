@@ -62,6 +62,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from metrics.het_jobs import het_unit_id
 from metrics.waterfall import XID_GRACE_MAX_S, XID_SCRAPE_GRACE_S, XID_WINDOW_S, base_state
 from pipelines.analytics.chunks import cluster_days, of_keys
 from pipelines.config import Config
@@ -609,6 +610,10 @@ def wait_keys(
             ``start_at`` (a frame without it is never-started rows).
         as_of, old_as_of: ``cluster, as_of``, the new and the stored cut-offs.
 
+    A het job's components wait as one spell (:func:`metrics.het_jobs.het_wait_units`): a
+    component's key is its het job's, the leader ``H+0`` (:func:`metrics.het_jobs.het_unit_id`),
+    so a change to any component recomputes the one spell.
+
     Returns:
         The distinct keys, ``cluster`` and ``job_id`` (String).
     """
@@ -639,7 +644,8 @@ def wait_keys(
         )
     if not keys:
         return pl.DataFrame(schema={"cluster": pl.String(), "job_id": pl.String()})
-    return pl.concat(keys).unique()
+    # a het component's spell is its het job's, one for all its components (keyed H+0)
+    return pl.concat(keys).with_columns(het_unit_id(pl.col("job_id"))).unique()
 
 
 def _divergence(

@@ -29,6 +29,7 @@ from metrics import (
     wait_spells,
 )
 from metrics.attribution import attribute_samples, pod_lives
+from metrics.het_jobs import het_unit_id, het_wait_units, is_het_component
 from metrics.hosts import with_node_hosts
 from metrics.survival import DURATION_S, STARTED
 from metrics.waterfall import XID_RAISED_AFTER, XID_SCRAPE_GRACE_S
@@ -641,6 +642,31 @@ def _cluster_spell_counts(
     return wait_spell_counts(pl.concat(counts).lazy(), _TTS_COLS).collect()
 
 
+def _of_wait_units(frame: pl.DataFrame, keys: pl.DataFrame) -> pl.DataFrame:
+    """``frame``'s rows of the waiting units ``keys`` (``cluster, job_id`` String; a het job
+    by its leader ``H+0``, :func:`pipelines.analytics.incremental.wait_keys`): every component
+    of a named het job, each other job's own rows."""
+    on = ["cluster", "job_id"]
+    if keys.filter(is_het_component(pl.col("job_id"))).height == 0:
+        return of_keys(frame.lazy(), keys, on).collect()
+    # only with a het job among the keys: the unit of every row looked up (a pass over the ids)
+    units = frame.lazy().with_columns(het_unit_id(pl.col("job_id").cast(pl.String)).alias("_u"))
+    named = keys.rename({"job_id": "_u"})
+    return of_keys(units, named, ["cluster", "_u"], lookup="_u").drop("_u").collect()
+
+
+def _wait_units(jobs: pl.DataFrame, pending: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``jobs`` and ``pending`` with each het job's components as one waiting unit
+    (:func:`metrics.het_jobs.het_wait_units`); the frames themselves when neither holds a het
+    component (no copy)."""
+    het = is_het_component(pl.col("job_id").cast(pl.String)).any()
+    if not (jobs.select(het).item() or pending.select(het).item()):
+        return jobs, pending
+    units, pending_units = het_wait_units(jobs.lazy(), pending.lazy())
+    assert pending_units is not None
+    return units.collect(), pending_units.collect()
+
+
 def _spell_counts(
     con: duckdb.DuckDBPyConnection, fresh: list[pl.DataFrame], wait_keys: pl.DataFrame | None
 ) -> tuple[pl.DataFrame, pl.DataFrame | None]:
@@ -720,7 +746,9 @@ def build_metric_tables(
         every: the unit of hours the hourly fair shares are computed in
             (:func:`pipelines.analytics.chunks.by_hour_chunks`; default one cluster-month).
         rows: attempts per part of ``analytics.time_to_start_jobs`` (one wait spell per
-            attempt, :func:`metrics.wait_spells`: each spell depends on its own row alone).
+            attempt, :func:`metrics.wait_spells`: each spell depends on its own row alone; a
+            het job's components are first made one row, :func:`metrics.het_jobs.
+            het_wait_units`, after the Slurm allocation of the components as a unit).
         spells: where the parts of ``analytics.time_to_start_jobs`` go, in table order (per
             cluster: its attempts' spells ``rows`` attempts at a time, then its never-started
             jobs' spells), each as soon as it is computed; the rows are then not returned.
@@ -733,7 +761,8 @@ def build_metric_tables(
             node signals (:data:`NODE_SIGNALS_TABLE`) of the attempts that started on those
             days.
         wait_keys: with ``days``, ``cluster, job_id`` of the jobs whose wait spells may differ
-            from the stored ones (:func:`pipelines.analytics.incremental.wait_keys`): only
+            from the stored ones (:func:`pipelines.analytics.incremental.wait_keys`; a het job
+            by its leader ``H+0``, whose components wait as one spell): only
             their spells are computed (and given to ``spells``), and the spell counts
             (:data:`TTS_COUNTS_TABLE`) are the stored ones with those jobs' stored spells
             taken out and their new ones put in (where those disagree, a count below zero,
@@ -776,14 +805,16 @@ def build_metric_tables(
         keys = wait_keys.select(pl.col("cluster", "job_id").cast(pl.String())).unique()
 
         # only the rows of the jobs whose spells may differ: a spell is a function of its own
-        # row and the cut-off alone (the others' are in the stored counts). Not an eager semi
-        # join: with polars 2.1 that of a year's 2.15M attempts with 30,000 keys raised the
-        # process's peak by 188 MiB, a lookup of the job ids first by 30.
-        on = ["cluster", "job_id"]
-        spell_jobs = of_keys(jobs.lazy(), keys, on).collect()
-        spell_pending = of_keys(pending.lazy(), keys, on).collect()
+        # row (a het job's: its components') and the cut-off alone (the others' are in the
+        # stored counts). Not an eager semi join: with polars 2.1 that of a year's 2.15M
+        # attempts with 30,000 keys raised the process's peak by 188 MiB, a lookup of the job
+        # ids first by 30.
+        spell_jobs, spell_pending = _of_wait_units(jobs, keys), _of_wait_units(pending, keys)
     else:
         spell_jobs, spell_pending = jobs, pending
+    # a het job's components wait as one job (METRICS.md "Time to start"): one spell, its
+    # leader's key, before the attempts are cut into ranges (its rows may lie in two)
+    spell_jobs, spell_pending = _wait_units(spell_jobs, spell_pending)
     cuts = [
         (str(c), cut)
         for c, cut in with_spells(as_of, occupancy).select("cluster", "as_of").iter_rows()
@@ -834,9 +865,14 @@ def build_metric_tables(
         # The stored counts disagree with the stored spells (a guard: both are written bit for
         # bit, pipelines.analytics.build._EXACT_TABLES, so only a table changed outside the
         # build gets here): every spell counted again, as a full build counts them.
+        all_jobs, all_pending = _wait_units(jobs, pending)
         compact = _spell_counts(
             con,
-            [_cluster_spell_counts(c, cut, jobs, pending, rows) for c, cut in cuts if c in counted],
+            [
+                _cluster_spell_counts(c, cut, all_jobs, all_pending, rows)
+                for c, cut in cuts
+                if c in counted
+            ],
             None,
         )[0]
         count_weeks = None
