@@ -45,12 +45,12 @@ _CAUSES = (
 
 
 def _row(job: str, raw: str, acct: str, start: str, end: str, state: str, gpus: int,
-         nodes: str, nnodes: int) -> str:  # fmt: skip
+         nodes: str, nnodes: int, eligible: str = "00:00:00") -> str:  # fmt: skip
     req = f"billing=8,cpu=8,gres/gpu={gpus},mem=1000M,node={nnodes}"
     alloc = "" if start == "Unknown" else req
     node_list = nodes if alloc else "None assigned"
     return "|".join([job, raw, "c1", "gpu", "normal", acct, acct, "u1", "1001", _D + "00:00:00",
-                     _D + "00:00:00", start, end, "00:00:00", "0:0", state, str(nnodes), "8",
+                     _D + eligible, start, end, "00:00:00", "0:0", state, str(nnodes), "8",
                      req, alloc, "2-00:00:00", node_list, "job"])  # fmt: skip
 
 
@@ -190,3 +190,64 @@ def test_only_the_leader_key_names_the_het_job(offset: str) -> None:
     ids = pl.Series([offset, "200+0", "12_3", "7", "ns/job-1"])
     got = pl.select(het_unit_id(pl.lit(ids))).to_series().to_list()
     assert got == ["200+0", "200+0", "12_3", "7", "ns/job-1"]
+
+
+def test_one_component_seen_started_leaves_the_het_job_waiting(tmp_path: Path) -> None:
+    """Day file 1 as above (both components pending since 00:00); day file 2 holds 200+1 alone,
+    started 02:00 and ended 03:00 (the cut-off): 200+0 has not started, so the het job has not,
+    one spell of 96 GPUs censored at 03:00, 10,800 s (before: 200+0 censored at 10,800 s and
+    200+1 started at 7,200 s, both of 48 GPUs in 9–63). The changed component's key is its
+    leader's, so the incremental build rewrites that spell and equals a full rebuild."""
+    cfg = _warehouse(tmp_path)
+    running = _BIG.replace(_D + "02:00:00", "Unknown").replace("COMPLETED", "RUNNING")
+    running = running.replace("|00:00:00|0:0|", "|01:00:00|0:0|")
+    pending = [
+        _row(j, r, "aA", "Unknown", "Unknown", "PENDING", 48, "", 6)
+        for j, r in (("200+0", "200"), ("200+1", "201"))
+    ]
+    _load(cfg, "c1_sacct_2026-11-01.txt", _HEADER + "\n" + "\n".join([running, *pending]) + "\n")
+    _build(cfg)
+    _load(cfg, "c1_sacct_2026-11-02.txt", _HEADER + "\n" + _HET[1] + "\n")
+    _build(cfg)
+    with duckdb.connect(str(cfg.warehouse_path), read_only=True) as con:
+        (mode,) = con.execute(
+            "SELECT mode FROM analytics.build_state ORDER BY build_id DESC LIMIT 1"
+        ).fetchone() or ("",)
+    assert mode == "incremental"
+    assert _q(cfg, _SPELLS) == [
+        ("1", 0, 0.0, True, 96.0, "64-255"), ("200+0", None, 10800.0, False, 96.0, "64-255")
+    ]  # fmt: skip
+    assert [r[:3] for r in _q(cfg, _CAUSES)] == [("200+0", None, 96.0)]
+    assert assert_equals_full_rebuild(cfg, tmp_path) > 0
+
+
+def test_a_component_changed_alone_rewrites_its_het_jobs_wait(tmp_path: Path) -> None:
+    """Day file 1: both components eligible 01:00 (submitted 00:00), started 02:00, ended 03:00:
+    one spell of 3,600 s. Day file 2 loads 200+1 again with Eligible 00:00 and a later job 2
+    (8 GPUs, 04:00–05:00, moving the cut-off to 05:00): the leader 200+0 neither changed nor
+    reads a cut-off, but the het job now waits from 00:00: 7,200 s. The incremental build keys
+    the changed component by its leader, rewrites the spell (a key of 200+1 alone left the
+    stored 3,600 s) and equals a full rebuild."""
+    cfg = _warehouse(tmp_path)
+    het = [
+        _row(j, r, "aA", _D + "02:00:00", _D + "03:00:00", "COMPLETED", 48, n, 6, "01:00:00")
+        for j, r, n in (("200+0", "200", "n[1-6]"), ("200+1", "201", "n[7-12]"))
+    ]
+    _load(cfg, "c1_sacct_2026-11-01.txt", _HEADER + "\n" + "\n".join(het) + "\n")
+    _build(cfg)
+    assert _q(cfg, _SPELLS) == [("200+0", 0, 3600.0, True, 96.0, "64-255")]
+    later = _row(
+        "2", "2", "aC", _D + "04:00:00", _D + "05:00:00", "COMPLETED", 8, "n16", 1, "04:00:00"
+    )
+    changed = het[1].replace("|" + _D + "01:00:00|", "|" + _D + "00:00:00|")
+    _load(cfg, "c1_sacct_2026-11-02.txt", _HEADER + "\n" + changed + "\n" + later + "\n")
+    _build(cfg)
+    with duckdb.connect(str(cfg.warehouse_path), read_only=True) as con:
+        (mode,) = con.execute(
+            "SELECT mode FROM analytics.build_state ORDER BY build_id DESC LIMIT 1"
+        ).fetchone() or ("",)
+    assert mode == "incremental"
+    assert _q(cfg, _SPELLS) == [
+        ("2", 0, 0.0, True, 8.0, "2-8"), ("200+0", 0, 7200.0, True, 96.0, "64-255")
+    ]  # fmt: skip
+    assert assert_equals_full_rebuild(cfg, tmp_path) > 0
