@@ -97,6 +97,7 @@ from pipelines.core import (
     shares_at_window_start,
     unmatched_pools,
 )
+from pipelines.core.node_states import SLURM_DOWN_STATES
 from pipelines.core.slurm_on_k8s import lend_capacity, slurm_node_gpus
 from pipelines.inventory import read_inventory_folder
 from pipelines.warehouse import (
@@ -1059,7 +1060,9 @@ def _read_raw(
         slurm_node_shards=run_named(con, "analytics/slurm_node_shards")
         if table_exists(con, "raw.slurm_nodes")
         else None,
-        slurm_node_states=run_named(con, "analytics/slurm_node_snapshots")
+        slurm_node_states=run_named(
+            con, "analytics/slurm_node_snapshots", {"down_states": list(SLURM_DOWN_STATES)}
+        )
         if table_exists(con, "raw.slurm_nodes")
         else None,
         slurm_reservations=run_named(con, "analytics/slurm_maint_reservations")

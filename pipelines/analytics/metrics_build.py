@@ -46,6 +46,7 @@ from pipelines.analytics.chunks import (
 from pipelines.analytics.incremental import with_spells, with_stored_days
 from pipelines.config import Config
 from pipelines.core.node_states import (
+    SLURM_DOWN_STATES,
     latest_node_events,
     maint_reservation_node_events,
     node_event_state,
@@ -364,8 +365,9 @@ def _down_intervals(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """``cluster, host, start_at, end_at, state, reason, planned``: each Slurm node event once
     (:func:`pipelines.core.node_states.latest_node_events`: a closed copy over an open one,
     then the latest load), those the down or drained ``scontrol show node`` snapshots imply
-    where sacctmgr has none (:func:`pipelines.core.node_states.snapshot_node_events`), and the
-    ``MAINT`` reservations' nodes where neither has one (:func:`pipelines.core.node_states.
+    on clusters without sacctmgr node events
+    (:func:`pipelines.core.node_states.snapshot_node_events`), and the ``MAINT`` reservations'
+    nodes where no other event is (:func:`pipelines.core.node_states.
     maint_reservation_node_events`), as the core layer's down time; ``planned`` as there
     (:func:`pipelines.core.node_states.node_event_state`)."""
     raw: pl.DataFrame = con.sql(load_sql("analytics/node_down_events")).pl()
@@ -378,7 +380,9 @@ def _down_intervals(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     )
     implied = []
     if table_exists(con, "raw.slurm_nodes"):
-        snaps = run_named(con, "analytics/slurm_node_snapshots")
+        snaps = run_named(
+            con, "analytics/slurm_node_snapshots", {"down_states": list(SLURM_DOWN_STATES)}
+        )
         implied.append(snapshot_node_events(snaps, events))
     if table_exists(con, "raw.slurm_reservations"):
         known = pl.concat(

@@ -211,10 +211,11 @@ class RawFrames:
     when it has no ``raw.slurm_squeue``. ``slurm_node_shards``: ``cluster, host, gpus, gres`` of
     each Slurm node's latest ``scontrol show node`` state whose Gres names GPU shards
     (``sql/analytics/slurm_node_shards.sql``), None without ``raw.slurm_nodes``.
-    ``slurm_node_states``: the dated ``scontrol show node`` snapshots of the nodes that ever had
-    a reason time (``sql/analytics/slurm_node_snapshots.sql``), whose down or drained states
-    add node events where ``sacctmgr`` has none
-    (:func:`pipelines.core.node_states.snapshot_node_events`); None without ``raw.slurm_nodes``.
+    ``slurm_node_states``: the first and last dated ``scontrol show node`` snapshot of each run
+    of like states of the nodes ever down with a reason time, on clusters without ``sacctmgr``
+    node events (``sql/analytics/slurm_node_snapshots.sql``), whose down or drained states add
+    node events (:func:`pipelines.core.node_states.snapshot_node_events`); None without
+    ``raw.slurm_nodes``.
     ``slurm_reservations``: the ``MAINT`` reservations (``cluster, name, start_at, end_at,
     nodes, maint, ingest_id, line_no``: ``sql/analytics/slurm_maint_reservations.sql``), whose
     nodes are planned down over their times where no other node event is
@@ -842,9 +843,9 @@ def build_core(
             cut-offs are taken from each part first.
     """
     raw, inventory = _in_unit(raw, inventory, unit)
-    # node events: sacctmgr's, those the down or drained `scontrol show node` snapshots imply
-    # where sacctmgr has none, and the MAINT reservations' nodes where neither has one
-    # (METRICS.md "Node states")
+    # node events: sacctmgr's, those the down or drained `scontrol show node` snapshots
+    # imply on clusters without sacctmgr node events, and the MAINT reservations' nodes where
+    # no other event is (METRICS.md "Node states")
     raw = replace(
         raw,
         slurm_events=slurm_node_down(

@@ -13,7 +13,7 @@ Over the rows of Slurm's ``sacctmgr show event`` (``raw.slurm_events``: ``event`
   Kubernetes node states): the parts of the node events no allocation holds (allocated time on
   a node wins over its down / planned-down state, per node and instant).
 - :func:`snapshot_node_events`: node events implied by ``scontrol show node`` snapshots
-  (``raw.slurm_nodes``) of down or drained nodes, where no ``sacctmgr`` event covers them;
+  (``raw.slurm_nodes``) of down or drained nodes, on clusters without ``sacctmgr`` node events;
 - :func:`maint_reservation_node_events`: planned-down node events of the nodes in ``MAINT``
   reservations (``raw.slurm_reservations``), where no other node event covers them.
 """
@@ -208,28 +208,31 @@ def node_event_gpu_seconds_hourly(
 
 
 def snapshot_node_events(snapshots: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
-    """Node events implied by ``scontrol show node`` snapshots, where no sacctmgr event is.
+    """Node events implied by ``scontrol show node`` snapshots, on clusters without sacctmgr's.
 
-    A snapshot (the node's state *at* ``snapshot_at``) whose base state or a flag is one of
-    :data:`SLURM_DOWN_STATES` and whose reason carries its ``[user@time]`` (``reason_at``) says
-    the node has been down or drained since ``reason_at``. Per node, snapshots in time order
-    (then ``ingest_id``, ``line_no``): consecutive ones of the same ``reason_at`` and reason are
-    one event, from ``reason_at`` (not before the node's previous snapshot, which said
-    otherwise, nor after the event's first snapshot) to the node's next snapshot that is not in
-    it: up (the state held until that snapshot, as for Kubernetes Node snapshots, METRICS.md
-    "Node states"), or down or drained anew (ending where that event starts); open (NULL end:
-    to the cut-off) when no later snapshot is. A down snapshot without a reason time, or
-    without ``snapshot_at`` (loaded before snapshots were dated), starts and ends nothing.
+    ``sacctmgr show event`` is the system of record wherever it is loaded (sreport reads it
+    alone): a cluster with any ``sacctmgr`` node event in ``events`` takes its down time from
+    those only, and its snapshots add nothing (a snapshot is dated by when its file was written,
+    not by when the state changed, so it cannot extend or cut an event slurmdbd recorded).
 
-    ``sacctmgr`` events win where both exist: the parts of these intervals any node event in
-    ``events`` of the same cluster and node covers (an open one to the end of time) are left
-    out, so no time is counted twice.
+    On the other clusters, a snapshot (the node's state *at* ``snapshot_at``) whose base state
+    or a flag is one of :data:`SLURM_DOWN_STATES` and whose reason carries its ``[user@time]``
+    (``reason_at``) says the node has been down or drained since ``reason_at``. Per node,
+    snapshots in time order (then ``ingest_id``, ``line_no``): consecutive ones of the same
+    ``reason_at`` and reason are one event, from ``reason_at`` (not before the node's previous
+    snapshot, which said otherwise, nor after the event's first snapshot) to the node's next
+    snapshot that is not in it: up (the state held until that snapshot, as for Kubernetes Node
+    snapshots, METRICS.md "Node states"), or down or drained anew (ending where that event
+    starts); open (NULL end: to the cut-off) when no later snapshot is. A down snapshot without
+    a reason time, or without ``snapshot_at`` (loaded before snapshots were dated), starts and
+    ends nothing. Only the first and last snapshot of each run of like states matter, so the
+    result is the same over ``sql/analytics/slurm_node_snapshots.sql``'s state changes.
 
     Args:
         snapshots: ``raw.slurm_nodes`` rows: ``cluster, host, gpus, state, base_state,
             state_flags (list), reason, reason_at, snapshot_at, ingest_id, line_no``.
-        events: ``sacctmgr`` node events: ``cluster, node, start_at, end_at`` (NULL: open);
-            an ``event`` column, where present, keeps its ``'node'`` rows.
+        events: ``sacctmgr`` node events: ``cluster, node, start_at`` (others ignored); an
+            ``event`` column, where present, keeps its ``'node'`` rows.
 
     Returns:
         ``cluster, event ('node'), node, start_at, end_at (NULL: open), state (the snapshot's,
@@ -241,10 +244,13 @@ def snapshot_node_events(snapshots: pl.DataFrame, events: pl.DataFrame) -> pl.Da
     out_schema = {"cluster": pl.String(), "event": pl.String(), "node": pl.String(),
                   "start_at": ts, "end_at": ts, "state": pl.String(), "reason": pl.String(),
                   "gpus": pl.Float64()}  # fmt: skip
+    ev = events.filter(pl.col("event") == "node") if "event" in events.columns else events
+    recorded = ev.filter(pl.col("node").is_not_null() & pl.col("start_at").is_not_null())
     words = pl.concat_list(pl.col("base_state").cast(pl.String), pl.col("state_flags"))
     is_down = words.list.eval(pl.element().is_in(SLURM_DOWN_STATES)).list.any().fill_null(False)
     snap = (
         snapshots.filter(pl.col("snapshot_at").is_not_null())
+        .join(recorded.select("cluster").unique(), on="cluster", how="anti")
         .with_columns(
             pl.col("snapshot_at", "reason_at").cast(ts),
             (is_down & pl.col("reason_at").is_not_null()).alias("_down"),
@@ -289,21 +295,15 @@ def snapshot_node_events(snapshots: pl.DataFrame, events: pl.DataFrame) -> pl.Da
             .alias("_end")
         )
         .filter(pl.col("_down"))
-        .with_row_index("_id")
     )
-    ep = per_run.select(
-        "_id", "cluster", pl.col("host").alias("node"), pl.col("_start").alias("_s"),
-        pl.col("_end").fill_null(_FAR).cast(ts).alias("_e"), "state", "reason", "gpus",
-    ).filter(pl.col("_e") > pl.col("_s"))  # fmt: skip
-    pieces = _uncovered(ep, events)
     return (
-        pieces.join(ep.drop("_s", "_e"), on="_id", how="inner")
+        per_run.filter(pl.col("_end").is_null() | (pl.col("_end") > pl.col("_start")))
         .select(
             "cluster",
             pl.lit("node").alias("event"),
-            "node",
-            pl.col("_t").alias("start_at"),
-            pl.when(pl.col("_u") < _FAR).then(pl.col("_u")).alias("end_at"),
+            pl.col("host").alias("node"),
+            pl.col("_start").cast(ts).alias("start_at"),
+            pl.col("_end").cast(ts).alias("end_at"),
             "state",
             "reason",
             pl.when(pl.col("gpus") > 0).then(pl.col("gpus").cast(pl.Float64)).alias("gpus"),
@@ -442,13 +442,13 @@ def slurm_node_down(
     reservations: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """``events`` (``raw.slurm_events`` rows) with the node events of
-    :func:`snapshot_node_events` added, then those of :func:`maint_reservation_node_events`
-    where neither covers the node (``event`` = ``'node'``; the columns they lack, such as
-    ``ingest_id`` and ``tres``, NULL); ``events`` as they are without snapshots or
-    reservations."""
+    :func:`snapshot_node_events` added (on clusters without sacctmgr node events), then those
+    of :func:`maint_reservation_node_events` where no other event covers the node (``event``
+    = ``'node'``; the columns they lack, such as ``ingest_id`` and ``tres``, NULL); ``events``
+    as they are without snapshots or reservations."""
     if snapshots is not None and snapshots.height:
-        # coverage by each event once (an open copy of a closed event would cover to the cut-off)
-        events = _appended(events, snapshot_node_events(snapshots, latest_node_events(events)))
+        # only on clusters without sacctmgr node events (any copy names its cluster)
+        events = _appended(events, snapshot_node_events(snapshots, events))
     if reservations is not None and reservations.height:
         events = _appended(
             events, maint_reservation_node_events(reservations, latest_node_events(events))

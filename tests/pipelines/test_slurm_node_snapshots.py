@@ -3,7 +3,7 @@
 A site that gives only ``scontrol show node`` snapshots (no ``sacctmgr show event``): a node
 down or drained with a reason time ``[user@time]`` is down / planned_down from that time until
 a later snapshot shows it back (open: to the cut-off), classified by its reason as sacctmgr
-events are; where a sacctmgr event covers the same node and time, that event alone counts.
+events are. A cluster with sacctmgr node events takes its down time from those alone.
 
 Build case (cluster c4, UTC): n1–n3 with 4 GPUs each (capacity 12 × 3,600 = 43,200 GPU-s an
 hour, from the inventory). Job 300 holds n2's 4 GPUs 10:00–12:00 (the cut-off, 12:00). The
@@ -31,10 +31,10 @@ import pytest
 
 from pipelines.analytics.build import rebuild
 from pipelines.config import Config, load_config
-from pipelines.core.node_states import snapshot_node_events
+from pipelines.core.node_states import SLURM_DOWN_STATES, snapshot_node_events
 from pipelines.ingest import ingest_file, ingest_options
 from pipelines.slurm._scontrol_nodes import parse_scontrol_nodes
-from pipelines.warehouse import connect, init_warehouse
+from pipelines.warehouse import connect, init_warehouse, read_table, run_named
 
 _H10 = dt.datetime(2024, 10, 8, 10, tzinfo=dt.UTC)
 _H11 = dt.datetime(2024, 10, 8, 11, tzinfo=dt.UTC)
@@ -204,27 +204,36 @@ def test_a_later_snapshot_with_the_node_back_ends_the_event() -> None:
     ]  # fmt: skip
 
 
-def test_sacctmgr_events_win_where_both_exist() -> None:
-    """n2 DOWN since 09:00 (seen 12:00, open); sacctmgr has n2 DOWN 09:00–10:30: the snapshot
-    adds 10:30 onwards only. n3 drained since 11:00 with an open sacctmgr event from 11:00:
-    nothing added (not counted twice)."""
-    snaps = _snapshots(
-        ("NodeName=n2 Gres=gpu:8 State=DOWN Reason=xid 79 [root@2024-10-08T09:00:00]\n"
-         "NodeName=n3 Gres=gpu:8 State=MIXED+DRAIN Reason=nvlink [root@2024-10-08T11:00:00]\n",
-         "2024-10-08T12:00:00", "a", 1),
-    )  # fmt: skip
+def test_a_cluster_with_sacctmgr_node_events_takes_none_from_snapshots() -> None:
+    """sacctmgr is the system of record where it is loaded. Cluster c: n2 DOWN since 09:00
+    (seen 12:00, open) with sacctmgr's n2 DOWN 09:00–10:30; n3 drained since 11:00 with an
+    open sacctmgr event: the snapshots add nothing (n2 was extended 10:30 onwards, to the
+    cut-off, though slurmdbd had closed that very event). Cluster d, no sacctmgr node event
+    (a cluster registration is not one): its n2 drained 09:00 (seen 12:00) is 09:00–open."""
+    snaps = pl.concat([
+        _snapshots(
+            ("NodeName=n2 Gres=gpu:8 State=DOWN Reason=xid 79 [root@2024-10-08T09:00:00]\n"
+             "NodeName=n3 Gres=gpu:8 State=MIXED+DRAIN Reason=nvlink [root@2024-10-08T11:00:00]\n",
+             "2024-10-08T12:00:00", "a", 1),
+        ),
+        _snapshots(
+            ("NodeName=n2 Gres=gpu:8 State=IDLE+DRAIN Reason=xid 79 [root@2024-10-08T09:00:00]\n",
+             "2024-10-08T12:00:00", "b", 2),
+        ).with_columns(cluster=pl.lit("d")),
+    ])  # fmt: skip
     events = pl.DataFrame(
         {
-            "cluster": ["c", "c"],
-            "event": ["node", "node"],
-            "node": ["n2", "n3"],
-            "start_at": [_utc("2024-10-08T09:00:00"), _utc("2024-10-08T11:00:00")],
-            "end_at": [_utc("2024-10-08T10:30:00"), None],
+            "cluster": ["c", "c", "d"],
+            "event": ["node", "node", "cluster"],
+            "node": ["n2", "n3", None],
+            "start_at": [_utc("2024-10-08T09:00:00"), _utc("2024-10-08T11:00:00"),
+                         _utc("2024-10-01T00:00:00")],
+            "end_at": [_utc("2024-10-08T10:30:00"), None, None],
         }
-    )
+    )  # fmt: skip
     got = snapshot_node_events(snaps, events)
-    assert got.select("node", "start_at", "end_at").rows() == [
-        ("n2", _utc("2024-10-08T10:30:00"), None)
+    assert got.select("cluster", "node", "start_at", "end_at").rows() == [
+        ("d", "n2", _utc("2024-10-08T09:00:00"), None)
     ]
 
 
@@ -246,3 +255,104 @@ def test_a_new_reason_time_starts_a_new_event() -> None:
         (_utc("2024-10-08T10:00:00"), _utc("2024-10-08T11:30:00"), "bad gpu"),
         (_utc("2024-10-08T11:30:00"), _utc("2024-10-08T13:00:00"), "maint"),
     ]
+
+
+# ------------------------------------------------------- the collector's daily files, as spooled
+
+# ``pipelines/slurm/resources.py`` spools ``events_<day>.txt`` and ``nodes_<day>.txt`` each UTC
+# day. Cluster c4 as above; job 300 holds n2 10-08 10:00 to 10-20 00:00 (the cut-off).
+_SACCT_DAILY = _SACCT.replace("2024-10-08T12:00:00|02:00:00", "2024-10-20T00:00:00|11-14:00:00")
+_DAY1 = (
+    "NodeName=n1 Gres=gpu:4 State=IDLE+DRAIN Partitions=gpu "
+    "Reason=maint: firmware upgrade [root@2024-10-08T10:00:00]\n"
+    "NodeName=n2 Gres=gpu:4 State=ALLOCATED Partitions=gpu\n"
+    "NodeName=n3 Gres=gpu:4 State=IDLE Partitions=gpu\n"
+)
+_DAY2 = (
+    "NodeName=n1 Gres=gpu:4 State=IDLE Partitions=gpu\n"
+    "NodeName=n2 Gres=gpu:4 State=ALLOCATED Partitions=gpu\n"
+    "NodeName=n3 Gres=gpu:4 State=IDLE Partitions=gpu\n"
+)
+_EVENTS_DAY1 = (
+    "Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User\n"
+    "c4|n1|2024-10-08T10:00:00|2024-10-08T11:00:00|DRAIN|maint: firmware upgrade|root(0)\n"
+)
+
+
+def _daily_planned_down(d: Path, day1_at: str, day2_at: str, *, events: bool) -> tuple[object, ...]:
+    """``(planned_down GPU-s, first hour, last hour)`` of c4 built from the daily files, the
+    node files dated ``day1_at`` / ``day2_at`` by their modification times."""
+    cfg = _config(d)
+    state = d / "in" / "c4" / "slurm_state"
+    state.mkdir(parents=True)
+    sacct = d / "in" / "sacct_2024-10-08.psv"
+    sacct.write_text(_SACCT_DAILY, encoding="utf-8")
+    files = [("sacct", sacct)]
+    for name, text, at in (("nodes_2024-10-08.txt", _DAY1, day1_at),
+                           ("nodes_2024-10-09.txt", _DAY2, day2_at),
+                           *((("events_2024-10-08.txt", _EVENTS_DAY1, "2024-10-09T00:10:00"),)
+                             if events else ())):  # fmt: skip
+        path = state / name
+        path.write_text(text, encoding="utf-8")
+        os.utime(path, (_utc(at).timestamp(), _utc(at).timestamp()))
+        files.append(("slurm-state", path))
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        for kind, path in files:
+            assert ingest_file(con, kind, path, ingest_options(cfg, kind, "c4")).rows_rejected == 0
+        rebuild(con, cfg, full=True)
+    (row,) = _rows(
+        cfg.warehouse_path,
+        "SELECT sum(planned_down_gpu_s), min(hour) FILTER (WHERE planned_down_gpu_s > 0),"
+        " max(hour) FILTER (WHERE planned_down_gpu_s > 0) FROM analytics.occupancy_hourly"
+        " WHERE cluster = 'c4'",
+    )
+    return row
+
+
+@pytest.mark.slow
+def test_a_drain_sacctmgr_closed_is_not_extended_by_a_snapshot(tmp_path: Path) -> None:
+    """sacctmgr: n1 drained 10:00–11:00. The day's snapshot (10:30) shows n1 drained since
+    10:00, the next day's (10-09 00:00) idle. sacctmgr's event alone: 4 GPUs × 3,600 s =
+    14,400 GPU-s in hour 10 (was 201,600 over hours 10–23: the snapshot ran from 11:00 to
+    the next snapshot)."""
+    got = _daily_planned_down(tmp_path, "2024-10-08T10:30:00", "2024-10-09T00:00:00", events=True)
+    assert got == (14_400.0, _H10, _H10)
+
+
+def test_the_build_reads_state_changes_only(tmp_path: Path) -> None:
+    """n1 idle 10-01 and 10-02, drained since 10-03 08:00 in the snapshots of 10-03 to 10-05,
+    idle 10-06 and 10-07; n3 idle throughout; n9 down without a reason time. The statement
+    keeps n1's first and last snapshot of each run (10-01, 10-02, 10-03, 10-05, 10-06, 10-07),
+    nothing of n3 or n9 (it read all 21), and the event is the same: 10-03 08:00 to 10-06."""
+    cfg = _config(tmp_path)
+    state = tmp_path / "in" / "c4" / "slurm_state"
+    state.mkdir(parents=True)
+    drained = "Reason=bad gpu [root@2024-10-03T08:00:00]"
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        for day in range(1, 8):
+            n1 = f"IDLE+DRAIN {drained}" if 3 <= day <= 5 else "IDLE"
+            path = state / f"nodes_2024-10-0{day}.txt"
+            path.write_text(
+                f"NodeName=n1 Gres=gpu:4 State={n1}\nNodeName=n3 Gres=gpu:4 State=IDLE\n"
+                "NodeName=n9 Gres=gpu:4 State=DOWN\n",
+                encoding="utf-8",
+            )
+            at = _utc(f"2024-10-0{day}T12:00:00").timestamp()
+            os.utime(path, (at, at))
+            ingest_file(con, "slurm-state", path, ingest_options(cfg, "slurm-state", "c4"))
+        got = run_named(
+            con, "analytics/slurm_node_snapshots", {"down_states": list(SLURM_DOWN_STATES)}
+        )
+        every = read_table(con, "raw.slurm_nodes")
+    assert got.select("host", pl.col("snapshot_at").dt.day()).rows() == [
+        ("n1", 1), ("n1", 2), ("n1", 3), ("n1", 5), ("n1", 6), ("n1", 7),
+    ]  # fmt: skip
+    none = pl.DataFrame(schema={"cluster": pl.String(), "node": pl.String(),
+                                "start_at": pl.Datetime("us", "UTC")})  # fmt: skip
+    events = snapshot_node_events(got, none)
+    assert events.select("node", "start_at", "end_at").rows() == [
+        ("n1", _utc("2024-10-03T08:00:00"), _utc("2024-10-06T12:00:00"))
+    ]
+    assert events.equals(snapshot_node_events(every, none))
