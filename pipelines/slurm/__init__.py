@@ -174,9 +174,34 @@ def _scontrol_jobs(path: Path, o: IngestOptions) -> ParseResult:
 
 def _scontrol_nodes(path: Path, o: IngestOptions) -> ParseResult:
     # ``scontrol show node`` prints no time of its own either: dated by the file's modification
-    # time, a down or drained node's snapshots give its down time where no sacctmgr event does
-    # (pipelines.core.node_states.snapshot_node_events).
-    return parse_scontrol_nodes(path, cluster=o.cluster, tz=o.tz, snapshot_at=_mtime(path))
+    # time, kept within the UTC day its name carries (a down or drained node's snapshots give
+    # its down time on clusters without sacctmgr node events,
+    # pipelines.core.node_states.snapshot_node_events).
+    return parse_scontrol_nodes(
+        path, cluster=o.cluster, tz=o.tz, snapshot_at=snapshot_time(path, _mtime(path))
+    )
+
+
+def snapshot_time(path: Path, mtime: dt.datetime | None) -> dt.datetime | None:
+    """When a spooled state listing was taken: its modification time ``mtime``, clamped into
+    the UTC day its name carries (``nodes_2024-10-08.txt``: [2024-10-08 00:00, 2024-10-09
+    00:00] UTC, as the collector names days; METRICS.md "Node states").
+
+    A copy made without keeping the time (``cp``, ``scp``, an object store) or a later rewrite
+    of the day's file moves the modification time; clamped, such a snapshot is off by at most
+    its day, and two days' files keep their order whatever order they were copied in. A name
+    without a day keeps ``mtime`` as it is; None stays None.
+    """
+    from pipelines.ingest import file_day  # here: pipelines.ingest imports this module's kinds
+
+    day = file_day(path)
+    if mtime is None or day is None:
+        return mtime
+    try:
+        start = dt.datetime.fromisoformat(day).replace(tzinfo=dt.UTC)
+    except ValueError:  # 2024-02-31: a name that only looks like a day
+        return mtime
+    return min(max(mtime, start), start + dt.timedelta(days=1))
 
 
 def _mtime(path: Path) -> dt.datetime | None:

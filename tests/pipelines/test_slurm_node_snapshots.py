@@ -3,7 +3,8 @@
 A site that gives only ``scontrol show node`` snapshots (no ``sacctmgr show event``): a node
 down or drained with a reason time ``[user@time]`` is down / planned_down from that time until
 a later snapshot shows it back (open: to the cut-off), classified by its reason as sacctmgr
-events are. A cluster with sacctmgr node events takes its down time from those alone.
+events are. A cluster with sacctmgr node events takes its down time from those alone; a
+snapshot is dated by its file's modification time clamped into the UTC day its name carries.
 
 Build case (cluster c4, UTC): n1–n3 with 4 GPUs each (capacity 12 × 3,600 = 43,200 GPU-s an
 hour, from the inventory). Job 300 holds n2's 4 GPUs 10:00–12:00 (the cut-off, 12:00). The
@@ -33,6 +34,7 @@ from pipelines.analytics.build import rebuild
 from pipelines.config import Config, load_config
 from pipelines.core.node_states import SLURM_DOWN_STATES, snapshot_node_events
 from pipelines.ingest import ingest_file, ingest_options
+from pipelines.slurm import snapshot_time
 from pipelines.slurm._scontrol_nodes import parse_scontrol_nodes
 from pipelines.warehouse import connect, init_warehouse, read_table, run_named
 
@@ -318,6 +320,39 @@ def test_a_drain_sacctmgr_closed_is_not_extended_by_a_snapshot(tmp_path: Path) -
     the next snapshot)."""
     got = _daily_planned_down(tmp_path, "2024-10-08T10:30:00", "2024-10-09T00:00:00", events=True)
     assert got == (14_400.0, _H10, _H10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("day1_at", "day2_at", "want"),
+    [
+        # as spooled: 10-08 10:00 to the idle snapshot at 10-09 00:00, 14 h × 4 × 3,600
+        ("2024-10-08T10:30:00", "2024-10-09T00:00:00",
+         (201_600.0, _H10, dt.datetime(2024, 10, 8, 23, tzinfo=dt.UTC))),
+        # copied 10-17 12:00, in either order: dated 10-09 00:00 and 10-10 00:00 (the ends of
+        # their days), 10-08 10:00 to 10-10 00:00, 38 h × 4 × 3,600 (was 10-08 10:00 to 10-17
+        # 12:00:01, 3,139,204; the other order 10-17 12:00 to the cut-off, 864,000)
+        ("2024-10-17T12:00:00", "2024-10-17T12:00:01",
+         (547_200.0, _H10, dt.datetime(2024, 10, 9, 23, tzinfo=dt.UTC))),
+        ("2024-10-17T12:00:01", "2024-10-17T12:00:00",
+         (547_200.0, _H10, dt.datetime(2024, 10, 9, 23, tzinfo=dt.UTC))),
+    ],
+)  # fmt: skip
+def test_a_copied_snapshot_is_dated_within_its_day(
+    tmp_path: Path, day1_at: str, day2_at: str, want: tuple[object, ...]
+) -> None:
+    assert _daily_planned_down(tmp_path, day1_at, day2_at, events=False) == want
+
+
+def test_snapshot_time_is_the_mtime_clamped_into_the_named_day() -> None:
+    day = Path("c4/slurm_state/nodes_2024-10-08.txt")
+    assert snapshot_time(day, _utc("2024-10-08T10:30:00")) == _utc("2024-10-08T10:30:00")
+    assert snapshot_time(day, _utc("2024-10-17T12:00:00")) == _utc("2024-10-09T00:00:00")
+    assert snapshot_time(day, _utc("2024-10-01T08:00:00")) == _utc("2024-10-08T00:00:00")
+    assert snapshot_time(Path("nodes.txt"), _utc("2024-10-17T12:00:00")) == _utc(
+        "2024-10-17T12:00:00"
+    )
+    assert snapshot_time(day, None) is None
 
 
 def test_the_build_reads_state_changes_only(tmp_path: Path) -> None:
