@@ -187,10 +187,11 @@ def snapshot_time(path: Path, mtime: dt.datetime | None) -> dt.datetime | None:
     the UTC day its name carries (``nodes_2024-10-08.txt``: [2024-10-08 00:00, 2024-10-09
     00:00] UTC, as the collector names days; METRICS.md "Node states").
 
-    A copy made without keeping the time (``cp``, ``scp``, an object store) or a later rewrite
-    of the day's file moves the modification time; clamped, such a snapshot is off by at most
-    its day, and two days' files keep their order whatever order they were copied in. A name
-    without a day keeps ``mtime`` as it is; None stays None.
+    A copy made without keeping the time (``cp``, ``scp``, an object store) moves the
+    modification time; clamped, such a snapshot is off by at most its day, and two days' files
+    keep their order whatever order they were copied in. (A later rewrite of the day's file
+    holds the state at the rewrite: dated within the day, not mended.) A name without a day
+    keeps ``mtime`` as it is; None stays None.
     """
     from pipelines.ingest import file_day  # here: pipelines.ingest imports this module's kinds
 
