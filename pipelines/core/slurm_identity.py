@@ -192,10 +192,13 @@ def _requeue_ends(allocs: pl.LazyFrame, unstarted: pl.LazyFrame) -> pl.LazyFrame
     Submit to the requeue time (``tests/fixtures/slurm-22.05-lab``: job 3's REQUEUED attempt
     ends at 02:38:35, its next record's Submit), and plain ``sacct`` (without ``-D``) shows
     only that latest record, so an export taken while the earlier attempt ran leaves it open
-    for ever. The requeue time is the earliest of the later record's Submit, Eligible and
-    Start that is after the open attempt's start (its Submit, unless missing or not after the
-    start), the least over the job's later records. A never-started row with no time after
-    the start (an older copy of the pending job, taken before it started) is no later record.
+    for ever. The requeue time is, for a later attempt, the earliest of its Submit, Eligible
+    and Start that is after the open attempt's start; for a never-started row, its Submit if
+    after that start (Slurm resets Submit on a requeue, where an Eligible after the start is
+    a ``--begin`` time an admin may have moved with ``scontrol update StartTime=``, and says
+    nothing of a requeue); the least over the job's later records. A never-started row whose
+    Submit is not after the start (an older copy of the pending job, taken before it started)
+    is no later record.
 
     Args:
         allocs: started allocation rows (``_row``, ``cluster``, ``job_key``, ``submit_at``,
@@ -221,9 +224,14 @@ def _requeue_ends(allocs: pl.LazyFrame, unstarted: pl.LazyFrame) -> pl.LazyFrame
         .filter(pl.col("start_at").is_null() | (pl.col("start_at") > pl.col("_open_start")))
         .select(
             _ROW,
-            pl.min_horizontal(after("submit_at"), after("eligible_at"), after("start_at")).alias(
-                _REQUEUED_AT
-            ),
+            # a never-started record is a requeue by its Submit alone: its Eligible may be a
+            # --begin time an admin moved (scontrol update StartTime=), not a requeue
+            pl.when(pl.col("start_at").is_null())
+            .then(after("submit_at"))
+            .otherwise(
+                pl.min_horizontal(after("submit_at"), after("eligible_at"), after("start_at"))
+            )
+            .alias(_REQUEUED_AT),
         )
         .filter(pl.col(_REQUEUED_AT).is_not_null())
         .group_by(_ROW)

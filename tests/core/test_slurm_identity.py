@@ -278,3 +278,20 @@ def test_an_open_attempt_ends_at_the_first_later_record() -> None:
         dt.datetime(2026, 11, 2, 0, tzinfo=dt.UTC),
         dt.datetime(2026, 11, 2, 1, tzinfo=dt.UTC),
     ]
+
+
+def test_a_pending_copy_with_a_later_begin_time_does_not_end_the_running_attempt() -> None:
+    """A job submitted 08:00 with ``--begin`` 10:00 (its PENDING copy: Eligible 10:00), whose
+    start time an admin moved up (``scontrol update StartTime=``), starts 09:10 and is RUNNING
+    in the later export. The pending copy's Submit (08:00) is not after the start, so it is no
+    requeue: the attempt stays RUNNING and open (taking its Eligible, it was ended REQUEUED at
+    10:00, 24,000 GPU-s with 8 GPUs, while it ran on)."""
+    out = _load(
+        HEADER + "\n9|9|a|PENDING|2026-11-02T08:00:00|2026-11-02T10:00:00|Unknown|Unknown|\n",
+        HEADER + "\n9|9|a|RUNNING|2026-11-02T08:00:00|2026-11-02T09:05:00|"
+        "2026-11-02T09:10:00|Unknown|gres/gpu=8\n",
+    )
+    started = out.filter(pl.col("start_at").is_not_null())
+    assert started["state"].to_list() == ["RUNNING"]
+    assert started["end_at"].to_list() == [None]
+    assert started["end_inferred"].to_list() == [False]
