@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 import polars as pl
 
 from metrics.holds import HOLD_SCHEMA
+from metrics.hosts import host_matches
 from metrics.k8s_node_states import K8S_NODE_STATE_COLUMNS, k8s_node_states_hourly
 from metrics.placement import assignment_node_lists, topology_requests
 from pipelines.core.gpu_shards import node_gpus_per_shard, pending_shard_gpus, shard_gpus
@@ -550,9 +551,12 @@ def _outside_inventory(held: pl.DataFrame, inventory: pl.DataFrame) -> pl.DataFr
     )
     rows = held.filter(kept).with_row_index("_r")
     hosts = rows.select("_r", "cluster", pl.col("node_list").alias("host")).explode("host")
+    # a host the inventory names by its short or its full name is in it (metrics.hosts:
+    # `gpu001` and `gpu001.hpc.example.org` are one node; two candidates: never guessed out)
+    matched = host_matches(hosts.lazy(), inventory.lazy()).filter(pl.col("match") != "none")
     unknown = hosts.join(
-        inventory.select("cluster", "host"), on=["cluster", "host"], how="anti", nulls_equal=True
-    )
+        matched.select("cluster", "host").collect(), on=["cluster", "host"], how="anti"
+    ).filter(pl.col("host").is_not_null())
     if unknown.height == 0:
         return empty
     touching = rows.join(unknown.select("_r").unique(), on="_r", how="semi")

@@ -149,3 +149,29 @@ def test_the_gpus_held_at_once_on_nodes_the_inventory_lacks() -> None:
         ("a", "m2", 4.0, "h100", "gpu", None, OUTSIDE_INVENTORY),
     ]
     assert _outside_inventory(held.filter(pl.col("cluster") == "b"), inventory).height == 0
+
+
+def test_a_node_the_inventory_names_by_its_full_name_is_in_it() -> None:
+    """Inventory of a: ``gpu001.hpc.example.org`` (8 GPUs) and ``n1``; sacct's NodeList names
+    ``gpu001`` and ``n1.hpc.example.org``: one node each, by short name (metrics.hosts), so none
+    is outside the inventory (compared by exact name, both were: 16 GPUs of capacity counted
+    twice). ``m9`` is outside it: 8 GPUs held at once."""
+    ts = pl.Datetime("us", "UTC")
+    held = pl.DataFrame(
+        {
+            "cluster": ["a", "a", "a"],
+            "node_list": [["gpu001"], ["n1.hpc.example.org"], ["m9"]],
+            "gpus": [8.0, 8.0, 8.0],
+            "start_at": [_at(5)] * 3,
+            "end_at": [_at(6)] * 3,
+            "as_of": [_at(6)] * 3,
+        },
+        schema_overrides={"start_at": ts, "end_at": ts, "as_of": ts},
+    )
+    inventory = pl.DataFrame(
+        {"cluster": ["a", "a"], "host": ["gpu001.hpc.example.org", "n1"], "gpus": [8.0, 8.0],
+         "gpu_type": ["h100", "h100"], "partition": ["gpu", "gpu"], "rack": ["r1", "r1"],
+         "capacity_source": ["inventory", "inventory"]}
+    )  # fmt: skip
+    got = _outside_inventory(held, inventory)
+    assert got.select("cluster", "host", "gpus").rows() == [("a", "m9", 8.0)]
