@@ -55,6 +55,7 @@ from pipelines.analytics.chunks import (
     touching,
 )
 from pipelines.analytics.incremental import (
+    HOLDS_TABLE,
     INCREMENTAL_TABLES,
     BuildPlan,
     changed_spell_jobs,
@@ -122,7 +123,7 @@ from pipelines.warehouse import (
 )
 from pipelines.warehouse.sql import load_sql
 
-__all__ = ["CUTOFF_TABLE", "JOBS_COLUMNS", "VIEWS", "create_views", "rebuild"]
+__all__ = ["CUTOFF_TABLE", "HOLDS_TABLE", "JOBS_COLUMNS", "VIEWS", "create_views", "rebuild"]
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +146,7 @@ _CUTOFF_SCHEMA = {"cluster": pl.String(), "as_of": pl.Datetime("us", "UTC")}
 
 #: The published views, created in this order (each from ``sql/views/<name>.sql``).
 VIEWS = (
-    "jobs", "slurm_jobs", "rejected_rows", "occupancy_hourly", "time_to_start_summary",
+    "jobs", "job_holds", "slurm_jobs", "rejected_rows", "occupancy_hourly", "time_to_start_summary",
     "k8s_events", "k8s_pods", "dcgm_samples", "ingests", "nodes", "data_quality",
     "gpu_waterfall_hourly", "occupancy_daily", "time_to_start_jobs", "fairness_weekly",
     "fairness_summary_weekly", "node_reliability", "k8s_workloads", "k8s_pending_reasons",
@@ -599,7 +600,7 @@ def _build(
         full=full, slurmd_pairs=sok.slurmd_maps.select("cluster", "k8s_cluster")
         if sok.slurmd_maps.height else None,
         slurm_changed=slurm_changed,
-        slurmd_map=sok.node_map, pod_jobs=core.pod_jobs,
+        slurmd_map=sok.node_map, pod_jobs=core.pod_jobs, holds=core.holds,
     )  # fmt: skip
     plan = _pair_days(plan, sok.slurmd_maps)
     if not plan.full and plan.days:
@@ -1335,6 +1336,7 @@ def _tables(
         "core.k8s_pending_reasons": core.k8s_pending_reasons,
         "core.topology": core.topology,
         "core.pending_reason_spells": core.pending_spells,
+        HOLDS_TABLE: core.holds.sort("cluster", "job_id", "attempt", "start_at"),
         **domains,
         **schedulers,
         **ledger,

@@ -27,6 +27,7 @@ __all__ = [
     "in_days",
     "of_keys",
     "on_days",
+    "reach_end",
     "row_chunks",
     "touching",
 ]
@@ -157,10 +158,66 @@ def of_keys(
     )
 
 
-def touching(frame: pl.LazyFrame, cluster: str, lo: dt.datetime, hi: dt.datetime) -> pl.LazyFrame:
+def reach_end(frame: pl.LazyFrame, holds: pl.LazyFrame | None) -> pl.LazyFrame:
+    """``frame`` with ``_reach_at``: how far each row holds GPUs (METRICS.md "GPU holding").
+
+    An attempt with pieces of held GPUs (``holds``) can hold some past its ``end_at`` (its
+    pods through an eviction's grace period): its reach is the later of ``end_at`` and its
+    last piece's end, NULL (open) where either is; any other row reaches its ``end_at``.
+
+    Args:
+        frame: rows with ``end_at`` (UTC) and, with ``holds``, ``cluster, job_id, attempt``.
+        holds: :data:`metrics.holds.HOLD_SCHEMA` rows; None: no attempt has pieces.
+
+    Returns:
+        ``frame``'s columns, in its order, plus ``_reach_at`` (``end_at``'s type).
+    """
+    if holds is None:
+        return frame.with_columns(pl.col("end_at").alias("_reach_at"))
+    schema = frame.collect_schema()
+    end = schema["end_at"]
+    last = (
+        holds.select(
+            *(pl.col(k).cast(schema[k]) for k in ("cluster", "job_id", "attempt")),
+            pl.col("end_at").cast(end).alias("_held_to"),
+        )
+        .group_by("cluster", "job_id", "attempt")
+        .agg(
+            pl.when(pl.col("_held_to").is_null().any())
+            .then(pl.lit(None, end))
+            .otherwise(pl.col("_held_to").max())
+            .alias("_held_to"),
+            pl.lit(True).alias("_pieced"),
+        )
+    )
+    open_ = pl.col("end_at").is_null() | pl.col("_held_to").is_null()
+    return (
+        frame.join(last, on=["cluster", "job_id", "attempt"], how="left", maintain_order="left")
+        .with_columns(
+            pl.when(pl.col("_pieced").fill_null(False))
+            .then(
+                pl.when(open_)
+                .then(pl.lit(None, end))
+                .otherwise(pl.max_horizontal("end_at", "_held_to"))
+            )
+            .otherwise(pl.col("end_at"))
+            .alias("_reach_at")
+        )
+        .drop("_held_to", "_pieced")
+    )
+
+
+def touching(
+    frame: pl.LazyFrame,
+    cluster: str,
+    lo: dt.datetime,
+    hi: dt.datetime,
+    *,
+    holds: pl.LazyFrame | None = None,
+) -> pl.LazyFrame:
     """The rows of ``cluster`` whose life can touch [lo, hi): begun (the earliest of
     ``submit_at``, ``eligible_at``, ``start_at`` it has) before ``hi`` and not over before
-    ``lo`` (the later of ``end_at`` and ``start_at``: an attempt recorded as ending before it
+    ``lo`` (the later of its reach and ``start_at``: an attempt recorded as ending before it
     started still waited until its start). A row with no start or no end is kept (open at that
     side).
 
@@ -169,6 +226,9 @@ def touching(frame: pl.LazyFrame, cluster: str, lo: dt.datetime, hi: dt.datetime
             (UTC datetimes): attempts or never-started rows.
         cluster: the unit's cluster.
         lo, hi: the unit's hours [lo, hi) (UTC).
+        holds: the pieces of held GPUs of ``frame``'s attempts that have some
+            (:func:`reach_end`: an attempt reaches the later of its end and its last piece's
+            end); None: every row reaches its ``end_at``.
 
     Returns:
         The same columns, the rows kept (a superset of those any hour of the unit reads: a
@@ -177,12 +237,14 @@ def touching(frame: pl.LazyFrame, cluster: str, lo: dt.datetime, hi: dt.datetime
     names = frame.collect_schema().names()
     starts = [c for c in _STARTS if c in names]
     begun = pl.min_horizontal(*starts) if starts else pl.lit(None, pl.Datetime("us", "UTC"))
-    over = pl.max_horizontal("end_at", "start_at") if "start_at" in names else pl.col("end_at")
-    return frame.filter(
-        (pl.col("cluster") == cluster)
-        & (begun.is_null() | (begun < hi))
-        & (pl.col("end_at").is_null() | (over >= lo))
-    )
+    reach = "end_at" if holds is None else "_reach_at"
+    over = pl.max_horizontal(reach, "start_at") if "start_at" in names else pl.col(reach)
+    mine = frame.filter(pl.col("cluster") == cluster)
+    if holds is not None:
+        mine = reach_end(mine, holds.filter(pl.col("cluster") == cluster))
+    return mine.filter(
+        (begun.is_null() | (begun < hi)) & (pl.col(reach).is_null() | (over >= lo))
+    ).select(names)
 
 
 def by_hour_chunks(

@@ -525,6 +525,37 @@ def _interval_days(
     )
 
 
+def _held_days(
+    old: pl.DataFrame,
+    new: pl.DataFrame,
+    changed_jobs: pl.DataFrame,
+    cuts: tuple[pl.DataFrame, ...],
+) -> dict[str, set[dt.date]] | None:
+    """Per cluster, the UTC days of the pieces of held GPUs (``old``: the stored
+    :data:`HOLDS_TABLE`, ``new``: the build's) that may change an hourly row: those either
+    side lacks, and every piece, either side, of an attempt of ``changed_jobs`` (``cluster,
+    job_id, attempt``); each piece ``[start_at, end_at]``, an open one to each of ``cuts``'
+    ``as_of`` (:func:`_interval_days`). None: such a piece has no start."""
+    keys = ["cluster", "job_id", "attempt"]
+    cols = [*keys, "start_at", "end_at"]
+    schema = {k: new.schema[k] for k in keys}
+    spans = new.select(cols)
+    both = pl.concat([spans, old.select(cols).cast(spans.schema)])  # type: ignore[arg-type]
+    moved = _changed_rows(old, new).select(keys)
+    touched = pl.concat(
+        [moved.cast(schema), changed_jobs.select(keys).cast(schema)]  # type: ignore[arg-type]
+    ).unique()
+    pieces = both.join(touched, on=keys, how="semi", nulls_equal=True)
+    out: dict[str, set[dt.date]] = {}
+    for cut in cuts:
+        found = _interval_days(pieces, "start_at", "end_at", cut)
+        if found is None:
+            return None
+        for c, ds in found.items():
+            out.setdefault(c, set()).update(ds)
+    return out
+
+
 def _changed_rows(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
     """Rows of ``old`` or ``new`` (``as_of`` ignored) that the other lacks, as ``new``'s columns."""
     cols = [c for c in new.columns if c != "as_of"]
@@ -728,6 +759,12 @@ def _stable_waits(
 #: The stored pending-reason spells (:func:`changed_spell_jobs`).
 SPELLS_TABLE = "core.pending_reason_spells"
 
+#: The pieces of held GPUs of the attempts that did not hold ``gpus`` over their span
+#: (:attr:`pipelines.core.CoreFrames.holds`, METRICS.md "GPU holding"): ``cluster, job_id,
+#: attempt, start_at, end_at (NULL: held at the cut-off), gpus``; the ``job_holds`` view and
+#: every reader that spreads an attempt's GPUs over time take them.
+HOLDS_TABLE = "core.job_holds"
+
 
 def changed_spell_jobs(
     con: duckdb.DuckDBPyConnection,
@@ -781,6 +818,7 @@ def plan_build(
     slurm_changed: pl.DataFrame | None = None,
     slurmd_map: pl.DataFrame | None = None,
     pod_jobs: pl.DataFrame | None = None,
+    holds: pl.DataFrame | None = None,
 ) -> BuildPlan:
     """Decide between a full and an incremental rebuild, and the affected cluster-days.
 
@@ -811,6 +849,10 @@ def plan_build(
         pod_jobs: the new pod lives (:data:`POD_LIVES_TABLE` rows), compared with the stored
             ones: every day of the stored samples of a pod whose lives changed, or whose job's
             rows did (:func:`_pod_sample_spans`). None: not compared.
+        holds: the new pieces of held GPUs (:data:`HOLDS_TABLE` rows), compared with the
+            stored ones: every day of the pieces that changed and of every piece of an attempt
+            whose row changed, old and new (a piece can outlast its attempt's ``end_at``).
+            None: not compared.
 
     Returns:
         The plan; ``days`` holds every cluster-day whose time-keyed rows may differ from the
@@ -835,7 +877,7 @@ def plan_build(
     # keeps the others' stored rows as they are.
     needed = ("core.jobs", "core.topology", "analytics.build_pending", NODE_DOWN_TABLE,
               INGESTS_TABLE, TELEMETRY_SPANS_TABLE, GRES_JOBS_TABLE, POD_LIVES_TABLE,
-              POD_DAYS_TABLE, DCGM_HOSTS_TABLE, *INCREMENTAL_TABLES,
+              POD_DAYS_TABLE, DCGM_HOSTS_TABLE, HOLDS_TABLE, *INCREMENTAL_TABLES,
               "analytics.job_gpu_summary", "analytics.time_to_start_jobs",
               "analytics.time_to_start_counts",
               "analytics.job_placement", "analytics.large_job_wait_causes")  # fmt: skip
@@ -994,6 +1036,15 @@ def plan_build(
         add(_xid_attempt_days(jobs, spans, slurmd_pairs))
         if lives_diff is not None:  # written by record_build without comparing again
             diffs[POD_LIVES_TABLE] = lives_diff
+    # 2b'. An attempt's pieces of held GPUs reach past its end where its pods held theirs
+    # through an eviction's grace period, so a changed attempt's days (its start to its end,
+    # above) can miss a piece's: every day of each piece that changed, and of every piece, old
+    # and new, of an attempt whose row changed (its leaf is its pieces' leaf), at either cut-off.
+    if holds is not None:
+        found = _held_days(read_table(con, HOLDS_TABLE), holds, changed_jobs, (as_of, old_as_of))
+        if found is None:
+            return _full("a piece of held GPUs without a start changed")
+        add(found)
     # the DCGM sample loads new and deleted since, whose pod days record_build keeps
     samples = [frame.filter(pl.col("source").is_in(xid_sources))["ingest_id"].to_list()
                for frame in (new, gone)]  # fmt: skip

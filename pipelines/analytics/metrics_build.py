@@ -565,7 +565,7 @@ def _fair_share_hourly(
     return by_hour_chunks(
         capacity,
         lambda hours, c, lo, hi: fair_share_hourly(
-            touching(jobs, c, lo, hi),
+            touching(jobs, c, lo, hi, holds=holds),
             hours.lazy(),
             shares.lazy(),
             cut,

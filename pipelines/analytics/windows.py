@@ -26,6 +26,7 @@ from pipelines.analytics.chunks import (
     by_hour_chunks,
     in_days,
     of_keys,
+    reach_end,
     touching,
 )
 from pipelines.analytics.dcgm_hourly_metrics import hourly_activity, labelled_hours
@@ -254,24 +255,37 @@ def telemetry_window(
 
 
 def _overlapping(
-    jobs: pl.DataFrame, days: set[dt.date], cut: dt.datetime, *, from_col: str
+    jobs: pl.DataFrame,
+    days: set[dt.date],
+    cut: dt.datetime,
+    *,
+    from_col: str,
+    holds: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Rows whose span [from_col (or earlier waits), end or ``cut``] touches one of ``days``
     (the span's end no earlier than ``start_at``: an attempt recorded as ending before it
-    started still waited until its start), in ``jobs``' order.
+    started still waited until its start), in ``jobs``' order. With ``holds`` (pieces of held
+    GPUs, :attr:`pipelines.core.CoreFrames.holds`), an attempt's end is its reach
+    (:func:`pipelines.analytics.chunks.reach_end`: a piece held past ``end_at``, as through an
+    eviction's grace period, counts on its days).
 
     A span [lo, hi] (UTC dates) touches a day when the first of ``days`` on or after lo is no
     later than hi: one binary search per row over the sorted days, so no row's days are listed
     (a year of attempts spans tens of millions of days) and only the rows kept are copied."""
     starts = [c for c in ("submit_at", "eligible_at", "start_at") if c in jobs.columns]
     lo = pl.min_horizontal(*starts) if from_col == "wait" else pl.col(from_col)
-    hi = pl.coalesce(pl.col("end_at"), pl.lit(cut))
+    reached = (
+        jobs
+        if holds is None or holds.height == 0
+        else reach_end(jobs.lazy(), holds.lazy()).collect()
+    )
+    hi = pl.coalesce(pl.col("end_at" if reached is jobs else "_reach_at"), pl.lit(cut))
     if "start_at" in jobs.columns:
         hi = pl.max_horizontal(hi, "start_at")
     ordered = pl.Series("_day", sorted(days), dtype=pl.Date())
     if ordered.len() == 0:
         return jobs.clear()
-    span = jobs.select(
+    span = reached.select(
         lo.dt.convert_time_zone("UTC").dt.date().alias("_lo"),
         hi.dt.convert_time_zone("UTC").dt.date().alias("_hi"),
     )
@@ -439,7 +453,7 @@ def _waterfall(
 
     def unit(hours: pl.DataFrame, c: str, lo: dt.datetime, hi: dt.datetime) -> pl.DataFrame:
         return gpu_waterfall_hourly(
-            touching(jobs, c, lo, hi),
+            touching(jobs, c, lo, hi, holds=holds),
             hours.select(
                 "cluster", "hour", "capacity_gpu_s", "down_gpu_s", "planned_down_gpu_s"
             ).lazy(),
@@ -579,7 +593,10 @@ def window_tables(
                 j = jobs_c
                 if cdays is not None:
                     occ_c = occ_c.filter(in_days("hour", cdays))
-                    j = _overlapping(jobs_c.collect(), cdays, cut, from_col="wait").lazy()
+                    j = _overlapping(
+                        jobs_c.collect(), cdays, cut, from_col="wait",
+                        holds=None if holds is None else holds.filter(pl.col("cluster") == c),
+                    ).lazy()  # fmt: skip
                 occ_parts.append(occ_c)
                 five = activity.filter(pl.col("cluster") == c)
                 wf_activity = _in_window(five)

@@ -51,6 +51,8 @@ SERVING_DETAIL_FILTERS: dict[str, str] = {
     "analytics.job_gpu_summary": _WITH_ITS_ATTEMPT,
     # (every week of nvlink_colocation_weekly, which read it, is stored apart and kept whole)
     "analytics.job_placement": _WITH_ITS_ATTEMPT,
+    # an attempt's pieces of held GPUs (the ``job_holds`` view): kept with their attempt
+    "core.job_holds": _WITH_ITS_ATTEMPT,
     # Rejected rows of files whose name carries a day before the cut-off are dropped.
     "raw.rejected_rows": "ingest_id NOT IN (SELECT ingest_id FROM src.raw.ingests WHERE"
     " try_strptime(regexp_extract(file, '(\\d{4}-\\d{2}-\\d{2})', 1), '%Y-%m-%d')"

@@ -13,12 +13,14 @@ import duckdb
 import polars as pl
 import pytest
 
+from metrics.holds import HOLD_SCHEMA
 from pipelines.analytics.build import _placement_keys, rebuild
 from pipelines.analytics.chunks import (
     ROW_CHUNK,
     by_hour_chunks,
     hour_chunks,
     on_days,
+    reach_end,
     row_chunks,
     touching,
 )
@@ -318,3 +320,32 @@ def test_row_chunk_is_whole_duckdb_row_groups(tmp_path: Path) -> None:
     group = counts[0]
     assert ROW_CHUNK % group == 0
     assert counts == [group] * (ROW_CHUNK // group) + [1]
+
+
+def test_touching_reaches_an_attempts_pieces_held_past_its_end() -> None:
+    """Unit [03-02 00:00, 03-02 02:00) of cluster a (a new day, or a new month's unit).
+    ``tail`` ran 03-01 22:00 - 23:50 but its pods held 8 GPUs until 03-02 00:10 (an
+    eviction's grace period: its pieces, METRICS.md "GPU holding"): with its pieces it is
+    kept (the waterfall and fair share spread 8 x 600 GPU-s into 00:00), without them it
+    ended before the unit; ``open`` ended 23:00 but a piece is held at the cut-off (end NULL):
+    kept; ``plain`` (no pieces, ended 23:00): left out either way. Columns are kept as given."""
+    ts = pl.Datetime("us", "UTC")
+    late = dt.datetime(2026, 3, 1, 23, 50, tzinfo=UTC)
+    rows = pl.DataFrame(
+        {"cluster": ["a"] * 3, "job_id": ["tail", "open", "plain"], "attempt": [0, 0, 0],
+         "start_at": [_t(1, 22)] * 3, "end_at": [late, _t(1, 23), _t(1, 23)]},
+        schema_overrides={"start_at": ts, "end_at": ts},
+    )  # fmt: skip
+    holds = pl.DataFrame(
+        [("a", "tail", 0, _t(1, 22), late, 16.0),
+         ("a", "tail", 0, late, dt.datetime(2026, 3, 2, 0, 10, tzinfo=UTC), 8.0),
+         ("a", "open", 0, _t(1, 22), None, 8.0)],
+        schema=HOLD_SCHEMA, orient="row",
+    )  # fmt: skip
+    lo, hi = dt.datetime(2026, 3, 2, tzinfo=UTC), dt.datetime(2026, 3, 2, 2, tzinfo=UTC)
+    kept = touching(rows.lazy(), "a", lo, hi, holds=holds.lazy()).collect()
+    assert kept.columns == rows.columns
+    assert kept["job_id"].to_list() == ["tail", "open"]
+    assert touching(rows.lazy(), "a", lo, hi).collect().height == 0
+    reach = reach_end(rows.lazy(), holds.lazy()).collect()["_reach_at"].to_list()
+    assert reach == [dt.datetime(2026, 3, 2, 0, 10, tzinfo=UTC), None, _t(1, 23)]

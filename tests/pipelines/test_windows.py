@@ -192,3 +192,32 @@ def test_a_cluster_without_inventory_keeps_its_observed_nodes(
     )
     assert by_hand.height > 0
     assert seen.select("host", "gpus").sort("host").equals(by_hand)
+
+
+def test_overlapping_reaches_a_piece_held_past_the_attempts_end() -> None:
+    """Day {03-02}: attempt t ran 03-01 20:00 - 23:55, its pods holding 8 GPUs until 03-02
+    00:05 (a grace period: a piece past end_at, METRICS.md "GPU holding"). With its pieces
+    its span reaches 03-02 and it is kept (the waterfall of 03-02 reads its 8 x 300 GPU-s);
+    without, it is left out."""
+    import datetime as dt
+
+    from metrics.holds import HOLD_SCHEMA
+    from pipelines.analytics.windows import _overlapping
+
+    ts = pl.Datetime("us", "UTC")
+    start = dt.datetime(2026, 3, 1, 20, tzinfo=dt.UTC)
+    end = dt.datetime(2026, 3, 1, 23, 55, tzinfo=dt.UTC)
+    jobs = pl.DataFrame(
+        {"cluster": ["c"], "job_id": ["t"], "attempt": [0], "submit_at": [start],
+         "start_at": [start], "end_at": [end]},
+        schema_overrides={"submit_at": ts, "start_at": ts, "end_at": ts},
+    )  # fmt: skip
+    holds = pl.DataFrame(
+        [("c", "t", 0, start, end, 16.0),
+         ("c", "t", 0, end, dt.datetime(2026, 3, 2, 0, 5, tzinfo=dt.UTC), 8.0)],
+        schema=HOLD_SCHEMA, orient="row",
+    )  # fmt: skip
+    days, cut = {dt.date(2026, 3, 2)}, dt.datetime(2026, 3, 3, tzinfo=dt.UTC)
+    kept = _overlapping(jobs, days, cut, from_col="wait", holds=holds)
+    assert kept.to_dicts() == jobs.to_dicts()
+    assert _overlapping(jobs, days, cut, from_col="wait").height == 0
