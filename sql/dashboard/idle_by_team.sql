@@ -2,11 +2,12 @@
 -- Counted as the waterfall counts the leaf (METRICS.md, "Metric engine choices", allocated_idle):
 -- rows attributed to one attempt (`label_hpc_job`, `pod`, `gres_index`, `whole_node`) give the
 -- attempt's activity per 5-minute bucket (GPU-fraction-weighted mean; a MIG slice weighs K/7);
--- observed GPUs = min(Σ fractions seen, GPUs allocated); time = the part of the bucket inside
--- [start, min(end, as_of)) and inside the date filter; the bucket is idle when activity < $theta.
+-- observed GPUs = min(Σ fractions seen, GPUs held by the piece of the attempt, job_holds); time =
+-- the part of the bucket inside the piece [start, min(end, as_of)) and inside the date filter;
+-- the bucket is idle when activity < $theta.
 -- Under the loss policy (METRICS.md "Lost work under the `checkpoint` policy"): an attempt ended by
 -- `as_of` in leaves 3-6 (end state = first word of `state`) keeps only its head, up to its end less
--- its lost min(runtime, cap) seconds, where cap = Δ/2 + u0 of its cluster's `checkpoint` policy
+-- its lost min(runtime, cap) seconds (each piece cut there), where cap = Δ/2 + u0 of its cluster's `checkpoint` policy
 -- ($loss_caps at the cluster's place in $loss_clusters, else $loss_cap_s; NULL = `whole_attempt`:
 -- the attempt is left out); cancelled work (leaf 7) is always left out. Running attempts count up
 -- to `as_of`. GPU type NULL = 'untyped'.
@@ -21,7 +22,7 @@ WITH per_bucket AS (
       AND bucket < $end AND bucket + INTERVAL 5 MINUTE > $start
     GROUP BY ALL
 ), ended AS (
-    SELECT cluster, job_id, attempt, team, coalesce(gpu_type, 'untyped') AS gpu_type, gpus,
+    SELECT cluster, job_id, attempt, team, coalesce(gpu_type, 'untyped') AS gpu_type, as_of,
            start_at, least(coalesce(end_at, as_of), as_of) AS stop_at,
            CASE
                WHEN end_at IS NULL OR end_at > as_of THEN 'running'
@@ -42,13 +43,19 @@ WITH per_bucket AS (
       AND ($cluster IS NULL OR cluster = $cluster)
       AND ($team IS NULL OR team = $team)
       AND ($gpu_type IS NULL OR coalesce(gpu_type, 'untyped') = $gpu_type)
-), attempts AS (
-    SELECT cluster, job_id, attempt, team, gpu_type, gpus, start_at,
+), kept AS (  -- where each attempt's kept time ends: a lost attempt's head, else its cut-off
+    SELECT cluster, job_id, attempt, team, gpu_type, as_of,
            CASE WHEN outcome = 'lost' THEN stop_at - to_microseconds(CAST(round(
                     least(epoch(stop_at) - epoch(start_at), loss_cap_s) * 1e6) AS BIGINT))
-                ELSE stop_at END AS stop_at
+                ELSE as_of END AS kept_to
     FROM ended
     WHERE outcome IN ('running', 'kept') OR (outcome = 'lost' AND loss_cap_s IS NOT NULL)
+), attempts AS (  -- one row per piece of GPUs the attempt held (job_holds), as the waterfall
+    SELECT k.cluster, k.job_id, k.attempt, k.team, k.gpu_type, h.gpus, h.start_at,
+           least(coalesce(h.end_at, k.as_of), k.as_of, k.kept_to) AS stop_at
+    FROM kept k
+    JOIN job_holds h ON h.cluster = k.cluster AND h.job_id = k.job_id AND h.attempt = k.attempt
+    WHERE h.gpus > 0
 )
 SELECT a.cluster, a.team, a.gpu_type,
        sum(least(b.seen_gpus, a.gpus)

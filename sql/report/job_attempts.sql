@@ -96,7 +96,11 @@ m AS (
 SELECT a.source, a.cluster, a.job_id, a.job_id_raw, a.attempt, a.team, a.account, a.user_name,
        a.partition, a.qos, a.state, a.gpus, a.req_gpus, a.gpu_type, a.submit_at, a.eligible_at,
        a.start_at, a.end_at, a.wait_s, a.run_s, a.gpu_s,
-       a.gpus * epoch(a.stop_at - a.start_at) AS gpu_s_so_far,
+       -- Σ over the pieces of GPUs the attempt held (job_holds; one piece: gpus over its span)
+       (SELECT sum(h.gpus * epoch(coalesce(h.end_at, a.as_of) - h.start_at))
+        FROM job_holds h
+        WHERE h.cluster = a.cluster AND h.job_id = a.job_id AND h.attempt = a.attempt)
+           AS gpu_s_so_far,
        a.node_list, a.timelimit_s, a.exit_code, a.as_of,
        t.gpus_observed, t.observed_gpu_s, t.mean_activity, t.idle_gpu_s, t.signal,
        m.peak_fb_used_mib

@@ -1,11 +1,14 @@
 -- telemetry_coverage_team_daily: observed ÷ allocated GPU-seconds per cluster, team (NULL = all teams) and UTC day.
 CREATE OR REPLACE VIEW telemetry_coverage_team_daily AS
+-- Each attempt counts by its pieces of held GPUs (job_holds, METRICS.md "GPU holding"), as the waterfall does.
 WITH spans AS (
-    SELECT cluster, job_id, attempt, team, gpus, as_of,
-           timezone('UTC', start_at) AS start_utc,
-           timezone('UTC', least(coalesce(end_at, as_of), as_of)) AS stop_utc
-    FROM core.jobs LEFT JOIN core.build_cutoffs USING (cluster)
-    WHERE gpus > 0 AND start_at IS NOT NULL
+    SELECT j.cluster, j.job_id, j.attempt, j.team, h.gpus, c.as_of,
+           timezone('UTC', h.start_at) AS start_utc,
+           timezone('UTC', least(coalesce(h.end_at, c.as_of), c.as_of)) AS stop_utc
+    FROM core.jobs j
+    JOIN job_holds h ON h.cluster = j.cluster AND h.job_id = j.job_id AND h.attempt = j.attempt
+    LEFT JOIN core.build_cutoffs c ON c.cluster = j.cluster
+    WHERE j.gpus > 0 AND j.start_at IS NOT NULL AND h.gpus > 0 AND h.start_at IS NOT NULL
 ),
 allocated AS (
     SELECT s.cluster, s.team, d.day,

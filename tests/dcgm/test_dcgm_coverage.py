@@ -9,6 +9,7 @@ import duckdb
 import polars as pl
 import pytest
 
+from metrics.holds import HOLD_SCHEMA
 from pipelines.warehouse.sql import SQL_DIR
 from tests.conftest import Materialized
 
@@ -62,27 +63,38 @@ ACTIVITY = pl.DataFrame(
 )
 
 
-@pytest.fixture
-def coverage() -> dict[tuple[str | None, dt.date], tuple[float, float, float]]:
+def _coverage(
+    jobs: pl.DataFrame, activity: pl.DataFrame, holds: pl.DataFrame | None = None
+) -> dict[tuple[str | None, dt.date], tuple[float, float, float]]:
+    """``telemetry_coverage_team_daily`` of cluster ``c`` over ``jobs`` (with ``as_of``),
+    ``activity`` (``gpu_activity`` rows) and ``holds`` (``core.job_holds`` rows; None: none),
+    by (team, day): allocated, observed, coverage."""
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     con.execute("CREATE SCHEMA core; CREATE SCHEMA analytics")
-    jobs, activity = JOBS, ACTIVITY  # noqa: F841 (read by DuckDB's replacement scans)
+    pieces = pl.DataFrame(schema=HOLD_SCHEMA) if holds is None else holds  # noqa: F841
     # the cut-off is stored once per cluster (core.build_cutoffs), not in the rows
     con.execute("CREATE TABLE core.jobs AS SELECT * EXCLUDE (as_of) FROM jobs")
     con.execute(
         "CREATE TABLE core.build_cutoffs AS SELECT cluster, max(as_of) AS as_of FROM jobs "
         "GROUP BY cluster"
     )
+    con.execute("CREATE TABLE core.job_holds AS SELECT * FROM pieces")
     con.execute("CREATE TABLE analytics.gpu_activity AS SELECT * FROM activity")
+    con.execute((SQL_DIR / "views" / "job_holds.sql").read_text())
     con.execute((SQL_DIR / "views" / "telemetry_coverage_team_daily.sql").read_text())
     rows = con.execute(
         "SELECT team, day, allocated_gpu_s, observed_gpu_s, telemetry_coverage, as_of"
         " FROM telemetry_coverage_team_daily WHERE cluster = 'c'"
     ).fetchall()
     con.close()
-    assert {r[5] for r in rows} == {AS_OF}
+    assert {r[5] for r in rows} == set(jobs["as_of"])
     return {(r[0], r[1]): (r[2], r[3], r[4]) for r in rows}
+
+
+@pytest.fixture
+def coverage() -> dict[tuple[str | None, dt.date], tuple[float, float, float]]:
+    return _coverage(JOBS, ACTIVITY)
 
 
 def test_team_day_values(
@@ -114,6 +126,42 @@ def test_team_day_values(
     assert set(coverage) == set(expected)
     for key, values in expected.items():
         assert coverage[key] == pytest.approx(values), key
+
+
+def test_a_gang_counts_the_pieces_of_gpus_it_held() -> None:
+    """Gang G (team y, 16 GPUs, 11-02 23:40 → 11-03 00:20) held 16 GPUs 23:40 - 23:50, then 8
+    (a worker ended; its pieces, ``core.job_holds``), samples naming 16 GPUs in the 23:40,
+    23:50 and 00:00 buckets. As the waterfall counts it (METRICS.md "GPU holding"):
+
+    - 11-02: allocated 16 × 600 + 8 × 600 = 14,400; observed 16 × 300 (23:40) + min(16, 8)
+      × 300 (23:50) = 7,200; coverage 0.5 (16 GPUs over its span: 19,200 and 9,600);
+    - 11-03: allocated 8 × 1,200 = 9,600; observed 8 × 300 = 2,400 (span: 19,200, 4,800).
+    """
+    utc = pl.Datetime("us", "UTC")
+    jobs = pl.DataFrame(
+        {"cluster": ["c"], "job_id": ["G"], "attempt": [0], "team": ["y"], "gpus": [16.0],
+         "start_at": [_t(2, 23, 40)], "end_at": [_t(3, 0, 20)], "as_of": [AS_OF]},
+        schema_overrides={c: utc for c in ("start_at", "end_at", "as_of")},
+    )  # fmt: skip
+    activity = pl.DataFrame(
+        {"cluster": ["c"] * 3, "job_id": ["G"] * 3, "attempt": [0] * 3,
+         "bucket": [_t(2, 23, 40), _t(2, 23, 50), _t(3, 0, 0)], "gpus": [16.0] * 3,
+         "attribution": ["pod"] * 3, "activity": [0.5] * 3},
+        schema_overrides={"bucket": utc, "attempt": pl.Int64()},
+    )  # fmt: skip
+    holds = pl.DataFrame(
+        [("c", "G", 0, _t(2, 23, 40), _t(2, 23, 50), 16.0),
+         ("c", "G", 0, _t(2, 23, 50), _t(3, 0, 20), 8.0)],
+        schema=HOLD_SCHEMA, orient="row",
+    )  # fmt: skip
+    d2, d3 = dt.date(2026, 11, 2), dt.date(2026, 11, 3)
+    got = _coverage(jobs, activity, holds)
+    for team in ("y", None):
+        assert got[(team, d2)] == pytest.approx((14_400.0, 7_200.0, 0.5))
+        assert got[(team, d3)] == pytest.approx((9_600.0, 2_400.0, 0.25))
+    spans = _coverage(jobs, activity)
+    assert spans[("y", d2)] == pytest.approx((19_200.0, 9_600.0, 0.5))
+    assert spans[("y", d3)] == pytest.approx((19_200.0, 4_800.0, 0.25))
 
 
 @pytest.mark.slow

@@ -10,10 +10,19 @@ import json
 from pathlib import Path
 from typing import Any
 
+import duckdb
+import polars as pl
+import pytest
+
+from dashboards import queries
+from dashboards.queries import Filters
+from metrics.holds import HOLD_SCHEMA
 from pipelines.analytics.build import rebuild
+from pipelines.analytics.incremental import _held_days
 from pipelines.config import Config
 from pipelines.ingest import ingest_file, ingest_options
-from pipelines.warehouse import connect
+from pipelines.report.job_report import job_report_on
+from pipelines.warehouse import connect, publish_serving_copy, run_named
 from tests.pipelines.test_incremental import assert_equals_full_rebuild
 from tests.pipelines.test_k8s_failed_pods_build import _config, _query
 
@@ -149,3 +158,131 @@ def test_a_running_gang_counts_its_pods_to_the_cutoff_and_incremental_equals_ful
         (_h(10), 4_800.0),
     ]
     assert assert_equals_full_rebuild(cfg, tmp_path) > 10
+
+
+def _published(cfg: Config) -> str:
+    """The serving copy of ``cfg``'s warehouse, published (names pseudonymised)."""
+    return str(publish_serving_copy(cfg.warehouse_path, cfg.serving_path))
+
+
+def _read(path: str, sql: str) -> list[tuple[Any, ...]]:
+    with duckdb.connect(path, read_only=True) as con:
+        return con.execute(sql).fetchall()
+
+
+def test_the_pieces_are_stored_and_every_reader_spreads_them(tmp_path: Path) -> None:
+    """The staggered gang's pieces are stored (``core.job_holds``: 8 GPUs 08:10 - 08:20,
+    16 GPUs 08:20 - 08:40, 8 GPUs 08:40 - 10:10) and published in the serving copy, and every
+    reader of stored attempts spreads them, as the waterfall does: by hand 8 x 600 +
+    16 x 1,200 + 8 x 5,400 = 67,200 GPU-s = 18.667 GPU-h (the attempt's 16 GPUs over
+    08:10 - 10:10 gave 115,200 GPU-s = 32 GPU-h): the day's allocated GPU-seconds of
+    ``telemetry_coverage_team_daily`` (team and all-teams rows), the team's allocated
+    GPU-hours on the Overview page, the Waste page's lost-work table, the job report's GPU-s
+    so far; over 09:00 - 10:00 alone 8 x 3,600 = 28,800 GPU-s = 8 GPU-h (not 16)."""
+    cfg = _config(tmp_path)
+    _load(cfg, FIXTURES / "pods_staggered_2026-11-02.json")
+    pieces = [(_h(8).replace(minute=10), _h(8).replace(minute=20), 8.0),
+              (_h(8).replace(minute=20), _h(8).replace(minute=40), 16.0),
+              (_h(8).replace(minute=40), _h(10).replace(minute=10), 8.0)]  # fmt: skip
+    assert [
+        (s, e, g)
+        for s, e, g in _query(
+            cfg, "SELECT start_at, end_at, gpus FROM core.job_holds ORDER BY start_at"
+        )
+    ] == pieces
+    assert _query(cfg, "SELECT team, allocated_gpu_s FROM telemetry_coverage_team_daily") in (
+        [("unattributed", 67_200.0), (None, 67_200.0)],
+        [(None, 67_200.0), ("unattributed", 67_200.0)],
+    )
+    path = _published(cfg)
+    assert _read(path, "SELECT start_at, end_at, gpus FROM job_holds ORDER BY start_at") == pieces
+    assert _read(path, "SELECT sum(gpus * epoch(end_at - start_at)) FROM job_holds") == [
+        (67_200.0,)
+    ]
+    every = Filters()
+    team = queries.overview_team_allocated(path, every)
+    assert team.select("team", "attempts").rows() == [("unattributed", 1)]
+    assert team["allocated_gpu_h"].to_list() == pytest.approx([67_200 / 3600])
+    lost = queries.lost_work_by_team(path, every)
+    assert lost.select("end_state", "attempts").rows() == [("completed", 1)]
+    assert lost["gpu_h"].to_list() == pytest.approx([67_200 / 3600])
+    with duckdb.connect(path, read_only=True) as con:
+        con.execute("SET TimeZone = 'UTC'")
+        report = job_report_on(con, "team-a/job-train-abc12")
+    assert report.attempts["gpu_s_so_far"].to_list() == [67_200.0]
+    # the 9 o'clock hour alone: worker-1's 8 GPUs
+    hour9 = {"start": _h(9), "end": _h(10), "cluster": None, "team": None}
+    with duckdb.connect(path, read_only=True) as con:
+        got = run_named(con, "dashboard/overview_team_allocated", hour9)
+        lost9 = run_named(con, "dashboard/lost_work_by_team", hour9)
+    assert got["allocated_gpu_h"].to_list() == pytest.approx([8.0])
+    assert lost9["gpu_h"].to_list() == pytest.approx([8.0])
+
+
+def _running_workload(tmp_path: Path) -> Path:
+    """The Workload as seen at 08:40: admitted, not finished."""
+    doc = json.loads((FIXTURES / "workloads_2026-11-02.json").read_text(encoding="utf-8"))
+    for item in doc["items"]:
+        conds = item["status"]["conditions"]
+        item["status"]["conditions"] = [c for c in conds if c["type"] != "Finished"]
+    path = tmp_path / "workloads_2026-11-02.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def test_a_running_gangs_gpu_seconds_so_far_are_its_pieces(tmp_path: Path) -> None:
+    """Seen at 08:40 (the Workload not finished, worker-1 running), the attempt has no gpu_s
+    yet: the Jobs page and the job report count its pieces to the cut-off, 8 x 600 +
+    16 x 1,200 = 24,000 GPU-s (worker-1's piece open: end NULL), not 16 GPUs x 1,800 s =
+    28,800."""
+    cfg = _config(tmp_path)
+    with connect(cfg.warehouse_path) as con:
+        ingest_file(
+            con, "k8s-objects", _running_workload(tmp_path), ingest_options(cfg, "k8s-objects", "k")
+        )
+        ingest_file(
+            con, "k8s-pods", _running_snapshot(tmp_path), ingest_options(cfg, "k8s-pods", "k")
+        )
+        rebuild(con, cfg, full=True)
+    assert _query(cfg, "SELECT end_at, gpu_s FROM core.jobs") == [(None, None)]
+    assert _query(cfg, "SELECT end_at, gpus FROM core.job_holds WHERE end_at IS NULL") == [
+        (None, 8.0)
+    ]
+    path = _published(cfg)
+    jobs = queries.job_list(path, Filters())
+    assert jobs["gpu_s"].to_list() == [24_000.0]
+    with duckdb.connect(path, read_only=True) as con:
+        con.execute("SET TimeZone = 'UTC'")
+        report = job_report_on(con, "team-a/job-train-abc12")
+    assert report.attempts["gpu_s_so_far"].to_list() == [24_000.0]
+
+
+def test_the_incremental_plan_reaches_the_days_of_pieces_past_an_end() -> None:
+    """Attempt t ran 03-01 20:00 - 23:55, its pods holding 8 GPUs until 03-02 00:05 (a grace
+    period): its row changed (its state, say), its pieces not: the plan's days are those of
+    its pieces, 03-01 and 03-02 (its row's span alone, 03-01, left the 8 x 300 GPU-s of
+    03-02's 00:00 hour as the old leaf). Attempt u's row is the same but its last piece,
+    03-05 22:00 - 03-06 01:00 before, is held at the cut-off (03-07 12:00) now: 03-05 to
+    03-07 (the old piece's days among them). Attempt v, unchanged: no day."""
+    ts = pl.Datetime("us", "UTC")
+
+    def t(d: int, h: int, m: int = 0) -> dt.datetime:
+        return dt.datetime(2026, 3, d, h, m, tzinfo=dt.UTC)
+
+    old = pl.DataFrame(
+        [("c", "t", 0, t(1, 20), t(1, 23, 55), 16.0), ("c", "t", 0, t(1, 23, 55), t(2, 0, 5), 8.0),
+         ("c", "u", 0, t(5, 20), t(5, 22), 16.0), ("c", "u", 0, t(5, 22), t(6, 1), 8.0),
+         ("c", "v", 0, t(9, 20), t(9, 22), 16.0), ("c", "v", 0, t(9, 22), t(10, 1), 8.0)],
+        schema=HOLD_SCHEMA, orient="row",
+    )  # fmt: skip
+    new = old.with_columns(
+        pl.when((pl.col("job_id") == "u") & (pl.col("start_at") == t(5, 22)))
+        .then(None)
+        .otherwise(pl.col("end_at"))
+        .alias("end_at")
+    )
+    changed = pl.DataFrame({"cluster": ["c"], "job_id": ["t"], "attempt": [0]})
+    cut = pl.DataFrame({"cluster": ["c"], "as_of": [t(7, 12)]}, schema_overrides={"as_of": ts})
+    days = _held_days(old, new, changed, (cut,))
+    assert days == {"c": {dt.date(2026, 3, d) for d in (1, 2, 5, 6, 7)}}
+    assert _held_days(old, old, changed.clear(), (cut,)) == {}
