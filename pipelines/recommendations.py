@@ -44,6 +44,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from metrics.holds import HOLD_SCHEMA
 from metrics.policy_replay import scheduler_settings
 from metrics.recommendations import (
     RECOMMENDATION_SCHEMA,
@@ -239,6 +240,9 @@ class RecommendationInputs:
         proposals: the proposal record so far (:data:`PROPOSAL_SCHEMA`): the stored
             ``analytics.recommendation_proposals`` merged with the history files
             (:func:`read_proposal_history`); empty before the first run.
+        holds: the pieces of held GPUs (:data:`metrics.holds.HOLD_SCHEMA`, the ``job_holds``
+            view's stored pieces) of the attempts of ``jobs`` that did not hold ``gpus`` over
+            their span (METRICS.md "GPU holding"); empty: none (or a warehouse without them).
     """
 
     as_of: dt.datetime
@@ -271,12 +275,19 @@ class RecommendationInputs:
     placement: pl.DataFrame = field(default_factory=pl.DataFrame)
     topology_config: dict[str, dict[str, Any]] = field(default_factory=dict)
     proposals: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=PROPOSAL_SCHEMA))
+    holds: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=HOLD_SCHEMA))
 
 
 def _query(
     con: duckdb.DuckDBPyConnection, name: str, params: Mapping[str, Any] | None = None
 ) -> pl.DataFrame:
     return run_named(con, f"recommendations/{name}", params)
+
+
+def _holds_or_none(holds: pl.DataFrame) -> pl.LazyFrame | None:
+    """``holds`` (:data:`metrics.holds.HOLD_SCHEMA` rows) for :func:`metrics.holds.with_pieces`:
+    None without a row (every attempt holds ``gpus`` over its span)."""
+    return holds.cast(HOLD_SCHEMA).lazy() if holds.height else None  # type: ignore[arg-type]
 
 
 def _query_where(
@@ -390,6 +401,9 @@ def read_inputs(
         schedulers={c.name: c.scheduler for c in cfg.clusters},
         timezones={c.name: c.timezone for c in cfg.clusters},
         jobs=jobs,
+        holds=_query_where(
+            con, "job_holds", "holds_in_window", params, pl.DataFrame(schema=HOLD_SCHEMA)
+        ),
         pending=_query(con, "pending_jobs", params),
         waterfall=_query(con, "waterfall_in_window", params),
         nodes=_query(con, "nodes"),
@@ -695,7 +709,7 @@ def recommendations_frame(
     }
     frames = [
         idle_allocations(
-            jobs, inputs.activity, w,
+            jobs, inputs.activity, w, holds=_holds_or_none(inputs.holds),
             **{"idle_threshold": idle_activity, "shares": shares, "pool_gpus": pool_gpus,
                **opt["idle_allocations"]},
         ),
@@ -793,7 +807,10 @@ def recommendations_frame(
         )  # fmt: skip
         k8s = jobs.filter((pl.col("cluster") == cluster) & (pl.col("source") == "kubernetes"))
         usage = cluster_queue_usage_hourly(
-            k8s, inputs.pending.filter(pl.col("cluster") == cluster), w
+            k8s,
+            inputs.pending.filter(pl.col("cluster") == cluster),
+            w,
+            holds=_holds_or_none(inputs.holds.filter(pl.col("cluster") == cluster)),
         )
         unit = inputs.gpu_units.get(cluster, 1.0)
         frames.append(

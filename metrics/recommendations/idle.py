@@ -21,6 +21,7 @@ from collections.abc import Mapping
 import polars as pl
 
 from metrics._helpers import seconds_between
+from metrics.holds import with_pieces
 from metrics.recommendations._model import (
     Recommendation,
     Window,
@@ -39,17 +40,21 @@ RULE = "idle_allocations"
 _FIVE_MIN = pl.duration(minutes=5)
 
 
-def _spans(attempts: pl.LazyFrame, window: Window) -> pl.LazyFrame:
+def _spans(
+    attempts: pl.LazyFrame, window: Window, holds: pl.LazyFrame | None = None
+) -> pl.LazyFrame:
+    """One row per piece of GPUs each attempt held (:func:`metrics.holds.with_pieces`) cut to
+    ``window``: ``gpus`` its GPUs, ``[_from, _to)`` its part in the window."""
     w0, w1 = _utc_lit(window.start), _utc_lit(window.end)
     return (
-        attempts.filter(pl.col("gpus").fill_null(0) > 0)
+        with_pieces(attempts.filter(pl.col("gpus").fill_null(0) > 0), holds)
+        .filter(pl.col("_pg") > 0)
         .with_columns(
             pl.coalesce(pl.col("user_name"), pl.col("account"), pl.lit("(unknown)")).alias("_user"),
             pl.coalesce(pl.col("account"), pl.col("team")).alias("_account"),
-            pl.max_horizontal(pl.col("start_at").dt.cast_time_unit("us"), w0).alias("_from"),
-            pl.min_horizontal(pl.col("end_at").dt.cast_time_unit("us").fill_null(w1), w1).alias(
-                "_to"
-            ),
+            pl.col("_pg").alias("gpus"),
+            pl.max_horizontal(pl.col("_ps"), w0).alias("_from"),
+            pl.min_horizontal(pl.col("_pe").fill_null(w1), w1).alias("_to"),
         )
         .filter(pl.col("_to") > pl.col("_from"))
     )
@@ -67,6 +72,7 @@ def idle_allocations(
     top_n: int = 5,
     shares: Mapping[str, float] | None = None,
     pool_gpus: Mapping[str, float] | None = None,
+    holds: pl.LazyFrame | None = None,
 ) -> pl.DataFrame:
     """Idle-allocation recommendations per cluster and team.
 
@@ -84,6 +90,10 @@ def idle_allocations(
         shares: team → registry entitlement share (fraction of the pool).
         pool_gpus: cluster → its GPUs; with ``shares``, the cap is at least
             ⌈share × pool GPUs⌉ (the team's entitlement).
+        holds: the pieces of held GPUs of the attempts that did not hold ``gpus`` over their
+            span (:func:`metrics.holds.with_pieces`): allocated and observed GPU-seconds are
+            of each piece (observed GPUs capped at the piece's), as the waterfall counts them
+            (METRICS.md "GPU holding"); None: every attempt holds ``gpus`` over its span.
 
     Returns:
         One recommendation per flagged (cluster, team). Gain = idle GPU-hours a week;
@@ -91,7 +101,7 @@ def idle_allocations(
         at 4× the GPU-hour floor. Slurm teams get a ``sacctmgr`` patch when the cap is below
         their p95 allocated GPUs; Kubernetes teams get the policy text only.
     """
-    spans = _spans(attempts.lazy(), window)
+    spans = _spans(attempts.lazy(), window, holds)
     b = pl.col("bucket").dt.cast_time_unit("us")
     joined = (
         activity.lazy()

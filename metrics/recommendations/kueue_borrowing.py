@@ -35,6 +35,7 @@ from typing import Any
 
 import polars as pl
 
+from metrics.holds import with_pieces
 from metrics.recommendations._kueue import (
     GPU_RESOURCES,
     cohort_of,
@@ -64,6 +65,8 @@ def cluster_queue_usage_hourly(
     attempts: pl.LazyFrame | pl.DataFrame,
     pending: pl.LazyFrame | pl.DataFrame,
     window: Window,
+    *,
+    holds: pl.LazyFrame | None = None,
 ) -> pl.DataFrame:
     """Used and pending GPU-seconds per ClusterQueue and hour.
 
@@ -73,6 +76,10 @@ def cluster_queue_usage_hourly(
         pending: workloads that never started: ``cluster, partition, req_gpus, eligible_at,
             cancel_at`` (NULL: still pending).
         window: spans are cut to it.
+        holds: the pieces of held GPUs of the attempts that did not hold ``gpus`` over their
+            span (:func:`metrics.holds.with_pieces`; ``attempts`` then needs ``job_id,
+            attempt``): used GPU-seconds spread each piece (METRICS.md "GPU holding"), as the
+            waterfall does; None: every attempt holds ``gpus`` over ``[start_at, end_at)``.
 
     Returns:
         ``cluster, cluster_queue, hour, used_gpu_s, pending_gpu_s``.
@@ -89,7 +96,7 @@ def cluster_queue_usage_hourly(
         )
 
     a = attempts.lazy()
-    used = cut(a, "start_at", "end_at", "gpus").with_columns(pl.lit("used").alias("_k"))
+    used = cut(with_pieces(a, holds), "_ps", "_pe", "_pg").with_columns(pl.lit("used").alias("_k"))
     waited = cut(
         a.filter(pl.col("start_at").is_not_null()), "eligible_at", "start_at", "gpus"
     ).with_columns(pl.lit("pending").alias("_k"))

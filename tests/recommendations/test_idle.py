@@ -6,6 +6,7 @@ import json
 
 import polars as pl
 
+from metrics.holds import HOLD_SCHEMA
 from metrics.recommendations import idle_allocations
 from tests.recommendations._frames import DAY, UTC, at, job, jobs, window
 
@@ -90,3 +91,30 @@ def test_cap_is_never_below_the_teams_entitlement() -> None:
         "sacctmgr -i modify account name=recsys set GrpTRES=gres/gpu=13"
     ]
     assert "entitled to 13 = ⌈0.1 × 128⌉" in small["change_text"][0]
+
+
+def test_a_gangs_idle_time_is_of_the_gpus_it_held() -> None:
+    """recsys's Kubernetes gang (16 GPUs over the day) held 16 GPUs for 12 h, then 8 (one
+    worker ended; METRICS.md "GPU holding"), at 2 % activity, its samples still naming 16
+    GPUs. As the waterfall counts it, observed GPUs are capped at the piece's: idle =
+    16 x 12 + 8 x 12 = 288 GPU-h (not 16 x 24 = 384), 2,016 a week; coverage 288 / 288."""
+    attempts = jobs(
+        [job("1", eligible=0, start=0, run=DAY, gpus=16, team="recsys", user="zoe",
+             cluster="k8s-b", source="kubernetes")]
+    )  # fmt: skip
+    activity = pl.DataFrame(
+        [("k8s-b", "1", 0, at(300 * i), 0.02, 16.0) for i in range(288)],
+        schema={"cluster": pl.String(), "job_id": pl.String(), "attempt": pl.Int64(),
+                "bucket": UTC, "activity": pl.Float64(), "gpus": pl.Float64()},
+        orient="row",
+    )  # fmt: skip
+    holds = pl.DataFrame(
+        [("k8s-b", "1", 0, at(0), at(DAY / 2), 16.0), ("k8s-b", "1", 0, at(DAY / 2), at(DAY), 8.0)],
+        schema=HOLD_SCHEMA, orient="row",
+    )  # fmt: skip
+    rec = idle_allocations(attempts, activity, W, holds=holds.lazy()).row(0, named=True)
+    assert json.loads(rec["evidence"])["idle_gpu_h"] == 288.0
+    assert rec["expected_gain_gpu_h_per_week"] == 2016.0
+    assert rec["confidence"] == 1.0
+    before = idle_allocations(attempts, activity, W).row(0, named=True)
+    assert json.loads(before["evidence"])["idle_gpu_h"] == 384.0

@@ -10,6 +10,7 @@ from typing import Any
 import polars as pl
 import yaml
 
+from metrics.holds import HOLD_SCHEMA
 from metrics.recommendations import cluster_queue_usage_hourly, kueue_borrowing
 from tests.recommendations._crd import CRD_DIR, validate_patch
 from tests.recommendations._frames import UTC, H, at, job, jobs, pending, window
@@ -186,3 +187,24 @@ def test_quota_in_time_sliced_units_is_compared_in_gpus() -> None:
         if r["name"] == "nvidia.com/gpu"
     }
     assert limits == {"h100-research": 32, "a100-mig": None}
+
+
+def test_usage_hourly_spreads_a_gangs_pieces_of_held_gpus() -> None:
+    """A gang attempt of 16 GPUs over 0 - 2 h whose pods held 8 GPUs over 0 - 600 s, 16 over
+    600 - 1,800 s and 8 over 1,800 - 7,200 s (METRICS.md "GPU holding") used, by hand,
+    8 x 600 + 16 x 1,200 + 8 x 1,800 = 38,400 GPU-s in hour 0 and 8 x 3,600 = 28,800 in
+    hour 1 (its gpu_s, 67,200), as the waterfall counts it; 16 GPUs over its span gave
+    57,600 each."""
+    attempts = jobs(
+        [job("g", eligible=0, start=0, run=7200, gpus=16, partition="cq-research",
+             source="kubernetes", cluster="k8s-b")]
+    )  # fmt: skip
+    holds = pl.DataFrame(
+        [("k8s-b", "g", 0, at(0), at(600), 8.0), ("k8s-b", "g", 0, at(600), at(1800), 16.0),
+         ("k8s-b", "g", 0, at(1800), at(7200), 8.0)],
+        schema=HOLD_SCHEMA, orient="row",
+    )  # fmt: skip
+    out = cluster_queue_usage_hourly(attempts, pending(), window(2 / 24), holds=holds.lazy())
+    assert out["used_gpu_s"].to_list() == [38_400.0, 28_800.0]
+    spans = cluster_queue_usage_hourly(attempts, pending(), window(2 / 24))
+    assert spans["used_gpu_s"].to_list() == [57_600.0, 57_600.0]
