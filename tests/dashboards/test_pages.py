@@ -387,6 +387,11 @@ def _tiny_idle_db(tmp_path: Path) -> Path:
         con.executemany(
             "insert into gpu_activity values ('c', ?, 0, ?, ?, 1.0, ?)", [list(r) for r in rows]
         )
+        # no attempt has pieces of held GPUs: each holds its GPUs over its span
+        con.execute(
+            "create table job_holds as select cluster, job_id, attempt, start_at, end_at,"
+            " gpus, false as pieced from jobs"
+        )
     return db
 
 
@@ -412,6 +417,49 @@ def test_idle_by_team_keeps_the_head_of_lost_attempts_under_checkpoint(tmp_path:
         assert got["idle_gpu_h"].to_list() == pytest.approx([1740 / 3600, 900 / 3600])
     whole = queries.idle_by_team(str(db), queries.Filters(), 0.05, (("c",), (None,), 300.0))
     assert whole["idle_gpu_h"].to_list() == pytest.approx([1740 / 3600, 300 / 3600])
+
+
+def test_idle_by_team_counts_a_gangs_pieces_of_held_gpus(tmp_path: Path) -> None:
+    """Gang G (t1, 16 GPUs, COMPLETED, 10:00–10:20) held 16 GPUs 10:00–10:10, then 8 (a
+    worker ended; its pieces, METRICS.md "GPU holding"); 16 GPUs seen idle in each of its
+    four buckets. As the waterfall's allocated_idle: 16 × 600 + min(16, 8) × 600 = 14,400
+    GPU-s = 4 GPU-h (16 GPUs over its span: 19,200 = 5.333 GPU-h)."""
+    db = tmp_path / "gang.duckdb"
+    day = dt.datetime(2026, 3, 15, tzinfo=dt.UTC)
+
+    def at(h: int, m: int) -> dt.datetime:
+        return day.replace(hour=h, minute=m)
+
+    with duckdb.connect(str(db)) as con:
+        con.execute("SET TimeZone = 'UTC'")
+        con.execute(
+            "create table jobs (cluster varchar, job_id varchar, attempt bigint, team varchar,"
+            " gpu_type varchar, gpus double, start_at timestamptz, end_at timestamptz,"
+            " state varchar, as_of timestamptz)"
+        )
+        con.execute(
+            "insert into jobs values ('c', 'G', 0, 't1', 'h100', 16, ?, ?, 'COMPLETED', ?)",
+            [at(10, 0), at(10, 20), at(12, 0)],
+        )
+        con.execute(
+            "create table gpu_activity (cluster varchar, job_id varchar, attempt bigint,"
+            " bucket timestamptz, activity double, gpus double, attribution varchar)"
+        )
+        con.executemany(
+            "insert into gpu_activity values ('c', 'G', 0, ?, 0.0, 16.0, 'pod')",
+            [[at(10, m)] for m in (0, 5, 10, 15)],
+        )
+        con.execute(
+            "create table job_holds (cluster varchar, job_id varchar, attempt bigint,"
+            " start_at timestamptz, end_at timestamptz, gpus double, pieced boolean)"
+        )
+        con.executemany(
+            "insert into job_holds values ('c', 'G', 0, ?, ?, ?, true)",
+            [[at(10, 0), at(10, 10), 16.0], [at(10, 10), at(10, 20), 8.0]],
+        )
+    got = queries.idle_by_team(str(db), queries.Filters(), 0.05)
+    assert got.select("team", "attempts").rows() == [("t1", 1)]
+    assert got["idle_gpu_h"].to_list() == pytest.approx([4.0])
 
 
 def test_waste_page_idle_by_team(serving: str) -> None:

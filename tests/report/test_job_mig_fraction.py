@@ -36,6 +36,11 @@ def test_observed_gpu_seconds_weigh_the_slice(profile: str | None, observed_s: f
             3600.0 AS timelimit_s, 0 AS exit_code, TIMESTAMPTZ '2025-01-02 00:00:00+00' AS as_of
         """
     )
+    # no pieces of held GPUs: the attempt holds its GPU over its span
+    con.execute(
+        "CREATE TABLE job_holds AS SELECT cluster, job_id, attempt, start_at, end_at,"
+        " gpus, false AS pieced FROM jobs"
+    )
     con.execute(
         """
         CREATE TABLE dcgm_samples AS SELECT
