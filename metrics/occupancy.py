@@ -14,7 +14,7 @@ import polars as pl
 
 from metrics._helpers import HOUR_US, seconds_between
 from metrics.holds import with_pieces
-from metrics.schema import CLUSTER, GPUS, HOUR, START_AT
+from metrics.schema import CLUSTER, END_AT, GPUS, HOUR, START_AT
 
 __all__ = ["allocated_gpu_seconds_hourly", "capacity_hourly", "occupancy_hourly"]
 
