@@ -146,6 +146,7 @@ def occupancy_hourly(
     registered: pl.LazyFrame | None = None,
     demand: pl.LazyFrame | None = None,
     holds: pl.LazyFrame | None = None,
+    capacity_as_of: dt.datetime | None = None,
 ) -> pl.LazyFrame:
     """Hourly occupancy per cluster.
 
@@ -166,6 +167,10 @@ def occupancy_hourly(
             shares like any other. Not the hours before the first allocation of a cluster
             that has one: a job pending for weeks says nothing of the other jobs of those
             weeks, which an export of its own window does not hold.
+        capacity_as_of: where the nodes' capacity is known past ``as_of`` (a Kubernetes
+            cluster whose slurmd pods lend GPUs to a Slurm cluster is known to the pair's
+            later cut-off, as the lending is), the instant the node capacity stops at; None:
+            ``as_of``.
 
     Returns:
         ``cluster, hour, capacity_gpu_s, down_gpu_s, planned_down_gpu_s, allocated_gpu_s,
@@ -206,7 +211,7 @@ def occupancy_hourly(
     hours = bounds.select(
         CLUSTER, pl.datetime_ranges("_first", "_last", interval="1h").alias(HOUR)
     ).explode(HOUR)
-    cap = capacity_hourly(nodes, hours, as_of)
+    cap = capacity_hourly(nodes, hours, as_of if capacity_as_of is None else capacity_as_of)
     if registered is not None:
         reg = registered.select(CLUSTER, HOUR, pl.col("capacity_gpu_s").alias("_reg"))
         has_reg = reg.select(CLUSTER).unique().with_columns(pl.lit(True).alias("_has_reg"))
