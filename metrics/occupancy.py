@@ -167,6 +167,8 @@ def occupancy_hourly(
             shares like any other. Not the hours before the first allocation of a cluster
             that has one: a job pending for weeks says nothing of the other jobs of those
             weeks, which an export of its own window does not hold.
+        holds: the attempts' pieces of held GPUs, as :func:`allocated_gpu_seconds_hourly`
+            takes them (None: every attempt holds ``gpus`` over its span).
         capacity_as_of: where the nodes' capacity is known past ``as_of`` (a Kubernetes
             cluster whose slurmd pods lend GPUs to a Slurm cluster is known to the pair's
             later cut-off, as the lending is), the instant the node capacity stops at; None:
