@@ -14,7 +14,9 @@ import datetime as dt
 import polars as pl
 
 from metrics._helpers import seconds_between
+from metrics.holds import HOLD_KEYS
 from metrics.schema import (
+    ATTEMPT,
     CLUSTER,
     ELIGIBLE_AT,
     END_AT,
@@ -31,7 +33,15 @@ from metrics.schema import (
     TEAM,
     XID,
 )
-from metrics.waterfall import LOST_S, RUNTIME_S, LossPolicy, _utc_lit, attempt_outcomes
+from metrics.waterfall import (
+    LOST_FROM_AT,
+    LOST_S,
+    RUNTIME_S,
+    LossPolicy,
+    _utc_lit,
+    _with_kept_and_lost,
+    attempt_outcomes,
+)
 
 __all__ = [
     "NODE_SIGNAL_COUNTS",
@@ -116,6 +126,63 @@ def _exact_sum(col: str) -> pl.Expr:
     return finite.cast(pl.Decimal(38, 6)).sum().cast(pl.Float64)
 
 
+def _lost_gpu_s(
+    outcomes: pl.LazyFrame, holds: pl.LazyFrame | None, as_of: dt.datetime
+) -> pl.LazyFrame:
+    """``outcomes`` (:func:`metrics.waterfall.attempt_outcomes` rows) plus ``_lost_all``: the
+    attempt's lost GPU-seconds, whatever its leaf (the caller keeps those of leaves 3–6).
+
+    An attempt without pieces of held GPUs: ``gpus × lost_s``. An attempt with pieces
+    (``holds``, :func:`metrics.holds.with_pieces`): Σ over its pieces of the piece's GPUs ×
+    its seconds from max(piece start, ``lost_from_at``) to its end (clipped to ``as_of``), the
+    lost part the waterfall spreads (:func:`metrics.waterfall._with_kept_and_lost`), so the
+    two agree GPU-second for GPU-second. Without ``holds`` nothing is joined."""
+    own = pl.col(GPUS) * pl.col(LOST_S)
+    if holds is None:
+        return outcomes.with_columns(own.alias("_lost_all"))
+    held = holds.select(
+        pl.col(CLUSTER).cast(pl.String()),
+        pl.col(JOB_ID).cast(pl.String()),
+        pl.col(ATTEMPT).cast(pl.Int64()),
+        START_AT,
+        END_AT,
+        GPUS,
+    )
+    keys = outcomes.select(
+        pl.col(CLUSTER).cast(pl.String()),
+        pl.col(JOB_ID).cast(pl.String()),
+        pl.col(ATTEMPT).cast(pl.Int64()),
+        START_AT,
+        END_AT,
+        GPUS,
+        LEAF,
+        LOST_FROM_AT,
+    ).join(held.select(HOLD_KEYS).unique(), on=HOLD_KEYS, how="semi")
+    secs = seconds_between(pl.col("_pe"), pl.col("_lf")).clip(lower_bound=0.0)
+    sums = (
+        _with_kept_and_lost(keys, held, as_of)
+        .group_by(HOLD_KEYS)
+        .agg((pl.col("_pg") * secs).sum().alias("_held_lost"))
+    )
+    # an attempt whose only piece is empty (its pods held nothing) lost nothing, not gpus × lost_s
+    per_attempt = (
+        keys.select(HOLD_KEYS)
+        .unique()
+        .join(sums, on=HOLD_KEYS, how="left")
+        .with_columns(pl.col("_held_lost").fill_null(0.0))
+    )
+    return (
+        outcomes.with_columns(
+            pl.col(CLUSTER).cast(pl.String()),
+            pl.col(JOB_ID).cast(pl.String()),
+            pl.col(ATTEMPT).cast(pl.Int64()),
+        )
+        .join(per_attempt, on=HOLD_KEYS, how="left")
+        .with_columns(pl.coalesce(pl.col("_held_lost"), own).alias("_lost_all"))
+        .drop("_held_lost")
+    )
+
+
 def node_signals(
     attempts: pl.LazyFrame,
     as_of: dt.datetime,
@@ -123,11 +190,16 @@ def node_signals(
     xid_events: pl.LazyFrame | None = None,
     policy: LossPolicy | None = None,
     daily: bool = False,
+    holds: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
     """The attempts' failure signals per node (and per UTC day of the attempt's start).
 
     Lost GPU time of an attempt (leaves 3–6 of the waterfall, under ``policy``) is split evenly
-    over its nodes (GPUs ÷ nodes per node); an attempt counts once on each of its nodes. Each
+    over its nodes (its lost GPU-seconds ÷ nodes per node); an attempt counts once on each of
+    its nodes. The lost GPU-seconds are the waterfall's (METRICS.md "GPU holding"): ``gpus ×
+    lost_s``, or for an attempt with pieces of held GPUs (``holds``) Σ pieces' GPUs × their
+    seconds from the attempt's ``lost_from_at`` on (:func:`_lost_gpu_s`); the pieces carry no
+    node, so they too are split evenly over the attempt's nodes. Each
     attempt's signals are decided by its own row, the XID events on its nodes near its end and
     ``as_of`` (:func:`metrics.waterfall.attempt_outcomes`: an attempt ending after ``as_of`` is
     still running, with nothing lost), so with ``daily`` the rows of a day change only where an
@@ -142,13 +214,18 @@ def node_signals(
         policy: :class:`~metrics.waterfall.LossPolicy` for lost time (default whole attempt).
         daily: also keyed by ``day``, the UTC midnight of the attempt's start (a UTC
             timestamp, microseconds).
+        holds: :data:`metrics.holds.HOLD_SCHEMA` pieces of the attempts that did not hold
+            ``gpus`` over their span (``attempts`` then need ``job_id, attempt``); None: every
+            attempt held ``gpus`` over its span (no join, as for Slurm).
 
     Returns:
         ``cluster, host[, day]``, then :data:`NODE_SIGNAL_SUMS`: ``attempts`` (node-attempts),
         ``node_fail_attempts`` (state NODE_FAIL…), ``infra_failed_attempts`` (leaf
         ``failed_work_infra``), ``lost_gpu_s`` and ``infra_lost_gpu_s`` (GPU-seconds).
     """
-    out = attempt_outcomes(attempts, as_of, xid_events=xid_events, policy=policy)
+    out = _lost_gpu_s(
+        attempt_outcomes(attempts, as_of, xid_events=xid_events, policy=policy), holds, as_of
+    )
     keys = [*_NODE, DAY] if daily else _NODE
     day = pl.col(START_AT).dt.convert_time_zone("UTC").dt.truncate("1d").dt.cast_time_unit("us")
     # Each attempt's signals are reduced to numbers before its node list is exploded, so the
@@ -157,7 +234,7 @@ def node_signals(
     return (
         out.with_columns(pl.col(NODE_LIST).list.len().alias("_n"))
         .filter(pl.col("_n") > 0)
-        .with_columns((pl.col(GPUS) / pl.col("_n") * pl.col(LOST_S)).alias("_lost"))
+        .with_columns((pl.col("_lost_all") / pl.col("_n")).alias("_lost"))
         .select(
             CLUSTER,
             NODE_LIST,
@@ -194,15 +271,17 @@ def node_reliability(
     nodes: pl.LazyFrame | None = None,
     policy: LossPolicy | None = None,
     signals: pl.LazyFrame | None = None,
+    holds: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
     """Failure signals per node, with a lemon-node score and rank.
 
-    Lost GPU time of an attempt (leaves 3–6 of the waterfall, under ``policy``) is split evenly
-    over its nodes (GPUs ÷ nodes per node). The **lemon score** asks "does this node break the
-    jobs it runs more often than its cluster's average node?": (infra failures on the node + 1)
-    ÷ (expected + 1), where expected = attempts run on the node × the cluster's infra failures
-    per node-attempt. 1 ≈ average; the +1 keeps a single failure on a lightly used node from
-    dominating. Nodes rank by score, then XID events, then down time (rank 1 = worst).
+    Lost GPU time of an attempt (leaves 3–6 of the waterfall, under ``policy``; of its pieces
+    of held GPUs where it has them, :func:`node_signals`) is split evenly over its nodes. The
+    **lemon score** asks "does this node break the jobs it runs more often than its cluster's
+    average node?": (infra failures on the node + 1) ÷ (expected + 1), where expected =
+    attempts run on the node × the cluster's infra failures per node-attempt. 1 ≈ average;
+    the +1 keeps a single failure on a lightly used node from dominating. Nodes rank by score,
+    then XID events, then down time (rank 1 = worst).
 
     Args:
         attempts: the ``jobs`` view (``cluster, state, gpus, start_at, end_at, node_list``);
@@ -220,6 +299,8 @@ def node_reliability(
             :data:`NODE_SIGNAL_SUMS`; e.g. stored days read back beside days computed again):
             each node's rows are added up, the GPU-seconds exactly, so the same rows give the
             same bits whatever order they come in.
+        holds: the attempts' pieces of held GPUs (:func:`node_signals`; not read with
+            ``signals``).
 
     Returns:
         ``cluster, host, rack, attempts, node_fail_attempts, infra_failed_attempts,
@@ -233,7 +314,7 @@ def node_reliability(
     if signals is None:
         if attempts is None:
             raise ValueError("node_reliability needs attempts or their signals")
-        signals = node_signals(attempts, as_of, xid_events=xid_events, policy=policy)
+        signals = node_signals(attempts, as_of, xid_events=xid_events, policy=policy, holds=holds)
     # A node's rows (its days, or one) added up, the GPU-seconds exactly: the same days' rows
     # give the same bits whatever order they come in (stored days, then days computed again).
     per_node = signals.group_by(_NODE).agg(

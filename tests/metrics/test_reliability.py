@@ -13,10 +13,12 @@ from metrics import (
     LossPolicy,
     down_time_per_node,
     ettr_per_run,
+    gpu_waterfall_hourly,
     node_reliability,
     node_signals,
     rack_reliability,
 )
+from metrics.schema import LOSS_LEAVES
 
 UTC = dt.UTC
 TS = pl.Datetime("us", "UTC")
@@ -311,3 +313,85 @@ def test_ettr_adds_the_wait_of_a_requeued_run_pending_again() -> None:
     ).lazy()
     row = ettr_per_run(att, _t(2), pending=pending).collect().row(0, named=True)
     assert (row["queue_s"], row["unproductive_s"], row["ettr"]) == (3600.0, 3600.0, 0.0)
+
+
+def _pieces(rows: list[tuple[str, dt.datetime, dt.datetime | None, float]]) -> pl.LazyFrame:
+    """Pieces of held GPUs (job_id, start, end, gpus) of cluster ``c``, attempt 0."""
+    return pl.DataFrame(
+        {
+            "cluster": ["c"] * len(rows),
+            "job_id": [r[0] for r in rows],
+            "attempt": [0] * len(rows),
+            "start_at": [r[1] for r in rows],
+            "end_at": [r[2] for r in rows],
+            "gpus": [r[3] for r in rows],
+        },
+        schema_overrides={"start_at": TS, "end_at": TS},
+    ).lazy()
+
+
+def _gang() -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """A PREEMPTED 16-GPU gang g 00:00–01:00 on n1, n2 whose pods held 8 GPUs 00:00–00:30,
+    16 00:30–01:00 and 8 through an eviction's grace period 01:00–01:01 (gpu_s 14,400 +
+    28,800 + 480 = 43,680); a Slurm attempt s (no pieces) FAILED 8 GPUs 00:00–01:00 on n3;
+    a gang e PREEMPTED 8 GPUs 00:00–01:00 on n4 whose pods held nothing (one empty piece)."""
+    att = _attempts(
+        [
+            ("g", 0, "PREEMPTED", 16.0, _t(0), _t(0), _t(1), ["n1", "n2"]),
+            ("s", 0, "FAILED", 8.0, _t(0), _t(0), _t(1), ["n3"]),
+            ("e", 0, "PREEMPTED", 8.0, _t(0), _t(0), _t(1), ["n4"]),
+        ]
+    )
+    holds = _pieces(
+        [
+            ("g", _t(0), _t(0, 30), 8.0),
+            ("g", _t(0, 30), _t(1), 16.0),
+            ("g", _t(1), _t(1, 1), 8.0),
+            ("e", _t(0), _t(0), 0.0),
+        ]
+    )
+    return att, holds
+
+
+def _waterfall_lost(att: pl.LazyFrame, holds: pl.LazyFrame, policy: LossPolicy) -> float:
+    cap = pl.DataFrame(
+        {
+            "cluster": ["c"] * 2,
+            "hour": [_t(0), _t(1)],
+            "capacity_gpu_s": [48.0 * 3600] * 2,
+            "down_gpu_s": [0.0] * 2,
+            "planned_down_gpu_s": [0.0] * 2,
+        },
+        schema_overrides={"hour": TS},
+    ).lazy()
+    wf = gpu_waterfall_hourly(att, cap, _t(3), holds=holds, policy=policy).collect()
+    return float(wf.filter(pl.col("leaf").is_in(list(LOSS_LEAVES)))["gpu_s"].sum())
+
+
+def test_a_gang_s_lost_gpu_seconds_are_its_pieces_as_in_the_waterfall() -> None:
+    """whole_attempt, as_of 03:00: g lost every piece, 43,680 GPU-s (not 16 × 3,600 =
+    57,600, more than it held), 21,840 on each of n1, n2; s (no pieces) 8 × 3,600 = 28,800 on
+    n3 as before; e held nothing and lost 0 (not 28,800), its attempt still counted on n4.
+    Σ = 72,480 = the waterfall's leaves 3–6."""
+    att, holds = _gang()
+    rel = node_reliability(att, _t(3), holds=holds).collect().sort("host")
+    assert rel["host"].to_list() == ["n1", "n2", "n3", "n4"]
+    assert rel["lost_gpu_s"].to_list() == [21_840.0, 21_840.0, 28_800.0, 0.0]
+    assert rel["attempts"].to_list() == [1, 1, 1, 1]
+    assert rel["lost_gpu_s"].sum() == 72_480.0
+    assert _waterfall_lost(att, holds, LossPolicy()) == 72_480.0
+    daily = node_signals(att, _t(3), holds=holds, daily=True).collect()
+    assert daily["lost_gpu_s"].sum() == 72_480.0
+
+
+def test_a_gang_s_lost_pieces_start_at_the_checkpoint_policy_s_lost_from_at() -> None:
+    """checkpoint Δ = 3,600 s, u0 = 300 s: g lost min(3,600, 1,800 + 300) = 2,100 s, so
+    lost_from_at = 01:00 − 2,100 s = 00:25: 8 GPUs 00:25–00:30 (2,400) + 16 × 1,800 (28,800) +
+    8 × 60 (480) = 31,680 GPU-s (not 16 × 2,100 = 33,600), 15,840 per node; s 8 × 2,100 =
+    16,800; e 0. Σ 48,480 = the waterfall's leaves 3–6 under the same policy."""
+    att, holds = _gang()
+    policy = LossPolicy("checkpoint", 3600.0, 300.0)
+    rel = node_reliability(att, _t(3), holds=holds, policy=policy).collect().sort("host")
+    assert rel["lost_gpu_s"].to_list() == [15_840.0, 15_840.0, 16_800.0, 0.0]
+    assert rel["infra_lost_gpu_s"].to_list() == [0.0, 0.0, 0.0, 0.0]
+    assert _waterfall_lost(att, holds, policy) == 48_480.0
