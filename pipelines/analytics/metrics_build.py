@@ -844,11 +844,10 @@ def build_metric_tables(
         if cap.height == 0:
             continue
         held = None if holds is None else holds.filter(pl.col("cluster") == c)
+        # the cluster's pieces of held GPUs; None where it has none (Slurm): nothing is joined
+        pieces = held.lazy() if held is not None and held.height else None
         fair_hourly.append(
-            _fair_share_hourly(
-                j, p, on_days(cap, days), shares, cut, every,
-                held.lazy() if held is not None and held.height else None,
-            )
+            _fair_share_hourly(j, p, on_days(cap, days), shares, cut, every, pieces)
         )  # fmt: skip
         started = j if days is None else j.filter(in_days("start_at", days.get(c, set())))
         signals.append(
@@ -858,6 +857,7 @@ def build_metric_tables(
                 xid_events=xid.filter(pl.col("cluster") == c).lazy(),
                 policy=loss_policy(c) if loss_policy is not None else None,
                 daily=True,
+                holds=pieces,
             ).collect()
         )
         reliable.append((c, cut))

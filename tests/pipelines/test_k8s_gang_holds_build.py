@@ -286,3 +286,37 @@ def test_the_incremental_plan_reaches_the_days_of_pieces_past_an_end() -> None:
     days = _held_days(old, new, changed, (cut,))
     assert days == {"c": {dt.date(2026, 3, d) for d in (1, 2, 5, 6, 7)}}
     assert _held_days(old, old, changed.clear(), (cut,)) == {}
+
+
+def _failed_workloads(tmp_path: Path) -> Path:
+    """The Workload finished ``Failed`` at 10:10 (the attempt ends FAILED)."""
+    doc = json.loads((FIXTURES / "workloads_2026-11-02.json").read_text(encoding="utf-8"))
+    for item in doc["items"]:
+        for cond in item["status"]["conditions"]:
+            if cond["type"] == "Finished":
+                cond["reason"] = "Failed"
+                cond["message"] = "Job failed"
+    path = tmp_path / "workloads_2026-11-02.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def test_a_failed_gangs_lost_gpu_seconds_per_node_are_its_pieces(tmp_path: Path) -> None:
+    """The staggered gang ending FAILED (no XID: ``failed_work_user``, whole attempt lost):
+    the waterfall loses its pieces, 8 x 600 + 16 x 1,200 + 8 x 5,400 = 67,200 GPU-s, and so
+    do ``node_signals_daily`` and ``node_reliability``, split evenly over the attempt's
+    nodes (the pieces carry no node): a, b (the workers') and c (the launcher's), 22,400
+    each (before: 16 GPUs x 7,200 s = 115,200, 38,400 a node, more than the gang held)."""
+    cfg = _config(tmp_path)
+    _load(cfg, FIXTURES / "pods_staggered_2026-11-02.json", workloads=_failed_workloads(tmp_path))
+    assert _query(cfg, "SELECT state, gpu_s FROM core.jobs") == [("FAILED", 67_200.0)]
+    assert _query(
+        cfg,
+        "SELECT sum(gpu_s) FROM analytics.gpu_waterfall_hourly WHERE bucket = 'failed_work_user'",
+    ) == [(67_200.0,)]
+    assert _query(cfg, "SELECT host, lost_gpu_s FROM analytics.node_reliability ORDER BY host") == [
+        ("a", 22_400.0),
+        ("b", 22_400.0),
+        ("c", 22_400.0),
+    ]
+    assert _query(cfg, "SELECT sum(lost_gpu_s) FROM analytics.node_signals_daily") == [(67_200.0,)]
