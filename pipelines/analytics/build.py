@@ -1030,8 +1030,8 @@ def _read_raw(
 ) -> RawFrames:
     """The raw tables the core layer reads (``raw.k8s_nodes`` only where the table exists; of
     ``raw.slurm_nodes`` the latest state of the nodes with GPU shards and the dated snapshots
-    of the nodes that ever had a reason time; of ``raw.slurm_reservations`` the ``MAINT``
-    ones);
+    of the nodes that ever had a reason time; of ``raw.slurm_reservations`` all rows, the
+    ``MAINT`` ones chosen by the core layer);
     the Slurm rows as parts of about ``slurm_part_rows`` rows (None: :data:`SLURM_PART_ROWS`),
     read when the core layer iterates them (``slurm_rows`` keeps only the schema; the parts are
     read through the connection's temporary view ``slurm_rows_keyed``, created here); with

@@ -218,9 +218,11 @@ class RawFrames:
     node events (``sql/analytics/slurm_node_snapshots.sql``), whose down or drained states add
     node events (:func:`pipelines.core.node_states.snapshot_node_events`); None without
     ``raw.slurm_nodes``.
-    ``slurm_reservations``: the ``MAINT`` reservations (``cluster, name, start_at, end_at,
-    nodes, maint, ingest_id, line_no``: ``sql/analytics/slurm_maint_reservations.sql``), whose
-    nodes are planned down over their times where no other node event is
+    ``slurm_reservations``: the loaded reservation rows (``cluster, name, reservation_id,
+    start_at, end_at, nodes, flags, maint, state, snapshot_at, ingest_id, line_no``:
+    ``sql/analytics/slurm_maint_reservations.sql``), whose ``MAINT`` ones (by each
+    reservation's latest row) have their nodes planned down over their times where no other
+    node event is
     (:func:`pipelines.core.node_states.maint_reservation_node_events`); None without
     ``raw.slurm_reservations``.
 

@@ -30,6 +30,7 @@ from metrics.node_allocation import unallocated_node_events
 __all__ = [
     "EVENT_KEY",
     "MAINT_RESERVATION_STATE",
+    "RECURRING_RESERVATION_FLAGS",
     "SLURM_DOWN_STATES",
     "SLURM_PLANNED_REASON",
     "SLURM_UNPLANNED_REASON",
@@ -347,6 +348,79 @@ def snapshot_node_events(snapshots: pl.DataFrame, events: pl.DataFrame) -> pl.Da
     )
 
 
+#: The flags of a recurring Slurm reservation (``scontrol create reservation``): after each
+#: occurrence slurmctld moves it on to the next, which has its own start.
+RECURRING_RESERVATION_FLAGS = ("HOURLY", "DAILY", "WEEKDAY", "WEEKEND", "WEEKLY")
+
+
+def _current_reservations(reservations: pl.DataFrame) -> pl.DataFrame:
+    """The reservation rows that count: per reservation, its latest load's row, and for a
+    recurring one (:data:`RECURRING_RESERVATION_FLAGS` on that row) also its past occurrences.
+
+    A reservation is its ``cluster, name`` and ``reservation_id`` (a row without an id, as
+    ``scontrol`` prints none, is the reservation of that name whose latest row has one). Its
+    latest row (``ingest_id``, then ``line_no``; rows without ``start_at`` left out) decides its
+    times and flags: an older load's row of it (a reservation since moved, or its ``MAINT`` flag
+    since removed) counts no more. An occurrence of a recurring one is its latest row per
+    ``start_at``; besides the latest row's, an occurrence counts where a row showed it started:
+    ``state`` ``ACTIVE`` (``scontrol``), or, for a history row (``state`` NULL), ``start_at`` at
+    or before its ``snapshot_at``, or, without one, before the latest row's start (slurmdbd
+    keeps a record per occurrence that started, and moves one not started in place). An
+    occurrence seen only before it started, and not in the latest row, was moved or deleted.
+
+    Columns missing from ``reservations`` (``reservation_id``, ``flags``, ``state``,
+    ``snapshot_at``, ``ingest_id``, ``line_no``) read as NULL. Returns the counting rows, in
+    ``reservations``' columns.
+    """
+    ts = pl.Datetime("us", "UTC")
+    optional = {"reservation_id": pl.Int64(), "flags": pl.List(pl.String()),
+                "state": pl.String(), "snapshot_at": ts, "ingest_id": pl.Int64(),
+                "line_no": pl.Int64()}  # fmt: skip
+    cols = reservations.columns
+    res = (
+        reservations.with_columns(
+            **{c: pl.lit(None, dtype=t) for c, t in optional.items() if c not in cols}
+        )
+        .filter(pl.col("start_at").is_not_null())
+        .sort("ingest_id", "line_no", nulls_last=False, maintain_order=True)
+        .with_row_index("_ord")
+    )
+    rid = pl.col("reservation_id")
+    res = res.with_columns(
+        rid.fill_null(rid.filter(rid.is_not_null()).last().over("cluster", "name")).alias("_rid")
+    )
+    rkey = ["cluster", "name", "_rid"]
+    last = pl.col("_ord") == pl.col("_ord").max().over(rkey)
+    rec = (
+        pl.col("flags")
+        .list.set_intersection(pl.lit(list(RECURRING_RESERVATION_FLAGS)))
+        .list.len()
+        .gt(0)
+        .fill_null(value=False)
+    )
+    # whether the row shows the occurrence started (a history row: see the docstring)
+    started = (
+        pl.when(pl.col("state").is_not_null())
+        .then(pl.col("state").str.to_uppercase() == "ACTIVE")
+        .when(pl.col("snapshot_at").is_not_null())
+        .then(pl.col("start_at") <= pl.col("snapshot_at"))
+        .otherwise(pl.col("start_at") < pl.col("_last_start"))
+        .fill_null(value=False)
+    )
+    return (
+        res.with_columns(
+            last.alias("_last"),
+            rec.filter(last).first().over(rkey).alias("_rec"),
+            pl.col("start_at").filter(last).first().over(rkey).alias("_last_start"),
+        )
+        .with_columns(started.any().over(*rkey, "start_at").alias("_past"))
+        .filter(pl.col("_ord") == pl.col("_ord").max().over(*rkey, "start_at"))
+        .filter(pl.col("_last") | (pl.col("_rec") & pl.col("_past")))
+        .sort("_ord")
+        .select(cols)
+    )
+
+
 def maint_reservation_node_events(reservations: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     """Planned-down node events of the nodes in ``MAINT`` reservations, where no other node
     event is.
@@ -357,8 +431,10 @@ def maint_reservation_node_events(reservations: pl.DataFrame, events: pl.DataFra
     loaded, expanded) is one event over those times, state :data:`MAINT_RESERVATION_STATE`,
     reason ``MAINT reservation <name>``, its GPUs the inventory's (NULL here). A reservation
     seen in several loads (``scontrol`` snapshots, the ``sacctmgr`` history) is the row of its
-    latest load (``ingest_id``, then ``line_no``) per ``cluster, name, start_at`` (an
-    occurrence of a ``DAILY``/``WEEKLY`` one has its own start); overlapping reservations on one
+    latest load (``ingest_id``, then ``line_no``), which decides its times and its ``MAINT``
+    flag (one moved, or whose flag was removed, counts as that row says; the flag is looked at
+    after choosing the row); a recurring one (``DAILY``, ``WEEKLY``, …) keeps its past
+    occurrences besides (:func:`_current_reservations`). Overlapping reservations on one
     node are one event (their union), never counted twice. ``IGNORE_JOBS`` changes nothing
     here: the jobs left running on a reserved node are allocated there and win over its
     planned state per instant (:func:`unallocated_node_events`), where slurmdbd, lacking that
@@ -369,8 +445,9 @@ def maint_reservation_node_events(reservations: pl.DataFrame, events: pl.DataFra
     same node, that part is the event's alone (its own down / planned state).
 
     Args:
-        reservations: ``raw.slurm_reservations`` rows: ``cluster, name, start_at, end_at
-            (NULL: open), nodes (list), maint``, and where present ``ingest_id``, ``line_no``.
+        reservations: ``raw.slurm_reservations`` rows, all of them (not only the ``MAINT``
+            ones): ``cluster, name, start_at, end_at (NULL: open), nodes (list), maint``, and
+            where present ``reservation_id, flags, state, snapshot_at, ingest_id, line_no``.
         events: node events ``cluster, node, start_at, end_at`` (NULL: open); an ``event``
             column, where present, keeps its ``'node'`` rows.
 
@@ -382,19 +459,15 @@ def maint_reservation_node_events(reservations: pl.DataFrame, events: pl.DataFra
     out_schema = {"cluster": pl.String(), "event": pl.String(), "node": pl.String(),
                   "start_at": ts, "end_at": ts, "state": pl.String(), "reason": pl.String(),
                   "gpus": pl.Float64()}  # fmt: skip
-    res = reservations.filter(
+    res = _current_reservations(reservations).filter(
         pl.col("maint").fill_null(value=False)
-        & pl.col("start_at").is_not_null()
         & (pl.col("nodes").list.len() > 0).fill_null(value=False)
     )
     if res.height == 0:
         return pl.DataFrame(schema=out_schema)
-    order = [c for c in ("ingest_id", "line_no") if c in res.columns]
     key = ["cluster", "node"]
     spans = (
-        (res.sort(order, nulls_last=False) if order else res)
-        .unique(["cluster", "name", "start_at"], keep="last", maintain_order=True)
-        .select(
+        res.select(
             "cluster",
             "name",
             pl.col("nodes").alias("node"),

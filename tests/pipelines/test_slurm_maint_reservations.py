@@ -224,3 +224,106 @@ def test_other_node_events_win_where_both_exist() -> None:
     assert got.select("node", "start_at", "end_at").rows() == [
         ("n1", _utc("2024-10-08T11:00:00"), _utc("2024-10-08T13:00:00"))
     ]
+
+
+def _loads(*rows: tuple[str, str, str, list[str], list[str], str | None, int]) -> pl.DataFrame:
+    """``(name, start, end, nodes, flags, state, ingest_id)`` → ``raw.slurm_reservations`` rows
+    as the analytics query reads them (``maint`` from the flags)."""
+    return pl.DataFrame(
+        [
+            {"cluster": "c", "name": n, "reservation_id": None, "start_at": _utc(s),
+             "end_at": _utc(e), "nodes": nodes, "flags": flags, "maint": "MAINT" in flags,
+             "state": st, "snapshot_at": None, "ingest_id": i, "line_no": 1}
+            for n, s, e, nodes, flags, st, i in rows
+        ],
+        schema_overrides={"reservation_id": pl.Int64(), "start_at": pl.Datetime("us", "UTC"),
+                          "end_at": pl.Datetime("us", "UTC"), "state": pl.String(),
+                          "snapshot_at": pl.Datetime("us", "UTC")},
+    )  # fmt: skip
+
+
+def _node_hours(events: pl.DataFrame) -> float:
+    return float((events["end_at"] - events["start_at"]).dt.total_seconds().sum()) / 3_600
+
+
+def test_a_reservation_moved_before_it_starts_counts_at_its_new_times() -> None:
+    """``fw`` (MAINT) on n1, n2 (8 GPUs each) Tue 11-03 01:00–05:00 in Monday's snapshot, moved
+    to Wed 11-04 01:00–05:00 in the next: 2 nodes × 4 h = 8 node-hours, 64 GPU-hours, all on
+    Wednesday (was 16 node-hours, 128 GPU-hours: Tuesday's kept as its own start)."""
+    res = _loads(
+        ("fw", "2026-11-03T01:00:00", "2026-11-03T05:00:00", ["n1", "n2"], ["MAINT"],
+         "INACTIVE", 1),
+        ("fw", "2026-11-04T01:00:00", "2026-11-04T05:00:00", ["n1", "n2"], ["MAINT"],
+         "INACTIVE", 2),
+    )  # fmt: skip
+    got = maint_reservation_node_events(res, _NO_EVENTS)
+    assert got.select("node", "start_at", "end_at").rows() == [
+        ("n1", _utc("2026-11-04T01:00:00"), _utc("2026-11-04T05:00:00")),
+        ("n2", _utc("2026-11-04T01:00:00"), _utc("2026-11-04T05:00:00")),
+    ]
+    assert _node_hours(got) == 8.0
+    assert _node_hours(got) * 8 == 64.0
+
+
+def test_a_reservation_whose_maint_flag_is_removed_counts_nothing() -> None:
+    """``fw`` on n1 01:00–05:00 with MAINT, then (same start, a later load) without it: 0."""
+    res = _loads(
+        ("fw", "2026-11-03T01:00:00", "2026-11-03T05:00:00", ["n1"], ["MAINT"], "INACTIVE", 1),
+        ("fw", "2026-11-03T01:00:00", "2026-11-03T05:00:00", ["n1"], ["IGNORE_JOBS"],
+         "INACTIVE", 2),
+    )  # fmt: skip
+    assert maint_reservation_node_events(res, _NO_EVENTS).height == 0
+
+
+def test_a_recurring_reservation_keeps_its_past_occurrences_only() -> None:
+    """``d`` (MAINT,DAILY) on n1, one hour a day: Monday's snapshot shows it ACTIVE on 11-02
+    01:00–02:00 (past: counts), Tuesday's 00:30 snapshot the next one 11-03 01:00–02:00 not yet
+    started, the last one 11-03 moved to 03:00–04:00 (counts; 01:00 was never held); slurmdbd's
+    history row of 11-01 01:00–02:00 (no state) is before the latest start: counts. 3 node-hours
+    (was 4: the moved 11-03 01:00 counted too)."""
+    res = _loads(
+        ("d", "2026-11-01T01:00:00", "2026-11-01T02:00:00", ["n1"], ["MAINT", "DAILY"], None, 1),
+        ("d", "2026-11-02T01:00:00", "2026-11-02T02:00:00", ["n1"], ["MAINT", "DAILY"],
+         "ACTIVE", 2),
+        ("d", "2026-11-03T01:00:00", "2026-11-03T02:00:00", ["n1"], ["MAINT", "DAILY"],
+         "INACTIVE", 3),
+        ("d", "2026-11-03T03:00:00", "2026-11-03T04:00:00", ["n1"], ["MAINT", "DAILY"],
+         "INACTIVE", 4),
+    )  # fmt: skip
+    got = maint_reservation_node_events(res, _NO_EVENTS)
+    assert got.select("start_at", "end_at").rows() == [
+        (_utc("2026-11-01T01:00:00"), _utc("2026-11-01T02:00:00")),
+        (_utc("2026-11-02T01:00:00"), _utc("2026-11-02T02:00:00")),
+        (_utc("2026-11-03T03:00:00"), _utc("2026-11-03T04:00:00")),
+    ]
+    assert _node_hours(got) == 3.0
+
+
+@pytest.mark.slow
+def test_a_later_snapshot_without_maint_counts_nothing(tmp_path: Path) -> None:
+    """The build case, then a later snapshot (11-03's file) of the same reservations with
+    ``fw``'s MAINT flag removed (same times): ``fw`` counts no more, its latest load's row
+    deciding. Hour 02: n1 planned_down 0 (was 28,800), idle 28,800, job 1's 28,800 on n2,
+    occupancy 28,800 ÷ 57,600 = 0.5 (was 1.0); hour 01 (``maint1``) as before."""
+    cfg = _config(tmp_path)
+    files = _files(tmp_path / "in")
+    later = tmp_path / "in" / "reservations_2026-11-03.txt"
+    later.write_text(
+        _RESERVATIONS.replace("Flags=MAINT,IGNORE_JOBS", "Flags=IGNORE_JOBS"), encoding="utf-8"
+    )
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        for kind, path in [*files.items(), ("slurm-state", later)]:
+            st = ingest_file(con, kind, path, ingest_options(cfg, kind, "c1"))
+            assert st.rows_rejected == 0
+        rebuild(con, cfg, full=True)
+    rows = _rows(
+        cfg.warehouse_path,
+        "SELECT hour, capacity_gpu_s, down_gpu_s, planned_down_gpu_s, allocated_gpu_s, occupancy"
+        " FROM analytics.occupancy_hourly WHERE cluster = 'c1' ORDER BY hour",
+    )
+    assert rows == [
+        (_H[0], 57_600.0, 0.0, 0.0, 28_800.0, 0.5),
+        (_H[1], 57_600.0, 0.0, 28_800.0, 28_800.0, 1.0),
+        (_H[2], 57_600.0, 0.0, 0.0, 28_800.0, 0.5),
+    ]
