@@ -359,7 +359,8 @@ def _current_reservations(reservations: pl.DataFrame) -> pl.DataFrame:
 
     A reservation is its ``cluster, name`` and ``reservation_id`` (a row without an id, as
     ``scontrol`` prints none, is the reservation of that name whose latest row has one). Its
-    latest row (``ingest_id``, then ``line_no``; rows without ``start_at`` left out) decides its
+    latest row (``ingest_id``, then ``start_at``, as one history listing may hold several
+    occurrences, then ``line_no``; rows without ``start_at`` left out) decides its
     times and flags: an older load's row of it (a reservation since moved, or its ``MAINT`` flag
     since removed) counts no more. An occurrence of a recurring one is its latest row per
     ``start_at``; besides the latest row's, an occurrence counts where a row showed it started:
@@ -382,7 +383,7 @@ def _current_reservations(reservations: pl.DataFrame) -> pl.DataFrame:
             **{c: pl.lit(None, dtype=t) for c, t in optional.items() if c not in cols}
         )
         .filter(pl.col("start_at").is_not_null())
-        .sort("ingest_id", "line_no", nulls_last=False, maintain_order=True)
+        .sort("ingest_id", "start_at", "line_no", nulls_last=False, maintain_order=True)
         .with_row_index("_ord")
     )
     rid = pl.col("reservation_id")

@@ -327,3 +327,14 @@ def test_a_later_snapshot_without_maint_counts_nothing(tmp_path: Path) -> None:
         (_H[1], 57_600.0, 0.0, 28_800.0, 28_800.0, 1.0),
         (_H[2], 57_600.0, 0.0, 0.0, 28_800.0, 0.5),
     ]
+
+
+def test_one_history_listing_keeps_all_its_occurrences() -> None:
+    """One ``sacctmgr`` listing (no state) holds ``d`` (MAINT,DAILY) on n1 on 11-03 01:00–02:00
+    and, on an earlier line, 11-02 01:00–02:00: 11-03 is the latest row (the later start), 11-02
+    a past occurrence before it: 2 node-hours, whatever the line order."""
+    res = _loads(
+        ("d", "2026-11-03T01:00:00", "2026-11-03T02:00:00", ["n1"], ["MAINT", "DAILY"], None, 1),
+        ("d", "2026-11-02T01:00:00", "2026-11-02T02:00:00", ["n1"], ["MAINT", "DAILY"], None, 1),
+    ).with_columns(pl.Series("line_no", [2, 3]))
+    assert _node_hours(maint_reservation_node_events(res, _NO_EVENTS)) == 2.0
