@@ -140,24 +140,19 @@ def _lost_gpu_s(
     own = pl.col(GPUS) * pl.col(LOST_S)
     if holds is None:
         return outcomes.with_columns(own.alias("_lost_all"))
-    held = holds.select(
+    # the attempt keys in one type on both sides, then the span and GPUs
+    keyed: list[pl.Expr | str] = [
         pl.col(CLUSTER).cast(pl.String()),
         pl.col(JOB_ID).cast(pl.String()),
         pl.col(ATTEMPT).cast(pl.Int64()),
         START_AT,
         END_AT,
         GPUS,
+    ]
+    held = holds.select(keyed)
+    keys = outcomes.select(*keyed, LEAF, LOST_FROM_AT).join(
+        held.select(HOLD_KEYS).unique(), on=HOLD_KEYS, how="semi"
     )
-    keys = outcomes.select(
-        pl.col(CLUSTER).cast(pl.String()),
-        pl.col(JOB_ID).cast(pl.String()),
-        pl.col(ATTEMPT).cast(pl.Int64()),
-        START_AT,
-        END_AT,
-        GPUS,
-        LEAF,
-        LOST_FROM_AT,
-    ).join(held.select(HOLD_KEYS).unique(), on=HOLD_KEYS, how="semi")
     secs = seconds_between(pl.col("_pe"), pl.col("_lf")).clip(lower_bound=0.0)
     sums = (
         _with_kept_and_lost(keys, held, as_of)
