@@ -84,13 +84,16 @@ def test_full_graph_builds_views_and_serving_copy(materialized: Materialized) ->
 
 
 def test_same_gpu_hours_whichever_way_summed(materialized: Materialized) -> None:
-    """Σ allocated GPU-s over hours equals Σ over attempts of gpus × (clipped) run time."""
+    """Σ allocated GPU-s over hours equals Σ over attempts of the GPUs they held × (clipped) time:
+    each attempt's pieces of held GPUs (view ``job_holds``: one piece, ``gpus`` over its run,
+    for an attempt whose pods held alike; METRICS.md "GPU holding")."""
     serving = materialized.cfg.serving_path
     by_hour = _one(serving, "select sum(allocated_gpu_s) from occupancy_hourly")
     by_job = _one(
         serving,
-        "select sum(gpus * epoch(least(coalesce(end_at, as_of), as_of) - start_at)) "
-        "from jobs where gpus > 0 and start_at < as_of",
+        "select sum(h.gpus * epoch(least(coalesce(h.end_at, j.as_of), j.as_of) - h.start_at))"
+        " from job_holds h join jobs j using (cluster, job_id, attempt)"
+        " where j.gpus > 0 and h.gpus > 0 and h.start_at < j.as_of",
     )
     assert isinstance(by_hour, float) and isinstance(by_job, float)
     assert by_hour == pytest.approx(by_job, rel=1e-9)
