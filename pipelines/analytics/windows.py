@@ -33,7 +33,6 @@ from pipelines.analytics.dcgm_hourly_metrics import hourly_activity, labelled_ho
 from pipelines.analytics.incremental import with_spells
 from pipelines.analytics.metrics_build import (
     _ONE_JOB,
-    HOURLY_XID_TABLE,
     LossPolicyOf,
     _activity,
     _xid_events,
@@ -242,7 +241,7 @@ def telemetry_window(
             {"cluster": cluster, "lo": lo - margin - dt.timedelta(hours=1), "hi": hi},
         )
         mem.register("_xids", xids)
-        mem.execute(f"CREATE TABLE {HOURLY_XID_TABLE} AS SELECT * FROM _xids")
+        mem.execute("CREATE TABLE raw.dcgm_hourly_xid AS SELECT * FROM _xids")  # HOURLY_XID_TABLE
         mem.unregister("_xids")
     if table_exists(con, "raw.slurm_job_gres"):  # the per-job GPU index map (small)
         gres = con.sql(
