@@ -146,7 +146,6 @@ def occupancy_hourly(
     registered: pl.LazyFrame | None = None,
     demand: pl.LazyFrame | None = None,
     holds: pl.LazyFrame | None = None,
-    capacity_as_of: dt.datetime | None = None,
 ) -> pl.LazyFrame:
     """Hourly occupancy per cluster.
 
@@ -169,10 +168,6 @@ def occupancy_hourly(
             weeks, which an export of its own window does not hold.
         holds: the attempts' pieces of held GPUs, as :func:`allocated_gpu_seconds_hourly`
             takes them (None: every attempt holds ``gpus`` over its span).
-        capacity_as_of: where the nodes' capacity is known past ``as_of`` (a Kubernetes
-            cluster whose slurmd pods lend GPUs to a Slurm cluster is known to the pair's
-            later cut-off, as the lending is), the instant the node capacity stops at; None:
-            ``as_of``.
 
     Returns:
         ``cluster, hour, capacity_gpu_s, down_gpu_s, planned_down_gpu_s, allocated_gpu_s,
@@ -213,7 +208,7 @@ def occupancy_hourly(
     hours = bounds.select(
         CLUSTER, pl.datetime_ranges("_first", "_last", interval="1h").alias(HOUR)
     ).explode(HOUR)
-    cap = capacity_hourly(nodes, hours, as_of if capacity_as_of is None else capacity_as_of)
+    cap = capacity_hourly(nodes, hours, as_of)
     if registered is not None:
         reg = registered.select(CLUSTER, HOUR, pl.col("capacity_gpu_s").alias("_reg"))
         has_reg = reg.select(CLUSTER).unique().with_columns(pl.lit(True).alias("_has_reg"))

@@ -468,11 +468,11 @@ def _held_in_time(
     instant, so ``_gang_t`` ≤ ``_held_t``), in the same sweep.
 
     Free GPUs at time t = max(0, a − allocated(t)) in the part of the hour that has capacity,
-    [``_c0``, ``_c1``) (by default the hour up to ``as_of``), and 0 outside it and after
-    ``as_of`` (nothing is known there), with a = the hour's available GPU-seconds (capacity −
-    down − planned_down) ÷ the seconds of that part (the hour's average available GPUs while it
-    had any: down time inside the hour is spread over it; an hour cut at 11:40 with 16 GPUs for
-    2,400 s has a = 16, not 38,400 ÷ 3,600 = 10.67); allocated(t) and pending(t)
+    [``_c0``, min(``_c1``, ``as_of``)), and 0 outside it, with a = the hour's available
+    GPU-seconds (capacity − down − planned_down) ÷ the seconds of that part (the hour's average
+    available GPUs while it had any: down time inside the hour is spread over it; nothing is
+    known after the cut-off, so an hour cut at 11:40 with 16 GPUs for 2,400 s has a = 16, not
+    38,400 ÷ 3,600 = 10.67); allocated(t) and pending(t)
     are step functions of the attempts' spans and the waits' spans. Each hour is cut at its
     bounds, at the ends of its part with capacity and at every start and end, so between two
     cuts all are constant.
@@ -531,9 +531,8 @@ def _held_in_time(
         )
         .filter((pl.col("_dt") > 0) & (pl.col("_t") < cut))
     )
-    # the seconds of the hour that have capacity (up to the cut-off unless the capacity rows
-    # name their part)
-    span_s = seconds_between(pl.col("_c1"), pl.col("_c0"))
+    # the seconds of the hour that have capacity, up to the cut-off
+    span_s = seconds_between(pl.min_horizontal(pl.col("_c1"), cut), pl.col("_c0"))
     rate = cap.select(
         CLUSTER,
         HOUR,
@@ -692,9 +691,8 @@ def gpu_waterfall_hourly(
             attempt)`` unique (the activity join uses them).
         capacity: ``cluster, hour, capacity_gpu_s, down_gpu_s, planned_down_gpu_s`` (NULL down
             read as 0), optionally ``capacity_from`` / ``capacity_to`` (UTC): the part of the
-            hour that has capacity (NULL or absent: the hour up to ``as_of``), which sets the
-            hour's available GPUs for ``held`` (:func:`_held_in_time`; free GPUs are counted
-            up to ``as_of`` only). Its rows define
+            hour that has capacity (NULL or absent: the whole hour), which with the cut-off
+            sets the hour's available GPUs for ``held`` (:func:`_held_in_time`). Its rows define
             the output's cluster-hours: allocations outside them are not shown (pass a window's
             capacity rows to compute one window).
         as_of: the data cut-off (UTC; naive is read as UTC).
@@ -753,7 +751,7 @@ def gpu_waterfall_hourly(
         pl.col(DOWN_GPU_S).cast(pl.Float64).fill_null(0.0),
         pl.col(PLANNED_DOWN_GPU_S).cast(pl.Float64).fill_null(0.0),
         _part(CAPACITY_FROM, hour).alias("_c0"),
-        _part(CAPACITY_TO, pl.min_horizontal(hour + _ONE_HOUR, _utc_lit(as_of))).alias("_c1"),
+        _part(CAPACITY_TO, hour + _ONE_HOUR).alias("_c1"),
     )
     bounds = cap.group_by(CLUSTER).agg(
         pl.col(HOUR).min().alias("_w0"), (pl.col(HOUR).max() + _ONE_HOUR).alias("_w1")

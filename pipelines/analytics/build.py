@@ -1125,7 +1125,6 @@ def _occupancy(core: CoreFrames, sok: SlurmOnK8sTables | None = None) -> pl.Data
         ],
         how="vertical_relaxed",
     )
-    pair_cuts = _pair_cuts(as_of, sok)
     for row in as_of.filter(pl.col("as_of").is_not_null()).iter_rows(named=True):
         c, cut = row["cluster"], row["as_of"]
         reg_c = core.registered.filter(pl.col("cluster") == c)
@@ -1137,7 +1136,6 @@ def _occupancy(core: CoreFrames, sok: SlurmOnK8sTables | None = None) -> pl.Data
             registered=reg_c.lazy() if reg_c.height else None,
             demand=demand.filter(pl.col("cluster") == c),
             holds=_holds_of(core.holds, c),
-            capacity_as_of=pair_cuts.get(c),
         ).collect()
         if c in lenders:
             alloc = allocated_gpu_seconds_hourly(
@@ -1165,55 +1163,11 @@ def _holds_of(holds: pl.DataFrame, cluster: str) -> pl.LazyFrame | None:
     return mine.lazy() if mine.height else None
 
 
-def _pair_cuts(as_of: pl.DataFrame, sok: SlurmOnK8sTables) -> dict[str, dt.datetime]:
-    """Per cluster of a Slurm-on-Kubernetes pair, the pair's later cut-off: the lending
-    (``slurm_on_k8s_hourly``) is computed up to it, so both clusters' capacity is known to it
-    (the Kubernetes cluster's nodes, the Slurm cluster's lent GPUs)."""
-    if sok.hourly.is_empty():
-        return {}
-    cuts = {c: t for c, t in as_of.select("cluster", "as_of").iter_rows() if t is not None}
-    out: dict[str, dt.datetime] = {}
-    for pair in sok.hourly.select("cluster", "k8s_cluster").unique().iter_rows():
-        known = [cuts[c] for c in pair if c in cuts]
-        if known:
-            for c in pair:
-                out[c] = max(out.get(c, max(known)), max(known))
-    return out
-
-
-def _capacity_parts(
-    core: CoreFrames, occ: pl.DataFrame, sok: SlurmOnK8sTables
-) -> pl.DataFrame | None:
-    """``cluster, hour, capacity_from, capacity_to``: the part of an hour that has capacity where
-    it is not the hour up to the cluster's cut-off, for the waterfall's ``held``: hours whose
-    capacity is the registered one (``capacity_source`` 'registered') and whose registration
-    covers a part of the hour only (a cluster registered at 02:38:23), and the hours of a
-    Slurm-on-Kubernetes pair's cluster after its own cut-off, whose capacity runs to the pair's
-    later one (:func:`_pair_cuts`); None when there is none."""
-    parts = [_registered_parts(core, occ)]
-    own = {c: t for c, t in core.as_of.select("cluster", "as_of").iter_rows() if t is not None}
-    for c, later in _pair_cuts(core.as_of, sok).items():
-        if c not in own or later <= own[c]:
-            continue
-        hour = pl.col("hour")
-        parts.append(
-            occ.filter((pl.col("cluster") == c) & (hour + pl.duration(hours=1) > own[c])).select(
-                "cluster",
-                hour.cast(pl.Datetime("us", "UTC")),
-                hour.cast(pl.Datetime("us", "UTC")).alias("capacity_from"),
-                pl.min_horizontal(hour + pl.duration(hours=1), pl.lit(later))
-                .cast(pl.Datetime("us", "UTC"))
-                .alias("capacity_to"),
-            )
-        )
-    found = [p for p in parts if p is not None and p.height]
-    return pl.concat(found, how="vertical_relaxed") if found else None
-
-
 def _registered_parts(core: CoreFrames, occ: pl.DataFrame) -> pl.DataFrame | None:
     """``cluster, hour, capacity_from, capacity_to`` of the hours whose capacity is the
     registered one (``capacity_source`` 'registered') and whose registration covers a part of
-    the hour only (a cluster registered at 02:38:23); None when there is none."""
+    the hour only (a cluster registered at 02:38:23), for the waterfall's ``held``; None when
+    there is none."""
     if "capacity_from" not in core.registered.columns or "capacity_source" not in occ.columns:
         return None
     parts = (
@@ -1293,7 +1247,7 @@ def _tables(
         days=None if plan.full else plan.days, changed_keys=plan.changed_keys,
         slurmd_maps=sok.slurmd_maps if sok.slurmd_maps.height else None, every=units[0],
         rows=units[1], summary=summary, holds=core.holds, loss_policy=policy,
-        capacity_parts=_capacity_parts(core, occ, sok),
+        capacity_parts=_registered_parts(core, occ),
     )  # fmt: skip
     if summary is not None:
         write.staged("analytics.job_gpu_summary", summary)

@@ -385,21 +385,6 @@ def test_held_in_a_partial_last_hour_uses_the_gpus_of_its_part_before_the_cut_of
     assert sum(h1.values()) == 38400.0
 
 
-def test_held_in_an_hour_whose_capacity_runs_past_the_cut_off_uses_its_part() -> None:
-    """8 GPUs known for the whole hour (``capacity_to`` 01:00, a Slurm-on-Kubernetes pair whose
-    other cluster's cut-off is later: 28,800), this cluster's cut-off at 00:30. A 1-GPU job
-    00:00–00:30, a 10-GPU job waiting from 00:00: a = 28,800 ÷ 3,600 = 8 GPUs, 7 free to the
-    cut-off: held 7 × 1,800 = 12,600, idle 28,800 − 1,800 − 12,600 = 14,400 (÷ the 1,800 s
-    before the cut-off gave a = 16: held 10 × 1,800 = 18,000)."""
-    cap = _capacity([_t(0)], 8.0).with_columns(
-        pl.lit(_t(1)).dt.cast_time_unit("us").alias("capacity_to")
-    )
-    att = _attempts([("1", "COMPLETED", 1.0, _t(0), _t(0, 30), ["n1"])])
-    wf = gpu_waterfall_hourly(att, cap, _t(0, 30), pending=_pending([(10.0, _t(0), None)]))
-    h0 = _leaves(wf, _t(0))
-    assert (h0["goodput"], h0["held"], h0["idle"]) == (1800.0, 12600.0, 14400.0)
-
-
 def test_held_in_an_hour_registered_mid_hour_uses_the_registered_gpus() -> None:
     """16 GPUs registered at 00:30 (capacity 16 × 1,800 = 28,800, ``capacity_from`` 00:30), the
     cut-off at 02:00; nothing runs and an 8-GPU job waits all hour. Held = 8 × 1,800 = 14,400
