@@ -14,7 +14,7 @@ import polars as pl
 
 from metrics._helpers import HOUR_US, seconds_between
 from metrics.holds import with_pieces
-from metrics.schema import CLUSTER, END_AT, GPUS, HOUR, START_AT
+from metrics.schema import CLUSTER, GPUS, HOUR, START_AT
 
 __all__ = ["allocated_gpu_seconds_hourly", "capacity_hourly", "occupancy_hourly"]
 
@@ -69,72 +69,28 @@ def allocated_gpu_seconds_hourly(
     )
 
 
-def capacity_hourly(nodes: pl.LazyFrame, hours: pl.LazyFrame, as_of: dt.datetime) -> pl.LazyFrame:
-    """GPU capacity per cluster and hour from a node inventory (or the nodes seen in the data).
-
-    METRICS.md waterfall, *capacity* = GPUs registered in the cluster × time, and nothing after
-    the data cut-off is known: a node holds its GPUs over [its ``start_at``, its ``end_at``)
-    (where the rows have those columns; NULL or absent: always) cut at ``as_of``, so the hour of
-    the cut-off counts only its part before it (two 8-GPU nodes and ``as_of`` 10:30: 16 × 1,800
-    = 28,800 GPU-s in hour 10:00), as registered capacity (open registrations end at ``as_of``).
+def capacity_hourly(nodes: pl.LazyFrame, hours: pl.LazyFrame) -> pl.LazyFrame:
+    """GPU capacity per cluster and hour from a node inventory.
 
     Args:
-        nodes: one row per node: ``cluster, host, gpus`` (GPUs on the node),
-            ``capacity_source`` (``inventory`` or ``observed``), and optionally ``start_at`` /
-            ``end_at`` (UTC) bounding when the node was in the cluster.
+        nodes: one row per node: ``cluster, host, gpus`` (GPUs on the node), and
+            ``capacity_source`` (``inventory`` or ``observed``).
         hours: ``cluster, hour`` rows to cover.
-        as_of: the data cut-off (UTC; naive is read as UTC).
 
     Returns:
-        ``cluster, hour, capacity_gpu_s, capacity_source`` with capacity = Σ node GPUs × the
-        seconds of [hour, hour + 1 h) inside [start_at, min(end_at, as_of)). A cluster whose
-        nodes come from more than one source reports ``mixed``; a cluster without nodes has 0.
+        ``cluster, hour, capacity_gpu_s, capacity_source`` with capacity = Σ node GPUs × 3600.
+        A cluster whose nodes come from more than one source reports ``mixed``.
     """
-    ts = pl.Datetime("us", "UTC")
-    cut = _utc(as_of)
-    names = nodes.collect_schema().names()
-    never = pl.lit(None, dtype=ts)
-    source = nodes.group_by(CLUSTER).agg(
+    per_cluster = nodes.group_by(CLUSTER).agg(
+        (pl.col(GPUS).sum() * 3600.0).alias("capacity_gpu_s"),
         pl.when(pl.col("capacity_source").n_unique() == 1)
         .then(pl.col("capacity_source").first())
         .otherwise(pl.lit("mixed"))
         .alias("capacity_source"),
     )
-    # nodes alike in time are summed first: an inventory is one row per cluster here
-    spans = (
-        nodes.select(
-            CLUSTER,
-            pl.col(GPUS).cast(pl.Float64),
-            (pl.col(START_AT).cast(ts) if START_AT in names else never).alias("_s"),
-            pl.min_horizontal(
-                (pl.col(END_AT).cast(ts) if END_AT in names else never).fill_null(cut), cut
-            ).alias("_e"),
-        )
-        .group_by(CLUSTER, "_s", "_e")
-        .agg(pl.col(GPUS).sum())
+    return hours.join(per_cluster, on=CLUSTER, how="left").with_columns(
+        pl.col("capacity_gpu_s").fill_null(0.0)
     )
-    hour = pl.col(HOUR).dt.cast_time_unit("us")
-    overlap = seconds_between(
-        pl.min_horizontal(pl.col("_e"), hour + pl.duration(microseconds=HOUR_US)),
-        pl.max_horizontal(pl.col("_s").fill_null(hour), hour),
-    ).clip(lower_bound=0.0)
-    per_hour = (
-        hours.select(CLUSTER, HOUR)
-        .join(spans, on=CLUSTER, how="inner")
-        .group_by(CLUSTER, HOUR)
-        .agg((pl.col(GPUS) * overlap).sum().alias("capacity_gpu_s"))
-    )
-    return (
-        hours.join(per_hour, on=[CLUSTER, HOUR], how="left", maintain_order="left")
-        .join(source, on=CLUSTER, how="left", maintain_order="left")
-        .with_columns(pl.col("capacity_gpu_s").fill_null(0.0))
-    )
-
-
-def _utc(ts: dt.datetime) -> pl.Expr:
-    """``ts`` as a UTC microsecond literal (naive is read as UTC)."""
-    lit = pl.lit(ts).dt.cast_time_unit("us")
-    return lit.dt.replace_time_zone("UTC") if ts.tzinfo is None else lit.dt.convert_time_zone("UTC")
 
 
 def occupancy_hourly(
@@ -208,7 +164,7 @@ def occupancy_hourly(
     hours = bounds.select(
         CLUSTER, pl.datetime_ranges("_first", "_last", interval="1h").alias(HOUR)
     ).explode(HOUR)
-    cap = capacity_hourly(nodes, hours, as_of)
+    cap = capacity_hourly(nodes, hours)
     if registered is not None:
         reg = registered.select(CLUSTER, HOUR, pl.col("capacity_gpu_s").alias("_reg"))
         has_reg = reg.select(CLUSTER).unique().with_columns(pl.lit(True).alias("_has_reg"))

@@ -75,11 +75,6 @@ __all__ = [
 #: gives the waterfall top to bottom.
 LEAF_DTYPE = pl.Enum(list(WATERFALL_LEAVES))
 
-#: Optional columns of :func:`gpu_waterfall_hourly`'s ``capacity``: the part of the hour that
-#: has capacity (e.g. from a registration at 10:30), the whole hour where absent or NULL.
-CAPACITY_FROM = "capacity_from"
-CAPACITY_TO = "capacity_to"
-
 #: Columns added by :func:`attempt_outcomes`.
 COUNTED_END_AT = "counted_end_at"
 LOST_FROM_AT = "lost_from_at"
@@ -467,19 +462,15 @@ def _held_in_time(
     gang's wait is one whose ``_gang`` is its GPUs; pending gang GPUs ≤ pending GPUs at every
     instant, so ``_gang_t`` ≤ ``_held_t``), in the same sweep.
 
-    Free GPUs at time t = max(0, a − allocated(t)) in the part of the hour that has capacity,
-    [``_c0``, min(``_c1``, ``as_of``)), and 0 outside it, with a = the hour's available
-    GPU-seconds (capacity − down − planned_down) ÷ the seconds of that part (the hour's average
-    available GPUs while it had any: down time inside the hour is spread over it; nothing is
-    known after the cut-off, so an hour cut at 11:40 with 16 GPUs for 2,400 s has a = 16, not
-    38,400 ÷ 3,600 = 10.67); allocated(t) and pending(t)
+    Free GPUs at time t = max(0, a − allocated(t)), with a = the hour's available GPU-seconds
+    (capacity − down − planned_down) ÷ 3,600 (the hour's average available GPUs: down time
+    inside the hour is spread over it; nothing is allocated or pending after the cut-off, so
+    nothing is held there); allocated(t) and pending(t)
     are step functions of the attempts' spans and the waits' spans. Each hour is cut at its
-    bounds, at the ends of its part with capacity and at every start and end, so between two
-    cuts all are constant.
+    bounds and at every start and end, so between two cuts both are constant.
 
     Args:
-        cap: ``cluster, hour, capacity_gpu_s, down_gpu_s, planned_down_gpu_s, _c0, _c1``
-            (nulls filled; ``_c0``/``_c1``: the part of the hour that has capacity).
+        cap: ``cluster, hour, capacity_gpu_s, down_gpu_s, planned_down_gpu_s`` (nulls filled).
         allocations: ``cluster, _from, _to, gpus``: allocated spans (cut to the window).
         waits: ``cluster, _from, _to, _gpus, _gang``: pending-demand spans (cut to the
             window); ``_gang`` = ``_gpus`` for a gang's wait (wider than one node), else 0.
@@ -506,10 +497,6 @@ def _held_in_time(
                        zero.alias("_dg")),
             cap.select(CLUSTER, (pl.col(HOUR) + _ONE_HOUR).alias("_t"), zero.alias("_da"),
                        zero.alias("_dp"), zero.alias("_dg")),
-            cap.select(CLUSTER, pl.col("_c0").alias("_t"), zero.alias("_da"), zero.alias("_dp"),
-                       zero.alias("_dg")),
-            cap.select(CLUSTER, pl.col("_c1").alias("_t"), zero.alias("_da"), zero.alias("_dp"),
-                       zero.alias("_dg")),
             bounds.select(CLUSTER, pl.col("_w1").alias("_t"), zero.alias("_da"),
                           zero.alias("_dp"), zero.alias("_dg")),
             bounds.select(CLUSTER, pl.min_horizontal(cut, pl.col("_w1")).alias("_t"),
@@ -531,33 +518,21 @@ def _held_in_time(
         )
         .filter((pl.col("_dt") > 0) & (pl.col("_t") < cut))
     )
-    # the seconds of the hour that have capacity, up to the cut-off
-    span_s = seconds_between(pl.min_horizontal(pl.col("_c1"), cut), pl.col("_c0"))
     rate = cap.select(
         CLUSTER,
         HOUR,
-        "_c0",
-        pl.min_horizontal(pl.col("_c1"), cut).alias("_c1"),
-        pl.when(span_s > 0)
-        .then((pl.col(CAPACITY_GPU_S) - pl.col(DOWN_GPU_S) - pl.col(PLANNED_DOWN_GPU_S)) / span_s)
-        .otherwise(0.0)
-        .alias("_avail"),
+        ((pl.col(CAPACITY_GPU_S) - pl.col(DOWN_GPU_S) - pl.col(PLANNED_DOWN_GPU_S)) / 3600.0).alias(
+            "_avail"
+        ),
     )
     if scale is not None:
         rate = rate.join(scale, on=[CLUSTER, HOUR], how="left")
     else:
         rate = rate.with_columns(pl.lit(None, dtype=pl.Float64()).alias("_f"))
-    inside = (pl.col("_t") >= pl.col("_c0")) & (pl.col("_t") < pl.col("_c1"))
-    free = (
-        pl.when(inside)
-        .then(pl.col("_avail") - pl.col("_a") * pl.col("_f").fill_null(1.0))
-        .otherwise(0.0)
-        .clip(lower_bound=0.0)
-    )
+    free = (pl.col("_avail") - pl.col("_a") * pl.col("_f").fill_null(1.0)).clip(lower_bound=0.0)
     return (
         steps.join(rate, on=[CLUSTER, HOUR], how="inner")
         .with_columns(free.alias("_free"))
-        .drop("_c0", "_c1")
         .with_columns(
             (pl.min_horizontal("_free", pl.col("_p").clip(lower_bound=0.0)) * pl.col("_dt")).alias(
                 "_piece"
@@ -690,11 +665,8 @@ def gpu_waterfall_hourly(
             req_gpus, eligible_at, start_at, end_at, node_list``; keys ``(cluster, job_id,
             attempt)`` unique (the activity join uses them).
         capacity: ``cluster, hour, capacity_gpu_s, down_gpu_s, planned_down_gpu_s`` (NULL down
-            read as 0), optionally ``capacity_from`` / ``capacity_to`` (UTC): the part of the
-            hour that has capacity (NULL or absent: the whole hour), which with the cut-off
-            sets the hour's available GPUs for ``held`` (:func:`_held_in_time`). Its rows define
-            the output's cluster-hours: allocations outside them are not shown (pass a window's
-            capacity rows to compute one window).
+            read as 0). Its rows define the output's cluster-hours: allocations outside them are
+            not shown (pass a window's capacity rows to compute one window).
         as_of: the data cut-off (UTC; naive is read as UTC).
         pending: never-started rows for held demand (see :func:`pending_demand_hourly`); the
             waits of started attempts count as pending demand either way.
@@ -735,23 +707,12 @@ def gpu_waterfall_hourly(
     """
     if not (0 < activity_bucket_s <= 3600 and (3600 / activity_bucket_s).is_integer()):
         raise ValueError(f"activity_bucket_s must divide 3600, got {activity_bucket_s}")
-    names = capacity.collect_schema().names()
-    hour = pl.col(HOUR).dt.cast_time_unit("us")
-
-    def _part(col: str, default: pl.Expr) -> pl.Expr:
-        if col not in names:
-            return default
-        given = pl.col(col).dt.cast_time_unit("us").dt.convert_time_zone("UTC")
-        return given.clip(hour, hour + _ONE_HOUR).fill_null(default)
-
     cap = capacity.select(
         CLUSTER,
-        hour,
+        pl.col(HOUR).dt.cast_time_unit("us"),
         pl.col(CAPACITY_GPU_S).cast(pl.Float64).fill_null(0.0),
         pl.col(DOWN_GPU_S).cast(pl.Float64).fill_null(0.0),
         pl.col(PLANNED_DOWN_GPU_S).cast(pl.Float64).fill_null(0.0),
-        _part(CAPACITY_FROM, hour).alias("_c0"),
-        _part(CAPACITY_TO, hour + _ONE_HOUR).alias("_c1"),
     )
     bounds = cap.group_by(CLUSTER).agg(
         pl.col(HOUR).min().alias("_w0"), (pl.col(HOUR).max() + _ONE_HOUR).alias("_w1")
@@ -818,8 +779,7 @@ def gpu_waterfall_hourly(
     waits = waits.with_columns(gang.alias("_gang"))
     spans = _clipped(pieces, "_ps", "_pe").filter(pl.col("_to") > pl.col("_from"))
     wide = (
-        cap.drop("_c0", "_c1")
-        .join(lost, on=[CLUSTER, HOUR], how="left")
+        cap.join(lost, on=[CLUSTER, HOUR], how="left")
         .join(kept, on=[CLUSTER, HOUR], how="left")
         .join(idle_obs, on=[CLUSTER, HOUR], how="left")
         .with_columns(pl.col([*lost_cols, "_kept", "allocated_idle"]).fill_null(0.0))

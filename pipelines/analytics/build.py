@@ -1163,30 +1163,6 @@ def _holds_of(holds: pl.DataFrame, cluster: str) -> pl.LazyFrame | None:
     return mine.lazy() if mine.height else None
 
 
-def _registered_parts(core: CoreFrames, occ: pl.DataFrame) -> pl.DataFrame | None:
-    """``cluster, hour, capacity_from, capacity_to`` of the hours whose capacity is the
-    registered one (``capacity_source`` 'registered') and whose registration covers a part of
-    the hour only (a cluster registered at 02:38:23), for the waterfall's ``held``; None when
-    there is none."""
-    if "capacity_from" not in core.registered.columns or "capacity_source" not in occ.columns:
-        return None
-    parts = (
-        core.registered.filter(
-            (pl.col("capacity_from") > pl.col("hour"))
-            | (pl.col("capacity_to") < pl.col("hour") + pl.duration(hours=1))
-        )
-        .select("cluster", "hour", "capacity_from", "capacity_to")
-        .join(
-            occ.filter(pl.col("capacity_source") == "registered").select(
-                "cluster", pl.col("hour").cast(core.registered.schema["hour"])
-            ),
-            on=["cluster", "hour"],
-            how="semi",
-        )
-    )
-    return parts if parts.height else None
-
-
 def _pair_days(plan: BuildPlan, maps: pl.DataFrame) -> BuildPlan:
     """An incremental plan whose Slurm-on-Kubernetes pairs rewrite the same days: a day of the
     Kubernetes cluster (new telemetry of a slurmd pod) is also a day of its Slurm cluster (that
@@ -1247,7 +1223,6 @@ def _tables(
         days=None if plan.full else plan.days, changed_keys=plan.changed_keys,
         slurmd_maps=sok.slurmd_maps if sok.slurmd_maps.height else None, every=units[0],
         rows=units[1], summary=summary, holds=core.holds, loss_policy=policy,
-        capacity_parts=_registered_parts(core, occ),
     )  # fmt: skip
     if summary is not None:
         write.staged("analytics.job_gpu_summary", summary)

@@ -438,7 +438,6 @@ def _waterfall(
     nodes: pl.LazyFrame,
     holds: pl.LazyFrame | None = None,
     policy: LossPolicy | None = None,
-    capacity_parts: pl.LazyFrame | None = None,
 ) -> pl.DataFrame:
     """:func:`metrics.gpu_waterfall_hourly` of one cluster's ``occupancy`` hours, one unit of
     hours at a time (:func:`pipelines.analytics.chunks.by_hour_chunks`): the waterfall of a
@@ -449,24 +448,14 @@ def _waterfall(
     to that occupancy row's ``allocated_gpu_s`` (``allocated_cap``). ``nodes`` (the cluster's
     ``core.nodes`` rows) sets its gang width: waits asking more GPUs than its largest node
     are gangs' (the ``held`` row's ``gang_gpu_s``). ``holds``: the cluster's pieces of held
-    GPUs (:attr:`pipelines.core.CoreFrames.holds`; None: none). ``policy``: the cluster's loss
-    policy (None: ``whole_attempt``). ``capacity_parts`` (``cluster, hour, capacity_from,
-    capacity_to``) names the part of an hour that has capacity (a registration mid-hour); an
-    hour without a row has it all, up to the cut-off."""
+    GPUs (:attr:`pipelines.core.CoreFrames.holds`; None: none)."""
 
     def unit(hours: pl.DataFrame, c: str, lo: dt.datetime, hi: dt.datetime) -> pl.DataFrame:
-        cap = hours.select(
-            "cluster", "hour", "capacity_gpu_s", "down_gpu_s", "planned_down_gpu_s"
-        ).lazy()
-        if capacity_parts is not None:
-            cap = cap.join(
-                capacity_parts.select("cluster", "hour", "capacity_from", "capacity_to"),
-                on=["cluster", "hour"],
-                how="left",
-            )
         return gpu_waterfall_hourly(
             touching(jobs, c, lo, hi, holds=holds),
-            cap,
+            hours.select(
+                "cluster", "hour", "capacity_gpu_s", "down_gpu_s", "planned_down_gpu_s"
+            ).lazy(),
             cut,
             pending=touching(pending, c, lo, hi),
             activity=activity(lo, hi),
@@ -509,7 +498,6 @@ def window_tables(
     summary: Callable[[pl.DataFrame], None] | None = None,
     holds: pl.DataFrame | None = None,
     loss_policy: LossPolicyOf | None = None,
-    capacity_parts: pl.DataFrame | None = None,
 ) -> WindowFrames:
     """The time-keyed tables (:data:`WINDOW_TABLES`) of the given cluster-days.
 
@@ -561,10 +549,6 @@ def window_tables(
         loss_policy: cluster → its :class:`~metrics.waterfall.LossPolicy` for the waterfall's
             leaves 3–6 (:func:`~pipelines.analytics.metrics_build.loss_policy_of`); None:
             ``whole_attempt`` everywhere.
-        capacity_parts: ``cluster, hour, capacity_from, capacity_to``: the part of an hour
-            that has capacity, where it is not the whole hour (a registration mid-hour): the
-            waterfall's ``held`` counts free GPUs only there (METRICS.md); None: every hour
-            has it all, up to the cut-off.
 
     Returns:
         The frames by table, and the job keys the summary covers (None for a full build).
@@ -643,8 +627,6 @@ def window_tables(
                             nodes=scope.nodes.lazy().filter(pl.col("cluster") == c),
                             holds=held.lazy() if held is not None and held.height else None,
                             policy=loss_policy(c) if loss_policy is not None else None,
-                            capacity_parts=None if capacity_parts is None else
-                            capacity_parts.lazy().filter(pl.col("cluster") == c),
                         )
                     )  # fmt: skip
             ga = gpu_activity(mem, scope.jobs, pod_jobs, buckets=buckets)

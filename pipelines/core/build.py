@@ -42,7 +42,6 @@ from pipelines.core.node_states import (
     node_event_gpu_seconds_hourly,
     node_event_state,
     registered_gpu_seconds_hourly,
-    registered_parts_hourly,
     slurm_node_down,
     unallocated_node_events,
 )
@@ -313,9 +312,7 @@ class CoreFrames:
         nodes: the inventory, else the nodes seen in the data (``capacity_source``), and the
             nodes attempts used that their cluster's inventory lacks
             (:func:`_outside_inventory`).
-        registered: ``cluster, hour, capacity_gpu_s`` (registered capacity per cluster-hour),
-            and for Slurm's registrations ``capacity_from, capacity_to``: the part of the hour
-            that has registered GPUs (NULL: the whole hour).
+        registered: ``cluster, hour, capacity_gpu_s`` (registered capacity per cluster-hour).
         down: ``cluster, hour, down_gpu_s, planned_down_gpu_s`` per cluster-hour.
         shares: the registry's share history per cluster (:func:`cluster_shares`).
         pod_jobs: ``cluster, namespace, pod, uid, job_id, pod_from, node``: which job each pod
@@ -679,7 +676,7 @@ def _node_states(
         r, d = k8s_node_states_hourly(s.lazy(), cut, events=e, allocations=a)
         regs.append(r.collect())
         downs.append(d.collect())
-    return pl.concat(regs, how="diagonal_relaxed"), pl.concat(downs, how="vertical_relaxed")
+    return pl.concat(regs, how="vertical_relaxed"), pl.concat(downs, how="vertical_relaxed")
 
 
 def _slurm_node_states(
@@ -711,8 +708,6 @@ def _slurm_node_states(
             "cluster": pl.String(),
             "hour": pl.Datetime("us", "UTC"),
             "capacity_gpu_s": pl.Float64(),
-            "capacity_from": pl.Datetime("us", "UTC"),
-            "capacity_to": pl.Datetime("us", "UTC"),
         }
     )
     empty_down = pl.DataFrame(
@@ -743,15 +738,7 @@ def _slurm_node_states(
         assert isinstance(lo, dt.datetime)
         start = max(lo, cut - dt.timedelta(days=400)).replace(minute=0, second=0, microsecond=0)
         end = cut + dt.timedelta(hours=1)
-        regs.append(
-            registered_gpu_seconds_hourly(ev.lazy(), start, end, cut)
-            .join(
-                registered_parts_hourly(ev.lazy(), start, end, cut),
-                on=["cluster", "hour"],
-                how="left",
-            )
-            .collect()
-        )
+        regs.append(registered_gpu_seconds_hourly(ev.lazy(), start, end, cut).collect())
         ev = ev.filter(pl.col("event") == "node").with_columns(node_event_state().alias("state"))
         if jobs is not None:
             ev = unallocated_node_events(ev, jobs.filter(pl.col("cluster") == c), cut)
@@ -761,9 +748,9 @@ def _slurm_node_states(
                 on="state", index=["cluster", "hour"], values="gpu_s", aggregate_function="sum"
             )
         )
-    reg = pl.concat(regs).select(empty_reg.columns) if regs else empty_reg
+    reg = pl.concat(regs) if regs else empty_reg
     if not downs:
-        return reg, empty_down
+        return reg.select("cluster", "hour", "capacity_gpu_s"), empty_down
     down = pl.concat(downs, how="diagonal_relaxed")
     for col in ("down", "planned"):
         if col not in down.columns:
@@ -774,7 +761,7 @@ def _slurm_node_states(
         pl.col("down").fill_null(0.0).alias("down_gpu_s"),
         pl.col("planned").fill_null(0.0).alias("planned_down_gpu_s"),
     )
-    return reg, down
+    return reg.select("cluster", "hour", "capacity_gpu_s"), down
 
 
 def _as_of(frames: list[tuple[pl.DataFrame, list[str]]]) -> pl.DataFrame:

@@ -40,7 +40,6 @@ __all__ = [
     "node_event_state",
     "planned_reason",
     "registered_gpu_seconds_hourly",
-    "registered_parts_hourly",
     "slurm_node_down",
     "snapshot_node_events",
     "unallocated_node_events",
@@ -127,11 +126,9 @@ def node_event_state() -> pl.Expr:
 
 def _event_seconds_hourly(
     events: pl.LazyFrame, start: dt.datetime, end: dt.datetime, as_of: dt.datetime,
-    by: Sequence[str], *, parts: bool = False,
+    by: Sequence[str],
 ) -> pl.LazyFrame:  # fmt: skip
-    """Σ gpus × overlap(event, hour) per ``by`` and hour, over the whole hours of [start, end);
-    with ``parts``, also ``part_from`` / ``part_to``: the first and the last instant of the hour
-    that an event covers."""
+    """Σ gpus × overlap(event, hour) per ``by`` and hour, over the whole hours of [start, end)."""
     lo = pl.lit(start).dt.cast_time_unit("us").dt.convert_time_zone("UTC")
     hi = pl.lit(end).dt.cast_time_unit("us").dt.convert_time_zone("UTC")
     cut = pl.lit(as_of).dt.cast_time_unit("us").dt.convert_time_zone("UTC")
@@ -155,18 +152,10 @@ def _event_seconds_hourly(
         pl.min_horizontal(pl.col("_e"), pl.col("hour") + pl.duration(hours=1))
         - pl.max_horizontal(pl.col("_s"), pl.col("hour"))
     ).dt.total_microseconds() / 1e6
-    aggs = [pl.col("gpu_s").sum()]
-    if parts:
-        aggs += [
-            pl.max_horizontal(pl.col("_s"), pl.col("hour")).min().alias("part_from"),
-            pl.min_horizontal(pl.col("_e"), pl.col("hour") + pl.duration(hours=1))
-            .max()
-            .alias("part_to"),
-        ]
     return (
         spans.with_columns((pl.col("gpus") * overlap).alias("gpu_s"))
         .group_by(*by, "hour")
-        .agg(aggs)
+        .agg(pl.col("gpu_s").sum())
         .sort(*by, "hour")
     )
 
@@ -195,30 +184,6 @@ def registered_gpu_seconds_hourly(
     cluster_events = events.filter(pl.col("event") == "cluster")
     return _event_seconds_hourly(cluster_events, start, end, as_of, ["cluster"]).rename(
         {"gpu_s": "capacity_gpu_s"}
-    )
-
-
-def registered_parts_hourly(
-    events: pl.LazyFrame, start: dt.datetime, end: dt.datetime, as_of: dt.datetime
-) -> pl.LazyFrame:
-    """The part of each hour that has registered GPUs: from the first to the last instant a
-    cluster TRES registration covers (a cluster registered at 02:38:23: 02:38:23–03:00; the
-    hour of the cut-off: up to ``as_of``), which sets the GPUs free in it for the waterfall's
-    ``held`` (:func:`metrics.waterfall.gpu_waterfall_hourly`, METRICS.md).
-
-    Args:
-        events, start, end, as_of: as for :func:`registered_gpu_seconds_hourly`.
-
-    Returns:
-        ``cluster, hour, capacity_from, capacity_to`` (UTC), one row per cluster-hour with
-        any registered GPUs.
-    """
-    cluster_events = events.filter(pl.col("event") == "cluster")
-    return _event_seconds_hourly(cluster_events, start, end, as_of, ["cluster"], parts=True).select(
-        "cluster",
-        "hour",
-        pl.col("part_from").alias("capacity_from"),
-        pl.col("part_to").alias("capacity_to"),
     )
 
 

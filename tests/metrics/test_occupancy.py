@@ -67,8 +67,7 @@ def test_fractional_gpus_and_cpu_only_attempts() -> None:
 def test_occupancy_divides_by_available_capacity() -> None:
     """8 GPUs of capacity; 2 GPUs 00:30–02:00 and 1 GPU from 01:00 (running, as_of 01:30).
 
-    Hour 0: 3600 / (8×3600) = 0.125. Hour 1 is known to the cut-off 01:30: capacity 8 × 1800 =
-    14400, (2×1800 + 1×1800) / 14400 = 0.375.
+    Hour 0: 3600 / (8×3600) = 0.125. Hour 1: (2×1800 + 1×1800) / 28800 = 0.1875.
     """
     nodes = pl.DataFrame(
         {"cluster": ["c", "c"], "host": ["n1", "n2"], "gpus": [4.0, 4.0],
@@ -76,9 +75,9 @@ def test_occupancy_divides_by_available_capacity() -> None:
     ).lazy()  # fmt: skip
     att = _attempts([("c", 2.0, _t(0, 30), _t(2)), ("c", 1.0, _t(1), None)])
     out = occupancy_hourly(att, nodes, _t(1, 30)).collect()
-    assert out["capacity_gpu_s"].to_list() == [28800.0, 14400.0]
+    assert out["capacity_gpu_s"].to_list() == [28800.0, 28800.0]
     assert out["allocated_gpu_s"].to_list() == [3600.0, 5400.0]
-    assert out["occupancy"].to_list() == [0.125, 0.375]
+    assert out["occupancy"].to_list() == [0.125, 0.1875]
     assert out["down_gpu_s"].to_list() == [0.0, 0.0]
 
 
@@ -145,37 +144,3 @@ def test_a_gang_counts_the_gpus_its_pods_held_each_hour() -> None:
     )
     out = allocated_gpu_seconds_hourly(still, _t(9, 30), holds=open_end).collect()
     assert out["allocated_gpu_s"].to_list() == [40_800.0, 14_400.0]
-
-
-@pytest.mark.parametrize("source", ["inventory", "observed"])
-def test_node_capacity_of_the_cut_off_hour_stops_at_the_cut_off(source: str) -> None:
-    """Nodes n1, n2 with 8 GPUs each; one 8-GPU job 10:00–10:30, so the cut-off is 10:30.
-    Capacity = GPUs × time known: 16 × 1,800 = 28,800 GPU-s (not 16 × 3,600 = 57,600, half of it
-    after the cut-off), allocated 8 × 1,800 = 14,400, occupancy 0.5 (not 0.25)."""
-    nodes = pl.DataFrame(
-        {"cluster": ["c", "c"], "host": ["n1", "n2"], "gpus": [8.0, 8.0],
-         "capacity_source": [source, source]}
-    ).lazy()  # fmt: skip
-    att = _attempts([("c", 8.0, _t(10), _t(10, 30))])
-    out = occupancy_hourly(att, nodes, _t(10, 30)).collect()
-    assert out["hour"].to_list() == [_t(10)]
-    assert out["capacity_gpu_s"].to_list() == [28800.0]
-    assert out["allocated_gpu_s"].to_list() == [14400.0]
-    assert out["occupancy"].to_list() == [0.5]
-    assert out["capacity_source"].to_list() == [source]
-
-
-def test_node_capacity_counts_each_node_from_its_start_to_its_end() -> None:
-    """n1 (8 GPUs) throughout, n2 (8 GPUs) in the cluster from 09:15 to 10:10, n3 (4 GPUs) from
-    10:20; a 1-GPU job 09:00–10:30 (the cut-off). Hour 9: 8 × 3,600 + 8 × 2,700 = 50,400;
-    hour 10: 8 × 1,800 + 8 × 600 + 4 × 600 = 21,600."""
-    nodes = pl.DataFrame(
-        {"cluster": ["c", "c", "c"], "host": ["n1", "n2", "n3"], "gpus": [8.0, 8.0, 4.0],
-         "capacity_source": ["inventory"] * 3,
-         "start_at": [None, _t(9, 15), _t(10, 20)], "end_at": [None, _t(10, 10), None]},
-        schema_overrides={"start_at": pl.Datetime("us", "UTC"), "end_at": pl.Datetime("us", "UTC")},
-    ).lazy()  # fmt: skip
-    att = _attempts([("c", 1.0, _t(9), _t(10, 30))])
-    out = occupancy_hourly(att, nodes, _t(10, 30)).collect()
-    assert out["capacity_gpu_s"].to_list() == [50400.0, 21600.0]
-    assert out["occupancy"].to_list() == [3600.0 / 50400.0, 1800.0 / 21600.0]

@@ -370,36 +370,6 @@ def test_held_in_the_cut_off_hour_stops_at_the_cut_off() -> None:
     assert sum(h0.values()) == 14400.0
 
 
-def test_held_in_a_partial_last_hour_uses_the_gpus_of_its_part_before_the_cut_off() -> None:
-    """16 GPUs, the cut-off at 01:40: hour 1's capacity is 16 × 2,400 = 38,400. A 4-GPU job runs
-    00:40–01:40, an 8-GPU job waits from 00:00. Hour 1: goodput 4 × 2,400 = 9,600; 12 GPUs free
-    for 2,400 s while 8 are asked: held 8 × 2,400 = 19,200, idle 38,400 − 9,600 − 19,200 = 9,600.
-    (38,400 ÷ 3,600 = 10.67 GPUs gave 6.67 free: held 16,000, idle 12,800.)"""
-    att = _attempts([("1", "COMPLETED", 4.0, _t(0, 40), _t(1, 40), ["n1"])])
-    cap = _capacity([_t(0), _t(1)], 16.0).with_columns(
-        pl.when(pl.col("hour") == _t(1)).then(16 * 2400.0).otherwise(16 * H).alias("capacity_gpu_s")
-    )
-    wf = gpu_waterfall_hourly(att, cap, _t(1, 40), pending=_pending([(8.0, _t(0), None)]))
-    h1 = _leaves(wf, _t(1))
-    assert (h1["goodput"], h1["held"], h1["idle"]) == (9600.0, 19200.0, 9600.0)
-    assert sum(h1.values()) == 38400.0
-
-
-def test_held_in_an_hour_registered_mid_hour_uses_the_registered_gpus() -> None:
-    """16 GPUs registered at 00:30 (capacity 16 × 1,800 = 28,800, ``capacity_from`` 00:30), the
-    cut-off at 02:00; nothing runs and an 8-GPU job waits all hour. Held = 8 × 1,800 = 14,400
-    (only from 00:30 are there GPUs), idle 14,400. (28,800 ÷ 3,600 = 8 GPUs over the whole hour
-    gave held 8 × 3,600, cut to the 28,800 unallocated: idle 0.)"""
-    cap = _capacity([_t(0)], 8.0).with_columns(
-        pl.lit(_t(0, 30)).dt.cast_time_unit("us").alias("capacity_from")
-    )
-    idle_job = _attempts([("1", "COMPLETED", 1.0, _t(1), _t(2), ["n1"])])  # the cut-off
-    wf = gpu_waterfall_hourly(idle_job, cap, _t(2), pending=_pending([(8.0, _t(0), None)]))
-    h0 = _leaves(wf, _t(0))
-    assert (h0["held"], h0["idle"]) == (14400.0, 14400.0)
-    assert sum(h0.values()) == 28800.0
-
-
 def test_held_of_an_hour_before_a_gap_in_the_capacity_rows_is_that_hour_s() -> None:
     """8 GPUs; an 8-GPU job waits from day 1 23:30 to day 2 12:00. Capacity rows of days 1 and 3
     only (an incremental build's unit of two days of one month) give day 1 23:00 what a window of

@@ -235,13 +235,12 @@ def test_fleet_tables_count_each_gpu_second_once(
     built: tuple[dict, duckdb.DuckDBPyConnection],
 ) -> None:
     """occupancy_hourly: in every hour of k8s-c, capacity(sok-c) + capacity(k8s-c) = the 4
-    machines × 8 GPUs × 3 600 = 115 200 GPU-s, but the last, cut at k8s-c's cut-off 23:50:
-    32 × 3 000 = 96 000; from the first day's 00:00 the slurmd pods hold 8 + 6 + 8 = 22 GPUs,
-    so k8s-c keeps 10 × 3 600 = 36 000 and sok-c has 22 × 3 600 = 79 200 (at 23:00 of the
-    second day the pods end at 23:50: 22 × 3 000 = 66 000 lent, 96 000 − 66 000 = 30 000
-    left). The slurmd pods are not k8s-c's allocation (its allocated never exceeds its 36 000)
-    and the waterfall's leaves sum to each cluster's capacity in every cluster-hour. The
-    double-count rate is untouched (the last test)."""
+    machines × 8 GPUs × 3 600 = 115 200 GPU-s; from the first day's 00:00 the slurmd pods hold
+    8 + 6 + 8 = 22 GPUs, so k8s-c keeps 10 × 3 600 = 36 000 and sok-c has 22 × 3 600 = 79 200
+    (at 23:00 of the second day the pods end at 23:50: 22 × 3 000 = 66 000 lent, 115 200 −
+    66 000 = 49 200 left). The slurmd pods are not k8s-c's allocation (its allocated never
+    exceeds its 36 000) and the waterfall's leaves sum to each cluster's capacity in every
+    cluster-hour. The double-count rate is untouched (the last test)."""
     _planted, con = built
     occ = _q(con, "SELECT cluster, hour, capacity_gpu_s, allocated_gpu_s, capacity_source "
                   "FROM occupancy_hourly WHERE cluster IN ('sok-c', 'k8s-c')")  # fmt: skip
@@ -250,14 +249,14 @@ def test_fleet_tables_count_each_gpu_second_once(
     assert k8s_hours.len() == 48
     per_hour = occ.group_by("hour").agg(pl.col("capacity_gpu_s").sum())
     assert per_hour.height == 48
-    assert per_hour.sort("hour")["capacity_gpu_s"].to_list() == [115200.0] * 47 + [96000.0]
+    assert per_hour["capacity_gpu_s"].to_list() == [115200.0] * 48
     first = occ.filter(pl.col("hour") == dt.datetime(2026, 11, 2, tzinfo=dt.UTC))
     assert dict(first.select("cluster", "capacity_gpu_s").rows()) == {
         K8S_CLUSTER: 36000.0, SOK_CLUSTER: 79200.0,
     }  # fmt: skip
     last = occ.filter(pl.col("hour") == dt.datetime(2026, 11, 3, 23, tzinfo=dt.UTC))
     assert dict(last.select("cluster", "capacity_gpu_s").rows()) == {
-        K8S_CLUSTER: 30000.0, SOK_CLUSTER: 66000.0,
+        K8S_CLUSTER: 49200.0, SOK_CLUSTER: 66000.0,
     }  # fmt: skip
     assert set(occ.filter(pl.col("cluster") == SOK_CLUSTER)["capacity_source"]) == {
         "lent_by_kubernetes"
@@ -271,8 +270,7 @@ def test_fleet_tables_count_each_gpu_second_once(
                  "GROUP BY ALL")  # fmt: skip
     assert wf.height == 48 + 48
     assert (wf["leaves"] - wf["cap"]).abs().max() <= 1e-6
-    caps = wf.group_by("hour").agg(pl.col("cap").sum()).sort("hour")["cap"].to_list()
-    assert caps == [115200.0] * 47 + [96000.0]
+    assert wf.group_by("hour").agg(pl.col("cap").sum())["cap"].to_list() == [115200.0] * 48
 
 
 def test_no_team_uses_the_slurmd_pods_gpus_again(

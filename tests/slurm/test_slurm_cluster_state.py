@@ -17,11 +17,7 @@ import polars as pl
 import pytest
 
 from pipelines._parse_result import InputFormatError
-from pipelines.core.node_states import (
-    node_event_gpu_seconds_hourly,
-    registered_gpu_seconds_hourly,
-    registered_parts_hourly,
-)
+from pipelines.core.node_states import node_event_gpu_seconds_hourly, registered_gpu_seconds_hourly
 from pipelines.slurm._sacctmgr_events import parse_sacctmgr_events
 from pipelines.slurm._scontrol_nodes import gres_gpus, inventory_from_nodes, parse_scontrol_nodes
 from pipelines.slurm._sdiag import parse_sdiag
@@ -280,31 +276,6 @@ def test_registered_capacity_of_the_lab_hour_is_sreport_reported() -> None:
     assert hourly.rows() == [
         ("lab", _utc("2026-11-30T02:00:00"), 41504.0),
         ("lab", _utc("2026-11-30T03:00:00"), 32 * 1800.0),
-    ]
-
-
-def test_registered_part_of_the_lab_hour_starts_at_the_registration() -> None:
-    """Registered at 02:38:23, cut-off 03:30: hour 02 has GPUs 02:38:23–03:00 (1,297 s), hour 03
-    03:00–03:30 (the waterfall's held counts free GPUs only there)."""
-    events = parse_sacctmgr_events(LAB / "sacctmgr_events.psv").rows
-    events = events.with_columns(pl.col("gpus").fill_null(32.0))
-    parts = registered_parts_hourly(
-        events.lazy(), _utc("2026-11-30T02:00:00"), _utc("2026-11-30T04:00:00"),
-        as_of=_utc("2026-11-30T03:30:00"),
-    ).collect()  # fmt: skip
-    assert parts.rows() == [
-        (
-            "lab",
-            _utc("2026-11-30T02:00:00"),
-            _utc("2026-11-30T02:38:23"),
-            _utc("2026-11-30T03:00:00"),
-        ),
-        (
-            "lab",
-            _utc("2026-11-30T03:00:00"),
-            _utc("2026-11-30T03:00:00"),
-            _utc("2026-11-30T03:30:00"),
-        ),
     ]
 
 
