@@ -92,7 +92,8 @@ def test_an_xid_scraped_after_a_failed_end_makes_it_infra_full_and_incremental(
     tmp_path: Path,
 ) -> None:
     """Hour 23:00 of 11-02, 2 GPUs = 7,200 GPU-s: job 1 failed_work_infra 3,590, job 2
-    failed_work_user 3,590, idle 20 (before: failed_work_user 7,180, infra 0: only events at or before the end counted).
+    failed_work_user 3,590, idle 20 (before: failed_work_user 7,180, infra 0: only events at or
+    before the end counted).
     node_reliability: n1 1 XID, 1 infrastructure failure; n2 1 XID, 0 (before: n1 0);
     job_gpu_summary.xid_events 0 and 0 (buckets after the end). The second day's samples
     loaded and built incrementally (the attempt's day 11-02 is planned though the load holds
