@@ -10,6 +10,7 @@ EXPECTED_ASSETS = {
     "raw/slurm_rows", "raw/k8s_events", "raw/k8s_pods", "raw/dcgm_samples", "raw/dcgm_hourly",
     "raw/k8s_objects",
     "core/slurm_jobs", "core/k8s_pods", "core/k8s_events", "core/jobs", "core/nodes",
+    "core/job_holds",
     "analytics/occupancy_hourly", "analytics/time_to_start_summary", "analytics/serving_copy",
     "analytics/data_quality", "raw/slurm_state", "analytics/gpu_waterfall_hourly",
     "analytics/time_to_start_jobs", "analytics/time_to_start_counts",
