@@ -552,15 +552,26 @@ def _outside_inventory(held: pl.DataFrame, inventory: pl.DataFrame) -> pl.DataFr
         & (pl.col("node_list").list.len() > 0)
     )
     rows = held.filter(kept).with_row_index("_r")
-    hosts = rows.select("_r", "cluster", pl.col("node_list").alias("host")).explode("host")
-    # a host the inventory names by its short or its full name is in it (metrics.hosts:
-    # `gpu001` and `gpu001.hpc.example.org` are one node; two candidates: never guessed out)
-    matched = host_matches(hosts.lazy(), inventory.lazy()).filter(pl.col("match") != "none")
-    unknown = hosts.join(
-        matched.select("cluster", "host").collect(), on=["cluster", "host"], how="anti"
-    ).filter(pl.col("host").is_not_null())
-    if unknown.height == 0:
+    # the distinct hosts first (a year's attempts name a few thousand): a host the inventory
+    # names by its short or its full name is in it (metrics.hosts: `gpu001` and
+    # `gpu001.hpc.example.org` are one node; two candidates: never guessed out)
+    used = (
+        rows.lazy()
+        .select("cluster", pl.col("node_list").alias("host"))
+        .explode("host")
+        .drop_nulls("host")
+        .unique()
+    )
+    matched = host_matches(used, inventory.lazy()).filter(pl.col("match") != "none")
+    missing = used.join(matched.select("cluster", "host"), on=["cluster", "host"], how="anti")
+    missing_hosts = missing.collect()
+    if missing_hosts.height == 0:
         return empty
+    unknown = (
+        rows.select("_r", "cluster", pl.col("node_list").alias("host"))
+        .explode("host")
+        .join(missing_hosts, on=["cluster", "host"], how="semi")
+    )
     touching = rows.join(unknown.select("_r").unique(), on="_r", how="semi")
     most = _concurrent_gpus(touching.drop("_r")).join(
         unknown.select("cluster", "host").unique(), on=["cluster", "host"], how="semi"
