@@ -486,6 +486,12 @@ def stranded_hourly(
     shapes, each weighted by its number of pending jobs (the fragmentation measure of FGD:
     Weng et al., "Beware of Fragmentation", USENIX ATC 2023). Both are 0 with nothing pending.
 
+    A het job's components (``H+O``) are one pending job and one shape, the sum of their GPUs,
+    waiting from the earliest eligible time to the latest start
+    (:func:`metrics.het_jobs.het_wait_units`: Slurm starts the components together, so free
+    GPUs one component could use stay unused until all fit); the node states (free, held)
+    count each component's own GPUs.
+
     Args:
         topology, jobs, hours, nodes, down: as :func:`domain_capacity_hourly`; ``jobs`` also
             with ``job_id, attempt, team, req_gpus, eligible_at``.
@@ -512,7 +518,10 @@ def stranded_hourly(
     size = _domain_size(
         nh.group_by(CLUSTER, HOUR, DOMAIN).agg(pl.col("_healthy").sum().alias("healthy_nodes"))
     )
-    waits = _waits(jobs, pending, as_of)
+    # A het job's components wait as one job asking their GPUs together (metrics.het_jobs):
+    # one pending shape of their summed GPUs; the node states above keep each component's own.
+    units, pending_units = het_wait_units(jobs, pending)
+    waits = _waits(units, pending_units, as_of)
     hrs = hours.select(CLUSTER, pl.col(HOUR).cast(UTC_DATETIME)).unique()
     first = hour_ceil(pl.col("_from"))
     snapshot = (

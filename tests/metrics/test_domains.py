@@ -510,3 +510,33 @@ def test_a_stated_spell_outside_the_wait_states_nothing_of_it() -> None:
     assert before.select(cols).rows() == [("P1", 3600.0, 3600.0, 64_800.0, "counterfactual")]
     inside = _causes(spell(H0 + 10 * M, H0 + 20 * M)).filter(pl.col("job_id") == "P1")
     assert inside.select(cols).rows() == [("P1", 0.0, 7200.0, 0.0, "exact")]
+
+
+def test_a_pending_het_job_is_one_shape_of_its_summed_gpus() -> None:
+    """Het job 300 (components 300+0 and 300+1, 8 GPUs = 2 nodes each) pending since h0; A and B
+    as above, job C holds all of n7 through h0, n8 down. Free at h0: n3 4, n4 4, n5 2, n6 4 =
+    14; whole free nodes d1 2 (n3, n4), d2 1 (n6); partly held n5 2 free; H = 4.
+    One job of 16 GPUs (n = 4 <= H): (2 mod 4)·4 + (1 mod 4)·4 + 2 = 14: every free GPU, as
+    Slurm starts the components together and 3 whole free nodes cannot hold 4.
+    Before (two jobs of 8, n = 2): (2 mod 2)·4 + (1 mod 2)·4 + 2 = 6, pending_jobs 2, shape 8.
+    Gang demand is 16 × 3,600 = 57,600 GPU-s either way."""
+    c = pl.LazyFrame(
+        {"cluster": ["c"], "job_id": ["C"], "attempt": [1], "team": ["t2"], "gpus": [4.0],
+         "req_gpus": [4.0], "eligible_at": [H0 - 60 * M], "start_at": [H0 - 60 * M],
+         "end_at": [H1 + 30 * M], "node_list": [["n7"]]},
+        schema_overrides={"eligible_at": T, "start_at": T, "end_at": T},
+    )  # fmt: skip
+    jobs = pl.concat([_jobs().filter(pl.col("job_id").is_in(["A", "B"])), c])
+    pending = pl.LazyFrame(
+        {"cluster": ["c", "c"], "job_id": ["300+0", "300+1"], "team": ["t1", "t1"],
+         "req_gpus": [8.0, 8.0], "eligible_at": [H0, H0], "end_at": [None, None]},
+        schema_overrides={"eligible_at": T, "end_at": T},
+    )  # fmt: skip
+    hours = _hours().filter(pl.col("hour") == H0)
+    got = stranded_hourly(
+        _topology(), jobs, hours, _inventory(), _as_of(), pending=pending, down=_down()
+    ).collect()
+    assert got.select(
+        "free_gpus", "pending_jobs", "min_pending_gpus", "stranded_gpus",
+        "expected_stranded_gpus", "gang_pending_gpu_s",
+    ).rows() == [(14.0, 1, 16.0, 14.0, 14.0, 57_600.0)]  # fmt: skip
