@@ -35,6 +35,7 @@ import statsmodels.api as sm
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
+from metrics.het_jobs import het_wait_units
 from metrics.schema import ALLOCATED_LEAVES, WATERFALL_LEAVES
 from metrics.survival import wait_percentiles_km, wait_spells
 
@@ -150,7 +151,9 @@ def daily_kpis(
         ``cluster, day, kpi, unit, value, offered_load, capacity_gpu_h``, one row per cluster,
         day and KPI with a value: ``wait_p50_h[<bucket>]``/``wait_p90_h[<bucket>]`` (hours,
         Kaplan–Meier over the spells eligible that day, censored at ``as_of``; NULL
-        percentiles left out), ``occupancy`` (allocated ÷ available GPU-seconds), ``jain``
+        percentiles left out; with ``job_id`` in ``jobs`` and ``pending``, a het job's
+        components are one spell of their summed GPUs, :func:`metrics.het_jobs.
+        het_wait_units`), ``occupancy`` (allocated ÷ available GPU-seconds), ``jain``
         (Jain's index of usage ÷ share over the teams that ran that day),
         ``held_for_gangs_gpu_h`` (GPU-hours, :func:`_held_for_gangs_kpi`),
         ``entitlement_ratio_min`` (ratio, :func:`_entitlement_kpi`), ``preemption_loss_gpu_h``
@@ -225,20 +228,28 @@ _KPI_SCHEMA: dict[str, pl.DataType] = {
 def _wait_kpis(
     jobs: pl.DataFrame, as_of: pl.DataFrame, pending: pl.DataFrame | None
 ) -> pl.DataFrame:
-    """``wait_p50_h[b]``, ``wait_p90_h[b]`` per cluster and eligible day (Kaplan–Meier)."""
+    """``wait_p50_h[b]``, ``wait_p90_h[b]`` per cluster and eligible day (Kaplan–Meier).
+
+    With ``job_id`` in ``jobs``, a het job's components are one spell
+    (:func:`metrics.het_jobs.het_wait_units`), as in time to start."""
     out = []
+    units = "job_id" in jobs.columns
     for row in as_of.filter(pl.col("as_of").is_not_null()).iter_rows(named=True):
         c = jobs.filter(pl.col("cluster") == row["cluster"])
         if c.height == 0:
             continue
         p = None
         if pending is not None:
+            ids = ["job_id"] if units and "job_id" in pending.columns else []
             p = pending.filter(pl.col("cluster") == row["cluster"]).select(
-                "cluster", "eligible_at", "end_at", "req_gpus"
+                "cluster", *ids, "eligible_at", "end_at", "req_gpus"
             )
-        spells = wait_spells(
-            c.lazy(), row["as_of"], pending=p.lazy() if p is not None and p.height else None
-        ).with_columns(pl.col("eligible_at").dt.truncate("1d").cast(UTC_US).alias("day"))
+        att, never = c.lazy(), p.lazy() if p is not None and p.height else None
+        if units and (never is None or "job_id" in never.collect_schema().names()):
+            att, never = het_wait_units(att, never)
+        spells = wait_spells(att, row["as_of"], pending=never).with_columns(
+            pl.col("eligible_at").dt.truncate("1d").cast(UTC_US).alias("day")
+        )
         pct = wait_percentiles_km(spells, ("cluster", "day", "bucket"), (0.5, 0.9)).collect()
         for q in ("p50", "p90"):
             out.append(

@@ -29,6 +29,7 @@ from typing import Final
 
 import polars as pl
 
+from metrics.het_jobs import het_wait_units
 from metrics.policy_impact import IMPACT_SCHEMA, KPI_DIRECTION, bundle_changes
 from metrics.scheduler_model import (
     Node,
@@ -210,9 +211,11 @@ def replay_impact(
     to its end (:func:`metrics.scheduler_model.jobs_from_frame`: recorded run time, time limit,
     QOS priority) are replayed on its nodes under the old and the new settings
     (:func:`scheduler_settings` of ``configs[cluster]`` with the bundle's ``old``/``new``
-    values), up to the window end. Per KPI with a value on a post day in the observed and both
-    replays (:func:`replay_wait_kpis` over the spells eligible in the window), the estimate,
-    model check and interval are as in the module docstring.
+    values), up to the window end; a het job's components (``H+O``) are one job asking their
+    GPUs together (:func:`metrics.het_jobs.het_wait_units`: Slurm allocates them at once).
+    Per KPI with a value on a post day in the observed and both replays
+    (:func:`replay_wait_kpis` over the spells eligible in the window), the estimate, model
+    check and interval are as in the module docstring.
 
     Args:
         changes: ``policy_changes`` rows (``change_id, cluster, scope, key, old, new,
@@ -318,6 +321,11 @@ def _bundle_rows(
         if "attempt" in frame.columns
         else frame.with_columns(pl.col("job_id").cast(pl.String), pl.lit(0).alias("attempt"))
     ).unique(["job_id", "attempt"], keep="first", maintain_order=True)
+    # a het job's components are one job, allocated at once (metrics.het_jobs), in the replay
+    # and in the observed KPIs alike
+    if frame["job_id"].str.contains("+", literal=True).any():
+        units, _ = het_wait_units(frame.lazy())
+        frame = units.with_columns(pl.col("attempt").fill_null(0)).collect()
     sim = jobs_from_frame(frame, w1)
     # jobs_from_frame sorts by eligible time, job id, attempt: align the frame with it
     order = pl.DataFrame({"_key": [j.job_id for j in sim], "_pos": list(range(len(sim)))})

@@ -492,3 +492,62 @@ def test_verdicts_are_holm_adjusted_over_the_bundles_kpis() -> None:
     alone = change_impact(ch, _three_kpis(("wait_p90_h[1]",))).row(0, named=True)
     assert alone["p_value"] == pytest.approx(0.0184, abs=5e-5)
     assert alone["verdict"] == "regressed"
+
+
+def test_daily_kpis_count_a_het_job_once_with_its_summed_gpus() -> None:
+    """Day 1, every job eligible 00:00 and running 1 h: job 7 asks 64 GPUs and starts at 01:00;
+    het job 5 (components 5+0 and 5+1, 48 GPUs each) starts both at 02:00. The het job is one
+    spell of 96 GPUs (64-255) of 2 h, so 64-255 holds 1 h and 2 h (no censoring): KM S(1 h) =
+    1/2, p50 = 1 h, p90 = 2 h. Before: two spells of 48 GPUs in 9-63 (p50 = p90 = 2 h) and
+    job 7 alone in 64-255 (p50 = p90 = 1 h)."""
+    t = D0
+    jobs = pl.DataFrame(
+        {
+            "cluster": ["c"] * 3, "job_id": ["7", "5+0", "5+1"], "team": ["x"] * 3,
+            "gpus": [64.0, 48.0, 48.0], "req_gpus": [64.0, 48.0, 48.0],
+            "eligible_at": [t] * 3,
+            "start_at": [t + dt.timedelta(hours=h) for h in (1, 2, 2)],
+            "end_at": [t + dt.timedelta(hours=h + 1) for h in (1, 2, 2)],
+            "run_s": [3600.0] * 3, "timelimit_s": [7200.0] * 3,
+        }
+    ).with_columns(pl.col(c).dt.cast_time_unit("us") for c in ("eligible_at", "start_at", "end_at"))  # fmt: skip
+    occ = pl.DataFrame(
+        {"cluster": ["c"], "hour": [t], "capacity_gpu_s": [512 * 3600.0], "down_gpu_s": [0.0],
+         "planned_down_gpu_s": [0.0], "allocated_gpu_s": [0.0]}
+    ).with_columns(pl.col("hour").dt.cast_time_unit("us"))  # fmt: skip
+    as_of = pl.DataFrame({"cluster": ["c"], "as_of": [t + dt.timedelta(days=1)]})
+    out = daily_kpis(jobs, occ, as_of).filter(pl.col("kpi").str.starts_with("wait_"))
+    assert dict(zip(out["kpi"], out["value"], strict=True)) == {
+        "wait_p50_h[64-255]": pytest.approx(1.0),
+        "wait_p90_h[64-255]": pytest.approx(2.0),
+    }
+
+
+def test_daily_kpis_count_a_pending_het_job_once() -> None:
+    """Day 1: job 7 (64 GPUs) eligible 00:00, started 01:00; het job 5 (48 + 48 GPUs) pending
+    since 00:00 with the cut-off at 04:00: one censored spell of 96 GPUs at 4 h beside job 7's
+    1 h start in 64-255: S(1 h) = 1/2, p50 = 1 h; p90 never reached (left out). Before: two
+    censored 48-GPU spells in 9-63 (no percentile) and job 7 alone: p50 = p90 = 1 h."""
+    t = D0
+    us = pl.Datetime("us", "UTC")
+    jobs = pl.DataFrame(
+        {"cluster": ["c"], "job_id": ["7"], "team": ["x"], "gpus": [64.0], "req_gpus": [64.0],
+         "eligible_at": [t], "start_at": [t + dt.timedelta(hours=1)],
+         "end_at": [t + dt.timedelta(hours=2)], "run_s": [3600.0], "timelimit_s": [7200.0]},
+        schema_overrides={"eligible_at": us, "start_at": us, "end_at": us},
+    )  # fmt: skip
+    pending = pl.DataFrame(
+        {"cluster": ["c", "c"], "job_id": ["5+0", "5+1"], "req_gpus": [48.0, 48.0],
+         "eligible_at": [t, t], "end_at": [None, None]},
+        schema_overrides={"eligible_at": us, "end_at": us},
+    )  # fmt: skip
+    occ = pl.DataFrame(
+        {"cluster": ["c"], "hour": [t], "capacity_gpu_s": [512 * 3600.0], "down_gpu_s": [0.0],
+         "planned_down_gpu_s": [0.0], "allocated_gpu_s": [0.0]}
+    ).with_columns(pl.col("hour").dt.cast_time_unit("us"))  # fmt: skip
+    as_of = pl.DataFrame({"cluster": ["c"], "as_of": [t + dt.timedelta(hours=4)]})
+    out = daily_kpis(jobs, occ, as_of, pending=pending)
+    out = out.filter(pl.col("kpi").str.starts_with("wait_"))
+    assert dict(zip(out["kpi"], out["value"], strict=True)) == {
+        "wait_p50_h[64-255]": pytest.approx(1.0)
+    }
