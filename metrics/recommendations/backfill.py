@@ -7,11 +7,14 @@ is generally advisable to prevent job starvation … if the value of bf_window i
 it is generally advisable to also increase bf_resolution". Per Slurm partition the rule fires when
 the nearest-rank p50 wait of large jobs (≥ ``large_gpus``; jobs still pending count with their
 wait so far, a lower bound) is at least ``min_p50_wait_s`` and the cluster's ``held`` share of
-capacity is at least ``min_held_share``. It proposes
+capacity is at least ``min_held_share``. A het job's components (``H+O``) are one job there
+and in the replay, asking their GPUs together (Slurm allocates them at once,
+:func:`metrics.het_jobs.het_wait_units`). It proposes
 
 - ``bf_window`` = the longest time limit seen in the partition, in minutes (never shorter than now);
 - ``bf_resolution`` = bf_window ÷ 1440 slots, rounded up to a minute (the default's ratio);
-- ``bf_max_job_test`` = the most jobs pending at once, rounded up to 100 (never lower than now);
+- ``bf_max_job_test`` = the most jobs pending at once, rounded up to 100 (never lower than now;
+  a het job's components each, as each is a job record the backfill loop tests);
 - ``bf_continue``;
 
 and checks the gain by replaying the recorded jobs (:mod:`metrics.scheduler_model`) under the
@@ -43,6 +46,7 @@ from zoneinfo import ZoneInfo
 import polars as pl
 
 from metrics._helpers import seconds_between
+from metrics.het_jobs import het_wait_units
 from metrics.policy_replay import replay_wait_kpis
 from metrics.recommendations._model import (
     Recommendation,
@@ -109,6 +113,20 @@ def _pending_spells(attempts: pl.DataFrame, pending: pl.DataFrame, window: Windo
         ),
     )
     return pl.concat([a, p]).drop_nulls().filter(pl.col("_to") > pl.col("_from"))
+
+
+def _wait_units(att: pl.DataFrame, pend: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``att`` and ``pend`` with each het job's components as one job
+    (:func:`metrics.het_jobs.het_wait_units`: Slurm allocates them at once, so the het job asks
+    their GPUs together and waits from the earliest eligible time to the latest start; a
+    never-started one is cancelled at its components' latest ``cancel_at``, NULL while one
+    pends); the frames themselves when neither holds a het component."""
+    het = pl.col("job_id").cast(pl.String).str.contains("+", literal=True).any()
+    if not (att.select(het).item() or pend.select(het).item()):
+        return att, pend
+    units, never = het_wait_units(att.lazy(), pend.rename({"cancel_at": "end_at"}).lazy())
+    assert never is not None
+    return units.collect(), never.collect().rename({"end_at": "cancel_at"})
 
 
 def _large_waits(
@@ -202,8 +220,11 @@ def backfill_tuning(
         capped at warning when the replay makes another class worse (``trade_off``).
     """
     cur = current or SchedulerSettings()
-    att = attempts.lazy().collect().filter(pl.col("source") == "slurm")
-    pend = pending.lazy().collect()
+    # each component is a job record of its own in slurmctld's queue (bf_max_job_test counts
+    # them); everything else reads a het job as one job, as Slurm allocates it
+    parts_att = attempts.lazy().collect().filter(pl.col("source") == "slurm")
+    parts_pend = pending.lazy().collect()
+    att, pend = _wait_units(parts_att, parts_pend)
     wf = waterfall.lazy().collect()
     held = wf.group_by("cluster").agg(
         pl.col("gpu_s").filter(pl.col("bucket") == "held").sum().alias("held_gpu_s"),
@@ -227,6 +248,10 @@ def backfill_tuning(
         a = att.filter((pl.col("cluster") == cluster) & (pl.col("partition") == partition))
         p = pend.filter((pl.col("cluster") == cluster) & (pl.col("partition") == partition))
         waits = _large_waits(a, p, window, large_gpus)
+        here = (pl.col("cluster") == cluster) & (pl.col("partition") == partition)
+        depth = max_queue_depth(
+            _pending_spells(parts_att.filter(here), parts_pend.filter(here), window)
+        )
         p50 = nearest_rank_value(waits, 0.5) or 0.0
         if p50 < min_p50_wait_s or held_share < min_held_share:
             continue
@@ -241,6 +266,7 @@ def backfill_tuning(
                 cur,
                 large_gpus=large_gpus,
                 waits=waits,
+                depth=depth,
                 held_share=held_share,
                 min_p50_wait_s=min_p50_wait_s,
                 min_gain_s=min_gain_s,
@@ -320,6 +346,7 @@ def _propose(
     *,
     large_gpus: float,
     waits: list[float],
+    depth: int,
     held_share: float,
     min_p50_wait_s: float,
     min_gain_s: float,
@@ -331,7 +358,6 @@ def _propose(
     limits = pl.concat([att["timelimit_s"], pend["timelimit_s"]]).drop_nulls()
     longest = float(limits.max() or cur.bf_window_s)  # type: ignore[arg-type]
     window_s = max(cur.bf_window_s, ceil_to(longest, 60))
-    depth = max_queue_depth(_pending_spells(att, pend, window))
     proposed = replace(
         cur,
         bf_window_s=window_s,

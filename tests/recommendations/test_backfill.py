@@ -141,3 +141,28 @@ def test_the_forecast_is_stated_on_the_kpi_the_change_is_measured_by() -> None:
          "days": 1}
     ]  # fmt: skip
     assert "wait_p90_h[9-63] 66.5 h → 9.0 h (-57.5 h)" in rec["change_text"]
+
+
+def test_a_het_job_is_one_large_job() -> None:
+    """The recorded stream with the 32-GPU job submitted as het job 900 of two 16-GPU
+    components (``900+0``, ``900+1``, both eligible at 1 h and started at 67.5 h). Slurm
+    allocates them at once, so it is one 32-GPU (large) job: the finding of the 32-GPU job,
+    p50 wait 67.5 − 1 = 66.5 h over 1 large job, replayed 66.5 h → 9 h. Before: two 16-GPU
+    jobs, none ≥ 32 GPUs, so no finding at all. The queue depth counts the components (two
+    job records): bf_max_job_test stays 500."""
+    rows = _recorded(48 * H).to_dicts()
+    big = next(r for r in rows if r["job_id"] == "big")
+    het = [{**big, "job_id": f"900+{i}", "gpus": 16.0, "req_gpus": 16.0} for i in (0, 1)]
+    recorded = jobs([r for r in rows if r["job_id"] != "big"] + het)
+    out = backfill_tuning(
+        recorded, pending(), _waterfall(0.2), NODES, W,
+        large_gpus=32, min_p50_wait_s=6 * H, current=SchedulerSettings(),
+    )  # fmt: skip
+    rec = out.filter(pl.col("rule") == "backfill_tuning").row(0, named=True)
+    ev = json.loads(rec["evidence"])
+    assert (ev["large_jobs"], ev["p50_wait_s"]) == (1, 66.5 * H)
+    assert ev["replay"]["mean_wait_s_current"] == 66.5 * H
+    assert ev["replay"]["mean_wait_s_proposed"] == 9 * H
+    assert rec["patch_content"] == (
+        "SchedulerParameters=bf_window=2880,bf_resolution=120,bf_max_job_test=500,bf_continue"
+    )
