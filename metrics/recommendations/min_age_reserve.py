@@ -7,7 +7,9 @@ runnable for at least the specified number of seconds"). Until then every smalle
 starts on the nodes the large job waits for, so a large job's wait is at least that age plus
 the time to drain the nodes it then reserves. The rule reads the age in force from ``scontrol
 show config`` (``SchedulerParameters`` item ``bf_min_age_reserve``; absent: Slurm's default 0,
-nothing to shorten). Per Slurm partition it fires when
+nothing to shorten). A het job's components (``H+O``) are one job, large or smaller by their
+summed GPUs, in the waits, the passes and the replay (Slurm allocates them at once,
+:func:`metrics.het_jobs.het_wait_units`). Per Slurm partition it fires when
 
 - the nearest-rank p90 wait of large jobs (≥ ``large_gpus``; jobs still pending count with their
   wait so far, a lower bound) is at least ``min_p90_wait_s``, and
@@ -58,6 +60,7 @@ from metrics.recommendations.backfill import (
     _Replay,
     _replay,
     _replay_dict,
+    _wait_units,
     _target_text,
     _trade_text,
     replay_workload,
@@ -172,8 +175,10 @@ def min_age_reserve(
         ValueError: ``bf_min_age_reserve`` in the config is not a number.
     """
     age = parse_age_reserve(cluster_config)
-    att = attempts.lazy().collect().filter(pl.col("source") == "slurm")
-    pend = pending.lazy().collect()
+    # a het job is one job asking its components' GPUs together (Slurm allocates them at once)
+    att, pend = _wait_units(
+        attempts.lazy().collect().filter(pl.col("source") == "slurm"), pending.lazy().collect()
+    )
     parts = (
         att.filter(pl.col("gpus") >= large_gpus)
         .select("cluster", "partition")

@@ -179,3 +179,21 @@ def test_the_forecast_is_stated_on_the_kpi_the_change_is_measured_by() -> None:
     held = ev["replay"]
     assert held["held_gpu_h_per_week_current"] == held["held_gpu_h_per_week_proposed"] == 84.0
     assert r["expected_gain_gpu_h_per_week"] is None
+
+
+def test_a_het_job_is_one_large_job() -> None:
+    """The recorded workload with L (16 GPUs) submitted as het job 700 of two 8-GPU components
+    (``700+0``, ``700+1``, both eligible 0:00, started 2:30). Slurm allocates them at once, so
+    it is one 16-GPU job: the finding of L, p90 wait 2.5 h = 9,000 s, 3 passes (S1, S2, S3),
+    7200 → 1800. Before: two 8-GPU jobs, none ≥ 16 GPUs, so no finding."""
+    rows = _recorded().to_dicts()
+    big = next(r for r in rows if r["job_id"] == "L")
+    het = [{**big, "job_id": f"700+{i}", "gpus": 8.0, "req_gpus": 8.0} for i in (0, 1)]
+    out = min_age_reserve(
+        jobs([r for r in rows if r["job_id"] != "L"] + het), pending(), NODES, window(8 / 24),
+        cluster_config=CONFIG, large_gpus=16, min_p90_wait_s=2 * H,
+    )  # fmt: skip
+    assert out.height == 1
+    ev = json.loads(out.row(0, named=True)["evidence"])
+    assert (ev["p90_wait_s"], ev["passes"], ev["large_jobs"]) == (9000.0, 3, 1)
+    assert ev["proposed_bf_min_age_reserve_s"] == 1800.0
