@@ -510,7 +510,7 @@ def test_daily_kpis_count_a_het_job_once_with_its_summed_gpus() -> None:
             "end_at": [t + dt.timedelta(hours=h + 1) for h in (1, 2, 2)],
             "run_s": [3600.0] * 3, "timelimit_s": [7200.0] * 3,
         }
-    ).with_columns(pl.col(c).dt.cast_time_unit("us") for c in ("eligible_at", "start_at", "end_at"))  # fmt: skip
+    ).with_columns(pl.col("eligible_at", "start_at", "end_at").dt.cast_time_unit("us"))  # fmt: skip
     occ = pl.DataFrame(
         {"cluster": ["c"], "hour": [t], "capacity_gpu_s": [512 * 3600.0], "down_gpu_s": [0.0],
          "planned_down_gpu_s": [0.0], "allocated_gpu_s": [0.0]}
