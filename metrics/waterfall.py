@@ -17,6 +17,7 @@ from typing import Literal
 import polars as pl
 
 from metrics._helpers import seconds_between
+from metrics.het_jobs import het_wait_units
 from metrics.holds import with_pieces
 from metrics.schema import (
     ACTIVE_GPU_S,
@@ -410,6 +411,25 @@ def _pending_spans(
     return pl.concat(spans).filter((pl.col("_gpus") > 0) & (pl.col("_to") > pl.col("_from")))
 
 
+def _wait_units(
+    attempts: pl.LazyFrame, pending: pl.LazyFrame | None
+) -> tuple[pl.LazyFrame, pl.LazyFrame | None]:
+    """The waits' rows of ``attempts`` and ``pending`` with a het job's components as one job
+    (:func:`metrics.het_jobs.het_wait_units`: Slurm starts them together), so a het job wider
+    than one node is a gang's wait whatever its components' sizes; only the columns the waits
+    read. The frames as they are where one has no ``job_id``."""
+    names = attempts.collect_schema().names()
+    if JOB_ID not in names or (
+        pending is not None and JOB_ID not in pending.collect_schema().names()
+    ):
+        return attempts, pending
+    cols = (CLUSTER, JOB_ID, ATTEMPT, GPUS, REQ_GPUS, ELIGIBLE_AT, START_AT, END_AT)
+    return het_wait_units(
+        attempts.select(c for c in cols if c in names),
+        None if pending is None else pending.select(CLUSTER, JOB_ID, REQ_GPUS, ELIGIBLE_AT, END_AT),
+    )
+
+
 def _clipped(frame: pl.LazyFrame, start: str, end: str) -> pl.LazyFrame:
     """``frame`` with ``_from, _to`` = [start, end) cut to the cluster's window [_w0, _w1)."""
     return frame.with_columns(
@@ -764,8 +784,10 @@ def gpu_waterfall_hourly(
         .group_by(CLUSTER, HOUR)
         .agg(pl.col(OBSERVED_GPU_S).sum().alias("allocated_idle"))
     )
+    # a het job waits as one job (a gang's when wider than one node), held counts its GPUs
+    waiting, waiting_pending = _wait_units(attempts, pending)
     waits = _clipped(
-        _pending_spans(attempts, as_of, pending, (CLUSTER,)).join(bounds, on=CLUSTER),
+        _pending_spans(waiting, as_of, waiting_pending, (CLUSTER,)).join(bounds, on=CLUSTER),
         "_from",
         "_to",
     ).filter(pl.col("_to") > pl.col("_from"))

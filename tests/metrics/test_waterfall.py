@@ -519,3 +519,20 @@ def test_allocated_idle_of_a_gang_is_observed_on_the_gpus_it_held() -> None:
     h0 = _leaves(wf, _t(0))
     assert (h0["allocated_idle"], h0["goodput"], h0["idle"]) == (43_200.0, 0.0, 14_400.0)
     assert check_conservation(wf).collect().height == 0
+
+
+def test_a_het_job_wider_than_a_node_is_a_gang_whatever_its_components() -> None:
+    """2 nodes × 8 GPUs, hour 10:00–11:00; an 8-GPU job runs all hour (8 free). Het job 300
+    (300+0 and 300+1, 8 GPUs each: neither wider than one node) waits 10:00–10:30 and is
+    cancelled. Slurm starts the components together, so it is one wait of 16 GPUs, a gang's:
+    held = min(8 free, 16 asked) × 1,800 = 14,400 and all of it held for gangs (before: two
+    one-node waits, held for gangs 0; held 14,400 either way)."""
+    att = _attempts([("1", "COMPLETED", 8.0, _t(10), _t(11), ["n0"])])
+    pend = _pending([(8.0, _t(10), _t(10, 30)), (8.0, _t(10), _t(10, 30))]).with_columns(
+        job_id=pl.Series(["300+0", "300+1"])
+    )
+    wf = gpu_waterfall_hourly(
+        att, _capacity([_t(10)], 16.0), _t(11), pending=pend, nodes=_nodes([8.0, 8.0])
+    ).collect()
+    held = wf.filter(pl.col("leaf").cast(pl.String) == "held").row(0, named=True)
+    assert (held["gpu_s"], held["gang_gpu_s"]) == (14400.0, 14400.0)
