@@ -673,8 +673,9 @@ def gpu_waterfall_hourly(
     allocated); ``idle`` = the rest. On the ``held`` row, ``gang_gpu_s`` = **held for gangs**:
     min(held, ∫ min(free GPUs, pending GPUs of gangs) dt) from the same sweep, a gang's wait
     being one asking more GPUs than one node of its cluster has (the cluster's largest node in
-    ``nodes``, as :func:`metrics.domains.stranded_hourly`); held − held for gangs = held other
-    is ≥ 0 (METRICS.md "The split of the waterfall's leaves").
+    ``nodes``, as :func:`metrics.domains.stranded_hourly`; a het job's components are one wait
+    of their summed GPUs, :func:`metrics.het_jobs.het_wait_units`); held − held for gangs =
+    held other is ≥ 0 (METRICS.md "The split of the waterfall's leaves").
 
     When allocated time exceeds capacity − down − planned_down (a capacity or down-time error),
     nothing is clipped: the leaves then sum to more than capacity and
