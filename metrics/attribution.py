@@ -37,6 +37,7 @@ __all__ = [
     "attribute_samples",
     "device_index",
     "gres_holdings",
+    "hour_holders",
     "mig_fraction",
     "node_holdings",
     "pod_lives",
@@ -404,6 +405,99 @@ def attribute_samples(
         .with_columns(pl.coalesce("team", "_t").alias("team"))
         .sort("_row")
         .select(out_cols)
+    )
+
+
+#: The attributions :func:`hour_holders` keeps: those that name one attempt (no pod labels in
+#: the hourly aggregates; a node group names none).
+_ONE_ATTEMPT: Final = ("label_hpc_job", "gres_index", "whole_node")
+
+
+def hour_holders(
+    rows: pl.LazyFrame,
+    jobs: pl.LazyFrame,
+    *,
+    gres: pl.LazyFrame | None = None,
+    nodes: pl.LazyFrame | None = None,
+) -> pl.LazyFrame:
+    """Each attempt that held a row's GPU at some time of its hour, by the rules of
+    :func:`attribute_samples` (job label, GPU map, whole node).
+
+    An hourly aggregate is known only to its hour ``[hour, hour + 1h)``: the GPU's holders in it
+    are those :func:`attribute_samples` finds at the hour's start and at each start of a
+    candidate attempt (on the row's host, or of its label's job) inside the hour, so an attempt
+    holding the GPU over any part of the hour is found, and two attempts that held it one
+    after the other are both. Only one-attempt attributions count (``label_hpc_job``,
+    ``gres_index``, ``whole_node``); a GPU of a node shared by several jobs without a label or
+    a map entry has no holder, as a 5-minute sample's ``node_group``.
+
+    Args:
+        rows: one row per GPU, hour and job label: ``cluster, host, gpu_uuid, gpu_index``
+            (Int64: the GPU's index on the host), ``hpc_job`` (NULL: unlabelled), ``hour``
+            (UTC, the hour's start), plus any other columns (kept).
+        jobs: ``core.jobs`` rows, as :func:`attribute_samples` reads them.
+        gres: ``raw.slurm_job_gres`` rows (:func:`gres_holdings`); None = no GPU map.
+        nodes: ``cluster, host, gpus`` (:func:`node_holdings`); None = no node known whole.
+
+    Returns:
+        ``rows``' columns plus ``job_id, attempt`` (Int64), ``attribution``: one row per input
+        row and attempt that held its GPU in its hour (the attribution at the first instant it
+        was found); a row with no holder is left out.
+    """
+    cols = rows.collect_schema().names()
+    r = rows.with_columns(
+        pl.col("hour").dt.convert_time_zone("UTC").dt.cast_time_unit("us")
+    ).with_row_index("_hr")
+    hour_end = pl.col("hour") + pl.duration(hours=1)
+    spans = _spans(jobs)
+    # the candidates: attempts on the row's host, or of its label's job, meeting its hour
+    on_host = (
+        jobs.filter(pl.col("start_at").is_not_null())
+        .select("cluster", "job_id", pl.col("attempt").cast(pl.Int64),
+                pl.col("node_list").alias("host"))
+        .explode("host")
+        .join(r.select("_hr", "cluster", "host", "hour"), on=["cluster", "host"], how="inner")
+        .select("_hr", "cluster", "job_id", "attempt", "hour")
+    )  # fmt: skip
+    by_label = (
+        r.filter(pl.col("hpc_job").is_not_null())
+        .select("_hr", "cluster", pl.col("hpc_job").alias("_raw"), "hour")
+        .join(spans.select("cluster", "_raw", "job_id", "attempt"), on=["cluster", "_raw"])
+        .select("_hr", "cluster", "job_id", "attempt", "hour")
+    )
+    cand = (
+        pl.concat([on_host, by_label], how="vertical_relaxed")
+        .join(spans.select("cluster", "job_id", "attempt", "start_at", "_end"),
+              on=["cluster", "job_id", "attempt"], how="inner")
+        .filter((pl.col("start_at") < hour_end) & (pl.col("_end") > pl.col("hour")))
+    )  # fmt: skip
+    keys = cand.select("cluster", "job_id", "attempt").unique()
+    held = jobs.with_columns(pl.col("attempt").cast(pl.Int64)).join(
+        keys, on=["cluster", "job_id", "attempt"], how="semi"
+    )
+    instants = pl.concat(
+        [
+            r.select("_hr", pl.col("hour").alias("ts")),
+            cand.filter(pl.col("start_at") > pl.col("hour")).select(
+                "_hr", pl.col("start_at").alias("ts")
+            ),
+        ]
+    ).unique()
+    null_s = pl.lit(None, dtype=pl.String())
+    probes = r.select(
+        "_hr", "cluster", "host", "gpu_uuid", pl.col("gpu_index").cast(pl.Int64), "hpc_job",
+        null_s.alias("device"), null_s.alias("mig_profile"), null_s.alias("mig_instance"),
+        null_s.alias("namespace"), null_s.alias("pod"),
+    ).join(instants, on="_hr", how="inner")  # fmt: skip
+    found = (
+        attribute_samples(probes, held, gres=gres, nodes=nodes)
+        .filter(pl.col("attribution").is_in(_ONE_ATTEMPT) & pl.col("attempt").is_not_null())
+        .sort("_hr", "ts")
+        .unique(["_hr", "job_id", "attempt"], keep="first", maintain_order=True)
+        .select("_hr", "job_id", pl.col("attempt").cast(pl.Int64), "attribution")
+    )
+    return r.join(found, on="_hr", how="inner", maintain_order="left").select(
+        *cols, "job_id", "attempt", "attribution"
     )
 
 

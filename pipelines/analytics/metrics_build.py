@@ -28,7 +28,7 @@ from metrics import (
     wait_spell_counts,
     wait_spells,
 )
-from metrics.attribution import attribute_samples, pod_lives
+from metrics.attribution import attribute_samples, hour_holders, pod_lives
 from metrics.het_jobs import het_unit_id, het_wait_units, is_het_component
 from metrics.hosts import with_node_hosts
 from metrics.survival import DURATION_S, STARTED
@@ -63,6 +63,7 @@ __all__ = [
     "attributed_gpu_buckets",
     "build_metric_tables",
     "gpu_activity",
+    "hourly_xid_attempts",
     "job_gpu_summary",
     "job_gpu_summary_ranges",
     "loss_policy_of",
@@ -268,8 +269,9 @@ HOURLY_XID_TABLE = "raw.dcgm_hourly_xid"
 _ALL_HOURS = (dt.datetime(1, 1, 2, tzinfo=dt.UTC), dt.datetime(9999, 12, 30, tzinfo=dt.UTC))
 
 
-def _hourly_xid_events(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """XID events of the hourly DCGM aggregates (METRICS.md, XID rule, hourly aggregates).
+def _hourly_xid_hours(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """The hourly DCGM aggregates' XID events, one row per GPU, hour and value (METRICS.md, XID
+    rule, hourly aggregates; :func:`_hourly_xid_events` gives them as events).
 
     ``xid_last`` is ``last_over_time(DCGM_FI_DEV_XID_ERRORS[1h])``: the GPU's last XID value of
     the hour, not a count, and dcgm-exporter's value does not reset (NVIDIA/dcgm-exporter#500),
@@ -283,21 +285,17 @@ def _hourly_xid_events(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     ``sql/analytics/xid_sample_hours.sql``) their events, more precise in time, stand for it
     and the hourly event is left out, so one XID is never counted twice.
 
-    The event is known only to lie in the hour: it is seen at ``ts = H + 1h`` (the recording
-    rule's evaluation, the hour's last scrape before it) and raised after ``H −``
-    :data:`metrics.waterfall.XID_SCRAPE_GRACE_S` (a scrape just after ``H`` may read an XID
-    raised up to a scrape and a collect interval before it):
-    :data:`metrics.waterfall.XID_RAISED_AFTER`.
-
     Returns:
-        ``cluster, host, ts, xid, gpu_uuid, namespace, pod`` (NULL), ``host_is_exporter_pod``
-        (false), ``prev_ts`` (NULL), ``raised_after`` (UTC); empty without hourly aggregates.
+        ``cluster, host`` (the least of the GPU's host names in the hour), ``gpu_uuid, xid``
+        (Int64), ``hour`` (UTC, the hour's start), ``gpu_index`` (Int64: the least of the
+        GPU's indices in the hour), ``hpc_jobs`` (the job labels of the GPU's rows holding
+        ``v`` in the hour, sorted, NULL for an unlabelled row); empty without hourly
+        aggregates. Sorted by ``cluster, host, hour, gpu_uuid, xid``.
     """
     utc = pl.Datetime("us", "UTC")
     schema = {
-        "cluster": pl.String(), "host": pl.String(), "ts": utc, "xid": pl.Int64(),
-        "gpu_uuid": pl.String(), "namespace": pl.String(), "pod": pl.String(),
-        "host_is_exporter_pod": pl.Boolean(), "prev_ts": utc, XID_RAISED_AFTER: utc,
+        "cluster": pl.String(), "host": pl.String(), "gpu_uuid": pl.String(), "xid": pl.Int64(),
+        "hour": utc, "gpu_index": pl.Int64(), "hpc_jobs": pl.List(pl.String()),
     }  # fmt: skip
     if table_exists(con, HOURLY_XID_TABLE):
         rows = read_table(con, HOURLY_XID_TABLE)
@@ -314,7 +312,11 @@ def _hourly_xid_events(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     new = (
         rows.join(held, on=[*gpu, "hour"], how="anti")
         .group_by(*gpu, "hour")
-        .agg(pl.col("host").min())  # a GPU under two host names in one hour: one event
+        .agg(
+            pl.col("host").min(),  # a GPU under two host names in one hour: one event
+            pl.col("gpu_index").min(),
+            pl.col("hpc_job").unique().sort(nulls_last=True).alias("hpc_jobs"),
+        )
     )
     if table_exists(con, "raw.dcgm_samples"):
         seen = run_named(
@@ -326,11 +328,30 @@ def _hourly_xid_events(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
             },
         ).with_columns(pl.col("hour").dt.cast_time_unit("us"))
         new = new.join(seen, on=[*gpu, "hour"], how="anti")
-    out = new.sort("cluster", "host", "hour", "gpu_uuid", "xid").select(
+    out = new.sort("cluster", "host", "hour", "gpu_uuid", "xid").select(*schema)
+    return out.cast(schema)  # type: ignore[arg-type]
+
+
+def _hourly_xid_events(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """XID events of the hourly DCGM aggregates (:func:`_hourly_xid_hours`; METRICS.md, XID
+    rule, hourly aggregates).
+
+    The event is known only to lie in the hour: it is seen at ``ts = H + 1h`` (the recording
+    rule's evaluation, the hour's last scrape before it) and raised after ``H −``
+    :data:`metrics.waterfall.XID_SCRAPE_GRACE_S` (a scrape just after ``H`` may read an XID
+    raised up to a scrape and a collect interval before it):
+    :data:`metrics.waterfall.XID_RAISED_AFTER`.
+
+    Returns:
+        ``cluster, host, ts, xid, gpu_uuid, namespace, pod`` (NULL), ``host_is_exporter_pod``
+        (false), ``prev_ts`` (NULL), ``raised_after`` (UTC); empty without hourly aggregates.
+    """
+    utc = pl.Datetime("us", "UTC")
+    return _hourly_xid_hours(con).select(
         "cluster",
         "host",
         (pl.col("hour") + pl.duration(hours=1)).alias("ts"),
-        pl.col("xid").cast(pl.Int64),
+        "xid",
         "gpu_uuid",
         pl.lit(None, pl.String()).alias("namespace"),
         pl.lit(None, pl.String()).alias("pod"),
@@ -338,7 +359,55 @@ def _hourly_xid_events(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
         pl.lit(None, utc).alias("prev_ts"),
         (pl.col("hour") - pl.duration(seconds=XID_SCRAPE_GRACE_S)).alias(XID_RAISED_AFTER),
     )
-    return out.cast(schema)  # type: ignore[arg-type]
+
+
+def hourly_xid_attempts(
+    con: duckdb.DuckDBPyConnection,
+    jobs: pl.DataFrame,
+    nodes: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """The hourly aggregates' XID events per allocation attempt: ``job_gpu_summary``'s share
+    of them (METRICS.md, "A job's XIDs").
+
+    Each event of :func:`_hourly_xid_hours` (so never one the 5-minute samples read: those
+    count through their buckets) counts once for each attempt that held its GPU during the
+    event's hour ``[H, H + 1h)`` (:func:`metrics.attribution.hour_holders`: the row's job
+    label, the Slurm GPU map, the whole node), its host first matched to ``nodes`` as the
+    samples' (:func:`metrics.hosts.with_node_hosts`).
+
+    Args:
+        con: connection holding ``raw.dcgm_hourly`` (or :data:`HOURLY_XID_TABLE`), and
+            ``raw.dcgm_samples``, ``raw.slurm_job_gres`` where present.
+        jobs: ``core.jobs`` rows among which the holders are found (all the cluster's attempts:
+            the whole-node rule looks at every job on the node).
+        nodes: ``cluster, host, gpus`` (``core.nodes``); None: ``core.nodes`` when ``con``
+            has it.
+
+    Returns:
+        ``cluster, job_id, attempt`` (Int64), ``xid_events`` (Int64, ≥ 1): one row per attempt
+        with an hourly XID.
+    """
+    schema = {"cluster": pl.String(), "job_id": pl.String(), "attempt": pl.Int64(),
+              "xid_events": pl.Int64()}  # fmt: skip
+    events = _hourly_xid_hours(con)
+    if events.is_empty() or jobs.is_empty():
+        return pl.DataFrame(schema=schema)
+    if nodes is None and table_exists(con, "core.nodes"):
+        nodes = con.sql(load_sql("analytics/node_gpus")).pl()
+    if nodes is not None and nodes.height:
+        events = with_node_hosts(events.lazy(), nodes.lazy()).collect()
+    rows = events.with_row_index("_event").explode("hpc_jobs").rename({"hpc_jobs": "hpc_job"})
+    held = hour_holders(
+        rows.lazy(), jobs.lazy(), gres=_gpu_map(con).lazy(),
+        nodes=nodes.select("cluster", "host", "gpus").lazy()
+        if nodes is not None and nodes.height else None,
+    ).collect()  # fmt: skip
+    out = (
+        held.unique(["_event", "job_id", "attempt"])
+        .group_by("cluster", "job_id", "attempt")
+        .agg(pl.len().alias("xid_events"))
+    )
+    return out.cast(schema).select(*schema)  # type: ignore[arg-type]
 
 
 def _exporter_pod_hosts(events: pl.DataFrame, pod_jobs: pl.DataFrame) -> pl.DataFrame:
@@ -416,6 +485,7 @@ def job_gpu_summary(
     bucket_s: float = 300.0,
     nodes: pl.DataFrame | None = None,
     buckets: pl.DataFrame | None = None,
+    hourly_xids: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """One row per allocation attempt with its telemetry summary (persisted beyond retention).
 
@@ -423,8 +493,10 @@ def job_gpu_summary(
     allocated) × bucket length (as the waterfall counts observed time); ``mean_activity`` =
     GPU-second-weighted mean activity; ``idle_gpu_s`` = observed GPU-seconds of buckets with
     activity < θ; ``peak_fb_used_mib`` = max ``DCGM_FI_DEV_FB_USED``; ``xid_events`` = XID
-    changes on the attempt's GPUs. Only samples attributed to the attempt itself count (labels,
-    GPU map, whole node; not ``node_group``). Attempts without telemetry have 0 observed
+    changes on the attempt's GPUs: those of its 5-minute buckets, plus the hourly aggregates'
+    events of the hours it held the GPU in (:func:`hourly_xid_attempts`, never one the samples
+    read). Only samples attributed to the attempt itself count (labels, GPU map, whole node;
+    not ``node_group``). Attempts without telemetry have 0 observed
     GPU-seconds and NULL activity. The whole of :func:`job_gpu_summary_ranges` in one range.
 
     Args:
@@ -437,10 +509,12 @@ def job_gpu_summary(
         bucket_s: bucket length, s.
         nodes: ``cluster, host, gpus`` for the whole-node rule.
         buckets: :func:`attributed_gpu_buckets` rows already computed.
+        hourly_xids: :func:`hourly_xid_attempts` rows already computed (else computed from
+            ``con``, ``jobs``, ``nodes``).
     """
     (whole,) = job_gpu_summary_ranges(
         con, jobs, activity, pod_jobs, idle_threshold=idle_threshold, rows=max(jobs.height, 1),
-        bucket_s=bucket_s, nodes=nodes, buckets=buckets,
+        bucket_s=bucket_s, nodes=nodes, buckets=buckets, hourly_xids=hourly_xids,
     )  # fmt: skip
     return whole
 
@@ -456,6 +530,7 @@ def job_gpu_summary_ranges(
     bucket_s: float = 300.0,
     nodes: pl.DataFrame | None = None,
     buckets: pl.DataFrame | None = None,
+    hourly_xids: pl.DataFrame | None = None,
 ) -> Iterator[pl.DataFrame]:
     """:func:`job_gpu_summary` ``rows`` attempts of ``jobs`` at a time
     (:func:`pipelines.analytics.chunks.row_chunks`, in ``jobs``' order), yielded one range at a
@@ -470,6 +545,11 @@ def job_gpu_summary_ranges(
     """
     if buckets is None:
         buckets = attributed_gpu_buckets(con, jobs, pod_jobs, nodes)
+    if hourly_xids is None:
+        hourly_xids = hourly_xid_attempts(con, jobs, nodes)
+    hourly = hourly_xids.select(
+        "cluster", "job_id", pl.col("attempt").cast(pl.Int64), pl.col("xid_events").alias("_hx")
+    )
     # Lazy: with polars 2.1 the eager left join of an empty ``activity`` with a year of 10,000
     # GPUs' 2.1M attempts took 0.28 s and raised the process's peak by 532 MiB, the lazy plan
     # 0.02 s and 21 MiB (BENCHMARKS.md, "Where the year's builds reach their peaks").
@@ -510,11 +590,15 @@ def job_gpu_summary_ranges(
         yield (
             base.join(per, on=keys, how="left", maintain_order="left")
             .join(hw, on=keys, how="left", maintain_order="left")
+            .join(hourly, on=keys, how="left", maintain_order="left")
             .with_columns(
                 pl.col("observed_gpu_s").fill_null(0.0),
                 pl.col("idle_gpu_s").fill_null(0.0),
-                pl.col("xid_events").fill_null(0).cast(pl.Int64),
+                (pl.col("xid_events").fill_null(0) + pl.col("_hx").fill_null(0))
+                .cast(pl.Int64)
+                .alias("xid_events"),
             )
+            .drop("_hx")
         )
 
 

@@ -38,6 +38,7 @@ from pipelines.analytics.metrics_build import (
     _xid_events,
     attributed_gpu_buckets,
     gpu_activity,
+    hourly_xid_attempts,
     job_gpu_summary,
     job_gpu_summary_ranges,
 )
@@ -629,6 +630,11 @@ def window_tables(
                             policy=loss_policy(c) if loss_policy is not None else None,
                         )
                     )  # fmt: skip
+            # the hourly aggregates' XIDs per attempt, their holders found among all the
+            # cluster's jobs as the buckets' owners are
+            hourly_xids = hourly_xid_attempts(mem, scope.jobs, scope.nodes)
+            if days is not None:
+                hourly_xids = hourly_xids.filter(pl.col("cluster") == scope.clusters[0][0])
             ga = gpu_activity(mem, scope.jobs, pod_jobs, buckets=buckets)
             if scope.clusters[0][2] is not None:
                 ga = ga.filter(in_days("bucket", scope.clusters[0][2]))
@@ -638,13 +644,14 @@ def window_tables(
                 summary_jobs = scope.summary_jobs.clear() if placeholder else scope.summary_jobs
                 for part in job_gpu_summary_ranges(
                     mem, summary_jobs, activity, pod_jobs, idle_threshold=idle_threshold,
-                    rows=rows, buckets=buckets,
+                    rows=rows, buckets=buckets, hourly_xids=hourly_xids,
                 ):  # fmt: skip
                     ranged(part)
             else:
                 sum_parts.append(
                     job_gpu_summary(mem, scope.summary_jobs, activity, pod_jobs,
-                                    idle_threshold=idle_threshold, buckets=buckets)
+                                    idle_threshold=idle_threshold, buckets=buckets,
+                                    hourly_xids=hourly_xids)
                 )  # fmt: skip
             if scope.keys is not None:
                 key_parts.append(scope.keys)

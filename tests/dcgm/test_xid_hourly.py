@@ -135,10 +135,14 @@ def test_an_hourly_xid_makes_a_failed_attempt_ending_in_its_hour_infra(tmp_path:
         mode = _mode(con)
         second = _failed(con)
         rel = _reliability(con)
+        xids = _summary_xids(con)
     assert first == (0.0, 57_600.0)
     assert mode == "incremental"
     assert second == (28_800.0, 28_800.0)
     assert rel == {"n1": (1, [79], 1), "n2": (1, [48], 0)}
+    # job_gpu_summary: job 1 held n1 (whole node) 09:25-10:25, which meets the event's hour
+    # [10:00, 11:00) → 1; job 2 ended 09:40, before it → 0
+    assert xids == {"1": 1, "2": 0}
     assert_equals_full_rebuild(cfg, tmp_path)
 
 
@@ -179,15 +183,22 @@ def test_five_minute_samples_reading_the_hours_xid_stand_for_it(tmp_path: Path) 
         ingest_file(con, "dcgm-hourly", hourly, opts)
         rebuild(con, cfg)
         first = _failed(con)
+        first_xids = _summary_xids(con)
         ingest_file(con, "dcgm", samples, opts)
         rebuild(con, cfg)
         mode = _mode(con)
         second = _failed(con)
         rel = _reliability(con)
+        second_xids = _summary_xids(con)
     assert first == (28_800.0, 28_800.0)
     assert mode == "incremental"
     assert second == (0.0, 57_600.0)
     assert rel == {"n1": (1, [79], 0), "n2": (1, [48], 0)}
+    # job_gpu_summary: the hourly event of hour 00:00 is job 1's (whole n1 until 00:25) → 1;
+    # once the samples read it (first at 00:45:05, after job 1 ended) it is theirs alone, in a
+    # bucket no attempt holds → 0, never 1 + 1
+    assert first_xids == {"1": 1, "2": 0}
+    assert second_xids == {"1": 0, "2": 0}
     assert_equals_full_rebuild(cfg, tmp_path)
 
 
@@ -225,4 +236,96 @@ def test_an_hourly_load_replans_the_days_of_the_attempts_its_xids_decide(tmp_pat
     assert mode == "incremental"
     assert second == (28_800.0, 28_800.0)
     assert day_before == 16_800.0
+    assert_equals_full_rebuild(cfg, tmp_path)
+
+
+def _summary_xids(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    return dict(con.execute("SELECT job_id, xid_events FROM analytics.job_gpu_summary").fetchall())
+
+
+def test_job_gpu_summary_counts_the_hourly_xid_of_an_hour_its_attempt_held_the_gpu(
+    tmp_path: Path,
+) -> None:
+    """job_gpu_summary.xid_events on a cluster with hourly aggregates alone (METRICS.md, "A
+    job's XIDs"). Job 1 holds all 8 GPUs of n1 10:00-13:00, job 2 all 8 of n2 08:40-09:40.
+    Hours 08:00-09:00 loaded and built: 0 and 0. Hours 10:00-12:00 loaded (XID 79 on GPU-n1-0
+    and 48 on GPU-n2-0 from hour 11:00, 0 before) and built incrementally: n1's event is hour
+    11:00, which job 1 held GPU-n1-0 in (whole node, 10:00-13:00 meets [11:00, 12:00)) → 1
+    (before the fix 0: only 5-minute buckets were read); hour 12:00 holds the same 79, no second
+    event; n2's event of hour 11:00 comes after job 2 ended (09:40) → 0. Equal to a full
+    build."""
+    cfg, sacct = _setup(
+        tmp_path,
+        ("2026-11-02T10:00:00", "2026-11-02T13:00:00", "2026-11-02T08:40:00",
+         "2026-11-02T09:40:00"),
+    )  # fmt: skip
+    folder = tmp_path / "inputs" / C / "dcgm_hourly" / "date=2026-11-02"
+    eleven = DAY + dt.timedelta(hours=11)
+    early = _hourly(folder / "early.parquet", DAY + dt.timedelta(hours=8), 2, eleven)
+    late = _hourly(folder / "late.parquet", DAY + dt.timedelta(hours=10), 3, eleven)
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        opts = IngestOptions(cluster=C, tz="UTC")
+        ingest_file(con, "sacct", sacct, opts)
+        ingest_file(con, "dcgm-hourly", early, opts)
+        rebuild(con, cfg)
+        first = _summary_xids(con)
+        ingest_file(con, "dcgm-hourly", late, opts)
+        rebuild(con, cfg)
+        mode = _mode(con)
+        second = _summary_xids(con)
+        rel = _reliability(con)
+    assert first == {"1": 0, "2": 0}
+    assert mode == "incremental"
+    assert second == {"1": 1, "2": 0}
+    assert rel["n1"][:2] == (1, [79])
+    assert_equals_full_rebuild(cfg, tmp_path)
+
+
+def _scrapes_from(path: Path, first: dt.datetime, n: int, xid_from: int) -> Path:
+    """``n`` 5-minute samples of GPU-n1-0 (no job label) from ``first``: XID 0, then 79 from
+    the ``xid_from``-th on."""
+    lines = ["# TYPE DCGM_FI_DEV_XID_ERRORS gauge"]
+    labels = 'gpu="0",UUID="GPU-n1-0",device="nvidia0",Hostname="n1"'
+    for k in range(n):
+        t = first + dt.timedelta(minutes=5 * k)
+        xid = 79 if k >= xid_from else 0
+        lines.append(f"DCGM_FI_DEV_XID_ERRORS{{{labels}}} {xid} {int(t.timestamp() * 1000)}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_job_gpu_summary_counts_an_xid_read_by_samples_and_hourly_rows_once(
+    tmp_path: Path,
+) -> None:
+    """Job 1 holds all 8 GPUs of n1 10:00-13:00; the hourly rows 10:00-12:00 read XID 79 on
+    GPU-n1-0 from hour 11:00, and 5-minute samples of GPU-n1-0 11:00:05-11:15:05 read 0, then
+    79 from 11:10:05. The samples' event (bucket 11:10, whole node → job 1) stands for the
+    hourly one of the same GPU, hour and value: xid_events 1, not 2 (the hourly event alone,
+    before the samples were loaded: 1 too). Incremental equals full."""
+    cfg, sacct = _setup(
+        tmp_path,
+        ("2026-11-02T10:00:00", "2026-11-02T13:00:00", "2026-11-02T08:40:00",
+         "2026-11-02T09:40:00"),
+    )  # fmt: skip
+    folder = tmp_path / "inputs" / C / "dcgm_hourly" / "date=2026-11-02"
+    eleven = DAY + dt.timedelta(hours=11)
+    hourly = _hourly(folder / "all.parquet", DAY + dt.timedelta(hours=10), 3, eleven)
+    samples = _scrapes_from(
+        tmp_path / "inputs" / "dcgm.prom", eleven + dt.timedelta(seconds=5), 4, 2
+    )
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        opts = IngestOptions(cluster=C, tz="UTC")
+        ingest_file(con, "sacct", sacct, opts)
+        ingest_file(con, "dcgm-hourly", hourly, opts)
+        rebuild(con, cfg)
+        first = _summary_xids(con)
+        ingest_file(con, "dcgm", samples, opts)
+        rebuild(con, cfg)
+        mode = _mode(con)
+        second = _summary_xids(con)
+    assert first == {"1": 1, "2": 0}
+    assert mode == "incremental"
+    assert second == {"1": 1, "2": 0}
     assert_equals_full_rebuild(cfg, tmp_path)

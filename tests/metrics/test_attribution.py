@@ -21,6 +21,7 @@ from metrics.attribution import (
     attribute_samples,
     device_index,
     gres_holdings,
+    hour_holders,
     mig_fraction,
     node_holdings,
 )
@@ -346,3 +347,52 @@ def test_a_pod_never_bound_takes_no_sample_from_a_bound_one() -> None:
     alone = lives.filter(pl.col("uid") == "u-9")
     got = attribute_samples(samples.lazy(), jobs.lazy(), pod_jobs=alone.lazy()).collect()
     assert got["job_id"].to_list() == ["nlp/pend", "nlp/pend"]
+
+
+# hour_holders: the attempts holding a GPU over some part of an hour (hourly aggregates).
+_HOUR_JOBS = pl.DataFrame(
+    {
+        "source": ["slurm"] * 4,
+        "cluster": ["c"] * 4,
+        "job_id": ["301", "302", "303", "304"],
+        "job_id_raw": ["301", "302", "303", "304"],
+        "attempt": [0] * 4,
+        "team": ["a", "b", "c", "d"],
+        "gpus": [8.0, 8.0, 8.0, 1.0],
+        "start_at": [_t(9), _t(10, 20), _t(12), _t(10, 30)],
+        "end_at": [_t(10, 10), _t(11), _t(13), _t(11)],
+        "node_list": [["h2"], ["h2"], ["h2"], ["h3"]],
+    },
+    schema_overrides={"start_at": pl.Datetime("us", "UTC"), "end_at": pl.Datetime("us", "UTC")},
+)
+
+
+def _hour_rows(host: str, hour: dt.datetime, hpc_job: str | None = None) -> pl.LazyFrame:
+    return pl.LazyFrame(
+        {"cluster": ["c"], "host": [host], "gpu_uuid": [f"GPU-{host}-0"], "gpu_index": [0],
+         "hpc_job": [hpc_job], "hour": [hour]},
+        schema_overrides={"hour": pl.Datetime("us", "UTC"), "hpc_job": pl.String()},
+    )  # fmt: skip
+
+
+def _holders(rows: pl.LazyFrame) -> list[tuple[str, str]]:
+    out = hour_holders(rows, _HOUR_JOBS.lazy(), nodes=NODES.lazy()).collect()
+    return sorted(zip(out["job_id"], out["attribution"], strict=True))
+
+
+def test_hour_holders_finds_each_whole_node_attempt_of_the_hour() -> None:
+    """h2's GPU 0, unlabelled, in hour 10:00: job 301 held all of h2 until 10:10 and job 302
+    from 10:20: both held it in the hour (whole node, found at 10:00 and at 10:20); job 303
+    starts at 12:00, outside it. In hour 12:00 only 303; in hour 11:00 none (302 ended at
+    11:00, its end not in [11:00, 12:00))."""
+    assert _holders(_hour_rows("h2", _t(10))) == [("301", "whole_node"), ("302", "whole_node")]
+    assert _holders(_hour_rows("h2", _t(12))) == [("303", "whole_node")]
+    assert _holders(_hour_rows("h2", _t(11))) == []
+
+
+def test_hour_holders_reads_the_label_and_never_a_shared_node() -> None:
+    """h3's GPU 0 in hour 10:00: job 304 holds 1 of h3's 8 GPUs from 10:30; labelled
+    ``hpc_job=304`` the row is 304's (found at its start, 10:30); unlabelled it has no holder
+    (304 does not hold the whole node: a 5-minute sample's node_group would not count)."""
+    assert _holders(_hour_rows("h3", _t(10), "304")) == [("304", "label_hpc_job")]
+    assert _holders(_hour_rows("h3", _t(10))) == []
