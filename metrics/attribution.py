@@ -470,10 +470,17 @@ def hour_holders(
         .join(spans.select("cluster", "job_id", "attempt", "start_at", "_end"),
               on=["cluster", "job_id", "attempt"], how="inner")
         .filter((pl.col("start_at") < hour_end) & (pl.col("_end") > pl.col("hour")))
+        .collect()
+        .lazy()
     )  # fmt: skip
+    # Collected once (few rows): the identity rules read the attempts three times, and a
+    # lazy semi join would scan every attempt for each.
     keys = cand.select("cluster", "job_id", "attempt").unique()
-    held = jobs.with_columns(pl.col("attempt").cast(pl.Int64)).join(
-        keys, on=["cluster", "job_id", "attempt"], how="semi"
+    held = (
+        jobs.with_columns(pl.col("attempt").cast(pl.Int64))
+        .join(keys, on=["cluster", "job_id", "attempt"], how="semi")
+        .collect()
+        .lazy()
     )
     instants = pl.concat(
         [
