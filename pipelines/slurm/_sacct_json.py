@@ -60,6 +60,9 @@ JSON_FIELDS: tuple[str, ...] = (
 def json_shape(document: dict[str, Any]) -> str:
     """The document's shape: its ``data_parser`` or OpenAPI plugin version, e.g. ``dbv0.0.38``.
 
+    Slurm 23.02 names the object ``meta.plugins`` (``{"data_parser": "data_parser/v0.0.39",
+    "accounting_storage": …}``); 21.08, 22.05 and 23.11 onwards ``meta.plugin``.
+
     Args:
         document: the parsed ``sacct --json`` document (``meta`` is read).
 
@@ -67,8 +70,12 @@ def json_shape(document: dict[str, Any]) -> str:
         ``data_parser/v0.0.40``, ``openapi/dbv0.0.38``, … or ``unknown``.
     """
     meta = document.get("meta")
-    plugin = meta.get("plugin") if isinstance(meta, dict) else None
-    if isinstance(plugin, dict):
+    if not isinstance(meta, dict):
+        return "unknown"
+    for name in ("plugin", "plugins"):
+        plugin = meta.get(name)
+        if not isinstance(plugin, dict):
+            continue
         for key in ("data_parser", "type"):
             value = plugin.get(key)
             if isinstance(value, str) and value:

@@ -51,6 +51,8 @@ SACCT_FIXTURES: dict[str, tuple[list[str] | None, str | None]] = {
     "slurm-22.05-lab/sacct_narrow_allstates.psv": (None, None),
     "slurm-22.05-lab/sacct_all.json": (None, None),
     "slurm-on-k8s/sacct_external_jobs.json": (None, None),
+    "sarc-sacct-json/sacct_23.02.6.json": (None, None),
+    "sarc-sacct-json/sacct_23.11.5.json": (None, None),
     "slurm-allocgres/sacct_2017-01-09.psv": (None, None),
     "slurm-node-drain/sacct_n1_2024-10-08.psv": (None, None),
     "hb-jobinfo/sacct.txt": (HB_FIELDS, None),

@@ -530,3 +530,41 @@ def test_v0040_requeued_attempt_ends_where_sacct_says(tmp_path: Path) -> None:
             " WHERE is_allocation ORDER BY start_at"
         ).fetchall()
     assert rows == [("REQUEUED", True, 14400.0), ("COMPLETED", True, 14400.0)]
+
+
+SARC = Path(__file__).resolve().parents[1] / "fixtures" / "sarc-sacct-json"
+
+
+@pytest.mark.parametrize(
+    ("name", "shape", "elapsed_s"),
+    [
+        ("sacct_23.02.6.json", "data_parser/v0.0.39", 83_853_331),
+        ("sacct_23.11.5.json", "data_parser/v0.0.40", 102_228_976),
+    ],
+)
+def test_sarc_json_of_two_releases(name: str, shape: str, elapsed_s: int) -> None:
+    """Mila's real ``sacct --json`` of one running 2-GPU job as 23.02.6 and 23.11.5 write it.
+
+    23.02 names the plugin object ``meta.plugins`` (read as ``unknown`` before), writes
+    ``state.current`` as a string and ``exit_code`` with plain values; 23.11 as lists and
+    ``{"set", "infinite", "number"}`` objects. By hand, from the files: Submit = Eligible =
+    Start = 1613725209 = 18677 days × 86400 s + 32409 s = 2021-02-19 09:00:09 UTC; End 0
+    (running: NULL); ``time.limit`` 7200 min × 60 = 432000 s; ``gres/gpu`` count 2 in both
+    TRES lists; cpu 4; mem 32768 MB; one node; Planned = Start − Eligible = 0."""
+    res = parse_sacct(SARC / name)
+    assert res.info["json_shape"] == shape
+    assert res.rejected.height == 0
+    (row,) = res.rows.iter_rows(named=True)
+    start = datetime(2021, 2, 19, 9, 0, 9, tzinfo=UTC)
+    assert start.timestamp() == 1613725209
+    assert row["job_id"] == "4" and row["step"] is None and row["cluster"] == "mila"
+    assert row["state"] == "RUNNING"
+    assert row["submit_at"] == row["eligible_at"] == row["start_at"] == start
+    assert row["end_at"] is None
+    assert row["planned_s"] == 0
+    assert row["elapsed_s"] == elapsed_s
+    assert row["timelimit_s"] == 432_000
+    assert (row["gpus"], row["req_gpus"]) == (2.0, 2.0)
+    assert (row["ncpus"], row["nnodes"], row["req_mem_mb"]) == (4, 1, 32768.0)
+    assert (row["exit_code"], row["signal"]) == (0, 0)
+    assert row["node_list"] == ["mila02"]
