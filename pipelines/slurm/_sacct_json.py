@@ -15,7 +15,7 @@ from typing import Any
 
 from pipelines._json import LONE_SURROGATE, MAX_ITEM_DEPTH, lone_surrogate, too_deep
 
-__all__ = ["JSON_FIELDS", "json_records", "json_shape"]
+__all__ = ["JSON_FIELDS", "JsonFieldError", "json_records", "json_shape"]
 
 #: The ``--format`` fields the records carry (TimelimitRaw counts minutes, as sacct's does).
 JSON_FIELDS: tuple[str, ...] = (
@@ -83,6 +83,19 @@ def json_shape(document: dict[str, Any]) -> str:
     return "unknown"
 
 
+class JsonFieldError(ValueError):
+    """A value of a ``sacct --json`` job or step that cannot be read.
+
+    Attributes:
+        field: where it is, as a path in the job item (``time.start``, ``tres.allocated count``,
+            ``state.current``, ``step time.end``): the ``field`` of its rejected row.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 def _obj(value: Any) -> dict[str, Any]:
     """``value`` when it is a JSON object, else an empty one."""
     return value if isinstance(value, dict) else {}
@@ -93,7 +106,7 @@ def _number(value: Any, field: str = "value") -> int | None:
     None when absent, unset or infinite.
 
     Raises:
-        ValueError: a value of another type (a string, a list, a boolean), naming ``field``.
+        JsonFieldError: a value of another type (a string, a list, a boolean), naming ``field``.
     """
     if value is None:
         return None
@@ -102,10 +115,10 @@ def _number(value: Any, field: str = "value") -> int | None:
             return _number(value.get("number"), field)
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{field} is not a number: {value!r}")
+        raise JsonFieldError(field, f"{field} is not a number: {value!r}")
     if isinstance(value, float) and not math.isfinite(value):
         # ``1e400`` reads as inf, ``NaN``/``Infinity`` are accepted by Python's JSON reader
-        raise ValueError(f"{field} is not a finite number: {value!r}")
+        raise JsonFieldError(field, f"{field} is not a finite number: {value!r}")
     return int(value)
 
 
@@ -113,12 +126,12 @@ def _object(value: Any, field: str) -> dict[str, Any]:
     """``value`` when it is a JSON object, an empty one when absent.
 
     Raises:
-        ValueError: present but not an object.
+        JsonFieldError: present but not an object.
     """
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise ValueError(f"{field} is not an object: {value!r}")
+        raise JsonFieldError(field, f"{field} is not an object: {value!r}")
     return value
 
 
@@ -157,7 +170,7 @@ def _state(value: Any, field: str) -> str:
     to the cut-off.
 
     Raises:
-        ValueError: neither a string nor a list of strings.
+        JsonFieldError: neither a string nor a list of strings.
     """
     if value is None:
         return ""
@@ -166,7 +179,7 @@ def _state(value: Any, field: str) -> str:
         first = next((f for f in _STATE_FLAGS_FIRST if f in flags), None)
         return first or (value[0] if value else "")
     if not isinstance(value, str):
-        raise ValueError(f"{field} is not a state name: {value!r}")
+        raise JsonFieldError(field, f"{field} is not a state name: {value!r}")
     return value
 
 
@@ -189,17 +202,17 @@ def _tres(items: Any, field: str) -> str:
     ``type[/name]=count``, sorted by name as sacct prints them, memory in MB.
 
     Raises:
-        ValueError: not a list, an item that is not an object, or a count that is not a number
+        JsonFieldError: not a list, an item that is not an object, or a count that is not a number
             (a GPU count must never read as 0 GPUs).
     """
     if items is None:
         return ""
     if not isinstance(items, list):
-        raise ValueError(f"{field} is not a list: {items!r}")
+        raise JsonFieldError(field, f"{field} is not a list: {items!r}")
     parts = []
     for item in items:
         if not isinstance(item, dict):
-            raise ValueError(f"{field} item is not an object: {item!r}")
+            raise JsonFieldError(field, f"{field} item is not an object: {item!r}")
         count = _number(item.get("count"), f"{field} count")
         kind = _text(item.get("type"))
         if count is None or not kind:
@@ -249,10 +262,10 @@ def _job_ids(job: dict[str, Any]) -> tuple[str, str]:
     """``(JobID, JobIDRaw)`` of a job: ``A_T``, ``A_[spec]``, ``H+O`` or the plain id."""
     value = job.get("job_id")
     if isinstance(value, float) and not value.is_integer():
-        raise ValueError(f"job_id is not a whole number: {value!r}")
+        raise JsonFieldError("job_id", f"job_id is not a whole number: {value!r}")
     raw = _number(value, "job_id")
     if raw is None:
-        raise ValueError("no job_id")
+        raise JsonFieldError("job_id", "no job_id")
     array = _obj(job.get("array"))
     het = _obj(job.get("het"))
     array_job = _number(array.get("job_id"), "array.job_id")
@@ -289,7 +302,7 @@ def _step_id(step: dict[str, Any]) -> str:
 def _job_record(job: dict[str, Any]) -> dict[str, str]:
     job_id, raw = _job_ids(job)
     if "time" not in job:
-        raise ValueError("no time object (submission, start and end times)")
+        raise JsonFieldError("time", "no time object (submission, start and end times)")
     time = _object(job.get("time"), "time")
     state = _object(job.get("state"), "state")
     tres = _object(job.get("tres"), "tres")
@@ -347,7 +360,7 @@ def _step_record(job: dict[str, str], step: dict[str, Any]) -> dict[str, str]:
     """A step as sacct prints it: the job's ids with the step suffix, Submit = Start."""
     suffix = _step_id(step)
     if not suffix:
-        raise ValueError("step has no step id")
+        raise JsonFieldError("step.id", "step has no step id")
     time = _object(step.get("time"), "step time")
     nodes = _object(step.get("nodes"), "step nodes")
     tres = _object(step.get("tres"), "step tres")
@@ -377,7 +390,7 @@ def _step_record(job: dict[str, str], step: dict[str, Any]) -> dict[str, str]:
 
 def json_records(
     document: dict[str, Any],
-) -> tuple[list[tuple[int, str, dict[str, str]]], list[tuple[int, str, str]]]:
+) -> tuple[list[tuple[int, str, dict[str, str]]], list[tuple[int, str, str, str | None]]]:
     """One record per job and per step, in document order.
 
     Args:
@@ -386,42 +399,45 @@ def json_records(
     Returns:
         ``(records, rejected)``: records as ``(item_no, raw_json, fields)`` (``item_no`` is the
         job's 1-based index in ``jobs``, shared by its steps) and rejected items as
-        ``(item_no, raw_json, reason)``.
+        ``(item_no, raw_json, reason, field)``: ``field`` is the path of the value that could
+        not be read (``time.start``, ``tres.allocated count``; :class:`JsonFieldError`), None
+        where the whole item is bad (not an object, nested too deep, a lone surrogate).
     """
     jobs = document.get("jobs")
     records: list[tuple[int, str, dict[str, str]]] = []
-    rejected: list[tuple[int, str, str]] = []
+    rejected: list[tuple[int, str, str, str | None]] = []
     for item_no, job in enumerate(jobs if isinstance(jobs, list) else [], start=1):
         if too_deep(job, MAX_ITEM_DEPTH):
             rejected.append(
-                (item_no, "", f"bad job item: nested deeper than {MAX_ITEM_DEPTH} levels")
+                (item_no, "", f"bad job item: nested deeper than {MAX_ITEM_DEPTH} levels", None)
             )
             continue
         if lone_surrogate(job):
             # a lone surrogate (``"\ud800"``) is valid JSON but not text: keep it escaped
             raw = json.dumps(job, ensure_ascii=True, separators=(",", ":"))
-            rejected.append((item_no, raw, f"bad job item: {LONE_SURROGATE}"))
+            rejected.append((item_no, raw, f"bad job item: {LONE_SURROGATE}", None))
             continue
         raw = json.dumps(job, ensure_ascii=False, separators=(",", ":"))
         if not isinstance(job, dict):
-            rejected.append((item_no, raw, "job item is not an object"))
+            rejected.append((item_no, raw, "job item is not an object", None))
             continue
         steps = job.get("steps")
         try:
             record = _job_record(job)
             if steps is not None and not isinstance(steps, list):
-                raise ValueError(f"steps is not a list: {steps!r}")
+                raise JsonFieldError("steps", f"steps is not a list: {steps!r}")
         except ValueError as err:
-            rejected.append((item_no, raw, f"bad job item: {err}"))
+            rejected.append((item_no, raw, f"bad job item: {err}", getattr(err, "field", None)))
             continue
         records.append((item_no, raw, record))
         for step in steps or []:
             step_raw = json.dumps(step, ensure_ascii=False, separators=(",", ":"))
             if not isinstance(step, dict):
-                rejected.append((item_no, step_raw, "bad step item: not an object"))
+                rejected.append((item_no, step_raw, "bad step item: not an object", None))
                 continue
             try:
                 records.append((item_no, step_raw, _step_record(record, step)))
             except ValueError as err:
-                rejected.append((item_no, step_raw, f"bad step item: {err}"))
+                field = getattr(err, "field", None)
+                rejected.append((item_no, step_raw, f"bad step item: {err}", field))
     return records, rejected

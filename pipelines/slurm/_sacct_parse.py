@@ -1482,11 +1482,11 @@ def _parse_json(
     rows, late = _parse_records(file, split, layout, cluster, tz, info, now)
     early = _rejected(
         file,
-        [no for no, _, _ in bad],
-        [no for no, _, _ in bad],
-        [raw for _, raw, _ in bad],
-        [why for _, _, why in bad],
-        [None] * len(bad),
+        [no for no, _, _, _ in bad],
+        [no for no, _, _, _ in bad],
+        [raw for _, raw, _, _ in bad],
+        [why for _, _, why, _ in bad],
+        [field for _, _, _, field in bad],
     )
     rejected = pl.concat([early, late]).sort("line_no", maintain_order=True)
     info["rows"] = rows.height

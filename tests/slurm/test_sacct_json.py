@@ -258,7 +258,7 @@ def test_json_bad_items_rejected_rest_loads() -> None:
     res = parse_sacct("bad.json", text=text)
     assert res.rows["job_id"].to_list() == ["701"]
     assert res.rejected.select("line_no", "field", "reason").rows() == [
-        (1, None, "bad job item: no job_id"),
+        (1, "job_id", "bad job item: no job_id"),
         (2, "State", "unknown job state 'WEIRD'"),
         (4, None, "job item is not an object"),
     ]
@@ -296,6 +296,31 @@ def test_json_wrongly_typed_values_are_rejected(over: dict[str, Any], reason: st
     res = parse_sacct("typed.json", text=text)
     assert res.rows["job_id"].to_list() == ["3"]
     assert res.rejected.select("line_no", "reason").rows() == [(2, reason)]
+
+
+@pytest.mark.parametrize(
+    ("over", "field"),
+    [
+        ({"job_id": 3.7}, "job_id"),
+        ({"state": {"current": [5], "reason": "None"}}, "state.current"),
+        ({"time": {"start": "yesterday"}}, "time.start"),
+        ({"time": [1, 2]}, "time"),
+        ({"tres": {"allocated": [{"type": "gres", "name": "gpu", "count": "x"}]}},
+         "tres.allocated count"),
+        ({"exit_code": {"return_code": {"set": True, "infinite": False, "number": "0"}}},
+         "exit_code.return_code"),
+        ({"steps": "oops"}, "steps"),
+        ({"steps": [{"step": {"id": "700.batch"}, "time": {"end": "later"}}]}, "step time.end"),
+    ],
+)  # fmt: skip
+def test_json_rejects_name_their_field(over: dict[str, Any], field: str) -> None:
+    """A rejected ``sacct --json`` item names the value it could not read in ``field`` (the
+    column ``rejected_rows`` and the data-quality findings group by), as a text row names
+    ``Start`` or ``AllocTRES``; it was NULL, the path only in the reason's text."""
+    bad = _job(700, "COMPLETED")
+    bad.update(over)
+    res = parse_sacct("typed.json", text=_v40(_job(3, "COMPLETED"), bad))
+    assert res.rejected.select("line_no", "field").rows() == [(2, field)]
 
 
 def test_json_job_without_time_is_rejected() -> None:
