@@ -51,6 +51,10 @@ class Layout:
 #: How a JSON document starts (an object's first key, or an array of objects); a text export
 #: may start with ``{`` (an AdminComment first column) but not with ``{"key":``.
 _JSON_START = re.compile(r'(\{\s*"[^"\n|]*"\s*:|\[\s*[{\]])')
+#: A YAML document's first line: a ``%YAML`` directive or the document start ``---`` (Slurm's
+#: ``--yaml`` writes ``---``, then tagged keys such as ``!!str id: !!str 7.0``), never a
+#: sacct text line (a fixed-width export's rule line is ``---- ----``, with spaces).
+_YAML_START = re.compile(r"(%YAML\b[^|\n]*|---(?:[ \t]+[^|\s][^|\n]*)?)[ \t]*\r?(?:\n|$)")
 
 
 #: Top-level keys of the other Slurm ``--json`` documents, and what each one is.
@@ -131,7 +135,8 @@ def check_kind(file: str, head: str, whole: bytes) -> dict[str, Any] | None:
         ``jobs``), else None (text output).
 
     Raises:
-        SacctFormatError: the content is binary, JSON that is not ``sacct --json``, or HTML/XML.
+        SacctFormatError: the content is binary, JSON that is not ``sacct --json``, HTML/XML,
+            or YAML (``sacct --yaml``).
     """
     if head.count("\x00") > max(1, len(head) // 100):
         # more than 1 % NUL bytes (a binary file, UTF-16 text); a few NUL bytes in a text
@@ -163,6 +168,12 @@ def check_kind(file: str, head: str, whole: bytes) -> dict[str, Any] | None:
             raise SacctFormatError(file, "JSON without a 'jobs' list, not sacct output")
     if stripped.startswith("<"):
         raise SacctFormatError(file, "HTML/XML, not sacct text output")
+    if _YAML_START.match(stripped):
+        raise SacctFormatError(
+            file,
+            "YAML (sacct --yaml?), not sacct text output; ingest sacct reads `sacct --json` or "
+            "`sacct --parsable2`",
+        )
     return None
 
 

@@ -841,6 +841,22 @@ def test_not_sacct_raises(text: str, message: str) -> None:
     assert isinstance(info.value, InputFormatError)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "---\njobs:\n- account: mila\n  job_id: 4\n",
+        "--- !!map\n!!str jobs: !!seq\n- !!map\n  !!str job_id: !!int 4\n",
+        "%YAML 1.1\n---\njobs: []\n",
+    ],
+)
+def test_sacct_yaml_is_refused_naming_it(text: str) -> None:
+    """``sacct --yaml`` (Slurm writes the document start ``---``, then tagged keys such as
+    ``!!str id: !!str 7.0``) is refused as YAML, not read as headerless text with the
+    misleading "cannot find a delimiter … give the delimiter"."""
+    with pytest.raises(SacctFormatError, match=re.escape("YAML (sacct --yaml?)")):
+        parse_sacct("sacct.yaml", text=text, fields=["JobID", "State"])
+
+
 def test_binary_file_raises(tmp_path: Path) -> None:
     """A binary file (NUL bytes) is not sacct output."""
     path = tmp_path / "core.bin"
