@@ -273,13 +273,14 @@ def test_utf8_file_in_blocks(tmp_path: Path) -> None:
 
 
 def test_errors_are_the_whole_file_errors(tmp_path: Path) -> None:
-    """Binary, HTML, headerless without fields and fixed-width files raise as parse_sacct."""
+    """Binary, HTML, YAML, headerless without fields and fixed-width files raise as parse_sacct."""
     cases = {
         "bin": b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)),
         "html": b"<html><body>502</body></html>\n",
         "nohead": b"1|COMPLETED\n2|FAILED\n",
         "fixed": b"JobID           JobName  Partition    Account  AllocCPUS      State ExitCode\n",
         "json": b'{"kind": "PodList", "items": []}',
+        "yaml": b"---\njobs:\n- account: mila\n  job_id: 4\n",
     }
     for name, data in cases.items():
         path = tmp_path / name
