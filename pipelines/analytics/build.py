@@ -1336,7 +1336,9 @@ def _tables(
         "core.k8s_pending_reasons": core.k8s_pending_reasons,
         "core.topology": core.topology,
         "core.pending_reason_spells": core.pending_spells,
-        HOLDS_TABLE: core.holds.sort("cluster", "job_id", "attempt", "start_at"),
+        HOLDS_TABLE: core.holds.sort(
+            "cluster", "job_id", "attempt", "start_at", "host", nulls_last=True
+        ),
         **domains,
         **schedulers,
         **ledger,

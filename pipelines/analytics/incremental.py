@@ -761,8 +761,9 @@ SPELLS_TABLE = "core.pending_reason_spells"
 
 #: The pieces of held GPUs of the attempts that did not hold ``gpus`` over their span
 #: (:attr:`pipelines.core.CoreFrames.holds`, METRICS.md "GPU holding"): ``cluster, job_id,
-#: attempt, start_at, end_at (NULL: held at the cut-off), gpus``; the ``job_holds`` view and
-#: every reader that spreads an attempt's GPUs over time take them.
+#: attempt, start_at, end_at (NULL: held at the cut-off), gpus, host`` (per node, the pods'
+#: node); the ``job_holds`` view and every reader that spreads an attempt's GPUs over time take
+#: them added up over the nodes, the node reliability signals per node.
 HOLDS_TABLE = "core.job_holds"
 
 

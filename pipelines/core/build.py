@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 
 import polars as pl
 
-from metrics.holds import HOLD_SCHEMA
+from metrics.holds import NODE_HOLD_SCHEMA
 from metrics.hosts import host_matches
 from metrics.k8s_node_states import K8S_NODE_STATE_COLUMNS, k8s_node_states_hourly
 from metrics.placement import assignment_node_lists, topology_requests
@@ -331,11 +331,12 @@ class CoreFrames:
         pending_spells: ``pending_reason_spells`` rows (:func:`pipelines.core.pending_spells.
             pending_reason_spells`) from polled ``squeue``, then Kueue Workloads' topology
             not-fit spells (:func:`pipelines.core.kueue_tas.kueue_topology_spells`).
-        holds: ``cluster, job_id, attempt, start_at, end_at, gpus`` (:data:`metrics.holds.
-            HOLD_SCHEMA`): the GPUs held over time by the Kubernetes attempts of ``jobs``
-            whose pods did not all hold theirs over the attempt's span, as pieces of constant
-            GPUs (:attr:`pipelines.core.k8s_attempts.K8sAttempts.holds`); every hourly table
-            spreads them (METRICS.md "GPU holding"). No Slurm attempt has a row.
+        holds: ``cluster, job_id, attempt, start_at, end_at, gpus, host`` (:data:`metrics.
+            holds.NODE_HOLD_SCHEMA`): the GPUs held over time by the Kubernetes attempts of
+            ``jobs`` whose pods did not all hold theirs over the attempt's span, as pieces of
+            constant GPUs per node ``host`` (:attr:`pipelines.core.k8s_attempts.K8sAttempts.
+            holds`); every hourly table spreads them added up over the nodes, the node
+            reliability table per node (METRICS.md "GPU holding"). No Slurm attempt has a row.
     """
 
     slurm_jobs: pl.DataFrame
@@ -360,7 +361,7 @@ class CoreFrames:
     kueue_nodes: pl.DataFrame | None = None
     kueue_requests: pl.DataFrame | None = None
     pending_spells: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=SPELL_SCHEMA))
-    holds: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=HOLD_SCHEMA))
+    holds: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=NODE_HOLD_SCHEMA))
 
 
 def with_as_of(frame: pl.DataFrame, as_of: pl.DataFrame) -> pl.DataFrame:
@@ -998,7 +999,8 @@ def _holds(attempts: K8sAttempts) -> pl.DataFrame:
         "start_at",
         "end_at",
         "gpus",
-    ).cast(HOLD_SCHEMA)  # type: ignore[arg-type]
+        "host",
+    ).cast(NODE_HOLD_SCHEMA)  # type: ignore[arg-type]
 
 
 def _slurm_frames(

@@ -152,6 +152,7 @@ K8S_HOLD_SCHEMA: dict[str, pl.DataType] = {
     "start_at": _TS,
     "end_at": _TS,
     "gpus": pl.Float64(),
+    "host": pl.String(),
 }
 
 
@@ -167,8 +168,8 @@ class K8sAttempts:
         holds: the GPUs held over time by the started attempts whose pods did not all hold
             theirs over the attempt's ``[start_at, end_at)`` (pods bound or ended at different
             times, a grace period after an eviction, a pod rejected at admission), as pieces of
-            constant GPUs (:data:`K8S_HOLD_SCHEMA`); the other attempts hold ``gpus`` over
-            their span and have no row here.
+            constant GPUs per node (:data:`K8S_HOLD_SCHEMA`); the other attempts hold ``gpus``
+            over their span and have no row here.
     """
 
     attempts: pl.DataFrame
@@ -767,11 +768,38 @@ def k8s_attempts(
 _NO_GPUS: Final = 1e-9
 
 
+def _steps(spans: pl.LazyFrame, by: list[str]) -> pl.LazyFrame:
+    """The step function of ``spans`` (``*by, gpus, _from, _to``; ``_to`` NULL: held at the
+    cut-off) per ``by``: ``*by, start_at, end_at, gpus``, consecutive pieces of constant Σ GPUs
+    (``end_at`` NULL: still held at the cut-off; no piece where none was held)."""
+    return (
+        pl.concat(
+            [
+                spans.select(*by, pl.col("_from").alias("_t"), pl.col("gpus").alias("_d")),
+                spans.filter(pl.col("_to").is_not_null()).select(
+                    *by, pl.col("_to").alias("_t"), (-pl.col("gpus")).alias("_d")
+                ),
+            ]
+        )
+        .group_by(*by, "_t")
+        .agg(pl.col("_d").sum())
+        .sort(*by, "_t")
+        .select(
+            *by,
+            pl.col("_t").alias("start_at"),
+            pl.col("_t").shift(-1).over(by).alias("end_at"),
+            pl.col("_d").cum_sum().over(by).alias("gpus"),
+        )
+        .filter(pl.col("gpus") > _NO_GPUS)
+    )
+
+
 def _holds(pod_map: pl.LazyFrame, attempts: pl.LazyFrame) -> pl.LazyFrame:
-    """The GPUs each started attempt held over time, as a step function: ``G, attempt,
-    start_at, end_at, gpus`` (:data:`K8S_HOLD_SCHEMA`), consecutive pieces of constant held
-    GPUs (``end_at`` NULL: still held at the cut-off; no piece where none was held), only for
-    the attempts whose holding is not the one piece ``gpus`` over ``[start_at, end_at)``.
+    """The GPUs each started attempt held over time on each node, as step functions: ``G,
+    attempt, start_at, end_at, gpus, host`` (:data:`K8S_HOLD_SCHEMA`), per node ``host`` (the
+    pods' ``node_name``) consecutive pieces of constant GPUs held on it (``end_at`` NULL: still
+    held at the cut-off; no piece where none was held), only for the attempts whose holding,
+    all nodes together, is not the one piece ``gpus`` over ``[start_at, end_at)``.
 
     A pod holds its GPUs over the span ``gpu_s`` counts (see the module docstring): its binding
     to its end, else the attempt's end; the pieces' GPU-seconds sum to the attempt's ``gpu_s``.
@@ -782,32 +810,15 @@ def _holds(pod_map: pl.LazyFrame, attempts: pl.LazyFrame) -> pl.LazyFrame:
         .join(attempts.select(*key, "end_at"), on=key, how="inner")
         .select(
             *key,
+            pl.col("node_name").cast(pl.String()).alias("host"),
             pl.col("gpus").cast(pl.Float64),
             pl.col("_bound").cast(_TS).alias("_from"),
             pl.coalesce("_term", "end_at").cast(_TS).alias("_to"),
         )
         .filter(pl.col("_to").is_null() | (pl.col("_to") > pl.col("_from")))
     )
-    steps = (
-        pl.concat(
-            [
-                spans.select(*key, pl.col("_from").alias("_t"), pl.col("gpus").alias("_d")),
-                spans.filter(pl.col("_to").is_not_null()).select(
-                    *key, pl.col("_to").alias("_t"), (-pl.col("gpus")).alias("_d")
-                ),
-            ]
-        )
-        .group_by(*key, "_t")
-        .agg(pl.col("_d").sum())
-        .sort(*key, "_t")
-        .select(
-            *key,
-            pl.col("_t").alias("start_at"),
-            pl.col("_t").shift(-1).over(key).alias("end_at"),
-            pl.col("_d").cum_sum().over(key).alias("gpus"),
-        )
-        .filter(pl.col("gpus") > _NO_GPUS)
-    )
+    # all nodes together decide whether the attempt held alike (no pieces), or held nothing
+    steps = _steps(spans, key)
     one = attempts.select(*key, pl.col("start_at").alias("_s"), pl.col("end_at").alias("_e"),
                           pl.col("gpus").alias("_g"))  # fmt: skip
     trivial = (
@@ -828,16 +839,23 @@ def _holds(pod_map: pl.LazyFrame, attempts: pl.LazyFrame) -> pl.LazyFrame:
         .select(key)
     )
     # a started attempt with GPUs whose pods held none (each rejected at kubelet admission)
-    # holds nothing: one empty piece says so
+    # holds nothing: one empty piece, on no node, says so
     empty = (
         attempts.filter(pl.col("start_at").is_not_null() & (pl.col("gpus") > 0))
         .join(steps.select(key).unique(), on=key, how="anti")
-        .select(*key, "start_at", pl.col("start_at").alias("end_at"), pl.lit(0.0).alias("gpus"))
+        .select(
+            *key,
+            "start_at",
+            pl.col("start_at").alias("end_at"),
+            pl.lit(0.0).alias("gpus"),
+            pl.lit(None, dtype=pl.String()).alias("host"),
+        )
     )
+    per_node = _steps(spans, [*key, "host"]).join(trivial, on=key, how="anti")
     return (
-        pl.concat([steps.join(trivial, on=key, how="anti"), empty], how="vertical_relaxed")
+        pl.concat([per_node, empty], how="diagonal_relaxed")
         .select([pl.col(c).cast(t) for c, t in K8S_HOLD_SCHEMA.items()])
-        .sort(*key, "start_at")
+        .sort(*key, "start_at", "host", nulls_last=True)
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 import pytest
 
+from metrics.holds import merged_pieces
 from pipelines.analytics.build import JOBS_COLUMNS
 from pipelines.core.k8s_attempts import (
     K8S_ATTEMPT_SCHEMA,
@@ -197,7 +198,13 @@ def test_holds_are_the_gpus_the_pods_held_through_the_eviction_s_grace() -> None
     attempt 2 (both pods on since 04:23:36) holds its 16 GPUs over its span: no piece."""
     att = k8s_attempts(_esm_pods(), _esm_events(), _workloads(), _local_queues())
     got = att.holds.filter(pl.col("group") == ESM)
-    assert got.select("attempt", "start_at", "end_at", "gpus").rows() == [
+    # stored per node: esm-0-a on n1; esm-0-b on n1 to 02:23:27, esm-1-b on n2 to 02:23:17
+    assert got.select("attempt", "host", "start_at", "end_at", "gpus").rows() == [
+        (0, "n1", _t(6, 14, 13, 26), _t(6, 16, 13, 43), 8.0),
+        (1, "n1", _t(7, 0, 53, 11), _t(7, 2, 23, 27), 8.0),
+        (1, "n2", _t(7, 0, 53, 11), _t(7, 2, 23, 17), 8.0),
+    ]
+    assert _merged(got).select("attempt", "start_at", "end_at", "gpus").rows() == [
         (0, _t(6, 14, 13, 26), _t(6, 16, 13, 43), 8.0),
         (1, _t(7, 0, 53, 11), _t(7, 2, 23, 17), 16.0),
         (1, _t(7, 2, 23, 17), _t(7, 2, 23, 27), 8.0),
@@ -210,6 +217,13 @@ def test_holds_are_the_gpus_the_pods_held_through_the_eviction_s_grace() -> None
         57_736.0,
         86_576.0,
     ]
+
+
+def _merged(holds: pl.DataFrame) -> pl.DataFrame:
+    """``holds`` (per node) added up over the nodes (:func:`metrics.holds.merged_pieces`),
+    the group as ``job_id``, sorted by attempt and start."""
+    pieces = merged_pieces(holds.drop("namespace").rename({"group": "job_id"}).lazy())
+    return pieces.collect().sort("attempt", "start_at")
 
 
 def _train_gang(worker0_end: datetime) -> pl.DataFrame:
@@ -237,14 +251,23 @@ def test_holds_of_a_gang_whose_pods_bound_and_ended_apart() -> None:
     assert att.attempts.select("gpus", "start_at", "end_at", "gpu_s").rows() == [
         (16.0, _t(2, 8, 10), _t(2, 10, 10), 67_200.0)
     ]
-    assert att.holds.select("group", "attempt", "start_at", "end_at", "gpus").rows() == [
+    # per node: worker-0's 8 GPUs on a, worker-1's on b, none on the launcher's c
+    assert att.holds.select("host", "start_at", "end_at", "gpus").rows() == [
+        ("a", _t(2, 8, 10), _t(2, 8, 40), 8.0),
+        ("b", _t(2, 8, 20), _t(2, 10, 10), 8.0),
+    ]
+    assert _merged(att.holds).select("job_id", "attempt", "start_at", "end_at", "gpus").rows() == [
         ("train", 0, _t(2, 8, 10), _t(2, 8, 20), 8.0),
         ("train", 0, _t(2, 8, 20), _t(2, 8, 40), 16.0),
         ("train", 0, _t(2, 8, 40), _t(2, 10, 10), 8.0),
     ]
     together = k8s_attempts(_train_gang(_t(2, 10, 10)))
     assert together.attempts["gpu_s"].to_list() == [110_400.0]
-    assert together.holds.select("start_at", "end_at", "gpus").rows() == [
+    assert together.holds.select("host", "start_at", "end_at", "gpus").rows() == [
+        ("a", _t(2, 8, 10), _t(2, 10, 10), 8.0),
+        ("b", _t(2, 8, 20), _t(2, 10, 10), 8.0),
+    ]
+    assert _merged(together.holds).select("start_at", "end_at", "gpus").rows() == [
         (_t(2, 8, 10), _t(2, 8, 20), 8.0),
         (_t(2, 8, 20), _t(2, 10, 10), 16.0),
     ]
