@@ -128,19 +128,25 @@ def _exact_sum(col: str) -> pl.Expr:
 
 def _lost_gpu_s(
     outcomes: pl.LazyFrame, holds: pl.LazyFrame | None, as_of: dt.datetime
-) -> pl.LazyFrame:
+) -> tuple[pl.LazyFrame, pl.LazyFrame | None]:
     """``outcomes`` (:func:`metrics.waterfall.attempt_outcomes` rows) plus ``_lost_all``: the
-    attempt's lost GPU-seconds, whatever its leaf (the caller keeps those of leaves 3–6).
+    attempt's lost GPU-seconds to split evenly over its nodes, whatever its leaf (the caller
+    keeps those of leaves 3–6); and, for pieces per node (``holds`` with ``host``,
+    :data:`metrics.holds.NODE_HOLD_SCHEMA`), ``cluster, job_id, attempt, host, _lost``: the
+    lost GPU-seconds of an attempt's pieces on each node (None: ``holds`` has no ``host``).
 
     An attempt without pieces of held GPUs: ``gpus × lost_s``. An attempt with pieces
     (``holds``, :func:`metrics.holds.with_pieces`): Σ over its pieces of the piece's GPUs ×
     its seconds from max(piece start, ``lost_from_at``) to its end (clipped to ``as_of``), the
     lost part the waterfall spreads (:func:`metrics.waterfall._with_kept_and_lost`), so the
-    two agree GPU-second for GPU-second. Without ``holds`` nothing is joined."""
+    two agree GPU-second for GPU-second; pieces per node give that sum per node, and only the
+    pieces on no known node (``host`` NULL) go to ``_lost_all``. Without ``holds`` nothing is
+    joined."""
     own = pl.col(GPUS) * pl.col(LOST_S)
     if holds is None:
-        return outcomes.with_columns(own.alias("_lost_all"))
-    # the attempt keys in one type on both sides, then the span and GPUs
+        return outcomes.with_columns(own.alias("_lost_all")), None
+    per_node = HOST in holds.collect_schema().names()
+    # the attempt keys in one type on both sides, then the span, GPUs (and node)
     keyed: list[pl.Expr | str] = [
         pl.col(CLUSTER).cast(pl.String()),
         pl.col(JOB_ID).cast(pl.String()),
@@ -149,16 +155,15 @@ def _lost_gpu_s(
         END_AT,
         GPUS,
     ]
-    held = holds.select(keyed)
+    held = holds.select(*keyed, *([pl.col(HOST).cast(pl.String())] if per_node else []))
     keys = outcomes.select(*keyed, LEAF, LOST_FROM_AT).join(
         held.select(HOLD_KEYS).unique(), on=HOLD_KEYS, how="semi"
     )
     secs = seconds_between(pl.col("_pe"), pl.col("_lf")).clip(lower_bound=0.0)
-    sums = (
-        _with_kept_and_lost(keys, held, as_of)
-        .group_by(HOLD_KEYS)
-        .agg((pl.col("_pg") * secs).sum().alias("_held_lost"))
-    )
+    pieces = _with_kept_and_lost(keys, held, as_of, node="_host" if per_node else None)
+    lost = pl.col("_pg") * secs
+    nowhere = pl.col("_host").is_null() if per_node else pl.lit(True)
+    sums = pieces.group_by(HOLD_KEYS).agg(lost.filter(nowhere).sum().alias("_held_lost"))
     # an attempt whose only piece is empty (its pods held nothing) lost nothing, not gpus × lost_s
     per_attempt = (
         keys.select(HOLD_KEYS)
@@ -166,7 +171,7 @@ def _lost_gpu_s(
         .join(sums, on=HOLD_KEYS, how="left")
         .with_columns(pl.col("_held_lost").fill_null(0.0))
     )
-    return (
+    out = (
         outcomes.with_columns(
             pl.col(CLUSTER).cast(pl.String()),
             pl.col(JOB_ID).cast(pl.String()),
@@ -176,6 +181,15 @@ def _lost_gpu_s(
         .with_columns(pl.coalesce(pl.col("_held_lost"), own).alias("_lost_all"))
         .drop("_held_lost")
     )
+    if not per_node:
+        return out, None
+    on_nodes = (
+        pieces.filter(pl.col("_host").is_not_null())
+        .group_by(*HOLD_KEYS, "_host")
+        .agg(lost.sum().alias("_lost"))
+        .rename({"_host": HOST})
+    )
+    return out, on_nodes
 
 
 def node_signals(
@@ -193,8 +207,10 @@ def node_signals(
     over its nodes (its lost GPU-seconds ÷ nodes per node); an attempt counts once on each of
     its nodes. The lost GPU-seconds are the waterfall's (METRICS.md "GPU holding"): ``gpus ×
     lost_s``, or for an attempt with pieces of held GPUs (``holds``) Σ pieces' GPUs × their
-    seconds from the attempt's ``lost_from_at`` on (:func:`_lost_gpu_s`); the pieces carry no
-    node, so they too are split evenly over the attempt's nodes. Each
+    seconds from the attempt's ``lost_from_at`` on (:func:`_lost_gpu_s`). Pieces per node
+    (``holds`` with ``host``) give each node the lost GPU-seconds of the pieces on it, not an
+    even share (a CPU-only pod's node gets none; a piece on no known node is split evenly);
+    pieces without ``host`` are split evenly over the attempt's nodes. Each
     attempt's signals are decided by its own row, the XID events on its nodes near its end and
     ``as_of`` (:func:`metrics.waterfall.attempt_outcomes`: an attempt ending after ``as_of`` is
     still running, with nothing lost), so with ``daily`` the rows of a day change only where an
@@ -209,16 +225,18 @@ def node_signals(
         policy: :class:`~metrics.waterfall.LossPolicy` for lost time (default whole attempt).
         daily: also keyed by ``day``, the UTC midnight of the attempt's start (a UTC
             timestamp, microseconds).
-        holds: :data:`metrics.holds.HOLD_SCHEMA` pieces of the attempts that did not hold
+        holds: :data:`metrics.holds.NODE_HOLD_SCHEMA` (per node) or
+            :data:`metrics.holds.HOLD_SCHEMA` pieces of the attempts that did not hold
             ``gpus`` over their span (``attempts`` then need ``job_id, attempt``); None: every
             attempt held ``gpus`` over its span (no join, as for Slurm).
 
     Returns:
-        ``cluster, host[, day]``, then :data:`NODE_SIGNAL_SUMS`: ``attempts`` (node-attempts),
+        ``cluster, host[, day]``, then :data:`NODE_SIGNAL_SUMS`: ``attempts`` (node-attempts:
+        the attempt's ``node_list``; a node only a piece names gets its GPU-seconds, no attempt),
         ``node_fail_attempts`` (state NODE_FAIL…), ``infra_failed_attempts`` (leaf
         ``failed_work_infra``), ``lost_gpu_s`` and ``infra_lost_gpu_s`` (GPU-seconds).
     """
-    out = _lost_gpu_s(
+    out, on_nodes = _lost_gpu_s(
         attempt_outcomes(attempts, as_of, xid_events=xid_events, policy=policy), holds, as_of
     )
     keys = [*_NODE, DAY] if daily else _NODE
@@ -226,7 +244,7 @@ def node_signals(
     # Each attempt's signals are reduced to numbers before its node list is exploded, so the
     # explode copies four numeric columns per node-attempt, not the attempt's strings.
     infra = pl.col(LEAF) == "failed_work_infra"
-    return (
+    rows = (
         out.with_columns(pl.col(NODE_LIST).list.len().alias("_n"))
         .filter(pl.col("_n") > 0)
         .with_columns((pl.col("_lost_all") / pl.col("_n")).alias("_lost"))
@@ -234,6 +252,7 @@ def node_signals(
             CLUSTER,
             NODE_LIST,
             *([day.alias(DAY)] if daily else []),
+            pl.lit(1, dtype=pl.Int64()).alias("_attempt"),
             pl.col(STATE)
             .str.to_uppercase()
             .str.starts_with("NODE_FAIL")
@@ -245,10 +264,28 @@ def node_signals(
         )
         .explode(NODE_LIST)
         .rename({NODE_LIST: HOST})
-        .filter(pl.col(HOST).is_not_null())
+    )
+    if on_nodes is not None:
+        # a gang's lost GPU-seconds on each node its pieces were on (the node counts the
+        # attempt through its node list above, not again here)
+        held = on_nodes.join(
+            out.select(*HOLD_KEYS, START_AT, LEAF), on=HOLD_KEYS, how="inner"
+        ).select(
+            CLUSTER,
+            HOST,
+            *([day.alias(DAY)] if daily else []),
+            pl.lit(0, dtype=pl.Int64()).alias("_attempt"),
+            pl.lit(0, dtype=pl.Int64()).alias("_node_fail"),
+            pl.lit(0, dtype=pl.Int64()).alias("_infra"),
+            pl.when(pl.col(LEAF).is_in(LOSS_LEAVES)).then(pl.col("_lost")).alias("_lost"),
+            pl.when(infra).then(pl.col("_lost")).alias("_infra_lost"),
+        )
+        rows = pl.concat([rows, held], how="vertical_relaxed")
+    return (
+        rows.filter(pl.col(HOST).is_not_null())
         .group_by(keys)
         .agg(
-            pl.len().cast(pl.Int64).alias("attempts"),
+            pl.col("_attempt").sum().alias("attempts"),
             pl.col("_node_fail").sum().alias("node_fail_attempts"),
             pl.col("_infra").sum().alias("infra_failed_attempts"),
             _exact_sum("_lost").alias("lost_gpu_s"),
@@ -271,7 +308,8 @@ def node_reliability(
     """Failure signals per node, with a lemon-node score and rank.
 
     Lost GPU time of an attempt (leaves 3–6 of the waterfall, under ``policy``; of its pieces
-    of held GPUs where it has them, :func:`node_signals`) is split evenly over its nodes. The
+    of held GPUs where it has them, :func:`node_signals`) is split evenly over its nodes, or,
+    for pieces per node, goes to the node each piece was on. The
     **lemon score** asks "does this node break the jobs it runs more often than its cluster's
     average node?": (infra failures on the node + 1) ÷ (expected + 1), where expected =
     attempts run on the node × the cluster's infra failures per node-attempt. 1 ≈ average;

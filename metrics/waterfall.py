@@ -439,7 +439,10 @@ def _clipped(frame: pl.LazyFrame, start: str, end: str) -> pl.LazyFrame:
 
 
 def _with_kept_and_lost(
-    outcomes: pl.LazyFrame, holds: pl.LazyFrame | None, as_of: dt.datetime
+    outcomes: pl.LazyFrame,
+    holds: pl.LazyFrame | None,
+    as_of: dt.datetime,
+    node: str | None = None,
 ) -> pl.LazyFrame:
     """``outcomes`` (:func:`attempt_outcomes` rows), one row per piece of held GPUs
     (:func:`metrics.holds.with_pieces`) with ``_ps, _pe`` (the piece, its end clipped to
@@ -447,12 +450,13 @@ def _with_kept_and_lost(
     (the start of its lost part [_lf, _pe)): a goodput attempt's piece is kept whole; any
     other's is kept before the attempt's ``lost_from_at`` and lost from it on. An attempt
     without pieces is its own one piece [start_at, counted_end_at): kept [start, lost_from),
-    lost [lost_from, counted_end), as :func:`attempt_outcomes` says."""
+    lost [lost_from, counted_end), as :func:`attempt_outcomes` says. With ``node``, pieces per
+    node stay per node, their ``host`` in that column (:func:`metrics.holds.with_pieces`)."""
     cut = _utc_lit(as_of).dt.replace_time_zone("UTC")
     good = pl.col(LEAF) == "goodput"
     lost_from = pl.col(LOST_FROM_AT).dt.cast_time_unit("us")
     return (
-        with_pieces(outcomes, holds)
+        with_pieces(outcomes, holds, node=node)
         .filter(pl.col("_pg") > 0)
         .with_columns(pl.min_horizontal(pl.col("_pe").fill_null(cut), cut).alias("_pe"))
         .with_columns(

@@ -395,3 +395,62 @@ def test_a_gang_s_lost_pieces_start_at_the_checkpoint_policy_s_lost_from_at() ->
     assert rel["lost_gpu_s"].to_list() == [15_840.0, 15_840.0, 16_800.0, 0.0]
     assert rel["infra_lost_gpu_s"].to_list() == [0.0, 0.0, 0.0, 0.0]
     assert _waterfall_lost(att, holds, policy) == 48_480.0
+
+
+def _gang_on_nodes() -> tuple[pl.LazyFrame, pl.LazyFrame, pl.LazyFrame]:
+    """A 16-GPU gang w FAILED 10:00–13:00 on c1, g1, g2: its launcher pod (0 GPUs) on c1, worker
+    pods of 8 GPUs each on g1 (bound 10:00, ended 13:00) and g2 (bound 11:00, ended 13:00), so
+    its pieces per node are g1 8 GPUs 10:00–13:00 and g2 8 GPUs 11:00–13:00 (c1 held none);
+    an XID on g2 at 12:55, in its last 10 minutes, makes it failed_work_infra."""
+    att = _attempts([("w", 0, "FAILED", 16.0, _t(10), _t(10), _t(13), ["c1", "g1", "g2"])])
+    holds = (
+        _pieces([("w", _t(10), _t(13), 8.0), ("w", _t(11), _t(13), 8.0)])
+        .with_columns(pl.Series("host", ["g1", "g2"]))
+        .lazy()
+    )
+    xid = pl.DataFrame(
+        {"cluster": ["c"], "host": ["g2"], "ts": [_t(12, 55)], "xid": [79]},
+        schema_overrides={"ts": TS},
+    ).lazy()
+    return att, holds, xid
+
+
+def test_a_gang_s_lost_gpu_seconds_go_to_the_nodes_its_pieces_were_on() -> None:
+    """whole_attempt, as_of 15:00: w lost every piece: g1 8 GPUs × 3 h = 86,400 GPU-s, g2
+    8 × 2 h = 57,600, c1 (the CPU-only launcher's node) 0; all infra (the XID on g2). Before:
+    Σ 144,000 split evenly, 48,000 on each of c1, g1, g2. The attempt still counts once on each
+    of its three nodes, and Σ = 144,000 = the waterfall's failed_work_infra (the pieces added
+    up over the nodes: 8 GPUs 10:00–11:00, 16 11:00–13:00)."""
+    att, holds, xid = _gang_on_nodes()
+    rel = node_reliability(att, _t(15), holds=holds, xid_events=xid).collect().sort("host")
+    assert rel["host"].to_list() == ["c1", "g1", "g2"]
+    assert rel["lost_gpu_s"].to_list() == [0.0, 86_400.0, 57_600.0]
+    assert rel["infra_lost_gpu_s"].to_list() == [0.0, 86_400.0, 57_600.0]
+    assert rel["attempts"].to_list() == [1, 1, 1]
+    assert rel["infra_failed_attempts"].to_list() == [1, 1, 1]
+    daily = node_signals(att, _t(15), holds=holds, xid_events=xid, daily=True).collect()
+    assert daily.sort("host")["lost_gpu_s"].to_list() == [0.0, 86_400.0, 57_600.0]
+    cap = pl.DataFrame(
+        {
+            "cluster": ["c"] * 3,
+            "hour": [_t(10), _t(11), _t(12)],
+            "capacity_gpu_s": [48.0 * 3600] * 3,
+            "down_gpu_s": [0.0] * 3,
+            "planned_down_gpu_s": [0.0] * 3,
+        },
+        schema_overrides={"hour": TS},
+    ).lazy()
+    wf = gpu_waterfall_hourly(att, cap, _t(15), holds=holds, xid_events=xid).collect()
+    assert wf.filter(pl.col("leaf") == "failed_work_infra")["gpu_s"].sum() == 144_000.0
+
+
+def test_a_gang_s_pieces_per_node_start_at_the_checkpoint_policy_s_lost_from_at() -> None:
+    """checkpoint Δ = 3,600 s, u0 = 300 s: w ran 10,800 s and lost min(10,800, 1,800 + 300) =
+    2,100 s, from 13:00 − 2,100 s = 12:25, when both workers held: g1 8 × 2,100 = 16,800 GPU-s,
+    g2 8 × 2,100 = 16,800, c1 0 (before: 16 × 2,100 = 33,600 ÷ 3 = 11,200 on each)."""
+    att, holds, xid = _gang_on_nodes()
+    policy = LossPolicy("checkpoint", 3600.0, 300.0)
+    rel = node_reliability(att, _t(15), holds=holds, xid_events=xid, policy=policy)
+    rel_df = rel.collect().sort("host")
+    assert rel_df["lost_gpu_s"].to_list() == [0.0, 16_800.0, 16_800.0]
+    assert rel_df["infra_lost_gpu_s"].to_list() == [0.0, 16_800.0, 16_800.0]

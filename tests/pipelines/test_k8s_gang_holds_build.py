@@ -306,9 +306,11 @@ def _failed_workloads(tmp_path: Path) -> Path:
 def test_a_failed_gangs_lost_gpu_seconds_per_node_are_its_pieces(tmp_path: Path) -> None:
     """The staggered gang ending FAILED (no XID: ``failed_work_user``, whole attempt lost):
     the waterfall loses its pieces, 8 x 600 + 16 x 1,200 + 8 x 5,400 = 67,200 GPU-s, and so
-    do ``node_signals_daily`` and ``node_reliability``, split evenly over the attempt's
-    nodes (the pieces carry no node): a, b (the workers') and c (the launcher's), 22,400
-    each (before: 16 GPUs x 7,200 s = 115,200, 38,400 a node, more than the gang held)."""
+    do ``node_signals_daily`` and ``node_reliability``, each node its own pieces: a
+    (worker-0, 8 GPUs 08:10 - 08:40) 8 x 1,800 = 14,400, b (worker-1, 8 GPUs 08:20 - 10:10)
+    8 x 6,600 = 52,800, c (the CPU-only launcher's) 0 (before: 67,200 split evenly, 22,400 on
+    each of a, b, c; before that 16 GPUs x 7,200 s = 115,200, 38,400 a node). Each node still
+    counts the attempt once."""
     cfg = _config(tmp_path)
     _load(cfg, FIXTURES / "pods_staggered_2026-11-02.json", workloads=_failed_workloads(tmp_path))
     assert _query(cfg, "SELECT state, gpu_s FROM core.jobs") == [("FAILED", 67_200.0)]
@@ -317,8 +319,13 @@ def test_a_failed_gangs_lost_gpu_seconds_per_node_are_its_pieces(tmp_path: Path)
         "SELECT sum(gpu_s) FROM analytics.gpu_waterfall_hourly WHERE bucket = 'failed_work_user'",
     ) == [(67_200.0,)]
     assert _query(cfg, "SELECT host, lost_gpu_s FROM analytics.node_reliability ORDER BY host") == [
-        ("a", 22_400.0),
-        ("b", 22_400.0),
-        ("c", 22_400.0),
+        ("a", 14_400.0),
+        ("b", 52_800.0),
+        ("c", 0.0),
+    ]
+    assert _query(cfg, "SELECT host, attempts FROM analytics.node_reliability ORDER BY host") == [
+        ("a", 1),
+        ("b", 1),
+        ("c", 1),
     ]
     assert _query(cfg, "SELECT sum(lost_gpu_s) FROM analytics.node_signals_daily") == [(67_200.0,)]
