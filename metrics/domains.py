@@ -520,8 +520,11 @@ def stranded_hourly(
     )
     # A het job's components wait as one job asking their GPUs together (metrics.het_jobs):
     # one pending shape of their summed GPUs; the node states above keep each component's own.
+    # Collected once: the waits are read by each shape rule below, and left lazy polars
+    # recomputed the het units (a group-by and a join over every attempt) for each read: the
+    # year of 10,000 GPUs' topology tables 35.8 s of CPU against 20.6 s before the het units.
     units, pending_units = het_wait_units(jobs, pending)
-    waits = _waits(units, pending_units, as_of)
+    waits = _waits(units, pending_units, as_of).collect().lazy()
     hrs = hours.select(CLUSTER, pl.col(HOUR).cast(UTC_DATETIME)).unique()
     first = hour_ceil(pl.col("_from"))
     snapshot = (
