@@ -1585,7 +1585,10 @@ def _domain_tables(
         """The unit's domain capacity; its stranded GPUs and fragmentation go to ``stranded``
         and ``fragmentation`` (all three read the same node states, computed once:
         BENCHMARKS.md "The topology tables' node-hour states computed once")."""
-        held, at = touching(jobs, c, lo, hi), hours.lazy()
+        # The unit's attempts taken once: the node states, fragmentation, stranded GPUs and
+        # capacity each read them, and left lazy each read filtered every attempt of the
+        # history again (the stranded GPUs' het units twice more, a regex over every job id).
+        held, at = touching(jobs, c, lo, hi).collect().lazy(), hours.lazy()
         states = hourly_node_states(topo, held, at, nodes, down).collect().lazy()
         fragmentation.append(
             fragmentation_hourly(topo, held, at, down=down, states=states).collect()
