@@ -214,6 +214,7 @@ _LATEST = dt.datetime(9999, 1, 1, tzinfo=dt.UTC)
 NODE_DOWN_TABLE = "analytics.build_node_down"
 
 _DAY = dt.timedelta(days=1)
+_HOUR = dt.timedelta(hours=1)
 
 #: Telemetry ingest kinds → (raw table, time column): a load affects the days its rows cover.
 _TELEMETRY_SPANS: dict[str, tuple[str, str]] = {
@@ -915,7 +916,8 @@ def plan_build(
     # (whose XID events compare its first samples with the last ones before it), and the day of
     # each last-XID series' first sample after them where that is more than a day later (a GPU
     # not scraped for days: :func:`_xid_samples_after_gaps`); hourly DCGM
-    # aggregates: the days its hours cover (a deleted load's: as the last build kept them).
+    # aggregates: the days its hours and the hour after them cover (a deleted load's: as the
+    # last build kept them).
     seen = read_table(con, INGESTS_TABLE)
     old_spans = read_table(con, TELEMETRY_SPANS_TABLE)
     new = loads.join(seen, on=_LOAD_COLUMNS, how="anti", nulls_equal=True)
@@ -932,8 +934,13 @@ def plan_build(
         # a load of a kind without raw rows (a file recorded for its rejects only) is left out
         loaded = loaded.filter(pl.col("source").is_in(list(raw_sources())))
         covered = spans.join(loaded.filter(telemetry).select("ingest_id", "source"), on="ingest_id")
+        # a 5-minute load: its days and the next (whose XID events compare its first samples
+        # with the last ones before it); an hourly load: its days and that of the hour after
+        # its last (an hourly XID event is a value the GPU did not read the hour before, and
+        # job_gpu_summary counts it for every attempt holding the GPU then)
         for c, lo, hi, source in covered.select("cluster", "lo", "hi", "source").iter_rows():
-            add({c: _days(lo, hi + _DAY if source in xid_sources else hi)})
+            after = _DAY if source in xid_sources else _HOUR if source in hourly_sources else None
+            add({c: _days(lo, hi if after is None else hi + after)})
         changed = covered.filter(pl.col("source").is_in(xid_sources)).drop("source")
         xid_spans.append(changed)
         # an hourly aggregates' load: the XIDs of its hours and of the hour after them (each

@@ -39,10 +39,11 @@ _HEADER = (
 )
 
 
-def _job(job: str, node: str, start: str, end: str) -> str:
+def _job(job: str, node: str, start: str, end: str, state: str = "FAILED") -> str:
     tres = "billing=8,cpu=8,gres/gpu=8,mem=64G,node=1"
+    code = "1:0" if state == "FAILED" else "0:0"
     return "|".join([
-        job, job, C, "gpu", "acct1", "u1", "FAILED", "1:0", start, start, start, end,
+        job, job, C, "gpu", "acct1", "u1", state, code, start, start, start, end,
         "01:00:00", "1", tres, tres, node,
     ])  # fmt: skip
 
@@ -65,9 +66,11 @@ def _hourly(path: Path, first: dt.datetime, n: int, xid_from: dt.datetime) -> Pa
     return path
 
 
-def _setup(tmp_path: Path, times: tuple[str, str, str, str]) -> tuple[Config, Path]:
+def _setup(
+    tmp_path: Path, times: tuple[str, str, str, str], state: str = "FAILED"
+) -> tuple[Config, Path]:
     """c1's inventory and configuration, and job 1 on n1 (``times[0]`` to ``times[1]``) and
-    job 2 on n2 (``times[2]`` to ``times[3]``), both FAILED with 8 GPUs."""
+    job 2 on n2 (``times[2]`` to ``times[3]``), both ``state`` with 8 GPUs."""
     (tmp_path / "inventory").mkdir()
     (tmp_path / "inventory" / f"{C}.csv").write_text(
         "host,gpus,gpu_type,partition,rack\nn1,8,a100,gpu,r1\nn2,8,a100,gpu,r1\n"
@@ -77,7 +80,8 @@ def _setup(tmp_path: Path, times: tuple[str, str, str, str]) -> tuple[Config, Pa
     sacct = tmp_path / "inputs" / "sacct.psv"
     sacct.write_text(
         "\n".join([
-            _HEADER, _job("1", "n1", times[0], times[1]), _job("2", "n2", times[2], times[3]),
+            _HEADER, _job("1", "n1", times[0], times[1], state),
+            _job("2", "n2", times[2], times[3], state),
         ]) + "\n"
     )  # fmt: skip
     return cfg, sacct
@@ -279,6 +283,42 @@ def test_job_gpu_summary_counts_the_hourly_xid_of_an_hour_its_attempt_held_the_g
     assert mode == "incremental"
     assert second == {"1": 1, "2": 0}
     assert rel["n1"][:2] == (1, [79])
+    assert_equals_full_rebuild(cfg, tmp_path)
+
+
+def test_an_earlier_hourly_load_moves_the_next_days_first_xid_event(tmp_path: Path) -> None:
+    """An hourly XID event is a value the GPU did not read the hour before, so a load of hours
+    [lo, hi] can change the event of the hour after hi, on the next day. Job 1 (COMPLETED, so
+    no FAILED attempt's XID rule plans anything) holds all 8 GPUs of n1 11-02 00:00-02:00.
+    Hours 11-02 00:00-01:00 loaded (79 on GPU-n1-0 from 11-01 19:00, i.e. in both hours) and
+    built: 00:00 is the GPU's first row reading 79, an event in the hour job 1 held it → 1.
+    Then hours 11-01 22:00-23:00 loaded, reading 79 already: the event moves to 22:00, before
+    job 1 started, and 00:00 repeats it → 0. The load's days are 11-01 only; without the hour
+    after its last (11-02 00:00) the incremental build kept 1 where a full build gives 0."""
+    cfg, sacct = _setup(
+        tmp_path,
+        ("2026-11-02T00:00:00", "2026-11-02T02:00:00", "2026-11-01T20:00:00",
+         "2026-11-01T21:00:00"),
+        state="COMPLETED",
+    )  # fmt: skip
+    inputs = tmp_path / "inputs" / C / "dcgm_hourly"
+    since = DAY - dt.timedelta(hours=5)
+    late = _hourly(inputs / "date=2026-11-02" / "h.parquet", DAY, 2, since)
+    early = _hourly(inputs / "date=2026-11-01" / "h.parquet", DAY - dt.timedelta(hours=2), 2, since)
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        opts = IngestOptions(cluster=C, tz="UTC")
+        ingest_file(con, "sacct", sacct, opts)
+        ingest_file(con, "dcgm-hourly", late, opts)
+        rebuild(con, cfg)
+        first = _summary_xids(con)
+        ingest_file(con, "dcgm-hourly", early, opts)
+        rebuild(con, cfg)
+        mode = _mode(con)
+        second = _summary_xids(con)
+    assert first == {"1": 1, "2": 0}
+    assert mode == "incremental"
+    assert second == {"1": 0, "2": 0}
     assert_equals_full_rebuild(cfg, tmp_path)
 
 
