@@ -20,6 +20,11 @@ Kubernetes", "Multi-Process Service in Kubernetes"; NVIDIA/k8s-device-plugin, GF
   resource (``nvidia.com/gpu.replicas: "R"``, ``nvidia.com/mig-1g.10gb.replicas: "R"``) and
   suffixes the product ``-SHARED`` where the name is kept. One unit is ``1/R`` of the device.
 
+The AMD GPU device plugin's ``amd.com/gpu`` is one whole GPU per unit: it is in neither
+:data:`SHARED_RESOURCES` nor the MIG resources, so no NVIDIA label scales it (a node or pod of
+only ``amd.com/gpu`` keeps its count), and a row naming both vendors' resources keeps its count
+as any row of mixed kinds does.
+
 So a node's GPUs are physical GPUs (7 slices × 1/7 = 1; 32 replicas × 1/4 = 8; 14 replicas of
 1g.10gb slices in 2 replicas × 1/7 ÷ 2 = 1) and a pod bound to such a node holds that fraction
 per unit it asks for (METRICS.md "Units"). A row (node or pod) counts one total over its GPU

@@ -14,7 +14,7 @@ snapshot of an object is its row with the greatest ``snapshot_at`` (views ``kueu
 k8s_attempts`).
 
 The Node parser (:func:`node_rows`) reads per node: the GPU product and rack labels, GPU
-``capacity`` and ``allocatable`` (``nvidia.com/gpu`` and MIG resources in GPUs, as
+``capacity`` and ``allocatable`` (``nvidia.com/gpu``, ``amd.com/gpu`` and MIG resources in GPUs, as
 :func:`pipelines.kubernetes._pods_parse.gpu_worth`), the ``Ready`` condition, ``unschedulable``
 (cordoned), taints and the creation time.
 """
@@ -110,8 +110,10 @@ KUEUE_TOPOLOGY_SCHEMA: dict[str, pl.DataType] = {
     "line_no": pl.Int64(),
 }
 
-#: Label keys that name a node's GPU product, in order of trust (GPU feature discovery first).
-GPU_PRODUCT_LABELS: Final = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator",
+#: Label keys that name a node's GPU product, in order of trust (NVIDIA GPU feature discovery
+#: first, then the AMD GPU node labeller's product name and its legacy ``beta.`` key).
+GPU_PRODUCT_LABELS: Final = ("nvidia.com/gpu.product", "amd.com/gpu.product-name",
+                             "beta.amd.com/gpu.product-name", "cloud.google.com/gke-accelerator",
                              "node.kubernetes.io/instance-type")  # fmt: skip
 #: Label keys that name a node's rack (no standard key exists; these are common ones).
 RACK_LABELS: Final = ("topology.kubernetes.io/rack", "topology.example.com/rack",

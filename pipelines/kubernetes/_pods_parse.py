@@ -8,6 +8,8 @@ containers of their request + the sidecars started before them)``. Resources and
 GPUs:
 
 - ``nvidia.com/gpu``: 1 per unit; milli-quantities (``500m``) count 0.5 (GPU-sharing schedulers);
+- ``amd.com/gpu`` (AMD GPU device plugin, ``resource_naming_strategy: single``): 1 per unit, the
+  same quantities; NVIDIA's MIG and replica rules below never apply to it;
 - ``nvidia.com/mig-<g>g.<mem>gb`` (MIG "mixed" strategy): ``g`` of the GPU's 7 compute slices
   (A30 profiles ``1g.6gb``/``2g.12gb``/``4g.24gb``: of 4), so ``mig-3g.40gb`` = 3/7; a profile
   with a compute-instance prefix (``mig-1c.3g.40gb``) counts its ``c`` slices; its
@@ -86,6 +88,8 @@ _WORKLOAD_ANNOTATIONS: Final = ("kueue.x-k8s.io/workload", "kueue.x-k8s.io/workl
 _WORKLOAD_LABELS: Final = ("kueue.x-k8s.io/workload-name", "kueue.x-k8s.io/pod-group-name")
 _DEFAULT_CONTAINER: Final = "kubectl.kubernetes.io/default-container"
 _GPU: Final = "nvidia.com/gpu"
+# the AMD GPU device plugin's resource (ROCm/k8s-device-plugin, default naming strategy "single")
+_AMD_GPU: Final = "amd.com/gpu"
 # time-slicing / MPS replicas renamed (device plugin ``renameByDefault: true``)
 _GPU_SHARED: Final = "nvidia.com/gpu.shared"
 # the suffix renamed replicas get (``nvidia.com/mig-1g.10gb.shared`` too)
@@ -143,9 +147,12 @@ def gpu_worth(resource: str) -> float | None:
         ``mig-1c.3g.40gb`` = 1/7), and the same for its time-slicing / MPS replicas renamed
         ``nvidia.com/mig-<profile>.shared`` (device plugin ``renameByDefault``; one replica,
         which the node's ``nvidia.com/mig-<profile>.replicas`` label makes ``1/R`` of it in
-        the core layer); None for any other resource and for an impossible profile.
+        the core layer); 1.0 for ``amd.com/gpu`` (the AMD GPU device plugin's whole GPU); None
+        for any other resource (``amd.com/cpx_nps4`` and the other partition resources of the
+        AMD plugin's "mixed" naming, another vendor's ``gpu.intel.com/i915``) and for an
+        impossible profile.
     """
-    if resource in (_GPU, _GPU_SHARED):
+    if resource in (_GPU, _GPU_SHARED, _AMD_GPU):
         return 1.0
     if not resource.startswith(_MIG_PREFIX):
         return None

@@ -16,8 +16,9 @@ and ``Preempted`` to ``False`` with the message prefixed ``Previously: ``, so th
 earlier eviction is only in the Events (see ``_attempts.py``); ``requeue_count`` and
 ``evictions`` say how many there were.
 
-GPU worth of a resource (``nvidia.com/gpu`` 1, MIG ``nvidia.com/mig-3g.40gb`` 3/7, ``500m`` 0.5)
-follows :func:`pipelines.kubernetes._pods_parse.gpu_worth` (METRICS.md "Units and identities").
+GPU worth of a resource (``nvidia.com/gpu`` and ``amd.com/gpu`` 1, MIG ``nvidia.com/mig-3g.40gb``
+3/7, ``500m`` 0.5) follows :func:`pipelines.kubernetes._pods_parse.gpu_worth` (METRICS.md
+"Units and identities").
 """
 
 from __future__ import annotations
@@ -597,10 +598,10 @@ def parse_kueue_cluster_queues(path: str | Path, *, cluster: str = "default") ->
 
     Returns:
         ``rows`` with :data:`KUEUE_CLUSTER_QUEUE_SCHEMA`: one row per ClusterQueue × flavor ×
-        GPU resource (``nvidia.com/gpu``, MIG profiles; other resources are left out), and one
-        row with NULL ``flavor``/``resource`` for a ClusterQueue without GPU quota, so its
-        cohort is still known. ``nominal_quota``, ``borrowing_limit`` (NULL = no limit),
-        ``lending_limit`` (NULL = no limit) are in units of the resource; ``nominal_gpus``,
+        GPU resource (``nvidia.com/gpu``, ``amd.com/gpu``, MIG profiles; other resources are left
+        out), and one row with NULL ``flavor``/``resource`` for a ClusterQueue without GPU
+        quota, so its cohort is still known. ``nominal_quota``, ``borrowing_limit`` (NULL = no
+        limit), ``lending_limit`` (NULL = no limit) are in units of the resource; ``nominal_gpus``,
         ``usage_gpus`` and ``borrowed_gpus`` (``status.flavorsUsage``) in GPUs (a MIG slice
         counts its fraction). ``cohort`` is v1beta1 ``spec.cohort`` or v1beta2
         ``spec.cohortName``. ``rejected``/``info`` as for the other parsers.
