@@ -7,9 +7,9 @@ first pod running. Two frames, both over the attempts of :func:`k8s_attempts`:
 - :func:`k8s_workload_timings` (the ``k8s_workloads`` frame): one row per workload attempt with
   each stage's timestamp, the stage durations, image pull time and the pending-event counts;
 - :func:`k8s_pending_reasons` (the ``k8s_pending_reasons`` frame): "why pending", from the
-  scheduler's ``FailedScheduling`` pod events (insufficient ``nvidia.com/gpu``, taints,
-  affinity …) and Kueue's ``Pending`` workload events (no GPU quota, flavor mismatch, waiting
-  for preemption …), counted per attempt and reason.
+  scheduler's ``FailedScheduling`` pod events (insufficient ``nvidia.com/gpu`` or ``amd.com/gpu``,
+  taints, affinity …) and Kueue's ``Pending`` workload events (no GPU quota, flavor mismatch,
+  waiting for preemption …), counted per attempt and reason.
 
 Image pull time of a pod = Σ over its ``Pulled`` events of the duration the kubelet reports
 (``Successfully pulled image "x" in 1m2.5s (…)``; ``already present on machine`` = 0), else the
@@ -44,7 +44,7 @@ _TS = UTC_DATETIME
 #: kube-scheduler ``FailedScheduling`` reasons: (reason, regex on the part of the message before
 #: ``preemption:``; group 1, when present, is the number of nodes that said so).
 SCHEDULER_PENDING_REASONS: Final = (
-    ("insufficient_gpu", r"(\d+) Insufficient nvidia\.com/(?:gpu|mig-)"),
+    ("insufficient_gpu", r"(\d+) Insufficient (?:nvidia\.com/(?:gpu|mig-)|amd\.com/gpu)"),
     ("insufficient_cpu", r"(\d+) Insufficient cpu"),
     ("insufficient_memory", r"(\d+) Insufficient memory"),
     ("taint", r"(\d+) node\(s\) had (?:untolerated )?taint"),
@@ -66,7 +66,7 @@ SCHEDULER_PENDING_REASONS: Final = (
 
 #: Kueue ``Pending`` reasons: (reason, regex on the message).
 KUEUE_PENDING_REASONS: Final = (
-    ("quota_gpu", r"insufficient (?:unused )?quota for nvidia\.com/(?:gpu|mig-)"),
+    ("quota_gpu", r"insufficient (?:unused )?quota for (?:nvidia\.com/(?:gpu|mig-)|amd\.com/gpu)"),
     ("quota_cpu_memory", r"insufficient (?:unused )?quota for (?:cpu|memory)"),
     ("flavor_mismatch", r"flavor \S+ doesn't match|untolerated taint"),
     ("waiting_for_preemption", r"Pending the preemption of \d+ workload"),

@@ -11,10 +11,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
 from pipelines.core.k8s_attempts import k8s_attempts
 from pipelines.core.k8s_gpu_units import cluster_queues_in_gpus, nodes_in_gpus, pods_in_gpus
+from pipelines.core.k8s_timings import (
+    KUEUE_PENDING_REASONS,
+    SCHEDULER_PENDING_REASONS,
+    _categorised,
+)
 from pipelines.kubernetes._objects import parse_k8s_nodes, parse_k8s_objects
 from pipelines.kubernetes._pods_parse import gpu_worth, parse_k8s_pods
 
@@ -179,3 +185,23 @@ def test_a_pod_of_both_vendors_counts_both_unscaled(tmp_path: Path) -> None:
         6.0, "amd.com/gpu,nvidia.com/gpu")  # fmt: skip
     assert pods_in_gpus(pods, nodes)["gpus"].to_list() == [3.0]
     assert nodes_in_gpus(nodes)["gpu_allocatable"].to_list() == [6.0]
+
+
+def test_pending_reasons_name_amd_gpus() -> None:
+    """kube-scheduler's ``4 Insufficient amd.com/gpu`` is ``insufficient_gpu`` on 4 nodes, and
+    Kueue's ``insufficient quota for amd.com/gpu`` is ``quota_gpu`` (were both ``other``)."""
+    msg = (
+        "0/6 nodes are available: 4 Insufficient amd.com/gpu, 2 node(s) were unschedulable. "
+        "preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling."
+    )
+    sched = pl.LazyFrame({"reason": ["FailedScheduling"], "message": [msg]})
+    got = _categorised(sched, SCHEDULER_PENDING_REASONS, pl.col("message")).collect()
+    assert sorted(got.select("reason", "nodes").rows()) == [
+        ("insufficient_gpu", 4), ("node_unschedulable", 2)]  # fmt: skip
+    msg = (
+        "couldn't assign flavors to pod set main: insufficient quota for amd.com/gpu in "
+        "flavor mi300x, 8 more needed"
+    )
+    kueue = pl.LazyFrame({"reason": ["Pending"], "message": [msg]})
+    got = _categorised(kueue, KUEUE_PENDING_REASONS, pl.col("message")).collect()
+    assert got["reason"].to_list() == ["quota_gpu"]
