@@ -286,6 +286,23 @@ def test_job_gpu_summary_counts_the_hourly_xid_of_an_hour_its_attempt_held_the_g
     assert_equals_full_rebuild(cfg, tmp_path)
 
 
+def _summaries_around(
+    cfg: Config, sacct: Path, hourly: Path, then: tuple[str, Path]
+) -> tuple[dict[str, int], str | None, dict[str, int]]:
+    """The sacct file and ``hourly`` loaded and built, then ``then`` (kind, file) loaded and
+    built again: job_gpu_summary's XIDs after each build, and the second build's mode."""
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        opts = IngestOptions(cluster=C, tz="UTC")
+        ingest_file(con, "sacct", sacct, opts)
+        ingest_file(con, "dcgm-hourly", hourly, opts)
+        rebuild(con, cfg)
+        first = _summary_xids(con)
+        ingest_file(con, then[0], then[1], opts)
+        rebuild(con, cfg)
+        return first, _mode(con), _summary_xids(con)
+
+
 def test_an_earlier_hourly_load_moves_the_next_days_first_xid_event(tmp_path: Path) -> None:
     """An hourly XID event is a value the GPU did not read the hour before, so a load of hours
     [lo, hi] can change the event of the hour after hi, on the next day. Job 1 (COMPLETED, so
@@ -305,17 +322,7 @@ def test_an_earlier_hourly_load_moves_the_next_days_first_xid_event(tmp_path: Pa
     since = DAY - dt.timedelta(hours=5)
     late = _hourly(inputs / "date=2026-11-02" / "h.parquet", DAY, 2, since)
     early = _hourly(inputs / "date=2026-11-01" / "h.parquet", DAY - dt.timedelta(hours=2), 2, since)
-    with connect(cfg.warehouse_path) as con:
-        init_warehouse(con)
-        opts = IngestOptions(cluster=C, tz="UTC")
-        ingest_file(con, "sacct", sacct, opts)
-        ingest_file(con, "dcgm-hourly", late, opts)
-        rebuild(con, cfg)
-        first = _summary_xids(con)
-        ingest_file(con, "dcgm-hourly", early, opts)
-        rebuild(con, cfg)
-        mode = _mode(con)
-        second = _summary_xids(con)
+    first, mode, second = _summaries_around(cfg, sacct, late, ("dcgm-hourly", early))
     assert first == {"1": 1, "2": 0}
     assert mode == "incremental"
     assert second == {"1": 0, "2": 0}
@@ -354,17 +361,7 @@ def test_job_gpu_summary_counts_an_xid_read_by_samples_and_hourly_rows_once(
     samples = _scrapes_from(
         tmp_path / "inputs" / "dcgm.prom", eleven + dt.timedelta(seconds=5), 4, 2
     )
-    with connect(cfg.warehouse_path) as con:
-        init_warehouse(con)
-        opts = IngestOptions(cluster=C, tz="UTC")
-        ingest_file(con, "sacct", sacct, opts)
-        ingest_file(con, "dcgm-hourly", hourly, opts)
-        rebuild(con, cfg)
-        first = _summary_xids(con)
-        ingest_file(con, "dcgm", samples, opts)
-        rebuild(con, cfg)
-        mode = _mode(con)
-        second = _summary_xids(con)
+    first, mode, second = _summaries_around(cfg, sacct, hourly, ("dcgm", samples))
     assert first == {"1": 1, "2": 0}
     assert mode == "incremental"
     assert second == {"1": 1, "2": 0}
