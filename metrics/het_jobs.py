@@ -32,7 +32,7 @@ __all__ = ["het_unit_id", "het_wait_units", "is_het_component"]
 #: ``het.job_id`` and ``het.job_offset`` are read to the same form).
 _HET_ID = r"^(\d+)\+\d+$"
 
-_UNIT, _OFF, _IDX, _STARTED, _ASKED, _N = "_unit", "_off", "_idx", "_started", "_asked", "_n"
+_UNIT, _OFF, _IDX, _STARTED, _ASKED = "_unit", "_off", "_idx", "_started", "_asked"
 _FROM_ATTEMPTS = "_from_attempts"
 
 
@@ -62,11 +62,12 @@ def het_wait_units(
     - ``eligible_at`` / ``submit_at``: the earliest of its components';
     - ``req_gpus``: Σ of what each component asks (``req_gpus`` when > 0, else ``gpus``);
       ``gpus`` and ``gpu_s``: Σ;
-    - started when every component of the unit has started in it: ``start_at`` = the latest
-      start (all components start together; if the rows differ, the unit has waited until
-      the last), ``end_at`` the latest end (NULL while one runs), ``wait_s`` = start −
-      eligible, ``submit_wait_s`` = start − submit, ``run_s`` = end − start; the row is one
-      of the returned attempts, ``attempt`` = i;
+    - started when every component with a row in it has started (a component without a row
+      for attempt ``i``, e.g. one requeued fewer times, does not hold the unit back):
+      ``start_at`` = the latest start (all components start together; if the rows differ,
+      the unit has waited until the last), ``end_at`` the latest end (NULL while one runs),
+      ``wait_s`` = start − eligible, ``submit_wait_s`` = start − submit, ``run_s`` = end −
+      start; the row is one of the returned attempts, ``attempt`` = i;
     - else not started as one: a returned never-started row (``attempt`` NULL where the frame
       has it), ended (cancelled) at the latest end of its not-started components when each has
       one, else NULL (pending). Without ``pending``, such rows are returned among the attempts,
@@ -128,12 +129,10 @@ def het_wait_units(
             )
             .drop("_k")
         )
-    rows = (
-        pl.concat(members, how="diagonal_relaxed")
-        .with_columns(pl.col(JOB_ID).n_unique().over(CLUSTER, _UNIT).alias(_N))
-        .sort(CLUSTER, _UNIT, _IDX, _OFF, nulls_last=True)
+    rows = pl.concat(members, how="diagonal_relaxed").sort(
+        CLUSTER, _UNIT, _IDX, _OFF, nulls_last=True
     )
-    all_started = (pl.col(JOB_ID).n_unique() == pl.col(_N).first()) & pl.col(_STARTED).all()
+    all_started = pl.col(_STARTED).all()
     names = set(rows.collect_schema().names())
     own = {CLUSTER, _UNIT, _IDX, JOB_ID, ATTEMPT, GPUS, REQ_GPUS, GPU_S, SUBMIT_AT, ELIGIBLE_AT}
     own |= {START_AT, END_AT, WAIT_S, "submit_wait_s", RUN_S}

@@ -102,3 +102,18 @@ def test_a_cancelled_het_job_is_censored_at_its_last_cancel() -> None:
     censored at 02:00, 7,200 s, 2 + 2 = 4 GPUs."""
     pending = _pending([("400+0", 2.0, 0, 1), ("400+1", 2.0, 0, 2)])
     assert _spells(_attempts([]), pending) == [("400+0", None, 7200.0, False, 4.0, "2-8")]
+
+
+def test_a_component_requeued_more_often_does_not_hold_back_the_unit() -> None:
+    """7+0 (8 GPUs) has attempts 0 (eligible 00:00, ran 01:00–02:00) and 1 (eligible 03:00,
+    ran 04:00–05:00); 7+1 (8 GPUs) only attempt 0 (eligible 00:00, ran 01:00–02:00). Unit
+    attempt 0: 8 + 8 = 16 GPUs, 00:00 → 01:00 = 3,600 s; unit attempt 1 has only 7+0's row,
+    which started: started at 04:00, 03:00 → 04:00 = 3,600 s of 8 GPUs. Before: attempt 1 was
+    a never-started unit (7+1 has no row for it) censored at the cut-off 05:00, 7,200 s, and
+    its run at 04:00 was lost."""
+    attempts = _attempts([
+        ("7+0", 0, 8.0, 0, 1, 2), ("7+0", 1, 8.0, 3, 4, 5), ("7+1", 0, 8.0, 0, 1, 2),
+    ])  # fmt: skip
+    assert _spells(attempts, _pending([])) == [
+        ("7+0", 0, 3600.0, True, 16.0, "9-63"), ("7+0", 1, 3600.0, True, 8.0, "2-8"),
+    ]  # fmt: skip

@@ -536,3 +536,28 @@ def test_a_het_job_wider_than_a_node_is_a_gang_whatever_its_components() -> None
     ).collect()
     held = wf.filter(pl.col("leaf").cast(pl.String) == "held").row(0, named=True)
     assert (held["gpu_s"], held["gang_gpu_s"]) == (14400.0, 14400.0)
+
+
+def test_a_het_unit_attempt_without_every_component_starts_with_those_it_has() -> None:
+    """4 nodes × 8 GPUs, hours 10:00 and 11:00, cut-off 12:00. 7+0 and 7+1 (8 GPUs each) ran
+    10:00–10:15 (attempt 0, no wait); 7+0 was requeued: attempt 1 eligible 10:30, ran
+    10:45–11:00; 7+1 has no attempt 1. Unit attempt 1 is 7+0's alone and started at 10:45:
+    held 8 × 900 = 7,200 in hour 10, 0 in hour 11. Before: it never started and waited to the
+    cut-off as a pending row: 8 × 1,800 = 14,400 held in hour 10 and 8 × 3,600 = 28,800 in hour
+    11 (without ``pending``, a not-started attempt row: its wait was lost, 0 and 0)."""
+    att = _attempts(
+        [
+            ("7+0", "REQUEUED", 8.0, _t(10), _t(10, 15), ["n0"]),
+            ("7+1", "COMPLETED", 8.0, _t(10), _t(10, 15), ["n1"]),
+            ("7+0", "COMPLETED", 8.0, _t(10, 45), _t(11), ["n0"]),
+        ],
+        eligible=[_t(10), _t(10), _t(10, 30)],
+    ).with_columns(attempt=pl.Series([0, 0, 1]))
+    none_pending = _pending([]).cast(
+        {"cluster": pl.String, "job_id": pl.String, "req_gpus": pl.Float64, "state": pl.String}
+    )
+    for pend in (none_pending, None):
+        wf = gpu_waterfall_hourly(
+            att, _capacity([_t(10), _t(11)], 32.0), _t(12), pending=pend, nodes=_nodes([8.0] * 4)
+        )
+        assert (_leaves(wf, _t(10))["held"], _leaves(wf, _t(11))["held"]) == (7200.0, 0.0)
