@@ -489,8 +489,10 @@ def stranded_hourly(
     A het job's components (``H+O``) are one pending job and one shape, the sum of their GPUs,
     waiting from the earliest eligible time to the latest start
     (:func:`metrics.het_jobs.het_wait_units`: Slurm starts the components together, so free
-    GPUs one component could use stay unused until all fit); the node states (free, held)
-    count each component's own GPUs.
+    GPUs one component could use stay unused until all fit); while some of its components
+    already run (partial rows), the shape is the sum of the others' GPUs (``demand``: running
+    GPUs are allocated, not pending); the node states (free, held) count each component's own
+    GPUs.
 
     Args:
         topology, jobs, hours, nodes, down: as :func:`domain_capacity_hourly`; ``jobs`` also
@@ -519,11 +521,12 @@ def stranded_hourly(
         nh.group_by(CLUSTER, HOUR, DOMAIN).agg(pl.col("_healthy").sum().alias("healthy_nodes"))
     )
     # A het job's components wait as one job asking their GPUs together (metrics.het_jobs):
-    # one pending shape of their summed GPUs; the node states above keep each component's own.
+    # one pending shape of the summed GPUs of its components not running (demand: a running
+    # component's GPUs are allocated); the node states above keep each component's own.
     # Collected once: the waits are read by each shape rule below, and left lazy polars
     # recomputed the het units (a group-by and a join over every attempt) for each read: the
     # year of 10,000 GPUs' topology tables 35.8 s of CPU against 20.6 s before the het units.
-    units, pending_units = het_wait_units(jobs, pending)
+    units, pending_units = het_wait_units(jobs, pending, demand=True)
     waits = _waits(units, pending_units, as_of).collect().lazy()
     hrs = hours.select(CLUSTER, pl.col(HOUR).cast(UTC_DATETIME)).unique()
     first = hour_ceil(pl.col("_from"))

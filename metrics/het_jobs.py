@@ -2,8 +2,10 @@
 
 Slurm allocates every component of a heterogeneous job at once, as a unit (SchedMD,
 "Heterogeneous Job Support"): the components ``H+0``, ``H+1``, … wait together, so for time to
-start and large-job waits they are one job asking the sum of their GPUs. Occupancy, the
-waterfall and fairness count each component's own GPUs and nodes and do not use this module.
+start and large-job waits they are one job asking the sum of their GPUs. As pending demand (the
+waterfall's held, stranded shapes: ``demand``) a unit some of whose components already run asks
+only the others' GPUs. Occupancy, the waterfall's allocated leaves and fairness count each
+component's own GPUs and nodes and do not use this module.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def het_unit_id(job_id: pl.Expr) -> pl.Expr:
 
 
 def het_wait_units(
-    attempts: pl.LazyFrame, pending: pl.LazyFrame | None = None
+    attempts: pl.LazyFrame, pending: pl.LazyFrame | None = None, *, demand: bool = False
 ) -> tuple[pl.LazyFrame, pl.LazyFrame | None]:
     """The waiting units of ``attempts`` and ``pending``: every row as it is, except the rows of
     het components, which become one row per het job and attempt, keyed by the leader ``H+0``.
@@ -74,12 +76,22 @@ def het_wait_units(
       with ``start_at`` NULL;
     - every other column: the lowest-offset component's.
 
+    With ``demand``, a unit attempt not started as one is returned as the pending GPUs it asks,
+    not its wait: the GPUs of a component that runs are allocated, not demand. Its span
+    [``eligible_at``, ``end_at``) is cut at the starts and ends of its started components that
+    fall inside it, one row per piece with ``eligible_at`` / ``end_at`` the piece's bounds
+    (the last piece's ``end_at`` the unit's, NULL while pending) and ``req_gpus`` = ``gpus`` =
+    Σ asked by its components not running over the piece (a started component runs over
+    [its start, its end)); pieces asking 0 GPUs are dropped. For the pending demand readers
+    (the waterfall's held, stranded shapes); time to start and waits keep the default.
+
     Args:
         attempts: rows with ``cluster, job_id, start_at`` and any of ``attempt, gpus,
             req_gpus, eligible_at, submit_at, end_at, wait_s, submit_wait_s, run_s, gpu_s`` and
             other columns (Slurm attempts, or any frame :func:`metrics.wait_spells` reads).
         pending: never-started rows with ``cluster, job_id, req_gpus, eligible_at`` and any
             other columns, or None.
+        demand: return a not-started unit as its pieces of pending GPUs (above), not one wait.
 
     Returns:
         ``(attempts, pending)`` with the input frames' columns and types: the rows that are no
@@ -182,6 +194,64 @@ def het_wait_units(
 
     started = shaped(units.filter(pl.col("_all")), a_schema)
     waiting = units.filter(~pl.col("_all"))
+    if demand:
+        waiting = _demand_pieces(rows, waiting, has_gpus=GPUS in names)
     if pending is None or rest_p is None:
         return pl.concat([rest_a, started, shaped(waiting, a_schema)]), None
     return pl.concat([rest_a, started]), pl.concat([rest_p, shaped(waiting, p_schema)])
+
+
+def _demand_pieces(rows: pl.LazyFrame, waiting: pl.LazyFrame, *, has_gpus: bool) -> pl.LazyFrame:
+    """``waiting`` (not-started unit attempts, with their component ``rows``) cut into the pieces
+    of pending GPUs :func:`het_wait_units` documents under ``demand``; a unit with no known
+    eligible time as it is."""
+    keys = [CLUSTER, _UNIT, _IDX]
+    span = waiting.filter(pl.col(ELIGIBLE_AT).is_not_null()).select(
+        *keys, pl.col(ELIGIBLE_AT).alias("_e0"), pl.col(END_AT).alias("_e1")
+    )
+    ran = rows.filter(pl.col(_STARTED)).select(*keys, START_AT, END_AT).join(span, on=keys)
+
+    def inside(name: str) -> pl.Expr:
+        c = pl.col(name)
+        return (c > pl.col("_e0")) & (pl.col("_e1").is_null() | (c < pl.col("_e1")))
+
+    cuts = (
+        pl.concat(
+            [
+                span.select(*keys, pl.col("_e0").alias("_p0")),
+                ran.filter(inside(START_AT)).select(*keys, pl.col(START_AT).alias("_p0")),
+                ran.filter(inside(END_AT)).select(*keys, pl.col(END_AT).alias("_p0")),
+            ],
+            how="vertical_relaxed",
+        )
+        .unique()
+        .sort(*keys, "_p0")
+        .join(span, on=keys, maintain_order="left")
+        .with_columns(pl.coalesce(pl.col("_p0").shift(-1).over(keys), pl.col("_e1")).alias("_p1"))
+    )
+    running = (
+        pl.col(_STARTED)
+        & (pl.col(START_AT) <= pl.col("_p0"))
+        & (pl.col(END_AT).is_null() | (pl.col(END_AT) > pl.col("_p0")))
+    )
+    asked = (
+        cuts.select(*keys, "_p0", "_p1")
+        .join(rows.select(*keys, _ASKED, _STARTED, START_AT, END_AT), on=keys)
+        .group_by(*keys, "_p0", "_p1", maintain_order=True)
+        .agg(pl.when(running).then(0.0).otherwise(pl.col(_ASKED)).sum().alias("_ask"))
+        .filter(pl.col("_ask") > 0)
+    )
+    pieces = (
+        waiting.join(asked, on=keys)
+        .sort(*keys, "_p0")
+        .with_columns(
+            pl.col("_p0").alias(ELIGIBLE_AT),
+            pl.col("_p1").alias(END_AT),
+            pl.col("_ask").alias(REQ_GPUS),
+            *([pl.col("_ask").alias(GPUS)] if has_gpus else []),
+        )
+        .drop("_p0", "_p1", "_ask")
+    )
+    return pl.concat(
+        [pieces, waiting.filter(pl.col(ELIGIBLE_AT).is_null())], how="vertical_relaxed"
+    )

@@ -416,8 +416,10 @@ def _wait_units(
 ) -> tuple[pl.LazyFrame, pl.LazyFrame | None]:
     """The waits' rows of ``attempts`` and ``pending`` with a het job's components as one job
     (:func:`metrics.het_jobs.het_wait_units`: Slurm starts them together), so a het job wider
-    than one node is a gang's wait whatever its components' sizes; only the columns the waits
-    read. The frames as they are where one has no ``job_id``."""
+    than one node is a gang's wait whatever its components' sizes; a het job not started as one
+    asks only its components' GPUs not running (``demand``: a running component's GPUs are
+    allocated); only the columns the waits read. The frames as they are where one has no
+    ``job_id``."""
     names = attempts.collect_schema().names()
     if JOB_ID not in names or (
         pending is not None and JOB_ID not in pending.collect_schema().names()
@@ -427,6 +429,7 @@ def _wait_units(
     return het_wait_units(
         attempts.select(c for c in cols if c in names),
         None if pending is None else pending.select(CLUSTER, JOB_ID, REQ_GPUS, ELIGIBLE_AT, END_AT),
+        demand=True,
     )
 
 

@@ -540,3 +540,33 @@ def test_a_pending_het_job_is_one_shape_of_its_summed_gpus() -> None:
         "free_gpus", "pending_jobs", "min_pending_gpus", "stranded_gpus",
         "expected_stranded_gpus", "gang_pending_gpu_s",
     ).rows() == [(14.0, 1, 16.0, 14.0, 14.0, 57_600.0)]  # fmt: skip
+
+
+def test_a_partly_running_het_job_s_shape_is_its_pending_components_gpus() -> None:
+    """Het job 300: 300+0 (8 GPUs) runs on n3, n4 from h0 − 1 h (partial rows), 300+1 (8 GPUs)
+    pending since h0 − 1 h; A and B as above, n8 down. Free at h0: n5 2, n6 4, n7 4 = 10; whole
+    free nodes d1 0, d2 2 (n6, n7); partly held n5 2 free; H = 4. 300+0's GPUs are allocated,
+    so the pending shape is 300+1's 8 GPUs (n = 2): 2 + (0 mod 2)·4 + (2 mod 2)·4 = 2 stranded;
+    gang demand (8 > 4 GPUs a node) 8 × 3,600 = 28,800 GPU-s.
+    Before (one shape of 16, n = 4): 2 + (0 mod 4)·4 + (2 mod 4)·4 = 10 stranded, 16 × 3,600 =
+    57,600 GPU-s. (300+0's attempt 0 and 300+1's pending row are the unit's attempt 0.)"""
+    run = pl.LazyFrame(
+        {"cluster": ["c"], "job_id": ["300+0"], "attempt": [0], "team": ["t1"], "gpus": [8.0],
+         "req_gpus": [8.0], "eligible_at": [H0 - 60 * M], "start_at": [H0 - 60 * M],
+         "end_at": [None], "node_list": [["n3", "n4"]]},
+        schema_overrides={"eligible_at": T, "start_at": T, "end_at": T},
+    )  # fmt: skip
+    jobs = pl.concat([_jobs().filter(pl.col("job_id").is_in(["A", "B"])), run])
+    pending = pl.LazyFrame(
+        {"cluster": ["c"], "job_id": ["300+1"], "team": ["t1"], "req_gpus": [8.0],
+         "eligible_at": [H0 - 60 * M], "end_at": [None]},
+        schema_overrides={"eligible_at": T, "end_at": T},
+    )  # fmt: skip
+    hours = _hours().filter(pl.col("hour") == H0)
+    got = stranded_hourly(
+        _topology(), jobs, hours, _inventory(), _as_of(), pending=pending, down=_down()
+    ).collect()
+    assert got.select(
+        "free_gpus", "pending_jobs", "min_pending_gpus", "stranded_gpus",
+        "expected_stranded_gpus", "gang_pending_gpu_s",
+    ).rows() == [(10.0, 1, 8.0, 2.0, 2.0, 28_800.0)]  # fmt: skip

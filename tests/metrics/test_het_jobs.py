@@ -117,3 +117,36 @@ def test_a_component_requeued_more_often_does_not_hold_back_the_unit() -> None:
     assert _spells(attempts, _pending([])) == [
         ("7+0", 0, 3600.0, True, 16.0, "9-63"), ("7+0", 1, 3600.0, True, 8.0, "2-8"),
     ]  # fmt: skip
+
+
+def _rows(frame: pl.LazyFrame | None, *cols: str) -> list[tuple[object, ...]]:
+    assert frame is not None
+    return frame.select(cols).collect().rows()
+
+
+def test_a_partly_started_unit_asks_only_the_gpus_not_running() -> None:
+    """7+0 (8 GPUs) eligible 00:00, started 01:00, still running; 7+1 (8 GPUs) eligible 00:00,
+    still pending. As pending demand (``demand``), 7+0's GPUs are allocated from 01:00: 16 GPUs
+    00:00–01:00, then 8 GPUs from 01:00 while pending (to the cut-off 05:00: 16 × 1 + 8 × 4 =
+    48 GPU-h; before, one row of 16 GPUs from 00:00, 16 × 5 = 80 GPU-h). Time to start keeps the
+    unit's wait: one censored spell 00:00 → 05:00 = 18,000 s of 16 GPUs."""
+    attempts = _attempts([("7+0", 0, 8.0, 0, 1, None)])
+    pending = _pending([("7+1", 8.0, 0, None)])
+    a, p = het_wait_units(attempts, pending, demand=True)
+    assert _rows(a, "job_id") == []
+    assert _rows(p, "job_id", "req_gpus", "eligible_at", "end_at") == [
+        ("7+0", 16.0, _h(0), _h(1)), ("7+0", 8.0, _h(1), None),
+    ]  # fmt: skip
+    assert _spells(attempts, pending) == [("7+0", None, 18000.0, False, 16.0, "9-63")]
+
+
+def test_a_component_that_ran_and_ended_asks_again_while_the_unit_waits() -> None:
+    """Partial rows: 8+0 (4 GPUs) ran 01:00–02:00; 8+1 (4 GPUs) pending since 00:00, cancelled
+    at 03:00. As demand: 8 GPUs 00:00–01:00, 4 GPUs 01:00–02:00 (8+0 runs), 8 GPUs 02:00–03:00
+    (8+0 no longer runs, the unit still waits for it to start with 8+1)."""
+    attempts = _attempts([("8+0", 0, 4.0, 0, 1, 2)])
+    pending = _pending([("8+1", 4.0, 0, 3)])
+    _, p = het_wait_units(attempts, pending, demand=True)
+    assert _rows(p, "job_id", "req_gpus", "eligible_at", "end_at") == [
+        ("8+0", 8.0, _h(0), _h(1)), ("8+0", 4.0, _h(1), _h(2)), ("8+0", 8.0, _h(2), _h(3)),
+    ]  # fmt: skip

@@ -538,6 +538,27 @@ def test_a_het_job_wider_than_a_node_is_a_gang_whatever_its_components() -> None
     assert (held["gpu_s"], held["gang_gpu_s"]) == (14400.0, 14400.0)
 
 
+def test_a_het_job_partly_running_holds_only_its_pending_components_gpus() -> None:
+    """4 nodes × 8 GPUs = 32 GPUs, hour 10:00–11:00 (115,200 GPU-s), cut-off 11:00. Het job 7:
+    7+0 (8 GPUs) eligible 10:00, started 10:30 on n0, still running; 7+1 (8 GPUs) eligible
+    10:00, still pending. 7+0's GPUs are allocated from 10:30, not pending demand:
+    10:00–10:30: 32 free, 16 asked (a gang's: 16 > 8) → 16 × 1,800 = 28,800 held, for gangs;
+    10:30–11:00: 24 free, 8 asked (7+1 alone, no gang) → 8 × 1,800 = 14,400 held.
+    held = 43,200, held for gangs = 28,800, goodput 8 × 1,800 = 14,400,
+    idle = 115,200 − 14,400 − 43,200 = 57,600.
+    Before: 16 asked all hour: held 57,600 and all of it for gangs, idle 43,200."""
+    att = _attempts([("7+0", "RUNNING", 8.0, _t(10, 30), None, ["n0"])], eligible=[_t(10)])
+    pend = _pending([(8.0, _t(10), None)]).with_columns(job_id=pl.Series(["7+1"]))
+    wf = gpu_waterfall_hourly(
+        att, _capacity([_t(10)], 32.0), _t(11), pending=pend, nodes=_nodes([8.0] * 4)
+    ).collect()
+    rows = {r["leaf"]: r for r in wf.with_columns(pl.col("leaf").cast(pl.String)).to_dicts()}
+    assert (rows["goodput"]["gpu_s"], rows["held"]["gpu_s"], rows["idle"]["gpu_s"]) == (
+        14400.0, 43200.0, 57600.0,
+    )  # fmt: skip
+    assert rows["held"]["gang_gpu_s"] == 28800.0
+
+
 def test_a_het_unit_attempt_without_every_component_starts_with_those_it_has() -> None:
     """4 nodes × 8 GPUs, hours 10:00 and 11:00, cut-off 12:00. 7+0 and 7+1 (8 GPUs each) ran
     10:00–10:15 (attempt 0, no wait); 7+0 was requeued: attempt 1 eligible 10:30, ran
