@@ -532,14 +532,24 @@ def test_a_pending_het_job_is_one_shape_of_its_summed_gpus() -> None:
          "req_gpus": [8.0, 8.0], "eligible_at": [H0, H0], "end_at": [None, None]},
         schema_overrides={"eligible_at": T, "end_at": T},
     )  # fmt: skip
+    assert _stranded_at_h0(jobs, pending) == [(14.0, 1, 16.0, 14.0, 14.0, 57_600.0)]
+
+
+def _stranded_at_h0(jobs: pl.LazyFrame, pending: pl.LazyFrame) -> list[tuple[object, ...]]:
+    """``free_gpus, pending_jobs, min_pending_gpus, stranded_gpus, expected_stranded_gpus,
+    gang_pending_gpu_s`` of :func:`stranded_hourly` at h0 on the shared topology."""
     hours = _hours().filter(pl.col("hour") == H0)
     got = stranded_hourly(
         _topology(), jobs, hours, _inventory(), _as_of(), pending=pending, down=_down()
     ).collect()
-    assert got.select(
-        "free_gpus", "pending_jobs", "min_pending_gpus", "stranded_gpus",
-        "expected_stranded_gpus", "gang_pending_gpu_s",
-    ).rows() == [(14.0, 1, 16.0, 14.0, 14.0, 57_600.0)]  # fmt: skip
+    return got.select(
+        "free_gpus",
+        "pending_jobs",
+        "min_pending_gpus",
+        "stranded_gpus",
+        "expected_stranded_gpus",
+        "gang_pending_gpu_s",
+    ).rows()
 
 
 def test_a_partly_running_het_job_s_shape_is_its_pending_components_gpus() -> None:
@@ -562,11 +572,4 @@ def test_a_partly_running_het_job_s_shape_is_its_pending_components_gpus() -> No
          "eligible_at": [H0 - 60 * M], "end_at": [None]},
         schema_overrides={"eligible_at": T, "end_at": T},
     )  # fmt: skip
-    hours = _hours().filter(pl.col("hour") == H0)
-    got = stranded_hourly(
-        _topology(), jobs, hours, _inventory(), _as_of(), pending=pending, down=_down()
-    ).collect()
-    assert got.select(
-        "free_gpus", "pending_jobs", "min_pending_gpus", "stranded_gpus",
-        "expected_stranded_gpus", "gang_pending_gpu_s",
-    ).rows() == [(10.0, 1, 8.0, 2.0, 2.0, 28_800.0)]  # fmt: skip
+    assert _stranded_at_h0(jobs, pending) == [(10.0, 1, 8.0, 2.0, 2.0, 28_800.0)]
