@@ -222,6 +222,7 @@ def _xid_events(
     slurmd_maps: pl.DataFrame | None = None,
     pod_jobs: pl.DataFrame | None = None,
     nodes: pl.DataFrame | None = None,
+    xid_hours: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """XID events: each change of ``DCGM_FI_DEV_XID_ERRORS`` to a non-zero value (it holds the
     last XID, not a count), plus non-zero ``DCGM_EXP_XID_ERRORS_COUNT`` samples:
@@ -246,10 +247,11 @@ def _xid_events(
     (:func:`attributed_gpu_buckets`).
 
     The XIDs of the hourly aggregates (``raw.dcgm_hourly``, :func:`_hourly_xid_events`) come
-    along, with :data:`metrics.waterfall.XID_RAISED_AFTER` set (NULL on the samples' events)."""
+    along, with :data:`metrics.waterfall.XID_RAISED_AFTER` set (NULL on the samples' events);
+    ``xid_hours``: :func:`_hourly_xid_hours` of ``con`` already read (else read here)."""
     df: pl.DataFrame = con.sql(load_sql("analytics/xid_events")).pl()
     df = df.with_columns(pl.col("ts", "prev_ts").dt.convert_time_zone("UTC"))
-    hourly = _hourly_xid_events(con)
+    hourly = _hourly_xid_events(con, xid_hours)
     if hourly.height:
         df = pl.concat([df, hourly], how="diagonal_relaxed")
     if nodes is not None and nodes.height and df.height:
@@ -332,7 +334,9 @@ def _hourly_xid_hours(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     return out.cast(schema)  # type: ignore[arg-type]
 
 
-def _hourly_xid_events(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+def _hourly_xid_events(
+    con: duckdb.DuckDBPyConnection, xid_hours: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """XID events of the hourly DCGM aggregates (:func:`_hourly_xid_hours`; METRICS.md, XID
     rule, hourly aggregates).
 
@@ -342,12 +346,15 @@ def _hourly_xid_events(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     raised up to a scrape and a collect interval before it):
     :data:`metrics.waterfall.XID_RAISED_AFTER`.
 
+    ``xid_hours``: :func:`_hourly_xid_hours` of ``con`` already read (else read here).
+
     Returns:
         ``cluster, host, ts, xid, gpu_uuid, namespace, pod`` (NULL), ``host_is_exporter_pod``
         (false), ``prev_ts`` (NULL), ``raised_after`` (UTC); empty without hourly aggregates.
     """
     utc = pl.Datetime("us", "UTC")
-    return _hourly_xid_hours(con).select(
+    hours = _hourly_xid_hours(con) if xid_hours is None else xid_hours
+    return hours.select(
         "cluster",
         "host",
         (pl.col("hour") + pl.duration(hours=1)).alias("ts"),
@@ -365,6 +372,7 @@ def hourly_xid_attempts(
     con: duckdb.DuckDBPyConnection,
     jobs: pl.DataFrame,
     nodes: pl.DataFrame | None = None,
+    xid_hours: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The hourly aggregates' XID events per allocation attempt: ``job_gpu_summary``'s share
     of them (METRICS.md, "A job's XIDs").
@@ -382,6 +390,8 @@ def hourly_xid_attempts(
             the whole-node rule looks at every job on the node).
         nodes: ``cluster, host, gpus`` (``core.nodes``); None: ``core.nodes`` when ``con``
             has it.
+        xid_hours: :func:`_hourly_xid_hours` of ``con`` already read (the window reads it
+            once for its XID events and for this); None: read here.
 
     Returns:
         ``cluster, job_id, attempt`` (Int64), ``xid_events`` (Int64, ≥ 1): one row per attempt
@@ -389,7 +399,7 @@ def hourly_xid_attempts(
     """
     schema = {"cluster": pl.String(), "job_id": pl.String(), "attempt": pl.Int64(),
               "xid_events": pl.Int64()}  # fmt: skip
-    events = _hourly_xid_hours(con)
+    events = _hourly_xid_hours(con) if xid_hours is None else xid_hours
     if events.is_empty() or jobs.is_empty():
         return pl.DataFrame(schema=schema)
     if nodes is None and table_exists(con, "core.nodes"):

@@ -35,6 +35,7 @@ from pipelines.analytics.metrics_build import (
     _ONE_JOB,
     LossPolicyOf,
     _activity,
+    _hourly_xid_hours,
     _xid_events,
     attributed_gpu_buckets,
     gpu_activity,
@@ -585,7 +586,9 @@ def window_tables(
             if days is not None:  # a window holds its own cluster's rows only
                 buckets = buckets.filter(pl.col("cluster") == scope.clusters[0][0])
             activity = _activity(mem, scope.jobs, pod_jobs, buckets=buckets)
-            xid = _xid_events(mem, slurmd_maps, pod_jobs, scope.nodes)
+            # the hourly aggregates' XID hours, read once for the events and the GPU summary
+            xid_hours = _hourly_xid_hours(mem)
+            xid = _xid_events(mem, slurmd_maps, pod_jobs, scope.nodes, xid_hours=xid_hours)
             for c, cut, cdays in scope.clusters:
                 occ_c = occupancy.filter(pl.col("cluster") == c)
                 # Lazy: no copy of the cluster's attempts is held beside ``jobs``.
@@ -632,7 +635,7 @@ def window_tables(
                     )  # fmt: skip
             # the hourly aggregates' XIDs per attempt, their holders found among all the
             # cluster's jobs as the buckets' owners are
-            hourly_xids = hourly_xid_attempts(mem, scope.jobs, scope.nodes)
+            hourly_xids = hourly_xid_attempts(mem, scope.jobs, scope.nodes, xid_hours=xid_hours)
             if days is not None:
                 hourly_xids = hourly_xids.filter(pl.col("cluster") == scope.clusters[0][0])
             ga = gpu_activity(mem, scope.jobs, pod_jobs, buckets=buckets)
