@@ -629,8 +629,10 @@ def _build(
 def _with_shard_jobs(changed: pl.DataFrame | None, s_att: pl.DataFrame) -> pl.DataFrame | None:
     """``changed`` (``cluster, job_id`` of the jobs whose resolved Slurm rows changed; None:
     every job may have) and the jobs of every attempt holding GPU shards: their GPUs come from
-    the node state (:func:`pipelines.core.gpu_shards.shard_gpus`), which may change while their
-    resolved rows do not, so the plan compares them every build (they are few)."""
+    the node state in effect at their start (:func:`pipelines.core.gpu_shards.shard_gpus`),
+    which a newly loaded snapshot may change while their resolved rows do not (a first state of
+    the node, or one dated before their start), so the plan compares them every build (they are
+    few)."""
     if changed is None or "shards" not in s_att.columns:
         return changed
     sharded = s_att.filter(pl.col("shards") > 0).select(
@@ -1029,7 +1031,7 @@ def _read_raw(
     con: duckdb.DuckDBPyConnection, slurm_part_rows: int | None = None, reuse: bool = False
 ) -> RawFrames:
     """The raw tables the core layer reads (``raw.k8s_nodes`` only where the table exists; of
-    ``raw.slurm_nodes`` the latest state of the nodes with GPU shards and the dated snapshots
+    ``raw.slurm_nodes`` the states over time of the nodes with GPU shards and the dated snapshots
     of the nodes that ever had a reason time; of ``raw.slurm_reservations`` all rows, the
     ``MAINT`` ones chosen by the core layer);
     the Slurm rows as parts of about ``slurm_part_rows`` rows (None: :data:`SLURM_PART_ROWS`),

@@ -26,7 +26,12 @@ from metrics.holds import NODE_HOLD_SCHEMA
 from metrics.hosts import host_matches
 from metrics.k8s_node_states import K8S_NODE_STATE_COLUMNS, k8s_node_states_hourly
 from metrics.placement import assignment_node_lists, topology_requests
-from pipelines.core.gpu_shards import node_gpus_per_shard, pending_shard_gpus, shard_gpus
+from pipelines.core.gpu_shards import (
+    latest_gpus_per_shard,
+    node_shard_states,
+    pending_shard_gpus,
+    shard_gpus,
+)
 from pipelines.core.k8s_attempts import (
     K8sAttempts,
     k8s_attempts,
@@ -209,9 +214,10 @@ class RawFrames:
     ``k8s_nodes`` is None when the warehouse has no ``raw.k8s_nodes`` table, ``topology`` when
     it has no ``raw.topology``, ``kueue_topologies`` when it has no ``raw.kueue_topologies``,
     ``kueue_workload_topology`` when it has no ``raw.kueue_workload_topology``, ``slurm_squeue``
-    when it has no ``raw.slurm_squeue``. ``slurm_node_shards``: ``cluster, host, gpus, gres`` of
-    each Slurm node's latest ``scontrol show node`` state whose Gres names GPU shards
-    (``sql/analytics/slurm_node_shards.sql``), None without ``raw.slurm_nodes``.
+    when it has no ``raw.slurm_squeue``. ``slurm_node_shards``: ``cluster, host, gpus, gres,
+    snapshot_at``, the ``scontrol show node`` states over time of each Slurm node whose Gres
+    ever named GPU shards (``sql/analytics/slurm_node_shards.sql``), None without
+    ``raw.slurm_nodes``.
     ``slurm_node_states``: the first and last dated ``scontrol show node`` snapshot of each run
     of like states of the nodes ever down with a reason time, on clusters without ``sacctmgr``
     node events (``sql/analytics/slurm_node_snapshots.sql``), whose down or drained states add
@@ -1012,27 +1018,35 @@ def _slurm_frames(
     """The Slurm side of the core, part by part (:func:`resolve_slurm_parts`): the resolved
     rows (empty, schema only, when ``sink`` takes each part), the attempts (narrow:
     :data:`_ATTEMPT_COLUMNS`; an attempt holding GPU shards and no GPU gets its GPUs from its
-    nodes' shard counts, :func:`pipelines.core.gpu_shards.shard_gpus`, the resolved rows keep
-    sacct's), the never-started allocations (:data:`_PENDING_COLUMNS`),
+    nodes' shard counts in effect at its start, :func:`pipelines.core.gpu_shards.shard_gpus`,
+    the resolved rows keep sacct's), the never-started allocations (:data:`_PENDING_COLUMNS`;
+    one asking for shards counts by the nodes' latest state),
     ``cluster, as_of``: each part's latest submit, start or end time, or an open row's start +
     Elapsed, per cluster, and
     each part's :func:`_observed_hosts` (none of the clusters ``inventoried``). A
     :class:`StoredPart` gives its frames as they are."""
     parts = raw.slurm_parts() if raw.slurm_parts is not None else [raw.slurm_rows]
     kept, attempts, pending, cuts, hosts = [], [], [], [], []
-    per_shard = (
+    # the attempts count by each node's state at their start, the never-started by its latest
+    states = (
         pl.DataFrame(
-            schema={"cluster": pl.String(), "host": pl.String(), "gpus_per_shard": pl.Float64()}
+            schema={
+                "cluster": pl.String(),
+                "host": pl.String(),
+                "snapshot_at": pl.Datetime("us", "UTC"),
+                "gpus_per_shard": pl.Float64(),
+            }
         )
         if raw.slurm_node_shards is None
-        else node_gpus_per_shard(raw.slurm_node_shards)
+        else node_shard_states(raw.slurm_node_shards)
     )
+    per_shard = latest_gpus_per_shard(states)
     teams = account_teams.lazy()
     for part in parts:
         if isinstance(part, StoredPart):
             if sink is None:
                 raise ValueError("build_core: a stored Slurm part needs a slurm_sink")
-            attempts.append(shard_gpus(part.attempts, per_shard))
+            attempts.append(shard_gpus(part.attempts, states))
             pending.append(pending_shard_gpus(part.pending, per_shard))
             cuts.append(_as_of([(part.cuts, _CUT_COLUMNS)]))
             hosts.append(_observed_hosts(part.attempts, inventoried))
@@ -1045,7 +1059,7 @@ def _slurm_frames(
         attempts.append(
             shard_gpus(
                 slurm_attempts(slurm.lazy()).select(*_ATTEMPT_COLUMNS).collect().rechunk(),
-                per_shard,
+                states,
             )
         )
         hosts.append(_observed_hosts(attempts[-1], inventoried))

@@ -21,7 +21,14 @@ from __future__ import annotations
 
 import polars as pl
 
-__all__ = ["node_gpus_per_shard", "pending_shard_gpus", "shard_gpus", "tres_shards"]
+__all__ = [
+    "latest_gpus_per_shard",
+    "node_gpus_per_shard",
+    "node_shard_states",
+    "pending_shard_gpus",
+    "shard_gpus",
+    "tres_shards",
+]
 
 _NUMBER = r"\d+(?:\.\d+)?"
 _UNTYPED_RE = rf"(?:^|,)gres/shard=({_NUMBER})(?:,|$)"
@@ -60,6 +67,16 @@ def tres_shards(tres: pl.Expr) -> pl.Expr:
     )
 
 
+def _node_shards() -> pl.Expr:
+    """The shards a node's ``Gres=`` value names (Float64: the sum of its shard items)."""
+    return (
+        pl.col("gres")
+        .str.extract_all(_NODE_ITEM_RE)
+        .list.eval(pl.element().str.extract(r":(\d+)$", 1).cast(pl.Float64))
+        .list.sum()
+    )
+
+
 def node_gpus_per_shard(nodes: pl.DataFrame) -> pl.DataFrame:
     """Each node's GPUs per shard, from its ``scontrol show node`` state.
 
@@ -73,17 +90,56 @@ def node_gpus_per_shard(nodes: pl.DataFrame) -> pl.DataFrame:
         ``cluster, host, gpus_per_shard`` (Float64: GPUs ÷ shards, 1/80 here), only the nodes
         with both GPUs and shards.
     """
-    shards = (
-        pl.col("gres")
-        .str.extract_all(_NODE_ITEM_RE)
-        .list.eval(pl.element().str.extract(r":(\d+)$", 1).cast(pl.Float64))
-        .list.sum()
-    )
     return (
-        nodes.select("cluster", "host", pl.col("gpus").cast(pl.Float64), shards.alias("_shards"))
+        nodes.select(
+            "cluster", "host", pl.col("gpus").cast(pl.Float64), _node_shards().alias("_shards")
+        )
         .filter((pl.col("gpus") > 0) & (pl.col("_shards") > 0))
         .select("cluster", "host", (pl.col("gpus") / pl.col("_shards")).alias("gpus_per_shard"))
         .unique(["cluster", "host"], keep="last", maintain_order=True)
+    )
+
+
+def node_shard_states(nodes: pl.DataFrame) -> pl.DataFrame:
+    """Each node's GPUs per shard over time, from its dated ``scontrol show node`` states.
+
+    Args:
+        nodes: ``cluster, host, gpus, gres, snapshot_at`` (``sql/analytics/slurm_node_shards.sql``:
+            the states of each node that ever named shards, at most one per ``snapshot_at``,
+            ordered by ``cluster, host, snapshot_at`` with the undated, NULL, first); ``gpus`` and
+            ``gres`` as :func:`node_gpus_per_shard` reads them.
+
+    Returns:
+        ``cluster, host, snapshot_at, gpus_per_shard`` (Float64: GPUs ÷ shards; NULL where the
+        state names no shard or no GPU), same rows and order: what :func:`shard_gpus` looks up
+        by each attempt's start, and :func:`latest_gpus_per_shard` reduces to the latest state.
+    """
+    shards = _node_shards()
+    gpus = pl.col("gpus").cast(pl.Float64)
+    return nodes.select(
+        "cluster",
+        "host",
+        "snapshot_at",
+        pl.when((gpus > 0) & (shards > 0)).then(gpus / shards).alias("gpus_per_shard"),
+    )
+
+
+def latest_gpus_per_shard(states: pl.DataFrame) -> pl.DataFrame:
+    """Each node's GPUs per shard in its latest state (the last row of the node in
+    :func:`node_shard_states`' order: the latest ``snapshot_at``, an undated state older than
+    every dated one), only the nodes whose latest state names shards (a node unsharded since is
+    left out, whatever an earlier state said).
+
+    Args:
+        states: :func:`node_shard_states`' ``cluster, host, snapshot_at, gpus_per_shard``.
+
+    Returns:
+        ``cluster, host, gpus_per_shard``, one row per node (:func:`node_gpus_per_shard`'s shape).
+    """
+    return (
+        states.unique(["cluster", "host"], keep="last", maintain_order=True)
+        .filter(pl.col("gpus_per_shard").is_not_null())
+        .select("cluster", "host", "gpus_per_shard")
     )
 
 
@@ -97,16 +153,29 @@ def shard_gpus(attempts: pl.DataFrame, gpus_per_shard: pl.DataFrame) -> pl.DataF
     is left as it is: an attempt with GPUs (``gres/gpu``) is never given its shards on top, and
     one with a node of unknown shard count keeps 0 GPUs (none of its nodes is guessed).
 
+    With dated node states (``gpus_per_shard`` has ``snapshot_at``), each node of an attempt
+    counts by its state in effect at the attempt's ``start_at``: its latest state naming shards
+    with ``snapshot_at`` ≤ ``start_at`` (an undated state, NULL, older than every dated one),
+    else, where none precedes the start, its earliest state naming shards (its first known
+    one). States naming no shard are passed over: Slurm gives shards only from a node
+    configured with them, so a node whose in-effect snapshot names none was reconfigured
+    before the attempt started, after that snapshot. A node with no state naming shards is of
+    unknown shard count. An attempt without ``start_at`` counts by each node's latest state.
+
     Args:
-        attempts: Slurm attempts with ``cluster, node_list, gpus, shards, run_s, gpu_s`` and,
-            optionally, ``req_gpus, req_shards``.
-        gpus_per_shard: :func:`node_gpus_per_shard`'s ``cluster, host, gpus_per_shard``.
+        attempts: Slurm attempts with ``cluster, node_list, gpus, shards, run_s, gpu_s``, with
+            dated node states ``start_at`` (Datetime) too, and, optionally,
+            ``req_gpus, req_shards``.
+        gpus_per_shard: :func:`node_gpus_per_shard`'s ``cluster, host, gpus_per_shard`` (one
+            state per node), or :func:`node_shard_states`' ``cluster, host, snapshot_at,
+            gpus_per_shard`` (dated states).
 
     Returns:
         ``attempts``, same rows, order and columns.
 
     Example:
-        40 shards on a node of 1 GPU and 80 shards for 2 h: 40 × 1/80 = 0.5 GPU, 3,600 GPU-s.
+        40 shards on a node of 1 GPU and 80 shards for 2 h: 40 × 1/80 = 0.5 GPU, 3,600 GPU-s;
+        started before the node became ``gpu:2,shard:80``, it stays 0.5 GPU, not 40 × 2/80 = 1.
     """
     held = (pl.col("gpus") == 0) & (pl.col("shards") > 0) & (pl.col("node_list").list.len() > 0)
     at = attempts.select(held.fill_null(False).arg_true()).to_series()
@@ -114,16 +183,22 @@ def shard_gpus(attempts: pl.DataFrame, gpus_per_shard: pl.DataFrame) -> pl.DataF
         return attempts
     # Σ over the nodes of (shards ÷ nodes) × GPUs per shard = shards × the nodes' mean GPUs per
     # shard
-    per_node = (
-        attempts[at]
-        .select("cluster", "node_list", _at=at)
-        .explode("node_list")
-        .join(
-            gpus_per_shard.rename({"host": "node_list"}),
-            on=["cluster", "node_list"],
-            how="left",
+    if "snapshot_at" in gpus_per_shard.columns:
+        nodes = _in_effect(attempts[at].select("cluster", "node_list", "start_at", _at=at),
+                           gpus_per_shard)  # fmt: skip
+    else:
+        nodes = (
+            attempts[at]
+            .select("cluster", "node_list", _at=at)
+            .explode("node_list")
+            .join(
+                gpus_per_shard.rename({"host": "node_list"}),
+                on=["cluster", "node_list"],
+                how="left",
+            )
         )
-        .group_by("_at")
+    per_node = (
+        nodes.group_by("_at")
         .agg(
             pl.col("gpus_per_shard").mean().alias("_mean"),
             pl.col("gpus_per_shard").is_null().any().alias("_unknown"),
@@ -150,6 +225,42 @@ def shard_gpus(attempts: pl.DataFrame, gpus_per_shard: pl.DataFrame) -> pl.DataF
             rows, asked.fill_null(attempts["req_gpus"].gather(rows))
         )
     return attempts.with_columns(**out)
+
+
+def _in_effect(held: pl.DataFrame, states: pl.DataFrame) -> pl.DataFrame:
+    """``held`` (``cluster, node_list, start_at, _at``: the attempts holding shards) as one row
+    per attempt and node, ``_at, gpus_per_shard``: the node's state naming shards in effect at
+    the attempt's start (:func:`shard_gpus`), NULL where the node has none."""
+    # as microseconds since the epoch, whatever the columns' zones: an undated state is older
+    # than every start, an attempt without a start later than every state
+    lo, hi = -(2**63), 2**63 - 1
+    known = (
+        states.filter(pl.col("gpus_per_shard").is_not_null())
+        .select(
+            "cluster",
+            pl.col("host").alias("node_list"),
+            pl.col("snapshot_at").dt.epoch("us").fill_null(lo).alias("_t"),
+            "gpus_per_shard",
+        )
+        .sort("_t", maintain_order=True)
+    )
+    nodes = (
+        held.explode("node_list")
+        .select(
+            "_at",
+            "cluster",
+            "node_list",
+            pl.col("start_at").dt.epoch("us").fill_null(hi).alias("_t"),
+        )
+        .sort("_t")
+    )
+    by = ["cluster", "node_list"]
+    before = nodes.join_asof(known, on="_t", by=by, strategy="backward", check_sortedness=False)
+    after = nodes.join_asof(known, on="_t", by=by, strategy="forward", check_sortedness=False)
+    return before.select(
+        "_at",
+        pl.coalesce(before["gpus_per_shard"], after["gpus_per_shard"]).alias("gpus_per_shard"),
+    )
 
 
 def pending_shard_gpus(pending: pl.DataFrame, gpus_per_shard: pl.DataFrame) -> pl.DataFrame:

@@ -3,11 +3,15 @@ on hand-made TRES strings, node states and attempts (METRICS.md "Units and ident
 
 from __future__ import annotations
 
+import datetime as dt
+
 import polars as pl
 import pytest
 
 from pipelines.core.gpu_shards import (
+    latest_gpus_per_shard,
     node_gpus_per_shard,
+    node_shard_states,
     pending_shard_gpus,
     shard_gpus,
     tres_shards,
@@ -122,3 +126,82 @@ def test_a_pending_jobs_shards_where_the_clusters_nodes_are_sharded_alike() -> N
     got = pending_shard_gpus(pending, per_shard)
     assert got.columns == pending.columns
     assert got["req_gpus"].to_list() == pytest.approx([0.25, 0.0, 2.0, 0.0])
+
+
+def _day(day: str | None, hour: int = 12) -> dt.datetime | None:
+    return None if day is None else dt.datetime.fromisoformat(day).replace(hour=hour, tzinfo=dt.UTC)
+
+
+def _states() -> pl.DataFrame:
+    """dgx's states: undated (an old load) 1 GPU / 40 shards, 2026-01-05 1/80, 2026-02-01 no
+    shard, 2026-03-01 2/80; tux's one, 2026-02-01 2/64; old's 2026-01-01 1/8, then 2026-02-01
+    no shard (unsharded since). Each snapshot at noon UTC, in the SQL's order."""
+    return node_shard_states(
+        pl.DataFrame(
+            {
+                "cluster": ["c"] * 7,
+                "host": ["dgx", "dgx", "dgx", "dgx", "old", "old", "tux"],
+                "gpus": [1.0, 1.0, 1.0, 2.0, 1.0, 1.0, 2.0],
+                "gres": ["gpu:1,shard:40", "gpu:1,shard:80", "gpu:1", "gpu:2,shard:80",
+                         "gpu:1,shard:8", "gpu:1", "gpu:2,shard:64"],
+                "snapshot_at": [_day(None), _day("2026-01-05"), _day("2026-02-01"),
+                                _day("2026-03-01"), _day("2026-01-01"), _day("2026-02-01"),
+                                _day("2026-02-01")],
+            },
+            schema_overrides={"snapshot_at": pl.Datetime("us", "UTC")},
+        )
+    )  # fmt: skip
+
+
+def test_a_nodes_states_over_time() -> None:
+    """Each state's GPUs per shard, NULL where it names no shard; the latest per node: dgx 2/80,
+    tux 2/64, old left out (its latest state names no shard)."""
+    states = _states()
+    assert states.columns == ["cluster", "host", "snapshot_at", "gpus_per_shard"]
+    assert states["gpus_per_shard"].to_list() == [1 / 40, 1 / 80, None, 2 / 80, 1 / 8, None, 2 / 64]
+    assert latest_gpus_per_shard(states).rows() == [("c", "dgx", 2 / 80), ("c", "tux", 2 / 64)]
+
+
+def test_an_attempt_counts_by_its_nodes_states_at_its_start() -> None:
+    """By hand, 40 shards each (a9: 4), 1 h each (GPU-s = GPUs × 3,600):
+
+    - a1 dgx from 2026-01-01: only the undated state precedes it: 40 × 1/40 = 1.0 GPU;
+    - a2 dgx from 2026-01-05 12:00, the snapshot's own time: 40 × 1/80 = 0.5 GPU;
+    - a3 dgx from 2026-02-10: the 2026-02-01 state names no shard, passed over for 2026-01-05's:
+      0.5 GPU;
+    - a4 dgx from 2026-03-10: 40 × 2/80 = 1.0 GPU (the latest state gives the same);
+    - a5 tux from 2026-01-01, before its first state: its earliest, 40 × 2/64 = 1.25 GPU;
+    - a6 dgx and tux from 2026-03-10: 20 × 2/80 + 20 × 2/64 = 0.5 + 0.625 = 1.125 GPU;
+    - a7 dgx, no start: its latest state, 1.0 GPU;
+    - a8 on a node without state: 0 GPUs;
+    - a9 old from 2026-01-10: 4 × 1/8 = 0.5 GPU (old is unsharded since: by its latest state
+      it would be unknown, 0).
+
+    Requested alike (req_shards = shards)."""
+    starts = [_day("2026-01-01"), _day("2026-01-05"), _day("2026-02-10"), _day("2026-03-10"),
+              _day("2026-01-01"), _day("2026-03-10"), None, _day("2026-03-10"),
+              _day("2026-01-10")]  # fmt: skip
+    shards = [40.0] * 8 + [4.0]
+    attempts = pl.DataFrame(
+        {
+            "cluster": ["c"] * 9,
+            "job_id": [f"a{i}" for i in range(1, 10)],
+            "node_list": [["dgx"], ["dgx"], ["dgx"], ["dgx"], ["tux"], ["dgx", "tux"], ["dgx"],
+                          ["gone"], ["old"]],
+            "start_at": starts,
+            "gpus": [0.0] * 9,
+            "shards": shards,
+            "req_gpus": [0.0] * 9,
+            "req_shards": shards,
+            "run_s": [3600] * 9,
+            "gpu_s": [0.0] * 9,
+        },
+        schema_overrides={"start_at": pl.Datetime("us", "UTC"), "run_s": pl.Int64()},
+    )  # fmt: skip
+    got = shard_gpus(attempts, _states())
+    want = [1.0, 0.5, 0.5, 1.0, 1.25, 1.125, 1.0, 0.0, 0.5]
+    assert got.columns == attempts.columns
+    assert got["job_id"].to_list() == attempts["job_id"].to_list()
+    assert got["gpus"].to_list() == pytest.approx(want)
+    assert got["gpu_s"].to_list() == pytest.approx([g * 3600 for g in want])
+    assert got["req_gpus"].to_list() == pytest.approx(want)

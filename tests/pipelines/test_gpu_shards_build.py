@@ -29,6 +29,7 @@ from pipelines.analytics.build import rebuild
 from pipelines.config import Config, load_config
 from pipelines.ingest import IngestOptions, ingest_file
 from pipelines.warehouse import connect, init_warehouse
+from pipelines.warehouse.tables import run_named
 from tests.conftest import write_config
 from tests.pipelines.test_incremental import assert_equals_full_rebuild
 
@@ -180,3 +181,136 @@ def test_the_latest_snapshot_wins_whatever_the_load_order(tmp_path: Path) -> Non
     assert job == (pytest.approx(0.5), pytest.approx(3600.0))
     assert allocated == pytest.approx([5400.0, 1800.0])
     assert finding == []
+
+
+#: Node n1 of cluster ``spark`` reconfigured: 1 GPU and 80 shards on 2026-01-05, 2 GPUs and 80
+#: shards on 2026-03-01 (each snapshot at noon UTC).
+_RESHARDED = {
+    "2026-01-05": "NodeName=n1 CPUTot=20 Gres=gpu:1,shard:80 State=MIXED Partitions=spark\n",
+    "2026-03-01": "NodeName=n1 CPUTot=20 Gres=gpu:2,shard:80 State=MIXED Partitions=spark\n",
+}
+_SHARDS = "billing=4,cpu=4,gres/shard=40,node=1"
+#: Jobs of 40 shards on n1: 200 on 2026-01-02 10:00-11:00 (before n1's first snapshot), 201 on
+#: 2026-01-10 10:00-12:00, 202 on 2026-03-10 10:00-11:00; 203 asks for 20 shards from
+#: 2026-03-10 11:00 and still pends.
+_RESHARDED_SACCT = f"""\
+JobID|JobIDRaw|Cluster|Partition|Account|User|State|Submit|Eligible|Start|End|Elapsed|NNodes|AllocTRES|ReqTRES|NodeList
+200|200|spark|spark|a|alice|COMPLETED|2026-01-02T10:00:00|2026-01-02T10:00:00|2026-01-02T10:00:00|2026-01-02T11:00:00|01:00:00|1|{_SHARDS}|{_SHARDS}|n1
+201|201|spark|spark|a|alice|COMPLETED|2026-01-10T10:00:00|2026-01-10T10:00:00|2026-01-10T10:00:00|2026-01-10T12:00:00|02:00:00|1|{_SHARDS}|{_SHARDS}|n1
+202|202|spark|spark|a|alice|COMPLETED|2026-03-10T10:00:00|2026-03-10T10:00:00|2026-03-10T10:00:00|2026-03-10T11:00:00|01:00:00|1|{_SHARDS}|{_SHARDS}|n1
+203|203|spark|spark|a|carol|PENDING|2026-03-10T11:00:00|2026-03-10T11:00:00|Unknown|Unknown|00:00:00|1||billing=4,cpu=4,gres/shard=20,node=1|None assigned
+"""  # noqa: E501
+_RESHARDED_JOBS = "SELECT job_id, gpus, gpu_s FROM core.jobs ORDER BY job_id"
+
+
+def _resharded(tmp_path: Path) -> tuple[Config, Path, dict[str, Path]]:
+    """The inventory (n1, 2 GPUs), the sacct file and n1's two snapshot files, dated."""
+    (tmp_path / "inventory").mkdir()
+    (tmp_path / "inventory" / "spark.csv").write_text(
+        "host,gpus,gpu_type,partition,rack\nn1,2,,spark,r1\n"
+    )
+    (tmp_path / "inputs").mkdir()
+    sacct = tmp_path / "inputs" / "sacct_2026-03-10.psv"
+    sacct.write_text(_RESHARDED_SACCT)
+    snapshots = {}
+    for day, text in _RESHARDED.items():
+        path = tmp_path / "inputs" / f"nodes_{day}.txt"
+        path.write_text(text)
+        noon = dt.datetime.fromisoformat(f"{day}T12:00:00+00:00").timestamp()
+        os.utime(path, (noon, noon))
+        snapshots[day] = path
+    cfg = load_config(write_config(tmp_path, clusters=(("spark", "slurm", "UTC"),)))
+    return cfg, sacct, snapshots
+
+
+#: By hand, each job by n1's snapshot in effect at its start:
+#: - 200 started 2026-01-02, before n1's first snapshot: its earliest, 1 GPU / 80 shards:
+#:   40 × 1/80 = 0.5 GPU, × 3,600 s = 1,800 GPU-s;
+#: - 201 started 2026-01-10, under the 2026-01-05 snapshot: 40 × 1/80 = 0.5 GPU, × 7,200 s =
+#:   3,600 GPU-s (by the latest snapshot, 2026-03-01's 2/80, it was 1.0 GPU, 7,200 GPU-s);
+#: - 202 started 2026-03-10, under the 2026-03-01 snapshot: 40 × 2/80 = 1.0 GPU, 3,600 GPU-s.
+_RESHARDED_EXPECTED = [
+    ("200", pytest.approx(0.5), pytest.approx(1800.0)),
+    ("201", pytest.approx(0.5), pytest.approx(3600.0)),
+    ("202", pytest.approx(1.0), pytest.approx(3600.0)),
+]
+
+
+def test_an_attempt_counts_by_the_node_state_at_its_start(tmp_path: Path) -> None:
+    """n1 reconfigured from 1 GPU / 80 shards to 2 GPUs / 80 shards: each job counts by the
+    snapshot in effect at its start (:data:`_RESHARDED_EXPECTED`; the earliest before the first
+    snapshot), no finding; the pending job 203 by n1's latest state: 20 × 2/80 = 0.5 GPU."""
+    cfg, sacct, snapshots = _resharded(tmp_path)
+    opts = IngestOptions(cluster="spark", tz="UTC")
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        ingest_file(con, "sacct", sacct, opts)
+        for path in snapshots.values():
+            ingest_file(con, "slurm-state", path, opts)
+        rebuild(con, cfg, full=True)
+        jobs = con.execute(_RESHARDED_JOBS).fetchall()
+        finding = con.execute(_FINDING).fetchall()
+        pending = con.execute(
+            "SELECT size_gpus FROM time_to_start_jobs WHERE job_id = '203'"
+        ).fetchall()
+    assert jobs == _RESHARDED_EXPECTED
+    assert finding == []
+    assert pending == [(pytest.approx(0.5),)]
+
+
+def test_an_older_snapshot_loaded_later_changes_the_attempts_it_precedes(tmp_path: Path) -> None:
+    """Built first with n1's 2026-03-01 snapshot alone (every job 40 × 2/80 = 1.0 GPU: 3,600,
+    7,200 and 3,600 GPU-s); the 2026-01-05 snapshot loaded after it and built incrementally (the
+    sacct rows unchanged, read back as stored): 200 and 201 now count by it, 202 keeps March's
+    (:data:`_RESHARDED_EXPECTED`), the same as a full rebuild."""
+    cfg, sacct, snapshots = _resharded(tmp_path)
+    opts = IngestOptions(cluster="spark", tz="UTC")
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        ingest_file(con, "sacct", sacct, opts)
+        ingest_file(con, "slurm-state", snapshots["2026-03-01"], opts)
+        rebuild(con, cfg, slurm_part_rows=1)
+        assert con.execute(_RESHARDED_JOBS).fetchall() == [
+            ("200", pytest.approx(1.0), pytest.approx(3600.0)),
+            ("201", pytest.approx(1.0), pytest.approx(7200.0)),
+            ("202", pytest.approx(1.0), pytest.approx(3600.0)),
+        ]
+        ingest_file(con, "slurm-state", snapshots["2026-01-05"], opts)
+        rebuild(con, cfg, slurm_part_rows=1)
+        jobs = con.execute(_RESHARDED_JOBS).fetchall()
+        (mode,) = con.execute(
+            "SELECT mode FROM analytics.build_state ORDER BY build_id DESC LIMIT 1"
+        ).fetchall()[0]
+    assert mode == "incremental"
+    assert jobs == _RESHARDED_EXPECTED
+    assert_equals_full_rebuild(cfg, tmp_path)
+
+
+def test_the_node_states_read_one_per_time_and_change() -> None:
+    """``sql/analytics/slurm_node_shards.sql`` on hand-made ``raw.slurm_nodes`` rows of node a:
+    two undated loads (the last, 1/20, kept: older than every dated state), 2026-01-05 and
+    2026-01-06 alike (one row, the first), two loads of 2026-03-01 (the last, 2/64, kept); node
+    b, which never named shards, left out."""
+    con = duckdb.connect()
+    con.execute(
+        "SET TimeZone = 'UTC'; CREATE SCHEMA raw; CREATE TABLE raw.slurm_nodes (cluster VARCHAR,"
+        " host VARCHAR, gpus DOUBLE, gres VARCHAR, snapshot_at TIMESTAMPTZ, ingest_id BIGINT,"
+        " line_no BIGINT)"
+    )
+    con.execute(
+        "INSERT INTO raw.slurm_nodes VALUES"
+        " ('c', 'a', 1, 'gpu:1,shard:40', NULL, 1, 1),"
+        " ('c', 'a', 1, 'gpu:1,shard:20', NULL, 2, 1),"
+        " ('c', 'a', 1, 'gpu:1,shard:80', '2026-01-05 12:00+00', 3, 1),"
+        " ('c', 'a', 1, 'gpu:1,shard:80', '2026-01-06 12:00+00', 4, 1),"
+        " ('c', 'a', 2, 'gpu:2,shard:80', '2026-03-01 12:00+00', 5, 1),"
+        " ('c', 'a', 2, 'gpu:2,shard:64', '2026-03-01 12:00+00', 6, 1),"
+        " ('c', 'b', 8, 'gpu:8', '2026-03-01 12:00+00', 6, 2)"
+    )
+    got = run_named(con, "analytics/slurm_node_shards")
+    noon = dt.time(12, tzinfo=dt.UTC)
+    assert got.rows() == [
+        ("c", "a", 1.0, "gpu:1,shard:20", None),
+        ("c", "a", 1.0, "gpu:1,shard:80", dt.datetime.combine(dt.date(2026, 1, 5), noon)),
+        ("c", "a", 2.0, "gpu:2,shard:64", dt.datetime.combine(dt.date(2026, 3, 1), noon)),
+    ]
