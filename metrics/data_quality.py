@@ -16,6 +16,7 @@ __all__ = [
     "open_attempts_ended_by_requeue",
     "pods_ended_without_time",
     "unattributed_gpu_hours",
+    "uncounted_accelerator_pods",
 ]
 
 #: One row per finding: ``check`` names the rule, ``value`` its count or share.
@@ -131,6 +132,64 @@ def open_attempts_ended_by_requeue(attempts: pl.LazyFrame) -> pl.LazyFrame:
             pl.lit(
                 "attempts with no End whose job was requeued (a later record, e.g. sacct without "
                 "-D): ended at the requeue time (the later record's Submit), counted REQUEUED"
+            ).alias("detail"),
+        )
+    )
+
+
+def uncounted_accelerator_pods(pods: pl.LazyFrame) -> pl.LazyFrame:
+    """Kubernetes pods that asked accelerator resources not counted as GPUs.
+
+    A pod asking ``gpu.intel.com/i915``, ``habana.ai/gaudi``, ``aws.amazon.com/neuroncore``,
+    ``google.com/tpu``, an AMD partition resource (``amd.com/cpx_nps4``) or an impossible MIG
+    profile counts 0 GPUs for them (:func:`pipelines.kubernetes._pods_parse.
+    is_uncounted_accelerator`, METRICS.md "Accelerators not counted as GPUs"): each such pod is
+    named here instead of dropped silently.
+
+    Args:
+        pods: ``core.k8s_pods`` rows with ``cluster, uncounted_resources`` (the resource names,
+            comma-separated; NULL when none), one row per pod.
+
+    Returns:
+        :data:`DATA_QUALITY_SCHEMA` rows with ``check = 'uncounted_accelerator_resource'``, one
+        per cluster (``day`` and ``partition`` NULL), ``value`` = the pods, ``detail`` = each
+        resource with its pods (``gpu.intel.com/i915 (1 pod), habana.ai/gaudi (1 pod)``), by
+        name.
+    """
+    asking = pods.filter(pl.col("uncounted_resources").is_not_null()).select(
+        CLUSTER, pl.col("uncounted_resources").str.split(",").alias("_res")
+    )
+    per_resource = (
+        asking.explode("_res")
+        .group_by(CLUSTER, "_res")
+        .agg(pl.len().alias("_n"))
+        .sort(CLUSTER, "_res", nulls_last=True)
+        .group_by(CLUSTER, maintain_order=True)
+        .agg(
+            pl.format(
+                "{} ({} pod{})",
+                "_res",
+                "_n",
+                pl.when(pl.col("_n") == 1).then(pl.lit("")).otherwise(pl.lit("s")),
+            )
+            .str.join(", ")
+            .alias("_names")
+        )
+    )
+    return (
+        asking.group_by(CLUSTER)
+        .agg(pl.len().cast(pl.Float64).alias("value"))
+        .join(per_resource, on=CLUSTER, how="left", nulls_equal=True)
+        .sort(CLUSTER, nulls_last=True)
+        .select(
+            CLUSTER,
+            pl.lit(None, dtype=pl.Date()).alias("day"),
+            pl.lit(None, dtype=pl.String()).alias("partition"),
+            pl.lit("uncounted_accelerator_resource").alias("check"),
+            "value",
+            pl.format(
+                "pods asked accelerator resources that are not counted as GPUs (0 GPUs here): {}",
+                "_names",
             ).alias("detail"),
         )
     )

@@ -35,6 +35,7 @@ from metrics.data_quality import (
     open_attempts_ended_by_requeue,
     pods_ended_without_time,
     unattributed_gpu_hours,
+    uncounted_accelerator_pods,
 )
 from metrics.domains import (
     domain_capacity_hourly,
@@ -247,7 +248,8 @@ def _data_quality(
     pods: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The data-quality findings of the inputs: GPU tracking gaps, Kueue admissions without
-    pods, Kubernetes pods over without an end (``pods``: ``core.k8s_pods``), DST repairs,
+    pods, Kubernetes pods over without an end and pods asking accelerators not counted as GPUs
+    (``pods``: ``core.k8s_pods``), DST repairs,
     rejects (of the raw tables, and ``inventory_rejected``: :func:`_inventory`'s), observed
     capacity, GPU shards of unknown share, Kueue GPU quota left in advertised units
     (:func:`quota_unit_findings`), DCGM hosts that are no node, open Slurm attempts ended by
@@ -272,6 +274,8 @@ def _data_quality(
         parts.append(admitted_without_pods(jobs.lazy()).collect())
     if pods is not None and pods.height:
         parts.append(pods_ended_without_time(pods.lazy()).collect())
+        if "uncounted_resources" in pods.columns:
+            parts.append(uncounted_accelerator_pods(pods.lazy()).collect())
     ingests = read_table(con, "raw.ingests")
     if ingests.height:
         info = ingests.select(

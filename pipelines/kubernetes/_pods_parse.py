@@ -50,6 +50,7 @@ __all__ = [
     "K8S_POD_SCHEMA",
     "gpu_worth",
     "is_admission_rejection",
+    "is_uncounted_accelerator",
     "parse_k8s_pods",
 ]
 
@@ -68,6 +69,7 @@ K8S_POD_SCHEMA: dict[str, pl.DataType] = {
     "deleted_at": pl.Datetime("us", "UTC"),
     "gpus": pl.Float64(),
     "gpu_resource": pl.String(),
+    "uncounted_resources": pl.String(),
     "queue_name": pl.String(),
     "workload_name": pl.String(),
     "owner_kind": pl.String(),
@@ -95,6 +97,22 @@ _GPU_SHARED: Final = "nvidia.com/gpu.shared"
 # the suffix renamed replicas get (``nvidia.com/mig-1g.10gb.shared`` too)
 _SHARED_SUFFIX: Final = ".shared"
 _MIG_PREFIX: Final = "nvidia.com/mig-"
+#: Vendor prefixes of accelerator device plugins: Intel GPUs, Habana Gaudi, AWS Inferentia /
+#: Trainium (``neuron``, ``neuroncore``, ``neurondevice``), Google TPUs, AMD/Xilinx FPGAs,
+#: Qualcomm AI 100 (``qualcomm.com/qaic``), besides NVIDIA's and AMD's own.
+_ACCELERATOR_PREFIXES: Final = (
+    "nvidia.com/",
+    "amd.com/",
+    "gpu.intel.com/",
+    "habana.ai/",
+    "aws.amazon.com/neuron",
+    "google.com/tpu",
+    "xilinx.com/",
+    "qualcomm.com/",
+)
+#: Words naming a NIC resource of an accelerator vendor (the NVIDIA Network Operator's
+#: ``nvidia.com/rdma_shared_device_a``, ``nvidia.com/hostdev``, SR-IOV pools): no accelerator.
+_NIC_WORDS: Final = ("rdma", "sriov", "hostdev")
 _QUANTITY_RE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)(m?)\s*$")
 _TERMINAL: Final = frozenset({"Succeeded", "Failed"})
 #: ``status.reason`` of a pod the kubelet rejected at admission (``pkg/kubelet/lifecycle``: its
@@ -157,6 +175,58 @@ def gpu_worth(resource: str) -> float | None:
     if not resource.startswith(_MIG_PREFIX):
         return None
     return mig_fraction(resource[len(_MIG_PREFIX) :].removesuffix(_SHARED_SUFFIX))
+
+
+def is_uncounted_accelerator(resource: str) -> bool:
+    """Whether a pod or node resource names an accelerator that is not counted as GPUs.
+
+    True for an extended resource (a name with a ``/`` whose domain is not ``kubernetes.io``,
+    ``k8s.io`` or a subdomain of them: so never ``cpu``, ``memory``, ``ephemeral-storage``,
+    ``hugepages-*``, ``pods``) that :func:`gpu_worth` gives None and that either starts with a
+    known accelerator vendor's prefix (:data:`_ACCELERATOR_PREFIXES`: ``amd.com/cpx_nps4``,
+    ``gpu.intel.com/i915``, ``habana.ai/gaudi``, ``aws.amazon.com/neuroncore``,
+    ``google.com/tpu``, an impossible MIG profile ``nvidia.com/mig-8g.80gb``) or contains
+    ``gpu`` (``aliyun.com/gpu-mem``); an accelerator vendor's NIC resource (a name with
+    ``rdma``, ``sriov`` or ``hostdev``) is not one (METRICS.md "Accelerators not counted as
+    GPUs").
+    """
+    if "/" not in resource or gpu_worth(resource) is not None:
+        return False
+    domain, _, name = resource.partition("/")
+    if any(domain == d or domain.endswith(f".{d}") for d in ("kubernetes.io", "k8s.io")):
+        return False
+    if resource.startswith(_ACCELERATOR_PREFIXES):
+        return not any(word in name.lower() for word in _NIC_WORDS)
+    return "gpu" in resource.lower()
+
+
+def _asks(value: object) -> bool:
+    """Whether a quantity asks anything: False for a zero (``0``, ``0m``), True for any other
+    value, also one this parser cannot read (``1Gi``: a resource it does not count)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value != 0
+    m = _QUANTITY_RE.match(str(value))
+    return m is None or float(m[1]) != 0
+
+
+def _uncounted_resources(spec: Mapping[str, Any]) -> str | None:
+    """The accelerator resources (:func:`is_uncounted_accelerator`) the pod's containers and
+    init containers ask (limits or requests, non-zero), sorted and comma-separated; None when
+    there are none. A container that also asks a counted GPU resource is left out: beside
+    ``nvidia.com/gpu`` a vendor's other resources are shares of that counted GPU (HAMi's
+    ``nvidia.com/gpumem`` / ``nvidia.com/gpucores``), not uncounted devices."""
+    names: set[str] = set()
+    for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
+        resources = (c.get("resources") if isinstance(c, Mapping) else None) or {}
+        asked = {
+            str(k): v
+            for part in ("requests", "limits")
+            for k, v in (resources.get(part) or {}).items()
+        }
+        if any(gpu_worth(k) is not None and _asks(v) for k, v in asked.items()):
+            continue
+        names |= {k for k, v in asked.items() if is_uncounted_accelerator(k) and _asks(v)}
+    return ",".join(sorted(names)) or None
 
 
 def _quantity(value: object, field: str) -> float:
@@ -377,6 +447,7 @@ def _pod_row(pod: dict[str, Any]) -> dict[str, Any]:
         "deleted_at": _time(meta.get("deletionTimestamp"), "metadata.deletionTimestamp"),
         "gpus": gpus,
         "gpu_resource": gpu_resource,
+        "uncounted_resources": _uncounted_resources(spec),
         "queue_name": text_or_none(labels.get(_QUEUE_LABEL)),
         "workload_name": text_or_none(workload),
         "owner_kind": text_or_none(owner.get("kind")),
@@ -410,7 +481,9 @@ def parse_k8s_pods(path: str | Path, *, cluster: str = "default") -> ParseResult
           ``deleted_at`` (``metadata.deletionTimestamp``);
         - ``gpus``: effective GPU request in GPUs (fractional for MIG and milli-GPUs, 0 for
           CPU-only pods; see the module docstring), ``gpu_resource``: the GPU resource names,
-          comma-separated;
+          comma-separated; ``uncounted_resources``: the accelerator resources asked that count
+          no GPU (:func:`is_uncounted_accelerator`; ``gpu.intel.com/i915,habana.ai/gaudi``),
+          sorted and comma-separated, NULL when none;
         - ``queue_name`` (label ``kueue.x-k8s.io/queue-name``), ``workload_name`` (Kueue
           annotation/label, else the owner's name), ``owner_kind``/``owner_name`` (the
           controller owner reference), ``priority_class``;

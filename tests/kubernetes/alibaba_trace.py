@@ -179,6 +179,7 @@ def read_alibaba_pods(
         pl.when(censored).then(None).otherwise(deleted).alias("deleted_at"),
         gpus.alias("gpus"),
         pl.when(pl.col("_num_gpu") > 0).then(pl.lit("nvidia.com/gpu")).alias("gpu_resource"),
+        pl.lit(None, dtype=pl.String()).alias("uncounted_resources"),
         pl.lit(None, dtype=pl.String()).alias("queue_name"),
         pl.lit(None, dtype=pl.String()).alias("workload_name"),
         pl.lit(None, dtype=pl.String()).alias("owner_kind"),

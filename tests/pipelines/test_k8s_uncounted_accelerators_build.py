@@ -1,0 +1,107 @@
+"""Pods asking accelerators not counted as GPUs, built end to end (one Kubernetes cluster ``k``,
+no inventory): their GPUs stay 0 and each cluster gets one ``uncounted_accelerator_resource``
+finding naming the resources (METRICS.md "Accelerators not counted as GPUs"); an incremental
+build after a second export equals a full one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.pipelines.test_incremental import assert_equals_full_rebuild
+from tests.pipelines.test_k8s_failed_pods_build import _config, _load, _query
+
+_FINDING = (
+    "SELECT cluster, day, partition, value, detail FROM analytics.data_quality"
+    " WHERE \"check\" = 'uncounted_accelerator_resource'"
+)
+_INTRO = "pods asked accelerator resources that are not counted as GPUs (0 GPUs here): "
+
+
+def _pod(name: str, limits: dict[str, str], day: int = 3) -> dict[str, Any]:
+    """A Succeeded pod bound 10:00 on 2024-05-``day`` whose one container ran 10:00 - 12:00."""
+    d = f"2024-05-{day:02d}"
+    return {
+        "kind": "Pod",
+        "metadata": {"uid": f"u-{name}", "name": name, "namespace": "ml",
+                     "creationTimestamp": f"{d}T09:58:00Z"},
+        "spec": {"nodeName": f"node-{name}", "containers": [{"name": "c", "resources": {
+            "limits": limits, "requests": limits}}]},
+        "status": {"phase": "Succeeded", "startTime": f"{d}T10:00:00Z",
+                   "conditions": [{"type": "PodScheduled", "status": "True",
+                                   "lastTransitionTime": f"{d}T10:00:00Z"}],
+                   "containerStatuses": [{"name": "c", "restartCount": 0, "state": {
+                       "terminated": {"exitCode": 0, "reason": "Completed",
+                                      "startedAt": f"{d}T10:00:00Z",
+                                      "finishedAt": f"{d}T12:00:00Z"}}}]},
+    }  # fmt: skip
+
+
+def _write(path: Path, *pods: dict[str, Any]) -> Path:
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": list(pods)}))
+    return path
+
+
+def test_pods_of_uncounted_accelerators_are_a_finding_and_keep_the_gpus(tmp_path: Path) -> None:
+    """nv asks ``nvidia.com/gpu: 8``, intel ``gpu.intel.com/i915: 1``, gaudi
+    ``habana.ai/gaudi: 8`` and ``cpu: 4``, each 10:00 - 12:00. By hand: the GPU-seconds are
+    nv's alone, 8 x 7,200 = 57,600 (28,800 in each hour), as before; the finding for k counts
+    the 2 other pods and names both resources (was: no finding at all)."""
+    cfg = _config(tmp_path)
+    pods = _write(
+        tmp_path / "pods_2024-05-03.json",
+        _pod("nv", {"nvidia.com/gpu": "8"}),
+        _pod("intel", {"gpu.intel.com/i915": "1"}),
+        _pod("gaudi", {"habana.ai/gaudi": "8", "cpu": "4"}),
+    )
+    _load(cfg, pods)
+    assert _query(
+        cfg, "SELECT job_id, gpus, gpu_s FROM core.jobs WHERE job_id = 'ml/nv'"
+    ) == [("ml/nv", 8.0, 57_600.0)]
+    assert _query(
+        cfg, "SELECT sum(allocated_gpu_s) FROM analytics.occupancy_hourly WHERE cluster = 'k'"
+    ) == [(57_600.0,)]
+    assert _query(cfg, _FINDING) == [
+        ("k", None, None, 2.0,
+         _INTRO + "gpu.intel.com/i915 (1 pod), habana.ai/gaudi (1 pod)"),
+    ]  # fmt: skip
+    # the published copy shows it too
+    with_view = _query(
+        cfg, "SELECT value FROM data_quality WHERE \"check\" = 'uncounted_accelerator_resource'"
+    )
+    assert with_view == [(2.0,)]
+
+
+def test_pods_of_counted_gpus_only_give_no_finding(tmp_path: Path) -> None:
+    """Pods asking ``nvidia.com/gpu``, ``nvidia.com/gpu.shared`` and ``amd.com/gpu`` only: no
+    ``uncounted_accelerator_resource`` row."""
+    cfg = _config(tmp_path)
+    pods = _write(
+        tmp_path / "pods_2024-05-03.json",
+        _pod("nv", {"nvidia.com/gpu": "8"}),
+        _pod("shared", {"nvidia.com/gpu.shared": "1"}),
+        _pod("amd", {"amd.com/gpu": "8"}),
+    )
+    _load(cfg, pods)
+    assert _query(cfg, _FINDING) == []
+
+
+def test_a_later_export_with_an_uncounted_pod_builds_as_a_full_build(tmp_path: Path) -> None:
+    """A first export has nv (8 GPUs, 2024-05-03); a second adds intel (``gpu.intel.com/i915``,
+    2024-05-04). The incremental build after the second equals the full build and its finding
+    counts 1 pod."""
+    rows = "".join(f"node-{n},8,h100,p,r1\n" for n in ("nv", "intel"))
+    cfg = _config(tmp_path, "host,gpus,gpu_type,partition,rack\n" + rows)
+    _load(cfg, _write(tmp_path / "pods_2024-05-03.json", _pod("nv", {"nvidia.com/gpu": "8"})))
+    assert _query(cfg, _FINDING) == []
+    second = _write(
+        tmp_path / "pods_2024-05-04.json", _pod("intel", {"gpu.intel.com/i915": "1"}, day=4)
+    )
+    _load(cfg, second, full=False)
+    ((mode,),) = _query(
+        cfg, "SELECT mode FROM analytics.build_state ORDER BY build_id DESC LIMIT 1"
+    )
+    assert mode == "incremental"
+    assert [r[3] for r in _query(cfg, _FINDING)] == [1.0]
+    assert assert_equals_full_rebuild(cfg, tmp_path) > 10
