@@ -56,9 +56,9 @@ def test_pods_of_uncounted_accelerators_are_a_finding_and_keep_the_gpus(tmp_path
         _pod("gaudi", {"habana.ai/gaudi": "8", "cpu": "4"}),
     )
     _load(cfg, pods)
-    assert _query(
-        cfg, "SELECT job_id, gpus, gpu_s FROM core.jobs WHERE job_id = 'ml/nv'"
-    ) == [("ml/nv", 8.0, 57_600.0)]
+    assert _query(cfg, "SELECT job_id, gpus, gpu_s FROM core.jobs WHERE job_id = 'ml/nv'") == [
+        ("ml/nv", 8.0, 57_600.0)
+    ]
     assert _query(
         cfg, "SELECT sum(allocated_gpu_s) FROM analytics.occupancy_hourly WHERE cluster = 'k'"
     ) == [(57_600.0,)]
