@@ -16,6 +16,7 @@ __all__ = [
     "open_attempts_ended_by_requeue",
     "pods_ended_without_time",
     "unattributed_gpu_hours",
+    "uncounted_accelerator_nodes",
     "uncounted_accelerator_pods",
 ]
 
@@ -156,7 +157,38 @@ def uncounted_accelerator_pods(pods: pl.LazyFrame) -> pl.LazyFrame:
         resource with its pods (``gpu.intel.com/i915 (1 pod), habana.ai/gaudi (1 pod)``), by
         name.
     """
-    asking = pods.filter(pl.col("uncounted_resources").is_not_null()).select(
+    return _uncounted_findings(
+        pods,
+        "uncounted_accelerator_resource",
+        "pod",
+        "pods asked accelerator resources that are not counted as GPUs (0 GPUs here)",
+    )
+
+
+def uncounted_accelerator_nodes(nodes: pl.LazyFrame) -> pl.LazyFrame:
+    """Kubernetes Nodes whose capacity or allocatable names accelerator resources not counted
+    as GPUs (as :func:`uncounted_accelerator_pods`): their devices add no GPU capacity.
+
+    Args:
+        nodes: ``cluster, uncounted_resources`` (comma-separated), one row per node.
+
+    Returns:
+        :data:`DATA_QUALITY_SCHEMA` rows with ``check = 'uncounted_accelerator_node_resource'``,
+        one per cluster (``day`` and ``partition`` NULL), ``value`` = the nodes, ``detail`` =
+        each resource with its nodes (``habana.ai/gaudi (2 nodes)``).
+    """
+    return _uncounted_findings(
+        nodes,
+        "uncounted_accelerator_node_resource",
+        "node",
+        "nodes advertise accelerator resources that are not counted as GPUs (no GPU capacity)",
+    )
+
+
+def _uncounted_findings(frame: pl.LazyFrame, check: str, noun: str, intro: str) -> pl.LazyFrame:
+    """Per cluster, the rows of ``frame`` (one per object) naming ``uncounted_resources``:
+    ``value`` = those rows, ``detail`` = ``intro`` then each resource with its ``noun`` count."""
+    asking = frame.filter(pl.col("uncounted_resources").is_not_null()).select(
         CLUSTER, pl.col("uncounted_resources").str.split(",").alias("_res")
     )
     per_resource = (
@@ -167,9 +199,10 @@ def uncounted_accelerator_pods(pods: pl.LazyFrame) -> pl.LazyFrame:
         .group_by(CLUSTER, maintain_order=True)
         .agg(
             pl.format(
-                "{} ({} pod{})",
+                "{} ({} {}{})",
                 "_res",
                 "_n",
+                pl.lit(noun),
                 pl.when(pl.col("_n") == 1).then(pl.lit("")).otherwise(pl.lit("s")),
             )
             .str.join(", ")
@@ -185,12 +218,9 @@ def uncounted_accelerator_pods(pods: pl.LazyFrame) -> pl.LazyFrame:
             CLUSTER,
             pl.lit(None, dtype=pl.Date()).alias("day"),
             pl.lit(None, dtype=pl.String()).alias("partition"),
-            pl.lit("uncounted_accelerator_resource").alias("check"),
+            pl.lit(check).alias("check"),
             "value",
-            pl.format(
-                "pods asked accelerator resources that are not counted as GPUs (0 GPUs here): {}",
-                "_names",
-            ).alias("detail"),
+            pl.format("{}: {}", pl.lit(intro), "_names").alias("detail"),
         )
     )
 

@@ -35,6 +35,7 @@ from metrics.data_quality import (
     open_attempts_ended_by_requeue,
     pods_ended_without_time,
     unattributed_gpu_hours,
+    uncounted_accelerator_nodes,
     uncounted_accelerator_pods,
 )
 from metrics.domains import (
@@ -249,7 +250,7 @@ def _data_quality(
 ) -> pl.DataFrame:
     """The data-quality findings of the inputs: GPU tracking gaps, Kueue admissions without
     pods, Kubernetes pods over without an end and pods asking accelerators not counted as GPUs
-    (``pods``: ``core.k8s_pods``), DST repairs,
+    (``pods``: ``core.k8s_pods``), Nodes naming such accelerators, DST repairs,
     rejects (of the raw tables, and ``inventory_rejected``: :func:`_inventory`'s), observed
     capacity, GPU shards of unknown share, Kueue GPU quota left in advertised units
     (:func:`quota_unit_findings`), DCGM hosts that are no node, open Slurm attempts ended by
@@ -297,6 +298,10 @@ def _data_quality(
                     pl.format("{}: {}", pl.col("file").str.split("/").list.last(), pl.lit(what)),
                 )
             )
+    if table_exists(con, "raw.k8s_nodes"):
+        accel_nodes = run_named(con, "analytics/uncounted_accelerator_nodes")
+        if accel_nodes.height:
+            parts.append(uncounted_accelerator_nodes(accel_nodes.lazy()).collect())
     rejected = run_named(con, "analytics/rejected_by_source")
     if rejected.height:
         parts.append(

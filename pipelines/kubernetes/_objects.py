@@ -16,7 +16,9 @@ k8s_attempts`).
 The Node parser (:func:`node_rows`) reads per node: the GPU product and rack labels, GPU
 ``capacity`` and ``allocatable`` (``nvidia.com/gpu``, ``amd.com/gpu`` and MIG resources in GPUs, as
 :func:`pipelines.kubernetes._pods_parse.gpu_worth`), the ``Ready`` condition, ``unschedulable``
-(cordoned), taints and the creation time.
+(cordoned), taints and the creation time; and the accelerator resources its capacity or
+allocatable names that count no GPU (``uncounted_resources``: ``habana.ai/gaudi``,
+:func:`pipelines.kubernetes._pods_parse.uncounted_accelerators`).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from pipelines.kubernetes._json_items import (
     rows_from_items,
     text_or_none,
 )
-from pipelines.kubernetes._pods_parse import gpu_worth
+from pipelines.kubernetes._pods_parse import gpu_worth, uncounted_accelerators
 from pipelines.kubernetes._workload_topology import WORKLOAD_TOPOLOGY_SCHEMA, workload_topology_rows
 from pipelines.kubernetes._workloads_parse import (
     K8S_WORKLOAD_SCHEMA,
@@ -86,6 +88,7 @@ K8S_NODE_SCHEMA: dict[str, pl.DataType] = {
     "gpu_resource": pl.String(),
     "gpu_capacity": pl.Float64(),
     "gpu_allocatable": pl.Float64(),
+    "uncounted_resources": pl.String(),
     "ready": pl.Boolean(),
     "ready_reason": pl.String(),
     "ready_since": _UTC,
@@ -168,6 +171,9 @@ def _node_row(obj: dict[str, Any]) -> list[dict[str, Any]]:
 
     cap, res_cap = gpus("capacity")
     alloc, res_alloc = gpus("allocatable")
+    uncounted = uncounted_accelerators(
+        {**(status.get("allocatable") or {}), **(status.get("capacity") or {})}
+    )
     ready = next(
         (
             c
@@ -193,6 +199,7 @@ def _node_row(obj: dict[str, Any]) -> list[dict[str, Any]]:
             "gpu_resource": ",".join(sorted(res_cap | res_alloc)) or None,
             "gpu_capacity": cap,
             "gpu_allocatable": alloc,
+            "uncounted_resources": ",".join(sorted(uncounted)) or None,
             "ready": None if ready is None else ready.get("status") == "True",
             "ready_reason": None if ready is None else text_or_none(ready.get("reason")),
             "ready_since": None

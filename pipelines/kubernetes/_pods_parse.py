@@ -52,6 +52,7 @@ __all__ = [
     "is_admission_rejection",
     "is_uncounted_accelerator",
     "parse_k8s_pods",
+    "uncounted_accelerators",
 ]
 
 #: Columns of one Kubernetes pod, in this order.
@@ -209,23 +210,31 @@ def _asks(value: object) -> bool:
     return m is None or float(m[1]) != 0
 
 
-def _uncounted_resources(spec: Mapping[str, Any]) -> str | None:
-    """The accelerator resources (:func:`is_uncounted_accelerator`) the pod's containers and
-    init containers ask (limits or requests, non-zero), sorted and comma-separated; None when
-    there are none. A container that also asks a counted GPU resource is left out: beside
+def uncounted_accelerators(amounts: Mapping[str, object]) -> set[str]:
+    """The uncounted accelerator resources (:func:`is_uncounted_accelerator`) of one set of
+    amounts (a container's limits and requests, a Node's capacity and allocatable) with a
+    non-zero quantity; none where the amounts also name a counted GPU resource: beside
     ``nvidia.com/gpu`` a vendor's other resources are shares of that counted GPU (HAMi's
     ``nvidia.com/gpumem`` / ``nvidia.com/gpucores``), not uncounted devices."""
+    if any(gpu_worth(str(k)) is not None and _asks(v) for k, v in amounts.items()):
+        return set()
+    return {str(k) for k, v in amounts.items() if is_uncounted_accelerator(str(k)) and _asks(v)}
+
+
+def _uncounted_resources(spec: Mapping[str, Any]) -> str | None:
+    """The uncounted accelerator resources (:func:`uncounted_accelerators`) the pod's
+    containers and init containers ask (limits or requests, each container on its own), sorted
+    and comma-separated; None when there are none."""
     names: set[str] = set()
     for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
         resources = (c.get("resources") if isinstance(c, Mapping) else None) or {}
-        asked = {
-            str(k): v
-            for part in ("requests", "limits")
-            for k, v in (resources.get(part) or {}).items()
-        }
-        if any(gpu_worth(k) is not None and _asks(v) for k, v in asked.items()):
-            continue
-        names |= {k for k, v in asked.items() if is_uncounted_accelerator(k) and _asks(v)}
+        names |= uncounted_accelerators(
+            {
+                k: v
+                for part in ("requests", "limits")
+                for k, v in (resources.get(part) or {}).items()
+            }
+        )
     return ",".join(sorted(names)) or None
 
 

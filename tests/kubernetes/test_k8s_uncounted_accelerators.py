@@ -14,7 +14,12 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from metrics.data_quality import DATA_QUALITY_SCHEMA, uncounted_accelerator_pods
+from metrics.data_quality import (
+    DATA_QUALITY_SCHEMA,
+    uncounted_accelerator_nodes,
+    uncounted_accelerator_pods,
+)
+from pipelines.kubernetes._objects import parse_k8s_nodes
 from pipelines.kubernetes._pods_parse import is_uncounted_accelerator, parse_k8s_pods
 
 
@@ -177,3 +182,51 @@ def test_no_finding_without_uncounted_resources() -> None:
         schema={"cluster": pl.String, "uid": pl.String, "uncounted_resources": pl.String},
     )
     assert uncounted_accelerator_pods(pods).collect().height == 0
+
+
+def _node(name: str, resources: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "uid": f"uid-{name}",
+                     "creationTimestamp": "2026-10-01T08:00:00Z"},
+        "status": {"capacity": {"cpu": "192", **resources},
+                   "allocatable": {"cpu": "190", **resources}},
+    }  # fmt: skip
+
+
+def test_nodes_name_uncounted_accelerators_and_keep_their_gpus(tmp_path: Path) -> None:
+    """gaudi advertises ``habana.ai/gaudi: 8``; tpu ``google.com/tpu: 4``; h100
+    ``nvidia.com/gpu: 8`` and ``nvidia.com/hostdev: 4`` (a NIC). By hand: GPU capacity NULL,
+    NULL, 8 (as before); uncounted resources ``habana.ai/gaudi``, ``google.com/tpu``, none."""
+    path = tmp_path / "nodes.json"
+    nodes = [
+        _node("gaudi", {"habana.ai/gaudi": "8"}),
+        _node("tpu", {"google.com/tpu": "4"}),
+        _node("h100", {"nvidia.com/gpu": "8", "nvidia.com/hostdev": "4"}),
+    ]
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes}))
+    rows = parse_k8s_nodes(path, cluster="k").rows
+    assert rows.select("name", "gpu_capacity", "uncounted_resources").rows() == [
+        ("gaudi", None, "habana.ai/gaudi"),
+        ("tpu", None, "google.com/tpu"),
+        ("h100", 8.0, None),
+    ]
+
+
+def test_node_finding_counts_nodes_per_cluster() -> None:
+    """Cluster a: n1 and n2 advertise gaudi, n2 a TPU too. By hand: 2 nodes, gaudi on 2, the
+    TPU on 1."""
+    nodes = pl.LazyFrame(
+        {
+            "cluster": ["a", "a"],
+            "name": ["n1", "n2"],
+            "uncounted_resources": ["habana.ai/gaudi", "google.com/tpu,habana.ai/gaudi"],
+        }
+    )
+    got = uncounted_accelerator_nodes(nodes).collect()
+    assert got.select("cluster", "check", "value", "detail").rows() == [
+        ("a", "uncounted_accelerator_node_resource", 2.0,
+         "nodes advertise accelerator resources that are not counted as GPUs (no GPU "
+         "capacity): google.com/tpu (1 node), habana.ai/gaudi (2 nodes)"),
+    ]  # fmt: skip

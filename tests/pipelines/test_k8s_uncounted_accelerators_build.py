@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pipelines.ingest import ingest_file, ingest_options
+from pipelines.warehouse import connect
 from tests.pipelines.test_incremental import assert_equals_full_rebuild
 from tests.pipelines.test_k8s_failed_pods_build import _config, _load, _query
 
@@ -105,3 +107,37 @@ def test_a_later_export_with_an_uncounted_pod_builds_as_a_full_build(tmp_path: P
     assert mode == "incremental"
     assert [r[3] for r in _query(cfg, _FINDING)] == [1.0]
     assert assert_equals_full_rebuild(cfg, tmp_path) > 10
+
+
+def test_nodes_of_uncounted_accelerators_are_a_finding(tmp_path: Path) -> None:
+    """Two snapshots of node gaudi-1 (``habana.ai/gaudi: 8``) and one of node-nv (capacity
+    ``nvidia.com/gpu: 8``), beside pod nv (8 GPUs). By hand: the node finding for k counts 1
+    node (gaudi-1 once over its snapshots) naming ``habana.ai/gaudi``; nv keeps 57,600 GPU-s."""
+    cfg = _config(tmp_path)
+
+    def node(name: str, resources: dict[str, str]) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "uid": f"uid-{name}",
+                             "creationTimestamp": "2024-05-01T08:00:00Z"},
+                "status": {"capacity": resources, "allocatable": resources}}  # fmt: skip
+
+    with connect(cfg.warehouse_path) as con:
+        for hour in ("09", "13"):
+            f = _write(
+                tmp_path / f"nodes_2024-05-03T{hour}00.json",
+                node("gaudi-1", {"habana.ai/gaudi": "8"}),
+                node("node-nv", {"nvidia.com/gpu": "8"}),
+            )
+            opts = ingest_options(cfg, "k8s-objects", "k")
+            ingest_file(con, "k8s-objects", f, opts)
+    _load(cfg, _write(tmp_path / "pods_2024-05-03.json", _pod("nv", {"nvidia.com/gpu": "8"})))
+    assert _query(cfg, "SELECT gpu_s FROM core.jobs WHERE job_id = 'ml/nv'") == [(57_600.0,)]
+    assert _query(
+        cfg,
+        "SELECT cluster, value, detail FROM analytics.data_quality"
+        " WHERE \"check\" = 'uncounted_accelerator_node_resource'",
+    ) == [
+        ("k", 1.0, "nodes advertise accelerator resources that are not counted as GPUs (no GPU "
+         "capacity): habana.ai/gaudi (1 node)"),
+    ]  # fmt: skip
+    assert _query(cfg, _FINDING) == []
