@@ -139,8 +139,10 @@ def parse_scontrol_topology(
         block_rows(out, blocks, cluster, when, BLOCK_LEVEL)
         info["domains"] = len(blocks)
     elif form == "tree":
-        tree_rows(out, switches, cluster, when)
-        info["domains"] = len(switches)
+        redundant = tree_rows(out, switches, cluster, when)
+        info["domains"] = len(switches) - len(redundant)
+        if redundant:
+            info["redundant_switches"] = redundant
     else:
         info["domains"] = 0
     return out.result(TOPOLOGY_SCHEMA, info)

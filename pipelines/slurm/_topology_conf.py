@@ -189,7 +189,12 @@ def parse_topology_conf(
             reject(f"not a Key=value parameter: {stray!r}", None)
             continue
         if unknown:
-            reject(f"unknown parameter {unknown[0]!r}", unknown[0])
+            if unknown[0].lower() == "ringname":
+                # topology/ring (Slurm 26.05): not a form this reader maps to domains yet
+                reject("a ring (RingName, topology/ring) is not read: only the tree "
+                       "(SwitchName) and block (BlockName) forms are", unknown[0])  # fmt: skip
+            else:
+                reject(f"unknown parameter {unknown[0]!r}", unknown[0])
             continue
         if "blocksizes" in tokens and not ({"switchname", "blockname"} & tokens.keys()):
             try:
@@ -244,8 +249,11 @@ def parse_topology_conf(
         if block_sizes is not None:
             info["block_sizes"] = block_sizes
         return out.result(TOPOLOGY_SCHEMA, info)
-    tree_rows(out, switches, cluster, when)
-    return out.result(TOPOLOGY_SCHEMA, {"form": form, "domains": len(switches)})
+    redundant = tree_rows(out, switches, cluster, when)
+    info = {"form": form, "domains": len(switches) - len(redundant)}
+    if redundant:
+        info["redundant_switches"] = redundant
+    return out.result(TOPOLOGY_SCHEMA, info)
 
 
 def _row(
@@ -281,10 +289,15 @@ def tree_rows(
     when: dt.datetime,
     prefix: str = "",
     field_names: tuple[str, str] = ("Switches", "Nodes"),
-) -> None:
+) -> list[str]:
     """Rows of every switch (its height and every node below it, level ``prefix`` +
     ``switch-<height>``); a switch naming an unknown child, or under itself, is rejected
-    (field ``field_names[0]``; a node placed twice at a level: ``field_names[1]``)."""
+    (field ``field_names[0]``; a node placed twice at a level: ``field_names[1]``).
+
+    A switch with the same child switches and nodes as an earlier one (a redundant parent:
+    the SchedMD topology guide's tree with four spines over the same four leaves) is the same
+    domain reached over another link: it gets no rows and its nodes are not rejected. Returns
+    those switches' names (sorted)."""
     height: dict[str, int] = {}
     below: dict[str, list[str]] = {}
     bad: set[str] = set()
@@ -318,16 +331,23 @@ def tree_rows(
     for name in switches:
         walk(name, (name,))
     placed: dict[tuple[str, str], str] = {}
+    first: dict[tuple[str, frozenset[str], frozenset[str]], str] = {}
+    redundant: list[str] = []
     for name, sw in switches.items():
         if name in bad:
             continue
         level = prefix + switch_level(height[name])
+        same = (level, frozenset(sw.children), frozenset(sw.nodes))
+        if (sw.children or sw.nodes) and first.setdefault(same, name) != name:
+            redundant.append(name)
+            continue
         for node in below[name]:
             other = placed.setdefault((level, node), name)
             if other == name:
                 out.rows.append(_row(cluster, level, name, node, when, out.file, sw.line_no))
             else:
                 _duplicate(out, sw.line_no, name, node, other, field_names[1])
+    return sorted(redundant)
 
 
 def _duplicate(

@@ -188,8 +188,20 @@ def parse_topology_yaml(
         name = str(topo["topology"])
         forms = [f for f in ("tree", "block", "flat") if f in topo]
         if len(forms) != 1:
-            out.reject(_line(topo, 1), name, f"needs exactly one of tree, block, flat: {forms}",
-                       field_name="topology")  # fmt: skip
+            others = [
+                str(k)
+                for k in topo
+                if k not in ("topology", "cluster_default", *forms) and not str(k).startswith("__")
+            ]
+            named = forms + others
+            reason = (
+                f"needs exactly one of tree, block, flat; it names {', '.join(named)}"
+                if named
+                else "needs exactly one of tree, block, flat; it names none"
+            )
+            if others and not forms:
+                reason += " (ring and torus3d topologies are not read)"
+            out.reject(_line(topo, 1), name, reason, field_name="topology")
             continue
         kinds[name] = forms[0]
         prefix = "" if name == default else f"{name}/"

@@ -39,6 +39,67 @@ def test_tree_example_gives_leaf_switches_and_the_switch_above_them() -> None:
     assert res.rows["cluster"].unique().to_list() == ["c"]
 
 
+def test_redundant_spines_are_one_domain_not_rejected_nodes() -> None:
+    """The Topology Guide's tree with four spines s4–s7 over the same leaves s0–s3 (4 nodes
+    each): the spines are one switch-2 domain reached over four links. s4 (the first) holds
+    all 16 nodes; s5–s7 get no rows and none of their 3 × 16 = 48 node entries is rejected
+    (before: 48 rejected rows "node 'tuxN' is already in 's4' at this level"). Rows: 4 × 4
+    leaf rows + 16 = 32; domains 8 − 3 = 5."""
+    res = parse_topology_conf(
+        FIXTURES / "topology_tree_redundant.conf", cluster="c", valid_from=DAY
+    )
+    assert res.rejected.height == 0
+    assert _sizes(res.rows) == {
+        ("switch-1", "s0"): 4, ("switch-1", "s1"): 4, ("switch-1", "s2"): 4,
+        ("switch-1", "s3"): 4, ("switch-2", "s4"): 16,
+    }  # fmt: skip
+    assert res.info["redundant_switches"] == ["s5", "s6", "s7"]
+    assert res.info["domains"] == 5
+
+
+def test_a_second_parent_over_other_switches_still_rejects_its_placed_nodes() -> None:
+    """Two spines over overlapping but different leaves are not redundant: s3 over s0 and
+    s1, s4 over s1 and s2. s4's nodes of s1 (n3, n4) are already in s3 at switch-2: rejected
+    as before (2 rows), its n5, n6 kept."""
+    text = (
+        "SwitchName=s0 Nodes=n[1-2]\nSwitchName=s1 Nodes=n[3-4]\nSwitchName=s2 Nodes=n[5-6]\n"
+        "SwitchName=s3 Switches=s[0-1]\nSwitchName=s4 Switches=s[1-2]\n"
+    )
+    res = parse_topology_conf("t.conf", cluster="c", valid_from=DAY, text=text)
+    assert res.rejected.height == 2
+    assert sorted(res.rejected["raw"].to_list()) == ["s4: n3", "s4: n4"]
+    assert _sizes(res.rows)[("switch-2", "s4")] == 2
+    assert "redundant_switches" not in res.info
+
+
+def test_ring_and_torus_topologies_are_refused_by_name() -> None:
+    """Slurm 26.05's ring (``RingName=`` in topology.conf, ``ring:`` in topology.yaml) and
+    ``torus3d:`` forms are not read: each line or entry is rejected saying so, where the conf
+    said "unknown parameter 'RingName'" and the YAML "needs exactly one of tree, block, flat:
+    []"."""
+    conf = parse_topology_conf(
+        "t.conf", cluster="c", valid_from=DAY,
+        text="RingName=ring0 Nodes=node[01-08]\nRingName=ring1 Nodes=node[09-16]\n",
+    )  # fmt: skip
+    assert (
+        conf.rejected["reason"].to_list()
+        == [
+            "a ring (RingName, topology/ring) is not read: only the tree (SwitchName) and block"
+            " (BlockName) forms are"
+        ]
+        * 2
+    )
+    yaml_text = (
+        "- topology: topo-torus\n  cluster_default: true\n  torus3d:\n    toruses:\n"
+        "      - name: pod1\n        nodes: node[01-32]\n"
+    )
+    res = parse_topology_yaml("t.yaml", cluster="c", valid_from=DAY, text=yaml_text)
+    assert res.rejected["reason"].to_list() == [
+        "needs exactly one of tree, block, flat; it names torus3d"
+        " (ring and torus3d topologies are not read)"
+    ]
+
+
 def test_block_example_gives_four_blocks_and_keeps_block_sizes() -> None:
     """The man page's block form: four blocks of 32 nodes (node[1-32] … node[97-128]) and
     ``BlockSizes=30,120`` in ``info``."""
