@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -129,7 +130,7 @@ def read_json_items(path: str | Path, *, list_kinds: frozenset[str]) -> tuple[li
             start = len(text) - len(text.lstrip())
             first = text[start : start + 1]
             if first not in ("{", "["):
-                raise InputFormatError(file, "not JSON", line=exc.lineno) from exc
+                raise InputFormatError(file, _not_json(text[start:]), line=exc.lineno) from exc
             first_line_end = text.find("\n", start)
             if first == "[" or (first_line_end >= 0 and exc.pos > first_line_end):
                 # one document (an array, or an object spanning lines) that does not decode:
@@ -214,6 +215,16 @@ def _json_stream(file: str, text: str) -> list[JsonItem]:
     if decoded == 0:
         raise InputFormatError(file, "not JSON and not JSON lines")
     return items
+
+
+def _not_json(text: str) -> str:
+    """The reason for a file that does not open as JSON: with a hint where it reads as
+    ``kubectl get … -o yaml`` (``apiVersion:``, ``kind:`` or ``items:`` at the start of a
+    line, or a ``---`` document marker)."""
+    head = text[:4096]
+    if re.search(r"(?m)^(---\s*$|apiVersion:|kind:|items:)", head):
+        return "not JSON: this reads as YAML; export the objects with `kubectl get … -o json`"
+    return "not JSON"
 
 
 def parse_k8s_time(value: object, field: str) -> datetime | None:

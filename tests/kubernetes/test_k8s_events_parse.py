@@ -214,11 +214,18 @@ def test_bad_item_in_a_list_is_rejected_by_index(tmp_path: Path) -> None:
 
 
 def test_not_json_raises(tmp_path: Path) -> None:
-    """A YAML export is not JSON: InputFormatError naming the file."""
+    """A YAML export is not JSON: InputFormatError naming the file, and saying it reads as
+    YAML and how to export JSON; other text is "not JSON" alone."""
     p = tmp_path / "events.yaml"
     p.write_text("apiVersion: v1\nkind: EventList\nitems: []\n")
-    with pytest.raises(InputFormatError, match=r"events\.yaml"):
+    with pytest.raises(InputFormatError, match=r"events\.yaml") as err:
         parse_k8s_events(p)
+    assert "reads as YAML" in str(err.value) and "-o json" in str(err.value)
+    other = tmp_path / "events.txt"
+    other.write_text("LAST SEEN   TYPE     REASON\n5m          Normal   Scheduled\n")
+    with pytest.raises(InputFormatError, match="not JSON") as err:
+        parse_k8s_events(other)
+    assert "YAML" not in str(err.value)
 
 
 def test_other_list_kind_raises(tmp_path: Path) -> None:
