@@ -3,9 +3,11 @@
 METRICS.md "GPU holding": an attempt holds ``gpus`` over ``[start_at, end_at)`` (one piece),
 unless the core layer publishes its holding as pieces (``core`` ``holds``: a Kubernetes gang
 whose pods bound or ended at different times, or that held its GPUs through an eviction's grace
-period), each ``[start_at, end_at)`` with its own ``gpus``. Σ pieces' GPUs × seconds = the
-attempt's ``gpu_s``. Slurm attempts and Kubernetes attempts whose pods held alike have no
-pieces: they pass through as they are, at no cost beyond one anti-join on the few keys.
+period, or whose pods held alike but not evenly over its nodes: a CPU-only pod's node, nodes
+holding different GPUs), each ``[start_at, end_at)`` with its own ``gpus``. Σ pieces' GPUs ×
+seconds = the attempt's ``gpu_s``. Slurm attempts and Kubernetes attempts whose pods held alike,
+evenly over their nodes, have no pieces: they pass through as they are, at no cost beyond one
+anti-join on the few keys.
 
 The core layer stores the pieces per node (:data:`NODE_HOLD_SCHEMA`: each ``host``'s own step
 function of the GPUs the attempt's pods held on it), so the node reliability table can give each

@@ -167,9 +167,11 @@ class K8sAttempts:
             and ``attempt``: the join key from pod-level facts (events, images) to attempts.
         holds: the GPUs held over time by the started attempts whose pods did not all hold
             theirs over the attempt's ``[start_at, end_at)`` (pods bound or ended at different
-            times, a grace period after an eviction, a pod rejected at admission), as pieces of
-            constant GPUs per node (:data:`K8S_HOLD_SCHEMA`); the other attempts hold ``gpus``
-            over their span and have no row here.
+            times, a grace period after an eviction, a pod rejected at admission), or did but
+            not evenly over its ``node_list`` (a CPU-only pod's node, nodes holding different
+            GPUs), as pieces of constant GPUs per node (:data:`K8S_HOLD_SCHEMA`); the other
+            attempts hold ``gpus`` over their span, ``gpus ÷ nodes`` on each node of their
+            ``node_list``, and have no row here.
     """
 
     attempts: pl.DataFrame
@@ -799,7 +801,10 @@ def _holds(pod_map: pl.LazyFrame, attempts: pl.LazyFrame) -> pl.LazyFrame:
     attempt, start_at, end_at, gpus, host`` (:data:`K8S_HOLD_SCHEMA`), per node ``host`` (the
     pods' ``node_name``) consecutive pieces of constant GPUs held on it (``end_at`` NULL: still
     held at the cut-off; no piece where none was held), only for the attempts whose holding,
-    all nodes together, is not the one piece ``gpus`` over ``[start_at, end_at)``.
+    all nodes together, is not the one piece ``gpus`` over ``[start_at, end_at)``, or is but
+    not evenly over the attempt's ``node_list`` (a node of it held none, as a CPU-only
+    launcher's, or nodes held different GPUs): an even split over the node list would give
+    each node other GPU-seconds than its own (METRICS.md "GPU holding").
 
     A pod holds its GPUs over the span ``gpu_s`` counts (see the module docstring): its binding
     to its end, else the attempt's end; the pieces' GPU-seconds sum to the attempt's ``gpu_s``.
@@ -851,7 +856,24 @@ def _holds(pod_map: pl.LazyFrame, attempts: pl.LazyFrame) -> pl.LazyFrame:
             pl.lit(None, dtype=pl.String()).alias("host"),
         )
     )
-    per_node = _steps(spans, [*key, "host"]).join(trivial, on=key, how="anti")
+    # an attempt that held alike keeps no piece only where every node of its node list held
+    # the same GPUs (no CPU-only pod's node, no uneven nodes): the even split is then each
+    # node's own
+    nodes = _steps(spans, [*key, "host"])
+    even = (
+        nodes.group_by(key)
+        .agg(
+            pl.col("host").n_unique().alias("_nh"),
+            pl.col("host").null_count().alias("_nn"),
+            (pl.col("gpus").max() - pl.col("gpus").min()).alias("_dg"),
+        )
+        .join(attempts.select(*key, pl.col("node_list").list.len().alias("_nl")), on=key)
+        .filter(
+            (pl.col("_nn") == 0) & (pl.col("_nh") == pl.col("_nl")) & (pl.col("_dg") <= _NO_GPUS)
+        )
+        .select(key)
+    )
+    per_node = nodes.join(trivial.join(even, on=key, how="semi"), on=key, how="anti")
     return (
         pl.concat([per_node, empty], how="diagonal_relaxed")
         .select([pl.col(c).cast(t) for c, t in K8S_HOLD_SCHEMA.items()])

@@ -14,11 +14,21 @@ from typing import Any
 
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
+from metrics import (
+    LossPolicy,
+    allocated_gpu_seconds_hourly,
+    gpu_waterfall_hourly,
+    node_reliability,
+    node_signals,
+)
 from metrics.holds import merged_pieces
 from pipelines.analytics.build import JOBS_COLUMNS
+from pipelines.core.build import _holds as core_holds
 from pipelines.core.k8s_attempts import (
     K8S_ATTEMPT_SCHEMA,
+    K8sAttempts,
     k8s_attempts,
     pending_workload_attempts,
     pod_attempts,
@@ -245,8 +255,10 @@ def test_holds_of_a_gang_whose_pods_bound_and_ended_apart() -> None:
     """worker-0 08:10 - 08:40, worker-1 08:20 - 10:10: 8 GPUs 08:10 - 08:20, 16 08:20 - 08:40,
     8 08:40 - 10:10 (600 x 8 + 1,200 x 16 + 5,400 x 8 = 67,200 = gpu_s, where gpus x run_s =
     16 x 7,200 = 115,200). Ending together at 10:10: 8 GPUs 08:10 - 08:20, 16 08:20 - 10:10
-    (110,400). All three pods bound together and ending together: no piece (16 GPUs over the
-    attempt's span)."""
+    (110,400). All three pods bound together and ending together: 16 GPUs over the attempt's
+    span (115,200), but its node list (a, b and the CPU launcher's c) does not hold them
+    evenly, so it keeps its pieces per node, 8 GPUs on a and on b 08:10 - 10:10 (before: no
+    piece, its GPUs split evenly over a, b, c)."""
     att = k8s_attempts(_train_gang(_t(2, 8, 40)))
     assert att.attempts.select("gpus", "start_at", "end_at", "gpu_s").rows() == [
         (16.0, _t(2, 8, 10), _t(2, 10, 10), 67_200.0)
@@ -275,7 +287,97 @@ def test_holds_of_a_gang_whose_pods_bound_and_ended_apart() -> None:
         _train_gang(_t(2, 10, 10)).with_columns(pl.lit(_t(2, 8, 10)).alias("scheduled_at"))
     )
     assert alike.attempts["gpu_s"].to_list() == [115_200.0]
-    assert alike.holds.height == 0
+    assert alike.holds.select("host", "start_at", "end_at", "gpus").rows() == [
+        ("a", _t(2, 8, 10), _t(2, 10, 10), 8.0),
+        ("b", _t(2, 8, 10), _t(2, 10, 10), 8.0),
+    ]
+    assert _merged(alike.holds).select("start_at", "end_at", "gpus").rows() == [
+        (_t(2, 8, 10), _t(2, 10, 10), 16.0)
+    ]
+    # the launcher on worker-0's node: a and b hold 8 GPUs each, the even split: no piece
+    shared = k8s_attempts(
+        _train_gang(_t(2, 10, 10)).with_columns(
+            pl.lit(_t(2, 8, 10)).alias("scheduled_at"),
+            pl.when(pl.col("uid") == "l")
+            .then(pl.lit("a"))
+            .otherwise("node_name")
+            .alias("node_name"),
+        )
+    )
+    assert shared.attempts["node_list"].to_list() == [["a", "b"]]
+    assert shared.holds.height == 0
+
+
+def _failed_gang() -> K8sAttempts:
+    """A bare Job ``mpi`` FAILED 10:00 - 13:00 whose pods all bound at 10:00 and ended at
+    13:00: a CPU-only launcher (0 GPUs) on c1, 8-GPU workers on g1 and g2 (worker-1 failed)."""
+    common = {"namespace": "team-a", "owner_kind": "Job", "owner_name": "mpi",
+              "workload_name": "mpi", "phase": "Succeeded", "created_at": _t(2, 9),
+              "scheduled_at": _t(2, 10), "finished_at": _t(2, 13)}  # fmt: skip
+    return k8s_attempts(
+        _pods(
+            {**common, "uid": "l", "name": "mpi-launcher", "node_name": "c1", "gpus": 0.0},
+            {**common, "uid": "w0", "name": "mpi-worker-0", "node_name": "g1"},
+            {
+                **common,
+                "uid": "w1",
+                "name": "mpi-worker-1",
+                "node_name": "g2",
+                "phase": "Failed",
+                "exit_code": 1,
+            },
+        )
+    )
+
+
+def test_a_gang_held_alike_loses_its_gpu_seconds_on_its_gpu_pods_nodes() -> None:
+    """The gang FAILED 10:00 - 13:00 (10,800 s), all pods bound and ended together, 16 GPUs:
+    its pieces per node are 8 GPUs on g1 and on g2 over 10:00 - 13:00, none on the launcher's
+    c1, so (whole_attempt, as_of 15:00) node_reliability loses g1 8 x 10,800 = 86,400 GPU-s,
+    g2 86,400, c1 0 (before: no piece, 16 x 10,800 = 172,800 split evenly over c1, g1, g2,
+    57,600 each); the attempt still counts once on each node. Added up over the nodes the
+    pieces are 16 GPUs over 10:00 - 13:00: the allocated GPU-seconds (occupancy) and the
+    waterfall's failed_work_user are 16 x 10,800 = 172,800, as without pieces."""
+    att = _failed_gang()
+    jobs = workload_attempts(att, EMPTY_TEAMS, EMPTY_TEAMS)
+    holds = core_holds(att).lazy()
+    got = jobs.select("state", "gpus", "start_at", "end_at", "gpu_s", "node_list").collect()
+    assert got.rows() == [("FAILED", 16.0, _t(2, 10), _t(2, 13), 172_800.0, ["c1", "g1", "g2"])]
+    rel = node_reliability(jobs, _t(2, 15), holds=holds).collect().sort("host")
+    assert rel.select("host", "attempts", "lost_gpu_s").rows() == [
+        ("c1", 1, 0.0),
+        ("g1", 1, 86_400.0),
+        ("g2", 1, 86_400.0),
+    ]
+    daily = node_signals(jobs, _t(2, 15), holds=holds, daily=True).collect().sort("host")
+    assert daily["lost_gpu_s"].to_list() == [0.0, 86_400.0, 86_400.0]
+    alloc = allocated_gpu_seconds_hourly(jobs, _t(2, 15), holds=holds).collect()
+    assert alloc["allocated_gpu_s"].sum() == 172_800.0
+    without = allocated_gpu_seconds_hourly(jobs, _t(2, 15)).collect()
+    assert_frame_equal(alloc, without)
+    cap = pl.LazyFrame(
+        {
+            "cluster": ["k1"] * 3,
+            "hour": [_t(2, 10), _t(2, 11), _t(2, 12)],
+            "capacity_gpu_s": [24.0 * 3600] * 3,
+            "down_gpu_s": [0.0] * 3,
+            "planned_down_gpu_s": [0.0] * 3,
+        },
+        schema_overrides={"hour": pl.Datetime("us", "UTC")},
+    )
+    wf = gpu_waterfall_hourly(jobs, cap, _t(2, 15), holds=holds).collect()
+    assert wf.filter(pl.col("leaf") == "failed_work_user")["gpu_s"].sum() == 172_800.0
+
+
+def test_a_gang_held_alike_loses_its_checkpoint_policy_s_part_on_its_gpu_pods_nodes() -> None:
+    """checkpoint Δ = 3,600 s, u0 = 300 s: the gang ran 10,800 s and lost min(10,800, 1,800 +
+    300) = 2,100 s, from 12:25: g1 8 x 2,100 = 16,800 GPU-s, g2 16,800, c1 0 (before: 16 x
+    2,100 = 33,600 split evenly, 11,200 on each of c1, g1, g2)."""
+    att = _failed_gang()
+    jobs = workload_attempts(att, EMPTY_TEAMS, EMPTY_TEAMS)
+    policy = LossPolicy("checkpoint", 3600.0, 300.0)
+    rel = node_reliability(jobs, _t(2, 15), holds=core_holds(att).lazy(), policy=policy)
+    assert rel.collect().sort("host")["lost_gpu_s"].to_list() == [0.0, 16_800.0, 16_800.0]
 
 
 def test_evictions_without_events_are_dated_from_pod_generations() -> None:

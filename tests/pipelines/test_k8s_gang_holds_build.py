@@ -329,3 +329,57 @@ def test_a_failed_gangs_lost_gpu_seconds_per_node_are_its_pieces(tmp_path: Path)
         ("c", 1),
     ]
     assert _query(cfg, "SELECT sum(lost_gpu_s) FROM analytics.node_signals_daily") == [(67_200.0,)]
+
+
+def _alike_pods(tmp_path: Path) -> Path:
+    """The gang's pods all bound at 08:10 and ended at 10:10 (worker-1 bound with the others):
+    its pods held alike, 16 GPUs over the attempt's span."""
+    doc = json.loads((FIXTURES / "pods_same_end_2026-11-02.json").read_text(encoding="utf-8"))
+    for item in doc["items"]:
+        item["status"]["startTime"] = "2026-11-02T08:11:00Z"
+        item["status"]["conditions"][0]["lastTransitionTime"] = "2026-11-02T08:10:00Z"
+        for cs in item["status"]["containerStatuses"]:
+            cs["state"]["terminated"]["startedAt"] = "2026-11-02T08:11:00Z"
+    path = tmp_path / "pods_alike_2026-11-02.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def test_a_failed_gang_held_alike_loses_its_gpu_seconds_on_its_gpu_pods_nodes(
+    tmp_path: Path,
+) -> None:
+    """The gang ending FAILED with all its pods bound at 08:10 and ended at 10:10 (7,200 s):
+    16 GPUs over its span, gpu_s 16 x 7,200 = 115,200, stored as pieces per node (8 GPUs on a
+    and on b 08:10 - 10:10, none on the CPU-only launcher's c: its node list does not hold
+    them evenly), so ``node_reliability`` loses a 8 x 7,200 = 57,600 GPU-s, b 57,600, c 0
+    (before: no piece, 115,200 split evenly over a, b, c, 38,400 each). The hourly tables are
+    the attempt's 16 GPUs over its span, as without pieces: hour 8 16 x 3,000 = 48,000, hour 9
+    16 x 3,600 = 57,600, hour 10 16 x 600 = 9,600. Built incrementally over the staggered
+    pods, it equals a full build."""
+    cfg = _config(tmp_path)
+    failed = _failed_workloads(tmp_path)
+    _load(cfg, FIXTURES / "pods_staggered_2026-11-02.json", workloads=failed)
+    _load(cfg, _alike_pods(tmp_path), full=False, workloads=failed)
+    assert _query(cfg, "SELECT state, gpu_s FROM core.jobs") == [("FAILED", 115_200.0)]
+    assert _query(cfg, "SELECT host, start_at, end_at, gpus FROM core.job_holds ORDER BY host") == [
+        ("a", _h(8).replace(minute=10), _h(10).replace(minute=10), 8.0),
+        ("b", _h(8).replace(minute=10), _h(10).replace(minute=10), 8.0),
+    ]
+    got = _hourly(cfg)
+    assert got["occupancy"] == [(_h(8), 48_000.0), (_h(9), 57_600.0), (_h(10), 9_600.0)]
+    assert got["waterfall"] == [
+        (_h(8), 48_000.0, 0.0),
+        (_h(9), 57_600.0, 0.0),
+        (_h(10), 9_600.0, 0.0),
+    ]
+    assert got["fair_hourly"] == [(_h(8), 48_000.0), (_h(9), 57_600.0), (_h(10), 9_600.0)]
+    assert got["fairness_weekly"] == [(115_200.0,)]
+    assert _query(
+        cfg,
+        "SELECT sum(gpu_s) FROM analytics.gpu_waterfall_hourly WHERE bucket = 'failed_work_user'",
+    ) == [(115_200.0,)]
+    assert _query(
+        cfg, "SELECT host, attempts, lost_gpu_s FROM analytics.node_reliability ORDER BY host"
+    ) == [("a", 1, 57_600.0), ("b", 1, 57_600.0), ("c", 1, 0.0)]
+    assert _query(cfg, "SELECT sum(lost_gpu_s) FROM analytics.node_signals_daily") == [(115_200.0,)]
+    assert assert_equals_full_rebuild(cfg, tmp_path) > 10
