@@ -409,6 +409,9 @@ def export_delta(
                     predicate=predicate,
                     partition_by=["cluster", _DATE],
                     storage_options=opts,
+                    # a column the table gained since the lake's last export (a new core
+                    # column) is added to the Delta table, NULL in its older rows
+                    schema_mode="merge",
                 )
                 versions[table] = int(DeltaTable(url, storage_options=opts).version())
                 break

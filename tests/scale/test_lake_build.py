@@ -531,3 +531,29 @@ def test_incremental_build_after_a_lake_reload_equals_a_full_build(
     with connect(full) as con:
         rebuild(con, built.cfg, full=True)
     _assert_same(_snapshot(db, ("core", "analytics")), _snapshot(full, ("core", "analytics")))
+
+
+def test_a_core_column_added_since_the_last_export_is_merged_into_the_delta_table(
+    tmp_path: Path,
+) -> None:
+    """A core table that gained a column since the lake's last export (an upgrade added
+    ``core.k8s_pods.uncounted_resources``) exports again: the Delta table takes the new column.
+    Before, the overwrite refused the wider schema ("number of fields does not match")."""
+    db = tmp_path / "w.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE SCHEMA core")
+    con.execute(
+        "CREATE TABLE core.k8s_pods (cluster VARCHAR, pod VARCHAR, created_at TIMESTAMPTZ)"
+    )
+    con.execute("INSERT INTO core.k8s_pods VALUES ('k', 'p1', '2026-03-02 10:00:00+00')")
+    con.close()
+    root = str(tmp_path / "lake")
+    export_delta(db, root, tables=["core.k8s_pods"])
+    con = duckdb.connect(str(db))
+    con.execute("ALTER TABLE core.k8s_pods ADD COLUMN uncounted_resources VARCHAR")
+    con.execute("INSERT INTO core.k8s_pods VALUES ('k', 'p2', '2026-03-02 11:00:00+00', 'x/y')")
+    con.close()
+    assert export_delta(db, root, tables=["core.k8s_pods"]) == {"core.k8s_pods": 1}
+    got = read_lake(root, "core.k8s_pods").collect().sort("pod")
+    assert got["pod"].to_list() == ["p1", "p2"]
+    assert got["uncounted_resources"].to_list() == [None, "x/y"]
