@@ -1049,7 +1049,8 @@ def _slurm_frames(
             attempts.append(shard_gpus(part.attempts, states))
             pending.append(pending_shard_gpus(part.pending, per_shard))
             cuts.append(_as_of([(part.cuts, _CUT_COLUMNS)]))
-            hosts.append(_observed_hosts(part.attempts, inventoried))
+            # the hosts of the attempts with their shards converted, as a resolved part's
+            hosts.append(_observed_hosts(attempts[-1], inventoried))
             continue
         slurm = _resolve(part, teams)
         # One chunk per column: the resolution's columns come in different chunkings (a

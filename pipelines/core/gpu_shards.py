@@ -160,7 +160,8 @@ def shard_gpus(attempts: pl.DataFrame, gpus_per_shard: pl.DataFrame) -> pl.DataF
     one). States naming no shard are passed over: Slurm gives shards only from a node
     configured with them, so a node whose in-effect snapshot names none was reconfigured
     before the attempt started, after that snapshot. A node with no state naming shards is of
-    unknown shard count. An attempt without ``start_at`` counts by each node's latest state.
+    unknown shard count. An attempt without ``start_at`` counts by each node's latest state
+    naming shards.
 
     Args:
         attempts: Slurm attempts with ``cluster, node_list, gpus, shards, run_s, gpu_s``, with

@@ -286,6 +286,35 @@ def test_an_older_snapshot_loaded_later_changes_the_attempts_it_precedes(tmp_pat
     assert_equals_full_rebuild(cfg, tmp_path)
 
 
+def test_a_node_held_only_by_shard_jobs_is_observed_when_its_part_is_stored(
+    tmp_path: Path,
+) -> None:
+    """Without an inventory, n1 (held only by shard jobs) is a node seen in the data, with its
+    partition ``spark``. Built with March's snapshot, then January's loaded and built
+    incrementally: the sacct rows are read back as stored parts, whose hosts were taken from
+    the attempts before their shards were converted (0 GPUs: no host), so ``core.nodes`` lost
+    n1's partition (NULL) where a full rebuild has ``spark``. Now they are taken after, as a
+    resolved part's: n1 keeps ``spark`` and the build equals a full rebuild."""
+    cfg, sacct, snapshots = _resharded(tmp_path)
+    (tmp_path / "inventory" / "spark.csv").unlink()
+    opts = IngestOptions(cluster="spark", tz="UTC")
+    nodes = "SELECT host, partition, capacity_source FROM core.nodes ORDER BY host"
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        ingest_file(con, "sacct", sacct, opts)
+        ingest_file(con, "slurm-state", snapshots["2026-03-01"], opts)
+        rebuild(con, cfg, slurm_part_rows=1)
+        assert con.execute(nodes).fetchall() == [("n1", "spark", "observed")]
+        ingest_file(con, "slurm-state", snapshots["2026-01-05"], opts)
+        rebuild(con, cfg, slurm_part_rows=1)
+        assert con.execute(nodes).fetchall() == [("n1", "spark", "observed")]
+        (mode,) = con.execute(
+            "SELECT mode FROM analytics.build_state ORDER BY build_id DESC LIMIT 1"
+        ).fetchall()[0]
+        assert mode == "incremental"
+    assert_equals_full_rebuild(cfg, tmp_path)
+
+
 def test_the_node_states_read_one_per_time_and_change() -> None:
     """``sql/analytics/slurm_node_shards.sql`` on hand-made ``raw.slurm_nodes`` rows of node a:
     two undated loads (the last, 1/20, kept: older than every dated state), 2026-01-05 and
