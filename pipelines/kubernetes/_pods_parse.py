@@ -112,8 +112,9 @@ _ACCELERATOR_PREFIXES: Final = (
     "qualcomm.com/",
 )
 #: Words naming a NIC resource of an accelerator vendor (the NVIDIA Network Operator's
-#: ``nvidia.com/rdma_shared_device_a``, ``nvidia.com/hostdev``, SR-IOV pools): no accelerator.
-_NIC_WORDS: Final = ("rdma", "sriov", "hostdev")
+#: ``nvidia.com/rdma_shared_device_a``, ``nvidia.com/hostdev``, ``nvidia.com/mlnxnics``,
+#: SR-IOV pools): no accelerator.
+_NIC_WORDS: Final = ("rdma", "sriov", "hostdev", "mlnx")
 _QUANTITY_RE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)(m?)\s*$")
 _TERMINAL: Final = frozenset({"Succeeded", "Failed"})
 #: ``status.reason`` of a pod the kubelet rejected at admission (``pkg/kubelet/lifecycle``: its

@@ -73,6 +73,7 @@ def _parse(tmp_path: Path, *pods: dict[str, Any]) -> pl.DataFrame:
         # an accelerator vendor's NIC, core resources, Kubernetes' own domains: no accelerator
         ("nvidia.com/rdma_shared_device_a", False),
         ("nvidia.com/hostdev", False),
+        ("nvidia.com/mlnxnics", False),
         ("vpc.amazonaws.com/efa", False),
         ("cpu", False),
         ("memory", False),
