@@ -542,9 +542,7 @@ def test_a_core_column_added_since_the_last_export_is_merged_into_the_delta_tabl
     db = tmp_path / "w.duckdb"
     con = duckdb.connect(str(db))
     con.execute("CREATE SCHEMA core")
-    con.execute(
-        "CREATE TABLE core.k8s_pods (cluster VARCHAR, pod VARCHAR, created_at TIMESTAMPTZ)"
-    )
+    con.execute("CREATE TABLE core.k8s_pods (cluster VARCHAR, pod VARCHAR, created_at TIMESTAMPTZ)")
     con.execute("INSERT INTO core.k8s_pods VALUES ('k', 'p1', '2026-03-02 10:00:00+00')")
     con.close()
     root = str(tmp_path / "lake")
