@@ -84,7 +84,10 @@ def test_a_new_day_and_a_late_february_file_on_forty_days_equal_a_full_rebuild(
     # One February job ends an hour earlier: a load of an earlier cluster-month.
     feb = base / "sacct" / "sacct_2026-02-03.psv"
     lines = feb.read_text().splitlines()
-    at = next(i for i, line in enumerate(lines) if "|COMPLETED|" in line)
+    # an allocation row (a JobID without a step suffix), so core.jobs changes
+    at = next(
+        i for i, line in enumerate(lines) if "|COMPLETED|" in line and "." not in line.split("|")[0]
+    )
     fields = lines[at].split("|")
     end = dt.datetime.fromisoformat(fields[12]) - dt.timedelta(hours=1)
     start = dt.datetime.fromisoformat(fields[11])
@@ -109,5 +112,9 @@ def test_a_new_day_and_a_late_february_file_on_forty_days_equal_a_full_rebuild(
             " AND table_name = 'analytics.occupancy_hourly'"
         ).fetchall()
         assert planned and "2026-02" in str(planned[0][0])
+        (job_end,) = con.execute(
+            "SELECT end_at FROM core.jobs WHERE job_id = $j", {"j": fields[0]}
+        ).fetchall()[0]
+        assert job_end == end.replace(tzinfo=dt.UTC)
     (tmp_path / "second").mkdir()
     assert assert_equals_full_rebuild(cfg, tmp_path / "second") > 30
