@@ -30,6 +30,7 @@ from metrics import (
 )
 from metrics.attribution import attribute_samples, hour_holders, pod_lives
 from metrics.het_jobs import het_unit_id, het_wait_units, is_het_component
+from metrics.holds import with_pieces
 from metrics.hosts import with_node_hosts
 from metrics.survival import DURATION_S, STARTED
 from metrics.waterfall import XID_RAISED_AFTER, XID_SCRAPE_GRACE_S
@@ -496,18 +497,24 @@ def job_gpu_summary(
     nodes: pl.DataFrame | None = None,
     buckets: pl.DataFrame | None = None,
     hourly_xids: pl.DataFrame | None = None,
+    holds: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """One row per allocation attempt with its telemetry summary (persisted beyond retention).
 
-    ``observed_gpu_s`` = Σ over the attempt's 5-minute buckets of min(GPUs seen, GPUs
-    allocated) × bucket length (as the waterfall counts observed time); ``mean_activity`` =
-    GPU-second-weighted mean activity; ``idle_gpu_s`` = observed GPU-seconds of buckets with
-    activity < θ; ``peak_fb_used_mib`` = max ``DCGM_FI_DEV_FB_USED``; ``xid_events`` = XID
-    changes on the attempt's GPUs: those of its 5-minute buckets, plus the hourly aggregates'
-    events of the hours it held the GPU in (:func:`hourly_xid_attempts`, never one the samples
-    read). Only samples attributed to the attempt itself count (labels, GPU map, whole node;
-    not ``node_group``). Attempts without telemetry have 0 observed
-    GPU-seconds and NULL activity. The whole of :func:`job_gpu_summary_ranges` in one range.
+    ``observed_gpu_s`` = Σ over the attempt's 5-minute buckets ``[b, b + bucket_s)`` and the
+    pieces of GPUs it held (:func:`metrics.holds.with_pieces`; without pieces its own
+    ``gpus`` over ``[start_at, end_at)``, ``[start_at, ∞)`` while open at the cut-off, as the
+    attribution holds it) of min(GPUs seen, the piece's GPUs) × the seconds of the bucket
+    inside the piece — as the waterfall counts observed time, never the whole bucket of a
+    partly held one (METRICS.md: a 120-s job in one bucket observes 120 GPU-s, not 300);
+    ``mean_activity`` = mean activity weighted by those GPU-seconds (NULL without any);
+    ``idle_gpu_s`` = those GPU-seconds of buckets with activity < θ; ``peak_fb_used_mib`` =
+    max ``DCGM_FI_DEV_FB_USED``; ``xid_events`` = XID changes on the attempt's GPUs: those of
+    its 5-minute buckets, plus the hourly aggregates' events of the hours it held the GPU in
+    (:func:`hourly_xid_attempts`, never one the samples read). Only samples attributed to the
+    attempt itself count (labels, GPU map, whole node; not ``node_group``). Attempts without
+    telemetry have 0 observed GPU-seconds and NULL activity. The whole of
+    :func:`job_gpu_summary_ranges` in one range.
 
     Args:
         con: connection holding ``raw.dcgm_samples`` (read unless ``buckets`` is given).
@@ -521,10 +528,19 @@ def job_gpu_summary(
         buckets: :func:`attributed_gpu_buckets` rows already computed.
         hourly_xids: :func:`hourly_xid_attempts` rows already computed (else computed from
             ``con``, ``jobs``, ``nodes``).
+        holds: the pieces of held GPUs of the attempts that did not hold ``gpus`` over their
+            span (:attr:`pipelines.core.CoreFrames.holds`, per node or not); None: every
+            attempt holds ``gpus`` over ``[start_at, end_at)``.
+
+    Returns:
+        ``source, cluster, job_id, attempt`` (Int64), ``team, gpus, gpu_s``,
+        ``observed_gpu_s`` (GPU-s), ``mean_activity`` (0–1), ``idle_gpu_s`` (GPU-s),
+        ``peak_fb_used_mib`` (MiB), ``xid_events`` (Int64): one row per attempt of ``jobs``
+        with ``gpus`` > 0.
     """
     (whole,) = job_gpu_summary_ranges(
         con, jobs, activity, pod_jobs, idle_threshold=idle_threshold, rows=max(jobs.height, 1),
-        bucket_s=bucket_s, nodes=nodes, buckets=buckets, hourly_xids=hourly_xids,
+        bucket_s=bucket_s, nodes=nodes, buckets=buckets, hourly_xids=hourly_xids, holds=holds,
     )  # fmt: skip
     return whole
 
@@ -541,6 +557,7 @@ def job_gpu_summary_ranges(
     nodes: pl.DataFrame | None = None,
     buckets: pl.DataFrame | None = None,
     hourly_xids: pl.DataFrame | None = None,
+    holds: pl.DataFrame | None = None,
 ) -> Iterator[pl.DataFrame]:
     """:func:`job_gpu_summary` ``rows`` attempts of ``jobs`` at a time
     (:func:`pipelines.analytics.chunks.row_chunks`, in ``jobs``' order), yielded one range at a
@@ -563,22 +580,39 @@ def job_gpu_summary_ranges(
     # Lazy: with polars 2.1 the eager left join of an empty ``activity`` with a year of 10,000
     # GPUs' 2.1M attempts took 0.28 s and raised the process's peak by 532 MiB, the lazy plan
     # 0.02 s and 21 MiB (BENCHMARKS.md, "Where the year's builds reach their peaks").
-    alloc = jobs.lazy().select("cluster", "job_id", pl.col("attempt").cast(pl.Int64),
-                               pl.col("gpus").alias("_alloc"))  # fmt: skip
+    # Each bucket [b, b + bucket_s) counts only where it overlaps a piece of the attempt's held
+    # GPUs (its own [start_at, end_at) without pieces; an open one [start_at, ∞)), as the
+    # waterfall's observed time (metrics.waterfall._observed).
+    alloc = (
+        with_pieces(
+            jobs.lazy().select(
+                "cluster", "job_id", pl.col("attempt").cast(pl.Int64), "start_at", "end_at", "gpus"
+            ),
+            None if holds is None or holds.height == 0 else holds.lazy(),
+        )
+        .filter(pl.col("_pg") > 0)
+        .select("cluster", "job_id", "attempt", "_ps", "_pe", "_pg")
+    )
+    b = pl.col("bucket").dt.cast_time_unit("us")
+    b_end = b + pl.duration(microseconds=round(bucket_s * 1e6))
+    inside = pl.min_horizontal(b_end, pl.col("_pe")) - pl.max_horizontal(b, pl.col("_ps"))
+    # (min/max_horizontal skip a NULL: an open piece runs to the bucket's end)
+    overlap_s = (inside.dt.total_microseconds().cast(pl.Float64) / 1e6).clip(lower_bound=0.0)
+    obs = pl.col("_obs")
     per = (
         activity.lazy()
-        .join(alloc, on=["cluster", "job_id", "attempt"], how="left")
+        .join(alloc, on=["cluster", "job_id", "attempt"], how="inner")
         .with_columns(
-            (pl.min_horizontal(pl.col("gpus").fill_null(1.0), pl.col("_alloc").fill_null(1.0))
-             * bucket_s).alias("_obs")
+            (pl.min_horizontal(pl.col("gpus").fill_null(pl.col("_pg")), pl.col("_pg"))
+             * overlap_s).alias("_obs")
         )
         .group_by("cluster", "job_id", "attempt")
         .agg(
-            pl.col("_obs").sum().alias("observed_gpu_s"),
-            ((pl.col("activity") * pl.col("_obs")).sum() / pl.col("_obs").sum()).alias(
-                "mean_activity"
-            ),
-            pl.col("_obs").filter(pl.col("activity") < idle_threshold).sum().alias("idle_gpu_s"),
+            obs.sum().alias("observed_gpu_s"),
+            pl.when(obs.sum() > 0)
+            .then((pl.col("activity") * obs).sum() / obs.sum())
+            .alias("mean_activity"),
+            obs.filter(pl.col("activity") < idle_threshold).sum().alias("idle_gpu_s"),
         )
         .collect()
     )  # fmt: skip

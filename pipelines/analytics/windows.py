@@ -547,7 +547,8 @@ def window_tables(
             leave that table out; ignored with ``days``.
         holds: the pieces of held GPUs of the attempts that did not hold ``gpus`` over their
             span (:attr:`pipelines.core.CoreFrames.holds`): the waterfall spreads them
-            (METRICS.md "GPU holding"); None: none.
+            (METRICS.md "GPU holding"), ``job_gpu_summary`` clips its buckets to them;
+            None: none.
         loss_policy: cluster → its :class:`~metrics.waterfall.LossPolicy` for the waterfall's
             leaves 3–6 (:func:`~pipelines.analytics.metrics_build.loss_policy_of`); None:
             ``whole_attempt`` everywhere.
@@ -647,14 +648,14 @@ def window_tables(
                 summary_jobs = scope.summary_jobs.clear() if placeholder else scope.summary_jobs
                 for part in job_gpu_summary_ranges(
                     mem, summary_jobs, activity, pod_jobs, idle_threshold=idle_threshold,
-                    rows=rows, buckets=buckets, hourly_xids=hourly_xids,
+                    rows=rows, buckets=buckets, hourly_xids=hourly_xids, holds=holds,
                 ):  # fmt: skip
                     ranged(part)
             else:
                 sum_parts.append(
                     job_gpu_summary(mem, scope.summary_jobs, activity, pod_jobs,
                                     idle_threshold=idle_threshold, buckets=buckets,
-                                    hourly_xids=hourly_xids)
+                                    hourly_xids=hourly_xids, holds=holds)
                 )  # fmt: skip
             if scope.keys is not None:
                 key_parts.append(scope.keys)
