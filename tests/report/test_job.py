@@ -134,8 +134,10 @@ def test_unknown_job_fails(serving: Path) -> None:
 def test_kubernetes_job_gets_the_pipelines_telemetry(serving: Path, direct: Direct) -> None:
     """A Kubernetes job (``namespace/<workload>``, whose pods carry their own names) gets the
     telemetry that ``job_gpu_summary`` holds for it: the report clips the attempt's first and
-    last 5-minute buckets to the attempt, ``job_gpu_summary`` counts them whole, and that is
-    their only difference in observed GPU-seconds."""
+    last 5-minute buckets to the attempt; ``job_gpu_summary`` clips each bucket to the pieces
+    of GPUs the attempt held (``job_holds``, as the waterfall: METRICS.md "Per-job
+    telemetry"), so neither counts the 429,600 GPU-s of whole buckets it counted before (the
+    report 429,056, the summary 429,008: this gang's pods held apart)."""
     cluster, job_id, summary_obs, summary_idle = direct.one(
         "SELECT cluster, job_id, observed_gpu_s, idle_gpu_s FROM job_gpu_summary "
         "WHERE source = 'kubernetes' AND observed_gpu_s > 0 "
@@ -153,14 +155,26 @@ def test_kubernetes_job_gets_the_pipelines_telemetry(serving: Path, direct: Dire
         "- epoch(greatest(bucket, s)))) FROM b",
         [cluster, job_id],
     )
-    assert whole == pytest.approx(summary_obs, rel=1e-12)
+    # Per bucket and piece: min(GPUs seen, the piece's GPUs) × the bucket's part inside it.
+    (pieced,) = direct.one(
+        "WITH b AS (SELECT attempt, bucket, sum(gpus) AS n FROM gpu_activity "
+        "WHERE cluster = ? AND job_id = ? AND activity IS NOT NULL "
+        "AND attribution IN ('label_hpc_job', 'pod', 'gres_index', 'whole_node') "
+        "GROUP BY attempt, bucket) "
+        "SELECT sum(least(b.n, h.gpus) * greatest(0, epoch(least(b.bucket + INTERVAL 5 MINUTE, "
+        "coalesce(h.end_at, b.bucket + INTERVAL 5 MINUTE))) - epoch(greatest(b.bucket, "
+        "h.start_at)))) FROM b JOIN job_holds h USING (attempt) "
+        "WHERE h.cluster = ? AND h.job_id = ? AND h.gpus > 0",
+        [cluster, job_id, cluster, job_id],
+    )
+    assert summary_obs == pytest.approx(pieced, rel=1e-12)
+    assert pieced <= clipped < whole
     result = runner.invoke(
         report_app, ["job", job_id, "--db", str(serving), "--cluster", cluster, "--json"]
     )
     assert result.exit_code == 0, result.output
     (got,) = json.loads(result.stdout)["attempts"]
     assert got["observed_gpu_s"] == pytest.approx(clipped, rel=1e-12)
-    assert got["observed_gpu_s"] == pytest.approx(summary_obs - (whole - clipped), rel=1e-12)
     assert got["idle_gpu_s"] > 0 and summary_idle > 0
     text = runner.invoke(report_app, ["job", job_id, "--db", str(serving)]).stdout
     assert "no telemetry" not in text
