@@ -11,6 +11,8 @@ Pure polars (METRICS.md "Units and identities"):
   pending row's eligible (else submit) time; otherwise one never-started row of the job is kept:
   one with an end time (cancelled while pending: a final state, which slurmdbd never reopens)
   over one without, then the latest load, whatever order the exports were loaded in.
+- A started allocation row with no Eligible time but a ``Planned`` (``Reserved`` before
+  23.02) is eligible at start − Planned (:func:`_eligible`); Eligible, where printed, wins.
 - ``attempt`` numbers the started allocation rows of a job by start time (0, 1, 2, …), as
   ``sacct --duplicates`` lists a requeued job's allocations; steps take the attempt of the
   allocation they ran in.
@@ -62,9 +64,11 @@ def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> p
         The rows of the ``slurm_jobs`` view: the input columns plus ``row_id`` (surrogate,
         ``<ingest_id>:<line_no>[:<array_task_id>]``), ``job_key``, ``source`` ('slurm'),
         ``attempt`` (NULL for rows that never started), ``team`` (``unattributed`` when the
-        account is not in the registry), ``wait_s`` = start − eligible, ``submit_wait_s`` =
-        start − submit, ``run_s`` = end − start (NULL while running) and ``gpu_s`` = gpus ×
-        run_s on allocation rows (NULL on steps, which never add occupancy), and ``shards`` /
+        account is not in the registry), ``wait_s`` = start − eligible (``eligible_at``:
+        Eligible, else start − Planned on a started allocation row, :func:`_eligible`),
+        ``submit_wait_s`` = start − submit, ``run_s`` = end − start (NULL while running) and
+        ``gpu_s`` = gpus × run_s on allocation rows (NULL on steps, which never add
+        occupancy), and ``shards`` /
         ``req_shards``: the GPU shards AllocTRES / ReqTRES name
         (:func:`pipelines.core.gpu_shards.tres_shards`; NULL without the field; their GPUs are
         worked out where the jobs meet the node state, :func:`pipelines.core.gpu_shards.
@@ -76,7 +80,9 @@ def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> p
         and a line number (the tasks one pending array line expands to are identities of their
         own), so no tie is left to the input's order.
     """
+    names = raw_rows.collect_schema().names()
     rows = raw_rows.with_columns(
+        _eligible(names).alias("eligible_at"),
         _job_key().alias("job_key"),
         pl.format(
             "{}:{}{}",
@@ -180,6 +186,23 @@ def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> p
         *columns, "attempt", "team", "source", "wait_s", "submit_wait_s", "run_s", "gpu_s",
         "shards", "req_shards", "end_inferred",
     )  # fmt: skip
+
+
+def _eligible(names: list[str]) -> pl.Expr:
+    """A row's eligible time: ``eligible_at``, else, on a started allocation row,
+    ``start_at`` − ``planned_s`` (sacct ``Planned``, ``Reserved`` before 23.02: eligible →
+    start, seconds); NULL elsewhere. A never-started row's Planned is the time it had pended
+    when sacct ran (or until it was cancelled, from an eligible time sacct may not print), so
+    no eligible time is taken from it. ``names``: the raw rows' columns (``planned_s`` may be
+    absent: then ``eligible_at`` as it is)."""
+    if "planned_s" not in names:
+        return pl.col("eligible_at")
+    derived = (
+        pl.when(pl.col("is_allocation") & pl.col("start_at").is_not_null())
+        .then(pl.col("start_at") - pl.duration(seconds=pl.col("planned_s")))
+        .otherwise(None)
+    )
+    return pl.coalesce(pl.col("eligible_at"), derived)
 
 
 def _requeue_ends(allocs: pl.LazyFrame, unstarted: pl.LazyFrame) -> pl.LazyFrame:

@@ -109,7 +109,9 @@ STATE_PREFIXES = {"events": "slurm-events", "nodes": "slurm-nodes", "sshare": "s
 _JOB_VIEW_FIELDS = (
     (("start",), "no allocation starts: jobs, occupancy, the waterfall, fairness and "
      "reliability stay empty"),
-    (("submit", "eligible"), "no wait is known: time to start and pending demand stay empty"),
+    (("eligible", "planned", "reserved"), "no wait can be measured without Eligible or Planned "
+     "(Reserved before Slurm 23.02; Submit alone gives none): time to start and pending demand "
+     "stay empty"),
     (("end",), "every started job reads as still running up to the data cut-off"),
     (("alloctres", "allocgres", "reqtres", "reqgres"), "no GPU counts: every job counts 0 GPUs "
      "in occupancy, the waterfall and fairness"),
@@ -124,7 +126,8 @@ def job_view_gaps(fields: list[str] | None) -> list[str]:
 
     Returns:
         ``"missing Start: no allocation starts: …"`` sentences, empty when every field the
-        views need (Start, Submit or Eligible, End, AllocTRES or a stand-in) is present. sacct's
+        views need (Start, Eligible or Planned/Reserved, End, AllocTRES or a stand-in) is
+        present (Submit is no stand-in for Eligible: Submit alone measures no wait). sacct's
         default field set (JobID, JobName, Partition, Account, AllocCPUS, State, ExitCode)
         misses all four.
     """

@@ -42,6 +42,10 @@ JOBSTATS_FIELDS = _fields(
     "JobIDRaw,Start,End,Cluster,AllocTRES,AdminComment,User,Account,State,NNodes,NCPUS,ReqMem,"
     "QOS,Partition,TimelimitRaw,JobName"
 )
+PLANNED_FIELDS = _fields(
+    "JobID,JobName,Elapsed,TotalCPU,MaxRSS,NNodes,NCPUS,NTasks,ReqMem,Partition,Timelimit,"
+    "Planned,AllocTRES,NodeList,TRESUsageInMax,Submit,Start,End,State"
+)
 
 #: Every sacct output fixture (relative to ``tests/fixtures``) → ``(fields, delimiter)``. The
 #: jobstats, issue-snippet and reportseff files are collections (comments, repeated headers,
@@ -64,6 +68,7 @@ SACCT_FIXTURES: dict[str, tuple[list[str] | None, str | None]] = {
     "jobstats/test_jobstats_sacct_lines.txt": (JOBSTATS_FIELDS, "|"),
     "issue-snippets/sacct_output_pasted_in_issues.txt": (RS_11, "|"),
     "reportseff/extracted_sacct_lines.tsv": (RS_11, "|"),
+    "slurm-planned/sacct_planned_no_eligible.psv": (PLANNED_FIELDS, "|"),
 }
 
 HEADER = "JobID|State|Elapsed|SubmitLine"

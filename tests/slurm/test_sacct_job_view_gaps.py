@@ -33,7 +33,7 @@ def test_default_field_set_loads_and_names_the_gaps(tmp_path: Path) -> None:
     assert (stats.rows_loaded, stats.rows_rejected) == (7, 0)
     assert [w.split(":")[0] for w in stats.warnings] == [
         "missing Start",
-        "missing Submit or Eligible",
+        "missing Eligible or Planned or Reserved",
         "missing End",
         "missing AllocTRES or AllocGRES or ReqTRES or ReqGRES",
     ]
@@ -41,10 +41,12 @@ def test_default_field_set_loads_and_names_the_gaps(tmp_path: Path) -> None:
 
 
 def test_full_field_sets_have_no_gaps() -> None:
-    """XDMoD's field set and a narrow set with stand-ins (Eligible for Submit, ReqTRES for
-    AllocTRES) leave nothing out."""
+    """XDMoD's field set and a narrow set with stand-ins (ReqTRES for AllocTRES) leave nothing
+    out."""
     assert job_view_gaps(XDMOD_FIELDS.split(",")) == []
     assert job_view_gaps(["JobID", "Eligible", "Start", "End", "ReqTRES"]) == []
     assert job_view_gaps(["JobID", "Start", "End", "AllocTRES"]) == [
-        "missing Submit or Eligible: no wait is known: time to start and pending demand stay empty"
+        "missing Eligible or Planned or Reserved: no wait can be measured without Eligible or"
+        " Planned (Reserved before Slurm 23.02; Submit alone gives none): time to start and"
+        " pending demand stay empty"
     ]
