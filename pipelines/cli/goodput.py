@@ -143,7 +143,7 @@ def ingest(
                 elif stats.rows_loaded == 0:
                     typer.echo(
                         f"goodput: error: {path}: every row was rejected ({stats.rows_rejected}); "
-                        "see raw.rejected_rows for the reasons",
+                        'see the reasons with goodput sql "select * from rejected_rows"',
                         err=True,
                     )
                     errors += 1

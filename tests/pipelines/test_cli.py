@@ -302,6 +302,11 @@ def test_every_row_rejected_exits_1_and_missing_fields_are_named(tmp_path: Path)
     assert res.exit_code == 1
     assert "0 rows loaded, 2 rejected" in res.stdout
     assert f"goodput: error: {bad}: every row was rejected (2)" in res.stderr
+    # The view goodput sql serves (raw.rejected_rows is refused there).
+    assert 'see the reasons with goodput sql "select * from rejected_rows"' in res.stderr
+    assert "raw.rejected_rows" not in res.stderr
+    shown = runner.invoke(app, ["sql", "select reason from rejected_rows", "--db", str(db)])
+    assert shown.exit_code == 0 and "WEIRD" in shown.stdout, shown.output
     default = tmp_path / "default.psv"
     default.write_text(
         "JobID|JobName|Partition|Account|AllocCPUS|State|ExitCode|\n"
