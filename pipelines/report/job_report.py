@@ -265,9 +265,22 @@ def format_job_report(report: JobReport) -> str:
             out.extend(_attempt_lines(r, report.idle_below))
         for n in never:
             out.append("")
-            out.append(
-                f"Not started: {n['state']} since {_ts(n['submit_at'])} (eligible "
-                f"{_ts(n['eligible_at'])}), {_gpus(n['req_gpus'])} GPUs requested"
-                + (f", reason {n['reason']}" if n["reason"] else "")
-            )
+            out.append(_never_started_line(n))
     return "\n".join(out) + "\n"
+
+
+def _never_started_line(n: dict[str, Any]) -> str:
+    """One never-started row in words: still pending since its Submit, or (with an end: a
+    cancelled or otherwise ended pending job) ended at its End after End − Submit pending
+    (``[D-]HH:MM:SS``)."""
+    end, submit, eligible = n["end_at"], n["submit_at"], _ts(n["eligible_at"])
+    if end is None:
+        head = f"Not started: {n['state']} since {_ts(submit)} (eligible {eligible})"
+    else:
+        queued = None if submit is None else (end - submit).total_seconds()
+        head = (
+            f"Not started: {n['state']} at {_ts(end)} after {fmt_duration(queued)} pending"
+            f" (submitted {_ts(submit)}, eligible {eligible})"
+        )
+    reason = f", reason {n['reason']}" if n["reason"] else ""
+    return f"{head}, {_gpus(n['req_gpus'])} GPUs requested{reason}"

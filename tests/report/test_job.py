@@ -225,3 +225,22 @@ def test_job_waterfall_splits_by_leaf() -> None:
         ("c", 0, "goodput", 10_800.0),
         ("c", 1, "failed_work_user", 900.0),
     ]
+
+
+def test_job_never_started_says_when_it_ended(tmp_path: Path) -> None:
+    """A requeued job cancelled while pending again (tests/fixtures/slurm-planned, job
+    7320455): its never-started record says when it was cancelled, its End 2026-08-17T00:03:01
+    EDT = 04:03:01 UTC, and how long it pended: Submit 2026-08-16T18:38:10 EDT = 22:38:10 UTC to
+    04:03:01 UTC = 1 h 21 min 50 s + 4 h 3 min 1 s = 5:24:51 (it said "since" its Submit)."""
+    from pipelines.warehouse import publish_serving_copy
+    from tests.slurm.test_sacct_planned import planned_warehouse
+
+    cfg = planned_warehouse(tmp_path)
+    serving = publish_serving_copy(cfg.warehouse_path, cfg.serving_path)
+    result = runner.invoke(report_app, ["job", "7320455", "--db", str(serving)])
+    assert result.exit_code == 0, result.output
+    assert (
+        "Not started: CANCELLED at 2026-08-17 04:03:01 UTC after 05:24:51 pending"
+        " (submitted 2026-08-16 22:38:10 UTC, eligible n/a)"
+    ) in result.stdout
+    assert "since" not in result.stdout
