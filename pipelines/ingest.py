@@ -212,12 +212,21 @@ def ingest_configured(
         if configured and unknown:
             # A cluster the configuration lacks has no zone of its own (one named alone is
             # read as UTC): said, since a misspelt name shifts every time by the zone's offset.
+            # sacct --json times are epoch seconds, which no zone shifts: not said of them.
+            fmt = con.execute(
+                load_sql("raw/ingest_format"), {"ingest_id": stats.ingest_id}
+            ).fetchone()
+            zone = (
+                ": their times are epoch seconds (sacct --json), read without a zone"
+                if fmt is not None and fmt[0] == "json"
+                else f": their times were read as {used}"
+            )
             stats = dataclasses.replace(
                 stats,
                 warnings=(
                     *stats.warnings,
                     f"rows name cluster(s) {', '.join(unknown)} that goodput.toml does not"
-                    f" configure: their times were read as {used}",
+                    f" configure{zone}",
                 ),
             )
     return stats

@@ -174,3 +174,28 @@ def test_a_file_naming_an_unconfigured_cluster_says_so(
     first = IngestOptions(cluster="ny", tz="America/New_York")
     assert seen == [first, dataclasses.replace(first, tz="UTC")]
     assert _starts(db) == [("nyc", "1", "10:00")]
+
+
+def test_a_json_file_naming_an_unconfigured_cluster_claims_no_zone(
+    cfg: Config, tmp_path: Path
+) -> None:
+    """sacct --json (Mila's 23.11.5 job, cluster ``mila``, not configured) with ``--tz
+    America/New_York``: the epoch times are not shifted (start 2021-02-19 09:00:09 UTC, as
+    printed), and the warning names the cluster without saying the times were read in New York
+    time (before: "their times were read as America/New_York")."""
+    f = Path(__file__).resolve().parents[1] / "fixtures" / "sarc-sacct-json" / "sacct_23.11.5.json"
+    db = tmp_path / "json.duckdb"
+    args = ["ingest", "sacct", str(f), "--db", str(db), "--tz", "America/New_York"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert (
+        "rows name cluster(s) mila that goodput.toml does not configure: their times are epoch"
+        " seconds (sacct --json), read without a zone" in result.output
+    )
+    assert "read as America/New_York" not in result.output
+    with duckdb.connect(str(db), read_only=True) as con:
+        starts = con.execute(
+            "SELECT DISTINCT strftime(start_at AT TIME ZONE 'UTC', '%Y-%m-%d %H:%M:%S')"
+            " FROM raw.slurm_rows WHERE step IS NULL"
+        ).fetchall()
+    assert starts == [("2021-02-19 09:00:09",)]
