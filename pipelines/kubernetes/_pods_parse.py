@@ -189,8 +189,8 @@ def is_uncounted_accelerator(resource: str) -> bool:
     ``gpu.intel.com/i915``, ``habana.ai/gaudi``, ``aws.amazon.com/neuroncore``,
     ``google.com/tpu``, an impossible MIG profile ``nvidia.com/mig-8g.80gb``) or contains
     ``gpu`` (``aliyun.com/gpu-mem``); an accelerator vendor's NIC resource (a name with
-    ``rdma``, ``sriov`` or ``hostdev``) is not one (METRICS.md "Accelerators not counted as
-    GPUs").
+    ``rdma``, ``sriov``, ``hostdev`` or ``mlnx``: :data:`_NIC_WORDS`) is not one (METRICS.md
+    "Accelerators not counted as GPUs").
     """
     if "/" not in resource or gpu_worth(resource) is not None:
         return False
