@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,3 +105,58 @@ def isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def pytest_configure(config: pytest.Config) -> None:
     """Keep Dagster from writing into the user's home during tests."""
     os.environ.setdefault("DAGSTER_DISABLE_TELEMETRY", "1")
+
+
+# --- disk: temporary folders of module-scoped fixtures ---------------------------------------
+#
+# pyproject.toml sets ``tmp_path_retention_policy = "failed"``, so a passing test's ``tmp_path``
+# is removed when the test ends.  Folders a module- or class-scoped fixture made with
+# ``tmp_path_factory.mktemp`` would still stay until the session ends: a whole run left 6.2 GB of
+# warehouses behind, more than a CI machine's free disk.  These hooks note the folders each such
+# fixture makes and remove them when the fixture is torn down, unless a test of its module failed
+# (its folder is then kept for a look, as pytest keeps a failed test's ``tmp_path``).
+
+_MADE_BY_FIXTURE: dict[int, list[Path]] = {}
+_FAILED_MODULES: set[str] = set()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[object], request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """Record the folders a module- or class-scoped fixture makes while it is set up."""
+    if fixturedef.scope not in ("module", "class"):
+        yield
+        return
+    made: list[Path] = []
+    original = pytest.TempPathFactory.mktemp
+
+    def recording(self: pytest.TempPathFactory, basename: str, numbered: bool = True) -> Path:
+        path = original(self, basename, numbered)
+        made.append(path)
+        return path
+
+    pytest.TempPathFactory.mktemp = recording  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        pytest.TempPathFactory.mktemp = original  # type: ignore[method-assign]
+        if made:
+            _MADE_BY_FIXTURE.setdefault(id(fixturedef), []).extend(made)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Remember the modules with a failed test (setup, call or teardown)."""
+    if report.failed:
+        _FAILED_MODULES.add(report.nodeid.split("::", 1)[0])
+
+
+def pytest_fixture_post_finalizer(
+    fixturedef: pytest.FixtureDef[object], request: pytest.FixtureRequest
+) -> None:
+    """Remove the folders a module- or class-scoped fixture made, unless its module failed."""
+    made = _MADE_BY_FIXTURE.pop(id(fixturedef), None)
+    if not made:
+        return
+    if request.node.nodeid.split("::", 1)[0] in _FAILED_MODULES:
+        return
+    for path in made:
+        shutil.rmtree(path, ignore_errors=True)
