@@ -85,13 +85,14 @@ def _named(
 
 
 def _tree(out: Collected, topo: dict[str, Any], cluster: str, when: dt.datetime,
-          prefix: str) -> None:  # fmt: skip
+          prefix: str) -> list[str]:  # fmt: skip
+    """Rows of a tree topology's switches; returns the redundant parents' names (``tree_rows``)."""
     tree = topo.get("tree")
     entries = tree.get("switches") if isinstance(tree, dict) else None
     if not isinstance(entries, list):
         out.reject(_line(topo, 1), str(topo.get("topology")), "tree without a switches list",
                    field_name="tree.switches")  # fmt: skip
-        return
+        return []
     switches: dict[str, Switch] = {}
     for entry in entries:
         named = _named(out, entry, "switch", _line(topo, 1), switches)
@@ -112,7 +113,7 @@ def _tree(out: Collected, topo: dict[str, Any], cluster: str, when: dt.datetime,
             out.reject(no, raw, "a switch with neither nodes nor children", field_name="nodes")
             continue
         switches[name] = Switch(no, no, raw, nodes, children)
-    tree_rows(out, switches, cluster, when, prefix, ("children", "nodes"))
+    return tree_rows(out, switches, cluster, when, prefix, ("children", "nodes"))
 
 
 def _block(out: Collected, topo: dict[str, Any], cluster: str, when: dt.datetime,
@@ -162,7 +163,9 @@ def parse_topology_yaml(
         Rows of every tree and block topology (levels of the first ``cluster_default: true``
         topology unprefixed, of the others prefixed ``<name>/``). ``info`` has ``form``
         (``yaml``), ``topologies`` (name → ``tree``, ``block`` or ``flat``), ``default`` and
-        ``block_sizes`` (name → list, for block topologies that give them).
+        ``block_sizes`` (name → list, for block topologies that give them) and
+        ``redundant_switches`` (name → the tree's redundant parents, as ``topology.conf``'s
+        info lists them; only for trees that have some).
 
     Raises:
         InputFormatError: the file cannot be read, is not YAML, or is not a list of topologies.
@@ -181,6 +184,7 @@ def parse_topology_yaml(
                    None)  # fmt: skip
     kinds: dict[str, str] = {}
     block_sizes: dict[str, list[int]] = {}
+    redundant: dict[str, list[str]] = {}
     for topo in doc:
         if not isinstance(topo, dict) or _text(topo.get("topology")) is None:
             out.reject(_line(topo, 1), str(topo), "not a named topology", field_name="topology")
@@ -206,7 +210,9 @@ def parse_topology_yaml(
         kinds[name] = forms[0]
         prefix = "" if name == default else f"{name}/"
         if forms[0] == "tree":
-            _tree(out, topo, cluster, when, prefix)
+            spares = _tree(out, topo, cluster, when, prefix)
+            if spares:
+                redundant[name] = spares
         elif forms[0] == "block":
             sizes = _block(out, topo, cluster, when, prefix)
             if sizes is not None:
@@ -214,4 +220,6 @@ def parse_topology_yaml(
     info: dict[str, object] = {"form": "yaml", "topologies": kinds, "default": default}
     if block_sizes:
         info["block_sizes"] = block_sizes
+    if redundant:
+        info["redundant_switches"] = redundant
     return out.result(TOPOLOGY_SCHEMA, info)

@@ -57,6 +57,25 @@ def test_redundant_spines_are_one_domain_not_rejected_nodes() -> None:
     assert res.info["domains"] == 5
 
 
+def test_redundant_spines_in_topology_yaml_are_listed_as_in_the_conf() -> None:
+    """The same Guide tree written as a topology.yaml tree (hand-made here; the Guide gives it as
+    topology.conf only): four spines s4–s7 over leaves s0–s3 of 4 nodes each. As for the conf,
+    32 rows, none rejected, and the load's info names the redundant parents s5–s7, under the
+    topology's name (before: the YAML reader dropped them, so the info had no such key)."""
+    leaves = "".join(
+        f"      - switch: s{i}\n        nodes: tux[{4 * i}-{4 * i + 3}]\n" for i in range(4)
+    )
+    spines = "".join(f"      - switch: s{i}\n        children: s[0-3]\n" for i in range(4, 8))
+    text = f"- topology: guide\n  cluster_default: true\n  tree:\n    switches:\n{leaves}{spines}"
+    res = parse_topology_yaml("t.yaml", cluster="c", valid_from=DAY, text=text)
+    assert res.rejected.height == 0
+    assert res.rows.height == 32
+    assert _sizes(res.rows)[("switch-2", "s4")] == 16
+    assert res.info["redundant_switches"] == {"guide": ["s5", "s6", "s7"]}
+    plain = parse_topology_yaml(FIXTURES / "topology.yaml", cluster="c", valid_from=DAY)
+    assert "redundant_switches" not in plain.info
+
+
 def test_a_second_parent_over_other_switches_still_rejects_its_placed_nodes() -> None:
     """Two spines over overlapping but different leaves are not redundant: s3 over s0 and
     s1, s4 over s1 and s2. s4's nodes of s1 (n3, n4) are already in s3 at switch-2: rejected
