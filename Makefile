@@ -50,8 +50,14 @@ typecheck: install
 fuzz: install
 	GOODPUT_FUZZ_N=4000 GOODPUT_CRASH_KILLS=20 $(BIN)/python -m pytest -q tests/fuzz tests/pipelines/test_crash_safety.py
 
+# Two pytest-xdist workers by default (CI's machine has 2 cores; much of the suite waits on Slurm,
+# Chromium and subprocesses): each test file runs in one worker, the files using the session's Slurm
+# cluster in the same one (tests/conftest.py: pytest_xdist_make_scheduler).
+# PYTEST_WORKERS=0 runs everything in one process.
+PYTEST_WORKERS ?= 2
+
 pytest: install
-	GOODPUT_REQUIRE_SLURM=1 GOODPUT_REQUIRE_PROMETHEUS=1 GOODPUT_REQUIRE_BROWSER=1 GOODPUT_REQUIRE_MOTO=1 $(BIN)/python -m pytest --durations=25
+	GOODPUT_REQUIRE_SLURM=1 GOODPUT_REQUIRE_PROMETHEUS=1 GOODPUT_REQUIRE_BROWSER=1 GOODPUT_REQUIRE_MOTO=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=25
 
 test: install system-deps lint typecheck pytest
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,8 +105,52 @@ def isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Keep Dagster from writing into the user's home during tests."""
+    """Keep Dagster from writing into the user's home or the repository during tests.
+
+    ``make`` points ``DAGSTER_HOME`` at the repository (its ``dagster.yaml``) and the instance's
+    storage at ``.dagster/``; each test process (each pytest-xdist worker too) gets storage of its
+    own instead, so no test run sees, or frees as dead, another process's runs.
+    """
     os.environ.setdefault("DAGSTER_DISABLE_TELEMETRY", "1")
+    storage = Path(tempfile.mkdtemp(prefix="goodput-test-dagster-"))
+    os.environ["GOODPUT_DAGSTER_DIR"] = str(storage / "storage")
+    os.environ["GOODPUT_DAGSTER_LOGS"] = str(storage / "logs")
+    config.add_cleanup(lambda: shutil.rmtree(storage, ignore_errors=True))
+
+
+#: Fixtures that start a service once per test process (a session-scoped Slurm cluster): the
+#: test files taking one run in one pytest-xdist worker, so it starts once.
+_ONE_WORKER_FIXTURES = ("slurm_cluster",)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """Under ``pytest -n N --dist loadfile`` (``make test``): each test file runs in one worker,
+    so its module-scoped fixtures (warehouses, Slurm clusters) are built once, and the files
+    whose functions take a fixture of ``_ONE_WORKER_FIXTURES`` all run in the same worker.
+
+    (pytest-xdist's own ``loadgroup`` marks do not reach the scheduler under pytest 9, whose node
+    ids are no longer strings xdist can suffix; the controller only sees node ids, so the files
+    are told apart by their text.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    groups: dict[str, str] = {}
+
+    class _FileScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            if file not in groups:
+                path = Path(config.rootpath) / file
+                text = path.read_text(encoding="utf-8") if path.is_file() else ""
+                groups[file] = next(
+                    (f for f in _ONE_WORKER_FIXTURES if re.search(rf"def \w+\([^)]*\b{f}\b", text)),
+                    file,
+                )
+            return groups[file]
+
+    return _FileScheduling(config, log)
 
 
 # --- disk: temporary folders of module-scoped fixtures ---------------------------------------
