@@ -16,8 +16,10 @@ __all__ = [
     "open_attempts_ended_by_requeue",
     "pods_ended_without_time",
     "unattributed_gpu_hours",
+    "uncounted_accelerator_cluster_queues",
     "uncounted_accelerator_nodes",
     "uncounted_accelerator_pods",
+    "uncounted_accelerator_workloads",
 ]
 
 #: One row per finding: ``check`` names the rule, ``value`` its count or share.
@@ -182,6 +184,50 @@ def uncounted_accelerator_nodes(nodes: pl.LazyFrame) -> pl.LazyFrame:
         "uncounted_accelerator_node_resource",
         "node",
         "nodes advertise accelerator resources that are not counted as GPUs (no GPU capacity)",
+    )
+
+
+def uncounted_accelerator_workloads(workloads: pl.LazyFrame) -> pl.LazyFrame:
+    """Kueue Workloads whose pod sets ask accelerator resources not counted as GPUs (as
+    :func:`uncounted_accelerator_pods`): Kueue admits them, but they count 0 GPUs for them.
+
+    Args:
+        workloads: ``cluster, uncounted_resources`` (comma-separated), one row per Workload.
+
+    Returns:
+        :data:`DATA_QUALITY_SCHEMA` rows with
+        ``check = 'uncounted_accelerator_workload_resource'``, one per cluster (``day`` and
+        ``partition`` NULL), ``value`` = the Workloads, ``detail`` = each resource with its
+        Workloads (``habana.ai/gaudi (1 workload)``).
+    """
+    return _uncounted_findings(
+        workloads,
+        "uncounted_accelerator_workload_resource",
+        "workload",
+        "Kueue workloads asked accelerator resources that are not counted as GPUs (0 GPUs here)",
+    )
+
+
+def uncounted_accelerator_cluster_queues(cluster_queues: pl.LazyFrame) -> pl.LazyFrame:
+    """Kueue ClusterQueues giving quota of accelerator resources not counted as GPUs (as
+    :func:`uncounted_accelerator_pods`): that quota adds no GPU quota.
+
+    Args:
+        cluster_queues: ``cluster, uncounted_resources`` (comma-separated), one row per
+            ClusterQueue.
+
+    Returns:
+        :data:`DATA_QUALITY_SCHEMA` rows with
+        ``check = 'uncounted_accelerator_cluster_queue_resource'``, one per cluster (``day`` and
+        ``partition`` NULL), ``value`` = the ClusterQueues, ``detail`` = each resource with its
+        ClusterQueues (``habana.ai/gaudi (2 ClusterQueues)``).
+    """
+    return _uncounted_findings(
+        cluster_queues,
+        "uncounted_accelerator_cluster_queue_resource",
+        "ClusterQueue",
+        "Kueue ClusterQueues give quota of accelerator resources that are not counted as GPUs"
+        " (no GPU quota)",
     )
 
 

@@ -35,8 +35,10 @@ from metrics.data_quality import (
     open_attempts_ended_by_requeue,
     pods_ended_without_time,
     unattributed_gpu_hours,
+    uncounted_accelerator_cluster_queues,
     uncounted_accelerator_nodes,
     uncounted_accelerator_pods,
+    uncounted_accelerator_workloads,
 )
 from metrics.domains import (
     domain_capacity_hourly,
@@ -250,7 +252,8 @@ def _data_quality(
 ) -> pl.DataFrame:
     """The data-quality findings of the inputs: GPU tracking gaps, Kueue admissions without
     pods, Kubernetes pods over without an end and pods asking accelerators not counted as GPUs
-    (``pods``: ``core.k8s_pods``), Nodes naming such accelerators, DST repairs,
+    (``pods``: ``core.k8s_pods``), Nodes, Kueue Workloads and ClusterQueues naming such
+    accelerators, DST repairs,
     rejects (of the raw tables, and ``inventory_rejected``: :func:`_inventory`'s), observed
     capacity, GPU shards of unknown share, Kueue GPU quota left in advertised units
     (:func:`quota_unit_findings`), DCGM hosts that are no node, open Slurm attempts ended by
@@ -302,6 +305,14 @@ def _data_quality(
         accel_nodes = run_named(con, "analytics/uncounted_accelerator_nodes")
         if accel_nodes.height:
             parts.append(uncounted_accelerator_nodes(accel_nodes.lazy()).collect())
+    if table_exists(con, "raw.k8s_workloads"):
+        accel_wls = run_named(con, "analytics/uncounted_accelerator_workloads")
+        if accel_wls.height:
+            parts.append(uncounted_accelerator_workloads(accel_wls.lazy()).collect())
+    if table_exists(con, "raw.kueue_cluster_queues"):
+        accel_cqs = run_named(con, "analytics/uncounted_accelerator_cluster_queues")
+        if accel_cqs.height:
+            parts.append(uncounted_accelerator_cluster_queues(accel_cqs.lazy()).collect())
     rejected = run_named(con, "analytics/rejected_by_source")
     if rejected.height:
         parts.append(

@@ -5,9 +5,10 @@ document, bare array, single object or JSON lines; gzip detected):
 
 - :func:`parse_k8s_workloads`: one row per Kueue ``Workload`` (``kueue.x-k8s.io/v1beta1`` and
   ``v1beta2``): its queue, ClusterQueue, priority, GPU request and the timestamps of its
-  ``status.conditions``.
+  ``status.conditions``, and the accelerator resources it asks that count no GPU.
 - :func:`parse_kueue_cluster_queues`: one row per ClusterQueue × flavor × GPU resource with the
-  nominal quota, borrowing and lending limits and the cohort.
+  nominal quota, borrowing and lending limits and the cohort, and the accelerator resources it
+  gives quota of that count no GPU.
 - :func:`parse_kueue_local_queues`: one row per LocalQueue with the ClusterQueue it feeds.
 
 Admission state comes from the Workload's conditions, never from event text. A condition keeps
@@ -45,7 +46,12 @@ from pipelines.kubernetes._json_items import (
     stamp,
     text_or_none,
 )
-from pipelines.kubernetes._pods_parse import _pod_gpus, gpu_worth
+from pipelines.kubernetes._pods_parse import (
+    _pod_gpus,
+    _uncounted_resources,
+    gpu_worth,
+    uncounted_accelerators,
+)
 
 __all__ = [
     "K8S_WORKLOAD_SCHEMA",
@@ -80,6 +86,7 @@ K8S_WORKLOAD_SCHEMA: dict[str, pl.DataType] = {
     "gpus_admitted": pl.Float64(),
     "gpu_resource": pl.String(),
     "gpu_flavors": pl.String(),
+    "uncounted_resources": pl.String(),
     "max_execution_s": pl.Int64(),
     "owner_kind": pl.String(),
     "owner_name": pl.String(),
@@ -124,6 +131,7 @@ KUEUE_CLUSTER_QUEUE_SCHEMA: dict[str, pl.DataType] = {
     "nominal_gpus": pl.Float64(),
     "usage_gpus": pl.Float64(),
     "borrowed_gpus": pl.Float64(),
+    "uncounted_resources": pl.String(),
     "queueing_strategy": pl.String(),
     "preemption_within_cq": pl.String(),
     "reclaim_within_cohort": pl.String(),
@@ -292,6 +300,7 @@ def _pod_set_gpus(spec: Mapping[str, Any], status: Mapping[str, Any]) -> dict[st
     pods = pods_admitted = 0
     gpus = gpus_admitted = 0.0
     resources: set[str] = set()
+    uncounted: set[str] = set()
     flavors: set[str] = set()
     admitted = bool(assignments)
     for i, ps in enumerate(sets):
@@ -306,6 +315,8 @@ def _pod_set_gpus(spec: Mapping[str, Any], status: Mapping[str, Any]) -> dict[st
             raise BadItem(f"{where}.template.{exc.field}", exc.reason) from exc
         if used:
             resources.update(used.split(","))
+        if count and (names := _uncounted_resources(pod_spec)):
+            uncounted.update(names.split(","))
         pods += count
         gpus += count * per_pod
         a = assignments.get(str(ps.get("name") or "main"))
@@ -333,6 +344,7 @@ def _pod_set_gpus(spec: Mapping[str, Any], status: Mapping[str, Any]) -> dict[st
         "gpus_admitted": gpus_admitted if admitted else None,
         "gpu_resource": ",".join(sorted(resources)) or None,
         "gpu_flavors": ",".join(sorted(flavors)) or None,
+        "uncounted_resources": ",".join(sorted(uncounted)) or None,
     }
 
 
@@ -452,7 +464,10 @@ def parse_k8s_workloads(path: str | Path, *, cluster: str = "default") -> ParseR
           / ``gpus_admitted`` from ``status.admission.podSetAssignments`` (``resourceUsage`` of
           the GPU resources, else count × per-pod; NULL while not admitted; smaller than the
           request under partial admission), ``gpu_flavors`` (the flavors assigned to GPU
-          resources);
+          resources); ``uncounted_resources``: the accelerator resources that count no GPU
+          (:func:`pipelines.kubernetes._pods_parse.is_uncounted_accelerator`,
+          ``habana.ai/gaudi``) the pod templates of its pod sets (``count`` > 0) ask, as for a
+          pod (``raw.k8s_pods.uncounted_resources``), sorted and comma-separated, NULL when none;
         - ``max_execution_s`` (``spec.maximumExecutionTimeSeconds``), the controller owner
           (``owner_kind``/``owner_name``/``owner_uid``, the uid falling back to the label
           ``kueue.x-k8s.io/job-uid``);
@@ -518,6 +533,28 @@ def _usage(status: Mapping[str, Any], key: str) -> dict[tuple[str, str], tuple[f
     return out
 
 
+def _cluster_queue_uncounted(spec: Mapping[str, Any]) -> str | None:
+    """The uncounted accelerator resources (:func:`pipelines.kubernetes._pods_parse.
+    uncounted_accelerators`) a ClusterQueue gives quota of: per flavor of each resource group,
+    its resources with a non-zero ``nominalQuota`` (``borrowingLimit`` and ``lendingLimit`` bound
+    that quota and add none); sorted and comma-separated, None when there are none. Kueue
+    requires a flavor to list exactly its group's ``coveredResources``, so the flavors name them
+    all. As for a container, a flavor that also gives quota of a counted GPU resource names none:
+    beside ``nvidia.com/gpu`` HAMi's ``nvidia.com/gpumem`` is a share of that GPU."""
+    names: set[str] = set()
+    for group in spec.get("resourceGroups") or []:
+        for flavor in (group.get("flavors") if isinstance(group, Mapping) else None) or []:
+            resources = (flavor.get("resources") if isinstance(flavor, Mapping) else None) or []
+            names |= uncounted_accelerators(
+                {
+                    str(r.get("name")): r.get("nominalQuota", 0)
+                    for r in resources
+                    if isinstance(r, Mapping)
+                }
+            )
+    return ",".join(sorted(names)) or None
+
+
 def _cluster_queue_rows(obj: dict[str, Any]) -> list[dict[str, Any]]:
     obj = _unwrap(obj)
     _check_kind(obj, "ClusterQueue")
@@ -542,6 +579,7 @@ def _cluster_queue_rows(obj: dict[str, Any]) -> list[dict[str, Any]]:
         ),
         "created_at": parse_k8s_time(meta.get("creationTimestamp"), "creationTimestamp"),
     }
+    base["uncounted_resources"] = _cluster_queue_uncounted(spec)
     rows: list[dict[str, Any]] = []
     for g, group in enumerate(_list(spec.get("resourceGroups"), "spec.resourceGroups")):
         group = _dict(group, f"spec.resourceGroups[{g}]")
@@ -604,7 +642,10 @@ def parse_kueue_cluster_queues(path: str | Path, *, cluster: str = "default") ->
         limit), ``lending_limit`` (NULL = no limit) are in units of the resource; ``nominal_gpus``,
         ``usage_gpus`` and ``borrowed_gpus`` (``status.flavorsUsage``) in GPUs (a MIG slice
         counts its fraction). ``cohort`` is v1beta1 ``spec.cohort`` or v1beta2
-        ``spec.cohortName``. ``rejected``/``info`` as for the other parsers.
+        ``spec.cohortName``. ``uncounted_resources`` (on each row of the ClusterQueue): the
+        accelerator resources that count no GPU (``habana.ai/gaudi``) it gives a non-zero
+        ``nominalQuota`` of (:func:`_cluster_queue_uncounted`), sorted and comma-separated, NULL
+        when none; such quota has no GPU row. ``rejected``/``info`` as for the other parsers.
 
     Raises:
         InputFormatError: not JSON, a list of another kind, or no ClusterQueue in it.

@@ -2,7 +2,9 @@
 ``gpu.intel.com/i915``, ``habana.ai/gaudi``, ``aws.amazon.com/neuroncore``, ``google.com/tpu``,
 an AMD partition resource or an impossible MIG profile counts 0 GPUs for it, and its parsed row
 names the resources (``uncounted_resources``), so the build reports it
-(``uncounted_accelerator_resource``) instead of dropping it silently."""
+(``uncounted_accelerator_resource``) instead of dropping it silently. Nodes, Kueue Workloads and
+ClusterQueues likewise (``uncounted_accelerator_node_resource``,
+``uncounted_accelerator_workload_resource``, ``uncounted_accelerator_cluster_queue_resource``)."""
 
 from __future__ import annotations
 
@@ -16,11 +18,19 @@ from polars.testing import assert_frame_equal
 
 from metrics.data_quality import (
     DATA_QUALITY_SCHEMA,
+    uncounted_accelerator_cluster_queues,
     uncounted_accelerator_nodes,
     uncounted_accelerator_pods,
+    uncounted_accelerator_workloads,
 )
-from pipelines.kubernetes._objects import parse_k8s_nodes
+from pipelines.kubernetes._objects import parse_k8s_nodes, parse_k8s_objects
 from pipelines.kubernetes._pods_parse import is_uncounted_accelerator, parse_k8s_pods
+from pipelines.kubernetes._workloads_parse import parse_kueue_cluster_queues
+from tests.kubernetes.test_k8s_workloads import _schema_errors
+
+#: A Kueue ClusterQueue (issue kubernetes-sigs/kueue#3108's, with ``habana.ai/gaudi`` quota 16
+#: added), its LocalQueue and a Workload of 2 pods x 4 ``habana.ai/gaudi`` (see its SOURCE.md).
+KUEUE_GAUDI = Path(__file__).resolve().parents[1] / "fixtures" / "kueue-uncounted" / "objects.json"
 
 
 def _pod(
@@ -230,4 +240,102 @@ def test_node_finding_counts_nodes_per_cluster() -> None:
         ("a", "uncounted_accelerator_node_resource", 2.0,
          "nodes advertise accelerator resources that are not counted as GPUs (no GPU "
          "capacity): google.com/tpu (1 node), habana.ai/gaudi (2 nodes)"),
+    ]  # fmt: skip
+
+
+def test_kueue_gaudi_fixture_validates_against_the_kueue_crds() -> None:
+    """The derived Kueue objects are valid under the CRD schema of the version they name."""
+    plural = {"ClusterQueue": "clusterqueues", "LocalQueue": "localqueues",
+              "Workload": "workloads"}  # fmt: skip
+    items = json.loads(KUEUE_GAUDI.read_text())["items"]
+    assert sorted(i["kind"] for i in items) == ["ClusterQueue", "LocalQueue", "Workload"]
+    for obj in items:
+        assert _schema_errors(obj, plural[obj["kind"]]) == [], obj["metadata"]["name"]
+
+
+def test_kueue_workload_and_cluster_queue_name_uncounted_accelerators() -> None:
+    """The ClusterQueue gives cpu 9, memory 36Gi and ``habana.ai/gaudi`` 16; the Workload asks
+    2 pods x (cpu 1, memory 200Mi, ``habana.ai/gaudi`` 4). By hand: the Workload counts 2 pods
+    and 2 x 0 = 0 GPUs (the 8 Gaudi devices count none), no GPU resource, and names
+    ``habana.ai/gaudi``; the ClusterQueue has no GPU quota (its one row has NULL flavor and
+    ``nominal_gpus``) and names ``habana.ai/gaudi`` (was: neither named anywhere)."""
+    res = parse_k8s_objects(KUEUE_GAUDI, cluster="k")
+    wl = res["k8s-workloads"].rows
+    assert wl.select("name", "pods", "gpus", "gpu_resource", "uncounted_resources").rows() == [
+        ("job-sample-job-gaudi-5f2c1", 2, 0.0, None, "habana.ai/gaudi")
+    ]
+    cq = res["kueue-cluster-queues"].rows
+    assert cq.select("name", "flavor", "nominal_gpus", "uncounted_resources").rows() == [
+        ("cluster-queue", None, None, "habana.ai/gaudi")
+    ]
+    assert all(r.rejected.height == 0 for r in res.values())
+
+
+def _cluster_queue(name: str, *flavors: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name, "uid": f"uid-{name}",
+                     "creationTimestamp": "2026-10-01T08:00:00Z"},
+        "spec": {"resourceGroups": [
+            {"coveredResources": [r["name"] for r in f["resources"]], "flavors": [f]}
+            for f in flavors]},
+    }  # fmt: skip
+
+
+def _flavor(name: str, quota: dict[str, object]) -> dict[str, Any]:
+    return {"name": name, "resources": [{"name": k, "nominalQuota": v} for k, v in quota.items()]}
+
+
+def test_cluster_queue_uncounted_quota_per_flavor(tmp_path: Path) -> None:
+    """mixed gives ``nvidia.com/gpu`` 8 in h100, ``gpu.intel.com/i915`` 4 in intel and
+    ``google.com/tpu`` 0 in tpu; hami gives ``nvidia.com/gpu`` 8 with HAMi's
+    ``nvidia.com/gpumem`` 80000 in one flavor; nic gives ``nvidia.com/hostdev`` 4. By hand:
+    mixed names i915 only (the TPU quota is 0) and keeps its 8-GPU row; hami and nic name
+    none (a GPU share beside a counted GPU, a NIC)."""
+    path = tmp_path / "cqs.json"
+    cqs = [
+        _cluster_queue("mixed", _flavor("h100", {"nvidia.com/gpu": 8}),
+                       _flavor("intel", {"gpu.intel.com/i915": "4"}),
+                       _flavor("tpu", {"google.com/tpu": 0})),
+        _cluster_queue("hami", _flavor("h100", {"nvidia.com/gpu": 8,
+                                                "nvidia.com/gpumem": 80000})),
+        _cluster_queue("nic", _flavor("nic", {"nvidia.com/hostdev": 4})),
+    ]  # fmt: skip
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": cqs}))
+    rows = parse_kueue_cluster_queues(path, cluster="k").rows
+    assert rows.select("name", "resource", "nominal_gpus", "uncounted_resources").rows() == [
+        ("mixed", "nvidia.com/gpu", 8.0, "gpu.intel.com/i915"),
+        ("hami", "nvidia.com/gpu", 8.0, None),
+        ("nic", None, None, None),
+    ]
+
+
+def test_workload_and_cluster_queue_findings_count_objects_per_cluster() -> None:
+    """Cluster a: Workloads w1 (gaudi) and w2 (gaudi, i915), ClusterQueues cq1 and cq2 (gaudi);
+    cluster b: nothing uncounted. By hand: a has 2 Workloads, gaudi in 2 and i915 in 1, and 2
+    ClusterQueues, both gaudi; b has no finding."""
+    workloads = pl.LazyFrame(
+        {
+            "cluster": ["a", "a", "b"],
+            "uid": ["w1", "w2", "w3"],
+            "uncounted_resources": ["habana.ai/gaudi", "gpu.intel.com/i915,habana.ai/gaudi", None],
+        }
+    )
+    cqs = pl.LazyFrame(
+        {"cluster": ["a", "a"], "name": ["cq1", "cq2"],
+         "uncounted_resources": ["habana.ai/gaudi", "habana.ai/gaudi"]}
+    )  # fmt: skip
+    got = pl.concat(
+        [uncounted_accelerator_workloads(workloads).collect(),
+         uncounted_accelerator_cluster_queues(cqs).collect()]
+    )  # fmt: skip
+    assert got.schema == pl.Schema(DATA_QUALITY_SCHEMA)
+    assert got.select("cluster", "day", "partition", "check", "value", "detail").rows() == [
+        ("a", None, None, "uncounted_accelerator_workload_resource", 2.0,
+         "Kueue workloads asked accelerator resources that are not counted as GPUs (0 GPUs "
+         "here): gpu.intel.com/i915 (1 workload), habana.ai/gaudi (2 workloads)"),
+        ("a", None, None, "uncounted_accelerator_cluster_queue_resource", 2.0,
+         "Kueue ClusterQueues give quota of accelerator resources that are not counted as GPUs "
+         "(no GPU quota): habana.ai/gaudi (2 ClusterQueues)"),
     ]  # fmt: skip

@@ -1,7 +1,8 @@
 """Pods asking accelerators not counted as GPUs, built end to end (one Kubernetes cluster ``k``,
 no inventory): their GPUs stay 0 and each cluster gets one ``uncounted_accelerator_resource``
 finding naming the resources (METRICS.md "Accelerators not counted as GPUs"); an incremental
-build after a second export equals a full one."""
+build after a second export equals a full one. Nodes, Kueue Workloads and ClusterQueues naming
+such resources get their own findings."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pipelines.analytics.build import rebuild
 from pipelines.ingest import ingest_file, ingest_options
-from pipelines.warehouse import connect
+from pipelines.warehouse import connect, ensure_raw_tables
 from tests.pipelines.test_incremental import assert_equals_full_rebuild
 from tests.pipelines.test_k8s_failed_pods_build import _config, _load, _query
 
@@ -19,6 +21,14 @@ _FINDING = (
     " WHERE \"check\" = 'uncounted_accelerator_resource'"
 )
 _INTRO = "pods asked accelerator resources that are not counted as GPUs (0 GPUs here): "
+#: Kueue issue #3108's ClusterQueue with ``habana.ai/gaudi`` quota 16 added, and a Workload of
+#: 2 pods x 4 ``habana.ai/gaudi`` (tests/fixtures/kueue-uncounted/SOURCE.md).
+_KUEUE_GAUDI = Path(__file__).resolve().parents[1] / "fixtures" / "kueue-uncounted" / "objects.json"
+_KUEUE_FINDINGS = (
+    'SELECT cluster, "check", value, detail FROM analytics.data_quality'
+    " WHERE \"check\" IN ('uncounted_accelerator_workload_resource',"
+    " 'uncounted_accelerator_cluster_queue_resource') ORDER BY \"check\" DESC"
+)
 
 
 def _pod(name: str, limits: dict[str, str], day: int = 3) -> dict[str, Any]:
@@ -141,3 +151,50 @@ def test_nodes_of_uncounted_accelerators_are_a_finding(tmp_path: Path) -> None:
          "capacity): habana.ai/gaudi (1 node)"),
     ]  # fmt: skip
     assert _query(cfg, _FINDING) == []
+
+
+def test_kueue_objects_of_uncounted_accelerators_are_findings(tmp_path: Path) -> None:
+    """The ClusterQueue cluster-queue gives ``habana.ai/gaudi`` quota 16 (and cpu, memory); the
+    Workload asks 2 pods x 4 ``habana.ai/gaudi`` = 8 Gaudi devices. By hand: no GPU quota row
+    and 0 GPUs for the Workload (as before); the Workload finding for k counts 1 Workload and the
+    ClusterQueue finding 1 ClusterQueue, each naming ``habana.ai/gaudi`` (was: no finding)."""
+    cfg = _config(tmp_path)
+    with connect(cfg.warehouse_path) as con:
+        ingest_file(con, "k8s-objects", _KUEUE_GAUDI, ingest_options(cfg, "k8s-objects", "k"))
+    _load(cfg, _write(tmp_path / "pods_2024-05-03.json", _pod("nv", {"nvidia.com/gpu": "8"})))
+    assert _query(cfg, "SELECT name, gpus, uncounted_resources FROM raw.k8s_workloads") == [
+        ("job-sample-job-gaudi-5f2c1", 0.0, "habana.ai/gaudi")
+    ]
+    assert _query(cfg, "SELECT flavor, nominal_gpus FROM raw.kueue_cluster_queues") == [
+        (None, None)
+    ]
+    assert _query(cfg, _KUEUE_FINDINGS) == [
+        ("k", "uncounted_accelerator_workload_resource", 1.0,
+         "Kueue workloads asked accelerator resources that are not counted as GPUs (0 GPUs "
+         "here): habana.ai/gaudi (1 workload)"),
+        ("k", "uncounted_accelerator_cluster_queue_resource", 1.0,
+         "Kueue ClusterQueues give quota of accelerator resources that are not counted as GPUs "
+         "(no GPU quota): habana.ai/gaudi (1 ClusterQueue)"),
+    ]  # fmt: skip
+    # the pod finding is not affected: nv asks a counted GPU
+    assert _query(cfg, _FINDING) == []
+
+
+def test_an_old_warehouse_gets_the_kueue_columns(tmp_path: Path) -> None:
+    """A warehouse whose raw.k8s_workloads and raw.kueue_cluster_queues predate
+    ``uncounted_resources``: opening it adds the column (NULL in the rows already loaded, so no
+    finding), and loading the export again fills it (1 Workload, 1 ClusterQueue)."""
+    cfg = _config(tmp_path)
+    opts = ingest_options(cfg, "k8s-objects", "k")
+    with connect(cfg.warehouse_path) as con:
+        ingest_file(con, "k8s-objects", _KUEUE_GAUDI, opts)
+        con.execute("ALTER TABLE raw.k8s_workloads DROP COLUMN uncounted_resources")
+        con.execute("ALTER TABLE raw.kueue_cluster_queues DROP COLUMN uncounted_resources")
+        ensure_raw_tables(con)
+        rebuild(con, cfg, full=True)
+    assert _query(cfg, "SELECT uncounted_resources FROM raw.k8s_workloads") == [(None,)]
+    assert _query(cfg, _KUEUE_FINDINGS) == []
+    with connect(cfg.warehouse_path) as con:
+        ingest_file(con, "k8s-objects", _KUEUE_GAUDI, opts)
+        rebuild(con, cfg, full=True)
+    assert [r[2] for r in _query(cfg, _KUEUE_FINDINGS)] == [1.0, 1.0]
