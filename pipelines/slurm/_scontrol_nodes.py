@@ -40,7 +40,8 @@ __all__ = [
 ]
 
 #: One row per node, from ``scontrol show nodes``. ``gpus`` counts MIG slices as their fraction
-#: of a GPU (METRICS.md); ``gpu_type`` is the one non-MIG GRES type named, else NULL;
+#: of a GPU (METRICS.md); ``gpu_type`` is the one non-MIG GRES type named (in ``Gres``, or in
+#: ``CfgTRES`` when the GPUs are counted from it), else NULL;
 #: ``partition`` is the first of ``partitions`` (slurm.conf order); ``state`` is Slurm's
 #: ``IDLE+DRAIN`` as printed, ``base_state`` its first word without the ``*`` (not responding)
 #: mark, ``state_flags`` the rest (``NOT_RESPONDING`` for ``*``); ``reason_user``/``reason_at``
@@ -126,6 +127,20 @@ def gres_gpus(gres: str | None) -> tuple[float, str | None]:
     return gpus, next(iter(types)) if len(types) == 1 else None
 
 
+def _tres_gpu_type(tres: str) -> str | None:
+    """The GPU type of a node's ``CfgTRES`` as :func:`gres_gpus` reads it from ``Gres``: the one
+    non-MIG type among its ``gres/gpu:TYPE=N`` entries (``gres/gpu=2,gres/gpu:mi300a=2`` →
+    ``mi300a``), else None (none typed, or several types)."""
+    types = set()
+    for item in tres.split(","):
+        key = item.partition("=")[0].strip()
+        if key.startswith("gres/gpu:") and len(key) > len("gres/gpu:"):
+            kind = key[len("gres/gpu:") :]
+            if not re.match(r"^\d+g\.", kind):
+                types.add(kind)
+    return next(iter(types)) if len(types) == 1 else None
+
+
 def _state_parts(state: str) -> tuple[str, list[str]]:
     words = [w for w in state.split("+") if w]
     if not words:
@@ -199,8 +214,10 @@ def _node_row(
         raise BadValue("Gres", str(err)) from err
     cfg_tres = tokens.get("CfgTRES") or None
     if gpus == 0.0 and cfg_tres:
-        # a GPU node whose Gres line is empty still registers its GPUs as TRES
+        # a GPU node whose Gres line is empty still registers its GPUs as TRES, with their
+        # type when typed (``gres/gpu=2,gres/gpu:mi300a=2``)
         gpus = gpus_from_tres(cfg_tres) or 0.0
+        gpu_type = _tres_gpu_type(cfg_tres) if gpus else None
     partitions = [p for p in tokens.get("Partitions", "").split(",") if p and p != "(null)"]
     state = tokens.get("State", "")
     base, flags = _state_parts(state)

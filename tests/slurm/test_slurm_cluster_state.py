@@ -112,6 +112,26 @@ def test_typed_gres_names_its_gpu_type() -> None:
     assert (row["gpus"], row["gpu_type"], row["partition"], row["cpus"]) == (8.0, "a100", "big", 64)
 
 
+def test_gpus_typed_only_in_cfg_tres_name_their_type() -> None:
+    """A node with ``Gres=(null)`` whose GPUs are only in ``CfgTRES`` (an MI300A APU node,
+    ``tests/fixtures/scontrol-nodes/nodes_2026-09-24.txt``, real lines): node001's
+    ``gres/gpu=2,gres/gpu:mi300a=2`` is 2 GPUs of type mi300a (before: 2, type NULL). bnode01
+    (``Gres=gpu:8``, untyped) has no type; z1 (``Gres=gpu:a100:4``) keeps the Gres type a100."""
+    rows = parse_scontrol_nodes(FIXTURES / "scontrol-nodes" / "nodes_2026-09-24.txt").rows
+    got = rows.select("host", "gpus", "gpu_type").rows()
+    assert got == [("node001", 2.0, "mi300a"), ("bnode01", 8.0, None), ("z1", 4.0, "a100")]
+
+
+def test_cfg_tres_gpu_type_only_when_one_non_mig_type() -> None:
+    """CfgTRES typed with two types, or with MIG types only, names no type (as Gres): 2 + 2
+    = 4 GPUs of a100 and h100; 2 × 3/7 + 1 × 1/7 = 1 GPU of MIG slices."""
+    two = "NodeName=a Gres=(null) CfgTRES=cpu=8,gres/gpu=4,gres/gpu:a100=2,gres/gpu:h100=2"
+    mig = "NodeName=b Gres=(null) CfgTRES=cpu=8,gres/gpu:3g.40gb=2,gres/gpu:1g.10gb=1"
+    rows = parse_scontrol_nodes("x", text=two + "\n" + mig).rows
+    assert rows["gpus"].to_list() == [4.0, pytest.approx(1.0)]
+    assert rows["gpu_type"].to_list() == [None, None]
+
+
 def test_gres_counts_mig_slices_as_fractions() -> None:
     """MIG GRES count their share of a GPU (3g = 3/7), as in sacct's AllocTRES."""
     gpus, gpu_type = gres_gpus("gpu:3g.40gb:2(S:0),gpu:1g.10gb:1(S:1)")
