@@ -174,6 +174,47 @@ def check_kind(file: str, head: str, whole: bytes) -> dict[str, Any] | None:
             "YAML (sacct --yaml?), not sacct text output; ingest sacct reads `sacct --json` or "
             "`sacct --parsable2`",
         )
+    other = other_text_kind(stripped)
+    if other is not None:
+        raise SacctFormatError(file, f"not sacct output: {other}")
+    return None
+
+
+#: ``scontrol show node(s)`` output: a record starts with ``NodeName=<name>`` followed by
+#: another ``Key=`` (``Arch=``, ``CoresPerSocket=``, ``Partitions=`` …), never a sacct line.
+_SCONTROL_NODE = re.compile(r"NodeName=[^\s|=]+\s+[A-Z][A-Za-z]*=")
+#: A Prometheus/OpenMetrics exposition (a dcgm-exporter scrape): its first line is a ``# HELP``
+#: or ``# TYPE`` comment, or a sample ``name{label="value",…} number`` (sacct text has no
+#: ``{label="`` right after a leading metric name, and no ``|``-free line ending in a number
+#: after ``}``).
+_PROMETHEUS = re.compile(
+    r"#\s*(?:HELP|TYPE)\s+[A-Za-z_:][A-Za-z0-9_:]*\s"
+    r"|[A-Za-z_:][A-Za-z0-9_:]*\{[A-Za-z_][A-Za-z0-9_]*=\"[^\n|]*\}\s+\S+[ \t]*(?:\S+)?[ \t]*\r?$",
+    re.MULTILINE,
+)
+
+
+def other_text_kind(head: str) -> str | None:
+    """What a text file is when its first line says it is another input kind; else None.
+
+    Args:
+        head: the content's start, leading whitespace stripped.
+
+    Returns:
+        A phrase naming the kind and the ingest that reads it (``scontrol show node`` output:
+        ``goodput ingest slurm-state``; a Prometheus scrape: ``goodput ingest dcgm``), or None
+        (read on as sacct text).
+    """
+    first = head.split("\n", 1)[0]
+    if _SCONTROL_NODE.match(first):
+        return (
+            "this reads as `scontrol show node` output (NodeName=… records); "
+            "use `goodput ingest slurm-state` (the file named nodes_<day>.txt)"
+        )
+    if _PROMETHEUS.match(first):
+        return (
+            "this reads as a Prometheus scrape (dcgm-exporter /metrics); use `goodput ingest dcgm`"
+        )
     return None
 
 

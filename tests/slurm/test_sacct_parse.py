@@ -857,6 +857,41 @@ def test_sacct_yaml_is_refused_naming_it(text: str) -> None:
         parse_sacct("sacct.yaml", text=text, fields=["JobID", "State"])
 
 
+@pytest.mark.parametrize(
+    ("fixture", "message"),
+    [
+        (
+            # scontrol show node med0304 (BIH HPC docs), multi-line records
+            "scontrol-nodes/nodes_2020-07-17.txt",
+            "not sacct output: this reads as `scontrol show node` output (NodeName=… records); "
+            "use `goodput ingest slurm-state` (the file named nodes_<day>.txt)",
+        ),
+        (
+            # scontrol show node -o, one record a line
+            "scontrol-nodes/nodes_2026-09-24.txt",
+            "this reads as `scontrol show node` output",
+        ),
+        (
+            # NVIDIA/DCGM issue #226: an L40S scrape, # HELP / # TYPE first
+            "dcgm-exporter/dcgm226_l40s.prom",
+            "not sacct output: this reads as a Prometheus scrape (dcgm-exporter /metrics); "
+            "use `goodput ingest dcgm`",
+        ),
+        (
+            # NVIDIA/dcgm-exporter issue #272: samples only, no # HELP / # TYPE
+            "dcgm-exporter/issue272_no_host.prom",
+            "this reads as a Prometheus scrape",
+        ),
+    ],
+)
+def test_other_text_kinds_are_refused_naming_them(fixture: str, message: str) -> None:
+    """Real ``scontrol show node`` output and dcgm-exporter scrapes given to ``ingest sacct``
+    are refused saying what they are and which ingest reads them (before: "no sacct header
+    line (sacct --noheader); pass --fields …")."""
+    with pytest.raises(SacctFormatError, match=re.escape(message)):
+        parse_sacct(FIXTURES / fixture)
+
+
 def test_binary_file_raises(tmp_path: Path) -> None:
     """A binary file (NUL bytes) is not sacct output."""
     path = tmp_path / "core.bin"
