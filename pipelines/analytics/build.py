@@ -361,13 +361,38 @@ def _dcgm_host_findings(
     :data:`pipelines.analytics.incremental.DCGM_HOSTS_TABLE`, kept here first for the plan's new
     and deleted loads (:func:`record_dcgm_hosts`: their samples alone, all of them in a full
     build), so a build's cost does not grow with the samples' history.
+    Also the finding ``dcgm_samples_without_host`` (:func:`_hostless_sample_findings`).
     :data:`DATA_QUALITY_SCHEMA` rows (none without such hosts)."""
     record_dcgm_hosts(con, None if plan.full else plan.sample_loads)
     hosts = run_named(con, "analytics/dcgm_hosts")
+    hostless = _hostless_sample_findings(con)
     if hosts.height == 0:
-        return pl.DataFrame(schema=DATA_QUALITY_SCHEMA)
+        return hostless
     found = dcgm_hosts_without_node(hosts.lazy(), nodes.lazy()).collect()
-    return found.cast(DATA_QUALITY_SCHEMA)  # type: ignore[arg-type]
+    return pl.concat([found.cast(DATA_QUALITY_SCHEMA), hostless])  # type: ignore[arg-type]
+
+
+#: How many series (``metric on GPU``) a ``dcgm_samples_without_host`` finding names.
+_HOSTLESS_SERIES_NAMED = 5
+
+
+def _hostless_sample_findings(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """The data-quality findings ``dcgm_samples_without_host``: per cluster, the stored DCGM
+    samples with no host label (``raw.dcgm_samples.host`` NULL: no ``node``,
+    ``kubernetes_node``, ``Hostname`` or ``hostname`` label), which no node's jobs can see;
+    value = the samples, detail = their series (``metric on GPU``, the first
+    :data:`_HOSTLESS_SERIES_NAMED` by name, and how many more). Read from the samples
+    themselves: DuckDB skips the row groups whose statistics have no NULL host.
+    :data:`DATA_QUALITY_SCHEMA` rows (none without such samples)."""
+    found = run_named(con, "analytics/dcgm_samples_without_host", {"named": _HOSTLESS_SERIES_NAMED})
+    more = pl.col("series") - _HOSTLESS_SERIES_NAMED
+    detail = pl.format(
+        "DCGM samples without a host label (node, kubernetes_node, Hostname, hostname): {}",
+        pl.col("named").list.join(", "),
+    ) + pl.when(more > 0).then(pl.format(" and {} more", more)).otherwise(pl.lit(""))
+    return _cluster_findings(
+        found, "dcgm_samples_without_host", pl.col("samples").cast(pl.Float64), detail
+    ).cast(DATA_QUALITY_SCHEMA)  # type: ignore[arg-type]
 
 
 #: How many node names a ``nodes_outside_inventory`` finding lists (then "… and N more").

@@ -384,6 +384,8 @@ def iter_parse_dcgm(
     openmetrics = _has_eof_line(_iter_text_blocks(p, compressed, chunk_bytes))
     counts = {"candidates": 0, "samples": 0, "dcgm_samples": 0}
     non_dcgm: dict[str, int] = {}
+    without_host = 0
+    hostless: list[str] = []
     next_line_no = 1
     eof_line: int | None = None
     memo: dict[str, pl.DataFrame] = {}
@@ -413,6 +415,18 @@ def iter_parse_dcgm(
         for name, n in block_non_dcgm.items():
             non_dcgm[name] = non_dcgm.get(name, 0) + int(n)
         info["non_dcgm_samples"] = dict(sorted(non_dcgm.items()))
+        block_without = info["samples_without_host"]
+        assert isinstance(block_without, int)
+        without_host += block_without
+        block_hostless = info.get("hostless_gpus", [])
+        assert isinstance(block_hostless, list)
+        for what in block_hostless:
+            if what not in hostless and len(hostless) < _HOSTLESS_NAMED:
+                hostless.append(what)
+        if without_host:
+            # the blocks so far, as non_dcgm_samples: the last block's are the file's
+            info["hostless_gpus"] = list(hostless)
+            info["warnings"] = [_hostless_warning(without_host, hostless)]
         info.update(format="openmetrics" if openmetrics else "prometheus", gzip=compressed)
         info["default_ts"] = default_ts
         yield ParseResult(rows=rows, rejected=rejected, info=info)
@@ -1076,9 +1090,45 @@ def _parse_lines(
         "blank_values": int(good.filter(pl.col("is_dcgm"))["is_blank"].sum()),
         "nan_values": int(good.filter(pl.col("is_dcgm") & ~pl.col("is_blank"))["is_nan"].sum()),
         "non_dcgm_samples": dict(non_dcgm.group_by("name").len().sort("name").iter_rows()),
+        "samples_without_host": int(rows["host"].null_count()),
         "per_file": per_file,
     }
+    hostless = _hostless_gpus(rows)
+    if hostless:
+        info["hostless_gpus"] = hostless
+        info["warnings"] = [_hostless_warning(int(rows["host"].null_count()), hostless)]
     return rows, rejected, info
+
+
+#: How many GPUs (``metric`` on ``gpu_uuid``) the warning about host-less samples names.
+_HOSTLESS_NAMED = 3
+
+
+def _hostless_gpus(rows: pl.DataFrame) -> list[str]:
+    """The first :data:`_HOSTLESS_NAMED` distinct ``"metric on GPU"`` of the samples without a
+    host, in sample order (the GPU: ``gpu_uuid``, else ``gpu``/``device``)."""
+    gpu = pl.coalesce(
+        pl.col("gpu_uuid"),
+        pl.format("gpu {}", pl.col("gpu_index")),
+        pl.col("device"),
+    )
+    return (
+        rows.filter(pl.col("host").is_null())
+        .select(pl.format("{} on {}", pl.col("metric"), gpu).alias("what"))
+        .unique(maintain_order=True)
+        .head(_HOSTLESS_NAMED)["what"]
+        .to_list()
+    )
+
+
+def _hostless_warning(samples: int, named: list[str]) -> str:
+    """The ingest warning about ``samples`` samples without a host label."""
+    verb = "sample has" if samples == 1 else "samples have"
+    return (
+        f"{samples} DCGM {verb} no host label (node, kubernetes_node, Hostname or hostname;"
+        f" e.g. {'; '.join(named)}): they are stored but can join no node's jobs"
+        " (data-quality finding dcgm_samples_without_host)"
+    )
 
 
 def _check_file_kind(file: str, per_file: object) -> None:
