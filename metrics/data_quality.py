@@ -15,6 +15,7 @@ __all__ = [
     "gpu_tracking_gaps",
     "open_attempts_ended_by_requeue",
     "pods_ended_without_time",
+    "runaway_running_attempts",
     "unattributed_gpu_hours",
     "uncounted_accelerator_cluster_queues",
     "uncounted_accelerator_nodes",
@@ -116,14 +117,19 @@ def open_attempts_ended_by_requeue(attempts: pl.LazyFrame) -> pl.LazyFrame:
     "Open Slurm attempts of a requeued job"), so its GPU-seconds stop there, an upper bound.
 
     Args:
-        attempts: Slurm attempts with ``cluster, partition, end_at, end_inferred``.
+        attempts: Slurm attempts with ``cluster, partition, end_at, end_inferred`` and, where
+            given, ``state`` (an inferred end of a state other than ``REQUEUED`` is a
+            runaway's, :func:`runaway_running_attempts`, and not counted here).
 
     Returns:
         :data:`DATA_QUALITY_SCHEMA` rows with ``check = 'open_attempts_ended_by_requeue'``,
         one per cluster, partition and UTC day of the inferred end, ``value`` = the attempts.
     """
+    inferred = pl.col("end_inferred").fill_null(value=False)
+    if "state" in attempts.collect_schema().names():
+        inferred = inferred & _requeued()
     return (
-        attempts.filter(pl.col("end_inferred").fill_null(value=False))
+        attempts.filter(inferred)
         .group_by(CLUSTER, pl.col(END_AT).dt.date().alias("day"), PARTITION)
         .agg(pl.len().cast(pl.Float64).alias("value"))
         .select(
@@ -137,6 +143,89 @@ def open_attempts_ended_by_requeue(attempts: pl.LazyFrame) -> pl.LazyFrame:
                 "-D): ended at the requeue time (the later record's Submit), counted REQUEUED"
             ).alias("detail"),
         )
+    )
+
+
+def _requeued() -> pl.Expr:
+    """An inferred end of an open attempt ended by its job's requeue (``state`` REQUEUED),
+    not a runaway's (``state`` as printed)."""
+    return (pl.col("state") == "REQUEUED").fill_null(value=False)
+
+
+#: How many runaway attempts :func:`runaway_running_attempts` names per cluster.
+_RUNAWAYS_NAMED = 3
+
+
+def _gpu_h(expr: pl.Expr) -> pl.Expr:
+    """GPU-seconds as GPU-hours with two decimals (``56793.88``, ``242.00``), a string."""
+    cents = (expr / 36).round(0).cast(pl.Int64)
+    return pl.format("{}.{}", cents // 100, (cents % 100).cast(pl.String).str.zfill(2))
+
+
+def runaway_running_attempts(attempts: pl.LazyFrame) -> pl.LazyFrame:
+    """Slurm attempts still running in the data more than 1 h past their time limit (runaway
+    jobs), counted to start + limit + 1 h.
+
+    slurmctld ends a job at its time limit (+ ``OverTimeLimit``); a job it lost (node or
+    controller failure) stays running in slurmdbd for ever, with Elapsed growing to the export.
+    The resolution ends it at start + limit + 1 h (:func:`pipelines.core.slurm_identity.
+    is_runaway`, METRICS.md "Runaway Slurm attempts"), an upper bound; its recorded Elapsed
+    moves no cut-off. ``sacctmgr show runawayjobs`` lists such jobs and offers to end them.
+
+    Args:
+        attempts: Slurm attempts with ``cluster, job_id, state, gpus, gpu_s, elapsed_s,
+            end_inferred`` (``gpu_s`` = GPUs × the counted run, seconds).
+
+    Returns:
+        :data:`DATA_QUALITY_SCHEMA` rows with ``check = 'runaway_running_attempts'``, one per
+        cluster (``day`` and ``partition`` NULL), ``value`` = the attempts, ``detail`` = their
+        counted and recorded (GPUs × Elapsed) GPU-hours summed, then the
+        ``_RUNAWAYS_NAMED`` with most recorded GPU-hours (ties by job id), each as
+        ``job 4 (2 GPUs): 56793.88 recorded, 242.00 counted`` (GPU-h), and how many more.
+    """
+    runaway = attempts.filter(pl.col("end_inferred").fill_null(value=False) & ~_requeued())
+    recorded = pl.col(GPUS) * pl.col("elapsed_s")
+    named = (
+        runaway.with_columns(recorded.alias("_rec"))
+        .sort(CLUSTER, pl.col("_rec"), "job_id", descending=[False, True, False], nulls_last=True)
+        .group_by(CLUSTER, maintain_order=True)
+        .agg(
+            pl.format(
+                "job {} ({} GPUs): {} recorded, {} counted",
+                "job_id",
+                pl.when(pl.col(GPUS) == pl.col(GPUS).floor())
+                .then(pl.col(GPUS).cast(pl.Int64).cast(pl.String))
+                .otherwise(pl.col(GPUS).round(2).cast(pl.String)),
+                _gpu_h(pl.col("_rec")),
+                _gpu_h(pl.col("gpu_s")),
+            )
+            .head(_RUNAWAYS_NAMED)
+            .str.join("; ")
+            .alias("_names"),
+            pl.len().alias("_n"),
+            _gpu_h(pl.col("_rec").sum()).alias("_rec_h"),
+            _gpu_h(pl.col("gpu_s").sum()).alias("_counted_h"),
+        )
+    )
+    more = pl.when(pl.col("_n") > _RUNAWAYS_NAMED).then(
+        pl.format("; and {} more", pl.col("_n") - _RUNAWAYS_NAMED)
+    )
+    return named.sort(CLUSTER, nulls_last=True).select(
+        CLUSTER,
+        pl.lit(None, dtype=pl.Date()).alias("day"),
+        pl.lit(None, dtype=pl.String()).alias("partition"),
+        pl.lit("runaway_running_attempts").alias("check"),
+        pl.col("_n").cast(pl.Float64).alias("value"),
+        pl.format(
+            "attempts RUNNING more than 1 h past their time limit (runaway jobs: slurmdbd still "
+            "holds them, slurmctld ended or lost them; list and fix them with `sacctmgr show "
+            "runawayjobs`): counted to start + limit + 1 h, {} of {} recorded GPU-h (GPUs × "
+            "Elapsed): {}{}",
+            "_counted_h",
+            "_rec_h",
+            "_names",
+            more.otherwise(pl.lit("")),
+        ).alias("detail"),
     )
 
 

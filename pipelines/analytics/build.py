@@ -33,6 +33,7 @@ from metrics.data_quality import (
     dcgm_hosts_without_node,
     gpu_tracking_gaps,
     open_attempts_ended_by_requeue,
+    runaway_running_attempts,
     pods_ended_without_time,
     unattributed_gpu_hours,
     uncounted_accelerator_cluster_queues,
@@ -257,7 +258,7 @@ def _data_quality(
     rejects (of the raw tables, and ``inventory_rejected``: :func:`_inventory`'s), observed
     capacity, GPU shards of unknown share, Kueue GPU quota left in advertised units
     (:func:`quota_unit_findings`), DCGM hosts that are no node, open Slurm attempts ended by
-    their job's requeue."""
+    their job's requeue and runaway Slurm attempts capped at their time limit + 1 h."""
     # lazy: only the two columns are taken from the attempts (an eager filter of the whole
     # frame first copied every column of a year's 2.1M attempts, 150 MB)
     gpu_parts = (
@@ -274,6 +275,8 @@ def _data_quality(
     parts = [gpu_tracking_gaps(s_att.lazy(), gpu_parts.lazy()).collect()]
     if "end_inferred" in s_att.columns:
         parts.append(open_attempts_ended_by_requeue(s_att.lazy()).collect())
+        if "elapsed_s" in s_att.columns:
+            parts.append(runaway_running_attempts(s_att.lazy()).collect())
     if "state" in jobs.columns and "eligible_at" in jobs.columns:
         parts.append(admitted_without_pods(jobs.lazy()).collect())
     if pods is not None and pods.height:

@@ -82,8 +82,12 @@ JOBS_COLUMNS = [
 #: nearly every row of ``slurm_jobs``, whose 56 columns would double the build's memory);
 #: ``shards`` / ``req_shards``: the GPU shards AllocTRES / ReqTRES name
 #: (:mod:`pipelines.core.gpu_shards`); ``end_inferred``: an open attempt ended by its job's
-#: requeue (:func:`pipelines.core.slurm_identity.resolve_slurm_jobs`, a data-quality finding).
-_ATTEMPT_COLUMNS = [*JOBS_COLUMNS, "job_key", "extra", "shards", "req_shards", "end_inferred"]
+#: requeue or a runaway capped at its time limit (:func:`pipelines.core.slurm_identity.
+#: resolve_slurm_jobs`, data-quality findings); ``elapsed_s``: sacct's Elapsed (a runaway's
+#: recorded run, named by its finding).
+_ATTEMPT_COLUMNS = [
+    *JOBS_COLUMNS, "job_key", "extra", "shards", "req_shards", "end_inferred", "elapsed_s",
+]  # fmt: skip
 
 _PENDING_COLUMNS = ["cluster", "source", "job_id", "partition", "team", "req_gpus", "submit_at",
                     "eligible_at", "end_at", "state"]  # fmt: skip
@@ -101,7 +105,8 @@ _SLURM_PENDING_COLUMNS = [
 #: The Slurm time columns whose latest value per cluster is that part's cut-off (:func:`_as_of`):
 #: not ``eligible_at``, which a pending job's ``--begin`` sets ahead of the export (a plan, not
 #: data: the cut-off went past the export, every open wait and running attempt with it);
-#: ``run_to`` is an open row's start plus its Elapsed (:func:`_run_to`).
+#: ``run_to`` is an open row's start plus its Elapsed (:func:`_run_to`); a runaway's counted end
+#: (its limit + 1 h, :func:`pipelines.core.slurm_identity.is_runaway`) is its ``end_at``.
 _CUT_COLUMNS = ["submit_at", "start_at", "end_at", "run_to"]
 
 
@@ -184,7 +189,10 @@ def _run_to() -> pl.Expr:
     """``run_to``: of a started row without an end (running at the export), ``start_at`` +
     ``elapsed_s`` (sacct's Elapsed of an open row is the time it has run when sacct was run, so
     the export was taken no earlier; a suspended job's Elapsed leaves its suspension out, so
-    this is no later than the export); null otherwise, or without ``elapsed_s``."""
+    this is no later than the export); null otherwise, or without ``elapsed_s``. A runaway
+    allocation (still running in slurmdbd more than an hour past its time limit) has an end by
+    then, its limit + 1 h (:func:`pipelines.core.slurm_identity.is_runaway`): its Elapsed
+    moves no cut-off."""
     return (
         pl.when(pl.col("end_at").is_null())
         .then(pl.col("start_at") + pl.duration(seconds=pl.col("elapsed_s")))

@@ -21,6 +21,11 @@ Pure polars (METRICS.md "Units and identities"):
   Slurm sets a requeued job's Submit to the requeue time, so the attempt ended no later than
   that record's Submit (:func:`_requeue_ends`). Its ``end_at`` is that time, its ``state``
   ``REQUEUED`` (``state_raw`` keeps the state printed) and ``end_inferred`` true.
+- An allocation still open after that whose Elapsed exceeds its time limit by more than
+  :data:`RUNAWAY_GRACE_S` is a runaway job (slurmdbd holds it running, slurmctld, which ends a
+  job at its limit, no longer has it: ``sacctmgr show runawayjobs``): its ``end_at`` is start +
+  limit + :data:`RUNAWAY_GRACE_S`, ``end_inferred`` true, its ``state`` as printed
+  (:func:`_runaway_ends`).
 """
 
 from __future__ import annotations
@@ -31,15 +36,31 @@ from metrics import seconds_between
 from pipelines.core.gpu_shards import tres_shards
 from pipelines.core.registry import UNATTRIBUTED
 
-__all__ = ["RESOLUTION_ORDER", "in_resolution_order", "resolve_slurm_jobs", "slurm_attempts"]
+__all__ = [
+    "RESOLUTION_ORDER",
+    "RUNAWAY_GRACE_S",
+    "in_resolution_order",
+    "is_runaway",
+    "resolve_slurm_jobs",
+    "slurm_attempts",
+]
 
 _KEY = ["cluster", "job_key"]
 _ROW = "_row"
 #: An open attempt's requeue time (:func:`_requeue_ends`), while the rows are resolved.
 _REQUEUED_AT = "_requeued_at"
+#: A runaway allocation's counted end, and its open steps' (:func:`_runaway_ends`).
+_RUNAWAY_END = "_runaway_end"
 #: The order of :func:`resolve_slurm_jobs`' rows: ascending, each column's NULLs last. No two
 #: started rows share all four (one per ``(cluster, job_key, step, start_at)``).
 RESOLUTION_ORDER = (*_KEY, "start_at", "step")
+#: How far past its time limit an open allocation's Elapsed may run before it is a runaway job
+#: (seconds; METRICS.md "Runaway Slurm attempts"). slurmctld ends a job at its limit plus
+#: ``OverTimeLimit`` (slurm.conf, minutes, default 0), signalling SIGTERM and SIGKILL
+#: ``KillWait`` (default 30 s) apart, and a step that will not die is given
+#: ``UnkillableStepTimeout`` (default 60 s): one hour covers those defaults many times over and
+#: an ``OverTimeLimit`` of up to 60 min, which goodput cannot read from the data.
+RUNAWAY_GRACE_S = 3600
 
 
 def _job_key() -> pl.Expr:
@@ -74,7 +95,9 @@ def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> p
         worked out where the jobs meet the node state, :func:`pipelines.core.gpu_shards.
         shard_gpus`), and ``end_inferred``: true on an attempt that had no end and was
         requeued (a later record of its job, :func:`_requeue_ends`), whose ``end_at`` is then
-        the requeue time and ``state`` ``REQUEUED``. Seconds throughout.
+        the requeue time and ``state`` ``REQUEUED``, or that had no end and ran more than
+        :data:`RUNAWAY_GRACE_S` past its time limit (:func:`is_runaway`), whose ``end_at``
+        is then start + ``timelimit_s`` + :data:`RUNAWAY_GRACE_S`. Seconds throughout.
         The same rows in any order give the same frame: every choice is made on the rows'
         times, ingest ids and line numbers, and no two rows of one identity share an ingest id
         and a line number (the tasks one pending array line expands to are identities of their
@@ -98,8 +121,9 @@ def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> p
     # rows' other columns are gathered once, in the final order. When every step copied every
     # column, resolving 250,000 raw rows of a year of 10,000 GPUs rose 439–444 MB above its
     # start; this way, 109–120 MB (BENCHMARKS.md, "The build gives DuckDB's cache back").
+    limits = [c for c in ("elapsed_s", "timelimit_s") if c in names]
     keys = rows.select(_ROW, *_KEY, "step", "start_at", "end_at", "eligible_at", "submit_at",
-                       "is_allocation", "ingest_id", "line_no")  # fmt: skip
+                       "is_allocation", "ingest_id", "line_no", *limits)  # fmt: skip
     started = (
         keys.filter(pl.col("start_at").is_not_null())
         .sort(pl.col("end_at").is_not_null(), "ingest_id", "line_no", nulls_last=False)
@@ -126,41 +150,51 @@ def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> p
         .sort("start_at")
         .with_columns(pl.int_range(pl.len()).over(_KEY).cast(pl.Int64).alias("attempt"))
     )
-    allocs = _requeue_ends(
-        allocs, keys.filter(pl.col("is_allocation") & pl.col("start_at").is_null())
+    allocs = _runaway_ends(
+        _requeue_ends(allocs, keys.filter(pl.col("is_allocation") & pl.col("start_at").is_null())),
+        runaway=len(limits) == 2,
     )
     steps = (
         started.filter(~pl.col("is_allocation"))
         .sort("start_at")
         .join_asof(
-            allocs.select(*_KEY, pl.col("start_at").alias("_alloc_start"), "attempt").sort(
-                "_alloc_start"
-            ),
+            allocs.select(
+                *_KEY, pl.col("start_at").alias("_alloc_start"), "attempt",
+                pl.col(_RUNAWAY_END).alias("_alloc_runaway_end"),
+            ).sort("_alloc_start"),
             left_on="start_at",
             right_on="_alloc_start",
             by=_KEY,
             strategy="backward",
             check_sortedness=False,
         )
-        .drop("_alloc_start")
+        # an open step of a runaway allocation ends with it (no earlier than its own start)
+        .with_columns(
+            pl.when(pl.col("end_at").is_null() & pl.col("_alloc_runaway_end").is_not_null())
+            .then(pl.max_horizontal("start_at", "_alloc_runaway_end"))
+            .alias(_RUNAWAY_END)
+        )
+        .drop("_alloc_start", "_alloc_runaway_end")
     )
     pending = pending.with_columns(pl.lit(None, dtype=pl.Int64()).alias("attempt"))
     kept = (
         pl.concat([allocs, steps, pending], how="diagonal_relaxed")
         .sort(*RESOLUTION_ORDER, nulls_last=True)
-        .select(_ROW, "attempt", _REQUEUED_AT)
+        .select(_ROW, "attempt", _REQUEUED_AT, _RUNAWAY_END)
     )
     teams = account_teams.select(pl.col("key").alias("account"), "team").unique("account")
     out = (
         kept.join(rows, on=_ROW, how="left", maintain_order="left")
         .join(teams, on="account", how="left", maintain_order="left")
         .with_columns(
-            pl.coalesce("end_at", _REQUEUED_AT).alias("end_at"),
+            pl.coalesce("end_at", _REQUEUED_AT, _RUNAWAY_END).alias("end_at"),
             pl.when(pl.col(_REQUEUED_AT).is_not_null())
             .then(pl.lit("REQUEUED"))
             .otherwise(pl.col("state"))
             .alias("state"),
-            pl.col(_REQUEUED_AT).is_not_null().alias("end_inferred"),
+            (pl.col(_REQUEUED_AT).is_not_null() | pl.col(_RUNAWAY_END).is_not_null()).alias(
+                "end_inferred"
+            ),
         )
         .with_columns(
             pl.lit("slurm").alias("source"),
@@ -186,6 +220,46 @@ def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> p
         *columns, "attempt", "team", "source", "wait_s", "submit_wait_s", "run_s", "gpu_s",
         "shards", "req_shards", "end_inferred",
     )  # fmt: skip
+
+
+def is_runaway() -> pl.Expr:
+    """True on a started allocation with no end (after :func:`_requeue_ends`) whose
+    ``elapsed_s`` exceeds its ``timelimit_s`` (> 0) by more than :data:`RUNAWAY_GRACE_S`;
+    false elsewhere, and where the limit (``UNLIMITED``, NULL) or Elapsed is unknown. Reads
+    ``is_allocation, start_at, end_at, elapsed_s, timelimit_s``."""
+    return (
+        pl.col("is_allocation")
+        & pl.col("start_at").is_not_null()
+        & pl.col("end_at").is_null()
+        & (pl.col("timelimit_s") > 0)
+        & (pl.col("elapsed_s") > pl.col("timelimit_s") + RUNAWAY_GRACE_S)
+    ).fill_null(value=False)
+
+
+def _runaway_ends(allocs: pl.LazyFrame, *, runaway: bool) -> pl.LazyFrame:
+    """``allocs`` plus :data:`_RUNAWAY_END`: of each runaway allocation (:func:`is_runaway`,
+    not ended by its requeue), start + ``timelimit_s`` + :data:`RUNAWAY_GRACE_S`; NULL
+    elsewhere, and on every row when ``runaway`` is false (no ``elapsed_s`` or
+    ``timelimit_s`` in the raw rows).
+
+    A job slurmctld lost (a node or controller failure, a state file restored) stays running
+    in slurmdbd for ever, and sacct prints its Elapsed as now − start: 2 GPUs "running" for 3
+    years of a 5-day limit. Slurm would have ended it at its limit (+ ``OverTimeLimit``), so
+    its end is counted there + the grace, an upper bound (it may have stopped any time before;
+    ``sacctmgr show runawayjobs`` lists such jobs and offers to end them). Its ``state`` stays
+    as printed.
+
+    Args:
+        allocs: started allocation rows with ``is_allocation, start_at, end_at, elapsed_s,
+            timelimit_s`` (the last two only when ``runaway``) and :data:`_REQUEUED_AT`.
+    """
+    if not runaway:
+        # NULL of start_at's type
+        return allocs.with_columns(pl.when(pl.lit(value=False)).then("start_at").alias(_RUNAWAY_END))
+    capped = pl.col("start_at") + pl.duration(seconds=pl.col("timelimit_s") + RUNAWAY_GRACE_S)
+    return allocs.with_columns(
+        pl.when(is_runaway() & pl.col(_REQUEUED_AT).is_null()).then(capped).alias(_RUNAWAY_END)
+    )
 
 
 def _eligible(names: list[str]) -> pl.Expr:

@@ -13,7 +13,7 @@ SELECT
     source, cluster, job_id, job_id_raw, attempt, team, account, user_name, partition, qos,
     state, gpus, req_gpus, gpu_type, submit_at, eligible_at, start_at, end_at, wait_s,
     submit_wait_s, run_s, gpu_s, node_list, timelimit_s, exit_code, job_key, extra, shards,
-    req_shards, end_inferred, step
+    req_shards, end_inferred, elapsed_s, step
 FROM core.slurm_jobs
 WHERE (coalesce(cluster, ''), coalesce(job_key, '')) >= ($lo_cluster, $lo_job_key)
     AND ($last OR (coalesce(cluster, ''), coalesce(job_key, '')) < ($hi_cluster, $hi_job_key))

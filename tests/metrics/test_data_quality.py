@@ -11,6 +11,7 @@ from metrics.data_quality import (
     admitted_without_pods,
     gpu_tracking_gaps,
     open_attempts_ended_by_requeue,
+    runaway_running_attempts,
     unattributed_gpu_hours,
 )
 
@@ -166,3 +167,39 @@ def test_open_attempts_ended_by_requeue_are_counted_per_day_of_their_end() -> No
         (dt.date(2026, 11, 1), "gpu", "open_attempts_ended_by_requeue", 2.0),
         (dt.date(2026, 11, 2), "gpu", "open_attempts_ended_by_requeue", 1.0),
     ]
+
+
+def test_runaway_attempts_are_one_finding_per_cluster_naming_the_largest() -> None:
+    """Cluster c: five runaways (an inferred end, state as printed) and one requeue end (state
+    REQUEUED, not a runaway); cluster d: none. By hand, recorded = GPUs × Elapsed, counted =
+    gpu_s, GPU-h: job 1 8 × 360,000 / 3,600 = 800.00 recorded, 28,800 / 3,600 = 8.00 counted;
+    job 2 2 × 72,000 / 3,600 = 40.00, 7,200 / 3,600 = 2.00; job 3 1.5 × 36,000 / 3,600 =
+    15.00, 5,400 / 3,600 = 1.50; jobs 4 and 5 1 × 3,601 … = 1.00 (3,601 / 3,600 = 1.0003),
+    counted 1 × 10 / 3,600 = 0.0028 → 0.00. Sums: 800 + 40 + 15 + 1.0003 × 2 = 857.0006 →
+    857.00 recorded; 8 + 2 + 1.5 + 0.0056 = 11.5056 → 11.51 counted. The three largest named
+    (jobs 1, 2, 3), 2 more; the requeue's in the requeue finding alone."""
+    att = pl.DataFrame(
+        {
+            "cluster": ["c"] * 6 + ["d"],
+            "partition": ["gpu"] * 7,
+            "job_id": ["2", "1", "5", "3", "4", "9", "7"],
+            "state": ["RUNNING"] * 5 + ["REQUEUED", "COMPLETED"],
+            "gpus": [2.0, 8.0, 1.0, 1.5, 1.0, 4.0, 4.0],
+            "gpu_s": [7200.0, 28800.0, 10.0, 5400.0, 10.0, 3600.0, 3600.0],
+            "elapsed_s": [72_000, 360_000, 3_601, 36_000, 3_601, 900, 3600],
+            "end_at": [dt.datetime(2026, 11, 1, tzinfo=dt.UTC)] * 7,
+            "end_inferred": [True] * 6 + [False],
+        }
+    )
+    out = runaway_running_attempts(att.lazy()).collect()
+    assert out.schema == pl.Schema(DATA_QUALITY_SCHEMA)
+    ((cluster, day, part, check, value, detail),) = out.rows()
+    assert (cluster, day, part, check, value) == ("c", None, None, "runaway_running_attempts", 5.0)
+    assert "11.51 of 857.00 recorded GPU-h" in detail
+    assert detail.endswith(
+        "job 1 (8 GPUs): 800.00 recorded, 8.00 counted; job 2 (2 GPUs): 40.00 recorded, 2.00"
+        " counted; job 3 (1.5 GPUs): 15.00 recorded, 1.50 counted; and 2 more"
+    )
+    assert "sacctmgr show runawayjobs" in detail
+    requeue = open_attempts_ended_by_requeue(att.lazy()).collect()
+    assert requeue.select("cluster", "value").rows() == [("c", 1.0)]
