@@ -159,7 +159,9 @@ def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> p
         .sort("start_at")
         .join_asof(
             allocs.select(
-                *_KEY, pl.col("start_at").alias("_alloc_start"), "attempt",
+                *_KEY,
+                pl.col("start_at").alias("_alloc_start"),
+                "attempt",
                 pl.col(_RUNAWAY_END).alias("_alloc_runaway_end"),
             ).sort("_alloc_start"),
             left_on="start_at",
@@ -254,8 +256,8 @@ def _runaway_ends(allocs: pl.LazyFrame, *, runaway: bool) -> pl.LazyFrame:
             timelimit_s`` (the last two only when ``runaway``) and :data:`_REQUEUED_AT`.
     """
     if not runaway:
-        # NULL of start_at's type
-        return allocs.with_columns(pl.when(pl.lit(value=False)).then("start_at").alias(_RUNAWAY_END))
+        none = pl.when(pl.lit(value=False)).then("start_at")  # NULL of start_at's type
+        return allocs.with_columns(none.alias(_RUNAWAY_END))
     capped = pl.col("start_at") + pl.duration(seconds=pl.col("timelimit_s") + RUNAWAY_GRACE_S)
     return allocs.with_columns(
         pl.when(is_runaway() & pl.col(_REQUEUED_AT).is_null()).then(capped).alias(_RUNAWAY_END)

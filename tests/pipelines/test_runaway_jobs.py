@@ -116,10 +116,11 @@ def test_text_runaway_is_capped_and_moves_no_cutoff_full_and_incremental(tmp_pat
 
     Day 1 (11-01 export): job 20's counted end = 00:00 + 1 h + 1 h = 02:00, 4 × 7,200 = 28,800
     GPU-s (8.00 GPU-h; recorded 4 × 36,000 / 3,600 = 40.00), its batch step's end too. Their
-    Elapsed (to 10:00) moves no cut-off: job 22's start + Elapsed = 05:30 and job 21's end 06:00 do, so the cut-off is 06:00
-    (it was 10:00). Job 22 stays open, counted to the cut-off: 1 × 7,200 GPU-s. Job 21: 2 ×
-    14,400 = 28,800. 11-01 allocated = 28,800 + 28,800 + 7,200 = 64,800 GPU-s = 18 GPU-h (it was
-    4 × 36,000 + 2 × 14,400 + 1 × 21,600 = 194,400 = 54 GPU-h to a 10:00 cut-off).
+    Elapsed (to 10:00) moves no cut-off: job 22's start + Elapsed = 05:30 and job 21's end 06:00
+    do, so the cut-off is 06:00 (it was 10:00). Job 22 stays open, counted to the cut-off: 1 ×
+    7,200 GPU-s. Job 21: 2 × 14,400 = 28,800. 11-01 allocated = 28,800 + 28,800 + 7,200 = 64,800
+    GPU-s = 18 GPU-h (it was 4 × 36,000 + 2 × 14,400 + 1 × 21,600 = 194,400 = 54 GPU-h to a
+    10:00 cut-off).
 
     Day 2 (11-02 export, incremental): cut-off 11-02 02:00 (job 23's end); job 20 again capped
     at 02:00 on 11-01 (recorded 4 × 93,600 / 3,600 = 104.00 GPU-h); job 22 ended 06:00, 7,200
@@ -133,7 +134,9 @@ def test_text_runaway_is_capped_and_moves_no_cutoff_full_and_incremental(tmp_pat
     inputs = tmp_path / "inputs"
     inputs.mkdir()
     cfg = load_config(write_config(tmp_path, clusters=(("c1", "slurm", "UTC"),)))
-    day1, day2, late = (inputs / f"c1_sacct_{d}.txt" for d in ("2026-11-01", "2026-11-02", "late_2026-11-02"))
+    day1, day2, late = (
+        inputs / f"c1_sacct_{d}.txt" for d in ("2026-11-01", "2026-11-02", "late_2026-11-02")
+    )
     day1.write_text(_HEADER + "\n" + "\n".join(_DAY1) + "\n")
     day2.write_text(_HEADER + "\n" + "\n".join(_DAY2) + "\n")
     late.write_text(
