@@ -51,7 +51,7 @@ fuzz: install
 	GOODPUT_FUZZ_N=4000 GOODPUT_CRASH_KILLS=20 $(BIN)/python -m pytest -q tests/fuzz tests/pipelines/test_crash_safety.py
 
 # Two pytest-xdist workers by default (CI's machine has 2 cores; much of the suite waits on Slurm,
-# Chromium and subprocesses): each test file runs in one worker, the files using the session's Slurm
+# Chromium and subprocesses): each test file runs in one worker, the files that start a Slurm
 # cluster in the same one (tests/conftest.py: pytest_xdist_make_scheduler).
 # PYTEST_WORKERS=0 runs everything in one process.
 PYTEST_WORKERS ?= 2

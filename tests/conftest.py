@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
+import _pytest.fixtures as _pytest_fixtures
 import dagster as dg
 import pytest
 
@@ -118,16 +121,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(lambda: shutil.rmtree(storage, ignore_errors=True))
 
 
-#: Fixtures that start a service once per test process (a session-scoped Slurm cluster): the
-#: test files taking one run in one pytest-xdist worker, so it starts once.
-_ONE_WORKER_FIXTURES = ("slurm_cluster",)
+#: A test file that starts a Slurm cluster: a function taking the session's ``slurm_cluster``, or
+#: a module's own ``private_cluster``. They all run in one pytest-xdist worker: the session
+#: cluster then starts once, and no two clusters start at once (``_free_ports`` lets a port go
+#: before its daemon binds it, so two clusters starting together could pick the same one).
+_STARTS_SLURM = re.compile(r"def \w+\([^)]*\bslurm_cluster\b|\bprivate_cluster\(")
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """Under ``pytest -n N --dist loadfile`` (``make test``): each test file runs in one worker,
     so its module-scoped fixtures (warehouses, Slurm clusters) are built once, and the files
-    whose functions take a fixture of ``_ONE_WORKER_FIXTURES`` all run in the same worker.
+    that start a Slurm cluster (:data:`_STARTS_SLURM`) all run in the same worker.
 
     (pytest-xdist's own ``loadgroup`` marks do not reach the scheduler under pytest 9, whose node
     ids are no longer strings xdist can suffix; the controller only sees node ids, so the files
@@ -144,10 +149,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
             if file not in groups:
                 path = Path(config.rootpath) / file
                 text = path.read_text(encoding="utf-8") if path.is_file() else ""
-                groups[file] = next(
-                    (f for f in _ONE_WORKER_FIXTURES if re.search(rf"def \w+\([^)]*\b{f}\b", text)),
-                    file,
-                )
+                groups[file] = "slurm" if _STARTS_SLURM.search(text) else file
             return groups[file]
 
     return _FileScheduling(config, log)
@@ -162,31 +164,43 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
 # fixture makes and remove them when the fixture is torn down, unless a test of its module failed
 # (its folder is then kept for a look, as pytest keeps a failed test's ``tmp_path``).
 
-_MADE_BY_FIXTURE: dict[int, list[Path]] = {}
+_MADE_BY_FIXTURE: dict[tuple[str, str], list[Path]] = {}
 _FAILED_MODULES: set[str] = set()
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_fixture_setup(fixturedef: pytest.FixtureDef[object], request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
-    """Record the folders a module- or class-scoped fixture makes while it is set up."""
-    if fixturedef.scope not in ("module", "class"):
-        yield
-        return
-    made: list[Path] = []
-    original = pytest.TempPathFactory.mktemp
+def _executing_fixture_request() -> pytest.FixtureRequest | None:
+    """The request of the innermost fixture whose function is running (pytest's
+    ``call_fixture_func`` frame nearest the caller), or None outside any fixture's set-up."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code is _CALL_FIXTURE_CODE:
+            request = frame.f_locals.get("request")
+            return request if isinstance(request, pytest.FixtureRequest) else None
+        frame = frame.f_back
+    return None
 
-    def recording(self: pytest.TempPathFactory, basename: str, numbered: bool = True) -> Path:
-        path = original(self, basename, numbered)
-        made.append(path)
-        return path
 
-    pytest.TempPathFactory.mktemp = recording  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        pytest.TempPathFactory.mktemp = original  # type: ignore[method-assign]
-        if made:
-            _MADE_BY_FIXTURE.setdefault(id(fixturedef), []).extend(made)
+_CALL_FIXTURE_CODE = getattr(getattr(_pytest_fixtures, "call_fixture_func", None), "__code__", None)
+_MKTEMP = pytest.TempPathFactory.mktemp
+
+
+def _recording_mktemp(self: pytest.TempPathFactory, basename: str, numbered: bool = True) -> Path:
+    """``TempPathFactory.mktemp``, noting the folder for the fixture whose set-up made it when
+    that fixture is module- or class-scoped (a session fixture first requested inside a module
+    fixture's set-up runs in its own ``call_fixture_func``, so its folder is not the module's)."""
+    path = _MKTEMP(self, basename, numbered)
+    request = _executing_fixture_request()
+    if request is not None and request.scope in ("module", "class"):
+        _MADE_BY_FIXTURE.setdefault(_fixture_key(request), []).append(path)
+    return path
+
+
+def _fixture_key(request: pytest.FixtureRequest) -> tuple[str, str]:
+    """A module- or class-scoped fixture's instance: its name and its scope's node id."""
+    return request.fixturename or "", request.node.nodeid
+
+
+pytest.TempPathFactory.mktemp = _recording_mktemp  # type: ignore[method-assign]
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -199,7 +213,7 @@ def pytest_fixture_post_finalizer(
     fixturedef: pytest.FixtureDef[object], request: pytest.FixtureRequest
 ) -> None:
     """Remove the folders a module- or class-scoped fixture made, unless its module failed."""
-    made = _MADE_BY_FIXTURE.pop(id(fixturedef), None)
+    made = _MADE_BY_FIXTURE.pop((fixturedef.argname, request.node.nodeid), None)
     if not made:
         return
     if request.node.nodeid.split("::", 1)[0] in _FAILED_MODULES:
