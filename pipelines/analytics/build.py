@@ -382,17 +382,26 @@ _HOSTLESS_SERIES_NAMED = 5
 def _hostless_sample_findings(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """The data-quality findings ``dcgm_samples_without_host``: per cluster, the stored DCGM
     samples with no host label (``raw.dcgm_samples.host`` NULL: no ``node``,
-    ``kubernetes_node``, ``Hostname`` or ``hostname`` label), which no node's jobs can see;
+    ``kubernetes_node``, ``Hostname`` or ``hostname`` label), which join no node (node activity
+    and XIDs miss them; one with a ``pod`` or ``hpc_job`` label still reaches its job);
     value = the samples, detail = their series (``metric on GPU``, the first
-    :data:`_HOSTLESS_SERIES_NAMED` by name, and how many more). Read from the samples
+    :data:`_HOSTLESS_SERIES_NAMED` by name, and how many more) and how many of them have no job
+    label either, so that no job sees them. Read from the samples
     themselves: DuckDB skips the row groups whose statistics have no NULL host.
     :data:`DATA_QUALITY_SCHEMA` rows (none without such samples)."""
     found = run_named(con, "analytics/dcgm_samples_without_host", {"named": _HOSTLESS_SERIES_NAMED})
     more = pl.col("series") - _HOSTLESS_SERIES_NAMED
-    detail = pl.format(
-        "DCGM samples without a host label (node, kubernetes_node, Hostname, hostname): {}",
-        pl.col("named").list.join(", "),
-    ) + pl.when(more > 0).then(pl.format(" and {} more", more)).otherwise(pl.lit(""))
+    detail = (
+        pl.format(
+            "DCGM samples without a host label (node, kubernetes_node, Hostname, hostname): {}",
+            pl.col("named").list.join(", "),
+        )
+        + pl.when(more > 0).then(pl.format(" and {} more", more)).otherwise(pl.lit(""))
+        + pl.format(
+            "; {} of them without a pod or hpc_job label either (no job sees those)",
+            pl.col("without_job_label"),
+        )
+    )
     return _cluster_findings(
         found, "dcgm_samples_without_host", pl.col("samples").cast(pl.Float64), detail
     ).cast(DATA_QUALITY_SCHEMA)  # type: ignore[arg-type]

@@ -1126,8 +1126,9 @@ def _hostless_warning(samples: int, named: list[str]) -> str:
     verb = "sample has" if samples == 1 else "samples have"
     return (
         f"{samples} DCGM {verb} no host label (node, kubernetes_node, Hostname or hostname;"
-        f" e.g. {'; '.join(named)}): they are stored but can join no node's jobs"
-        " (data-quality finding dcgm_samples_without_host)"
+        f" e.g. {'; '.join(named)}): they are stored but join no node (node activity and XIDs"
+        " miss them; one with a pod or hpc_job label still reaches its job; data-quality finding"
+        " dcgm_samples_without_host)"
     )
 
 

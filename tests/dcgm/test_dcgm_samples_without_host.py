@@ -84,6 +84,34 @@ def test_hostless_samples_are_an_ingest_warning_and_a_finding(tmp_path: Path) ->
             "dcgm_samples_without_host",
             3.0,
             "DCGM samples without a host label (node, kubernetes_node, Hostname, hostname): "
-            f"{METRIC} on {GPU1}, {METRIC} on {GPU0}",
+            f"{METRIC} on {GPU1}, {METRIC} on {GPU0}; 3 of them without a pod or hpc_job label"
+            " either (no job sees those)",
         )
     ]
+
+
+def test_hostless_samples_with_a_pod_label_are_told_apart(tmp_path: Path) -> None:
+    """The #272 lines with the pod labels of the second and third filled in (pod_name "train-0",
+    namespace "ml"): still 3 samples without a host (value 3), but only the first, whose pod
+    labels are empty, has no job label; the other two reach pod ml/train-0's job."""
+    lines = FIXTURE.read_text(encoding="utf-8").splitlines()
+    labelled = [lines[0]] + [
+        ln.replace('pod_name="",pod_namespace=""', 'pod_name="train-0",pod_namespace="ml"')
+        for ln in lines[1:]
+    ]
+    path = tmp_path / "pods.prom"
+    path.write_text("\n".join(labelled) + "\n", encoding="utf-8")
+    cfg = load_config(write_config(tmp_path, clusters=((C, "slurm", "UTC"),)))
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        ingest_file(con, "dcgm", path, IngestOptions(cluster=C, scrape_time=SCRAPE))
+        rebuild(con, cfg)
+        found = con.execute(
+            "SELECT value, detail FROM analytics.data_quality"
+            " WHERE \"check\" = 'dcgm_samples_without_host'"
+        ).fetchall()
+    assert len(found) == 1
+    assert found[0][0] == 3.0
+    assert found[0][1].endswith(
+        "; 1 of them without a pod or hpc_job label either (no job sees those)"
+    )
