@@ -191,11 +191,12 @@ def runaway_running_attempts(attempts: pl.LazyFrame) -> pl.LazyFrame:
         .group_by(CLUSTER, maintain_order=True)
         .agg(
             pl.format(
-                "job {} ({} GPUs): {} recorded, {} counted",
+                "job {} ({} {}): {} recorded, {} counted",
                 "job_id",
                 pl.when(pl.col(GPUS) == pl.col(GPUS).floor())
                 .then(pl.col(GPUS).cast(pl.Int64).cast(pl.String))
                 .otherwise(pl.col(GPUS).round(2).cast(pl.String)),
+                pl.when(pl.col(GPUS) == 1).then(pl.lit("GPU")).otherwise(pl.lit("GPUs")),
                 _gpu_h(pl.col("_rec")),
                 _gpu_h(pl.col("gpu_s")),
             )

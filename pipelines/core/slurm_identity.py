@@ -162,7 +162,9 @@ def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> p
                 *_KEY,
                 pl.col("start_at").alias("_alloc_start"),
                 "attempt",
-                pl.col(_RUNAWAY_END).alias("_alloc_runaway_end"),
+                pl.when(pl.col(_RUNAWAY_END).is_not_null())
+                .then(pl.min_horizontal(_REQUEUED_AT, _RUNAWAY_END))
+                .alias("_alloc_runaway_end"),
             ).sort("_alloc_start"),
             left_on="start_at",
             right_on="_alloc_start",
@@ -189,7 +191,8 @@ def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> p
         kept.join(rows, on=_ROW, how="left", maintain_order="left")
         .join(teams, on="account", how="left", maintain_order="left")
         .with_columns(
-            pl.coalesce("end_at", _REQUEUED_AT, _RUNAWAY_END).alias("end_at"),
+            # a requeued runaway ends at the earlier of its requeue and its cap
+            pl.coalesce("end_at", pl.min_horizontal(_REQUEUED_AT, _RUNAWAY_END)).alias("end_at"),
             pl.when(pl.col(_REQUEUED_AT).is_not_null())
             .then(pl.lit("REQUEUED"))
             .otherwise(pl.col("state"))
@@ -239,8 +242,9 @@ def is_runaway() -> pl.Expr:
 
 
 def _runaway_ends(allocs: pl.LazyFrame, *, runaway: bool) -> pl.LazyFrame:
-    """``allocs`` plus :data:`_RUNAWAY_END`: of each runaway allocation (:func:`is_runaway`,
-    not ended by its requeue), start + ``timelimit_s`` + :data:`RUNAWAY_GRACE_S`; NULL
+    """``allocs`` plus :data:`_RUNAWAY_END`: of each runaway allocation (:func:`is_runaway`;
+    one also ended by its requeue ends at the earlier of the two), start + ``timelimit_s`` +
+    :data:`RUNAWAY_GRACE_S`; NULL
     elsewhere, and on every row when ``runaway`` is false (no ``elapsed_s`` or
     ``timelimit_s`` in the raw rows).
 
@@ -259,9 +263,7 @@ def _runaway_ends(allocs: pl.LazyFrame, *, runaway: bool) -> pl.LazyFrame:
         none = pl.when(pl.lit(value=False)).then("start_at")  # NULL of start_at's type
         return allocs.with_columns(none.alias(_RUNAWAY_END))
     capped = pl.col("start_at") + pl.duration(seconds=pl.col("timelimit_s") + RUNAWAY_GRACE_S)
-    return allocs.with_columns(
-        pl.when(is_runaway() & pl.col(_REQUEUED_AT).is_null()).then(capped).alias(_RUNAWAY_END)
-    )
+    return allocs.with_columns(pl.when(is_runaway()).then(capped).alias(_RUNAWAY_END))
 
 
 def _eligible(names: list[str]) -> pl.Expr:

@@ -137,7 +137,7 @@ def _attempt_lines(r: dict[str, Any], idle_below: float) -> list[str]:
     lines = [
         f"Attempt {r['attempt']}",
         f"  State:               {r['state']}",
-        f"  Outcome:             {outcome(r['state'], r['exit_code'])}",
+        f"  Outcome:             {_attempt_outcome(r)}",
         f"  GPUs:                {_gpus(r['gpus'])} (requested {_gpus(r['req_gpus'])})"
         + (f", {r['gpu_type']}" if r["gpu_type"] else ""),
         f"  Nodes:               {hostlist.collect_hostlist(r['node_list'] or []) or 'n/a'}",
@@ -169,6 +169,17 @@ def _attempt_lines(r: dict[str, Any], idle_below: float) -> list[str]:
     ]
     lines += [f"  Note:                {note}" for note in advice(r)]
     return lines
+
+
+def _attempt_outcome(r: dict[str, Any]) -> str:
+    """An attempt's outcome in words; a RUNNING attempt with an end is a runaway job, which the
+    build ends at its time limit + 1 h (METRICS.md "Runaway Slurm attempts")."""
+    if r["state"] == "RUNNING" and r["end_at"] is not None:
+        return (
+            "still running in the accounting database long past its time limit (a runaway job:"
+            " counted to its time limit + 1 h; sacctmgr show runawayjobs)"
+        )
+    return outcome(r["state"], r["exit_code"])
 
 
 def advice(r: dict[str, Any]) -> list[str]:

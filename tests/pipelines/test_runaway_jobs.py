@@ -185,3 +185,63 @@ def test_text_runaway_is_capped_and_moves_no_cutoff_full_and_incremental(tmp_pat
         ).fetchone() or (None,)
         assert mode == "incremental"
     assert_equals_full_rebuild(cfg, tmp_path)
+
+
+def test_a_requeued_runaway_ends_at_the_earlier_of_its_requeue_and_its_cap(tmp_path: Path) -> None:
+    """Job 60 (4 GPUs, limit 1 h) RUNNING since 11-01 00:00 with Elapsed 10 h, and a later
+    PENDING record of it submitted 05:00 (its requeue). The requeue alone ends the attempt at
+    05:00 (4 × 18,000 = 72,000 GPU-s); the runaway cap is 00:00 + 1 h + 1 h = 02:00, earlier:
+    4 × 7,200 = 28,800 GPU-s, state REQUEUED (the requeue finding's, not the runaway's)."""
+    cfg = load_config(write_config(tmp_path, clusters=(("c1", "slurm", "UTC"),)))
+    pending = "|".join([
+        "60", "60", "c1", "gpu", "normal", "aA", "aA", "u1", "1001", P + "05:00:00",
+        P + "05:00:00", "Unknown", "Unknown", "00:00:00", "0:0", "PENDING", "1", "8",
+        "billing=8,cpu=8,gres/gpu=4,mem=1000M,node=1", "", "01:00:00", "None assigned", "job",
+    ])  # fmt: skip
+    path = tmp_path / "c1_sacct_2026-11-01.txt"
+    path.write_text(
+        _HEADER + "\n"
+        + _row("60", P + "00:00:00", "Unknown", "10:00:00", "RUNNING", 4, "01:00:00") + "\n"
+        + pending + "\n"
+    )  # fmt: skip
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        ingest_file(con, "sacct", path, IngestOptions(cluster="c1", tz="UTC"))
+        rebuild(con, cfg)
+        got = con.execute(
+            "SELECT state, end_at, gpu_s FROM core.jobs"
+            " WHERE job_id = '60' AND start_at IS NOT NULL"
+        ).fetchall()
+        checks = dict(
+            con.execute(
+                'SELECT "check", value FROM analytics.data_quality WHERE "check" IN'
+                " ('runaway_running_attempts', 'open_attempts_ended_by_requeue')"
+            ).fetchall()
+        )
+    assert got == [("REQUEUED", dt.datetime(2026, 11, 1, 2, tzinfo=UTC), 28_800.0)]
+    assert checks == {"open_attempts_ended_by_requeue": 1.0}
+
+
+def test_goodput_job_says_a_runaway_is_counted_to_its_limit(tmp_path: Path) -> None:
+    """``goodput job 4`` on Mila's file: the attempt's end is the counted 2021-02-24 10:00:09
+    and its outcome says it is a runaway counted to its limit + 1 h (it said "still running"
+    beside that end); 242.00 GPU-hours (2 × 435,600 / 3,600)."""
+    from typer.testing import CliRunner
+
+    from pipelines.cli.report import report_app
+    from pipelines.warehouse import publish_serving_copy
+
+    cfg = load_config(write_config(tmp_path, clusters=(("mila", "slurm", "UTC"),)))
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        ingest_file(
+            con, "sacct", SARC / "sacct_23.11.5.json", IngestOptions(cluster="mila", tz="UTC")
+        )
+        rebuild(con, cfg)
+    serving = publish_serving_copy(cfg.warehouse_path, cfg.serving_path)
+    result = CliRunner().invoke(report_app, ["job", "4", "--db", str(serving)])
+    assert result.exit_code == 0, result.output
+    assert "a runaway job: counted to its time limit + 1 h" in result.stdout
+    assert "still running\n" not in result.stdout
+    assert "2021-02-24 10:00:09 UTC" in result.stdout
+    assert "242.00" in result.stdout
