@@ -542,9 +542,14 @@ def _cluster_queue_uncounted(spec: Mapping[str, Any]) -> str | None:
     all. As for a container, a flavor that also gives quota of a counted GPU resource names none:
     beside ``nvidia.com/gpu`` HAMi's ``nvidia.com/gpumem`` is a share of that GPU."""
     names: set[str] = set()
-    for group in spec.get("resourceGroups") or []:
-        for flavor in (group.get("flavors") if isinstance(group, Mapping) else None) or []:
-            resources = (flavor.get("resources") if isinstance(flavor, Mapping) else None) or []
+
+    def listed(value: object) -> list[Any]:
+        # a malformed list is left to the rows' reader, whose rejection names the field
+        return value if isinstance(value, list) else []
+
+    for group in listed(spec.get("resourceGroups")):
+        for flavor in listed(group.get("flavors") if isinstance(group, Mapping) else None):
+            resources = listed(flavor.get("resources") if isinstance(flavor, Mapping) else None)
             names |= uncounted_accelerators(
                 {
                     str(r.get("name")): r.get("nominalQuota", 0)

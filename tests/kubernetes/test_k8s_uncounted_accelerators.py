@@ -339,3 +339,22 @@ def test_workload_and_cluster_queue_findings_count_objects_per_cluster() -> None
          "Kueue ClusterQueues give quota of accelerator resources that are not counted as GPUs "
          "(no GPU quota): habana.ai/gaudi (2 ClusterQueues)"),
     ]  # fmt: skip
+
+
+def test_a_cluster_queue_with_malformed_resource_groups_is_rejected_naming_the_field() -> None:
+    """``spec.resourceGroups: 5``: the ClusterQueue is rejected naming ``spec.resourceGroups``
+    (the uncounted-accelerator reading leaves malformed lists to the rows' reader, which names
+    the field; it raised a bare TypeError first)."""
+    import pytest
+
+    from pipelines.kubernetes._json_items import BadItem
+    from pipelines.kubernetes._workloads_parse import _cluster_queue_rows
+
+    obj = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "cq", "uid": "u1", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"resourceGroups": 5},
+    }
+    with pytest.raises(BadItem, match=r"spec\.resourceGroups: not a list"):
+        _cluster_queue_rows(obj)
