@@ -60,10 +60,13 @@ __all__ = [
 
 _TEMPLATES = Path(__file__).resolve().parent / "templates"
 
-#: Chromium's flags for printing: headless, no sandbox (runs as root in CI), nothing fetched.
+#: Chromium's flags for printing: headless, no sandbox (runs as root in CI), nothing fetched,
+#: and shared memory in /tmp rather than /dev/shm (64 MiB in a Kubernetes pod or a Docker
+#: container unless raised; a page that outgrows it crashes the renderer).
 CHROMIUM_FLAGS = (
     "--headless",
     "--no-sandbox",
+    "--disable-dev-shm-usage",
     "--disable-gpu",
     "--no-first-run",
     "--disable-background-networking",

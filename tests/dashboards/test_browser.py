@@ -174,7 +174,8 @@ def driver(app_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[A
     opts = webdriver.ChromeOptions()
     opts.binary_location = str(CHROMIUM)
     for arg in (
-        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+        "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
         f"--window-size={WIDTHS[0]},{HEIGHT}",
         f"--user-data-dir={tmp_path_factory.mktemp('profile')}",

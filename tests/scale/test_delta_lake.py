@@ -56,6 +56,20 @@ def _keys() -> list[str]:
     return [str(dg.MultiPartitionKey({"cluster": c, "date": d})) for c in CLUSTERS for d in DAYS]
 
 
+def _failures(result: dg.ExecuteJobResult) -> str:
+    """The run's failure events with their errors, for the assertion message: a step child
+    that died or raised says how (its exit code, its exception), not only ``success`` False."""
+    lines = []
+    for event in result.all_events:
+        error = getattr(event.event_specific_data, "error", None)
+        if not (event.is_failure or event.is_run_failure or error is not None):
+            continue
+        lines.append(f"{event.event_type_value} {event.step_key}: {event.message}")
+        if error is not None:
+            lines.append(error.to_string())
+    return "\n".join(lines)
+
+
 def _run(
     config_path: Path, lake: dict[str, Any], *, parallel: bool, tmp: Path
 ) -> dg.ExecuteJobResult:
@@ -74,7 +88,7 @@ def _run(
         result = dg.execute_job(
             dg.reconstructable(lake_raw_job), instance=instance, run_config=run_config
         )
-        assert result.success
+        assert result.success, _failures(result)
         if parallel:
             # four commit steps, each in a process of its own
             pids = {
