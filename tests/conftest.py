@@ -121,6 +121,21 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(lambda: shutil.rmtree(storage, ignore_errors=True))
 
 
+@pytest.fixture(autouse=True)
+def _keep_main_module() -> Iterator[None]:
+    """Put ``sys.modules["__main__"]`` back after each test.
+
+    Streamlit's script runner (``AppTest.run``) installs the page it runs as ``__main__`` and
+    leaves it there. A process that ``multiprocessing`` later starts with "spawn" (Dagster's
+    multiprocess executor) runs the parent's ``__main__`` file first, so it ran that page, bare,
+    and died (exit code 1) before its step began: a test of the lake's fan-out failed or passed
+    by which dashboard test its pytest-xdist worker had run last.
+    """
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main
+
+
 #: A test file that starts a Slurm cluster: a function taking the session's ``slurm_cluster``, or
 #: a module's own ``private_cluster``. They all run in one pytest-xdist worker: the session
 #: cluster then starts once, and no two clusters start at once (``_free_ports`` lets a port go
@@ -220,3 +235,28 @@ def pytest_fixture_post_finalizer(
         return
     for path in made:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The free disk, shared memory and memory when the run ends, in its last lines: a CI run
+    that failed on a full disk or too little memory then says so where its tail is read."""
+    lines = []
+    for label, path in (("tmp", tempfile.gettempdir()), ("shm", "/dev/shm"), ("repo", ".")):
+        try:
+            usage = shutil.disk_usage(path)
+        except OSError:
+            continue
+        lines.append(
+            f"{label} {path}: {usage.free / 2**30:.1f} of {usage.total / 2**30:.1f} GiB free"
+        )
+    try:
+        meminfo = Path("/proc/meminfo").read_text(encoding="ascii").splitlines()
+        available = next(
+            int(line.split()[1]) for line in meminfo if line.startswith("MemAvailable")
+        )
+        lines.append(f"memory: {available / 2**20:.1f} GiB available")
+    except (OSError, StopIteration, ValueError):
+        pass
+    terminalreporter.write_sep("-", "machine at the end of the run")
+    for line in lines:
+        terminalreporter.write_line(line)
