@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 
 import polars as pl
 
+from metrics.mig import mig_fraction
 from pipelines._parse_result import InputFormatError, ParseResult
 from pipelines.slurm._sacct_values import gpus_from_tres
 from pipelines.slurm._text import (
@@ -96,7 +97,8 @@ def gres_gpus(gres: str | None) -> tuple[float, str | None]:
 
     Returns:
         ``(gpus, gpu_type)``: 0.0 and None when the node has no GPU GRES; the type only when
-        exactly one non-MIG type is named.
+        exactly one non-MIG type is named (a MIG slice's type, ``3g.40gb`` or ``a100_3g.40gb``,
+        is :func:`metrics.mig.mig_fraction`'s: a profile token anywhere in the name).
 
     Raises:
         ValueError: a GPU item whose count is not a number.
@@ -117,7 +119,7 @@ def gres_gpus(gres: str | None) -> tuple[float, str | None]:
         count = int(m.group("count")) * scale
         if mid:
             tres.append(f"gres/gpu:{mid[0]}={count}")
-            if not re.match(r"^\d+g\.", mid[0]):
+            if mig_fraction(mid[0]) is None:
                 types.add(mid[0])
         else:
             tres.append(f"gres/gpu={count}")
@@ -136,7 +138,7 @@ def _tres_gpu_type(tres: str) -> str | None:
         key = item.partition("=")[0].strip()
         if key.startswith("gres/gpu:") and len(key) > len("gres/gpu:"):
             kind = key[len("gres/gpu:") :]
-            if not re.match(r"^\d+g\.", kind):
+            if mig_fraction(kind) is None:
                 types.add(kind)
     return next(iter(types)) if len(types) == 1 else None
 

@@ -139,6 +139,18 @@ def test_gres_counts_mig_slices_as_fractions() -> None:
     assert gpu_type is None
 
 
+def test_a_mig_type_named_after_its_gpu_is_no_gpu_type() -> None:
+    """A MIG GRES type with its GPU's name before the profile (``a100_3g.40gb``, as gres.conf
+    and AutoDetect name them) is a slice, not a second type: a node with 1 whole a100 and 2
+    ``a100_3g.40gb`` slices has 1 + 2 × 3/7 = 13/7 GPUs of type a100 (before: type NULL, two
+    types seen), from ``Gres`` and from ``CfgTRES`` alike."""
+    gpus, gpu_type = gres_gpus("gpu:a100:1(S:0),gpu:a100_3g.40gb:2(S:1)")
+    assert (gpus, gpu_type) == (pytest.approx(13 / 7), "a100")
+    text = "NodeName=c Gres=(null) CfgTRES=cpu=8,gres/gpu:a100=1,gres/gpu:a100_3g.40gb=2"
+    (row,) = parse_scontrol_nodes("x", text=text).rows.to_dicts()
+    assert (row["gpus"], row["gpu_type"]) == (pytest.approx(13 / 7), "a100")
+
+
 def test_gres_without_gpus_and_other_gres() -> None:
     """``(null)`` is no GPU; ``mps``/``shard`` are not GPUs; ``no_consume`` is a flag."""
     assert gres_gpus("(null)") == (0.0, None)
