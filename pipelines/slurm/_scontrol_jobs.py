@@ -53,7 +53,8 @@ __all__ = [
 #: index only where the two orders agree. ``gpu_indices`` is NULL when Slurm printed no index
 #: for some of them (``IDX:N/A``, ``CNT:n``). ``gpus`` is the number of GPU devices held on the
 #: node (a MIG slice counts as one); ``gpu_type`` the one type named (``a100``, ``1g.10gb``),
-#: NULL when untyped or several; ``gres`` the line's ``GRES=`` value as printed.
+#: NULL when untyped or several; ``gres`` the line's ``GRES=`` value as printed
+#: (``GRES_IDX=``'s before Slurm 19.05: ``gpu(IDX:0,2-3,5)``).
 #: ``snapshot_at`` is when the output was taken (given by the caller; NULL when unknown);
 #: ``line_no`` is the line of the ``Nodes=`` entry (of the record, for ``--oneliner`` output).
 SCONTROL_JOB_SCHEMA: dict[str, pl.DataType] = {
@@ -76,8 +77,9 @@ SCONTROL_JOB_SCHEMA: dict[str, pl.DataType] = {
 
 #: What scontrol prints when slurmctld holds no job at all.
 _NO_JOBS: Final = "No jobs in the system"
-#: Keys of a ``Nodes=`` detail entry (``Nodes=… CPU_IDs=… Mem=… GRES=…``).
-_DETAIL_KEYS: Final = frozenset({"CPU_IDs", "Mem", "GRES"})
+#: Keys of a ``Nodes=`` detail entry (``Nodes=… CPU_IDs=… Mem=… GRES=…``). Slurm before 19.05
+#: printed the GPU indices as ``GRES_IDX=gpu(IDX:0,2-3,5)``, read as its ``GRES=``.
+_DETAIL_KEYS: Final = frozenset({"CPU_IDs", "Mem", "GRES", "GRES_IDX"})
 _GRES_DETAIL: Final = re.compile(r"^(?P<head>[^()]+?)(?:\((?P<kind>IDX|CNT):(?P<spec>[^()]*)\))?$")
 #: Bound on a GRES device index (a garbled ``IDX:0-99999999`` must not build a huge list).
 _MAX_GPU_INDEX: Final = 1 << 16
@@ -95,8 +97,9 @@ class _Detail:
 def _job_tokens(record: Sequence[str], first: int) -> tuple[dict[str, str], list[_Detail]]:
     """The record's ``Key=value`` tokens (first occurrence wins) and its ``Nodes=`` entries.
 
-    An entry takes the ``CPU_IDs``/``Mem``/``GRES`` tokens that follow its ``Nodes=`` token; any
-    other key ends it (in ``--oneliner`` output the entries sit between the job's own keys).
+    An entry takes the ``CPU_IDs``/``Mem``/``GRES`` tokens that follow its ``Nodes=`` token
+    (``GRES_IDX``, Slurm before 19.05, as its ``GRES``); any other key ends it (in
+    ``--oneliner`` output the entries sit between the job's own keys).
     """
     tokens: dict[str, str] = {}
     details: list[_Detail] = []
@@ -110,8 +113,8 @@ def _job_tokens(record: Sequence[str], first: int) -> tuple[dict[str, str], list
             if key == "Nodes":
                 current = _Detail(value, first + offset)
                 details.append(current)
-            elif current is not None and key in _DETAIL_KEYS and key not in current.values:
-                current.values[key] = value
+            elif current is not None and key in _DETAIL_KEYS:
+                current.values.setdefault("GRES" if key == "GRES_IDX" else key, value)
             else:
                 current = None
                 tokens.setdefault(key, value)
@@ -280,8 +283,9 @@ def parse_scontrol_jobs(
     """Read ``scontrol show job -d`` (``--oneliner`` or multi-line) into per-node GPU indices.
 
     Only the ``--details`` output has the ``Nodes=… CPU_IDs=… Mem=… GRES=gpu:2(IDX:0-1)``
-    entries this reads: one per group of nodes on which the job holds the same CPUs, memory and
-    GRES (``Nodes=gpu-[001-002]`` gives two rows). Jobs that hold no GPU — pending, ended
+    entries this reads (before Slurm 19.05 ``GRES_IDX=gpu(IDX:0-1)``, read the same way): one
+    per group of nodes on which the job holds the same CPUs, memory and GRES
+    (``Nodes=gpu-[001-002]`` gives two rows). Jobs that hold no GPU — pending, ended
     (their entries keep ``GRES=`` empty until slurmctld forgets them), CPU-only — give no row.
 
     Args:

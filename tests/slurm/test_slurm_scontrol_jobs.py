@@ -536,3 +536,24 @@ def test_snapshots_are_dated_by_the_file_and_the_latest_wins(tmp_path: Path) -> 
     )  # fmt: skip
     held = gres_holdings(gres.lazy(), job.lazy()).collect().sort("device_index")
     assert held["device_index"].to_list() == [5, 6, 7]
+
+
+# --------------------------------------------------------------------------- Slurm before 19.05
+
+
+def test_gres_idx_detail_of_slurm_before_19_05() -> None:
+    """Slurm 17.11/18.08 named a node's GPU indices ``GRES_IDX=gpu(IDX:0,2-3,5)``: still a row.
+
+    ``tests/fixtures/scontrol-jobs-gres-idx`` (HUJI clusters, real records): of its 4 jobs only
+    153291 holds GPUs (``TRES=…,gres/gpu=4``): ``Nodes=node-06 … GRES_IDX=gpu(IDX:0,2-3,5)`` is
+    indices 0, 2, 3, 5 = 4 GPUs, untyped; its record starts on line 63, the entry is line 81.
+    Jobs 1 and 2398617 print ``GRES_IDX=`` empty (CPU only), 134238037 is pending: no row.
+    """
+    path = Path(__file__).parents[1] / "fixtures/scontrol-jobs-gres-idx/jobs_2019-02-17.txt"
+    result = parse_scontrol_jobs(path, cluster="huji")
+    assert result.rejected.height == 0
+    assert _rows(result.rows) == [
+        ("153291", None, None, "RUNNING", _utc("2019-02-07T16:05:09"), "node-06", None,
+         [0, 2, 3, 5], 4, "gpu(IDX:0,2-3,5)", 81),
+    ]  # fmt: skip
+    assert (result.info["jobs"], result.info["gpu_jobs"]) == (4, 1)
