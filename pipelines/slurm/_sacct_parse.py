@@ -717,6 +717,23 @@ class _Plan:
             if found is not None:
                 with self._local(found):
                     self._gpu_count_rule(found)
+                if gres_key in self.keys:
+                    # both fields (`sacct --long` of Slurm before 18.08, XDMoD's ReqGRES|ReqTRES):
+                    # a TRES value naming no GPU defers to a GRES value that names some, since
+                    # GPUs reached TRES only where AccountingStorageTRES listed gres/gpu
+                    self.local.setdefault(gres_key, _Group())
+                    tres = _raw(found)
+                    from_gres = _raw(gres_key).map_elements(
+                        gres_as_tres, return_dtype=pl.String, skip_nulls=True
+                    )
+                    self.gpu_sources[key] = (
+                        pl.when(
+                            ~tres.fill_null("").str.contains(r"gres/(?:gpu|shard)[:=]")
+                            & from_gres.fill_null("").str.contains("gres/gpu", literal=True)
+                        )
+                        .then(from_gres)
+                        .otherwise(tres)
+                    )
             elif (gres := self.key(gres_key)) is not None:
                 # Slurm before 18.08: the GPUs as generic resources only (gres_as_tres),
                 # converted per distinct value (a field of its own group, typed on its

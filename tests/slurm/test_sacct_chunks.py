@@ -35,6 +35,11 @@ def _fields(spec: str) -> list[str]:
 
 XDMOD_FIELDS = _fields(XDMOD_SPEC)
 HB_FIELDS = _fields(HB_SPEC)
+#: XDMoD's earlier format (ReqGRES|ReqTRES in place of ReqTRES|AllocTRES, no QOS)
+XDMOD_GRES_FIELDS = _fields(
+    "jobid,jobidraw,cluster,partition,account,group,gid,user,uid,submit,eligible,start,end,"
+    "elapsed,exitcode,state,nnodes,ncpus,reqcpus,reqmem,reqgres,reqtres,timelimit,nodelist,jobname"
+)
 RS_11 = _fields(
     "AdminComment,AllocCPUS,Elapsed,JobID,JobIDRaw,MaxRSS,NNodes,ReqMem,State,Timelimit,TotalCPU"
 )
@@ -62,6 +67,7 @@ SACCT_FIXTURES: dict[str, tuple[list[str] | None, str | None]] = {
     "hb-jobinfo/sacct.txt": (HB_FIELDS, None),
     "xdmod/shredder_slurm_input/accounting-logs.log": (XDMOD_FIELDS, None),
     "xdmod/shredder_slurm_input/accounting-logs-with-job-arrays.log": (XDMOD_FIELDS, None),
+    "xdmod/shredder_slurm_input/accounting-logs-with-gpu-gres.log": (XDMOD_GRES_FIELDS, None),
     "xdmod/shredder_slurm_input/non-ended-job-state.log": (XDMOD_FIELDS, None),
     "xdmod/shredder_slurm_input/unknown-job-state.log": (XDMOD_FIELDS, None),
     "xdmod/shredder_slurm_input/utf8-multibyte-chars.log": (XDMOD_FIELDS, None),

@@ -988,6 +988,48 @@ def test_allocgres_counts_gpus_where_tres_has_none() -> None:
     assert sum(g * s for _, g, s in got) == 1_061_319
 
 
+#: XDMoD's earlier shredder format: ReqGRES and ReqTRES side by side, no Alloc* field.
+XDMOD_GRES_FIELDS = _fields(
+    "jobid,jobidraw,cluster,partition,account,group,gid,user,uid,submit,eligible,start,end,"
+    "elapsed,exitcode,state,nnodes,ncpus,reqcpus,reqmem,reqgres,reqtres,timelimit,nodelist,jobname"
+)
+
+
+@pytest.mark.parametrize("side", ["req", "alloc"])
+def test_gres_counts_where_the_tres_beside_it_names_no_gpu(side: str) -> None:
+    """XDMoD's ``accounting-logs-with-gpu-gres`` (``fixtures/xdmod``): ReqGRES ``gpu:16``,
+    ``gpu:V100:2``, ``hbm:0,gpu:4,bandwidth:4G``, ``gpu:P100:2(IDX:1,3)``, … beside an empty
+    ReqTRES. A TRES naming no GPU defers to the GRES (Slurm before 18.08 kept GPUs out of TRES
+    unless AccountingStorageTRES listed ``gres/gpu``), so each record counts its GRES GPUs:
+    the numbers XDMoD's own expected output lists, 0, 1, 2, 16, 20, 128, 0, 1, 2, 32, 4, 4, 4,
+    0, 0 and 2 × 9 (before: 0 for all 24, the empty TRES winning). ``alloc``: the same values
+    read as AllocGRES beside AllocTRES (``sacct --long`` of those releases prints both) give
+    ``gpus`` alike (before: 0)."""
+    fields = (
+        XDMOD_GRES_FIELDS
+        if side == "req"
+        else [{"reqgres": "allocgres", "reqtres": "alloctres"}.get(f, f) for f in XDMOD_GRES_FIELDS]
+    )
+    res = parse_sacct(
+        XDMOD / "shredder_slurm_input" / "accounting-logs-with-gpu-gres.log", fields=fields
+    )
+    expected = json.loads(
+        (XDMOD / "shredder_slurm_output" / "accounting-logs-with-gpu-gres.json").read_text()
+    )
+    assert res.rejected.height == 0
+    column = "req_gpus" if side == "req" else "gpus"
+    assert res.rows[column].to_list() == [float(n) for n in expected]
+    assert sum(expected) == 232  # 167 (0+1+2+16+20+128) + 35 (0+1+2+32) + 12 + 0 + 18 (2 × 9)
+    assert res.rows["gpu_type"].to_list()[6:10] == ["V100"] * 4
+
+
+def test_a_tres_naming_gpus_keeps_them_over_the_gres() -> None:
+    """Where the TRES names GPUs it wins over the GRES beside it (``gres/gpu=1`` vs ``gpu:4``)."""
+    text = "JobID|AllocGRES|AllocTRES\n7|gpu:4|cpu=1,gres/gpu=1,node=1\n8|gpu:4|cpu=1,node=1\n"
+    res = parse_sacct("g.psv", text=text)
+    assert res.rows["gpus"].to_list() == [1.0, 4.0]
+
+
 @pytest.mark.parametrize(
     ("gres", "tres"),
     [
