@@ -12,7 +12,9 @@ GPUs:
   same quantities; NVIDIA's MIG and replica rules below never apply to it;
 - ``nvidia.com/mig-<g>g.<mem>gb`` (MIG "mixed" strategy): ``g`` of the GPU's 7 compute slices
   (A30 profiles ``1g.6gb``/``2g.12gb``/``4g.24gb``: of 4), so ``mig-3g.40gb`` = 3/7; a profile
-  with a compute-instance prefix (``mig-1c.3g.40gb``) counts its ``c`` slices; its
+  with a compute-instance prefix (``mig-1c.3g.40gb``) counts its ``c`` slices; one with an
+  attribute, which the device plugin writes with ``.`` for ``+`` (``mig-1g.10gb.me`` =
+  ``1g.10gb+me``; ``.me.all``, ``.gfx``), counts as its profile; its
   time-slicing replicas renamed ``nvidia.com/mig-<g>g.<mem>gb.shared`` count the same per unit
   (the node's replicas label divides them in the core layer).
 
@@ -98,6 +100,12 @@ _GPU_SHARED: Final = "nvidia.com/gpu.shared"
 # the suffix renamed replicas get (``nvidia.com/mig-1g.10gb.shared`` too)
 _SHARED_SUFFIX: Final = ".shared"
 _MIG_PREFIX: Final = "nvidia.com/mig-"
+#: A MIG profile with an attribute as the NVIDIA device plugin names its resource: ``+`` is not
+#: allowed in a resource name, so the plugin writes ``1g.10gb+me`` as ``mig-1g.10gb.me``
+#: (NVIDIA/k8s-device-plugin ``internal/rm/rm.go``: ``strings.ReplaceAll("mig-"+profile, "+",
+#: ".")``); go-nvlib's attributes are ``me``, ``me.all`` and ``gfx``. Groups: the profile, the
+#: attribute.
+_MIG_DOTTED_ATTRIBUTE: Final = re.compile(r"^((?:\d+c\.)?\d+g\.\d+gb)\.(me\.all|me|gfx)$")
 #: Vendor prefixes of accelerator device plugins: Intel GPUs, Habana Gaudi, AWS Inferentia /
 #: Trainium (``neuron``, ``neuroncore``, ``neurondevice``), Google TPUs, AMD/Xilinx FPGAs,
 #: Qualcomm AI 100 (``qualcomm.com/qaic``), besides NVIDIA's and AMD's own.
@@ -164,7 +172,9 @@ def gpu_worth(resource: str) -> float | None:
         labels decide in the core layer, :mod:`pipelines.core.k8s_gpu_units`); for
         ``nvidia.com/mig-<profile>`` the MIG fraction of :func:`metrics.mig.mig_fraction`
         (``mig-3g.40gb`` = 3/7, A30 ``mig-1g.6gb`` = 1/4, a compute instance
-        ``mig-1c.3g.40gb`` = 1/7), and the same for its time-slicing / MPS replicas renamed
+        ``mig-1c.3g.40gb`` = 1/7; a profile with an attribute, which the device plugin writes
+        with ``.`` for ``+``: ``mig-1g.10gb.me`` = ``1g.10gb+me`` = 1/7, also ``.me.all`` and
+        ``.gfx``), and the same for its time-slicing / MPS replicas renamed
         ``nvidia.com/mig-<profile>.shared`` (device plugin ``renameByDefault``; one replica,
         which the node's ``nvidia.com/mig-<profile>.replicas`` label makes ``1/R`` of it in
         the core layer); 1.0 for ``amd.com/gpu`` (the AMD GPU device plugin's whole GPU); None
@@ -176,7 +186,8 @@ def gpu_worth(resource: str) -> float | None:
         return 1.0
     if not resource.startswith(_MIG_PREFIX):
         return None
-    return mig_fraction(resource[len(_MIG_PREFIX) :].removesuffix(_SHARED_SUFFIX))
+    profile = resource[len(_MIG_PREFIX) :].removesuffix(_SHARED_SUFFIX)
+    return mig_fraction(_MIG_DOTTED_ATTRIBUTE.sub(r"\1+\2", profile))
 
 
 def is_uncounted_accelerator(resource: str) -> bool:
