@@ -11,7 +11,9 @@ character that is not a letter or digit.
 
 Slices per GPU (METRICS.md, "MIG fraction"; NVIDIA MIG user guide, tables of supported
 profiles per product): the A30 (24 GB) has **4** compute slices (profiles ``1g.6gb``,
-``2g.12gb``, ``4g.24gb`` and their ``+me`` variants); the A100 (40 and 80 GB), H100 (80, 94
+``2g.12gb``, ``4g.24gb`` and their ``+me`` variants), so has the RTX PRO 6000 Blackwell (96 GB:
+``1g.24gb``, ``2g.48gb``, ``4g.96gb``; its ``1g.24gb`` is also a 7-slice H100 NVL profile and
+counts 1/7); the A100 (40 and 80 GB), H100 (80, 94
 and 96 GB), H200, B200 and GB200 have **7**. A slice counts ``K/slices`` of a GPU (``C/slices``
 for a compute instance when asked). A token whose ``K`` is not a profile of that product
 (``5g``, ``6g``, ``8g``, ``0g``; ``3g`` on an A30) is not a MIG slice: it reads as None.
@@ -27,6 +29,7 @@ import polars as pl
 __all__ = [
     "A30_PROFILES",
     "MIG_PATTERN",
+    "RTX_PRO_6000_PROFILES",
     "mig_fraction",
     "mig_fraction_expr",
     "mig_slices",
@@ -43,8 +46,15 @@ MIG_PATTERN: Final = (
 )
 _MIG_RE: Final = re.compile(MIG_PATTERN)
 
-#: The A30's MIG profiles as (compute slices, GB): the only 4-slice product.
+#: The A30's MIG profiles as (compute slices, GB): a 4-slice product.
 A30_PROFILES: Final = frozenset({(1, 6), (2, 12), (4, 24)})
+#: The RTX PRO 6000 Blackwell's (96 GB, 4 slices) profiles that no 7-slice product has:
+#: ``2g.48gb`` (2 per GPU) and ``4g.96gb`` (1 per GPU); NVIDIA's default mig-parted config
+#: ("RTX-PRO-6000-96GB": ``all-2g.48gb`` = 2, ``all-4g.96gb`` = 1, ``all-balanced`` = 2 ×
+#: ``1g.24gb`` + 1 × ``2g.48gb``). Its ``1g.24gb`` is also an H100 NVL / GH200 profile (1/7
+#: there): the name alone cannot tell, so it stays 1/7.
+RTX_PRO_6000_PROFILES: Final = frozenset({(2, 48), (4, 96)})
+_FOUR_SLICE_PROFILES: Final = A30_PROFILES | RTX_PRO_6000_PROFILES
 _SLICES_7: Final = frozenset({1, 2, 3, 4, 7})
 _SLICES_4: Final = frozenset({1, 2, 4})
 
@@ -57,10 +67,11 @@ def mig_slices(gi: int, mem: int) -> int | None:
         mem: its memory in GB ``M``.
 
     Returns:
-        4 for an A30 profile, 7 for a profile of the 7-slice products (``K`` in 1, 2, 3, 4, 7),
-        None for an impossible profile.
+        4 for an A30 profile and for the RTX PRO 6000 Blackwell's ``2g.48gb`` and ``4g.96gb``
+        (:data:`RTX_PRO_6000_PROFILES`), 7 for a profile of the 7-slice products (``K`` in 1, 2,
+        3, 4, 7), None for an impossible profile.
     """
-    if (gi, mem) in A30_PROFILES:
+    if (gi, mem) in _FOUR_SLICE_PROFILES:
         return 4
     return 7 if gi in _SLICES_7 and mem > 0 else None
 
@@ -107,7 +118,7 @@ def mig_fraction_expr(name: pl.Expr, *, compute_instance: bool = True) -> pl.Exp
     mem = parts.struct.field("mem").cast(pl.Int64, strict=False)
     ci = parts.struct.field("ci").cast(pl.Int64, strict=False)
     a30 = pl.lit(False)
-    for k, m in sorted(A30_PROFILES):
+    for k, m in sorted(_FOUR_SLICE_PROFILES):
         a30 = a30 | ((gi == k) & (mem == m))
     slices = (
         pl.when(a30)

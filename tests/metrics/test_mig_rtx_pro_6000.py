@@ -1,0 +1,63 @@
+"""MIG slices of the RTX PRO 6000 Blackwell (96 GB), a 4-slice GPU like the A30: its profiles
+``1g.24gb`` (4 per GPU), ``2g.48gb`` (2) and ``4g.96gb`` (1) (NVIDIA's default mig-parted config,
+"RTX-PRO-6000-96GB"). ``2g.48gb`` and ``4g.96gb`` exist on no 7-slice product, so they are half
+and all of a GPU wherever they are named (Kubernetes resource, DCGM ``GPU_I_PROFILE``, Slurm GRES
+type). ``1g.24gb`` is also an H100 NVL / GH200 profile (1 of 7): the name cannot tell, it stays 1/7.
+
+Fixture ``tests/fixtures/k8s-mig-rtxpro/`` (see its SOURCE.md): the ``all-balanced`` node of a
+real cluster's record (2 × ``nvidia.com/mig-1g.24gb`` + 1 × ``nvidia.com/mig-2g.48gb``) and two
+pods on it from 10:00 to 11:00."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from metrics.attribution import mig_fraction as dcgm_fraction
+from metrics.mig import mig_fraction, mig_fraction_expr
+from pipelines.kubernetes._pods_parse import gpu_worth, parse_k8s_pods
+from pipelines.slurm._sacct_values import gpus_from_tres
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "k8s-mig-rtxpro"
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("2g.48gb", 2 / 4),  # before: 2/7
+        ("4g.96gb", 4 / 4),  # before: 4/7
+        ("2g.48gb-me", 2 / 4),  # without media engines (go-nvlib's "-me")
+        ("2g.48gb+gfx", 2 / 4),
+        ("rtxpro6000_2g.48gb", 2 / 4),  # a site-named Slurm GRES type
+        ("1g.24gb", 1 / 7),  # ambiguous with the H100 NVL's 1g.24gb: kept at 1/7
+        ("3g.48gb", 3 / 7),  # GH200 / H100 96GB, a 7-slice profile, unchanged
+        ("4g.48gb", 4 / 7),  # GH200 / H100 96GB, unchanged
+    ],
+)
+def test_rtx_pro_6000_profiles(name: str, expected: float) -> None:
+    """Python and polars rules give the hand fractions (K of 4 slices for the two profiles only
+    the RTX PRO 6000 has)."""
+    assert mig_fraction(name) == pytest.approx(expected)
+    frame = pl.DataFrame({"n": [name]})
+    assert frame.select(x=mig_fraction_expr(pl.col("n")))["x"][0] == pytest.approx(expected)
+
+
+def test_resources_samples_and_tres() -> None:
+    """The same fraction as a Kubernetes resource, a DCGM GPU-instance label and in TRES:
+    ``gres/gpu:rtxpro6000_2g.48gb=2`` is 2 × 1/2 = 1 GPU (before: 4/7)."""
+    assert gpu_worth("nvidia.com/mig-2g.48gb") == pytest.approx(0.5)
+    assert gpu_worth("nvidia.com/mig-4g.96gb") == pytest.approx(1.0)
+    assert gpu_worth("nvidia.com/mig-2g.48gb.gfx") == pytest.approx(0.5)
+    frame = pl.DataFrame({"p": ["2g.48gb", "4g.96gb"]})
+    assert frame.select(x=dcgm_fraction(pl.col("p")))["x"].to_list() == pytest.approx([0.5, 1.0])
+    assert gpus_from_tres("cpu=8,gres/gpu=2,gres/gpu:rtxpro6000_2g.48gb=2") == pytest.approx(1.0)
+
+
+def test_pod_on_the_2g_slice_holds_half_a_gpu() -> None:
+    """``chat-predictor-0`` asks ``nvidia.com/mig-2g.48gb: 1``: 2/4 = 0.5 GPU (before: 2/7 =
+    0.286), 0.5 × 3,600 s = 1,800 GPU-s; ``embeddings-0`` on ``mig-1g.24gb`` stays 1/7."""
+    rows = parse_k8s_pods(FIXTURES / "pods_2026-08-27.json", cluster="k8s-z").rows
+    gpus = dict(rows.select("name", "gpus").rows())
+    assert gpus == {"chat-predictor-0": pytest.approx(0.5), "embeddings-0": pytest.approx(1 / 7)}
