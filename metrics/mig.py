@@ -29,6 +29,7 @@ import polars as pl
 __all__ = [
     "A30_PROFILES",
     "MIG_PATTERN",
+    "RTX_PRO_6000_NAME",
     "RTX_PRO_6000_PROFILES",
     "mig_fraction",
     "mig_fraction_expr",
@@ -55,6 +56,12 @@ A30_PROFILES: Final = frozenset({(1, 6), (2, 12), (4, 24)})
 #: there): the name alone cannot tell, so it stays 1/7.
 RTX_PRO_6000_PROFILES: Final = frozenset({(2, 48), (4, 96)})
 _FOUR_SLICE_PROFILES: Final = A30_PROFILES | RTX_PRO_6000_PROFILES
+#: A name that also names the RTX PRO 6000 (GPU Feature Discovery's product label under the
+#: single strategy, ``NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition-MIG-1g.24gb``, or a site's GRES
+#: type ``rtx_pro_6000_1g.24gb``): every profile in it is of 4 slices, ``1g.24gb`` included.
+RTX_PRO_6000_NAME: Final = r"(?i)rtx[-_ ]?pro[-_ ]?6000"
+_RTX_PRO_6000_RE: Final = re.compile(RTX_PRO_6000_NAME)
+_SLICES_4_PRODUCT: Final = frozenset({1, 2, 4})
 _SLICES_7: Final = frozenset({1, 2, 3, 4, 7})
 _SLICES_4: Final = frozenset({1, 2, 4})
 
@@ -89,7 +96,8 @@ def mig_fraction(name: str | None, *, compute_instance: bool = True) -> float | 
     Returns:
         ``K/slices`` (or ``C/slices``) in (0, 1]; None when ``name`` has no MIG profile token
         or its profile is impossible (see :func:`mig_slices`). ``C`` larger than ``K`` is
-        impossible too.
+        impossible too. A name that also names the RTX PRO 6000 (:data:`RTX_PRO_6000_NAME`)
+        has 4 slices for ``K`` in 1, 2, 4 (``...-RTX-PRO-6000-...-MIG-1g.24gb`` = 1/4).
     """
     if not name:
         return None
@@ -98,6 +106,8 @@ def mig_fraction(name: str | None, *, compute_instance: bool = True) -> float | 
         return None
     gi, mem = int(m.group("gi")), int(m.group("mem"))
     slices = mig_slices(gi, mem)
+    if slices is not None and gi in _SLICES_4_PRODUCT and _RTX_PRO_6000_RE.search(name):
+        slices = 4
     if slices is None:
         return None
     ci = m.group("ci")
@@ -120,8 +130,9 @@ def mig_fraction_expr(name: pl.Expr, *, compute_instance: bool = True) -> pl.Exp
     a30 = pl.lit(False)
     for k, m in sorted(_FOUR_SLICE_PROFILES):
         a30 = a30 | ((gi == k) & (mem == m))
+    rtx_pro = name.str.contains(RTX_PRO_6000_NAME) & gi.is_in(sorted(_SLICES_4_PRODUCT))
     slices = (
-        pl.when(a30)
+        pl.when(a30 | (rtx_pro.fill_null(value=False) & (mem > 0)))
         .then(pl.lit(4.0))
         .when(gi.is_in(sorted(_SLICES_7)) & (mem > 0))
         .then(pl.lit(7.0))

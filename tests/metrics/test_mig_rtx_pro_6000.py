@@ -2,7 +2,9 @@
 ``1g.24gb`` (4 per GPU), ``2g.48gb`` (2) and ``4g.96gb`` (1) (NVIDIA's default mig-parted config,
 "RTX-PRO-6000-96GB"). ``2g.48gb`` and ``4g.96gb`` exist on no 7-slice product, so they are half
 and all of a GPU wherever they are named (Kubernetes resource, DCGM ``GPU_I_PROFILE``, Slurm GRES
-type). ``1g.24gb`` is also an H100 NVL / GH200 profile (1 of 7): the name cannot tell, it stays 1/7.
+type). ``1g.24gb`` is also an H100 NVL / GH200 profile (1 of 7): a bare name cannot tell, it stays
+1/7, but a name that names the product too (GPU Feature Discovery's product label under the MIG
+single strategy, a site's GRES type ``rtx_pro_6000_1g.24gb``) is 1/4.
 
 Fixture ``tests/fixtures/k8s-mig-rtxpro/`` (see its SOURCE.md): the ``all-balanced`` node of a
 real cluster's record (2 × ``nvidia.com/mig-1g.24gb`` + 1 × ``nvidia.com/mig-2g.48gb``) and two
@@ -10,6 +12,8 @@ pods on it from 10:00 to 11:00."""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 from pathlib import Path
 
 import polars as pl
@@ -17,6 +21,7 @@ import pytest
 
 from metrics.attribution import mig_fraction as dcgm_fraction
 from metrics.mig import mig_fraction, mig_fraction_expr
+from pipelines.core.k8s_gpu_units import nodes_in_gpus
 from pipelines.kubernetes._pods_parse import gpu_worth, parse_k8s_pods
 from pipelines.slurm._sacct_values import gpus_from_tres
 
@@ -34,6 +39,10 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "k8s-mig-rtxpro"
         ("1g.24gb", 1 / 7),  # ambiguous with the H100 NVL's 1g.24gb: kept at 1/7
         ("3g.48gb", 3 / 7),  # GH200 / H100 96GB, a 7-slice profile, unchanged
         ("4g.48gb", 4 / 7),  # GH200 / H100 96GB, unchanged
+        # the product named beside the profile: 4 slices for 1g.24gb too (before: 1/7)
+        ("NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition-MIG-1g.24gb", 1 / 4),
+        ("rtx_pro_6000_1g.24gb", 1 / 4),
+        ("NVIDIA-H100-NVL-MIG-1g.24gb", 1 / 7),
     ],
 )
 def test_rtx_pro_6000_profiles(name: str, expected: float) -> None:
@@ -61,3 +70,22 @@ def test_pod_on_the_2g_slice_holds_half_a_gpu() -> None:
     rows = parse_k8s_pods(FIXTURES / "pods_2026-08-27.json", cluster="k8s-z").rows
     gpus = dict(rows.select("name", "gpus").rows())
     assert gpus == {"chat-predictor-0": pytest.approx(0.5), "embeddings-0": pytest.approx(1 / 7)}
+
+
+def test_single_strategy_node_of_1g_slices_is_one_gpu() -> None:
+    """MIG single strategy, ``all-1g.24gb``: the node advertises ``nvidia.com/gpu: 4`` and GPU
+    Feature Discovery names the product
+    ``NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition-MIG-1g.24gb``: one unit is 1/4, the node
+    4 × 1/4 = 1 GPU (before: 4 × 1/7 = 0.571)."""
+    node = {
+        "cluster": "k8s-z",
+        "name": "g7e-b",
+        "snapshot_at": dt.datetime(2026, 8, 27, 11, tzinfo=dt.UTC),
+        "labels": json.dumps({"nvidia.com/mig.strategy": "single", "nvidia.com/gpu.replicas": "1"}),
+        "gpu_product": "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition-MIG-1g.24gb",
+        "gpu_resource": "nvidia.com/gpu",
+        "gpu_capacity": 4.0,
+        "gpu_allocatable": 4.0,
+    }
+    got = nodes_in_gpus(pl.DataFrame([node]))
+    assert got.select("gpu_capacity", "gpu_allocatable").row(0) == pytest.approx((1.0, 1.0))
