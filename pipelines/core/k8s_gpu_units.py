@@ -55,6 +55,7 @@ __all__ = [
     "cluster_gpu_units",
     "cluster_queues_in_gpus",
     "gpu_unit_expr",
+    "mig_product_factor",
     "mig_replicas",
     "nodes_in_gpus",
     "pods_in_gpus",
@@ -67,6 +68,10 @@ MIG_RESOURCE_PREFIX: Final = "nvidia.com/mig-"
 #: GFD's replicas label of a MIG resource inside a ``labels`` JSON object
 #: (``"nvidia.com/mig-1g.10gb.replicas": "2"``): groups 1 the resource, 2 the replicas.
 _MIG_REPLICAS: Final = r'"(nvidia\.com/mig-[^"]+)\.replicas"\s*:\s*"\s*(\d+)\s*"'
+#: GFD's product label of a MIG resource inside a ``labels`` JSON object
+#: (``"nvidia.com/mig-1g.24gb.product": "NVIDIA-RTX-PRO-6000-...-MIG-1g.24gb"``): groups 1 the
+#: resource, 2 the product.
+_MIG_PRODUCT: Final = r'"(nvidia\.com/mig-[^"]+)\.product"\s*:\s*"([^"]*)"'
 
 _UTC: Final = pl.Datetime("us", "UTC")
 
@@ -155,6 +160,57 @@ def mig_replicas(frame: pl.DataFrame, labels: str, resource: str) -> pl.Series:
     return out.scatter(per_row["_row"], per_row["_r"].cast(pl.Float64))
 
 
+def mig_product_factor(frame: pl.DataFrame, labels: str, resource: str) -> pl.Series:
+    """Per row of ``frame``, how many times its MIG slice's share of a GPU the node's product
+    label makes what its resource name says: the product can name a GPU whose profile differs
+    from the 7-slice reading of the name (an RTX PRO 6000's ``1g.24gb`` is 1/4, not 1/7:
+    :mod:`metrics.mig`).
+
+    Args:
+        frame: rows with a node's ``labels`` (JSON object, or GFD's product pairs alone) and a
+            ``resource`` column (GPU resource names, comma-separated).
+        labels: the column of the node's labels.
+        resource: the column of the row's GPU resources.
+
+    Returns:
+        Float64, one value per row in order: for a row naming one ``nvidia.com/mig-<profile>``
+        resource (``.shared`` read as the profile's own) whose GFD label
+        ``nvidia.com/mig-<profile>.product`` is there, ``mig_fraction(product) ÷
+        mig_fraction(profile)`` (1 where both read alike); NULL for any other row, or where
+        either fraction is unknown.
+    """
+    base = pl.col(resource).str.strip_suffix(".shared")
+    one_mig = base.str.starts_with(MIG_RESOURCE_PREFIX) & ~pl.col(resource).str.contains(",")
+    pairs = pl.col(labels).str.extract_all(_MIG_PRODUCT)
+    rows = frame.select(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"),
+        base.alias("_res"),
+        one_mig.fill_null(value=False).alias("_one"),
+        pairs.alias("_pairs"),
+    ).filter(pl.col("_one"))
+    out = pl.Series("_f", [None] * frame.height, dtype=pl.Float64)
+    if rows.height == 0:
+        return out
+    known = (
+        rows.select("_row", "_res", "_pairs")
+        .explode("_pairs")
+        .with_columns(
+            pl.col("_pairs").str.extract(_MIG_PRODUCT, 1).alias("_key"),
+            pl.col("_pairs").str.extract(_MIG_PRODUCT, 2).alias("_product"),
+        )
+        .filter(pl.col("_key") == pl.col("_res"))
+        .unique("_row", keep="first")
+        .with_columns(
+            (
+                mig_fraction_expr(pl.col("_product"))
+                / mig_fraction_expr(pl.col("_res").str.strip_prefix(MIG_RESOURCE_PREFIX))
+            ).alias("_f")
+        )
+        .filter(pl.col("_f").is_not_null())
+    )
+    return out.scatter(known["_row"], known["_f"])
+
+
 def nodes_in_gpus(nodes: pl.DataFrame) -> pl.DataFrame:
     """``nodes`` (``raw.k8s_nodes`` rows: ``labels, gpu_product, gpu_resource, gpu_capacity,
     gpu_allocatable``, any other columns) with ``gpu_capacity`` and ``gpu_allocatable`` in
@@ -211,8 +267,14 @@ def pods_in_gpus(pods: pl.DataFrame, nodes: pl.DataFrame | None) -> pl.DataFrame
             pl.col("name").alias("_node"),
             pl.col("snapshot_at").cast(_UTC).alias("_at"),
             gpu_unit_expr().alias("_unit"),
-            # only the MIG replicas labels travel to the pods (the whole labels are large)
-            pl.col("labels").str.extract_all(_MIG_REPLICAS).list.join(", ").alias("_labels"),
+            # only the MIG replicas and product labels travel to the pods (the whole labels
+            # are large)
+            pl.concat_list(
+                pl.col("labels").str.extract_all(_MIG_REPLICAS),
+                pl.col("labels").str.extract_all(_MIG_PRODUCT),
+            )
+            .list.join(", ")
+            .alias("_labels"),
             pl.lit(value=True).alias("_hit"),
         )
         .filter(pl.col("_at").is_not_null())
@@ -249,12 +311,15 @@ def pods_in_gpus(pods: pl.DataFrame, nodes: pl.DataFrame | None) -> pl.DataFrame
         )
     )
     on_node = pl.col("node_name").is_not_null()
-    out = out.with_columns(mig_replicas(out, "_labels", "gpu_resource").alias("_reps"))
+    out = out.with_columns(
+        mig_replicas(out, "_labels", "gpu_resource").alias("_reps"),
+        mig_product_factor(out, "_labels", "gpu_resource").alias("_product_f"),
+    )
     out = out.with_columns(
         pl.when(_scaled(pl.col("gpu_resource")) & on_node)
         .then(pl.col("gpus") * pl.coalesce("_unit", "_unit_after", pl.lit(1.0)))
         .when(on_node)
-        .then(pl.col("gpus") / pl.col("_reps").fill_null(1.0))
+        .then(pl.col("gpus") * pl.col("_product_f").fill_null(1.0) / pl.col("_reps").fill_null(1.0))
         .otherwise(pl.col("gpus"))
         .alias("gpus")
     )

@@ -31,6 +31,7 @@ from typing import Any, Final
 
 import polars as pl
 
+from metrics.mig import mig_fraction
 from metrics.schema import UTC_DATETIME
 from pipelines._parse_result import InputFormatError, ParseResult
 from pipelines.kubernetes._json_items import (
@@ -118,6 +119,9 @@ KUEUE_TOPOLOGY_SCHEMA: dict[str, pl.DataType] = {
 GPU_PRODUCT_LABELS: Final = ("nvidia.com/gpu.product", "amd.com/gpu.product-name",
                              "beta.amd.com/gpu.product-name", "cloud.google.com/gke-accelerator",
                              "node.kubernetes.io/instance-type")  # fmt: skip
+#: Prefix of the MIG "mixed" strategy's resources, whose GFD label ``<resource>.product``
+#: (``nvidia.com/mig-1g.24gb.product: NVIDIA-RTX-PRO-6000-...-MIG-1g.24gb``) names the GPU too.
+_MIG: Final = "nvidia.com/mig-"
 #: Label keys that name a node's rack (no standard key exists; these are common ones).
 RACK_LABELS: Final = ("topology.kubernetes.io/rack", "topology.example.com/rack",
                       "node.kubernetes.io/rack", "rack")  # fmt: skip
@@ -165,6 +169,12 @@ def _node_row(obj: dict[str, Any]) -> list[dict[str, Any]]:
             worth = gpu_worth(str(res))
             if worth is None:
                 continue
+            # GFD's product label of a MIG resource names the GPU too, which the resource name
+            # does not: an RTX PRO 6000's 1g.24gb is 1/4, an H100 NVL's 1/7 (metrics/mig.py)
+            product = labels.get(f"{str(res).removesuffix('.shared')}.product")
+            by_product = mig_fraction(str(product)) if str(res).startswith(_MIG) else None
+            if product and by_product is not None:
+                worth = by_product
             total = (total or 0.0) + parse_quantity(value, f"status.{key}.{res}") * worth
             used.add(str(res))
         return total, used

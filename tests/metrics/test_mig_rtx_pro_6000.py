@@ -21,7 +21,8 @@ import pytest
 
 from metrics.attribution import mig_fraction as dcgm_fraction
 from metrics.mig import mig_fraction, mig_fraction_expr
-from pipelines.core.k8s_gpu_units import nodes_in_gpus
+from pipelines.core.k8s_gpu_units import nodes_in_gpus, pods_in_gpus
+from pipelines.kubernetes._objects import parse_k8s_nodes
 from pipelines.kubernetes._pods_parse import gpu_worth, parse_k8s_pods
 from pipelines.slurm._sacct_values import gpus_from_tres
 
@@ -89,3 +90,26 @@ def test_single_strategy_node_of_1g_slices_is_one_gpu() -> None:
     }
     got = nodes_in_gpus(pl.DataFrame([node]))
     assert got.select("gpu_capacity", "gpu_allocatable").row(0) == pytest.approx((1.0, 1.0))
+
+
+def test_mixed_strategy_node_reads_the_product_label_of_each_slice() -> None:
+    """The fixture's ``all-balanced`` node (mixed strategy): GFD labels each MIG resource's
+    product (``nvidia.com/mig-1g.24gb.product: NVIDIA-RTX-PRO-6000-...-MIG-1g.24gb``), so
+    ``mig-1g.24gb: 2`` is 2 × 1/4 and ``mig-2g.48gb: 1`` 1 × 1/2: 1 GPU (before: 2/7 + 1/2 =
+    0.786)."""
+    rows = parse_k8s_nodes(FIXTURES / "nodes_2026-08-27.json", cluster="k8s-z").rows
+    assert rows.select("gpu_capacity", "gpu_allocatable").row(0) == pytest.approx((1.0, 1.0))
+    assert nodes_in_gpus(rows)["gpu_allocatable"].to_list() == pytest.approx([1.0])
+
+
+def test_pod_on_a_1g_slice_meets_its_node_product() -> None:
+    """``embeddings-0`` asks ``nvidia.com/mig-1g.24gb: 1`` (1/7 by the name alone) and is bound
+    at 10:00 to the node whose 11:00 snapshot names the slice's product, the RTX PRO 6000: 1/4
+    GPU (before: 1/7); ``chat-predictor-0`` on ``mig-2g.48gb`` stays 1/2."""
+    pods = parse_k8s_pods(FIXTURES / "pods_2026-08-27.json", cluster="k8s-z").rows
+    nodes = parse_k8s_nodes(FIXTURES / "nodes_2026-08-27.json", cluster="k8s-z").rows
+    nodes = nodes.with_columns(
+        cluster=pl.lit("k8s-z"), snapshot_at=pl.lit(dt.datetime(2026, 8, 27, 11, tzinfo=dt.UTC))
+    )
+    got = dict(pods_in_gpus(pods, nodes).select("name", "gpus").rows())
+    assert got == {"chat-predictor-0": pytest.approx(0.5), "embeddings-0": pytest.approx(0.25)}
