@@ -21,7 +21,7 @@ import pytest
 
 from metrics.attribution import mig_fraction as dcgm_fraction
 from metrics.mig import mig_fraction, mig_fraction_expr
-from pipelines.core.k8s_gpu_units import nodes_in_gpus, pods_in_gpus
+from pipelines.core.k8s_gpu_units import mig_product_factor, nodes_in_gpus, pods_in_gpus
 from pipelines.kubernetes._objects import parse_k8s_nodes
 from pipelines.kubernetes._pods_parse import gpu_worth, parse_k8s_pods
 from pipelines.slurm._sacct_values import gpus_from_tres
@@ -113,3 +113,21 @@ def test_pod_on_a_1g_slice_meets_its_node_product() -> None:
     )
     got = dict(pods_in_gpus(pods, nodes).select("name", "gpus").rows())
     assert got == {"chat-predictor-0": pytest.approx(0.5), "embeddings-0": pytest.approx(0.25)}
+
+
+def test_product_factor_of_a_dotted_attribute_slice() -> None:
+    """A pod on ``nvidia.com/mig-1g.24gb.me`` (the device plugin's name of ``1g.24gb+me``, 1/7 by
+    the name) on a node whose GFD label names the RTX PRO 6000: factor (1/4) ÷ (1/7) = 7/4, so
+    the pod holds 1/7 × 7/4 = 1/4; a 7-slice product's label gives 1 (no change)."""
+    frame = pl.DataFrame(
+        {
+            "labels": [
+                '"nvidia.com/mig-1g.24gb.me.product": '
+                '"NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition-MIG-1g.24gb+me"',
+                '"nvidia.com/mig-1g.10gb.me.product": "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb+me"',
+            ],
+            "res": ["nvidia.com/mig-1g.24gb.me", "nvidia.com/mig-1g.10gb.me"],
+        }
+    )
+    got = mig_product_factor(frame, "labels", "res").to_list()
+    assert got == pytest.approx([7 / 4, 1.0])
