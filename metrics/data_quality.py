@@ -10,6 +10,7 @@ from metrics.schema import CLUSTER, END_AT, GPUS, PARTITION, START_AT, TEAM
 
 __all__ = [
     "DATA_QUALITY_SCHEMA",
+    "RUNAWAY_GRACE_S",
     "admitted_without_pods",
     "dcgm_hosts_without_node",
     "gpu_tracking_gaps",
@@ -32,6 +33,15 @@ DATA_QUALITY_SCHEMA: dict[str, pl.DataType] = {
     "value": pl.Float64(),
     "detail": pl.String(),
 }
+
+#: How far past its time limit an open allocation's Elapsed may run before it is a runaway job
+#: (seconds; METRICS.md "Runaway Slurm attempts"), whose end the build then counts at start +
+#: limit + this (:func:`pipelines.core.slurm_identity.is_runaway`). slurmctld ends a job at its
+#: limit plus ``OverTimeLimit`` (slurm.conf, minutes, default 0), signalling SIGTERM and SIGKILL
+#: ``KillWait`` (default 30 s) apart, and a step that will not die is given
+#: ``UnkillableStepTimeout`` (default 60 s): one hour covers those defaults many times over and
+#: an ``OverTimeLimit`` of up to 60 min, which goodput cannot read from the data.
+RUNAWAY_GRACE_S = 3600
 
 
 def gpu_tracking_gaps(attempts: pl.LazyFrame, gpu_partitions: pl.LazyFrame) -> pl.LazyFrame:
@@ -119,15 +129,20 @@ def open_attempts_ended_by_requeue(attempts: pl.LazyFrame) -> pl.LazyFrame:
     Args:
         attempts: Slurm attempts with ``cluster, partition, end_at, end_inferred`` and, where
             given, ``state`` (an inferred end of a state other than ``REQUEUED`` is a
-            runaway's, :func:`runaway_running_attempts`, and not counted here).
+            runaway's, :func:`runaway_running_attempts`, and not counted here) and
+            ``start_at, timelimit_s, elapsed_s`` (a requeued runaway whose end is its cap,
+            earlier than its requeue, is the runaway finding's, :func:`_runaway_capped`).
 
     Returns:
         :data:`DATA_QUALITY_SCHEMA` rows with ``check = 'open_attempts_ended_by_requeue'``,
         one per cluster, partition and UTC day of the inferred end, ``value`` = the attempts.
     """
     inferred = pl.col("end_inferred").fill_null(value=False)
-    if "state" in attempts.collect_schema().names():
+    names = attempts.collect_schema().names()
+    if "state" in names:
         inferred = inferred & _requeued()
+    if set(names) >= _CAP_COLUMNS:
+        inferred = inferred & ~_runaway_capped()
     return (
         attempts.filter(inferred)
         .group_by(CLUSTER, pl.col(END_AT).dt.date().alias("day"), PARTITION)
@@ -152,6 +167,26 @@ def _requeued() -> pl.Expr:
     return (pl.col("state") == "REQUEUED").fill_null(value=False)
 
 
+#: The columns :func:`_runaway_capped` reads besides ``end_inferred``.
+_CAP_COLUMNS = {START_AT, END_AT, "timelimit_s", "elapsed_s"}
+
+
+def _runaway_capped() -> pl.Expr:
+    """An inferred end that is a runaway's cap: the attempt's Elapsed exceeds its time limit
+    (> 0) by more than :data:`RUNAWAY_GRACE_S` and its end is start + limit +
+    :data:`RUNAWAY_GRACE_S`, whatever its ``state``. A requeued runaway ends at the earlier of
+    its requeue and its cap (``REQUEUED`` either way): the cap decides which finding it is
+    in."""
+    limit = pl.col("timelimit_s")
+    cap = pl.col(START_AT) + pl.duration(seconds=limit + RUNAWAY_GRACE_S)
+    return (
+        pl.col("end_inferred")
+        & (limit > 0)
+        & (pl.col("elapsed_s") > limit + RUNAWAY_GRACE_S)
+        & (pl.col(END_AT) == cap)
+    ).fill_null(value=False)
+
+
 #: How many runaway attempts :func:`runaway_running_attempts` names per cluster.
 _RUNAWAYS_NAMED = 3
 
@@ -174,7 +209,10 @@ def runaway_running_attempts(attempts: pl.LazyFrame) -> pl.LazyFrame:
 
     Args:
         attempts: Slurm attempts with ``cluster, job_id, state, gpus, gpu_s, elapsed_s,
-            end_inferred`` (``gpu_s`` = GPUs × the counted run, seconds).
+            end_inferred`` (``gpu_s`` = GPUs × the counted run, seconds) and, where given,
+            ``start_at, end_at, timelimit_s``: a ``REQUEUED`` attempt whose end is its cap
+            (earlier than its requeue, :func:`_runaway_capped`) is counted here too; without
+            them, only the inferred ends of a state other than ``REQUEUED``.
 
     Returns:
         :data:`DATA_QUALITY_SCHEMA` rows with ``check = 'runaway_running_attempts'``, one per
@@ -183,7 +221,13 @@ def runaway_running_attempts(attempts: pl.LazyFrame) -> pl.LazyFrame:
         ``_RUNAWAYS_NAMED`` with most recorded GPU-hours (ties by job id), each as
         ``job 4 (2 GPUs): 56793.88 recorded, 242.00 counted`` (GPU-h), and how many more.
     """
-    runaway = attempts.filter(pl.col("end_inferred").fill_null(value=False) & ~_requeued())
+    inferred = pl.col("end_inferred").fill_null(value=False)
+    if set(attempts.collect_schema().names()) >= _CAP_COLUMNS:
+        # ended by the cap, requeued or not (one whose requeue came first: the requeue's)
+        inferred = inferred & (~_requeued() | _runaway_capped())
+    else:
+        inferred = inferred & ~_requeued()
+    runaway = attempts.filter(inferred)
     recorded = pl.col(GPUS) * pl.col("elapsed_s")
     named = (
         runaway.with_columns(recorded.alias("_rec"))

@@ -33,6 +33,7 @@ from __future__ import annotations
 import polars as pl
 
 from metrics import seconds_between
+from metrics.data_quality import RUNAWAY_GRACE_S
 from pipelines.core.gpu_shards import tres_shards
 from pipelines.core.registry import UNATTRIBUTED
 
@@ -54,13 +55,6 @@ _RUNAWAY_END = "_runaway_end"
 #: The order of :func:`resolve_slurm_jobs`' rows: ascending, each column's NULLs last. No two
 #: started rows share all four (one per ``(cluster, job_key, step, start_at)``).
 RESOLUTION_ORDER = (*_KEY, "start_at", "step")
-#: How far past its time limit an open allocation's Elapsed may run before it is a runaway job
-#: (seconds; METRICS.md "Runaway Slurm attempts"). slurmctld ends a job at its limit plus
-#: ``OverTimeLimit`` (slurm.conf, minutes, default 0), signalling SIGTERM and SIGKILL
-#: ``KillWait`` (default 30 s) apart, and a step that will not die is given
-#: ``UnkillableStepTimeout`` (default 60 s): one hour covers those defaults many times over and
-#: an ``OverTimeLimit`` of up to 60 min, which goodput cannot read from the data.
-RUNAWAY_GRACE_S = 3600
 
 
 def _job_key() -> pl.Expr:

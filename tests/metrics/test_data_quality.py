@@ -203,3 +203,50 @@ def test_runaway_attempts_are_one_finding_per_cluster_naming_the_largest() -> No
     assert "sacctmgr show runawayjobs" in detail
     requeue = open_attempts_ended_by_requeue(att.lazy()).collect()
     assert requeue.select("cluster", "value").rows() == [("c", 1.0)]
+
+
+def test_a_requeued_runaway_is_in_the_finding_of_the_rule_that_ended_it() -> None:
+    """Three attempts with an inferred end, all state REQUEUED (a later record of their job),
+    each running more than 1 h past its limit by its Elapsed (a runaway), resolved as
+    ``resolve_slurm_jobs`` does (end = the earlier of requeue and start + limit + 1 h):
+
+    - job 80 attempt 0: 4 GPUs, 00:00, limit 3,600 s, Elapsed 36,000 s, requeue 02:30; cap
+      00:00 + 3,600 + 3,600 s = 02:00 < 02:30: ended by the cap, gpu_s 4 × 7,200 = 28,800;
+    - job 80 attempt 1: 4 GPUs, 03:00, limit 3,600 s, Elapsed 25,200 s, requeue 09:00; cap
+      05:00 < 09:00: ended by the cap, gpu_s 28,800;
+    - job 90: 1 GPU, 00:00, limit 18,000 s, Elapsed 36,000 s (> 18,000 + 3,600), requeue 03:00
+      < cap 06:00: ended by its requeue, gpu_s 10,800.
+
+    Runaway finding: 2 attempts (job 80's), counted 2 × 28,800 / 3,600 = 16.00 GPU-h, recorded
+    4 × 36,000 / 3,600 + 4 × 25,200 / 3,600 = 40 + 28 = 68.00 GPU-h; the requeue finding: 1
+    (job 90; job 80's attempts did not end at their requeue). Before, the runaway finding was
+    absent and the requeue finding counted 3."""
+    utc = dt.UTC
+    att = pl.DataFrame(
+        {
+            "cluster": ["c"] * 3,
+            "partition": ["gpu"] * 3,
+            "job_id": ["80", "80", "90"],
+            "state": ["REQUEUED"] * 3,
+            "gpus": [4.0, 4.0, 1.0],
+            "gpu_s": [28_800.0, 28_800.0, 10_800.0],
+            "elapsed_s": [36_000, 25_200, 36_000],
+            "timelimit_s": [3_600, 3_600, 18_000],
+            "start_at": [
+                dt.datetime(2026, 11, 1, 0, tzinfo=utc),
+                dt.datetime(2026, 11, 1, 3, tzinfo=utc),
+                dt.datetime(2026, 11, 1, 0, tzinfo=utc),
+            ],
+            "end_at": [
+                dt.datetime(2026, 11, 1, 2, tzinfo=utc),
+                dt.datetime(2026, 11, 1, 5, tzinfo=utc),
+                dt.datetime(2026, 11, 1, 3, tzinfo=utc),
+            ],
+            "end_inferred": [True] * 3,
+        }
+    )
+    runaway = runaway_running_attempts(att.lazy()).collect()
+    assert runaway.select("cluster", "value").rows() == [("c", 2.0)]
+    assert "16.00 of 68.00 recorded GPU-h" in runaway["detail"][0]
+    requeue = open_attempts_ended_by_requeue(att.lazy()).collect()
+    assert requeue.select("cluster", "day", "value").rows() == [("c", dt.date(2026, 11, 1), 1.0)]

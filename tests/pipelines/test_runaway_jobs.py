@@ -191,7 +191,9 @@ def test_a_requeued_runaway_ends_at_the_earlier_of_its_requeue_and_its_cap(tmp_p
     """Job 60 (4 GPUs, limit 1 h) RUNNING since 11-01 00:00 with Elapsed 10 h, and a later
     PENDING record of it submitted 05:00 (its requeue). The requeue alone ends the attempt at
     05:00 (4 × 18,000 = 72,000 GPU-s); the runaway cap is 00:00 + 1 h + 1 h = 02:00, earlier:
-    4 × 7,200 = 28,800 GPU-s, state REQUEUED (the requeue finding's, not the runaway's)."""
+    4 × 7,200 = 28,800 GPU-s, state REQUEUED. Its end is the cap, not the requeue, so it is
+    the runaway finding's (1 attempt), not the requeue finding's (this test expected the
+    requeue finding's 1 before: an attempt that did not end at its requeue)."""
     cfg = load_config(write_config(tmp_path, clusters=(("c1", "slurm", "UTC"),)))
     pending = "|".join([
         "60", "60", "c1", "gpu", "normal", "aA", "aA", "u1", "1001", P + "05:00:00",
@@ -219,7 +221,7 @@ def test_a_requeued_runaway_ends_at_the_earlier_of_its_requeue_and_its_cap(tmp_p
             ).fetchall()
         )
     assert got == [("REQUEUED", dt.datetime(2026, 11, 1, 2, tzinfo=UTC), 28_800.0)]
-    assert checks == {"open_attempts_ended_by_requeue": 1.0}
+    assert checks == {"runaway_running_attempts": 1.0}
 
 
 def test_goodput_job_says_a_runaway_is_counted_to_its_limit(tmp_path: Path) -> None:
