@@ -6,7 +6,9 @@ Pure polars (METRICS.md "Units and identities"):
   else JobIDRaw (falling back to JobID).
 - The same allocation or step seen in several exports (overlapping ``--starttime`` windows, a
   job that was RUNNING in one file and COMPLETED in a later one) is kept once: per
-  ``(cluster, job_key, step, start_at)`` the row with an end time wins, then the latest load.
+  ``(cluster, job_key, step, start_at)`` the row with an end time wins; of open rows, the one
+  with the longest Elapsed (the latest look at the running job, whatever order the exports
+  were loaded in), then the latest load.
 - A pending row (no start) is superseded when the same job appears started at or after the
   pending row's eligible (else submit) time; otherwise one never-started row of the job is kept:
   one with an end time (cancelled while pending: a final state, which slurmdbd never reopens)
@@ -118,9 +120,17 @@ def resolve_slurm_jobs(raw_rows: pl.LazyFrame, account_teams: pl.LazyFrame) -> p
     limits = [c for c in ("elapsed_s", "timelimit_s") if c in names]
     keys = rows.select(_ROW, *_KEY, "step", "start_at", "end_at", "eligible_at", "submit_at",
                        "is_allocation", "ingest_id", "line_no", *limits)  # fmt: skip
+    # Of an attempt's copies, one with an end wins; of open copies, the one with the longest
+    # Elapsed (the latest look at it, whichever file was loaded last: a runaway's Elapsed decides
+    # its end, :func:`is_runaway`), then the last loaded.
+    seen_for = (
+        pl.when(pl.col("end_at").is_null()).then(pl.col("elapsed_s"))
+        if "elapsed_s" in limits
+        else pl.lit(None, dtype=pl.Int64())
+    )
     started = (
         keys.filter(pl.col("start_at").is_not_null())
-        .sort(pl.col("end_at").is_not_null(), "ingest_id", "line_no", nulls_last=False)
+        .sort(pl.col("end_at").is_not_null(), seen_for, "ingest_id", "line_no", nulls_last=False)
         .unique(subset=[*_KEY, "step", "start_at"], keep="last", maintain_order=True)
     )
     last_start = (

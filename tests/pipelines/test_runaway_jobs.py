@@ -247,3 +247,44 @@ def test_goodput_job_says_a_runaway_is_counted_to_its_limit(tmp_path: Path) -> N
     assert "still running\n" not in result.stdout
     assert "2021-02-24 10:00:09 UTC" in result.stdout
     assert "242.00" in result.stdout
+
+
+@pytest.mark.parametrize("later_first", [False, True])
+def test_a_runaway_is_capped_whichever_export_is_loaded_last(
+    tmp_path: Path, *, later_first: bool
+) -> None:
+    """Job 20 (4 GPUs, limit 1 h) RUNNING since 11-01 00:00: the 11-01 export shows Elapsed
+    1 h 30 min (within the grace, not yet a runaway), the 11-02 export Elapsed 26 h (a runaway),
+    with job 23 (1 GPU) 11-02 01:00–02:00. The copy with the longer Elapsed is the later look at
+    the same running attempt, whichever file was loaded last (an older export backfilled after
+    a newer one). By hand: capped at 00:00 + 1 h + 1 h = 02:00, 4 × 7,200 = 28,800 GPU-s =
+    8 GPU-h on 11-01; 11-02 job 23's 1 GPU-h; cut-off 11-02 02:00. Loading the 11-02 export
+    first kept the 11-01 copy (the last loaded): not a runaway, counted to the cut-off, 4 × 24 =
+    96 GPU-h on 11-01 and 4 × 2 + 1 = 9 on 11-02."""
+    cfg = load_config(write_config(tmp_path, clusters=(("c1", "slurm", "UTC"),)))
+    day1, day2 = (tmp_path / f"c1_sacct_{d}.txt" for d in ("2026-11-01", "2026-11-02"))
+    day1.write_text(
+        _HEADER + "\n"
+        + _row("20", P + "00:00:00", "Unknown", "01:30:00", "RUNNING", 4, "01:00:00") + "\n"
+    )  # fmt: skip
+    day2.write_text(
+        _HEADER + "\n"
+        + _row("20", P + "00:00:00", "Unknown", "1-02:00:00", "RUNNING", 4, "01:00:00") + "\n"
+        + _row("23", D + "01:00:00", D + "02:00:00", "01:00:00", "COMPLETED", 1, "10:00:00")
+        + "\n"
+    )  # fmt: skip
+    with connect(cfg.warehouse_path) as con:
+        init_warehouse(con)
+        for path in (day2, day1) if later_first else (day1, day2):
+            ingest_file(con, "sacct", path, IngestOptions(cluster="c1", tz="UTC"))
+        rebuild(con, cfg)
+        job = con.execute(
+            "SELECT state, end_at, gpu_s FROM core.jobs WHERE job_id = '20'"
+        ).fetchall()
+        daily = con.execute(
+            "SELECT allocated_gpu_s / 3600 FROM occupancy_daily ORDER BY day"
+        ).fetchall()
+        cut = con.execute("SELECT as_of FROM core.build_cutoffs").fetchall()
+    assert job == [("RUNNING", dt.datetime(2026, 11, 1, 2, tzinfo=UTC), 28_800.0)]
+    assert [g for (g,) in daily] == [8.0, 1.0]
+    assert cut == [(dt.datetime(2026, 11, 2, 2, tzinfo=UTC),)]
