@@ -237,6 +237,7 @@ def pytest_fixture_post_finalizer(
         shutil.rmtree(path, ignore_errors=True)
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """The free disk, shared memory and memory when the run ends, in its last lines: a CI run
     that failed on a full disk or too little memory then says so where its tail is read."""
