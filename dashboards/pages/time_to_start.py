@@ -8,6 +8,8 @@ import polars as pl
 import streamlit as st
 
 from dashboards import _charts, _filters, queries
+from metrics.headlines import MIN_KM_JOBS
+from metrics.periods import mark_complete
 from pipelines.config import load_config
 
 st.title("Time to start")
@@ -33,6 +35,17 @@ side = by_bucket.select(
     (pl.col(f"{pct}_s") / 3600).alias("censored (Kaplan–Meier)"),
     (pl.col(f"naive_{pct}_s") / 3600).alias("naive (started only)"),
 ).unpivot(index=["cluster", "bucket"], variable_name="estimate", value_name="wait_h")
+# A percentile of fewer than MIN_KM_JOBS spells is one or two jobs' wait, not a percentile: such
+# bars are left off the chart (the table keeps them beside their spell count), as the Overview's
+# tile does (METRICS.md "Large-job time to start").
+few = by_bucket.filter(pl.col("spells") < MIN_KM_JOBS).select(
+    "cluster", shown_bucket, pl.lit(True).alias("few")
+)
+side = (
+    side.join(few, on=["cluster", "bucket"], how="left")
+    .with_columns(pl.when(pl.col("few").is_null()).then(pl.col("wait_h")).alias("wait_h"))
+    .drop("few")
+)
 # Buckets without a spell in any cluster are left off the axis (no empty slots).
 present = set(side.filter(pl.col("wait_h").is_not_null())["bucket"])
 fig = px.bar(
@@ -58,7 +71,13 @@ _charts.chart(
     definition=(
         "Wait = start − eligible. Censored: Kaplan–Meier, jobs still pending or cancelled while "
         "pending count until then (NULL where S(t) never gets there; reason in the CSV); naive: "
-        "nearest-rank over started jobs only."
+        "nearest-rank over started jobs only. "
+        + (
+            f"Left off: {few.height} cluster × size group(s) with fewer than {MIN_KM_JOBS} "
+            "spells (their waits are in the table)."
+            if few.height
+            else f"Every group shown has at least {MIN_KM_JOBS} spells."
+        )
     ),
 )
 _charts.table(
@@ -71,6 +90,30 @@ _charts.table(
 # --- over weeks, all and large jobs ----------------------------------------------------------
 st.subheader(f"Over weeks: all GPU jobs and large jobs (≥ {large:g} GPUs)")
 weekly = queries.wait_percentiles_weekly(path, f, large)
+if weekly.height:
+    # A week the data do not cover whole is not comparable with whole weeks (metrics.periods):
+    # left out of the trend, as on the Fairness page; so is a week of fewer than MIN_KM_JOBS
+    # spells in its series.
+    as_of, data_from = queries.period_bounds(path, f)
+    weekly = mark_complete(weekly, as_of=as_of, data_from=data_from)
+    partial = sorted(set(weekly.filter(~pl.col("complete"))["week"]))
+    thin = weekly.filter(pl.col("complete") & (pl.col("spells") < MIN_KM_JOBS))
+    weekly = weekly.filter(pl.col("complete") & (pl.col("spells") >= MIN_KM_JOBS)).drop(
+        "complete", "covered_h"
+    )
+    if partial:
+        st.caption(
+            "Partial weeks left out of the trend (not comparable with whole weeks): "
+            + ", ".join(f"{w:%Y-%m-%d}" for w in partial)
+            + "."
+        )
+    if thin.height:
+        st.caption(
+            f"Left out, fewer than {MIN_KM_JOBS} spells: "
+            + ", ".join(f"{r['jobs']} in the week of {r['week']:%Y-%m-%d} (n = {r['spells']})"
+                        for r in thin.iter_rows(named=True))
+            + "."
+        )  # fmt: skip
 if weekly.height:
     wlong = weekly.select(
         "jobs",
@@ -102,7 +145,10 @@ if weekly.height:
         ),
     )
 else:
-    st.info("No dated waiting spells in this window.")
+    st.info(
+        f"No complete week with at least {MIN_KM_JOBS} waiting spells in this window: "
+        "no weekly trend to draw."
+    )
 
 # --- Kubernetes stages -----------------------------------------------------------------------
 st.subheader("Kubernetes stages: quota, admission, scheduling, pod startup, image pull")
