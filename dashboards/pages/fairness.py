@@ -10,6 +10,7 @@ import streamlit as st
 
 from dashboards import _charts, _filters, queries
 from metrics.periods import mark_complete
+from pipelines.report.narrative import most_owed
 
 st.title("Fairness")
 
@@ -53,6 +54,41 @@ if not week_whole:
         else f"The week of {week:%Y-%m-%d} is partial."
     )
 in_week = teams.filter(teams["week"] == week)
+summary = queries.fairness_summary(path, f)
+
+# --- the week's answer in numbers: the Overview's Fairness tile, for the picked week ----------
+picked = summary.filter(pl.col("week") == week)
+owed = most_owed(in_week.to_dicts())
+c1, c2, c3 = st.columns(3)
+jain = picked["jain_index"][0] if picked.height else None
+unmet = picked["unmet_entitlement"][0] if picked.height else None
+c1.metric(
+    "Jain's index",
+    f"{jain:.2f}" if jain is not None else "n/a",
+    help="Jain's index over the teams' entitlement ratios (received ÷ fair GPU-time), 1 = every "
+    "team that asked got its fair share (METRICS.md).",
+)
+c2.metric(
+    "Unmet entitlement",
+    f"{unmet:.1%}" if unmet is not None else "n/a",
+    help="The share of the fair GPU-time the teams did not receive: Σ max(0, F − U) ÷ Σ F.",
+)
+c3.metric(
+    "Most owed",
+    f"{owed.team}: {owed.debt_gpu_h:,.0f} GPU-h" if owed else "none",
+    help="The team with the largest fair-share debt F_t − U_t (GPU-hours it was owed).",
+)
+st.caption(
+    f"**{'cluster ' + f.cluster if f.cluster else 'fleet'}** (across teams) · week of "
+    f"{week:%Y-%m-%d}"
+    + ("" if week_whole else f", partial: {week_hours:,.1f} of 168 h")
+    + (f" · {picked['teams'][0]} teams with demand" if picked.height else "")
+    + (
+        f" · {owed.team} received {owed.entitlement_ratio:.2f} of its fair share"
+        if owed and owed.entitlement_ratio is not None
+        else ""
+    )
+)
 
 # --- entitlement vs received vs fair ---------------------------------------------------------
 st.subheader("Entitlement, received and fair allocation per team")
@@ -87,7 +123,6 @@ _charts.chart(
 
 # --- Jain's index over time -------------------------------------------------------------------
 st.subheader("Fairness index over time")
-summary = queries.fairness_summary(path, f)
 if summary.height:
     summary = mark_complete(summary, as_of=as_of, data_from=data_from)
     partial = summary.filter(~pl.col("complete"))
@@ -99,15 +134,20 @@ if summary.height:
             + "."
         )
 if summary.height:
-    long = summary.unpivot(
+    long = summary.rename(
+        {"jain_index": "Jain's index", "unmet_entitlement": "unmet entitlement (share)"}
+    ).unpivot(
         index=["week"],
-        on=["jain_index", "unmet_entitlement"],
+        on=["Jain's index", "unmet entitlement (share)"],
         variable_name="measure",
         value_name="value",
     )
+    series = _charts.color_map("series")
     fig2 = px.line(
         long, x="week", y="value", color="measure", markers=True,
-        color_discrete_map=_charts.color_map("series"), labels={"week": "week of"},
+        color_discrete_map={"Jain's index": series["jain_index"],
+                            "unmet entitlement (share)": series["unmet_entitlement"]},
+        labels={"week": "week of", "value": "index / share (0–1)"},
     )  # fmt: skip
     fig2.update_yaxes(rangemode="tozero")
     _charts.legend_below(_charts.week_axis(fig2))

@@ -105,3 +105,28 @@ def test_time_to_start_trend_leaves_out_partial_weeks(serving: str) -> None:
         "Partial weeks left out of the trend" in c.value and "2026-11-02" in c.value
         for c in at.caption
     )
+
+
+def test_fairness_page_states_the_weeks_jain_index(serving: str) -> None:
+    """The Fairness page opens with the picked week's answer as numbers, as the Overview's tile
+    gives it. Hand computation: Jain's index = (Σe)² ÷ (n · Σe²) over the entitlement ratios
+    e_t = U_t ÷ F_t of the teams with demand in ``fairness_weekly`` (fleet rows of the week);
+    unmet entitlement = Σ max(0, F − U) ÷ Σ F; most owed = the largest debt F − U in GPU-h."""
+    at = _page("fairness")
+    box = next(s for s in at.selectbox if s.label == "Week")
+    week = box.value
+    rows = _view(
+        serving,
+        "select team, entitlement_ratio as e, fair_gpu_s as f, used_gpu_s as u,"
+        " fair_share_debt_gpu_h as debt from fairness_weekly where \"window\" = 'week'"
+        f" and cluster is null and week = '{week.isoformat()}' and demand_gpu_s > 0",
+    )
+    e = rows["e"].to_list()
+    jain = sum(e) ** 2 / (len(e) * sum(x * x for x in e))
+    unmet = sum(max(0.0, f - u) for f, u in zip(rows["f"], rows["u"], strict=True)) / sum(rows["f"])
+    team, debt = rows.sort("debt", descending=True).select("team", "debt").row(0)
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["Jain's index"] == f"{jain:.2f}"
+    assert shown["Unmet entitlement"] == f"{unmet:.1%}"
+    assert shown["Most owed"] == f"{team}: {debt:,.0f} GPU-h"
+    assert any(f"week of {week:%Y-%m-%d}" in c.value for c in at.caption)
