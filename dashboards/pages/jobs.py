@@ -64,7 +64,10 @@ shown = listed.select(
     pl.col("elapsed_s").map_elements(fmt_hours, return_dtype=pl.String()).alias("elapsed"),
     (pl.col("gpu_s") / 3600.0).round(1).alias("GPU-hours"),
     pl.col("mean_activity").alias("GPU activity"),
-    (pl.col("idle_gpu_s") / 3600.0).round(1).alias("idle GPU-hours"),
+    # No GPU telemetry for the attempt (no DCGM samples tied to it): its idle time is unknown,
+    # not 0, so the cell is left empty as in the one-job view below.
+    pl.when(pl.col("observed_gpu_s") > 0).then((pl.col("idle_gpu_s") / 3600.0).round(1))
+    .alias("idle GPU-hours"),
     pl.col("start_at").alias("start (UTC)"),
 ) if listed.height else pl.DataFrame()  # fmt: skip
 if shown.height:
@@ -89,7 +92,9 @@ if shown.height:
         f"runs. GPU activity and idle GPU-hours are job_gpu_summary's: whole 5-minute buckets "
         f"tied to the attempt, a bucket idle when its mean activity is < θ = "
         f"{cfg.idle_activity:g}; the job view below uses `goodput job`'s rule (each bucket's "
-        f"part inside the attempt, idle per GPU), so edge buckets can differ slightly."
+        f"part inside the attempt, idle per GPU), so edge buckets can differ slightly. Empty "
+        f"GPU activity and idle GPU-hours: no GPU telemetry tied to the attempt (unknown, not "
+        f"0); {shown['idle GPU-hours'].null_count():,} of the {shown.height:,} listed."
     )
     _charts.download(shown, key="job_list_table")
 else:

@@ -130,3 +130,30 @@ def test_fairness_page_states_the_weeks_jain_index(serving: str) -> None:
     assert shown["Unmet entitlement"] == f"{unmet:.1%}"
     assert shown["Most owed"] == f"{team}: {debt:,.0f} GPU-h"
     assert any(f"week of {week:%Y-%m-%d}" in c.value for c in at.caption)
+
+
+def _table(at: AppTest, *columns: str) -> pl.DataFrame:
+    for element in at.dataframe:
+        if set(columns) <= set(element.value.columns):
+            return pl.from_pandas(element.value)
+    raise AssertionError(f"no table with columns {columns}")
+
+
+def test_jobs_list_leaves_idle_empty_without_telemetry(serving: str) -> None:
+    """An attempt with no GPU telemetry (``job_gpu_summary.observed_gpu_s`` = 0: no DCGM sample
+    tied to it) has an unknown idle time, not 0 GPU-hours; one with telemetry keeps its idle
+    GPU-hours (idle_gpu_s ÷ 3600, e.g. 5,400 s → 1.5)."""
+    at = _page("jobs")
+    shown = _table(at, "cluster", "job", "attempt", "idle GPU-hours")
+    summary = _view(
+        serving,
+        "select cluster, job_id as job, attempt, observed_gpu_s, idle_gpu_s"
+        " from job_gpu_summary where gpus > 0",
+    )
+    joined = shown.join(summary, on=["cluster", "job", "attempt"], how="inner")
+    dark = joined.filter(pl.col("observed_gpu_s") == 0)
+    lit = joined.filter(pl.col("observed_gpu_s") > 0)
+    assert dark.height > 0 and lit.height > 0
+    assert dark["idle GPU-hours"].null_count() == dark.height
+    assert lit["idle GPU-hours"].to_list() == [round(s / 3600, 1) for s in lit["idle_gpu_s"]]
+    assert any("no GPU telemetry tied to the attempt" in c.value for c in at.caption)
