@@ -23,6 +23,7 @@ from pipelines.warehouse.safe_sql import flat_for_csv
 
 __all__ = [
     "CHANGE_COLOR",
+    "DAY_TICKS",
     "KEY_COLUMNS",
     "LEAF_COLORS",
     "annotate_changes",
@@ -168,9 +169,34 @@ def week_axis(fig: Any, *, axis: str = "x") -> Any:
     return fig
 
 
+#: The most date ticks a day axis gets across the chart's width (all its facets together): a
+#: ``YYYY-MM-DD`` label is about 70 px wide with its gap about 90, so more than this on a
+#: laptop screen turns them vertical and the legend below clips them ("2026-10-").
+DAY_TICKS = 10
+
+
 def day_axis(fig: Any) -> Any:
-    """A day axis: dates, one tick a day at most."""
-    fig.update_xaxes(tickformat="%Y-%m-%d", dtick=86_400_000)
+    """A day axis: dates, one tick a day at most.
+
+    One tick a day while the days fit (:data:`DAY_TICKS` across the chart, shared by its facets);
+    a longer span gets a tick every whole week, on Mondays (more weeks: every 2, 3, … weeks), so
+    the labels stay readable instead of being clipped.
+    """
+    days = {
+        t.date()
+        for trace in fig.data
+        if trace.x is not None
+        for t in (_as_time(x) for x in trace.x)
+        if t is not None
+    }
+    facets = max(1, sum(1 for k in fig.layout.to_plotly_json() if k.startswith("xaxis")))
+    fit = max(1, DAY_TICKS // facets)
+    span = (max(days) - min(days)).days + 1 if days else 1
+    if span <= fit:
+        fig.update_xaxes(tickformat="%Y-%m-%d", dtick=86_400_000)
+    else:
+        weeks = -(-span // (7 * fit))  # ceil: every `weeks` weeks keeps ≤ fit ticks
+        fig.update_xaxes(tickformat="%Y-%m-%d", dtick=weeks * 7 * 86_400_000, tick0="2026-01-05")
     return fig
 
 

@@ -84,3 +84,36 @@ def test_partial_days_of_a_line_are_shaded() -> None:
     assert band.x0 == dt.datetime(2026, 11, 9, 12)
     assert band.x1 == dt.datetime(2026, 11, 10, 12)
     assert fig.layout.annotations[0].text.startswith("grey band: partial day")
+
+
+def _days_fig(days: int, facets: int) -> object:
+    start = dt.date(2026, 10, 4)
+    df = pl.DataFrame(
+        {
+            "day": [start + dt.timedelta(days=i) for i in range(days) for _ in range(facets)],
+            "cluster": [f"c{j}" for _ in range(days) for j in range(facets)],
+            "gpu_h": [1.0] * (days * facets),
+        }
+    )
+    return px.bar(df, x="day", y="gpu_h", facet_col="cluster")
+
+
+def test_day_axis_keeps_one_tick_a_day_while_they_fit() -> None:
+    """Seven days in one chart: a tick a day (7 ≤ DAY_TICKS = 10)."""
+    fig = _charts.day_axis(_days_fig(7, 1))
+    assert fig.layout.xaxis.dtick == 86_400_000
+    assert fig.layout.xaxis.tickformat == "%Y-%m-%d"
+
+
+def test_day_axis_thins_ticks_of_a_long_span_to_whole_weeks() -> None:
+    """44 days (2026-10-04 to 11-16) in 6 facets, as the Waste page's failures chart over the
+    bundled fleet: a tick a day drew 44 vertical labels per facet, clipped to "2026-10-". Each
+    facet fits max(1, 10 // 6) = 1 tick, so the step is ⌈44 ÷ (7 · 1)⌉ = 7 weeks, on Mondays
+    (one label per facet); one chart alone fits 10: ⌈44 ÷ (7 · 10)⌉ = 1 week."""
+    six = _charts.day_axis(_days_fig(44, 6))
+    assert {six.layout[k].dtick for k in six.layout.to_plotly_json() if k.startswith("xaxis")} == {
+        7 * 7 * 86_400_000
+    }
+    one = _charts.day_axis(_days_fig(44, 1))
+    assert one.layout.xaxis.dtick == 7 * 86_400_000
+    assert one.layout.xaxis.tick0 == "2026-01-05"  # a Monday
