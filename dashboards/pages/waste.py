@@ -7,6 +7,7 @@ import polars as pl
 import streamlit as st
 
 from dashboards import _charts, _filters, queries
+from metrics.headlines import AVOIDABLE_LEAVES
 from metrics.schema import WATERFALL_LEAVES
 from pipelines.config import load_config
 
@@ -19,11 +20,31 @@ st.caption(f.describe())
 as_of, _data_from = queries.period_bounds(path, f)
 
 # --- waterfall by cluster --------------------------------------------------------------------
-st.subheader("GPU-time waterfall by cluster")
 by_cluster = queries.waterfall_by_cluster(path, f)
 if by_cluster.height == 0:
     st.warning(f"No data yet in {path}: run `goodput materialize` (or `make run`).")
     st.stop()
+# The headline: the Overview's avoidable waste, over this page's filters (its days, clusters).
+totals = queries.waterfall_totals(path, f)
+capacity = float(totals["gpu_h"].sum())
+avoidable = totals.filter(pl.col("leaf").is_in(AVOIDABLE_LEAVES))
+waste = float(avoidable["gpu_h"].sum())
+if capacity > 0:
+    h1, h2 = st.columns(2)
+    h1.metric(
+        "Avoidable waste",
+        f"{waste:,.0f} GPU-h",
+        help="Lost work (failed, preempted, timed out), allocated-idle and held GPU-hours "
+        "(waterfall leaves 3–6, 8, 10; METRICS.md), as on the Overview.",
+    )
+    h2.metric("Share of capacity", f"{waste / capacity:.1%}")
+    largest = avoidable.sort("gpu_h", descending=True).head(2)
+    st.caption(
+        f"Of {capacity:,.0f} GPU-h of capacity · largest: "
+        + ", ".join(f"{r['leaf']} {r['gpu_h']:,.0f} h" for r in largest.iter_rows(named=True))
+        + f" · {f.describe()} (the Overview's figure is its week's)"
+    )
+st.subheader("GPU-time waterfall by cluster")
 fig = px.bar(
     by_cluster,
     x="share_of_capacity",

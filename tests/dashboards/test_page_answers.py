@@ -157,3 +157,23 @@ def test_jobs_list_leaves_idle_empty_without_telemetry(serving: str) -> None:
     assert dark["idle GPU-hours"].null_count() == dark.height
     assert lit["idle GPU-hours"].to_list() == [round(s / 3600, 1) for s in lit["idle_gpu_s"]]
     assert any("no GPU telemetry tied to the attempt" in c.value for c in at.caption)
+
+
+def test_waste_page_opens_with_the_avoidable_waste_of_its_window(serving: str) -> None:
+    """The Waste page's first screen gives the Overview's avoidable waste (the loss leaves,
+    allocated_idle and held: METRICS.md "Dashboard and report figures") over its own filters
+    (all days, all clusters by default) and its share of capacity: Σ avoidable GPU-s ÷ 3600 and
+    that over Σ every leaf's GPU-s (the waterfall sums to capacity). Before: no such number."""
+    from metrics.headlines import AVOIDABLE_LEAVES
+
+    at = _page("waste")
+    leaves = ", ".join(f"'{leaf}'" for leaf in AVOIDABLE_LEAVES)
+    waste_s, capacity_s = _view(
+        serving,
+        f"select sum(gpu_s) filter (where bucket in ({leaves})), sum(gpu_s)"
+        " from gpu_waterfall_hourly",
+    ).row(0)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Avoidable waste"] == f"{waste_s / 3600:,.0f} GPU-h"
+    assert metrics["Share of capacity"] == f"{waste_s / capacity_s:.1%}"
+    assert 0 < waste_s < capacity_s
