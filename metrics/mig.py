@@ -28,6 +28,7 @@ import polars as pl
 
 __all__ = [
     "A30_PROFILES",
+    "MIG_DOTTED_ATTRIBUTE",
     "MIG_PATTERN",
     "RTX_PRO_6000_NAME",
     "RTX_PRO_6000_PROFILES",
@@ -46,6 +47,12 @@ MIG_PATTERN: Final = (
     r"(?:$|[^0-9a-z.])"
 )
 _MIG_RE: Final = re.compile(MIG_PATTERN)
+#: A MIG profile with an attribute as the NVIDIA device plugin names its resource: ``+`` is not
+#: allowed in a Kubernetes resource name, so the plugin writes ``1g.10gb+me`` as
+#: ``mig-1g.10gb.me`` (NVIDIA/k8s-device-plugin ``internal/rm/rm.go``); go-nvlib's attributes are
+#: ``me``, ``me.all`` and ``gfx``. Groups: 1 the profile, 2 the attribute (the profile's ``+``
+#: form is ``\1+\2``).
+MIG_DOTTED_ATTRIBUTE: Final = r"^((?:\d+c\.)?\d+g\.\d+gb)\.(me\.all|me|gfx)$"
 
 #: The A30's MIG profiles as (compute slices, GB): a 4-slice product.
 A30_PROFILES: Final = frozenset({(1, 6), (2, 12), (4, 24)})

@@ -46,7 +46,7 @@ from typing import Final
 
 import polars as pl
 
-from metrics.mig import mig_fraction_expr
+from metrics.mig import MIG_DOTTED_ATTRIBUTE, mig_fraction_expr
 from pipelines.core.k8s_labels import k8s_label
 
 __all__ = [
@@ -72,9 +72,6 @@ _MIG_REPLICAS: Final = r'"(nvidia\.com/mig-[^"]+)\.replicas"\s*:\s*"\s*(\d+)\s*"
 #: (``"nvidia.com/mig-1g.24gb.product": "NVIDIA-RTX-PRO-6000-...-MIG-1g.24gb"``): groups 1 the
 #: resource, 2 the product.
 _MIG_PRODUCT: Final = r'"(nvidia\.com/mig-[^"]+)\.product"\s*:\s*"([^"]*)"'
-#: A MIG profile with an attribute as the device plugin names its resource (``1g.24gb.me`` for
-#: ``1g.24gb+me``): groups 1 the profile, 2 the attribute.
-_DOTTED_ATTRIBUTE: Final = r"^((?:\d+c\.)?\d+g\.\d+gb)\.(me\.all|me|gfx)$"
 
 _UTC: Final = pl.Datetime("us", "UTC")
 
@@ -210,7 +207,7 @@ def mig_product_factor(frame: pl.DataFrame, labels: str, resource: str) -> pl.Se
                     pl.col("_res")
                     .str.strip_prefix(MIG_RESOURCE_PREFIX)
                     # the device plugin writes a profile's "+me" as ".me" (metrics/mig.py)
-                    .str.replace(_DOTTED_ATTRIBUTE, "${1}+${2}")
+                    .str.replace(MIG_DOTTED_ATTRIBUTE, "${1}+${2}")
                 )
             ).alias("_f")
         )

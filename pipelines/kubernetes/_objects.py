@@ -45,7 +45,7 @@ from pipelines.kubernetes._json_items import (
     rows_from_items,
     text_or_none,
 )
-from pipelines.kubernetes._pods_parse import gpu_worth, uncounted_accelerators
+from pipelines.kubernetes._pods_parse import MIG_PREFIX, gpu_worth, uncounted_accelerators
 from pipelines.kubernetes._workload_topology import WORKLOAD_TOPOLOGY_SCHEMA, workload_topology_rows
 from pipelines.kubernetes._workloads_parse import (
     K8S_WORKLOAD_SCHEMA,
@@ -119,9 +119,6 @@ KUEUE_TOPOLOGY_SCHEMA: dict[str, pl.DataType] = {
 GPU_PRODUCT_LABELS: Final = ("nvidia.com/gpu.product", "amd.com/gpu.product-name",
                              "beta.amd.com/gpu.product-name", "cloud.google.com/gke-accelerator",
                              "node.kubernetes.io/instance-type")  # fmt: skip
-#: Prefix of the MIG "mixed" strategy's resources, whose GFD label ``<resource>.product``
-#: (``nvidia.com/mig-1g.24gb.product: NVIDIA-RTX-PRO-6000-...-MIG-1g.24gb``) names the GPU too.
-_MIG: Final = "nvidia.com/mig-"
 #: Label keys that name a node's rack (no standard key exists; these are common ones).
 RACK_LABELS: Final = ("topology.kubernetes.io/rack", "topology.example.com/rack",
                       "node.kubernetes.io/rack", "rack")  # fmt: skip
@@ -169,12 +166,12 @@ def _node_row(obj: dict[str, Any]) -> list[dict[str, Any]]:
             worth = gpu_worth(str(res))
             if worth is None:
                 continue
-            # GFD's product label of a MIG resource names the GPU too, which the resource name
-            # does not: an RTX PRO 6000's 1g.24gb is 1/4, an H100 NVL's 1/7 (metrics/mig.py)
+            # GFD's product label of a MIG resource (``<resource>.product``) names the GPU too,
+            # which the resource name does not: an RTX PRO 6000's 1g.24gb is 1/4, an H100 NVL's
+            # 1/7 (metrics/mig.py)
             product = labels.get(f"{str(res).removesuffix('.shared')}.product")
-            by_product = mig_fraction(str(product)) if str(res).startswith(_MIG) else None
-            if product and by_product is not None:
-                worth = by_product
+            if product and str(res).startswith(MIG_PREFIX):
+                worth = mig_fraction(str(product)) or worth
             total = (total or 0.0) + parse_quantity(value, f"status.{key}.{res}") * worth
             used.add(str(res))
         return total, used

@@ -33,7 +33,7 @@ from typing import Any, Final
 
 import polars as pl
 
-from metrics.mig import mig_fraction
+from metrics.mig import MIG_DOTTED_ATTRIBUTE, mig_fraction
 from pipelines._parse_result import ParseResult
 from pipelines.kubernetes._json_items import (
     BadItem,
@@ -99,13 +99,10 @@ _AMD_GPU: Final = "amd.com/gpu"
 _GPU_SHARED: Final = "nvidia.com/gpu.shared"
 # the suffix renamed replicas get (``nvidia.com/mig-1g.10gb.shared`` too)
 _SHARED_SUFFIX: Final = ".shared"
-_MIG_PREFIX: Final = "nvidia.com/mig-"
-#: A MIG profile with an attribute as the NVIDIA device plugin names its resource: ``+`` is not
-#: allowed in a resource name, so the plugin writes ``1g.10gb+me`` as ``mig-1g.10gb.me``
-#: (NVIDIA/k8s-device-plugin ``internal/rm/rm.go``: ``strings.ReplaceAll("mig-"+profile, "+",
-#: ".")``); go-nvlib's attributes are ``me``, ``me.all`` and ``gfx``. Groups: the profile, the
-#: attribute.
-_MIG_DOTTED_ATTRIBUTE: Final = re.compile(r"^((?:\d+c\.)?\d+g\.\d+gb)\.(me\.all|me|gfx)$")
+MIG_PREFIX: Final = "nvidia.com/mig-"
+#: A MIG profile with an attribute as the device plugin names it
+#: (:data:`metrics.mig.MIG_DOTTED_ATTRIBUTE`).
+_MIG_DOTTED_ATTRIBUTE: Final = re.compile(MIG_DOTTED_ATTRIBUTE)
 #: Vendor prefixes of accelerator device plugins: Intel GPUs, Habana Gaudi, AWS Inferentia /
 #: Trainium (``neuron``, ``neuroncore``, ``neurondevice``), Google TPUs, AMD/Xilinx FPGAs,
 #: Qualcomm AI 100 (``qualcomm.com/qaic``), besides NVIDIA's and AMD's own.
@@ -184,9 +181,9 @@ def gpu_worth(resource: str) -> float | None:
     """
     if resource in (_GPU, _GPU_SHARED, _AMD_GPU):
         return 1.0
-    if not resource.startswith(_MIG_PREFIX):
+    if not resource.startswith(MIG_PREFIX):
         return None
-    profile = resource[len(_MIG_PREFIX) :].removesuffix(_SHARED_SUFFIX)
+    profile = resource[len(MIG_PREFIX) :].removesuffix(_SHARED_SUFFIX)
     return mig_fraction(_MIG_DOTTED_ATTRIBUTE.sub(r"\1+\2", profile))
 
 
